@@ -1,0 +1,82 @@
+/* cli.h — what the nlembed commands share: global options, loading inputs,
+ * progress display and error reporting. */
+#ifndef NLE_CLI_H
+#define NLE_CLI_H
+
+#include "nlembed.h"
+
+#include <getopt.h>
+#include <stdbool.h>
+
+/* Options every command accepts; the long-option values start at 1000. */
+enum {
+  OPT_THREADS = 1000, OPT_SEED, OPT_LABELS, OPT_QUIET, OPT_VERBOSE, OPT_MAX_MEMORY, OPT_HELP,
+  OPT_DELIMITER, OPT_HEADER, OPT_LABEL_COLUMN, OPT_COMMAND_BASE = 1100
+};
+
+#define CLI_COMMON_OPTIONS                                             \
+  {"threads", required_argument, 0, OPT_THREADS},                     \
+  {"seed", required_argument, 0, OPT_SEED},                           \
+  {"labels", required_argument, 0, OPT_LABELS},                       \
+  {"quiet", no_argument, 0, OPT_QUIET},                               \
+  {"verbose", no_argument, 0, OPT_VERBOSE},                           \
+  {"max-memory", required_argument, 0, OPT_MAX_MEMORY},               \
+  {"help", no_argument, 0, OPT_HELP},                                 \
+  {"delimiter", required_argument, 0, OPT_DELIMITER},                 \
+  {"header", required_argument, 0, OPT_HEADER},                       \
+  {"label-column", required_argument, 0, OPT_LABEL_COLUMN}
+
+#define CLI_COMMON_HELP                                                                  \
+  "Common options:\n"                                                                    \
+  "  --threads N          threads to use (default: all cores)\n"                         \
+  "  --seed S             seed of every random choice (default 1)\n"                     \
+  "  --labels SOURCE      labels: a one-column file or a dataset name\n"                 \
+  "  --max-memory SIZE    cap on one dense allocation, e.g. 8G (default 80% of RAM)\n"   \
+  "  --quiet              no progress or summary on stderr\n"                            \
+  "  --verbose            more detail on stderr\n"                                       \
+  "  --delimiter C        text input delimiter (default: detected; 'tab' for a tab)\n"   \
+  "  --header auto|yes|no text input header row (default auto)\n"                        \
+  "  --label-column N     text input column (1-based, or 'last') holding labels\n"       \
+  "  --help               this help\n"
+
+typedef struct {
+  const char *command;
+  nle_ctx *ctx;
+  const char *labels_source;
+  nle_read_opts read;
+  bool quiet;
+  int verbosity;
+  double t0;
+} cli_env;
+
+/* Sets up the context and defaults. */
+int cli_env_init(cli_env *env, const char *command);
+void cli_env_free(cli_env *env);
+/* Handles a common option: 1 if it was one, 0 if not, -1 on a bad value. */
+int cli_common_option(cli_env *env, int opt, const char *arg);
+
+/* Prints "nlembed CMD: error: MESSAGE" (one line) and returns the exit code. */
+int cli_fail(cli_env *env, nle_status s);
+int cli_usage_error(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Loads a dataset and, when --labels was given, its labels (checked count). */
+nle_status cli_load(cli_env *env, const char *source, nle_dataset **ds);
+/* Loads an embedding (any readable format) as doubles. */
+nle_status cli_load_embedding(cli_env *env, const char *source, nle_matd **X);
+
+/* Summary lines for the user on stderr unless --quiet. */
+void cli_note(cli_env *env, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+bool cli_parse_int(const char *s, long long lo, long long hi, long long *out);
+bool cli_parse_double(const char *s, double *out);
+/* The value of "key": "..." in a one-line JSON text, into buf. */
+bool cli_json_string(const char *json, const char *key, char *buf, size_t len);
+/* Reads a small text file whole (NULL on failure). */
+char *cli_read_small_file(const char *path);
+
+int cmd_pca(int argc, char **argv);
+int cmd_knn(int argc, char **argv);
+int cmd_metrics(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
+
+#endif

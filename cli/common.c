@@ -1,0 +1,269 @@
+/* common.c — shared pieces of the nlembed commands: common options, input
+ * loading, progress bar, error lines. */
+#include "cli.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct {
+  cli_env *env;
+  char stage[64];
+  double start, last_draw;
+  int last_step;
+  bool tty;
+} progress_state;
+
+static progress_state progress;
+
+static void format_duration(double s, char *buf, size_t len) {
+  if (!isfinite(s) || s < 0) s = 0;
+  long t = (long)(s + 0.5);
+  if (t >= 3600) snprintf(buf, len, "%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);
+  else snprintf(buf, len, "%ld:%02ld", t / 60, t % 60);
+}
+
+/* A bar with elapsed time and ETA on a terminal; a plain line every 10%
+ * otherwise, so logs stay readable. */
+static int show_progress(void *user, const char *stage, double fraction) {
+  (void)user;
+  progress_state *p = &progress;
+  double now = nle_time_seconds();
+  if (strncmp(p->stage, stage, sizeof p->stage - 1) != 0) {
+    snprintf(p->stage, sizeof p->stage, "%s", stage);
+    p->start = now;
+    p->last_draw = 0;
+    p->last_step = -1;
+  }
+  if (fraction < 0) fraction = 0;
+  if (fraction > 1) fraction = 1;
+  double elapsed = now - p->start;
+  char el[32], eta[32];
+  format_duration(elapsed, el, sizeof el);
+  format_duration(fraction > 0 ? elapsed * (1 - fraction) / fraction : 0, eta, sizeof eta);
+  if (p->tty) {
+    if (fraction < 1 && now - p->last_draw < 0.1) return 0;
+    p->last_draw = now;
+    char bar[31];
+    int filled = (int)(fraction * 30);
+    for (int i = 0; i < 30; i++) bar[i] = i < filled ? '#' : '-';
+    bar[30] = '\0';
+    fprintf(stderr, "\r%-22s [%s] %3.0f%%  %s elapsed, ETA %s ", stage, bar, 100 * fraction, el, eta);
+    if (fraction >= 1) fputc('\n', stderr);
+  } else {
+    int step = (int)(fraction * 10);
+    if (step == p->last_step || elapsed < 1.0) return 0;
+    p->last_step = step;
+    fprintf(stderr, "nlembed: %s %3.0f%% (%s elapsed, ETA %s)\n", stage, 100 * fraction, el, eta);
+  }
+  return 0;
+}
+
+static void show_log(void *user, int level, const char *line) {
+  (void)user;
+  (void)level;
+  fprintf(stderr, "nlembed: %s\n", line);
+}
+
+int cli_env_init(cli_env *env, const char *command) {
+  memset(env, 0, sizeof *env);
+  env->command = command;
+  env->ctx = nle_ctx_new();
+  if (!env->ctx) {
+    fprintf(stderr, "nlembed %s: error: out of memory\n", command);
+    return 1;
+  }
+  nle_read_opts_init(&env->read);
+  env->t0 = nle_time_seconds();
+  return 0;
+}
+
+void cli_env_free(cli_env *env) { nle_ctx_free(&env->ctx); }
+
+/* "8G", "512M", "1.5T", or bytes. */
+static bool parse_size(const char *s, size_t *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (end == s || errno || v <= 0) return false;
+  double mult = 1;
+  switch (toupper((unsigned char)*end)) {
+  case 'K': mult = 1024.0; end++; break;
+  case 'M': mult = 1024.0 * 1024; end++; break;
+  case 'G': mult = 1024.0 * 1024 * 1024; end++; break;
+  case 'T': mult = 1024.0 * 1024 * 1024 * 1024; end++; break;
+  default: break;
+  }
+  if (*end == 'i' || *end == 'I') end++;
+  if (*end == 'B' || *end == 'b') end++;
+  if (*end || v * mult < 1 || v * mult > 1e18) return false;
+  *out = (size_t)(v * mult);
+  return true;
+}
+
+int cli_common_option(cli_env *env, int opt, const char *arg) {
+  long long v;
+  switch (opt) {
+  case OPT_THREADS:
+    if (!cli_parse_int(arg, 0, 4096, &v)) return cli_usage_error(env->command, "--threads takes 0-4096, not \"%s\"", arg), -1;
+    nle_ctx_set_threads(env->ctx, (int)v);
+    return 1;
+  case OPT_SEED: {
+    char *end;
+    errno = 0;
+    unsigned long long seed = strtoull(arg, &end, 10);
+    if (end == arg || *end || errno || *arg == '-')
+      return cli_usage_error(env->command, "--seed takes a non-negative integer, not \"%s\"", arg), -1;
+    nle_ctx_set_seed(env->ctx, seed);
+    return 1;
+  }
+  case OPT_LABELS: env->labels_source = arg; return 1;
+  case OPT_QUIET: env->quiet = true; return 1;
+  case OPT_VERBOSE: env->verbosity++; return 1;
+  case OPT_MAX_MEMORY: {
+    size_t bytes;
+    if (!parse_size(arg, &bytes))
+      return cli_usage_error(env->command, "--max-memory takes a size such as 512M or 8G, not \"%s\"", arg), -1;
+    nle_ctx_set_max_memory(env->ctx, bytes);
+    return 1;
+  }
+  case OPT_DELIMITER:
+    if (!strcmp(arg, "tab") || !strcmp(arg, "\\t")) env->read.delimiter = '\t';
+    else if (!strcmp(arg, "space")) env->read.delimiter = ' ';
+    else if (strlen(arg) == 1) env->read.delimiter = arg[0];
+    else return cli_usage_error(env->command, "--delimiter takes one character, 'tab' or 'space'"), -1;
+    return 1;
+  case OPT_HEADER:
+    if (!strcmp(arg, "auto")) env->read.header = NLE_HEADER_AUTO;
+    else if (!strcmp(arg, "yes")) env->read.header = NLE_HEADER_YES;
+    else if (!strcmp(arg, "no")) env->read.header = NLE_HEADER_NO;
+    else return cli_usage_error(env->command, "--header takes auto, yes or no"), -1;
+    return 1;
+  case OPT_LABEL_COLUMN:
+    if (!strcmp(arg, "last")) env->read.label_column = -2;
+    else if (cli_parse_int(arg, 1, 1 << 20, &v)) env->read.label_column = (int)v - 1;
+    else return cli_usage_error(env->command, "--label-column takes a 1-based column or 'last'"), -1;
+    return 1;
+  default: return 0;
+  }
+}
+
+/* Installs callbacks once the options are known. */
+static void env_ready(cli_env *env) {
+  if (!env->quiet) {
+    progress.env = env;
+    progress.tty = isatty(STDERR_FILENO);
+    nle_ctx_set_progress(env->ctx, show_progress, NULL);
+    nle_ctx_set_log(env->ctx, show_log, NULL);
+    nle_ctx_set_verbosity(env->ctx, env->verbosity);
+  }
+}
+
+int cli_fail(cli_env *env, nle_status s) {
+  const char *msg = nle_ctx_error(env->ctx);
+  if (progress.tty && !env->quiet) fputc('\n', stderr);
+  fprintf(stderr, "nlembed %s: error: %s%s\n", env->command, *msg ? msg : nle_status_message(s),
+          s == NLE_ERR_MEMCAP ? " (raise the cap with --max-memory)" : "");
+  return s == NLE_ERR_ARG ? 2 : 1;
+}
+
+int cli_usage_error(const char *command, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "nlembed %s: error: ", command);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, " (see nlembed %s --help)\n", command);
+  va_end(ap);
+  return 2;
+}
+
+nle_status cli_load(cli_env *env, const char *source, nle_dataset **ds) {
+  env_ready(env);
+  nle_status s = nle_dataset_read(env->ctx, source, &env->read, ds);
+  if (s || !env->labels_source) return s;
+  int32_t *labels;
+  int64_t n;
+  int32_t classes;
+  char **names;
+  s = nle_labels_read(env->ctx, env->labels_source, (int64_t)(*ds)->X->rows, &labels, &n, &classes, &names);
+  if (s) {
+    nle_dataset_free(ds);
+    return s;
+  }
+  free((*ds)->labels);
+  nle_class_names_free(&(*ds)->class_names, (*ds)->n_classes);
+  (*ds)->labels = labels;
+  (*ds)->n_classes = classes;
+  (*ds)->class_names = names;
+  return NLE_OK;
+}
+
+nle_status cli_load_embedding(cli_env *env, const char *source, nle_matd **X) {
+  env_ready(env);
+  nle_read_opts o;
+  nle_read_opts_init(&o);
+  nle_dataset *ds;
+  nle_status s = nle_dataset_read(env->ctx, source, &o, &ds);
+  if (s) return s;
+  s = nle_matf_to_matd(env->ctx, ds->X, X);
+  nle_dataset_free(&ds);
+  return s;
+}
+
+void cli_note(cli_env *env, const char *fmt, ...) {
+  if (env->quiet) return;
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "nlembed %s: ", env->command);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+bool cli_parse_int(const char *s, long long lo, long long hi, long long *out) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (end == s || *end || errno || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+bool cli_parse_double(const char *s, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (end == s || *end || errno || !isfinite(v)) return false;
+  *out = v;
+  return true;
+}
+
+bool cli_json_string(const char *json, const char *key, char *buf, size_t len) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\": \"", key);
+  const char *p = strstr(json, pat);
+  if (!p || len == 0) return false;
+  p += strlen(pat);
+  size_t n = 0;
+  while (*p && *p != '"' && n + 1 < len) {
+    if (*p == '\\' && p[1]) p++;
+    buf[n++] = *p++;
+  }
+  buf[n] = '\0';
+  return true;
+}
+
+char *cli_read_small_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *buf = malloc(65537);
+  size_t n = buf ? fread(buf, 1, 65536, f) : 0;
+  fclose(f);
+  if (buf) buf[n] = '\0';
+  return buf;
+}

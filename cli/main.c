@@ -1,0 +1,61 @@
+/* main.c — the nlembed command: dispatch to the sub-commands. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *usage =
+    "nlembed " NLE_VERSION_STRING " — nonlinear dimensionality reduction\n"
+    "\n"
+    "Usage: nlembed <command> [options] INPUT -o OUTPUT\n"
+    "\n"
+    "Commands:\n"
+    "  pca       principal component analysis (exact or randomized)\n"
+    "  knn       exact k-nearest-neighbour graph\n"
+    "  metrics   quality of an embedding: kNN recall, trustworthiness,\n"
+    "            continuity, kNN classification accuracy (one JSON line)\n"
+    "  plot      scatter plot of a 2-D embedding (PNG or SVG)\n"
+    "\n"
+    "Inputs: CSV/TSV/text, NumPy .npy, IDX (MNIST format), any of them gzip'ed;\n"
+    "or a dataset name: fashion-mnist (70,000 x 784, Debian's dataset-fashion-mnist),\n"
+    "fashion-mnist-train, fashion-mnist-test, swissroll:N, spiral:N, blobs:N[:D[:K]].\n"
+    "Outputs: .npy, .csv, .tsv, .txt (by extension), .mtx for sparse graphs.\n"
+    "\n"
+    "  nlembed <command> --help   options of one command\n"
+    "  nlembed --version          version\n"
+    "\n"
+    "Example:\n"
+    "  nlembed pca fashion-mnist -d 2 -o pca.npy\n"
+    "  nlembed metrics fashion-mnist pca.npy\n"
+    "  nlembed plot pca.npy --labels fashion-mnist -o pca.png\n";
+
+static int dispatch(const char *cmd, int argc, char **argv) {
+  if (!strcmp(cmd, "pca")) return cmd_pca(argc, argv);
+  if (!strcmp(cmd, "knn")) return cmd_knn(argc, argv);
+  if (!strcmp(cmd, "metrics")) return cmd_metrics(argc, argv);
+  if (!strcmp(cmd, "plot")) return cmd_plot(argc, argv);
+  fprintf(stderr, "nlembed: error: unknown command \"%s\" (see nlembed --help)\n", cmd);
+  return 2;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fputs(usage, stderr);
+    return 2;
+  }
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "help") && argc > 2) {
+    char help[] = "--help";
+    char *sub[] = {argv[2], help, NULL};
+    return dispatch(argv[2], 2, sub);
+  }
+  if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+    fputs(usage, stdout);
+    return 0;
+  }
+  if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
+    printf("nlembed %s\n", nle_version());
+    return 0;
+  }
+  return dispatch(cmd, argc - 1, argv + 1);
+}

@@ -1,0 +1,396 @@
+/* nlembed.h — the one public header of libnlembed, nonlinear dimensionality
+ * reduction in C11.
+ *
+ * Conventions (read these once; every function below follows them):
+ *
+ *   - Names: `nle_` is public, `nle__` is internal (not in this header), `NLE_`
+ *     is a macro or enumerator. Names read module_object_verb.
+ *   - Argument order: the context first, then inputs, then options, then the
+ *     out-pointers that receive results.
+ *   - Every fallible call returns an `nle_status`: 0 is success, a negative value
+ *     is an error, a positive value is a warning (the result is usable, e.g. an
+ *     iteration that did not converge). The text of the last error, naming what
+ *     failed and where, is in `nle_ctx_error(ctx)`.
+ *   - The library never prints, never exits and never aborts; progress and log
+ *     lines go through callbacks held by the context.
+ *   - Ownership: the caller owns its arrays, and the library keeps no pointer to
+ *     them after a call returns. What the library creates comes back through an
+ *     out-pointer and is released with the matching `nle_*_free(&p)`, which sets
+ *     the pointer to NULL and accepts NULL.
+ *   - Options are plain structs filled with their defaults by `nle_*_opts_init`;
+ *     each field documents its default and range.
+ *   - Points are row-major `float` (N x D); embeddings row-major `double` (N x d).
+ *   - Randomness comes only from the context's seed: the same seed gives the same
+ *     result bit for bit, whatever the number of threads.
+ */
+#ifndef NLEMBED_H
+#define NLEMBED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NLE_VERSION_MAJOR 0
+#define NLE_VERSION_MINOR 1
+#define NLE_VERSION_PATCH 0
+#define NLE_VERSION_STRING "0.1.0"
+
+const char *nle_version(void);
+
+/* ========================================================================== */
+/* Core: status codes                                                         */
+/* ========================================================================== */
+
+/* One list generates the enum, the names and the messages, so they cannot
+ * drift apart. */
+#define NLE_STATUS_MAP(X)                                                     \
+  X(OK, 0, "success")                                                         \
+  X(WARN_NOT_CONVERGED, 1, "did not converge within the iteration limit")     \
+  X(ERR_NOMEM, -1, "out of memory")                                           \
+  X(ERR_ARG, -2, "invalid argument")                                          \
+  X(ERR_IO, -3, "input/output error")                                         \
+  X(ERR_FORMAT, -4, "malformed input")                                        \
+  X(ERR_VALUE, -5, "NaN or infinite value in the data")                       \
+  X(ERR_MEMCAP, -6, "request exceeds the memory cap")                         \
+  X(ERR_NUMERIC, -7, "numerical failure in a linear-algebra routine")         \
+  X(ERR_UNSUPPORTED, -8, "unsupported format or option")                      \
+  X(ERR_CANCELLED, -9, "cancelled by the progress callback")
+
+typedef enum {
+#define NLE__STATUS_ENUM(name, code, msg) NLE_##name = code,
+  NLE_STATUS_MAP(NLE__STATUS_ENUM)
+#undef NLE__STATUS_ENUM
+} nle_status;
+
+/* "ERR_FORMAT" etc.; "UNKNOWN" for a value outside the list. */
+const char *nle_status_name(nle_status s);
+/* A one-line description of the status itself (not of the last error). */
+const char *nle_status_message(nle_status s);
+
+/* ========================================================================== */
+/* Core: the context                                                          */
+/* ========================================================================== */
+
+typedef struct nle_ctx nle_ctx;
+
+/* Called from the calling thread during long stages with the fraction done in
+ * [0, 1]. Return non-zero to cancel: the stage then returns NLE_ERR_CANCELLED. */
+typedef int (*nle_progress_fn)(void *user, const char *stage, double fraction);
+
+/* Log lines (level 1 = summary, 2 = details, 3 = debug), sent only when the
+ * level is at or below the context's verbosity. */
+typedef void (*nle_log_fn)(void *user, int level, const char *line);
+
+/* A context with the defaults: all cores, seed 1, verbosity 0, memory cap of
+ * 80% of physical memory, no callbacks. NULL only when out of memory. */
+nle_ctx *nle_ctx_new(void);
+void nle_ctx_free(nle_ctx **ctx);
+
+/* Threads for OpenMP kernels and BLAS; 0 (default) means every core. */
+void nle_ctx_set_threads(nle_ctx *ctx, int threads);
+int nle_ctx_threads(const nle_ctx *ctx);
+/* Seed of every random stream (default 1). */
+void nle_ctx_set_seed(nle_ctx *ctx, uint64_t seed);
+uint64_t nle_ctx_seed(const nle_ctx *ctx);
+/* 0 (default) silences the log callback; 1-3 let more through. */
+void nle_ctx_set_verbosity(nle_ctx *ctx, int verbosity);
+int nle_ctx_verbosity(const nle_ctx *ctx);
+/* Largest dense allocation one request may make, in bytes; 0 means the
+ * default (80% of physical memory). */
+void nle_ctx_set_max_memory(nle_ctx *ctx, size_t bytes);
+size_t nle_ctx_max_memory(const nle_ctx *ctx);
+void nle_ctx_set_progress(nle_ctx *ctx, nle_progress_fn fn, void *user);
+void nle_ctx_set_log(nle_ctx *ctx, nle_log_fn fn, void *user);
+/* Text of the last error ("" if none): what failed and where. */
+const char *nle_ctx_error(const nle_ctx *ctx);
+/* Status of the last error (NLE_OK if none). */
+nle_status nle_ctx_last_status(const nle_ctx *ctx);
+
+/* ========================================================================== */
+/* Core: dense matrices (row-major)                                           */
+/* ========================================================================== */
+
+typedef struct {
+  size_t rows, cols;
+  float *data; /* rows * cols, row i at data + i * cols */
+} nle_matf;
+
+typedef struct {
+  size_t rows, cols;
+  double *data;
+} nle_matd;
+
+/* Zero-filled; fails with NLE_ERR_MEMCAP past the context's memory cap. */
+nle_status nle_matf_alloc(nle_ctx *ctx, size_t rows, size_t cols, nle_matf **out);
+nle_status nle_matd_alloc(nle_ctx *ctx, size_t rows, size_t cols, nle_matd **out);
+void nle_matf_free(nle_matf **m);
+void nle_matd_free(nle_matd **m);
+nle_status nle_matd_to_matf(nle_ctx *ctx, const nle_matd *in, nle_matf **out);
+nle_status nle_matf_to_matd(nle_ctx *ctx, const nle_matf *in, nle_matd **out);
+/* A copy of the rows listed in idx (length n_idx), in that order. */
+nle_status nle_matf_select_rows(nle_ctx *ctx, const nle_matf *in,
+                                const int64_t *idx, size_t n_idx, nle_matf **out);
+nle_status nle_matd_select_rows(nle_ctx *ctx, const nle_matd *in,
+                                const int64_t *idx, size_t n_idx, nle_matd **out);
+
+/* ========================================================================== */
+/* Core: sparse matrices (CSR)                                                */
+/* ========================================================================== */
+
+typedef enum { NLE_F32 = 0, NLE_F64 = 1 } nle_dtype;
+
+typedef struct {
+  int64_t rows, cols, nnz;
+  int64_t *rowptr; /* rows + 1 entries; row i is [rowptr[i], rowptr[i+1]) */
+  int32_t *colind; /* nnz column indices */
+  nle_dtype dtype; /* type of val */
+  void *val;       /* nnz values, float or double as dtype says */
+} nle_csr;
+
+/* An empty-structured matrix with room for nnz entries (rowptr zeroed). */
+nle_status nle_csr_alloc(nle_ctx *ctx, int64_t rows, int64_t cols, int64_t nnz,
+                         nle_dtype dtype, nle_csr **out);
+void nle_csr_free(nle_csr **m);
+/* Value k as a double, whatever the dtype. */
+double nle_csr_value(const nle_csr *m, int64_t k);
+/* The transpose, rows sorted by column index. */
+nle_status nle_csr_transpose(nle_ctx *ctx, const nle_csr *m, nle_csr **out);
+/* Checks the structure: monotone rowptr, indices in range. NLE_ERR_FORMAT if
+ * broken, with the first offending row in the error text. */
+nle_status nle_csr_validate(nle_ctx *ctx, const nle_csr *m);
+
+/* ========================================================================== */
+/* Core: random numbers                                                       */
+/* ========================================================================== */
+
+/* xoshiro256** seeded through splitmix64 from (seed, stream): every stream is
+ * independent, so parallel code draws from stream = item index and the result
+ * does not depend on scheduling. */
+typedef struct {
+  uint64_t s[4];
+} nle_rng;
+
+void nle_rng_init(nle_rng *rng, uint64_t seed, uint64_t stream);
+uint64_t nle_rng_u64(nle_rng *rng);
+double nle_rng_uniform(nle_rng *rng);      /* [0, 1) with 53 random bits */
+double nle_rng_normal(nle_rng *rng);       /* standard normal */
+uint64_t nle_rng_below(nle_rng *rng, uint64_t n); /* uniform in [0, n), unbiased */
+/* m distinct indices from [0, n), sorted ascending (m <= n). */
+void nle_rng_sample(nle_rng *rng, int64_t n, int64_t m, int64_t *out);
+void nle_rng_shuffle(nle_rng *rng, int64_t *a, int64_t n);
+
+/* Monotonic wall-clock seconds, for timings. */
+double nle_time_seconds(void);
+
+/* ========================================================================== */
+/* Data in and out                                                            */
+/* ========================================================================== */
+
+typedef enum {
+  NLE_HEADER_AUTO = 0, /* a first row with a non-numeric field is a header */
+  NLE_HEADER_YES = 1,
+  NLE_HEADER_NO = 2
+} nle_header_mode;
+
+typedef struct {
+  char delimiter;         /* 0 (default): detect among ',', '\t', ';', ' ' */
+  nle_header_mode header; /* default NLE_HEADER_AUTO */
+  /* Column holding labels in a text file, 0-based; -1 (default) none; -2 the
+   * last column. Labels may be integers or strings (strings are numbered in
+   * sorted order and kept as class names). */
+  int label_column;
+} nle_read_opts;
+
+void nle_read_opts_init(nle_read_opts *o);
+
+typedef struct {
+  nle_matf *X;         /* N x D points */
+  int32_t *labels;     /* N labels or NULL */
+  int32_t n_classes;   /* 1 + largest label (0 when no labels) */
+  char **class_names;  /* n_classes names or NULL */
+  char *name;          /* what was read: a path or a dataset name */
+} nle_dataset;
+
+/* Reads points from a file or a built-in dataset name.
+ *   files:  CSV/TSV/whitespace text, NumPy .npy (float32/64, uint8, int32/64,
+ *           C or Fortran order), IDX (MNIST format), any of these gzip'ed; the
+ *           format is recognised from the content, not the name.
+ *   names:  "fashion-mnist" (Debian's dataset-fashion-mnist: 70,000 x 784 with
+ *           labels), "fashion-mnist-train", "fashion-mnist-test"; synthetic
+ *           "swissroll:N", "spiral:N", "blobs:N" (seeded by the context).
+ * Rejects NaN/Inf, ragged rows, empty and truncated files with NLE_ERR_FORMAT
+ * or NLE_ERR_VALUE and an error text naming the file and the line/offset. */
+nle_status nle_dataset_read(nle_ctx *ctx, const char *source,
+                            const nle_read_opts *opts, nle_dataset **out);
+void nle_dataset_free(nle_dataset **ds);
+
+/* Reads labels (one integer or string per point) from a file of any supported
+ * format with a single column, or from a dataset name. When expected_n > 0 a
+ * different count is an error. */
+nle_status nle_labels_read(nle_ctx *ctx, const char *source, int64_t expected_n,
+                           int32_t **labels, int64_t *n, int32_t *n_classes,
+                           char ***class_names);
+void nle_class_names_free(char ***names, int32_t n_classes);
+
+/* Parsers on a memory buffer (what the file readers use; handy for fuzzing).
+ * name is used in error texts only. */
+nle_status nle_parse_text(nle_ctx *ctx, const char *name, const char *buf,
+                          size_t len, const nle_read_opts *opts, nle_dataset **out);
+nle_status nle_parse_npy(nle_ctx *ctx, const char *name, const uint8_t *buf,
+                         size_t len, nle_dataset **out);
+nle_status nle_parse_idx(nle_ctx *ctx, const char *name, const uint8_t *buf,
+                         size_t len, nle_dataset **out);
+/* Inflates a gzip/zlib buffer; NLE_ERR_FORMAT for corrupt or truncated data. */
+nle_status nle_gunzip(nle_ctx *ctx, const char *name, const uint8_t *buf,
+                      size_t len, uint8_t **out, size_t *out_len);
+
+/* Writers. Every file is written to a temporary name in the same folder and
+ * renamed into place when complete, so a failure never leaves a partial file
+ * nor replaces a good one. The format follows the extension: ".npy", or text
+ * (".csv", ".tsv", ".txt"). */
+nle_status nle_write_matd(nle_ctx *ctx, const char *path, const nle_matd *m);
+nle_status nle_write_matf(nle_ctx *ctx, const char *path, const nle_matf *m);
+nle_status nle_write_labels(nle_ctx *ctx, const char *path, const int32_t *labels,
+                            int64_t n);
+/* N x k int32 matrix (e.g. neighbour indices) as .npy or text. */
+nle_status nle_write_mati32(nle_ctx *ctx, const char *path, const int32_t *a,
+                            int64_t rows, int64_t cols);
+/* Matrix Market coordinate real general, 1-based. */
+nle_status nle_write_csr_mtx(nle_ctx *ctx, const char *path, const nle_csr *m);
+/* Arbitrary text (e.g. a JSON line), atomically. */
+nle_status nle_write_text(nle_ctx *ctx, const char *path, const char *text);
+/* NLE_OK when path's folder exists and is writable (checked before long work,
+ * so a run does not fail only at its end). */
+nle_status nle_check_output_path(nle_ctx *ctx, const char *path);
+
+/* ========================================================================== */
+/* Plots                                                                      */
+/* ========================================================================== */
+
+typedef struct {
+  int width, height;        /* pixels (default 1000 x 800) */
+  double point_size;        /* radius in pixels; 0 (default): chosen from N */
+  double alpha;             /* opacity in (0, 1]; 0 (default): chosen from N */
+  const char *title;        /* title line, NULL for none */
+  int legend;               /* 1 (default): a legend when there are labels */
+} nle_plot_opts;
+
+void nle_plot_opts_init(nle_plot_opts *o);
+
+/* Scatter plot of the first two columns of X, coloured by labels (may be
+ * NULL), to PNG or SVG by the extension of path. */
+nle_status nle_plot_scatter(nle_ctx *ctx, const char *path, const nle_matd *X,
+                            const int32_t *labels, int32_t n_classes,
+                            char *const *class_names, const nle_plot_opts *opts);
+
+/* ========================================================================== */
+/* Neighbours                                                                 */
+/* ========================================================================== */
+
+typedef struct {
+  int k; /* neighbours per point, 1 <= k < N (default 10) */
+} nle_knn_opts;
+
+void nle_knn_opts_init(nle_knn_opts *o);
+
+/* Exact k nearest neighbours of every point among the others (self excluded),
+ * by blocked GEMM distances with a partial selection per row; candidates are
+ * re-ranked with directly computed distances so the result is exact up to
+ * float rounding of |y_n - y_m|^2. Returns an N x N CSR (float values) with k
+ * entries per row, sorted by squared distance, ties by index. */
+nle_status nle_knn_exact(nle_ctx *ctx, const nle_matf *Y, const nle_knn_opts *opts,
+                         nle_csr **graph);
+
+/* ========================================================================== */
+/* Spectral: PCA                                                              */
+/* ========================================================================== */
+
+typedef enum {
+  NLE_PCA_AUTO = 0,      /* exact unless randomized is much cheaper (large D) */
+  NLE_PCA_EXACT = 1,     /* eigendecomposition of the D x D covariance */
+  NLE_PCA_RANDOMIZED = 2 /* randomized range finder + small SVD (Halko et al.) */
+} nle_pca_solver;
+
+typedef struct {
+  int n_components;      /* d, 1 <= d <= min(N, D) (default 2) */
+  int center;            /* 1 (default): subtract the mean */
+  int whiten;            /* 0 (default); 1: unit variance per component */
+  nle_pca_solver solver; /* default NLE_PCA_AUTO */
+  int oversample;        /* randomized: extra directions (default 10) */
+  int power_iters;       /* randomized: subspace iterations (default 6) */
+} nle_pca_opts;
+
+void nle_pca_opts_init(nle_pca_opts *o);
+
+typedef struct {
+  int64_t n_samples;
+  int32_t dim, n_components;
+  double *mean;               /* dim (zeros when not centred) */
+  double *components;         /* n_components x dim, orthonormal rows */
+  double *explained_variance; /* n_components, eigenvalues of the covariance */
+  double total_variance;      /* trace of the covariance */
+  int whiten;
+  nle_pca_solver solver_used;
+} nle_pca_model;
+
+/* Fits PCA to Y (the covariance uses N - 1). Component signs are fixed so the
+ * largest-magnitude loading is positive. */
+nle_status nle_pca_fit(nle_ctx *ctx, const nle_matf *Y, const nle_pca_opts *opts,
+                       nle_pca_model **model);
+/* Projects points: X = (Y - mean) V^T, divided by sqrt(variance) if whitened. */
+nle_status nle_pca_transform(nle_ctx *ctx, const nle_pca_model *model,
+                             const nle_matf *Y, nle_matd **X);
+void nle_pca_model_free(nle_pca_model **model);
+
+/* ========================================================================== */
+/* Quality metrics (definitions as in scikit-learn)                           */
+/* ========================================================================== */
+
+typedef struct {
+  int k;              /* neighbourhood size (default 10) */
+  int64_t subsample;  /* points used for recall, trustworthiness and continuity:
+                         0 = all, default 10000 (a fixed random subset, seeded
+                         by the context; the cost is O(M^2 D)) */
+  int cv_folds;       /* folds of the kNN classifier (default 5, >= 2) */
+  int cv_k;           /* neighbours of the kNN classifier (default 10) */
+} nle_metrics_opts;
+
+void nle_metrics_opts_init(nle_metrics_opts *o);
+
+typedef struct {
+  int64_t n, subsample_n;
+  int k;
+  double recall;          /* mean |kNN_data(i) ∩ kNN_emb(i)| / k */
+  double trustworthiness; /* sklearn.manifold.trustworthiness */
+  double continuity;      /* trustworthiness with the two spaces swapped */
+  double knn_accuracy;    /* mean accuracy over stratified folds; NaN w/o labels */
+  int64_t *subsample_idx; /* subsample_n sorted indices used (owned) */
+} nle_metrics;
+
+/* Y: data (N x D), X: embedding (N x d), labels: N or NULL. */
+nle_status nle_metrics_compute(nle_ctx *ctx, const nle_matf *Y, const nle_matd *X,
+                               const int32_t *labels, const nle_metrics_opts *opts,
+                               nle_metrics **out);
+void nle_metrics_free(nle_metrics **m);
+
+/* Trustworthiness T(k) of embedding X for data Y, all points, O(N^2 D):
+ * 1 - 2/(N k (2N - 3k - 1)) sum_i sum_{j in U_i} (r(i,j) - k). Needs k < N/2. */
+nle_status nle_trustworthiness(nle_ctx *ctx, const nle_matd *Y, const nle_matd *X,
+                               int k, double *out);
+/* Mean fraction of the k exact neighbours (rows of `exact`) found in `approx`;
+ * both are kNN graphs over the same points. */
+nle_status nle_knn_recall(nle_ctx *ctx, const nle_csr *approx, const nle_csr *exact,
+                          double *out);
+/* Mean accuracy of a k-NN classifier (uniform votes, ties to the smallest
+ * label) over stratified folds assigned as scikit-learn's StratifiedKFold
+ * without shuffling. */
+nle_status nle_knn_accuracy_cv(nle_ctx *ctx, const nle_matd *X, const int32_t *labels,
+                               int k, int folds, double *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NLEMBED_H */

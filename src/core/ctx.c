@@ -1,0 +1,150 @@
+/* ctx.c — the context: threads, seed, verbosity, memory cap, callbacks, and
+ * the last error. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#include <cblas.h>
+
+const char *nle_version(void) { return NLE_VERSION_STRING; }
+
+nle_ctx *nle_ctx_new(void) {
+  nle_ctx *ctx = calloc(1, sizeof *ctx);
+  if (!ctx) return NULL;
+  ctx->seed = 1;
+  return ctx;
+}
+
+void nle_ctx_free(nle_ctx **ctx) {
+  if (!ctx || !*ctx) return;
+  free(*ctx);
+  *ctx = NULL;
+}
+
+void nle_ctx_set_threads(nle_ctx *ctx, int threads) { ctx->threads = threads < 0 ? 0 : threads; }
+
+int nle_ctx_threads(const nle_ctx *ctx) {
+  if (ctx && ctx->threads > 0) return ctx->threads;
+#ifdef _OPENMP
+  return omp_get_num_procs();
+#else
+  return 1;
+#endif
+}
+
+void nle_ctx_set_seed(nle_ctx *ctx, uint64_t seed) { ctx->seed = seed; }
+uint64_t nle_ctx_seed(const nle_ctx *ctx) { return ctx->seed; }
+void nle_ctx_set_verbosity(nle_ctx *ctx, int v) { ctx->verbosity = v; }
+int nle_ctx_verbosity(const nle_ctx *ctx) { return ctx->verbosity; }
+void nle_ctx_set_max_memory(nle_ctx *ctx, size_t bytes) { ctx->max_memory = bytes; }
+size_t nle_ctx_max_memory(const nle_ctx *ctx) { return nle__memory_cap(ctx); }
+
+void nle_ctx_set_progress(nle_ctx *ctx, nle_progress_fn fn, void *user) {
+  ctx->progress = fn;
+  ctx->progress_user = user;
+}
+
+void nle_ctx_set_log(nle_ctx *ctx, nle_log_fn fn, void *user) {
+  ctx->log = fn;
+  ctx->log_user = user;
+}
+
+const char *nle_ctx_error(const nle_ctx *ctx) { return ctx ? ctx->error : ""; }
+nle_status nle_ctx_last_status(const nle_ctx *ctx) { return ctx ? ctx->last_status : NLE_OK; }
+
+nle_status nle__fail(nle_ctx *ctx, nle_status s, const char *fmt, ...) {
+  if (!ctx) return s;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(ctx->error, sizeof ctx->error, fmt, ap);
+  va_end(ap);
+  ctx->last_status = s;
+  return s;
+}
+
+void nle__clear_error(nle_ctx *ctx) {
+  if (!ctx) return;
+  ctx->error[0] = '\0';
+  ctx->last_status = NLE_OK;
+}
+
+void nle__log(nle_ctx *ctx, int level, const char *fmt, ...) {
+  if (!ctx || !ctx->log || level > ctx->verbosity) return;
+  char line[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  ctx->log(ctx->log_user, level, line);
+}
+
+size_t nle__memory_cap(const nle_ctx *ctx) {
+  if (ctx && ctx->max_memory) return ctx->max_memory;
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return (size_t)8 << 30;
+  return (size_t)((double)pages * (double)page * 0.8);
+}
+
+const char *nle__format_bytes(double bytes, char *buf, size_t len) {
+  static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  while (bytes >= 1024.0 && u < 5) {
+    bytes /= 1024.0;
+    u++;
+  }
+  snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", bytes, unit[u]);
+  return buf;
+}
+
+nle_status nle__check_memory(nle_ctx *ctx, double bytes, const char *what) {
+  size_t cap = nle__memory_cap(ctx);
+  if (bytes <= (double)cap) return NLE_OK;
+  char need[32], have[32];
+  return nle__fail(ctx, NLE_ERR_MEMCAP, "%s needs %s, over the memory cap of %s", what,
+                   nle__format_bytes(bytes, need, sizeof need),
+                   nle__format_bytes((double)cap, have, sizeof have));
+}
+
+void *nle__malloc(nle_ctx *ctx, size_t bytes, const char *what) {
+  void *p = malloc(bytes ? bytes : 1);
+  if (!p) {
+    char b[32];
+    nle__fail(ctx, NLE_ERR_NOMEM, "out of memory allocating %s for %s",
+              nle__format_bytes((double)bytes, b, sizeof b), what);
+  }
+  return p;
+}
+
+void *nle__calloc(nle_ctx *ctx, size_t count, size_t size, const char *what) {
+  void *p = calloc(count ? count : 1, size ? size : 1);
+  if (!p) {
+    char b[32];
+    nle__fail(ctx, NLE_ERR_NOMEM, "out of memory allocating %s for %s",
+              nle__format_bytes((double)count * (double)size, b, sizeof b), what);
+  }
+  return p;
+}
+
+nle_status nle__progress(nle_ctx *ctx, const char *stage, double fraction) {
+  if (!ctx || !ctx->progress) return NLE_OK;
+  if (ctx->progress(ctx->progress_user, stage, fraction))
+    return nle__fail(ctx, NLE_ERR_CANCELLED, "%s: cancelled", stage);
+  return NLE_OK;
+}
+
+int nle__threads_for(const nle_ctx *ctx, double work) {
+  /* Below ~1e5 operations the fork/join costs more than it saves. */
+  if (work < 1e5) return 1;
+  return nle_ctx_threads(ctx);
+}
+
+int nle__blas_set_threads(int threads) {
+  int previous = openblas_get_num_threads();
+  openblas_set_num_threads(threads < 1 ? 1 : threads);
+  return previous;
+}

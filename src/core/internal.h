@@ -1,0 +1,61 @@
+/* internal.h — what the stages share but users do not see: error recording,
+ * the memory cap, progress reporting and threading helpers. */
+#ifndef NLE_CORE_INTERNAL_H
+#define NLE_CORE_INTERNAL_H
+
+#include "nlembed.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+
+#define NLE__ERROR_LEN 1024
+
+struct nle_ctx {
+  int threads;          /* 0 = all cores */
+  uint64_t seed;
+  int verbosity;
+  size_t max_memory;    /* 0 = default (80% of physical memory) */
+  nle_progress_fn progress;
+  void *progress_user;
+  nle_log_fn log;
+  void *log_user;
+  nle_status last_status;
+  char error[NLE__ERROR_LEN];
+};
+
+/* Records status and a printf-style message in the context and returns the
+ * status, so error paths read `return nle__fail(ctx, NLE_ERR_ARG, "...")`. */
+nle_status nle__fail(nle_ctx *ctx, nle_status s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void nle__clear_error(nle_ctx *ctx);
+
+/* Sends a log line when level <= verbosity. */
+void nle__log(nle_ctx *ctx, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The effective memory cap in bytes. */
+size_t nle__memory_cap(const nle_ctx *ctx);
+/* NLE_OK when a request of `bytes` for `what` fits the cap; otherwise
+ * NLE_ERR_MEMCAP with a message naming the request and the cap. */
+nle_status nle__check_memory(nle_ctx *ctx, double bytes, const char *what);
+/* malloc/calloc that record NLE_ERR_NOMEM in ctx on failure (ctx may be NULL). */
+void *nle__malloc(nle_ctx *ctx, size_t bytes, const char *what);
+void *nle__calloc(nle_ctx *ctx, size_t count, size_t size, const char *what);
+
+/* Progress: returns NLE_ERR_CANCELLED (recorded) when the callback asks to stop. */
+nle_status nle__progress(nle_ctx *ctx, const char *stage, double fraction);
+
+/* Threads actually used by a kernel of `work` items: 1 for small problems. */
+int nle__threads_for(const nle_ctx *ctx, double work);
+/* BLAS threading: kernels running their own OpenMP loops call BLAS serially. */
+int nle__blas_set_threads(int threads); /* returns the previous setting */
+
+/* Human-readable byte counts ("1.5 GiB") into buf. */
+const char *nle__format_bytes(double bytes, char *buf, size_t len);
+
+/* Checked size arithmetic: false on overflow. */
+static inline bool nle__mul_size(size_t a, size_t b, size_t *out) {
+  return !__builtin_mul_overflow(a, b, out);
+}
+
+#endif

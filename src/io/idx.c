@@ -1,0 +1,64 @@
+/* idx.c — IDX files, the format of MNIST and Fashion-MNIST: a big-endian
+ * header (two zero bytes, a type code, the number of dimensions, one uint32
+ * per dimension) followed by the data. */
+#include "binary.h"
+#include "io_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+nle_status nle_parse_idx(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t len,
+                         nle_dataset **out) {
+  *out = NULL;
+  if (len < 4 || buf[0] != 0 || buf[1] != 0)
+    return nle__fail(ctx, NLE_ERR_FORMAT, "%s: byte 0: not an IDX file (bad magic)", name);
+  elem_kind kind;
+  int size;
+  switch (buf[2]) {
+  case 0x08: kind = ELEM_U8; size = 1; break;
+  case 0x09: kind = ELEM_I8; size = 1; break;
+  case 0x0B: kind = ELEM_I16; size = 2; break;
+  case 0x0C: kind = ELEM_I32; size = 4; break;
+  case 0x0D: kind = ELEM_F32; size = 4; break;
+  case 0x0E: kind = ELEM_F64; size = 8; break;
+  default:
+    return nle__fail(ctx, NLE_ERR_FORMAT, "%s: byte 2: unknown IDX type code 0x%02x", name, buf[2]);
+  }
+  int ndim = buf[3];
+  if (ndim < 1)
+    return nle__fail(ctx, NLE_ERR_FORMAT, "%s: byte 3: IDX file with no dimensions", name);
+  size_t data = 4 + 4 * (size_t)ndim;
+  if (len < data)
+    return nle__fail(ctx, NLE_ERR_FORMAT, "%s: byte %zu: truncated IDX header (%d dimensions)", name,
+                     len, ndim);
+  uint64_t rows = load_uint(buf + 4, 4, 1), cols = 1;
+  size_t avail = len - data;
+  for (int i = 1; i < ndim; i++) {
+    uint64_t d = load_uint(buf + 4 + 4 * (size_t)i, 4, 1);
+    /* Stop the product before it can overflow; it is then larger than the file. */
+    cols = (d == 0) ? 0 : (cols > (avail + 1) / d ? (uint64_t)avail + 1 : cols * d);
+  }
+  if (rows == 0 || cols == 0)
+    return nle__fail(ctx, NLE_ERR_FORMAT, "%s: byte 4: empty IDX array", name);
+  if (cols > avail || rows > avail / cols / (uint64_t)size)
+    return nle__fail(ctx, NLE_ERR_FORMAT,
+                     "%s: byte %zu: truncated IDX data (%llu x %llu of %d bytes need %.0f bytes, %zu present)",
+                     name, len, (unsigned long long)rows, (unsigned long long)cols, size,
+                     (double)rows * (double)cols * size, avail);
+  nle_dataset *ds;
+  nle_status s = nle__dataset_new(ctx, name, (size_t)rows, (size_t)cols, &ds);
+  if (s) return s;
+  size_t n = (size_t)rows * (size_t)cols;
+  const uint8_t *src = buf + data;
+  for (size_t e = 0; e < n; e++) {
+    double x = load_elem(src + e * (size_t)size, kind, size, 1);
+    if (!isfinite(x) || !isfinite((float)x)) {
+      nle_dataset_free(&ds);
+      return nle__fail(ctx, NLE_ERR_VALUE, "%s: byte %zu (row %zu, column %zu): %s value", name,
+                       data + e * (size_t)size, e / cols, e % cols, isnan(x) ? "NaN" : "infinite");
+    }
+    ds->X->data[e] = (float)x;
+  }
+  *out = ds;
+  return NLE_OK;
+}

@@ -1,0 +1,53 @@
+/* io_internal.h — shared pieces of the readers and writers: atomic output
+ * files, whole-file loading, dataset construction. */
+#ifndef NLE_IO_INTERNAL_H
+#define NLE_IO_INTERNAL_H
+
+#include "../core/internal.h"
+
+#include <stdio.h>
+
+/* An output file being written under a temporary name in its final folder. */
+typedef struct {
+  FILE *f;
+  char *tmp_path;
+  char *final_path;
+} nle__afile;
+
+nle_status nle__afile_open(nle_ctx *ctx, const char *path, nle__afile *af);
+/* Flushes, syncs and renames into place; on any failure removes the temporary. */
+nle_status nle__afile_commit(nle_ctx *ctx, nle__afile *af);
+void nle__afile_abort(nle__afile *af);
+
+/* Reads a whole file into memory (checked against the memory cap). */
+nle_status nle__read_file(nle_ctx *ctx, const char *path, uint8_t **buf, size_t *len);
+
+/* A dataset with an allocated rows x cols matrix and no labels. */
+nle_status nle__dataset_new(nle_ctx *ctx, const char *name, size_t rows, size_t cols,
+                            nle_dataset **out);
+/* Integer labels from a single-column matrix (values must be whole numbers in
+ * [0, 2^24)); `where` names the source in error texts. */
+nle_status nle__labels_from_column(nle_ctx *ctx, const char *where, const nle_matf *col,
+                                   int32_t **labels, int32_t *n_classes);
+/* Numbers string labels in sorted order and keeps the sorted names. */
+nle_status nle__labels_from_strings(nle_ctx *ctx, char **strings, int64_t n, int32_t **labels,
+                                    int32_t *n_classes, char ***class_names);
+
+/* Built-in datasets: returns 1 and fills *out (or an error status in *status)
+ * when `source` names one, 0 when it does not. */
+int nle__dataset_builtin(nle_ctx *ctx, const char *source, nle_dataset **out, nle_status *status);
+
+/* Lower-case file extension including the dot ("" if none). */
+const char *nle__path_ext(const char *path, char *buf, size_t len);
+
+/* Parses a buffer of any supported format, recognised from its first bytes. */
+nle_status nle__parse_buffer(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t len,
+                             const nle_read_opts *opts, int depth, nle_dataset **out);
+
+/* .npy writers (npy.c). */
+nle_status nle__write_npy_f64(nle_ctx *ctx, const char *path, const double *a, int64_t r, int64_t c);
+nle_status nle__write_npy_f32(nle_ctx *ctx, const char *path, const float *a, int64_t r, int64_t c);
+nle_status nle__write_npy_i32(nle_ctx *ctx, const char *path, const int32_t *a, int64_t r, int64_t c,
+                              int one_dim);
+
+#endif

@@ -1,0 +1,180 @@
+/* npy.c — NumPy .npy files (format versions 1-3): reading float32/64, (u)int
+ * 8-64 and bool in C or Fortran order, either byte order; writing float64,
+ * float32 and int32 in C order. */
+#include "binary.h"
+#include "io_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Finds 'key' in the header dict and returns a pointer just past its ':'. */
+static const char *dict_value(const char *hdr, size_t len, const char *key) {
+  size_t klen = strlen(key);
+  for (size_t i = 0; i + klen + 2 <= len; i++) {
+    if ((hdr[i] == '\'' || hdr[i] == '"') && memcmp(hdr + i + 1, key, klen) == 0 &&
+        hdr[i + 1 + klen] == hdr[i]) {
+      const char *p = hdr + i + klen + 2;
+      while (p < hdr + len && (*p == ' ' || *p == ':')) p++;
+      return p;
+    }
+  }
+  return NULL;
+}
+
+static int parse_descr(const char *p, const char *end, elem_kind *kind, int *size, int *big) {
+  if (p >= end || (*p != '\'' && *p != '"')) return 0;
+  char q = *p++;
+  char d[16];
+  size_t n = 0;
+  while (p < end && *p != q && n + 1 < sizeof d) d[n++] = *p++;
+  d[n] = '\0';
+  if (n < 3) return 0;
+  *big = d[0] == '>' || (d[0] == '!');
+  if (d[0] != '<' && d[0] != '>' && d[0] != '|' && d[0] != '=' && d[0] != '!') return 0;
+  char t = d[1];
+  int sz = atoi(d + 2);
+  *size = sz;
+  if (t == 'f' && sz == 4) *kind = ELEM_F32;
+  else if (t == 'f' && sz == 8) *kind = ELEM_F64;
+  else if (t == 'u' && sz == 1) *kind = ELEM_U8;
+  else if (t == 'i' && sz == 1) *kind = ELEM_I8;
+  else if (t == 'u' && sz == 2) *kind = ELEM_U16;
+  else if (t == 'i' && sz == 2) *kind = ELEM_I16;
+  else if (t == 'u' && sz == 4) *kind = ELEM_U32;
+  else if (t == 'i' && sz == 4) *kind = ELEM_I32;
+  else if (t == 'u' && sz == 8) *kind = ELEM_U64;
+  else if (t == 'i' && sz == 8) *kind = ELEM_I64;
+  else if (t == 'b' && sz == 1) *kind = ELEM_BOOL;
+  else return 0;
+  return 1;
+}
+
+nle_status nle_parse_npy(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t len,
+                         nle_dataset **out) {
+  *out = NULL;
+  if (len < 10 || memcmp(buf, "\x93NUMPY", 6) != 0)
+    return nle__fail(ctx, NLE_ERR_FORMAT, "%s: byte 0: not a .npy file (bad magic)", name);
+  int major = buf[6];
+  size_t hlen, hstart;
+  if (major == 1) {
+    hlen = (size_t)buf[8] | ((size_t)buf[9] << 8);
+    hstart = 10;
+  } else if (major == 2 || major == 3) {
+    if (len < 12) return nle__fail(ctx, NLE_ERR_FORMAT, "%s: byte %zu: truncated .npy header", name, len);
+    hlen = (size_t)load_uint(buf + 8, 4, 0);
+    hstart = 12;
+  } else {
+    return nle__fail(ctx, NLE_ERR_UNSUPPORTED, "%s: byte 6: .npy format version %d is not supported",
+                     name, major);
+  }
+  if (hlen > len - hstart)
+    return nle__fail(ctx, NLE_ERR_FORMAT, "%s: byte %zu: truncated .npy header (%zu bytes announced)",
+                     name, len, hlen);
+  const char *hdr = (const char *)buf + hstart, *hend = hdr + hlen;
+  elem_kind kind;
+  int size, big;
+  const char *v = dict_value(hdr, hlen, "descr");
+  if (!v || !parse_descr(v, hend, &kind, &size, &big))
+    return nle__fail(ctx, NLE_ERR_UNSUPPORTED,
+                     "%s: byte %zu: unsupported or missing dtype in the .npy header", name, hstart);
+  v = dict_value(hdr, hlen, "fortran_order");
+  if (!v || v + 4 > hend)
+    return nle__fail(ctx, NLE_ERR_FORMAT, "%s: byte %zu: .npy header lacks fortran_order", name, hstart);
+  int fortran = memcmp(v, "True", 4) == 0;
+  v = dict_value(hdr, hlen, "shape");
+  if (!v || v >= hend || *v != '(')
+    return nle__fail(ctx, NLE_ERR_FORMAT, "%s: byte %zu: .npy header lacks a shape", name, hstart);
+  uint64_t dims[8];
+  int ndim = 0;
+  const char *p = v + 1;
+  while (p < hend && *p != ')') {
+    while (p < hend && (*p == ' ' || *p == ',')) p++;
+    if (p < hend && *p == ')') break;
+    if (p >= hend || *p < '0' || *p > '9' || ndim == 8)
+      return nle__fail(ctx, NLE_ERR_FORMAT, "%s: byte %zu: bad shape in the .npy header", name,
+                       hstart + (size_t)(p - hdr));
+    uint64_t d = 0;
+    while (p < hend && *p >= '0' && *p <= '9') {
+      if (d > (UINT64_MAX - 9) / 10)
+        return nle__fail(ctx, NLE_ERR_FORMAT, "%s: shape too large in the .npy header", name);
+      d = d * 10 + (uint64_t)(*p++ - '0');
+    }
+    dims[ndim++] = d;
+  }
+  if (ndim == 0)
+    return nle__fail(ctx, NLE_ERR_FORMAT, "%s: .npy array is a scalar, expected N x D", name);
+  /* (N,) is N x 1; (N, a, b, ...) is N x (a*b*...), e.g. images flattened. */
+  uint64_t rows = dims[0], cols = 1;
+  for (int i = 1; i < ndim; i++) {
+    if (dims[i] && cols > UINT64_MAX / dims[i])
+      return nle__fail(ctx, NLE_ERR_FORMAT, "%s: shape too large in the .npy header", name);
+    cols *= dims[i];
+  }
+  if (rows == 0 || cols == 0)
+    return nle__fail(ctx, NLE_ERR_FORMAT, "%s: empty .npy array (%llu x %llu)", name,
+                     (unsigned long long)rows, (unsigned long long)cols);
+  size_t data = hstart + hlen;
+  if (cols > (len - data) || rows > (len - data) / cols / (uint64_t)size)
+    return nle__fail(ctx, NLE_ERR_FORMAT,
+                     "%s: byte %zu: truncated .npy data (%llu x %llu of %d bytes need %.0f bytes, %zu present)",
+                     name, len, (unsigned long long)rows, (unsigned long long)cols, size,
+                     (double)rows * (double)cols * size, len - data);
+  nle_dataset *ds;
+  nle_status s = nle__dataset_new(ctx, name, (size_t)rows, (size_t)cols, &ds);
+  if (s) return s;
+  const uint8_t *src = buf + data;
+  for (size_t i = 0; i < rows; i++) {
+    float *row = ds->X->data + i * cols;
+    for (size_t j = 0; j < cols; j++) {
+      size_t e = fortran ? j * rows + i : i * cols + j;
+      double x = load_elem(src + e * (size_t)size, kind, size, big);
+      if (!isfinite(x) || !isfinite((float)x)) {
+        nle_dataset_free(&ds);
+        return nle__fail(ctx, NLE_ERR_VALUE, "%s: byte %zu (row %zu, column %zu): %s value", name,
+                         data + e * (size_t)size, i, j, isnan(x) ? "NaN" : "infinite (or beyond float range)");
+      }
+      row[j] = (float)x;
+    }
+  }
+  *out = ds;
+  return NLE_OK;
+}
+
+/* Writes a C-order little-endian .npy with a header padded to 64 bytes. */
+static nle_status write_npy(nle_ctx *ctx, const char *path, const char *descr, const void *data,
+                            size_t elem, int64_t rows, int64_t cols, int one_dim) {
+  nle__afile af;
+  nle_status s = nle__afile_open(ctx, path, &af);
+  if (s) return s;
+  char dict[160];
+  int n = one_dim ? snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%lld,), }",
+                             descr, (long long)rows)
+                  : snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%lld, %lld), }",
+                             descr, (long long)rows, (long long)cols);
+  size_t total = 10 + (size_t)n + 1;
+  size_t pad = (64 - total % 64) % 64;
+  size_t hlen = (size_t)n + pad + 1;
+  uint8_t pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (uint8_t)(hlen & 0xff), (uint8_t)(hlen >> 8)};
+  fwrite(pre, 1, 10, af.f);
+  fwrite(dict, 1, (size_t)n, af.f);
+  for (size_t i = 0; i < pad; i++) fputc(' ', af.f);
+  fputc('\n', af.f);
+  fwrite(data, elem, (size_t)rows * (size_t)cols, af.f);
+  return nle__afile_commit(ctx, &af);
+}
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the .npy writer assumes a little-endian host"
+#endif
+
+nle_status nle__write_npy_f64(nle_ctx *ctx, const char *path, const double *a, int64_t r, int64_t c) {
+  return write_npy(ctx, path, "<f8", a, 8, r, c, 0);
+}
+nle_status nle__write_npy_f32(nle_ctx *ctx, const char *path, const float *a, int64_t r, int64_t c) {
+  return write_npy(ctx, path, "<f4", a, 4, r, c, 0);
+}
+nle_status nle__write_npy_i32(nle_ctx *ctx, const char *path, const int32_t *a, int64_t r, int64_t c,
+                              int one_dim) {
+  return write_npy(ctx, path, "<i4", a, 4, r, c, one_dim);
+}

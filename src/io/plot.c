@@ -1,0 +1,165 @@
+/* plot.c — scatter plots of 2-D embeddings with cairo: coloured by label with
+ * a legend, point size and opacity chosen from N, PNG or SVG by extension,
+ * drawn in a seeded random order so no class systematically hides another. */
+#include "io_internal.h"
+
+#include <cairo-svg.h>
+#include <cairo.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void nle_plot_opts_init(nle_plot_opts *o) {
+  o->width = 1000;
+  o->height = 800;
+  o->point_size = 0.0;
+  o->alpha = 0.0;
+  o->title = NULL;
+  o->legend = 1;
+}
+
+/* Ten well-separated colours (the "tab10" palette); more classes cycle
+ * through lighter and darker shades of them. */
+static void class_colour(int32_t c, double rgb[3]) {
+  static const double base[10][3] = {
+      {0.122, 0.467, 0.706}, {1.000, 0.498, 0.055}, {0.173, 0.627, 0.173}, {0.839, 0.153, 0.157},
+      {0.580, 0.404, 0.741}, {0.549, 0.337, 0.294}, {0.890, 0.467, 0.761}, {0.498, 0.498, 0.498},
+      {0.737, 0.741, 0.133}, {0.090, 0.745, 0.812}};
+  if (c < 0) {
+    rgb[0] = rgb[1] = rgb[2] = 0.35;
+    return;
+  }
+  int shade = (c / 10) % 3;
+  double f = shade == 0 ? 1.0 : shade == 1 ? 0.6 : 1.3;
+  for (int i = 0; i < 3; i++) {
+    double v = base[c % 10][i] * f;
+    rgb[i] = v > 1.0 ? 1.0 : v;
+  }
+}
+
+static cairo_status_t write_to_file(void *closure, const unsigned char *data, unsigned int len) {
+  return fwrite(data, 1, len, (FILE *)closure) == len ? CAIRO_STATUS_SUCCESS : CAIRO_STATUS_WRITE_ERROR;
+}
+
+typedef struct {
+  double x0, y0, scale; /* data -> pixels */
+  double left, top, w, h;
+} frame;
+
+static frame fit_frame(const nle_matd *X, double left, double top, double w, double h) {
+  double minx = INFINITY, maxx = -INFINITY, miny = INFINITY, maxy = -INFINITY;
+  for (size_t i = 0; i < X->rows; i++) {
+    double x = X->data[i * X->cols], y = X->cols > 1 ? X->data[i * X->cols + 1] : 0.0;
+    minx = fmin(minx, x);
+    maxx = fmax(maxx, x);
+    miny = fmin(miny, y);
+    maxy = fmax(maxy, y);
+  }
+  double sx = maxx > minx ? w / (maxx - minx) : 1.0, sy = maxy > miny ? h / (maxy - miny) : 1.0;
+  frame f = {0.5 * (minx + maxx), 0.5 * (miny + maxy), fmin(sx, sy), left, top, w, h};
+  /* Equal scales on both axes: distances in the picture are distances in X. */
+  if (!(maxx > minx) && !(maxy > miny)) f.scale = 1.0;
+  return f;
+}
+
+static void draw(cairo_t *cr, const nle_matd *X, const int32_t *labels, int32_t n_classes,
+                 char *const *class_names, const nle_plot_opts *o, const int64_t *order) {
+  size_t n = X->rows;
+  double W = o->width, H = o->height;
+  int legend = o->legend && labels && n_classes > 0 && n_classes <= 60;
+  double title_h = o->title ? 36.0 : 8.0, legend_w = legend ? 170.0 : 0.0, pad = 16.0;
+  cairo_set_source_rgb(cr, 1, 1, 1);
+  cairo_paint(cr);
+  /* Radius and opacity fall with N so that dense regions stay readable. */
+  double r = o->point_size > 0 ? o->point_size : fmin(4.0, fmax(0.6, 18.0 / sqrt((double)n + 1.0) * 2.5));
+  double alpha = o->alpha > 0 ? o->alpha : fmin(0.9, fmax(0.25, 60.0 / sqrt((double)n + 1.0)));
+  frame f = fit_frame(X, pad + r, title_h + r, W - legend_w - 2 * pad - 2 * r, H - title_h - pad - 2 * r);
+  double cx = f.left + 0.5 * f.w, cy = f.top + 0.5 * f.h;
+  for (size_t t = 0; t < n; t++) {
+    size_t i = (size_t)order[t];
+    double x = X->data[i * X->cols], y = X->cols > 1 ? X->data[i * X->cols + 1] : 0.0;
+    double rgb[3];
+    class_colour(labels ? labels[i] : -1, rgb);
+    cairo_set_source_rgba(cr, rgb[0], rgb[1], rgb[2], alpha);
+    cairo_arc(cr, cx + (x - f.x0) * f.scale, cy - (y - f.y0) * f.scale, r, 0, 2 * M_PI);
+    cairo_fill(cr);
+  }
+  cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+  if (o->title) {
+    cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+    cairo_set_font_size(cr, 15.0);
+    cairo_move_to(cr, pad, 24.0);
+    cairo_show_text(cr, o->title);
+  }
+  if (legend) {
+    cairo_set_font_size(cr, 13.0);
+    double lx = W - legend_w + 4, ly = title_h + 12;
+    for (int32_t c = 0; c < n_classes; c++) {
+      double rgb[3];
+      class_colour(c, rgb);
+      cairo_set_source_rgb(cr, rgb[0], rgb[1], rgb[2]);
+      cairo_arc(cr, lx + 6, ly + 18.0 * c - 4, 5.0, 0, 2 * M_PI);
+      cairo_fill(cr);
+      cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+      cairo_move_to(cr, lx + 18, ly + 18.0 * c);
+      char name[64];
+      if (class_names && class_names[c]) snprintf(name, sizeof name, "%s", class_names[c]);
+      else snprintf(name, sizeof name, "%d", c);
+      cairo_show_text(cr, name);
+    }
+  }
+}
+
+nle_status nle_plot_scatter(nle_ctx *ctx, const char *path, const nle_matd *X, const int32_t *labels,
+                            int32_t n_classes, char *const *class_names, const nle_plot_opts *opts) {
+  nle_plot_opts defaults;
+  if (!opts) {
+    nle_plot_opts_init(&defaults);
+    opts = &defaults;
+  }
+  char ext[16];
+  nle__path_ext(path, ext, sizeof ext);
+  int svg = !strcmp(ext, ".svg");
+  if (!svg && strcmp(ext, ".png"))
+    return nle__fail(ctx, NLE_ERR_UNSUPPORTED, "%s: plots are written as .png or .svg, not \"%s\"", path, ext);
+  if (X->rows == 0 || X->cols < 1)
+    return nle__fail(ctx, NLE_ERR_ARG, "plot: empty embedding");
+  if (opts->width < 100 || opts->height < 100 || opts->width > 20000 || opts->height > 20000)
+    return nle__fail(ctx, NLE_ERR_ARG, "plot: size %d x %d out of [100, 20000]", opts->width, opts->height);
+  for (size_t i = 0; i < X->rows * X->cols; i++)
+    if (!isfinite(X->data[i]))
+      return nle__fail(ctx, NLE_ERR_VALUE, "plot: embedding value %zu (row %zu) is not finite", i, i / X->cols);
+  int64_t *order = nle__malloc(ctx, X->rows * sizeof(int64_t), "the drawing order");
+  if (!order) return NLE_ERR_NOMEM;
+  for (size_t i = 0; i < X->rows; i++) order[i] = (int64_t)i;
+  nle_rng rng;
+  nle_rng_init(&rng, nle_ctx_seed(ctx), 0x706c6f74ULL);
+  nle_rng_shuffle(&rng, order, (int64_t)X->rows);
+
+  nle__afile af;
+  nle_status s = nle__afile_open(ctx, path, &af);
+  if (s) {
+    free(order);
+    return s;
+  }
+  cairo_surface_t *surface =
+      svg ? cairo_svg_surface_create_for_stream(write_to_file, af.f, opts->width, opts->height)
+          : cairo_image_surface_create(CAIRO_FORMAT_ARGB32, opts->width, opts->height);
+  cairo_t *cr = cairo_create(surface);
+  draw(cr, X, labels, n_classes, class_names, opts, order);
+  cairo_destroy(cr);
+  cairo_status_t cs;
+  if (svg) {
+    cairo_surface_finish(surface);
+    cs = cairo_surface_status(surface);
+  } else {
+    cs = cairo_surface_write_to_png_stream(surface, write_to_file, af.f);
+  }
+  cairo_surface_destroy(surface);
+  free(order);
+  if (cs != CAIRO_STATUS_SUCCESS) {
+    nle__afile_abort(&af);
+    return nle__fail(ctx, NLE_ERR_IO, "%s: cairo failed: %s", path, cairo_status_to_string(cs));
+  }
+  return nle__afile_commit(ctx, &af);
+}

@@ -1,0 +1,249 @@
+/* text.c — CSV, TSV and whitespace-separated text: delimiter detection, an
+ * optional header, an optional label column (integers or strings). */
+#include "io_internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void nle_read_opts_init(nle_read_opts *o) {
+  o->delimiter = 0;
+  o->header = NLE_HEADER_AUTO;
+  o->label_column = -1;
+}
+
+/* A line of the buffer: [begin, end) without the newline and '\r'. */
+typedef struct {
+  const char *begin, *end;
+  int64_t number; /* 1-based line number in the file */
+} text_line;
+
+typedef struct {
+  const char *p, *end;
+  int64_t number;
+} line_cursor;
+
+static int next_line(line_cursor *c, text_line *out) {
+  while (c->p < c->end) {
+    const char *b = c->p;
+    const char *e = memchr(b, '\n', (size_t)(c->end - b));
+    if (!e) e = c->end;
+    c->p = e < c->end ? e + 1 : e;
+    c->number++;
+    const char *t = e;
+    if (t > b && t[-1] == '\r') t--;
+    const char *q = b;
+    while (q < t && (*q == ' ' || *q == '\t')) q++;
+    if (q == t || *q == '#') continue; /* blank lines and comments */
+    out->begin = b;
+    out->end = t;
+    out->number = c->number;
+    return 1;
+  }
+  return 0;
+}
+
+/* Splits a line into fields. With delim == ' ' runs of blanks separate; a
+ * field may be double-quoted. Returns the number of fields (stops at max). */
+typedef struct {
+  const char *b, *e;
+} field;
+
+static int split_fields(const text_line *ln, char delim, field *f, int max) {
+  const char *p = ln->begin, *end = ln->end;
+  int n = 0;
+  if (delim == ' ') {
+    while (p < end) {
+      while (p < end && (*p == ' ' || *p == '\t')) p++;
+      if (p == end) break;
+      const char *b = p;
+      while (p < end && *p != ' ' && *p != '\t') p++;
+      if (n < max) f[n] = (field){b, p};
+      n++;
+    }
+    return n;
+  }
+  for (;;) {
+    const char *b = p;
+    if (p < end && *p == '"') {
+      p++;
+      while (p < end && *p != '"') p++;
+      if (p < end) p++;
+    }
+    while (p < end && *p != delim) p++;
+    if (n < max) f[n] = (field){b, p};
+    n++;
+    if (p >= end) break;
+    p++;
+  }
+  return n;
+}
+
+static void trim_field(field *f) {
+  while (f->b < f->e && isspace((unsigned char)*f->b)) f->b++;
+  while (f->e > f->b && isspace((unsigned char)f->e[-1])) f->e--;
+  if (f->e - f->b >= 2 && *f->b == '"' && f->e[-1] == '"') {
+    f->b++;
+    f->e--;
+  }
+}
+
+/* 1: a finite or non-finite number filling the field; 0: not a number. */
+static int parse_number(field f, double *v) {
+  char tmp[128];
+  trim_field(&f);
+  size_t n = (size_t)(f.e - f.b);
+  if (n == 0 || n >= sizeof tmp) return 0;
+  memcpy(tmp, f.b, n);
+  tmp[n] = '\0';
+  char *endp;
+  errno = 0;
+  *v = strtod(tmp, &endp);
+  return endp == tmp + n;
+}
+
+/* The first of tab, comma, semicolon that splits the first line and splits
+ * the second the same way; failing that, the first that splits the first line
+ * (so a ragged second row is reported as ragged); failing that, blanks. */
+static char detect_delimiter(const text_line *first, const text_line *second) {
+  static const char cands[] = {'\t', ',', ';'};
+  field f[1];
+  for (size_t c = 0; c < sizeof cands; c++) {
+    int n1 = split_fields(first, cands[c], f, 0);
+    if (n1 >= 2 && (!second || split_fields(second, cands[c], f, 0) == n1)) return cands[c];
+  }
+  for (size_t c = 0; c < sizeof cands; c++)
+    if (split_fields(first, cands[c], f, 0) >= 2) return cands[c];
+  return ' ';
+}
+
+static int line_is_header(const text_line *ln, const text_line *next, char delim, int label_col) {
+  field f[4096];
+  int n = split_fields(ln, delim, f, 4096);
+  if (n > 4096) n = 4096;
+  double v;
+  for (int j = 0; j < n; j++) {
+    if (j == label_col) continue;
+    if (!parse_number(f[j], &v)) return 1;
+  }
+  /* Only the label field is text: a header if the next row's label is a number. */
+  if (label_col >= 0 && label_col < n && !parse_number(f[label_col], &v) && next) {
+    field g[4096];
+    int m = split_fields(next, delim, g, 4096);
+    if (label_col < m && m <= 4096 && parse_number(g[label_col], &v)) return 1;
+  }
+  return 0;
+}
+
+static char *field_strdup(field f) {
+  trim_field(&f);
+  size_t n = (size_t)(f.e - f.b);
+  char *s = malloc(n + 1);
+  if (s) {
+    memcpy(s, f.b, n);
+    s[n] = '\0';
+  }
+  return s;
+}
+
+static void free_strings(char **s, int64_t n) {
+  if (!s) return;
+  for (int64_t i = 0; i < n; i++) free(s[i]);
+  free(s);
+}
+
+nle_status nle_parse_text(nle_ctx *ctx, const char *name, const char *buf, size_t len,
+                          const nle_read_opts *opts, nle_dataset **out) {
+  *out = NULL;
+  nle_read_opts defaults;
+  if (!opts) {
+    nle_read_opts_init(&defaults);
+    opts = &defaults;
+  }
+  if (memchr(buf, '\0', len))
+    return nle__fail(ctx, NLE_ERR_FORMAT, "%s: byte %zu: NUL byte in a text file (not a supported format)",
+                     name, (size_t)((const char *)memchr(buf, '\0', len) - buf));
+  line_cursor cur = {buf, buf + len, 0};
+  text_line first, second;
+  if (!next_line(&cur, &first))
+    return nle__fail(ctx, NLE_ERR_FORMAT, "%s: empty file (no data rows)", name);
+  line_cursor after_first = cur;
+  int has_second = next_line(&cur, &second);
+  char delim = opts->delimiter ? opts->delimiter : detect_delimiter(&first, has_second ? &second : NULL);
+
+  field probe[1];
+  int ncols = split_fields(&first, delim, probe, 0);
+  int label_col = opts->label_column == -2 ? ncols - 1 : opts->label_column;
+  if (label_col >= ncols)
+    return nle__fail(ctx, NLE_ERR_ARG, "%s: line %lld: label column %d but the row has %d fields",
+                     name, (long long)first.number, label_col + 1, ncols);
+  int header = opts->header == NLE_HEADER_YES ||
+               (opts->header == NLE_HEADER_AUTO &&
+                line_is_header(&first, has_second ? &second : NULL, delim, label_col));
+
+  /* Count data rows. */
+  line_cursor scan = header ? after_first : (line_cursor){buf, buf + len, 0};
+  line_cursor data_start = scan;
+  int64_t rows = 0;
+  text_line ln;
+  while (next_line(&scan, &ln)) rows++;
+  if (rows == 0) return nle__fail(ctx, NLE_ERR_FORMAT, "%s: no data rows after the header", name);
+  int dcols = ncols - (label_col >= 0 ? 1 : 0);
+
+  nle_dataset *ds = NULL;
+  nle_status s = nle__dataset_new(ctx, name, (size_t)rows, (size_t)dcols, &ds);
+  if (s) return s;
+  char **label_text = NULL;
+  if (label_col >= 0) {
+    label_text = calloc((size_t)rows, sizeof *label_text);
+    if (!label_text) {
+      nle_dataset_free(&ds);
+      return nle__fail(ctx, NLE_ERR_NOMEM, "%s: out of memory for labels", name);
+    }
+  }
+  field *f = malloc(sizeof(field) * (size_t)(ncols + 1));
+  if (!f) s = nle__fail(ctx, NLE_ERR_NOMEM, "%s: out of memory", name);
+  int64_t r = 0;
+  scan = data_start;
+  while (!s && next_line(&scan, &ln)) {
+    int n = split_fields(&ln, delim, f, ncols + 1);
+    if (n != ncols) {
+      s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: line %lld: %d fields where the first row has %d (ragged rows)",
+                    name, (long long)ln.number, n, ncols);
+      break;
+    }
+    float *row = ds->X->data + (size_t)r * (size_t)dcols;
+    for (int j = 0, c = 0; j < ncols; j++) {
+      if (j == label_col) {
+        if (!(label_text[r] = field_strdup(f[j])))
+          s = nle__fail(ctx, NLE_ERR_NOMEM, "%s: out of memory", name);
+        continue;
+      }
+      double v;
+      if (!parse_number(f[j], &v)) {
+        trim_field(&f[j]);
+        s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: line %lld, field %d: not a number: \"%.*s\"", name,
+                      (long long)ln.number, j + 1, (int)(f[j].e - f[j].b > 40 ? 40 : f[j].e - f[j].b),
+                      f[j].b);
+        break;
+      }
+      if (!isfinite(v) || !isfinite((float)v)) {
+        s = nle__fail(ctx, NLE_ERR_VALUE, "%s: line %lld, field %d: %s value", name,
+                      (long long)ln.number, j + 1, isnan(v) ? "NaN" : "infinite (or beyond float range)");
+        break;
+      }
+      row[c++] = (float)v;
+    }
+    r++;
+  }
+  free(f);
+  if (!s && label_text)
+    s = nle__labels_from_strings(ctx, label_text, rows, &ds->labels, &ds->n_classes,
+                                 &ds->class_names);
+  free_strings(label_text, rows);
+  if (s) nle_dataset_free(&ds);
+  *out = ds;
+  return s;
+}

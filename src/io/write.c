@@ -1,0 +1,85 @@
+/* write.c — writers for dense matrices, labels and sparse matrices; the
+ * format follows the extension, and every file is written atomically. */
+#include "io_internal.h"
+
+#include <string.h>
+
+typedef enum { OUT_NPY, OUT_TEXT } out_format;
+
+static nle_status output_format(nle_ctx *ctx, const char *path, out_format *fmt, char *delim) {
+  char ext[16];
+  nle__path_ext(path, ext, sizeof ext);
+  *delim = ',';
+  if (!strcmp(ext, ".npy")) *fmt = OUT_NPY;
+  else if (!strcmp(ext, ".csv")) *fmt = OUT_TEXT;
+  else if (!strcmp(ext, ".tsv")) {
+    *fmt = OUT_TEXT;
+    *delim = '\t';
+  } else if (!strcmp(ext, ".txt")) {
+    *fmt = OUT_TEXT;
+    *delim = ' ';
+  } else {
+    return nle__fail(ctx, NLE_ERR_UNSUPPORTED, "%s: unknown output extension \"%s\" (use .npy, .csv, .tsv or .txt)",
+                     path, ext);
+  }
+  return NLE_OK;
+}
+
+/* One writer for the three element types keeps the formats identical. */
+typedef enum { ELEM_DOUBLE, ELEM_FLOAT, ELEM_INT32 } elem_type;
+
+static nle_status write_dense(nle_ctx *ctx, const char *path, const void *data, elem_type t,
+                              int64_t rows, int64_t cols, int one_dim) {
+  out_format fmt;
+  char delim;
+  nle_status s = output_format(ctx, path, &fmt, &delim);
+  if (s) return s;
+  if (fmt == OUT_NPY) {
+    if (t == ELEM_DOUBLE) return nle__write_npy_f64(ctx, path, data, rows, cols);
+    if (t == ELEM_FLOAT) return nle__write_npy_f32(ctx, path, data, rows, cols);
+    return nle__write_npy_i32(ctx, path, data, rows, cols, one_dim);
+  }
+  nle__afile af;
+  s = nle__afile_open(ctx, path, &af);
+  if (s) return s;
+  for (int64_t i = 0; i < rows; i++) {
+    for (int64_t j = 0; j < cols; j++) {
+      size_t e = (size_t)(i * cols + j);
+      if (j) fputc(delim, af.f);
+      if (t == ELEM_DOUBLE) fprintf(af.f, "%.17g", ((const double *)data)[e]);
+      else if (t == ELEM_FLOAT) fprintf(af.f, "%.9g", (double)((const float *)data)[e]);
+      else fprintf(af.f, "%d", ((const int32_t *)data)[e]);
+    }
+    fputc('\n', af.f);
+  }
+  return nle__afile_commit(ctx, &af);
+}
+
+nle_status nle_write_matd(nle_ctx *ctx, const char *path, const nle_matd *m) {
+  return write_dense(ctx, path, m->data, ELEM_DOUBLE, (int64_t)m->rows, (int64_t)m->cols, 0);
+}
+
+nle_status nle_write_matf(nle_ctx *ctx, const char *path, const nle_matf *m) {
+  return write_dense(ctx, path, m->data, ELEM_FLOAT, (int64_t)m->rows, (int64_t)m->cols, 0);
+}
+
+nle_status nle_write_labels(nle_ctx *ctx, const char *path, const int32_t *labels, int64_t n) {
+  return write_dense(ctx, path, labels, ELEM_INT32, n, 1, 1);
+}
+
+nle_status nle_write_mati32(nle_ctx *ctx, const char *path, const int32_t *a, int64_t rows, int64_t cols) {
+  return write_dense(ctx, path, a, ELEM_INT32, rows, cols, 0);
+}
+
+nle_status nle_write_csr_mtx(nle_ctx *ctx, const char *path, const nle_csr *m) {
+  nle__afile af;
+  nle_status s = nle__afile_open(ctx, path, &af);
+  if (s) return s;
+  fprintf(af.f, "%%%%MatrixMarket matrix coordinate real general\n%% written by nlembed %s\n%lld %lld %lld\n",
+          NLE_VERSION_STRING, (long long)m->rows, (long long)m->cols, (long long)m->nnz);
+  const char *fmt = m->dtype == NLE_F32 ? "%lld %d %.9g\n" : "%lld %d %.17g\n";
+  for (int64_t i = 0; i < m->rows; i++)
+    for (int64_t k = m->rowptr[i]; k < m->rowptr[i + 1]; k++)
+      fprintf(af.f, fmt, (long long)i + 1, m->colind[k] + 1, nle_csr_value(m, k));
+  return nle__afile_commit(ctx, &af);
+}

@@ -1,0 +1,142 @@
+/* knn_accuracy.c — accuracy of a k-nearest-neighbour classifier on an
+ * embedding by stratified k-fold cross-validation, fold for fold as
+ * scikit-learn's cross_val_score(KNeighborsClassifier(k), X, y, cv=folds):
+ * StratifiedKFold without shuffling, uniform votes, ties to the smaller label,
+ * the mean of the per-fold accuracies. */
+#include "../core/internal.h"
+#include "metrics_internal.h"
+#include "select.h"
+
+#include <string.h>
+
+/* StratifiedKFold(shuffle=False): classes numbered by first appearance; the
+ * sorted label vector is dealt round-robin to the folds, and each class's
+ * members, in data order, fill its per-fold quotas fold after fold. */
+nle_status nle__stratified_folds(nle_ctx *ctx, const int32_t *labels, size_t n, int folds, int32_t *fold) {
+  int32_t top = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (labels[i] < 0) return nle__fail(ctx, NLE_ERR_ARG, "kNN accuracy: label %zu is negative", i);
+    if (labels[i] > top) top = labels[i];
+  }
+  size_t nl = (size_t)top + 1;
+  int64_t *code = nle__malloc(ctx, nl * sizeof(int64_t), "class codes");
+  int64_t *count = nle__calloc(ctx, nl, sizeof(int64_t), "class counts");
+  int64_t *quota = nle__calloc(ctx, nl * (size_t)folds, sizeof(int64_t), "fold quotas");
+  int64_t *used = nle__calloc(ctx, nl * 2, sizeof(int64_t), "fold cursors");
+  nle_status s = (code && count && quota && used) ? NLE_OK : NLE_ERR_NOMEM;
+  int64_t classes = 0, largest = 0;
+  if (!s) {
+    for (size_t c = 0; c < nl; c++) code[c] = -1;
+    for (size_t i = 0; i < n; i++)
+      if (code[labels[i]] < 0) code[labels[i]] = classes++;
+    for (size_t i = 0; i < n; i++) count[code[labels[i]]]++;
+    int64_t start = 0;
+    for (int64_t c = 0; c < classes; c++) {
+      for (int f = 0; f < folds; f++) {
+        /* positions p in [start, start + count) with p % folds == f */
+        int64_t first = start + ((f - start % folds) % folds + folds) % folds;
+        int64_t end = start + count[c];
+        quota[c * folds + f] = first < end ? (end - 1 - first) / folds + 1 : 0;
+      }
+      if (count[c] > largest) largest = count[c];
+      start += count[c];
+    }
+    if (largest < folds)
+      s = nle__fail(ctx, NLE_ERR_ARG, "kNN accuracy: %d folds but no class has that many members", folds);
+  }
+  for (size_t i = 0; !s && i < n; i++) {
+    int64_t c = code[labels[i]];
+    int64_t *f = used + 2 * c; /* f[0]: current fold, f[1]: members placed in it */
+    while (f[1] >= quota[c * folds + f[0]]) {
+      f[0]++;
+      f[1] = 0;
+    }
+    fold[i] = (int32_t)f[0];
+    f[1]++;
+  }
+  free(code);
+  free(count);
+  free(quota);
+  free(used);
+  return s;
+}
+
+/* Majority label of the k neighbours; ties go to the smallest label. */
+static int32_t vote(const nle__pair *nb, int k, const int32_t *labels) {
+  int32_t best = -1;
+  int best_count = 0;
+  for (int a = 0; a < k; a++) {
+    int32_t l = labels[nb[a].i];
+    int cnt = 0;
+    for (int b = 0; b < k; b++) cnt += labels[nb[b].i] == l;
+    if (cnt > best_count || (cnt == best_count && l < best)) {
+      best = l;
+      best_count = cnt;
+    }
+  }
+  return best;
+}
+
+nle_status nle_knn_accuracy_cv(nle_ctx *ctx, const nle_matd *X, const int32_t *labels, int k, int folds,
+                               double *out) {
+  size_t n = X->rows, d = X->cols;
+  if (folds < 2 || (size_t)folds > n)
+    return nle__fail(ctx, NLE_ERR_ARG, "kNN accuracy: %d folds for %zu points (need 2 <= folds <= N)", folds, n);
+  if (k < 1 || (double)k > (double)n * (folds - 1) / folds - 1)
+    return nle__fail(ctx, NLE_ERR_ARG, "kNN accuracy: k = %d is too large for %zu points in %d folds", k, n,
+                     folds);
+  int32_t *fold = nle__malloc(ctx, n * sizeof(int32_t), "fold assignment");
+  uint8_t *correct = nle__calloc(ctx, n, 1, "predictions");
+  if (!fold || !correct) {
+    free(fold);
+    free(correct);
+    return NLE_ERR_NOMEM;
+  }
+  nle_status s = nle__stratified_folds(ctx, labels, n, folds, fold);
+  int threads = nle__threads_for(ctx, (double)n * (double)n * (double)d), failed = 0;
+  if (!s) {
+#pragma omp parallel num_threads(threads)
+    {
+      nle__pair *heap = malloc((size_t)k * sizeof *heap);
+      if (!heap) {
+#pragma omp atomic write
+        failed = 1;
+      }
+#pragma omp for schedule(dynamic, 256)
+      for (size_t i = 0; i < n; i++) {
+        if (!heap) continue;
+        nle__heap_init(heap, k);
+        const double *x = X->data + i * d;
+        for (size_t j = 0; j < n; j++) {
+          if (fold[j] == fold[i]) continue;
+          const double *y = X->data + j * d;
+          double dist = 0.0;
+          for (size_t t = 0; t < d; t++) {
+            double u = x[t] - y[t];
+            dist += u * u;
+          }
+          if (dist <= heap[0].d) nle__heap_offer(heap, k, (nle__pair){dist, (int64_t)j});
+        }
+        correct[i] = vote(heap, k, labels) == labels[i];
+      }
+      free(heap);
+    }
+    if (failed) s = nle__fail(ctx, NLE_ERR_NOMEM, "kNN accuracy: out of memory");
+  }
+  if (!s) {
+    double sum = 0.0;
+    for (int f = 0; f < folds; f++) {
+      int64_t total = 0, right = 0;
+      for (size_t i = 0; i < n; i++)
+        if (fold[i] == f) {
+          total++;
+          right += correct[i];
+        }
+      sum += total ? (double)right / (double)total : 0.0;
+    }
+    *out = sum / folds;
+  }
+  free(fold);
+  free(correct);
+  return s;
+}

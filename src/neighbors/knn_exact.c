@@ -1,0 +1,230 @@
+/* knn_exact.c — exact k nearest neighbours by blocked brute force: GEMM for
+ * the inner products (|a-b|^2 = |a|^2 + |b|^2 - 2 a.b) on centred data, a
+ * bounded max-heap of k + margin candidates per query row, OpenMP over row
+ * blocks. The candidates are then re-ranked with directly computed distances,
+ * and a rounding bound certifies per row that no point outside the candidates
+ * can be closer; a row that cannot be certified is recomputed directly. The
+ * result is therefore exact, whatever the cancellation in the GEMM form. */
+#include "../core/internal.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+enum { BLOCK_ROWS = 256, BLOCK_COLS = 2048 };
+
+void nle_knn_opts_init(nle_knn_opts *o) { o->k = 10; }
+
+typedef struct {
+  float d;
+  int32_t i;
+} cand;
+
+static inline int cand_greater(cand a, cand b) { return a.d > b.d || (a.d == b.d && a.i > b.i); }
+
+/* Replaces the root of a full max-heap of size n and sifts down. */
+static void heap_replace_top(cand *h, int n, cand c) {
+  int p = 0;
+  for (;;) {
+    int l = 2 * p + 1, r = l + 1, m = p;
+    cand best = c;
+    if (l < n && cand_greater(h[l], best)) {
+      m = l;
+      best = h[l];
+    }
+    if (r < n && cand_greater(h[r], best)) m = r;
+    if (m == p) break;
+    h[p] = h[m];
+    p = m;
+  }
+  h[p] = c;
+}
+
+static int cand_cmp(const void *a, const void *b) {
+  cand x = *(const cand *)a, y = *(const cand *)b;
+  return cand_greater(x, y) - cand_greater(y, x);
+}
+
+/* Squared distance accumulated in double: the re-ranking reference. */
+static double sqdist(const float *a, const float *b, size_t d) {
+  double s = 0.0;
+  for (size_t j = 0; j < d; j++) {
+    double t = (double)a[j] - (double)b[j];
+    s += t * t;
+  }
+  return s;
+}
+
+typedef struct {
+  const nle_matf *Y;  /* the data, for exact distances */
+  const float *Yc;    /* centred copy, for the GEMM */
+  const float *sqnorm; /* squared norms of the centred rows */
+  double max_norm;    /* largest centred norm */
+  double rel_error;   /* bound on the GEMM form's error per (|a| + |b|)^2 */
+  int k, kc;
+  nle_csr *graph;
+  size_t fallbacks;   /* rows recomputed directly (atomic) */
+} knn_job;
+
+/* Every distance from row q, directly: the fallback for uncertified rows. */
+static void knn_row_direct(const knn_job *job, size_t q, cand *heap) {
+  const nle_matf *Y = job->Y;
+  size_t n = Y->rows, d = Y->cols;
+  int k = job->k;
+  for (int c = 0; c < k; c++) heap[c] = (cand){INFINITY, INT32_MAX};
+  for (size_t j = 0; j < n; j++) {
+    if (j == q) continue;
+    cand x = {(float)sqdist(Y->data + q * d, Y->data + j * d, d), (int32_t)j};
+    if (cand_greater(heap[0], x)) heap_replace_top(heap, k, x);
+  }
+  qsort(heap, (size_t)k, sizeof *heap, cand_cmp);
+}
+
+/* Neighbours of rows [r0, r1): candidates from GEMM blocks, then re-ranked. */
+static void knn_row_block(knn_job *job, size_t r0, size_t r1, float *gram, cand *heaps) {
+  const nle_matf *Y = job->Y;
+  size_t n = Y->rows, d = Y->cols, br = r1 - r0;
+  int kc = job->kc;
+  for (size_t r = 0; r < br; r++)
+    for (int c = 0; c < kc; c++) heaps[r * (size_t)kc + (size_t)c] = (cand){INFINITY, INT32_MAX};
+  for (size_t c0 = 0; c0 < n; c0 += BLOCK_COLS) {
+    size_t bc = n - c0 < BLOCK_COLS ? n - c0 : BLOCK_COLS;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)br, (int)bc, (int)d, 1.0f,
+                job->Yc + r0 * d, (int)d, job->Yc + c0 * d, (int)d, 0.0f, gram, (int)bc);
+    for (size_t r = 0; r < br; r++) {
+      cand *h = heaps + r * (size_t)kc;
+      const float *g = gram + r * bc;
+      float nq = job->sqnorm[r0 + r];
+      size_t self = r0 + r;
+      for (size_t c = 0; c < bc; c++) {
+        float dist = nq + job->sqnorm[c0 + c] - 2.0f * g[c];
+        if (dist < 0.0f) dist = 0.0f;
+        cand x = {dist, (int32_t)(c0 + c)};
+        if (cand_greater(h[0], x) && c0 + c != self) heap_replace_top(h, kc, x);
+      }
+    }
+  }
+  float *val = job->graph->val;
+  for (size_t r = 0; r < br; r++) {
+    cand *h = heaps + r * (size_t)kc;
+    const float *q = Y->data + (r0 + r) * d;
+    /* Every point outside the heap had a GEMM distance >= the root's. */
+    double outside = h[0].d;
+    for (int c = 0; c < kc; c++) h[c].d = (float)sqdist(q, Y->data + (size_t)h[c].i * d, d);
+    qsort(h, (size_t)kc, sizeof *h, cand_cmp);
+    double reach = sqrt((double)job->sqnorm[r0 + r]) + job->max_norm;
+    if ((size_t)kc < n - 1 && !(outside - job->rel_error * reach * reach > (double)h[job->k - 1].d)) {
+      knn_row_direct(job, r0 + r, h);
+#pragma omp atomic
+      job->fallbacks++;
+    }
+    size_t out = (r0 + r) * (size_t)job->k;
+    for (int c = 0; c < job->k; c++) {
+      job->graph->colind[out + (size_t)c] = h[c].i;
+      val[out + (size_t)c] = h[c].d;
+    }
+  }
+}
+
+nle_status nle_knn_exact(nle_ctx *ctx, const nle_matf *Y, const nle_knn_opts *opts, nle_csr **graph) {
+  *graph = NULL;
+  nle_knn_opts defaults;
+  if (!opts) {
+    nle_knn_opts_init(&defaults);
+    opts = &defaults;
+  }
+  size_t n = Y->rows, d = Y->cols;
+  if (n < 2) return nle__fail(ctx, NLE_ERR_ARG, "kNN needs at least 2 points, got %zu", n);
+  if (opts->k < 1 || (size_t)opts->k >= n)
+    return nle__fail(ctx, NLE_ERR_ARG, "k = %d must be at least 1 and below the number of points N = %zu",
+                     opts->k, n);
+  if (n > INT32_MAX) return nle__fail(ctx, NLE_ERR_ARG, "kNN supports at most 2^31 - 1 points");
+  int k = opts->k;
+  /* Extra candidates absorb the rounding of the GEMM form before re-ranking. */
+  int kc = k + (k / 4 > 8 ? k / 4 : 8);
+  if ((size_t)kc > n - 1) kc = (int)(n - 1);
+  int threads = nle__threads_for(ctx, (double)n * (double)n * (double)d);
+  double work_bytes = (double)threads * (BLOCK_ROWS * (double)BLOCK_COLS * 4 + BLOCK_ROWS * (double)kc * 8);
+  nle_status s = nle__check_memory(ctx, work_bytes + (double)n * k * 8 + (double)n * (4.0 * (double)d + 4), "exact kNN");
+  if (s) return s;
+  s = nle_csr_alloc(ctx, (int64_t)n, (int64_t)n, (int64_t)n * k, NLE_F32, graph);
+  if (s) return s;
+  for (size_t i = 0; i <= n; i++) (*graph)->rowptr[i] = (int64_t)i * k;
+  float *sqnorm = nle__malloc(ctx, n * sizeof(float), "squared norms");
+  float *centred = nle__malloc(ctx, n * d * sizeof(float), "the centred data");
+  double *mean = nle__calloc(ctx, d, sizeof(double), "the mean");
+  if (!sqnorm || !centred || !mean) {
+    free(sqnorm);
+    free(centred);
+    free(mean);
+    nle_csr_free(graph);
+    return NLE_ERR_NOMEM;
+  }
+  /* Centring shrinks |a|^2 + |b|^2 and with it the cancellation error. */
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < d; j++) mean[j] += Y->data[i * d + j];
+  for (size_t j = 0; j < d; j++) mean[j] /= (double)n;
+  double max_sq = 0.0;
+  for (size_t i = 0; i < n; i++) {
+    double sq = 0.0;
+    for (size_t j = 0; j < d; j++) {
+      float c = (float)((double)Y->data[i * d + j] - mean[j]);
+      centred[i * d + j] = c;
+      sq += (double)c * c;
+    }
+    sqnorm[i] = (float)sq;
+    if (sq > max_sq) max_sq = sq;
+  }
+  free(mean);
+  /* Float dot products of length D err by at most ~D u |a||b| (u = 2^-24);
+   * the norms, the centring and the final sum add a few u more. */
+  double rel_error = 1.01 * ((double)d + 8.0) * 0x1.0p-24;
+  knn_job job = {Y, centred, sqnorm, sqrt(max_sq), rel_error, k, kc, *graph, 0};
+  size_t nblocks = (n + BLOCK_ROWS - 1) / BLOCK_ROWS;
+  size_t done = 0;
+  int cancelled = 0, failed = 0;
+  int blas_prev = nle__blas_set_threads(1);
+#pragma omp parallel num_threads(threads)
+  {
+    float *gram = malloc((size_t)BLOCK_ROWS * BLOCK_COLS * sizeof(float));
+    cand *heaps = malloc((size_t)BLOCK_ROWS * (size_t)kc * sizeof(cand));
+    if (!gram || !heaps) {
+#pragma omp atomic write
+      failed = 1;
+    }
+#pragma omp for schedule(dynamic, 1)
+    for (size_t b = 0; b < nblocks; b++) {
+      int stop;
+#pragma omp atomic read
+      stop = cancelled;
+      if (stop || failed) continue;
+      size_t r0 = b * BLOCK_ROWS, r1 = r0 + BLOCK_ROWS < n ? r0 + BLOCK_ROWS : n;
+      knn_row_block(&job, r0, r1, gram, heaps);
+      size_t now;
+#pragma omp atomic capture
+      now = ++done;
+#ifdef _OPENMP
+      if (omp_get_thread_num() == 0)
+#endif
+        if (nle__progress(ctx, "exact kNN", (double)now / (double)nblocks)) {
+#pragma omp atomic write
+          cancelled = 1;
+        }
+    }
+    free(gram);
+    free(heaps);
+  }
+  nle__blas_set_threads(blas_prev);
+  free(sqnorm);
+  free(centred);
+  if (job.fallbacks) nle__log(ctx, 2, "exact kNN: %zu of %zu rows recomputed directly", job.fallbacks, n);
+  if (failed) s = nle__fail(ctx, NLE_ERR_NOMEM, "exact kNN: out of memory for the work blocks");
+  else if (cancelled) s = NLE_ERR_CANCELLED;
+  else s = nle__progress(ctx, "exact kNN", 1.0);
+  if (s) nle_csr_free(graph);
+  return s;
+}

@@ -1,0 +1,292 @@
+/* pca.c — principal component analysis: the exact eigendecomposition of the
+ * D x D covariance (LAPACK dsyevr) and, for wide data, the randomized range
+ * finder with subspace iteration followed by a small SVD (Halko, Martinsson
+ * and Tropp 2011, algorithms 4.4 and 5.1). Data are read in row blocks
+ * converted to double, so the float input is never copied whole. */
+#include "../core/internal.h"
+
+#include <cblas.h>
+#include <lapacke.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { PCA_BLOCK = 2048 };
+
+void nle_pca_opts_init(nle_pca_opts *o) {
+  o->n_components = 2;
+  o->center = 1;
+  o->whiten = 0;
+  o->solver = NLE_PCA_AUTO;
+  o->oversample = 10;
+  o->power_iters = 6;
+}
+
+void nle_pca_model_free(nle_pca_model **m) {
+  if (!m || !*m) return;
+  free((*m)->mean);
+  free((*m)->components);
+  free((*m)->explained_variance);
+  free(*m);
+  *m = NULL;
+}
+
+/* Rows [r0, r0 + rows) of Y, minus the mean, as doubles in buf. */
+static void centred_block(const nle_matf *Y, const double *mean, size_t r0, size_t rows, double *buf) {
+  size_t d = Y->cols;
+  for (size_t i = 0; i < rows; i++) {
+    const float *y = Y->data + (r0 + i) * d;
+    double *b = buf + i * d;
+    for (size_t j = 0; j < d; j++) b[j] = (double)y[j] - mean[j];
+  }
+}
+
+static void column_mean(const nle_matf *Y, double *mean) {
+  size_t n = Y->rows, d = Y->cols;
+  memset(mean, 0, d * sizeof *mean);
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < d; j++) mean[j] += Y->data[i * d + j];
+  for (size_t j = 0; j < d; j++) mean[j] /= (double)n;
+}
+
+/* Exact: covariance by blocked SYRK, then the top n_components eigenpairs. */
+static nle_status pca_exact(nle_ctx *ctx, const nle_matf *Y, nle_pca_model *m, double *block) {
+  size_t n = Y->rows, d = Y->cols;
+  int nc = m->n_components;
+  double *cov = nle__calloc(ctx, d * d, sizeof(double), "the covariance matrix");
+  double *w = nle__malloc(ctx, d * sizeof(double), "eigenvalues");
+  double *z = nle__malloc(ctx, d * (size_t)nc * sizeof(double), "eigenvectors");
+  lapack_int *support = nle__malloc(ctx, 2 * (size_t)nc * sizeof(lapack_int), "eigenvector support");
+  nle_status s = (cov && w && z && support) ? NLE_OK : NLE_ERR_NOMEM;
+  for (size_t r0 = 0; !s && r0 < n; r0 += PCA_BLOCK) {
+    size_t rows = n - r0 < PCA_BLOCK ? n - r0 : PCA_BLOCK;
+    centred_block(Y, m->mean, r0, rows, block);
+    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)d, (int)rows, 1.0, block, (int)d, 1.0, cov,
+                (int)d);
+    s = nle__progress(ctx, "PCA covariance", (double)(r0 + rows) / (double)n);
+  }
+  if (!s) {
+    double total = 0.0;
+    for (size_t j = 0; j < d * d; j++) cov[j] /= (double)(n - 1);
+    for (size_t j = 0; j < d; j++) total += cov[j * d + j];
+    m->total_variance = total;
+    lapack_int found = 0;
+    lapack_int info = LAPACKE_dsyevr(LAPACK_ROW_MAJOR, 'V', 'I', 'U', (lapack_int)d, cov, (lapack_int)d, 0.0,
+                                     0.0, (lapack_int)(d - (size_t)nc + 1), (lapack_int)d, 0.0, &found, w, z,
+                                     (lapack_int)nc, support);
+    if (info != 0 || found != nc)
+      s = nle__fail(ctx, NLE_ERR_NUMERIC, "PCA: LAPACK dsyevr failed (info %d)", (int)info);
+    /* dsyevr returns ascending eigenvalues; components go largest first. */
+    for (int c = 0; !s && c < nc; c++) {
+      int src = nc - 1 - c;
+      m->explained_variance[c] = w[src] > 0.0 ? w[src] : 0.0;
+      for (size_t j = 0; j < d; j++) m->components[(size_t)c * d + j] = z[j * (size_t)nc + (size_t)src];
+    }
+  }
+  free(cov);
+  free(w);
+  free(z);
+  free(support);
+  return s;
+}
+
+/* out (N x l) = (Y - 1 mean^T) M, with M of D x l. */
+static void apply_centred(const nle_matf *Y, const double *mean, const double *M, size_t l, double *out,
+                          double *block) {
+  size_t n = Y->rows, d = Y->cols;
+  for (size_t r0 = 0; r0 < n; r0 += PCA_BLOCK) {
+    size_t rows = n - r0 < PCA_BLOCK ? n - r0 : PCA_BLOCK;
+    centred_block(Y, mean, r0, rows, block);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)l, (int)d, 1.0, block, (int)d, M,
+                (int)l, 0.0, out + r0 * l, (int)l);
+  }
+}
+
+/* out (D x l) = (Y - 1 mean^T)^T Q, with Q of N x l. */
+static void apply_centred_t(const nle_matf *Y, const double *mean, const double *Q, size_t l, double *out,
+                            double *block) {
+  size_t n = Y->rows, d = Y->cols;
+  for (size_t r0 = 0; r0 < n; r0 += PCA_BLOCK) {
+    size_t rows = n - r0 < PCA_BLOCK ? n - r0 : PCA_BLOCK;
+    centred_block(Y, mean, r0, rows, block);
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d, (int)l, (int)rows, 1.0, block, (int)d,
+                Q + r0 * l, (int)l, r0 ? 1.0 : 0.0, out, (int)l);
+  }
+}
+
+/* In-place orthonormal basis of the columns of A (rows x cols, row-major). */
+static nle_status orthonormalise(nle_ctx *ctx, double *A, size_t rows, size_t cols, double *tau) {
+  lapack_int info = LAPACKE_dgeqrf(LAPACK_ROW_MAJOR, (lapack_int)rows, (lapack_int)cols, A, (lapack_int)cols, tau);
+  if (!info)
+    info = LAPACKE_dorgqr(LAPACK_ROW_MAJOR, (lapack_int)rows, (lapack_int)cols, (lapack_int)cols, A,
+                          (lapack_int)cols, tau);
+  return info ? nle__fail(ctx, NLE_ERR_NUMERIC, "PCA: QR factorisation failed (info %d)", (int)info) : NLE_OK;
+}
+
+static nle_status pca_randomized(nle_ctx *ctx, const nle_matf *Y, const nle_pca_opts *o, nle_pca_model *m,
+                                 double *block) {
+  size_t n = Y->rows, d = Y->cols, nc = (size_t)m->n_components;
+  size_t l = nc + (size_t)(o->oversample > 0 ? o->oversample : 0);
+  if (l > d) l = d;
+  if (l > n) l = n;
+  double *omega = nle__malloc(ctx, d * l * sizeof(double), "the random test matrix");
+  double *q = nle__malloc(ctx, n * l * sizeof(double), "the range basis");
+  double *tau = nle__malloc(ctx, l * sizeof(double), "QR scalars");
+  double *sv = nle__malloc(ctx, l * sizeof(double), "singular values");
+  double *vt = nle__malloc(ctx, l * d * sizeof(double), "right singular vectors");
+  double *superb = nle__malloc(ctx, l * sizeof(double), "SVD workspace");
+  nle_status s = (omega && q && tau && sv && vt && superb) ? NLE_OK : NLE_ERR_NOMEM;
+  if (!s) {
+    for (size_t i = 0; i < d; i++) {
+      nle_rng r;
+      nle_rng_init(&r, nle_ctx_seed(ctx), (uint64_t)i);
+      for (size_t j = 0; j < l; j++) omega[i * l + j] = nle_rng_normal(&r);
+    }
+    apply_centred(Y, m->mean, omega, l, q, block);
+  }
+  if (!s) s = orthonormalise(ctx, q, n, l, tau);
+  for (int it = 0; !s && it < o->power_iters; it++) {
+    apply_centred_t(Y, m->mean, q, l, omega, block); /* omega now holds A^T Q (D x l) */
+    s = orthonormalise(ctx, omega, d, l, tau);
+    if (!s) {
+      apply_centred(Y, m->mean, omega, l, q, block);
+      s = orthonormalise(ctx, q, n, l, tau);
+    }
+    if (!s) s = nle__progress(ctx, "PCA randomized", (double)(it + 1) / (double)(o->power_iters + 1));
+  }
+  if (!s) {
+    /* B = Q^T A (l x D) is the transpose of A^T Q; its SVD gives the components. */
+    apply_centred_t(Y, m->mean, q, l, omega, block);
+    double *bt = nle__malloc(ctx, l * d * sizeof(double), "the projected matrix");
+    if (!bt) s = NLE_ERR_NOMEM;
+    for (size_t i = 0; !s && i < l; i++)
+      for (size_t j = 0; j < d; j++) bt[i * d + j] = omega[j * l + i];
+    if (!s) {
+      lapack_int info = LAPACKE_dgesvd(LAPACK_ROW_MAJOR, 'N', 'S', (lapack_int)l, (lapack_int)d, bt,
+                                       (lapack_int)d, sv, NULL, 1, vt, (lapack_int)d, superb);
+      if (info) s = nle__fail(ctx, NLE_ERR_NUMERIC, "PCA: LAPACK dgesvd failed (info %d)", (int)info);
+    }
+    free(bt);
+    for (size_t c = 0; !s && c < nc; c++) {
+      m->explained_variance[c] = sv[c] * sv[c] / (double)(n - 1);
+      memcpy(m->components + c * d, vt + c * d, d * sizeof(double));
+    }
+  }
+  if (!s) {
+    /* The total variance is known exactly without the full spectrum. */
+    double total = 0.0;
+    for (size_t r0 = 0; r0 < n; r0 += PCA_BLOCK) {
+      size_t rows = n - r0 < PCA_BLOCK ? n - r0 : PCA_BLOCK;
+      centred_block(Y, m->mean, r0, rows, block);
+      for (size_t e = 0; e < rows * d; e++) total += block[e] * block[e];
+    }
+    m->total_variance = total / (double)(n - 1);
+  }
+  free(omega);
+  free(q);
+  free(tau);
+  free(sv);
+  free(vt);
+  free(superb);
+  return s;
+}
+
+/* Randomized only for wide data and few components, where it is much
+ * cheaper than the D x D covariance and as accurate in practice. */
+static nle_pca_solver choose_solver(size_t n, size_t d, int nc) {
+  if (d > 1000 && n > 1000 && (size_t)nc * 10 <= d) return NLE_PCA_RANDOMIZED;
+  return NLE_PCA_EXACT;
+}
+
+static void fix_signs(nle_pca_model *m) {
+  size_t d = (size_t)m->dim;
+  for (int c = 0; c < m->n_components; c++) {
+    double *v = m->components + (size_t)c * d;
+    size_t arg = 0;
+    for (size_t j = 1; j < d; j++)
+      if (fabs(v[j]) > fabs(v[arg])) arg = j;
+    if (v[arg] < 0)
+      for (size_t j = 0; j < d; j++) v[j] = -v[j];
+  }
+}
+
+nle_status nle_pca_fit(nle_ctx *ctx, const nle_matf *Y, const nle_pca_opts *opts, nle_pca_model **model) {
+  *model = NULL;
+  nle_pca_opts defaults;
+  if (!opts) {
+    nle_pca_opts_init(&defaults);
+    opts = &defaults;
+  }
+  size_t n = Y->rows, d = Y->cols;
+  if (n < 2) return nle__fail(ctx, NLE_ERR_ARG, "PCA needs at least 2 points, got %zu", n);
+  size_t most = n < d ? n : d;
+  if (opts->n_components < 1 || (size_t)opts->n_components > most)
+    return nle__fail(ctx, NLE_ERR_ARG, "PCA: %d components requested, must be in [1, min(N, D) = %zu]",
+                     opts->n_components, most);
+  if (opts->power_iters < 0 || opts->oversample < 0)
+    return nle__fail(ctx, NLE_ERR_ARG, "PCA: power iterations and oversampling must be >= 0");
+  nle_pca_solver solver = opts->solver == NLE_PCA_AUTO ? choose_solver(n, d, opts->n_components) : opts->solver;
+  size_t l = (size_t)opts->n_components + (size_t)opts->oversample;
+  double need = solver == NLE_PCA_EXACT ? (double)d * d * 8 * 1.5
+                                        : (double)(n + 2 * d) * (double)l * 8;
+  nle_status s = nle__check_memory(ctx, need + (double)PCA_BLOCK * d * 8, "PCA workspace");
+  if (s) return s;
+  nle_pca_model *m = nle__calloc(ctx, 1, sizeof *m, "the PCA model");
+  if (!m) return NLE_ERR_NOMEM;
+  m->n_samples = (int64_t)n;
+  m->dim = (int32_t)d;
+  m->n_components = opts->n_components;
+  m->whiten = opts->whiten;
+  m->solver_used = solver;
+  m->mean = nle__calloc(ctx, d, sizeof(double), "the mean");
+  m->components = nle__calloc(ctx, (size_t)m->n_components * d, sizeof(double), "components");
+  m->explained_variance = nle__calloc(ctx, (size_t)m->n_components, sizeof(double), "variances");
+  double *block = nle__malloc(ctx, (size_t)PCA_BLOCK * d * sizeof(double), "a PCA block");
+  s = (m->mean && m->components && m->explained_variance && block) ? NLE_OK : NLE_ERR_NOMEM;
+  if (!s && opts->center) column_mean(Y, m->mean);
+  int blas_prev = nle__blas_set_threads(nle_ctx_threads(ctx));
+  if (!s) s = solver == NLE_PCA_EXACT ? pca_exact(ctx, Y, m, block) : pca_randomized(ctx, Y, opts, m, block);
+  nle__blas_set_threads(blas_prev);
+  free(block);
+  if (s) {
+    nle_pca_model_free(&m);
+    return s;
+  }
+  fix_signs(m);
+  double kept = 0.0;
+  for (int c = 0; c < m->n_components; c++) kept += m->explained_variance[c];
+  nle__log(ctx, 1, "PCA %zu x %zu -> %d (%s): %.4f of the variance", n, d, m->n_components,
+           solver == NLE_PCA_EXACT ? "exact" : "randomized",
+           m->total_variance > 0 ? kept / m->total_variance : 0.0);
+  *model = m;
+  return NLE_OK;
+}
+
+nle_status nle_pca_transform(nle_ctx *ctx, const nle_pca_model *m, const nle_matf *Y, nle_matd **X) {
+  *X = NULL;
+  if ((int64_t)Y->cols != m->dim)
+    return nle__fail(ctx, NLE_ERR_ARG, "PCA transform: data have %zu columns, the model %d", Y->cols, m->dim);
+  size_t n = Y->rows, d = Y->cols, nc = (size_t)m->n_components;
+  nle_status s = nle_matd_alloc(ctx, n, nc, X);
+  if (s) return s;
+  double *block = nle__malloc(ctx, (size_t)PCA_BLOCK * d * sizeof(double), "a PCA block");
+  if (!block) {
+    nle_matd_free(X);
+    return NLE_ERR_NOMEM;
+  }
+  int blas_prev = nle__blas_set_threads(nle_ctx_threads(ctx));
+  for (size_t r0 = 0; r0 < n; r0 += PCA_BLOCK) {
+    size_t rows = n - r0 < PCA_BLOCK ? n - r0 : PCA_BLOCK;
+    centred_block(Y, m->mean, r0, rows, block);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)nc, (int)d, 1.0, block, (int)d,
+                m->components, (int)d, 0.0, (*X)->data + r0 * nc, (int)nc);
+  }
+  nle__blas_set_threads(blas_prev);
+  free(block);
+  if (m->whiten)
+    for (size_t c = 0; c < nc; c++) {
+      double scale = m->explained_variance[c] > 0 ? 1.0 / sqrt(m->explained_variance[c]) : 0.0;
+      for (size_t i = 0; i < n; i++) (*X)->data[i * nc + c] *= scale;
+    }
+  return NLE_OK;
+}

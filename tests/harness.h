@@ -1,0 +1,57 @@
+/* harness.h — the test harness: checks print one line per failure; a case
+ * passes when none of its checks failed; the runner closes with
+ * "N passed, N failed". */
+#ifndef NLE_TEST_HARNESS_H
+#define NLE_TEST_HARNESS_H
+
+#include "nlembed.h"
+
+#include <math.h>
+#include <stdio.h>
+
+extern int nle_test_case_failures;
+
+static inline int nle_test_check(int ok, const char *what, const char *file, int line) {
+  if (!ok) {
+    printf("FAIL %s:%d: %s\n", file, line, what);
+    nle_test_case_failures++;
+  }
+  return ok;
+}
+
+static inline int nle_test_rel_check(double got, double want, double tol, const char *what, const char *file,
+                                     int line) {
+  double scale = fabs(want) > 1.0 ? fabs(want) : 1.0;
+  int ok = fabs(got - want) <= tol * scale;
+  if (!ok) {
+    printf("FAIL %s:%d: %s: got %.17g, want %.17g (tolerance %g)\n", file, line, what, got, want, tol);
+    nle_test_case_failures++;
+  }
+  return ok;
+}
+
+#define nle_test(cond) nle_test_check(!!(cond), #cond, __FILE__, __LINE__)
+#define nle_test_rel(got, want, tol) nle_test_rel_check((got), (want), (tol), #got, __FILE__, __LINE__)
+#define nle_test_ok(status) nle_test_check((status) == NLE_OK, #status " == NLE_OK", __FILE__, __LINE__)
+
+typedef void (*nle_test_fn)(void);
+typedef struct {
+  const char *name;
+  nle_test_fn fn;
+} nle_test_case;
+
+/* Each test file exports a NULL-terminated table. */
+extern const nle_test_case core_tests[], io_tests[], neighbors_tests[], spectral_tests[], metrics_tests[];
+
+/* A fresh context with one thread and the given seed, for tests. */
+nle_ctx *test_ctx(uint64_t seed);
+/* A temporary folder for the files a test writes (removed at exit). */
+const char *test_tmpdir(void);
+/* Path inside it. */
+const char *test_path(const char *name);
+/* Writes bytes to a file in the temporary folder; returns its path. */
+const char *test_write_file(const char *name, const void *data, size_t len);
+/* Random N x D float matrix from a seed. */
+nle_matf *test_random_matf(size_t n, size_t d, uint64_t seed);
+
+#endif

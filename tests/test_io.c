@@ -1,0 +1,305 @@
+/* test_io.c — readers (text, .npy, IDX, gzip), labels, writers and atomic
+ * output, including malformed files. */
+#include "harness.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+/* Reads `text` as a file through the public reader; returns the status. */
+static nle_status read_text(nle_ctx *ctx, const char *text, const nle_read_opts *o, nle_dataset **ds) {
+  const char *p = test_write_file("input.txt", text, strlen(text));
+  return nle_dataset_read(ctx, p, o, ds);
+}
+
+static void text_formats(void) {
+  nle_ctx *ctx = test_ctx(1);
+  nle_dataset *ds;
+  nle_test_ok(read_text(ctx, "a,b,c\n1,2,3\n4.5,-6e1,7\n", NULL, &ds));
+  nle_test(ds->X->rows == 2 && ds->X->cols == 3 && ds->X->data[4] == -60.0f && !ds->labels);
+  nle_dataset_free(&ds);
+  nle_test_ok(read_text(ctx, "1\t2\n3\t4\r\n\n", NULL, &ds));
+  nle_test(ds->X->rows == 2 && ds->X->cols == 2 && ds->X->data[3] == 4.0f);
+  nle_dataset_free(&ds);
+  nle_test_ok(read_text(ctx, "# comment\n 1  2   3\n4 5 6\n", NULL, &ds));
+  nle_test(ds->X->rows == 2 && ds->X->cols == 3 && ds->X->data[5] == 6.0f);
+  nle_dataset_free(&ds);
+  nle_test_ok(read_text(ctx, "\"x\";\"y\"\n\"1\";2\n3;4\n", NULL, &ds));
+  nle_test(ds->X->rows == 2 && ds->X->cols == 2 && ds->X->data[0] == 1.0f);
+  nle_dataset_free(&ds);
+  nle_ctx_free(&ctx);
+}
+
+static void text_labels(void) {
+  nle_ctx *ctx = test_ctx(1);
+  nle_read_opts o;
+  nle_read_opts_init(&o);
+  o.label_column = -2;
+  nle_dataset *ds;
+  nle_test_ok(read_text(ctx, "x,y,kind\n1,2,dog\n3,4,cat\n5,6,dog\n", &o, &ds));
+  nle_test(ds->X->cols == 2 && ds->n_classes == 2);
+  nle_test(ds->labels[0] == 1 && ds->labels[1] == 0 && ds->labels[2] == 1);
+  nle_test(!strcmp(ds->class_names[0], "cat") && !strcmp(ds->class_names[1], "dog"));
+  nle_dataset_free(&ds);
+  o.label_column = 0; /* integer labels in front, no header */
+  nle_test_ok(read_text(ctx, "3,1.5\n0,2.5\n", &o, &ds));
+  nle_test(ds->labels[0] == 3 && ds->labels[1] == 0 && ds->n_classes == 4 && ds->X->data[1] == 2.5f);
+  nle_dataset_free(&ds);
+  /* A separate label file: count must match. */
+  const char *lab = test_write_file("labels.txt", "1\n2\n", 4);
+  int32_t *labels;
+  int64_t n;
+  int32_t classes;
+  nle_test_ok(nle_labels_read(ctx, lab, 2, &labels, &n, &classes, NULL));
+  nle_test(n == 2 && labels[1] == 2 && classes == 3);
+  free(labels);
+  nle_test(nle_labels_read(ctx, lab, 3, &labels, &n, &classes, NULL) == NLE_ERR_FORMAT);
+  nle_test(strstr(nle_ctx_error(ctx), "2 labels for 3 points") != NULL);
+  const char *wide = test_write_file("wide.txt", "1,2\n3,4\n", 8);
+  nle_test(nle_labels_read(ctx, wide, 0, &labels, &n, &classes, NULL) == NLE_ERR_FORMAT);
+  nle_ctx_free(&ctx);
+}
+
+/* Each malformed text gives its status and names the line. */
+static void text_malformed(void) {
+  struct {
+    const char *text, *expect;
+    nle_status s;
+  } cases[] = {
+      {"", "empty file", NLE_ERR_FORMAT},
+      {"\n\n# only a comment\n", "empty file", NLE_ERR_FORMAT},
+      {"a,b\n", "no data rows", NLE_ERR_FORMAT},
+      {"1,2\n3,4,5\n", "line 2: 3 fields where the first row has 2", NLE_ERR_FORMAT},
+      {"1,2\n3\n", "line 2: 1 fields", NLE_ERR_FORMAT},
+      {"1,2\n3,x4\n", "line 2, field 2: not a number", NLE_ERR_FORMAT},
+      {"1,2\n3,\n", "line 2, field 2: not a number", NLE_ERR_FORMAT},
+      {"1,2\nnan,4\n", "line 2, field 1: NaN", NLE_ERR_VALUE},
+      {"1,2\n\n3,inf\n", "line 3, field 2: infinite", NLE_ERR_VALUE},
+      {"1,2\n3,1e300\n", "line 2, field 2: infinite (or beyond float range)", NLE_ERR_VALUE},
+      {"1,2\n3\0,4\n", "NUL byte", NLE_ERR_FORMAT},
+  };
+  nle_ctx *ctx = test_ctx(1);
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    nle_dataset *ds = NULL;
+    size_t len = strlen(cases[i].text);
+    if (strstr(cases[i].expect, "NUL")) len = 8;
+    const char *p = test_write_file("bad.csv", cases[i].text, len);
+    nle_status s = nle_dataset_read(ctx, p, NULL, &ds);
+    if (!nle_test(s == cases[i].s && ds == NULL)) printf("  case %zu: status %d\n", i, s);
+    if (!nle_test(strstr(nle_ctx_error(ctx), cases[i].expect) && strstr(nle_ctx_error(ctx), "bad.csv")))
+      printf("  case %zu: message \"%s\"\n", i, nle_ctx_error(ctx));
+  }
+  nle_dataset *ds = NULL;
+  nle_test(nle_dataset_read(ctx, test_path("missing.csv"), NULL, &ds) == NLE_ERR_IO);
+  nle_test(strstr(nle_ctx_error(ctx), "No such file") != NULL);
+  nle_test(nle_dataset_read(ctx, test_tmpdir(), NULL, &ds) == NLE_ERR_IO);
+  nle_ctx_free(&ctx);
+}
+
+/* Builds a .npy file by hand (independently of the writer). */
+static size_t make_npy(uint8_t *buf, const char *dict, const void *data, size_t len) {
+  size_t n = strlen(dict), total = 10 + n + 1, pad = (64 - total % 64) % 64, hlen = n + pad + 1;
+  memcpy(buf, "\x93NUMPY\x01\x00", 8);
+  buf[8] = (uint8_t)(hlen & 0xff);
+  buf[9] = (uint8_t)(hlen >> 8);
+  memcpy(buf + 10, dict, n);
+  memset(buf + 10 + n, ' ', pad);
+  buf[10 + n + pad] = '\n';
+  memcpy(buf + 10 + hlen, data, len);
+  return 10 + hlen + len;
+}
+
+static void npy_read(void) {
+  nle_ctx *ctx = test_ctx(1);
+  uint8_t buf[512];
+  nle_dataset *ds;
+  double d[6] = {1, 2, 3, 4, 5, 6};
+  size_t len = make_npy(buf, "{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }", d, sizeof d);
+  nle_test_ok(nle_parse_npy(ctx, "f.npy", buf, len, &ds));
+  /* Fortran order: column-major 1..6 is rows (1,3,5), (2,4,6). */
+  nle_test(ds->X->data[0] == 1 && ds->X->data[1] == 3 && ds->X->data[3] == 2 && ds->X->data[5] == 6);
+  nle_dataset_free(&ds);
+  uint8_t be[16] = {0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe};
+  len = make_npy(buf, "{'descr': '>i8', 'fortran_order': False, 'shape': (2,), }", be, sizeof be);
+  nle_test_ok(nle_parse_npy(ctx, "be.npy", buf, len, &ds));
+  nle_test(ds->X->rows == 2 && ds->X->cols == 1 && ds->X->data[0] == 1 && ds->X->data[1] == -2);
+  nle_dataset_free(&ds);
+  uint8_t img[8] = {0, 1, 2, 3, 4, 5, 6, 255};
+  len = make_npy(buf, "{'descr': '|u1', 'fortran_order': False, 'shape': (2, 2, 2), }", img, sizeof img);
+  nle_test_ok(nle_parse_npy(ctx, "img.npy", buf, len, &ds));
+  nle_test(ds->X->rows == 2 && ds->X->cols == 4 && ds->X->data[7] == 255);
+  nle_dataset_free(&ds);
+  float f[2] = {1.0f, NAN};
+  len = make_npy(buf, "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2), }", f, sizeof f);
+  nle_test(nle_parse_npy(ctx, "nan.npy", buf, len, &ds) == NLE_ERR_VALUE);
+  nle_test(strstr(nle_ctx_error(ctx), "row 0, column 1") != NULL);
+  len = make_npy(buf, "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }", d, sizeof d);
+  nle_test(nle_parse_npy(ctx, "cut.npy", buf, len - 1, &ds) == NLE_ERR_FORMAT);
+  nle_test(strstr(nle_ctx_error(ctx), "truncated .npy data") != NULL);
+  nle_test(nle_parse_npy(ctx, "cut.npy", buf, 40, &ds) == NLE_ERR_FORMAT);
+  buf[1] = 'X';
+  nle_test(nle_parse_npy(ctx, "magic.npy", buf, len, &ds) == NLE_ERR_FORMAT);
+  len = make_npy(buf, "{'descr': '<c16', 'fortran_order': False, 'shape': (1,), }", d, 16);
+  nle_test(nle_parse_npy(ctx, "complex.npy", buf, len, &ds) == NLE_ERR_UNSUPPORTED);
+  len = make_npy(buf, "{'descr': '<f8', 'fortran_order': False, 'shape': (0, 3), }", d, 0);
+  nle_test(nle_parse_npy(ctx, "empty.npy", buf, len, &ds) == NLE_ERR_FORMAT);
+  nle_ctx_free(&ctx);
+}
+
+static void npy_roundtrip(void) {
+  nle_ctx *ctx = test_ctx(1);
+  nle_matd *m;
+  nle_test_ok(nle_matd_alloc(ctx, 5, 3, &m));
+  for (int i = 0; i < 15; i++) m->data[i] = i * 0.25 - 1.0;
+  const char *p = test_path("round.npy");
+  nle_test_ok(nle_write_matd(ctx, p, m));
+  nle_dataset *ds;
+  nle_test_ok(nle_dataset_read(ctx, p, NULL, &ds));
+  int same = ds->X->rows == 5 && ds->X->cols == 3;
+  for (int i = 0; same && i < 15; i++) same = ds->X->data[i] == (float)m->data[i];
+  nle_test(same);
+  nle_dataset_free(&ds);
+  const char *c = test_path("round.csv");
+  nle_test_ok(nle_write_matd(ctx, c, m));
+  nle_test_ok(nle_dataset_read(ctx, c, NULL, &ds));
+  nle_test(ds->X->rows == 5 && ds->X->data[14] == (float)m->data[14]);
+  nle_dataset_free(&ds);
+  int32_t lab[5] = {4, 3, 2, 1, 0};
+  nle_test_ok(nle_write_labels(ctx, test_path("lab.npy"), lab, 5));
+  int32_t *back;
+  int64_t n;
+  int32_t classes;
+  nle_test_ok(nle_labels_read(ctx, test_path("lab.npy"), 5, &back, &n, &classes, NULL));
+  nle_test(back[0] == 4 && back[4] == 0 && classes == 5);
+  free(back);
+  nle_matd_free(&m);
+  nle_ctx_free(&ctx);
+}
+
+static size_t make_idx(uint8_t *buf, uint8_t type, int ndim, const uint32_t *dims, const void *data, size_t len) {
+  buf[0] = buf[1] = 0;
+  buf[2] = type;
+  buf[3] = (uint8_t)ndim;
+  for (int i = 0; i < ndim; i++)
+    for (int b = 0; b < 4; b++) buf[4 + 4 * i + b] = (uint8_t)(dims[i] >> (24 - 8 * b));
+  memcpy(buf + 4 + 4 * ndim, data, len);
+  return 4 + 4 * (size_t)ndim + len;
+}
+
+static size_t gzip_bytes(const uint8_t *in, size_t len, uint8_t *out, size_t cap) {
+  z_stream z;
+  memset(&z, 0, sizeof z);
+  deflateInit2(&z, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY);
+  z.next_in = (Bytef *)in;
+  z.avail_in = (uInt)len;
+  z.next_out = out;
+  z.avail_out = (uInt)cap;
+  deflate(&z, Z_FINISH);
+  size_t n = cap - z.avail_out;
+  deflateEnd(&z);
+  return n;
+}
+
+static void idx_and_gzip(void) {
+  nle_ctx *ctx = test_ctx(1);
+  uint8_t buf[256], gz[512];
+  uint32_t dims[3] = {3, 2, 2};
+  uint8_t pix[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 255};
+  size_t len = make_idx(buf, 0x08, 3, dims, pix, sizeof pix);
+  nle_dataset *ds;
+  nle_test_ok(nle_parse_idx(ctx, "img", buf, len, &ds));
+  nle_test(ds->X->rows == 3 && ds->X->cols == 4 && ds->X->data[11] == 255);
+  nle_dataset_free(&ds);
+  /* The same through a gzip'ed file and the generic reader. */
+  size_t glen = gzip_bytes(buf, len, gz, sizeof gz);
+  const char *p = test_write_file("img.gz", gz, glen);
+  nle_test_ok(nle_dataset_read(ctx, p, NULL, &ds));
+  nle_test(ds->X->rows == 3 && ds->X->data[5] == 5);
+  nle_dataset_free(&ds);
+  p = test_write_file("cut.gz", gz, glen - 9);
+  nle_test(nle_dataset_read(ctx, p, NULL, &ds) == NLE_ERR_FORMAT);
+  nle_test(strstr(nle_ctx_error(ctx), "truncated compressed data") != NULL);
+  gz[12] ^= 0x5a;
+  gz[13] ^= 0xa5;
+  p = test_write_file("bad.gz", gz, glen);
+  nle_test(nle_dataset_read(ctx, p, NULL, &ds) == NLE_ERR_FORMAT);
+  nle_test(strstr(nle_ctx_error(ctx), "bad.gz") != NULL);
+  nle_test(nle_parse_idx(ctx, "cut", buf, len - 1, &ds) == NLE_ERR_FORMAT);
+  nle_test(strstr(nle_ctx_error(ctx), "truncated IDX data") != NULL);
+  nle_test(nle_parse_idx(ctx, "hdr", buf, 10, &ds) == NLE_ERR_FORMAT);
+  buf[2] = 0x07;
+  nle_test(nle_parse_idx(ctx, "type", buf, len, &ds) == NLE_ERR_FORMAT);
+  nle_test(strstr(nle_ctx_error(ctx), "type code 0x07") != NULL);
+  /* Big-endian float32 IDX. */
+  uint32_t d2[2] = {1, 2};
+  uint8_t fl[8] = {0x3f, 0xc0, 0, 0, 0xc0, 0x20, 0, 0}; /* 1.5, -2.5 */
+  len = make_idx(buf, 0x0D, 2, d2, fl, 8);
+  nle_test_ok(nle_parse_idx(ctx, "f32", buf, len, &ds));
+  nle_test(ds->X->data[0] == 1.5f && ds->X->data[1] == -2.5f);
+  nle_dataset_free(&ds);
+  nle_ctx_free(&ctx);
+}
+
+static void atomic_output(void) {
+  nle_ctx *ctx = test_ctx(1);
+  nle_matd *m;
+  nle_test_ok(nle_matd_alloc(ctx, 2, 2, &m));
+  nle_test(nle_write_matd(ctx, test_path("no/such/dir/x.npy"), m) == NLE_ERR_IO);
+  nle_test(strstr(nle_ctx_error(ctx), "does not exist") != NULL);
+  nle_test(access(test_path("no"), F_OK) != 0);
+  /* A failed write leaves an existing file as it was. */
+  const char *p = test_write_file("keep.xyz", "precious", 8);
+  nle_test(nle_write_matd(ctx, p, m) == NLE_ERR_UNSUPPORTED);
+  struct stat st;
+  nle_test(stat(p, &st) == 0 && st.st_size == 8);
+  nle_test_ok(nle_write_text(ctx, test_path("t.json"), "{}\n"));
+  nle_test(stat(test_path("t.json"), &st) == 0 && st.st_size == 3 && (st.st_mode & 0044));
+  nle_matd_free(&m);
+  nle_ctx_free(&ctx);
+}
+
+static void synthetic_datasets(void) {
+  nle_ctx *ctx = test_ctx(3);
+  nle_dataset *a, *b;
+  nle_test_ok(nle_dataset_read(ctx, "swissroll:500", NULL, &a));
+  nle_test_ok(nle_dataset_read(ctx, "swissroll:500", NULL, &b));
+  nle_test(a->X->rows == 500 && a->X->cols == 3 && a->labels && a->n_classes == 6);
+  nle_test(!memcmp(a->X->data, b->X->data, 500 * 3 * sizeof(float)));
+  nle_dataset_free(&a);
+  nle_dataset_free(&b);
+  nle_test_ok(nle_dataset_read(ctx, "blobs:300:5:3", NULL, &a));
+  nle_test(a->X->cols == 5 && a->n_classes == 3);
+  nle_dataset_free(&a);
+  nle_test(nle_dataset_read(ctx, "spiral:0", NULL, &a) == NLE_ERR_ARG);
+  nle_test(nle_dataset_read(ctx, "spiral:12x", NULL, &a) == NLE_ERR_ARG);
+  nle_ctx_free(&ctx);
+}
+
+/* The real dataset, when Debian's package is installed (set-up installs it). */
+static void fashion_mnist(void) {
+  if (access("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz", R_OK) != 0) {
+    printf("  (fashion-mnist not installed; checked only the error)\n");
+    return;
+  }
+  nle_ctx *ctx = test_ctx(1);
+  nle_dataset *ds;
+  nle_test_ok(nle_dataset_read(ctx, "fashion-mnist-test", NULL, &ds));
+  nle_test(ds->X->rows == 10000 && ds->X->cols == 784 && ds->n_classes == 10);
+  int counts[10] = {0}, in_range = 1;
+  for (size_t i = 0; i < 10000; i++) counts[ds->labels[i]]++;
+  for (size_t i = 0; i < 10000 * 784; i++) in_range &= ds->X->data[i] >= 0 && ds->X->data[i] <= 255;
+  for (int c = 0; c < 10; c++) nle_test(counts[c] == 1000); /* the test split is balanced */
+  nle_test(in_range);
+  nle_test(!strcmp(ds->class_names[9], "Ankle boot"));
+  nle_dataset_free(&ds);
+  nle_ctx_free(&ctx);
+}
+
+const nle_test_case io_tests[] = {
+    {"io/text_formats", text_formats},   {"io/text_labels", text_labels},
+    {"io/text_malformed", text_malformed}, {"io/npy_read", npy_read},
+    {"io/npy_roundtrip", npy_roundtrip}, {"io/idx_and_gzip", idx_and_gzip},
+    {"io/atomic_output", atomic_output}, {"io/synthetic_datasets", synthetic_datasets},
+    {"io/fashion_mnist", fashion_mnist}, {NULL, NULL}};

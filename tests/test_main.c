@@ -1,0 +1,88 @@
+/* test_main.c — runs every test table, or the cases whose names contain the
+ * first argument. */
+#include "harness.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int nle_test_case_failures;
+
+static char tmpdir[256];
+
+static void remove_tmpdir(void) {
+  if (!tmpdir[0]) return;
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+}
+
+const char *test_tmpdir(void) {
+  if (!tmpdir[0]) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/nlembed-test-XXXXXX");
+    if (!mkdtemp(tmpdir)) {
+      perror("mkdtemp");
+      exit(2);
+    }
+    atexit(remove_tmpdir);
+  }
+  return tmpdir;
+}
+
+const char *test_path(const char *name) {
+  static char buf[4][512];
+  static int slot;
+  slot = (slot + 1) % 4;
+  snprintf(buf[slot], sizeof buf[slot], "%s/%s", test_tmpdir(), name);
+  return buf[slot];
+}
+
+const char *test_write_file(const char *name, const void *data, size_t len) {
+  const char *p = test_path(name);
+  FILE *f = fopen(p, "wb");
+  if (!f || fwrite(data, 1, len, f) != len) {
+    perror(p);
+    exit(2);
+  }
+  fclose(f);
+  return p;
+}
+
+nle_ctx *test_ctx(uint64_t seed) {
+  nle_ctx *ctx = nle_ctx_new();
+  nle_ctx_set_threads(ctx, 1);
+  nle_ctx_set_seed(ctx, seed);
+  return ctx;
+}
+
+nle_matf *test_random_matf(size_t n, size_t d, uint64_t seed) {
+  nle_matf *m = NULL;
+  nle_ctx *ctx = test_ctx(seed);
+  if (nle_matf_alloc(ctx, n, d, &m)) exit(2);
+  nle_rng r;
+  nle_rng_init(&r, seed, 7);
+  for (size_t i = 0; i < n * d; i++) m->data[i] = (float)nle_rng_normal(&r);
+  nle_ctx_free(&ctx);
+  return m;
+}
+
+int main(int argc, char **argv) {
+  const nle_test_case *tables[] = {core_tests, io_tests, neighbors_tests, spectral_tests, metrics_tests};
+  const char *filter = argc > 1 ? argv[1] : NULL;
+  int passed = 0, failed = 0;
+  for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
+    for (const nle_test_case *c = tables[t]; c->name; c++) {
+      if (filter && !strstr(c->name, filter)) continue;
+      nle_test_case_failures = 0;
+      c->fn();
+      if (nle_test_case_failures) {
+        printf("FAILED %s\n", c->name);
+        failed++;
+      } else {
+        printf("ok %s\n", c->name);
+        passed++;
+      }
+    }
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}

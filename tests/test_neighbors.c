@@ -1,0 +1,117 @@
+/* test_neighbors.c — exact kNN against a naive O(N^2) loop. */
+#include "harness.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  double d;
+  int i;
+} ref_pair;
+
+static int ref_cmp(const void *a, const void *b) {
+  const ref_pair *x = a, *y = b;
+  if (x->d != y->d) return x->d < y->d ? -1 : 1;
+  return x->i - y->i;
+}
+
+/* Naive reference: every distance in double, full sort, ties by index. */
+static int matches_naive(const nle_matf *Y, const nle_csr *g, int k) {
+  size_t n = Y->rows, d = Y->cols;
+  ref_pair *row = malloc(n * sizeof *row);
+  int ok = 1;
+  for (size_t i = 0; i < n && ok; i++) {
+    size_t m = 0;
+    for (size_t j = 0; j < n; j++) {
+      if (j == i) continue;
+      double s = 0;
+      for (size_t t = 0; t < d; t++) {
+        double u = (double)Y->data[i * d + t] - Y->data[j * d + t];
+        s += u * u;
+      }
+      row[m++] = (ref_pair){(double)(float)s, (int)j};
+    }
+    qsort(row, m, sizeof *row, ref_cmp);
+    for (int c = 0; c < k; c++) {
+      int64_t q = g->rowptr[i] + c;
+      if (g->colind[q] != row[c].i || nle_csr_value(g, q) != row[c].d) {
+        printf("  row %zu rank %d: got %d (%g), want %d (%g)\n", i, c, g->colind[q], nle_csr_value(g, q), row[c].i,
+               row[c].d);
+        ok = 0;
+        break;
+      }
+    }
+  }
+  free(row);
+  return ok;
+}
+
+static void knn_vs_naive(void) {
+  nle_ctx *ctx = test_ctx(1);
+  nle_matf *Y = test_random_matf(2300, 13, 11); /* spans several row and column blocks */
+  nle_knn_opts o;
+  nle_knn_opts_init(&o);
+  o.k = 7;
+  nle_csr *g;
+  nle_test_ok(nle_knn_exact(ctx, Y, &o, &g));
+  nle_test(g->rows == 2300 && g->nnz == 2300 * 7);
+  nle_test(matches_naive(Y, g, 7));
+  nle_csr_free(&g);
+  /* A large offset makes |a|^2 + |b|^2 - 2ab cancel badly; the re-ranking
+   * must still give the exact order. */
+  for (size_t i = 0; i < Y->rows * Y->cols; i++) Y->data[i] = Y->data[i] * 0.01f + 300.0f;
+  nle_test_ok(nle_knn_exact(ctx, Y, &o, &g));
+  nle_test(matches_naive(Y, g, 7));
+  nle_csr_free(&g);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
+static void knn_threads_identical(void) {
+  nle_matf *Y = test_random_matf(1500, 20, 5);
+  nle_ctx *one = test_ctx(1), *two = test_ctx(1);
+  nle_ctx_set_threads(two, 2);
+  nle_knn_opts o;
+  nle_knn_opts_init(&o);
+  o.k = 15;
+  nle_csr *a, *b;
+  nle_test_ok(nle_knn_exact(one, Y, &o, &a));
+  nle_test_ok(nle_knn_exact(two, Y, &o, &b));
+  nle_test(!memcmp(a->colind, b->colind, sizeof(int32_t) * (size_t)a->nnz));
+  nle_test(!memcmp(a->val, b->val, sizeof(float) * (size_t)a->nnz));
+  nle_csr_free(&a);
+  nle_csr_free(&b);
+  nle_matf_free(&Y);
+  nle_ctx_free(&one);
+  nle_ctx_free(&two);
+}
+
+static void knn_duplicates_and_errors(void) {
+  nle_ctx *ctx = test_ctx(1);
+  nle_matf *Y = test_random_matf(50, 3, 2);
+  for (int c = 0; c < 3; c++) Y->data[3 * 7 + c] = Y->data[3 * 4 + c] = Y->data[c]; /* 0, 4, 7 equal */
+  nle_knn_opts o;
+  nle_knn_opts_init(&o);
+  o.k = 2;
+  nle_csr *g = NULL;
+  nle_test_ok(nle_knn_exact(ctx, Y, &o, &g));
+  nle_test(g->colind[0] == 4 && g->colind[1] == 7 && nle_csr_value(g, 0) == 0 && nle_csr_value(g, 1) == 0);
+  nle_test(matches_naive(Y, g, 2));
+  nle_csr_free(&g);
+  o.k = 50;
+  nle_test(nle_knn_exact(ctx, Y, &o, &g) == NLE_ERR_ARG && g == NULL);
+  nle_test(strstr(nle_ctx_error(ctx), "k = 50") != NULL);
+  o.k = 0;
+  nle_test(nle_knn_exact(ctx, Y, &o, &g) == NLE_ERR_ARG);
+  o.k = 49;
+  nle_test_ok(nle_knn_exact(ctx, Y, &o, &g));
+  nle_test(matches_naive(Y, g, 49));
+  nle_csr_free(&g);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
+const nle_test_case neighbors_tests[] = {{"neighbors/knn_vs_naive", knn_vs_naive},
+                                         {"neighbors/knn_threads_identical", knn_threads_identical},
+                                         {"neighbors/knn_duplicates_and_errors", knn_duplicates_and_errors},
+                                         {NULL, NULL}};
