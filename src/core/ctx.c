@@ -67,6 +67,21 @@ nle_status nle__fail(nle_ctx *ctx, nle_status s, const char *fmt, ...) {
   return s;
 }
 
+nle_status nle__fail_prefix(nle_ctx *ctx, const char *prefix) {
+  if (!ctx) return NLE_ERR_ARG;
+  char joined[2 * NLE__ERROR_LEN + 8];
+  snprintf(joined, sizeof joined, "%s: %s", prefix, ctx->error);
+  snprintf(ctx->error, sizeof ctx->error, "%.*s", NLE__ERROR_LEN - 1, joined);
+  return ctx->last_status;
+}
+
+nle_status nle__fail_suffix(nle_ctx *ctx, const char *suffix) {
+  if (!ctx) return NLE_ERR_ARG;
+  size_t len = strlen(ctx->error);
+  snprintf(ctx->error + len, sizeof ctx->error - len, "%s", suffix);
+  return ctx->last_status;
+}
+
 void nle__clear_error(nle_ctx *ctx) {
   if (!ctx) return;
   ctx->error[0] = '\0';

@@ -28,6 +28,11 @@ struct nle_ctx {
 nle_status nle__fail(nle_ctx *ctx, nle_status s, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void nle__clear_error(nle_ctx *ctx);
+/* Puts "prefix: " (e.g. a file name) in front of the recorded error text and
+ * returns the recorded status. */
+nle_status nle__fail_prefix(nle_ctx *ctx, const char *prefix);
+/* The same with a suffix (" (hint)") after the text. */
+nle_status nle__fail_suffix(nle_ctx *ctx, const char *suffix);
 
 /* Sends a log line when level <= verbosity. */
 void nle__log(nle_ctx *ctx, int level, const char *fmt, ...)

@@ -142,7 +142,7 @@ nle_status nle__read_file(nle_ctx *ctx, const char *path, uint8_t **buf, size_t 
   nle_status s = nle__check_memory(ctx, (double)st.st_size, what);
   if (s) {
     fclose(f);
-    return nle__fail(ctx, s, "%s: %s", path, nle_ctx_error(ctx));
+    return nle__fail_prefix(ctx, path);
   }
   size_t size = (size_t)st.st_size;
   uint8_t *b = nle__malloc(ctx, size + 1, "file contents");

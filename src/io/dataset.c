@@ -15,7 +15,7 @@ nle_status nle__dataset_new(nle_ctx *ctx, const char *name, size_t rows, size_t 
   nle_status s = ds->name ? NLE_OK : nle__fail(ctx, NLE_ERR_NOMEM, "out of memory");
   if (!s) {
     s = nle_matf_alloc(ctx, rows, cols, &ds->X);
-    if (s == NLE_ERR_MEMCAP) nle__fail(ctx, s, "%s: %s", name, nle_ctx_error(ctx));
+    if (s == NLE_ERR_MEMCAP) nle__fail_prefix(ctx, name);
   }
   if (s) {
     nle_dataset_free(&ds);
@@ -154,7 +154,14 @@ static nle_status read_any(nle_ctx *ctx, const char *source, const nle_read_opts
   size_t len;
   s = nle__read_file(ctx, source, &buf, &len);
   if (s) return s;
-  s = nle__parse_buffer(ctx, source, buf, len, opts, 0, out);
+  /* The content decides the format, but a file named .npy that does not
+   * start like one is a damaged .npy, not text to be parsed as numbers. */
+  char ext[16];
+  int gz = len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b;
+  if (!gz && !strcmp(nle__path_ext(source, ext, sizeof ext), ".npy"))
+    s = nle_parse_npy(ctx, source, buf, len, out);
+  else
+    s = nle__parse_buffer(ctx, source, buf, len, opts, 0, out);
   free(buf);
   return s;
 }

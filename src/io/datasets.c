@@ -18,8 +18,7 @@ static nle_status read_idx_file(nle_ctx *ctx, const char *dir, const char *file,
   size_t len;
   nle_status s = nle__read_file(ctx, path, &buf, &len);
   if (s == NLE_ERR_IO)
-    return nle__fail(ctx, s, "%s (install Debian's dataset-fashion-mnist, or set NLE_FASHION_MNIST_DIR)",
-                     nle_ctx_error(ctx));
+    return nle__fail_suffix(ctx, " (install Debian's dataset-fashion-mnist, or set NLE_FASHION_MNIST_DIR)");
   if (s) return s;
   s = nle__parse_buffer(ctx, path, buf, len, NULL, 0, out);
   free(buf);

@@ -25,7 +25,7 @@ nle_status nle_gunzip(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t
       cap = dst ? cap * 2 : cap;
       s = nle__check_memory(ctx, (double)cap, "the decompressed data");
       if (s) {
-        s = nle__fail(ctx, s, "%s: %s", name, nle_ctx_error(ctx));
+        s = nle__fail_prefix(ctx, name);
         break;
       }
       uint8_t *grown = realloc(dst, cap);

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# cli.sh — the nlembed command end to end: each bad input gets a one-line
+# error naming the file and the problem, a non-zero exit and no output file;
+# good inputs give the files and JSON lines documented in --help.
+set -u
+NLEMBED=${NLEMBED:-./build/nlembed}
+T=$(mktemp -d /tmp/nlembed-cli-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+passed=0
+failed=0
+
+ok() { echo "ok $1"; passed=$((passed + 1)); }
+bad() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
+
+# expect_fail NAME SUBSTRING OUTPUT -- command...
+# OUTPUT is a file that must not exist afterwards ("-" for none).
+expect_fail() {
+  local name=$1 want=$2 out=$3
+  shift 4
+  "$@" > "$T/stdout" 2> "$T/stderr"
+  local rc=$? lines
+  lines=$(wc -l < "$T/stderr")
+  if [ $rc -eq 0 ]; then bad "$name" "exit 0"; return; fi
+  if [ $rc -ge 128 ]; then bad "$name" "crashed (exit $rc): $(head -c 300 "$T/stderr")"; return; fi
+  if [ "$lines" -ne 1 ]; then bad "$name" "$lines lines on stderr: $(head -c 300 "$T/stderr")"; return; fi
+  if ! grep -qF -- "$want" "$T/stderr"; then bad "$name" "message lacks '$want': $(cat "$T/stderr")"; return; fi
+  if [ "$out" != "-" ] && [ -e "$out" ]; then bad "$name" "left an output file $out"; return; fi
+  if ls -a "$T" "$T/sub" 2>/dev/null | grep -q '\.tmp\.'; then bad "$name" "left a temporary file"; return; fi
+  ok "$name"
+}
+
+expect_ok() {
+  local name=$1
+  shift
+  if "$@" > "$T/stdout" 2> "$T/stderr"; then ok "$name"; else bad "$name" "exit $?: $(head -c 300 "$T/stderr")"; fi
+}
+
+N=$NLEMBED
+o=$T/out.npy
+
+# ---- malformed inputs
+printf '' > "$T/empty.csv"
+expect_fail empty_file "empty.csv: empty file" "$o" -- $N pca "$T/empty.csv" -o "$o"
+printf '1,2,3\n4,5\n' > "$T/ragged.csv"
+expect_fail ragged_rows "ragged.csv: line 2: 2 fields where the first row has 3" "$o" -- $N pca "$T/ragged.csv" -o "$o"
+printf '1,2\n3,abc\n' > "$T/text.csv"
+expect_fail non_numeric "text.csv: line 2, field 2: not a number" "$o" -- $N pca "$T/text.csv" -o "$o"
+printf '1,2\n3,NaN\n5,6\n' > "$T/nan.csv"
+expect_fail nan_value "nan.csv: line 2, field 2: NaN" "$o" -- $N pca "$T/nan.csv" -o "$o"
+printf '1 2\n3 4\n-inf 6\n' > "$T/inf.txt"
+expect_fail inf_value "inf.txt: line 3, field 1: infinite" "$o" -- $N knn -k 1 "$T/inf.txt" -o "$o"
+printf 'x,y\n' > "$T/header_only.csv"
+expect_fail header_only "no data rows" "$o" -- $N pca "$T/header_only.csv" -o "$o"
+expect_fail missing_input "nope.csv: cannot open" "$o" -- $N pca "$T/nope.csv" -o "$o"
+
+/usr/bin/python3 - "$T" <<'PY' 2>/dev/null || printf '\x93NUMPY\x01\x00\x76\x00{"descr": "<f8", "fortran_order": False, "shape": (4, 3), }' > "$1/trunc.npy"
+import sys, struct
+d = sys.argv[1]
+def npy(dict_, payload):
+    h = dict_.encode(); pad = (64 - (10 + len(h) + 1) % 64) % 64
+    h = h + b' ' * pad + b'\n'
+    return b'\x93NUMPY\x01\x00' + struct.pack('<H', len(h)) + h + payload
+good = npy("{'descr': '<f8', 'fortran_order': False, 'shape': (4, 3), }", struct.pack('<12d', *range(12)))
+open(d + '/trunc.npy', 'wb').write(good[:-5])
+open(d + '/badmagic.npy', 'wb').write(b'\x93NUMPX' + good[6:])
+nan = npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }", struct.pack('<4f', 1, 2, float('nan'), 4))
+open(d + '/nan.npy', 'wb').write(nan)
+idx = bytes([0, 0, 8, 3]) + struct.pack('>III', 5, 2, 2) + bytes(range(20))
+open(d + '/cut.idx', 'wb').write(idx[:-3])
+open(d + '/good.idx', 'wb').write(idx)
+import gzip
+gz = gzip.compress(idx)
+open(d + '/cut.idx.gz', 'wb').write(gz[:-10])
+bad = bytearray(gz); bad[15] ^= 0xff; bad[16] ^= 0xff
+open(d + '/corrupt.idx.gz', 'wb').write(bytes(bad))
+PY
+expect_fail truncated_npy "trunc.npy: byte" "$o" -- $N pca "$T/trunc.npy" -o "$o"
+expect_fail bad_magic_npy "badmagic.npy: byte 0: not a .npy file" "$o" -- $N pca "$T/badmagic.npy" -o "$o"
+expect_fail nan_npy "nan.npy: byte" "$o" -- $N pca "$T/nan.npy" -o "$o"
+expect_fail truncated_idx "cut.idx: byte" "$o" -- $N pca "$T/cut.idx" -o "$o"
+expect_fail truncated_gz "cut.idx.gz: byte" "$o" -- $N pca "$T/cut.idx.gz" -o "$o"
+expect_fail corrupt_gz "corrupt.idx.gz: byte" "$o" -- $N pca "$T/corrupt.idx.gz" -o "$o"
+
+# ---- inconsistent requests
+printf '1,2\n3,4\n5,7\n8,9\n' > "$T/four.csv"
+printf '0\n1\n0\n' > "$T/three_labels.txt"
+expect_fail label_count "three_labels.txt: 3 labels for 4 points" "$o" -- $N pca "$T/four.csv" --labels "$T/three_labels.txt" -o "$o"
+expect_fail k_too_large "k = 4 must be at least 1 and below the number of points N = 4" "$o" -- $N knn -k 4 "$T/four.csv" -o "$o"
+expect_fail missing_folder "output folder $T/sub/deeper does not exist" - -- $N pca "$T/four.csv" -o "$T/sub/deeper/x.npy"
+expect_fail memory_cap "over the memory cap of 1.0 KiB (raise the cap with --max-memory)" "$o" -- $N pca "$T/good.idx" --max-memory 1K -o "$o"
+expect_fail too_many_components "components requested" "$o" -- $N pca "$T/four.csv" -d 3 -o "$o"
+expect_fail bad_option_value "--threads takes" "$o" -- $N pca "$T/four.csv" --threads many -o "$o"
+expect_fail unknown_extension "unknown output extension" "$T/out.xyz" -- $N pca "$T/four.csv" -o "$T/out.xyz"
+expect_fail one_point "PCA needs at least 2 points" "$o" -- $N pca spiral:1 -o "$o"
+
+# A failing run leaves an existing output as it was.
+printf 'precious\n' > "$T/keep.csv"
+$N pca "$T/ragged.csv" -o "$T/keep.csv" 2>/dev/null
+if [ "$(cat "$T/keep.csv")" = "precious" ]; then ok keeps_existing_output; else bad keeps_existing_output "overwritten"; fi
+
+# ---- good runs
+expect_ok pca_text $N pca "$T/four.csv" -d 1 -o "$T/p.csv" --quiet
+if [ "$(wc -l < "$T/p.csv")" -eq 4 ] && grep -q '"explained_variance"' "$T/stdout"; then ok pca_text_output; else bad pca_text_output "$(cat "$T/p.csv")"; fi
+expect_ok pca_synthetic $N pca swissroll:2000 -d 2 -o "$T/sr.npy" --save-labels "$T/sr_labels.npy" --quiet
+expect_ok knn_mtx $N knn blobs:500:5:4 -k 5 -o "$T/g.mtx" --distances "$T/g_dist.npy" --quiet
+if head -1 "$T/g.mtx" | grep -q '^%%MatrixMarket matrix coordinate real general' && [ "$(sed -n 3p "$T/g.mtx")" = "500 500 2500" ]; then
+  ok knn_mtx_header; else bad knn_mtx_header "$(head -3 "$T/g.mtx")"; fi
+expect_ok knn_npy $N knn spiral:300 -k 3 -o "$T/g.npy" --quiet
+expect_ok metrics_json $N metrics swissroll:2000 "$T/sr.npy" -k 10 -o "$T/m.json" --quiet
+if grep -q '"trustworthiness": 0\.[0-9]' "$T/m.json" && grep -q '"knn_accuracy": 0\.[0-9]' "$T/m.json" && [ "$(wc -l < "$T/stdout")" -eq 1 ]; then
+  ok metrics_json_line; else bad metrics_json_line "$(cat "$T/stdout")"; fi
+expect_ok plot_png $N plot "$T/sr.npy" --labels "$T/sr_labels.npy" --info "$T/m.json" -o "$T/sr.png" --quiet
+if [ "$(head -c 8 "$T/sr.png" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ]; then ok plot_png_signature; else bad plot_png_signature "not a PNG"; fi
+expect_ok plot_svg $N plot "$T/sr.npy" -o "$T/sr.svg" --quiet
+if grep -q '<svg' "$T/sr.svg"; then ok plot_svg_content; else bad plot_svg_content "not an SVG"; fi
+expect_fail plot_one_column "a scatter plot needs 2" "$T/x.png" -- $N plot "$T/p.csv" -o "$T/x.png"
+for cmd in pca knn metrics plot; do
+  if $N $cmd --help | grep -q "Usage: nlembed $cmd"; then ok "help_$cmd"; else bad "help_$cmd" "no usage"; fi
+done
+if $N --help | grep -q "Commands:" && $N --version | grep -q '^nlembed [0-9]'; then ok help_and_version; else bad help_and_version "missing"; fi
+expect_fail unknown_command "unknown command" - -- $N frobnicate
+
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]
