@@ -41,6 +41,9 @@ enum {
 
 typedef struct {
   const char *command;
+  const char *help;   /* the command's --help text */
+  int rc;             /* exit code once an option was bad (or 0) */
+  bool help_shown;    /* --help was printed: exit 0 */
   nle_ctx *ctx;
   const char *labels_source;
   nle_read_opts read;
@@ -50,10 +53,12 @@ typedef struct {
 } cli_env;
 
 /* Sets up the context and defaults. */
-int cli_env_init(cli_env *env, const char *command);
+int cli_env_init(cli_env *env, const char *command, const char *help);
 void cli_env_free(cli_env *env);
-/* Handles a common option: 1 if it was one, 0 if not, -1 on a bad value. */
-int cli_common_option(cli_env *env, int opt, const char *arg);
+/* The next option that is the command's own, after handling the common ones
+ * and --help; -1 at the end of the options, or once env->rc is set (a bad
+ * value, an unknown option) or env->help_shown. */
+int cli_next_option(cli_env *env, int argc, char **argv, const char *shortopts, const struct option *longopts);
 
 /* Prints "nlembed CMD: error: MESSAGE" (one line) and returns the exit code. */
 int cli_fail(cli_env *env, nle_status s);

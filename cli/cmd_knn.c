@@ -39,30 +39,28 @@ int cmd_knn(int argc, char **argv) {
                                            CLI_COMMON_OPTIONS,
                                            {0, 0, 0, 0}};
   cli_env env;
-  if (cli_env_init(&env, "knn")) return 1;
+  if (cli_env_init(&env, "knn", help)) return 1;
   nle_knn_opts o;
   nle_knn_opts_init(&o);
   const char *output = NULL, *dist_out = NULL;
   long long v;
-  int c, rc = 0;
-  optind = 1;
-  while (!rc && (c = getopt_long(argc, argv, "o:k:", longopts, NULL)) != -1) {
-    int common = cli_common_option(&env, c, optarg);
-    if (common) {
-      rc = common < 0 ? 2 : 0;
-      continue;
-    }
+  int c;
+  while ((c = cli_next_option(&env, argc, argv, "o:k:", longopts)) != -1) {
     switch (c) {
     case 'o': output = optarg; break;
     case 'k':
       if (cli_parse_int(optarg, 1, 1 << 20, &v)) o.k = (int)v;
-      else rc = cli_usage_error("knn", "-k takes a positive integer, not \"%s\"", optarg);
+      else env.rc = cli_usage_error("knn", "-k takes a positive integer, not \"%s\"", optarg);
       break;
     case OPT_DISTANCES: dist_out = optarg; break;
-    case OPT_HELP: fputs(help, stdout); cli_env_free(&env); return 0;
-    default: rc = 2; break;
+    default: env.rc = 2; break;
     }
   }
+  if (env.help_shown) {
+    cli_env_free(&env);
+    return 0;
+  }
+  int rc = env.rc;
   if (!rc && optind != argc - 1) rc = cli_usage_error("knn", "expected one INPUT, got %d", argc - optind);
   if (!rc && !output) rc = cli_usage_error("knn", "no output file (-o FILE)");
   nle_status s = NLE_OK;

@@ -47,42 +47,40 @@ int cmd_metrics(int argc, char **argv) {
                                            CLI_COMMON_OPTIONS,
                                            {0, 0, 0, 0}};
   cli_env env;
-  if (cli_env_init(&env, "metrics")) return 1;
+  if (cli_env_init(&env, "metrics", help)) return 1;
   nle_metrics_opts o;
   nle_metrics_opts_init(&o);
   const char *output = NULL, *save_sub = NULL;
   long long v;
-  int c, rc = 0;
-  optind = 1;
-  while (!rc && (c = getopt_long(argc, argv, "o:k:", longopts, NULL)) != -1) {
-    int common = cli_common_option(&env, c, optarg);
-    if (common) {
-      rc = common < 0 ? 2 : 0;
-      continue;
-    }
+  int c;
+  while ((c = cli_next_option(&env, argc, argv, "o:k:", longopts)) != -1) {
     switch (c) {
     case 'o': output = optarg; break;
     case 'k':
       if (cli_parse_int(optarg, 1, 1 << 20, &v)) o.k = (int)v;
-      else rc = cli_usage_error("metrics", "-k takes a positive integer");
+      else env.rc = cli_usage_error("metrics", "-k takes a positive integer");
       break;
     case OPT_SUBSAMPLE:
       if (cli_parse_int(optarg, 0, INT64_MAX, &v)) o.subsample = v;
-      else rc = cli_usage_error("metrics", "--subsample takes a count (0 = all)");
+      else env.rc = cli_usage_error("metrics", "--subsample takes a count (0 = all)");
       break;
     case OPT_FOLDS:
       if (cli_parse_int(optarg, 2, 1000, &v)) o.cv_folds = (int)v;
-      else rc = cli_usage_error("metrics", "--folds takes 2-1000");
+      else env.rc = cli_usage_error("metrics", "--folds takes 2-1000");
       break;
     case OPT_CVK:
       if (cli_parse_int(optarg, 1, 10000, &v)) o.cv_k = (int)v;
-      else rc = cli_usage_error("metrics", "--cv-k takes 1-10000");
+      else env.rc = cli_usage_error("metrics", "--cv-k takes 1-10000");
       break;
     case OPT_SAVE_SUB: save_sub = optarg; break;
-    case OPT_HELP: fputs(help, stdout); cli_env_free(&env); return 0;
-    default: rc = 2; break;
+    default: env.rc = 2; break;
     }
   }
+  if (env.help_shown) {
+    cli_env_free(&env);
+    return 0;
+  }
+  int rc = env.rc;
   if (!rc && optind != argc - 2) rc = cli_usage_error("metrics", "expected DATA and EMBEDDING");
   nle_status s = NLE_OK;
   if (!rc && output) s = nle_check_output_path(env.ctx, output);

@@ -35,46 +35,44 @@ int cmd_pca(int argc, char **argv) {
       {"oversample", required_argument, 0, OPT_OVERSAMPLE}, {"save-labels", required_argument, 0, OPT_SAVE_LABELS},
       CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
   cli_env env;
-  if (cli_env_init(&env, "pca")) return 1;
+  if (cli_env_init(&env, "pca", help)) return 1;
   nle_pca_opts o;
   nle_pca_opts_init(&o);
   const char *output = NULL, *save_labels = NULL;
   long long v;
-  int c, rc = 0;
-  optind = 1;
-  while (!rc && (c = getopt_long(argc, argv, "o:d:", longopts, NULL)) != -1) {
-    int common = cli_common_option(&env, c, optarg);
-    if (common) {
-      rc = common < 0 ? 2 : 0;
-      continue;
-    }
+  int c;
+  while ((c = cli_next_option(&env, argc, argv, "o:d:", longopts)) != -1) {
     switch (c) {
     case 'o': output = optarg; break;
     case 'd':
       if (cli_parse_int(optarg, 1, 1 << 20, &v)) o.n_components = (int)v;
-      else rc = cli_usage_error("pca", "-d takes a positive integer, not \"%s\"", optarg);
+      else env.rc = cli_usage_error("pca", "-d takes a positive integer, not \"%s\"", optarg);
       break;
     case OPT_SOLVER:
       if (!strcmp(optarg, "auto")) o.solver = NLE_PCA_AUTO;
       else if (!strcmp(optarg, "exact")) o.solver = NLE_PCA_EXACT;
       else if (!strcmp(optarg, "randomized")) o.solver = NLE_PCA_RANDOMIZED;
-      else rc = cli_usage_error("pca", "--solver takes auto, exact or randomized");
+      else env.rc = cli_usage_error("pca", "--solver takes auto, exact or randomized");
       break;
     case OPT_WHITEN: o.whiten = 1; break;
     case OPT_NO_CENTER: o.center = 0; break;
     case OPT_POWER:
       if (cli_parse_int(optarg, 0, 100, &v)) o.power_iters = (int)v;
-      else rc = cli_usage_error("pca", "--power-iters takes 0-100");
+      else env.rc = cli_usage_error("pca", "--power-iters takes 0-100");
       break;
     case OPT_OVERSAMPLE:
       if (cli_parse_int(optarg, 0, 10000, &v)) o.oversample = (int)v;
-      else rc = cli_usage_error("pca", "--oversample takes 0-10000");
+      else env.rc = cli_usage_error("pca", "--oversample takes 0-10000");
       break;
     case OPT_SAVE_LABELS: save_labels = optarg; break;
-    case OPT_HELP: fputs(help, stdout); cli_env_free(&env); return 0;
-    default: rc = 2; break;
+    default: env.rc = 2; break;
     }
   }
+  if (env.help_shown) {
+    cli_env_free(&env);
+    return 0;
+  }
+  int rc = env.rc;
   if (!rc && optind != argc - 1) rc = cli_usage_error("pca", "expected one INPUT, got %d", argc - optind);
   if (!rc && !output) rc = cli_usage_error("pca", "no output file (-o FILE)");
   nle_status s = NLE_OK;

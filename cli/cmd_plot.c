@@ -34,46 +34,44 @@ int cmd_plot(int argc, char **argv) {
       {"alpha", required_argument, 0, OPT_ALPHA}, {"no-legend", no_argument, 0, OPT_NO_LEGEND},
       CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
   cli_env env;
-  if (cli_env_init(&env, "plot")) return 1;
+  if (cli_env_init(&env, "plot", help)) return 1;
   nle_plot_opts o;
   nle_plot_opts_init(&o);
   const char *output = NULL, *title = NULL, *info[8];
   int n_info = 0;
   long long v;
-  int c, rc = 0;
-  optind = 1;
-  while (!rc && (c = getopt_long(argc, argv, "o:", longopts, NULL)) != -1) {
-    int common = cli_common_option(&env, c, optarg);
-    if (common) {
-      rc = common < 0 ? 2 : 0;
-      continue;
-    }
+  int c;
+  while ((c = cli_next_option(&env, argc, argv, "o:", longopts)) != -1) {
     switch (c) {
     case 'o': output = optarg; break;
     case OPT_TITLE: title = optarg; break;
     case OPT_INFO:
       if (n_info < 8) info[n_info++] = optarg;
-      else rc = cli_usage_error("plot", "at most 8 --info files");
+      else env.rc = cli_usage_error("plot", "at most 8 --info files");
       break;
     case OPT_WIDTH:
     case OPT_HEIGHT:
-      if (!cli_parse_int(optarg, 100, 20000, &v)) rc = cli_usage_error("plot", "--width/--height take 100-20000");
+      if (!cli_parse_int(optarg, 100, 20000, &v)) env.rc = cli_usage_error("plot", "--width/--height take 100-20000");
       else if (c == OPT_WIDTH) o.width = (int)v;
       else o.height = (int)v;
       break;
     case OPT_SIZE:
       if (!cli_parse_double(optarg, &o.point_size) || o.point_size <= 0 || o.point_size > 100)
-        rc = cli_usage_error("plot", "--point-size takes a radius in (0, 100]");
+        env.rc = cli_usage_error("plot", "--point-size takes a radius in (0, 100]");
       break;
     case OPT_ALPHA:
       if (!cli_parse_double(optarg, &o.alpha) || o.alpha <= 0 || o.alpha > 1)
-        rc = cli_usage_error("plot", "--alpha takes a value in (0, 1]");
+        env.rc = cli_usage_error("plot", "--alpha takes a value in (0, 1]");
       break;
     case OPT_NO_LEGEND: o.legend = 0; break;
-    case OPT_HELP: fputs(help, stdout); cli_env_free(&env); return 0;
-    default: rc = 2; break;
+    default: env.rc = 2; break;
     }
   }
+  if (env.help_shown) {
+    cli_env_free(&env);
+    return 0;
+  }
+  int rc = env.rc;
   if (!rc && optind != argc - 1) rc = cli_usage_error("plot", "expected one EMBEDDING, got %d", argc - optind);
   if (!rc && !output) rc = cli_usage_error("plot", "no output file (-o FILE.png)");
   char full_title[2048] = "";

@@ -70,9 +70,12 @@ static void show_log(void *user, int level, const char *line) {
   fprintf(stderr, "nlembed: %s\n", line);
 }
 
-int cli_env_init(cli_env *env, const char *command) {
+int cli_env_init(cli_env *env, const char *command, const char *help) {
   memset(env, 0, sizeof *env);
   env->command = command;
+  env->help = help;
+  optind = 1;
+  opterr = 0; /* unknown options get our one-line error, not getopt's */
   env->ctx = nle_ctx_new();
   if (!env->ctx) {
     fprintf(stderr, "nlembed %s: error: out of memory\n", command);
@@ -106,7 +109,7 @@ static bool parse_size(const char *s, size_t *out) {
   return true;
 }
 
-int cli_common_option(cli_env *env, int opt, const char *arg) {
+static int common_option(cli_env *env, int opt, const char *arg) {
   long long v;
   switch (opt) {
   case OPT_THREADS:
@@ -151,6 +154,26 @@ int cli_common_option(cli_env *env, int opt, const char *arg) {
     return 1;
   default: return 0;
   }
+}
+
+int cli_next_option(cli_env *env, int argc, char **argv, const char *shortopts, const struct option *longopts) {
+  while (!env->rc && !env->help_shown) {
+    int c = getopt_long(argc, argv, shortopts, longopts, NULL);
+    if (c == -1) return -1;
+    if (c == '?') {
+      env->rc = cli_usage_error(env->command, "unknown option or missing value: %s", argv[optind - 1]);
+      return -1;
+    }
+    if (c == OPT_HELP) {
+      fputs(env->help, stdout);
+      env->help_shown = true;
+      return -1;
+    }
+    int common = common_option(env, c, optarg);
+    if (common < 0) env->rc = 2;
+    else if (common == 0) return c;
+  }
+  return -1;
 }
 
 /* Installs callbacks once the options are known. */

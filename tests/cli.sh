@@ -119,6 +119,7 @@ for cmd in pca knn metrics plot; do
 done
 if $N --help | grep -q "Commands:" && $N --version | grep -q '^nlembed [0-9]'; then ok help_and_version; else bad help_and_version "missing"; fi
 expect_fail unknown_command "unknown command" - -- $N frobnicate
+expect_fail unknown_option "unknown option or missing value: --frob" - -- $N pca --frob "$T/four.csv" -o "$o"
 
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]

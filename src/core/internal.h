@@ -52,6 +52,15 @@ nle_status nle__progress(nle_ctx *ctx, const char *stage, double fraction);
 
 /* Threads actually used by a kernel of `work` items: 1 for small problems. */
 int nle__threads_for(const nle_ctx *ctx, double work);
+/* Runs fn(job, b, scratch) for every block b in [0, nblocks) on `threads`
+ * OpenMP threads (dynamic schedule), each thread with scratch_bytes of its own
+ * scratch. Progress is reported as the fraction of blocks done; a non-zero
+ * return from fn (which should record its error) or a cancellation stops the
+ * loop. BLAS runs single-threaded inside. */
+typedef int (*nle__block_fn)(void *job, size_t block, void *scratch);
+nle_status nle__for_blocks(nle_ctx *ctx, const char *stage, size_t nblocks, int threads, size_t scratch_bytes,
+                           nle__block_fn fn, void *job);
+
 /* BLAS threading: kernels running their own OpenMP loops call BLAS serially. */
 int nle__blas_set_threads(int threads); /* returns the previous setting */
 

@@ -77,6 +77,39 @@ static int32_t vote(const nle__pair *nb, int k, const int32_t *labels) {
   return best;
 }
 
+enum { CV_BLOCK = 512 };
+
+typedef struct {
+  const nle_matd *X;
+  const int32_t *labels, *fold;
+  uint8_t *correct;
+  int k;
+} cv_job;
+
+/* Predicts points [b * CV_BLOCK, ...) from the points of the other folds;
+ * scratch is the neighbour heap. */
+static int cv_block(void *job, size_t b, void *scratch) {
+  const cv_job *j = job;
+  size_t n = j->X->rows, d = j->X->cols, i1 = (b + 1) * CV_BLOCK < n ? (b + 1) * CV_BLOCK : n;
+  nle__pair *heap = scratch;
+  for (size_t i = b * CV_BLOCK; i < i1; i++) {
+    nle__heap_init(heap, j->k);
+    const double *x = j->X->data + i * d;
+    for (size_t m = 0; m < n; m++) {
+      if (j->fold[m] == j->fold[i]) continue;
+      const double *y = j->X->data + m * d;
+      double dist = 0.0;
+      for (size_t t = 0; t < d; t++) {
+        double u = x[t] - y[t];
+        dist += u * u;
+      }
+      if (dist <= heap[0].d) nle__heap_offer(heap, j->k, (nle__pair){dist, (int64_t)m});
+    }
+    j->correct[i] = vote(heap, j->k, j->labels) == j->labels[i];
+  }
+  return 0;
+}
+
 nle_status nle_knn_accuracy_cv(nle_ctx *ctx, const nle_matd *X, const int32_t *labels, int k, int folds,
                                double *out) {
   size_t n = X->rows, d = X->cols;
@@ -93,36 +126,11 @@ nle_status nle_knn_accuracy_cv(nle_ctx *ctx, const nle_matd *X, const int32_t *l
     return NLE_ERR_NOMEM;
   }
   nle_status s = nle__stratified_folds(ctx, labels, n, folds, fold);
-  int threads = nle__threads_for(ctx, (double)n * (double)n * (double)d), failed = 0;
-  if (!s) {
-#pragma omp parallel num_threads(threads)
-    {
-      nle__pair *heap = malloc((size_t)k * sizeof *heap);
-      if (!heap) {
-#pragma omp atomic write
-        failed = 1;
-      }
-#pragma omp for schedule(dynamic, 256)
-      for (size_t i = 0; i < n; i++) {
-        if (!heap) continue;
-        nle__heap_init(heap, k);
-        const double *x = X->data + i * d;
-        for (size_t j = 0; j < n; j++) {
-          if (fold[j] == fold[i]) continue;
-          const double *y = X->data + j * d;
-          double dist = 0.0;
-          for (size_t t = 0; t < d; t++) {
-            double u = x[t] - y[t];
-            dist += u * u;
-          }
-          if (dist <= heap[0].d) nle__heap_offer(heap, k, (nle__pair){dist, (int64_t)j});
-        }
-        correct[i] = vote(heap, k, labels) == labels[i];
-      }
-      free(heap);
-    }
-    if (failed) s = nle__fail(ctx, NLE_ERR_NOMEM, "kNN accuracy: out of memory");
-  }
+  cv_job job = {X, labels, fold, correct, k};
+  if (!s)
+    s = nle__for_blocks(ctx, "kNN accuracy", (n + CV_BLOCK - 1) / CV_BLOCK,
+                        nle__threads_for(ctx, (double)n * (double)n * (double)d), (size_t)k * sizeof(nle__pair),
+                        cv_block, &job);
   if (!s) {
     double sum = 0.0;
     for (int f = 0; f < folds; f++) {

@@ -9,9 +9,6 @@
 
 #include <cblas.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 enum { QUERY_BLOCK = 32 };
 
@@ -77,6 +74,38 @@ typedef struct {
   double recall, trust, cont;
 } scores;
 
+typedef struct {
+  const nle_matd *Y, *X;
+  const double *sqnorm;
+  int k;
+  double *per_row; /* recall, trust excess, continuity excess per point */
+} score_job;
+
+/* Scores of one block of query points; scratch holds both distance blocks
+ * and the two neighbour lists. */
+static int score_block(void *job, size_t b, void *scratch) {
+  const score_job *j = job;
+  size_t m = j->Y->rows, D = j->Y->cols, d = j->X->cols, r0 = b * QUERY_BLOCK;
+  size_t nb = m - r0 < QUERY_BLOCK ? m - r0 : QUERY_BLOCK;
+  int k = j->k;
+  double *dy = scratch, *dx = dy + (size_t)QUERY_BLOCK * m;
+  nle__pair *ny = (nle__pair *)(dx + (size_t)QUERY_BLOCK * m), *nx = ny + k;
+  gemm_distances(j->Y->data, j->sqnorm, m, D, r0, nb, dy);
+  direct_distances(j->X->data, m, d, r0, nb, dx);
+  for (size_t q = 0; q < nb; q++) {
+    size_t i = r0 + q;
+    const double *rowy = dy + q * m, *rowx = dx + q * m;
+    row_knn(rowy, m, i, k, ny);
+    row_knn(rowx, m, i, k, nx);
+    int common = 0;
+    for (int c = 0; c < k; c++) common += contains(ny, k, nx[c].i);
+    j->per_row[3 * i] = (double)common / k;
+    j->per_row[3 * i + 1] = rank_excess(rowy, m, i, k, nx, ny);
+    j->per_row[3 * i + 2] = rank_excess(rowx, m, i, k, ny, nx);
+  }
+  return 0;
+}
+
 /* Y: data (m x D), X: embedding (m x d), both double. */
 static nle_status neighbourhood_scores(nle_ctx *ctx, const nle_matd *Y, const nle_matd *X, int k, scores *out) {
   size_t m = Y->rows, D = Y->cols, d = X->cols;
@@ -91,58 +120,16 @@ static nle_status neighbourhood_scores(nle_ctx *ctx, const nle_matd *Y, const nl
     return NLE_ERR_NOMEM;
   }
   for (size_t i = 0; i < m; i++) sqnorm[i] = cblas_ddot((int)D, Y->data + i * D, 1, Y->data + i * D, 1);
-  size_t nblocks = (m + QUERY_BLOCK - 1) / QUERY_BLOCK, done = 0;
-  int threads = nle__threads_for(ctx, (double)m * (double)m * (double)(D + d)), failed = 0, cancelled = 0;
-  int blas_prev = nle__blas_set_threads(1);
-#pragma omp parallel num_threads(threads)
-  {
-    double *dy = malloc((size_t)QUERY_BLOCK * m * sizeof(double));
-    double *dx = malloc((size_t)QUERY_BLOCK * m * sizeof(double));
-    nle__pair *ny = malloc(2 * (size_t)k * sizeof(nle__pair)), *nx = ny ? ny + k : NULL;
-    if (!dy || !dx || !ny) {
-#pragma omp atomic write
-      failed = 1;
-    }
-#pragma omp for schedule(dynamic, 1)
-    for (size_t b = 0; b < nblocks; b++) {
-      int stop;
-#pragma omp atomic read
-      stop = cancelled;
-      if (failed || stop) continue;
-      size_t r0 = b * QUERY_BLOCK, nb = m - r0 < QUERY_BLOCK ? m - r0 : QUERY_BLOCK;
-      gemm_distances(Y->data, sqnorm, m, D, r0, nb, dy);
-      direct_distances(X->data, m, d, r0, nb, dx);
-      for (size_t q = 0; q < nb; q++) {
-        size_t i = r0 + q;
-        const double *rowy = dy + q * m, *rowx = dx + q * m;
-        row_knn(rowy, m, i, k, ny);
-        row_knn(rowx, m, i, k, nx);
-        int common = 0;
-        for (int c = 0; c < k; c++) common += contains(ny, k, nx[c].i);
-        per_row[3 * i] = (double)common / k;
-        per_row[3 * i + 1] = rank_excess(rowy, m, i, k, nx, ny);
-        per_row[3 * i + 2] = rank_excess(rowx, m, i, k, ny, nx);
-      }
-      size_t now;
-#pragma omp atomic capture
-      now = ++done;
-#ifdef _OPENMP
-      if (omp_get_thread_num() == 0)
-#endif
-        if (nle__progress(ctx, "neighbourhood scores", (double)now / (double)nblocks)) {
-#pragma omp atomic write
-          cancelled = 1;
-        }
-    }
-    free(dy);
-    free(dx);
-    free(ny);
-  }
-  nle__blas_set_threads(blas_prev);
+  score_job job = {Y, X, sqnorm, k, per_row};
+  size_t nblocks = (m + QUERY_BLOCK - 1) / QUERY_BLOCK;
+  int threads = nle__threads_for(ctx, (double)m * (double)m * (double)(D + d));
+  s = nle__for_blocks(ctx, "neighbourhood scores", nblocks, threads,
+                      2 * (size_t)QUERY_BLOCK * m * sizeof(double) + 2 * (size_t)k * sizeof(nle__pair), score_block,
+                      &job);
   free(sqnorm);
-  if (failed || cancelled) {
+  if (s) {
     free(per_row);
-    return failed ? nle__fail(ctx, NLE_ERR_NOMEM, "neighbourhood scores: out of memory") : NLE_ERR_CANCELLED;
+    return s;
   }
   /* Summed in index order, so the result does not depend on the threads. */
   double recall = 0.0, t = 0.0, c = 0.0;

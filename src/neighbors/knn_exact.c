@@ -11,9 +11,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 enum { BLOCK_ROWS = 256, BLOCK_COLS = 2048 };
 
@@ -130,6 +127,40 @@ static void knn_row_block(knn_job *job, size_t r0, size_t r1, float *gram, cand 
   }
 }
 
+/* Centring shrinks |a|^2 + |b|^2 and with it the cancellation error of the
+ * GEMM form. Fills the centred copy and its squared norms; returns the
+ * largest squared norm, or -1 when out of memory. */
+static double centre_rows(const nle_matf *Y, float *centred, float *sqnorm) {
+  size_t n = Y->rows, d = Y->cols;
+  double *mean = calloc(d ? d : 1, sizeof(double)), max_sq = 0.0;
+  if (!mean) return -1.0;
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < d; j++) mean[j] += Y->data[i * d + j];
+  for (size_t j = 0; j < d; j++) mean[j] /= (double)n;
+  for (size_t i = 0; i < n; i++) {
+    double sq = 0.0;
+    for (size_t j = 0; j < d; j++) {
+      float c = (float)((double)Y->data[i * d + j] - mean[j]);
+      centred[i * d + j] = c;
+      sq += (double)c * c;
+    }
+    sqnorm[i] = (float)sq;
+    if (sq > max_sq) max_sq = sq;
+  }
+  free(mean);
+  return max_sq;
+}
+
+/* One block of query rows for nle__for_blocks; scratch holds the GEMM tile
+ * and the candidate heaps. */
+static int knn_block(void *job, size_t b, void *scratch) {
+  knn_job *kj = job;
+  size_t n = kj->Y->rows, r0 = b * BLOCK_ROWS, r1 = r0 + BLOCK_ROWS < n ? r0 + BLOCK_ROWS : n;
+  float *gram = scratch;
+  knn_row_block(kj, r0, r1, gram, (cand *)(gram + (size_t)BLOCK_ROWS * BLOCK_COLS));
+  return 0;
+}
+
 nle_status nle_knn_exact(nle_ctx *ctx, const nle_matf *Y, const nle_knn_opts *opts, nle_csr **graph) {
   *graph = NULL;
   nle_knn_opts defaults;
@@ -156,75 +187,24 @@ nle_status nle_knn_exact(nle_ctx *ctx, const nle_matf *Y, const nle_knn_opts *op
   for (size_t i = 0; i <= n; i++) (*graph)->rowptr[i] = (int64_t)i * k;
   float *sqnorm = nle__malloc(ctx, n * sizeof(float), "squared norms");
   float *centred = nle__malloc(ctx, n * d * sizeof(float), "the centred data");
-  double *mean = nle__calloc(ctx, d, sizeof(double), "the mean");
-  if (!sqnorm || !centred || !mean) {
+  double max_sq = (sqnorm && centred) ? centre_rows(Y, centred, sqnorm) : -1.0;
+  if (max_sq < 0) {
     free(sqnorm);
     free(centred);
-    free(mean);
     nle_csr_free(graph);
-    return NLE_ERR_NOMEM;
+    return nle__fail(ctx, NLE_ERR_NOMEM, "exact kNN: out of memory for the centred data");
   }
-  /* Centring shrinks |a|^2 + |b|^2 and with it the cancellation error. */
-  for (size_t i = 0; i < n; i++)
-    for (size_t j = 0; j < d; j++) mean[j] += Y->data[i * d + j];
-  for (size_t j = 0; j < d; j++) mean[j] /= (double)n;
-  double max_sq = 0.0;
-  for (size_t i = 0; i < n; i++) {
-    double sq = 0.0;
-    for (size_t j = 0; j < d; j++) {
-      float c = (float)((double)Y->data[i * d + j] - mean[j]);
-      centred[i * d + j] = c;
-      sq += (double)c * c;
-    }
-    sqnorm[i] = (float)sq;
-    if (sq > max_sq) max_sq = sq;
-  }
-  free(mean);
   /* Float dot products of length D err by at most ~D u |a||b| (u = 2^-24);
    * the norms, the centring and the final sum add a few u more. */
   double rel_error = 1.01 * ((double)d + 8.0) * 0x1.0p-24;
   knn_job job = {Y, centred, sqnorm, sqrt(max_sq), rel_error, k, kc, *graph, 0};
   size_t nblocks = (n + BLOCK_ROWS - 1) / BLOCK_ROWS;
-  size_t done = 0;
-  int cancelled = 0, failed = 0;
-  int blas_prev = nle__blas_set_threads(1);
-#pragma omp parallel num_threads(threads)
-  {
-    float *gram = malloc((size_t)BLOCK_ROWS * BLOCK_COLS * sizeof(float));
-    cand *heaps = malloc((size_t)BLOCK_ROWS * (size_t)kc * sizeof(cand));
-    if (!gram || !heaps) {
-#pragma omp atomic write
-      failed = 1;
-    }
-#pragma omp for schedule(dynamic, 1)
-    for (size_t b = 0; b < nblocks; b++) {
-      int stop;
-#pragma omp atomic read
-      stop = cancelled;
-      if (stop || failed) continue;
-      size_t r0 = b * BLOCK_ROWS, r1 = r0 + BLOCK_ROWS < n ? r0 + BLOCK_ROWS : n;
-      knn_row_block(&job, r0, r1, gram, heaps);
-      size_t now;
-#pragma omp atomic capture
-      now = ++done;
-#ifdef _OPENMP
-      if (omp_get_thread_num() == 0)
-#endif
-        if (nle__progress(ctx, "exact kNN", (double)now / (double)nblocks)) {
-#pragma omp atomic write
-          cancelled = 1;
-        }
-    }
-    free(gram);
-    free(heaps);
-  }
-  nle__blas_set_threads(blas_prev);
+  s = nle__for_blocks(ctx, "exact kNN", nblocks, threads,
+                      (size_t)BLOCK_ROWS * BLOCK_COLS * sizeof(float) + (size_t)BLOCK_ROWS * (size_t)kc * sizeof(cand),
+                      knn_block, &job);
   free(sqnorm);
   free(centred);
   if (job.fallbacks) nle__log(ctx, 2, "exact kNN: %zu of %zu rows recomputed directly", job.fallbacks, n);
-  if (failed) s = nle__fail(ctx, NLE_ERR_NOMEM, "exact kNN: out of memory for the work blocks");
-  else if (cancelled) s = NLE_ERR_CANCELLED;
-  else s = nle__progress(ctx, "exact kNN", 1.0);
   if (s) nle_csr_free(graph);
   return s;
 }

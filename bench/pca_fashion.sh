@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# pca_fashion.sh — `nlembed pca fashion-mnist -d 50`: wall time (median of 3),
+# peak memory, and the explained variances of the first 10 components against
+# numpy's SVD of the centred data, run in the same script.
+source "$(dirname "$0")/common.sh"
+threads=${THREADS:-2}
+median_run "nlembed pca fashion-mnist -d 50 (exact)" 3 \
+  "$NLEMBED" pca fashion-mnist -d 50 --threads "$threads" --quiet -o "$OUT/fmnist-pca50.npy"
+cp "$OUT/.stdout" "$OUT/pca50.json"
+median_run "nlembed pca fashion-mnist -d 50 (randomized)" 3 \
+  "$NLEMBED" pca fashion-mnist -d 50 --solver randomized --threads "$threads" --quiet -o "$OUT/fmnist-pca50r.npy"
+cp "$OUT/.stdout" "$OUT/pca50r.json"
+"$NLEMBED" pca fashion-mnist -d 2 --quiet -o "$OUT/fmnist-pca2.npy" --save-labels "$OUT/fmnist-labels.npy" > /dev/null
+OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads "$PY" - "$OUT" <<'PY'
+import gzip, json, sys, time
+import numpy as np
+out = sys.argv[1]
+d = "/usr/share/datasets/fashion-mnist/"
+def images(name):
+    with gzip.open(d + name) as f:
+        return np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 784)
+Y = np.vstack([images("train-images-idx3-ubyte.gz"), images("t10k-images-idx3-ubyte.gz")]).astype(np.float64)
+t = time.time()
+Yc = Y - Y.mean(axis=0)
+s = np.linalg.svd(Yc, full_matrices=False, compute_uv=False)
+t = time.time() - t
+ev = s**2 / (Y.shape[0] - 1)
+print(f"numpy SVD of the centred 70000 x 784 float64 matrix: {t:.2f} s")
+for name in ("pca50.json", "pca50r.json"):
+    ours = np.array(json.load(open(f"{out}/{name}"))["explained_variance"][:10])
+    rel = np.abs(ours - ev[:10]) / ev[:10]
+    print(f"{name}: max relative difference of the first 10 explained variances: {rel.max():.3e}")
+    print("  nlembed:", " ".join(f"{v:.6f}" for v in ours))
+    print("  numpy:  ", " ".join(f"{v:.6f}" for v in ev[:10]))
+ratio = ev[:10] / ev.sum()
+print("numpy explained variance ratio, first 10:", " ".join(f"{r:.6f}" for r in ratio))
+X = np.load(f"{out}/fmnist-pca2.npy")
+print(f"PCA-2 projection: variance of the columns / numpy eigenvalues: {X.var(axis=0, ddof=1)[0] / ev[0]:.9f} {X.var(axis=0, ddof=1)[1] / ev[1]:.9f}")
+PY
