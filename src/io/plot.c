@@ -62,17 +62,48 @@ static frame fit_frame(const nle_matd *X, double left, double top, double w, dou
   return f;
 }
 
+/* Splits the title at its " — " separators into lines that fit `width`;
+ * returns the number of lines (at most max_lines), each written to lines[i]. */
+static int wrap_title(cairo_t *cr, const char *title, double width, char lines[][512], int max_lines) {
+  static const char sep[] = " \xe2\x80\x94 "; /* " — " */
+  int n = 0;
+  lines[0][0] = '\0';
+  const char *p = title;
+  while (*p && n < max_lines) {
+    const char *next = strstr(p, sep);
+    size_t len = next ? (size_t)(next - p) : strlen(p);
+    char trial[1024];
+    snprintf(trial, sizeof trial, "%s%s%.*s", lines[n], lines[n][0] ? sep : "", (int)len, p);
+    cairo_text_extents_t ext;
+    cairo_text_extents(cr, trial, &ext);
+    if (ext.x_advance > width && lines[n][0]) {
+      if (++n == max_lines) break;
+      snprintf(lines[n], 512, "%.*s", (int)len, p);
+    } else {
+      snprintf(lines[n], 512, "%.511s", trial);
+    }
+    p = next ? next + strlen(sep) : p + len;
+  }
+  return n < max_lines ? n + 1 : max_lines;
+}
+
 static void draw(cairo_t *cr, const nle_matd *X, const int32_t *labels, int32_t n_classes,
                  char *const *class_names, const nle_plot_opts *o, const int64_t *order) {
   size_t n = X->rows;
-  double W = o->width, H = o->height;
+  double W = o->width, H = o->height, pad = 16.0;
   int legend = o->legend && labels && n_classes > 0 && n_classes <= 60;
-  double title_h = o->title ? 36.0 : 8.0, legend_w = legend ? 170.0 : 0.0, pad = 16.0;
+  double legend_w = legend ? 170.0 : 0.0;
   cairo_set_source_rgb(cr, 1, 1, 1);
   cairo_paint(cr);
-  /* Radius and opacity fall with N so that dense regions stay readable. */
-  double r = o->point_size > 0 ? o->point_size : fmin(4.0, fmax(0.6, 18.0 / sqrt((double)n + 1.0) * 2.5));
-  double alpha = o->alpha > 0 ? o->alpha : fmin(0.9, fmax(0.25, 60.0 / sqrt((double)n + 1.0)));
+  cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+  cairo_set_font_size(cr, 14.0);
+  char lines[3][512];
+  int n_lines = o->title && *o->title ? wrap_title(cr, o->title, W - 2 * pad, lines, 3) : 0;
+  double title_h = n_lines ? 14.0 + 19.0 * n_lines : 8.0;
+  /* Radius and opacity fall slowly with N: 4 px and 0.9 up to a few thousand
+   * points, about 1.4 px and 0.45 at 70,000, 0.7 px and 0.26 at a million. */
+  double r = o->point_size > 0 ? o->point_size : fmin(4.0, fmax(0.5, 4.0 * pow(1000.0 / (double)n, 0.25)));
+  double alpha = o->alpha > 0 ? o->alpha : fmin(0.9, fmax(0.2, 0.9 * pow(2000.0 / (double)n, 0.2)));
   frame f = fit_frame(X, pad + r, title_h + r, W - legend_w - 2 * pad - 2 * r, H - title_h - pad - 2 * r);
   double cx = f.left + 0.5 * f.w, cy = f.top + 0.5 * f.h;
   for (size_t t = 0; t < n; t++) {
@@ -84,12 +115,10 @@ static void draw(cairo_t *cr, const nle_matd *X, const int32_t *labels, int32_t 
     cairo_arc(cr, cx + (x - f.x0) * f.scale, cy - (y - f.y0) * f.scale, r, 0, 2 * M_PI);
     cairo_fill(cr);
   }
-  cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
-  if (o->title) {
-    cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
-    cairo_set_font_size(cr, 15.0);
-    cairo_move_to(cr, pad, 24.0);
-    cairo_show_text(cr, o->title);
+  cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+  for (int l = 0; l < n_lines; l++) {
+    cairo_move_to(cr, pad, 24.0 + 19.0 * l);
+    cairo_show_text(cr, lines[l]);
   }
   if (legend) {
     cairo_set_font_size(cr, 13.0);

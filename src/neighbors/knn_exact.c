@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { BLOCK_ROWS = 256, BLOCK_COLS = 2048 };
+enum { BLOCK_ROWS = 256, BLOCK_COLS = 1024 };
 
 void nle_knn_opts_init(nle_knn_opts *o) { o->k = 10; }
 
@@ -81,6 +81,28 @@ static void knn_row_direct(const knn_job *job, size_t q, cand *heap) {
   qsort(heap, (size_t)k, sizeof *heap, cand_cmp);
 }
 
+enum { SCAN_CHUNK = 16 };
+
+/* Offers one GEMM row of distances to a query's heap. Chunks are computed
+ * with their minimum (vectorised) first, and skipped whole when none can beat
+ * the heap's root, which is nearly always once the heap has filled. */
+static void scan_row(cand *h, int kc, const float *g, size_t bc, float nq, const float *sqn, size_t c0, size_t self) {
+  for (size_t c = 0; c < bc; c += SCAN_CHUNK) {
+    size_t len = bc - c < SCAN_CHUNK ? bc - c : SCAN_CHUNK;
+    float dist[SCAN_CHUNK], low = INFINITY;
+#pragma omp simd reduction(min : low)
+    for (size_t t = 0; t < len; t++) {
+      dist[t] = nq + sqn[c + t] - 2.0f * g[c + t];
+      low = dist[t] < low ? dist[t] : low;
+    }
+    if (low > h[0].d) continue;
+    for (size_t t = 0; t < len; t++) {
+      cand x = {dist[t] > 0.0f ? dist[t] : 0.0f, (int32_t)(c0 + c + t)};
+      if (cand_greater(h[0], x) && c0 + c + t != self) heap_replace_top(h, kc, x);
+    }
+  }
+}
+
 /* Neighbours of rows [r0, r1): candidates from GEMM blocks, then re-ranked. */
 static void knn_row_block(knn_job *job, size_t r0, size_t r1, float *gram, cand *heaps) {
   const nle_matf *Y = job->Y;
@@ -92,18 +114,8 @@ static void knn_row_block(knn_job *job, size_t r0, size_t r1, float *gram, cand 
     size_t bc = n - c0 < BLOCK_COLS ? n - c0 : BLOCK_COLS;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)br, (int)bc, (int)d, 1.0f,
                 job->Yc + r0 * d, (int)d, job->Yc + c0 * d, (int)d, 0.0f, gram, (int)bc);
-    for (size_t r = 0; r < br; r++) {
-      cand *h = heaps + r * (size_t)kc;
-      const float *g = gram + r * bc;
-      float nq = job->sqnorm[r0 + r];
-      size_t self = r0 + r;
-      for (size_t c = 0; c < bc; c++) {
-        float dist = nq + job->sqnorm[c0 + c] - 2.0f * g[c];
-        if (dist < 0.0f) dist = 0.0f;
-        cand x = {dist, (int32_t)(c0 + c)};
-        if (cand_greater(h[0], x) && c0 + c != self) heap_replace_top(h, kc, x);
-      }
-    }
+    for (size_t r = 0; r < br; r++)
+      scan_row(heaps + r * (size_t)kc, kc, gram + r * bc, bc, job->sqnorm[r0 + r], job->sqnorm + c0, c0, r0 + r);
   }
   float *val = job->graph->val;
   for (size_t r = 0; r < br; r++) {

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# run.sh — builds the libFuzzer targets and runs each reader's for SECONDS
+# (default 600), two at a time, from small seed inputs made here.
+#   fuzz/run.sh [SECONDS] [TARGET...]     targets: text npy idx gunzip
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-600}
+shift || true
+targets=("$@")
+[ ${#targets[@]} -eq 0 ] && targets=(text npy idx gunzip)
+make -s fuzz
+work=${FUZZ_WORK:-build-fuzz/work}
+mkdir -p "$work"/{text,npy,idx,gunzip}/corpus
+
+# Seeds: one small valid input of each kind the reader handles.
+printf 'x,y,label\n1,2,a\n3.5,-4e3,b\n' > "$work/text/corpus/header.csv"
+printf '1\t2\t3\n4\t5\t6\n' > "$work/text/corpus/tabs.tsv"
+printf '# comment\n1 2  3\n4 5 6\r\n\n' > "$work/text/corpus/blanks.txt"
+printf '"a";"b"\n1;2\n' > "$work/text/corpus/quoted.csv"
+npy_header() { # dict -> a v1.0 header padded to 64 bytes
+  local dict=$1 len=$(( ${#1} + 1 )) pad
+  pad=$(( (64 - (10 + len) % 64) % 64 ))
+  local hlen=$(( len + pad ))
+  printf '\x93NUMPY\x01\x00'
+  printf "\\x$(printf %02x $((hlen & 255)))\\x$(printf %02x $((hlen >> 8)))"
+  printf '%s' "$dict"
+  printf '%*s' "$pad" ''
+  printf '\n'
+}
+{ npy_header "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }"; printf '\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x40\x40\x00\x00\x80\x40'; } > "$work/npy/corpus/f4.npy"
+{ npy_header "{'descr': '>i2', 'fortran_order': True, 'shape': (2, 1, 2), }"; printf '\x00\x01\x00\x02\xff\xff\x00\x04'; } > "$work/npy/corpus/i2.npy"
+{ npy_header "{'descr': '|u1', 'fortran_order': False, 'shape': (3,), }"; printf '\x01\x02\x03'; } > "$work/npy/corpus/u1.npy"
+printf '\x00\x00\x08\x03\x00\x00\x00\x02\x00\x00\x00\x02\x00\x00\x00\x02\x00\x01\x02\x03\x04\x05\x06\x07' > "$work/idx/corpus/images"
+printf '\x00\x00\x08\x01\x00\x00\x00\x03\x01\x02\x03' > "$work/idx/corpus/labels"
+printf '\x00\x00\x0d\x02\x00\x00\x00\x01\x00\x00\x00\x02\x3f\xc0\x00\x00\xc0\x20\x00\x00' > "$work/idx/corpus/float"
+printf 'hello, world\n' | gzip -c > "$work/gunzip/corpus/text.gz"
+gzip -c < "$work/idx/corpus/images" > "$work/gunzip/corpus/idx.gz"
+{ printf 'a' | gzip -c; printf 'b' | gzip -c; } > "$work/gunzip/corpus/members.gz"
+
+run_one() {
+  local t=$1
+  (cd "$work/$t" && ../../fuzz_"$t" -max_total_time="$secs" -rss_limit_mb=2048 -print_final_stats=1 corpus \
+     > log.txt 2>&1) || true
+  local execs crashes
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$t/log.txt")
+  crashes=$(ls "$work/$t" | grep -cE '^(crash|leak|timeout|oom)-' || true)
+  echo "fuzz_$t: ${execs:-?} executions in ${secs} s, $crashes findings (log: $work/$t/log.txt)"
+}
+for ((i = 0; i < ${#targets[@]}; i += 2)); do
+  run_one "${targets[i]}" &
+  [ $((i + 1)) -lt ${#targets[@]} ] && run_one "${targets[i + 1]}" &
+  wait
+done
