@@ -54,8 +54,9 @@ test_suite() {
   log=$(mktemp)
   echo "== unit tests"
   ./build/test_runner | tee "$log.unit" | grep -v '^ok ' || true
+  export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp
   echo "== unit tests under ASan+UBSan"
-  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ./build-asan/test_runner | tee "$log.asan" | grep -v '^ok ' || true
+  ./build-asan/test_runner | tee "$log.asan" | grep -v '^ok ' || true
   echo "== command-line tests"
   NLEMBED=./build/nlembed bash tests/cli.sh | tee "$log.cli" | grep -v '^ok ' || true
   echo "== command-line tests under ASan+UBSan"
