@@ -53,7 +53,7 @@ asan:
 FUZZ_TARGETS := text npy idx gunzip
 fuzz:
 	$(MAKE) CC=clang BUILD=build-fuzz OPT="-O1 -fno-omit-frame-pointer" \
-	  SAN="-fsanitize=fuzzer-no-link,address,undefined" EXTRA_CFLAGS=-Wno-unused-command-line-argument \
+	  SAN="-fsanitize=fuzzer-no-link,address,undefined" EXTRA_CFLAGS="-Wno-unused-command-line-argument -Wno-pass-failed" \
 	  build-fuzz/libnlembed.a
 	@for t in $(FUZZ_TARGETS); do \
 	  clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude \

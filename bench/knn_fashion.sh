@@ -11,14 +11,12 @@ median_run "exact 10-NN, Fashion-MNIST PCA-50" "$reps" \
 median_run "exact 10-NN, Fashion-MNIST raw 784-d" "$reps" \
   "$NLEMBED" knn fashion-mnist -k 10 --threads "$threads" --quiet -o "$OUT/knn-raw.npy" --distances "$OUT/knn-raw-d.npy"
 "$PY" - "$OUT" <<'PY'
-import gzip, sys
+import json, sys, time
 import numpy as np
+sys.path.insert(0, "bench")
+import fmnist
 out = sys.argv[1]
-d = "/usr/share/datasets/fashion-mnist/"
-def images(name):
-    with gzip.open(d + name) as f:
-        return np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 784)
-Y = np.vstack([images("train-images-idx3-ubyte.gz"), images("t10k-images-idx3-ubyte.gz")]).astype(np.float64)
+Y = fmnist.images()
 P = np.load(f"{out}/fmnist-pca50.npy").astype(np.float32).astype(np.float64)
 rng = np.random.default_rng(0)
 for name, data in (("raw", Y), ("pca50", P)):

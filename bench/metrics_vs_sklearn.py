@@ -4,7 +4,7 @@ points: trustworthiness and continuity on nlembed's subsample (indices saved
 with --save-subsample), kNN recall on it, and 5-fold kNN accuracy on all
 points. Usage: bench/metrics_vs_sklearn.py DATA.npy EMBEDDING.npy LABELS.npy [k]
 (DATA may be the name fashion-mnist)."""
-import gzip, json, subprocess, sys, time
+import json, subprocess, sys, time
 import numpy as np
 from sklearn.manifold import trustworthiness
 from sklearn.model_selection import cross_val_score
@@ -22,11 +22,9 @@ ours = json.loads(line)
 print("nlembed:", line.strip())
 
 if data == "fashion-mnist":
-    d = "/usr/share/datasets/fashion-mnist/"
-    def images(name):
-        with gzip.open(d + name) as f:
-            return np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 784)
-    Y = np.vstack([images("train-images-idx3-ubyte.gz"), images("t10k-images-idx3-ubyte.gz")])
+    sys.path.insert(0, "bench")
+    import fmnist
+    Y = fmnist.images()
 else:
     Y = np.load(data)
 Y = Y.astype(np.float32).astype(np.float64)  # nlembed reads points as float32

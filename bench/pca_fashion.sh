@@ -12,14 +12,12 @@ median_run "nlembed pca fashion-mnist -d 50 (randomized)" 3 \
 cp "$OUT/.stdout" "$OUT/pca50r.json"
 "$NLEMBED" pca fashion-mnist -d 2 --quiet -o "$OUT/fmnist-pca2.npy" --save-labels "$OUT/fmnist-labels.npy" > /dev/null
 OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads "$PY" - "$OUT" <<'PY'
-import gzip, json, sys, time
+import json, sys, time
 import numpy as np
+sys.path.insert(0, "bench")
+import fmnist
 out = sys.argv[1]
-d = "/usr/share/datasets/fashion-mnist/"
-def images(name):
-    with gzip.open(d + name) as f:
-        return np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 784)
-Y = np.vstack([images("train-images-idx3-ubyte.gz"), images("t10k-images-idx3-ubyte.gz")]).astype(np.float64)
+Y = fmnist.images()
 t = time.time()
 Yc = Y - Y.mean(axis=0)
 s = np.linalg.svd(Yc, full_matrices=False, compute_uv=False)
