@@ -1,0 +1,14 @@
+/* affinity_internal.h — pieces shared by the affinity files: warm-start
+ * orders for the entropic affinities. */
+#ifndef NLE_AFFINITY_INTERNAL_H
+#define NLE_AFFINITY_INTERNAL_H
+
+#include "../core/internal.h"
+
+/* The processing order of the points and, for each point, the point whose
+ * solution initialises it (-1: the middle of its own bounds). order and parent
+ * have knn->rows entries. */
+nle_status nle__ea_order(nle_ctx *ctx, const nle_csr *knn, nle_ea_order kind, int kappa, int64_t *order,
+                         int64_t *parent);
+
+#endif

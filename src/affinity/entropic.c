@@ -1,0 +1,494 @@
+/* entropic.c — entropic affinities (dissertation ch. 2): for every point the
+ * precision beta_n at which its Gaussian distribution over its k nearest
+ * neighbours has perplexity K, i.e. the root of F(log beta) = H - log K
+ * (eq. 2.7), solved in log beta (sec. 2.3.1) inside the bounds of theorem
+ * 2.2.2 by derivative steps safeguarded by bisection (algorithm 1), each
+ * point warm-started from an earlier one (sec. 2.3.4). */
+#include "affinity_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void nle_ea_opts_init(nle_ea_opts *o) {
+  o->perplexity = 30.0;
+  o->root = NLE_ROOT_HALLEY;
+  o->order = NLE_ORDER_MST;
+  o->kappa = 10;
+  o->tol = 1e-10;
+  o->maxit = 20;
+  o->max_evals = 200;
+}
+
+void nle_ea_result_free(nle_ea_result **r) {
+  if (!r || !*r) return;
+  free((*r)->beta);
+  nle_csr_free(&(*r)->P);
+  free(*r);
+  *r = NULL;
+}
+
+/* F and its first two derivatives in alpha = log beta (sec. 2.3.1), from the
+ * distances shifted by the nearest one (the entropy does not change, and
+ * exp(-beta e) cannot underflow for the nearest). Central moments keep the
+ * variance and the third moment accurate: F' = -beta^2 var,
+ * F'' = -2 beta^2 var + beta^3 mu3 (eq. 2.5 in log form). */
+typedef struct {
+  double f, df, d2f;
+} feval;
+
+static feval evaluate(const double *e, int n, double alpha, double log_k, double *w) {
+  double beta = exp(alpha), z = 0.0, s1 = 0.0;
+  for (int j = 0; j < n; j++) {
+    w[j] = exp(-beta * e[j]);
+    z += w[j];
+    s1 += w[j] * e[j];
+  }
+  double m1 = s1 / z, var = 0.0, mu3 = 0.0;
+  for (int j = 0; j < n; j++) {
+    double c = e[j] - m1, pc2 = w[j] * c * c;
+    var += pc2;
+    mu3 += pc2 * c;
+  }
+  var /= z;
+  mu3 /= z;
+  feval r = {beta * m1 + log(z) - log_k, -beta * beta * var, -2.0 * beta * beta * var + beta * beta * beta * mu3};
+  return r;
+}
+
+double nle_ea_entropy(const double *d, int n, double beta) {
+  double d0 = d[0], z = 0.0, s1 = 0.0;
+  for (int j = 0; j < n; j++) {
+    double w = exp(-beta * (d[j] - d0));
+    z += w;
+    s1 += w * (d[j] - d0);
+  }
+  return beta * s1 / z + log(z);
+}
+
+/* Eq. 2.11 for u = 1 - p1 in (0, 1/4]: g(u) = 2u log(n / 2u) - log min(sqrt(2n), K)
+ * increases on that interval; Newton safeguarded by bisection. */
+double nle_ea_p1(int n, double K) {
+  double c = log(fmin(sqrt(2.0 * n), K)), lo = 1e-300, hi = 0.25, u = 0.125;
+  for (int it = 0; it < 200; it++) {
+    double g = 2.0 * u * log(n / (2.0 * u)) - c;
+    if (g > 0) hi = u;
+    else lo = u;
+    double dg = 2.0 * log(n / (2.0 * u)) - 2.0, next = u - g / dg;
+    if (!(next > lo && next < hi)) next = 0.5 * (lo + hi);
+    if (fabs(next - u) <= 1e-16 * u) {
+      u = next;
+      break;
+    }
+    u = next;
+  }
+  return 1.0 - u;
+}
+
+int nle_ea_bounds(const double *d, int n, double K, double p1, double *log_lo, double *log_hi) {
+  double span = d[n - 1] - d[0];
+  if (!(span > 0.0)) return -1;
+  /* Delta_2: the gap to the first neighbour farther than the nearest (the
+   * text's remedy for d_1 = d_2, e.g. exact duplicates). */
+  int j = 1;
+  while (d[j] == d[0]) j++;
+  double gap2 = d[j] - d[0], lk = log(n / K);
+  /* Eq. 2.9 on the shifted distances (d_1 = 0), where its second term is
+   * tightest; eq. 2.10. */
+  double lo = fmax((double)n / (n - 1.0) * lk / span, sqrt(lk) / span);
+  double hi = log(p1 / (1.0 - p1) * (n - 1.0)) / gap2;
+  *log_lo = log(lo);
+  *log_hi = log(hi);
+  return 0;
+}
+
+typedef struct {
+  double alpha;  /* the solution, log beta */
+  int steps;     /* iterates after the starting point */
+  int evals;     /* evaluations of F */
+  int bisected;  /* a bisection step was taken */
+  int converged;
+  double error;  /* |F| at the solution */
+} root_result;
+
+/* One derivative step of the chosen method (eqs. 2.13, 2.14, Newton). */
+static double derivative_step(nle_root_method m, feval v) {
+  double newton = -v.f / v.df;
+  if (m == NLE_ROOT_NEWTON) return newton;
+  if (m == NLE_ROOT_HALLEY) return -2.0 * v.f * v.df / (2.0 * v.df * v.df - v.f * v.d2f);
+  /* Euler: the root of F + F' p + F'' p^2 / 2 nearer to 0; Newton when the
+   * parabola misses the axis or is flat. */
+  double disc = v.df * v.df - 2.0 * v.d2f * v.f;
+  if (disc < 0.0 || fabs(v.d2f) < 1e-300) return newton;
+  double q = -0.5 * (v.df + copysign(sqrt(disc), v.df)); /* stable roots q/a, c/q */
+  double r1 = q / (0.5 * v.d2f), r2 = v.f / q;
+  return fabs(r1) < fabs(r2) ? r1 : r2;
+}
+
+/* Algorithm 1: derivative steps while they stay inside the bracket (at most
+ * maxit in a row), otherwise bisection; the bracket shrinks with every
+ * evaluation because F decreases in log beta. Plain bisection when the method
+ * is NLE_ROOT_BISECTION. */
+static root_result solve_safeguarded(const double *e, int n, double log_k, double lo, double hi, double x,
+                                     const nle_ea_opts *o, double *w) {
+  root_result r = {x, 0, 0, 0, 0, INFINITY};
+  int inner = 0, derivative = o->root <= NLE_ROOT_NEWTON;
+  for (;;) {
+    feval v = evaluate(e, n, x, log_k, w);
+    r.evals++;
+    r.alpha = x;
+    r.error = fabs(v.f);
+    if (r.error <= o->tol) {
+      r.converged = 1;
+      return r;
+    }
+    if (v.f > 0) lo = x;
+    else hi = x;
+    if (hi - lo <= 4e-16 * fmax(1.0, fabs(x))) { /* the bracket is one float wide */
+      r.converged = 1;
+      return r;
+    }
+    if (r.evals >= o->max_evals) return r;
+    double next = NAN;
+    if (derivative && inner < o->maxit) next = x + derivative_step(o->root, v);
+    if (next > lo && next < hi) {
+      inner++;
+    } else {
+      next = 0.5 * (lo + hi);
+      inner = 0;
+      r.bisected = 1;
+    }
+    x = next;
+    r.steps++;
+  }
+}
+
+/* Brent's method (van Wijngaarden-Dekker-Brent) and Ridder's method on a
+ * bracket [a, b] with F(a) > 0 > F(b); the starting point is evaluated first
+ * and narrows the bracket. Stops at |F| <= tol. */
+static root_result solve_bracketing(const double *e, int n, double log_k, double a, double b, double x0,
+                                    const nle_ea_opts *o, double *w) {
+  root_result r = {x0, 0, 0, 0, 0, INFINITY};
+#define EVAL(x) (r.evals++, evaluate(e, n, (x), log_k, w).f)
+  double f0 = EVAL(x0);
+  r.error = fabs(f0);
+  if (r.error <= o->tol) {
+    r.converged = 1;
+    return r;
+  }
+  double fa, fb;
+  if (f0 > 0) {
+    a = x0;
+    fa = f0;
+    fb = EVAL(b);
+  } else {
+    b = x0;
+    fb = f0;
+    fa = EVAL(a);
+  }
+  r.steps++;
+  if (o->root == NLE_ROOT_RIDDER) {
+    while (r.evals < o->max_evals) {
+      double m = 0.5 * (a + b), fm = EVAL(m), s = sqrt(fm * fm - fa * fb);
+      r.steps++;
+      if (fabs(fm) <= o->tol || s == 0.0) {
+        r.alpha = m, r.error = fabs(fm), r.converged = fabs(fm) <= o->tol;
+        break;
+      }
+      double x = m + (m - a) * (fa > fb ? 1.0 : -1.0) * fm / s, fx = EVAL(x);
+      r.steps++;
+      r.alpha = x;
+      r.error = fabs(fx);
+      if (r.error <= o->tol) {
+        r.converged = 1;
+        break;
+      }
+      if ((fm > 0) != (fx > 0)) {
+        a = m, fa = fm, b = x, fb = fx;
+        if (a > b) { double t = a; a = b; b = t; t = fa; fa = fb; fb = t; }
+      } else if ((fa > 0) != (fx > 0)) {
+        b = x, fb = fx;
+      } else {
+        a = x, fa = fx;
+      }
+      if (b - a <= 4e-16 * fmax(1.0, fabs(x))) {
+        r.converged = 1;
+        break;
+      }
+    }
+    return r;
+  }
+  /* Brent: b is the best iterate, a the previous one, c the contrapoint. */
+  double c = b, fc = fb, d = b - a, ee = d;
+  for (;;) {
+    if ((fb > 0) == (fc > 0)) { c = a; fc = fa; d = b - a; ee = d; }
+    if (fabs(fc) < fabs(fb)) { a = b; b = c; c = a; fa = fb; fb = fc; fc = fa; }
+    r.alpha = b;
+    r.error = fabs(fb);
+    double tol1 = 2e-16 * fabs(b) + 1e-300, xm = 0.5 * (c - b);
+    if (r.error <= o->tol || fabs(xm) <= tol1) {
+      r.converged = 1;
+      break;
+    }
+    if (r.evals >= o->max_evals) break;
+    if (fabs(ee) >= tol1 && fabs(fa) > fabs(fb)) {
+      double s = fb / fa, p, q;
+      if (a == c) {
+        p = 2.0 * xm * s;
+        q = 1.0 - s;
+      } else {
+        double qq = fa / fc, rr = fb / fc;
+        p = s * (2.0 * xm * qq * (qq - rr) - (b - a) * (rr - 1.0));
+        q = (qq - 1.0) * (rr - 1.0) * (s - 1.0);
+      }
+      if (p > 0) q = -q;
+      p = fabs(p);
+      if (2.0 * p < fmin(3.0 * xm * q - fabs(tol1 * q), fabs(ee * q))) {
+        ee = d;
+        d = p / q;
+      } else {
+        d = xm;
+        ee = d;
+      }
+    } else {
+      d = xm;
+      ee = d;
+    }
+    a = b;
+    fa = fb;
+    b += fabs(d) > tol1 ? d : copysign(tol1, xm);
+    fb = EVAL(b);
+    r.steps++;
+  }
+#undef EVAL
+  return r;
+}
+
+/* The SNE/t-SNE reference codes' search: bisection on beta itself, starting
+ * at beta = 1 and doubling or halving until the root is bracketed. */
+static root_result solve_classic(const double *e, int n, double log_k, const nle_ea_opts *o, double *w) {
+  root_result r = {0.0, 0, 0, 1, 0, INFINITY};
+  double beta = 1.0, bmin = 0.0, bmax = INFINITY;
+  while (r.evals < o->max_evals) {
+    double f = evaluate(e, n, log(beta), log_k, w).f;
+    r.evals++;
+    r.alpha = log(beta);
+    r.error = fabs(f);
+    if (r.error <= o->tol) {
+      r.converged = 1;
+      break;
+    }
+    if (f > 0) {
+      bmin = beta;
+      beta = isinf(bmax) ? beta * 2.0 : 0.5 * (beta + bmax);
+    } else {
+      bmax = beta;
+      beta = 0.5 * (beta + bmin);
+    }
+    if (isfinite(bmax) && bmax - bmin <= 4e-16 * bmax) {
+      r.converged = 1;
+      break;
+    }
+    r.steps++;
+  }
+  return r;
+}
+
+/* Counts the neighbours tied with the nearest. */
+static int nearest_ties(const double *d, int n) {
+  int m = 1;
+  while (m < n && d[m] == d[0]) m++;
+  return m;
+}
+
+typedef struct {
+  const nle_csr *knn;
+  const nle_ea_opts *o;
+  double log_k, p1;
+  int k;
+  double *alpha;      /* per point, NAN until solved */
+  nle_ea_result *res;
+  int *steps, *evals; /* per point */
+  uint8_t *bisected, *converged, *degenerate;
+  double *error;
+} ea_job;
+
+/* Solves point i from the starting log beta `start` (NAN: middle of the
+ * bounds); writes beta, P's row and the statistics. */
+static void solve_point(ea_job *j, int64_t i, double start, double *e, double *w) {
+  int k = j->k;
+  int64_t row = j->knn->rowptr[i];
+  double *p = (double *)j->res->P->val + row;
+  for (int t = 0; t < k; t++) e[t] = nle_csr_value(j->knn, row + t);
+  int ties = nearest_ties(e, k);
+  /* No beta reaches K when at least K neighbours share the nearest distance
+   * (e.g. K exact duplicates): the limit beta -> infinity is uniform over
+   * those ties, beta = 0 when all k are tied. */
+  if ((double)ties >= j->o->perplexity) {
+    for (int t = 0; t < k; t++) p[t] = t < ties ? 1.0 / ties : 0.0;
+    double lo, hi;
+    j->res->beta[i] = ties == k || nle_ea_bounds(e, k, j->o->perplexity, j->p1, &lo, &hi) ? 0.0 : exp(hi);
+    j->alpha[i] = NAN;
+    j->degenerate[i] = 1;
+    j->converged[i] = 1;
+    return;
+  }
+  double d0 = e[0], lo, hi;
+  for (int t = 0; t < k; t++) e[t] -= d0;
+  nle_ea_bounds(e, k, j->o->perplexity, j->p1, &lo, &hi);
+  double x = (isfinite(start) && start > lo && start < hi) ? start : 0.5 * (lo + hi);
+  root_result r;
+  if (j->o->root == NLE_ROOT_CLASSIC) r = solve_classic(e, k, j->log_k, j->o, w);
+  else if (j->o->root == NLE_ROOT_BRENT || j->o->root == NLE_ROOT_RIDDER)
+    r = solve_bracketing(e, k, j->log_k, lo, hi, x, j->o, w);
+  else r = solve_safeguarded(e, k, j->log_k, lo, hi, x, j->o, w);
+  double beta = exp(r.alpha), z = 0.0;
+  for (int t = 0; t < k; t++) z += (p[t] = exp(-beta * e[t]));
+  for (int t = 0; t < k; t++) p[t] /= z;
+  j->res->beta[i] = beta;
+  j->alpha[i] = r.alpha;
+  j->steps[i] = r.steps;
+  j->evals[i] = r.evals;
+  j->bisected[i] = (uint8_t)r.bisected;
+  j->converged[i] = (uint8_t)r.converged;
+  j->error[i] = r.error;
+}
+
+static nle_status check_graph(nle_ctx *ctx, const nle_csr *knn, const nle_ea_opts *o, int *k) {
+  if (knn->rows < 2 || knn->rows != knn->cols)
+    return nle__fail(ctx, NLE_ERR_ARG, "entropic affinities need a square kNN graph of at least 2 points");
+  int64_t kk = knn->rowptr[1] - knn->rowptr[0];
+  for (int64_t i = 0; i < knn->rows; i++) {
+    if (knn->rowptr[i + 1] - knn->rowptr[i] != kk)
+      return nle__fail(ctx, NLE_ERR_ARG, "entropic affinities need k neighbours on every row (row %lld differs)",
+                       (long long)i);
+    for (int64_t t = knn->rowptr[i]; t < knn->rowptr[i + 1]; t++) {
+      double v = nle_csr_value(knn, t);
+      if (!(v >= 0.0) || !isfinite(v) || (t > knn->rowptr[i] && v < nle_csr_value(knn, t - 1)))
+        return nle__fail(ctx, NLE_ERR_ARG, "kNN graph row %lld: squared distances must be finite, >= 0 and sorted",
+                         (long long)i);
+    }
+  }
+  if (!(o->perplexity > 1.0) || o->perplexity >= (double)kk || o->perplexity >= (double)knn->rows)
+    return nle__fail(ctx, NLE_ERR_ARG,
+                     "perplexity %g must be above 1 and below the number of neighbours k = %lld and of points N = %lld "
+                     "(use k of about 3 x perplexity)",
+                     o->perplexity, (long long)kk, (long long)knn->rows);
+  if (!(o->tol > 0.0) || o->maxit < 1 || o->max_evals < 1)
+    return nle__fail(ctx, NLE_ERR_ARG, "entropic affinities: tol, maxit and max_evals must be positive");
+  *k = (int)kk;
+  return NLE_OK;
+}
+
+static nle_status ea_allocate(nle_ctx *ctx, const nle_csr *knn, ea_job *j) {
+  int64_t n = knn->rows;
+  nle_ea_result *r = nle__calloc(ctx, 1, sizeof *r, "the affinity result");
+  if (!r) return NLE_ERR_NOMEM;
+  j->res = r;
+  r->n = n;
+  r->beta = nle__calloc(ctx, (size_t)n, sizeof(double), "betas");
+  nle_status s = nle_csr_alloc(ctx, n, n, knn->nnz, NLE_F64, &r->P);
+  j->alpha = nle__malloc(ctx, (size_t)n * sizeof(double), "log betas");
+  j->error = nle__calloc(ctx, (size_t)n, sizeof(double), "errors");
+  j->steps = nle__calloc(ctx, (size_t)n, sizeof(int), "iteration counts");
+  j->evals = nle__calloc(ctx, (size_t)n, sizeof(int), "evaluation counts");
+  j->bisected = nle__calloc(ctx, (size_t)n, 4, "flags");
+  if (s || !r->beta || !j->alpha || !j->error || !j->steps || !j->evals || !j->bisected)
+    return s ? s : NLE_ERR_NOMEM;
+  j->converged = j->bisected + n;
+  j->degenerate = j->bisected + 2 * n;
+  memcpy(r->P->rowptr, knn->rowptr, (size_t)(n + 1) * sizeof(int64_t));
+  memcpy(r->P->colind, knn->colind, (size_t)knn->nnz * sizeof(int32_t));
+  for (int64_t i = 0; i < n; i++) j->alpha[i] = NAN;
+  return NLE_OK;
+}
+
+static void ea_job_free(ea_job *j) {
+  free(j->alpha);
+  free(j->error);
+  free(j->steps);
+  free(j->evals);
+  free(j->bisected);
+}
+
+/* Points of the "bounds" order are independent: blocks run in parallel. */
+enum { EA_BLOCK = 1024 };
+
+static int ea_block(void *job, size_t b, void *scratch) {
+  ea_job *j = job;
+  double *e = scratch, *w = e + j->k;
+  int64_t i1 = (int64_t)((b + 1) * EA_BLOCK) < j->knn->rows ? (int64_t)((b + 1) * EA_BLOCK) : j->knn->rows;
+  for (int64_t i = (int64_t)(b * EA_BLOCK); i < i1; i++) solve_point(j, i, NAN, e, w);
+  return 0;
+}
+
+static nle_status ea_summarise(nle_ctx *ctx, ea_job *j) {
+  nle_ea_result *r = j->res;
+  int64_t n = r->n, unconverged = 0, steps = 0, evals = 0;
+  for (int64_t i = 0; i < n; i++) {
+    steps += j->steps[i];
+    evals += j->evals[i];
+    r->bisection_points += j->bisected[i];
+    r->degenerate_points += j->degenerate[i];
+    unconverged += !j->converged[i];
+    if (!j->degenerate[i] && j->error[i] > r->max_error) r->max_error = j->error[i];
+  }
+  r->mean_iterations = (double)steps / (double)n;
+  r->mean_evaluations = (double)evals / (double)n;
+  if (r->degenerate_points == n)
+    return nle__fail(ctx, NLE_ERR_VALUE,
+                     "entropic affinities: every point has at least perplexity %g neighbours at its nearest distance "
+                     "(constant or heavily duplicated data); no bandwidth gives that perplexity",
+                     j->o->perplexity);
+  nle__log(ctx, 1, "entropic affinities: %.3f iterations (%.3f evaluations) per point, %lld points bisected, %lld degenerate",
+           r->mean_iterations, r->mean_evaluations, (long long)r->bisection_points, (long long)r->degenerate_points);
+  if (unconverged)
+    return nle__fail(ctx, NLE_WARN_NOT_CONVERGED,
+                     "entropic affinities: %lld points missed the tolerance %g within %d evaluations (largest error %g)",
+                     (long long)unconverged, j->o->tol, j->o->max_evals, r->max_error);
+  return NLE_OK;
+}
+
+nle_status nle_entropic_affinities(nle_ctx *ctx, const nle_csr *knn, const nle_ea_opts *opts, nle_ea_result **out) {
+  *out = NULL;
+  nle_ea_opts defaults;
+  if (!opts) {
+    nle_ea_opts_init(&defaults);
+    opts = &defaults;
+  }
+  int k = 0;
+  nle_status s = check_graph(ctx, knn, opts, &k);
+  if (s) return s;
+  ea_job j = {knn, opts, log(opts->perplexity), nle_ea_p1(k, opts->perplexity), k, NULL, NULL, NULL, NULL,
+              NULL, NULL, NULL, NULL};
+  int64_t n = knn->rows;
+  s = ea_allocate(ctx, knn, &j);
+  int64_t *order = NULL, *parent = NULL;
+  double *work = NULL;
+  if (!s && opts->order == NLE_ORDER_BOUNDS) {
+    s = nle__for_blocks(ctx, "entropic affinities", (size_t)(n + EA_BLOCK - 1) / EA_BLOCK,
+                        nle__threads_for(ctx, (double)n * k * 50), 2 * (size_t)k * sizeof(double), ea_block, &j);
+  } else if (!s) {
+    order = nle__malloc(ctx, (size_t)n * sizeof(int64_t), "the order");
+    parent = nle__malloc(ctx, (size_t)n * sizeof(int64_t), "the order's parents");
+    work = nle__malloc(ctx, 2 * (size_t)k * sizeof(double), "work space");
+    s = (order && parent && work) ? nle__ea_order(ctx, knn, opts->order, opts->kappa, order, parent) : NLE_ERR_NOMEM;
+    for (int64_t t = 0; !s && t < n; t++) {
+      int64_t i = order[t];
+      solve_point(&j, i, parent[i] >= 0 ? j.alpha[parent[i]] : NAN, work, work + k);
+      if ((t & 4095) == 4095) s = nle__progress(ctx, "entropic affinities", (double)(t + 1) / (double)n);
+    }
+    if (!s) s = nle__progress(ctx, "entropic affinities", 1.0);
+  }
+  free(order);
+  free(parent);
+  free(work);
+  if (!s) s = ea_summarise(ctx, &j);
+  ea_job_free(&j);
+  if (s < 0) {
+    nle_ea_result_free(&j.res);
+    return s;
+  }
+  *out = j.res;
+  return s;
+}

@@ -1,0 +1,186 @@
+/* kernels.c — symmetrisation, the other affinity kinds (fixed-width
+ * Gaussian, binary kNN, inverse distance, self-tuning), and the repulsive
+ * weights W- of the elastic embedding. Sparse kinds live on the union of the
+ * kNN graph and its transpose. */
+#include "affinity_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void nle_affinity_opts_init(nle_affinity_opts *o) {
+  o->kind = NLE_AFF_GAUSSIAN;
+  o->sigma = 1.0;
+  o->tuning_k = 7;
+}
+
+typedef struct {
+  int32_t col;
+  double v;
+} entry;
+
+static int entry_cmp(const void *a, const void *b) {
+  const entry *x = a, *y = b;
+  return (x->col > y->col) - (x->col < y->col);
+}
+
+/* The union of the pattern of A and of its transpose. Values: the mean
+ * (a + b) / 2 with a missing entry counting as 0 (symmetrisation), or, when
+ * `mean` is 0, whichever is present (for symmetric quantities such as
+ * distances). Columns sorted; the result is symmetric. */
+static nle_status csr_union_transpose(nle_ctx *ctx, const nle_csr *A, int mean, nle_csr **out) {
+  *out = NULL;
+  nle_csr *T = NULL, *W = NULL;
+  nle_status s = nle_csr_transpose(ctx, A, &T);
+  if (s) return s;
+  int64_t n = A->rows, widest = 0;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t w = A->rowptr[i + 1] - A->rowptr[i] + T->rowptr[i + 1] - T->rowptr[i];
+    if (w > widest) widest = w;
+  }
+  entry *row = nle__malloc(ctx, (size_t)(widest + 1) * sizeof(entry), "a row");
+  int64_t *counts = nle__calloc(ctx, (size_t)n + 1, sizeof(int64_t), "row counts");
+  if (!row || !counts) s = NLE_ERR_NOMEM;
+  /* Two passes over merged rows: count, then fill. */
+  for (int pass = 0; !s && pass < 2; pass++) {
+    for (int64_t i = 0; i < n; i++) {
+      int64_t m = 0;
+      for (int64_t q = A->rowptr[i]; q < A->rowptr[i + 1]; q++)
+        row[m++] = (entry){A->colind[q], mean ? 0.5 * nle_csr_value(A, q) : nle_csr_value(A, q)};
+      for (int64_t q = T->rowptr[i]; q < T->rowptr[i + 1]; q++)
+        row[m++] = (entry){T->colind[q], mean ? 0.5 * nle_csr_value(T, q) : nle_csr_value(T, q)};
+      qsort(row, (size_t)m, sizeof *row, entry_cmp);
+      int64_t u = 0;
+      for (int64_t q = 0; q < m; q++) {
+        if (u && row[u - 1].col == row[q].col) {
+          if (mean) row[u - 1].v += row[q].v;
+          continue;
+        }
+        row[u++] = row[q];
+      }
+      if (pass == 0) {
+        counts[i + 1] = counts[i] + u;
+      } else {
+        int64_t base = W->rowptr[i];
+        for (int64_t q = 0; q < u; q++) {
+          W->colind[base + q] = row[q].col;
+          ((double *)W->val)[base + q] = row[q].v;
+        }
+      }
+    }
+    if (pass == 0) {
+      s = nle_csr_alloc(ctx, n, n, counts[n], NLE_F64, &W);
+      if (!s) memcpy(W->rowptr, counts, (size_t)(n + 1) * sizeof(int64_t));
+    }
+  }
+  free(row);
+  free(counts);
+  nle_csr_free(&T);
+  if (s) nle_csr_free(&W);
+  *out = W;
+  return s;
+}
+
+nle_status nle_affinity_symmetrize(nle_ctx *ctx, const nle_csr *P, int normalize, nle_csr **W) {
+  if (P->rows != P->cols) return nle__fail(ctx, NLE_ERR_ARG, "symmetrize: the matrix is not square");
+  nle_status s = csr_union_transpose(ctx, P, 1, W);
+  if (s || !normalize) return s;
+  double total = 0.0;
+  for (int64_t q = 0; q < (*W)->nnz; q++) total += ((double *)(*W)->val)[q];
+  if (!(total > 0.0)) {
+    nle_csr_free(W);
+    return nle__fail(ctx, NLE_ERR_VALUE, "symmetrize: the affinities sum to %g, cannot normalise", total);
+  }
+  for (int64_t q = 0; q < (*W)->nnz; q++) ((double *)(*W)->val)[q] /= total;
+  return NLE_OK;
+}
+
+nle_status nle_affinity_graph(nle_ctx *ctx, const nle_csr *knn, const nle_affinity_opts *opts, nle_csr **W) {
+  *W = NULL;
+  nle_affinity_opts defaults;
+  if (!opts) {
+    nle_affinity_opts_init(&defaults);
+    opts = &defaults;
+  }
+  int64_t n = knn->rows, k = n ? knn->rowptr[1] - knn->rowptr[0] : 0;
+  if (opts->kind == NLE_AFF_GAUSSIAN && !(opts->sigma > 0.0 && isfinite(opts->sigma)))
+    return nle__fail(ctx, NLE_ERR_ARG, "Gaussian affinities: sigma = %g must be positive", opts->sigma);
+  if (opts->kind == NLE_AFF_SELF_TUNING && (opts->tuning_k < 1 || opts->tuning_k > k))
+    return nle__fail(ctx, NLE_ERR_ARG, "self-tuning affinities: neighbour %d must be in [1, k = %lld]",
+                     opts->tuning_k, (long long)k);
+  double *scale = NULL;
+  if (opts->kind == NLE_AFF_SELF_TUNING) {
+    scale = nle__malloc(ctx, (size_t)n * sizeof(double), "self-tuning widths");
+    if (!scale) return NLE_ERR_NOMEM;
+    for (int64_t i = 0; i < n; i++) scale[i] = sqrt(nle_csr_value(knn, knn->rowptr[i] + opts->tuning_k - 1));
+  }
+  nle_status s = csr_union_transpose(ctx, knn, 0, W); /* values: squared distances */
+  for (int64_t i = 0; !s && i < n; i++)
+    for (int64_t q = (*W)->rowptr[i]; q < (*W)->rowptr[i + 1]; q++) {
+      double *v = (double *)(*W)->val + q, d2 = *v;
+      int32_t j = (*W)->colind[q];
+      switch (opts->kind) {
+      case NLE_AFF_GAUSSIAN: *v = exp(-d2 / (2.0 * opts->sigma * opts->sigma)); break;
+      case NLE_AFF_BINARY: *v = 1.0; break;
+      case NLE_AFF_INVERSE:
+        if (d2 == 0.0)
+          s = nle__fail(ctx, NLE_ERR_VALUE,
+                        "inverse-distance affinities: points %lld and %d coincide (remove duplicate points)",
+                        (long long)i, j);
+        else *v = 1.0 / sqrt(d2);
+        break;
+      case NLE_AFF_SELF_TUNING: {
+        /* exp(-d^2 / (sigma_n sigma_m)); coincident points get 1, and a zero
+         * width (duplicates up to the k-th neighbour) gives 0 elsewhere. */
+        double ss = scale[i] * scale[j];
+        *v = d2 == 0.0 ? 1.0 : ss > 0.0 ? exp(-d2 / ss) : 0.0;
+        break;
+      }
+      }
+    }
+  free(scale);
+  if (s) nle_csr_free(W);
+  return s;
+}
+
+/* Squared distance of rows i and j in double. */
+static double row_sqdist(const nle_matf *Y, size_t i, size_t j) {
+  double s = 0.0;
+  for (size_t t = 0; t < Y->cols; t++) {
+    double u = (double)Y->data[i * Y->cols + t] - Y->data[j * Y->cols + t];
+    s += u * u;
+  }
+  return s;
+}
+
+nle_status nle_affinity_gaussian_dense(nle_ctx *ctx, const nle_matf *Y, double sigma, nle_matd **W) {
+  *W = NULL;
+  if (!(sigma > 0.0 && isfinite(sigma)))
+    return nle__fail(ctx, NLE_ERR_ARG, "Gaussian affinities: sigma = %g must be positive", sigma);
+  nle_status s = nle_matd_alloc(ctx, Y->rows, Y->rows, W);
+  if (s) return s;
+  size_t n = Y->rows;
+  double c = 1.0 / (2.0 * sigma * sigma);
+#pragma omp parallel for schedule(dynamic, 64) num_threads(nle__threads_for(ctx, (double)n * n * Y->cols))
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < n; j++) (*W)->data[i * n + j] = i == j ? 0.0 : exp(-c * row_sqdist(Y, i, j));
+  return NLE_OK;
+}
+
+nle_status nle_repulsive_dense(nle_ctx *ctx, const nle_matf *Y, nle_wneg_kind kind, nle_matd **W) {
+  *W = NULL;
+  if (kind != NLE_WNEG_UNIFORM && kind != NLE_WNEG_SQDIST)
+    return nle__fail(ctx, NLE_ERR_ARG, "dense repulsive weights are uniform or squared distances");
+  nle_status s = nle_matd_alloc(ctx, Y->rows, Y->rows, W);
+  if (s) return s;
+  size_t n = Y->rows;
+#pragma omp parallel for schedule(dynamic, 64) num_threads(nle__threads_for(ctx, (double)n * n * Y->cols))
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < n; j++)
+      (*W)->data[i * n + j] = i == j ? 0.0 : kind == NLE_WNEG_UNIFORM ? 1.0 : row_sqdist(Y, i, j);
+  return NLE_OK;
+}
+
+nle_status nle_repulsive_knn(nle_ctx *ctx, const nle_csr *knn, nle_csr **W) {
+  return csr_union_transpose(ctx, knn, 0, W);
+}
