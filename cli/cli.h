@@ -83,5 +83,6 @@ int cmd_pca(int argc, char **argv);
 int cmd_knn(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
+int cmd_affinity(int argc, char **argv);
 
 #endif

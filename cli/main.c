@@ -11,7 +11,9 @@ static const char *usage =
     "\n"
     "Commands:\n"
     "  pca       principal component analysis (exact or randomized)\n"
-    "  knn       exact k-nearest-neighbour graph\n"
+    "  knn       k-nearest-neighbour graph\n"
+    "  affinity  affinity matrix on the kNN graph: entropic (perplexity),\n"
+    "            Gaussian, binary, inverse distance, self-tuning\n"
     "  metrics   quality of an embedding: kNN recall, trustworthiness,\n"
     "            continuity, kNN classification accuracy (one JSON line)\n"
     "  plot      scatter plot of a 2-D embedding (PNG or SVG)\n"
@@ -34,6 +36,7 @@ static int dispatch(const char *cmd, int argc, char **argv) {
   if (!strcmp(cmd, "knn")) return cmd_knn(argc, argv);
   if (!strcmp(cmd, "metrics")) return cmd_metrics(argc, argv);
   if (!strcmp(cmd, "plot")) return cmd_plot(argc, argv);
+  if (!strcmp(cmd, "affinity")) return cmd_affinity(argc, argv);
   fprintf(stderr, "nlembed: error: unknown command \"%s\" (see nlembed --help)\n", cmd);
   return 2;
 }

@@ -344,6 +344,12 @@ typedef struct {
   double tol;           /* |H_n - log K| at convergence (default 1e-10) */
   int maxit;            /* derivative steps before a forced bisection (20) */
   int max_evals;        /* evaluations per point before giving up (default 200) */
+  int rescale;          /* 1 (default): start from the parent's log beta plus
+                           log(s_parent / s_child), s the sum of the first 2K
+                           distances minus the nearest (exact when one distance
+                           profile is a scaled copy of the other, as beta
+                           scales with 1/distance^2); 0: the parent's log beta
+                           itself, as in the dissertation */
 } nle_ea_opts;
 
 void nle_ea_opts_init(nle_ea_opts *o);
@@ -359,6 +365,7 @@ typedef struct {
   int64_t degenerate_points;/* points whose neighbours are all equidistant:
                               uniform affinities, beta = 0 */
   double max_error;        /* max_n |H_n - log K| over non-degenerate points */
+  int64_t steps_histogram[8]; /* points that took 0, 1, ..., 6 and >= 7 steps */
 } nle_ea_result;
 
 /* Entropic affinities (dissertation ch. 2) on a kNN graph with sorted squared

@@ -1,0 +1,191 @@
+/* cmd_affinity.c — `nlembed affinity`: the kNN graph and an affinity matrix
+ * on it (entropic by default), written as Matrix Market, with the betas. */
+#include "cli.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *help =
+    "Usage: nlembed affinity [options] INPUT -o OUTPUT.mtx\n"
+    "\n"
+    "Builds the k-nearest-neighbour graph of INPUT and an affinity matrix on it,\n"
+    "written as Matrix Market. Entropic affinities (default) give every point the\n"
+    "Gaussian bandwidth at which its distribution over its neighbours has the\n"
+    "given perplexity (dissertation ch. 2). Prints one JSON line with the\n"
+    "root-finding statistics on stdout.\n"
+    "\n"
+    "Options:\n"
+    "  -o, --output FILE      the affinity matrix (.mtx)\n"
+    "  --kind NAME            entropic (default), gaussian, binary, inverse,\n"
+    "                         self-tuning\n"
+    "  -p, --perplexity K     entropic: perplexity (default 30)\n"
+    "  -k, --neighbors K      neighbours in the graph (default 3 x perplexity,\n"
+    "                         or 15 for the other kinds)\n"
+    "  --root NAME            halley (default), euler, newton, bisection, brent,\n"
+    "                         ridder, classic (bisection on beta from 1)\n"
+    "  --order NAME           mst (default), msp, density, sequential, random,\n"
+    "                         bounds (warm-start order)\n"
+    "  --kappa N              neighbours of the order's graph (default 10)\n"
+    "  --tol T                |H - log K| at convergence (default 1e-10)\n"
+    "  --conditional          write the conditional p(m|n) (rows sum to 1)\n"
+    "                         instead of (P + P^T) / 2\n"
+    "  --normalize            divide (P + P^T) / 2 by N so it sums to 1\n"
+    "  --betas FILE           entropic: write the N precisions beta_n\n"
+    "  --sigma S              gaussian: the width (default 1)\n"
+    "  --tuning-k K           self-tuning: the neighbour giving sigma_n (default 7)\n"
+    "\n" CLI_COMMON_HELP;
+
+enum { OPT_KIND = OPT_COMMAND_BASE, OPT_ROOT, OPT_ORDER, OPT_KAPPA, OPT_TOL, OPT_COND, OPT_NORM, OPT_BETAS,
+       OPT_SIGMA, OPT_TUNING };
+
+static int lookup(const char *arg, const char *const *names, int count) {
+  for (int i = 0; i < count; i++)
+    if (!strcmp(arg, names[i])) return i;
+  return -1;
+}
+
+static const char *const kind_names[] = {"gaussian", "binary", "inverse", "self-tuning", "entropic"};
+static const char *const root_names[] = {"halley", "euler", "newton", "bisection", "brent", "ridder", "classic"};
+static const char *const order_names[] = {"mst", "msp", "density", "sequential", "random", "bounds"};
+
+int cmd_affinity(int argc, char **argv) {
+  static const struct option longopts[] = {
+      {"output", required_argument, 0, 'o'}, {"perplexity", required_argument, 0, 'p'},
+      {"neighbors", required_argument, 0, 'k'}, {"kind", required_argument, 0, OPT_KIND},
+      {"root", required_argument, 0, OPT_ROOT}, {"order", required_argument, 0, OPT_ORDER},
+      {"kappa", required_argument, 0, OPT_KAPPA}, {"tol", required_argument, 0, OPT_TOL},
+      {"conditional", no_argument, 0, OPT_COND}, {"normalize", no_argument, 0, OPT_NORM},
+      {"betas", required_argument, 0, OPT_BETAS}, {"sigma", required_argument, 0, OPT_SIGMA},
+      {"tuning-k", required_argument, 0, OPT_TUNING}, CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
+  cli_env env;
+  if (cli_env_init(&env, "affinity", help)) return 1;
+  nle_ea_opts eo;
+  nle_ea_opts_init(&eo);
+  nle_affinity_opts ao;
+  nle_affinity_opts_init(&ao);
+  int entropic = 1, conditional = 0, normalize = 0, k = 0;
+  const char *output = NULL, *betas = NULL;
+  long long v;
+  int c, idx;
+  while ((c = cli_next_option(&env, argc, argv, "o:p:k:", longopts)) != -1) {
+    switch (c) {
+    case 'o': output = optarg; break;
+    case 'p':
+      if (!cli_parse_double(optarg, &eo.perplexity) || eo.perplexity <= 1)
+        env.rc = cli_usage_error("affinity", "--perplexity takes a number above 1");
+      break;
+    case 'k':
+      if (cli_parse_int(optarg, 1, 1 << 20, &v)) k = (int)v;
+      else env.rc = cli_usage_error("affinity", "-k takes a positive integer");
+      break;
+    case OPT_KIND:
+      if ((idx = lookup(optarg, kind_names, 5)) < 0) env.rc = cli_usage_error("affinity", "unknown --kind \"%s\"", optarg);
+      else if (idx == 4) entropic = 1;
+      else entropic = 0, ao.kind = (nle_affinity_kind)idx;
+      break;
+    case OPT_ROOT:
+      if ((idx = lookup(optarg, root_names, 7)) < 0) env.rc = cli_usage_error("affinity", "unknown --root \"%s\"", optarg);
+      else eo.root = (nle_root_method)idx;
+      break;
+    case OPT_ORDER:
+      if ((idx = lookup(optarg, order_names, 6)) < 0) env.rc = cli_usage_error("affinity", "unknown --order \"%s\"", optarg);
+      else eo.order = (nle_ea_order)idx;
+      break;
+    case OPT_KAPPA:
+      if (cli_parse_int(optarg, 1, 1 << 20, &v)) eo.kappa = (int)v;
+      else env.rc = cli_usage_error("affinity", "--kappa takes a positive integer");
+      break;
+    case OPT_TOL:
+      if (!cli_parse_double(optarg, &eo.tol) || eo.tol <= 0) env.rc = cli_usage_error("affinity", "--tol takes a positive number");
+      break;
+    case OPT_COND: conditional = 1; break;
+    case OPT_NORM: normalize = 1; break;
+    case OPT_BETAS: betas = optarg; break;
+    case OPT_SIGMA:
+      if (!cli_parse_double(optarg, &ao.sigma) || ao.sigma <= 0) env.rc = cli_usage_error("affinity", "--sigma takes a positive number");
+      break;
+    case OPT_TUNING:
+      if (cli_parse_int(optarg, 1, 1 << 20, &v)) ao.tuning_k = (int)v;
+      else env.rc = cli_usage_error("affinity", "--tuning-k takes a positive integer");
+      break;
+    default: env.rc = 2; break;
+    }
+  }
+  if (env.help_shown) {
+    cli_env_free(&env);
+    return 0;
+  }
+  int rc = env.rc;
+  if (!rc && optind != argc - 1) rc = cli_usage_error("affinity", "expected one INPUT, got %d", argc - optind);
+  if (!rc && !output) rc = cli_usage_error("affinity", "no output file (-o FILE.mtx)");
+  if (!rc && betas && !entropic) rc = cli_usage_error("affinity", "--betas goes with --kind entropic");
+  if (!rc && conditional && !entropic) rc = cli_usage_error("affinity", "--conditional goes with --kind entropic");
+  if (k == 0) k = entropic ? (int)ceil(3.0 * eo.perplexity) : 15;
+  nle_status s = NLE_OK;
+  if (!rc) s = nle_check_output_path(env.ctx, output);
+  if (!rc && !s && betas) s = nle_check_output_path(env.ctx, betas);
+  nle_dataset *ds = NULL;
+  nle_csr *graph = NULL, *W = NULL;
+  nle_ea_result *ea = NULL;
+  double t_knn = 0, t_aff = 0;
+  if (!rc && !s) s = cli_load(&env, argv[optind], &ds);
+  if (!rc && !s && (size_t)k >= ds->X->rows) {
+    fprintf(stderr, "nlembed affinity: error: %s: k = %d neighbours need more than %zu points (lower -k or the perplexity)\n",
+            argv[optind], k, ds->X->rows);
+    rc = 1;
+  }
+  if (!rc && !s) {
+    double t0 = nle_time_seconds();
+    nle_knn_opts ko;
+    nle_knn_opts_init(&ko);
+    ko.k = k;
+    s = nle_knn_exact(env.ctx, ds->X, &ko, &graph);
+    t_knn = nle_time_seconds() - t0;
+  }
+  nle_status warn = NLE_OK;
+  if (!rc && !s) {
+    double t0 = nle_time_seconds();
+    if (entropic) {
+      s = nle_entropic_affinities(env.ctx, graph, &eo, &ea);
+      if (s > 0) {
+        warn = s;
+        cli_note(&env, "warning: %s", nle_ctx_error(env.ctx));
+        s = NLE_OK;
+      }
+      if (!s && !conditional) s = nle_affinity_symmetrize(env.ctx, ea->P, normalize, &W);
+    } else {
+      s = nle_affinity_graph(env.ctx, graph, &ao, &W);
+    }
+    t_aff = nle_time_seconds() - t0;
+  }
+  if (!rc && !s) s = nle_write_csr_mtx(env.ctx, output, conditional ? ea->P : W);
+  if (!rc && !s && betas) {
+    nle_matd m = {(size_t)ea->n, 1, ea->beta};
+    s = nle_write_matd(env.ctx, betas, &m);
+  }
+  if (!rc && s) rc = cli_fail(&env, s);
+  if (!rc) {
+    printf("{\"command\": \"affinity\", \"input\": \"%s\", \"n\": %zu, \"k\": %d, \"kind\": \"%s\", ", ds->name,
+           ds->X->rows, k, entropic ? "entropic" : kind_names[ao.kind]);
+    if (entropic)
+      printf("\"perplexity\": %g, \"root\": \"%s\", \"order\": \"%s\", \"mean_iterations\": %.4f, "
+             "\"mean_evaluations\": %.4f, \"bisection_points\": %lld, \"degenerate_points\": %lld, "
+             "\"max_error\": %.3g, \"converged\": %s, \"steps_histogram\": [",
+             eo.perplexity, root_names[eo.root], order_names[eo.order], ea->mean_iterations, ea->mean_evaluations,
+             (long long)ea->bisection_points, (long long)ea->degenerate_points, ea->max_error,
+             warn ? "false" : "true");
+    for (int h = 0; entropic && h < 8; h++) printf("%s%lld", h ? ", " : "", (long long)ea->steps_histogram[h]);
+    if (entropic) printf("], ");
+    printf("\"knn_seconds\": %.3f, \"affinity_seconds\": %.4f}\n", t_knn, t_aff);
+    cli_note(&env, "%s affinities of %zu points on %d neighbours in %.3f s (kNN %.2f s); wrote %s",
+             entropic ? "entropic" : kind_names[ao.kind], ds->X->rows, k, t_aff, t_knn, output);
+  }
+  nle_csr_free(&W);
+  nle_ea_result_free(&ea);
+  nle_csr_free(&graph);
+  nle_dataset_free(&ds);
+  cli_env_free(&env);
+  return rc;
+}
