@@ -24,7 +24,8 @@ static const char *help =
     "  -k, --neighbors K      neighbours in the graph (default 3 x perplexity,\n"
     "                         or 15 for the other kinds)\n"
     "  --root NAME            halley (default), euler, newton, bisection, brent,\n"
-    "                         ridder, classic (bisection on beta from 1)\n"
+    "                         ridder, classic (bisection on beta from 1),\n"
+    "                         householder (order-8 series step)\n"
     "  --order NAME           mst (default), msp, density, sequential, random,\n"
     "                         bounds (warm-start order)\n"
     "  --kappa N              neighbours of the order's graph (default 10)\n"
@@ -47,7 +48,8 @@ static int lookup(const char *arg, const char *const *names, int count) {
 }
 
 static const char *const kind_names[] = {"gaussian", "binary", "inverse", "self-tuning", "entropic"};
-static const char *const root_names[] = {"halley", "euler", "newton", "bisection", "brent", "ridder", "classic"};
+static const char *const root_names[] = {"halley", "euler", "newton", "bisection", "brent", "ridder", "classic",
+                                          "householder"};
 static const char *const order_names[] = {"mst", "msp", "density", "sequential", "random", "bounds"};
 
 int cmd_affinity(int argc, char **argv) {
@@ -86,7 +88,7 @@ int cmd_affinity(int argc, char **argv) {
       else entropic = 0, ao.kind = (nle_affinity_kind)idx;
       break;
     case OPT_ROOT:
-      if ((idx = lookup(optarg, root_names, 7)) < 0) env.rc = cli_usage_error("affinity", "unknown --root \"%s\"", optarg);
+      if ((idx = lookup(optarg, root_names, 8)) < 0) env.rc = cli_usage_error("affinity", "unknown --root \"%s\"", optarg);
       else eo.root = (nle_root_method)idx;
       break;
     case OPT_ORDER:

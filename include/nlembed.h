@@ -318,8 +318,12 @@ typedef enum {
   NLE_ROOT_BISECTION = 3,/* bisection in log beta inside the bounds */
   NLE_ROOT_BRENT = 4,    /* Brent's method in log beta inside the bounds */
   NLE_ROOT_RIDDER = 5,   /* Ridder's method in log beta inside the bounds */
-  NLE_ROOT_CLASSIC = 6   /* bisection on beta from beta = 1 with doubling, as in
+  NLE_ROOT_CLASSIC = 6,  /* bisection on beta from beta = 1 with doubling, as in
                             the SNE/t-SNE reference codes (a baseline) */
+  NLE_ROOT_HOUSEHOLDER = 7 /* Householder of order 8 (eq. 2.15 generalised): the
+                            Taylor series of F in beta to order 8, from the
+                            cumulants of the distances under p (no extra
+                            exponentials), inverted by Newton on the polynomial */
 } nle_root_method;
 
 /* The order in which points are solved; each point starts from the solution

@@ -112,6 +112,64 @@ typedef struct {
   double error;  /* |F| at the solution */
 } root_result;
 
+enum { SERIES_ORDER = 8 };
+
+/* A Householder step of order SERIES_ORDER. With Y = beta0 e (dimensionless)
+ * and kappa_n its cumulants under p, F(beta0 (1 + t)) = sum_n a_n t^n with
+ * a_0 = F and a_n = (-1)^n / n! (kappa_{n+1} - (n - 1) kappa_n) for n >= 1
+ * (from log Z(beta0 + D) = log Z0 + sum kappa_n (-D)^n / n! and
+ * H = beta m_1 + log Z). The root of the truncated series nearest 0 is found
+ * by Newton on the polynomial from the Halley step; the result is a step in
+ * log beta, NAN if the polynomial gives no usable root. */
+static double series_step(const double *e, int n, double alpha, double f, const double *w, double halley) {
+  double beta = exp(alpha), z = 0.0, mean = 0.0;
+  for (int j = 0; j < n; j++) {
+    z += w[j];
+    mean += w[j] * e[j];
+  }
+  mean = beta * mean / z;
+  double mu[SERIES_ORDER + 2] = {0};
+  for (int j = 0; j < n; j++) {
+    double c = beta * e[j] - mean, pw = w[j] * c;
+    for (int q = 2; q <= SERIES_ORDER + 1; q++) {
+      pw *= c;
+      mu[q] += pw;
+    }
+  }
+  for (int q = 2; q <= SERIES_ORDER + 1; q++) mu[q] /= z;
+  /* Cumulants from central moments: kappa_q = mu_q - sum_{m=2}^{q-2} C(q-1, m-1) kappa_m mu_{q-m}. */
+  double kappa[SERIES_ORDER + 2] = {0, mean};
+  for (int q = 2; q <= SERIES_ORDER + 1; q++) {
+    double k = mu[q], binom = 1.0; /* C(q-1, m-1), starting at m = 1 */
+    for (int m = 2; m <= q - 2; m++) {
+      binom = binom * (double)(q - m + 1) / (double)(m - 1);
+      k -= binom * kappa[m] * mu[q - m];
+    }
+    kappa[q] = k;
+  }
+  double a[SERIES_ORDER + 1] = {f}, fact = 1.0;
+  for (int q = 1; q <= SERIES_ORDER; q++) {
+    fact *= q;
+    a[q] = ((q % 2) ? -1.0 : 1.0) / fact * (kappa[q + 1] - (q - 1) * kappa[q]);
+  }
+  double t = expm1(halley);
+  for (int it = 0; it < 40; it++) {
+    double p = a[SERIES_ORDER], dp = 0.0;
+    for (int q = SERIES_ORDER - 1; q >= 0; q--) {
+      dp = dp * t + p;
+      p = p * t + a[q];
+    }
+    double next = t - p / dp;
+    if (!isfinite(next) || next <= -1.0) return NAN;
+    if (fabs(next - t) <= 1e-15 * (1.0 + fabs(t))) {
+      t = next;
+      break;
+    }
+    t = next;
+  }
+  return t > -1.0 ? log1p(t) : NAN;
+}
+
 /* One derivative step of the chosen method (eqs. 2.13, 2.14, Newton). */
 static double derivative_step(nle_root_method m, feval v) {
   double newton = -v.f / v.df;
@@ -133,7 +191,7 @@ static double derivative_step(nle_root_method m, feval v) {
 static root_result solve_safeguarded(const double *e, int n, double log_k, double lo, double hi, double x,
                                      const nle_ea_opts *o, double *w) {
   root_result r = {x, 0, 0, 0, 0, INFINITY};
-  int inner = 0, derivative = o->root <= NLE_ROOT_NEWTON;
+  int inner = 0, derivative = o->root <= NLE_ROOT_NEWTON || o->root == NLE_ROOT_HOUSEHOLDER;
   for (;;) {
     feval v = evaluate(e, n, x, log_k, w);
     r.evals++;
@@ -151,7 +209,14 @@ static root_result solve_safeguarded(const double *e, int n, double log_k, doubl
     }
     if (r.evals >= o->max_evals) return r;
     double next = NAN;
-    if (derivative && inner < o->maxit) next = x + derivative_step(o->root, v);
+    if (derivative && inner < o->maxit) {
+      if (o->root == NLE_ROOT_HOUSEHOLDER) {
+        double h = derivative_step(NLE_ROOT_HALLEY, v), step = series_step(e, n, x, v.f, w, h);
+        next = x + (isfinite(step) ? step : h);
+      } else {
+        next = x + derivative_step(o->root, v);
+      }
+    }
     if (next > lo && next < hi) {
       inner++;
     } else {
