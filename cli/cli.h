@@ -79,6 +79,40 @@ bool cli_json_string(const char *json, const char *key, char *buf, size_t len);
 /* Reads a small text file whole (NULL on failure). */
 char *cli_read_small_file(const char *path);
 
+/* The neighbour search of the commands that build a kNN graph. */
+typedef enum { CLI_KNN_AUTO, CLI_KNN_EXACT, CLI_KNN_APPROX } cli_knn_method;
+typedef struct {
+  cli_knn_method method;
+  nle_knn_approx_opts approx;
+} cli_knn_choice;
+
+enum { OPT_KNN_METHOD = 1050, OPT_TREES, OPT_LEAF, OPT_CANDIDATES, OPT_ITERS, OPT_DELTA };
+
+#define CLI_KNN_OPTIONS                                          \
+  {"method", required_argument, 0, OPT_KNN_METHOD},              \
+  {"trees", required_argument, 0, OPT_TREES},                    \
+  {"leaf-size", required_argument, 0, OPT_LEAF},                 \
+  {"max-candidates", required_argument, 0, OPT_CANDIDATES},      \
+  {"iters", required_argument, 0, OPT_ITERS},                    \
+  {"delta", required_argument, 0, OPT_DELTA}
+
+#define CLI_KNN_HELP                                                                        \
+  "Neighbour search:\n"                                                                    \
+  "  --method NAME        exact, approx (random-projection forest + NN-descent), or\n"    \
+  "                       auto (default: exact up to 30,000 points, else approx)\n"       \
+  "  --trees N            approx: random-projection trees (default 5 + N^(1/4))\n"        \
+  "  --leaf-size N        approx: largest leaf (default max(60, k))\n"                    \
+  "  --max-candidates N   approx: NN-descent sample per point (default min(60, k))\n"    \
+  "  --iters N            approx: most NN-descent iterations (default max(5, log2 N))\n"  \
+  "  --delta D            approx: stop below D N k changes per iteration (0.001)\n"
+
+void cli_knn_choice_init(cli_knn_choice *c);
+/* Handles a neighbour-search option: 1 if it was one, 0 if not, -1 on a bad value. */
+int cli_knn_option(cli_env *env, cli_knn_choice *c, int opt, const char *arg);
+/* Runs the chosen search; *used names the method that ran. */
+nle_status cli_knn(cli_env *env, const nle_matf *Y, int k, const cli_knn_choice *c, nle_csr **graph,
+                   const char **used);
+
 int cmd_pca(int argc, char **argv);
 int cmd_knn(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);

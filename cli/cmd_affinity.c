@@ -29,6 +29,8 @@ static const char *help =
     "  --order NAME           mst (default), msp, density, sequential, random,\n"
     "                         bounds (warm-start order)\n"
     "  --kappa N              neighbours of the order's graph (default 10)\n"
+    "  --no-rescale           start from the parent's beta as is, not rescaled\n"
+    "                         by the ratio of the two points' distance scales\n"
     "  --tol T                |H - log K| at convergence (default 1e-10)\n"
     "  --conditional          write the conditional p(m|n) (rows sum to 1)\n"
     "                         instead of (P + P^T) / 2\n"
@@ -36,10 +38,10 @@ static const char *help =
     "  --betas FILE           entropic: write the N precisions beta_n\n"
     "  --sigma S              gaussian: the width (default 1)\n"
     "  --tuning-k K           self-tuning: the neighbour giving sigma_n (default 7)\n"
-    "\n" CLI_COMMON_HELP;
+    "\n" CLI_KNN_HELP "\n" CLI_COMMON_HELP;
 
 enum { OPT_KIND = OPT_COMMAND_BASE, OPT_ROOT, OPT_ORDER, OPT_KAPPA, OPT_TOL, OPT_COND, OPT_NORM, OPT_BETAS,
-       OPT_SIGMA, OPT_TUNING };
+       OPT_SIGMA, OPT_TUNING, OPT_NO_RESCALE };
 
 static int lookup(const char *arg, const char *const *names, int count) {
   for (int i = 0; i < count; i++)
@@ -60,18 +62,26 @@ int cmd_affinity(int argc, char **argv) {
       {"kappa", required_argument, 0, OPT_KAPPA}, {"tol", required_argument, 0, OPT_TOL},
       {"conditional", no_argument, 0, OPT_COND}, {"normalize", no_argument, 0, OPT_NORM},
       {"betas", required_argument, 0, OPT_BETAS}, {"sigma", required_argument, 0, OPT_SIGMA},
-      {"tuning-k", required_argument, 0, OPT_TUNING}, CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
+      {"tuning-k", required_argument, 0, OPT_TUNING}, {"no-rescale", no_argument, 0, OPT_NO_RESCALE}, CLI_KNN_OPTIONS, CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
   cli_env env;
   if (cli_env_init(&env, "affinity", help)) return 1;
   nle_ea_opts eo;
   nle_ea_opts_init(&eo);
   nle_affinity_opts ao;
   nle_affinity_opts_init(&ao);
+  cli_knn_choice choice;
+  cli_knn_choice_init(&choice);
+  const char *method = "exact";
   int entropic = 1, conditional = 0, normalize = 0, k = 0;
   const char *output = NULL, *betas = NULL;
   long long v;
   int c, idx;
   while ((c = cli_next_option(&env, argc, argv, "o:p:k:", longopts)) != -1) {
+    int knn_opt = cli_knn_option(&env, &choice, c, optarg);
+    if (knn_opt) {
+      if (knn_opt < 0) env.rc = 2;
+      continue;
+    }
     switch (c) {
     case 'o': output = optarg; break;
     case 'p':
@@ -103,6 +113,7 @@ int cmd_affinity(int argc, char **argv) {
       if (!cli_parse_double(optarg, &eo.tol) || eo.tol <= 0) env.rc = cli_usage_error("affinity", "--tol takes a positive number");
       break;
     case OPT_COND: conditional = 1; break;
+    case OPT_NO_RESCALE: eo.rescale = 0; break;
     case OPT_NORM: normalize = 1; break;
     case OPT_BETAS: betas = optarg; break;
     case OPT_SIGMA:
@@ -140,10 +151,7 @@ int cmd_affinity(int argc, char **argv) {
   }
   if (!rc && !s) {
     double t0 = nle_time_seconds();
-    nle_knn_opts ko;
-    nle_knn_opts_init(&ko);
-    ko.k = k;
-    s = nle_knn_exact(env.ctx, ds->X, &ko, &graph);
+    s = cli_knn(&env, ds->X, k, &choice, &graph, &method);
     t_knn = nle_time_seconds() - t0;
   }
   nle_status warn = NLE_OK;
@@ -180,7 +188,7 @@ int cmd_affinity(int argc, char **argv) {
              warn ? "false" : "true");
     for (int h = 0; entropic && h < 8; h++) printf("%s%lld", h ? ", " : "", (long long)ea->steps_histogram[h]);
     if (entropic) printf("], ");
-    printf("\"knn_seconds\": %.3f, \"affinity_seconds\": %.4f}\n", t_knn, t_aff);
+    printf("\"knn_method\": \"%s\", \"knn_seconds\": %.3f, \"affinity_seconds\": %.4f}\n", method, t_knn, t_aff);
     cli_note(&env, "%s affinities of %zu points on %d neighbours in %.3f s (kNN %.2f s); wrote %s",
              entropic ? "entropic" : kind_names[ao.kind], ds->X->rows, k, t_aff, t_knn, output);
   }

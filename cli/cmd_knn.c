@@ -8,9 +8,9 @@
 static const char *help =
     "Usage: nlembed knn [options] INPUT -o OUTPUT\n"
     "\n"
-    "Exact k nearest neighbours of every point (itself excluded), by blocked\n"
-    "GEMM distances and a partial selection per row, re-ranked with directly\n"
-    "computed distances. Output by extension: .mtx (Matrix Market, values are\n"
+    "The k nearest neighbours of every point (itself excluded): exact (blocked\n"
+    "GEMM distances, certified) or approximate (random-projection forest +\n"
+    "NN-descent). Output by extension: .mtx (Matrix Market, values are\n"
     "squared distances), or .npy/.csv (N x k neighbour indices, 0-based).\n"
     "Prints one JSON line with the timing on stdout.\n"
     "\n"
@@ -18,7 +18,7 @@ static const char *help =
     "  -o, --output FILE     the graph (.mtx) or the indices (.npy, .csv, ...)\n"
     "  -k, --neighbors K     neighbours per point, 1 <= K < N (default 10)\n"
     "  --distances FILE      also write the N x k squared distances\n"
-    "\n" CLI_COMMON_HELP;
+    "\n" CLI_KNN_HELP "\n" CLI_COMMON_HELP;
 
 enum { OPT_DISTANCES = OPT_COMMAND_BASE };
 
@@ -36,16 +36,24 @@ int cmd_knn(int argc, char **argv) {
   static const struct option longopts[] = {{"output", required_argument, 0, 'o'},
                                            {"neighbors", required_argument, 0, 'k'},
                                            {"distances", required_argument, 0, OPT_DISTANCES},
+                                           CLI_KNN_OPTIONS,
                                            CLI_COMMON_OPTIONS,
                                            {0, 0, 0, 0}};
   cli_env env;
   if (cli_env_init(&env, "knn", help)) return 1;
   nle_knn_opts o;
   nle_knn_opts_init(&o);
-  const char *output = NULL, *dist_out = NULL;
+  cli_knn_choice choice;
+  cli_knn_choice_init(&choice);
+  const char *output = NULL, *dist_out = NULL, *method = "exact";
   long long v;
   int c;
   while ((c = cli_next_option(&env, argc, argv, "o:k:", longopts)) != -1) {
+    int knn_opt = cli_knn_option(&env, &choice, c, optarg);
+    if (knn_opt) {
+      if (knn_opt < 0) env.rc = 2;
+      continue;
+    }
     switch (c) {
     case 'o': output = optarg; break;
     case 'k':
@@ -72,17 +80,17 @@ int cmd_knn(int argc, char **argv) {
   if (!rc && !s) s = cli_load(&env, argv[optind], &ds);
   if (!rc && !s) {
     double t0 = nle_time_seconds();
-    s = nle_knn_exact(env.ctx, ds->X, &o, &g);
+    s = cli_knn(&env, ds->X, o.k, &choice, &g, &method);
     t = nle_time_seconds() - t0;
   }
   if (!rc && !s) s = write_graph(env.ctx, output, g, o.k, 0);
   if (!rc && !s && dist_out) s = write_graph(env.ctx, dist_out, g, o.k, 1);
   if (!rc && s) rc = cli_fail(&env, s);
   if (!rc) {
-    printf("{\"command\": \"knn\", \"input\": \"%s\", \"n\": %zu, \"dim\": %zu, \"k\": %d, \"method\": \"exact\", "
+    printf("{\"command\": \"knn\", \"input\": \"%s\", \"n\": %zu, \"dim\": %zu, \"k\": %d, \"method\": \"%s\", "
            "\"threads\": %d, \"seconds\": %.3f}\n",
-           ds->name, ds->X->rows, ds->X->cols, o.k, nle_ctx_threads(env.ctx), t);
-    cli_note(&env, "exact %d-NN of %zu x %zu in %.2f s; wrote %s", o.k, ds->X->rows, ds->X->cols, t, output);
+           ds->name, ds->X->rows, ds->X->cols, o.k, method, nle_ctx_threads(env.ctx), t);
+    cli_note(&env, "%s %d-NN of %zu x %zu in %.2f s; wrote %s", method, o.k, ds->X->rows, ds->X->cols, t, output);
   }
   nle_csr_free(&g);
   nle_dataset_free(&ds);

@@ -290,3 +290,55 @@ char *cli_read_small_file(const char *path) {
   if (buf) buf[n] = '\0';
   return buf;
 }
+
+/* Exact search is one GEMM pass and beats NN-descent below this many points
+ * (bench/knn_approx.sh). */
+#define AUTO_EXACT_MAX_N 30000
+
+void cli_knn_choice_init(cli_knn_choice *c) {
+  c->method = CLI_KNN_AUTO;
+  nle_knn_approx_opts_init(&c->approx);
+}
+
+int cli_knn_option(cli_env *env, cli_knn_choice *c, int opt, const char *arg) {
+  long long v;
+  double x;
+  switch (opt) {
+  case OPT_KNN_METHOD:
+    if (!strcmp(arg, "auto")) c->method = CLI_KNN_AUTO;
+    else if (!strcmp(arg, "exact")) c->method = CLI_KNN_EXACT;
+    else if (!strcmp(arg, "approx")) c->method = CLI_KNN_APPROX;
+    else return cli_usage_error(env->command, "--method takes auto, exact or approx"), -1;
+    return 1;
+  case OPT_TREES:
+  case OPT_LEAF:
+  case OPT_CANDIDATES:
+  case OPT_ITERS:
+    if (!cli_parse_int(arg, 1, 100000, &v)) return cli_usage_error(env->command, "neighbour-search options take positive integers"), -1;
+    if (opt == OPT_TREES) c->approx.n_trees = (int)v;
+    else if (opt == OPT_LEAF) c->approx.leaf_size = (int)v;
+    else if (opt == OPT_CANDIDATES) c->approx.max_candidates = (int)v;
+    else c->approx.max_iters = (int)v;
+    return 1;
+  case OPT_DELTA:
+    if (!cli_parse_double(arg, &x) || x < 0) return cli_usage_error(env->command, "--delta takes a number >= 0"), -1;
+    c->approx.delta = x;
+    return 1;
+  default: return 0;
+  }
+}
+
+nle_status cli_knn(cli_env *env, const nle_matf *Y, int k, const cli_knn_choice *c, nle_csr **graph,
+                   const char **used) {
+  int exact = c->method == CLI_KNN_EXACT || (c->method == CLI_KNN_AUTO && Y->rows <= AUTO_EXACT_MAX_N);
+  *used = exact ? "exact" : "approx";
+  if (exact) {
+    nle_knn_opts o;
+    nle_knn_opts_init(&o);
+    o.k = k;
+    return nle_knn_exact(env->ctx, Y, &o, graph);
+  }
+  nle_knn_approx_opts o = c->approx;
+  o.k = k;
+  return nle_knn_approx(env->ctx, Y, &o, graph);
+}

@@ -304,6 +304,28 @@ void nle_knn_opts_init(nle_knn_opts *o);
 nle_status nle_knn_exact(nle_ctx *ctx, const nle_matf *Y, const nle_knn_opts *opts,
                          nle_csr **graph);
 
+typedef struct {
+  int k;              /* neighbours per point, 1 <= k < N (default 10) */
+  int n_trees;        /* random-projection trees; 0 (default): 5 + N^(1/4), at
+                         most 32 */
+  int leaf_size;      /* largest leaf; 0 (default): max(60, k) */
+  int max_candidates; /* NN-descent sample per point and iteration; 0
+                         (default): min(60, k) */
+  int max_iters;      /* NN-descent iterations; 0 (default): max(5, log2 N) */
+  double delta;       /* stop when fewer than delta N k entries change in an
+                         iteration (default 0.001) */
+} nle_knn_approx_opts;
+
+void nle_knn_approx_opts_init(nle_knn_approx_opts *o);
+
+/* Approximate k nearest neighbours: a forest of random-projection trees seeds
+ * every point's candidates (all pairs within each leaf, by GEMM), then
+ * NN-descent refines them by local joins (Dong, Charikar and Li 2011) with
+ * sampled new/old candidates and reverse neighbours. Deterministic for a given
+ * seed whatever the number of threads. Same output as nle_knn_exact: rows
+ * sorted by exact squared distance, ties by index. */
+nle_status nle_knn_approx(nle_ctx *ctx, const nle_matf *Y, const nle_knn_approx_opts *opts, nle_csr **graph);
+
 /* ========================================================================== */
 /* Affinities                                                                 */
 /* ========================================================================== */
@@ -344,7 +366,7 @@ typedef struct {
   double perplexity;    /* K, 1 <= K < number of neighbours (default 30) */
   nle_root_method root; /* default NLE_ROOT_HALLEY */
   nle_ea_order order;   /* default NLE_ORDER_MST */
-  int kappa;            /* neighbours in the order's graph (default 10) */
+  int kappa;            /* neighbours in the order's graph (default 10; at most k) */
   double tol;           /* |H_n - log K| at convergence (default 1e-10) */
   int maxit;            /* derivative steps before a forced bisection (20) */
   int max_evals;        /* evaluations per point before giving up (default 200) */

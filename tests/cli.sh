@@ -114,7 +114,26 @@ if [ "$(head -c 8 "$T/sr.png" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a"
 expect_ok plot_svg $N plot "$T/sr.npy" -o "$T/sr.svg" --quiet
 if grep -q '<svg' "$T/sr.svg"; then ok plot_svg_content; else bad plot_svg_content "not an SVG"; fi
 expect_fail plot_one_column "a scatter plot needs 2" "$T/x.png" -- $N plot "$T/p.csv" -o "$T/x.png"
-for cmd in pca knn metrics plot; do
+# ---- affinities and approximate neighbours
+expect_ok affinity_entropic $N affinity swissroll:1500 -p 10 -o "$T/a.mtx" --betas "$T/b.npy" --quiet
+if grep -q '"mean_iterations": [0-9]' "$T/stdout" && grep -q '"converged": true' "$T/stdout" && head -1 "$T/a.mtx" | grep -q MatrixMarket; then
+  ok affinity_outputs; else bad affinity_outputs "$(cat "$T/stdout")"; fi
+expect_ok affinity_gaussian $N affinity blobs:800:5:3 --kind gaussian --sigma 2 -k 10 -o "$T/g.mtx" --quiet
+expect_ok knn_approx $N knn blobs:3000:8:5 -k 10 --method approx -o "$T/ga.npy" --quiet
+if grep -q '"method": "approx"' "$T/stdout"; then ok knn_approx_method; else bad knn_approx_method "$(cat "$T/stdout")"; fi
+printf '1,2\n1,2\n1,2\n1,2\n1,2\n1,2\n1,2\n1,2\n' > "$T/constant.csv"
+expect_fail affinity_constant "constant or heavily duplicated data" "$T/c.mtx" -- $N affinity "$T/constant.csv" -p 2 -k 6 -o "$T/c.mtx"
+expect_fail affinity_perplexity "perplexity 30 must be above 1 and below the number of neighbours k = 20" "$T/c.mtx" -- $N affinity swissroll:500 -p 30 -k 20 -o "$T/c.mtx"
+expect_fail affinity_k_vs_n "k = 90 neighbours need more than 50 points" "$T/c.mtx" -- $N affinity spiral:50 -o "$T/c.mtx"
+expect_fail affinity_one_point "need more than 1 points" "$T/c.mtx" -- $N affinity spiral:1 -p 2 -k 1 -o "$T/c.mtx"
+expect_fail affinity_inverse_duplicates "coincide (remove duplicate points)" "$T/c.mtx" -- $N affinity "$T/constant.csv" --kind inverse -k 3 -o "$T/c.mtx"
+printf '0,0\n0,0\n0,0\n1,0\n0,1\n2,2\n3,1\n1,3\n2,0\n0,2\n' > "$T/dups.csv"
+expect_ok affinity_duplicates $N affinity "$T/dups.csv" -p 3 -k 6 -o "$T/d.mtx" --quiet
+# (1,0) has four neighbours tied at distance 1 >= perplexity 3: documented as degenerate.
+if ! grep -qiE 'nan|inf' "$T/d.mtx" && grep -q '"degenerate_points": 2' "$T/stdout"; then ok affinity_duplicates_finite; else bad affinity_duplicates_finite "$(cat "$T/stdout")"; fi
+expect_fail unknown_root "unknown --root" - -- $N affinity spiral:100 --root secant -o "$T/c.mtx"
+
+for cmd in pca knn affinity metrics plot; do
   if $N $cmd --help | grep -q "Usage: nlembed $cmd"; then ok "help_$cmd"; else bad "help_$cmd" "no usage"; fi
 done
 if $N --help | grep -q "Commands:" && $N --version | grep -q '^nlembed [0-9]'; then ok help_and_version; else bad help_and_version "missing"; fi

@@ -111,7 +111,105 @@ static void knn_duplicates_and_errors(void) {
   nle_ctx_free(&ctx);
 }
 
-const nle_test_case neighbors_tests[] = {{"neighbors/knn_vs_naive", knn_vs_naive},
+/* Mean fraction of the exact neighbours found. */
+static double recall_vs_exact(const nle_csr *a, const nle_csr *e) {
+  double hit = 0;
+  for (int64_t i = 0; i < e->rows; i++)
+    for (int64_t p = e->rowptr[i]; p < e->rowptr[i + 1]; p++)
+      for (int64_t q = a->rowptr[i]; q < a->rowptr[i + 1]; q++)
+        if (a->colind[q] == e->colind[p]) {
+          hit++;
+          break;
+        }
+  return hit / (double)e->nnz;
+}
+
+/* Recall against the exact graph above a floor on clustered and on uniform
+ * data, rows sorted with exact distances, no self, no repeats. */
+static void approx_recall(void) {
+  nle_ctx *ctx = test_ctx(1);
+  const char *sets[2] = {"blobs:4000:20:12", "swissroll:4000"};
+  for (int d = 0; d < 2; d++) {
+    nle_dataset *ds;
+    nle_test_ok(nle_dataset_read(ctx, sets[d], NULL, &ds));
+    nle_knn_opts eo;
+    nle_knn_opts_init(&eo);
+    eo.k = 15;
+    nle_knn_approx_opts ao;
+    nle_knn_approx_opts_init(&ao);
+    ao.k = 15;
+    nle_csr *e, *a;
+    nle_test_ok(nle_knn_exact(ctx, ds->X, &eo, &e));
+    nle_test_ok(nle_knn_approx(ctx, ds->X, &ao, &a));
+    double r = recall_vs_exact(a, e);
+    if (!nle_test(r >= 0.99)) printf("  %s: recall %.4f\n", sets[d], r);
+    int sane = 1;
+    for (int64_t i = 0; i < a->rows; i++)
+      for (int64_t q = a->rowptr[i]; q < a->rowptr[i + 1]; q++) {
+        sane &= a->colind[q] != i && a->colind[q] >= 0;
+        if (q > a->rowptr[i]) sane &= nle_csr_value(a, q) > nle_csr_value(a, q - 1) ||
+                                      (nle_csr_value(a, q) == nle_csr_value(a, q - 1) && a->colind[q] > a->colind[q - 1]);
+      }
+    nle_test(sane);
+    nle_csr_free(&e);
+    nle_csr_free(&a);
+    nle_dataset_free(&ds);
+  }
+  nle_ctx_free(&ctx);
+}
+
+/* The same graph bit for bit with 1 and 2 threads, and for a repeated seed. */
+static void approx_deterministic(void) {
+  nle_matf *Y = test_random_matf(3000, 12, 17);
+  nle_ctx *one = test_ctx(5), *two = test_ctx(5);
+  nle_ctx_set_threads(two, 2);
+  nle_knn_approx_opts o;
+  nle_knn_approx_opts_init(&o);
+  o.k = 12;
+  o.max_candidates = 8; /* small samples leave work for several iterations */
+  nle_csr *a, *b, *c;
+  nle_test_ok(nle_knn_approx(one, Y, &o, &a));
+  nle_test_ok(nle_knn_approx(two, Y, &o, &b));
+  nle_test_ok(nle_knn_approx(two, Y, &o, &c));
+  nle_test(!memcmp(a->colind, b->colind, sizeof(int32_t) * (size_t)a->nnz));
+  nle_test(!memcmp(a->val, b->val, sizeof(float) * (size_t)a->nnz));
+  nle_test(!memcmp(b->colind, c->colind, sizeof(int32_t) * (size_t)b->nnz));
+  nle_csr_free(&a);
+  nle_csr_free(&b);
+  nle_csr_free(&c);
+  nle_matf_free(&Y);
+  nle_ctx_free(&one);
+  nle_ctx_free(&two);
+}
+
+/* Many exact duplicates and tiny inputs: still valid graphs. */
+static void approx_edge_cases(void) {
+  nle_ctx *ctx = test_ctx(1);
+  nle_matf *Y = test_random_matf(500, 3, 4);
+  for (int i = 1; i < 200; i++)
+    for (int c = 0; c < 3; c++) Y->data[i * 3 + c] = Y->data[c]; /* 200 copies of point 0 */
+  nle_knn_approx_opts o;
+  nle_knn_approx_opts_init(&o);
+  o.k = 5;
+  nle_csr *g = NULL;
+  nle_test_ok(nle_knn_approx(ctx, Y, &o, &g));
+  nle_test(g && nle_csr_value(g, 0) == 0.0f && nle_csr_value(g, 4) == 0.0f);
+  nle_csr_free(&g);
+  nle_matf small = {6, 3, Y->data + 600};
+  o.k = 5;
+  nle_test_ok(nle_knn_approx(ctx, &small, &o, &g));
+  nle_test(matches_naive(&small, g, 5));
+  nle_csr_free(&g);
+  o.k = 6;
+  nle_test(nle_knn_approx(ctx, &small, &o, &g) == NLE_ERR_ARG && g == NULL);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
+const nle_test_case neighbors_tests[] = {{"neighbors/approx_recall", approx_recall},
+                                         {"neighbors/approx_deterministic", approx_deterministic},
+                                         {"neighbors/approx_edge_cases", approx_edge_cases},
+                                         {"neighbors/knn_vs_naive", knn_vs_naive},
                                          {"neighbors/knn_threads_identical", knn_threads_identical},
                                          {"neighbors/knn_duplicates_and_errors", knn_duplicates_and_errors},
                                          {NULL, NULL}};
