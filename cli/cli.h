@@ -99,10 +99,11 @@ enum { OPT_KNN_METHOD = 1050, OPT_TREES, OPT_LEAF, OPT_CANDIDATES, OPT_ITERS, OP
 #define CLI_KNN_HELP                                                                        \
   "Neighbour search:\n"                                                                    \
   "  --method NAME        exact, approx (random-projection forest + NN-descent), or\n"    \
-  "                       auto (default: exact up to 30,000 points, else approx)\n"       \
-  "  --trees N            approx: random-projection trees (default 5 + N^(1/4))\n"        \
+  "                       auto (default: whichever a cost model in N and D expects\n"     \
+  "                       to be faster; exact below ~40,000 points at D = 784)\n"        \
+  "  --trees N            approx: random-projection trees (default 4 + N^(1/4) / 2)\n"    \
   "  --leaf-size N        approx: largest leaf (default max(60, k))\n"                    \
-  "  --max-candidates N   approx: NN-descent sample per point (default min(60, k))\n"    \
+  "  --max-candidates N   approx: NN-descent sample per point (default min(30, k))\n"    \
   "  --iters N            approx: most NN-descent iterations (default max(5, log2 N))\n"  \
   "  --delta D            approx: stop below D N k changes per iteration (0.001)\n"
 

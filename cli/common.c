@@ -291,9 +291,14 @@ char *cli_read_small_file(const char *path) {
   return buf;
 }
 
-/* Exact search is one GEMM pass and beats NN-descent below this many points
- * (bench/knn_approx.sh). */
-#define AUTO_EXACT_MAX_N 30000
+/* Whether exact search is expected to be faster: its cost grows as
+ * N^2 (c + e D), the approximate one's as N (a + b D). The constants are
+ * seconds fitted on this project's 2-core machine with k = 90 (Fashion-MNIST
+ * at D = 50 and 784, bench/knn_approx.sh); only their ratios matter. */
+static int exact_is_faster(size_t n, size_t d) {
+  const double a = 1.97e-4, b = 2.84e-7, c = 8.4e-10, e = 1.16e-11;
+  return (double)n * (c + e * (double)d) < a + b * (double)d;
+}
 
 void cli_knn_choice_init(cli_knn_choice *c) {
   c->method = CLI_KNN_AUTO;
@@ -330,7 +335,7 @@ int cli_knn_option(cli_env *env, cli_knn_choice *c, int opt, const char *arg) {
 
 nle_status cli_knn(cli_env *env, const nle_matf *Y, int k, const cli_knn_choice *c, nle_csr **graph,
                    const char **used) {
-  int exact = c->method == CLI_KNN_EXACT || (c->method == CLI_KNN_AUTO && Y->rows <= AUTO_EXACT_MAX_N);
+  int exact = c->method == CLI_KNN_EXACT || (c->method == CLI_KNN_AUTO && exact_is_faster(Y->rows, Y->cols));
   *used = exact ? "exact" : "approx";
   if (exact) {
     nle_knn_opts o;

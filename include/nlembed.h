@@ -306,11 +306,11 @@ nle_status nle_knn_exact(nle_ctx *ctx, const nle_matf *Y, const nle_knn_opts *op
 
 typedef struct {
   int k;              /* neighbours per point, 1 <= k < N (default 10) */
-  int n_trees;        /* random-projection trees; 0 (default): 5 + N^(1/4), at
-                         most 32 */
+  int n_trees;        /* random-projection trees; 0 (default): 4 + N^(1/4) / 2,
+                         at most 32 */
   int leaf_size;      /* largest leaf; 0 (default): max(60, k) */
   int max_candidates; /* NN-descent sample per point and iteration; 0
-                         (default): min(60, k) */
+                         (default): min(30, k) */
   int max_iters;      /* NN-descent iterations; 0 (default): max(5, log2 N) */
   double delta;       /* stop when fewer than delta N k entries change in an
                          iteration (default 0.001) */
