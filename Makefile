@@ -22,7 +22,7 @@ CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 HEADERS  := include/nlembed.h $(wildcard src/*/*.h) $(wildcard cli/*.h) $(wildcard tests/*.h)
 
-.PHONY: all lib test asan check fuzz clean help
+.PHONY: all lib test asan check fuzz bench clean help
 
 all: $(BUILD)/libnlembed.a $(BUILD)/libnlembed.so $(BUILD)/nlembed $(BUILD)/test_runner
 
@@ -60,6 +60,12 @@ fuzz:
 	    fuzz/fuzz_$$t.c build-fuzz/libnlembed.a -o build-fuzz/fuzz_$$t \
 	    -fopenmp $(LDLIBS) || exit 1; done
 
+# Benchmark programs (run by hand, see bench/).
+bench: $(BUILD)/ea_table
+
+$(BUILD)/ea_table: bench/ea_table.c $(BUILD)/libnlembed.a
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libnlembed.a $(LDFLAGS) $(LDLIBS)
+
 clean:
 	rm -rf build build-asan build-fuzz
 
@@ -67,3 +73,4 @@ help:
 	@echo "make            library, tool and tests in build/"
 	@echo "make asan       the same with ASan+UBSan in build-asan/"
 	@echo "make fuzz       libFuzzer targets in build-fuzz/ (clang)"
+	@echo "make bench      benchmark programs in build/ (see bench/)"

@@ -81,7 +81,7 @@ test_suite() {
 case "${1:-}" in
   run)   install_missing "${PACKAGES[@]}"; build; main_job ;;
   test)  install_missing "${PACKAGES[@]}"; build; test_suite ;;
-  bench) install_missing "${PACKAGES[@]}" "${BENCH_PACKAGES[@]}"; build ;;
+  bench) install_missing "${PACKAGES[@]}" "${BENCH_PACKAGES[@]}"; build; make -s bench ;;
   build) install_missing "${PACKAGES[@]}"; build ;;
   *) sed -n '2,10p' "$0"; exit 2 ;;
 esac

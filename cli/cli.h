@@ -39,9 +39,13 @@ enum {
   "  --label-column N     text input column (1-based, or 'last') holding labels\n"       \
   "  --help               this help\n"
 
+struct cli_knn_choice;
+
 typedef struct {
   const char *command;
   const char *help;   /* the command's --help text */
+  struct cli_knn_choice *knn; /* neighbour-search options, for the commands
+                                 that build a graph (else NULL) */
   int rc;             /* exit code once an option was bad (or 0) */
   bool help_shown;    /* --help was printed: exit 0 */
   nle_ctx *ctx;
@@ -81,7 +85,7 @@ char *cli_read_small_file(const char *path);
 
 /* The neighbour search of the commands that build a kNN graph. */
 typedef enum { CLI_KNN_AUTO, CLI_KNN_EXACT, CLI_KNN_APPROX } cli_knn_method;
-typedef struct {
+typedef struct cli_knn_choice {
   cli_knn_method method;
   nle_knn_approx_opts approx;
 } cli_knn_choice;
@@ -108,8 +112,6 @@ enum { OPT_KNN_METHOD = 1050, OPT_TREES, OPT_LEAF, OPT_CANDIDATES, OPT_ITERS, OP
   "  --delta D            approx: stop below D N k changes per iteration (0.001)\n"
 
 void cli_knn_choice_init(cli_knn_choice *c);
-/* Handles a neighbour-search option: 1 if it was one, 0 if not, -1 on a bad value. */
-int cli_knn_option(cli_env *env, cli_knn_choice *c, int opt, const char *arg);
 /* Runs the chosen search; *used names the method that ran. */
 nle_status cli_knn(cli_env *env, const nle_matf *Y, int k, const cli_knn_choice *c, nle_csr **graph,
                    const char **used);

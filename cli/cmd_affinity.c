@@ -71,17 +71,13 @@ int cmd_affinity(int argc, char **argv) {
   nle_affinity_opts_init(&ao);
   cli_knn_choice choice;
   cli_knn_choice_init(&choice);
+  env.knn = &choice;
   const char *method = "exact";
   int entropic = 1, conditional = 0, normalize = 0, k = 0;
   const char *output = NULL, *betas = NULL;
   long long v;
   int c, idx;
   while ((c = cli_next_option(&env, argc, argv, "o:p:k:", longopts)) != -1) {
-    int knn_opt = cli_knn_option(&env, &choice, c, optarg);
-    if (knn_opt) {
-      if (knn_opt < 0) env.rc = 2;
-      continue;
-    }
     switch (c) {
     case 'o': output = optarg; break;
     case 'p':

@@ -45,15 +45,11 @@ int cmd_knn(int argc, char **argv) {
   nle_knn_opts_init(&o);
   cli_knn_choice choice;
   cli_knn_choice_init(&choice);
+  env.knn = &choice;
   const char *output = NULL, *dist_out = NULL, *method = "exact";
   long long v;
   int c;
   while ((c = cli_next_option(&env, argc, argv, "o:k:", longopts)) != -1) {
-    int knn_opt = cli_knn_option(&env, &choice, c, optarg);
-    if (knn_opt) {
-      if (knn_opt < 0) env.rc = 2;
-      continue;
-    }
     switch (c) {
     case 'o': output = optarg; break;
     case 'k':

@@ -21,6 +21,8 @@ typedef struct {
 
 static progress_state progress;
 
+static int knn_option(cli_env *env, cli_knn_choice *c, int opt, const char *arg);
+
 static void format_duration(double s, char *buf, size_t len) {
   if (!isfinite(s) || s < 0) s = 0;
   long t = (long)(s + 0.5);
@@ -170,6 +172,7 @@ int cli_next_option(cli_env *env, int argc, char **argv, const char *shortopts, 
       return -1;
     }
     int common = common_option(env, c, optarg);
+    if (common == 0 && env->knn) common = knn_option(env, env->knn, c, optarg);
     if (common < 0) env->rc = 2;
     else if (common == 0) return c;
   }
@@ -305,7 +308,7 @@ void cli_knn_choice_init(cli_knn_choice *c) {
   nle_knn_approx_opts_init(&c->approx);
 }
 
-int cli_knn_option(cli_env *env, cli_knn_choice *c, int opt, const char *arg) {
+static int knn_option(cli_env *env, cli_knn_choice *c, int opt, const char *arg) {
   long long v;
   double x;
   switch (opt) {
