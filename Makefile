@@ -9,7 +9,7 @@ BLAS_INC ?= /usr/include/x86_64-linux-gnu/openblas-pthread
 CAIRO_CFLAGS := $(shell pkg-config --cflags cairo 2>/dev/null)
 CAIRO_LIBS   := $(shell pkg-config --libs cairo 2>/dev/null || echo -lcairo)
 
-CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fopenmp -fPIC -g $(OPT) $(SAN) \
+CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fopenmp -fPIC -fno-math-errno -g $(OPT) $(SAN) \
            -Iinclude -I$(BLAS_INC) $(CAIRO_CFLAGS) $(EXTRA_CFLAGS)
 LDLIBS  := $(CAIRO_LIBS) -llapacke -lopenblas -lz -lm
 LDFLAGS := -fopenmp $(SAN) $(EXTRA_LDFLAGS)

@@ -22,7 +22,7 @@ static void die(nle_ctx *ctx, const char *what) {
 }
 
 int main(int argc, char **argv) {
-  const char *data = NULL;
+  const char *data = NULL, *only = NULL;
   int dim = 0, k = 90, reps = 3, threads = 2;
   double perplexity = 30;
   for (int i = 1; i < argc; i++) {
@@ -31,10 +31,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "-p") && i + 1 < argc) perplexity = atof(argv[++i]);
     else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i]; /* ORDER:ROOT */
     else data = argv[i];
   }
   if (!data || reps < 1) {
-    fprintf(stderr, "usage: ea_table DATA [-d PCA_DIM] [-k K] [-p PERPLEXITY] [--reps R] [--threads T]\n");
+    fprintf(stderr, "usage: ea_table DATA [-d PCA_DIM] [-k K] [-p PERPLEXITY] [--reps R] [--threads T] [--only ORDER:ROOT]\n");
     return 2;
   }
   nle_ctx *ctx = nle_ctx_new();
@@ -71,6 +72,9 @@ int main(int argc, char **argv) {
     for (int ri = 0; ri < 8; ri++) {
       int r = root_order[ri];
       if (r == NLE_ROOT_CLASSIC && oi != NLE_ORDER_SEQUENTIAL) continue; /* classic ignores the warm start */
+      char name[64];
+      snprintf(name, sizeof name, "%s:%s", orders[oi], roots[r]);
+      if (only && strcmp(only, name)) continue;
       nle_ea_opts o;
       nle_ea_opts_init(&o);
       o.perplexity = perplexity;
@@ -95,7 +99,7 @@ int main(int argc, char **argv) {
       nle_ea_result_free(&res);
     }
   /* The dissertation's warm start (no rescaling), for the record. */
-  for (int ri = 0; ri < 2; ri++) {
+  for (int ri = 0; !only && ri < 2; ri++) {
     nle_ea_opts o;
     nle_ea_opts_init(&o);
     o.perplexity = perplexity;

@@ -364,7 +364,7 @@ typedef enum {
 
 typedef struct {
   double perplexity;    /* K, 1 <= K < number of neighbours (default 30) */
-  nle_root_method root; /* default NLE_ROOT_HALLEY */
+  nle_root_method root; /* default NLE_ROOT_HOUSEHOLDER */
   nle_ea_order order;   /* default NLE_ORDER_MST */
   int kappa;            /* neighbours in the order's graph (default 10; at most k) */
   double tol;           /* |H_n - log K| at convergence (default 1e-10) */

@@ -10,9 +10,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* glibc's vector exp (libmvec, linked through -lm) is declared only under
+ * -ffast-math, which this library does not use; declaring the SIMD variant
+ * here lets the entropy loop call it (4 ulp at most). */
+#if defined(_OPENMP) && defined(__x86_64__) && defined(__GLIBC__)
+#pragma omp declare simd notinbranch
+double exp(double x);
+#endif
+
 void nle_ea_opts_init(nle_ea_opts *o) {
   o->perplexity = 30.0;
-  o->root = NLE_ROOT_HALLEY;
+  o->root = NLE_ROOT_HOUSEHOLDER;
   o->order = NLE_ORDER_MST;
   o->kappa = 10;
   o->tol = 1e-10;
@@ -30,6 +38,7 @@ void nle_ea_result_free(nle_ea_result **r) {
 }
 
 /* F and its first two derivatives in alpha = log beta (sec. 2.3.1), from the
+ * weights w (n + 1 slots: the weights, then the alpha they were made at),
  * distances shifted by the nearest one (the entropy does not change, and
  * exp(-beta e) cannot underflow for the nearest). Central moments keep the
  * variance and the third moment accurate: F' = -beta^2 var,
@@ -40,12 +49,16 @@ typedef struct {
 
 static feval evaluate(const double *e, int n, double alpha, double log_k, double *w) {
   double beta = exp(alpha), z = 0.0, s1 = 0.0;
+  /* Vectorised exponentials (libmvec; the build uses -fno-math-errno). */
+#pragma omp simd reduction(+ : z, s1)
   for (int j = 0; j < n; j++) {
     w[j] = exp(-beta * e[j]);
     z += w[j];
     s1 += w[j] * e[j];
   }
+  w[n] = alpha; /* which log beta the weights belong to (see solve_point) */
   double m1 = s1 / z, var = 0.0, mu3 = 0.0;
+#pragma omp simd reduction(+ : var, mu3)
   for (int j = 0; j < n; j++) {
     double c = e[j] - m1, pc2 = w[j] * c * c;
     var += pc2;
@@ -123,20 +136,28 @@ enum { SERIES_ORDER = 8 };
  * log beta, NAN if the polynomial gives no usable root. */
 static double series_step(const double *e, int n, double alpha, double f, const double *w, double halley) {
   double beta = exp(alpha), z = 0.0, mean = 0.0;
+#pragma omp simd reduction(+ : z, mean)
   for (int j = 0; j < n; j++) {
     z += w[j];
     mean += w[j] * e[j];
   }
   mean = beta * mean / z;
-  double mu[SERIES_ORDER + 2] = {0};
+  /* Central moments 2..9 of Y = beta e, one accumulator each so the loop
+   * vectorises over the neighbours. */
+  double m2 = 0, m3 = 0, m4 = 0, m5 = 0, m6 = 0, m7 = 0, m8 = 0, m9 = 0;
+#pragma omp simd reduction(+ : m2, m3, m4, m5, m6, m7, m8, m9)
   for (int j = 0; j < n; j++) {
-    double c = beta * e[j] - mean, pw = w[j] * c;
-    for (int q = 2; q <= SERIES_ORDER + 1; q++) {
-      pw *= c;
-      mu[q] += pw;
-    }
+    double c = beta * e[j] - mean, p2 = w[j] * c * c, p4 = p2 * c * c, p6 = p4 * c * c, p8 = p6 * c * c;
+    m2 += p2;
+    m3 += p2 * c;
+    m4 += p4;
+    m5 += p4 * c;
+    m6 += p6;
+    m7 += p6 * c;
+    m8 += p8;
+    m9 += p8 * c;
   }
-  for (int q = 2; q <= SERIES_ORDER + 1; q++) mu[q] /= z;
+  double mu[SERIES_ORDER + 2] = {0, 0, m2 / z, m3 / z, m4 / z, m5 / z, m6 / z, m7 / z, m8 / z, m9 / z};
   /* Cumulants from central moments: kappa_q = mu_q - sum_{m=2}^{q-2} C(q-1, m-1) kappa_m mu_{q-m}. */
   double kappa[SERIES_ORDER + 2] = {0, mean};
   for (int q = 2; q <= SERIES_ORDER + 1; q++) {
@@ -373,6 +394,7 @@ typedef struct {
   double log_k, p1;
   int k;
   double *alpha;      /* per point, NAN until solved */
+  double *scale;      /* per point distance scale for rescaled warm starts, or NULL */
   nle_ea_result *res;
   int *steps, *evals; /* per point */
   uint8_t *bisected, *converged, *degenerate;
@@ -382,23 +404,30 @@ typedef struct {
 /* The warm start of point i from its parent (sec. 2.3.4), rescaled when
  * asked: H depends on the distances only through beta d, so for a child whose
  * shifted distance profile is c times the parent's the root is the parent's
- * beta / c. c is the ratio of the sums of the first 2K shifted distances (of
- * the statistics tried — the K-th distance, geometric means, affinity-weighted
- * means — the one whose warm starts were closest on Fashion-MNIST, blobs and
- * the Swiss roll). */
+ * beta / c. c is the ratio of the points' scales (see point_scales). */
 static double warm_start(const ea_job *j, int64_t i, int64_t parent) {
   if (parent < 0 || !isfinite(j->alpha[parent])) return NAN;
   double start = j->alpha[parent];
-  if (!j->o->rescale) return start;
-  const nle_csr *g = j->knn;
-  int64_t qp = g->rowptr[parent], qi = g->rowptr[i];
-  int m = 2 * (int)ceil(j->o->perplexity) < j->k ? 2 * (int)ceil(j->o->perplexity) : j->k;
-  double dp0 = nle_csr_value(g, qp), di0 = nle_csr_value(g, qi), sp = 0.0, si = 0.0;
-  for (int t = 1; t < m; t++) {
-    sp += nle_csr_value(g, qp + t) - dp0;
-    si += nle_csr_value(g, qi + t) - di0;
+  if (!j->scale || !(j->scale[parent] > 0.0) || !(j->scale[i] > 0.0)) return start;
+  return start + log(j->scale[parent] / j->scale[i]);
+}
+
+/* Per point the sum of its first 2K squared distances minus the nearest: of
+ * the statistics tried (the K-th distance, geometric means, affinity-weighted
+ * means) the one whose rescaled warm starts were closest on Fashion-MNIST,
+ * blobs and the Swiss roll. */
+static void point_scales(const nle_csr *g, int k, double perplexity, double *scale, int threads) {
+  int m = 2 * (int)ceil(perplexity) < k ? 2 * (int)ceil(perplexity) : k;
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (int64_t i = 0; i < g->rows; i++) {
+    int64_t q = g->rowptr[i];
+    double d0 = nle_csr_value(g, q), sum = 0.0;
+    if (g->dtype == NLE_F32)
+      for (int t = 1; t < m; t++) sum += (double)((const float *)g->val)[q + t] - d0;
+    else
+      for (int t = 1; t < m; t++) sum += ((const double *)g->val)[q + t] - d0;
+    scale[i] = sum;
   }
-  return sp > 0.0 && si > 0.0 ? start + log(sp / si) : start;
 }
 
 /* Solves point i from the starting log beta `start` (NAN: middle of the
@@ -407,7 +436,10 @@ static void solve_point(ea_job *j, int64_t i, double start, double *e, double *w
   int k = j->k;
   int64_t row = j->knn->rowptr[i];
   double *p = (double *)j->res->P->val + row;
-  for (int t = 0; t < k; t++) e[t] = nle_csr_value(j->knn, row + t);
+  if (j->knn->dtype == NLE_F32)
+    for (int t = 0; t < k; t++) e[t] = ((const float *)j->knn->val)[row + t];
+  else
+    memcpy(e, (const double *)j->knn->val + row, (size_t)k * sizeof(double));
   int ties = nearest_ties(e, k);
   /* No beta reaches K when at least K neighbours share the nearest distance
    * (e.g. K exact duplicates): the limit beta -> infinity is uniform over
@@ -430,9 +462,12 @@ static void solve_point(ea_job *j, int64_t i, double start, double *e, double *w
   else if (j->o->root == NLE_ROOT_BRENT || j->o->root == NLE_ROOT_RIDDER)
     r = solve_bracketing(e, k, j->log_k, lo, hi, x, j->o, w);
   else r = solve_safeguarded(e, k, j->log_k, lo, hi, x, j->o, w);
+  /* P from the weights of the last evaluation when it was at the solution
+   * (always, for the safeguarded solvers), otherwise afresh. */
   double beta = exp(r.alpha), z = 0.0;
-  for (int t = 0; t < k; t++) z += (p[t] = exp(-beta * e[t]));
-  for (int t = 0; t < k; t++) p[t] /= z;
+  if (w[k] != r.alpha) evaluate(e, k, r.alpha, j->log_k, w);
+  for (int t = 0; t < k; t++) z += w[t];
+  for (int t = 0; t < k; t++) p[t] = w[t] / z;
   j->res->beta[i] = beta;
   j->alpha[i] = r.alpha;
   j->steps[i] = r.steps;
@@ -493,6 +528,7 @@ static nle_status ea_allocate(nle_ctx *ctx, const nle_csr *knn, ea_job *j) {
 
 static void ea_job_free(ea_job *j) {
   free(j->alpha);
+  free(j->scale);
   free(j->error);
   free(j->steps);
   free(j->evals);
@@ -549,19 +585,24 @@ nle_status nle_entropic_affinities(nle_ctx *ctx, const nle_csr *knn, const nle_e
   nle_status s = check_graph(ctx, knn, opts, &k);
   if (s) return s;
   ea_job j = {knn, opts, log(opts->perplexity), nle_ea_p1(k, opts->perplexity), k, NULL, NULL, NULL, NULL,
-              NULL, NULL, NULL, NULL};
+              NULL, NULL, NULL, NULL, NULL};
   int64_t n = knn->rows;
   s = ea_allocate(ctx, knn, &j);
   int64_t *order = NULL, *parent = NULL;
   double *work = NULL;
   if (!s && opts->order == NLE_ORDER_BOUNDS) {
     s = nle__for_blocks(ctx, "entropic affinities", (size_t)(n + EA_BLOCK - 1) / EA_BLOCK,
-                        nle__threads_for(ctx, (double)n * k * 50), 2 * (size_t)k * sizeof(double), ea_block, &j);
+                        nle__threads_for(ctx, (double)n * k * 50), (2 * (size_t)k + 1) * sizeof(double), ea_block, &j);
   } else if (!s) {
+    if (opts->rescale) {
+      j.scale = nle__malloc(ctx, (size_t)n * sizeof(double), "point scales");
+      if (!j.scale) s = NLE_ERR_NOMEM;
+      else point_scales(knn, k, opts->perplexity, j.scale, nle__threads_for(ctx, (double)n * k));
+    }
     order = nle__malloc(ctx, (size_t)n * sizeof(int64_t), "the order");
     parent = nle__malloc(ctx, (size_t)n * sizeof(int64_t), "the order's parents");
-    work = nle__malloc(ctx, 2 * (size_t)k * sizeof(double), "work space");
-    s = (order && parent && work) ? nle__ea_order(ctx, knn, opts->order, opts->kappa, order, parent) : NLE_ERR_NOMEM;
+    work = nle__malloc(ctx, (2 * (size_t)k + 1) * sizeof(double), "work space");
+    if (!s) s = (order && parent && work) ? nle__ea_order(ctx, knn, opts->order, opts->kappa, order, parent) : NLE_ERR_NOMEM;
     for (int64_t t = 0; !s && t < n; t++) {
       int64_t i = order[t];
       solve_point(&j, i, warm_start(&j, i, parent[i]), work, work + k);
