@@ -14,69 +14,49 @@ void nle_affinity_opts_init(nle_affinity_opts *o) {
   o->tuning_k = 7;
 }
 
-typedef struct {
-  int32_t col;
-  double v;
-} entry;
-
-static int entry_cmp(const void *a, const void *b) {
-  const entry *x = a, *y = b;
-  return (x->col > y->col) - (x->col < y->col);
-}
+/* Merges row i of two column-sorted matrices: calls emit(col, a, b, have_a,
+ * have_b) per distinct column, in order. */
+#define MERGE_ROWS(A, B, i, EMIT)                                                                      \
+  do {                                                                                                 \
+    int64_t pa = (A)->rowptr[i], ea = (A)->rowptr[(i) + 1], pb = (B)->rowptr[i], eb = (B)->rowptr[(i) + 1]; \
+    while (pa < ea || pb < eb) {                                                                       \
+      int32_t ca = pa < ea ? (A)->colind[pa] : INT32_MAX, cb = pb < eb ? (B)->colind[pb] : INT32_MAX;  \
+      int32_t col = ca < cb ? ca : cb;                                                                 \
+      int has_a = ca == col, has_b = cb == col;                                                        \
+      double va = has_a ? nle_csr_value(A, pa) : 0.0, vb = has_b ? nle_csr_value(B, pb) : 0.0;        \
+      EMIT;                                                                                            \
+      pa += has_a;                                                                                     \
+      pb += has_b;                                                                                     \
+    }                                                                                                  \
+  } while (0)
 
 /* The union of the pattern of A and of its transpose. Values: the mean
  * (a + b) / 2 with a missing entry counting as 0 (symmetrisation), or, when
  * `mean` is 0, whichever is present (for symmetric quantities such as
- * distances). Columns sorted; the result is symmetric. */
+ * distances). Transposing twice sorts A's rows by column with two counting
+ * passes, so the whole union is O(nnz): no comparison sort. */
 static nle_status csr_union_transpose(nle_ctx *ctx, const nle_csr *A, int mean, nle_csr **out) {
   *out = NULL;
-  nle_csr *T = NULL, *W = NULL;
+  nle_csr *T = NULL, *S = NULL, *W = NULL;
   nle_status s = nle_csr_transpose(ctx, A, &T);
-  if (s) return s;
-  int64_t n = A->rows, widest = 0;
-  for (int64_t i = 0; i < n; i++) {
-    int64_t w = A->rowptr[i + 1] - A->rowptr[i] + T->rowptr[i + 1] - T->rowptr[i];
-    if (w > widest) widest = w;
-  }
-  entry *row = nle__malloc(ctx, (size_t)(widest + 1) * sizeof(entry), "a row");
-  int64_t *counts = nle__calloc(ctx, (size_t)n + 1, sizeof(int64_t), "row counts");
-  if (!row || !counts) s = NLE_ERR_NOMEM;
-  /* Two passes over merged rows: count, then fill. */
-  for (int pass = 0; !s && pass < 2; pass++) {
+  if (!s) s = nle_csr_transpose(ctx, T, &S); /* S = A with sorted rows */
+  int64_t n = A->rows, nnz = 0;
+  for (int64_t i = 0; !s && i < n; i++) MERGE_ROWS(S, T, i, (void)va; (void)vb; nnz++);
+  if (!s) s = nle_csr_alloc(ctx, n, n, nnz, NLE_F64, &W);
+  if (!s) {
+    int64_t q = 0;
+    double *val = W->val;
     for (int64_t i = 0; i < n; i++) {
-      int64_t m = 0;
-      for (int64_t q = A->rowptr[i]; q < A->rowptr[i + 1]; q++)
-        row[m++] = (entry){A->colind[q], mean ? 0.5 * nle_csr_value(A, q) : nle_csr_value(A, q)};
-      for (int64_t q = T->rowptr[i]; q < T->rowptr[i + 1]; q++)
-        row[m++] = (entry){T->colind[q], mean ? 0.5 * nle_csr_value(T, q) : nle_csr_value(T, q)};
-      qsort(row, (size_t)m, sizeof *row, entry_cmp);
-      int64_t u = 0;
-      for (int64_t q = 0; q < m; q++) {
-        if (u && row[u - 1].col == row[q].col) {
-          if (mean) row[u - 1].v += row[q].v;
-          continue;
-        }
-        row[u++] = row[q];
-      }
-      if (pass == 0) {
-        counts[i + 1] = counts[i] + u;
-      } else {
-        int64_t base = W->rowptr[i];
-        for (int64_t q = 0; q < u; q++) {
-          W->colind[base + q] = row[q].col;
-          ((double *)W->val)[base + q] = row[q].v;
-        }
-      }
+      W->rowptr[i] = q;
+      MERGE_ROWS(S, T, i, {
+        W->colind[q] = col;
+        val[q++] = mean ? 0.5 * (va + vb) : (has_a ? va : vb);
+      });
     }
-    if (pass == 0) {
-      s = nle_csr_alloc(ctx, n, n, counts[n], NLE_F64, &W);
-      if (!s) memcpy(W->rowptr, counts, (size_t)(n + 1) * sizeof(int64_t));
-    }
+    W->rowptr[n] = q;
   }
-  free(row);
-  free(counts);
   nle_csr_free(&T);
-  if (s) nle_csr_free(&W);
+  nle_csr_free(&S);
   *out = W;
   return s;
 }
