@@ -7,9 +7,9 @@ threads=${THREADS:-2}
 reps=${REPS:-3}
 [ -f "$OUT/fmnist-pca50.npy" ] || "$NLEMBED" pca fashion-mnist -d 50 --quiet -o "$OUT/fmnist-pca50.npy" > /dev/null
 median_run "exact 10-NN, Fashion-MNIST PCA-50" "$reps" \
-  "$NLEMBED" knn "$OUT/fmnist-pca50.npy" -k 10 --threads "$threads" --quiet -o "$OUT/knn-pca50.npy" --distances "$OUT/knn-pca50-d.npy"
+  "$NLEMBED" knn "$OUT/fmnist-pca50.npy" -k 10 --method exact --threads "$threads" --quiet -o "$OUT/knn-pca50.npy" --distances "$OUT/knn-pca50-d.npy"
 median_run "exact 10-NN, Fashion-MNIST raw 784-d" "$reps" \
-  "$NLEMBED" knn fashion-mnist -k 10 --threads "$threads" --quiet -o "$OUT/knn-raw.npy" --distances "$OUT/knn-raw-d.npy"
+  "$NLEMBED" knn fashion-mnist -k 10 --method exact --threads "$threads" --quiet -o "$OUT/knn-raw.npy" --distances "$OUT/knn-raw-d.npy"
 "$PY" - "$OUT" <<'PY'
 import json, sys, time
 import numpy as np

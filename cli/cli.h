@@ -107,7 +107,7 @@ enum { OPT_KNN_METHOD = 1050, OPT_TREES, OPT_LEAF, OPT_CANDIDATES, OPT_ITERS, OP
   "                       to be faster; exact below ~40,000 points at D = 784)\n"        \
   "  --trees N            approx: random-projection trees (default 4 + N^(1/4) / 2)\n"    \
   "  --leaf-size N        approx: largest leaf (default max(60, k))\n"                    \
-  "  --max-candidates N   approx: NN-descent sample per point (default min(30, k))\n"    \
+  "  --max-candidates N   approx: NN-descent sample per point (default 30)\n"             \
   "  --iters N            approx: most NN-descent iterations (default max(5, log2 N))\n"  \
   "  --delta D            approx: stop below D N k changes per iteration (0.001)\n"
 

@@ -310,7 +310,7 @@ typedef struct {
                          at most 32 */
   int leaf_size;      /* largest leaf; 0 (default): max(60, k) */
   int max_candidates; /* NN-descent sample per point and iteration; 0
-                         (default): min(30, k) */
+                         (default): 30 */
   int max_iters;      /* NN-descent iterations; 0 (default): max(5, log2 N) */
   double delta;       /* stop when fewer than delta N k entries change in an
                          iteration (default 0.001) */
