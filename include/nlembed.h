@@ -454,6 +454,49 @@ nle_status nle_repulsive_dense(nle_ctx *ctx, const nle_matf *Y, nle_wneg_kind ki
 nle_status nle_repulsive_knn(nle_ctx *ctx, const nle_csr *knn, nle_csr **W);
 
 /* ========================================================================== */
+/* Nonlinear embeddings: models                                               */
+/* ========================================================================== */
+
+/* The models of dissertation sec. 3.2, written with a kernel K(d^2) of the
+ * embedding distances: Gaussian exp(-d^2) or Student-t 1 / (1 + d^2).
+ *   EE, t-EE (unnormalised): E = sum_nm w+_nm (-log K_nm) + lambda sum_nm w-_nm K_nm
+ *   s-SNE, t-SNE:            E = sum_nm p_nm (-log K_nm) + lambda log sum_nm K_nm
+ *   SNE (per point):         E = sum_n [sum_m p_m|n d_nm^2 + lambda log sum_m exp(-d_nm^2)]
+ * Sums run over ordered pairs n != m; lambda = 1 gives the usual s-SNE, t-SNE
+ * and SNE. The gradient is 4 sum_m [w+ (-K'/K) + lambda w- K'] (x_n - x_m)
+ * (K' = dK/d(d^2); with K'/Z for the normalised models), i.e. 4 X L with
+ * graph Laplacians (dissertation eqs. 3.3, 3.4). */
+typedef enum {
+  NLE_MODEL_EE = 0,   /* elastic embedding (EE paper eq. 5) */
+  NLE_MODEL_SSNE = 1, /* symmetric SNE */
+  NLE_MODEL_TSNE = 2, /* t-SNE */
+  NLE_MODEL_SNE = 3,  /* SNE, conditional P (rows sum to 1) */
+  NLE_MODEL_TEE = 4   /* EE with the Student-t kernel (notes 001) */
+} nle_model_kind;
+
+typedef struct {
+  nle_model_kind kind;
+  double lambda;        /* homotopy parameter, > 0 (EE paper's lambda) */
+  const nle_csr *Wp;    /* attractive weights W+ (N x N): symmetric for EE,
+                           t-EE, s-SNE, t-SNE (P summing to 1 for the last
+                           two); conditional P for SNE */
+  nle_wneg_kind wneg;   /* EE, t-EE: the repulsive weights W- */
+  const nle_matd *Wneg_dense;  /* NLE_WNEG_SQDIST: the dense W- (or NULL) */
+  const nle_csr *Wneg_sparse;  /* NLE_WNEG_KNN: the sparse W- (or NULL) */
+} nle_model_spec;
+
+typedef struct nle_model nle_model;
+
+/* Checks the spec against N and plans what every evaluation reuses (for SNE
+ * the transpose of P). The model keeps pointers to the spec's matrices, which
+ * must outlive it. */
+nle_status nle_model_new(nle_ctx *ctx, const nle_model_spec *spec, nle_model **model);
+void nle_model_free(nle_model **model);
+/* E(X) and, when G is not NULL, its gradient (N x d, same shape as X), by the
+ * exact all-pairs repulsion (blocked, OpenMP; deterministic). */
+nle_status nle_model_eval(nle_ctx *ctx, const nle_model *model, const nle_matd *X, double *E, nle_matd *G);
+
+/* ========================================================================== */
 /* Spectral: PCA                                                              */
 /* ========================================================================== */
 

@@ -1,0 +1,204 @@
+/* model.c — objective and gradient of the nonlinear-embedding models
+ * (dissertation sec. 3.2; EE paper eq. 5): attraction over the sparse W+,
+ * repulsion over all pairs (the exact engine: blocked rows, OpenMP, per-row
+ * results summed in index order so the value does not depend on threads).
+ * With a kernel K(d^2): -log K and -K'/K for the attraction, K and K' for the
+ * repulsion; Gaussian K = exp(-d^2) (-log K = d^2, K' = -K), Student-t
+ * K = 1 / (1 + d^2) (-log K = log(1 + d^2), K' = -K^2). */
+#include "../core/internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct nle_model {
+  nle_model_spec spec;
+  int64_t n;
+  int student;    /* Student-t kernel (t-SNE, t-EE) */
+  int normalised; /* s-SNE, t-SNE: log sum K */
+  nle_csr *WpT;   /* transpose of W+, so the gradient is exact for any W+ */
+};
+
+enum { REP_BLOCK = 64 };
+
+nle_status nle_model_new(nle_ctx *ctx, const nle_model_spec *spec, nle_model **model) {
+  *model = NULL;
+  const nle_csr *W = spec->Wp;
+  if (!W || W->rows != W->cols || W->rows < 2)
+    return nle__fail(ctx, NLE_ERR_ARG, "model: W+ must be a square matrix of at least 2 points");
+  if (!(spec->lambda > 0.0) || !isfinite(spec->lambda))
+    return nle__fail(ctx, NLE_ERR_ARG, "model: lambda = %g must be positive and finite", spec->lambda);
+  if ((unsigned)spec->kind > NLE_MODEL_TEE) return nle__fail(ctx, NLE_ERR_ARG, "model: unknown kind %d", spec->kind);
+  for (int64_t q = 0; q < W->nnz; q++) {
+    double w = nle_csr_value(W, q);
+    if (!(w >= 0.0) || !isfinite(w))
+      return nle__fail(ctx, NLE_ERR_VALUE, "model: W+ entry %lld is %g; weights must be finite and >= 0", (long long)q, w);
+  }
+  int unnormalised = spec->kind == NLE_MODEL_EE || spec->kind == NLE_MODEL_TEE;
+  if (unnormalised && spec->wneg == NLE_WNEG_SQDIST &&
+      (!spec->Wneg_dense || spec->Wneg_dense->rows != (size_t)W->rows || spec->Wneg_dense->cols != (size_t)W->rows))
+    return nle__fail(ctx, NLE_ERR_ARG, "model: W- of squared distances needs the dense N x N matrix");
+  if (unnormalised && spec->wneg == NLE_WNEG_KNN && (!spec->Wneg_sparse || spec->Wneg_sparse->rows != W->rows))
+    return nle__fail(ctx, NLE_ERR_ARG, "model: sparse W- needs its N x N matrix");
+  nle_model *m = nle__calloc(ctx, 1, sizeof *m, "the model");
+  if (!m) return NLE_ERR_NOMEM;
+  m->spec = *spec;
+  m->n = W->rows;
+  m->student = spec->kind == NLE_MODEL_TSNE || spec->kind == NLE_MODEL_TEE;
+  m->normalised = spec->kind == NLE_MODEL_SSNE || spec->kind == NLE_MODEL_TSNE;
+  nle_status s = nle_csr_transpose(ctx, W, &m->WpT);
+  if (s) {
+    nle_model_free(&m);
+    return s;
+  }
+  *model = m;
+  return NLE_OK;
+}
+
+void nle_model_free(nle_model **model) {
+  if (!model || !*model) return;
+  nle_csr_free(&(*model)->WpT);
+  free(*model);
+  *model = NULL;
+}
+
+static inline double sqdist_rows(const double *a, const double *b, size_t d) {
+  double s = 0.0;
+  for (size_t t = 0; t < d; t++) {
+    double u = a[t] - b[t];
+    s += u * u;
+  }
+  return s;
+}
+
+/* Attraction of row n over the entries of W (row n of W+ or of its transpose):
+ * returns sum w (-log K) and adds 2 sum w (-K'/K) (x_n - x_m) to g. */
+static double attract_row(const nle_model *m, const nle_csr *W, const nle_matd *X, int64_t n, double *g) {
+  size_t d = X->cols;
+  const double *xn = X->data + (size_t)n * d;
+  double e = 0.0;
+  for (int64_t q = W->rowptr[n]; q < W->rowptr[n + 1]; q++) {
+    const double *xm = X->data + (size_t)W->colind[q] * d;
+    double w = nle_csr_value(W, q), d2 = sqdist_rows(xn, xm, d);
+    double neg_log_k = m->student ? log1p(d2) : d2, coef = m->student ? 1.0 / (1.0 + d2) : 1.0;
+    e += w * neg_log_k;
+    for (size_t t = 0; t < d; t++) g[t] += 2.0 * w * coef * (xn[t] - xm[t]);
+  }
+  return e;
+}
+
+typedef struct {
+  const nle_model *m;
+  const nle_matd *X;
+  double *row_e;   /* per row: repulsive energy part (or Z_n) */
+  double *force;   /* per row: sum over m of weight * K' * (x_n - x_m), N x d */
+  const double *inv_z; /* SNE second pass: 1 / Z_n, else NULL */
+} rep_job;
+
+/* All-pairs repulsion of a block of rows. For the unnormalised models
+ * row_e = sum w- K and force = sum w- K' (x_n - x_m); for s-SNE/t-SNE the
+ * same with w- = 1 (row_e is then row n's share of Z); for SNE the first
+ * pass gives Z_n, the second force = sum (1/Z_n + 1/Z_m) K' (x_n - x_m). */
+static int rep_block(void *job, size_t b, void *scratch) {
+  (void)scratch;
+  const rep_job *j = job;
+  const nle_model *m = j->m;
+  const nle_matd *X = j->X;
+  size_t d = X->cols, N = X->rows;
+  const nle_matd *Wd = m->spec.wneg == NLE_WNEG_SQDIST ? m->spec.Wneg_dense : NULL;
+  int uniform = m->normalised || m->spec.kind == NLE_MODEL_SNE || m->spec.wneg == NLE_WNEG_UNIFORM;
+  size_t n1 = (b + 1) * REP_BLOCK < N ? (b + 1) * REP_BLOCK : N;
+  for (size_t n = b * REP_BLOCK; n < n1; n++) {
+    const double *xn = X->data + n * d;
+    double *f = j->force + n * d, e = 0.0;
+    memset(f, 0, d * sizeof(double));
+    if (!uniform && !Wd) { /* sparse W-: only its pairs */
+      const nle_csr *Ws = m->spec.Wneg_sparse;
+      for (int64_t q = Ws->rowptr[n]; q < Ws->rowptr[n + 1]; q++) {
+        size_t mm = (size_t)Ws->colind[q];
+        if (mm == n) continue;
+        const double *xm = X->data + mm * d;
+        double d2 = sqdist_rows(xn, xm, d), k = m->student ? 1.0 / (1.0 + d2) : exp(-d2);
+        double w = nle_csr_value(Ws, q), kp = m->student ? -k * k : -k;
+        e += w * k;
+        for (size_t t = 0; t < d; t++) f[t] += w * kp * (xn[t] - xm[t]);
+      }
+      j->row_e[n] = e;
+      continue;
+    }
+    for (size_t mm = 0; mm < N; mm++) {
+      if (mm == n) continue;
+      const double *xm = X->data + mm * d;
+      double d2 = sqdist_rows(xn, xm, d), k = m->student ? 1.0 / (1.0 + d2) : exp(-d2);
+      double w = Wd ? Wd->data[n * N + mm] : 1.0, kp = m->student ? -k * k : -k;
+      if (j->inv_z) w = j->inv_z[n] + j->inv_z[mm];
+      e += w * k;
+      for (size_t t = 0; t < d; t++) f[t] += w * kp * (xn[t] - xm[t]);
+    }
+    j->row_e[n] = e;
+  }
+  return 0;
+}
+
+nle_status nle_model_eval(nle_ctx *ctx, const nle_model *m, const nle_matd *X, double *E, nle_matd *G) {
+  size_t N = X->rows, d = X->cols;
+  if ((int64_t)N != m->n || d < 1)
+    return nle__fail(ctx, NLE_ERR_ARG, "model: X has %zu rows for a model of %lld points", N, (long long)m->n);
+  if (G && (G->rows != N || G->cols != d))
+    return nle__fail(ctx, NLE_ERR_ARG, "model: the gradient must be %zu x %zu", N, d);
+  for (size_t i = 0; i < N * d; i++)
+    if (!isfinite(X->data[i]))
+      return nle__fail(ctx, NLE_ERR_VALUE, "model: X[%zu, %zu] is not finite", i / d, i % d);
+  double *row_e = nle__malloc(ctx, N * sizeof(double), "row energies");
+  double *force = nle__malloc(ctx, N * d * sizeof(double), "repulsive forces");
+  double *inv_z = NULL;
+  if (!row_e || !force) {
+    free(row_e);
+    free(force);
+    return NLE_ERR_NOMEM;
+  }
+  rep_job job = {m, X, row_e, force, NULL};
+  size_t nblocks = (N + REP_BLOCK - 1) / REP_BLOCK;
+  int threads = nle__threads_for(ctx, (double)N * (double)N * (double)(d + 10));
+  nle_status s = nle__for_blocks(ctx, "repulsion", nblocks, threads, 0, rep_block, &job);
+  double lambda = m->spec.lambda, e_rep = 0.0, z = 0.0;
+  if (!s && m->spec.kind == NLE_MODEL_SNE) {
+    /* Per-point normalisers: E_rep = lambda sum_n log Z_n, and the forces
+     * weighted by 1/Z_n + 1/Z_m in a second pass. */
+    inv_z = nle__malloc(ctx, N * sizeof(double), "normalisers");
+    if (!inv_z) s = NLE_ERR_NOMEM;
+    for (size_t n = 0; !s && n < N; n++) {
+      e_rep += log(row_e[n]);
+      inv_z[n] = 1.0 / row_e[n];
+    }
+    job.inv_z = inv_z;
+    if (!s && G) s = nle__for_blocks(ctx, "repulsion", nblocks, threads, 0, rep_block, &job);
+    e_rep *= lambda;
+  } else if (!s) {
+    for (size_t n = 0; n < N; n++) z += row_e[n];
+    e_rep = m->normalised ? lambda * log(z) : lambda * z;
+  }
+  if (!s) {
+    /* Attraction (sparse) and the total, row by row in index order. */
+    double e_att = 0.0, scale = m->spec.kind == NLE_MODEL_SNE ? 2.0 * lambda
+                                : m->normalised                 ? 4.0 * lambda / z
+                                                                : 4.0 * lambda;
+    double *g = G ? G->data : NULL, tmp[64];
+    for (size_t n = 0; n < N; n++) {
+      double *gn = g ? g + n * d : (d <= 64 ? tmp : NULL);
+      if (!gn) {
+        s = nle__fail(ctx, NLE_ERR_ARG, "model: at most 64 dimensions");
+        break;
+      }
+      memset(gn, 0, d * sizeof(double));
+      e_att += attract_row(m, m->spec.Wp, X, (int64_t)n, gn);
+      attract_row(m, m->WpT, X, (int64_t)n, gn); /* the m-n half of each pair */
+      for (size_t t = 0; t < d; t++) gn[t] += scale * force[n * d + t];
+    }
+    if (!s) *E = e_att + e_rep;
+  }
+  free(row_e);
+  free(force);
+  free(inv_z);
+  return s;
+}
