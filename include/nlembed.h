@@ -497,6 +497,57 @@ void nle_model_free(nle_model **model);
 nle_status nle_model_eval(nle_ctx *ctx, const nle_model *model, const nle_matd *X, double *E, nle_matd *G);
 
 /* ========================================================================== */
+/* Nonlinear embeddings: optimisers                                           */
+/* ========================================================================== */
+
+/* Search directions B p = -g from partial Hessians (dissertation sec. 3.3),
+ * with a backtracking line search (sufficient decrease; the first trial step
+ * is the last accepted one). */
+typedef enum {
+  NLE_OPT_SD = 0, /* spectral direction: B = 4 L+ + mu I, L+ the Laplacian of
+                     W+ sparsified to kappa neighbours (at X = 0 for t-SNE), its
+                     sparse Cholesky factor (CHOLMOD) computed once */
+  NLE_OPT_FP = 1, /* fixed-point diagonal: B = 4 D+ */
+  NLE_OPT_GD = 2  /* gradient descent: B = I */
+} nle_opt_kind;
+
+typedef struct {
+  nle_opt_kind kind;  /* default NLE_OPT_SD */
+  int kappa;          /* SD: neighbours per point kept in L+, the largest
+                         weights (default 7; 0 = all of W+) */
+  int max_iters;      /* default 1000 */
+  double tol;         /* stop when |E_k - E_k+1| <= tol |E_k| (default 1e-6) */
+  double grad_tol;    /* stop when max |g| <= grad_tol (default 1e-9) */
+  double time_budget; /* seconds, 0 (default) for none */
+  double c1;          /* sufficient-decrease constant (default 1e-4) */
+  double shrink;      /* step shrink factor (default 0.5) */
+} nle_opt_opts;
+
+void nle_opt_opts_init(nle_opt_opts *o);
+
+typedef struct {
+  int iterations;
+  int evaluations;     /* objective evaluations (with or without gradient) */
+  double E0, E;        /* initial and final objective */
+  double grad_max;     /* final max |g| */
+  double seconds;
+  int converged;       /* a tolerance was met (not the iteration or time cap) */
+} nle_opt_report;
+
+typedef struct nle_opt nle_opt;
+
+/* Plans the optimiser for a model: for SD builds L+ and its factor. Wp is the
+ * model's W+ (symmetrised here if it is not symmetric). */
+nle_status nle_opt_new(nle_ctx *ctx, const nle_model *model, const nle_csr *Wp, const nle_opt_opts *opts,
+                       nle_opt **opt);
+void nle_opt_free(nle_opt **opt);
+/* The direction p for gradient g (both N x d), solving B p = -g. */
+nle_status nle_opt_direction(nle_ctx *ctx, nle_opt *opt, const nle_matd *g, nle_matd *p);
+/* Minimises the model from X (overwritten with the result). Returns
+ * NLE_WARN_NOT_CONVERGED when the iteration or time cap ended the run. */
+nle_status nle_opt_run(nle_ctx *ctx, nle_opt *opt, nle_matd *X, nle_opt_report *report);
+
+/* ========================================================================== */
 /* Spectral: PCA                                                              */
 /* ========================================================================== */
 

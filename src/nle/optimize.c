@@ -1,0 +1,292 @@
+/* optimize.c — partial-Hessian optimisers (dissertation sec. 3.3): the
+ * direction solves B p = -g with B = I (gradient descent), 4 D+ (the
+ * fixed-point diagonal of Carreira-Perpinan 2010) or 4 L+ + mu I (the
+ * spectral direction: the attractive Hessian, sparsified to kappa neighbours,
+ * mu = 1e-10 min L+_nn, whose CHOLMOD factor is computed once and reused for
+ * every iteration and every one of the d columns); then a backtracking line
+ * search for sufficient decrease from the last accepted step. */
+#include "../core/internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <suitesparse/cholmod.h>
+
+void nle_opt_opts_init(nle_opt_opts *o) {
+  o->kind = NLE_OPT_SD;
+  o->kappa = 7;
+  o->max_iters = 1000;
+  o->tol = 1e-6;
+  o->grad_tol = 1e-9;
+  o->time_budget = 0.0;
+  o->c1 = 1e-4;
+  o->shrink = 0.5;
+}
+
+struct nle_opt {
+  const nle_model *model;
+  nle_opt_opts o;
+  int64_t n;
+  double *degree;          /* 4 D+ (FP) */
+  cholmod_common cc;
+  int cc_started;
+  cholmod_factor *factor;  /* of 4 L+ + mu I (SD) */
+  cholmod_dense *rhs;      /* N x d workspace, column-major */
+};
+
+void nle_opt_free(nle_opt **opt) {
+  if (!opt || !*opt) return;
+  nle_opt *p = *opt;
+  if (p->cc_started) {
+    cholmod_free_factor(&p->factor, &p->cc);
+    cholmod_free_dense(&p->rhs, &p->cc);
+    cholmod_finish(&p->cc);
+  }
+  free(p->degree);
+  free(p);
+  *opt = NULL;
+}
+
+typedef struct {
+  double w;
+  int32_t j;
+} weighted;
+
+static int heavier_first(const void *a, const void *b) {
+  const weighted *x = a, *y = b;
+  if (x->w != y->w) return x->w > y->w ? -1 : 1;
+  return (x->j > y->j) - (x->j < y->j);
+}
+
+/* W+ kept to each row's kappa largest weights (0: all), symmetrised by
+ * (W + W^T) / 2 so that its Laplacian is psd; the result is a dense-index
+ * CSR with sorted columns (from the affinity symmetrisation). */
+static nle_status sparsified_weights(nle_ctx *ctx, const nle_csr *W, int kappa, nle_csr **out) {
+  int64_t n = W->rows, nnz = 0;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t len = W->rowptr[i + 1] - W->rowptr[i];
+    nnz += kappa > 0 && len > kappa ? kappa : len;
+  }
+  nle_csr *K;
+  nle_status s = nle_csr_alloc(ctx, n, n, nnz, NLE_F64, &K);
+  if (s) return s;
+  weighted *row = nle__malloc(ctx, (size_t)(n + 1) * sizeof *row, "a row");
+  if (!row) {
+    nle_csr_free(&K);
+    return NLE_ERR_NOMEM;
+  }
+  int64_t q = 0;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t len = 0;
+    for (int64_t p = W->rowptr[i]; p < W->rowptr[i + 1]; p++)
+      if (W->colind[p] != i) row[len++] = (weighted){nle_csr_value(W, p), W->colind[p]};
+    if (kappa > 0 && len > kappa) {
+      qsort(row, (size_t)len, sizeof *row, heavier_first);
+      len = kappa;
+    }
+    for (int64_t t = 0; t < len; t++) {
+      K->colind[q] = row[t].j;
+      ((double *)K->val)[q++] = row[t].w;
+    }
+    K->rowptr[i + 1] = q;
+  }
+  K->nnz = q;
+  free(row);
+  s = nle_affinity_symmetrize(ctx, K, 0, out);
+  nle_csr_free(&K);
+  return s;
+}
+
+/* Factor of 4 L + mu I, L = D - W the Laplacian of the symmetric W. CHOLMOD
+ * reads our CSR of a symmetric matrix as CSC and uses its upper triangle. */
+static nle_status factor_spectral(nle_ctx *ctx, nle_opt *o, const nle_csr *W) {
+  int64_t n = W->rows;
+  double *deg = nle__calloc(ctx, (size_t)n, sizeof(double), "degrees");
+  if (!deg) return NLE_ERR_NOMEM;
+  int64_t upper = 0;
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++) {
+      deg[i] += nle_csr_value(W, q);
+      upper += W->colind[q] > i;
+    }
+  double dmin = INFINITY;
+  for (int64_t i = 0; i < n; i++) dmin = fmin(dmin, 4.0 * deg[i]);
+  /* mu = 1e-10 min L+_nn (sec. 3.3); a point with no neighbours kept still
+   * needs a positive pivot. */
+  double mu = dmin > 0 ? 1e-10 * dmin : 1e-10;
+  cholmod_sparse *A = cholmod_allocate_sparse((size_t)n, (size_t)n, (size_t)(upper + n), 1, 1, 1, CHOLMOD_REAL, &o->cc);
+  nle_status s = A ? NLE_OK : nle__fail(ctx, NLE_ERR_NOMEM, "spectral direction: CHOLMOD could not allocate L+");
+  if (!s) {
+    int *Ap = A->p, *Ai = A->i;
+    double *Ax = A->x;
+    int64_t k = 0;
+    for (int64_t j = 0; j < n; j++) { /* column j: rows i < j, then the diagonal */
+      Ap[j] = (int)k;
+      for (int64_t q = W->rowptr[j]; q < W->rowptr[j + 1]; q++)
+        if (W->colind[q] < j) {
+          Ai[k] = W->colind[q];
+          Ax[k++] = -4.0 * nle_csr_value(W, q);
+        }
+      Ai[k] = (int)j;
+      Ax[k++] = 4.0 * deg[j] + mu;
+    }
+    Ap[n] = (int)k;
+    o->factor = cholmod_analyze(A, &o->cc);
+    if (!o->factor || !cholmod_factorize(A, o->factor, &o->cc) || o->cc.status != CHOLMOD_OK)
+      s = nle__fail(ctx, NLE_ERR_NUMERIC, "spectral direction: Cholesky factorisation failed (CHOLMOD status %d)",
+                    o->cc.status);
+  }
+  cholmod_free_sparse(&A, &o->cc);
+  free(deg);
+  return s;
+}
+
+nle_status nle_opt_new(nle_ctx *ctx, const nle_model *model, const nle_csr *Wp, const nle_opt_opts *opts,
+                       nle_opt **out) {
+  *out = NULL;
+  nle_opt_opts defaults;
+  if (!opts) {
+    nle_opt_opts_init(&defaults);
+    opts = &defaults;
+  }
+  if ((unsigned)opts->kind > NLE_OPT_GD || opts->kappa < 0 || opts->max_iters < 0 || !(opts->tol >= 0) ||
+      !(opts->c1 > 0 && opts->c1 < 1) || !(opts->shrink > 0 && opts->shrink < 1))
+    return nle__fail(ctx, NLE_ERR_ARG, "optimiser: invalid options");
+  nle_opt *o = nle__calloc(ctx, 1, sizeof *o, "the optimiser");
+  if (!o) return NLE_ERR_NOMEM;
+  o->model = model;
+  o->o = *opts;
+  o->n = Wp->rows;
+  nle_csr *W = NULL;
+  nle_status s = sparsified_weights(ctx, Wp, opts->kind == NLE_OPT_SD ? opts->kappa : 0, &W);
+  if (!s && opts->kind == NLE_OPT_FP) {
+    o->degree = nle__calloc(ctx, (size_t)o->n, sizeof(double), "degrees");
+    if (!o->degree) s = NLE_ERR_NOMEM;
+    for (int64_t i = 0; !s && i < o->n; i++) {
+      for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++) o->degree[i] += 4.0 * nle_csr_value(W, q);
+      if (!(o->degree[i] > 0)) o->degree[i] = 1e-10; /* an isolated point: a (tiny) gradient step */
+    }
+  }
+  if (!s && opts->kind == NLE_OPT_SD) {
+    cholmod_start(&o->cc);
+    o->cc_started = 1;
+    o->cc.print = 0;
+    s = factor_spectral(ctx, o, W);
+  }
+  nle_csr_free(&W);
+  if (s) {
+    nle_opt_free(&o);
+    return s;
+  }
+  *out = o;
+  return NLE_OK;
+}
+
+nle_status nle_opt_direction(nle_ctx *ctx, nle_opt *o, const nle_matd *g, nle_matd *p) {
+  size_t n = g->rows, d = g->cols;
+  if ((int64_t)n != o->n || p->rows != n || p->cols != d)
+    return nle__fail(ctx, NLE_ERR_ARG, "optimiser: gradient and direction must be %lld x d", (long long)o->n);
+  if (o->o.kind == NLE_OPT_GD) {
+    for (size_t i = 0; i < n * d; i++) p->data[i] = -g->data[i];
+    return NLE_OK;
+  }
+  if (o->o.kind == NLE_OPT_FP) {
+    for (size_t i = 0; i < n; i++)
+      for (size_t t = 0; t < d; t++) p->data[i * d + t] = -g->data[i * d + t] / o->degree[i];
+    return NLE_OK;
+  }
+  if (!o->rhs || o->rhs->ncol != d) {
+    cholmod_free_dense(&o->rhs, &o->cc);
+    o->rhs = cholmod_allocate_dense(n, d, n, CHOLMOD_REAL, &o->cc);
+    if (!o->rhs) return nle__fail(ctx, NLE_ERR_NOMEM, "spectral direction: out of memory");
+  }
+  double *b = o->rhs->x;
+  for (size_t i = 0; i < n; i++)
+    for (size_t t = 0; t < d; t++) b[t * n + i] = -g->data[i * d + t];
+  cholmod_dense *x = cholmod_solve(CHOLMOD_A, o->factor, o->rhs, &o->cc);
+  if (!x) return nle__fail(ctx, NLE_ERR_NUMERIC, "spectral direction: CHOLMOD solve failed");
+  const double *xs = x->x;
+  for (size_t i = 0; i < n; i++)
+    for (size_t t = 0; t < d; t++) p->data[i * d + t] = xs[t * n + i];
+  cholmod_free_dense(&x, &o->cc);
+  return NLE_OK;
+}
+
+static double max_abs(const nle_matd *m) {
+  double v = 0.0;
+  for (size_t i = 0; i < m->rows * m->cols; i++) v = fmax(v, fabs(m->data[i]));
+  return v;
+}
+
+nle_status nle_opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report *rep) {
+  memset(rep, 0, sizeof *rep);
+  double t0 = nle_time_seconds();
+  size_t n = X->rows, d = X->cols;
+  nle_matd *G = NULL, *P = NULL, *Xt = NULL, *Gt = NULL;
+  nle_status s = nle_matd_alloc(ctx, n, d, &G);
+  if (!s) s = nle_matd_alloc(ctx, n, d, &P);
+  if (!s) s = nle_matd_alloc(ctx, n, d, &Xt);
+  if (!s) s = nle_matd_alloc(ctx, n, d, &Gt);
+  double E = 0.0, step = 1.0;
+  if (!s) s = nle_model_eval(ctx, o->model, X, &E, G);
+  rep->evaluations = 1;
+  rep->E0 = E;
+  while (!s && rep->iterations < o->o.max_iters) {
+    if (max_abs(G) <= o->o.grad_tol) {
+      rep->converged = 1;
+      break;
+    }
+    if (o->o.time_budget > 0 && nle_time_seconds() - t0 >= o->o.time_budget) break;
+    s = nle_opt_direction(ctx, o, G, P);
+    if (s) break;
+    double slope = 0.0;
+    for (size_t i = 0; i < n * d; i++) slope += G->data[i] * P->data[i];
+    if (!(slope < 0.0)) { /* cannot happen for pd B, but rounding near a minimum */
+      rep->converged = 1;
+      break;
+    }
+    /* Backtracking from the last accepted step (Armijo sufficient decrease). */
+    double Et = 0.0;
+    int accepted = 0;
+    for (int tries = 0; tries < 60 && !s; tries++) {
+      for (size_t i = 0; i < n * d; i++) Xt->data[i] = X->data[i] + step * P->data[i];
+      s = nle_model_eval(ctx, o->model, Xt, &Et, Gt);
+      rep->evaluations++;
+      if (!s && Et <= E + o->o.c1 * step * slope) {
+        accepted = 1;
+        break;
+      }
+      step *= o->o.shrink;
+    }
+    if (s) break;
+    if (!accepted) { /* no decrease at any step: a stationary point to rounding */
+      rep->converged = 1;
+      break;
+    }
+    memcpy(X->data, Xt->data, n * d * sizeof(double));
+    memcpy(G->data, Gt->data, n * d * sizeof(double));
+    double decrease = E - Et;
+    E = Et;
+    rep->iterations++;
+    if (nle__progress(ctx, "optimising", (double)rep->iterations / (double)o->o.max_iters)) {
+      s = NLE_ERR_CANCELLED;
+      break;
+    }
+    if (decrease <= o->o.tol * fabs(E)) {
+      rep->converged = 1;
+      break;
+    }
+  }
+  rep->E = E;
+  rep->grad_max = G ? max_abs(G) : 0.0;
+  rep->seconds = nle_time_seconds() - t0;
+  nle_matd_free(&G);
+  nle_matd_free(&P);
+  nle_matd_free(&Xt);
+  nle_matd_free(&Gt);
+  if (s) return s;
+  if (!rep->converged)
+    return nle__fail(ctx, NLE_WARN_NOT_CONVERGED, "optimiser: stopped after %d iterations (%.1f s) before the tolerance",
+                     rep->iterations, rep->seconds);
+  return NLE_OK;
+}
