@@ -14,6 +14,9 @@ static const char *usage =
     "  knn       k-nearest-neighbour graph\n"
     "  affinity  affinity matrix on the kNN graph: entropic (perplexity),\n"
     "            Gaussian, binary, inverse distance, self-tuning\n"
+    "  ee        elastic embedding          tee   EE with a Student-t kernel\n"
+    "  ssne      symmetric SNE              tsne  t-SNE\n"
+    "  sne       SNE (partial-Hessian optimisers, exact repulsion)\n"
     "  metrics   quality of an embedding: kNN recall, trustworthiness,\n"
     "            continuity, kNN classification accuracy (one JSON line)\n"
     "  plot      scatter plot of a 2-D embedding (PNG or SVG)\n"
@@ -37,6 +40,9 @@ static int dispatch(const char *cmd, int argc, char **argv) {
   if (!strcmp(cmd, "metrics")) return cmd_metrics(argc, argv);
   if (!strcmp(cmd, "plot")) return cmd_plot(argc, argv);
   if (!strcmp(cmd, "affinity")) return cmd_affinity(argc, argv);
+  static const char *const embedders[] = {"ee", "tee", "ssne", "tsne", "sne"};
+  for (size_t i = 0; i < sizeof embedders / sizeof *embedders; i++)
+    if (!strcmp(cmd, embedders[i])) return cmd_embed(argc, argv, cmd);
   fprintf(stderr, "nlembed: error: unknown command \"%s\" (see nlembed --help)\n", cmd);
   return 2;
 }

@@ -516,7 +516,8 @@ typedef struct {
   int kappa;          /* SD: neighbours per point kept in L+, the largest
                          weights (default 7; 0 = all of W+) */
   int max_iters;      /* default 1000 */
-  double tol;         /* stop when |E_k - E_k+1| <= tol |E_k| (default 1e-6) */
+  double tol;         /* stop when E_k - E_k+1 <= tol |E_k| five iterations in
+                         a row (default 1e-6) */
   double grad_tol;    /* stop when max |g| <= grad_tol (default 1e-9) */
   double time_budget; /* seconds, 0 (default) for none */
   double c1;          /* sufficient-decrease constant (default 1e-4) */

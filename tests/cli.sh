@@ -133,7 +133,19 @@ expect_ok affinity_duplicates $N affinity "$T/dups.csv" -p 3 -k 6 -o "$T/d.mtx" 
 if ! grep -qiE 'nan|inf' "$T/d.mtx" && grep -q '"degenerate_points": 2' "$T/stdout"; then ok affinity_duplicates_finite; else bad affinity_duplicates_finite "$(cat "$T/stdout")"; fi
 expect_fail unknown_root "unknown --root" - -- $N affinity spiral:100 --root secant -o "$T/c.mtx"
 
-for cmd in pca knn affinity metrics plot; do
+# ---- embeddings
+expect_ok tsne_blobs $N tsne blobs:400:8:4 -p 15 -o "$T/ts.npy" --save-labels "$T/tsl.npy" --quiet
+if grep -q '"command": "tsne"' "$T/stdout" && grep -q '"iterations": [1-9]' "$T/stdout"; then ok tsne_json; else bad tsne_json "$(cat "$T/stdout")"; fi
+expect_ok tsne_metrics $N metrics blobs:400:8:4 "$T/ts.npy" -k 10 --quiet
+if grep -q '"knn_accuracy": 0\.9[5-9]\|"knn_accuracy": 1\.0' "$T/stdout"; then ok tsne_separates; else bad tsne_separates "$(cat "$T/stdout")"; fi
+expect_ok ee_sqdist $N ee spiral:300 -p 10 --wneg sqdist --lambda 1 --max-iters 30 --optimizer fp -o "$T/ee.npy" --quiet
+expect_ok ee_init_file $N ee spiral:300 -p 10 --init "$T/ee.npy" --max-iters 5 -o "$T/ee2.npy" --quiet
+expect_fail embed_wneg_for_tsne "--wneg is for ee and tee" "$T/x.npy" -- $N tsne spiral:300 --wneg sqdist -o "$T/x.npy"
+expect_fail embed_k_vs_n "k = 90 neighbours need more than 60 points" "$T/x.npy" -- $N tsne spiral:60 -o "$T/x.npy"
+expect_fail embed_bad_init "initial X must be 300 x 2" "$T/x.npy" -- $N ee spiral:300 -p 10 --init "$T/p.csv" -o "$T/x.npy"
+expect_fail embed_memory_cap "over the memory cap" "$T/x.npy" -- $N ee spiral:3000 -p 10 --wneg sqdist --max-memory 20M -o "$T/x.npy"
+
+for cmd in pca knn affinity ee tee ssne tsne sne metrics plot; do
   if $N $cmd --help | grep -q "Usage: nlembed $cmd"; then ok "help_$cmd"; else bad "help_$cmd" "no usage"; fi
 done
 if $N --help | grep -q "Commands:" && $N --version | grep -q '^nlembed [0-9]'; then ok help_and_version; else bad help_and_version "missing"; fi

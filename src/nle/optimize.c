@@ -12,6 +12,8 @@
 #include <string.h>
 #include <suitesparse/cholmod.h>
 
+enum { STALL_ITERS = 5 };
+
 void nle_opt_opts_init(nle_opt_opts *o) {
   o->kind = NLE_OPT_SD;
   o->kappa = 7;
@@ -228,6 +230,7 @@ nle_status nle_opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report *re
   if (!s) s = nle_matd_alloc(ctx, n, d, &Xt);
   if (!s) s = nle_matd_alloc(ctx, n, d, &Gt);
   double E = 0.0, step = 1.0;
+  int stalled = 0;
   if (!s) s = nle_model_eval(ctx, o->model, X, &E, G);
   rep->evaluations = 1;
   rep->E0 = E;
@@ -272,7 +275,10 @@ nle_status nle_opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report *re
       s = NLE_ERR_CANCELLED;
       break;
     }
-    if (decrease <= o->o.tol * fabs(E)) {
+    /* One small decrease can be a short backtracked step, not convergence:
+     * the tolerance must hold for STALL_ITERS iterations in a row. */
+    stalled = decrease <= o->o.tol * fabs(E) ? stalled + 1 : 0;
+    if (stalled >= STALL_ITERS) {
       rep->converged = 1;
       break;
     }

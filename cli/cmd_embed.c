@@ -1,0 +1,277 @@
+/* cmd_embed.c — `nlembed ee|tee|ssne|tsne|sne`: nonlinear embeddings from
+ * entropic affinities, minimised by a partial-Hessian optimiser. */
+#include "cli.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  const char *name, *title;
+  nle_model_kind kind;
+  double lambda; /* default */
+} model_info;
+
+static const model_info models[] = {
+    {"ee", "EE", NLE_MODEL_EE, 100.0},        {"tee", "t-EE", NLE_MODEL_TEE, 100.0},
+    {"ssne", "s-SNE", NLE_MODEL_SSNE, 1.0},   {"tsne", "t-SNE", NLE_MODEL_TSNE, 1.0},
+    {"sne", "SNE", NLE_MODEL_SNE, 1.0},
+};
+
+static const char *help_fmt =
+    "Usage: nlembed %s [options] INPUT -o OUTPUT\n"
+    "\n"
+    "%s embedding of INPUT (dissertation ch. 3; EE paper). Affinities W+ are\n"
+    "entropic (perplexity) on the kNN graph, symmetrised as (P + P^T) / 2%s.\n"
+    "The objective is minimised from a small initial X by a partial-Hessian\n"
+    "direction with a backtracking line search. Repulsion is exact (all pairs,\n"
+    "O(N^2) per evaluation), so this suits up to some tens of thousands of points\n"
+    "until the fast N-body engines land. Prints one JSON line on stdout.\n"
+    "\n"
+    "Options:\n"
+    "  -o, --output FILE    the N x d embedding (.npy, .csv, ...)\n"
+    "  -d, --dim N          embedding dimension (default 2)\n"
+    "  -p, --perplexity K   entropic affinities' perplexity (default 30)\n"
+    "  -k, --neighbors K    kNN graph size (default 3 x perplexity)\n"
+    "  --lambda L           weight of the repulsion (default %g)\n"
+    "%s"
+    "  --optimizer NAME     sd (spectral direction, default), fp (fixed-point\n"
+    "                       diagonal), gd (gradient descent)\n"
+    "  --kappa N            sd: neighbours per point kept in L+ (default 7; 0 = all)\n"
+    "  --init NAME|FILE     pca (default), random, or an N x d file; pca and random\n"
+    "                       are scaled to a standard deviation of 1e-4 (--init-scale)\n"
+    "  --init-scale S       initial standard deviation of the first dimension\n"
+    "  --max-iters N        iterations (default 1000)\n"
+    "  --tol T              stop below this relative decrease of E (default 1e-6)\n"
+    "  --time-budget S      stop after S seconds\n"
+    "  --save-labels FILE   also write the dataset's labels\n"
+    "\n" CLI_KNN_HELP "\n" CLI_COMMON_HELP;
+
+enum { OPT_LAMBDA = OPT_COMMAND_BASE, OPT_WNEG, OPT_OPTIMIZER, OPT_KAPPA_E, OPT_INIT, OPT_INIT_SCALE, OPT_MAX_ITERS,
+       OPT_TOL_E, OPT_BUDGET, OPT_SAVE_LABELS_E };
+
+/* Entropic affinities on the kNN graph, symmetrised; normalised to sum 1 for
+ * the normalised models; the conditional P itself for SNE. */
+static nle_status build_affinities(cli_env *env, const nle_matf *Y, int k, double perplexity, nle_model_kind kind,
+                                   nle_csr **W, double *t_knn) {
+  nle_csr *graph = NULL;
+  nle_ea_result *ea = NULL;
+  const char *method;
+  double t0 = nle_time_seconds();
+  nle_status s = cli_knn(env, Y, k, env->knn, &graph, &method);
+  *t_knn = nle_time_seconds() - t0;
+  nle_ea_opts eo;
+  nle_ea_opts_init(&eo);
+  eo.perplexity = perplexity;
+  if (!s) s = nle_entropic_affinities(env->ctx, graph, &eo, &ea);
+  if (s > 0) {
+    cli_note(env, "warning: %s", nle_ctx_error(env->ctx));
+    s = NLE_OK;
+  }
+  if (!s && kind == NLE_MODEL_SNE) {
+    *W = ea->P;
+    ea->P = NULL;
+  } else if (!s) {
+    s = nle_affinity_symmetrize(env->ctx, ea->P, kind == NLE_MODEL_SSNE || kind == NLE_MODEL_TSNE, W);
+  }
+  nle_ea_result_free(&ea);
+  nle_csr_free(&graph);
+  return s;
+}
+
+/* PCA or Gaussian noise, scaled so the first column has standard deviation
+ * `scale`; or a file of N x d. */
+static nle_status initial_x(cli_env *env, const nle_matf *Y, const char *init, size_t d, double scale, nle_matd **X) {
+  nle_status s;
+  if (!strcmp(init, "pca")) {
+    nle_pca_opts po;
+    nle_pca_opts_init(&po);
+    po.n_components = (int)d;
+    nle_pca_model *pm;
+    s = nle_pca_fit(env->ctx, Y, &po, &pm);
+    if (!s) s = nle_pca_transform(env->ctx, pm, Y, X);
+    double sd = s ? 0.0 : sqrt(pm->explained_variance[0]);
+    nle_pca_model_free(&pm);
+    for (size_t i = 0; !s && sd > 0 && i < (*X)->rows * d; i++) (*X)->data[i] *= scale / sd;
+    return s;
+  }
+  if (!strcmp(init, "random")) {
+    s = nle_matd_alloc(env->ctx, Y->rows, d, X);
+    nle_rng r;
+    nle_rng_init(&r, nle_ctx_seed(env->ctx), 0x696e6974ULL);
+    for (size_t i = 0; !s && i < Y->rows * d; i++) (*X)->data[i] = scale * nle_rng_normal(&r);
+    return s;
+  }
+  return cli_load_embedding(env, init, X); /* the caller checks its shape */
+}
+
+int cmd_embed(int argc, char **argv, const char *name) {
+  const model_info *mi = NULL;
+  for (size_t i = 0; i < sizeof models / sizeof *models; i++)
+    if (!strcmp(models[i].name, name)) mi = &models[i];
+  if (!mi) return 2;
+  int unnormalised = mi->kind == NLE_MODEL_EE || mi->kind == NLE_MODEL_TEE;
+  char help[4096];
+  snprintf(help, sizeof help, help_fmt, mi->name, mi->title, unnormalised ? "" : " and normalised to sum 1",
+           mi->lambda,
+           unnormalised ? "  --wneg NAME          repulsive weights: uniform (default), sqdist (squared\n"
+                          "                       input distances, dense N x N), knn (on the kNN graph)\n"
+                        : "");
+  static const struct option longopts[] = {
+      {"output", required_argument, 0, 'o'}, {"dim", required_argument, 0, 'd'},
+      {"perplexity", required_argument, 0, 'p'}, {"neighbors", required_argument, 0, 'k'},
+      {"lambda", required_argument, 0, OPT_LAMBDA}, {"wneg", required_argument, 0, OPT_WNEG},
+      {"optimizer", required_argument, 0, OPT_OPTIMIZER}, {"kappa", required_argument, 0, OPT_KAPPA_E},
+      {"init", required_argument, 0, OPT_INIT}, {"init-scale", required_argument, 0, OPT_INIT_SCALE},
+      {"max-iters", required_argument, 0, OPT_MAX_ITERS}, {"tol", required_argument, 0, OPT_TOL_E},
+      {"time-budget", required_argument, 0, OPT_BUDGET}, {"save-labels", required_argument, 0, OPT_SAVE_LABELS_E},
+      CLI_KNN_OPTIONS, CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
+  cli_env env;
+  if (cli_env_init(&env, mi->name, help)) return 1;
+  cli_knn_choice choice;
+  cli_knn_choice_init(&choice);
+  env.knn = &choice;
+  nle_opt_opts oo;
+  nle_opt_opts_init(&oo);
+  double perplexity = 30, lambda = mi->lambda, scale = 1e-4;
+  int k = 0;
+  long long v;
+  size_t d = 2;
+  nle_wneg_kind wneg = NLE_WNEG_UNIFORM;
+  const char *output = NULL, *init = "pca", *save_labels = NULL;
+  int c;
+  while ((c = cli_next_option(&env, argc, argv, "o:d:p:k:", longopts)) != -1) {
+    switch (c) {
+    case 'o': output = optarg; break;
+    case 'd':
+      if (cli_parse_int(optarg, 1, 64, &v)) d = (size_t)v;
+      else env.rc = cli_usage_error(mi->name, "-d takes 1-64");
+      break;
+    case 'p':
+      if (!cli_parse_double(optarg, &perplexity) || perplexity <= 1)
+        env.rc = cli_usage_error(mi->name, "--perplexity takes a number above 1");
+      break;
+    case 'k':
+      if (cli_parse_int(optarg, 2, 1 << 20, &v)) k = (int)v;
+      else env.rc = cli_usage_error(mi->name, "-k takes an integer >= 2");
+      break;
+    case OPT_LAMBDA:
+      if (!cli_parse_double(optarg, &lambda) || lambda <= 0) env.rc = cli_usage_error(mi->name, "--lambda takes a positive number");
+      break;
+    case OPT_WNEG:
+      if (!unnormalised) env.rc = cli_usage_error(mi->name, "--wneg is for ee and tee");
+      else if (!strcmp(optarg, "uniform")) wneg = NLE_WNEG_UNIFORM;
+      else if (!strcmp(optarg, "sqdist")) wneg = NLE_WNEG_SQDIST;
+      else if (!strcmp(optarg, "knn")) wneg = NLE_WNEG_KNN;
+      else env.rc = cli_usage_error(mi->name, "--wneg takes uniform, sqdist or knn");
+      break;
+    case OPT_OPTIMIZER:
+      if (!strcmp(optarg, "sd")) oo.kind = NLE_OPT_SD;
+      else if (!strcmp(optarg, "fp")) oo.kind = NLE_OPT_FP;
+      else if (!strcmp(optarg, "gd")) oo.kind = NLE_OPT_GD;
+      else env.rc = cli_usage_error(mi->name, "--optimizer takes sd, fp or gd");
+      break;
+    case OPT_KAPPA_E:
+      if (cli_parse_int(optarg, 0, 1 << 20, &v)) oo.kappa = (int)v;
+      else env.rc = cli_usage_error(mi->name, "--kappa takes an integer >= 0");
+      break;
+    case OPT_INIT: init = optarg; break;
+    case OPT_INIT_SCALE:
+      if (!cli_parse_double(optarg, &scale) || scale <= 0) env.rc = cli_usage_error(mi->name, "--init-scale takes a positive number");
+      break;
+    case OPT_MAX_ITERS:
+      if (cli_parse_int(optarg, 0, 100000000, &v)) oo.max_iters = (int)v;
+      else env.rc = cli_usage_error(mi->name, "--max-iters takes an integer >= 0");
+      break;
+    case OPT_TOL_E:
+      if (!cli_parse_double(optarg, &oo.tol) || oo.tol < 0) env.rc = cli_usage_error(mi->name, "--tol takes a number >= 0");
+      break;
+    case OPT_BUDGET:
+      if (!cli_parse_double(optarg, &oo.time_budget) || oo.time_budget < 0)
+        env.rc = cli_usage_error(mi->name, "--time-budget takes seconds >= 0");
+      break;
+    case OPT_SAVE_LABELS_E: save_labels = optarg; break;
+    default: env.rc = 2; break;
+    }
+  }
+  if (env.help_shown) {
+    cli_env_free(&env);
+    return 0;
+  }
+  int rc = env.rc;
+  if (!rc && optind != argc - 1) rc = cli_usage_error(mi->name, "expected one INPUT, got %d", argc - optind);
+  if (!rc && !output) rc = cli_usage_error(mi->name, "no output file (-o FILE)");
+  if (k == 0) k = (int)ceil(3.0 * perplexity);
+  nle_status s = NLE_OK;
+  if (!rc) s = nle_check_output_path(env.ctx, output);
+  if (!rc && !s && save_labels) s = nle_check_output_path(env.ctx, save_labels);
+  nle_dataset *ds = NULL;
+  nle_csr *W = NULL, *Wk = NULL;
+  nle_matd *X = NULL, *Wsq = NULL;
+  nle_model *model = NULL;
+  nle_opt *opt = NULL;
+  nle_opt_report rep = {0};
+  double t_knn = 0, t_opt = 0;
+  if (!rc && !s) s = cli_load(&env, argv[optind], &ds);
+  if (!rc && !s && (size_t)k >= ds->X->rows) {
+    fprintf(stderr, "nlembed %s: error: %s: k = %d neighbours need more than %zu points (lower -k or the perplexity)\n",
+            mi->name, argv[optind], k, ds->X->rows);
+    rc = 1;
+  }
+  if (!rc && !s && save_labels && !ds->labels)
+    rc = cli_usage_error(mi->name, "%s has no labels to save (give them with --labels)", argv[optind]);
+  if (!rc && !s) s = build_affinities(&env, ds->X, k, perplexity, mi->kind, &W, &t_knn);
+  if (!rc && !s && unnormalised && wneg == NLE_WNEG_SQDIST) s = nle_repulsive_dense(env.ctx, ds->X, wneg, &Wsq);
+  if (!rc && !s && unnormalised && wneg == NLE_WNEG_KNN) {
+    nle_csr *graph = NULL;
+    const char *method;
+    s = cli_knn(&env, ds->X, k, &choice, &graph, &method);
+    if (!s) s = nle_repulsive_knn(env.ctx, graph, &Wk);
+    nle_csr_free(&graph);
+  }
+  if (!rc && !s) s = initial_x(&env, ds->X, init, d, scale, &X);
+  if (!rc && !s && (X->rows != ds->X->rows || X->cols != d)) {
+    fprintf(stderr, "nlembed %s: error: %s: initial X must be %zu x %zu, not %zu x %zu\n", mi->name, init,
+            ds->X->rows, d, X->rows, X->cols);
+    rc = 1;
+  }
+  if (!rc && !s) {
+    nle_model_spec spec = {mi->kind, lambda, W, wneg, Wsq, Wk};
+    s = nle_model_new(env.ctx, &spec, &model);
+  }
+  if (!rc && !s) s = nle_opt_new(env.ctx, model, W, &oo, &opt);
+  if (!rc && !s) {
+    double t0 = nle_time_seconds();
+    s = nle_opt_run(env.ctx, opt, X, &rep);
+    t_opt = nle_time_seconds() - t0;
+    if (s > 0) {
+      cli_note(&env, "%s", nle_ctx_error(env.ctx));
+      s = NLE_OK;
+    }
+  }
+  if (!rc && !s) s = nle_write_matd(env.ctx, output, X);
+  if (!rc && !s && save_labels) s = nle_write_labels(env.ctx, save_labels, ds->labels, (int64_t)ds->X->rows);
+  if (!rc && s) rc = cli_fail(&env, s);
+  if (!rc) {
+    static const char *opt_names[] = {"sd", "fp", "gd"};
+    printf("{\"command\": \"%s\", \"input\": \"%s\", \"n\": %zu, \"dim\": %zu, \"perplexity\": %g, \"k\": %d, "
+           "\"lambda\": %g, \"optimizer\": \"%s\", \"kappa\": %d, \"iterations\": %d, \"evaluations\": %d, "
+           "\"E0\": %.10g, \"E\": %.10g, \"converged\": %s, \"knn_seconds\": %.3f, \"optimize_seconds\": %.3f, "
+           "\"summary\": \"%s (lambda %g, %s), perplexity %g, E %.4g after %d iterations\"}\n",
+           mi->name, ds->name, ds->X->rows, d, perplexity, k, lambda, opt_names[oo.kind], oo.kappa, rep.iterations,
+           rep.evaluations, rep.E0, rep.E, rep.converged ? "true" : "false", t_knn, t_opt, mi->title, lambda,
+           opt_names[oo.kind], perplexity, rep.E, rep.iterations);
+    cli_note(&env, "%s of %zu points: E %.6g -> %.6g in %d iterations (%d evaluations), %.2f s; wrote %s", mi->title,
+             ds->X->rows, rep.E0, rep.E, rep.iterations, rep.evaluations, t_opt, output);
+  }
+  nle_opt_free(&opt);
+  nle_model_free(&model);
+  nle_matd_free(&X);
+  nle_matd_free(&Wsq);
+  nle_csr_free(&Wk);
+  nle_csr_free(&W);
+  nle_dataset_free(&ds);
+  cli_env_free(&env);
+  return rc;
+}
