@@ -495,6 +495,18 @@ void nle_model_free(nle_model **model);
 /* E(X) and, when G is not NULL, its gradient (N x d, same shape as X), by the
  * exact all-pairs repulsion (blocked, OpenMP; deterministic). */
 nle_status nle_model_eval(nle_ctx *ctx, const nle_model *model, const nle_matd *X, double *E, nle_matd *G);
+/* Changes lambda (for the homotopy; an optimiser planned on the model stays valid). */
+nle_status nle_model_set_lambda(nle_ctx *ctx, nle_model *model, double lambda);
+
+/* Bounds l1 <= lambda1* <= u1 on EE's critical lambda, where X = 0 stops
+ * being the minimiser (EE paper eqs. 11-12): l1 = max(lambda_2(L+) /
+ * lambda_N(L-), min w+/w-), u1 = min(min_i lambda_i(L+) / lambda_i(L-),
+ * min_n L+_nn / L-_nn), eigenvalues ascending, from dense symmetric
+ * eigendecompositions (N x N, under the memory cap). The paper prints the
+ * first term of l1 as lambda_2+ / lambda_N+; lambda_N- is what the bound
+ * L+ - lambda L- >= (lambda_2+ - lambda lambda_N-) I on 1^perp needs. */
+nle_status nle_ee_lambda_bounds(nle_ctx *ctx, const nle_csr *Wp, nle_wneg_kind wneg, const nle_matd *Wneg_dense,
+                                const nle_csr *Wneg_sparse, double *l1, double *u1);
 
 /* ========================================================================== */
 /* Nonlinear embeddings: optimisers                                           */
@@ -547,6 +559,22 @@ nle_status nle_opt_direction(nle_ctx *ctx, nle_opt *opt, const nle_matd *g, nle_
 /* Minimises the model from X (overwritten with the result). Returns
  * NLE_WARN_NOT_CONVERGED when the iteration or time cap ended the run. */
 nle_status nle_opt_run(nle_ctx *ctx, nle_opt *opt, nle_matd *X, nle_opt_report *report);
+
+/* Homotopy over lambda (EE paper sec. 4.4; dissertation sec. 3.4.1): steps
+ * log-spaced values from lambda_start to lambda_end, minimising at each from
+ * the previous X with one optimiser planned once. */
+typedef struct {
+  double lambda_start, lambda_end; /* > 0 */
+  int steps;                       /* >= 1 (default 50) */
+} nle_homotopy_opts;
+
+void nle_homotopy_opts_init(nle_homotopy_opts *o);
+
+/* Called after every lambda; a non-zero return stops the path. */
+typedef int (*nle_homotopy_fn)(void *user, int step, double lambda, const nle_matd *X, const nle_opt_report *rep);
+
+nle_status nle_homotopy_run(nle_ctx *ctx, nle_model *model, nle_opt *opt, nle_matd *X, const nle_homotopy_opts *opts,
+                            nle_homotopy_fn fn, void *user, nle_opt_report *total);
 
 /* ========================================================================== */
 /* Spectral: PCA                                                              */

@@ -3,6 +3,7 @@
  * embedding (EE paper sec. 4.1), invariances, determinism. */
 #include "harness.h"
 
+#include <lapacke.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -361,7 +362,147 @@ static void separates_clusters(void) {
   nle_ctx_free(&ctx);
 }
 
-const nle_test_case nle_tests[] = {{"nle/directions", directions},
+/* Smallest eigenvalue of L+ - lambda L- (dense, from the weights), relative
+ * to the largest: 0 (the constant vector) until lambda* , negative after. */
+static double second_eigenvalue(const double *Wp, const double *Wm, size_t n, double lambda) {
+  double *L = calloc(n * n, sizeof(double)), *ev = malloc(n * sizeof(double));
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < n; j++) {
+      if (i == j) continue;
+      double w = Wp[i * n + j] - lambda * Wm[i * n + j];
+      L[i * n + j] = -w;
+      L[i * n + i] += w;
+    }
+  LAPACKE_dsyev(LAPACK_ROW_MAJOR, 'N', 'U', (lapack_int)n, L, (lapack_int)n, ev);
+  double v = ev[0] / fmax(fabs(ev[0]), fabs(ev[n - 1])) + 1e-9; /* > 0 while only rounding is negative */
+  free(L);
+  free(ev);
+  return v;
+}
+
+/* EE's lambda* bounds bracket the bifurcation found numerically (where the
+ * second eigenvalue of L+ - lambda L- crosses 0), for uniform and
+ * squared-distance W-; and from a small X the optimiser collapses the points
+ * below l1 and spreads them above u1. */
+static void lambda_bounds(void) {
+  size_t n = 40;
+  nle_ctx *ctx = test_ctx(1);
+  nle_dataset *ds;
+  nle_test_ok(nle_dataset_read(ctx, "spiral:40", NULL, &ds));
+  nle_knn_opts ko;
+  nle_knn_opts_init(&ko);
+  ko.k = (int)n - 1; /* full graph, as in the EE paper's spiral */
+  nle_csr *g, *Wp;
+  nle_test_ok(nle_knn_exact(ctx, ds->X, &ko, &g));
+  nle_affinity_opts ao;
+  nle_affinity_opts_init(&ao);
+  ao.sigma = 1.5;
+  nle_test_ok(nle_affinity_graph(ctx, g, &ao, &Wp));
+  nle_matd *Wsq;
+  nle_test_ok(nle_repulsive_dense(ctx, ds->X, NLE_WNEG_SQDIST, &Wsq));
+  double *dp = calloc(n * n, sizeof(double)), *du = malloc(n * n * sizeof(double));
+  for (size_t i = 0; i < n; i++) {
+    for (int64_t q = Wp->rowptr[i]; q < Wp->rowptr[i + 1]; q++) dp[i * n + (size_t)Wp->colind[q]] = nle_csr_value(Wp, q);
+    for (size_t j = 0; j < n; j++) du[i * n + j] = i != j;
+  }
+  nle_wneg_kind kinds[2] = {NLE_WNEG_UNIFORM, NLE_WNEG_SQDIST};
+  for (int c = 0; c < 2; c++) {
+    const double *wm = kinds[c] == NLE_WNEG_UNIFORM ? du : Wsq->data;
+    double l1, u1;
+    nle_test_ok(nle_ee_lambda_bounds(ctx, Wp, kinds[c], Wsq, NULL, &l1, &u1));
+    double lo = 0, hi = 1e-12;
+    while (second_eigenvalue(dp, wm, n, hi) > 0) hi *= 2;
+    for (int it = 0; it < 100; it++) {
+      double mid = 0.5 * (lo + hi);
+      if (second_eigenvalue(dp, wm, n, mid) > 0) lo = mid;
+      else hi = mid;
+    }
+    double star = 0.5 * (lo + hi);
+    if (!nle_test(l1 <= star * (1 + 1e-6) && star <= u1 * (1 + 1e-6) && l1 > 0)) /* bisection resolution */
+      printf("  W- kind %d: l1 %g, lambda* %g, u1 %g\n", kinds[c], l1, star, u1);
+    /* Numerically: collapse below, spread above. */
+    nle_model_spec spec = {NLE_MODEL_EE, 0.5 * l1, Wp, kinds[c], Wsq, NULL};
+    nle_model *m;
+    nle_test_ok(nle_model_new(ctx, &spec, &m));
+    nle_opt_opts oo;
+    nle_opt_opts_init(&oo);
+    oo.kappa = 0;
+    oo.max_iters = 300;
+    oo.tol = 0;
+    nle_opt *opt;
+    nle_test_ok(nle_opt_new(ctx, m, Wp, &oo, &opt));
+    for (int side = 0; side < 2; side++) {
+      nle_test_ok(nle_model_set_lambda(ctx, m, side ? 2.0 * u1 : 0.5 * l1));
+      nle_matd *X = random_x(n, 1, 1e-3, 71);
+      double before = 0, after = 0, mean = 0;
+      for (size_t i = 0; i < n; i++) mean += X->data[i] / n;
+      for (size_t i = 0; i < n; i++) before += pow(X->data[i] - mean, 2);
+      nle_opt_report rep;
+      nle_test(nle_opt_run(ctx, opt, X, &rep) >= 0);
+      mean = 0;
+      for (size_t i = 0; i < n; i++) mean += X->data[i] / n;
+      for (size_t i = 0; i < n; i++) after += pow(X->data[i] - mean, 2);
+      if (!nle_test(side ? after > 10 * before : after < 0.1 * before))
+        printf("  W- kind %d, %s: spread %g -> %g\n", kinds[c], side ? "above u1" : "below l1", before, after);
+      nle_matd_free(&X);
+    }
+    nle_opt_free(&opt);
+    nle_model_free(&m);
+  }
+  free(dp);
+  free(du);
+  nle_matd_free(&Wsq);
+  nle_csr_free(&Wp);
+  nle_csr_free(&g);
+  nle_dataset_free(&ds);
+  nle_ctx_free(&ctx);
+}
+
+/* The homotopy tracks X(lambda) with growing scale and calls back per step. */
+static int count_steps(void *user, int step, double lambda, const nle_matd *X, const nle_opt_report *rep) {
+  (void)lambda;
+  (void)X;
+  (void)rep;
+  *(int *)user = step + 1;
+  return 0;
+}
+
+static void homotopy_path(void) {
+  nle_ctx *ctx = test_ctx(1);
+  size_t n = 60;
+  nle_csr *W = random_weights(n, 6, 0, 0, 81);
+  nle_model_spec spec = {NLE_MODEL_EE, 1.0, W, NLE_WNEG_UNIFORM, NULL, NULL};
+  nle_model *m;
+  nle_test_ok(nle_model_new(ctx, &spec, &m));
+  double l1, u1;
+  nle_test_ok(nle_ee_lambda_bounds(ctx, W, NLE_WNEG_UNIFORM, NULL, NULL, &l1, &u1));
+  nle_opt_opts oo;
+  nle_opt_opts_init(&oo);
+  nle_opt *opt;
+  nle_test_ok(nle_opt_new(ctx, m, W, &oo, &opt));
+  nle_homotopy_opts ho;
+  nle_homotopy_opts_init(&ho);
+  ho.lambda_start = 1.5 * u1;
+  ho.lambda_end = 100 * u1;
+  ho.steps = 8;
+  nle_matd *X = random_x(n, 2, 1e-3, 82);
+  nle_opt_report total;
+  int steps = 0;
+  nle_test(nle_homotopy_run(ctx, m, opt, X, &ho, count_steps, &steps, &total) >= 0);
+  nle_test(steps == 8 && total.iterations > 0);
+  double spread = 0;
+  for (size_t i = 0; i < 2 * n; i++) spread += X->data[i] * X->data[i];
+  nle_test(spread > 1.0); /* expanded well beyond the 1e-3 start */
+  nle_matd_free(&X);
+  nle_opt_free(&opt);
+  nle_model_free(&m);
+  nle_csr_free(&W);
+  nle_ctx_free(&ctx);
+}
+
+const nle_test_case nle_tests[] = {{"nle/lambda_bounds", lambda_bounds},
+                                   {"nle/homotopy_path", homotopy_path},
+                                   {"nle/directions", directions},
                                    {"nle/monotone_decrease", monotone_decrease},
                                    {"nle/separates_clusters", separates_clusters},
                                    {"nle/gradients_all_models", gradients_all_models},

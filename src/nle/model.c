@@ -202,3 +202,10 @@ nle_status nle_model_eval(nle_ctx *ctx, const nle_model *m, const nle_matd *X, d
   free(inv_z);
   return s;
 }
+
+nle_status nle_model_set_lambda(nle_ctx *ctx, nle_model *m, double lambda) {
+  if (!(lambda > 0.0) || !isfinite(lambda))
+    return nle__fail(ctx, NLE_ERR_ARG, "model: lambda = %g must be positive and finite", lambda);
+  m->spec.lambda = lambda;
+  return NLE_OK;
+}

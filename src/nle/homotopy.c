@@ -1,0 +1,117 @@
+/* homotopy.c — EE's critical lambda and the homotopy over lambda (EE paper
+ * sec. 4.2, 4.4): bounds l1 <= lambda1* <= u1 from the spectra of the two
+ * graph Laplacians (eqs. 11-12), and the path X(lambda) tracked over
+ * log-spaced lambda from above the bifurcation. */
+#include "../core/internal.h"
+
+#include <lapacke.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void nle_homotopy_opts_init(nle_homotopy_opts *o) {
+  o->lambda_start = 1e-4;
+  o->lambda_end = 1e2;
+  o->steps = 50;
+}
+
+/* Dense Laplacian D - W of a sparse or dense symmetric W (or uniform W = 1 - I). */
+static void dense_laplacian(size_t n, const nle_csr *Ws, const nle_matd *Wd, int uniform, double *L) {
+  memset(L, 0, n * n * sizeof(double));
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < n; j++) {
+      if (i == j) continue;
+      double w = uniform ? 1.0 : Wd ? Wd->data[i * n + j] : 0.0;
+      L[i * n + j] -= w;
+      L[i * n + i] += w;
+    }
+  if (Ws)
+    for (size_t i = 0; i < n; i++)
+      for (int64_t q = Ws->rowptr[i]; q < Ws->rowptr[i + 1]; q++) {
+        size_t j = (size_t)Ws->colind[q];
+        if (j == i) continue;
+        double w = nle_csr_value(Ws, q);
+        L[i * n + j] -= w;
+        L[i * n + i] += w;
+      }
+}
+
+nle_status nle_ee_lambda_bounds(nle_ctx *ctx, const nle_csr *Wp, nle_wneg_kind wneg, const nle_matd *Wneg_dense,
+                                const nle_csr *Wneg_sparse, double *l1, double *u1) {
+  size_t n = (size_t)Wp->rows;
+  if (n < 3) return nle__fail(ctx, NLE_ERR_ARG, "lambda* bounds need at least 3 points");
+  if ((wneg == NLE_WNEG_SQDIST && !Wneg_dense) || (wneg == NLE_WNEG_KNN && !Wneg_sparse))
+    return nle__fail(ctx, NLE_ERR_ARG, "lambda* bounds: the W- matrix is missing");
+  nle_status s = nle__check_memory(ctx, 3.0 * (double)n * n * 8, "the dense Laplacians of the lambda* bounds");
+  if (s) return s;
+  double *Lp = nle__malloc(ctx, n * n * sizeof(double), "L+"), *Lm = nle__malloc(ctx, n * n * sizeof(double), "L-");
+  double *ep = nle__malloc(ctx, n * sizeof(double), "eigenvalues"), *em = nle__malloc(ctx, n * sizeof(double), "eigenvalues");
+  double *diag_p = nle__malloc(ctx, n * sizeof(double), "diagonals"), *diag_m = nle__malloc(ctx, n * sizeof(double), "diagonals");
+  if (!Lp || !Lm || !ep || !em || !diag_p || !diag_m) s = NLE_ERR_NOMEM;
+  if (!s) {
+    dense_laplacian(n, Wp, NULL, 0, Lp);
+    dense_laplacian(n, wneg == NLE_WNEG_KNN ? Wneg_sparse : NULL, wneg == NLE_WNEG_SQDIST ? Wneg_dense : NULL,
+                    wneg == NLE_WNEG_UNIFORM, Lm);
+    for (size_t i = 0; i < n; i++) {
+      diag_p[i] = Lp[i * n + i];
+      diag_m[i] = Lm[i * n + i];
+    }
+    /* min w+/w- over pairs with w- > 0, before the eigensolver overwrites L. */
+    double ratio = INFINITY;
+    for (size_t i = 0; i < n; i++)
+      for (size_t j = 0; j < n; j++)
+        if (i != j && -Lm[i * n + j] > 0) ratio = fmin(ratio, -Lp[i * n + j] / -Lm[i * n + j]);
+    int blas_prev = nle__blas_set_threads(nle_ctx_threads(ctx));
+    lapack_int info = LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'N', 'U', (lapack_int)n, Lp, (lapack_int)n, ep);
+    if (!info) info = LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'N', 'U', (lapack_int)n, Lm, (lapack_int)n, em);
+    nle__blas_set_threads(blas_prev);
+    if (info) s = nle__fail(ctx, NLE_ERR_NUMERIC, "lambda* bounds: LAPACK dsyevd failed (info %d)", (int)info);
+    if (!s) {
+      double lo = em[n - 1] > 0 ? ep[1] / em[n - 1] : 0.0, hi = INFINITY;
+      *l1 = fmax(lo, isfinite(ratio) ? ratio : 0.0);
+      for (size_t i = 1; i < n; i++)
+        if (em[i] > 0) hi = fmin(hi, ep[i] / em[i]);
+      for (size_t i = 0; i < n; i++)
+        if (diag_m[i] > 0) hi = fmin(hi, diag_p[i] / diag_m[i]);
+      *u1 = hi;
+    }
+  }
+  free(Lp);
+  free(Lm);
+  free(ep);
+  free(em);
+  free(diag_p);
+  free(diag_m);
+  return s;
+}
+
+nle_status nle_homotopy_run(nle_ctx *ctx, nle_model *model, nle_opt *opt, nle_matd *X, const nle_homotopy_opts *o,
+                            nle_homotopy_fn fn, void *user, nle_opt_report *total) {
+  if (!(o->lambda_start > 0) || !(o->lambda_end > 0) || o->steps < 1)
+    return nle__fail(ctx, NLE_ERR_ARG, "homotopy: lambdas must be positive and steps >= 1");
+  memset(total, 0, sizeof *total);
+  double t0 = nle_time_seconds();
+  nle_status s = NLE_OK;
+  int all_converged = 1;
+  for (int i = 0; i < o->steps && s >= 0; i++) {
+    double frac = o->steps == 1 ? 1.0 : (double)i / (double)(o->steps - 1);
+    double lambda = exp(log(o->lambda_start) + frac * (log(o->lambda_end) - log(o->lambda_start)));
+    s = nle_model_set_lambda(ctx, model, lambda);
+    nle_opt_report rep;
+    if (!s) s = nle_opt_run(ctx, opt, X, &rep);
+    if (s < 0) break;
+    all_converged &= s == NLE_OK;
+    s = NLE_OK;
+    if (i == 0) total->E0 = rep.E0;
+    total->iterations += rep.iterations;
+    total->evaluations += rep.evaluations;
+    total->E = rep.E;
+    total->grad_max = rep.grad_max;
+    if (fn && fn(user, i, lambda, X, &rep)) break;
+  }
+  total->seconds = nle_time_seconds() - t0;
+  total->converged = all_converged;
+  if (s < 0) return s;
+  return all_converged ? NLE_OK
+                       : nle__fail(ctx, NLE_WARN_NOT_CONVERGED, "homotopy: some lambda steps hit the iteration cap");
+}
