@@ -46,10 +46,41 @@ static const char *help_fmt =
     "  --tol T              stop below this relative decrease of E (default 1e-6)\n"
     "  --time-budget S      stop after S seconds\n"
     "  --save-labels FILE   also write the dataset's labels\n"
+    "  --sigma S            W+ = Gaussian affinities exp(-d^2 / 2 S^2) on the kNN\n"
+    "                       graph (-k, default 12) instead of entropic ones\n"
+    "  --homotopy STEPS     minimise over STEPS log-spaced lambda values from\n"
+    "                       --lambda-start (default: 1.5 x the upper bound u1 of\n"
+    "                       lambda*, EE and t-EE) to --lambda (EE paper 4.4)\n"
+    "  --lambda-start L     first lambda of the homotopy\n"
+    "  --path-prefix P      write X after every lambda to P000.npy, P001.npy, ...\n"
     "\n" CLI_KNN_HELP "\n" CLI_COMMON_HELP;
 
 enum { OPT_LAMBDA = OPT_COMMAND_BASE, OPT_WNEG, OPT_OPTIMIZER, OPT_KAPPA_E, OPT_INIT, OPT_INIT_SCALE, OPT_MAX_ITERS,
-       OPT_TOL_E, OPT_BUDGET, OPT_SAVE_LABELS_E };
+       OPT_TOL_E, OPT_BUDGET, OPT_SAVE_LABELS_E, OPT_SIGMA_E, OPT_HOMOTOPY, OPT_LAMBDA_START, OPT_PATH };
+
+/* Dense bounds need two N x N eigendecompositions: only for small N. */
+enum { BOUNDS_MAX_N = 5000 };
+
+typedef struct {
+  cli_env *env;
+  const char *prefix;
+  int steps;
+} path_writer;
+
+/* Homotopy callback: a progress line per lambda, and X saved when asked. */
+static int write_path(void *user, int step, double lambda, const nle_matd *X, const nle_opt_report *rep) {
+  path_writer *pw = user;
+  cli_note(pw->env, "homotopy %d/%d: lambda %.4g, E %.6g, %d iterations", step + 1, pw->steps, lambda, rep->E,
+           rep->iterations);
+  if (!pw->prefix) return 0;
+  char path[4096];
+  snprintf(path, sizeof path, "%s%03d.npy", pw->prefix, step);
+  if (nle_write_matd(pw->env->ctx, path, X)) {
+    fprintf(stderr, "nlembed %s: error: %s\n", pw->env->command, nle_ctx_error(pw->env->ctx));
+    return 1;
+  }
+  return 0;
+}
 
 /* Entropic affinities on the kNN graph, symmetrised; normalised to sum 1 for
  * the normalised models; the conditional P itself for SNE. */
@@ -126,6 +157,8 @@ int cmd_embed(int argc, char **argv, const char *name) {
       {"init", required_argument, 0, OPT_INIT}, {"init-scale", required_argument, 0, OPT_INIT_SCALE},
       {"max-iters", required_argument, 0, OPT_MAX_ITERS}, {"tol", required_argument, 0, OPT_TOL_E},
       {"time-budget", required_argument, 0, OPT_BUDGET}, {"save-labels", required_argument, 0, OPT_SAVE_LABELS_E},
+      {"sigma", required_argument, 0, OPT_SIGMA_E}, {"homotopy", required_argument, 0, OPT_HOMOTOPY},
+      {"lambda-start", required_argument, 0, OPT_LAMBDA_START}, {"path-prefix", required_argument, 0, OPT_PATH},
       CLI_KNN_OPTIONS, CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
   cli_env env;
   if (cli_env_init(&env, mi->name, help)) return 1;
@@ -134,7 +167,9 @@ int cmd_embed(int argc, char **argv, const char *name) {
   env.knn = &choice;
   nle_opt_opts oo;
   nle_opt_opts_init(&oo);
-  double perplexity = 30, lambda = mi->lambda, scale = 1e-4;
+  double perplexity = 30, lambda = mi->lambda, scale = 1e-4, sigma = 0, lambda_start = 0;
+  int homotopy = 0;
+  const char *path_prefix = NULL;
   int k = 0;
   long long v;
   size_t d = 2;
@@ -192,6 +227,18 @@ int cmd_embed(int argc, char **argv, const char *name) {
         env.rc = cli_usage_error(mi->name, "--time-budget takes seconds >= 0");
       break;
     case OPT_SAVE_LABELS_E: save_labels = optarg; break;
+    case OPT_SIGMA_E:
+      if (!cli_parse_double(optarg, &sigma) || sigma <= 0) env.rc = cli_usage_error(mi->name, "--sigma takes a positive width");
+      break;
+    case OPT_HOMOTOPY:
+      if (cli_parse_int(optarg, 1, 100000, &v)) homotopy = (int)v;
+      else env.rc = cli_usage_error(mi->name, "--homotopy takes a number of lambda values");
+      break;
+    case OPT_LAMBDA_START:
+      if (!cli_parse_double(optarg, &lambda_start) || lambda_start <= 0)
+        env.rc = cli_usage_error(mi->name, "--lambda-start takes a positive number");
+      break;
+    case OPT_PATH: path_prefix = optarg; break;
     default: env.rc = 2; break;
     }
   }
@@ -202,7 +249,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
   int rc = env.rc;
   if (!rc && optind != argc - 1) rc = cli_usage_error(mi->name, "expected one INPUT, got %d", argc - optind);
   if (!rc && !output) rc = cli_usage_error(mi->name, "no output file (-o FILE)");
-  if (k == 0) k = (int)ceil(3.0 * perplexity);
+  if (k == 0) k = sigma > 0 ? 12 : (int)ceil(3.0 * perplexity);
   nle_status s = NLE_OK;
   if (!rc) s = nle_check_output_path(env.ctx, output);
   if (!rc && !s && save_labels) s = nle_check_output_path(env.ctx, save_labels);
@@ -221,7 +268,27 @@ int cmd_embed(int argc, char **argv, const char *name) {
   }
   if (!rc && !s && save_labels && !ds->labels)
     rc = cli_usage_error(mi->name, "%s has no labels to save (give them with --labels)", argv[optind]);
-  if (!rc && !s) s = build_affinities(&env, ds->X, k, perplexity, mi->kind, &W, &t_knn);
+  if (!rc && !s && sigma > 0) {
+    nle_csr *graph = NULL;
+    const char *method;
+    double t0 = nle_time_seconds();
+    s = cli_knn(&env, ds->X, k, &choice, &graph, &method);
+    t_knn = nle_time_seconds() - t0;
+    nle_affinity_opts ao;
+    nle_affinity_opts_init(&ao);
+    ao.sigma = sigma;
+    nle_csr *G = NULL;
+    if (!s) s = nle_affinity_graph(env.ctx, graph, &ao, &G);
+    if (!s && !unnormalised) s = nle_affinity_symmetrize(env.ctx, G, 1, &W); /* sum to 1 */
+    else if (!s) {
+      W = G;
+      G = NULL;
+    }
+    nle_csr_free(&G);
+    nle_csr_free(&graph);
+  } else if (!rc && !s) {
+    s = build_affinities(&env, ds->X, k, perplexity, mi->kind, &W, &t_knn);
+  }
   if (!rc && !s && unnormalised && wneg == NLE_WNEG_SQDIST) s = nle_repulsive_dense(env.ctx, ds->X, wneg, &Wsq);
   if (!rc && !s && unnormalised && wneg == NLE_WNEG_KNN) {
     nle_csr *graph = NULL;
@@ -241,9 +308,25 @@ int cmd_embed(int argc, char **argv, const char *name) {
     s = nle_model_new(env.ctx, &spec, &model);
   }
   if (!rc && !s) s = nle_opt_new(env.ctx, model, W, &oo, &opt);
+  double l1 = NAN, u1 = NAN;
+  if (!rc && !s && unnormalised && ds->X->rows <= BOUNDS_MAX_N) {
+    s = nle_ee_lambda_bounds(env.ctx, W, wneg, Wsq, Wk, &l1, &u1);
+    if (!s) cli_note(&env, "lambda* bounds: %.4g <= lambda* <= %.4g (EE paper eqs. 11-12)", l1, u1);
+  }
+  if (!rc && !s && homotopy && lambda_start == 0) {
+    if (isfinite(u1)) lambda_start = 1.5 * u1;
+    else rc = cli_usage_error(mi->name, "--homotopy needs --lambda-start here (no lambda* bounds above %d points)",
+                              BOUNDS_MAX_N);
+  }
   if (!rc && !s) {
     double t0 = nle_time_seconds();
-    s = nle_opt_run(env.ctx, opt, X, &rep);
+    if (homotopy) {
+      nle_homotopy_opts ho = {lambda_start, lambda, homotopy};
+      path_writer pw = {&env, path_prefix, homotopy};
+      s = nle_homotopy_run(env.ctx, model, opt, X, &ho, write_path, &pw, &rep);
+    } else {
+      s = nle_opt_run(env.ctx, opt, X, &rep);
+    }
     t_opt = nle_time_seconds() - t0;
     if (s > 0) {
       cli_note(&env, "%s", nle_ctx_error(env.ctx));
@@ -257,11 +340,13 @@ int cmd_embed(int argc, char **argv, const char *name) {
     static const char *opt_names[] = {"sd", "fp", "gd"};
     printf("{\"command\": \"%s\", \"input\": \"%s\", \"n\": %zu, \"dim\": %zu, \"perplexity\": %g, \"k\": %d, "
            "\"lambda\": %g, \"optimizer\": \"%s\", \"kappa\": %d, \"iterations\": %d, \"evaluations\": %d, "
-           "\"E0\": %.10g, \"E\": %.10g, \"converged\": %s, \"knn_seconds\": %.3f, \"optimize_seconds\": %.3f, "
+           "\"E0\": %.10g, \"E\": %.10g, \"converged\": %s, \"lambda_star_lower\": %.6g, \"lambda_star_upper\": %.6g, "
+           "\"homotopy_steps\": %d, \"knn_seconds\": %.3f, \"optimize_seconds\": %.3f, "
            "\"summary\": \"%s (lambda %g, %s), perplexity %g, E %.4g after %d iterations\"}\n",
            mi->name, ds->name, ds->X->rows, d, perplexity, k, lambda, opt_names[oo.kind], oo.kappa, rep.iterations,
-           rep.evaluations, rep.E0, rep.E, rep.converged ? "true" : "false", t_knn, t_opt, mi->title, lambda,
-           opt_names[oo.kind], perplexity, rep.E, rep.iterations);
+           rep.evaluations, rep.E0, rep.E, rep.converged ? "true" : "false", isfinite(l1) ? l1 : -1.0,
+           isfinite(u1) ? u1 : -1.0, homotopy, t_knn, t_opt, mi->title, lambda, opt_names[oo.kind], perplexity, rep.E,
+           rep.iterations);
     cli_note(&env, "%s of %zu points: E %.6g -> %.6g in %d iterations (%d evaluations), %.2f s; wrote %s", mi->title,
              ds->X->rows, rep.E0, rep.E, rep.iterations, rep.evaluations, t_opt, output);
   }

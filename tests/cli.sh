@@ -140,6 +140,9 @@ expect_ok tsne_metrics $N metrics blobs:400:8:4 "$T/ts.npy" -k 10 --quiet
 if grep -q '"knn_accuracy": 0\.9[5-9]\|"knn_accuracy": 1\.0' "$T/stdout"; then ok tsne_separates; else bad tsne_separates "$(cat "$T/stdout")"; fi
 expect_ok ee_sqdist $N ee spiral:300 -p 10 --wneg sqdist --lambda 1 --max-iters 30 --optimizer fp -o "$T/ee.npy" --quiet
 expect_ok ee_init_file $N ee spiral:300 -p 10 --init "$T/ee.npy" --max-iters 5 -o "$T/ee2.npy" --quiet
+expect_ok ee_homotopy $N ee swissroll:300 --sigma 15 -k 10 --wneg uniform --homotopy 3 --lambda 1e-3 --path-prefix "$T/path_" -o "$T/eh.npy" --quiet
+if [ -f "$T/path_002.npy" ] && grep -q '"lambda_star_lower": [0-9]' "$T/stdout" && grep -q '"homotopy_steps": 3' "$T/stdout"; then
+  ok ee_homotopy_outputs; else bad ee_homotopy_outputs "$(cat "$T/stdout")"; fi
 expect_fail embed_wneg_for_tsne "--wneg is for ee and tee" "$T/x.npy" -- $N tsne spiral:300 --wneg sqdist -o "$T/x.npy"
 expect_fail embed_k_vs_n "k = 90 neighbours need more than 60 points" "$T/x.npy" -- $N tsne spiral:60 -o "$T/x.npy"
 expect_fail embed_bad_init "initial X must be 300 x 2" "$T/x.npy" -- $N ee spiral:300 -p 10 --init "$T/p.csv" -o "$T/x.npy"
