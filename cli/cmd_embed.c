@@ -37,7 +37,7 @@ static const char *help_fmt =
     "  --lambda L           weight of the repulsion (default %g)\n"
     "%s"
     "  --optimizer NAME     sd (spectral direction, default), fp (fixed-point\n"
-    "                       diagonal), gd (gradient descent)\n"
+    "                       diagonal), gd (gradient descent), lbfgs, cg\n"
     "  --kappa N            sd: neighbours per point kept in L+ (default 7; 0 = all)\n"
     "  --init NAME|FILE     pca (default), random, or an N x d file; pca and random\n"
     "                       are scaled to a standard deviation of 1e-4 (--init-scale)\n"
@@ -205,7 +205,9 @@ int cmd_embed(int argc, char **argv, const char *name) {
       if (!strcmp(optarg, "sd")) oo.kind = NLE_OPT_SD;
       else if (!strcmp(optarg, "fp")) oo.kind = NLE_OPT_FP;
       else if (!strcmp(optarg, "gd")) oo.kind = NLE_OPT_GD;
-      else env.rc = cli_usage_error(mi->name, "--optimizer takes sd, fp or gd");
+      else if (!strcmp(optarg, "lbfgs")) oo.kind = NLE_OPT_LBFGS;
+      else if (!strcmp(optarg, "cg")) oo.kind = NLE_OPT_CG;
+      else env.rc = cli_usage_error(mi->name, "--optimizer takes sd, fp, gd, lbfgs or cg");
       break;
     case OPT_KAPPA_E:
       if (cli_parse_int(optarg, 0, 1 << 20, &v)) oo.kappa = (int)v;
@@ -337,7 +339,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
   if (!rc && !s && save_labels) s = nle_write_labels(env.ctx, save_labels, ds->labels, (int64_t)ds->X->rows);
   if (!rc && s) rc = cli_fail(&env, s);
   if (!rc) {
-    static const char *opt_names[] = {"sd", "fp", "gd"};
+    static const char *opt_names[] = {"sd", "fp", "gd", "lbfgs", "cg"};
     printf("{\"command\": \"%s\", \"input\": \"%s\", \"n\": %zu, \"dim\": %zu, \"perplexity\": %g, \"k\": %d, "
            "\"lambda\": %g, \"optimizer\": \"%s\", \"kappa\": %d, \"iterations\": %d, \"evaluations\": %d, "
            "\"E0\": %.10g, \"E\": %.10g, \"converged\": %s, \"lambda_star_lower\": %.6g, \"lambda_star_upper\": %.6g, "

@@ -520,7 +520,11 @@ typedef enum {
                      W+ sparsified to kappa neighbours (at X = 0 for t-SNE), its
                      sparse Cholesky factor (CHOLMOD) computed once */
   NLE_OPT_FP = 1, /* fixed-point diagonal: B = 4 D+ */
-  NLE_OPT_GD = 2  /* gradient descent: B = I */
+  NLE_OPT_GD = 2, /* gradient descent: B = I */
+  NLE_OPT_LBFGS = 3, /* limited-memory BFGS (two-loop recursion, memory m);
+                        the first trial step of each line search is 1 */
+  NLE_OPT_CG = 4  /* nonlinear conjugate gradients (Polak-Ribiere+, restart
+                     to -g when not a descent direction) */
 } nle_opt_kind;
 
 typedef struct {
@@ -534,6 +538,7 @@ typedef struct {
   double time_budget; /* seconds, 0 (default) for none */
   double c1;          /* sufficient-decrease constant (default 1e-4) */
   double shrink;      /* step shrink factor (default 0.5) */
+  int memory;         /* L-BFGS: pairs kept (default 10) */
 } nle_opt_opts;
 
 void nle_opt_opts_init(nle_opt_opts *o);

@@ -290,7 +290,7 @@ static void monotone_decrease(void) {
   nle_model_spec spec = {NLE_MODEL_TSNE, 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL};
   nle_model *m;
   nle_test_ok(nle_model_new(ctx, &spec, &m));
-  for (int kind = NLE_OPT_SD; kind <= NLE_OPT_GD; kind++) {
+  for (int kind = NLE_OPT_SD; kind <= NLE_OPT_CG; kind++) {
     nle_opt_opts oo;
     nle_opt_opts_init(&oo);
     oo.kind = (nle_opt_kind)kind;
@@ -308,6 +308,15 @@ static void monotone_decrease(void) {
       last = rep.E;
     }
     nle_test(rises == 0);
+    /* And within one longer run (history-based directions kept). */
+    nle_opt_free(&opt);
+    oo.max_iters = 40;
+    oo.tol = 0;
+    nle_test_ok(nle_opt_new(ctx, m, P, &oo, &opt));
+    nle_opt_report rep;
+    double e0;
+    nle_test_ok(nle_model_eval(ctx, m, X, &e0, NULL));
+    nle_test(nle_opt_run(ctx, opt, X, &rep) >= 0 && rep.E <= e0 && rep.iterations > 0);
     nle_matd_free(&X);
     nle_opt_free(&opt);
   }

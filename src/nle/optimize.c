@@ -23,6 +23,7 @@ void nle_opt_opts_init(nle_opt_opts *o) {
   o->time_budget = 0.0;
   o->c1 = 1e-4;
   o->shrink = 0.5;
+  o->memory = 10;
 }
 
 struct nle_opt {
@@ -34,6 +35,12 @@ struct nle_opt {
   int cc_started;
   cholmod_factor *factor;  /* of 4 L+ + mu I (SD) */
   cholmod_dense *rhs;      /* N x d workspace, column-major */
+  /* History of L-BFGS (pairs s = x_k+1 - x_k, y = g_k+1 - g_k, a ring) and
+   * of CG (the previous gradient and direction), cleared by every run. */
+  double *hist_s, *hist_y, *hist_rho, *alpha;
+  int hist_count, hist_head;
+  double *prev_g, *prev_p;
+  size_t hist_len;         /* N d of the stored vectors */
 };
 
 void nle_opt_free(nle_opt **opt) {
@@ -45,6 +52,12 @@ void nle_opt_free(nle_opt **opt) {
     cholmod_finish(&p->cc);
   }
   free(p->degree);
+  free(p->hist_s);
+  free(p->hist_y);
+  free(p->hist_rho);
+  free(p->alpha);
+  free(p->prev_g);
+  free(p->prev_p);
   free(p);
   *opt = NULL;
 }
@@ -151,7 +164,7 @@ nle_status nle_opt_new(nle_ctx *ctx, const nle_model *model, const nle_csr *Wp, 
     nle_opt_opts_init(&defaults);
     opts = &defaults;
   }
-  if ((unsigned)opts->kind > NLE_OPT_GD || opts->kappa < 0 || opts->max_iters < 0 || !(opts->tol >= 0) ||
+  if ((unsigned)opts->kind > NLE_OPT_CG || opts->kappa < 0 || opts->memory < 1 || opts->max_iters < 0 || !(opts->tol >= 0) ||
       !(opts->c1 > 0 && opts->c1 < 1) || !(opts->shrink > 0 && opts->shrink < 1))
     return nle__fail(ctx, NLE_ERR_ARG, "optimiser: invalid options");
   nle_opt *o = nle__calloc(ctx, 1, sizeof *o, "the optimiser");
@@ -188,7 +201,9 @@ nle_status nle_opt_direction(nle_ctx *ctx, nle_opt *o, const nle_matd *g, nle_ma
   size_t n = g->rows, d = g->cols;
   if ((int64_t)n != o->n || p->rows != n || p->cols != d)
     return nle__fail(ctx, NLE_ERR_ARG, "optimiser: gradient and direction must be %lld x d", (long long)o->n);
-  if (o->o.kind == NLE_OPT_GD) {
+  if (o->o.kind == NLE_OPT_GD || o->o.kind == NLE_OPT_LBFGS || o->o.kind == NLE_OPT_CG) {
+    /* The history-free part; nle_opt_run adds the quasi-Newton and
+     * conjugate corrections. */
     for (size_t i = 0; i < n * d; i++) p->data[i] = -g->data[i];
     return NLE_OK;
   }
@@ -214,6 +229,82 @@ nle_status nle_opt_direction(nle_ctx *ctx, nle_opt *o, const nle_matd *g, nle_ma
   return NLE_OK;
 }
 
+static double dot(const double *a, const double *b, size_t len) {
+  double s = 0.0;
+  for (size_t i = 0; i < len; i++) s += a[i] * b[i];
+  return s;
+}
+
+static nle_status history_reset(nle_ctx *ctx, nle_opt *o, size_t len) {
+  o->hist_count = o->hist_head = 0;
+  if (o->hist_len == len) return NLE_OK;
+  o->hist_len = len;
+  size_t m = (size_t)o->o.memory;
+  free(o->hist_s);
+  free(o->hist_y);
+  free(o->hist_rho);
+  free(o->alpha);
+  free(o->prev_g);
+  free(o->prev_p);
+  o->hist_s = o->hist_y = o->hist_rho = o->alpha = o->prev_g = o->prev_p = NULL;
+  if (o->o.kind == NLE_OPT_LBFGS) {
+    o->hist_s = nle__malloc(ctx, m * len * sizeof(double), "L-BFGS history");
+    o->hist_y = nle__malloc(ctx, m * len * sizeof(double), "L-BFGS history");
+    o->hist_rho = nle__malloc(ctx, m * sizeof(double), "L-BFGS history");
+    o->alpha = nle__malloc(ctx, m * sizeof(double), "L-BFGS history");
+    if (!o->hist_s || !o->hist_y || !o->hist_rho || !o->alpha) return NLE_ERR_NOMEM;
+  } else if (o->o.kind == NLE_OPT_CG) {
+    o->prev_g = nle__malloc(ctx, len * sizeof(double), "CG history");
+    o->prev_p = nle__malloc(ctx, len * sizeof(double), "CG history");
+    if (!o->prev_g || !o->prev_p) return NLE_ERR_NOMEM;
+  }
+  return NLE_OK;
+}
+
+/* L-BFGS two-loop recursion (Nocedal and Wright, alg. 7.4) on p = -g. */
+static void lbfgs_direction(nle_opt *o, const double *g, double *p) {
+  size_t len = o->hist_len, m = (size_t)o->o.memory;
+  for (size_t i = 0; i < len; i++) p[i] = -g[i];
+  for (int t = 0; t < o->hist_count; t++) { /* newest to oldest */
+    size_t k = ((size_t)o->hist_head + m - 1 - (size_t)t) % m;
+    o->alpha[k] = o->hist_rho[k] * dot(o->hist_s + k * len, p, len);
+    for (size_t i = 0; i < len; i++) p[i] -= o->alpha[k] * o->hist_y[k * len + i];
+  }
+  if (o->hist_count) { /* H0 = gamma I with gamma = s'y / y'y of the newest pair */
+    size_t k = ((size_t)o->hist_head + m - 1) % m;
+    double gamma = 1.0 / (o->hist_rho[k] * dot(o->hist_y + k * len, o->hist_y + k * len, len));
+    for (size_t i = 0; i < len; i++) p[i] *= gamma;
+  }
+  for (int t = o->hist_count - 1; t >= 0; t--) { /* oldest to newest */
+    size_t k = ((size_t)o->hist_head + m - 1 - (size_t)t) % m;
+    double beta = o->hist_rho[k] * dot(o->hist_y + k * len, p, len);
+    for (size_t i = 0; i < len; i++) p[i] += (o->alpha[k] - beta) * o->hist_s[k * len + i];
+  }
+}
+
+/* After an accepted step from x (gradient g) to xn (gradient gn). */
+static void history_update(nle_opt *o, const double *x, const double *xn, const double *g, const double *gn,
+                           const double *p) {
+  size_t len = o->hist_len, m = (size_t)o->o.memory;
+  if (o->o.kind == NLE_OPT_LBFGS) {
+    double *s = o->hist_s + (size_t)o->hist_head * len, *y = o->hist_y + (size_t)o->hist_head * len;
+    for (size_t i = 0; i < len; i++) {
+      s[i] = xn[i] - x[i];
+      y[i] = gn[i] - g[i];
+    }
+    double sy = dot(s, y, len);
+    if (sy > 1e-12 * sqrt(dot(s, s, len) * dot(y, y, len))) { /* keep only curvature pairs */
+      o->hist_rho[o->hist_head] = 1.0 / sy;
+      o->hist_head = (o->hist_head + 1) % (int)m;
+      if (o->hist_count < (int)m) o->hist_count++;
+    }
+  } else if (o->o.kind == NLE_OPT_CG) {
+    memcpy(o->prev_g, g, len * sizeof(double));
+    memcpy(o->prev_p, p, len * sizeof(double));
+    o->hist_count = 1;
+  }
+}
+
 static double max_abs(const nle_matd *m) {
   double v = 0.0;
   for (size_t i = 0; i < m->rows * m->cols; i++) v = fmax(v, fabs(m->data[i]));
@@ -229,8 +320,9 @@ nle_status nle_opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report *re
   if (!s) s = nle_matd_alloc(ctx, n, d, &P);
   if (!s) s = nle_matd_alloc(ctx, n, d, &Xt);
   if (!s) s = nle_matd_alloc(ctx, n, d, &Gt);
-  double E = 0.0, step = 1.0;
+  double E = 0.0, step = 1.0, prev_slope = 0.0;
   int stalled = 0;
+  if (!s) s = history_reset(ctx, o, n * d);
   if (!s) s = nle_model_eval(ctx, o->model, X, &E, G);
   rep->evaluations = 1;
   rep->E0 = E;
@@ -242,8 +334,35 @@ nle_status nle_opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report *re
     if (o->o.time_budget > 0 && nle_time_seconds() - t0 >= o->o.time_budget) break;
     s = nle_opt_direction(ctx, o, G, P);
     if (s) break;
+    if (o->o.kind == NLE_OPT_LBFGS) {
+      lbfgs_direction(o, G->data, P->data);
+      if (o->hist_count) step = 1.0; /* the quasi-Newton step has its own scale */
+    } else if (o->o.kind == NLE_OPT_CG && o->hist_count) {
+      /* Polak-Ribiere+ */
+      double gg = dot(o->prev_g, o->prev_g, n * d), beta = 0.0;
+      for (size_t i = 0; i < n * d; i++) beta += G->data[i] * (G->data[i] - o->prev_g[i]);
+      beta = gg > 0 && beta > 0 ? beta / gg : 0.0;
+      for (size_t i = 0; i < n * d; i++) P->data[i] += beta * o->prev_p[i];
+    }
     double slope = 0.0;
     for (size_t i = 0; i < n * d; i++) slope += G->data[i] * P->data[i];
+    int gradient_like = o->o.kind == NLE_OPT_GD || o->o.kind == NLE_OPT_CG || o->o.kind == NLE_OPT_LBFGS;
+    if (!(slope < 0.0) && (o->o.kind == NLE_OPT_LBFGS || o->o.kind == NLE_OPT_CG)) {
+      /* Not downhill (can happen for CG, or L-BFGS after rounding): restart. */
+      for (size_t i = 0; i < n * d; i++) P->data[i] = -G->data[i];
+      slope = -dot(G->data, G->data, n * d);
+      o->hist_count = 0;
+    }
+    /* First trial steps (Nocedal and Wright sec. 3.5): directions without a
+     * curvature scale start at 1 / |p| the first time, then at the previous
+     * step times the ratio of the slopes; SD and FP keep the last accepted
+     * step, L-BFGS with history takes 1. */
+    if (gradient_like && !(o->o.kind == NLE_OPT_LBFGS && o->hist_count)) {
+      if (rep->iterations == 0 || (o->hist_count == 0 && o->o.kind != NLE_OPT_GD))
+        step = 1.0 / sqrt(dot(P->data, P->data, n * d));
+      else if (prev_slope < 0) step = fmin(step * prev_slope / slope, 1e3 * step);
+    }
+    prev_slope = slope;
     if (!(slope < 0.0)) { /* cannot happen for pd B, but rounding near a minimum */
       rep->converged = 1;
       break;
@@ -266,6 +385,7 @@ nle_status nle_opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report *re
       rep->converged = 1;
       break;
     }
+    history_update(o, X->data, Xt->data, G->data, Gt->data, P->data);
     memcpy(X->data, Xt->data, n * d * sizeof(double));
     memcpy(G->data, Gt->data, n * d * sizeof(double));
     double decrease = E - Et;
