@@ -294,6 +294,10 @@ static void fashion_mnist(void) {
   nle_test(in_range);
   nle_test(!strcmp(ds->class_names[9], "Ankle boot"));
   nle_dataset_free(&ds);
+  nle_test_ok(nle_dataset_read(ctx, "fashion-mnist:123", NULL, &ds));
+  nle_test(ds->X->rows == 123 && ds->X->cols == 784 && ds->labels[0] == 9); /* the first training image is a boot */
+  nle_dataset_free(&ds);
+  nle_test(nle_dataset_read(ctx, "fashion-mnist:0", NULL, &ds) == NLE_ERR_ARG);
   nle_ctx_free(&ctx);
 }
 

@@ -145,8 +145,21 @@ static nle_status make_synthetic(nle_ctx *ctx, const char *source, const char *k
   return NLE_OK;
 }
 
+/* "fashion-mnist:N": the first N of the 70,000 (train then test order). */
+static nle_status load_fashion_head(nle_ctx *ctx, const char *source, nle_dataset **out) {
+  char *end;
+  long long n = strtoll(source + 14, &end, 10);
+  if (end == source + 14 || *end || n < 1 || n > 70000)
+    return nle__fail(ctx, NLE_ERR_ARG, "%s: expected fashion-mnist:N with N in [1, 70000]", source);
+  nle_status s = load_fashion(ctx, source, 1, n > 60000, out);
+  if (s) return s;
+  (*out)->X->rows = (size_t)n; /* the first N rows; the buffers keep their size */
+  return NLE_OK;
+}
+
 int nle__dataset_builtin(nle_ctx *ctx, const char *source, nle_dataset **out, nle_status *status) {
-  if (!strcmp(source, "fashion-mnist")) *status = load_fashion(ctx, source, 1, 1, out);
+  if (!strncmp(source, "fashion-mnist:", 14)) *status = load_fashion_head(ctx, source, out);
+  else if (!strcmp(source, "fashion-mnist")) *status = load_fashion(ctx, source, 1, 1, out);
   else if (!strcmp(source, "fashion-mnist-train")) *status = load_fashion(ctx, source, 1, 0, out);
   else if (!strcmp(source, "fashion-mnist-test")) *status = load_fashion(ctx, source, 0, 1, out);
   else if (!strncmp(source, "swissroll:", 10)) *status = make_synthetic(ctx, source, "swissroll", out);
