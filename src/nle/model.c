@@ -11,6 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* glibc's vector exp (libmvec), as in entropic.c: declared only under
+ * -ffast-math otherwise. */
+#if defined(_OPENMP) && defined(__x86_64__) && defined(__GLIBC__)
+#pragma omp declare simd notinbranch
+double exp(double x);
+#endif
+
 struct nle_model {
   nle_model_spec spec;
   int64_t n;
@@ -124,6 +131,34 @@ static int rep_block(void *job, size_t b, void *scratch) {
         for (size_t t = 0; t < d; t++) f[t] += w * kp * (xn[t] - xm[t]);
       }
       j->row_e[n] = e;
+      continue;
+    }
+    if (d == 2 && uniform && !Wd && !j->inv_z) {
+      /* The common case as one SIMD loop over all m; the pair m = n adds
+       * K(0) = 1 to the sum and nothing to the force, so it is taken out
+       * afterwards instead of branched around. */
+      double x0 = xn[0], x1 = xn[1], f0 = 0.0, f1 = 0.0;
+      const double *xs = X->data;
+      if (m->student) {
+#pragma omp simd reduction(+ : e, f0, f1)
+        for (size_t mm = 0; mm < N; mm++) {
+          double u0 = x0 - xs[2 * mm], u1 = x1 - xs[2 * mm + 1], k = 1.0 / (1.0 + u0 * u0 + u1 * u1);
+          e += k;
+          f0 -= k * k * u0;
+          f1 -= k * k * u1;
+        }
+      } else {
+#pragma omp simd reduction(+ : e, f0, f1)
+        for (size_t mm = 0; mm < N; mm++) {
+          double u0 = x0 - xs[2 * mm], u1 = x1 - xs[2 * mm + 1], k = exp(-(u0 * u0 + u1 * u1));
+          e += k;
+          f0 -= k * u0;
+          f1 -= k * u1;
+        }
+      }
+      f[0] = f0;
+      f[1] = f1;
+      j->row_e[n] = e - 1.0;
       continue;
     }
     for (size_t mm = 0; mm < N; mm++) {
