@@ -39,6 +39,14 @@ static const char *help_fmt =
     "  --optimizer NAME     sd (spectral direction, default), fp (fixed-point\n"
     "                       diagonal), gd (gradient descent), lbfgs, cg\n"
     "  --kappa N            sd: neighbours per point kept in L+ (default 7; 0 = all)\n"
+    "  --learning-rate R    gd: a fixed rate with momentum and gains instead of the\n"
+    "                       line search, as t-SNE codes run it; auto = max(N /\n"
+    "                       exaggeration, 200)\n"
+    "  --momentum M         gd with a rate: momentum after exaggeration (0.8;\n"
+    "                       0.5 during it)\n"
+    "  --exaggeration A     gd with a rate: attraction x A at first (default 1)\n"
+    "  --exaggeration-iters N  its length (default 250)\n"
+    "  --no-gains           gd with a rate: no per-coordinate gains\n"
     "  --init NAME|FILE     pca (default), random, or an N x d file; pca and random\n"
     "                       are scaled to a standard deviation of 1e-4 (--init-scale)\n"
     "  --init-scale S       initial standard deviation of the first dimension\n"
@@ -56,7 +64,8 @@ static const char *help_fmt =
     "\n" CLI_KNN_HELP "\n" CLI_COMMON_HELP;
 
 enum { OPT_LAMBDA = OPT_COMMAND_BASE, OPT_WNEG, OPT_OPTIMIZER, OPT_KAPPA_E, OPT_INIT, OPT_INIT_SCALE, OPT_MAX_ITERS,
-       OPT_TOL_E, OPT_BUDGET, OPT_SAVE_LABELS_E, OPT_SIGMA_E, OPT_HOMOTOPY, OPT_LAMBDA_START, OPT_PATH };
+       OPT_TOL_E, OPT_BUDGET, OPT_SAVE_LABELS_E, OPT_SIGMA_E, OPT_HOMOTOPY, OPT_LAMBDA_START, OPT_PATH,
+       OPT_RATE, OPT_MOMENTUM, OPT_EXAG, OPT_EXAG_ITERS, OPT_NO_GAINS };
 
 /* Dense bounds need two N x N eigendecompositions: only for small N. */
 enum { BOUNDS_MAX_N = 5000 };
@@ -159,6 +168,9 @@ int cmd_embed(int argc, char **argv, const char *name) {
       {"time-budget", required_argument, 0, OPT_BUDGET}, {"save-labels", required_argument, 0, OPT_SAVE_LABELS_E},
       {"sigma", required_argument, 0, OPT_SIGMA_E}, {"homotopy", required_argument, 0, OPT_HOMOTOPY},
       {"lambda-start", required_argument, 0, OPT_LAMBDA_START}, {"path-prefix", required_argument, 0, OPT_PATH},
+      {"learning-rate", required_argument, 0, OPT_RATE}, {"momentum", required_argument, 0, OPT_MOMENTUM},
+      {"exaggeration", required_argument, 0, OPT_EXAG}, {"exaggeration-iters", required_argument, 0, OPT_EXAG_ITERS},
+      {"no-gains", no_argument, 0, OPT_NO_GAINS},
       CLI_KNN_OPTIONS, CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
   cli_env env;
   if (cli_env_init(&env, mi->name, help)) return 1;
@@ -241,6 +253,24 @@ int cmd_embed(int argc, char **argv, const char *name) {
         env.rc = cli_usage_error(mi->name, "--lambda-start takes a positive number");
       break;
     case OPT_PATH: path_prefix = optarg; break;
+    case OPT_RATE:
+      if (!strcmp(optarg, "auto")) oo.learning_rate = -1.0; /* resolved once N is known */
+      else if (!cli_parse_double(optarg, &oo.learning_rate) || oo.learning_rate <= 0)
+        env.rc = cli_usage_error(mi->name, "--learning-rate takes a positive number or auto");
+      break;
+    case OPT_MOMENTUM:
+      if (!cli_parse_double(optarg, &oo.momentum) || oo.momentum < 0 || oo.momentum >= 1)
+        env.rc = cli_usage_error(mi->name, "--momentum takes a number in [0, 1)");
+      break;
+    case OPT_EXAG:
+      if (!cli_parse_double(optarg, &oo.exaggeration) || oo.exaggeration < 1)
+        env.rc = cli_usage_error(mi->name, "--exaggeration takes a number >= 1");
+      break;
+    case OPT_EXAG_ITERS:
+      if (cli_parse_int(optarg, 0, 100000000, &v)) oo.exaggeration_iters = (int)v;
+      else env.rc = cli_usage_error(mi->name, "--exaggeration-iters takes an integer >= 0");
+      break;
+    case OPT_NO_GAINS: oo.gains = 0; break;
     default: env.rc = 2; break;
     }
   }
@@ -309,6 +339,9 @@ int cmd_embed(int argc, char **argv, const char *name) {
     nle_model_spec spec = {mi->kind, lambda, W, wneg, Wsq, Wk};
     s = nle_model_new(env.ctx, &spec, &model);
   }
+  if (!rc && !s && oo.learning_rate < 0)
+    oo.learning_rate = fmax((double)ds->X->rows / oo.exaggeration, 200.0);
+  if (!rc && !s && oo.learning_rate > 0) oo.kind = NLE_OPT_GD;
   if (!rc && !s) s = nle_opt_new(env.ctx, model, W, &oo, &opt);
   double l1 = NAN, u1 = NAN;
   if (!rc && !s && unnormalised && ds->X->rows <= BOUNDS_MAX_N) {

@@ -497,6 +497,9 @@ void nle_model_free(nle_model **model);
 nle_status nle_model_eval(nle_ctx *ctx, const nle_model *model, const nle_matd *X, double *E, nle_matd *G);
 /* Changes lambda (for the homotopy; an optimiser planned on the model stays valid). */
 nle_status nle_model_set_lambda(nle_ctx *ctx, nle_model *model, double lambda);
+/* Multiplies the attractive term by alpha >= 1 (t-SNE's early exaggeration;
+ * 1 restores the model). */
+nle_status nle_model_set_exaggeration(nle_ctx *ctx, nle_model *model, double alpha);
 
 /* Bounds l1 <= lambda1* <= u1 on EE's critical lambda, where X = 0 stops
  * being the minimiser (EE paper eqs. 11-12): l1 = max(lambda_2(L+) /
@@ -539,6 +542,17 @@ typedef struct {
   double c1;          /* sufficient-decrease constant (default 1e-4) */
   double shrink;      /* step shrink factor (default 0.5) */
   int memory;         /* L-BFGS: pairs kept (default 10) */
+  /* Gradient descent as the t-SNE codes run it (used when learning_rate > 0,
+   * kind NLE_OPT_GD, no line search): X += momentum * U - rate * gains * g. */
+  double learning_rate;  /* 0 (default): line search instead; t-SNE users
+                            take max(N / exaggeration, 200) */
+  double momentum;       /* after the exaggeration phase (default 0.8;
+                            0.5 during it) */
+  int gains;             /* 1 (default): per-coordinate gains, +0.2 when the
+                            gradient changes sign, x0.8 otherwise, >= 0.01 */
+  double exaggeration;   /* attractive term x this for the first
+                            exaggeration_iters (default 1 = none; t-SNE: 12) */
+  int exaggeration_iters; /* default 250 */
 } nle_opt_opts;
 
 void nle_opt_opts_init(nle_opt_opts *o);
@@ -555,8 +569,9 @@ typedef struct {
 typedef struct nle_opt nle_opt;
 
 /* Plans the optimiser for a model: for SD builds L+ and its factor. Wp is the
- * model's W+ (symmetrised here if it is not symmetric). */
-nle_status nle_opt_new(nle_ctx *ctx, const nle_model *model, const nle_csr *Wp, const nle_opt_opts *opts,
+ * model's W+ (symmetrised here if it is not symmetric). The optimiser may
+ * change the model's exaggeration during a run and restores it after. */
+nle_status nle_opt_new(nle_ctx *ctx, nle_model *model, const nle_csr *Wp, const nle_opt_opts *opts,
                        nle_opt **opt);
 void nle_opt_free(nle_opt **opt);
 /* The direction p for gradient g (both N x d), solving B p = -g. */

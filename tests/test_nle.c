@@ -105,6 +105,10 @@ static void gradients_all_models(void) {
       nle_matd *X = random_x(n, d, 0.8, 10 + c);
       double err = gradient_error(ctx, m, X);
       if (!nle_test(err < 1e-7)) printf("  %s, d = %zu: relative gradient error %g\n", cases[c].name, d, err);
+      nle_test_ok(nle_model_set_exaggeration(ctx, m, 4.0)); /* early exaggeration changes E consistently */
+      err = gradient_error(ctx, m, X);
+      if (!nle_test(err < 1e-7)) printf("  %s, d = %zu, exaggerated: relative gradient error %g\n", cases[c].name, d, err);
+      nle_test_ok(nle_model_set_exaggeration(ctx, m, 1.0));
       nle_matd_free(&X);
     }
     nle_model_free(&m);
@@ -509,7 +513,50 @@ static void homotopy_path(void) {
   nle_ctx_free(&ctx);
 }
 
-const nle_test_case nle_tests[] = {{"nle/lambda_bounds", lambda_bounds},
+/* Gradient descent as t-SNE users run it: rate max(N/12, 200), momentum,
+ * gains, early exaggeration 12 for 100 iterations, then 300 more; the
+ * clusters come out separated and E (without exaggeration) below its start. */
+static void tsne_style_gd(void) {
+  nle_ctx *ctx = test_ctx(3);
+  nle_dataset *ds;
+  nle_test_ok(nle_dataset_read(ctx, "blobs:500:10:5", NULL, &ds));
+  nle_csr *P = entropic_p(ctx, ds->X, 20);
+  nle_model_spec spec = {NLE_MODEL_TSNE, 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL};
+  nle_model *m;
+  nle_test_ok(nle_model_new(ctx, &spec, &m));
+  nle_opt_opts oo;
+  nle_opt_opts_init(&oo);
+  oo.kind = NLE_OPT_GD;
+  oo.learning_rate = 200;
+  oo.exaggeration = 12;
+  oo.exaggeration_iters = 100;
+  oo.max_iters = 400;
+  nle_opt *opt;
+  nle_test_ok(nle_opt_new(ctx, m, P, &oo, &opt));
+  nle_matd *X = random_x(500, 2, 1e-4, 91);
+  double e_start;
+  nle_test_ok(nle_model_eval(ctx, m, X, &e_start, NULL));
+  nle_opt_report rep;
+  nle_test(nle_opt_run(ctx, opt, X, &rep) >= 0 && rep.iterations == 400 && rep.E < e_start);
+  double acc = 0;
+  nle_test_ok(nle_knn_accuracy_cv(ctx, X, ds->labels, 10, 5, &acc));
+  if (!nle_test(acc >= 0.95)) printf("  accuracy %.3f\n", acc);
+  double e_again;
+  nle_test_ok(nle_model_eval(ctx, m, X, &e_again, NULL)); /* exaggeration was restored */
+  nle_test(e_again == rep.E);
+  oo.kind = NLE_OPT_SD; /* a rate needs gradient descent */
+  nle_opt *bad = NULL;
+  nle_test(nle_opt_new(ctx, m, P, &oo, &bad) == NLE_ERR_ARG && bad == NULL);
+  nle_matd_free(&X);
+  nle_opt_free(&opt);
+  nle_model_free(&m);
+  nle_csr_free(&P);
+  nle_dataset_free(&ds);
+  nle_ctx_free(&ctx);
+}
+
+const nle_test_case nle_tests[] = {{"nle/tsne_style_gd", tsne_style_gd},
+                                   {"nle/lambda_bounds", lambda_bounds},
                                    {"nle/homotopy_path", homotopy_path},
                                    {"nle/directions", directions},
                                    {"nle/monotone_decrease", monotone_decrease},

@@ -20,6 +20,7 @@ double exp(double x);
 
 struct nle_model {
   nle_model_spec spec;
+  double exaggeration; /* factor on the attractive term (1 normally) */
   int64_t n;
   int student;    /* Student-t kernel (t-SNE, t-EE) */
   int normalised; /* s-SNE, t-SNE: log sum K */
@@ -50,6 +51,7 @@ nle_status nle_model_new(nle_ctx *ctx, const nle_model_spec *spec, nle_model **m
   nle_model *m = nle__calloc(ctx, 1, sizeof *m, "the model");
   if (!m) return NLE_ERR_NOMEM;
   m->spec = *spec;
+  m->exaggeration = 1.0;
   m->n = W->rows;
   m->student = spec->kind == NLE_MODEL_TSNE || spec->kind == NLE_MODEL_TEE;
   m->normalised = spec->kind == NLE_MODEL_SSNE || spec->kind == NLE_MODEL_TSNE;
@@ -228,9 +230,9 @@ nle_status nle_model_eval(nle_ctx *ctx, const nle_model *m, const nle_matd *X, d
       memset(gn, 0, d * sizeof(double));
       e_att += attract_row(m, m->spec.Wp, X, (int64_t)n, gn);
       attract_row(m, m->WpT, X, (int64_t)n, gn); /* the m-n half of each pair */
-      for (size_t t = 0; t < d; t++) gn[t] += scale * force[n * d + t];
+      for (size_t t = 0; t < d; t++) gn[t] = m->exaggeration * gn[t] + scale * force[n * d + t];
     }
-    if (!s) *E = e_att + e_rep;
+    if (!s) *E = m->exaggeration * e_att + e_rep;
   }
   free(row_e);
   free(force);
@@ -242,5 +244,12 @@ nle_status nle_model_set_lambda(nle_ctx *ctx, nle_model *m, double lambda) {
   if (!(lambda > 0.0) || !isfinite(lambda))
     return nle__fail(ctx, NLE_ERR_ARG, "model: lambda = %g must be positive and finite", lambda);
   m->spec.lambda = lambda;
+  return NLE_OK;
+}
+
+nle_status nle_model_set_exaggeration(nle_ctx *ctx, nle_model *m, double alpha) {
+  if (!(alpha >= 1.0) || !isfinite(alpha))
+    return nle__fail(ctx, NLE_ERR_ARG, "model: exaggeration %g must be >= 1 and finite", alpha);
+  m->exaggeration = alpha;
   return NLE_OK;
 }

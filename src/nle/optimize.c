@@ -24,10 +24,15 @@ void nle_opt_opts_init(nle_opt_opts *o) {
   o->c1 = 1e-4;
   o->shrink = 0.5;
   o->memory = 10;
+  o->learning_rate = 0.0;
+  o->momentum = 0.8;
+  o->gains = 1;
+  o->exaggeration = 1.0;
+  o->exaggeration_iters = 250;
 }
 
 struct nle_opt {
-  const nle_model *model;
+  nle_model *model;
   nle_opt_opts o;
   int64_t n;
   double *degree;          /* 4 D+ (FP) */
@@ -156,7 +161,7 @@ static nle_status factor_spectral(nle_ctx *ctx, nle_opt *o, const nle_csr *W) {
   return s;
 }
 
-nle_status nle_opt_new(nle_ctx *ctx, const nle_model *model, const nle_csr *Wp, const nle_opt_opts *opts,
+nle_status nle_opt_new(nle_ctx *ctx, nle_model *model, const nle_csr *Wp, const nle_opt_opts *opts,
                        nle_opt **out) {
   *out = NULL;
   nle_opt_opts defaults;
@@ -164,6 +169,10 @@ nle_status nle_opt_new(nle_ctx *ctx, const nle_model *model, const nle_csr *Wp, 
     nle_opt_opts_init(&defaults);
     opts = &defaults;
   }
+  if (opts->learning_rate < 0 || !(opts->momentum >= 0 && opts->momentum < 1) || !(opts->exaggeration >= 1) ||
+      opts->exaggeration_iters < 0 || (opts->learning_rate > 0 && opts->kind != NLE_OPT_GD))
+    return nle__fail(ctx, NLE_ERR_ARG, "optimiser: a learning rate goes with gradient descent; momentum in [0, 1), "
+                                       "exaggeration >= 1");
   if ((unsigned)opts->kind > NLE_OPT_CG || opts->kappa < 0 || opts->memory < 1 || opts->max_iters < 0 || !(opts->tol >= 0) ||
       !(opts->c1 > 0 && opts->c1 < 1) || !(opts->shrink > 0 && opts->shrink < 1))
     return nle__fail(ctx, NLE_ERR_ARG, "optimiser: invalid options");
@@ -311,7 +320,60 @@ static double max_abs(const nle_matd *m) {
   return v;
 }
 
+/* Gradient descent as the t-SNE codes run it (van der Maaten 2014): a fixed
+ * learning rate with momentum (0.5 while exaggerating, then `momentum`),
+ * per-coordinate gains (Jacobs' delta-bar-delta), and early exaggeration of
+ * the attractive term. No line search: E may rise; the run stops at
+ * max_iters, the gradient tolerance or the time budget. */
+static nle_status run_momentum(nle_ctx *ctx, nle_opt *o, nle_model *model, nle_matd *X, nle_opt_report *rep) {
+  size_t nd = X->rows * X->cols;
+  double t0 = nle_time_seconds(), *u = calloc(nd, sizeof(double)), *gain = malloc(nd * sizeof(double));
+  nle_matd *G = NULL;
+  nle_status s = (u && gain) ? nle_matd_alloc(ctx, X->rows, X->cols, &G) : nle__fail(ctx, NLE_ERR_NOMEM, "out of memory");
+  for (size_t i = 0; !s && i < nd; i++) gain[i] = 1.0;
+  double E = 0.0;
+  if (!s && o->o.exaggeration > 1 && o->o.exaggeration_iters > 0) s = nle_model_set_exaggeration(ctx, model, o->o.exaggeration);
+  for (int it = 0; !s && it < o->o.max_iters; it++) {
+    if (it == o->o.exaggeration_iters) s = nle_model_set_exaggeration(ctx, model, 1.0);
+    if (!s) s = nle_model_eval(ctx, model, X, &E, G);
+    if (s) break;
+    rep->evaluations++;
+    if (it == 0) rep->E0 = E;
+    if (max_abs(G) <= o->o.grad_tol) {
+      rep->converged = 1;
+      break;
+    }
+    double mom = it < o->o.exaggeration_iters ? 0.5 : o->o.momentum;
+    for (size_t i = 0; i < nd; i++) {
+      if (o->o.gains) {
+        gain[i] = (G->data[i] > 0) != (u[i] > 0) ? gain[i] + 0.2 : gain[i] * 0.8;
+        if (gain[i] < 0.01) gain[i] = 0.01;
+      }
+      u[i] = mom * u[i] - o->o.learning_rate * gain[i] * G->data[i];
+      X->data[i] += u[i];
+    }
+    rep->iterations++;
+    if (o->o.time_budget > 0 && nle_time_seconds() - t0 >= o->o.time_budget) break;
+    if (nle__progress(ctx, "optimising", (double)(it + 1) / (double)o->o.max_iters)) s = NLE_ERR_CANCELLED;
+  }
+  nle_status restore = nle_model_set_exaggeration(ctx, model, 1.0);
+  if (!s) s = restore;
+  if (!s) s = nle_model_eval(ctx, model, X, &rep->E, G); /* the true E, without exaggeration */
+  rep->grad_max = (!s && G) ? max_abs(G) : 0.0;
+  rep->seconds = nle_time_seconds() - t0;
+  nle_matd_free(&G);
+  free(u);
+  free(gain);
+  if (s) return s;
+  return rep->converged ? NLE_OK
+                        : nle__fail(ctx, NLE_WARN_NOT_CONVERGED, "optimiser: ran %d fixed-rate iterations", rep->iterations);
+}
+
 nle_status nle_opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report *rep) {
+  if (o->o.learning_rate > 0) {
+    memset(rep, 0, sizeof *rep);
+    return run_momentum(ctx, o, o->model, X, rep);
+  }
   memset(rep, 0, sizeof *rep);
   double t0 = nle_time_seconds();
   size_t n = X->rows, d = X->cols;
