@@ -596,6 +596,23 @@ typedef int (*nle_homotopy_fn)(void *user, int step, double lambda, const nle_ma
 nle_status nle_homotopy_run(nle_ctx *ctx, nle_model *model, nle_opt *opt, nle_matd *X, const nle_homotopy_opts *opts,
                             nle_homotopy_fn fn, void *user, nle_opt_report *total);
 
+/* Out-of-sample map F(y) of EE (EE paper sec. 4.5): for each new point y,
+ * argmin_x E'(x, y) = 2 sum_n (w+(y, y_n) |x - x_n|^2 + lambda w-(y, y_n)
+ * exp(-|x - x_n|^2)) with the training embedding X fixed, from the x_n of the
+ * nearest y_n; w+ = exp(-|y - y_n|^2 / (2 sigma^2)), w- = 1 (uniform) or
+ * |y - y_n|^2 (squared distances), as in training. */
+typedef struct {
+  double lambda;      /* as in training (> 0) */
+  double sigma;       /* Gaussian width of w+ (> 0) */
+  nle_wneg_kind wneg; /* NLE_WNEG_UNIFORM or NLE_WNEG_SQDIST */
+  int max_iters;      /* per point (default 200) */
+  double grad_tol;    /* stop when |grad E'| <= grad_tol * scale (default 1e-10) */
+} nle_oos_opts;
+
+void nle_oos_opts_init(nle_oos_opts *o);
+nle_status nle_ee_map_forward(nle_ctx *ctx, const nle_matf *Y, const nle_matd *X, const nle_matf *Ynew,
+                              const nle_oos_opts *opts, nle_matd **Xnew);
+
 /* ========================================================================== */
 /* Spectral: PCA                                                              */
 /* ========================================================================== */

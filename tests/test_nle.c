@@ -555,7 +555,87 @@ static void tsne_style_gd(void) {
   nle_ctx_free(&ctx);
 }
 
-const nle_test_case nle_tests[] = {{"nle/tsne_style_gd", tsne_style_gd},
+/* EE paper sec. 4.5: with X a converged full-graph Gaussian EE, a training
+ * point's own out-of-sample projection is its embedding (the gradient of E'
+ * at x_n is the training stationarity condition); a point midway between two
+ * neighbours lands near their embeddings; 1 and 2 threads agree. */
+static void out_of_sample(void) {
+  nle_ctx *ctx = test_ctx(1), *two = test_ctx(1);
+  nle_ctx_set_threads(two, 2);
+  nle_dataset *ds;
+  nle_test_ok(nle_dataset_read(ctx, "spiral:60", NULL, &ds));
+  size_t n = 60;
+  nle_knn_opts ko;
+  nle_knn_opts_init(&ko);
+  ko.k = (int)n - 1;
+  nle_csr *g, *Wp;
+  nle_test_ok(nle_knn_exact(ctx, ds->X, &ko, &g));
+  nle_affinity_opts ao;
+  nle_affinity_opts_init(&ao);
+  ao.sigma = 1.5;
+  nle_test_ok(nle_affinity_graph(ctx, g, &ao, &Wp));
+  nle_matd *Wsq;
+  nle_test_ok(nle_repulsive_dense(ctx, ds->X, NLE_WNEG_SQDIST, &Wsq));
+  double l1, u1;
+  nle_test_ok(nle_ee_lambda_bounds(ctx, Wp, NLE_WNEG_SQDIST, Wsq, NULL, &l1, &u1));
+  double lambda = 50 * u1;
+  nle_model_spec spec = {NLE_MODEL_EE, lambda, Wp, NLE_WNEG_SQDIST, Wsq, NULL};
+  nle_model *m;
+  nle_test_ok(nle_model_new(ctx, &spec, &m));
+  nle_opt_opts oo;
+  nle_opt_opts_init(&oo);
+  oo.kappa = 0;
+  oo.tol = 0;
+  oo.max_iters = 5000;
+  oo.grad_tol = 1e-11;
+  nle_opt *opt;
+  nle_test_ok(nle_opt_new(ctx, m, Wp, &oo, &opt));
+  nle_matd *X = random_x(n, 2, 1e-3, 101);
+  nle_opt_report rep;
+  nle_test(nle_opt_run(ctx, opt, X, &rep) >= 0);
+  double scale = 0;
+  for (size_t i = 0; i < 2 * n; i++) scale = fmax(scale, fabs(X->data[i]));
+  nle_oos_opts oos;
+  nle_oos_opts_init(&oos);
+  oos.lambda = lambda;
+  oos.sigma = 1.5;
+  oos.wneg = NLE_WNEG_SQDIST;
+  nle_matd *F, *F2;
+  nle_test_ok(nle_ee_map_forward(ctx, ds->X, X, ds->X, &oos, &F));
+  nle_test_ok(nle_ee_map_forward(two, ds->X, X, ds->X, &oos, &F2));
+  double worst = 0;
+  for (size_t i = 0; i < 2 * n; i++) worst = fmax(worst, fabs(F->data[i] - X->data[i]));
+  if (!nle_test(rep.grad_max < 1e-6 && worst < 1e-6 * scale))
+    printf("  |grad| %g after %d iterations; max |F(y_n) - x_n| = %g (scale %g)\n", rep.grad_max, rep.iterations, worst, scale);
+  nle_test(!memcmp(F->data, F2->data, 2 * n * sizeof(double)));
+  /* A point midway between y_0 and its nearest neighbour. */
+  int32_t nb = g->colind[g->rowptr[0]];
+  nle_matf *mid;
+  nle_test_ok(nle_matf_alloc(ctx, 1, 2, &mid));
+  for (int t = 0; t < 2; t++) mid->data[t] = 0.5f * (ds->X->data[t] + ds->X->data[2 * (size_t)nb + t]);
+  nle_matd *Fm;
+  nle_test_ok(nle_ee_map_forward(ctx, ds->X, X, mid, &oos, &Fm));
+  double gap = hypot(X->data[0] - X->data[2 * (size_t)nb], X->data[1] - X->data[2 * (size_t)nb + 1]);
+  double to0 = hypot(Fm->data[0] - X->data[0], Fm->data[1] - X->data[1]);
+  double tonb = hypot(Fm->data[0] - X->data[2 * (size_t)nb], Fm->data[1] - X->data[2 * (size_t)nb + 1]);
+  if (!nle_test(to0 <= gap && tonb <= gap)) printf("  midpoint: %g and %g from the two, which are %g apart\n", to0, tonb, gap);
+  nle_matd_free(&Fm);
+  nle_matf_free(&mid);
+  nle_matd_free(&F);
+  nle_matd_free(&F2);
+  nle_matd_free(&X);
+  nle_opt_free(&opt);
+  nle_model_free(&m);
+  nle_matd_free(&Wsq);
+  nle_csr_free(&Wp);
+  nle_csr_free(&g);
+  nle_dataset_free(&ds);
+  nle_ctx_free(&ctx);
+  nle_ctx_free(&two);
+}
+
+const nle_test_case nle_tests[] = {{"nle/out_of_sample", out_of_sample},
+                                   {"nle/tsne_style_gd", tsne_style_gd},
                                    {"nle/lambda_bounds", lambda_bounds},
                                    {"nle/homotopy_path", homotopy_path},
                                    {"nle/directions", directions},
