@@ -91,32 +91,45 @@ static int write_path(void *user, int step, double lambda, const nle_matd *X, co
   return 0;
 }
 
-/* Entropic affinities on the kNN graph, symmetrised; normalised to sum 1 for
- * the normalised models; the conditional P itself for SNE. */
-static nle_status build_affinities(cli_env *env, const nle_matf *Y, int k, double perplexity, nle_model_kind kind,
-                                   nle_csr **W, double *t_knn) {
-  nle_csr *graph = NULL;
-  nle_ea_result *ea = NULL;
-  const char *method;
-  double t0 = nle_time_seconds();
-  nle_status s = cli_knn(env, Y, k, env->knn, &graph, &method);
-  *t_knn = nle_time_seconds() - t0;
-  nle_ea_opts eo;
-  nle_ea_opts_init(&eo);
-  eo.perplexity = perplexity;
-  if (!s) s = nle_entropic_affinities(env->ctx, graph, &eo, &ea);
-  if (s > 0) {
-    cli_note(env, "warning: %s", nle_ctx_error(env->ctx));
-    s = NLE_OK;
+/* W+ on the kNN graph: entropic affinities (perplexity) or, when sigma > 0,
+ * Gaussian ones of that width; symmetrised, and normalised to sum 1 for the
+ * normalised models; the conditional P itself for SNE (entropic). */
+static nle_status attractive_weights(cli_env *env, const nle_csr *graph, double perplexity, double sigma,
+                                     nle_model_kind kind, nle_csr **W) {
+  int normalised = kind == NLE_MODEL_SSNE || kind == NLE_MODEL_TSNE;
+  nle_csr *P = NULL;
+  nle_status s;
+  if (sigma > 0) {
+    nle_affinity_opts ao;
+    nle_affinity_opts_init(&ao);
+    ao.sigma = sigma;
+    s = nle_affinity_graph(env->ctx, graph, &ao, &P); /* already symmetric */
+    if (!s && !normalised) { /* EE, t-EE: the symmetric Gaussian W+ as is */
+      *W = P;
+      return NLE_OK;
+    }
+  } else {
+    nle_ea_opts eo;
+    nle_ea_opts_init(&eo);
+    eo.perplexity = perplexity;
+    nle_ea_result *ea = NULL;
+    s = nle_entropic_affinities(env->ctx, graph, &eo, &ea);
+    if (s > 0) {
+      cli_note(env, "warning: %s", nle_ctx_error(env->ctx));
+      s = NLE_OK;
+    }
+    if (!s) {
+      P = ea->P;
+      ea->P = NULL;
+    }
+    nle_ea_result_free(&ea);
+    if (!s && kind == NLE_MODEL_SNE) {
+      *W = P;
+      return NLE_OK;
+    }
   }
-  if (!s && kind == NLE_MODEL_SNE) {
-    *W = ea->P;
-    ea->P = NULL;
-  } else if (!s) {
-    s = nle_affinity_symmetrize(env->ctx, ea->P, kind == NLE_MODEL_SSNE || kind == NLE_MODEL_TSNE, W);
-  }
-  nle_ea_result_free(&ea);
-  nle_csr_free(&graph);
+  if (!s) s = nle_affinity_symmetrize(env->ctx, P, normalised, W);
+  nle_csr_free(&P);
   return s;
 }
 
@@ -242,7 +255,8 @@ int cmd_embed(int argc, char **argv, const char *name) {
       break;
     case OPT_SAVE_LABELS_E: save_labels = optarg; break;
     case OPT_SIGMA_E:
-      if (!cli_parse_double(optarg, &sigma) || sigma <= 0) env.rc = cli_usage_error(mi->name, "--sigma takes a positive width");
+      if (mi->kind == NLE_MODEL_SNE) env.rc = cli_usage_error(mi->name, "--sigma is for ee, tee, ssne and tsne (SNE needs conditional P)");
+      else if (!cli_parse_double(optarg, &sigma) || sigma <= 0) env.rc = cli_usage_error(mi->name, "--sigma takes a positive width");
       break;
     case OPT_HOMOTOPY:
       if (cli_parse_int(optarg, 1, 100000, &v)) homotopy = (int)v;
@@ -300,35 +314,18 @@ int cmd_embed(int argc, char **argv, const char *name) {
   }
   if (!rc && !s && save_labels && !ds->labels)
     rc = cli_usage_error(mi->name, "%s has no labels to save (give them with --labels)", argv[optind]);
-  if (!rc && !s && sigma > 0) {
-    nle_csr *graph = NULL;
+  /* One kNN graph serves W+ and, for --wneg knn, W-. */
+  nle_csr *graph = NULL;
+  if (!rc && !s) {
     const char *method;
     double t0 = nle_time_seconds();
     s = cli_knn(&env, ds->X, k, &choice, &graph, &method);
     t_knn = nle_time_seconds() - t0;
-    nle_affinity_opts ao;
-    nle_affinity_opts_init(&ao);
-    ao.sigma = sigma;
-    nle_csr *G = NULL;
-    if (!s) s = nle_affinity_graph(env.ctx, graph, &ao, &G);
-    if (!s && !unnormalised) s = nle_affinity_symmetrize(env.ctx, G, 1, &W); /* sum to 1 */
-    else if (!s) {
-      W = G;
-      G = NULL;
-    }
-    nle_csr_free(&G);
-    nle_csr_free(&graph);
-  } else if (!rc && !s) {
-    s = build_affinities(&env, ds->X, k, perplexity, mi->kind, &W, &t_knn);
   }
+  if (!rc && !s) s = attractive_weights(&env, graph, perplexity, sigma, mi->kind, &W);
   if (!rc && !s && unnormalised && wneg == NLE_WNEG_SQDIST) s = nle_repulsive_dense(env.ctx, ds->X, wneg, &Wsq);
-  if (!rc && !s && unnormalised && wneg == NLE_WNEG_KNN) {
-    nle_csr *graph = NULL;
-    const char *method;
-    s = cli_knn(&env, ds->X, k, &choice, &graph, &method);
-    if (!s) s = nle_repulsive_knn(env.ctx, graph, &Wk);
-    nle_csr_free(&graph);
-  }
+  if (!rc && !s && unnormalised && wneg == NLE_WNEG_KNN) s = nle_repulsive_knn(env.ctx, graph, &Wk);
+  nle_csr_free(&graph);
   if (!rc && !s) s = initial_x(&env, ds->X, init, d, scale, &X);
   if (!rc && !s && (X->rows != ds->X->rows || X->cols != d)) {
     fprintf(stderr, "nlembed %s: error: %s: initial X must be %zu x %zu, not %zu x %zu\n", mi->name, init,

@@ -146,6 +146,7 @@ if [ -f "$T/path_002.npy" ] && grep -q '"lambda_star_lower": [0-9]' "$T/stdout" 
 expect_ok tsne_gd_momentum $N tsne blobs:400:8:4 -p 15 --learning-rate auto --exaggeration 12 --exaggeration-iters 50 --max-iters 150 -o "$T/tg.npy" --quiet
 if grep -q '"optimizer": "gd"' "$T/stdout" && grep -q '"iterations": 150' "$T/stdout"; then ok tsne_gd_json; else bad tsne_gd_json "$(cat "$T/stdout")"; fi
 expect_fail embed_bad_momentum "--momentum takes a number in [0, 1)" - -- $N tsne spiral:300 --momentum 1.5 -o "$T/x.npy"
+expect_fail embed_sigma_for_sne "--sigma is for ee, tee, ssne and tsne" - -- $N sne spiral:300 --sigma 1 -o "$T/x.npy"
 expect_fail embed_wneg_for_tsne "--wneg is for ee and tee" "$T/x.npy" -- $N tsne spiral:300 --wneg sqdist -o "$T/x.npy"
 expect_fail embed_k_vs_n "k = 90 neighbours need more than 60 points" "$T/x.npy" -- $N tsne spiral:60 -o "$T/x.npy"
 expect_fail embed_bad_init "initial X must be 300 x 2" "$T/x.npy" -- $N ee spiral:300 -p 10 --init "$T/p.csv" -o "$T/x.npy"
