@@ -493,8 +493,10 @@ typedef struct nle_model nle_model;
 nle_status nle_model_new(nle_ctx *ctx, const nle_model_spec *spec, nle_model **model);
 void nle_model_free(nle_model **model);
 /* E(X) and, when G is not NULL, its gradient (N x d, same shape as X), by the
- * exact all-pairs repulsion (blocked, OpenMP; deterministic). */
-nle_status nle_model_eval(nle_ctx *ctx, const nle_model *model, const nle_matd *X, double *E, nle_matd *G);
+ * exact all-pairs repulsion (blocked, OpenMP; deterministic). The model keeps
+ * its work space between calls, so one model is not for evaluations from two
+ * threads at once. */
+nle_status nle_model_eval(nle_ctx *ctx, nle_model *model, const nle_matd *X, double *E, nle_matd *G);
 /* Changes lambda (for the homotopy; an optimiser planned on the model stays valid). */
 nle_status nle_model_set_lambda(nle_ctx *ctx, nle_model *model, double lambda);
 /* Multiplies the attractive term by alpha >= 1 (t-SNE's early exaggeration;

@@ -59,7 +59,7 @@ static nle_matd *random_x(size_t n, size_t d, double scale, uint64_t seed) {
 }
 
 /* Largest |analytic - central difference| relative to the gradient's scale. */
-static double gradient_error(nle_ctx *ctx, const nle_model *m, nle_matd *X) {
+static double gradient_error(nle_ctx *ctx, nle_model *m, nle_matd *X) {
   nle_matd *G;
   double E, Ep, Em, worst = 0, norm = 0;
   if (nle_matd_alloc(ctx, X->rows, X->cols, &G) || nle_model_eval(ctx, m, X, &E, G)) return INFINITY;

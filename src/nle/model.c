@@ -25,6 +25,9 @@ struct nle_model {
   int student;    /* Student-t kernel (t-SNE, t-EE) */
   int normalised; /* s-SNE, t-SNE: log sum K */
   nle_csr *WpT;   /* transpose of W+, so the gradient is exact for any W+ */
+  /* Work space of nle_model_eval, kept between calls (sized for `ws_dim`). */
+  double *row_e, *force, *inv_z;
+  size_t ws_dim;
 };
 
 enum { REP_BLOCK = 64 };
@@ -67,6 +70,9 @@ nle_status nle_model_new(nle_ctx *ctx, const nle_model_spec *spec, nle_model **m
 void nle_model_free(nle_model **model) {
   if (!model || !*model) return;
   nle_csr_free(&(*model)->WpT);
+  free((*model)->row_e);
+  free((*model)->force);
+  free((*model)->inv_z);
   free(*model);
   *model = NULL;
 }
@@ -177,7 +183,26 @@ static int rep_block(void *job, size_t b, void *scratch) {
   return 0;
 }
 
-nle_status nle_model_eval(nle_ctx *ctx, const nle_model *m, const nle_matd *X, double *E, nle_matd *G) {
+/* The evaluation work space, allocated once per embedding dimension. */
+static nle_status workspace(nle_ctx *ctx, nle_model *m, size_t d) {
+  if (m->row_e && m->ws_dim == d) return NLE_OK;
+  size_t n = (size_t)m->n;
+  free(m->row_e);
+  free(m->force);
+  free(m->inv_z);
+  m->row_e = nle__malloc(ctx, n * sizeof(double), "row energies");
+  m->force = nle__malloc(ctx, n * d * sizeof(double), "repulsive forces");
+  m->inv_z = nle__malloc(ctx, n * sizeof(double), "normalisers");
+  m->ws_dim = d;
+  if (m->row_e && m->force && m->inv_z) return NLE_OK;
+  free(m->row_e);
+  free(m->force);
+  free(m->inv_z);
+  m->row_e = m->force = m->inv_z = NULL;
+  return NLE_ERR_NOMEM;
+}
+
+nle_status nle_model_eval(nle_ctx *ctx, nle_model *m, const nle_matd *X, double *E, nle_matd *G) {
   size_t N = X->rows, d = X->cols;
   if ((int64_t)N != m->n || d < 1)
     return nle__fail(ctx, NLE_ERR_ARG, "model: X has %zu rows for a model of %lld points", N, (long long)m->n);
@@ -186,30 +211,23 @@ nle_status nle_model_eval(nle_ctx *ctx, const nle_model *m, const nle_matd *X, d
   for (size_t i = 0; i < N * d; i++)
     if (!isfinite(X->data[i]))
       return nle__fail(ctx, NLE_ERR_VALUE, "model: X[%zu, %zu] is not finite", i / d, i % d);
-  double *row_e = nle__malloc(ctx, N * sizeof(double), "row energies");
-  double *force = nle__malloc(ctx, N * d * sizeof(double), "repulsive forces");
-  double *inv_z = NULL;
-  if (!row_e || !force) {
-    free(row_e);
-    free(force);
-    return NLE_ERR_NOMEM;
-  }
+  nle_status s = workspace(ctx, m, d);
+  if (s) return s;
+  double *row_e = m->row_e, *force = m->force, *inv_z = m->inv_z;
   rep_job job = {m, X, row_e, force, NULL};
   size_t nblocks = (N + REP_BLOCK - 1) / REP_BLOCK;
   int threads = nle__threads_for(ctx, (double)N * (double)N * (double)(d + 10));
-  nle_status s = nle__for_blocks(ctx, "repulsion", nblocks, threads, 0, rep_block, &job);
+  s = nle__for_blocks(ctx, "repulsion", nblocks, threads, 0, rep_block, &job);
   double lambda = m->spec.lambda, e_rep = 0.0, z = 0.0;
   if (!s && m->spec.kind == NLE_MODEL_SNE) {
     /* Per-point normalisers: E_rep = lambda sum_n log Z_n, and the forces
      * weighted by 1/Z_n + 1/Z_m in a second pass. */
-    inv_z = nle__malloc(ctx, N * sizeof(double), "normalisers");
-    if (!inv_z) s = NLE_ERR_NOMEM;
-    for (size_t n = 0; !s && n < N; n++) {
+    for (size_t n = 0; n < N; n++) {
       e_rep += log(row_e[n]);
       inv_z[n] = 1.0 / row_e[n];
     }
     job.inv_z = inv_z;
-    if (!s && G) s = nle__for_blocks(ctx, "repulsion", nblocks, threads, 0, rep_block, &job);
+    if (G) s = nle__for_blocks(ctx, "repulsion", nblocks, threads, 0, rep_block, &job);
     e_rep *= lambda;
   } else if (!s) {
     for (size_t n = 0; n < N; n++) z += row_e[n];
@@ -234,9 +252,6 @@ nle_status nle_model_eval(nle_ctx *ctx, const nle_model *m, const nle_matd *X, d
     }
     if (!s) *E = m->exaggeration * e_att + e_rep;
   }
-  free(row_e);
-  free(force);
-  free(inv_z);
   return s;
 }
 
