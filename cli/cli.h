@@ -64,6 +64,12 @@ void cli_env_free(cli_env *env);
  * value, an unknown option) or env->help_shown. */
 int cli_next_option(cli_env *env, int argc, char **argv, const char *shortopts, const struct option *longopts);
 
+/* From now on SIGINT and SIGTERM cancel the work at its next progress
+ * report instead of killing the process (so a checkpoint can be written);
+ * cli_interrupted() gives the signal caught, or 0. */
+void cli_catch_interrupts(void);
+int cli_interrupted(void);
+
 /* Prints "nlembed CMD: error: MESSAGE" (one line) and returns the exit code. */
 int cli_fail(cli_env *env, nle_status s);
 int cli_usage_error(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -61,11 +61,19 @@ static const char *help_fmt =
     "                       lambda*, EE and t-EE) to --lambda (EE paper 4.4)\n"
     "  --lambda-start L     first lambda of the homotopy\n"
     "  --path-prefix P      write X after every lambda to P000.npy, P001.npy, ...\n"
+    "  --checkpoint FILE    save the run's state to FILE every --checkpoint-every\n"
+    "                       iterations, after every homotopy step, and on SIGINT or\n"
+    "                       SIGTERM (then exit 130 or 143 without writing OUTPUT)\n"
+    "  --checkpoint-every N iterations between checkpoints (default 50)\n"
+    "  --resume FILE        continue the checkpointed run: same INPUT and options\n"
+    "                       (--max-iters and --time-budget may change); the result\n"
+    "                       is the uninterrupted run's, bit for bit\n"
     "\n" CLI_KNN_HELP "\n" CLI_COMMON_HELP;
 
 enum { OPT_LAMBDA = OPT_COMMAND_BASE, OPT_WNEG, OPT_OPTIMIZER, OPT_KAPPA_E, OPT_INIT, OPT_INIT_SCALE, OPT_MAX_ITERS,
        OPT_TOL_E, OPT_BUDGET, OPT_SAVE_LABELS_E, OPT_SIGMA_E, OPT_HOMOTOPY, OPT_LAMBDA_START, OPT_PATH,
-       OPT_RATE, OPT_MOMENTUM, OPT_EXAG, OPT_EXAG_ITERS, OPT_NO_GAINS };
+       OPT_RATE, OPT_MOMENTUM, OPT_EXAG, OPT_EXAG_ITERS, OPT_NO_GAINS, OPT_CHECKPOINT, OPT_CHECKPOINT_EVERY,
+       OPT_RESUME };
 
 /* Dense bounds need two N x N eigendecompositions: only for small N. */
 enum { BOUNDS_MAX_N = 5000 };
@@ -165,7 +173,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
     if (!strcmp(models[i].name, name)) mi = &models[i];
   if (!mi) return 2;
   int unnormalised = mi->kind == NLE_MODEL_EE || mi->kind == NLE_MODEL_TEE;
-  char help[4096];
+  char help[8192];
   snprintf(help, sizeof help, help_fmt, mi->name, mi->title, unnormalised ? "" : " and normalised to sum 1",
            mi->lambda,
            unnormalised ? "  --wneg NAME          repulsive weights: uniform (default), sqdist (squared\n"
@@ -183,7 +191,8 @@ int cmd_embed(int argc, char **argv, const char *name) {
       {"lambda-start", required_argument, 0, OPT_LAMBDA_START}, {"path-prefix", required_argument, 0, OPT_PATH},
       {"learning-rate", required_argument, 0, OPT_RATE}, {"momentum", required_argument, 0, OPT_MOMENTUM},
       {"exaggeration", required_argument, 0, OPT_EXAG}, {"exaggeration-iters", required_argument, 0, OPT_EXAG_ITERS},
-      {"no-gains", no_argument, 0, OPT_NO_GAINS},
+      {"no-gains", no_argument, 0, OPT_NO_GAINS}, {"checkpoint", required_argument, 0, OPT_CHECKPOINT},
+      {"checkpoint-every", required_argument, 0, OPT_CHECKPOINT_EVERY}, {"resume", required_argument, 0, OPT_RESUME},
       CLI_KNN_OPTIONS, CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
   cli_env env;
   if (cli_env_init(&env, mi->name, help)) return 1;
@@ -199,8 +208,8 @@ int cmd_embed(int argc, char **argv, const char *name) {
   long long v;
   size_t d = 2;
   nle_wneg_kind wneg = NLE_WNEG_UNIFORM;
-  const char *output = NULL, *init = "pca", *save_labels = NULL;
-  int c;
+  const char *output = NULL, *init = "pca", *save_labels = NULL, *checkpoint = NULL, *resume = NULL;
+  int c, checkpoint_every = 50;
   while ((c = cli_next_option(&env, argc, argv, "o:d:p:k:", longopts)) != -1) {
     switch (c) {
     case 'o': output = optarg; break;
@@ -285,6 +294,12 @@ int cmd_embed(int argc, char **argv, const char *name) {
       else env.rc = cli_usage_error(mi->name, "--exaggeration-iters takes an integer >= 0");
       break;
     case OPT_NO_GAINS: oo.gains = 0; break;
+    case OPT_CHECKPOINT: checkpoint = optarg; break;
+    case OPT_CHECKPOINT_EVERY:
+      if (cli_parse_int(optarg, 1, 100000000, &v)) checkpoint_every = (int)v;
+      else env.rc = cli_usage_error(mi->name, "--checkpoint-every takes an integer >= 1");
+      break;
+    case OPT_RESUME: resume = optarg; break;
     default: env.rc = 2; break;
     }
   }
@@ -326,7 +341,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
   if (!rc && !s && unnormalised && wneg == NLE_WNEG_SQDIST) s = nle_repulsive_dense(env.ctx, ds->X, wneg, &Wsq);
   if (!rc && !s && unnormalised && wneg == NLE_WNEG_KNN) s = nle_repulsive_knn(env.ctx, graph, &Wk);
   nle_csr_free(&graph);
-  if (!rc && !s) s = initial_x(&env, ds->X, init, d, scale, &X);
+  if (!rc && !s) s = resume ? nle_matd_alloc(env.ctx, ds->X->rows, d, &X) : initial_x(&env, ds->X, init, d, scale, &X);
   if (!rc && !s && (X->rows != ds->X->rows || X->cols != d)) {
     fprintf(stderr, "nlembed %s: error: %s: initial X must be %zu x %zu, not %zu x %zu\n", mi->name, init,
             ds->X->rows, d, X->rows, X->cols);
@@ -349,6 +364,26 @@ int cmd_embed(int argc, char **argv, const char *name) {
     if (isfinite(u1)) lambda_start = 1.5 * u1;
     else rc = cli_usage_error(mi->name, "--homotopy needs --lambda-start here (no lambda* bounds above %d points)",
                               BOUNDS_MAX_N);
+  }
+  /* What decides the result, so that a checkpoint resumes only its own run
+   * (the iteration cap and time budget may change). */
+  char fingerprint[1024];
+  snprintf(fingerprint, sizeof fingerprint,
+           "nlembed %s %s n=%zu D=%zu d=%zu perplexity=%.17g k=%d sigma=%.17g lambda=%.17g wneg=%d optimizer=%d "
+           "kappa=%d init=%s init-scale=%.17g seed=%llu tol=%.17g homotopy=%d lambda-start=%.17g rate=%.17g "
+           "momentum=%.17g exaggeration=%.17g/%d gains=%d knn=%d/%d/%d/%d/%d/%.17g",
+           mi->name, argv[optind], ds ? ds->X->rows : 0, ds ? ds->X->cols : 0, d, perplexity, k, sigma, lambda,
+           (int)wneg, (int)oo.kind, oo.kappa, init, scale, (unsigned long long)nle_ctx_seed(env.ctx), oo.tol, homotopy,
+           lambda_start, oo.learning_rate, oo.momentum, oo.exaggeration, oo.exaggeration_iters, oo.gains,
+           (int)choice.method, choice.approx.n_trees, choice.approx.leaf_size, choice.approx.max_candidates,
+           choice.approx.max_iters, choice.approx.delta);
+  if (!rc && !s && resume) {
+    s = nle_opt_load_checkpoint(env.ctx, opt, X, resume, fingerprint);
+    if (!s) cli_note(&env, "resuming from %s", resume);
+  }
+  if (!rc && !s && checkpoint) {
+    s = nle_opt_set_checkpoint(env.ctx, opt, checkpoint, checkpoint_every, fingerprint);
+    cli_catch_interrupts();
   }
   if (!rc && !s) {
     double t0 = nle_time_seconds();

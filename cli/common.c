@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -20,6 +21,23 @@ typedef struct {
 } progress_state;
 
 static progress_state progress;
+
+/* Set by SIGINT/SIGTERM once cli_catch_interrupts was called; the progress
+ * callback then cancels the work, which a checkpointed run saves. */
+static volatile sig_atomic_t interrupted_by;
+
+static void on_interrupt(int sig) { interrupted_by = sig; }
+
+void cli_catch_interrupts(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+}
+
+int cli_interrupted(void) { return (int)interrupted_by; }
 
 static int knn_option(cli_env *env, cli_knn_choice *c, int opt, const char *arg);
 
@@ -34,7 +52,9 @@ static void format_duration(double s, char *buf, size_t len) {
  * otherwise, so logs stay readable. */
 static int show_progress(void *user, const char *stage, double fraction) {
   (void)user;
+  if (interrupted_by) return 1;
   progress_state *p = &progress;
+  if (!p->env || p->env->quiet) return 0;
   double now = nle_time_seconds();
   if (strncmp(p->stage, stage, sizeof p->stage - 1) != 0) {
     snprintf(p->stage, sizeof p->stage, "%s", stage);
@@ -181,10 +201,10 @@ int cli_next_option(cli_env *env, int argc, char **argv, const char *shortopts, 
 
 /* Installs callbacks once the options are known. */
 static void env_ready(cli_env *env) {
+  progress.env = env;
+  progress.tty = isatty(STDERR_FILENO);
+  nle_ctx_set_progress(env->ctx, show_progress, NULL); /* also the interrupt check */
   if (!env->quiet) {
-    progress.env = env;
-    progress.tty = isatty(STDERR_FILENO);
-    nle_ctx_set_progress(env->ctx, show_progress, NULL);
     nle_ctx_set_log(env->ctx, show_log, NULL);
     nle_ctx_set_verbosity(env->ctx, env->verbosity);
   }
@@ -193,6 +213,10 @@ static void env_ready(cli_env *env) {
 int cli_fail(cli_env *env, nle_status s) {
   const char *msg = nle_ctx_error(env->ctx);
   if (progress.tty && !env->quiet) fputc('\n', stderr);
+  if (s == NLE_ERR_CANCELLED && interrupted_by) {
+    fprintf(stderr, "nlembed %s: stopped by %s: %s\n", env->command, interrupted_by == SIGINT ? "SIGINT" : "SIGTERM", msg);
+    return 128 + interrupted_by; /* as the shell reports a signal */
+  }
   fprintf(stderr, "nlembed %s: error: %s%s\n", env->command, *msg ? msg : nle_status_message(s),
           s == NLE_ERR_MEMCAP ? " (raise the cap with --max-memory)" : "");
   return s == NLE_ERR_ARG ? 2 : 1;

@@ -499,6 +499,7 @@ void nle_model_free(nle_model **model);
 nle_status nle_model_eval(nle_ctx *ctx, nle_model *model, const nle_matd *X, double *E, nle_matd *G);
 /* Changes lambda (for the homotopy; an optimiser planned on the model stays valid). */
 nle_status nle_model_set_lambda(nle_ctx *ctx, nle_model *model, double lambda);
+double nle_model_lambda(const nle_model *model);
 /* Multiplies the attractive term by alpha >= 1 (t-SNE's early exaggeration;
  * 1 restores the model). */
 nle_status nle_model_set_exaggeration(nle_ctx *ctx, nle_model *model, double alpha);
@@ -581,6 +582,21 @@ nle_status nle_opt_direction(nle_ctx *ctx, nle_opt *opt, const nle_matd *g, nle_
 /* Minimises the model from X (overwritten with the result). Returns
  * NLE_WARN_NOT_CONVERGED when the iteration or time cap ended the run. */
 nle_status nle_opt_run(nle_ctx *ctx, nle_opt *opt, nle_matd *X, nle_opt_report *report);
+
+/* Checkpoints. A run (or a homotopy path) keeps its state between
+ * iterations: X, counters, the last step, the L-BFGS/CG history, the momentum
+ * and gains. With a checkpoint set, nle_opt_run writes that state to `path`
+ * (atomically) every `every` iterations (0: never), after every homotopy step,
+ * and when cancelled through the progress callback (the CLI does that on
+ * SIGINT and SIGTERM); a cancelled run returns NLE_ERR_CANCELLED and stays
+ * resumable. `fingerprint` names the run's data and options; loading checks
+ * it, restores X and the state, and the next nle_opt_run (or
+ * nle_homotopy_run) continues to the result an uninterrupted run would have
+ * given, bit for bit. */
+nle_status nle_opt_set_checkpoint(nle_ctx *ctx, nle_opt *opt, const char *path, int every, const char *fingerprint);
+nle_status nle_opt_save_checkpoint(nle_ctx *ctx, nle_opt *opt, const nle_matd *X, const char *path,
+                                   const char *fingerprint);
+nle_status nle_opt_load_checkpoint(nle_ctx *ctx, nle_opt *opt, nle_matd *X, const char *path, const char *fingerprint);
 
 /* Homotopy over lambda (EE paper sec. 4.4; dissertation sec. 3.4.1): steps
  * log-spaced values from lambda_start to lambda_end, minimising at each from

@@ -152,6 +152,24 @@ expect_fail embed_k_vs_n "k = 90 neighbours need more than 60 points" "$T/x.npy"
 expect_fail embed_bad_init "initial X must be 300 x 2" "$T/x.npy" -- $N ee spiral:300 -p 10 --init "$T/p.csv" -o "$T/x.npy"
 expect_fail embed_memory_cap "over the memory cap" "$T/x.npy" -- $N ee spiral:3000 -p 10 --wneg sqdist --max-memory 20M -o "$T/x.npy"
 
+# ---- checkpoint and resume: SIGINT once the first checkpoint exists; the run
+# exits 130 without OUTPUT, and --resume gives the uninterrupted result.
+ck_args="tsne blobs:1500:10:5 --optimizer lbfgs --max-iters 800 --tol 0 --quiet"
+expect_ok ckpt_reference $N $ck_args -o "$T/ck_ref.npy"
+$N $ck_args -o "$T/ck_out.npy" --checkpoint "$T/run.ckpt" --checkpoint-every 5 > /dev/null 2> "$T/ck_err" &
+pid=$!
+for _ in $(seq 1 600); do [ -e "$T/run.ckpt" ] && break; sleep 0.05; done
+kill -INT $pid 2> /dev/null
+wait $pid
+ck_rc=$?
+if [ $ck_rc -eq 130 ] && [ ! -e "$T/ck_out.npy" ] && grep -q "stopped by SIGINT.*checkpoint written" "$T/ck_err"; then ok ckpt_sigint
+elif [ $ck_rc -eq 0 ]; then ok ckpt_sigint_finished_first
+else bad ckpt_sigint "exit $ck_rc: $(cat "$T/ck_err")"; fi
+expect_ok ckpt_resume $N $ck_args -o "$T/ck_out.npy" --resume "$T/run.ckpt"
+if cmp -s "$T/ck_ref.npy" "$T/ck_out.npy"; then ok ckpt_resume_equal; else bad ckpt_resume_equal "resumed result differs"; fi
+expect_fail ckpt_other_run "the checkpoint is of another run" "$T/ck_x.npy" -- $N tsne blobs:1500:10:5 -p 20 -o "$T/ck_x.npy" --resume "$T/run.ckpt"
+expect_fail ckpt_not_checkpoint "not an nlembed checkpoint file" "$T/ck_x.npy" -- $N tsne blobs:1500:10:5 -o "$T/ck_x.npy" --resume "$T/four.csv"
+
 for cmd in pca knn affinity ee tee ssne tsne sne metrics plot; do
   if $N $cmd --help | grep -q "Usage: nlembed $cmd"; then ok "help_$cmd"; else bad "help_$cmd" "no usage"; fi
 done

@@ -634,7 +634,106 @@ static void out_of_sample(void) {
   nle_ctx_free(&two);
 }
 
-const nle_test_case nle_tests[] = {{"nle/out_of_sample", out_of_sample},
+
+/* Resume equals an uninterrupted run: for every optimiser (and the t-SNE
+ * style fixed-rate descent, and a homotopy path), a run cancelled part way
+ * (at any progress call, mid-evaluation included) writes its checkpoint; a
+ * fresh model and optimiser loading it finish with the same X, bit for bit,
+ * and the same counts. */
+typedef struct {
+  int calls, cancel_at;
+} cancel_counter;
+
+static int cancel_after(void *user, const char *stage, double fraction) {
+  (void)stage;
+  (void)fraction;
+  cancel_counter *c = user;
+  return ++c->calls >= c->cancel_at;
+}
+
+typedef struct {
+  nle_model *m;
+  nle_opt *opt;
+} planned;
+
+static planned plan_run(nle_ctx *ctx, const nle_csr *P, const nle_opt_opts *oo, int homotopy) {
+  planned p;
+  nle_model_spec spec = {homotopy ? NLE_MODEL_EE : NLE_MODEL_TSNE, 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL};
+  if (nle_model_new(ctx, &spec, &p.m) || nle_opt_new(ctx, p.m, P, oo, &p.opt)) exit(2);
+  return p;
+}
+
+static nle_status run_planned(nle_ctx *ctx, planned *p, nle_matd *X, int homotopy, nle_opt_report *rep) {
+  if (!homotopy) return nle_opt_run(ctx, p->opt, X, rep);
+  nle_homotopy_opts ho = {1e-3, 1.0, 4};
+  return nle_homotopy_run(ctx, p->m, p->opt, X, &ho, NULL, NULL, rep);
+}
+
+static void resume_equals_uninterrupted(void) {
+  nle_matf *Y = test_random_matf(120, 5, 61);
+  nle_ctx *ctx0 = test_ctx(1);
+  nle_csr *P = entropic_p(ctx0, Y, 10);
+  nle_ctx_free(&ctx0);
+  const char *path = test_path("run.ckpt");
+  for (int variant = 0; variant <= NLE_OPT_CG + 2; variant++) {
+    int homotopy = variant == NLE_OPT_CG + 2, momentum = variant == NLE_OPT_CG + 1;
+    nle_opt_opts oo;
+    nle_opt_opts_init(&oo);
+    oo.kind = momentum ? NLE_OPT_GD : homotopy ? NLE_OPT_SD : (nle_opt_kind)variant;
+    oo.max_iters = 30;
+    oo.tol = 0;
+    if (momentum) {
+      oo.learning_rate = 100;
+      oo.exaggeration = 4;
+      oo.exaggeration_iters = 10;
+    }
+    /* The uninterrupted run. */
+    nle_ctx *ctx = test_ctx(1);
+    planned a = plan_run(ctx, P, &oo, homotopy);
+    nle_matd *Xa = random_x(120, 2, 1e-2, 62);
+    nle_opt_report ra;
+    nle_test(run_planned(ctx, &a, Xa, homotopy, &ra) >= 0);
+    nle_ctx_free(&ctx);
+    for (int cancel_at = 7; cancel_at <= 40; cancel_at += 33) {
+      /* Cancelled, then resumed by fresh objects (a later process). */
+      ctx = test_ctx(1);
+      cancel_counter cc = {0, cancel_at};
+      nle_ctx_set_progress(ctx, cancel_after, &cc);
+      planned b = plan_run(ctx, P, &oo, homotopy);
+      nle_test_ok(nle_opt_set_checkpoint(ctx, b.opt, path, 0, "test run"));
+      nle_matd *Xb = random_x(120, 2, 1e-2, 62);
+      nle_opt_report rb;
+      nle_test(run_planned(ctx, &b, Xb, homotopy, &rb) == NLE_ERR_CANCELLED);
+      nle_ctx_free(&ctx);
+      ctx = test_ctx(1);
+      planned c = plan_run(ctx, P, &oo, homotopy);
+      nle_matd *Xc = random_x(120, 2, 5.0, 63); /* overwritten by the checkpoint */
+      nle_test(nle_opt_load_checkpoint(ctx, c.opt, Xc, path, "another run") == NLE_ERR_ARG);
+      nle_test_ok(nle_opt_load_checkpoint(ctx, c.opt, Xc, path, "test run"));
+      nle_opt_report rc;
+      nle_test(run_planned(ctx, &c, Xc, homotopy, &rc) >= 0);
+      int same = !memcmp(Xa->data, Xc->data, 240 * sizeof(double));
+      if (!nle_test(same && rc.iterations == ra.iterations && rc.evaluations == ra.evaluations && rc.E == ra.E))
+        printf("  variant %d, cancel at %d: iterations %d/%d, evaluations %d/%d, E %.17g/%.17g\n", variant,
+               cancel_at, rc.iterations, ra.iterations, rc.evaluations, ra.evaluations, rc.E, ra.E);
+      nle_matd_free(&Xb);
+      nle_matd_free(&Xc);
+      nle_opt_free(&b.opt);
+      nle_model_free(&b.m);
+      nle_opt_free(&c.opt);
+      nle_model_free(&c.m);
+      nle_ctx_free(&ctx);
+    }
+    nle_matd_free(&Xa);
+    nle_opt_free(&a.opt);
+    nle_model_free(&a.m);
+  }
+  nle_csr_free(&P);
+  nle_matf_free(&Y);
+}
+
+const nle_test_case nle_tests[] = {{"nle/resume_equals_uninterrupted", resume_equals_uninterrupted},
+                                   {"nle/out_of_sample", out_of_sample},
                                    {"nle/tsne_style_gd", tsne_style_gd},
                                    {"nle/lambda_bounds", lambda_bounds},
                                    {"nle/homotopy_path", homotopy_path},

@@ -19,6 +19,37 @@ nle_status nle__afile_open(nle_ctx *ctx, const char *path, nle__afile *af);
 nle_status nle__afile_commit(nle_ctx *ctx, nle__afile *af);
 void nle__afile_abort(nle__afile *af);
 
+/* nlembed's own binary files (records.c): named arrays after a header that
+ * names the kind of file. Writing: open, put records, nle__afile_commit. Types:
+ * 'd' double, 'f' float, 'l' int64, 'i' int32, 's' text. */
+nle_status nle__rec_open(nle_ctx *ctx, const char *path, const char *kind, nle__afile *af);
+void nle__rec_put(nle__afile *af, const char *name, char type, const void *data, uint64_t count);
+void nle__rec_put_text(nle__afile *af, const char *name, const char *text);
+
+typedef struct {
+  char name[32];
+  char type;
+  uint64_t count;
+  const void *data; /* inside the file's buffer, 8-byte aligned */
+} nle__rec_entry;
+
+typedef struct {
+  const char *path;
+  uint8_t *buf;
+  size_t len;
+  nle__rec_entry *entries;
+  size_t count;
+} nle__rec_file;
+
+#define NLE__REC_ANY UINT64_MAX
+/* Reads the whole file and checks its kind. */
+nle_status nle__rec_read(nle_ctx *ctx, const char *path, const char *kind, nle__rec_file *f);
+/* The record `name`, of `type` and `count` values (NLE__REC_ANY: any). */
+nle_status nle__rec_get(nle_ctx *ctx, const nle__rec_file *f, const char *name, char type, uint64_t count,
+                        const void **data);
+nle_status nle__rec_text(nle_ctx *ctx, const nle__rec_file *f, const char *name, char *out, size_t cap);
+void nle__rec_free(nle__rec_file *f);
+
 /* Reads a whole file into memory (checked against the memory cap). */
 nle_status nle__read_file(nle_ctx *ctx, const char *path, uint8_t **buf, size_t *len);
 

@@ -2,7 +2,7 @@
  * sec. 4.2, 4.4): bounds l1 <= lambda1* <= u1 from the spectra of the two
  * graph Laplacians (eqs. 11-12), and the path X(lambda) tracked over
  * log-spaced lambda from above the bifurcation. */
-#include "../core/internal.h"
+#include "nle_internal.h"
 
 #include <lapacke.h>
 #include <math.h>
@@ -90,28 +90,41 @@ nle_status nle_homotopy_run(nle_ctx *ctx, nle_model *model, nle_opt *opt, nle_ma
   if (!(o->lambda_start > 0) || !(o->lambda_end > 0) || o->steps < 1)
     return nle__fail(ctx, NLE_ERR_ARG, "homotopy: lambdas must be positive and steps >= 1");
   memset(total, 0, sizeof *total);
-  double t0 = nle_time_seconds();
+  /* The path's position lives in the optimiser's state, so that a checkpoint
+   * taken inside any step resumes there. */
+  nle_opt_state *r = nle__opt_state(opt);
+  if (!r->active && r->path_step == 0) {
+    memset(&r->path_total, 0, sizeof r->path_total);
+    r->path_all_converged = 1;
+  }
+  double t0 = nle_time_seconds(), seconds0 = r->path_total.seconds;
   nle_status s = NLE_OK;
-  int all_converged = 1;
-  for (int i = 0; i < o->steps && s >= 0; i++) {
+  while (r->path_step < o->steps && s >= 0) {
+    int i = r->path_step;
     double frac = o->steps == 1 ? 1.0 : (double)i / (double)(o->steps - 1);
     double lambda = exp(log(o->lambda_start) + frac * (log(o->lambda_end) - log(o->lambda_start)));
     s = nle_model_set_lambda(ctx, model, lambda);
     nle_opt_report rep;
     if (!s) s = nle_opt_run(ctx, opt, X, &rep);
     if (s < 0) break;
-    all_converged &= s == NLE_OK;
+    r->path_all_converged &= s == NLE_OK;
     s = NLE_OK;
-    if (i == 0) total->E0 = rep.E0;
-    total->iterations += rep.iterations;
-    total->evaluations += rep.evaluations;
-    total->E = rep.E;
-    total->grad_max = rep.grad_max;
+    if (i == 0) r->path_total.E0 = rep.E0;
+    r->path_total.iterations += rep.iterations;
+    r->path_total.evaluations += rep.evaluations;
+    r->path_total.E = rep.E;
+    r->path_total.grad_max = rep.grad_max;
+    r->path_step++;
+    r->path_total.seconds = seconds0 + nle_time_seconds() - t0;
     if (fn && fn(user, i, lambda, X, &rep)) break;
+    s = nle__opt_checkpoint(ctx, opt, X);
   }
-  total->seconds = nle_time_seconds() - t0;
-  total->converged = all_converged;
+  r->path_total.seconds = seconds0 + nle_time_seconds() - t0;
+  *total = r->path_total;
+  total->converged = r->path_all_converged;
+  if (s == NLE_ERR_CANCELLED) return s; /* resumable */
+  r->path_step = 0;
   if (s < 0) return s;
-  return all_converged ? NLE_OK
-                       : nle__fail(ctx, NLE_WARN_NOT_CONVERGED, "homotopy: some lambda steps hit the iteration cap");
+  return r->path_all_converged ? NLE_OK
+                               : nle__fail(ctx, NLE_WARN_NOT_CONVERGED, "homotopy: some lambda steps hit the iteration cap");
 }

@@ -262,6 +262,8 @@ nle_status nle_model_set_lambda(nle_ctx *ctx, nle_model *m, double lambda) {
   return NLE_OK;
 }
 
+double nle_model_lambda(const nle_model *m) { return m->spec.lambda; }
+
 nle_status nle_model_set_exaggeration(nle_ctx *ctx, nle_model *m, double alpha) {
   if (!(alpha >= 1.0) || !isfinite(alpha))
     return nle__fail(ctx, NLE_ERR_ARG, "model: exaggeration %g must be >= 1 and finite", alpha);

@@ -5,7 +5,8 @@
  * mu = 1e-10 min L+_nn, whose CHOLMOD factor is computed once and reused for
  * every iteration and every one of the d columns); then a backtracking line
  * search for sufficient decrease from the last accepted step. */
-#include "../core/internal.h"
+#include "nle_internal.h"
+#include "../io/io_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -46,6 +47,10 @@ struct nle_opt {
   int hist_count, hist_head;
   double *prev_g, *prev_p;
   size_t hist_len;         /* N d of the stored vectors */
+  nle_opt_state run;       /* the run in progress, as of its last iteration */
+  /* Checkpoints (nle_opt_set_checkpoint). */
+  char *ckpt_path, *ckpt_fingerprint;
+  int ckpt_every;
 };
 
 void nle_opt_free(nle_opt **opt) {
@@ -63,6 +68,10 @@ void nle_opt_free(nle_opt **opt) {
   free(p->alpha);
   free(p->prev_g);
   free(p->prev_p);
+  free(p->run.velocity);
+  free(p->run.gain);
+  free(p->ckpt_path);
+  free(p->ckpt_fingerprint);
   free(p);
   *opt = NULL;
 }
@@ -320,26 +329,46 @@ static double max_abs(const nle_matd *m) {
   return v;
 }
 
+nle_opt_state *nle__opt_state(nle_opt *o) { return &o->run; }
+
+/* A cancelled run saves its checkpoint (if one is set) and keeps the
+ * cancellation's message. */
+static nle_status cancelled(nle_ctx *ctx, nle_opt *o, const nle_matd *X) {
+  if (!o->ckpt_path) return NLE_ERR_CANCELLED;
+  char message[512];
+  snprintf(message, sizeof message, "%s", nle_ctx_error(ctx));
+  nle_status s = nle__opt_checkpoint(ctx, o, X);
+  if (s) return s;
+  return nle__fail(ctx, NLE_ERR_CANCELLED, "%s; checkpoint written to %s", message, o->ckpt_path);
+}
+
 /* Gradient descent as the t-SNE codes run it (van der Maaten 2014): a fixed
  * learning rate with momentum (0.5 while exaggerating, then `momentum`),
  * per-coordinate gains (Jacobs' delta-bar-delta), and early exaggeration of
  * the attractive term. No line search: E may rise; the run stops at
  * max_iters, the gradient tolerance or the time budget. */
-static nle_status run_momentum(nle_ctx *ctx, nle_opt *o, nle_model *model, nle_matd *X, nle_opt_report *rep) {
+static nle_status run_momentum(nle_ctx *ctx, nle_opt *o, nle_model *model, nle_matd *X, nle_opt_report *out) {
   size_t nd = X->rows * X->cols;
-  double t0 = nle_time_seconds(), *u = calloc(nd, sizeof(double)), *gain = malloc(nd * sizeof(double));
+  nle_opt_state *r = &o->run;
+  nle_opt_report *rep = &r->rep;
+  double t0 = nle_time_seconds(), seconds0 = rep->seconds;
   nle_matd *G = NULL;
-  nle_status s = (u && gain) ? nle_matd_alloc(ctx, X->rows, X->cols, &G) : nle__fail(ctx, NLE_ERR_NOMEM, "out of memory");
-  for (size_t i = 0; !s && i < nd; i++) gain[i] = 1.0;
-  double E = 0.0;
-  if (!s && o->o.exaggeration > 1 && o->o.exaggeration_iters > 0) s = nle_model_set_exaggeration(ctx, model, o->o.exaggeration);
-  for (int it = 0; !s && it < o->o.max_iters; it++) {
-    if (it == o->o.exaggeration_iters) s = nle_model_set_exaggeration(ctx, model, 1.0);
+  nle_status s = nle_matd_alloc(ctx, X->rows, X->cols, &G);
+  if (!s && !r->velocity) {
+    r->velocity = nle__calloc(ctx, nd, sizeof(double), "momentum");
+    r->gain = nle__malloc(ctx, nd * sizeof(double), "gains");
+    if (!r->velocity || !r->gain) s = NLE_ERR_NOMEM;
+    for (size_t i = 0; !s && i < nd; i++) r->gain[i] = 1.0;
+  }
+  double *u = r->velocity, *gain = r->gain, E = 0.0;
+  while (!s && rep->iterations < o->o.max_iters) {
+    int it = rep->iterations;
+    s = nle_model_set_exaggeration(ctx, model, it < o->o.exaggeration_iters ? o->o.exaggeration : 1.0);
     if (!s) s = nle_model_eval(ctx, model, X, &E, G);
     if (s) break;
-    rep->evaluations++;
     if (it == 0) rep->E0 = E;
     if (max_abs(G) <= o->o.grad_tol) {
+      rep->evaluations++;
       rep->converged = 1;
       break;
     }
@@ -352,53 +381,81 @@ static nle_status run_momentum(nle_ctx *ctx, nle_opt *o, nle_model *model, nle_m
       u[i] = mom * u[i] - o->o.learning_rate * gain[i] * G->data[i];
       X->data[i] += u[i];
     }
+    rep->evaluations++;
     rep->iterations++;
-    if (o->o.time_budget > 0 && nle_time_seconds() - t0 >= o->o.time_budget) break;
-    if (nle__progress(ctx, "optimising", (double)(it + 1) / (double)o->o.max_iters)) s = NLE_ERR_CANCELLED;
+    rep->seconds = seconds0 + nle_time_seconds() - t0;
+    if (o->ckpt_every && rep->iterations % o->ckpt_every == 0) s = nle__opt_checkpoint(ctx, o, X);
+    if (!s && o->o.time_budget > 0 && rep->seconds >= o->o.time_budget) break;
+    if (!s && nle__progress(ctx, "optimising", (double)rep->iterations / (double)o->o.max_iters)) s = NLE_ERR_CANCELLED;
+  }
+  if (s == NLE_ERR_CANCELLED) { /* the run stays resumable */
+    nle_model_set_exaggeration(ctx, model, 1.0);
+    nle_matd_free(&G);
+    return cancelled(ctx, o, X);
   }
   nle_status restore = nle_model_set_exaggeration(ctx, model, 1.0);
   if (!s) s = restore;
   if (!s) s = nle_model_eval(ctx, model, X, &rep->E, G); /* the true E, without exaggeration */
   rep->grad_max = (!s && G) ? max_abs(G) : 0.0;
-  rep->seconds = nle_time_seconds() - t0;
+  rep->seconds = seconds0 + nle_time_seconds() - t0;
   nle_matd_free(&G);
-  free(u);
-  free(gain);
+  *out = *rep;
+  r->active = 0;
   if (s) return s;
   return rep->converged ? NLE_OK
                         : nle__fail(ctx, NLE_WARN_NOT_CONVERGED, "optimiser: ran %d fixed-rate iterations", rep->iterations);
 }
 
-nle_status nle_opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report *rep) {
-  if (o->o.learning_rate > 0) {
-    memset(rep, 0, sizeof *rep);
-    return run_momentum(ctx, o, o->model, X, rep);
-  }
-  memset(rep, 0, sizeof *rep);
-  double t0 = nle_time_seconds();
+/* A fresh run's state (a resumed one keeps what the checkpoint restored). */
+static nle_status run_begin(nle_ctx *ctx, nle_opt *o, size_t len) {
+  nle_opt_state *r = &o->run;
+  if (r->active) return NLE_OK;
+  memset(&r->rep, 0, sizeof r->rep);
+  r->E = 0.0;
+  r->step = 1.0;
+  r->prev_slope = 0.0;
+  r->stalled = 0;
+  free(r->velocity);
+  free(r->gain);
+  r->velocity = r->gain = NULL;
+  r->active = 1;
+  return history_reset(ctx, o, len);
+}
+
+nle_status nle_opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report *out) {
   size_t n = X->rows, d = X->cols;
+  memset(out, 0, sizeof *out);
+  if ((int64_t)n != o->n) return nle__fail(ctx, NLE_ERR_ARG, "optimiser: X has %zu rows, the model %lld", n, (long long)o->n);
+  int resumed = o->run.active;
+  nle_status s = run_begin(ctx, o, n * d);
+  if (s) return s;
+  if (o->o.learning_rate > 0) return run_momentum(ctx, o, o->model, X, out);
+  nle_opt_state *r = &o->run;
+  nle_opt_report *rep = &r->rep;
+  double t0 = nle_time_seconds(), seconds0 = rep->seconds;
   nle_matd *G = NULL, *P = NULL, *Xt = NULL, *Gt = NULL;
-  nle_status s = nle_matd_alloc(ctx, n, d, &G);
+  s = nle_matd_alloc(ctx, n, d, &G);
   if (!s) s = nle_matd_alloc(ctx, n, d, &P);
   if (!s) s = nle_matd_alloc(ctx, n, d, &Xt);
   if (!s) s = nle_matd_alloc(ctx, n, d, &Gt);
-  double E = 0.0, step = 1.0, prev_slope = 0.0;
-  int stalled = 0;
-  if (!s) s = history_reset(ctx, o, n * d);
+  /* The gradient at X: a resumed run recomputes it (bit for bit the same),
+   * without counting the evaluation again. */
+  double E = 0.0;
   if (!s) s = nle_model_eval(ctx, o->model, X, &E, G);
-  rep->evaluations = 1;
-  rep->E0 = E;
+  if (!s && !resumed) {
+    rep->evaluations = 1;
+    rep->E0 = r->E = E;
+  }
   while (!s && rep->iterations < o->o.max_iters) {
     if (max_abs(G) <= o->o.grad_tol) {
       rep->converged = 1;
       break;
     }
-    if (o->o.time_budget > 0 && nle_time_seconds() - t0 >= o->o.time_budget) break;
+    if (o->o.time_budget > 0 && rep->seconds >= o->o.time_budget) break;
     s = nle_opt_direction(ctx, o, G, P);
     if (s) break;
     if (o->o.kind == NLE_OPT_LBFGS) {
       lbfgs_direction(o, G->data, P->data);
-      if (o->hist_count) step = 1.0; /* the quasi-Newton step has its own scale */
     } else if (o->o.kind == NLE_OPT_CG && o->hist_count) {
       /* Polak-Ribiere+ */
       double gg = dot(o->prev_g, o->prev_g, n * d), beta = 0.0;
@@ -406,36 +463,38 @@ nle_status nle_opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report *re
       beta = gg > 0 && beta > 0 ? beta / gg : 0.0;
       for (size_t i = 0; i < n * d; i++) P->data[i] += beta * o->prev_p[i];
     }
-    double slope = 0.0;
-    for (size_t i = 0; i < n * d; i++) slope += G->data[i] * P->data[i];
-    int gradient_like = o->o.kind == NLE_OPT_GD || o->o.kind == NLE_OPT_CG || o->o.kind == NLE_OPT_LBFGS;
+    double slope = dot(G->data, P->data, n * d);
+    int restarted = 0;
     if (!(slope < 0.0) && (o->o.kind == NLE_OPT_LBFGS || o->o.kind == NLE_OPT_CG)) {
       /* Not downhill (can happen for CG, or L-BFGS after rounding): restart. */
       for (size_t i = 0; i < n * d; i++) P->data[i] = -G->data[i];
       slope = -dot(G->data, G->data, n * d);
-      o->hist_count = 0;
+      restarted = 1;
     }
+    int history = o->hist_count && !restarted;
     /* First trial steps (Nocedal and Wright sec. 3.5): directions without a
      * curvature scale start at 1 / |p| the first time, then at the previous
      * step times the ratio of the slopes; SD and FP keep the last accepted
      * step, L-BFGS with history takes 1. */
-    if (gradient_like && !(o->o.kind == NLE_OPT_LBFGS && o->hist_count)) {
-      if (rep->iterations == 0 || (o->hist_count == 0 && o->o.kind != NLE_OPT_GD))
+    double step = r->step;
+    int gradient_like = o->o.kind == NLE_OPT_GD || o->o.kind == NLE_OPT_CG || o->o.kind == NLE_OPT_LBFGS;
+    if (o->o.kind == NLE_OPT_LBFGS && history) step = 1.0; /* the quasi-Newton step has its own scale */
+    else if (gradient_like) {
+      if (rep->iterations == 0 || (!history && o->o.kind != NLE_OPT_GD))
         step = 1.0 / sqrt(dot(P->data, P->data, n * d));
-      else if (prev_slope < 0) step = fmin(step * prev_slope / slope, 1e3 * step);
+      else if (r->prev_slope < 0) step = fmin(step * r->prev_slope / slope, 1e3 * step);
     }
-    prev_slope = slope;
     if (!(slope < 0.0)) { /* cannot happen for pd B, but rounding near a minimum */
       rep->converged = 1;
       break;
     }
     /* Backtracking from the last accepted step (Armijo sufficient decrease). */
     double Et = 0.0;
-    int accepted = 0;
+    int accepted = 0, evaluations = 0;
     for (int tries = 0; tries < 60 && !s; tries++) {
       for (size_t i = 0; i < n * d; i++) Xt->data[i] = X->data[i] + step * P->data[i];
       s = nle_model_eval(ctx, o->model, Xt, &Et, Gt);
-      rep->evaluations++;
+      evaluations++;
       if (!s && Et <= E + o->o.c1 * step * slope) {
         accepted = 1;
         break;
@@ -443,38 +502,181 @@ nle_status nle_opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report *re
       step *= o->o.shrink;
     }
     if (s) break;
+    rep->evaluations += evaluations;
     if (!accepted) { /* no decrease at any step: a stationary point to rounding */
       rep->converged = 1;
       break;
     }
+    /* The iteration is complete: commit it to X and the run state at once,
+     * so that a cancellation anywhere above leaves a resumable state. */
+    if (restarted) o->hist_count = 0;
     history_update(o, X->data, Xt->data, G->data, Gt->data, P->data);
     memcpy(X->data, Xt->data, n * d * sizeof(double));
     memcpy(G->data, Gt->data, n * d * sizeof(double));
     double decrease = E - Et;
-    E = Et;
+    E = r->E = Et;
+    r->step = step;
+    r->prev_slope = slope;
     rep->iterations++;
-    if (nle__progress(ctx, "optimising", (double)rep->iterations / (double)o->o.max_iters)) {
-      s = NLE_ERR_CANCELLED;
-      break;
-    }
+    rep->seconds = seconds0 + nle_time_seconds() - t0;
     /* One small decrease can be a short backtracked step, not convergence:
      * the tolerance must hold for STALL_ITERS iterations in a row. */
-    stalled = decrease <= o->o.tol * fabs(E) ? stalled + 1 : 0;
-    if (stalled >= STALL_ITERS) {
+    r->stalled = decrease <= o->o.tol * fabs(E) ? r->stalled + 1 : 0;
+    if (r->stalled >= STALL_ITERS) {
       rep->converged = 1;
       break;
     }
+    if (o->ckpt_every && rep->iterations % o->ckpt_every == 0) s = nle__opt_checkpoint(ctx, o, X);
+    if (!s && nle__progress(ctx, "optimising", (double)rep->iterations / (double)o->o.max_iters)) s = NLE_ERR_CANCELLED;
   }
   rep->E = E;
   rep->grad_max = G ? max_abs(G) : 0.0;
-  rep->seconds = nle_time_seconds() - t0;
+  rep->seconds = seconds0 + nle_time_seconds() - t0;
   nle_matd_free(&G);
   nle_matd_free(&P);
   nle_matd_free(&Xt);
   nle_matd_free(&Gt);
+  *out = *rep;
+  if (s == NLE_ERR_CANCELLED) return cancelled(ctx, o, X); /* the run stays resumable */
+  r->active = 0;
   if (s) return s;
   if (!rep->converged)
     return nle__fail(ctx, NLE_WARN_NOT_CONVERGED, "optimiser: stopped after %d iterations (%.1f s) before the tolerance",
                      rep->iterations, rep->seconds);
   return NLE_OK;
+}
+
+/* ---- Checkpoints ---------------------------------------------------------- */
+
+nle_status nle_opt_set_checkpoint(nle_ctx *ctx, nle_opt *o, const char *path, int every, const char *fingerprint) {
+  free(o->ckpt_path);
+  free(o->ckpt_fingerprint);
+  o->ckpt_path = o->ckpt_fingerprint = NULL;
+  o->ckpt_every = 0;
+  if (!path) return NLE_OK;
+  if (every < 0) return nle__fail(ctx, NLE_ERR_ARG, "checkpoint: every %d iterations must be >= 0", every);
+  nle_status s = nle_check_output_path(ctx, path);
+  if (s) return s;
+  o->ckpt_path = strdup(path);
+  o->ckpt_fingerprint = strdup(fingerprint ? fingerprint : "");
+  if (!o->ckpt_path || !o->ckpt_fingerprint) return nle__fail(ctx, NLE_ERR_NOMEM, "out of memory");
+  o->ckpt_every = every;
+  return NLE_OK;
+}
+
+enum { CK_ACTIVE, CK_ITERS, CK_EVALS, CK_STALLED, CK_CONVERGED, CK_PATH_STEP, CK_PATH_ALL, CK_PATH_ITERS,
+       CK_PATH_EVALS, CK_HIST_COUNT, CK_HIST_HEAD, CK_HAS_VELOCITY, CK_KIND, CK_N, CK_D, CK_INTS };
+enum { CK_E0, CK_E, CK_STEP, CK_PREV_SLOPE, CK_SECONDS, CK_GRAD, CK_PATH_E0, CK_PATH_E, CK_PATH_SECONDS, CK_LAMBDA,
+       CK_DOUBLES };
+
+nle_status nle_opt_save_checkpoint(nle_ctx *ctx, nle_opt *o, const nle_matd *X, const char *path,
+                                   const char *fingerprint) {
+  const nle_opt_state *r = &o->run;
+  size_t len = X->rows * X->cols, m = (size_t)o->o.memory;
+  int64_t ints[CK_INTS] = {r->active, r->rep.iterations, r->rep.evaluations, r->stalled, r->rep.converged,
+                           r->path_step, r->path_all_converged, r->path_total.iterations, r->path_total.evaluations,
+                           o->hist_count, o->hist_head, r->velocity != NULL, o->o.kind, (int64_t)X->rows,
+                           (int64_t)X->cols};
+  double doubles[CK_DOUBLES] = {r->rep.E0, r->E, r->step, r->prev_slope, r->rep.seconds, r->rep.grad_max,
+                                r->path_total.E0, r->path_total.E, r->path_total.seconds, nle_model_lambda(o->model)};
+  nle__afile af;
+  nle_status s = nle__rec_open(ctx, path, "checkpoint", &af);
+  if (s) return s;
+  nle__rec_put_text(&af, "fingerprint", fingerprint ? fingerprint : "");
+  nle__rec_put(&af, "ints", 'l', ints, CK_INTS);
+  nle__rec_put(&af, "doubles", 'd', doubles, CK_DOUBLES);
+  nle__rec_put(&af, "X", 'd', X->data, len);
+  if (o->hist_len == len && o->hist_s) {
+    nle__rec_put(&af, "lbfgs_s", 'd', o->hist_s, m * len);
+    nle__rec_put(&af, "lbfgs_y", 'd', o->hist_y, m * len);
+    nle__rec_put(&af, "lbfgs_rho", 'd', o->hist_rho, m);
+  }
+  if (o->hist_len == len && o->prev_g) {
+    nle__rec_put(&af, "cg_g", 'd', o->prev_g, len);
+    nle__rec_put(&af, "cg_p", 'd', o->prev_p, len);
+  }
+  if (r->velocity) {
+    nle__rec_put(&af, "velocity", 'd', r->velocity, len);
+    nle__rec_put(&af, "gain", 'd', r->gain, len);
+  }
+  return nle__afile_commit(ctx, &af);
+}
+
+nle_status nle__opt_checkpoint(nle_ctx *ctx, nle_opt *o, const nle_matd *X) {
+  if (!o->ckpt_path) return NLE_OK;
+  return nle_opt_save_checkpoint(ctx, o, X, o->ckpt_path, o->ckpt_fingerprint);
+}
+
+static nle_status restore_array(nle_ctx *ctx, const nle__rec_file *f, const char *name, double **dst, size_t count) {
+  const void *src;
+  nle_status s = nle__rec_get(ctx, f, name, 'd', count, &src);
+  if (s) return s;
+  if (!*dst) *dst = nle__malloc(ctx, count * sizeof(double), name);
+  if (!*dst) return NLE_ERR_NOMEM;
+  memcpy(*dst, src, count * sizeof(double));
+  return NLE_OK;
+}
+
+nle_status nle_opt_load_checkpoint(nle_ctx *ctx, nle_opt *o, nle_matd *X, const char *path, const char *fingerprint) {
+  nle__rec_file f;
+  nle_status s = nle__rec_read(ctx, path, "checkpoint", &f);
+  if (s) return s;
+  char stored[4096];
+  const void *iv = NULL, *dv = NULL, *xv = NULL;
+  size_t len = X->rows * X->cols, m = (size_t)o->o.memory;
+  s = nle__rec_text(ctx, &f, "fingerprint", stored, sizeof stored);
+  if (!s && strcmp(stored, fingerprint ? fingerprint : "") != 0)
+    s = nle__fail(ctx, NLE_ERR_ARG, "%s: the checkpoint is of another run (%s); resume with the same data and options",
+                  path, stored);
+  if (!s) s = nle__rec_get(ctx, &f, "ints", 'l', CK_INTS, &iv);
+  if (!s) s = nle__rec_get(ctx, &f, "doubles", 'd', CK_DOUBLES, &dv);
+  const int64_t *ints = iv;
+  const double *doubles = dv;
+  if (!s && (ints[CK_N] != (int64_t)X->rows || ints[CK_D] != (int64_t)X->cols || ints[CK_KIND] != o->o.kind))
+    s = nle__fail(ctx, NLE_ERR_ARG, "%s: the checkpoint is of a %lld x %lld embedding with optimiser %lld", path,
+                  (long long)ints[CK_N], (long long)ints[CK_D], (long long)ints[CK_KIND]);
+  if (!s) s = nle__rec_get(ctx, &f, "X", 'd', len, &xv);
+  if (!s) s = history_reset(ctx, o, len);
+  nle_opt_state *r = &o->run;
+  if (!s && o->hist_s) {
+    s = restore_array(ctx, &f, "lbfgs_s", &o->hist_s, m * len);
+    if (!s) s = restore_array(ctx, &f, "lbfgs_y", &o->hist_y, m * len);
+    if (!s) s = restore_array(ctx, &f, "lbfgs_rho", &o->hist_rho, m);
+  }
+  if (!s && o->prev_g) {
+    s = restore_array(ctx, &f, "cg_g", &o->prev_g, len);
+    if (!s) s = restore_array(ctx, &f, "cg_p", &o->prev_p, len);
+  }
+  if (!s && ints[CK_HAS_VELOCITY]) {
+    s = restore_array(ctx, &f, "velocity", &r->velocity, len);
+    if (!s) s = restore_array(ctx, &f, "gain", &r->gain, len);
+  }
+  if (!s) s = nle_model_set_lambda(ctx, o->model, doubles[CK_LAMBDA]);
+  if (!s) {
+    memcpy(X->data, xv, len * sizeof(double));
+    r->active = (int)ints[CK_ACTIVE];
+    r->rep.iterations = (int)ints[CK_ITERS];
+    r->rep.evaluations = (int)ints[CK_EVALS];
+    r->stalled = (int)ints[CK_STALLED];
+    r->rep.converged = (int)ints[CK_CONVERGED];
+    r->path_step = (int)ints[CK_PATH_STEP];
+    r->path_all_converged = (int)ints[CK_PATH_ALL];
+    r->path_total.iterations = (int)ints[CK_PATH_ITERS];
+    r->path_total.evaluations = (int)ints[CK_PATH_EVALS];
+    o->hist_count = (int)ints[CK_HIST_COUNT];
+    o->hist_head = (int)ints[CK_HIST_HEAD];
+    r->rep.E0 = doubles[CK_E0];
+    r->E = doubles[CK_E];
+    r->step = doubles[CK_STEP];
+    r->prev_slope = doubles[CK_PREV_SLOPE];
+    r->rep.seconds = doubles[CK_SECONDS];
+    r->rep.grad_max = doubles[CK_GRAD];
+    r->path_total.E0 = doubles[CK_PATH_E0];
+    r->path_total.E = doubles[CK_PATH_E];
+    r->path_total.seconds = doubles[CK_PATH_SECONDS];
+    if (o->hist_count < 0 || o->hist_count > o->o.memory || o->hist_head < 0 || o->hist_head >= o->o.memory)
+      s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: damaged optimiser history", path);
+  }
+  nle__rec_free(&f);
+  return s;
 }
