@@ -127,6 +127,7 @@ int cmd_knn(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_affinity(int argc, char **argv);
+int cmd_transform(int argc, char **argv);
 /* ee, tee, ssne, tsne, sne */
 int cmd_embed(int argc, char **argv, const char *name);
 

@@ -68,12 +68,17 @@ static const char *help_fmt =
     "  --resume FILE        continue the checkpointed run: same INPUT and options\n"
     "                       (--max-iters and --time-budget may change); the result\n"
     "                       is the uninterrupted run's, bit for bit\n"
+    "  --save-model FILE    also write a model file for `nlembed transform` (the\n"
+    "                       out-of-sample maps): X, betas, options and the data\n"
+    "  --model-data MODE    copy (default): the training data goes into the model\n"
+    "                       file; reference: only its name (INPUT) and a checksum,\n"
+    "                       and transform reloads it\n"
     "\n" CLI_KNN_HELP "\n" CLI_COMMON_HELP;
 
 enum { OPT_LAMBDA = OPT_COMMAND_BASE, OPT_WNEG, OPT_OPTIMIZER, OPT_KAPPA_E, OPT_INIT, OPT_INIT_SCALE, OPT_MAX_ITERS,
        OPT_TOL_E, OPT_BUDGET, OPT_SAVE_LABELS_E, OPT_SIGMA_E, OPT_HOMOTOPY, OPT_LAMBDA_START, OPT_PATH,
        OPT_RATE, OPT_MOMENTUM, OPT_EXAG, OPT_EXAG_ITERS, OPT_NO_GAINS, OPT_CHECKPOINT, OPT_CHECKPOINT_EVERY,
-       OPT_RESUME };
+       OPT_RESUME, OPT_SAVE_MODEL, OPT_MODEL_DATA };
 
 /* Dense bounds need two N x N eigendecompositions: only for small N. */
 enum { BOUNDS_MAX_N = 5000 };
@@ -103,7 +108,7 @@ static int write_path(void *user, int step, double lambda, const nle_matd *X, co
  * Gaussian ones of that width; symmetrised, and normalised to sum 1 for the
  * normalised models; the conditional P itself for SNE (entropic). */
 static nle_status attractive_weights(cli_env *env, const nle_csr *graph, double perplexity, double sigma,
-                                     nle_model_kind kind, nle_csr **W) {
+                                     nle_model_kind kind, nle_csr **W, double **beta) {
   int normalised = kind == NLE_MODEL_SSNE || kind == NLE_MODEL_TSNE;
   nle_csr *P = NULL;
   nle_status s;
@@ -129,6 +134,8 @@ static nle_status attractive_weights(cli_env *env, const nle_csr *graph, double 
     if (!s) {
       P = ea->P;
       ea->P = NULL;
+      *beta = ea->beta; /* kept for the out-of-sample maps */
+      ea->beta = NULL;
     }
     nle_ea_result_free(&ea);
     if (!s && kind == NLE_MODEL_SNE) {
@@ -193,6 +200,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
       {"exaggeration", required_argument, 0, OPT_EXAG}, {"exaggeration-iters", required_argument, 0, OPT_EXAG_ITERS},
       {"no-gains", no_argument, 0, OPT_NO_GAINS}, {"checkpoint", required_argument, 0, OPT_CHECKPOINT},
       {"checkpoint-every", required_argument, 0, OPT_CHECKPOINT_EVERY}, {"resume", required_argument, 0, OPT_RESUME},
+      {"save-model", required_argument, 0, OPT_SAVE_MODEL}, {"model-data", required_argument, 0, OPT_MODEL_DATA},
       CLI_KNN_OPTIONS, CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
   cli_env env;
   if (cli_env_init(&env, mi->name, help)) return 1;
@@ -208,8 +216,8 @@ int cmd_embed(int argc, char **argv, const char *name) {
   long long v;
   size_t d = 2;
   nle_wneg_kind wneg = NLE_WNEG_UNIFORM;
-  const char *output = NULL, *init = "pca", *save_labels = NULL, *checkpoint = NULL, *resume = NULL;
-  int c, checkpoint_every = 50;
+  const char *output = NULL, *init = "pca", *save_labels = NULL, *checkpoint = NULL, *resume = NULL, *save_model = NULL;
+  int c, checkpoint_every = 50, model_data_copy = 1;
   while ((c = cli_next_option(&env, argc, argv, "o:d:p:k:", longopts)) != -1) {
     switch (c) {
     case 'o': output = optarg; break;
@@ -300,6 +308,12 @@ int cmd_embed(int argc, char **argv, const char *name) {
       else env.rc = cli_usage_error(mi->name, "--checkpoint-every takes an integer >= 1");
       break;
     case OPT_RESUME: resume = optarg; break;
+    case OPT_SAVE_MODEL: save_model = optarg; break;
+    case OPT_MODEL_DATA:
+      if (!strcmp(optarg, "copy")) model_data_copy = 1;
+      else if (!strcmp(optarg, "reference")) model_data_copy = 0;
+      else env.rc = cli_usage_error(mi->name, "--model-data takes copy or reference");
+      break;
     default: env.rc = 2; break;
     }
   }
@@ -314,6 +328,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
   nle_status s = NLE_OK;
   if (!rc) s = nle_check_output_path(env.ctx, output);
   if (!rc && !s && save_labels) s = nle_check_output_path(env.ctx, save_labels);
+  if (!rc && !s && save_model) s = nle_check_output_path(env.ctx, save_model);
   nle_dataset *ds = NULL;
   nle_csr *W = NULL, *Wk = NULL;
   nle_matd *X = NULL, *Wsq = NULL;
@@ -337,10 +352,11 @@ int cmd_embed(int argc, char **argv, const char *name) {
     s = cli_knn(&env, ds->X, k, &choice, &graph, &method);
     t_knn = nle_time_seconds() - t0;
   }
-  if (!rc && !s) s = attractive_weights(&env, graph, perplexity, sigma, mi->kind, &W);
+  double *beta = NULL;
+  if (!rc && !s) s = attractive_weights(&env, graph, perplexity, sigma, mi->kind, &W, &beta);
   if (!rc && !s && unnormalised && wneg == NLE_WNEG_SQDIST) s = nle_repulsive_dense(env.ctx, ds->X, wneg, &Wsq);
   if (!rc && !s && unnormalised && wneg == NLE_WNEG_KNN) s = nle_repulsive_knn(env.ctx, graph, &Wk);
-  nle_csr_free(&graph);
+  if (!save_model) nle_csr_free(&graph); /* else kept for the model file */
   if (!rc && !s) s = resume ? nle_matd_alloc(env.ctx, ds->X->rows, d, &X) : initial_x(&env, ds->X, init, d, scale, &X);
   if (!rc && !s && (X->rows != ds->X->rows || X->cols != d)) {
     fprintf(stderr, "nlembed %s: error: %s: initial X must be %zu x %zu, not %zu x %zu\n", mi->name, init,
@@ -401,6 +417,13 @@ int cmd_embed(int argc, char **argv, const char *name) {
     }
   }
   if (!rc && !s) s = nle_write_matd(env.ctx, output, X);
+  if (!rc && !s && save_model) {
+    nle_trained_spec ts = {mi->kind, lambda, wneg, perplexity, sigma, argv[optind]};
+    nle_trained *tr = NULL;
+    s = nle_trained_new(env.ctx, &ts, ds->X, X, graph, beta, &tr);
+    if (!s) s = nle_trained_save(env.ctx, tr, save_model, model_data_copy);
+    nle_trained_free(&tr);
+  }
   if (!rc && !s && save_labels) s = nle_write_labels(env.ctx, save_labels, ds->labels, (int64_t)ds->X->rows);
   if (!rc && s) rc = cli_fail(&env, s);
   if (!rc) {
@@ -417,6 +440,8 @@ int cmd_embed(int argc, char **argv, const char *name) {
     cli_note(&env, "%s of %zu points: E %.6g -> %.6g in %d iterations (%d evaluations), %.2f s; wrote %s", mi->title,
              ds->X->rows, rep.E0, rep.E, rep.iterations, rep.evaluations, t_opt, output);
   }
+  nle_csr_free(&graph);
+  free(beta);
   nle_opt_free(&opt);
   nle_model_free(&model);
   nle_matd_free(&X);

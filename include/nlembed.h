@@ -304,6 +304,11 @@ void nle_knn_opts_init(nle_knn_opts *o);
 nle_status nle_knn_exact(nle_ctx *ctx, const nle_matf *Y, const nle_knn_opts *opts,
                          nle_csr **graph);
 
+/* The k nearest of the reference points Y to every row of Q (new points), by
+ * the same certified GEMM search: an M x N CSR (float squared distances),
+ * sorted, ties by index. */
+nle_status nle_knn_query(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, int k, nle_csr **graph);
+
 typedef struct {
   int k;              /* neighbours per point, 1 <= k < N (default 10) */
   int n_trees;        /* random-projection trees; 0 (default): 4 + N^(1/4) / 2,
@@ -630,6 +635,65 @@ typedef struct {
 void nle_oos_opts_init(nle_oos_opts *o);
 nle_status nle_ee_map_forward(nle_ctx *ctx, const nle_matf *Y, const nle_matd *X, const nle_matf *Ynew,
                               const nle_oos_opts *opts, nle_matd **Xnew);
+
+/* A trained embedding with what its out-of-sample maps need: the training
+ * data Y (or a reference to it), the embedding X, the entropic betas and
+ * per-point normalisers, and the embedding's kernel sums. The new point's
+ * weights follow the training ones "with the same neighbourhood structure"
+ * (EE paper sec. 4.5): its k nearest training points, its own entropic
+ * p_{n|y} (perplexity-calibrated) plus p_{y|n} from the training beta_n when
+ * y falls within n's k-th neighbour, scaled as the training W+ was; or the
+ * Gaussian of width sigma. */
+typedef struct {
+  nle_model_kind kind;
+  double lambda;
+  nle_wneg_kind wneg;   /* EE, t-EE */
+  double perplexity;    /* entropic W+ */
+  double sigma;         /* > 0: Gaussian W+ of this width instead */
+  const char *source;   /* where Y came from (kept in the model file) */
+} nle_trained_spec;
+
+typedef struct {
+  nle_model_kind kind;
+  double lambda;
+  nle_wneg_kind wneg;
+  double perplexity, sigma;
+  int k;                /* neighbours of the training kNN graph */
+  nle_matf *Y;          /* training data (NULL when loaded without it) */
+  nle_matd *X;          /* training embedding */
+  double *beta, *log_z; /* entropic: per point (NULL for Gaussian W+) */
+  double *radius;       /* squared distance to each point's k-th neighbour */
+  double *z_rows;       /* s-SNE, t-SNE, SNE: sum_m K(|x_n - x_m|^2) */
+  double z_total, w_scale;
+  size_t D;             /* columns of Y */
+  uint64_t data_hash;   /* of Y, to check a re-attached copy */
+  char source[1024];
+} nle_trained;
+
+/* Keeps copies of Y and X; knn is the training kNN graph (squared distances),
+ * beta the entropic precisions (NULL with sigma > 0). */
+nle_status nle_trained_new(nle_ctx *ctx, const nle_trained_spec *spec, const nle_matf *Y, const nle_matd *X,
+                           const nle_csr *knn, const double *beta, nle_trained **out);
+void nle_trained_free(nle_trained **t);
+/* The model file (nlembed's binary container, written atomically); the
+ * training data is copied into it, or (copy_data 0) only referenced by its
+ * source and checked by a hash when re-attached. */
+nle_status nle_trained_save(nle_ctx *ctx, const nle_trained *t, const char *path, int copy_data);
+nle_status nle_trained_load(nle_ctx *ctx, const char *path, nle_trained **t);
+nle_status nle_trained_attach_data(nle_ctx *ctx, nle_trained *t, const nle_matf *Y);
+/* F(y) for new points (M x D): argmin_x of the training objective augmented
+ * with y, the training X fixed (EE paper eq. 13; the same construction for
+ * s-SNE, t-SNE and SNE), from the x of the nearest training point. */
+nle_status nle_trained_transform(nle_ctx *ctx, const nle_trained *t, const nle_matf *Ynew, int max_iters,
+                                 nle_matd **Xnew);
+/* E'(x, y) of one new point y (D values) at x (d values), and its gradient in
+ * x when grad is not NULL: what nle_trained_transform minimises. */
+nle_status nle_trained_objective(nle_ctx *ctx, const nle_trained *t, const float *y, const double *x, double *E,
+                                 double *grad);
+/* f(x) for new latent points (M x d): argmin_y of the same E', EE and t-EE
+ * with W- of squared distances only (EE paper eq. 13). */
+nle_status nle_trained_inverse(nle_ctx *ctx, const nle_trained *t, const nle_matd *Xnew, int max_iters,
+                               nle_matf **Ynew);
 
 /* ========================================================================== */
 /* Spectral: PCA                                                              */

@@ -170,7 +170,21 @@ if cmp -s "$T/ck_ref.npy" "$T/ck_out.npy"; then ok ckpt_resume_equal; else bad c
 expect_fail ckpt_other_run "the checkpoint is of another run" "$T/ck_x.npy" -- $N tsne blobs:1500:10:5 -p 20 -o "$T/ck_x.npy" --resume "$T/run.ckpt"
 expect_fail ckpt_not_checkpoint "not an nlembed checkpoint file" "$T/ck_x.npy" -- $N tsne blobs:1500:10:5 -o "$T/ck_x.npy" --resume "$T/four.csv"
 
-for cmd in pca knn affinity ee tee ssne tsne sne metrics plot; do
+# ---- out-of-sample maps from a saved model
+expect_ok save_model $N tsne blobs:400:8:4 -p 15 --max-iters 200 -o "$T/om.npy" --save-model "$T/om.nle" --quiet
+expect_ok transform_forward $N transform "$T/om.nle" blobs:400:8:4 -o "$T/of.npy" --quiet
+if grep -q '"map": "F(y)"' "$T/stdout" && grep -q '"n": 400' "$T/stdout"; then ok transform_json; else bad transform_json "$(cat "$T/stdout")"; fi
+expect_ok save_model_reference $N ee spiral:300 -k 10 --sigma 0.5 --wneg sqdist --lambda 1 --max-iters 200 -o "$T/oe.npy" --save-model "$T/oe.nle" --model-data reference --quiet
+expect_ok transform_reference $N transform "$T/oe.nle" spiral:300 -o "$T/oef.npy" --quiet
+expect_ok transform_inverse $N transform "$T/oe.nle" "$T/oe.npy" --inverse -o "$T/oei.npy" --quiet
+expect_fail transform_wrong_data "is not the data the model was trained on" "$T/x.npy" -- $N transform "$T/oe.nle" spiral:300 --data spiral:301 -o "$T/x.npy"
+expect_fail transform_inverse_uniform "with other W- its minimum is at infinity" "$T/x.npy" -- $N transform "$T/om.nle" "$T/om.npy" --inverse -o "$T/x.npy"
+expect_fail transform_columns "new points have 2 columns, the training data 8" "$T/x.npy" -- $N transform "$T/om.nle" spiral:50 -o "$T/x.npy"
+head -c 300 "$T/om.nle" > "$T/cut.nle"
+expect_fail transform_damaged_model "cut.nle: truncated at byte 296" "$T/x.npy" -- $N transform "$T/cut.nle" blobs:400:8:4 -o "$T/x.npy"
+expect_fail transform_not_model "not an nlembed model file" "$T/x.npy" -- $N transform "$T/four.csv" blobs:400:8:4 -o "$T/x.npy"
+
+for cmd in pca knn affinity ee tee ssne tsne sne metrics plot transform; do
   if $N $cmd --help | grep -q "Usage: nlembed $cmd"; then ok "help_$cmd"; else bad "help_$cmd" "no usage"; fi
 done
 if $N --help | grep -q "Commands:" && $N --version | grep -q '^nlembed [0-9]'; then ok help_and_version; else bad help_and_version "missing"; fi

@@ -15,18 +15,20 @@ static int ref_cmp(const void *a, const void *b) {
   return x->i - y->i;
 }
 
-/* Naive reference: every distance in double, full sort, ties by index. */
-static int matches_naive(const nle_matf *Y, const nle_csr *g, int k) {
-  size_t n = Y->rows, d = Y->cols;
+/* Naive reference: every distance in double, full sort, ties by index; the
+ * queries are Q's rows (Y's own rows, themselves left out, when Q is NULL). */
+static int matches_naive_query(const nle_matf *Y, const nle_matf *Q, const nle_csr *g, int k) {
+  size_t n = Y->rows, d = Y->cols, nq = Q ? Q->rows : n;
+  const float *qs = Q ? Q->data : Y->data;
   ref_pair *row = malloc(n * sizeof *row);
   int ok = 1;
-  for (size_t i = 0; i < n && ok; i++) {
+  for (size_t i = 0; i < nq && ok; i++) {
     size_t m = 0;
     for (size_t j = 0; j < n; j++) {
-      if (j == i) continue;
+      if (!Q && j == i) continue;
       double s = 0;
       for (size_t t = 0; t < d; t++) {
-        double u = (double)Y->data[i * d + t] - Y->data[j * d + t];
+        double u = (double)qs[i * d + t] - Y->data[j * d + t];
         s += u * u;
       }
       row[m++] = (ref_pair){(double)(float)s, (int)j};
@@ -44,6 +46,26 @@ static int matches_naive(const nle_matf *Y, const nle_csr *g, int k) {
   }
   free(row);
   return ok;
+}
+
+static int matches_naive(const nle_matf *Y, const nle_csr *g, int k) { return matches_naive_query(Y, NULL, g, k); }
+
+/* Queries against reference points: new points, and copies of reference
+ * points (found at distance 0, first). */
+static void knn_query_vs_naive(void) {
+  nle_ctx *ctx = test_ctx(1);
+  nle_matf *Y = test_random_matf(1500, 9, 21), *Q = test_random_matf(300, 9, 22);
+  memcpy(Q->data, Y->data + 17 * 9, 9 * sizeof(float)); /* query 0 is reference point 17 */
+  nle_csr *g;
+  nle_test_ok(nle_knn_query(ctx, Y, Q, 6, &g));
+  nle_test(g->rows == 300 && g->cols == 1500 && g->nnz == 300 * 6);
+  nle_test(matches_naive_query(Y, Q, g, 6));
+  nle_test(g->colind[0] == 17 && nle_csr_value(g, 0) == 0.0);
+  nle_csr_free(&g);
+  nle_test(nle_knn_query(ctx, Y, Q, 1501, &g) == NLE_ERR_ARG);
+  nle_matf_free(&Q);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
 }
 
 static void knn_vs_naive(void) {
@@ -206,7 +228,8 @@ static void approx_edge_cases(void) {
   nle_ctx_free(&ctx);
 }
 
-const nle_test_case neighbors_tests[] = {{"neighbors/approx_recall", approx_recall},
+const nle_test_case neighbors_tests[] = {{"neighbors/knn_query_vs_naive", knn_query_vs_naive},
+                                         {"neighbors/approx_recall", approx_recall},
                                          {"neighbors/approx_deterministic", approx_deterministic},
                                          {"neighbors/approx_edge_cases", approx_edge_cases},
                                          {"neighbors/knn_vs_naive", knn_vs_naive},

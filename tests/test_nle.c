@@ -732,7 +732,171 @@ static void resume_equals_uninterrupted(void) {
   nle_matf_free(&Y);
 }
 
-const nle_test_case nle_tests[] = {{"nle/resume_equals_uninterrupted", resume_equals_uninterrupted},
+
+/* A trained model of Y with the embedding X: entropic W+ (sigma 0) or
+ * Gaussian, on the exact kNN graph of k neighbours. */
+static nle_trained *trained_of(nle_ctx *ctx, const nle_matf *Y, const nle_matd *X, nle_model_kind kind,
+                               nle_wneg_kind wneg, double sigma, int k) {
+  nle_knn_opts ko;
+  nle_knn_opts_init(&ko);
+  ko.k = k;
+  nle_csr *g = NULL;
+  nle_ea_result *ea = NULL;
+  nle_ea_opts eo;
+  nle_ea_opts_init(&eo);
+  eo.perplexity = k / 3.0;
+  nle_trained *t = NULL;
+  nle_trained_spec spec = {kind, kind == NLE_MODEL_EE || kind == NLE_MODEL_TEE ? 0.5 : 1.0, wneg, eo.perplexity, sigma,
+                           "test data"};
+  if (nle_knn_exact(ctx, Y, &ko, &g) || (sigma == 0 && nle_entropic_affinities(ctx, g, &eo, &ea)) ||
+      nle_trained_new(ctx, &spec, Y, X, g, ea ? ea->beta : NULL, &t))
+    printf("  trained model failed: %s\n", nle_ctx_error(ctx));
+  nle_ea_result_free(&ea);
+  nle_csr_free(&g);
+  return t;
+}
+
+/* The out-of-sample objective E'(x, y) of every model, W- kind and W+ kind
+ * against central differences in x, for a new point and a training point. */
+static void oos_objective_gradients(void) {
+  nle_ctx *ctx = test_ctx(1);
+  nle_matf *Y = test_random_matf(120, 4, 71), *Ynew = test_random_matf(1, 4, 72);
+  nle_matd *X = random_x(120, 2, 1.0, 73);
+  struct {
+    nle_model_kind kind;
+    nle_wneg_kind wneg;
+    double sigma;
+  } cases[] = {{NLE_MODEL_EE, NLE_WNEG_UNIFORM, 0},   {NLE_MODEL_EE, NLE_WNEG_SQDIST, 0},
+               {NLE_MODEL_EE, NLE_WNEG_KNN, 0.7},     {NLE_MODEL_TEE, NLE_WNEG_UNIFORM, 0},
+               {NLE_MODEL_TEE, NLE_WNEG_SQDIST, 0.7}, {NLE_MODEL_SSNE, NLE_WNEG_UNIFORM, 0},
+               {NLE_MODEL_TSNE, NLE_WNEG_UNIFORM, 0}, {NLE_MODEL_TSNE, NLE_WNEG_UNIFORM, 0.7},
+               {NLE_MODEL_SNE, NLE_WNEG_UNIFORM, 0}};
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    nle_trained *t = trained_of(ctx, Y, X, cases[c].kind, cases[c].wneg, cases[c].sigma, 15);
+    if (!nle_test(t != NULL)) continue;
+    for (int which = 0; which < 2; which++) {
+      const float *y = which ? Y->data + 5 * 4 : Ynew->data;
+      double x[2] = {0.3, -0.2}, g[2], E, Ep, Em, worst = 0, scale = 0;
+      if (!nle_test_ok(nle_trained_objective(ctx, t, y, x, &E, g))) printf("  %s\n", nle_ctx_error(ctx));
+      for (int i = 0; i < 2; i++) {
+        double x0 = x[i], h = 1e-6;
+        x[i] = x0 + h;
+        nle_trained_objective(ctx, t, y, x, &Ep, NULL);
+        x[i] = x0 - h;
+        nle_trained_objective(ctx, t, y, x, &Em, NULL);
+        x[i] = x0;
+        worst = fmax(worst, fabs((Ep - Em) / (2 * h) - g[i]));
+        scale = fmax(scale, fabs(g[i]));
+      }
+      if (!nle_test(worst <= 1e-6 * fmax(scale, 1e-12)))
+        printf("  case %zu point %d: gradient error %.3g of %.3g\n", c, which, worst, scale);
+    }
+    nle_trained_free(&t);
+  }
+  nle_matd_free(&X);
+  nle_matf_free(&Ynew);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
+/* F(y) of trained t-SNE and EE: training points map (close) to their own
+ * embedding, held-out points into their class's cluster; the model file
+ * gives the same maps after loading, with the data copied or referenced. */
+static void oos_trained_maps(void) {
+  nle_ctx *ctx = test_ctx(5);
+  nle_dataset *ds;
+  nle_test_ok(nle_dataset_read(ctx, "blobs:600:10:4", NULL, &ds));
+  size_t ntr = 500, D = 10;
+  nle_matf train = {ntr, D, ds->X->data}, held = {600 - ntr, D, ds->X->data + ntr * D};
+  nle_model_kind kinds[] = {NLE_MODEL_TSNE, NLE_MODEL_EE};
+  for (int kk = 0; kk < 2; kk++) {
+    nle_knn_opts ko;
+    nle_knn_opts_init(&ko);
+    ko.k = 45;
+    nle_csr *g = NULL, *W = NULL;
+    nle_ea_opts eo;
+    nle_ea_opts_init(&eo);
+    eo.perplexity = 15;
+    nle_ea_result *ea = NULL;
+    nle_test_ok(nle_knn_exact(ctx, &train, &ko, &g));
+    nle_test_ok(nle_entropic_affinities(ctx, g, &eo, &ea));
+    nle_test_ok(nle_affinity_symmetrize(ctx, ea->P, kinds[kk] == NLE_MODEL_TSNE, &W));
+    nle_model_spec spec = {kinds[kk], kinds[kk] == NLE_MODEL_TSNE ? 1.0 : 1.0, W, NLE_WNEG_UNIFORM, NULL, NULL};
+    nle_model *m;
+    nle_test_ok(nle_model_new(ctx, &spec, &m));
+    nle_opt_opts oo;
+    nle_opt_opts_init(&oo);
+    oo.max_iters = 400;
+    nle_opt *opt;
+    nle_test_ok(nle_opt_new(ctx, m, W, &oo, &opt));
+    nle_matd *X = random_x(ntr, 2, 1e-3, 74);
+    nle_opt_report rep;
+    nle_test(nle_opt_run(ctx, opt, X, &rep) >= 0);
+    nle_trained_spec ts = {kinds[kk], spec.lambda, NLE_WNEG_UNIFORM, 15, 0, "blobs:600:10:4"};
+    nle_trained *t = NULL;
+    nle_test_ok(nle_trained_new(ctx, &ts, &train, X, g, ea->beta, &t));
+    /* Training points: |F(y_n) - x_n| against the distance to x_n's nearest
+     * embedded neighbour, median over points. */
+    nle_matd *F = NULL, *Fh = NULL;
+    nle_test_ok(nle_trained_transform(ctx, t, &train, 500, &F));
+    double *ratio = malloc(ntr * sizeof(double));
+    for (size_t i = 0; i < ntr; i++) {
+      double nn = INFINITY;
+      for (size_t j = 0; j < ntr; j++)
+        if (j != i) nn = fmin(nn, hypot(X->data[2 * i] - X->data[2 * j], X->data[2 * i + 1] - X->data[2 * j + 1]));
+      ratio[i] = hypot(F->data[2 * i] - X->data[2 * i], F->data[2 * i + 1] - X->data[2 * i + 1]) / fmax(nn, 1e-300);
+    }
+    int below = 0;
+    for (size_t i = 0; i < ntr; i++) below += ratio[i] < 0.5;
+    if (!nle_test(below >= (int)(0.8 * ntr))) printf("  model %d: %d of %zu training points map within half a NN distance\n", kk, below, ntr);
+    /* Held-out points land among their class: 1-NN labels from training. */
+    nle_test_ok(nle_trained_transform(ctx, t, &held, 500, &Fh));
+    int right = 0;
+    for (size_t i = 0; i < held.rows; i++) {
+      size_t best = 0;
+      double bd = INFINITY;
+      for (size_t j = 0; j < ntr; j++) {
+        double dd = hypot(Fh->data[2 * i] - X->data[2 * j], Fh->data[2 * i + 1] - X->data[2 * j + 1]);
+        if (dd < bd) bd = dd, best = j;
+      }
+      right += ds->labels[best] == ds->labels[ntr + i];
+    }
+    if (!nle_test(right >= (int)(0.95 * held.rows))) printf("  model %d: %d of %zu held-out points in their class\n", kk, right, held.rows);
+    /* The model file, with the data copied and referenced. */
+    for (int copy = 1; copy >= 0; copy--) {
+      const char *path = test_path(copy ? "copy.nle" : "ref.nle");
+      nle_test_ok(nle_trained_save(ctx, t, path, copy));
+      nle_trained *back = NULL;
+      nle_matd *Fb = NULL;
+      nle_test_ok(nle_trained_load(ctx, path, &back));
+      if (!copy) {
+        nle_test(back->Y == NULL && nle_trained_transform(ctx, back, &held, 500, &Fb) == NLE_ERR_ARG);
+        nle_test(nle_trained_attach_data(ctx, back, &held) == NLE_ERR_VALUE);
+        nle_test_ok(nle_trained_attach_data(ctx, back, &train));
+      }
+      nle_test_ok(nle_trained_transform(ctx, back, &held, 500, &Fb));
+      nle_test(Fb && !memcmp(Fb->data, Fh->data, held.rows * 2 * sizeof(double)));
+      nle_matd_free(&Fb);
+      nle_trained_free(&back);
+    }
+    free(ratio);
+    nle_matd_free(&F);
+    nle_matd_free(&Fh);
+    nle_trained_free(&t);
+    nle_matd_free(&X);
+    nle_opt_free(&opt);
+    nle_model_free(&m);
+    nle_csr_free(&W);
+    nle_ea_result_free(&ea);
+    nle_csr_free(&g);
+  }
+  nle_dataset_free(&ds);
+  nle_ctx_free(&ctx);
+}
+
+const nle_test_case nle_tests[] = {{"nle/oos_objective_gradients", oos_objective_gradients},
+                                   {"nle/oos_trained_maps", oos_trained_maps},
+                                   {"nle/resume_equals_uninterrupted", resume_equals_uninterrupted},
                                    {"nle/out_of_sample", out_of_sample},
                                    {"nle/tsne_style_gd", tsne_style_gd},
                                    {"nle/lambda_bounds", lambda_bounds},

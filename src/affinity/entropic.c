@@ -478,8 +478,11 @@ static void solve_point(ea_job *j, int64_t i, double start, double *e, double *w
 }
 
 static nle_status check_graph(nle_ctx *ctx, const nle_csr *knn, const nle_ea_opts *o, int *k) {
-  if (knn->rows < 2 || knn->rows != knn->cols)
-    return nle__fail(ctx, NLE_ERR_ARG, "entropic affinities need a square kNN graph of at least 2 points");
+  /* Query points (rows) against training points (columns) have no order to
+   * follow: they are solved independently, from their bounds. */
+  if (knn->rows < 1 || knn->cols < 2 || (knn->rows != knn->cols && o->order != NLE_ORDER_BOUNDS))
+    return nle__fail(ctx, NLE_ERR_ARG, "entropic affinities need a square kNN graph of at least 2 points (or the "
+                                       "bounds order for query points)");
   int64_t kk = knn->rowptr[1] - knn->rowptr[0];
   for (int64_t i = 0; i < knn->rows; i++) {
     if (knn->rowptr[i + 1] - knn->rowptr[i] != kk)
@@ -492,11 +495,11 @@ static nle_status check_graph(nle_ctx *ctx, const nle_csr *knn, const nle_ea_opt
                          (long long)i);
     }
   }
-  if (!(o->perplexity > 1.0) || o->perplexity >= (double)kk || o->perplexity >= (double)knn->rows)
+  if (!(o->perplexity > 1.0) || o->perplexity >= (double)kk || o->perplexity >= (double)knn->cols)
     return nle__fail(ctx, NLE_ERR_ARG,
                      "perplexity %g must be above 1 and below the number of neighbours k = %lld and of points N = %lld "
                      "(use k of about 3 x perplexity)",
-                     o->perplexity, (long long)kk, (long long)knn->rows);
+                     o->perplexity, (long long)kk, (long long)knn->cols);
   if (!(o->tol > 0.0) || o->maxit < 1 || o->max_evals < 1)
     return nle__fail(ctx, NLE_ERR_ARG, "entropic affinities: tol, maxit and max_evals must be positive");
   *k = (int)kk;
@@ -510,7 +513,7 @@ static nle_status ea_allocate(nle_ctx *ctx, const nle_csr *knn, ea_job *j) {
   j->res = r;
   r->n = n;
   r->beta = nle__calloc(ctx, (size_t)n, sizeof(double), "betas");
-  nle_status s = nle_csr_alloc(ctx, n, n, knn->nnz, NLE_F64, &r->P);
+  nle_status s = nle_csr_alloc(ctx, n, knn->cols, knn->nnz, NLE_F64, &r->P);
   j->alpha = nle__malloc(ctx, (size_t)n * sizeof(double), "log betas");
   j->error = nle__calloc(ctx, (size_t)n, sizeof(double), "errors");
   j->steps = nle__calloc(ctx, (size_t)n, sizeof(int), "iteration counts");

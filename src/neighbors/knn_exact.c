@@ -57,9 +57,12 @@ static double sqdist(const float *a, const float *b, size_t d) {
 }
 
 typedef struct {
-  const nle_matf *Y;  /* the data, for exact distances */
+  const nle_matf *Y;  /* the reference points, for exact distances */
   const float *Yc;    /* centred copy, for the GEMM */
   const float *sqnorm; /* squared norms of the centred rows */
+  const nle_matf *Q;  /* the query points (Y itself for the kNN graph) */
+  const float *Qc, *qnorm; /* centred by Y's mean, and their squared norms */
+  int self;           /* queries are the reference points: skip q itself */
   double max_norm;    /* largest centred norm */
   double rel_error;   /* bound on the GEMM form's error per (|a| + |b|)^2 */
   int k, kc;
@@ -74,8 +77,8 @@ static void knn_row_direct(const knn_job *job, size_t q, cand *heap) {
   int k = job->k;
   for (int c = 0; c < k; c++) heap[c] = (cand){INFINITY, INT32_MAX};
   for (size_t j = 0; j < n; j++) {
-    if (j == q) continue;
-    cand x = {(float)sqdist(Y->data + q * d, Y->data + j * d, d), (int32_t)j};
+    if (job->self && j == q) continue;
+    cand x = {(float)sqdist(job->Q->data + q * d, Y->data + j * d, d), (int32_t)j};
     if (cand_greater(heap[0], x)) heap_replace_top(heap, k, x);
   }
   qsort(heap, (size_t)k, sizeof *heap, cand_cmp);
@@ -113,20 +116,21 @@ static void knn_row_block(knn_job *job, size_t r0, size_t r1, float *gram, cand 
   for (size_t c0 = 0; c0 < n; c0 += BLOCK_COLS) {
     size_t bc = n - c0 < BLOCK_COLS ? n - c0 : BLOCK_COLS;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)br, (int)bc, (int)d, 1.0f,
-                job->Yc + r0 * d, (int)d, job->Yc + c0 * d, (int)d, 0.0f, gram, (int)bc);
+                job->Qc + r0 * d, (int)d, job->Yc + c0 * d, (int)d, 0.0f, gram, (int)bc);
     for (size_t r = 0; r < br; r++)
-      scan_row(heaps + r * (size_t)kc, kc, gram + r * bc, bc, job->sqnorm[r0 + r], job->sqnorm + c0, c0, r0 + r);
+      scan_row(heaps + r * (size_t)kc, kc, gram + r * bc, bc, job->qnorm[r0 + r], job->sqnorm + c0, c0,
+               job->self ? r0 + r : SIZE_MAX);
   }
   float *val = job->graph->val;
   for (size_t r = 0; r < br; r++) {
     cand *h = heaps + r * (size_t)kc;
-    const float *q = Y->data + (r0 + r) * d;
+    const float *q = job->Q->data + (r0 + r) * d;
     /* Every point outside the heap had a GEMM distance >= the root's. */
     double outside = h[0].d;
     for (int c = 0; c < kc; c++) h[c].d = (float)sqdist(q, Y->data + (size_t)h[c].i * d, d);
     qsort(h, (size_t)kc, sizeof *h, cand_cmp);
-    double reach = sqrt((double)job->sqnorm[r0 + r]) + job->max_norm;
-    if ((size_t)kc < n - 1 && !(outside - job->rel_error * reach * reach > (double)h[job->k - 1].d)) {
+    double reach = sqrt((double)job->qnorm[r0 + r]) + job->max_norm;
+    if ((size_t)kc < n - (size_t)job->self && !(outside - job->rel_error * reach * reach > (double)h[job->k - 1].d)) {
       knn_row_direct(job, r0 + r, h);
 #pragma omp atomic
       job->fallbacks++;
@@ -142,13 +146,13 @@ static void knn_row_block(knn_job *job, size_t r0, size_t r1, float *gram, cand 
 /* Centring shrinks |a|^2 + |b|^2 and with it the cancellation error of the
  * GEMM form. Fills the centred copy and its squared norms; returns the
  * largest squared norm, or -1 when out of memory. */
-static double centre_rows(const nle_matf *Y, float *centred, float *sqnorm) {
+static double centre_rows(const nle_matf *Y, const nle_matf *by, float *centred, float *sqnorm) {
   size_t n = Y->rows, d = Y->cols;
   double *mean = calloc(d ? d : 1, sizeof(double)), max_sq = 0.0;
   if (!mean) return -1.0;
-  for (size_t i = 0; i < n; i++)
-    for (size_t j = 0; j < d; j++) mean[j] += Y->data[i * d + j];
-  for (size_t j = 0; j < d; j++) mean[j] /= (double)n;
+  for (size_t i = 0; i < by->rows; i++)
+    for (size_t j = 0; j < d; j++) mean[j] += by->data[i * d + j];
+  for (size_t j = 0; j < d; j++) mean[j] /= (double)by->rows;
   for (size_t i = 0; i < n; i++) {
     double sq = 0.0;
     for (size_t j = 0; j < d; j++) {
@@ -167,10 +171,53 @@ static double centre_rows(const nle_matf *Y, float *centred, float *sqnorm) {
  * and the candidate heaps. */
 static int knn_block(void *job, size_t b, void *scratch) {
   knn_job *kj = job;
-  size_t n = kj->Y->rows, r0 = b * BLOCK_ROWS, r1 = r0 + BLOCK_ROWS < n ? r0 + BLOCK_ROWS : n;
+  size_t n = kj->Q->rows, r0 = b * BLOCK_ROWS, r1 = r0 + BLOCK_ROWS < n ? r0 + BLOCK_ROWS : n;
   float *gram = scratch;
   knn_row_block(kj, r0, r1, gram, (cand *)(gram + (size_t)BLOCK_ROWS * BLOCK_COLS));
   return 0;
+}
+
+/* k nearest reference points Y of every query row of Q (Q == Y: the kNN
+ * graph, each point's own index left out). */
+static nle_status knn_search(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, int k, nle_csr **graph) {
+  size_t n = Y->rows, d = Y->cols, m = Q->rows;
+  int self = Q == Y;
+  /* Extra candidates absorb the rounding of the GEMM form before re-ranking. */
+  int kc = k + (k / 4 > 8 ? k / 4 : 8);
+  if ((size_t)kc > n - (size_t)self) kc = (int)(n - (size_t)self);
+  int threads = nle__threads_for(ctx, (double)m * (double)n * (double)d);
+  double work_bytes = (double)threads * (BLOCK_ROWS * (double)BLOCK_COLS * 4 + BLOCK_ROWS * (double)kc * 8);
+  nle_status s = nle__check_memory(ctx, work_bytes + (double)m * k * 8 + (double)(n + m) * (4.0 * (double)d + 4),
+                                   "exact kNN");
+  if (s) return s;
+  s = nle_csr_alloc(ctx, (int64_t)m, (int64_t)n, (int64_t)m * k, NLE_F32, graph);
+  if (s) return s;
+  for (size_t i = 0; i <= m; i++) (*graph)->rowptr[i] = (int64_t)i * k;
+  float *sqnorm = nle__malloc(ctx, n * sizeof(float), "squared norms");
+  float *centred = nle__malloc(ctx, n * d * sizeof(float), "the centred data");
+  float *qnorm = self ? sqnorm : nle__malloc(ctx, m * sizeof(float), "squared norms");
+  float *qcentred = self ? centred : nle__malloc(ctx, m * d * sizeof(float), "the centred queries");
+  double max_sq = (sqnorm && centred && qnorm && qcentred) ? centre_rows(Y, Y, centred, sqnorm) : -1.0;
+  if (!self && max_sq >= 0 && centre_rows(Q, Y, qcentred, qnorm) < 0) max_sq = -1.0;
+  if (max_sq < 0) s = nle__fail(ctx, NLE_ERR_NOMEM, "exact kNN: out of memory for the centred data");
+  /* Float dot products of length D err by at most ~D u |a||b| (u = 2^-24);
+   * the norms, the centring and the final sum add a few u more. */
+  double rel_error = 1.01 * ((double)d + 8.0) * 0x1.0p-24;
+  knn_job job = {Y, centred, sqnorm, Q, qcentred, qnorm, self, sqrt(fmax(max_sq, 0.0)), rel_error, k, kc, *graph, 0};
+  size_t nblocks = (m + BLOCK_ROWS - 1) / BLOCK_ROWS;
+  if (!s)
+    s = nle__for_blocks(ctx, "exact kNN", nblocks, threads,
+                        (size_t)BLOCK_ROWS * BLOCK_COLS * sizeof(float) + (size_t)BLOCK_ROWS * (size_t)kc * sizeof(cand),
+                        knn_block, &job);
+  if (!self) {
+    free(qnorm);
+    free(qcentred);
+  }
+  free(sqnorm);
+  free(centred);
+  if (job.fallbacks) nle__log(ctx, 2, "exact kNN: %zu of %zu rows recomputed directly", job.fallbacks, m);
+  if (s) nle_csr_free(graph);
+  return s;
 }
 
 nle_status nle_knn_exact(nle_ctx *ctx, const nle_matf *Y, const nle_knn_opts *opts, nle_csr **graph) {
@@ -180,43 +227,23 @@ nle_status nle_knn_exact(nle_ctx *ctx, const nle_matf *Y, const nle_knn_opts *op
     nle_knn_opts_init(&defaults);
     opts = &defaults;
   }
-  size_t n = Y->rows, d = Y->cols;
+  size_t n = Y->rows;
   if (n < 2) return nle__fail(ctx, NLE_ERR_ARG, "kNN needs at least 2 points, got %zu", n);
   if (opts->k < 1 || (size_t)opts->k >= n)
     return nle__fail(ctx, NLE_ERR_ARG, "k = %d must be at least 1 and below the number of points N = %zu",
                      opts->k, n);
   if (n > INT32_MAX) return nle__fail(ctx, NLE_ERR_ARG, "kNN supports at most 2^31 - 1 points");
-  int k = opts->k;
-  /* Extra candidates absorb the rounding of the GEMM form before re-ranking. */
-  int kc = k + (k / 4 > 8 ? k / 4 : 8);
-  if ((size_t)kc > n - 1) kc = (int)(n - 1);
-  int threads = nle__threads_for(ctx, (double)n * (double)n * (double)d);
-  double work_bytes = (double)threads * (BLOCK_ROWS * (double)BLOCK_COLS * 4 + BLOCK_ROWS * (double)kc * 8);
-  nle_status s = nle__check_memory(ctx, work_bytes + (double)n * k * 8 + (double)n * (4.0 * (double)d + 4), "exact kNN");
-  if (s) return s;
-  s = nle_csr_alloc(ctx, (int64_t)n, (int64_t)n, (int64_t)n * k, NLE_F32, graph);
-  if (s) return s;
-  for (size_t i = 0; i <= n; i++) (*graph)->rowptr[i] = (int64_t)i * k;
-  float *sqnorm = nle__malloc(ctx, n * sizeof(float), "squared norms");
-  float *centred = nle__malloc(ctx, n * d * sizeof(float), "the centred data");
-  double max_sq = (sqnorm && centred) ? centre_rows(Y, centred, sqnorm) : -1.0;
-  if (max_sq < 0) {
-    free(sqnorm);
-    free(centred);
-    nle_csr_free(graph);
-    return nle__fail(ctx, NLE_ERR_NOMEM, "exact kNN: out of memory for the centred data");
-  }
-  /* Float dot products of length D err by at most ~D u |a||b| (u = 2^-24);
-   * the norms, the centring and the final sum add a few u more. */
-  double rel_error = 1.01 * ((double)d + 8.0) * 0x1.0p-24;
-  knn_job job = {Y, centred, sqnorm, sqrt(max_sq), rel_error, k, kc, *graph, 0};
-  size_t nblocks = (n + BLOCK_ROWS - 1) / BLOCK_ROWS;
-  s = nle__for_blocks(ctx, "exact kNN", nblocks, threads,
-                      (size_t)BLOCK_ROWS * BLOCK_COLS * sizeof(float) + (size_t)BLOCK_ROWS * (size_t)kc * sizeof(cand),
-                      knn_block, &job);
-  free(sqnorm);
-  free(centred);
-  if (job.fallbacks) nle__log(ctx, 2, "exact kNN: %zu of %zu rows recomputed directly", job.fallbacks, n);
-  if (s) nle_csr_free(graph);
-  return s;
+  return knn_search(ctx, Y, Y, opts->k, graph);
+}
+
+nle_status nle_knn_query(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, int k, nle_csr **graph) {
+  *graph = NULL;
+  if (Q->cols != Y->cols)
+    return nle__fail(ctx, NLE_ERR_ARG, "kNN query: %zu columns for reference points of %zu", Q->cols, Y->cols);
+  if (k < 1 || (size_t)k > Y->rows)
+    return nle__fail(ctx, NLE_ERR_ARG, "k = %d must be at least 1 and at most the N = %zu reference points", k,
+                     Y->rows);
+  if (Y->rows > INT32_MAX) return nle__fail(ctx, NLE_ERR_ARG, "kNN supports at most 2^31 - 1 points");
+  if (Q->rows == 0) return nle_csr_alloc(ctx, 0, (int64_t)Y->rows, 0, NLE_F32, graph);
+  return knn_search(ctx, Y, Q, k, graph);
 }
