@@ -47,8 +47,9 @@ static const char *help_fmt =
     "  --exaggeration A     gd with a rate: attraction x A at first (default 1)\n"
     "  --exaggeration-iters N  its length (default 250)\n"
     "  --no-gains           gd with a rate: no per-coordinate gains\n"
-    "  --init NAME|FILE     pca (default), random, or an N x d file; pca and random\n"
-    "                       are scaled to a standard deviation of 1e-4 (--init-scale)\n"
+    "  --init NAME|FILE     pca (default), spectral (Laplacian eigenmaps of W+, by\n"
+    "                       ARPACK), random, or an N x d file; the first three are\n"
+    "                       scaled to a standard deviation of 1e-4 (--init-scale)\n"
     "  --init-scale S       initial standard deviation of the first dimension\n"
     "  --max-iters N        iterations (default 1000)\n"
     "  --tol T              stop below this relative decrease of E (default 1e-6)\n"
@@ -80,8 +81,9 @@ enum { OPT_LAMBDA = OPT_COMMAND_BASE, OPT_WNEG, OPT_OPTIMIZER, OPT_KAPPA_E, OPT_
        OPT_RATE, OPT_MOMENTUM, OPT_EXAG, OPT_EXAG_ITERS, OPT_NO_GAINS, OPT_CHECKPOINT, OPT_CHECKPOINT_EVERY,
        OPT_RESUME, OPT_SAVE_MODEL, OPT_MODEL_DATA };
 
-/* Dense bounds need two N x N eigendecompositions: only for small N. */
-enum { BOUNDS_MAX_N = 5000 };
+/* Dense bounds need two N x N eigendecompositions: for small N; Lanczos
+ * above. */
+enum { BOUNDS_DENSE_MAX_N = 2000 };
 
 typedef struct {
   cli_env *env;
@@ -148,9 +150,10 @@ static nle_status attractive_weights(cli_env *env, const nle_csr *graph, double 
   return s;
 }
 
-/* PCA or Gaussian noise, scaled so the first column has standard deviation
- * `scale`; or a file of N x d. */
-static nle_status initial_x(cli_env *env, const nle_matf *Y, const char *init, size_t d, double scale, nle_matd **X) {
+/* PCA, Laplacian eigenmaps of W+, or Gaussian noise, scaled so the first
+ * column has standard deviation `scale`; or a file of N x d. */
+static nle_status initial_x(cli_env *env, const nle_matf *Y, const nle_csr *Wp, int Wp_sym, const char *init, size_t d,
+                            double scale, nle_matd **X) {
   nle_status s;
   if (!strcmp(init, "pca")) {
     nle_pca_opts po;
@@ -169,6 +172,22 @@ static nle_status initial_x(cli_env *env, const nle_matf *Y, const char *init, s
     nle_rng r;
     nle_rng_init(&r, nle_ctx_seed(env->ctx), 0x696e6974ULL);
     for (size_t i = 0; !s && i < Y->rows * d; i++) (*X)->data[i] = scale * nle_rng_normal(&r);
+    return s;
+  }
+  if (!strcmp(init, "spectral")) {
+    /* Laplacian eigenmaps of W+ (symmetrised for SNE's conditional P). */
+    nle_csr *S = NULL;
+    int comps = 0;
+    s = Wp_sym ? NLE_OK : nle_affinity_symmetrize(env->ctx, Wp, 0, &S);
+    if (!s) s = nle_laplacian_eigenmap(env->ctx, Wp_sym ? Wp : S, (int)d, X, &comps);
+    nle_csr_free(&S);
+    if (!s && comps > 1)
+      cli_note(env, "warning: W+ has %d connected components; the spectral initialisation puts each at one point "
+               "of a few directions (try a larger -k, or --init pca)", comps);
+    double mean = 0.0, var = 0.0;
+    for (size_t i = 0; !s && i < Y->rows; i++) mean += (*X)->data[i * d] / (double)Y->rows;
+    for (size_t i = 0; !s && i < Y->rows; i++) var += pow((*X)->data[i * d] - mean, 2) / (double)Y->rows;
+    for (size_t i = 0; !s && var > 0 && i < Y->rows * d; i++) (*X)->data[i] *= scale / sqrt(var);
     return s;
   }
   return cli_load_embedding(env, init, X); /* the caller checks its shape */
@@ -357,7 +376,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
   if (!rc && !s && unnormalised && wneg == NLE_WNEG_SQDIST) s = nle_repulsive_dense(env.ctx, ds->X, wneg, &Wsq);
   if (!rc && !s && unnormalised && wneg == NLE_WNEG_KNN) s = nle_repulsive_knn(env.ctx, graph, &Wk);
   if (!save_model) nle_csr_free(&graph); /* else kept for the model file */
-  if (!rc && !s) s = resume ? nle_matd_alloc(env.ctx, ds->X->rows, d, &X) : initial_x(&env, ds->X, init, d, scale, &X);
+  if (!rc && !s) s = resume ? nle_matd_alloc(env.ctx, ds->X->rows, d, &X) : initial_x(&env, ds->X, W, mi->kind != NLE_MODEL_SNE, init, d, scale, &X);
   if (!rc && !s && (X->rows != ds->X->rows || X->cols != d)) {
     fprintf(stderr, "nlembed %s: error: %s: initial X must be %zu x %zu, not %zu x %zu\n", mi->name, init,
             ds->X->rows, d, X->rows, X->cols);
@@ -372,14 +391,20 @@ int cmd_embed(int argc, char **argv, const char *name) {
   if (!rc && !s && oo.learning_rate > 0) oo.kind = NLE_OPT_GD;
   if (!rc && !s) s = nle_opt_new(env.ctx, model, W, &oo, &opt);
   double l1 = NAN, u1 = NAN;
-  if (!rc && !s && unnormalised && ds->X->rows <= BOUNDS_MAX_N) {
-    s = nle_ee_lambda_bounds(env.ctx, W, wneg, Wsq, Wk, &l1, &u1);
-    if (!s) cli_note(&env, "lambda* bounds: %.4g <= lambda* <= %.4g (EE paper eqs. 11-12)", l1, u1);
+  if (!rc && !s && unnormalised) {
+    int dense = ds->X->rows <= BOUNDS_DENSE_MAX_N;
+    s = dense ? nle_ee_lambda_bounds(env.ctx, W, wneg, Wsq, Wk, &l1, &u1)
+              : nle_ee_lambda_bounds_lanczos(env.ctx, W, wneg, Wsq, Wk, &l1, &u1);
+    if (!s) cli_note(&env, "lambda* bounds: %.4g <= lambda* <= %.4g (EE paper eqs. 11-12, %s)", l1, u1,
+                     dense ? "dense eigenvalues" : "Lanczos");
+    else if (!homotopy || lambda_start > 0) { /* only informative here: go on without them */
+      cli_note(&env, "warning: no lambda* bounds: %s", nle_ctx_error(env.ctx));
+      s = NLE_OK;
+    }
   }
   if (!rc && !s && homotopy && lambda_start == 0) {
     if (isfinite(u1)) lambda_start = 1.5 * u1;
-    else rc = cli_usage_error(mi->name, "--homotopy needs --lambda-start here (no lambda* bounds above %d points)",
-                              BOUNDS_MAX_N);
+    else rc = cli_usage_error(mi->name, "--homotopy needs --lambda-start here (no lambda* bounds)");
   }
   /* What decides the result, so that a checkpoint resumes only its own run
    * (the iteration cap and time budget may change). */

@@ -519,6 +519,16 @@ nle_status nle_model_set_exaggeration(nle_ctx *ctx, nle_model *model, double alp
 nle_status nle_ee_lambda_bounds(nle_ctx *ctx, const nle_csr *Wp, nle_wneg_kind wneg, const nle_matd *Wneg_dense,
                                 const nle_csr *Wneg_sparse, double *l1, double *u1);
 
+/* The same bounds for large N without dense matrices: lambda_2 (and a few
+ * more) of L+ by Lanczos on its sparse factor, lambda_N of L- by Lanczos (and
+ * its small eigenvalues for a sparse W-; N for uniform W-); the diagonal and
+ * pair terms exactly. Every term of u1 bounds lambda* on its own, so using
+ * the first 12 eigenvalues instead of all N gives a valid, possibly looser,
+ * u1; with dense W- (sqdist) u1 is the diagonal term alone. */
+nle_status nle_ee_lambda_bounds_lanczos(nle_ctx *ctx, const nle_csr *Wp, nle_wneg_kind wneg,
+                                        const nle_matd *Wneg_dense, const nle_csr *Wneg_sparse, double *l1,
+                                        double *u1);
+
 /* ========================================================================== */
 /* Nonlinear embeddings: optimisers                                           */
 /* ========================================================================== */
@@ -694,6 +704,25 @@ nle_status nle_trained_objective(nle_ctx *ctx, const nle_trained *t, const float
  * with W- of squared distances only (EE paper eq. 13). */
 nle_status nle_trained_inverse(nle_ctx *ctx, const nle_trained *t, const nle_matd *Xnew, int max_iters,
                                nle_matf **Ynew);
+
+/* ========================================================================== */
+/* Spectral: graph Laplacians                                                 */
+/* ========================================================================== */
+
+/* The nev smallest eigenvalues (ascending) of the Laplacian of the symmetric
+ * W (D - W, or I - D^-1/2 W D^-1/2 when normalised), and when vecs is not
+ * NULL their eigenvectors as the columns of an N x nev matrix: ARPACK's
+ * Lanczos on (L + eps I)^-1 through a CHOLMOD factor. The zero eigenvalue
+ * comes once per connected component. */
+nle_status nle_laplacian_smallest(nle_ctx *ctx, const nle_csr *W, int normalised, int nev, double *vals,
+                                  nle_matd **vecs);
+/* The nev largest eigenvalues (ascending), by Lanczos on L. */
+nle_status nle_laplacian_largest(nle_ctx *ctx, const nle_csr *W, int normalised, int nev, double *vals);
+/* Laplacian eigenmaps (Belkin and Niyogi; slides 002): the d eigenvectors
+ * after the constant one of L v = lambda D v, i.e. D^-1/2 times those of the
+ * normalised Laplacian, as an N x d embedding; also the number of connected
+ * components of W (more than 1 leaves the embedding degenerate). */
+nle_status nle_laplacian_eigenmap(nle_ctx *ctx, const nle_csr *W, int d, nle_matd **X, int *components);
 
 /* ========================================================================== */
 /* Spectral: PCA                                                              */

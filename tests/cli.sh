@@ -170,6 +170,11 @@ if cmp -s "$T/ck_ref.npy" "$T/ck_out.npy"; then ok ckpt_resume_equal; else bad c
 expect_fail ckpt_other_run "the checkpoint is of another run" "$T/ck_x.npy" -- $N tsne blobs:1500:10:5 -p 20 -o "$T/ck_x.npy" --resume "$T/run.ckpt"
 expect_fail ckpt_not_checkpoint "not an nlembed checkpoint file" "$T/ck_x.npy" -- $N tsne blobs:1500:10:5 -o "$T/ck_x.npy" --resume "$T/four.csv"
 
+expect_ok init_spectral $N ee spiral:300 -p 10 --init spectral --max-iters 20 -o "$T/isp.npy"
+if grep -q 'lambda\* bounds: .* (EE paper eqs. 11-12, dense eigenvalues)' "$T/stderr"; then ok bounds_printed; else bad bounds_printed "$(cat "$T/stderr")"; fi
+expect_ok init_spectral_disconnected $N tsne blobs:400:8:4 -p 3 -k 5 --init spectral --max-iters 5 -o "$T/isp2.npy"
+if grep -q 'warning: W+ has [0-9]* connected components' "$T/stderr"; then ok spectral_components_warning; else bad spectral_components_warning "$(cat "$T/stderr")"; fi
+
 # ---- out-of-sample maps from a saved model
 expect_ok save_model $N tsne blobs:400:8:4 -p 15 --max-iters 200 -o "$T/om.npy" --save-model "$T/om.nle" --quiet
 expect_ok transform_forward $N transform "$T/om.nle" blobs:400:8:4 -o "$T/of.npy" --quiet

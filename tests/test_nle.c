@@ -433,6 +433,11 @@ static void lambda_bounds(void) {
     double star = 0.5 * (lo + hi);
     if (!nle_test(l1 <= star * (1 + 1e-6) && star <= u1 * (1 + 1e-6) && l1 > 0)) /* bisection resolution */
       printf("  W- kind %d: l1 %g, lambda* %g, u1 %g\n", kinds[c], l1, star, u1);
+    /* The large-N path: the same l1, a valid (possibly looser) u1. */
+    double l1z, u1z;
+    nle_test_ok(nle_ee_lambda_bounds_lanczos(ctx, Wp, kinds[c], Wsq, NULL, &l1z, &u1z));
+    if (!nle_test(fabs(l1z - l1) <= 1e-8 * l1 && u1z >= u1 * (1 - 1e-8) && star <= u1z * (1 + 1e-6)))
+      printf("  Lanczos, W- kind %d: l1 %g (dense %g), u1 %g (dense %g), lambda* %g\n", kinds[c], l1z, l1, u1z, u1, star);
     /* Numerically: collapse below, spread above. */
     nle_model_spec spec = {NLE_MODEL_EE, 0.5 * l1, Wp, kinds[c], Wsq, NULL};
     nle_model *m;
@@ -462,6 +467,15 @@ static void lambda_bounds(void) {
     nle_opt_free(&opt);
     nle_model_free(&m);
   }
+  /* Sparse W- (here on the full graph): Lanczos against dense. */
+  nle_csr *Wk;
+  nle_test_ok(nle_repulsive_knn(ctx, g, &Wk));
+  double l1d, u1d, l1z, u1z;
+  nle_test_ok(nle_ee_lambda_bounds(ctx, Wp, NLE_WNEG_KNN, NULL, Wk, &l1d, &u1d));
+  nle_test_ok(nle_ee_lambda_bounds_lanczos(ctx, Wp, NLE_WNEG_KNN, NULL, Wk, &l1z, &u1z));
+  if (!nle_test(fabs(l1z - l1d) <= 1e-8 * l1d && u1z >= u1d * (1 - 1e-8) && l1d <= u1d))
+    printf("  Lanczos, sparse W-: l1 %g (dense %g), u1 %g (dense %g)\n", l1z, l1d, u1z, u1d);
+  nle_csr_free(&Wk);
   free(dp);
   free(du);
   nle_matd_free(&Wsq);

@@ -154,6 +154,91 @@ static void pca_transform_properties(void) {
   nle_ctx_free(&ctx);
 }
 
-const nle_test_case spectral_tests[] = {{"spectral/pca_vs_reference", pca_vs_reference},
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* A Gaussian kNN affinity graph of data (symmetric). */
+static nle_csr *graph_of(nle_ctx *ctx, const nle_matf *Y, int k, double sigma) {
+  nle_knn_opts ko;
+  nle_knn_opts_init(&ko);
+  ko.k = k;
+  nle_csr *g = NULL, *W = NULL;
+  nle_affinity_opts ao;
+  nle_affinity_opts_init(&ao);
+  ao.sigma = sigma;
+  if (nle_knn_exact(ctx, Y, &ko, &g) || nle_affinity_graph(ctx, g, &ao, &W)) printf("  graph: %s\n", nle_ctx_error(ctx));
+  nle_csr_free(&g);
+  return W;
+}
+
+/* ARPACK's smallest and largest Laplacian eigenvalues (plain and normalised)
+ * against cyclic Jacobi on the dense Laplacian; eigenvectors by their
+ * residual; a graph of two components has two zero eigenvalues. */
+static void laplacian_eigen_vs_dense(void) {
+  nle_ctx *ctx = test_ctx(1);
+  int n = 150;
+  nle_matf *Y = test_random_matf((size_t)n, 3, 31);
+  nle_csr *W = graph_of(ctx, Y, 8, 0.7);
+  for (int normalised = 0; normalised <= 1; normalised++) {
+    double *L = calloc((size_t)n * n, sizeof(double)), *V = malloc((size_t)n * n * sizeof(double)), deg[150] = {0};
+    for (int i = 0; i < n; i++)
+      for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++) deg[i] += nle_csr_value(W, q);
+    for (int i = 0; i < n; i++) {
+      L[i * n + i] = normalised ? 1.0 : deg[i];
+      for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++) {
+        int j = W->colind[q];
+        double w = nle_csr_value(W, q);
+        L[i * n + j] -= normalised ? w / sqrt(deg[i] * deg[j]) : w;
+      }
+    }
+    double *Lcopy = malloc((size_t)n * n * sizeof(double)), ref[150];
+    memcpy(Lcopy, L, (size_t)n * n * sizeof(double));
+    jacobi(L, V, n);
+    for (int i = 0; i < n; i++) ref[i] = L[i * n + i];
+    qsort(ref, (size_t)n, sizeof(double), cmp_double);
+    double small[6], large[3];
+    nle_matd *U = NULL;
+    nle_test_ok(nle_laplacian_smallest(ctx, W, normalised, 6, small, &U));
+    nle_test_ok(nle_laplacian_largest(ctx, W, normalised, 3, large));
+    for (int i = 0; i < 6; i++) nle_test(fabs(small[i] - ref[i]) <= 1e-8 * ref[n - 1]);
+    for (int i = 0; i < 3; i++) nle_test(fabs(large[i] - ref[n - 3 + i]) <= 1e-8 * ref[n - 1]);
+    double worst = 0;
+    for (int t = 0; U && t < 6; t++)
+      for (int i = 0; i < n; i++) {
+        double r = -small[t] * U->data[i * 6 + t];
+        for (int j = 0; j < n; j++) r += Lcopy[i * n + j] * U->data[j * 6 + t];
+        worst = fmax(worst, fabs(r));
+      }
+    if (!nle_test(worst <= 1e-7 * ref[n - 1])) printf("  eigenvector residual %g\n", worst);
+    nle_matd_free(&U);
+    free(L);
+    free(V);
+    free(Lcopy);
+  }
+  /* Laplacian eigenmaps of a connected graph, and of two far-apart blobs. */
+  nle_matd *X = NULL;
+  int comps = 0;
+  nle_test_ok(nle_laplacian_eigenmap(ctx, W, 2, &X, &comps));
+  nle_test(comps == 1 && X && X->rows == (size_t)n && X->cols == 2);
+  nle_matd_free(&X);
+  for (int i = 0; i < n / 2; i++) Y->data[i * 3] += 100.0f;
+  nle_csr *W2 = graph_of(ctx, Y, 8, 0.7);
+  double two[3];
+  nle_test_ok(nle_laplacian_smallest(ctx, W2, 0, 3, two, NULL));
+  nle_test(fabs(two[0]) < 1e-8 && fabs(two[1]) < 1e-8 && two[2] > 1e-4);
+  nle_test_ok(nle_laplacian_eigenmap(ctx, W2, 2, &X, &comps));
+  nle_test(comps == 2);
+  nle_matd_free(&X);
+  nle_csr_free(&W2);
+  nle_csr_free(&W);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
+const nle_test_case spectral_tests[] = {{"spectral/laplacian_eigen_vs_dense", laplacian_eigen_vs_dense},
+                                        {"spectral/pca_vs_reference", pca_vs_reference},
                                         {"spectral/pca_transform_properties", pca_transform_properties},
                                         {NULL, NULL}};

@@ -3,6 +3,7 @@
  * graph Laplacians (eqs. 11-12), and the path X(lambda) tracked over
  * log-spaced lambda from above the bifurcation. */
 #include "nle_internal.h"
+#include "../spectral/spectral_internal.h"
 
 #include <lapacke.h>
 #include <math.h>
@@ -83,6 +84,75 @@ nle_status nle_ee_lambda_bounds(nle_ctx *ctx, const nle_csr *Wp, nle_wneg_kind w
   free(diag_p);
   free(diag_m);
   return s;
+}
+
+/* Diagonals of L+ and L- and min w+/w- over the pairs with w- > 0, without
+ * dense matrices. */
+static void sparse_terms(const nle_csr *Wp, nle_wneg_kind wneg, const nle_matd *Wd, const nle_csr *Ws, double *diag_ratio,
+                         double *pair_ratio) {
+  size_t n = (size_t)Wp->rows;
+  double dr = INFINITY, pr = INFINITY;
+  for (size_t i = 0; i < n; i++) {
+    double dp = 0.0, dm = 0.0;
+    for (int64_t q = Wp->rowptr[i]; q < Wp->rowptr[i + 1]; q++)
+      if ((size_t)Wp->colind[q] != i) dp += nle_csr_value(Wp, q);
+    if (wneg == NLE_WNEG_UNIFORM) {
+      dm = (double)(n - 1);
+      /* some pair of row i has w+ = 0 unless W+ fills the row */
+      if (Wp->rowptr[i + 1] - Wp->rowptr[i] < (int64_t)(n - 1)) pr = 0.0;
+      for (int64_t q = Wp->rowptr[i]; q < Wp->rowptr[i + 1]; q++)
+        if ((size_t)Wp->colind[q] != i) pr = fmin(pr, nle_csr_value(Wp, q));
+    } else if (wneg == NLE_WNEG_SQDIST) {
+      for (size_t j = 0; j < n; j++)
+        if (j != i) dm += Wd->data[i * n + j];
+      pr = 0.0; /* W+ is sparse, W- dense: some pair has w+ = 0 < w- */
+    } else {
+      for (int64_t q = Ws->rowptr[i]; q < Ws->rowptr[i + 1]; q++) {
+        size_t j = (size_t)Ws->colind[q];
+        double wm = nle_csr_value(Ws, q), wp = 0.0;
+        if (j == i || !(wm > 0)) continue;
+        dm += wm;
+        for (int64_t r = Wp->rowptr[i]; r < Wp->rowptr[i + 1]; r++)
+          if ((size_t)Wp->colind[r] == j) wp = nle_csr_value(Wp, r);
+        pr = fmin(pr, wp / wm);
+      }
+    }
+    if (dm > 0) dr = fmin(dr, dp / dm);
+  }
+  *diag_ratio = dr;
+  *pair_ratio = isfinite(pr) ? pr : 0.0;
+}
+
+enum { BOUNDS_EIGS = 12 };
+
+nle_status nle_ee_lambda_bounds_lanczos(nle_ctx *ctx, const nle_csr *Wp, nle_wneg_kind wneg, const nle_matd *Wneg_dense,
+                                        const nle_csr *Wneg_sparse, double *l1, double *u1) {
+  size_t n = (size_t)Wp->rows;
+  if (n < 16) return nle__fail(ctx, NLE_ERR_ARG, "lambda* bounds by Lanczos need at least 16 points");
+  if ((wneg == NLE_WNEG_SQDIST && !Wneg_dense) || (wneg == NLE_WNEG_KNN && !Wneg_sparse))
+    return nle__fail(ctx, NLE_ERR_ARG, "lambda* bounds: the W- matrix is missing");
+  int m = BOUNDS_EIGS;
+  double ep[BOUNDS_EIGS], em[BOUNDS_EIGS], em_max = 0.0, diag_ratio, pair_ratio;
+  nle_status s = nle_laplacian_smallest(ctx, Wp, 0, m, ep, NULL);
+  if (!s && wneg == NLE_WNEG_UNIFORM) { /* L- = N I - 1 1^T: 0 once, then N */
+    em[0] = 0.0;
+    for (int i = 1; i < m; i++) em[i] = (double)n;
+    em_max = (double)n;
+  } else if (!s && wneg == NLE_WNEG_KNN) {
+    s = nle_laplacian_smallest(ctx, Wneg_sparse, 0, m, em, NULL);
+    if (!s) s = nle_laplacian_largest(ctx, Wneg_sparse, 0, 1, &em_max);
+  } else if (!s) {
+    s = nle__laplacian_largest_dense(ctx, Wneg_dense, 1, &em_max);
+    m = 0; /* no small eigenvalues of the dense L-: the diagonal term alone */
+  }
+  if (s) return s;
+  sparse_terms(Wp, wneg, Wneg_dense, Wneg_sparse, &diag_ratio, &pair_ratio);
+  *l1 = fmax(em_max > 0 ? ep[1] / em_max : 0.0, pair_ratio);
+  double hi = diag_ratio;
+  for (int i = 1; i < m; i++) /* each term bounds lambda* by itself, so a few suffice */
+    if (em[i] > 0) hi = fmin(hi, ep[i] / em[i]);
+  *u1 = hi;
+  return NLE_OK;
 }
 
 nle_status nle_homotopy_run(nle_ctx *ctx, nle_model *model, nle_opt *opt, nle_matd *X, const nle_homotopy_opts *o,

@@ -7,11 +7,11 @@
  * search for sufficient decrease from the last accepted step. */
 #include "nle_internal.h"
 #include "../io/io_internal.h"
+#include "../spectral/spectral_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <suitesparse/cholmod.h>
 
 enum { STALL_ITERS = 5 };
 
@@ -126,47 +126,20 @@ static nle_status sparsified_weights(nle_ctx *ctx, const nle_csr *W, int kappa, 
   return s;
 }
 
-/* Factor of 4 L + mu I, L = D - W the Laplacian of the symmetric W. CHOLMOD
- * reads our CSR of a symmetric matrix as CSC and uses its upper triangle. */
+/* Factor of 4 L + mu I, L = D - W the Laplacian of the symmetric W. */
 static nle_status factor_spectral(nle_ctx *ctx, nle_opt *o, const nle_csr *W) {
-  int64_t n = W->rows;
-  double *deg = nle__calloc(ctx, (size_t)n, sizeof(double), "degrees");
-  if (!deg) return NLE_ERR_NOMEM;
-  int64_t upper = 0;
-  for (int64_t i = 0; i < n; i++)
-    for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++) {
-      deg[i] += nle_csr_value(W, q);
-      upper += W->colind[q] > i;
-    }
-  double dmin = INFINITY;
-  for (int64_t i = 0; i < n; i++) dmin = fmin(dmin, 4.0 * deg[i]);
   /* mu = 1e-10 min L+_nn (sec. 3.3); a point with no neighbours kept still
    * needs a positive pivot. */
-  double mu = dmin > 0 ? 1e-10 * dmin : 1e-10;
-  cholmod_sparse *A = cholmod_allocate_sparse((size_t)n, (size_t)n, (size_t)(upper + n), 1, 1, 1, CHOLMOD_REAL, &o->cc);
-  nle_status s = A ? NLE_OK : nle__fail(ctx, NLE_ERR_NOMEM, "spectral direction: CHOLMOD could not allocate L+");
-  if (!s) {
-    int *Ap = A->p, *Ai = A->i;
-    double *Ax = A->x;
-    int64_t k = 0;
-    for (int64_t j = 0; j < n; j++) { /* column j: rows i < j, then the diagonal */
-      Ap[j] = (int)k;
-      for (int64_t q = W->rowptr[j]; q < W->rowptr[j + 1]; q++)
-        if (W->colind[q] < j) {
-          Ai[k] = W->colind[q];
-          Ax[k++] = -4.0 * nle_csr_value(W, q);
-        }
-      Ai[k] = (int)j;
-      Ax[k++] = 4.0 * deg[j] + mu;
-    }
-    Ap[n] = (int)k;
-    o->factor = cholmod_analyze(A, &o->cc);
-    if (!o->factor || !cholmod_factorize(A, o->factor, &o->cc) || o->cc.status != CHOLMOD_OK)
-      s = nle__fail(ctx, NLE_ERR_NUMERIC, "spectral direction: Cholesky factorisation failed (CHOLMOD status %d)",
-                    o->cc.status);
+  double dmin = INFINITY;
+  for (int64_t i = 0; i < W->rows; i++) {
+    double deg = 0.0;
+    for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++)
+      if (W->colind[q] != i) deg += nle_csr_value(W, q);
+    dmin = fmin(dmin, 4.0 * deg);
   }
-  cholmod_free_sparse(&A, &o->cc);
-  free(deg);
+  double mu = dmin > 0 ? 1e-10 * dmin : 1e-10;
+  nle_status s = nle__laplacian_factor(ctx, &o->cc, W, 0, 4.0, mu, &o->factor);
+  if (s) nle__fail_prefix(ctx, "spectral direction: ");
   return s;
 }
 

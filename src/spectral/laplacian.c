@@ -1,0 +1,299 @@
+/* laplacian.c — extreme eigenpairs of sparse graph Laplacians, for Laplacian
+ * eigenmaps (lecture slides 002; the spectral initialisation of the
+ * embeddings) and for the bounds on EE's critical lambda (EE paper eqs.
+ * 11-12) when N is too large for dense eigendecompositions.
+ *
+ * The smallest eigenvalues come from ARPACK's Lanczos (dsaupd) on the inverse
+ * (L + eps I)^-1, applied with a CHOLMOD Cholesky factor: they become the
+ * largest, and well separated, so a few dozen iterations suffice. The largest
+ * ones come from Lanczos on L itself. Start vectors are drawn from our seeded
+ * generator, so the results repeat. */
+#include "spectral_internal.h"
+
+#include <arpack/arpack.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Degrees of the symmetric W, its diagonal ignored. */
+static double *degrees(nle_ctx *ctx, const nle_csr *W) {
+  double *deg = nle__calloc(ctx, (size_t)W->rows, sizeof(double), "degrees");
+  if (!deg) return NULL;
+  for (int64_t i = 0; i < W->rows; i++)
+    for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++)
+      if (W->colind[q] != i) deg[i] += nle_csr_value(W, q);
+  return deg;
+}
+
+/* The Laplacian entries of row i / column j: scale (L_ij), with L = D - W or
+ * I - D^-1/2 W D^-1/2 (isolated points: a unit diagonal). */
+static double laplacian_offdiag(const double *deg, int normalised, int64_t i, int64_t j, double w) {
+  if (!normalised) return -w;
+  return deg[i] > 0 && deg[j] > 0 ? -w / sqrt(deg[i] * deg[j]) : 0.0;
+}
+
+static double laplacian_diag(const double *deg, int normalised, int64_t i) {
+  return normalised ? 1.0 : deg[i];
+}
+
+nle_status nle__laplacian_factor(nle_ctx *ctx, cholmod_common *cc, const nle_csr *W, int normalised, double scale,
+                                 double shift, cholmod_factor **factor) {
+  *factor = NULL;
+  int64_t n = W->rows, upper = 0;
+  if (n > INT32_MAX / 2) return nle__fail(ctx, NLE_ERR_ARG, "Laplacian: too many points for CHOLMOD's int interface");
+  double *deg = degrees(ctx, W);
+  if (!deg) return NLE_ERR_NOMEM;
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++) upper += W->colind[q] > i;
+  cholmod_sparse *A = cholmod_allocate_sparse((size_t)n, (size_t)n, (size_t)(upper + n), 1, 1, 1, CHOLMOD_REAL, cc);
+  nle_status s = A ? NLE_OK : nle__fail(ctx, NLE_ERR_NOMEM, "Laplacian: CHOLMOD could not allocate it");
+  if (!s) {
+    /* Our CSR of a symmetric matrix read as CSC: column j holds rows i < j
+     * (CHOLMOD uses the upper triangle), then the diagonal. */
+    int *Ap = A->p, *Ai = A->i;
+    double *Ax = A->x;
+    int64_t k = 0;
+    for (int64_t j = 0; j < n; j++) {
+      Ap[j] = (int)k;
+      for (int64_t q = W->rowptr[j]; q < W->rowptr[j + 1]; q++)
+        if (W->colind[q] < j) {
+          Ai[k] = W->colind[q];
+          Ax[k++] = scale * laplacian_offdiag(deg, normalised, W->colind[q], j, nle_csr_value(W, q));
+        }
+      Ai[k] = (int)j;
+      Ax[k++] = scale * laplacian_diag(deg, normalised, j) + shift;
+    }
+    Ap[n] = (int)k;
+    *factor = cholmod_analyze(A, cc);
+    if (!*factor || !cholmod_factorize(A, *factor, cc) || cc->status != CHOLMOD_OK)
+      s = nle__fail(ctx, NLE_ERR_NUMERIC, "Laplacian: Cholesky factorisation failed (CHOLMOD status %d)", cc->status);
+  }
+  cholmod_free_sparse(&A, cc);
+  free(deg);
+  if (s) cholmod_free_factor(factor, cc);
+  return s;
+}
+
+typedef struct {
+  const nle_csr *W;
+  const nle_matd *Wd;     /* a dense W instead (plain Laplacian only) */
+  const double *deg;
+  int normalised;
+  cholmod_common *cc;
+  cholmod_factor *factor; /* inverse mode when set */
+  cholmod_dense *rhs;
+} operator_t;
+
+static int apply(operator_t *op, const double *x, double *y) {
+  int64_t n = op->Wd ? (int64_t)op->Wd->rows : op->W->rows;
+  if (op->Wd) {
+    for (int64_t i = 0; i < n; i++) {
+      const double *row = op->Wd->data + (size_t)i * (size_t)n;
+      double v = 0.0;
+      for (int64_t j = 0; j < n; j++) v += row[j] * x[j];
+      y[i] = op->deg[i] * x[i] - v + row[i] * x[i]; /* the diagonal of W does not count */
+    }
+    return 0;
+  }
+  if (op->factor) {
+    memcpy(op->rhs->x, x, (size_t)n * sizeof(double));
+    cholmod_dense *sol = cholmod_solve(CHOLMOD_A, op->factor, op->rhs, op->cc);
+    if (!sol) return -1;
+    memcpy(y, sol->x, (size_t)n * sizeof(double));
+    cholmod_free_dense(&sol, op->cc);
+    return 0;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    double v = laplacian_diag(op->deg, op->normalised, i) * x[i];
+    for (int64_t q = op->W->rowptr[i]; q < op->W->rowptr[i + 1]; q++)
+      if (op->W->colind[q] != i)
+        v += laplacian_offdiag(op->deg, op->normalised, i, op->W->colind[q], nle_csr_value(op->W, q)) *
+             x[op->W->colind[q]];
+    y[i] = v;
+  }
+  return 0;
+}
+
+/* Lanczos for the nev largest eigenvalues of the operator (ascending), and
+ * eigenvectors (column-major N x nev) when vecs is not NULL. */
+static nle_status lanczos(nle_ctx *ctx, operator_t *op, int nev, double *vals, double *vecs) {
+  a_int n = (a_int)(op->Wd ? (int64_t)op->Wd->rows : op->W->rows), ncv = 2 * nev + 20 < n ? 2 * nev + 20 : n, ldv = n, lworkl = ncv * (ncv + 8);
+  a_int ido = 0, info = 1, iparam[11] = {0}, ipntr[14] = {0};
+  iparam[0] = 1;    /* exact shifts */
+  iparam[2] = 3000; /* restarts */
+  iparam[6] = 1;    /* regular mode on the operator we apply */
+  double *resid = nle__malloc(ctx, (size_t)n * sizeof(double), "Lanczos");
+  double *v = nle__malloc(ctx, (size_t)n * (size_t)ncv * sizeof(double), "Lanczos basis");
+  double *workd = nle__malloc(ctx, 3 * (size_t)n * sizeof(double), "Lanczos");
+  double *workl = nle__malloc(ctx, (size_t)lworkl * sizeof(double), "Lanczos");
+  double *d = nle__malloc(ctx, (size_t)ncv * 2 * sizeof(double), "Lanczos");
+  double *z = nle__malloc(ctx, (size_t)n * (size_t)nev * sizeof(double), "eigenvectors");
+  a_int *select = nle__calloc(ctx, (size_t)ncv, sizeof(a_int), "Lanczos");
+  nle_status s = resid && v && workd && workl && d && z && select ? NLE_OK : NLE_ERR_NOMEM;
+  if (!s) {
+    nle_rng r;
+    nle_rng_init(&r, nle_ctx_seed(ctx), 0x6c616e63ULL);
+    for (a_int i = 0; i < n; i++) resid[i] = nle_rng_uniform(&r) - 0.5;
+  }
+  while (!s) {
+    dsaupd_c(&ido, "I", n, "LA", nev, 0.0, resid, ncv, v, ldv, iparam, ipntr, workd, workl, lworkl, &info);
+    if (ido != -1 && ido != 1) break;
+    if (apply(op, workd + ipntr[0] - 1, workd + ipntr[1] - 1))
+      s = nle__fail(ctx, NLE_ERR_NUMERIC, "Laplacian eigenvalues: CHOLMOD solve failed");
+  }
+  if (!s && info < 0) s = nle__fail(ctx, NLE_ERR_NUMERIC, "Laplacian eigenvalues: ARPACK dsaupd error %d", (int)info);
+  if (!s && info == 1)
+    s = nle__fail(ctx, NLE_ERR_NUMERIC, "Laplacian eigenvalues: ARPACK did not converge (%d of %d)", (int)iparam[4], nev);
+  if (!s) {
+    dseupd_c(vecs != NULL, "A", select, d, z, n, 0.0, "I", n, "LA", nev, 0.0, resid, ncv, v, ldv, iparam, ipntr, workd,
+             workl, lworkl, &info);
+    if (info != 0) s = nle__fail(ctx, NLE_ERR_NUMERIC, "Laplacian eigenvalues: ARPACK dseupd error %d", (int)info);
+  }
+  if (!s) {
+    memcpy(vals, d, (size_t)nev * sizeof(double));
+    if (vecs) memcpy(vecs, z, (size_t)n * (size_t)nev * sizeof(double));
+  }
+  free(resid);
+  free(v);
+  free(workd);
+  free(workl);
+  free(d);
+  free(z);
+  free(select);
+  return s;
+}
+
+static nle_status check_nev(nle_ctx *ctx, const nle_csr *W, int nev) {
+  if (W->rows != W->cols || W->rows < 3)
+    return nle__fail(ctx, NLE_ERR_ARG, "Laplacian eigenvalues: W must be square with at least 3 points");
+  if (nev < 1 || nev > W->rows - 2)
+    return nle__fail(ctx, NLE_ERR_ARG, "Laplacian eigenvalues: %d eigenpairs of %lld points", nev, (long long)W->rows);
+  return NLE_OK;
+}
+
+nle_status nle_laplacian_smallest(nle_ctx *ctx, const nle_csr *W, int normalised, int nev, double *vals,
+                                  nle_matd **vecs) {
+  if (vecs) *vecs = NULL;
+  nle_status s = check_nev(ctx, W, nev);
+  if (s) return s;
+  double *deg = degrees(ctx, W);
+  if (!deg) return NLE_ERR_NOMEM;
+  /* The shift keeps L + eps I positive definite (L is singular) while
+   * leaving eps far below the eigenvalues asked for. */
+  double dmax = 0.0;
+  for (int64_t i = 0; i < W->rows; i++) dmax = fmax(dmax, laplacian_diag(deg, normalised, i));
+  double eps = 1e-9 * (dmax > 0 ? dmax : 1.0);
+  cholmod_common cc;
+  cholmod_start(&cc);
+  cc.print = 0;
+  operator_t op = {W, NULL, deg, normalised, &cc, NULL, NULL};
+  s = nle__laplacian_factor(ctx, &cc, W, normalised, 1.0, eps, &op.factor);
+  if (!s) {
+    op.rhs = cholmod_allocate_dense((size_t)W->rows, 1, (size_t)W->rows, CHOLMOD_REAL, &cc);
+    if (!op.rhs) s = nle__fail(ctx, NLE_ERR_NOMEM, "Laplacian eigenvalues: out of memory");
+  }
+  double *nu = nle__malloc(ctx, (size_t)nev * sizeof(double), "eigenvalues");
+  double *z = vecs ? nle__malloc(ctx, (size_t)W->rows * (size_t)nev * sizeof(double), "eigenvectors") : NULL;
+  if (!s && (!nu || (vecs && !z))) s = NLE_ERR_NOMEM;
+  if (!s) s = lanczos(ctx, &op, nev, nu, z);
+  if (!s && vecs) s = nle_matd_alloc(ctx, (size_t)W->rows, (size_t)nev, vecs);
+  if (!s) {
+    /* nu = 1 / (lambda + eps), ascending: lambda descending. */
+    for (int i = 0; i < nev; i++) {
+      int from = nev - 1 - i;
+      vals[i] = fmax(1.0 / nu[from] - eps, 0.0);
+      if (vecs)
+        for (int64_t r = 0; r < W->rows; r++) (*vecs)->data[r * nev + i] = z[(size_t)from * (size_t)W->rows + r];
+    }
+  }
+  free(nu);
+  free(z);
+  free(deg);
+  cholmod_free_dense(&op.rhs, &cc);
+  cholmod_free_factor(&op.factor, &cc);
+  cholmod_finish(&cc);
+  return s;
+}
+
+nle_status nle_laplacian_largest(nle_ctx *ctx, const nle_csr *W, int normalised, int nev, double *vals) {
+  nle_status s = check_nev(ctx, W, nev);
+  if (s) return s;
+  double *deg = degrees(ctx, W);
+  if (!deg) return NLE_ERR_NOMEM;
+  operator_t op = {W, NULL, deg, normalised, NULL, NULL, NULL};
+  s = lanczos(ctx, &op, nev, vals, NULL);
+  free(deg);
+  return s;
+}
+
+/* Connected components of the graph of W, by breadth-first search. */
+static int64_t components(nle_ctx *ctx, const nle_csr *W) {
+  int64_t n = W->rows, count = 0;
+  int64_t *queue = nle__malloc(ctx, (size_t)n * sizeof(int64_t), "a queue");
+  uint8_t *seen = nle__calloc(ctx, (size_t)n, 1, "flags");
+  if (!queue || !seen) {
+    free(queue);
+    free(seen);
+    return -1;
+  }
+  for (int64_t s = 0; s < n; s++) {
+    if (seen[s]) continue;
+    count++;
+    int64_t head = 0, tail = 0;
+    queue[tail++] = s;
+    seen[s] = 1;
+    while (head < tail) {
+      int64_t i = queue[head++];
+      for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++)
+        if (!seen[W->colind[q]] && nle_csr_value(W, q) > 0) {
+          seen[W->colind[q]] = 1;
+          queue[tail++] = W->colind[q];
+        }
+    }
+  }
+  free(queue);
+  free(seen);
+  return count;
+}
+
+nle_status nle_laplacian_eigenmap(nle_ctx *ctx, const nle_csr *W, int d, nle_matd **X, int *ncomp) {
+  *X = NULL;
+  int64_t c = components(ctx, W);
+  if (c < 0) return NLE_ERR_NOMEM;
+  *ncomp = (int)c;
+  double *vals = nle__malloc(ctx, (size_t)(d + 1) * sizeof(double), "eigenvalues");
+  double *deg = degrees(ctx, W);
+  nle_matd *U = NULL;
+  nle_status s = vals && deg ? nle_laplacian_smallest(ctx, W, 1, d + 1, vals, &U) : NLE_ERR_NOMEM;
+  if (!s) s = nle_matd_alloc(ctx, (size_t)W->rows, (size_t)d, X);
+  for (int64_t i = 0; !s && i < W->rows; i++) {
+    double inv = deg[i] > 0 ? 1.0 / sqrt(deg[i]) : 0.0;
+    for (int t = 0; t < d; t++) (*X)->data[i * d + t] = inv * U->data[i * (d + 1) + t + 1];
+  }
+  /* Signs: the largest-magnitude entry of each column positive, so the
+   * result does not depend on the eigensolver's arbitrary sign. */
+  for (int t = 0; !s && t < d; t++) {
+    double big = 0.0;
+    for (int64_t i = 0; i < W->rows; i++)
+      if (fabs((*X)->data[i * d + t]) > fabs(big)) big = (*X)->data[i * d + t];
+    if (big < 0)
+      for (int64_t i = 0; i < W->rows; i++) (*X)->data[i * d + t] = -(*X)->data[i * d + t];
+  }
+  nle_matd_free(&U);
+  free(vals);
+  free(deg);
+  return s;
+}
+
+nle_status nle__laplacian_largest_dense(nle_ctx *ctx, const nle_matd *W, int nev, double *vals) {
+  size_t n = W->rows;
+  double *deg = nle__calloc(ctx, n, sizeof(double), "degrees");
+  if (!deg) return NLE_ERR_NOMEM;
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < n; j++)
+      if (j != i) deg[i] += W->data[i * n + j];
+  operator_t op = {NULL, W, deg, 0, NULL, NULL, NULL};
+  nle_status s = lanczos(ctx, &op, nev, vals, NULL);
+  free(deg);
+  return s;
+}
