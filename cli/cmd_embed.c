@@ -36,9 +36,13 @@ static const char *help_fmt =
     "  -k, --neighbors K    kNN graph size (default 3 x perplexity)\n"
     "  --lambda L           weight of the repulsion (default %g)\n"
     "%s"
-    "  --optimizer NAME     sd (spectral direction, default), fp (fixed-point\n"
-    "                       diagonal), gd (gradient descent), lbfgs, cg\n"
-    "  --kappa N            sd: neighbours per point kept in L+ (default 7; 0 = all)\n"
+    "  --optimizer NAME     sd (spectral direction, default), sd- (SD plus the psd\n"
+    "                       diagonal blocks of the repulsive Hessian, by CG), fp\n"
+    "                       (fixed-point diagonal), gd (gradient descent), lbfgs, cg\n"
+    "  --kappa N            sd, sd-: neighbours per point kept in L+ (default 7;\n"
+    "                       0 = all)\n"
+    "  --sdm-tol T          sd-: its CG stops at relative residual T (default 0.1)\n"
+    "  --sdm-iters N        sd-: or after N CG iterations (default 50)\n"
     "  --learning-rate R    gd: a fixed rate with momentum and gains instead of the\n"
     "                       line search, as t-SNE codes run it; auto = max(N /\n"
     "                       exaggeration, 200)\n"
@@ -79,7 +83,7 @@ static const char *help_fmt =
 enum { OPT_LAMBDA = OPT_COMMAND_BASE, OPT_WNEG, OPT_OPTIMIZER, OPT_KAPPA_E, OPT_INIT, OPT_INIT_SCALE, OPT_MAX_ITERS,
        OPT_TOL_E, OPT_BUDGET, OPT_SAVE_LABELS_E, OPT_SIGMA_E, OPT_HOMOTOPY, OPT_LAMBDA_START, OPT_PATH,
        OPT_RATE, OPT_MOMENTUM, OPT_EXAG, OPT_EXAG_ITERS, OPT_NO_GAINS, OPT_CHECKPOINT, OPT_CHECKPOINT_EVERY,
-       OPT_RESUME, OPT_SAVE_MODEL, OPT_MODEL_DATA };
+       OPT_RESUME, OPT_SAVE_MODEL, OPT_MODEL_DATA, OPT_SDM_TOL, OPT_SDM_ITERS };
 
 /* Dense bounds need two N x N eigendecompositions: for small N; Lanczos
  * above. */
@@ -220,6 +224,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
       {"no-gains", no_argument, 0, OPT_NO_GAINS}, {"checkpoint", required_argument, 0, OPT_CHECKPOINT},
       {"checkpoint-every", required_argument, 0, OPT_CHECKPOINT_EVERY}, {"resume", required_argument, 0, OPT_RESUME},
       {"save-model", required_argument, 0, OPT_SAVE_MODEL}, {"model-data", required_argument, 0, OPT_MODEL_DATA},
+      {"sdm-tol", required_argument, 0, OPT_SDM_TOL}, {"sdm-iters", required_argument, 0, OPT_SDM_ITERS},
       CLI_KNN_OPTIONS, CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
   cli_env env;
   if (cli_env_init(&env, mi->name, help)) return 1;
@@ -268,7 +273,8 @@ int cmd_embed(int argc, char **argv, const char *name) {
       else if (!strcmp(optarg, "gd")) oo.kind = NLE_OPT_GD;
       else if (!strcmp(optarg, "lbfgs")) oo.kind = NLE_OPT_LBFGS;
       else if (!strcmp(optarg, "cg")) oo.kind = NLE_OPT_CG;
-      else env.rc = cli_usage_error(mi->name, "--optimizer takes sd, fp, gd, lbfgs or cg");
+      else if (!strcmp(optarg, "sd-") || !strcmp(optarg, "sdm")) oo.kind = NLE_OPT_SDM;
+      else env.rc = cli_usage_error(mi->name, "--optimizer takes sd, sd-, fp, gd, lbfgs or cg");
       break;
     case OPT_KAPPA_E:
       if (cli_parse_int(optarg, 0, 1 << 20, &v)) oo.kappa = (int)v;
@@ -328,6 +334,13 @@ int cmd_embed(int argc, char **argv, const char *name) {
       break;
     case OPT_RESUME: resume = optarg; break;
     case OPT_SAVE_MODEL: save_model = optarg; break;
+    case OPT_SDM_TOL:
+      if (!cli_parse_double(optarg, &oo.sdm_tol) || oo.sdm_tol <= 0) env.rc = cli_usage_error(mi->name, "--sdm-tol takes a positive number");
+      break;
+    case OPT_SDM_ITERS:
+      if (cli_parse_int(optarg, 1, 100000, &v)) oo.sdm_iters = (int)v;
+      else env.rc = cli_usage_error(mi->name, "--sdm-iters takes an integer >= 1");
+      break;
     case OPT_MODEL_DATA:
       if (!strcmp(optarg, "copy")) model_data_copy = 1;
       else if (!strcmp(optarg, "reference")) model_data_copy = 0;
@@ -411,10 +424,10 @@ int cmd_embed(int argc, char **argv, const char *name) {
   char fingerprint[1024];
   snprintf(fingerprint, sizeof fingerprint,
            "nlembed %s %s n=%zu D=%zu d=%zu perplexity=%.17g k=%d sigma=%.17g lambda=%.17g wneg=%d optimizer=%d "
-           "kappa=%d init=%s init-scale=%.17g seed=%llu tol=%.17g homotopy=%d lambda-start=%.17g rate=%.17g "
+           "kappa=%d sdm=%.17g/%d init=%s init-scale=%.17g seed=%llu tol=%.17g homotopy=%d lambda-start=%.17g rate=%.17g "
            "momentum=%.17g exaggeration=%.17g/%d gains=%d knn=%d/%d/%d/%d/%d/%.17g",
            mi->name, argv[optind], ds ? ds->X->rows : 0, ds ? ds->X->cols : 0, d, perplexity, k, sigma, lambda,
-           (int)wneg, (int)oo.kind, oo.kappa, init, scale, (unsigned long long)nle_ctx_seed(env.ctx), oo.tol, homotopy,
+           (int)wneg, (int)oo.kind, oo.kappa, oo.sdm_tol, oo.sdm_iters, init, scale, (unsigned long long)nle_ctx_seed(env.ctx), oo.tol, homotopy,
            lambda_start, oo.learning_rate, oo.momentum, oo.exaggeration, oo.exaggeration_iters, oo.gains,
            (int)choice.method, choice.approx.n_trees, choice.approx.leaf_size, choice.approx.max_candidates,
            choice.approx.max_iters, choice.approx.delta);
@@ -452,7 +465,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
   if (!rc && !s && save_labels) s = nle_write_labels(env.ctx, save_labels, ds->labels, (int64_t)ds->X->rows);
   if (!rc && s) rc = cli_fail(&env, s);
   if (!rc) {
-    static const char *opt_names[] = {"sd", "fp", "gd", "lbfgs", "cg"};
+    static const char *opt_names[] = {"sd", "fp", "gd", "lbfgs", "cg", "sd-"};
     printf("{\"command\": \"%s\", \"input\": \"%s\", \"n\": %zu, \"dim\": %zu, \"perplexity\": %g, \"k\": %d, "
            "\"lambda\": %g, \"optimizer\": \"%s\", \"kappa\": %d, \"iterations\": %d, \"evaluations\": %d, "
            "\"E0\": %.10g, \"E\": %.10g, \"converged\": %s, \"lambda_star_lower\": %.6g, \"lambda_star_upper\": %.6g, "

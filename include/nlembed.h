@@ -544,8 +544,12 @@ typedef enum {
   NLE_OPT_GD = 2, /* gradient descent: B = I */
   NLE_OPT_LBFGS = 3, /* limited-memory BFGS (two-loop recursion, memory m);
                         the first trial step of each line search is 1 */
-  NLE_OPT_CG = 4  /* nonlinear conjugate gradients (Polak-Ribiere+, restart
+  NLE_OPT_CG = 4, /* nonlinear conjugate gradients (Polak-Ribiere+, restart
                      to -g when not a descent direction) */
+  NLE_OPT_SDM = 5 /* SD-: B = 4 L+ + mu I plus the psd diagonal blocks
+                     (i = j) of the repulsive Hessian's 8 L^xx at X, solved by
+                     linear CG preconditioned with SD's factor, exiting at a
+                     relative residual of 0.1 or 50 iterations */
 } nle_opt_kind;
 
 typedef struct {
@@ -571,6 +575,8 @@ typedef struct {
   double exaggeration;   /* attractive term x this for the first
                             exaggeration_iters (default 1 = none; t-SNE: 12) */
   int exaggeration_iters; /* default 250 */
+  double sdm_tol;        /* SD-: CG exits at this relative residual (0.1) */
+  int sdm_iters;         /* SD-: or after this many CG iterations (50) */
 } nle_opt_opts;
 
 void nle_opt_opts_init(nle_opt_opts *o);
@@ -592,8 +598,10 @@ typedef struct nle_opt nle_opt;
 nle_status nle_opt_new(nle_ctx *ctx, nle_model *model, const nle_csr *Wp, const nle_opt_opts *opts,
                        nle_opt **opt);
 void nle_opt_free(nle_opt **opt);
-/* The direction p for gradient g (both N x d), solving B p = -g. */
+/* The direction p for gradient g (both N x d), solving B p = -g; SD-, whose
+ * B depends on X, needs nle_opt_direction_at. */
 nle_status nle_opt_direction(nle_ctx *ctx, nle_opt *opt, const nle_matd *g, nle_matd *p);
+nle_status nle_opt_direction_at(nle_ctx *ctx, nle_opt *opt, const nle_matd *X, const nle_matd *g, nle_matd *p);
 /* Minimises the model from X (overwritten with the result). Returns
  * NLE_WARN_NOT_CONVERGED when the iteration or time cap ended the run. */
 nle_status nle_opt_run(nle_ctx *ctx, nle_opt *opt, nle_matd *X, nle_opt_report *report);

@@ -2,6 +2,7 @@
  * differences for every model and W- kind, the analytic N = 2 elastic
  * embedding (EE paper sec. 4.1), invariances, determinism. */
 #include "harness.h"
+#include "../src/nle/nle_internal.h"
 
 #include <lapacke.h>
 #include <stdlib.h>
@@ -277,9 +278,96 @@ static void directions(void) {
     }
     nle_opt_free(&opt);
   }
+  /* SD-: downhill, and its B solved to CG's exit tolerance: the residual of
+   * (4 L+ + mu I + 8 L^xx_ii) p + g, with the curvature term from the
+   * model, is at most 0.1 |g| (or CG ran its 50 iterations). */
+  nle_opt_opts oo;
+  nle_opt_opts_init(&oo);
+  oo.kind = NLE_OPT_SDM;
+  oo.kappa = 0;
+  nle_opt *opt;
+  nle_test_ok(nle_opt_new(ctx, m, W, &oo, &opt));
+  nle_test(nle_opt_direction(ctx, opt, G, P) == NLE_ERR_ARG); /* needs X */
+  nle_test_ok(nle_opt_direction_at(ctx, opt, X, G, P));
+  nle_matd *C;
+  nle_test_ok(nle_matd_alloc(ctx, n, 2, &C));
+  nle_test_ok(nle__model_curvature_prepare(ctx, m, X));
+  nle_test_ok(nle__model_curvature_apply(ctx, m, X, P, C));
+  double deg[40] = {0}, dmin = INFINITY, res = 0, gg = 0, slope = 0;
+  for (size_t i = 0; i < n; i++)
+    for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++) deg[i] += nle_csr_value(W, q);
+  for (size_t i = 0; i < n; i++) dmin = fmin(dmin, 4 * deg[i]);
+  for (size_t i = 0; i < n; i++)
+    for (int t = 0; t < 2; t++) {
+      double r = (4 * deg[i] + 1e-10 * dmin) * P->data[2 * i + t] + G->data[2 * i + t] + C->data[2 * i + t];
+      for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++)
+        r -= 4 * nle_csr_value(W, q) * P->data[2 * (size_t)W->colind[q] + t];
+      res += r * r;
+      gg += G->data[2 * i + t] * G->data[2 * i + t];
+      slope += G->data[2 * i + t] * P->data[2 * i + t];
+    }
+  if (!nle_test(slope < 0 && sqrt(res) <= 0.1 * sqrt(gg) * (1 + 1e-9)))
+    printf("  SD-: slope %g, residual %g of |g| %g\n", slope, sqrt(res), sqrt(gg));
+  nle_matd_free(&C);
+  nle_opt_free(&opt);
   nle_matd_free(&X);
   nle_matd_free(&G);
   nle_matd_free(&P);
+  nle_model_free(&m);
+  nle_csr_free(&W);
+  nle_ctx_free(&ctx);
+}
+
+/* SD-'s curvature term is the exact Hessian's psd diagonal blocks: for EE
+ * with uniform W-, 8 L^xx_ii v = H_ii v - 4 L v with L the Laplacian of
+ * w+ - lambda exp(-d^2) (dissertation eq. 3.4), H v by central differences of
+ * the gradient. */
+static void sdm_curvature_vs_hessian(void) {
+  size_t n = 30;
+  nle_ctx *ctx = test_ctx(1);
+  nle_csr *W = random_weights(n, 5, 0, 0, 43);
+  double lambda = 0.7;
+  nle_model_spec spec = {NLE_MODEL_EE, lambda, W, NLE_WNEG_UNIFORM, NULL, NULL};
+  nle_model *m;
+  nle_test_ok(nle_model_new(ctx, &spec, &m));
+  nle_matd *X = random_x(n, 2, 0.8, 44), *V = random_x(n, 2, 1.0, 45), *Xp = random_x(n, 2, 0, 1),
+           *Xm = random_x(n, 2, 0, 1), *Gp, *Gm, *C;
+  for (size_t i = 0; i < n; i++) V->data[2 * i + 1] = 0.0; /* dimension 0 only: the (0, 0) block */
+  nle_test_ok(nle_matd_alloc(ctx, n, 2, &Gp));
+  nle_test_ok(nle_matd_alloc(ctx, n, 2, &Gm));
+  nle_test_ok(nle_matd_alloc(ctx, n, 2, &C));
+  double h = 1e-5, E;
+  for (size_t i = 0; i < 2 * n; i++) {
+    Xp->data[i] = X->data[i] + h * V->data[i];
+    Xm->data[i] = X->data[i] - h * V->data[i];
+  }
+  nle_test_ok(nle_model_eval(ctx, m, Xp, &E, Gp));
+  nle_test_ok(nle_model_eval(ctx, m, Xm, &E, Gm));
+  nle_test_ok(nle__model_curvature_prepare(ctx, m, X));
+  nle_test_ok(nle__model_curvature_apply(ctx, m, X, V, C));
+  double *wp = calloc(n * n, sizeof(double)), worst = 0, scale = 0;
+  for (size_t i = 0; i < n; i++)
+    for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++) wp[i * n + (size_t)W->colind[q]] = nle_csr_value(W, q);
+  for (size_t i = 0; i < n; i++) {
+    double lv = 0;
+    for (size_t j = 0; j < n; j++) {
+      if (j == i) continue;
+      double d2 = pow(X->data[2 * i] - X->data[2 * j], 2) + pow(X->data[2 * i + 1] - X->data[2 * j + 1], 2);
+      lv += (wp[i * n + j] - lambda * exp(-d2)) * (V->data[2 * i] - V->data[2 * j]);
+    }
+    double hv = (Gp->data[2 * i] - Gm->data[2 * i]) / (2 * h);
+    worst = fmax(worst, fabs(C->data[2 * i] - (hv - 4 * lv)));
+    scale = fmax(scale, fabs(C->data[2 * i]));
+  }
+  if (!nle_test(worst <= 1e-6 * scale && scale > 0)) printf("  curvature vs Hessian: error %g of %g\n", worst, scale);
+  free(wp);
+  nle_matd_free(&C);
+  nle_matd_free(&Gp);
+  nle_matd_free(&Gm);
+  nle_matd_free(&Xp);
+  nle_matd_free(&Xm);
+  nle_matd_free(&V);
+  nle_matd_free(&X);
   nle_model_free(&m);
   nle_csr_free(&W);
   nle_ctx_free(&ctx);
@@ -294,7 +382,7 @@ static void monotone_decrease(void) {
   nle_model_spec spec = {NLE_MODEL_TSNE, 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL};
   nle_model *m;
   nle_test_ok(nle_model_new(ctx, &spec, &m));
-  for (int kind = NLE_OPT_SD; kind <= NLE_OPT_CG; kind++) {
+  for (int kind = NLE_OPT_SD; kind <= NLE_OPT_SDM; kind++) {
     nle_opt_opts oo;
     nle_opt_opts_init(&oo);
     oo.kind = (nle_opt_kind)kind;
@@ -689,8 +777,8 @@ static void resume_equals_uninterrupted(void) {
   nle_csr *P = entropic_p(ctx0, Y, 10);
   nle_ctx_free(&ctx0);
   const char *path = test_path("run.ckpt");
-  for (int variant = 0; variant <= NLE_OPT_CG + 2; variant++) {
-    int homotopy = variant == NLE_OPT_CG + 2, momentum = variant == NLE_OPT_CG + 1;
+  for (int variant = 0; variant <= NLE_OPT_SDM + 2; variant++) {
+    int homotopy = variant == NLE_OPT_SDM + 2, momentum = variant == NLE_OPT_SDM + 1;
     nle_opt_opts oo;
     nle_opt_opts_init(&oo);
     oo.kind = momentum ? NLE_OPT_GD : homotopy ? NLE_OPT_SD : (nle_opt_kind)variant;
@@ -908,7 +996,8 @@ static void oos_trained_maps(void) {
   nle_ctx_free(&ctx);
 }
 
-const nle_test_case nle_tests[] = {{"nle/oos_objective_gradients", oos_objective_gradients},
+const nle_test_case nle_tests[] = {{"nle/sdm_curvature_vs_hessian", sdm_curvature_vs_hessian},
+                                   {"nle/oos_objective_gradients", oos_objective_gradients},
                                    {"nle/oos_trained_maps", oos_trained_maps},
                                    {"nle/resume_equals_uninterrupted", resume_equals_uninterrupted},
                                    {"nle/out_of_sample", out_of_sample},

@@ -5,7 +5,7 @@
  * With a kernel K(d^2): -log K and -K'/K for the attraction, K and K' for the
  * repulsion; Gaussian K = exp(-d^2) (-log K = d^2, K' = -K), Student-t
  * K = 1 / (1 + d^2) (-log K = log(1 + d^2), K' = -K^2). */
-#include "../core/internal.h"
+#include "nle_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -28,6 +28,7 @@ struct nle_model {
   /* Work space of nle_model_eval, kept between calls (sized for `ws_dim`). */
   double *row_e, *force, *inv_z;
   size_t ws_dim;
+  double *curv_inv_z; /* SD-: 1/Z (in [0]) or the 1/Z_n at the prepared X */
 };
 
 enum { REP_BLOCK = 64 };
@@ -73,6 +74,7 @@ void nle_model_free(nle_model **model) {
   free((*model)->row_e);
   free((*model)->force);
   free((*model)->inv_z);
+  free((*model)->curv_inv_z);
   free(*model);
   *model = NULL;
 }
@@ -269,4 +271,86 @@ nle_status nle_model_set_exaggeration(nle_ctx *ctx, nle_model *m, double alpha) 
     return nle__fail(ctx, NLE_ERR_ARG, "model: exaggeration %g must be >= 1 and finite", alpha);
   m->exaggeration = alpha;
   return NLE_OK;
+}
+
+/* ---- The psd diagonal blocks of the repulsive Hessian (SD-) ------------- */
+
+/* Dissertation eqs. 3.3-3.4: the Hessian's 8 L^xx term, for i = j, has weights
+ * r_nm (x_in - x_im)^2 whose psd parts are r = lambda w- K (EE), 2 lambda w-
+ * K^3 (t-EE), lambda K / Z (s-SNE), 2 lambda K^3 / Z (t-SNE), and lambda K
+ * (1/Z_n + 1/Z_m) / 2 for SNE's per-point normalisers. */
+typedef struct {
+  const nle_model *m;
+  const nle_matd *X, *V;
+  nle_matd *out;
+} curv_job;
+
+static inline double curvature_weight(const nle_model *m, size_t n, size_t j, double d2, double w) {
+  double lambda = m->spec.lambda;
+  if (m->student) {
+    double k = 1.0 / (1.0 + d2);
+    return 2.0 * lambda * w * k * k * k * (m->normalised ? m->curv_inv_z[0] : 1.0);
+  }
+  double k = exp(-d2);
+  if (m->spec.kind == NLE_MODEL_SNE) return 0.5 * lambda * k * (m->curv_inv_z[n] + m->curv_inv_z[j]);
+  return lambda * w * k * (m->normalised ? m->curv_inv_z[0] : 1.0);
+}
+
+static int curv_block(void *job, size_t b, void *scratch) {
+  (void)scratch;
+  const curv_job *c = job;
+  const nle_model *m = c->m;
+  size_t N = c->X->rows, d = c->X->cols, n1 = (b + 1) * REP_BLOCK < N ? (b + 1) * REP_BLOCK : N;
+  const nle_matd *Wd = m->spec.wneg == NLE_WNEG_SQDIST ? m->spec.Wneg_dense : NULL;
+  const nle_csr *Ws = (m->spec.kind == NLE_MODEL_EE || m->spec.kind == NLE_MODEL_TEE) && m->spec.wneg == NLE_WNEG_KNN
+                          ? m->spec.Wneg_sparse
+                          : NULL;
+  for (size_t n = b * REP_BLOCK; n < n1; n++) {
+    const double *xn = c->X->data + n * d, *vn = c->V->data + n * d;
+    double *o = c->out->data + n * d;
+    memset(o, 0, d * sizeof(double));
+    int64_t q0 = Ws ? Ws->rowptr[n] : 0, q1 = Ws ? Ws->rowptr[n + 1] : (int64_t)N;
+    for (int64_t q = q0; q < q1; q++) {
+      size_t j = Ws ? (size_t)Ws->colind[q] : (size_t)q;
+      if (j == n) continue;
+      const double *xj = c->X->data + j * d, *vj = c->V->data + j * d;
+      double w = Ws ? nle_csr_value(Ws, q) : Wd ? Wd->data[n * N + j] : 1.0;
+      double r = 8.0 * curvature_weight(m, n, j, sqdist_rows(xn, xj, d), w);
+      for (size_t t = 0; t < d; t++) {
+        double u = xn[t] - xj[t];
+        o[t] += r * u * u * (vn[t] - vj[t]);
+      }
+    }
+  }
+  return 0;
+}
+
+nle_status nle__model_curvature_prepare(nle_ctx *ctx, nle_model *m, const nle_matd *X) {
+  size_t N = X->rows;
+  if (!m->curv_inv_z) {
+    m->curv_inv_z = nle__malloc(ctx, N * sizeof(double), "normalisers");
+    if (!m->curv_inv_z) return NLE_ERR_NOMEM;
+  }
+  if (!m->normalised && m->spec.kind != NLE_MODEL_SNE) return NLE_OK;
+  /* Z (or the Z_n) at X, by one repulsion pass. */
+  nle_status s = workspace(ctx, m, X->cols);
+  if (s) return s;
+  rep_job job = {m, X, m->row_e, m->force, NULL};
+  s = nle__for_blocks(ctx, "repulsion", (N + REP_BLOCK - 1) / REP_BLOCK,
+                      nle__threads_for(ctx, (double)N * (double)N * (double)(X->cols + 10)), 0, rep_block, &job);
+  if (s) return s;
+  double z = 0.0;
+  for (size_t n = 0; n < N; n++) {
+    z += m->row_e[n];
+    m->curv_inv_z[n] = 1.0 / m->row_e[n];
+  }
+  if (m->normalised) m->curv_inv_z[0] = 1.0 / z;
+  return NLE_OK;
+}
+
+nle_status nle__model_curvature_apply(nle_ctx *ctx, nle_model *m, const nle_matd *X, const nle_matd *V, nle_matd *out) {
+  size_t N = X->rows;
+  curv_job job = {m, X, V, out};
+  return nle__for_blocks(ctx, "curvature", (N + REP_BLOCK - 1) / REP_BLOCK,
+                         nle__threads_for(ctx, (double)N * (double)N * (double)(X->cols + 10)), 0, curv_block, &job);
 }

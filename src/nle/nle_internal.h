@@ -21,4 +21,11 @@ nle_opt_state *nle__opt_state(nle_opt *opt);
 /* Writes the checkpoint now, if one was asked for. */
 nle_status nle__opt_checkpoint(nle_ctx *ctx, nle_opt *opt, const nle_matd *X);
 
+/* SD-: the psd diagonal blocks of the repulsive Hessian at X (dissertation
+ * sec. 3.3): prepare computes the normalisers at X, apply gives
+ * out_i = 8 L^xx_ii V_i for every dimension i. */
+nle_status nle__model_curvature_prepare(nle_ctx *ctx, nle_model *m, const nle_matd *X);
+nle_status nle__model_curvature_apply(nle_ctx *ctx, nle_model *m, const nle_matd *X, const nle_matd *V,
+                                      nle_matd *out);
+
 #endif

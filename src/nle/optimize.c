@@ -30,6 +30,8 @@ void nle_opt_opts_init(nle_opt_opts *o) {
   o->gains = 1;
   o->exaggeration = 1.0;
   o->exaggeration_iters = 250;
+  o->sdm_tol = 0.1;
+  o->sdm_iters = 50;
 }
 
 struct nle_opt {
@@ -51,6 +53,10 @@ struct nle_opt {
   /* Checkpoints (nle_opt_set_checkpoint). */
   char *ckpt_path, *ckpt_fingerprint;
   int ckpt_every;
+  /* SD-: the sparsified W+ of the factor, and mu; work vectors of its CG. */
+  nle_csr *sd_weights;
+  double mu;
+  nle_matd *cg_r, *cg_z, *cg_d, *cg_ad;
 };
 
 void nle_opt_free(nle_opt **opt) {
@@ -72,6 +78,11 @@ void nle_opt_free(nle_opt **opt) {
   free(p->run.gain);
   free(p->ckpt_path);
   free(p->ckpt_fingerprint);
+  nle_csr_free(&p->sd_weights);
+  nle_matd_free(&p->cg_r);
+  nle_matd_free(&p->cg_z);
+  nle_matd_free(&p->cg_d);
+  nle_matd_free(&p->cg_ad);
   free(p);
   *opt = NULL;
 }
@@ -138,6 +149,7 @@ static nle_status factor_spectral(nle_ctx *ctx, nle_opt *o, const nle_csr *W) {
     dmin = fmin(dmin, 4.0 * deg);
   }
   double mu = dmin > 0 ? 1e-10 * dmin : 1e-10;
+  o->mu = mu;
   nle_status s = nle__laplacian_factor(ctx, &o->cc, W, 0, 4.0, mu, &o->factor);
   if (s) nle__fail_prefix(ctx, "spectral direction: ");
   return s;
@@ -155,8 +167,9 @@ nle_status nle_opt_new(nle_ctx *ctx, nle_model *model, const nle_csr *Wp, const 
       opts->exaggeration_iters < 0 || (opts->learning_rate > 0 && opts->kind != NLE_OPT_GD))
     return nle__fail(ctx, NLE_ERR_ARG, "optimiser: a learning rate goes with gradient descent; momentum in [0, 1), "
                                        "exaggeration >= 1");
-  if ((unsigned)opts->kind > NLE_OPT_CG || opts->kappa < 0 || opts->memory < 1 || opts->max_iters < 0 || !(opts->tol >= 0) ||
-      !(opts->c1 > 0 && opts->c1 < 1) || !(opts->shrink > 0 && opts->shrink < 1))
+  if ((unsigned)opts->kind > NLE_OPT_SDM || opts->kappa < 0 || opts->memory < 1 || opts->max_iters < 0 || !(opts->tol >= 0) ||
+      !(opts->c1 > 0 && opts->c1 < 1) || !(opts->shrink > 0 && opts->shrink < 1) || !(opts->sdm_tol > 0) ||
+      opts->sdm_iters < 1)
     return nle__fail(ctx, NLE_ERR_ARG, "optimiser: invalid options");
   nle_opt *o = nle__calloc(ctx, 1, sizeof *o, "the optimiser");
   if (!o) return NLE_ERR_NOMEM;
@@ -164,7 +177,8 @@ nle_status nle_opt_new(nle_ctx *ctx, nle_model *model, const nle_csr *Wp, const 
   o->o = *opts;
   o->n = Wp->rows;
   nle_csr *W = NULL;
-  nle_status s = sparsified_weights(ctx, Wp, opts->kind == NLE_OPT_SD ? opts->kappa : 0, &W);
+  int spectral = opts->kind == NLE_OPT_SD || opts->kind == NLE_OPT_SDM;
+  nle_status s = sparsified_weights(ctx, Wp, spectral ? opts->kappa : 0, &W);
   if (!s && opts->kind == NLE_OPT_FP) {
     o->degree = nle__calloc(ctx, (size_t)o->n, sizeof(double), "degrees");
     if (!o->degree) s = NLE_ERR_NOMEM;
@@ -173,11 +187,15 @@ nle_status nle_opt_new(nle_ctx *ctx, nle_model *model, const nle_csr *Wp, const 
       if (!(o->degree[i] > 0)) o->degree[i] = 1e-10; /* an isolated point: a (tiny) gradient step */
     }
   }
-  if (!s && opts->kind == NLE_OPT_SD) {
+  if (!s && spectral) {
     cholmod_start(&o->cc);
     o->cc_started = 1;
     o->cc.print = 0;
     s = factor_spectral(ctx, o, W);
+  }
+  if (!s && opts->kind == NLE_OPT_SDM) { /* SD- multiplies by the same 4 L+ + mu I */
+    o->sd_weights = W;
+    W = NULL;
   }
   nle_csr_free(&W);
   if (s) {
@@ -188,21 +206,9 @@ nle_status nle_opt_new(nle_ctx *ctx, nle_model *model, const nle_csr *Wp, const 
   return NLE_OK;
 }
 
-nle_status nle_opt_direction(nle_ctx *ctx, nle_opt *o, const nle_matd *g, nle_matd *p) {
+/* (4 L+ + mu I) p = -g by the cached Cholesky factor, all d columns at once. */
+static nle_status spectral_solve(nle_ctx *ctx, nle_opt *o, const nle_matd *g, nle_matd *p) {
   size_t n = g->rows, d = g->cols;
-  if ((int64_t)n != o->n || p->rows != n || p->cols != d)
-    return nle__fail(ctx, NLE_ERR_ARG, "optimiser: gradient and direction must be %lld x d", (long long)o->n);
-  if (o->o.kind == NLE_OPT_GD || o->o.kind == NLE_OPT_LBFGS || o->o.kind == NLE_OPT_CG) {
-    /* The history-free part; nle_opt_run adds the quasi-Newton and
-     * conjugate corrections. */
-    for (size_t i = 0; i < n * d; i++) p->data[i] = -g->data[i];
-    return NLE_OK;
-  }
-  if (o->o.kind == NLE_OPT_FP) {
-    for (size_t i = 0; i < n; i++)
-      for (size_t t = 0; t < d; t++) p->data[i * d + t] = -g->data[i * d + t] / o->degree[i];
-    return NLE_OK;
-  }
   if (!o->rhs || o->rhs->ncol != d) {
     cholmod_free_dense(&o->rhs, &o->cc);
     o->rhs = cholmod_allocate_dense(n, d, n, CHOLMOD_REAL, &o->cc);
@@ -218,6 +224,35 @@ nle_status nle_opt_direction(nle_ctx *ctx, nle_opt *o, const nle_matd *g, nle_ma
     for (size_t t = 0; t < d; t++) p->data[i * d + t] = xs[t * n + i];
   cholmod_free_dense(&x, &o->cc);
   return NLE_OK;
+}
+
+static nle_status sdm_direction(nle_ctx *ctx, nle_opt *o, const nle_matd *X, const nle_matd *g, nle_matd *p);
+
+nle_status nle_opt_direction(nle_ctx *ctx, nle_opt *o, const nle_matd *g, nle_matd *p) {
+  return nle_opt_direction_at(ctx, o, NULL, g, p);
+}
+
+nle_status nle_opt_direction_at(nle_ctx *ctx, nle_opt *o, const nle_matd *X, const nle_matd *g, nle_matd *p) {
+  size_t n = g->rows, d = g->cols;
+  if (o->o.kind == NLE_OPT_SDM) {
+    if (!X || X->rows != n || X->cols != d)
+      return nle__fail(ctx, NLE_ERR_ARG, "optimiser: SD- needs the current X (%zu x %zu) for its direction", n, d);
+    return sdm_direction(ctx, o, X, g, p);
+  }
+  if ((int64_t)n != o->n || p->rows != n || p->cols != d)
+    return nle__fail(ctx, NLE_ERR_ARG, "optimiser: gradient and direction must be %lld x d", (long long)o->n);
+  if (o->o.kind == NLE_OPT_GD || o->o.kind == NLE_OPT_LBFGS || o->o.kind == NLE_OPT_CG) {
+    /* The history-free part; nle_opt_run adds the quasi-Newton and
+     * conjugate corrections. */
+    for (size_t i = 0; i < n * d; i++) p->data[i] = -g->data[i];
+    return NLE_OK;
+  }
+  if (o->o.kind == NLE_OPT_FP) {
+    for (size_t i = 0; i < n; i++)
+      for (size_t t = 0; t < d; t++) p->data[i * d + t] = -g->data[i * d + t] / o->degree[i];
+    return NLE_OK;
+  }
+  return spectral_solve(ctx, o, g, p);
 }
 
 static double dot(const double *a, const double *b, size_t len) {
@@ -425,7 +460,7 @@ nle_status nle_opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report *ou
       break;
     }
     if (o->o.time_budget > 0 && rep->seconds >= o->o.time_budget) break;
-    s = nle_opt_direction(ctx, o, G, P);
+    s = nle_opt_direction_at(ctx, o, X, G, P);
     if (s) break;
     if (o->o.kind == NLE_OPT_LBFGS) {
       lbfgs_direction(o, G->data, P->data);
@@ -517,6 +552,72 @@ nle_status nle_opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report *ou
     return nle__fail(ctx, NLE_WARN_NOT_CONVERGED, "optimiser: stopped after %d iterations (%.1f s) before the tolerance",
                      rep->iterations, rep->seconds);
   return NLE_OK;
+}
+
+/* ---- SD- ------------------------------------------------------------------ */
+
+/* out = (4 L+ + mu I) v, with the sparsified L+ of the factor. */
+static void spectral_apply(const nle_opt *o, const nle_matd *v, nle_matd *out) {
+  const nle_csr *W = o->sd_weights;
+  size_t d = v->cols;
+  for (int64_t i = 0; i < W->rows; i++) {
+    double *oi = out->data + (size_t)i * d;
+    const double *vi = v->data + (size_t)i * d;
+    for (size_t t = 0; t < d; t++) oi[t] = o->mu * vi[t];
+    for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++) {
+      const double *vj = v->data + (size_t)W->colind[q] * d;
+      double w = 4.0 * nle_csr_value(W, q);
+      for (size_t t = 0; t < d; t++) oi[t] += w * (vi[t] - vj[t]);
+    }
+  }
+}
+
+/* B p = -g with B = 4 L+ + mu I + the psd diagonal blocks of the repulsive
+ * Hessian at X (dissertation sec. 3.3), by linear CG preconditioned with the
+ * spectral direction's factor; it exits once the residual is below sdm_tol
+ * |g| or after sdm_iters iterations (0.1 and 50 by default, as there). */
+
+static nle_status sdm_direction(nle_ctx *ctx, nle_opt *o, const nle_matd *X, const nle_matd *g, nle_matd *p) {
+  size_t n = g->rows, d = g->cols, len = n * d;
+  nle_status s = NLE_OK;
+  nle_matd **work[4] = {&o->cg_r, &o->cg_z, &o->cg_d, &o->cg_ad};
+  for (int i = 0; i < 4 && !s; i++)
+    if (!*work[i] || (*work[i])->cols != d) {
+      nle_matd_free(work[i]);
+      s = nle_matd_alloc(ctx, n, d, work[i]);
+    }
+  if (!s) s = nle__model_curvature_prepare(ctx, o->model, X);
+  if (s) return s;
+  nle_matd *r = o->cg_r, *z = o->cg_z, *dir = o->cg_d, *ad = o->cg_ad;
+  double gnorm = sqrt(dot(g->data, g->data, len));
+  memset(p->data, 0, len * sizeof(double));
+  for (size_t i = 0; i < len; i++) r->data[i] = -g->data[i];
+  /* z = M^-1 r: the spectral direction solve (M p = -g with g = -r). */
+  for (size_t i = 0; i < len; i++) ad->data[i] = -r->data[i];
+  s = spectral_solve(ctx, o, ad, z);
+  if (s) return s;
+  memcpy(dir->data, z->data, len * sizeof(double));
+  double rz = dot(r->data, z->data, len);
+  for (int it = 0; it < o->o.sdm_iters && !s; it++) {
+    spectral_apply(o, dir, ad);
+    s = nle__model_curvature_apply(ctx, o->model, X, dir, z); /* z as scratch */
+    if (s) break;
+    for (size_t i = 0; i < len; i++) ad->data[i] += z->data[i];
+    double dad = dot(dir->data, ad->data, len);
+    if (!(dad > 0)) break; /* B is pd; rounding only */
+    double alpha = rz / dad;
+    for (size_t i = 0; i < len; i++) {
+      p->data[i] += alpha * dir->data[i];
+      r->data[i] -= alpha * ad->data[i];
+    }
+    if (sqrt(dot(r->data, r->data, len)) <= o->o.sdm_tol * gnorm) break;
+    for (size_t i = 0; i < len; i++) ad->data[i] = -r->data[i];
+    s = spectral_solve(ctx, o, ad, z);
+    double rz_new = dot(r->data, z->data, len), beta = rz_new / rz;
+    rz = rz_new;
+    for (size_t i = 0; i < len; i++) dir->data[i] = z->data[i] + beta * dir->data[i];
+  }
+  return s;
 }
 
 /* ---- Checkpoints ---------------------------------------------------------- */
