@@ -21,6 +21,7 @@ static const model_info models[] = {
 
 static const char *help_fmt =
     "Usage: nlembed %s [options] INPUT -o OUTPUT\n"
+    "       nlembed %s [options] --affinities W.mtx [INPUT] -o OUTPUT\n"
     "\n"
     "%s embedding of INPUT (dissertation ch. 3; EE paper). Affinities W+ are\n"
     "entropic (perplexity) on the kNN graph, symmetrised as (P + P^T) / 2%s.\n"
@@ -31,6 +32,11 @@ static const char *help_fmt =
     "\n"
     "Options:\n"
     "  -o, --output FILE    the N x d embedding (.npy, .csv, ...)\n"
+    "  --affinities FILE    W+ given as an N x N Matrix Market file (e.g. from\n"
+    "                       `nlembed affinity`) instead of built from INPUT:\n"
+    "                       symmetrised (and normalised for ssne/tsne; rows\n"
+    "                       normalised for sne); INPUT is then optional (init\n"
+    "                       spectral by default without it)\n"
     "  -d, --dim N          embedding dimension (default 2)\n"
     "  -p, --perplexity K   entropic affinities' perplexity (default 30)\n"
     "  -k, --neighbors K    kNN graph size (default 3 x perplexity)\n"
@@ -83,7 +89,7 @@ static const char *help_fmt =
 enum { OPT_LAMBDA = OPT_COMMAND_BASE, OPT_WNEG, OPT_OPTIMIZER, OPT_KAPPA_E, OPT_INIT, OPT_INIT_SCALE, OPT_MAX_ITERS,
        OPT_TOL_E, OPT_BUDGET, OPT_SAVE_LABELS_E, OPT_SIGMA_E, OPT_HOMOTOPY, OPT_LAMBDA_START, OPT_PATH,
        OPT_RATE, OPT_MOMENTUM, OPT_EXAG, OPT_EXAG_ITERS, OPT_NO_GAINS, OPT_CHECKPOINT, OPT_CHECKPOINT_EVERY,
-       OPT_RESUME, OPT_SAVE_MODEL, OPT_MODEL_DATA, OPT_SDM_TOL, OPT_SDM_ITERS };
+       OPT_RESUME, OPT_SAVE_MODEL, OPT_MODEL_DATA, OPT_SDM_TOL, OPT_SDM_ITERS, OPT_AFFINITIES };
 
 /* Dense bounds need two N x N eigendecompositions: for small N; Lanczos
  * above. */
@@ -156,8 +162,8 @@ static nle_status attractive_weights(cli_env *env, const nle_csr *graph, double 
 
 /* PCA, Laplacian eigenmaps of W+, or Gaussian noise, scaled so the first
  * column has standard deviation `scale`; or a file of N x d. */
-static nle_status initial_x(cli_env *env, const nle_matf *Y, const nle_csr *Wp, int Wp_sym, const char *init, size_t d,
-                            double scale, nle_matd **X) {
+static nle_status initial_x(cli_env *env, const nle_matf *Y, size_t n, const nle_csr *Wp, int Wp_sym, const char *init,
+                            size_t d, double scale, nle_matd **X) {
   nle_status s;
   if (!strcmp(init, "pca")) {
     nle_pca_opts po;
@@ -172,10 +178,10 @@ static nle_status initial_x(cli_env *env, const nle_matf *Y, const nle_csr *Wp, 
     return s;
   }
   if (!strcmp(init, "random")) {
-    s = nle_matd_alloc(env->ctx, Y->rows, d, X);
+    s = nle_matd_alloc(env->ctx, n, d, X);
     nle_rng r;
     nle_rng_init(&r, nle_ctx_seed(env->ctx), 0x696e6974ULL);
-    for (size_t i = 0; !s && i < Y->rows * d; i++) (*X)->data[i] = scale * nle_rng_normal(&r);
+    for (size_t i = 0; !s && i < n * d; i++) (*X)->data[i] = scale * nle_rng_normal(&r);
     return s;
   }
   if (!strcmp(init, "spectral")) {
@@ -189,9 +195,9 @@ static nle_status initial_x(cli_env *env, const nle_matf *Y, const nle_csr *Wp, 
       cli_note(env, "warning: W+ has %d connected components; the spectral initialisation puts each at one point "
                "of a few directions (try a larger -k, or --init pca)", comps);
     double mean = 0.0, var = 0.0;
-    for (size_t i = 0; !s && i < Y->rows; i++) mean += (*X)->data[i * d] / (double)Y->rows;
-    for (size_t i = 0; !s && i < Y->rows; i++) var += pow((*X)->data[i * d] - mean, 2) / (double)Y->rows;
-    for (size_t i = 0; !s && var > 0 && i < Y->rows * d; i++) (*X)->data[i] *= scale / sqrt(var);
+    for (size_t i = 0; !s && i < n; i++) mean += (*X)->data[i * d] / (double)n;
+    for (size_t i = 0; !s && i < n; i++) var += pow((*X)->data[i * d] - mean, 2) / (double)n;
+    for (size_t i = 0; !s && var > 0 && i < n * d; i++) (*X)->data[i] *= scale / sqrt(var);
     return s;
   }
   return cli_load_embedding(env, init, X); /* the caller checks its shape */
@@ -204,7 +210,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
   if (!mi) return 2;
   int unnormalised = mi->kind == NLE_MODEL_EE || mi->kind == NLE_MODEL_TEE;
   char help[8192];
-  snprintf(help, sizeof help, help_fmt, mi->name, mi->title, unnormalised ? "" : " and normalised to sum 1",
+  snprintf(help, sizeof help, help_fmt, mi->name, mi->name, mi->title, unnormalised ? "" : " and normalised to sum 1",
            mi->lambda,
            unnormalised ? "  --wneg NAME          repulsive weights: uniform (default), sqdist (squared\n"
                           "                       input distances, dense N x N), knn (on the kNN graph)\n"
@@ -224,7 +230,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
       {"no-gains", no_argument, 0, OPT_NO_GAINS}, {"checkpoint", required_argument, 0, OPT_CHECKPOINT},
       {"checkpoint-every", required_argument, 0, OPT_CHECKPOINT_EVERY}, {"resume", required_argument, 0, OPT_RESUME},
       {"save-model", required_argument, 0, OPT_SAVE_MODEL}, {"model-data", required_argument, 0, OPT_MODEL_DATA},
-      {"sdm-tol", required_argument, 0, OPT_SDM_TOL}, {"sdm-iters", required_argument, 0, OPT_SDM_ITERS},
+      {"affinities", required_argument, 0, OPT_AFFINITIES}, {"sdm-tol", required_argument, 0, OPT_SDM_TOL}, {"sdm-iters", required_argument, 0, OPT_SDM_ITERS},
       CLI_KNN_OPTIONS, CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
   cli_env env;
   if (cli_env_init(&env, mi->name, help)) return 1;
@@ -240,7 +246,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
   long long v;
   size_t d = 2;
   nle_wneg_kind wneg = NLE_WNEG_UNIFORM;
-  const char *output = NULL, *init = "pca", *save_labels = NULL, *checkpoint = NULL, *resume = NULL, *save_model = NULL;
+  const char *output = NULL, *init = "pca", *save_labels = NULL, *checkpoint = NULL, *resume = NULL, *save_model = NULL, *affinities = NULL;
   int c, checkpoint_every = 50, model_data_copy = 1;
   while ((c = cli_next_option(&env, argc, argv, "o:d:p:k:", longopts)) != -1) {
     switch (c) {
@@ -334,6 +340,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
       break;
     case OPT_RESUME: resume = optarg; break;
     case OPT_SAVE_MODEL: save_model = optarg; break;
+    case OPT_AFFINITIES: affinities = optarg; break;
     case OPT_SDM_TOL:
       if (!cli_parse_double(optarg, &oo.sdm_tol) || oo.sdm_tol <= 0) env.rc = cli_usage_error(mi->name, "--sdm-tol takes a positive number");
       break;
@@ -354,7 +361,13 @@ int cmd_embed(int argc, char **argv, const char *name) {
     return 0;
   }
   int rc = env.rc;
-  if (!rc && optind != argc - 1) rc = cli_usage_error(mi->name, "expected one INPUT, got %d", argc - optind);
+  int n_inputs = argc - optind;
+  if (!rc && !(n_inputs == 1 || (affinities && n_inputs == 0)))
+    rc = cli_usage_error(mi->name, "expected one INPUT%s, got %d", affinities ? " or none" : "", n_inputs);
+  const char *input = n_inputs == 1 ? argv[optind] : affinities;
+  if (!rc && !n_inputs && !strcmp(init, "pca")) init = "spectral"; /* PCA needs the data */
+  if (!rc && !n_inputs && (save_model || save_labels || (unnormalised && wneg != NLE_WNEG_UNIFORM) || !strcmp(init, "pca")))
+    rc = cli_usage_error(mi->name, "--save-model, --save-labels, --wneg sqdist|knn and --init pca need the INPUT data");
   if (!rc && !output) rc = cli_usage_error(mi->name, "no output file (-o FILE)");
   if (k == 0) k = sigma > 0 ? 12 : (int)ceil(3.0 * perplexity);
   nle_status s = NLE_OK;
@@ -368,8 +381,16 @@ int cmd_embed(int argc, char **argv, const char *name) {
   nle_opt *opt = NULL;
   nle_opt_report rep = {0};
   double t_knn = 0, t_opt = 0;
-  if (!rc && !s) s = cli_load(&env, argv[optind], &ds);
-  if (!rc && !s && (size_t)k >= ds->X->rows) {
+  nle_csr *A = NULL;
+  if (!rc && !s && n_inputs) s = cli_load(&env, argv[optind], &ds);
+  if (!rc && !s && affinities) s = nle_read_csr_mtx(env.ctx, affinities, &A);
+  if (!rc && !s && A && (A->rows != A->cols || A->rows < 3 || (ds && (size_t)A->rows != ds->X->rows))) {
+    fprintf(stderr, "nlembed %s: error: %s: the affinities must be N x N with N >= 3%s, not %lld x %lld\n", mi->name,
+            affinities, ds ? " and N the number of INPUT points" : "", (long long)A->rows, (long long)A->cols);
+    rc = 1;
+  }
+  size_t npts = ds ? ds->X->rows : A ? (size_t)A->rows : 0;
+  if (!rc && !s && !A && (size_t)k >= ds->X->rows) {
     fprintf(stderr, "nlembed %s: error: %s: k = %d neighbours need more than %zu points (lower -k or the perplexity)\n",
             mi->name, argv[optind], k, ds->X->rows);
     rc = 1;
@@ -378,21 +399,22 @@ int cmd_embed(int argc, char **argv, const char *name) {
     rc = cli_usage_error(mi->name, "%s has no labels to save (give them with --labels)", argv[optind]);
   /* One kNN graph serves W+ and, for --wneg knn, W-. */
   nle_csr *graph = NULL;
-  if (!rc && !s) {
+  if (!rc && !s && !A) {
     const char *method;
     double t0 = nle_time_seconds();
     s = cli_knn(&env, ds->X, k, &choice, &graph, &method);
     t_knn = nle_time_seconds() - t0;
   }
   double *beta = NULL;
-  if (!rc && !s) s = attractive_weights(&env, graph, perplexity, sigma, mi->kind, &W, &beta);
+  if (!rc && !s) s = A ? nle_affinity_for_model(env.ctx, A, mi->kind, &W) : attractive_weights(&env, graph, perplexity, sigma, mi->kind, &W, &beta);
+  nle_csr_free(&A);
   if (!rc && !s && unnormalised && wneg == NLE_WNEG_SQDIST) s = nle_repulsive_dense(env.ctx, ds->X, wneg, &Wsq);
   if (!rc && !s && unnormalised && wneg == NLE_WNEG_KNN) s = nle_repulsive_knn(env.ctx, graph, &Wk);
   if (!save_model) nle_csr_free(&graph); /* else kept for the model file */
-  if (!rc && !s) s = resume ? nle_matd_alloc(env.ctx, ds->X->rows, d, &X) : initial_x(&env, ds->X, W, mi->kind != NLE_MODEL_SNE, init, d, scale, &X);
-  if (!rc && !s && (X->rows != ds->X->rows || X->cols != d)) {
+  if (!rc && !s) s = resume ? nle_matd_alloc(env.ctx, npts, d, &X) : initial_x(&env, ds ? ds->X : NULL, npts, W, mi->kind != NLE_MODEL_SNE, init, d, scale, &X);
+  if (!rc && !s && (X->rows != npts || X->cols != d)) {
     fprintf(stderr, "nlembed %s: error: %s: initial X must be %zu x %zu, not %zu x %zu\n", mi->name, init,
-            ds->X->rows, d, X->rows, X->cols);
+            npts, d, X->rows, X->cols);
     rc = 1;
   }
   if (!rc && !s) {
@@ -400,12 +422,12 @@ int cmd_embed(int argc, char **argv, const char *name) {
     s = nle_model_new(env.ctx, &spec, &model);
   }
   if (!rc && !s && oo.learning_rate < 0)
-    oo.learning_rate = fmax((double)ds->X->rows / oo.exaggeration, 200.0);
+    oo.learning_rate = fmax((double)npts / oo.exaggeration, 200.0);
   if (!rc && !s && oo.learning_rate > 0) oo.kind = NLE_OPT_GD;
   if (!rc && !s) s = nle_opt_new(env.ctx, model, W, &oo, &opt);
   double l1 = NAN, u1 = NAN;
   if (!rc && !s && unnormalised) {
-    int dense = ds->X->rows <= BOUNDS_DENSE_MAX_N;
+    int dense = npts <= BOUNDS_DENSE_MAX_N;
     s = dense ? nle_ee_lambda_bounds(env.ctx, W, wneg, Wsq, Wk, &l1, &u1)
               : nle_ee_lambda_bounds_lanczos(env.ctx, W, wneg, Wsq, Wk, &l1, &u1);
     if (!s) cli_note(&env, "lambda* bounds: %.4g <= lambda* <= %.4g (EE paper eqs. 11-12, %s)", l1, u1,
@@ -426,7 +448,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
            "nlembed %s %s n=%zu D=%zu d=%zu perplexity=%.17g k=%d sigma=%.17g lambda=%.17g wneg=%d optimizer=%d "
            "kappa=%d sdm=%.17g/%d init=%s init-scale=%.17g seed=%llu tol=%.17g homotopy=%d lambda-start=%.17g rate=%.17g "
            "momentum=%.17g exaggeration=%.17g/%d gains=%d knn=%d/%d/%d/%d/%d/%.17g",
-           mi->name, argv[optind], ds ? ds->X->rows : 0, ds ? ds->X->cols : 0, d, perplexity, k, sigma, lambda,
+           mi->name, input ? input : "", npts, ds ? ds->X->cols : 0, d, perplexity, k, sigma, lambda,
            (int)wneg, (int)oo.kind, oo.kappa, oo.sdm_tol, oo.sdm_iters, init, scale, (unsigned long long)nle_ctx_seed(env.ctx), oo.tol, homotopy,
            lambda_start, oo.learning_rate, oo.momentum, oo.exaggeration, oo.exaggeration_iters, oo.gains,
            (int)choice.method, choice.approx.n_trees, choice.approx.leaf_size, choice.approx.max_candidates,
@@ -471,12 +493,12 @@ int cmd_embed(int argc, char **argv, const char *name) {
            "\"E0\": %.10g, \"E\": %.10g, \"converged\": %s, \"lambda_star_lower\": %.6g, \"lambda_star_upper\": %.6g, "
            "\"homotopy_steps\": %d, \"knn_seconds\": %.3f, \"optimize_seconds\": %.3f, "
            "\"summary\": \"%s (lambda %g, %s), perplexity %g, E %.4g after %d iterations\"}\n",
-           mi->name, ds->name, ds->X->rows, d, perplexity, k, lambda, opt_names[oo.kind], oo.kappa, rep.iterations,
+           mi->name, ds ? ds->name : input, npts, d, perplexity, k, lambda, opt_names[oo.kind], oo.kappa, rep.iterations,
            rep.evaluations, rep.E0, rep.E, rep.converged ? "true" : "false", isfinite(l1) ? l1 : -1.0,
            isfinite(u1) ? u1 : -1.0, homotopy, t_knn, t_opt, mi->title, lambda, opt_names[oo.kind], perplexity, rep.E,
            rep.iterations);
     cli_note(&env, "%s of %zu points: E %.6g -> %.6g in %d iterations (%d evaluations), %.2f s; wrote %s", mi->title,
-             ds->X->rows, rep.E0, rep.E, rep.iterations, rep.evaluations, t_opt, output);
+             npts, rep.E0, rep.E, rep.iterations, rep.evaluations, t_opt, output);
   }
   nle_csr_free(&graph);
   free(beta);

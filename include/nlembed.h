@@ -258,6 +258,9 @@ nle_status nle_write_labels(nle_ctx *ctx, const char *path, const int32_t *label
 /* N x k int32 matrix (e.g. neighbour indices) as .npy or text. */
 nle_status nle_write_mati32(nle_ctx *ctx, const char *path, const int32_t *a,
                             int64_t rows, int64_t cols);
+/* Matrix Market coordinate (real, integer or pattern; general or symmetric,
+ * 1-based) into a CSR with sorted columns; duplicates are an error. */
+nle_status nle_read_csr_mtx(nle_ctx *ctx, const char *path, nle_csr **m);
 /* Matrix Market coordinate real general, 1-based. */
 nle_status nle_write_csr_mtx(nle_ctx *ctx, const char *path, const nle_csr *m);
 /* Arbitrary text (e.g. a JSON line), atomically. */
@@ -502,6 +505,10 @@ void nle_model_free(nle_model **model);
  * its work space between calls, so one model is not for evaluations from two
  * threads at once. */
 nle_status nle_model_eval(nle_ctx *ctx, nle_model *model, const nle_matd *X, double *E, nle_matd *G);
+/* W+ for a model from a given affinity matrix A (N x N, >= 0): (A + A^T) / 2
+ * for EE and t-EE, the same divided by its sum for s-SNE and t-SNE, and for
+ * SNE A with every row normalised to 1. */
+nle_status nle_affinity_for_model(nle_ctx *ctx, const nle_csr *A, nle_model_kind kind, nle_csr **W);
 /* Changes lambda (for the homotopy; an optimiser planned on the model stays valid). */
 nle_status nle_model_set_lambda(nle_ctx *ctx, nle_model *model, double lambda);
 double nle_model_lambda(const nle_model *model);

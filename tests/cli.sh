@@ -175,6 +175,25 @@ if grep -q 'lambda\* bounds: .* (EE paper eqs. 11-12, dense eigenvalues)' "$T/st
 expect_ok init_spectral_disconnected $N tsne blobs:400:8:4 -p 3 -k 5 --init spectral --max-iters 5 -o "$T/isp2.npy"
 if grep -q 'warning: W+ has [0-9]* connected components' "$T/stderr"; then ok spectral_components_warning; else bad spectral_components_warning "$(cat "$T/stderr")"; fi
 
+# ---- precomputed affinities
+expect_ok affinity_for_embed $N affinity blobs:400:8:4 -p 15 -o "$T/aw.mtx" --quiet
+expect_ok embed_affinities_only $N tsne --affinities "$T/aw.mtx" --max-iters 100 -o "$T/ea1.npy" --quiet
+expect_ok embed_affinities_with_data $N tsne blobs:400:8:4 --affinities "$T/aw.mtx" --init pca --max-iters 100 -o "$T/ea2.npy" --quiet
+expect_ok embed_same_from_data $N tsne blobs:400:8:4 -p 15 --max-iters 100 -o "$T/ea3.npy" --quiet
+/usr/bin/python3 - "$T" > /dev/null 2>&1 <<'PY' && ok affinities_same_embedding || bad affinities_same_embedding "embeddings from the file and from the data differ"
+import sys, numpy as np
+a, b = np.load(sys.argv[1] + "/ea2.npy"), np.load(sys.argv[1] + "/ea3.npy")
+assert np.abs(a - b).max() <= 1e-6 * np.abs(b).max()
+PY
+printf '%%%%MatrixMarket matrix coordinate real general\n3 3 2\n1 2 0.5\n1 2 0.5\n' > "$T/dup.mtx"
+expect_fail affinities_duplicate "dup.mtx: line 4: entry (1, 2) given twice" "$T/x.npy" -- $N ee --affinities "$T/dup.mtx" -o "$T/x.npy"
+printf '%%%%MatrixMarket matrix coordinate real general\n3 3 2\n1 2 0.5\n4 1 0.5\n' > "$T/out.mtx"
+expect_fail affinities_outside "out.mtx: line 4: entry (4, 1) outside the 3 x 3 matrix" "$T/x.npy" -- $N ee --affinities "$T/out.mtx" -o "$T/x.npy"
+printf '%%%%MatrixMarket matrix coordinate real general\n3 3 2\n1 2 abc\n' > "$T/bad.mtx"
+expect_fail affinities_bad_line "bad.mtx: line 3: expected 'row column value'" "$T/x.npy" -- $N ee --affinities "$T/bad.mtx" -o "$T/x.npy"
+expect_fail affinities_size_mismatch "the affinities must be N x N with N >= 3 and N the number of INPUT points" "$T/x.npy" -- $N tsne spiral:300 --affinities "$T/aw.mtx" -o "$T/x.npy"
+expect_fail affinities_need_data "need the INPUT data" "$T/x.npy" -- $N ee --affinities "$T/aw.mtx" --wneg sqdist -o "$T/x.npy"
+
 # ---- out-of-sample maps from a saved model
 expect_ok save_model $N tsne blobs:400:8:4 -p 15 --max-iters 200 -o "$T/om.npy" --save-model "$T/om.nle" --quiet
 expect_ok transform_forward $N transform "$T/om.nle" blobs:400:8:4 -o "$T/of.npy" --quiet

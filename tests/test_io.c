@@ -301,7 +301,42 @@ static void fashion_mnist(void) {
   nle_ctx_free(&ctx);
 }
 
-const nle_test_case io_tests[] = {
+
+/* Matrix Market: what nle_write_csr_mtx writes reads back exactly; symmetric
+ * and pattern files expand; malformed files are refused with their line. */
+static void mtx_round_trip(void) {
+  nle_ctx *ctx = test_ctx(1);
+  nle_csr *m, *back;
+  nle_test_ok(nle_csr_alloc(ctx, 3, 4, 4, NLE_F64, &m));
+  int64_t rp[4] = {0, 2, 2, 4};
+  int32_t ci[4] = {1, 3, 0, 2};
+  double v[4] = {0.1, 1.0 / 3.0, -2e-300, 7};
+  memcpy(m->rowptr, rp, sizeof rp);
+  memcpy(m->colind, ci, sizeof ci);
+  memcpy(m->val, v, sizeof v);
+  const char *path = test_path("m.mtx");
+  nle_test_ok(nle_write_csr_mtx(ctx, path, m));
+  nle_test_ok(nle_read_csr_mtx(ctx, path, &back));
+  nle_test(back->rows == 3 && back->cols == 4 && back->nnz == 4 && !memcmp(back->rowptr, rp, sizeof rp) &&
+           !memcmp(back->colind, ci, sizeof ci) && !memcmp(back->val, v, sizeof v));
+  nle_csr_free(&back);
+  const char sym[] = "%%MatrixMarket matrix coordinate pattern symmetric\n% comment\n3 3 2\n2 1\n3 3\n";
+  nle_test_ok(nle_read_csr_mtx(ctx, test_write_file("s.mtx", sym, sizeof sym - 1), &back));
+  nle_test(back->nnz == 3 && back->rowptr[1] == 1 && back->colind[0] == 1 && nle_csr_value(back, 0) == 1.0 &&
+           back->colind[1] == 0 && back->colind[2] == 2);
+  nle_csr_free(&back);
+  const char trunc[] = "%%MatrixMarket matrix coordinate real general\n3 3 3\n1 1 1\n";
+  nle_test(nle_read_csr_mtx(ctx, test_write_file("t.mtx", trunc, sizeof trunc - 1), &back) == NLE_ERR_FORMAT);
+  nle_test(strstr(nle_ctx_error(ctx), "3 entries announced, 1 found") != NULL);
+  const char nan[] = "%%MatrixMarket matrix coordinate real general\n3 3 1\n1 1 nan\n";
+  nle_test(nle_read_csr_mtx(ctx, test_write_file("n.mtx", nan, sizeof nan - 1), &back) == NLE_ERR_VALUE);
+  nle_test(strstr(nle_ctx_error(ctx), "line 3: value is not finite") != NULL);
+  nle_csr_free(&m);
+  nle_ctx_free(&ctx);
+}
+
+const nle_test_case io_tests[] = {{"io/mtx_round_trip", mtx_round_trip},
+                                  
     {"io/text_formats", text_formats},   {"io/text_labels", text_labels},
     {"io/text_malformed", text_malformed}, {"io/npy_read", npy_read},
     {"io/npy_roundtrip", npy_roundtrip}, {"io/idx_and_gzip", idx_and_gzip},

@@ -164,3 +164,43 @@ nle_status nle_repulsive_dense(nle_ctx *ctx, const nle_matf *Y, nle_wneg_kind ki
 nle_status nle_repulsive_knn(nle_ctx *ctx, const nle_csr *knn, nle_csr **W) {
   return csr_union_transpose(ctx, knn, 0, W);
 }
+
+/* W+ for a model from a given affinity matrix A (the --affinities input). */
+nle_status nle_affinity_for_model(nle_ctx *ctx, const nle_csr *A, nle_model_kind kind, nle_csr **W) {
+  *W = NULL;
+  if (A->rows != A->cols) return nle__fail(ctx, NLE_ERR_ARG, "affinities: the matrix must be square");
+  for (int64_t q = 0; q < A->nnz; q++)
+    if (!(nle_csr_value(A, q) >= 0) || !isfinite(nle_csr_value(A, q)))
+      return nle__fail(ctx, NLE_ERR_VALUE, "affinities: entry %lld is %g; they must be finite and >= 0", (long long)q,
+                       nle_csr_value(A, q));
+  if (kind == NLE_MODEL_SNE) {
+    nle_status s = nle_csr_alloc(ctx, A->rows, A->cols, A->nnz, NLE_F64, W);
+    for (int64_t i = 0; !s && i < A->rows; i++) {
+      double sum = 0.0;
+      for (int64_t q = A->rowptr[i]; q < A->rowptr[i + 1]; q++)
+        if (A->colind[q] != i) sum += nle_csr_value(A, q);
+      if (!(sum > 0))
+        s = nle__fail(ctx, NLE_ERR_VALUE, "affinities: row %lld has no positive weight off the diagonal (SNE "
+                                          "normalises every row)", (long long)i + 1);
+      (*W)->rowptr[i + 1] = A->rowptr[i + 1];
+      for (int64_t q = A->rowptr[i]; !s && q < A->rowptr[i + 1]; q++) {
+        (*W)->colind[q] = A->colind[q];
+        ((double *)(*W)->val)[q] = A->colind[q] != i ? nle_csr_value(A, q) / sum : 0.0;
+      }
+    }
+    if (s) nle_csr_free(W);
+    return s;
+  }
+  nle_status s = nle_affinity_symmetrize(ctx, A, 0, W);
+  if (s || (kind != NLE_MODEL_SSNE && kind != NLE_MODEL_TSNE)) return s;
+  double total = 0.0;
+  for (int64_t i = 0; i < (*W)->rows; i++)
+    for (int64_t q = (*W)->rowptr[i]; q < (*W)->rowptr[i + 1]; q++)
+      if ((*W)->colind[q] != i) total += nle_csr_value(*W, q);
+  if (!(total > 0)) {
+    nle_csr_free(W);
+    return nle__fail(ctx, NLE_ERR_VALUE, "affinities: all off-diagonal weights are zero");
+  }
+  for (int64_t q = 0; q < (*W)->nnz; q++) ((double *)(*W)->val)[q] /= total;
+  return NLE_OK;
+}
