@@ -32,6 +32,7 @@ struct nle_model {
 };
 
 enum { REP_BLOCK = 64 };
+static const double EXP_FLOOR = 700.0;
 
 nle_status nle_model_new(nle_ctx *ctx, const nle_model_spec *spec, nle_model **model) {
   *model = NULL;
@@ -110,6 +111,7 @@ typedef struct {
   double *row_e;   /* per row: repulsive energy part (or Z_n) */
   double *force;   /* per row: sum over m of weight * K' * (x_n - x_m), N x d */
   const double *inv_z; /* SNE second pass: 1 / Z_n, else NULL */
+  double exp_floor;    /* largest argument given to the vector exp */
 } rep_job;
 
 /* All-pairs repulsion of a block of rows. For the unnormalised models
@@ -158,9 +160,16 @@ static int rep_block(void *job, size_t b, void *scratch) {
           f1 -= k * k * u1;
         }
       } else {
+        /* exp(-700) = 1e-304 stands in for anything smaller: the vector exp
+         * takes a slow scalar path for arguments beyond underflow, which made
+         * a spread-out EE 10x dearer; the change is below 1e-300 relative.
+         * The bound is read from the job, not written as a constant, or GCC
+         * turns exp(min(a, C)) back into a < C ? exp(a) : exp(C). */
+        const double floor_arg = j->exp_floor;
 #pragma omp simd reduction(+ : e, f0, f1)
         for (size_t mm = 0; mm < N; mm++) {
-          double u0 = x0 - xs[2 * mm], u1 = x1 - xs[2 * mm + 1], k = exp(-(u0 * u0 + u1 * u1));
+          double u0 = x0 - xs[2 * mm], u1 = x1 - xs[2 * mm + 1], a = u0 * u0 + u1 * u1;
+          double k = exp(-(a < floor_arg ? a : floor_arg));
           e += k;
           f0 -= k * u0;
           f1 -= k * u1;
@@ -216,7 +225,7 @@ nle_status nle_model_eval(nle_ctx *ctx, nle_model *m, const nle_matd *X, double 
   nle_status s = workspace(ctx, m, d);
   if (s) return s;
   double *row_e = m->row_e, *force = m->force, *inv_z = m->inv_z;
-  rep_job job = {m, X, row_e, force, NULL};
+  rep_job job = {m, X, row_e, force, NULL, EXP_FLOOR};
   size_t nblocks = (N + REP_BLOCK - 1) / REP_BLOCK;
   int threads = nle__threads_for(ctx, (double)N * (double)N * (double)(d + 10));
   s = nle__for_blocks(ctx, "repulsion", nblocks, threads, 0, rep_block, &job);
@@ -335,7 +344,7 @@ nle_status nle__model_curvature_prepare(nle_ctx *ctx, nle_model *m, const nle_ma
   /* Z (or the Z_n) at X, by one repulsion pass. */
   nle_status s = workspace(ctx, m, X->cols);
   if (s) return s;
-  rep_job job = {m, X, m->row_e, m->force, NULL};
+  rep_job job = {m, X, m->row_e, m->force, NULL, EXP_FLOOR};
   s = nle__for_blocks(ctx, "repulsion", (N + REP_BLOCK - 1) / REP_BLOCK,
                       nle__threads_for(ctx, (double)N * (double)N * (double)(X->cols + 10)), 0, rep_block, &job);
   if (s) return s;
