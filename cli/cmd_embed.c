@@ -64,6 +64,8 @@ static const char *help_fmt =
     "  --max-iters N        iterations (default 1000)\n"
     "  --tol T              stop below this relative decrease of E (default 1e-6)\n"
     "  --time-budget S      stop after S seconds\n"
+    "  --trace FILE         write 'iteration,seconds,E,evaluations' per iteration\n"
+    "                       (CSV; seconds count from the optimiser's start)\n"
     "  --save-labels FILE   also write the dataset's labels\n"
     "  --sigma S            W+ = Gaussian affinities exp(-d^2 / 2 S^2) on the kNN\n"
     "                       graph (-k, default 12) instead of entropic ones\n"
@@ -89,7 +91,7 @@ static const char *help_fmt =
 enum { OPT_LAMBDA = OPT_COMMAND_BASE, OPT_WNEG, OPT_OPTIMIZER, OPT_KAPPA_E, OPT_INIT, OPT_INIT_SCALE, OPT_MAX_ITERS,
        OPT_TOL_E, OPT_BUDGET, OPT_SAVE_LABELS_E, OPT_SIGMA_E, OPT_HOMOTOPY, OPT_LAMBDA_START, OPT_PATH,
        OPT_RATE, OPT_MOMENTUM, OPT_EXAG, OPT_EXAG_ITERS, OPT_NO_GAINS, OPT_CHECKPOINT, OPT_CHECKPOINT_EVERY,
-       OPT_RESUME, OPT_SAVE_MODEL, OPT_MODEL_DATA, OPT_SDM_TOL, OPT_SDM_ITERS, OPT_AFFINITIES };
+       OPT_RESUME, OPT_SAVE_MODEL, OPT_MODEL_DATA, OPT_SDM_TOL, OPT_SDM_ITERS, OPT_AFFINITIES, OPT_TRACE };
 
 /* Dense bounds need two N x N eigendecompositions: for small N; Lanczos
  * above. */
@@ -100,6 +102,30 @@ typedef struct {
   const char *prefix;
   int steps;
 } path_writer;
+
+/* --trace: one CSV line per iteration; a homotopy's runs continue the count
+ * and the clock. */
+typedef struct {
+  FILE *file;
+  double seconds0, last_seconds;
+  int iterations0, last_iteration, evaluations0, last_evaluations;
+} trace_writer;
+
+static trace_writer trace_state;
+
+static void write_trace(void *user, int iteration, double seconds, double E, int evaluations) {
+  trace_writer *t = user;
+  if (iteration <= t->last_iteration) { /* a new run of the homotopy */
+    t->iterations0 += t->last_iteration;
+    t->seconds0 += t->last_seconds;
+    t->evaluations0 += t->last_evaluations;
+  }
+  t->last_iteration = iteration;
+  t->last_seconds = seconds;
+  t->last_evaluations = evaluations;
+  fprintf(t->file, "%d,%.6f,%.12g,%d\n", t->iterations0 + iteration, t->seconds0 + seconds, E,
+          t->evaluations0 + evaluations);
+}
 
 /* Homotopy callback: a progress line per lambda, and X saved when asked. */
 static int write_path(void *user, int step, double lambda, const nle_matd *X, const nle_opt_report *rep) {
@@ -230,7 +256,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
       {"no-gains", no_argument, 0, OPT_NO_GAINS}, {"checkpoint", required_argument, 0, OPT_CHECKPOINT},
       {"checkpoint-every", required_argument, 0, OPT_CHECKPOINT_EVERY}, {"resume", required_argument, 0, OPT_RESUME},
       {"save-model", required_argument, 0, OPT_SAVE_MODEL}, {"model-data", required_argument, 0, OPT_MODEL_DATA},
-      {"affinities", required_argument, 0, OPT_AFFINITIES}, {"sdm-tol", required_argument, 0, OPT_SDM_TOL}, {"sdm-iters", required_argument, 0, OPT_SDM_ITERS},
+      {"affinities", required_argument, 0, OPT_AFFINITIES}, {"trace", required_argument, 0, OPT_TRACE}, {"sdm-tol", required_argument, 0, OPT_SDM_TOL}, {"sdm-iters", required_argument, 0, OPT_SDM_ITERS},
       CLI_KNN_OPTIONS, CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
   cli_env env;
   if (cli_env_init(&env, mi->name, help)) return 1;
@@ -246,7 +272,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
   long long v;
   size_t d = 2;
   nle_wneg_kind wneg = NLE_WNEG_UNIFORM;
-  const char *output = NULL, *init = "pca", *save_labels = NULL, *checkpoint = NULL, *resume = NULL, *save_model = NULL, *affinities = NULL;
+  const char *output = NULL, *init = "pca", *save_labels = NULL, *checkpoint = NULL, *resume = NULL, *save_model = NULL, *affinities = NULL, *trace = NULL;
   int c, checkpoint_every = 50, model_data_copy = 1;
   while ((c = cli_next_option(&env, argc, argv, "o:d:p:k:", longopts)) != -1) {
     switch (c) {
@@ -341,6 +367,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
     case OPT_RESUME: resume = optarg; break;
     case OPT_SAVE_MODEL: save_model = optarg; break;
     case OPT_AFFINITIES: affinities = optarg; break;
+    case OPT_TRACE: trace = optarg; break;
     case OPT_SDM_TOL:
       if (!cli_parse_double(optarg, &oo.sdm_tol) || oo.sdm_tol <= 0) env.rc = cli_usage_error(mi->name, "--sdm-tol takes a positive number");
       break;
@@ -424,6 +451,19 @@ int cmd_embed(int argc, char **argv, const char *name) {
   if (!rc && !s && oo.learning_rate < 0)
     oo.learning_rate = fmax((double)npts / oo.exaggeration, 200.0);
   if (!rc && !s && oo.learning_rate > 0) oo.kind = NLE_OPT_GD;
+  FILE *trace_file = NULL;
+  if (!rc && !s && trace) {
+    trace_file = fopen(trace, "w");
+    if (!trace_file) {
+      fprintf(stderr, "nlembed %s: error: %s: cannot write the trace\n", mi->name, trace);
+      rc = 1;
+    } else {
+      fputs("iteration,seconds,E,evaluations\n", trace_file);
+      trace_state.file = trace_file;
+      oo.trace = write_trace;
+      oo.trace_user = &trace_state;
+    }
+  }
   if (!rc && !s) s = nle_opt_new(env.ctx, model, W, &oo, &opt);
   double l1 = NAN, u1 = NAN;
   if (!rc && !s && unnormalised) {
@@ -500,6 +540,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
     cli_note(&env, "%s of %zu points: E %.6g -> %.6g in %d iterations (%d evaluations), %.2f s; wrote %s", mi->title,
              npts, rep.E0, rep.E, rep.iterations, rep.evaluations, t_opt, output);
   }
+  if (trace_file) fclose(trace_file);
   nle_csr_free(&graph);
   free(beta);
   nle_opt_free(&opt);

@@ -584,6 +584,11 @@ typedef struct {
   int exaggeration_iters; /* default 250 */
   double sdm_tol;        /* SD-: CG exits at this relative residual (0.1) */
   int sdm_iters;         /* SD-: or after this many CG iterations (50) */
+  /* Called after every iteration with the iteration count, the seconds
+   * since the run started, E (with the exaggeration of a fixed-rate run's
+   * early phase) and the evaluations so far; NULL (default) for none. */
+  void (*trace)(void *user, int iteration, double seconds, double E, int evaluations);
+  void *trace_user;
 } nle_opt_opts;
 
 void nle_opt_opts_init(nle_opt_opts *o);

@@ -32,6 +32,8 @@ void nle_opt_opts_init(nle_opt_opts *o) {
   o->exaggeration_iters = 250;
   o->sdm_tol = 0.1;
   o->sdm_iters = 50;
+  o->trace = NULL;
+  o->trace_user = NULL;
 }
 
 struct nle_opt {
@@ -392,6 +394,7 @@ static nle_status run_momentum(nle_ctx *ctx, nle_opt *o, nle_model *model, nle_m
     rep->evaluations++;
     rep->iterations++;
     rep->seconds = seconds0 + nle_time_seconds() - t0;
+    if (o->o.trace) o->o.trace(o->o.trace_user, rep->iterations, rep->seconds, E, rep->evaluations);
     if (o->ckpt_every && rep->iterations % o->ckpt_every == 0) s = nle__opt_checkpoint(ctx, o, X);
     if (!s && o->o.time_budget > 0 && rep->seconds >= o->o.time_budget) break;
     if (!s && nle__progress(ctx, "optimising", (double)rep->iterations / (double)o->o.max_iters)) s = NLE_ERR_CANCELLED;
@@ -527,6 +530,7 @@ nle_status nle_opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report *ou
     r->prev_slope = slope;
     rep->iterations++;
     rep->seconds = seconds0 + nle_time_seconds() - t0;
+    if (o->o.trace) o->o.trace(o->o.trace_user, rep->iterations, rep->seconds, E, rep->evaluations);
     /* One small decrease can be a short backtracked step, not convergence:
      * the tolerance must hold for STALL_ITERS iterations in a row. */
     r->stalled = decrease <= o->o.tol * fabs(E) ? r->stalled + 1 : 0;
