@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct {
   const char *name, *title;
@@ -65,7 +66,9 @@ static const char *help_fmt =
     "  --tol T              stop below this relative decrease of E (default 1e-6)\n"
     "  --time-budget S      stop after S seconds\n"
     "  --trace FILE         write 'iteration,seconds,E,evaluations' per iteration\n"
-    "                       (CSV; seconds count from the optimiser's start)\n"
+    "                       (CSV; seconds count from the optimiser's start). When\n"
+    "                       stderr is not a terminal, or with --verbose, a line\n"
+    "                       with the iteration, E, step and time every 2 s\n"
     "  --save-labels FILE   also write the dataset's labels\n"
     "  --sigma S            W+ = Gaussian affinities exp(-d^2 / 2 S^2) on the kNN\n"
     "                       graph (-k, default 12) instead of entropic ones\n"
@@ -106,14 +109,20 @@ typedef struct {
 /* --trace: one CSV line per iteration; a homotopy's runs continue the count
  * and the clock. */
 typedef struct {
-  FILE *file;
-  double seconds0, last_seconds;
+  cli_env *env;
+  FILE *file;        /* --trace, or NULL */
+  int lines;         /* progress lines on stderr (logs, --verbose) */
+  double seconds0, last_seconds, last_line;
   int iterations0, last_iteration, evaluations0, last_evaluations;
 } trace_writer;
 
 static trace_writer trace_state;
 
-static void write_trace(void *user, int iteration, double seconds, double E, int evaluations) {
+/* After every iteration: the --trace CSV line, and on stderr (when it is not
+ * a terminal showing the bar, or with --verbose) a progress line with E, the
+ * step and the time every two seconds. A homotopy's runs continue the count
+ * and the clock. */
+static void write_trace(void *user, int iteration, double seconds, double E, int evaluations, double step) {
   trace_writer *t = user;
   if (iteration <= t->last_iteration) { /* a new run of the homotopy */
     t->iterations0 += t->last_iteration;
@@ -123,8 +132,14 @@ static void write_trace(void *user, int iteration, double seconds, double E, int
   t->last_iteration = iteration;
   t->last_seconds = seconds;
   t->last_evaluations = evaluations;
-  fprintf(t->file, "%d,%.6f,%.12g,%d\n", t->iterations0 + iteration, t->seconds0 + seconds, E,
-          t->evaluations0 + evaluations);
+  double now = t->seconds0 + seconds;
+  if (t->file)
+    fprintf(t->file, "%d,%.6f,%.12g,%d\n", t->iterations0 + iteration, now, E, t->evaluations0 + evaluations);
+  if (t->lines && now - t->last_line >= 2.0) {
+    t->last_line = now;
+    fprintf(stderr, "nlembed %s: iteration %d, E %.8g, step %.3g, %d evaluations, %.1f s\n", t->env->command,
+            t->iterations0 + iteration, E, step, t->evaluations0 + evaluations, now);
+  }
 }
 
 /* Homotopy callback: a progress line per lambda, and X saved when asked. */
@@ -459,10 +474,14 @@ int cmd_embed(int argc, char **argv, const char *name) {
       rc = 1;
     } else {
       fputs("iteration,seconds,E,evaluations\n", trace_file);
-      trace_state.file = trace_file;
-      oo.trace = write_trace;
-      oo.trace_user = &trace_state;
     }
+  }
+  trace_state.env = &env;
+  trace_state.file = trace_file;
+  trace_state.lines = !env.quiet && (env.verbosity > 0 || !isatty(STDERR_FILENO));
+  if (trace_file || trace_state.lines) {
+    oo.trace = write_trace;
+    oo.trace_user = &trace_state;
   }
   if (!rc && !s) s = nle_opt_new(env.ctx, model, W, &oo, &opt);
   double l1 = NAN, u1 = NAN;

@@ -586,8 +586,9 @@ typedef struct {
   int sdm_iters;         /* SD-: or after this many CG iterations (50) */
   /* Called after every iteration with the iteration count, the seconds
    * since the run started, E (with the exaggeration of a fixed-rate run's
-   * early phase) and the evaluations so far; NULL (default) for none. */
-  void (*trace)(void *user, int iteration, double seconds, double E, int evaluations);
+   * early phase), the evaluations so far and the accepted step (the
+   * learning rate for a fixed-rate run); NULL (default) for none. */
+  void (*trace)(void *user, int iteration, double seconds, double E, int evaluations, double step);
   void *trace_user;
 } nle_opt_opts;
 

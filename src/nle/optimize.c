@@ -394,7 +394,7 @@ static nle_status run_momentum(nle_ctx *ctx, nle_opt *o, nle_model *model, nle_m
     rep->evaluations++;
     rep->iterations++;
     rep->seconds = seconds0 + nle_time_seconds() - t0;
-    if (o->o.trace) o->o.trace(o->o.trace_user, rep->iterations, rep->seconds, E, rep->evaluations);
+    if (o->o.trace) o->o.trace(o->o.trace_user, rep->iterations, rep->seconds, E, rep->evaluations, o->o.learning_rate);
     if (o->ckpt_every && rep->iterations % o->ckpt_every == 0) s = nle__opt_checkpoint(ctx, o, X);
     if (!s && o->o.time_budget > 0 && rep->seconds >= o->o.time_budget) break;
     if (!s && nle__progress(ctx, "optimising", (double)rep->iterations / (double)o->o.max_iters)) s = NLE_ERR_CANCELLED;
@@ -530,7 +530,7 @@ nle_status nle_opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report *ou
     r->prev_slope = slope;
     rep->iterations++;
     rep->seconds = seconds0 + nle_time_seconds() - t0;
-    if (o->o.trace) o->o.trace(o->o.trace_user, rep->iterations, rep->seconds, E, rep->evaluations);
+    if (o->o.trace) o->o.trace(o->o.trace_user, rep->iterations, rep->seconds, E, rep->evaluations, step);
     /* One small decrease can be a short backtracked step, not convergence:
      * the tolerance must hold for STALL_ITERS iterations in a row. */
     r->stalled = decrease <= o->o.tol * fabs(E) ? r->stalled + 1 : 0;
