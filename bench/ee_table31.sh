@@ -20,7 +20,7 @@ np.save(f"{out}/fm720.npy", Y[idx].astype(np.float32))
 np.save(f"{out}/fm720-labels.npy", y[idx].astype(np.int32))
 PY
 printf '%-7s %10s %10s %14s %10s %s\n' optimizer evaluations iterations "final E" seconds cap
-for opt in sd sd-all fp lbfgs cg gd; do
+for opt in sd sd-all sd- fp lbfgs cg gd; do
   cap=$maxit
   case $opt in cg|gd) cap=$slow ;; esac
   extra=""
