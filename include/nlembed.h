@@ -727,6 +727,32 @@ nle_status nle_trained_inverse(nle_ctx *ctx, const nle_trained *t, const nle_mat
                                nle_matf **Ynew);
 
 /* ========================================================================== */
+/* N-body: kernel sums                                                        */
+/* ========================================================================== */
+
+/* Kernels of the squared distance t = |x_n - x_m|^2. */
+typedef enum {
+  NLE_KERNEL_GAUSSIAN = 0, /* exp(-t): EE, s-SNE, SNE */
+  NLE_KERNEL_STUDENT = 1,  /* 1 / (1 + t): t-SNE, t-EE */
+  NLE_KERNEL_STUDENT2 = 2  /* 1 / (1 + t)^2: their gradients */
+} nle_kernel;
+
+/* For every point of X (N x d, d = 1, 2 or 3): S[n] = sum_{m != n}
+ * K(|x_n - x_m|^2) and, when Sx is not NULL, Sx[n, :] = sum_{m != n} K(...)
+ * x_m (dissertation eq. 5.8), exactly in O(N^2 d). */
+nle_status nle_kernel_sums_exact(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, double *S, double *Sx);
+/* The same by Barnes-Hut (dissertation sec. 5.2.1): a 2^d-ary tree of cells
+ * (leaves of at most 8 points), and a cell of side l at distance D from x_n
+ * to its centre of mass counts as all its points there when l / D < theta
+ * (0: exact). O(N log N) for moderate theta; sums do not depend on the
+ * number of threads. Accuracy for the Student kernels, measured on uniform
+ * and clustered sets in 1-3 dimensions (tests/test_nbody.c): aggregate
+ * relative error |S - S_exact| / |S_exact| <= 0.1 theta^2, worst point
+ * <= 0.4 theta^2. */
+nle_status nle_kernel_sums_bh(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, double theta, double *S,
+                              double *Sx);
+
+/* ========================================================================== */
 /* Spectral: graph Laplacians                                                 */
 /* ========================================================================== */
 

@@ -1,0 +1,252 @@
+/* barnes_hut.c — kernel sums S_n = sum_{m != n} K(|x_n - x_m|^2) and
+ * S^x_n = sum_{m != n} K(|x_n - x_m|^2) x_m (dissertation eq. 5.8) for the
+ * Gaussian, Student-t and squared Student-t kernels, exactly (blocked
+ * all-pairs) and by Barnes-Hut (dissertation sec. 5.2.1): a 2^d-ary tree of
+ * cells (d = 1, 2, 3), and a cell whose side l and distance D to its centre
+ * of mass satisfy l / D < theta counts as all its points at that centre.
+ * Queries run per point in parallel, each in a fixed order, so the sums do
+ * not depend on the number of threads. */
+#include "../core/internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { LEAF_POINTS = 8, MAX_DIM = 3, MAX_CHILDREN = 8, MAX_DEPTH = 48 };
+
+static inline double kernel_value(nle_kernel k, double d2) {
+  switch (k) {
+  case NLE_KERNEL_GAUSSIAN: return exp(-d2);
+  case NLE_KERNEL_STUDENT: return 1.0 / (1.0 + d2);
+  default: {
+    double t = 1.0 / (1.0 + d2);
+    return t * t;
+  }
+  }
+}
+
+static nle_status check_input(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel) {
+  if (X->cols < 1 || X->cols > MAX_DIM || X->rows < 1)
+    return nle__fail(ctx, NLE_ERR_ARG, "kernel sums: X must have 1 to 3 columns and a row (got %zu x %zu)", X->rows,
+                     X->cols);
+  if ((unsigned)kernel > NLE_KERNEL_STUDENT2) return nle__fail(ctx, NLE_ERR_ARG, "kernel sums: unknown kernel");
+  for (size_t i = 0; i < X->rows * X->cols; i++)
+    if (!isfinite(X->data[i])) return nle__fail(ctx, NLE_ERR_VALUE, "kernel sums: X[%zu, %zu] is not finite",
+                                                i / X->cols, i % X->cols);
+  return NLE_OK;
+}
+
+/* ---- exact ---------------------------------------------------------------- */
+
+typedef struct {
+  const nle_matd *X;
+  nle_kernel kernel;
+  double *S, *Sx;
+} exact_job;
+
+enum { EXACT_BLOCK = 64 };
+
+static int exact_block(void *job, size_t b, void *scratch) {
+  (void)scratch;
+  const exact_job *j = job;
+  size_t n = j->X->rows, d = j->X->cols, i1 = (b + 1) * EXACT_BLOCK < n ? (b + 1) * EXACT_BLOCK : n;
+  const double *x = j->X->data;
+  for (size_t i = b * EXACT_BLOCK; i < i1; i++) {
+    double s = 0.0, sx[MAX_DIM] = {0};
+    for (size_t m = 0; m < n; m++) {
+      if (m == i) continue;
+      double d2 = 0.0;
+      for (size_t t = 0; t < d; t++) d2 += (x[i * d + t] - x[m * d + t]) * (x[i * d + t] - x[m * d + t]);
+      double k = kernel_value(j->kernel, d2);
+      s += k;
+      for (size_t t = 0; t < d; t++) sx[t] += k * x[m * d + t];
+    }
+    j->S[i] = s;
+    if (j->Sx)
+      for (size_t t = 0; t < d; t++) j->Sx[i * d + t] = sx[t];
+  }
+  return 0;
+}
+
+nle_status nle_kernel_sums_exact(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, double *S, double *Sx) {
+  nle_status s = check_input(ctx, X, kernel);
+  if (s) return s;
+  exact_job job = {X, kernel, S, Sx};
+  size_t n = X->rows;
+  return nle__for_blocks(ctx, "kernel sums", (n + EXACT_BLOCK - 1) / EXACT_BLOCK,
+                         nle__threads_for(ctx, (double)n * (double)n * 10.0), 0, exact_block, &job);
+}
+
+/* ---- Barnes-Hut ----------------------------------------------------------- */
+
+typedef struct {
+  double centre[MAX_DIM]; /* of the cell */
+  double half;            /* half its side */
+  double com[MAX_DIM];    /* centre of mass of its points */
+  int64_t first, count;   /* its points: order[first .. first + count) */
+  int64_t child[MAX_CHILDREN]; /* -1: none; all -1 for a leaf */
+} bh_cell;
+
+typedef struct {
+  bh_cell *cells;
+  int64_t count, cap;
+  int64_t *order; /* point indices grouped by cell */
+  const nle_matd *X;
+  int children;   /* 2^d */
+} bh_tree;
+
+static int64_t new_cell(bh_tree *t) {
+  if (t->count == t->cap) {
+    int64_t cap = t->cap ? 2 * t->cap : 1024;
+    bh_cell *grown = realloc(t->cells, (size_t)cap * sizeof *grown);
+    if (!grown) return -1;
+    t->cells = grown;
+    t->cap = cap;
+  }
+  return t->count++;
+}
+
+/* Builds the cell over order[first .. first + count) recursively: splits
+ * the points among the 2^d sub-cells in place (a counting pass, then a
+ * stable scatter through `tmp`). Returns the cell index or -1. */
+static int64_t build(bh_tree *t, const double *centre, double half, int64_t first, int64_t count, int depth,
+                     int64_t *tmp) {
+  size_t d = t->X->cols;
+  const double *x = t->X->data;
+  int64_t c = new_cell(t);
+  if (c < 0) return -1;
+  bh_cell cell;
+  memset(&cell, 0, sizeof cell);
+  memcpy(cell.centre, centre, d * sizeof(double));
+  cell.half = half;
+  cell.first = first;
+  cell.count = count;
+  for (int q = 0; q < MAX_CHILDREN; q++) cell.child[q] = -1;
+  for (int64_t i = first; i < first + count; i++)
+    for (size_t k = 0; k < d; k++) cell.com[k] += x[(size_t)t->order[i] * d + k];
+  for (size_t k = 0; k < d; k++) cell.com[k] /= (double)count;
+  t->cells[c] = cell;
+  /* Coincident points cannot be separated: a deep cell stays a leaf. */
+  if (count <= LEAF_POINTS || depth >= MAX_DEPTH) return c;
+  int64_t counts[MAX_CHILDREN] = {0}, start[MAX_CHILDREN];
+  for (int64_t i = first; i < first + count; i++) {
+    int q = 0;
+    for (size_t k = 0; k < d; k++) q |= (x[(size_t)t->order[i] * d + k] >= centre[k]) << k;
+    counts[q]++;
+  }
+  start[0] = 0;
+  for (int q = 1; q < t->children; q++) start[q] = start[q - 1] + counts[q - 1];
+  for (int64_t i = first; i < first + count; i++) {
+    int q = 0;
+    for (size_t k = 0; k < d; k++) q |= (x[(size_t)t->order[i] * d + k] >= centre[k]) << k;
+    tmp[start[q]++] = t->order[i];
+  }
+  memcpy(t->order + first, tmp, (size_t)count * sizeof(int64_t));
+  int64_t offset = first;
+  for (int q = 0; q < t->children; q++) {
+    if (!counts[q]) continue;
+    double sub[MAX_DIM];
+    for (size_t k = 0; k < d; k++) sub[k] = centre[k] + ((q >> k) & 1 ? 0.5 : -0.5) * half;
+    int64_t child = build(t, sub, 0.5 * half, offset, counts[q], depth + 1, tmp);
+    if (child < 0) return -1;
+    t->cells[c].child[q] = child;
+    offset += counts[q];
+  }
+  return c;
+}
+
+typedef struct {
+  const bh_tree *t;
+  nle_kernel kernel;
+  double theta2; /* theta^2, compared with (2 half)^2 / D^2 */
+  double *S, *Sx;
+} bh_job;
+
+enum { BH_BLOCK = 256 };
+
+/* Depth-first over the tree with an explicit stack (children in a fixed
+ * order, so each point's sum is always accumulated the same way). */
+static void bh_query(const bh_job *j, size_t i, int64_t *stack) {
+  const bh_tree *t = j->t;
+  size_t d = t->X->cols;
+  const double *x = t->X->data, *xi = x + i * d;
+  double s = 0.0, sx[MAX_DIM] = {0};
+  int64_t top = 0;
+  stack[top++] = 0;
+  while (top) {
+    const bh_cell *c = &t->cells[stack[--top]];
+    double d2 = 0.0, side = 2.0 * c->half;
+    for (size_t k = 0; k < d; k++) d2 += (xi[k] - c->com[k]) * (xi[k] - c->com[k]);
+    int leaf = 1;
+    for (int q = 0; q < t->children; q++) leaf &= c->child[q] < 0;
+    if (!leaf && side * side < j->theta2 * d2) { /* far enough: the cell as one mass */
+      double k = (double)c->count * kernel_value(j->kernel, d2);
+      s += k;
+      for (size_t e = 0; e < d; e++) sx[e] += k * c->com[e];
+      continue;
+    }
+    if (leaf) {
+      for (int64_t p = c->first; p < c->first + c->count; p++) {
+        size_t m = (size_t)t->order[p];
+        if (m == i) continue;
+        double e2 = 0.0;
+        for (size_t k = 0; k < d; k++) e2 += (xi[k] - x[m * d + k]) * (xi[k] - x[m * d + k]);
+        double k = kernel_value(j->kernel, e2);
+        s += k;
+        for (size_t e = 0; e < d; e++) sx[e] += k * x[m * d + e];
+      }
+      continue;
+    }
+    for (int q = t->children - 1; q >= 0; q--)
+      if (c->child[q] >= 0) stack[top++] = c->child[q];
+  }
+  j->S[i] = s;
+  if (j->Sx)
+    for (size_t e = 0; e < d; e++) j->Sx[i * d + e] = sx[e];
+}
+
+static int bh_block(void *job, size_t b, void *scratch) {
+  const bh_job *j = job;
+  size_t n = j->t->X->rows, i1 = (b + 1) * BH_BLOCK < n ? (b + 1) * BH_BLOCK : n;
+  for (size_t i = b * BH_BLOCK; i < i1; i++) bh_query(j, i, scratch);
+  return 0;
+}
+
+nle_status nle_kernel_sums_bh(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, double theta, double *S,
+                              double *Sx) {
+  nle_status s = check_input(ctx, X, kernel);
+  if (s) return s;
+  if (!(theta >= 0.0) || !isfinite(theta))
+    return nle__fail(ctx, NLE_ERR_ARG, "Barnes-Hut: theta = %g must be finite and >= 0", theta);
+  size_t n = X->rows, d = X->cols;
+  bh_tree t = {NULL, 0, 0, NULL, X, 1 << d};
+  t.order = nle__malloc(ctx, n * sizeof(int64_t), "the Barnes-Hut tree");
+  int64_t *tmp = nle__malloc(ctx, n * sizeof(int64_t), "the Barnes-Hut tree");
+  if (!t.order || !tmp) s = NLE_ERR_NOMEM;
+  double lo[MAX_DIM], hi[MAX_DIM], centre[MAX_DIM], half = 0.0;
+  for (size_t k = 0; !s && k < d; k++) {
+    lo[k] = INFINITY;
+    hi[k] = -INFINITY;
+    for (size_t i = 0; i < n; i++) {
+      lo[k] = fmin(lo[k], X->data[i * d + k]);
+      hi[k] = fmax(hi[k], X->data[i * d + k]);
+    }
+    centre[k] = 0.5 * (lo[k] + hi[k]);
+    half = fmax(half, 0.5 * (hi[k] - lo[k]));
+  }
+  half = half > 0 ? half * (1.0 + 1e-12) : 1.0; /* every point strictly inside */
+  for (size_t i = 0; !s && i < n; i++) t.order[i] = (int64_t)i;
+  if (!s && build(&t, centre, half, 0, (int64_t)n, 0, tmp) < 0)
+    s = nle__fail(ctx, NLE_ERR_NOMEM, "Barnes-Hut: out of memory for the tree");
+  free(tmp);
+  if (!s) {
+    bh_job job = {&t, kernel, theta * theta, S, Sx};
+    /* The stack holds at most (2^d - 1) cells per level plus one. */
+    size_t stack = ((size_t)MAX_DEPTH + 2) * (size_t)t.children * sizeof(int64_t);
+    s = nle__for_blocks(ctx, "Barnes-Hut", (n + BH_BLOCK - 1) / BH_BLOCK,
+                        nle__threads_for(ctx, (double)n * 2000.0), stack, bh_block, &job);
+  }
+  free(t.cells);
+  free(t.order);
+  return s;
+}
