@@ -43,6 +43,9 @@ static const char *help_fmt =
     "  -k, --neighbors K    kNN graph size (default 3 x perplexity)\n"
     "  --lambda L           weight of the repulsion (default %g)\n"
     "%s"
+    "  --repulsion NAME     exact (all pairs, default) or bh (Barnes-Hut kernel sums,\n"
+    "                       d <= 3; t-SNE, s-SNE, EE/t-EE with uniform W-)\n"
+    "  --theta T            bh: opening angle (default 0.5; error about 0.1 T^2)\n"
     "  --optimizer NAME     sd (spectral direction, default), sd- (SD plus the psd\n"
     "                       diagonal blocks of the repulsive Hessian, by CG), fp\n"
     "                       (fixed-point diagonal), gd (gradient descent), lbfgs, cg\n"
@@ -94,7 +97,7 @@ static const char *help_fmt =
 enum { OPT_LAMBDA = OPT_COMMAND_BASE, OPT_WNEG, OPT_OPTIMIZER, OPT_KAPPA_E, OPT_INIT, OPT_INIT_SCALE, OPT_MAX_ITERS,
        OPT_TOL_E, OPT_BUDGET, OPT_SAVE_LABELS_E, OPT_SIGMA_E, OPT_HOMOTOPY, OPT_LAMBDA_START, OPT_PATH,
        OPT_RATE, OPT_MOMENTUM, OPT_EXAG, OPT_EXAG_ITERS, OPT_NO_GAINS, OPT_CHECKPOINT, OPT_CHECKPOINT_EVERY,
-       OPT_RESUME, OPT_SAVE_MODEL, OPT_MODEL_DATA, OPT_SDM_TOL, OPT_SDM_ITERS, OPT_AFFINITIES, OPT_TRACE };
+       OPT_RESUME, OPT_SAVE_MODEL, OPT_MODEL_DATA, OPT_SDM_TOL, OPT_SDM_ITERS, OPT_AFFINITIES, OPT_TRACE, OPT_REPULSION, OPT_THETA };
 
 /* Dense bounds need two N x N eigendecompositions: for small N; Lanczos
  * above. */
@@ -271,7 +274,8 @@ int cmd_embed(int argc, char **argv, const char *name) {
       {"no-gains", no_argument, 0, OPT_NO_GAINS}, {"checkpoint", required_argument, 0, OPT_CHECKPOINT},
       {"checkpoint-every", required_argument, 0, OPT_CHECKPOINT_EVERY}, {"resume", required_argument, 0, OPT_RESUME},
       {"save-model", required_argument, 0, OPT_SAVE_MODEL}, {"model-data", required_argument, 0, OPT_MODEL_DATA},
-      {"affinities", required_argument, 0, OPT_AFFINITIES}, {"trace", required_argument, 0, OPT_TRACE}, {"sdm-tol", required_argument, 0, OPT_SDM_TOL}, {"sdm-iters", required_argument, 0, OPT_SDM_ITERS},
+      {"affinities", required_argument, 0, OPT_AFFINITIES}, {"trace", required_argument, 0, OPT_TRACE},
+      {"repulsion", required_argument, 0, OPT_REPULSION}, {"theta", required_argument, 0, OPT_THETA}, {"sdm-tol", required_argument, 0, OPT_SDM_TOL}, {"sdm-iters", required_argument, 0, OPT_SDM_ITERS},
       CLI_KNN_OPTIONS, CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
   cli_env env;
   if (cli_env_init(&env, mi->name, help)) return 1;
@@ -280,6 +284,8 @@ int cmd_embed(int argc, char **argv, const char *name) {
   env.knn = &choice;
   nle_opt_opts oo;
   nle_opt_opts_init(&oo);
+  nle_repulsion engine = NLE_REPULSION_EXACT;
+  double theta = 0.5;
   double perplexity = 30, lambda = mi->lambda, scale = 1e-4, sigma = 0, lambda_start = 0;
   int homotopy = 0;
   const char *path_prefix = NULL;
@@ -383,6 +389,14 @@ int cmd_embed(int argc, char **argv, const char *name) {
     case OPT_SAVE_MODEL: save_model = optarg; break;
     case OPT_AFFINITIES: affinities = optarg; break;
     case OPT_TRACE: trace = optarg; break;
+    case OPT_REPULSION:
+      if (!strcmp(optarg, "exact")) engine = NLE_REPULSION_EXACT;
+      else if (!strcmp(optarg, "bh")) engine = NLE_REPULSION_BH;
+      else env.rc = cli_usage_error(mi->name, "--repulsion takes exact or bh");
+      break;
+    case OPT_THETA:
+      if (!cli_parse_double(optarg, &theta) || theta <= 0) env.rc = cli_usage_error(mi->name, "--theta takes a positive number");
+      break;
     case OPT_SDM_TOL:
       if (!cli_parse_double(optarg, &oo.sdm_tol) || oo.sdm_tol <= 0) env.rc = cli_usage_error(mi->name, "--sdm-tol takes a positive number");
       break;
@@ -460,7 +474,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
     rc = 1;
   }
   if (!rc && !s) {
-    nle_model_spec spec = {mi->kind, lambda, W, wneg, Wsq, Wk};
+    nle_model_spec spec = {mi->kind, lambda, W, wneg, Wsq, Wk, engine, theta};
     s = nle_model_new(env.ctx, &spec, &model);
   }
   if (!rc && !s && oo.learning_rate < 0)
@@ -506,10 +520,10 @@ int cmd_embed(int argc, char **argv, const char *name) {
   snprintf(fingerprint, sizeof fingerprint,
            "nlembed %s %s n=%zu D=%zu d=%zu perplexity=%.17g k=%d sigma=%.17g lambda=%.17g wneg=%d optimizer=%d "
            "kappa=%d sdm=%.17g/%d init=%s init-scale=%.17g seed=%llu tol=%.17g homotopy=%d lambda-start=%.17g rate=%.17g "
-           "momentum=%.17g exaggeration=%.17g/%d gains=%d knn=%d/%d/%d/%d/%d/%.17g",
+           "momentum=%.17g exaggeration=%.17g/%d gains=%d repulsion=%d/%.17g knn=%d/%d/%d/%d/%d/%.17g",
            mi->name, input ? input : "", npts, ds ? ds->X->cols : 0, d, perplexity, k, sigma, lambda,
            (int)wneg, (int)oo.kind, oo.kappa, oo.sdm_tol, oo.sdm_iters, init, scale, (unsigned long long)nle_ctx_seed(env.ctx), oo.tol, homotopy,
-           lambda_start, oo.learning_rate, oo.momentum, oo.exaggeration, oo.exaggeration_iters, oo.gains,
+           lambda_start, oo.learning_rate, oo.momentum, oo.exaggeration, oo.exaggeration_iters, oo.gains, (int)engine, theta,
            (int)choice.method, choice.approx.n_trees, choice.approx.leaf_size, choice.approx.max_candidates,
            choice.approx.max_iters, choice.approx.delta);
   if (!rc && !s && resume) {

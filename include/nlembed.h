@@ -482,6 +482,14 @@ typedef enum {
   NLE_MODEL_TEE = 4   /* EE with the Student-t kernel (notes 001) */
 } nle_model_kind;
 
+/* Repulsion engines (dissertation ch. 5). Barnes-Hut serves the models whose
+ * repulsion is a plain kernel sum: t-SNE, s-SNE, and EE and t-EE with uniform
+ * W-, for d <= 3; E and the gradient are then approximate. */
+typedef enum {
+  NLE_REPULSION_EXACT = 0, /* all pairs, blocked, O(N^2 d) */
+  NLE_REPULSION_BH = 1     /* Barnes-Hut kernel sums, O(N log N) */
+} nle_repulsion;
+
 typedef struct {
   nle_model_kind kind;
   double lambda;        /* homotopy parameter, > 0 (EE paper's lambda) */
@@ -491,6 +499,8 @@ typedef struct {
   nle_wneg_kind wneg;   /* EE, t-EE: the repulsive weights W- */
   const nle_matd *Wneg_dense;  /* NLE_WNEG_SQDIST: the dense W- (or NULL) */
   const nle_csr *Wneg_sparse;  /* NLE_WNEG_KNN: the sparse W- (or NULL) */
+  nle_repulsion engine;        /* how the repulsion is summed (default exact) */
+  double theta;                /* Barnes-Hut opening angle (<= 0: 0.5) */
 } nle_model_spec;
 
 typedef struct nle_model nle_model;

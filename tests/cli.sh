@@ -175,6 +175,9 @@ if grep -q 'lambda\* bounds: .* (EE paper eqs. 11-12, dense eigenvalues)' "$T/st
 expect_ok init_spectral_disconnected $N tsne blobs:400:8:4 -p 3 -k 5 --init spectral --max-iters 5 -o "$T/isp2.npy"
 if grep -q 'warning: W+ has [0-9]* connected components' "$T/stderr"; then ok spectral_components_warning; else bad spectral_components_warning "$(cat "$T/stderr")"; fi
 
+expect_ok tsne_barnes_hut $N tsne blobs:400:8:4 -p 15 --repulsion bh --theta 0.3 --max-iters 100 -o "$T/tbh.npy" --quiet
+expect_fail bh_needs_uniform "Barnes-Hut repulsion serves t-SNE, s-SNE, and EE/t-EE with uniform W-" "$T/x.npy" -- $N ee spiral:300 -p 10 --wneg sqdist --repulsion bh -o "$T/x.npy"
+
 # ---- precomputed affinities
 expect_ok affinity_for_embed $N affinity blobs:400:8:4 -p 15 -o "$T/aw.mtx" --quiet
 expect_ok embed_affinities_only $N tsne --affinities "$T/aw.mtx" --max-iters 100 -o "$T/ea1.npy" --quiet

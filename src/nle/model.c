@@ -53,9 +53,15 @@ nle_status nle_model_new(nle_ctx *ctx, const nle_model_spec *spec, nle_model **m
     return nle__fail(ctx, NLE_ERR_ARG, "model: W- of squared distances needs the dense N x N matrix");
   if (unnormalised && spec->wneg == NLE_WNEG_KNN && (!spec->Wneg_sparse || spec->Wneg_sparse->rows != W->rows))
     return nle__fail(ctx, NLE_ERR_ARG, "model: sparse W- needs its N x N matrix");
+  if (spec->engine == NLE_REPULSION_BH &&
+      (spec->kind == NLE_MODEL_SNE || (unnormalised && spec->wneg != NLE_WNEG_UNIFORM)))
+    return nle__fail(ctx, NLE_ERR_ARG, "model: Barnes-Hut repulsion serves t-SNE, s-SNE, and EE/t-EE with uniform W- "
+                                       "(use the exact engine)");
+  if ((unsigned)spec->engine > NLE_REPULSION_BH) return nle__fail(ctx, NLE_ERR_ARG, "model: unknown repulsion engine");
   nle_model *m = nle__calloc(ctx, 1, sizeof *m, "the model");
   if (!m) return NLE_ERR_NOMEM;
   m->spec = *spec;
+  if (!(m->spec.theta > 0)) m->spec.theta = 0.5;
   m->exaggeration = 1.0;
   m->n = W->rows;
   m->student = spec->kind == NLE_MODEL_TSNE || spec->kind == NLE_MODEL_TEE;
@@ -194,6 +200,23 @@ static int rep_block(void *job, size_t b, void *scratch) {
   return 0;
 }
 
+/* Repulsion from Barnes-Hut kernel sums (dissertation eq. 5.8): row_e = S_n,
+ * and force_n = sum_m K'(x_n - x_m) = -(x_n S'_n - S'^x_n), with S' the sums
+ * of -K' (K for the Gaussian, K^2 for the Student-t kernel). */
+static nle_status bh_repulsion(nle_ctx *ctx, nle_model *m, const nle_matd *X) {
+  size_t N = X->rows, d = X->cols;
+  double *S1 = m->force; /* N d: the S'^x sums first, then the forces */
+  double *S2 = m->inv_z; /* N: the S' sums */
+  nle_status s = nle_kernel_sums_bh(ctx, X, m->student ? NLE_KERNEL_STUDENT : NLE_KERNEL_GAUSSIAN, m->spec.theta,
+                                    m->row_e, m->student ? NULL : S1);
+  if (!s && m->student) s = nle_kernel_sums_bh(ctx, X, NLE_KERNEL_STUDENT2, m->spec.theta, S2, S1);
+  if (s) return s;
+  const double *Sd = m->student ? S2 : m->row_e;
+  for (size_t n = 0; n < N; n++)
+    for (size_t t = 0; t < d; t++) S1[n * d + t] = -(X->data[n * d + t] * Sd[n] - S1[n * d + t]);
+  return NLE_OK;
+}
+
 /* The evaluation work space, allocated once per embedding dimension. */
 static nle_status workspace(nle_ctx *ctx, nle_model *m, size_t d) {
   if (m->row_e && m->ws_dim == d) return NLE_OK;
@@ -228,7 +251,10 @@ nle_status nle_model_eval(nle_ctx *ctx, nle_model *m, const nle_matd *X, double 
   rep_job job = {m, X, row_e, force, NULL, EXP_FLOOR};
   size_t nblocks = (N + REP_BLOCK - 1) / REP_BLOCK;
   int threads = nle__threads_for(ctx, (double)N * (double)N * (double)(d + 10));
-  s = nle__for_blocks(ctx, "repulsion", nblocks, threads, 0, rep_block, &job);
+  if (m->spec.engine == NLE_REPULSION_BH && d <= 3)
+    s = bh_repulsion(ctx, m, X);
+  else
+    s = nle__for_blocks(ctx, "repulsion", nblocks, threads, 0, rep_block, &job);
   double lambda = m->spec.lambda, e_rep = 0.0, z = 0.0;
   if (!s && m->spec.kind == NLE_MODEL_SNE) {
     /* Per-point normalisers: E_rep = lambda sum_n log Z_n, and the forces
