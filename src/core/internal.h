@@ -72,4 +72,9 @@ static inline bool nle__mul_size(size_t a, size_t b, size_t *out) {
   return !__builtin_mul_overflow(a, b, out);
 }
 
+/* Barnes-Hut for t-SNE's repulsion in one traversal: S = sums of the
+ * Student-t kernel K, S2 = sums of K^2, S2x = sums of K^2 x_m (src/nbody). */
+nle_status nle__kernel_sums_bh_student_pair(nle_ctx *ctx, const nle_matd *X, double theta, double *S, double *S2,
+                                            double *S2x);
+
 #endif

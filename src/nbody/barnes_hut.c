@@ -160,6 +160,7 @@ typedef struct {
   nle_kernel kernel;
   double theta2; /* theta^2, compared with (2 half)^2 / D^2 */
   double *S, *Sx;
+  double *S2;    /* Student-t pair: also the sums of K^2, with Sx of K^2 */
 } bh_job;
 
 enum { BH_BLOCK = 256 };
@@ -170,7 +171,10 @@ static void bh_query(const bh_job *j, size_t i, int64_t *stack) {
   const bh_tree *t = j->t;
   size_t d = t->X->cols;
   const double *x = t->X->data, *xi = x + i * d;
-  double s = 0.0, sx[MAX_DIM] = {0};
+  /* s: sums of K; s2 and sx: of the kernel the position sums use (K, or K^2
+   * for the Student-t pair). */
+  int pair = j->S2 != NULL;
+  double s = 0.0, s2 = 0.0, sx[MAX_DIM] = {0};
   int64_t top = 0;
   stack[top++] = 0;
   while (top) {
@@ -180,9 +184,10 @@ static void bh_query(const bh_job *j, size_t i, int64_t *stack) {
     int leaf = 1;
     for (int q = 0; q < t->children; q++) leaf &= c->child[q] < 0;
     if (!leaf && side * side < j->theta2 * d2) { /* far enough: the cell as one mass */
-      double k = (double)c->count * kernel_value(j->kernel, d2);
-      s += k;
-      for (size_t e = 0; e < d; e++) sx[e] += k * c->com[e];
+      double k = kernel_value(j->kernel, d2), w = pair ? k * k : k, count = (double)c->count;
+      s += count * k;
+      s2 += count * w;
+      for (size_t e = 0; e < d; e++) sx[e] += count * w * c->com[e];
       continue;
     }
     if (leaf) {
@@ -191,9 +196,10 @@ static void bh_query(const bh_job *j, size_t i, int64_t *stack) {
         if (m == i) continue;
         double e2 = 0.0;
         for (size_t k = 0; k < d; k++) e2 += (xi[k] - x[m * d + k]) * (xi[k] - x[m * d + k]);
-        double k = kernel_value(j->kernel, e2);
+        double k = kernel_value(j->kernel, e2), w = pair ? k * k : k;
         s += k;
-        for (size_t e = 0; e < d; e++) sx[e] += k * x[m * d + e];
+        s2 += w;
+        for (size_t e = 0; e < d; e++) sx[e] += w * x[m * d + e];
       }
       continue;
     }
@@ -201,6 +207,7 @@ static void bh_query(const bh_job *j, size_t i, int64_t *stack) {
       if (c->child[q] >= 0) stack[top++] = c->child[q];
   }
   j->S[i] = s;
+  if (pair) j->S2[i] = s2;
   if (j->Sx)
     for (size_t e = 0; e < d; e++) j->Sx[i * d + e] = sx[e];
 }
@@ -212,8 +219,8 @@ static int bh_block(void *job, size_t b, void *scratch) {
   return 0;
 }
 
-nle_status nle_kernel_sums_bh(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, double theta, double *S,
-                              double *Sx) {
+static nle_status sums_bh(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, double theta, double *S, double *Sx,
+                          double *S2) {
   nle_status s = check_input(ctx, X, kernel);
   if (s) return s;
   if (!(theta >= 0.0) || !isfinite(theta))
@@ -240,7 +247,7 @@ nle_status nle_kernel_sums_bh(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel
     s = nle__fail(ctx, NLE_ERR_NOMEM, "Barnes-Hut: out of memory for the tree");
   free(tmp);
   if (!s) {
-    bh_job job = {&t, kernel, theta * theta, S, Sx};
+    bh_job job = {&t, kernel, theta * theta, S, Sx, S2};
     /* The stack holds at most (2^d - 1) cells per level plus one. */
     size_t stack = ((size_t)MAX_DEPTH + 2) * (size_t)t.children * sizeof(int64_t);
     s = nle__for_blocks(ctx, "Barnes-Hut", (n + BH_BLOCK - 1) / BH_BLOCK,
@@ -249,4 +256,14 @@ nle_status nle_kernel_sums_bh(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel
   free(t.cells);
   free(t.order);
   return s;
+}
+
+nle_status nle_kernel_sums_bh(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, double theta, double *S,
+                              double *Sx) {
+  return sums_bh(ctx, X, kernel, theta, S, Sx, NULL);
+}
+
+nle_status nle__kernel_sums_bh_student_pair(nle_ctx *ctx, const nle_matd *X, double theta, double *S, double *S2,
+                                            double *S2x) {
+  return sums_bh(ctx, X, NLE_KERNEL_STUDENT, theta, S, S2x, S2);
 }

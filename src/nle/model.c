@@ -207,9 +207,8 @@ static nle_status bh_repulsion(nle_ctx *ctx, nle_model *m, const nle_matd *X) {
   size_t N = X->rows, d = X->cols;
   double *S1 = m->force; /* N d: the S'^x sums first, then the forces */
   double *S2 = m->inv_z; /* N: the S' sums */
-  nle_status s = nle_kernel_sums_bh(ctx, X, m->student ? NLE_KERNEL_STUDENT : NLE_KERNEL_GAUSSIAN, m->spec.theta,
-                                    m->row_e, m->student ? NULL : S1);
-  if (!s && m->student) s = nle_kernel_sums_bh(ctx, X, NLE_KERNEL_STUDENT2, m->spec.theta, S2, S1);
+  nle_status s = m->student ? nle__kernel_sums_bh_student_pair(ctx, X, m->spec.theta, m->row_e, S2, S1)
+                             : nle_kernel_sums_bh(ctx, X, NLE_KERNEL_GAUSSIAN, m->spec.theta, m->row_e, S1);
   if (s) return s;
   const double *Sd = m->student ? S2 : m->row_e;
   for (size_t n = 0; n < N; n++)
