@@ -61,9 +61,12 @@ fuzz:
 	    -fopenmp $(LDLIBS) || exit 1; done
 
 # Benchmark programs (run by hand, see bench/).
-bench: $(BUILD)/ea_table
+bench: $(BUILD)/ea_table $(BUILD)/nbody_scaling
 
 $(BUILD)/ea_table: bench/ea_table.c $(BUILD)/libnlembed.a
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libnlembed.a $(LDFLAGS) $(LDLIBS)
+
+$(BUILD)/nbody_scaling: bench/nbody_scaling.c $(BUILD)/libnlembed.a
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libnlembed.a $(LDFLAGS) $(LDLIBS)
 
 clean:
