@@ -29,6 +29,12 @@ struct nle_model {
   double *row_e, *force, *inv_z;
   size_t ws_dim;
   double *curv_inv_z; /* SD-: 1/Z (in [0]) or the 1/Z_n at the prepared X */
+  /* SD- asks for the normalisers at the X the optimiser last evaluated: once
+   * it has, every evaluation keeps a copy of its X and Z, so they are not
+   * summed again. */
+  double *last_x, last_z;
+  size_t last_dim; /* columns last_x was allocated for */
+  int last_valid;
 };
 
 enum { REP_BLOCK = 64 };
@@ -82,6 +88,7 @@ void nle_model_free(nle_model **model) {
   free((*model)->force);
   free((*model)->inv_z);
   free((*model)->curv_inv_z);
+  free((*model)->last_x);
   free(*model);
   *model = NULL;
 }
@@ -288,6 +295,12 @@ nle_status nle_model_eval(nle_ctx *ctx, nle_model *m, const nle_matd *X, double 
     }
     if (!s) *E = m->exaggeration * e_att + e_rep;
   }
+  m->last_valid = 0;
+  if (!s && m->last_x && m->last_dim == d) {
+    memcpy(m->last_x, X->data, N * d * sizeof(double));
+    m->last_z = z;
+    m->last_valid = 1;
+  }
   return s;
 }
 
@@ -366,6 +379,19 @@ nle_status nle__model_curvature_prepare(nle_ctx *ctx, nle_model *m, const nle_ma
     if (!m->curv_inv_z) return NLE_ERR_NOMEM;
   }
   if (!m->normalised && m->spec.kind != NLE_MODEL_SNE) return NLE_OK;
+  size_t nd = N * X->cols;
+  if (m->last_valid && m->last_dim == X->cols && !memcmp(m->last_x, X->data, nd * sizeof(double))) {
+    /* The last evaluation was at this X: its Z (or its 1/Z_n) serve. */
+    if (m->normalised) m->curv_inv_z[0] = 1.0 / m->last_z;
+    else memcpy(m->curv_inv_z, m->inv_z, N * sizeof(double));
+    return NLE_OK;
+  }
+  if (!m->last_x || m->last_dim != X->cols) {
+    free(m->last_x);
+    m->last_x = nle__malloc(ctx, nd * sizeof(double), "the last evaluated X");
+    if (!m->last_x) return NLE_ERR_NOMEM;
+    m->last_dim = X->cols;
+  }
   /* Z (or the Z_n) at X, by one repulsion pass. */
   nle_status s = workspace(ctx, m, X->cols);
   if (s) return s;
