@@ -11,7 +11,7 @@ CAIRO_LIBS   := $(shell pkg-config --libs cairo 2>/dev/null || echo -lcairo)
 
 CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fopenmp -fPIC -fno-math-errno -g $(OPT) $(SAN) \
            -Iinclude -I$(BLAS_INC) $(CAIRO_CFLAGS) $(EXTRA_CFLAGS)
-LDLIBS  := $(CAIRO_LIBS) -lcholmod -larpack -llapacke -lopenblas -lz -lm
+LDLIBS  := $(CAIRO_LIBS) -lcholmod -larpack -lfftw3 -llapacke -lopenblas -lz -lm
 LDFLAGS := -fopenmp $(SAN) $(EXTRA_LDFLAGS)
 
 LIB_SRC  := $(sort $(wildcard src/*/*.c))
@@ -61,12 +61,15 @@ fuzz:
 	    -fopenmp $(LDLIBS) || exit 1; done
 
 # Benchmark programs (run by hand, see bench/).
-bench: $(BUILD)/ea_table $(BUILD)/nbody_scaling
+bench: $(BUILD)/ea_table $(BUILD)/nbody_scaling $(BUILD)/engine_gradient
 
 $(BUILD)/ea_table: bench/ea_table.c $(BUILD)/libnlembed.a
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libnlembed.a $(LDFLAGS) $(LDLIBS)
 
 $(BUILD)/nbody_scaling: bench/nbody_scaling.c $(BUILD)/libnlembed.a
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libnlembed.a $(LDFLAGS) $(LDLIBS)
+
+$(BUILD)/engine_gradient: bench/engine_gradient.c $(BUILD)/libnlembed.a
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libnlembed.a $(LDFLAGS) $(LDLIBS)
 
 clean:

@@ -1,8 +1,9 @@
 /* nbody_scaling.c — issue 5, measurement 1 (like dissertation fig. 5.6):
  * time and relative error of the kernel-sum engines against N, for uniform
  * and clustered 2-D points, and the fitted slope of log time against log N.
- * The error is measured on 500 sampled points against their exact sums.
- *   build/nbody_scaling [--max-n N] [--theta T] [--threads K]
+ * The error is nle_kernel_sums_error's on 500 sampled points.
+ *   build/nbody_scaling [--engine bh|fft] [--max-n N] [--min-n N] [--theta T]
+ *                       [--order P] [--box W] [--kernel student|gauss] [--threads K]
  * Prints one line per (set, N) and the slopes. */
 #include "nlembed.h"
 
@@ -38,46 +39,56 @@ static int cmp(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
-  size_t max_n = 1000000;
+  size_t max_n = 1000000, min_n = 1000;
   double theta = 0.5;
-  int threads = 2;
+  int threads = 2, fft = 0;
+  nle_kernel kernel = NLE_KERNEL_STUDENT;
+  nle_fft_opts fo;
+  nle_fft_opts_init(&fo);
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--max-n")) max_n = (size_t)atol(argv[i + 1]);
+    else if (!strcmp(argv[i], "--min-n")) min_n = (size_t)atol(argv[i + 1]);
     else if (!strcmp(argv[i], "--theta")) theta = atof(argv[i + 1]);
+    else if (!strcmp(argv[i], "--order")) fo.order = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--box")) fo.box_width = atof(argv[i + 1]);
     else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--engine")) fft = !strcmp(argv[i + 1], "fft");
+    else if (!strcmp(argv[i], "--kernel")) kernel = strcmp(argv[i + 1], "gauss") ? NLE_KERNEL_STUDENT : NLE_KERNEL_GAUSSIAN;
   }
   nle_ctx *ctx = nle_ctx_new();
   nle_ctx_set_threads(ctx, threads);
-  printf("# Barnes-Hut Student-t kernel sums (S and S^x), theta %.2f, %d threads; error: |S - S_exact|_2 / "
-         "|S_exact|_2 on 500 sampled points; time: median of 3\n", theta, threads);
+  if (fft)
+    printf("# FFT interpolation, order %d, box width %.3g", fo.order, fo.box_width);
+  else
+    printf("# Barnes-Hut, theta %.2f", theta);
+  printf(", %s kernel sums (S and S^x), %d threads; error: sum|S - S*| / sum S* on 500 sampled points; time: "
+         "median of 3\n", kernel == NLE_KERNEL_STUDENT ? "Student-t" : "Gaussian", threads);
   for (int clustered = 0; clustered <= 1; clustered++) {
     double sx = 0, sy = 0, sxx = 0, sxy = 0;
     int count = 0;
     static const size_t sizes[] = {1000, 3000, 10000, 30000, 100000, 300000, 1000000};
     for (size_t z = 0; z < sizeof sizes / sizeof *sizes && sizes[z] <= max_n; z++) {
       size_t n = sizes[z];
+      if (n < min_n) continue;
       nle_matd *X = make_points(ctx, n, clustered);
       double *S = malloc(n * sizeof(double)), *Sx = malloc(2 * n * sizeof(double)), times[3];
       for (int r = 0; r < 3; r++) {
         double t0 = nle_time_seconds();
-        if (nle_kernel_sums_bh(ctx, X, NLE_KERNEL_STUDENT, theta, S, Sx)) return 1;
+        nle_status st = fft ? nle_kernel_sums_fft(ctx, X, kernel, &fo, S, Sx)
+                            : nle_kernel_sums_bh(ctx, X, kernel, theta, S, Sx);
+        if (st) {
+          fprintf(stderr, "%s\n", nle_ctx_error(ctx));
+          return 1;
+        }
         times[r] = nle_time_seconds() - t0;
       }
       qsort(times, 3, sizeof(double), cmp);
-      double num = 0, den = 0;
-      for (size_t q = 0; q < 500; q++) {
-        size_t i = (q * 2654435761u) % n;
-        double e = 0;
-        for (size_t m = 0; m < n; m++)
-          if (m != i)
-            e += 1.0 / (1.0 + pow(X->data[2 * i] - X->data[2 * m], 2) + pow(X->data[2 * i + 1] - X->data[2 * m + 1], 2));
-        num += (S[i] - e) * (S[i] - e);
-        den += e * e;
-      }
-      printf("%-9s N %8zu  time %9.4f s  relative error %.2e\n", clustered ? "clustered" : "uniform", n, times[1],
-             sqrt(num / den));
+      nle_sums_error err;
+      if (nle_kernel_sums_error(ctx, X, kernel, S, Sx, 500, 1, &err)) return 1;
+      printf("%-9s N %8zu  time %9.4f s  relative error %.2e (moments %.2e, worst point %.2e)\n",
+             clustered ? "clustered" : "uniform", n, times[1], err.sums, err.moments, err.worst);
       fflush(stdout);
-      if (n >= 10000) { /* the slope over the range where the O(N log N) regime holds */
+      if (n >= 10000) { /* the slope over the range where the asymptotic regime holds */
         double lx = log((double)n), ly = log(times[1]);
         sx += lx, sy += ly, sxx += lx * lx, sxy += lx * ly;
         count++;

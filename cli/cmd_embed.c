@@ -20,6 +20,19 @@ static const model_info models[] = {
     {"sne", "SNE", NLE_MODEL_SNE, 1.0},
 };
 
+/* --repulsion auto: below this many points the exact engine is as fast as
+ * the fast ones (bench/results/engine_crossover.txt) and gives exact E. */
+enum { AUTO_EXACT_BELOW = 5000 };
+
+/* The engine --repulsion auto picks: exact for small N and for what the fast
+ * engines do not serve, FFT interpolation in 1-2 dimensions, Barnes-Hut in 3. */
+static nle_repulsion auto_engine(nle_model_kind kind, nle_wneg_kind wneg, size_t n, size_t d) {
+  int unnormalised = kind == NLE_MODEL_EE || kind == NLE_MODEL_TEE;
+  if (n < AUTO_EXACT_BELOW || d > 3 || kind == NLE_MODEL_SNE || (unnormalised && wneg != NLE_WNEG_UNIFORM))
+    return NLE_REPULSION_EXACT;
+  return d <= 2 ? NLE_REPULSION_FFT : NLE_REPULSION_BH;
+}
+
 static const char *help_fmt =
     "Usage: nlembed %s [options] INPUT -o OUTPUT\n"
     "       nlembed %s [options] --affinities W.mtx [INPUT] -o OUTPUT\n"
@@ -28,8 +41,8 @@ static const char *help_fmt =
     "entropic (perplexity) on the kNN graph, symmetrised as (P + P^T) / 2%s.\n"
     "The objective is minimised from a small initial X by a partial-Hessian\n"
     "direction with a backtracking line search. Repulsion is exact (all pairs,\n"
-    "O(N^2) per evaluation), so this suits up to some tens of thousands of points\n"
-    "until the fast N-body engines land. Prints one JSON line on stdout.\n"
+    "O(N^2)) for small N and by FFT interpolation (O(N)) above %d points where\n"
+    "the model allows (dissertation ch. 5). Prints one JSON line on stdout.\n"
     "\n"
     "Options:\n"
     "  -o, --output FILE    the N x d embedding (.npy, .csv, ...)\n"
@@ -43,9 +56,14 @@ static const char *help_fmt =
     "  -k, --neighbors K    kNN graph size (default 3 x perplexity)\n"
     "  --lambda L           weight of the repulsion (default %g)\n"
     "%s"
-    "  --repulsion NAME     exact (all pairs, default) or bh (Barnes-Hut kernel sums,\n"
-    "                       d <= 3; t-SNE, s-SNE, EE/t-EE with uniform W-)\n"
+    "  --repulsion NAME     auto (default: exact below %d points, else fft where\n"
+    "                       the model allows), exact (all pairs), bh (Barnes-Hut)\n"
+    "                       or fft (FFT interpolation); bh and fft: d <= 3,\n"
+    "                       t-SNE, s-SNE, EE/t-EE with uniform W-\n"
     "  --theta T            bh: opening angle (default 0.5; error about 0.1 T^2)\n"
+    "  --fft-order P        fft: interpolation nodes per box and axis (default 3)\n"
+    "  --fft-box W          fft: box side in kernel lengths (default 1; error\n"
+    "                       about 5e-4 at 1, 2e-3 at 1.5 for the Student-t kernel)\n"
     "  --optimizer NAME     sd (spectral direction, default), sd- (SD plus the psd\n"
     "                       diagonal blocks of the repulsive Hessian, by CG), fp\n"
     "                       (fixed-point diagonal), gd (gradient descent), lbfgs, cg\n"
@@ -97,7 +115,7 @@ static const char *help_fmt =
 enum { OPT_LAMBDA = OPT_COMMAND_BASE, OPT_WNEG, OPT_OPTIMIZER, OPT_KAPPA_E, OPT_INIT, OPT_INIT_SCALE, OPT_MAX_ITERS,
        OPT_TOL_E, OPT_BUDGET, OPT_SAVE_LABELS_E, OPT_SIGMA_E, OPT_HOMOTOPY, OPT_LAMBDA_START, OPT_PATH,
        OPT_RATE, OPT_MOMENTUM, OPT_EXAG, OPT_EXAG_ITERS, OPT_NO_GAINS, OPT_CHECKPOINT, OPT_CHECKPOINT_EVERY,
-       OPT_RESUME, OPT_SAVE_MODEL, OPT_MODEL_DATA, OPT_SDM_TOL, OPT_SDM_ITERS, OPT_AFFINITIES, OPT_TRACE, OPT_REPULSION, OPT_THETA };
+       OPT_RESUME, OPT_SAVE_MODEL, OPT_MODEL_DATA, OPT_SDM_TOL, OPT_SDM_ITERS, OPT_AFFINITIES, OPT_TRACE, OPT_REPULSION, OPT_THETA, OPT_FFT_ORDER, OPT_FFT_BOX };
 
 /* Dense bounds need two N x N eigendecompositions: for small N; Lanczos
  * above. */
@@ -255,10 +273,11 @@ int cmd_embed(int argc, char **argv, const char *name) {
   int unnormalised = mi->kind == NLE_MODEL_EE || mi->kind == NLE_MODEL_TEE;
   char help[8192];
   snprintf(help, sizeof help, help_fmt, mi->name, mi->name, mi->title, unnormalised ? "" : " and normalised to sum 1",
-           mi->lambda,
+           AUTO_EXACT_BELOW, mi->lambda,
            unnormalised ? "  --wneg NAME          repulsive weights: uniform (default), sqdist (squared\n"
                           "                       input distances, dense N x N), knn (on the kNN graph)\n"
-                        : "");
+                        : "",
+           AUTO_EXACT_BELOW);
   static const struct option longopts[] = {
       {"output", required_argument, 0, 'o'}, {"dim", required_argument, 0, 'd'},
       {"perplexity", required_argument, 0, 'p'}, {"neighbors", required_argument, 0, 'k'},
@@ -275,7 +294,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
       {"checkpoint-every", required_argument, 0, OPT_CHECKPOINT_EVERY}, {"resume", required_argument, 0, OPT_RESUME},
       {"save-model", required_argument, 0, OPT_SAVE_MODEL}, {"model-data", required_argument, 0, OPT_MODEL_DATA},
       {"affinities", required_argument, 0, OPT_AFFINITIES}, {"trace", required_argument, 0, OPT_TRACE},
-      {"repulsion", required_argument, 0, OPT_REPULSION}, {"theta", required_argument, 0, OPT_THETA}, {"sdm-tol", required_argument, 0, OPT_SDM_TOL}, {"sdm-iters", required_argument, 0, OPT_SDM_ITERS},
+      {"repulsion", required_argument, 0, OPT_REPULSION}, {"theta", required_argument, 0, OPT_THETA}, {"fft-order", required_argument, 0, OPT_FFT_ORDER}, {"fft-box", required_argument, 0, OPT_FFT_BOX}, {"sdm-tol", required_argument, 0, OPT_SDM_TOL}, {"sdm-iters", required_argument, 0, OPT_SDM_ITERS},
       CLI_KNN_OPTIONS, CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
   cli_env env;
   if (cli_env_init(&env, mi->name, help)) return 1;
@@ -284,7 +303,9 @@ int cmd_embed(int argc, char **argv, const char *name) {
   env.knn = &choice;
   nle_opt_opts oo;
   nle_opt_opts_init(&oo);
-  nle_repulsion engine = NLE_REPULSION_EXACT;
+  int engine = -1; /* auto */
+  nle_fft_opts fft;
+  nle_fft_opts_init(&fft);
   double theta = 0.5;
   double perplexity = 30, lambda = mi->lambda, scale = 1e-4, sigma = 0, lambda_start = 0;
   int homotopy = 0;
@@ -390,9 +411,21 @@ int cmd_embed(int argc, char **argv, const char *name) {
     case OPT_AFFINITIES: affinities = optarg; break;
     case OPT_TRACE: trace = optarg; break;
     case OPT_REPULSION:
-      if (!strcmp(optarg, "exact")) engine = NLE_REPULSION_EXACT;
+      if (!strcmp(optarg, "auto")) engine = -1;
+      else if (!strcmp(optarg, "exact")) engine = NLE_REPULSION_EXACT;
       else if (!strcmp(optarg, "bh")) engine = NLE_REPULSION_BH;
-      else env.rc = cli_usage_error(mi->name, "--repulsion takes exact or bh");
+      else if (!strcmp(optarg, "fft")) engine = NLE_REPULSION_FFT;
+      else env.rc = cli_usage_error(mi->name, "--repulsion takes auto, exact, bh or fft");
+      break;
+    case OPT_FFT_ORDER: {
+      long long v;
+      if (cli_parse_int(optarg, 1, 12, &v)) fft.order = (int)v;
+      else env.rc = cli_usage_error(mi->name, "--fft-order takes an integer from 1 to 12");
+      break;
+    }
+    case OPT_FFT_BOX:
+      if (!cli_parse_double(optarg, &fft.box_width) || fft.box_width <= 0)
+        env.rc = cli_usage_error(mi->name, "--fft-box takes a positive number");
       break;
     case OPT_THETA:
       if (!cli_parse_double(optarg, &theta) || theta <= 0) env.rc = cli_usage_error(mi->name, "--theta takes a positive number");
@@ -474,7 +507,8 @@ int cmd_embed(int argc, char **argv, const char *name) {
     rc = 1;
   }
   if (!rc && !s) {
-    nle_model_spec spec = {mi->kind, lambda, W, wneg, Wsq, Wk, engine, theta};
+    if (engine < 0) engine = (int)auto_engine(mi->kind, wneg, npts, d);
+    nle_model_spec spec = {mi->kind, lambda, W, wneg, Wsq, Wk, (nle_repulsion)engine, theta, fft};
     s = nle_model_new(env.ctx, &spec, &model);
   }
   if (!rc && !s && oo.learning_rate < 0)
@@ -520,10 +554,10 @@ int cmd_embed(int argc, char **argv, const char *name) {
   snprintf(fingerprint, sizeof fingerprint,
            "nlembed %s %s n=%zu D=%zu d=%zu perplexity=%.17g k=%d sigma=%.17g lambda=%.17g wneg=%d optimizer=%d "
            "kappa=%d sdm=%.17g/%d init=%s init-scale=%.17g seed=%llu tol=%.17g homotopy=%d lambda-start=%.17g rate=%.17g "
-           "momentum=%.17g exaggeration=%.17g/%d gains=%d repulsion=%d/%.17g knn=%d/%d/%d/%d/%d/%.17g",
+           "momentum=%.17g exaggeration=%.17g/%d gains=%d repulsion=%d/%.17g/%d/%.17g knn=%d/%d/%d/%d/%d/%.17g",
            mi->name, input ? input : "", npts, ds ? ds->X->cols : 0, d, perplexity, k, sigma, lambda,
            (int)wneg, (int)oo.kind, oo.kappa, oo.sdm_tol, oo.sdm_iters, init, scale, (unsigned long long)nle_ctx_seed(env.ctx), oo.tol, homotopy,
-           lambda_start, oo.learning_rate, oo.momentum, oo.exaggeration, oo.exaggeration_iters, oo.gains, (int)engine, theta,
+           lambda_start, oo.learning_rate, oo.momentum, oo.exaggeration, oo.exaggeration_iters, oo.gains, engine, theta, fft.order, fft.box_width,
            (int)choice.method, choice.approx.n_trees, choice.approx.leaf_size, choice.approx.max_candidates,
            choice.approx.max_iters, choice.approx.delta);
   if (!rc && !s && resume) {

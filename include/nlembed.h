@@ -482,12 +482,28 @@ typedef enum {
   NLE_MODEL_TEE = 4   /* EE with the Student-t kernel (notes 001) */
 } nle_model_kind;
 
-/* Repulsion engines (dissertation ch. 5). Barnes-Hut serves the models whose
- * repulsion is a plain kernel sum: t-SNE, s-SNE, and EE and t-EE with uniform
- * W-, for d <= 3; E and the gradient are then approximate. */
+/* FFT-accelerated interpolation (the grid method of Linderman et al. for
+ * t-SNE, here for every kernel): charges are spread to a regular grid by
+ * Lagrange interpolation on `order` equispaced nodes per box and dimension,
+ * the kernel is applied by FFT, and the values interpolated back. Cost
+ * O(N order^d + G log G) for G grid nodes, which grow with the extent of X,
+ * not with N. Accuracy rises with the order and with narrower boxes. */
+typedef struct {
+  int order;        /* interpolation nodes per box and dimension, 1..12 (3) */
+  double box_width; /* widest box side, in kernel length units (1) */
+  int min_boxes;    /* at least this many boxes along the longest side (8) */
+  size_t max_nodes; /* at most this many nodes per dimension; wider boxes
+                       beyond (0: 65536 in 1-D, 1024 in 2-D, 128 in 3-D) */
+} nle_fft_opts;
+void nle_fft_opts_init(nle_fft_opts *o);
+
+/* Repulsion engines (dissertation ch. 5). The fast ones serve the models
+ * whose repulsion is a plain kernel sum: t-SNE, s-SNE, and EE and t-EE with
+ * uniform W-, for d <= 3; E and the gradient are then approximate. */
 typedef enum {
   NLE_REPULSION_EXACT = 0, /* all pairs, blocked, O(N^2 d) */
-  NLE_REPULSION_BH = 1     /* Barnes-Hut kernel sums, O(N log N) */
+  NLE_REPULSION_BH = 1,    /* Barnes-Hut kernel sums, O(N log N) */
+  NLE_REPULSION_FFT = 2    /* FFT-interpolation kernel sums, O(N) */
 } nle_repulsion;
 
 typedef struct {
@@ -501,6 +517,7 @@ typedef struct {
   const nle_csr *Wneg_sparse;  /* NLE_WNEG_KNN: the sparse W- (or NULL) */
   nle_repulsion engine;        /* how the repulsion is summed (default exact) */
   double theta;                /* Barnes-Hut opening angle (<= 0: 0.5) */
+  nle_fft_opts fft;            /* FFT interpolation (order 0: the defaults) */
 } nle_model_spec;
 
 typedef struct nle_model nle_model;
@@ -761,6 +778,21 @@ nle_status nle_kernel_sums_exact(nle_ctx *ctx, const nle_matd *X, nle_kernel ker
  * <= 0.4 theta^2. */
 nle_status nle_kernel_sums_bh(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, double theta, double *S,
                               double *Sx);
+
+/* Kernel sums by FFT interpolation (nle_fft_opts, above the models). */
+nle_status nle_kernel_sums_fft(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, const nle_fft_opts *opts,
+                               double *S, double *Sx);
+
+/* Measured error of approximate sums S (and Sx, may be NULL) against the
+ * exact ones at `sample` points drawn with `seed`: O(sample N d). */
+typedef struct {
+  double sums;    /* sum |S_n - S*_n| / sum S*_n over the sample */
+  double worst;   /* max |S_n - S*_n| / S*_n */
+  double moments; /* |Sx - Sx*| / |Sx*| (Frobenius) over the sample; 0 without Sx */
+  size_t sample;
+} nle_sums_error;
+nle_status nle_kernel_sums_error(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, const double *S,
+                                 const double *Sx, size_t sample, uint64_t seed, nle_sums_error *err);
 
 /* ========================================================================== */
 /* Spectral: graph Laplacians                                                 */

@@ -76,5 +76,27 @@ static inline bool nle__mul_size(size_t a, size_t b, size_t *out) {
  * Student-t kernel K, S2 = sums of K^2, S2x = sums of K^2 x_m (src/nbody). */
 nle_status nle__kernel_sums_bh_student_pair(nle_ctx *ctx, const nle_matd *X, double theta, double *S, double *S2,
                                             double *S2x);
+/* FFT-interpolation work space: plans, grids and transformed kernels kept
+ * between calls of the same grid shape (src/nbody/fft_interp.c). */
+typedef struct nle__fft_ws nle__fft_ws;
+nle__fft_ws *nle__fft_ws_new(void);
+void nle__fft_ws_free(nle__fft_ws **ws);
+/* Whether X's extent fits the grid at the requested box width (else the
+ * boxes widen and the accuracy drops). */
+int nle__fft_grid_fits(const nle_matd *X, const nle_fft_opts *opts);
+/* nle_kernel_sums_fft with a work space (may be NULL). */
+nle_status nle__kernel_sums_fft_ws(nle_ctx *ctx, nle__fft_ws *ws, const nle_matd *X, nle_kernel kernel,
+                                   const nle_fft_opts *opts, double *S, double *Sx);
+/* The Student-t pair by FFT interpolation; ws may be NULL. */
+nle_status nle__kernel_sums_fft_student_pair(nle_ctx *ctx, nle__fft_ws *ws, const nle_matd *X, const nle_fft_opts *opts, double *S,
+                                             double *S2, double *S2x);
+/* phi[n, c] = sum_m K_c(|tgt_n - src_m|^2) q_c(m) over all sources, a
+ * source at the target included, for channels c with kernel
+ * kernels[chan_kernel[c]] (at most 2 kernels, 8 channels) and charges from
+ * column chan_charge[c] of the src rows x nq matrix `charges` (-1: unit).
+ * ws may be NULL (a temporary one). */
+nle_status nle__fft_convolve(nle_ctx *ctx, nle__fft_ws *ws, const nle_matd *src, const double *charges, size_t nq,
+                             const nle_matd *tgt, const nle_kernel *kernels, size_t nkernels, const int *chan_kernel,
+                             const int *chan_charge, size_t nch, const nle_fft_opts *opts, double *phi);
 
 #endif

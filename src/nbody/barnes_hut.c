@@ -6,76 +6,13 @@
  * of mass satisfy l / D < theta counts as all its points at that centre.
  * Queries run per point in parallel, each in a fixed order, so the sums do
  * not depend on the number of threads. */
-#include "../core/internal.h"
+#include "nbody_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { LEAF_POINTS = 8, MAX_DIM = 3, MAX_CHILDREN = 8, MAX_DEPTH = 48 };
-
-static inline double kernel_value(nle_kernel k, double d2) {
-  switch (k) {
-  case NLE_KERNEL_GAUSSIAN: return exp(-d2);
-  case NLE_KERNEL_STUDENT: return 1.0 / (1.0 + d2);
-  default: {
-    double t = 1.0 / (1.0 + d2);
-    return t * t;
-  }
-  }
-}
-
-static nle_status check_input(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel) {
-  if (X->cols < 1 || X->cols > MAX_DIM || X->rows < 1)
-    return nle__fail(ctx, NLE_ERR_ARG, "kernel sums: X must have 1 to 3 columns and a row (got %zu x %zu)", X->rows,
-                     X->cols);
-  if ((unsigned)kernel > NLE_KERNEL_STUDENT2) return nle__fail(ctx, NLE_ERR_ARG, "kernel sums: unknown kernel");
-  for (size_t i = 0; i < X->rows * X->cols; i++)
-    if (!isfinite(X->data[i])) return nle__fail(ctx, NLE_ERR_VALUE, "kernel sums: X[%zu, %zu] is not finite",
-                                                i / X->cols, i % X->cols);
-  return NLE_OK;
-}
-
-/* ---- exact ---------------------------------------------------------------- */
-
-typedef struct {
-  const nle_matd *X;
-  nle_kernel kernel;
-  double *S, *Sx;
-} exact_job;
-
-enum { EXACT_BLOCK = 64 };
-
-static int exact_block(void *job, size_t b, void *scratch) {
-  (void)scratch;
-  const exact_job *j = job;
-  size_t n = j->X->rows, d = j->X->cols, i1 = (b + 1) * EXACT_BLOCK < n ? (b + 1) * EXACT_BLOCK : n;
-  const double *x = j->X->data;
-  for (size_t i = b * EXACT_BLOCK; i < i1; i++) {
-    double s = 0.0, sx[MAX_DIM] = {0};
-    for (size_t m = 0; m < n; m++) {
-      if (m == i) continue;
-      double d2 = 0.0;
-      for (size_t t = 0; t < d; t++) d2 += (x[i * d + t] - x[m * d + t]) * (x[i * d + t] - x[m * d + t]);
-      double k = kernel_value(j->kernel, d2);
-      s += k;
-      for (size_t t = 0; t < d; t++) sx[t] += k * x[m * d + t];
-    }
-    j->S[i] = s;
-    if (j->Sx)
-      for (size_t t = 0; t < d; t++) j->Sx[i * d + t] = sx[t];
-  }
-  return 0;
-}
-
-nle_status nle_kernel_sums_exact(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, double *S, double *Sx) {
-  nle_status s = check_input(ctx, X, kernel);
-  if (s) return s;
-  exact_job job = {X, kernel, S, Sx};
-  size_t n = X->rows;
-  return nle__for_blocks(ctx, "kernel sums", (n + EXACT_BLOCK - 1) / EXACT_BLOCK,
-                         nle__threads_for(ctx, (double)n * (double)n * 10.0), 0, exact_block, &job);
-}
+enum { LEAF_POINTS = 8, MAX_DIM = NBODY_MAX_DIM, MAX_CHILDREN = 8, MAX_DEPTH = 48 };
 
 /* ---- Barnes-Hut ----------------------------------------------------------- */
 
@@ -184,7 +121,7 @@ static void bh_query(const bh_job *j, size_t i, int64_t *stack) {
     int leaf = 1;
     for (int q = 0; q < t->children; q++) leaf &= c->child[q] < 0;
     if (!leaf && side * side < j->theta2 * d2) { /* far enough: the cell as one mass */
-      double k = kernel_value(j->kernel, d2), w = pair ? k * k : k, count = (double)c->count;
+      double k = nle__kernel_value(j->kernel, d2), w = pair ? k * k : k, count = (double)c->count;
       s += count * k;
       s2 += count * w;
       for (size_t e = 0; e < d; e++) sx[e] += count * w * c->com[e];
@@ -196,7 +133,7 @@ static void bh_query(const bh_job *j, size_t i, int64_t *stack) {
         if (m == i) continue;
         double e2 = 0.0;
         for (size_t k = 0; k < d; k++) e2 += (xi[k] - x[m * d + k]) * (xi[k] - x[m * d + k]);
-        double k = kernel_value(j->kernel, e2), w = pair ? k * k : k;
+        double k = nle__kernel_value(j->kernel, e2), w = pair ? k * k : k;
         s += k;
         s2 += w;
         for (size_t e = 0; e < d; e++) sx[e] += w * x[m * d + e];
@@ -224,7 +161,7 @@ static int bh_block(void *job, size_t b, void *scratch) {
 
 static nle_status sums_bh(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, double theta, double *S, double *Sx,
                           double *S2) {
-  nle_status s = check_input(ctx, X, kernel);
+  nle_status s = nle__kernel_sums_check(ctx, X, kernel, "Barnes-Hut");
   if (s) return s;
   if (!(theta >= 0.0) || !isfinite(theta))
     return nle__fail(ctx, NLE_ERR_ARG, "Barnes-Hut: theta = %g must be finite and >= 0", theta);

@@ -16,6 +16,8 @@
 #if defined(_OPENMP) && defined(__x86_64__) && defined(__GLIBC__)
 #pragma omp declare simd notinbranch
 double exp(double x);
+#pragma omp declare simd notinbranch
+double log1p(double x);
 #endif
 
 struct nle_model {
@@ -24,7 +26,11 @@ struct nle_model {
   int64_t n;
   int student;    /* Student-t kernel (t-SNE, t-EE) */
   int normalised; /* s-SNE, t-SNE: log sum K */
-  nle_csr *WpT;   /* transpose of W+, so the gradient is exact for any W+ */
+  nle_csr *WpT;   /* transpose of W+, so the gradient is exact for any W+;
+                     NULL when W+ is symmetric (then each row counts twice) */
+  const double *wp_val, *wpt_val; /* their values as doubles */
+  double *wp_copy, *wpt_copy;     /* owned conversions of float values */
+  size_t max_row;                 /* longest row of W+ and its transpose */
   /* Work space of nle_model_eval, kept between calls (sized for `ws_dim`). */
   double *row_e, *force, *inv_z;
   size_t ws_dim;
@@ -35,10 +41,33 @@ struct nle_model {
   double *last_x, last_z;
   size_t last_dim; /* columns last_x was allocated for */
   int last_valid;
+  nle__fft_ws *fft_ws; /* FFT engine: plans, grids and kernels between calls */
 };
 
 enum { REP_BLOCK = 64 };
 static const double EXP_FLOOR = 700.0;
+
+/* Same structure and values, bit for bit. */
+static int csr_equal(const nle_csr *a, const nle_csr *b) {
+  if (a->rows != b->rows || a->nnz != b->nnz || a->dtype != b->dtype) return 0;
+  if (memcmp(a->rowptr, b->rowptr, (size_t)(a->rows + 1) * sizeof(int64_t))) return 0;
+  if (memcmp(a->colind, b->colind, (size_t)a->nnz * sizeof(int32_t))) return 0;
+  return !memcmp(a->val, b->val, (size_t)a->nnz * (a->dtype == NLE_F32 ? sizeof(float) : sizeof(double)));
+}
+
+/* The values of W as doubles: W's own array, or a converted copy. */
+static nle_status double_values(nle_ctx *ctx, const nle_csr *W, const double **val, double **copy) {
+  *copy = NULL;
+  if (W->dtype != NLE_F32) {
+    *val = W->val;
+    return NLE_OK;
+  }
+  *copy = nle__malloc(ctx, (size_t)(W->nnz ? W->nnz : 1) * sizeof(double), "W+ values");
+  if (!*copy) return NLE_ERR_NOMEM;
+  for (int64_t q = 0; q < W->nnz; q++) (*copy)[q] = ((const float *)W->val)[q];
+  *val = *copy;
+  return NLE_OK;
+}
 
 nle_status nle_model_new(nle_ctx *ctx, const nle_model_spec *spec, nle_model **model) {
   *model = NULL;
@@ -59,20 +88,34 @@ nle_status nle_model_new(nle_ctx *ctx, const nle_model_spec *spec, nle_model **m
     return nle__fail(ctx, NLE_ERR_ARG, "model: W- of squared distances needs the dense N x N matrix");
   if (unnormalised && spec->wneg == NLE_WNEG_KNN && (!spec->Wneg_sparse || spec->Wneg_sparse->rows != W->rows))
     return nle__fail(ctx, NLE_ERR_ARG, "model: sparse W- needs its N x N matrix");
-  if (spec->engine == NLE_REPULSION_BH &&
+  if ((unsigned)spec->engine > NLE_REPULSION_FFT) return nle__fail(ctx, NLE_ERR_ARG, "model: unknown repulsion engine");
+  if (spec->engine != NLE_REPULSION_EXACT &&
       (spec->kind == NLE_MODEL_SNE || (unnormalised && spec->wneg != NLE_WNEG_UNIFORM)))
-    return nle__fail(ctx, NLE_ERR_ARG, "model: Barnes-Hut repulsion serves t-SNE, s-SNE, and EE/t-EE with uniform W- "
-                                       "(use the exact engine)");
-  if ((unsigned)spec->engine > NLE_REPULSION_BH) return nle__fail(ctx, NLE_ERR_ARG, "model: unknown repulsion engine");
+    return nle__fail(ctx, NLE_ERR_ARG, "model: %s repulsion serves t-SNE, s-SNE, and EE/t-EE with uniform W- "
+                     "(use the exact engine)", spec->engine == NLE_REPULSION_BH ? "Barnes-Hut" : "FFT-interpolation");
   nle_model *m = nle__calloc(ctx, 1, sizeof *m, "the model");
   if (!m) return NLE_ERR_NOMEM;
   m->spec = *spec;
   if (!(m->spec.theta > 0)) m->spec.theta = 0.5;
+  if (m->spec.fft.order == 0) nle_fft_opts_init(&m->spec.fft);
+  if (spec->engine == NLE_REPULSION_FFT && !(m->fft_ws = nle__fft_ws_new())) {
+    nle_model_free(&m);
+    return nle__fail(ctx, NLE_ERR_NOMEM, "model: out of memory");
+  }
   m->exaggeration = 1.0;
   m->n = W->rows;
   m->student = spec->kind == NLE_MODEL_TSNE || spec->kind == NLE_MODEL_TEE;
   m->normalised = spec->kind == NLE_MODEL_SSNE || spec->kind == NLE_MODEL_TSNE;
   nle_status s = nle_csr_transpose(ctx, W, &m->WpT);
+  if (!s && csr_equal(W, m->WpT)) nle_csr_free(&m->WpT);
+  if (!s) s = double_values(ctx, W, &m->wp_val, &m->wp_copy);
+  if (!s && m->WpT) s = double_values(ctx, m->WpT, &m->wpt_val, &m->wpt_copy);
+  for (int64_t i = 0; !s && i < m->n; i++) {
+    size_t a = (size_t)(W->rowptr[i + 1] - W->rowptr[i]);
+    size_t b = m->WpT ? (size_t)(m->WpT->rowptr[i + 1] - m->WpT->rowptr[i]) : 0;
+    m->max_row = a > m->max_row ? a : m->max_row;
+    m->max_row = b > m->max_row ? b : m->max_row;
+  }
   if (s) {
     nle_model_free(&m);
     return s;
@@ -84,11 +127,14 @@ nle_status nle_model_new(nle_ctx *ctx, const nle_model_spec *spec, nle_model **m
 void nle_model_free(nle_model **model) {
   if (!model || !*model) return;
   nle_csr_free(&(*model)->WpT);
+  free((*model)->wp_copy);
+  free((*model)->wpt_copy);
   free((*model)->row_e);
   free((*model)->force);
   free((*model)->inv_z);
   free((*model)->curv_inv_z);
   free((*model)->last_x);
+  nle__fft_ws_free(&(*model)->fft_ws);
   free(*model);
   *model = NULL;
 }
@@ -104,18 +150,73 @@ static inline double sqdist_rows(const double *a, const double *b, size_t d) {
 
 /* Attraction of row n over the entries of W (row n of W+ or of its transpose):
  * returns sum w (-log K) and adds 2 sum w (-K'/K) (x_n - x_m) to g. */
-static double attract_row(const nle_model *m, const nle_csr *W, const nle_matd *X, int64_t n, double *g) {
-  size_t d = X->cols;
-  const double *xn = X->data + (size_t)n * d;
-  double e = 0.0;
-  for (int64_t q = W->rowptr[n]; q < W->rowptr[n + 1]; q++) {
-    const double *xm = X->data + (size_t)W->colind[q] * d;
-    double w = nle_csr_value(W, q), d2 = sqdist_rows(xn, xm, d);
-    double neg_log_k = m->student ? log1p(d2) : d2, coef = m->student ? 1.0 / (1.0 + d2) : 1.0;
-    e += w * neg_log_k;
-    for (size_t t = 0; t < d; t++) g[t] += 2.0 * w * coef * (xn[t] - xm[t]);
+/* Row n's attraction: returns sum_m w_nm (-log K_nm) and adds
+ * sum_m 2 w_nm K_nm^(t-SNE: 1) (x_n - x_m) to g. One pass gathers the x_m
+ * (the costly part: random reads) and keeps the squared distances in `d2`
+ * (the row's length), so that log1p then runs vectorised over them. */
+static double attract_row(const nle_model *m, const nle_csr *W, const double *wval, const nle_matd *X, int64_t n,
+                          double *g, double *d2) {
+  size_t d = X->cols, len = (size_t)(W->rowptr[n + 1] - W->rowptr[n]);
+  const double *xn = X->data + (size_t)n * d, *w = wval + W->rowptr[n];
+  const int32_t *col = W->colind + W->rowptr[n];
+  if (d == 2) { /* the usual case, unrolled */
+    double g0 = 0.0, g1 = 0.0;
+    for (size_t q = 0; q < len; q++) {
+      const double *xm = X->data + (size_t)col[q] * 2;
+      double a = xn[0] - xm[0], b = xn[1] - xm[1], r = a * a + b * b;
+      double c = 2.0 * w[q] * (m->student ? 1.0 / (1.0 + r) : 1.0);
+      d2[q] = r;
+      g0 += c * a;
+      g1 += c * b;
+    }
+    g[0] += g0;
+    g[1] += g1;
+  } else {
+    for (size_t q = 0; q < len; q++) {
+      const double *xm = X->data + (size_t)col[q] * d;
+      double r = sqdist_rows(xn, xm, d), c = 2.0 * w[q] * (m->student ? 1.0 / (1.0 + r) : 1.0);
+      d2[q] = r;
+      for (size_t t = 0; t < d; t++) g[t] += c * (xn[t] - xm[t]);
+    }
   }
+  double e = 0.0;
+  if (m->student)
+    for (size_t q = 0; q < len; q++) e += w[q] * log1p(d2[q]);
+  else
+    for (size_t q = 0; q < len; q++) e += w[q] * d2[q];
   return e;
+}
+
+typedef struct {
+  const nle_model *m;
+  const nle_matd *X;
+  double *g;           /* N x d, or NULL */
+  const double *force; /* repulsive forces */
+  double scale;        /* on the forces */
+  double *e_block;     /* per block: its rows' attractive energy */
+} attract_job;
+
+enum { ATTRACT_BLOCK = 512 };
+
+/* Attraction and the total gradient for a block of rows; the energies are
+ * summed per block and the blocks in index order afterwards, so the result
+ * does not depend on the number of threads. */
+static int attract_block(void *job, size_t b, void *scratch) {
+  const attract_job *j = job;
+  const nle_model *m = j->m;
+  size_t N = j->X->rows, d = j->X->cols, n1 = (b + 1) * ATTRACT_BLOCK < N ? (b + 1) * ATTRACT_BLOCK : N;
+  double *d2 = scratch, *tmp = d2 + m->max_row, e = 0.0;
+  for (size_t n = b * ATTRACT_BLOCK; n < n1; n++) {
+    double *gn = j->g ? j->g + n * d : tmp;
+    memset(gn, 0, d * sizeof(double));
+    e += attract_row(m, m->spec.Wp, m->wp_val, j->X, (int64_t)n, gn, d2);
+    if (m->WpT) /* the m-n half of each pair */
+      attract_row(m, m->WpT, m->wpt_val, j->X, (int64_t)n, gn, d2);
+    double twice = m->WpT ? 1.0 : 2.0;
+    for (size_t t = 0; t < d; t++) gn[t] = twice * m->exaggeration * gn[t] + j->scale * j->force[n * d + t];
+  }
+  j->e_block[b] = e;
+  return 0;
 }
 
 typedef struct {
@@ -207,15 +308,23 @@ static int rep_block(void *job, size_t b, void *scratch) {
   return 0;
 }
 
-/* Repulsion from Barnes-Hut kernel sums (dissertation eq. 5.8): row_e = S_n,
- * and force_n = sum_m K'(x_n - x_m) = -(x_n S'_n - S'^x_n), with S' the sums
- * of -K' (K for the Gaussian, K^2 for the Student-t kernel). */
-static nle_status bh_repulsion(nle_ctx *ctx, nle_model *m, const nle_matd *X) {
+/* Repulsion from fast kernel sums (dissertation eq. 5.8): row_e = S_n, and
+ * force_n = sum_m K'(x_n - x_m) = -(x_n S'_n - S'^x_n), with S' the sums of
+ * -K' (K for the Gaussian, K^2 for the Student-t kernel). */
+static nle_status fast_repulsion(nle_ctx *ctx, nle_model *m, const nle_matd *X) {
   size_t N = X->rows, d = X->cols;
   double *S1 = m->force; /* N d: the S'^x sums first, then the forces */
   double *S2 = m->inv_z; /* N: the S' sums */
-  nle_status s = m->student ? nle__kernel_sums_bh_student_pair(ctx, X, m->spec.theta, m->row_e, S2, S1)
-                             : nle_kernel_sums_bh(ctx, X, NLE_KERNEL_GAUSSIAN, m->spec.theta, m->row_e, S1);
+  const nle_fft_opts *fo = &m->spec.fft;
+  nle_status s;
+  /* A few points thrown far (a long trial step) would stretch the grid past
+   * its node cap and wreck its accuracy; Barnes-Hut adapts to them. */
+  if (m->spec.engine == NLE_REPULSION_FFT && nle__fft_grid_fits(X, fo))
+    s = m->student ? nle__kernel_sums_fft_student_pair(ctx, m->fft_ws, X, fo, m->row_e, S2, S1)
+                   : nle__kernel_sums_fft_ws(ctx, m->fft_ws, X, NLE_KERNEL_GAUSSIAN, fo, m->row_e, S1);
+  else
+    s = m->student ? nle__kernel_sums_bh_student_pair(ctx, X, m->spec.theta, m->row_e, S2, S1)
+                   : nle_kernel_sums_bh(ctx, X, NLE_KERNEL_GAUSSIAN, m->spec.theta, m->row_e, S1);
   if (s) return s;
   const double *Sd = m->student ? S2 : m->row_e;
   for (size_t n = 0; n < N; n++)
@@ -257,8 +366,8 @@ nle_status nle_model_eval(nle_ctx *ctx, nle_model *m, const nle_matd *X, double 
   rep_job job = {m, X, row_e, force, NULL, EXP_FLOOR};
   size_t nblocks = (N + REP_BLOCK - 1) / REP_BLOCK;
   int threads = nle__threads_for(ctx, (double)N * (double)N * (double)(d + 10));
-  if (m->spec.engine == NLE_REPULSION_BH && d <= 3)
-    s = bh_repulsion(ctx, m, X);
+  if (m->spec.engine != NLE_REPULSION_EXACT && d <= 3)
+    s = fast_repulsion(ctx, m, X);
   else
     s = nle__for_blocks(ctx, "repulsion", nblocks, threads, 0, rep_block, &job);
   double lambda = m->spec.lambda, e_rep = 0.0, z = 0.0;
@@ -277,22 +386,18 @@ nle_status nle_model_eval(nle_ctx *ctx, nle_model *m, const nle_matd *X, double 
     e_rep = m->normalised ? lambda * log(z) : lambda * z;
   }
   if (!s) {
-    /* Attraction (sparse) and the total, row by row in index order. */
-    double e_att = 0.0, scale = m->spec.kind == NLE_MODEL_SNE ? 2.0 * lambda
-                                : m->normalised                 ? 4.0 * lambda / z
-                                                                : 4.0 * lambda;
-    double *g = G ? G->data : NULL, tmp[64];
-    for (size_t n = 0; n < N; n++) {
-      double *gn = g ? g + n * d : (d <= 64 ? tmp : NULL);
-      if (!gn) {
-        s = nle__fail(ctx, NLE_ERR_ARG, "model: at most 64 dimensions");
-        break;
-      }
-      memset(gn, 0, d * sizeof(double));
-      e_att += attract_row(m, m->spec.Wp, X, (int64_t)n, gn);
-      attract_row(m, m->WpT, X, (int64_t)n, gn); /* the m-n half of each pair */
-      for (size_t t = 0; t < d; t++) gn[t] = m->exaggeration * gn[t] + scale * force[n * d + t];
-    }
+    /* Attraction (sparse) and the total. */
+    double scale = m->spec.kind == NLE_MODEL_SNE ? 2.0 * lambda : m->normalised ? 4.0 * lambda / z : 4.0 * lambda;
+    size_t ablocks = (N + ATTRACT_BLOCK - 1) / ATTRACT_BLOCK;
+    double *e_block = nle__malloc(ctx, ablocks * sizeof(double), "attraction sums");
+    attract_job aj = {m, X, G ? G->data : NULL, force, scale, e_block};
+    int64_t nnz = m->spec.Wp->nnz;
+    s = e_block ? nle__for_blocks(ctx, "attraction", ablocks, nle__threads_for(ctx, (double)nnz * 40.0),
+                                  (m->max_row + d) * sizeof(double), attract_block, &aj)
+                : NLE_ERR_NOMEM;
+    double e_att = 0.0;
+    for (size_t b = 0; !s && b < ablocks; b++) e_att += e_block[b];
+    free(e_block);
     if (!s) *E = m->exaggeration * e_att + e_rep;
   }
   m->last_valid = 0;
