@@ -14,7 +14,7 @@ cd "$(dirname "$0")"
 # that build on this foundation; installing them now keeps set-up one step.
 PACKAGES=(build-essential pkg-config libopenblas-dev liblapacke-dev libsuitesparse-dev
           libarpack2-dev libfftw3-dev zlib1g-dev libcairo2-dev dataset-fashion-mnist)
-BENCH_PACKAGES=(python3-numpy python3-sklearn python3-pynndescent hyperfine time r-cran-rtsne umap-learn)
+BENCH_PACKAGES=(python3-numpy python3-sklearn python3-pynndescent hyperfine time r-cran-rtsne r-cran-uwot umap-learn)
 
 install_missing() {
   local missing=()

@@ -53,7 +53,9 @@ static const char *help_fmt =
     "                       spectral by default without it)\n"
     "  -d, --dim N          embedding dimension (default 2)\n"
     "  -p, --perplexity K   entropic affinities' perplexity (default 30)\n"
-    "  -k, --neighbors K    kNN graph size (default 3 x perplexity)\n"
+    "  -k, --neighbors K    kNN graph size (default 3 x perplexity)\n"    "  --pca N              search neighbours among the first N principal components\n"
+    "                       of INPUT (as Rtsne's default of 50) instead of all D\n"
+    "                       columns: much faster for large D (default: off)\n"
     "  --lambda L           weight of the repulsion (default %g)\n"
     "%s"
     "  --repulsion NAME     auto (default: exact below %d points, else fft where\n"
@@ -115,7 +117,7 @@ static const char *help_fmt =
 enum { OPT_LAMBDA = OPT_COMMAND_BASE, OPT_WNEG, OPT_OPTIMIZER, OPT_KAPPA_E, OPT_INIT, OPT_INIT_SCALE, OPT_MAX_ITERS,
        OPT_TOL_E, OPT_BUDGET, OPT_SAVE_LABELS_E, OPT_SIGMA_E, OPT_HOMOTOPY, OPT_LAMBDA_START, OPT_PATH,
        OPT_RATE, OPT_MOMENTUM, OPT_EXAG, OPT_EXAG_ITERS, OPT_NO_GAINS, OPT_CHECKPOINT, OPT_CHECKPOINT_EVERY,
-       OPT_RESUME, OPT_SAVE_MODEL, OPT_MODEL_DATA, OPT_SDM_TOL, OPT_SDM_ITERS, OPT_AFFINITIES, OPT_TRACE, OPT_REPULSION, OPT_THETA, OPT_FFT_ORDER, OPT_FFT_BOX };
+       OPT_RESUME, OPT_SAVE_MODEL, OPT_MODEL_DATA, OPT_SDM_TOL, OPT_SDM_ITERS, OPT_AFFINITIES, OPT_TRACE, OPT_REPULSION, OPT_THETA, OPT_FFT_ORDER, OPT_FFT_BOX, OPT_PCA };
 
 /* Dense bounds need two N x N eigendecompositions: for small N; Lanczos
  * above. */
@@ -222,6 +224,31 @@ static nle_status attractive_weights(cli_env *env, const nle_csr *graph, double 
   return s;
 }
 
+/* --pca: replaces the dataset's points by their first `dims` principal
+ * components, on which everything downstream (kNN, W-, PCA start) works. */
+static nle_status reduce_input(cli_env *env, nle_dataset *ds, int dims) {
+  nle_pca_opts po;
+  nle_pca_opts_init(&po);
+  po.n_components = dims;
+  nle_pca_model *pm = NULL;
+  nle_matd *Z = NULL;
+  nle_matf *Zf = NULL;
+  nle_status s = nle_pca_fit(env->ctx, ds->X, &po, &pm);
+  if (!s) s = nle_pca_transform(env->ctx, pm, ds->X, &Z);
+  if (!s) s = nle_matd_to_matf(env->ctx, Z, &Zf);
+  if (!s) {
+    double kept = 0;
+    for (int i = 0; i < pm->n_components; i++) kept += pm->explained_variance[i];
+    cli_note(env, "PCA %zu x %zu -> %d for the neighbour search: %.4f of the variance", ds->X->rows, ds->X->cols,
+             dims, pm->total_variance > 0 ? kept / pm->total_variance : 0.0);
+    nle_matf_free(&ds->X);
+    ds->X = Zf;
+  }
+  nle_matd_free(&Z);
+  nle_pca_model_free(&pm);
+  return s;
+}
+
 /* PCA, Laplacian eigenmaps of W+, or Gaussian noise, scaled so the first
  * column has standard deviation `scale`; or a file of N x d. */
 static nle_status initial_x(cli_env *env, const nle_matf *Y, size_t n, const nle_csr *Wp, int Wp_sym, const char *init,
@@ -294,7 +321,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
       {"checkpoint-every", required_argument, 0, OPT_CHECKPOINT_EVERY}, {"resume", required_argument, 0, OPT_RESUME},
       {"save-model", required_argument, 0, OPT_SAVE_MODEL}, {"model-data", required_argument, 0, OPT_MODEL_DATA},
       {"affinities", required_argument, 0, OPT_AFFINITIES}, {"trace", required_argument, 0, OPT_TRACE},
-      {"repulsion", required_argument, 0, OPT_REPULSION}, {"theta", required_argument, 0, OPT_THETA}, {"fft-order", required_argument, 0, OPT_FFT_ORDER}, {"fft-box", required_argument, 0, OPT_FFT_BOX}, {"sdm-tol", required_argument, 0, OPT_SDM_TOL}, {"sdm-iters", required_argument, 0, OPT_SDM_ITERS},
+      {"repulsion", required_argument, 0, OPT_REPULSION}, {"theta", required_argument, 0, OPT_THETA}, {"fft-order", required_argument, 0, OPT_FFT_ORDER}, {"fft-box", required_argument, 0, OPT_FFT_BOX}, {"pca", required_argument, 0, OPT_PCA}, {"sdm-tol", required_argument, 0, OPT_SDM_TOL}, {"sdm-iters", required_argument, 0, OPT_SDM_ITERS},
       CLI_KNN_OPTIONS, CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
   cli_env env;
   if (cli_env_init(&env, mi->name, help)) return 1;
@@ -304,6 +331,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
   nle_opt_opts oo;
   nle_opt_opts_init(&oo);
   int engine = -1; /* auto */
+  int pca_dims = 0;   /* 0: neighbours in the input space */
   nle_fft_opts fft;
   nle_fft_opts_init(&fft);
   double theta = 0.5;
@@ -423,6 +451,12 @@ int cmd_embed(int argc, char **argv, const char *name) {
       else env.rc = cli_usage_error(mi->name, "--fft-order takes an integer from 1 to 12");
       break;
     }
+    case OPT_PCA: {
+      long long v;
+      if (cli_parse_int(optarg, 1, 100000, &v)) pca_dims = (int)v;
+      else env.rc = cli_usage_error(mi->name, "--pca takes a positive integer");
+      break;
+    }
     case OPT_FFT_BOX:
       if (!cli_parse_double(optarg, &fft.box_width) || fft.box_width <= 0)
         env.rc = cli_usage_error(mi->name, "--fft-box takes a positive number");
@@ -472,6 +506,9 @@ int cmd_embed(int argc, char **argv, const char *name) {
   double t_knn = 0, t_opt = 0;
   nle_csr *A = NULL;
   if (!rc && !s && n_inputs) s = cli_load(&env, argv[optind], &ds);
+  if (!rc && !s && ds && pca_dims > 0 && save_model)
+    rc = cli_usage_error(mi->name, "--pca with --save-model is not supported (the model keeps the INPUT space)");
+  if (!rc && !s && ds && pca_dims > 0 && (size_t)pca_dims < ds->X->cols) s = reduce_input(&env, ds, pca_dims);
   if (!rc && !s && affinities) s = nle_read_csr_mtx(env.ctx, affinities, &A);
   if (!rc && !s && A && (A->rows != A->cols || A->rows < 3 || (ds && (size_t)A->rows != ds->X->rows))) {
     fprintf(stderr, "nlembed %s: error: %s: the affinities must be N x N with N >= 3%s, not %lld x %lld\n", mi->name,
@@ -554,10 +591,10 @@ int cmd_embed(int argc, char **argv, const char *name) {
   snprintf(fingerprint, sizeof fingerprint,
            "nlembed %s %s n=%zu D=%zu d=%zu perplexity=%.17g k=%d sigma=%.17g lambda=%.17g wneg=%d optimizer=%d "
            "kappa=%d sdm=%.17g/%d init=%s init-scale=%.17g seed=%llu tol=%.17g homotopy=%d lambda-start=%.17g rate=%.17g "
-           "momentum=%.17g exaggeration=%.17g/%d gains=%d repulsion=%d/%.17g/%d/%.17g knn=%d/%d/%d/%d/%d/%.17g",
+           "momentum=%.17g exaggeration=%.17g/%d gains=%d repulsion=%d/%.17g/%d/%.17g pca=%d knn=%d/%d/%d/%d/%d/%.17g",
            mi->name, input ? input : "", npts, ds ? ds->X->cols : 0, d, perplexity, k, sigma, lambda,
            (int)wneg, (int)oo.kind, oo.kappa, oo.sdm_tol, oo.sdm_iters, init, scale, (unsigned long long)nle_ctx_seed(env.ctx), oo.tol, homotopy,
-           lambda_start, oo.learning_rate, oo.momentum, oo.exaggeration, oo.exaggeration_iters, oo.gains, engine, theta, fft.order, fft.box_width,
+           lambda_start, oo.learning_rate, oo.momentum, oo.exaggeration, oo.exaggeration_iters, oo.gains, engine, theta, fft.order, fft.box_width, pca_dims,
            (int)choice.method, choice.approx.n_trees, choice.approx.leaf_size, choice.approx.max_candidates,
            choice.approx.max_iters, choice.approx.delta);
   if (!rc && !s && resume) {

@@ -177,6 +177,13 @@ if grep -q 'warning: W+ has [0-9]* connected components' "$T/stderr"; then ok sp
 
 expect_ok tsne_barnes_hut $N tsne blobs:400:8:4 -p 15 --repulsion bh --theta 0.3 --max-iters 100 -o "$T/tbh.npy" --quiet
 expect_fail bh_needs_uniform "Barnes-Hut repulsion serves t-SNE, s-SNE, and EE/t-EE with uniform W-" "$T/x.npy" -- $N ee spiral:300 -p 10 --wneg sqdist --repulsion bh -o "$T/x.npy"
+expect_ok tsne_fft $N tsne blobs:400:8:4 -p 15 --repulsion fft --fft-box 0.5 --max-iters 100 -o "$T/tfft.npy" --quiet
+expect_fail fft_needs_uniform "FFT-interpolation repulsion serves t-SNE, s-SNE, and EE/t-EE with uniform W-" "$T/x.npy" -- $N ee spiral:300 -p 10 --wneg sqdist --repulsion fft -o "$T/x.npy"
+expect_fail fft_bad_order "--fft-order takes an integer from 1 to 12" "$T/x.npy" -- $N tsne spiral:300 --fft-order 0 -o "$T/x.npy"
+expect_fail bad_engine "--repulsion takes auto, exact, bh or fft" "$T/x.npy" -- $N tsne spiral:300 --repulsion fmm -o "$T/x.npy"
+expect_ok tsne_pca $N tsne fashion-mnist:600 -p 15 --pca 20 --max-iters 50 -o "$T/tpca.npy" --quiet
+expect_fail pca_with_model "--pca with --save-model is not supported" "$T/x.npy" -- $N tsne fashion-mnist:600 --pca 20 --save-model "$T/m.nle" -o "$T/x.npy"
+expect_fail pca_bad "--pca takes a positive integer" "$T/x.npy" -- $N tsne fashion-mnist:600 --pca 0 -o "$T/x.npy"
 
 # ---- precomputed affinities
 expect_ok affinity_for_embed $N affinity blobs:400:8:4 -p 15 -o "$T/aw.mtx" --quiet

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# peers.sh — issue 5, measurement 3: the whole pipeline (kNN, affinities,
+# embedding to 2-D) on Fashion-MNIST (all 70,000 points, raw 784-d input) by
+# nlembed (t-SNE and EE) and the peers Debian packages: umap-learn, R uwot,
+# R Rtsne and scikit-learn's TSNE, each with 2 threads, in one run. Prints
+# wall time, peak memory (GNU time; every tool's time includes reading the
+# data), and kNN recall@10, trustworthiness@10 (both against the 784-d
+# neighbours, on the same fixed subsample of SUBSAMPLE points; 0 = all) and
+# 10-NN accuracy (stratified 5-fold CV over all points) from
+# `nlembed metrics`.
+#   bench/peers.sh            [N=70000] [SUBSAMPLE=10000] [ONLY="name ..."]
+# One run per tool (they take minutes); results in $OUT/peers-*.
+source "$(dirname "$0")/common.sh"
+N=${N:-70000}
+SUBSAMPLE=${SUBSAMPLE:-10000}
+ONLY=${ONLY:-}
+DATA=fashion-mnist
+[ "$N" -lt 70000 ] && DATA=fashion-mnist:$N
+export OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 NUMBA_NUM_THREADS=2 MKL_NUM_THREADS=2
+# The peers read the pixels as raw float32 (N x 784, row-major).
+"$PY" - "$OUT" "$N" <<'PY'
+import sys
+import numpy as np
+sys.path.insert(0, "bench")
+import fmnist
+out, n = sys.argv[1], int(sys.argv[2])
+fmnist.images()[:n].astype(np.float32).tofile(f"{out}/peers-data.f32")
+PY
+printf '# Fashion-MNIST N = %s, 784-d, 2 threads; metrics: k = 10, subsample %s; %s\n' "$N" "$SUBSAMPLE" "$(date -u +%F)"
+printf '%-22s %8s %9s %10s %16s %14s\n' tool "wall s" "peak MiB" "recall@10" "trustworthiness" "10-NN accuracy"
+run() { # NAME command... (writes $OUT/peers-NAME.npy)
+  local name=$1
+  shift
+  [ -n "$ONLY" ] && [[ " $ONLY " != *" $name "* ]] && return 0
+  /usr/bin/time -f "%e %M" -o "$OUT/peers-$name.time" "$@" > "$OUT/peers-$name.log" 2>&1 || {
+    echo "$name: failed: $(tail -2 "$OUT/peers-$name.log")"; return 0; }
+  local t m
+  read -r t m < "$OUT/peers-$name.time"
+  "$NLEMBED" metrics "$DATA" "$OUT/peers-$name.npy" -k 10 --subsample "$SUBSAMPLE" --quiet > "$OUT/peers-$name.json"
+  "$PY" -c "
+import json; r = json.load(open('$OUT/peers-$name.json'))
+print('%-22s %8.1f %9.0f %10.4f %16.5f %14.4f' % ('$name', $t, $m / 1024, r['recall'], r['trustworthiness'], r['knn_accuracy']))"
+}
+run nlembed-tsne "$NLEMBED" tsne "$DATA" --optimizer gd --learning-rate auto --exaggeration 12 --max-iters 750 \
+  --threads 2 -o "$OUT/peers-nlembed-tsne.npy" --quiet
+run nlembed-ee "$NLEMBED" ee "$DATA" --lambda "${EE_LAMBDA:-0.03}" --max-iters "${EE_ITERS:-300}" --threads 2 \
+  -o "$OUT/peers-nlembed-ee.npy" --quiet
+run nlembed-tee "$NLEMBED" tee "$DATA" --lambda "${EE_LAMBDA:-0.03}" --max-iters "${EE_ITERS:-300}" --threads 2 \
+  -o "$OUT/peers-nlembed-tee.npy" --quiet
+run umap-learn "$PY" - "$OUT" "$N" <<'PY'
+import sys
+import numpy as np
+import umap
+out, n = sys.argv[1], int(sys.argv[2])
+Y = np.fromfile(f"{out}/peers-data.f32", np.float32).reshape(n, 784)
+np.save(f"{out}/peers-umap-learn.npy", umap.UMAP(n_jobs=2, random_state=None).fit_transform(Y).astype(np.float64))
+PY
+r_tool() { # NAME R-expression computing E from Y
+  local name=$1 expr=$2
+  run "$name" "$PY" - "$OUT" "$N" "$name" "$expr" <<'PY'
+import subprocess, sys
+import numpy as np
+out, n, name, expr = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+r = f"""
+set.seed(1)
+Y <- matrix(readBin("{out}/peers-data.f32", "numeric", n = {n} * 784, size = 4), nrow = {n}, byrow = TRUE)
+E <- {expr}
+writeBin(as.vector(t(E)), "{out}/peers-{name}.f64", size = 8)
+"""
+subprocess.run(["Rscript", "-e", r], check=True)
+np.save(f"{out}/peers-{name}.npy", np.fromfile(f"{out}/peers-{name}.f64", np.float64).reshape(n, 2))
+PY
+}
+r_tool uwot "uwot::umap(Y, n_threads = 2, n_sgd_threads = 2)"
+r_tool Rtsne "Rtsne::Rtsne(Y, dims = 2, perplexity = 30, check_duplicates = FALSE, num_threads = 2)\$Y"
+run sklearn-TSNE "$PY" - "$OUT" "$N" <<'PY'
+import sys
+import numpy as np
+from sklearn.manifold import TSNE
+out, n = sys.argv[1], int(sys.argv[2])
+Y = np.fromfile(f"{out}/peers-data.f32", np.float32).reshape(n, 784)
+E = TSNE(n_components=2, perplexity=30, init="pca", learning_rate="auto", n_jobs=2, random_state=1).fit_transform(Y)
+np.save(f"{out}/peers-sklearn-TSNE.npy", E.astype(np.float64))
+PY
