@@ -11,7 +11,7 @@ CAIRO_LIBS   := $(shell pkg-config --libs cairo 2>/dev/null || echo -lcairo)
 
 CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fopenmp -fPIC -fno-math-errno -g $(OPT) $(SAN) \
            -Iinclude -I$(BLAS_INC) $(CAIRO_CFLAGS) $(EXTRA_CFLAGS)
-LDLIBS  := $(CAIRO_LIBS) -lcholmod -larpack -lfftw3 -llapacke -lopenblas -lz -lm
+LDLIBS  := $(CAIRO_LIBS) -lcholmod -larpack -lfftw3f -llapacke -lopenblas -lz -lm
 LDFLAGS := -fopenmp $(SAN) $(EXTRA_LDFLAGS)
 
 LIB_SRC  := $(sort $(wildcard src/*/*.c))

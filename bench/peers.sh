@@ -9,6 +9,8 @@
 # 10-NN accuracy (stratified 5-fold CV over all points) from
 # `nlembed metrics`.
 #   bench/peers.sh            [N=70000] [SUBSAMPLE=10000] [ONLY="name ..."]
+# nlembed searches neighbours among the first 50 principal components
+# (--pca 50, as Rtsne does by default); its metrics are against the raw data.
 # One run per tool (they take minutes); results in $OUT/peers-*.
 source "$(dirname "$0")/common.sh"
 N=${N:-70000}
@@ -41,11 +43,11 @@ run() { # NAME command... (writes $OUT/peers-NAME.npy)
 import json; r = json.load(open('$OUT/peers-$name.json'))
 print('%-22s %8.1f %9.0f %10.4f %16.5f %14.4f' % ('$name', $t, $m / 1024, r['recall'], r['trustworthiness'], r['knn_accuracy']))"
 }
-run nlembed-tsne "$NLEMBED" tsne "$DATA" --optimizer gd --learning-rate auto --exaggeration 12 --max-iters 750 \
+run nlembed-tsne "$NLEMBED" tsne "$DATA" --pca 50 --optimizer gd --learning-rate auto --exaggeration 12 --max-iters 750 \
   --threads 2 -o "$OUT/peers-nlembed-tsne.npy" --quiet
-run nlembed-ee "$NLEMBED" ee "$DATA" --lambda "${EE_LAMBDA:-0.03}" --max-iters "${EE_ITERS:-300}" --threads 2 \
+run nlembed-ee "$NLEMBED" ee "$DATA" --pca 50 --lambda "${EE_LAMBDA:-0.03}" --max-iters "${EE_ITERS:-300}" --threads 2 \
   -o "$OUT/peers-nlembed-ee.npy" --quiet
-run nlembed-tee "$NLEMBED" tee "$DATA" --lambda "${EE_LAMBDA:-0.03}" --max-iters "${EE_ITERS:-300}" --threads 2 \
+run nlembed-tee "$NLEMBED" tee "$DATA" --pca 50 --lambda "${EE_LAMBDA:-0.03}" --max-iters "${EE_ITERS:-300}" --threads 2 \
   -o "$OUT/peers-nlembed-tee.npy" --quiet
 run umap-learn "$PY" - "$OUT" "$N" <<'PY'
 import sys

@@ -63,6 +63,8 @@ static const char *help_fmt =
     "                       or fft (FFT interpolation); bh and fft: d <= 3,\n"
     "                       t-SNE, s-SNE, EE/t-EE with uniform W-\n"
     "  --theta T            bh: opening angle (default 0.5; error about 0.1 T^2)\n"
+    "  --accuracy-iters N   bh, fft: start coarse (theta 2, boxes 4x) and reach the\n"
+    "                       set accuracy after N iterations (default 0: off)\n"
     "  --fft-order P        fft: interpolation nodes per box and axis (default 3)\n"
     "  --fft-box W          fft: box side in kernel lengths (default 1; error\n"
     "                       about 5e-4 at 1, 2e-3 at 1.5 for the Student-t kernel)\n"
@@ -117,7 +119,7 @@ static const char *help_fmt =
 enum { OPT_LAMBDA = OPT_COMMAND_BASE, OPT_WNEG, OPT_OPTIMIZER, OPT_KAPPA_E, OPT_INIT, OPT_INIT_SCALE, OPT_MAX_ITERS,
        OPT_TOL_E, OPT_BUDGET, OPT_SAVE_LABELS_E, OPT_SIGMA_E, OPT_HOMOTOPY, OPT_LAMBDA_START, OPT_PATH,
        OPT_RATE, OPT_MOMENTUM, OPT_EXAG, OPT_EXAG_ITERS, OPT_NO_GAINS, OPT_CHECKPOINT, OPT_CHECKPOINT_EVERY,
-       OPT_RESUME, OPT_SAVE_MODEL, OPT_MODEL_DATA, OPT_SDM_TOL, OPT_SDM_ITERS, OPT_AFFINITIES, OPT_TRACE, OPT_REPULSION, OPT_THETA, OPT_FFT_ORDER, OPT_FFT_BOX, OPT_PCA };
+       OPT_RESUME, OPT_SAVE_MODEL, OPT_MODEL_DATA, OPT_SDM_TOL, OPT_SDM_ITERS, OPT_AFFINITIES, OPT_TRACE, OPT_REPULSION, OPT_THETA, OPT_FFT_ORDER, OPT_FFT_BOX, OPT_PCA, OPT_ACCURACY_ITERS };
 
 /* Dense bounds need two N x N eigendecompositions: for small N; Lanczos
  * above. */
@@ -321,7 +323,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
       {"checkpoint-every", required_argument, 0, OPT_CHECKPOINT_EVERY}, {"resume", required_argument, 0, OPT_RESUME},
       {"save-model", required_argument, 0, OPT_SAVE_MODEL}, {"model-data", required_argument, 0, OPT_MODEL_DATA},
       {"affinities", required_argument, 0, OPT_AFFINITIES}, {"trace", required_argument, 0, OPT_TRACE},
-      {"repulsion", required_argument, 0, OPT_REPULSION}, {"theta", required_argument, 0, OPT_THETA}, {"fft-order", required_argument, 0, OPT_FFT_ORDER}, {"fft-box", required_argument, 0, OPT_FFT_BOX}, {"pca", required_argument, 0, OPT_PCA}, {"sdm-tol", required_argument, 0, OPT_SDM_TOL}, {"sdm-iters", required_argument, 0, OPT_SDM_ITERS},
+      {"repulsion", required_argument, 0, OPT_REPULSION}, {"theta", required_argument, 0, OPT_THETA}, {"fft-order", required_argument, 0, OPT_FFT_ORDER}, {"fft-box", required_argument, 0, OPT_FFT_BOX}, {"pca", required_argument, 0, OPT_PCA}, {"accuracy-iters", required_argument, 0, OPT_ACCURACY_ITERS}, {"sdm-tol", required_argument, 0, OPT_SDM_TOL}, {"sdm-iters", required_argument, 0, OPT_SDM_ITERS},
       CLI_KNN_OPTIONS, CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
   cli_env env;
   if (cli_env_init(&env, mi->name, help)) return 1;
@@ -449,6 +451,12 @@ int cmd_embed(int argc, char **argv, const char *name) {
       long long v;
       if (cli_parse_int(optarg, 1, 12, &v)) fft.order = (int)v;
       else env.rc = cli_usage_error(mi->name, "--fft-order takes an integer from 1 to 12");
+      break;
+    }
+    case OPT_ACCURACY_ITERS: {
+      long long v;
+      if (cli_parse_int(optarg, 0, 100000000, &v)) oo.accuracy_iters = (int)v;
+      else env.rc = cli_usage_error(mi->name, "--accuracy-iters takes an integer >= 0");
       break;
     }
     case OPT_PCA: {
@@ -591,10 +599,10 @@ int cmd_embed(int argc, char **argv, const char *name) {
   snprintf(fingerprint, sizeof fingerprint,
            "nlembed %s %s n=%zu D=%zu d=%zu perplexity=%.17g k=%d sigma=%.17g lambda=%.17g wneg=%d optimizer=%d "
            "kappa=%d sdm=%.17g/%d init=%s init-scale=%.17g seed=%llu tol=%.17g homotopy=%d lambda-start=%.17g rate=%.17g "
-           "momentum=%.17g exaggeration=%.17g/%d gains=%d repulsion=%d/%.17g/%d/%.17g pca=%d knn=%d/%d/%d/%d/%d/%.17g",
+           "momentum=%.17g exaggeration=%.17g/%d gains=%d repulsion=%d/%.17g/%d/%.17g/%d pca=%d knn=%d/%d/%d/%d/%d/%.17g",
            mi->name, input ? input : "", npts, ds ? ds->X->cols : 0, d, perplexity, k, sigma, lambda,
            (int)wneg, (int)oo.kind, oo.kappa, oo.sdm_tol, oo.sdm_iters, init, scale, (unsigned long long)nle_ctx_seed(env.ctx), oo.tol, homotopy,
-           lambda_start, oo.learning_rate, oo.momentum, oo.exaggeration, oo.exaggeration_iters, oo.gains, engine, theta, fft.order, fft.box_width, pca_dims,
+           lambda_start, oo.learning_rate, oo.momentum, oo.exaggeration, oo.exaggeration_iters, oo.gains, engine, theta, fft.order, fft.box_width, oo.accuracy_iters, pca_dims,
            (int)choice.method, choice.approx.n_trees, choice.approx.leaf_size, choice.approx.max_candidates,
            choice.approx.max_iters, choice.approx.delta);
   if (!rc && !s && resume) {

@@ -542,6 +542,12 @@ double nle_model_lambda(const nle_model *model);
 /* Multiplies the attractive term by alpha >= 1 (t-SNE's early exaggeration;
  * 1 restores the model). */
 nle_status nle_model_set_exaggeration(nle_ctx *ctx, nle_model *model, double alpha);
+/* Accuracy of the fast engines (dissertation sec. 5.4): t in [0, 1] runs
+ * geometrically from coarse (t = 0: Barnes-Hut theta max(2, theta), FFT boxes
+ * 4x the set width) to the spec's setting (t = 1, the default). */
+nle_status nle_model_set_accuracy(nle_ctx *ctx, nle_model *model, double t);
+double nle_model_accuracy(const nle_model *model);
+nle_repulsion nle_model_engine(const nle_model *model);
 
 /* Bounds l1 <= lambda1* <= u1 on EE's critical lambda, where X = 0 stops
  * being the minimiser (EE paper eqs. 11-12): l1 = max(lambda_2(L+) /
@@ -611,6 +617,10 @@ typedef struct {
   int exaggeration_iters; /* default 250 */
   double sdm_tol;        /* SD-: CG exits at this relative residual (0.1) */
   int sdm_iters;         /* SD-: or after this many CG iterations (50) */
+  int accuracy_iters;    /* fast engines: coarse to set accuracy over the
+                            first this many iterations (0, the default: set
+                            from the start); the line-search optimisers
+                            re-evaluate E at X at each new accuracy */
   /* Called after every iteration with the iteration count, the seconds
    * since the run started, E (with the exaggeration of a fixed-rate run's
    * early phase), the evaluations so far and the accepted step (the

@@ -999,8 +999,9 @@ static void oos_trained_maps(void) {
 
 /* The fast engines (Barnes-Hut at theta 0.2, FFT interpolation at its
  * defaults): E and the gradient within their stated accuracy of the exact
- * engine for t-SNE, s-SNE, EE and t-EE (uniform W-); an optimisation driven
- * by each ends within 1% of the exact-engine run's E (from a tiny start whose
+ * engine for t-SNE, s-SNE, EE and t-EE (uniform W-), and further at the
+ * coarse end of the accuracy schedule; an optimisation driven by each ends
+ * within 1% of the exact-engine run's E (from a tiny start whose
  * first trial steps throw points far: the FFT engine hands such spreads to
  * Barnes-Hut); the models they cannot serve are refused. */
 static void fast_engines(nle_repulsion engine) {
@@ -1026,6 +1027,14 @@ static void fast_engines(nle_repulsion engine) {
       num += pow(Gb->data[i] - Ge->data[i], 2);
       den += pow(Ge->data[i], 2);
     }
+    /* The coarse end of the accuracy schedule is further from the exact
+     * engine than the set accuracy; t outside [0, 1] is refused. */
+    double Ec;
+    nle_test_ok(nle_model_set_accuracy(ctx, mb, 0.0));
+    nle_test_ok(nle_model_eval(ctx, mb, X, &Ec, NULL));
+    nle_test(fabs(Ec - Ee) > fabs(Eb - Ee) && nle_model_accuracy(mb) == 0.0);
+    nle_test(nle_model_set_accuracy(ctx, mb, 1.5) == NLE_ERR_ARG);
+    nle_test_ok(nle_model_set_accuracy(ctx, mb, 1.0));
     /* This sparse set is a hard case for the grid (600 points over 30 kernel
      * lengths: small sums, relatively large interpolation error). */
     double bound = engine == NLE_REPULSION_FFT ? 0.05 : 0.02;

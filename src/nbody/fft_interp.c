@@ -36,7 +36,7 @@ typedef struct {
   size_t real_len;       /* doubles in one in-place r2c array */
   size_t cplx_len;       /* complex values in its transform */
   double lo[MAX_DIM], box, h;
-  fftw_plan forward, backward; /* in-place, owned by the work space */
+  fftwf_plan forward, backward; /* in-place, owned by the work space */
 } fft_grid;
 
 /* What calls with the same grid shape can reuse: the plans, the channel
@@ -44,9 +44,11 @@ typedef struct {
  * which depend only on the shape and the node spacing. */
 struct nle__fft_ws {
   size_t d, pad[MAX_DIM], real_len;
-  fftw_plan forward, backward;
-  double *bufs[MAX_CHANNELS];
-  double *khat[2];
+  fftwf_plan forward, backward;
+  float *bufs[MAX_CHANNELS]; /* single precision: the interpolation error
+                                 (1e-4 and up) dwarfs its rounding, and the
+                                 transforms run about twice as fast */
+  float *khat[2];
   nle_kernel khat_kernel[2];
   double khat_h[2]; /* 0: not computed */
   int32_t *first;    /* the source points' stencils, computed once per call */
@@ -57,13 +59,13 @@ struct nle__fft_ws {
 nle__fft_ws *nle__fft_ws_new(void) { return calloc(1, sizeof(nle__fft_ws)); }
 
 static void ws_release(nle__fft_ws *w) {
-#pragma omp critical(nle_fftw_planner)
+#pragma omp critical(nle_fftwf_planner)
   {
-    if (w->forward) fftw_destroy_plan(w->forward);
-    if (w->backward) fftw_destroy_plan(w->backward);
+    if (w->forward) fftwf_destroy_plan(w->forward);
+    if (w->backward) fftwf_destroy_plan(w->backward);
   }
-  for (size_t c = 0; c < MAX_CHANNELS; c++) fftw_free(w->bufs[c]);
-  for (size_t k = 0; k < 2; k++) fftw_free(w->khat[k]);
+  for (size_t c = 0; c < MAX_CHANNELS; c++) fftwf_free(w->bufs[c]);
+  for (size_t k = 0; k < 2; k++) fftwf_free(w->khat[k]);
   free(w->first);
   free(w->weights);
   memset(w, 0, sizeof *w);
@@ -126,9 +128,9 @@ static size_t real_index(const fft_grid *g, const size_t *i) {
   } while (0)
 
 /* The kernel's circulant column on the padded grid, transformed. */
-static void kernel_transform(const fft_grid *g, nle_kernel kernel, double *buf) {
+static void kernel_transform(const fft_grid *g, nle_kernel kernel, float *buf) {
   size_t d = g->d, i[MAX_DIM] = {0}, total = 1;
-  memset(buf, 0, g->real_len * sizeof(double));
+  memset(buf, 0, g->real_len * sizeof(float));
   for (size_t t = 0; t < d; t++) total *= g->pad[t];
   for (size_t q = 0; q < total; q++) {
     size_t rem = q;
@@ -142,9 +144,9 @@ static void kernel_transform(const fft_grid *g, nle_kernel kernel, double *buf) 
       unused |= i[t] == n;
       d2 += off * off * g->h * g->h;
     }
-    buf[real_index(g, i)] = unused ? 0.0 : nle__kernel_value(kernel, d2);
+    buf[real_index(g, i)] = unused ? 0.0f : (float)nle__kernel_value(kernel, d2);
   }
-  fftw_execute_dft_r2c(g->forward, buf, (fftw_complex *)buf);
+  fftwf_execute_dft_r2c(g->forward, buf, (fftwf_complex *)buf);
 }
 
 typedef struct {
@@ -155,8 +157,8 @@ typedef struct {
   const int *chan_kernel;  /* per channel: which kernel transform */
   const int *chan_charge;  /* per channel: charge column, -1 = unit */
   size_t nch;
-  double *const *kernel_hat; /* transformed kernels */
-  double *const *grid;          /* per channel: grid values after convolution */
+  float *const *kernel_hat; /* transformed kernels */
+  float *const *grid;          /* per channel: grid values after convolution */
   double *phi;             /* tgt rows x nch */
   int32_t *first;          /* the sources' stencils: N x d first nodes */
   double *weights;         /* and N x d x p weights */
@@ -176,26 +178,26 @@ static int channel_block(void *job, size_t c, void *scratch) {
   (void)scratch;
   const conv_job *j = job;
   const fft_grid *g = j->g;
-  double *buf = j->grid[c];
-  memset(buf, 0, g->real_len * sizeof(double));
+  float *buf = j->grid[c];
+  memset(buf, 0, g->real_len * sizeof(float));
   size_t d = g->d, col = (size_t)j->chan_charge[c];
   for (size_t m = 0; m < j->src->rows; m++) {
     const int32_t *first = j->first + m * d;
     const double *w = j->weights + m * d * g->p;
     double q = j->chan_charge[c] < 0 ? 1.0 : j->charges[m * j->nq + col];
-    FOR_STENCIL(g, first, w, buf[idx] += weight * q);
+    FOR_STENCIL(g, first, w, buf[idx] += (float)(weight * q));
   }
-  fftw_complex *f = (fftw_complex *)buf;
-  const fftw_complex *k = (const fftw_complex *)j->kernel_hat[j->chan_kernel[c]];
-  fftw_execute_dft_r2c(g->forward, buf, f);
-  double scale = 1.0;
-  for (size_t t = 0; t < d; t++) scale /= (double)g->pad[t];
+  fftwf_complex *f = (fftwf_complex *)buf;
+  const fftwf_complex *k = (const fftwf_complex *)j->kernel_hat[j->chan_kernel[c]];
+  fftwf_execute_dft_r2c(g->forward, buf, f);
+  float scale = 1.0f;
+  for (size_t t = 0; t < d; t++) scale /= (float)g->pad[t];
   for (size_t i = 0; i < g->cplx_len; i++) {
-    double re = f[i][0] * k[i][0] - f[i][1] * k[i][1], im = f[i][0] * k[i][1] + f[i][1] * k[i][0];
+    float re = f[i][0] * k[i][0] - f[i][1] * k[i][1], im = f[i][0] * k[i][1] + f[i][1] * k[i][0];
     f[i][0] = re * scale;
     f[i][1] = im * scale;
   }
-  fftw_execute_dft_c2r(g->backward, f, buf);
+  fftwf_execute_dft_c2r(g->backward, f, buf);
   return 0;
 }
 
@@ -292,29 +294,29 @@ static nle_status ws_fit(nle_ctx *ctx, nle__fft_ws *w, fft_grid *g, size_t nch, 
   for (size_t t = 0; same && t < g->d; t++) same = w->pad[t] == g->pad[t];
   if (!same) {
     ws_release(w);
-    double bytes = (double)(nch + nkernels) * (double)g->real_len * sizeof(double);
+    double bytes = (double)(nch + nkernels) * (double)g->real_len * sizeof(float);
     nle_status s = nle__check_memory(ctx, bytes, "the FFT-interpolation grids");
     if (s) return s;
     w->d = g->d;
     memcpy(w->pad, g->pad, sizeof w->pad);
     w->real_len = g->real_len;
-    if (!(w->bufs[0] = fftw_malloc(g->real_len * sizeof(double))))
+    if (!(w->bufs[0] = fftwf_malloc(g->real_len * sizeof(float))))
       return nle__fail(ctx, NLE_ERR_NOMEM, "FFT interpolation: out of memory for the grid");
     int dims[MAX_DIM];
     for (size_t t = 0; t < g->d; t++) dims[t] = (int)g->pad[t];
     /* The planner is not thread-safe; FFTW_ESTIMATE leaves the arrays alone. */
-#pragma omp critical(nle_fftw_planner)
+#pragma omp critical(nle_fftwf_planner)
     {
-      w->forward = fftw_plan_dft_r2c((int)g->d, dims, w->bufs[0], (fftw_complex *)w->bufs[0], FFTW_ESTIMATE);
-      w->backward = fftw_plan_dft_c2r((int)g->d, dims, (fftw_complex *)w->bufs[0], w->bufs[0], FFTW_ESTIMATE);
+      w->forward = fftwf_plan_dft_r2c((int)g->d, dims, w->bufs[0], (fftwf_complex *)w->bufs[0], FFTW_ESTIMATE);
+      w->backward = fftwf_plan_dft_c2r((int)g->d, dims, (fftwf_complex *)w->bufs[0], w->bufs[0], FFTW_ESTIMATE);
     }
     if (!w->forward || !w->backward) return nle__fail(ctx, NLE_ERR_NUMERIC, "FFT interpolation: FFTW planning failed");
   }
   for (size_t c = 0; c < nch; c++)
-    if (!w->bufs[c] && !(w->bufs[c] = fftw_malloc(g->real_len * sizeof(double))))
+    if (!w->bufs[c] && !(w->bufs[c] = fftwf_malloc(g->real_len * sizeof(float))))
       return nle__fail(ctx, NLE_ERR_NOMEM, "FFT interpolation: out of memory for the grids");
   for (size_t k = 0; k < nkernels; k++)
-    if (!w->khat[k] && !(w->khat[k] = fftw_malloc(g->real_len * sizeof(double))))
+    if (!w->khat[k] && !(w->khat[k] = fftwf_malloc(g->real_len * sizeof(float))))
       return nle__fail(ctx, NLE_ERR_NOMEM, "FFT interpolation: out of memory for the grids");
   g->forward = w->forward;
   g->backward = w->backward;

@@ -42,6 +42,7 @@ struct nle_model {
   size_t last_dim; /* columns last_x was allocated for */
   int last_valid;
   nle__fft_ws *fft_ws; /* FFT engine: plans, grids and kernels between calls */
+  double accuracy;     /* schedule position in [0, 1] (1: the spec's setting) */
 };
 
 enum { REP_BLOCK = 64 };
@@ -103,6 +104,7 @@ nle_status nle_model_new(nle_ctx *ctx, const nle_model_spec *spec, nle_model **m
     return nle__fail(ctx, NLE_ERR_NOMEM, "model: out of memory");
   }
   m->exaggeration = 1.0;
+  m->accuracy = 1.0;
   m->n = W->rows;
   m->student = spec->kind == NLE_MODEL_TSNE || spec->kind == NLE_MODEL_TEE;
   m->normalised = spec->kind == NLE_MODEL_SSNE || spec->kind == NLE_MODEL_TSNE;
@@ -315,7 +317,12 @@ static nle_status fast_repulsion(nle_ctx *ctx, nle_model *m, const nle_matd *X) 
   size_t N = X->rows, d = X->cols;
   double *S1 = m->force; /* N d: the S'^x sums first, then the forces */
   double *S2 = m->inv_z; /* N: the S' sums */
-  const nle_fft_opts *fo = &m->spec.fft;
+  /* The schedule: geometric from coarse (t = 0) to the set accuracy. */
+  double t = m->accuracy, theta_coarse = fmax(2.0, m->spec.theta);
+  double theta = pow(theta_coarse, 1.0 - t) * pow(m->spec.theta, t);
+  nle_fft_opts fft = m->spec.fft;
+  fft.box_width = pow(4.0 * fft.box_width, 1.0 - t) * pow(fft.box_width, t);
+  const nle_fft_opts *fo = &fft;
   nle_status s;
   /* A few points thrown far (a long trial step) would stretch the grid past
    * its node cap and wreck its accuracy; Barnes-Hut adapts to them. */
@@ -323,8 +330,8 @@ static nle_status fast_repulsion(nle_ctx *ctx, nle_model *m, const nle_matd *X) 
     s = m->student ? nle__kernel_sums_fft_student_pair(ctx, m->fft_ws, X, fo, m->row_e, S2, S1)
                    : nle__kernel_sums_fft_ws(ctx, m->fft_ws, X, NLE_KERNEL_GAUSSIAN, fo, m->row_e, S1);
   else
-    s = m->student ? nle__kernel_sums_bh_student_pair(ctx, X, m->spec.theta, m->row_e, S2, S1)
-                   : nle_kernel_sums_bh(ctx, X, NLE_KERNEL_GAUSSIAN, m->spec.theta, m->row_e, S1);
+    s = m->student ? nle__kernel_sums_bh_student_pair(ctx, X, theta, m->row_e, S2, S1)
+                   : nle_kernel_sums_bh(ctx, X, NLE_KERNEL_GAUSSIAN, theta, m->row_e, S1);
   if (s) return s;
   const double *Sd = m->student ? S2 : m->row_e;
   for (size_t n = 0; n < N; n++)
@@ -417,6 +424,16 @@ nle_status nle_model_set_lambda(nle_ctx *ctx, nle_model *m, double lambda) {
 }
 
 double nle_model_lambda(const nle_model *m) { return m->spec.lambda; }
+
+nle_status nle_model_set_accuracy(nle_ctx *ctx, nle_model *m, double t) {
+  if (!(t >= 0.0 && t <= 1.0)) return nle__fail(ctx, NLE_ERR_ARG, "model: accuracy %g must be in [0, 1]", t);
+  m->accuracy = t;
+  return NLE_OK;
+}
+
+double nle_model_accuracy(const nle_model *m) { return m->accuracy; }
+
+nle_repulsion nle_model_engine(const nle_model *m) { return m->spec.engine; }
 
 nle_status nle_model_set_exaggeration(nle_ctx *ctx, nle_model *m, double alpha) {
   if (!(alpha >= 1.0) || !isfinite(alpha))

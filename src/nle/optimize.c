@@ -32,6 +32,7 @@ void nle_opt_opts_init(nle_opt_opts *o) {
   o->exaggeration_iters = 250;
   o->sdm_tol = 0.1;
   o->sdm_iters = 50;
+  o->accuracy_iters = 0;
   o->trace = NULL;
   o->trace_user = NULL;
 }
@@ -357,6 +358,17 @@ static nle_status cancelled(nle_ctx *ctx, nle_opt *o, const nle_matd *X) {
  * per-coordinate gains (Jacobs' delta-bar-delta), and early exaggeration of
  * the attractive term. No line search: E may rise; the run stops at
  * max_iters, the gradient tolerance or the time budget. */
+/* Dissertation sec. 5.4: the fast engines start coarse and reach their
+ * set accuracy after accuracy_iters iterations (geometrically; the exact
+ * engine ignores it). Returns whether iteration `iteration` runs at an
+ * accuracy of its own (inside the schedule, with a fast engine): a fact of
+ * the iteration number, so a resumed run does what the uninterrupted one did. */
+static int schedule_accuracy(nle_ctx *ctx, const nle_opt *o, int iteration) {
+  int inside = o->o.accuracy_iters > 0 && iteration < o->o.accuracy_iters;
+  nle_model_set_accuracy(ctx, o->model, inside ? (double)iteration / (double)o->o.accuracy_iters : 1.0);
+  return inside && nle_model_engine(o->model) != NLE_REPULSION_EXACT;
+}
+
 static nle_status run_momentum(nle_ctx *ctx, nle_opt *o, nle_model *model, nle_matd *X, nle_opt_report *out) {
   size_t nd = X->rows * X->cols;
   nle_opt_state *r = &o->run;
@@ -373,6 +385,7 @@ static nle_status run_momentum(nle_ctx *ctx, nle_opt *o, nle_model *model, nle_m
   double *u = r->velocity, *gain = r->gain, E = 0.0;
   while (!s && rep->iterations < o->o.max_iters) {
     int it = rep->iterations;
+    schedule_accuracy(ctx, o, it);
     s = nle_model_set_exaggeration(ctx, model, it < o->o.exaggeration_iters ? o->o.exaggeration : 1.0);
     if (!s) s = nle_model_eval(ctx, model, X, &E, G);
     if (s) break;
@@ -406,6 +419,7 @@ static nle_status run_momentum(nle_ctx *ctx, nle_opt *o, nle_model *model, nle_m
   }
   nle_status restore = nle_model_set_exaggeration(ctx, model, 1.0);
   if (!s) s = restore;
+  schedule_accuracy(ctx, o, o->o.max_iters); /* the final E at full accuracy */
   if (!s) s = nle_model_eval(ctx, model, X, &rep->E, G); /* the true E, without exaggeration */
   rep->grad_max = (!s && G) ? max_abs(G) : 0.0;
   rep->seconds = seconds0 + nle_time_seconds() - t0;
@@ -452,6 +466,7 @@ nle_status nle_opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report *ou
   /* The gradient at X: a resumed run recomputes it (bit for bit the same),
    * without counting the evaluation again. */
   double E = 0.0;
+  schedule_accuracy(ctx, o, rep->iterations);
   if (!s) s = nle_model_eval(ctx, o->model, X, &E, G);
   if (!s && !resumed) {
     rep->evaluations = 1;
@@ -463,6 +478,14 @@ nle_status nle_opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report *ou
       break;
     }
     if (o->o.time_budget > 0 && rep->seconds >= o->o.time_budget) break;
+    /* A new accuracy: E and G again at X, so the line search compares values
+     * of one approximation. */
+    if (rep->iterations > 0 && schedule_accuracy(ctx, o, rep->iterations)) {
+      s = nle_model_eval(ctx, o->model, X, &E, G);
+      if (s) break;
+      rep->evaluations++;
+      r->E = E;
+    }
     s = nle_opt_direction_at(ctx, o, X, G, P);
     if (s) break;
     if (o->o.kind == NLE_OPT_LBFGS) {
