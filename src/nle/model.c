@@ -33,6 +33,7 @@ struct nle_model {
   size_t max_row;                 /* longest row of W+ and its transpose */
   /* Work space of nle_model_eval, kept between calls (sized for `ws_dim`). */
   double *row_e, *force, *inv_z;
+  double *centred; /* fast engines: X about its centroid */
   size_t ws_dim;
   double *curv_inv_z; /* SD-: 1/Z (in [0]) or the 1/Z_n at the prepared X */
   /* SD- asks for the normalisers at the X the optimiser last evaluated: once
@@ -134,6 +135,7 @@ void nle_model_free(nle_model **model) {
   free((*model)->row_e);
   free((*model)->force);
   free((*model)->inv_z);
+  free((*model)->centred);
   free((*model)->curv_inv_z);
   free((*model)->last_x);
   nle__fft_ws_free(&(*model)->fft_ws);
@@ -313,8 +315,18 @@ static int rep_block(void *job, size_t b, void *scratch) {
 /* Repulsion from fast kernel sums (dissertation eq. 5.8): row_e = S_n, and
  * force_n = sum_m K'(x_n - x_m) = -(x_n S'_n - S'^x_n), with S' the sums of
  * -K' (K for the Gaussian, K^2 for the Student-t kernel). */
-static nle_status fast_repulsion(nle_ctx *ctx, nle_model *m, const nle_matd *X) {
-  size_t N = X->rows, d = X->cols;
+static nle_status fast_repulsion(nle_ctx *ctx, nle_model *m, const nle_matd *Xin) {
+  size_t N = Xin->rows, d = Xin->cols;
+  /* The sums run on X about its centroid: S^x and x_n S_n then stay of the
+   * size of the map however far it has drifted (the FFT grid holds single
+   * precision values). */
+  double centre[3] = {0, 0, 0};
+  for (size_t n = 0; n < N; n++)
+    for (size_t t = 0; t < d; t++) centre[t] += Xin->data[n * d + t];
+  nle_matd Xc = {N, d, m->centred};
+  for (size_t n = 0; n < N; n++)
+    for (size_t t = 0; t < d; t++) m->centred[n * d + t] = Xin->data[n * d + t] - centre[t] / (double)N;
+  const nle_matd *X = &Xc;
   double *S1 = m->force; /* N d: the S'^x sums first, then the forces */
   double *S2 = m->inv_z; /* N: the S' sums */
   /* The schedule: geometric from coarse (t = 0) to the set accuracy. */
@@ -334,8 +346,18 @@ static nle_status fast_repulsion(nle_ctx *ctx, nle_model *m, const nle_matd *X) 
                    : nle_kernel_sums_bh(ctx, X, NLE_KERNEL_GAUSSIAN, theta, m->row_e, S1);
   if (s) return s;
   const double *Sd = m->student ? S2 : m->row_e;
+  double mean[3] = {0, 0, 0};
   for (size_t n = 0; n < N; n++)
-    for (size_t t = 0; t < d; t++) S1[n * d + t] = -(X->data[n * d + t] * Sd[n] - S1[n * d + t]);
+    for (size_t t = 0; t < d; t++) {
+      S1[n * d + t] = -(X->data[n * d + t] * Sd[n] - S1[n * d + t]);
+      mean[t] += S1[n * d + t];
+    }
+  /* The exact forces come in equal and opposite pairs and sum to zero; the
+   * approximate ones do not quite, and SD's direction (L+ + mu I)^-1 g
+   * amplifies a mean of g by 1/mu into a drift of the whole map. Newton's
+   * third law restored: */
+  for (size_t n = 0; n < N; n++)
+    for (size_t t = 0; t < d; t++) S1[n * d + t] -= mean[t] / (double)N;
   return NLE_OK;
 }
 
@@ -346,15 +368,18 @@ static nle_status workspace(nle_ctx *ctx, nle_model *m, size_t d) {
   free(m->row_e);
   free(m->force);
   free(m->inv_z);
+  free(m->centred);
   m->row_e = nle__malloc(ctx, n * sizeof(double), "row energies");
   m->force = nle__malloc(ctx, n * d * sizeof(double), "repulsive forces");
   m->inv_z = nle__malloc(ctx, n * sizeof(double), "normalisers");
+  m->centred = m->spec.engine != NLE_REPULSION_EXACT ? nle__malloc(ctx, n * d * sizeof(double), "centred X") : NULL;
   m->ws_dim = d;
-  if (m->row_e && m->force && m->inv_z) return NLE_OK;
+  if (m->row_e && m->force && m->inv_z && (m->centred || m->spec.engine == NLE_REPULSION_EXACT)) return NLE_OK;
   free(m->row_e);
   free(m->force);
   free(m->inv_z);
-  m->row_e = m->force = m->inv_z = NULL;
+  free(m->centred);
+  m->row_e = m->force = m->inv_z = m->centred = NULL;
   return NLE_ERR_NOMEM;
 }
 
