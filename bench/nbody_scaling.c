@@ -3,7 +3,8 @@
  * and clustered 2-D points, and the fitted slope of log time against log N.
  * The error is nle_kernel_sums_error's on 500 sampled points.
  *   build/nbody_scaling [--engine bh|fft] [--max-n N] [--min-n N] [--theta T]
- *                       [--order P] [--box W] [--kernel student|gauss] [--threads K]
+ *                       [--order P] [--box W] [--max-nodes M] [--kernel student|gauss]
+ *                       [--threads K]
  * Prints one line per (set, N) and the slopes. */
 #include "nlembed.h"
 
@@ -51,6 +52,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--theta")) theta = atof(argv[i + 1]);
     else if (!strcmp(argv[i], "--order")) fo.order = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--box")) fo.box_width = atof(argv[i + 1]);
+    else if (!strcmp(argv[i], "--max-nodes")) fo.max_nodes = (size_t)atol(argv[i + 1]);
     else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--engine")) fft = !strcmp(argv[i + 1], "fft");
     else if (!strcmp(argv[i], "--kernel")) kernel = strcmp(argv[i + 1], "gauss") ? NLE_KERNEL_STUDENT : NLE_KERNEL_GAUSSIAN;

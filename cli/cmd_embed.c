@@ -122,8 +122,10 @@ enum { OPT_LAMBDA = OPT_COMMAND_BASE, OPT_WNEG, OPT_OPTIMIZER, OPT_KAPPA_E, OPT_
        OPT_RESUME, OPT_SAVE_MODEL, OPT_MODEL_DATA, OPT_SDM_TOL, OPT_SDM_ITERS, OPT_AFFINITIES, OPT_TRACE, OPT_REPULSION, OPT_THETA, OPT_FFT_ORDER, OPT_FFT_BOX, OPT_PCA, OPT_ACCURACY_ITERS };
 
 /* Dense bounds need two N x N eigendecompositions: for small N; Lanczos
- * above. */
-enum { BOUNDS_DENSE_MAX_N = 2000 };
+ * above. Lanczos needs a sparse Cholesky factor of L+, whose ordering alone
+ * took minutes at a million points: above BOUNDS_INFO_MAX_N the bounds are
+ * computed only when --homotopy needs them. */
+enum { BOUNDS_DENSE_MAX_N = 2000, BOUNDS_INFO_MAX_N = 200000 };
 
 typedef struct {
   cli_env *env;
@@ -578,7 +580,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
   }
   if (!rc && !s) s = nle_opt_new(env.ctx, model, W, &oo, &opt);
   double l1 = NAN, u1 = NAN;
-  if (!rc && !s && unnormalised) {
+  if (!rc && !s && unnormalised && (npts <= BOUNDS_INFO_MAX_N || (homotopy && lambda_start == 0))) {
     int dense = npts <= BOUNDS_DENSE_MAX_N;
     s = dense ? nle_ee_lambda_bounds(env.ctx, W, wneg, Wsq, Wk, &l1, &u1)
               : nle_ee_lambda_bounds_lanczos(env.ctx, W, wneg, Wsq, Wk, &l1, &u1);
