@@ -44,6 +44,7 @@ typedef struct {
  * which depend only on the shape and the node spacing. */
 struct nle__fft_ws {
   size_t d, pad[MAX_DIM], real_len;
+  size_t grid_cap; /* floats in each of bufs and khat */
   fftwf_plan forward, backward;
   float *bufs[MAX_CHANNELS]; /* single precision: the interpolation error
                                  (1e-4 and up) dwarfs its rounding, and the
@@ -58,14 +59,27 @@ struct nle__fft_ws {
 
 nle__fft_ws *nle__fft_ws_new(void) { return calloc(1, sizeof(nle__fft_ws)); }
 
-static void ws_release(nle__fft_ws *w) {
+static void ws_release_plans(nle__fft_ws *w) {
 #pragma omp critical(nle_fftwf_planner)
   {
     if (w->forward) fftwf_destroy_plan(w->forward);
     if (w->backward) fftwf_destroy_plan(w->backward);
   }
+  w->forward = w->backward = NULL;
+  w->khat_h[0] = w->khat_h[1] = 0.0; /* the kernels belong to the old shape */
+}
+
+static void ws_release_grids(nle__fft_ws *w) {
   for (size_t c = 0; c < MAX_CHANNELS; c++) fftwf_free(w->bufs[c]);
   for (size_t k = 0; k < 2; k++) fftwf_free(w->khat[k]);
+  memset(w->bufs, 0, sizeof w->bufs);
+  memset(w->khat, 0, sizeof w->khat);
+  w->grid_cap = 0;
+}
+
+static void ws_release(nle__fft_ws *w) {
+  ws_release_plans(w);
+  ws_release_grids(w);
   free(w->first);
   free(w->weights);
   memset(w, 0, sizeof *w);
@@ -293,15 +307,22 @@ static nle_status ws_fit(nle_ctx *ctx, nle__fft_ws *w, fft_grid *g, size_t nch, 
   int same = w->forward && w->d == g->d;
   for (size_t t = 0; same && t < g->d; t++) same = w->pad[t] == g->pad[t];
   if (!same) {
-    ws_release(w);
-    double bytes = (double)(nch + nkernels) * (double)g->real_len * sizeof(float);
-    nle_status s = nle__check_memory(ctx, bytes, "the FFT-interpolation grids");
-    if (s) return s;
+    /* While a map expands the shape changes every few iterations: new plans,
+     * but the grids are kept while they are large enough (grown with room). */
+    ws_release_plans(w);
+    if (g->real_len > w->grid_cap) {
+      ws_release_grids(w);
+      size_t cap = g->real_len + g->real_len / 4;
+      nle_status s = nle__check_memory(ctx, (double)(nch + nkernels) * (double)cap * sizeof(float),
+                                       "the FFT-interpolation grids");
+      if (s) return s;
+      if (!(w->bufs[0] = fftwf_malloc(cap * sizeof(float))))
+        return nle__fail(ctx, NLE_ERR_NOMEM, "FFT interpolation: out of memory for the grid");
+      w->grid_cap = cap;
+    }
     w->d = g->d;
     memcpy(w->pad, g->pad, sizeof w->pad);
     w->real_len = g->real_len;
-    if (!(w->bufs[0] = fftwf_malloc(g->real_len * sizeof(float))))
-      return nle__fail(ctx, NLE_ERR_NOMEM, "FFT interpolation: out of memory for the grid");
     int dims[MAX_DIM];
     for (size_t t = 0; t < g->d; t++) dims[t] = (int)g->pad[t];
     /* The planner is not thread-safe; FFTW_ESTIMATE leaves the arrays alone. */
@@ -313,10 +334,10 @@ static nle_status ws_fit(nle_ctx *ctx, nle__fft_ws *w, fft_grid *g, size_t nch, 
     if (!w->forward || !w->backward) return nle__fail(ctx, NLE_ERR_NUMERIC, "FFT interpolation: FFTW planning failed");
   }
   for (size_t c = 0; c < nch; c++)
-    if (!w->bufs[c] && !(w->bufs[c] = fftwf_malloc(g->real_len * sizeof(float))))
+    if (!w->bufs[c] && !(w->bufs[c] = fftwf_malloc(w->grid_cap * sizeof(float))))
       return nle__fail(ctx, NLE_ERR_NOMEM, "FFT interpolation: out of memory for the grids");
   for (size_t k = 0; k < nkernels; k++)
-    if (!w->khat[k] && !(w->khat[k] = fftwf_malloc(g->real_len * sizeof(float))))
+    if (!w->khat[k] && !(w->khat[k] = fftwf_malloc(w->grid_cap * sizeof(float))))
       return nle__fail(ctx, NLE_ERR_NOMEM, "FFT interpolation: out of memory for the grids");
   g->forward = w->forward;
   g->backward = w->backward;
