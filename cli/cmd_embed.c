@@ -30,7 +30,12 @@ static nle_repulsion auto_engine(nle_model_kind kind, nle_wneg_kind wneg, size_t
   int unnormalised = kind == NLE_MODEL_EE || kind == NLE_MODEL_TEE;
   if (n < AUTO_EXACT_BELOW || d > 3 || kind == NLE_MODEL_SNE || (unnormalised && wneg != NLE_WNEG_UNIFORM))
     return NLE_REPULSION_EXACT;
-  return d <= 2 ? NLE_REPULSION_FFT : NLE_REPULSION_BH;
+  /* Measured on 70,000 points (docs/embeddings.md): in 1-2-D the FFT grid
+   * is fastest for both kernels; in 3-D its grid is capped and coarse, and
+   * for the Gaussian kernel the fast Gauss transform is both faster and
+   * more accurate than Barnes-Hut. */
+  if (d <= 2) return NLE_REPULSION_FFT;
+  return kind == NLE_MODEL_EE || kind == NLE_MODEL_SSNE ? NLE_REPULSION_FGT : NLE_REPULSION_BH;
 }
 
 static const char *help_fmt =
@@ -59,12 +64,17 @@ static const char *help_fmt =
     "  --lambda L           weight of the repulsion (default %g)\n"
     "%s"
     "  --repulsion NAME     auto (default: exact below %d points, else fft where\n"
-    "                       the model allows), exact (all pairs), bh (Barnes-Hut)\n"
-    "                       or fft (FFT interpolation); bh and fft: d <= 3,\n"
-    "                       t-SNE, s-SNE, EE/t-EE with uniform W-\n"
+    "                       the model allows), exact (all pairs), bh (Barnes-Hut),\n"
+    "                       fft (FFT interpolation) or fgt (fast Gauss transform:\n"
+    "                       EE, s-SNE); bh, fft, fgt: d <= 3, t-SNE, s-SNE,\n"
+    "                       EE/t-EE with uniform W-\n"
     "  --theta T            bh: opening angle (default 0.5; error about 0.1 T^2)\n"
-    "  --accuracy-iters N   bh, fft: start coarse (theta 2, boxes 4x) and reach the\n"
-    "                       set accuracy after N iterations (default 0: off)\n"
+    "  --fgt-order P        fgt: terms per axis of its series (default 6)\n"
+    "  --fgt-reach K        fgt: boxes further apart than K box sides do not\n"
+    "                       interact (default 4: error floor about 3e-5)\n"
+    "  --accuracy-iters N   bh, fft, fgt: start coarse (theta 2, boxes 4x, order 1)\n"
+    "                       and reach the set accuracy after N iterations\n"
+    "                       (default 0: off)\n"
     "  --fft-order P        fft: interpolation nodes per box and axis (default 3)\n"
     "  --fft-box W          fft: box side in kernel lengths (default 1; error\n"
     "                       about 5e-4 at 1, 2e-3 at 1.5 for the Student-t kernel)\n"
@@ -119,7 +129,7 @@ static const char *help_fmt =
 enum { OPT_LAMBDA = OPT_COMMAND_BASE, OPT_WNEG, OPT_OPTIMIZER, OPT_KAPPA_E, OPT_INIT, OPT_INIT_SCALE, OPT_MAX_ITERS,
        OPT_TOL_E, OPT_BUDGET, OPT_SAVE_LABELS_E, OPT_SIGMA_E, OPT_HOMOTOPY, OPT_LAMBDA_START, OPT_PATH,
        OPT_RATE, OPT_MOMENTUM, OPT_EXAG, OPT_EXAG_ITERS, OPT_NO_GAINS, OPT_CHECKPOINT, OPT_CHECKPOINT_EVERY,
-       OPT_RESUME, OPT_SAVE_MODEL, OPT_MODEL_DATA, OPT_SDM_TOL, OPT_SDM_ITERS, OPT_AFFINITIES, OPT_TRACE, OPT_REPULSION, OPT_THETA, OPT_FFT_ORDER, OPT_FFT_BOX, OPT_PCA, OPT_ACCURACY_ITERS };
+       OPT_RESUME, OPT_SAVE_MODEL, OPT_MODEL_DATA, OPT_SDM_TOL, OPT_SDM_ITERS, OPT_AFFINITIES, OPT_TRACE, OPT_REPULSION, OPT_THETA, OPT_FFT_ORDER, OPT_FFT_BOX, OPT_PCA, OPT_ACCURACY_ITERS, OPT_FGT_ORDER, OPT_FGT_REACH };
 
 /* Dense bounds need two N x N eigendecompositions: for small N; Lanczos
  * above. Lanczos needs a sparse Cholesky factor of L+, whose ordering alone
@@ -325,7 +335,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
       {"checkpoint-every", required_argument, 0, OPT_CHECKPOINT_EVERY}, {"resume", required_argument, 0, OPT_RESUME},
       {"save-model", required_argument, 0, OPT_SAVE_MODEL}, {"model-data", required_argument, 0, OPT_MODEL_DATA},
       {"affinities", required_argument, 0, OPT_AFFINITIES}, {"trace", required_argument, 0, OPT_TRACE},
-      {"repulsion", required_argument, 0, OPT_REPULSION}, {"theta", required_argument, 0, OPT_THETA}, {"fft-order", required_argument, 0, OPT_FFT_ORDER}, {"fft-box", required_argument, 0, OPT_FFT_BOX}, {"pca", required_argument, 0, OPT_PCA}, {"accuracy-iters", required_argument, 0, OPT_ACCURACY_ITERS}, {"sdm-tol", required_argument, 0, OPT_SDM_TOL}, {"sdm-iters", required_argument, 0, OPT_SDM_ITERS},
+      {"repulsion", required_argument, 0, OPT_REPULSION}, {"theta", required_argument, 0, OPT_THETA}, {"fft-order", required_argument, 0, OPT_FFT_ORDER}, {"fft-box", required_argument, 0, OPT_FFT_BOX}, {"fgt-order", required_argument, 0, OPT_FGT_ORDER}, {"fgt-reach", required_argument, 0, OPT_FGT_REACH}, {"pca", required_argument, 0, OPT_PCA}, {"accuracy-iters", required_argument, 0, OPT_ACCURACY_ITERS}, {"sdm-tol", required_argument, 0, OPT_SDM_TOL}, {"sdm-iters", required_argument, 0, OPT_SDM_ITERS},
       CLI_KNN_OPTIONS, CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
   cli_env env;
   if (cli_env_init(&env, mi->name, help)) return 1;
@@ -337,6 +347,8 @@ int cmd_embed(int argc, char **argv, const char *name) {
   int engine = -1; /* auto */
   int pca_dims = 0;   /* 0: neighbours in the input space */
   nle_fft_opts fft;
+  nle_fgt_opts fgt;
+  nle_fgt_opts_init(&fgt);
   nle_fft_opts_init(&fft);
   double theta = 0.5;
   double perplexity = 30, lambda = mi->lambda, scale = 1e-4, sigma = 0, lambda_start = 0;
@@ -447,8 +459,21 @@ int cmd_embed(int argc, char **argv, const char *name) {
       else if (!strcmp(optarg, "exact")) engine = NLE_REPULSION_EXACT;
       else if (!strcmp(optarg, "bh")) engine = NLE_REPULSION_BH;
       else if (!strcmp(optarg, "fft")) engine = NLE_REPULSION_FFT;
-      else env.rc = cli_usage_error(mi->name, "--repulsion takes auto, exact, bh or fft");
+      else if (!strcmp(optarg, "fgt")) engine = NLE_REPULSION_FGT;
+      else env.rc = cli_usage_error(mi->name, "--repulsion takes auto, exact, bh, fft or fgt");
       break;
+    case OPT_FGT_ORDER: {
+      long long v;
+      if (cli_parse_int(optarg, 1, 12, &v)) fgt.order = (int)v;
+      else env.rc = cli_usage_error(mi->name, "--fgt-order takes an integer from 1 to 12");
+      break;
+    }
+    case OPT_FGT_REACH: {
+      long long v;
+      if (cli_parse_int(optarg, 1, 12, &v)) fgt.reach = (int)v;
+      else env.rc = cli_usage_error(mi->name, "--fgt-reach takes an integer from 1 to 12");
+      break;
+    }
     case OPT_FFT_ORDER: {
       long long v;
       if (cli_parse_int(optarg, 1, 12, &v)) fft.order = (int)v;
@@ -555,7 +580,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
   }
   if (!rc && !s) {
     if (engine < 0) engine = (int)auto_engine(mi->kind, wneg, npts, d);
-    nle_model_spec spec = {mi->kind, lambda, W, wneg, Wsq, Wk, (nle_repulsion)engine, theta, fft};
+    nle_model_spec spec = {mi->kind, lambda, W, wneg, Wsq, Wk, (nle_repulsion)engine, theta, fft, fgt};
     s = nle_model_new(env.ctx, &spec, &model);
   }
   if (!rc && !s && oo.learning_rate < 0)
@@ -601,10 +626,10 @@ int cmd_embed(int argc, char **argv, const char *name) {
   snprintf(fingerprint, sizeof fingerprint,
            "nlembed %s %s n=%zu D=%zu d=%zu perplexity=%.17g k=%d sigma=%.17g lambda=%.17g wneg=%d optimizer=%d "
            "kappa=%d sdm=%.17g/%d init=%s init-scale=%.17g seed=%llu tol=%.17g homotopy=%d lambda-start=%.17g rate=%.17g "
-           "momentum=%.17g exaggeration=%.17g/%d gains=%d repulsion=%d/%.17g/%d/%.17g/%d pca=%d knn=%d/%d/%d/%d/%d/%.17g",
+           "momentum=%.17g exaggeration=%.17g/%d gains=%d repulsion=%d/%.17g/%d/%.17g/%d/%d/%d pca=%d knn=%d/%d/%d/%d/%d/%.17g",
            mi->name, input ? input : "", npts, ds ? ds->X->cols : 0, d, perplexity, k, sigma, lambda,
            (int)wneg, (int)oo.kind, oo.kappa, oo.sdm_tol, oo.sdm_iters, init, scale, (unsigned long long)nle_ctx_seed(env.ctx), oo.tol, homotopy,
-           lambda_start, oo.learning_rate, oo.momentum, oo.exaggeration, oo.exaggeration_iters, oo.gains, engine, theta, fft.order, fft.box_width, oo.accuracy_iters, pca_dims,
+           lambda_start, oo.learning_rate, oo.momentum, oo.exaggeration, oo.exaggeration_iters, oo.gains, engine, theta, fft.order, fft.box_width, oo.accuracy_iters, fgt.order, fgt.reach, pca_dims,
            (int)choice.method, choice.approx.n_trees, choice.approx.leaf_size, choice.approx.max_candidates,
            choice.approx.max_iters, choice.approx.delta);
   if (!rc && !s && resume) {

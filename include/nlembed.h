@@ -497,13 +497,30 @@ typedef struct {
 } nle_fft_opts;
 void nle_fft_opts_init(nle_fft_opts *o);
 
+/* Fast Gauss transform (dissertation sec. 5.2.2), Gaussian kernel only:
+ * boxes of side sqrt(2) ratio kernel lengths; Hermite series for boxes
+ * holding at least `cutoff` sources, Taylor series for boxes holding that
+ * many targets, the Hermite-to-Taylor translation where both do, direct
+ * sums otherwise; boxes further than `reach` box sides apart do not
+ * interact. O(N order^d). Accuracy rises with the order. */
+typedef struct {
+  int order;    /* terms per dimension of each series, 1..12 (6) */
+  double ratio; /* r, 0 < r < 1/sqrt 2 (0.5) */
+  int cutoff;   /* points in a box before it gets a series (0: order^d,
+                   order^3 / 2 in 3-D, at least 5); each box pair then
+                   takes the cheapest of the sums its boxes allow */
+  int reach;    /* K, in box sides, 1..12 (4) */
+} nle_fgt_opts;
+void nle_fgt_opts_init(nle_fgt_opts *o);
+
 /* Repulsion engines (dissertation ch. 5). The fast ones serve the models
  * whose repulsion is a plain kernel sum: t-SNE, s-SNE, and EE and t-EE with
  * uniform W-, for d <= 3; E and the gradient are then approximate. */
 typedef enum {
   NLE_REPULSION_EXACT = 0, /* all pairs, blocked, O(N^2 d) */
   NLE_REPULSION_BH = 1,    /* Barnes-Hut kernel sums, O(N log N) */
-  NLE_REPULSION_FFT = 2    /* FFT-interpolation kernel sums, O(N) */
+  NLE_REPULSION_FFT = 2,   /* FFT-interpolation kernel sums, O(N) */
+  NLE_REPULSION_FGT = 3    /* fast Gauss transform, O(N); Gaussian models */
 } nle_repulsion;
 
 typedef struct {
@@ -518,6 +535,7 @@ typedef struct {
   nle_repulsion engine;        /* how the repulsion is summed (default exact) */
   double theta;                /* Barnes-Hut opening angle (<= 0: 0.5) */
   nle_fft_opts fft;            /* FFT interpolation (order 0: the defaults) */
+  nle_fgt_opts fgt;            /* fast Gauss transform (order 0: the defaults) */
 } nle_model_spec;
 
 typedef struct nle_model nle_model;
@@ -792,6 +810,15 @@ nle_status nle_kernel_sums_bh(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel
 /* Kernel sums by FFT interpolation (nle_fft_opts, above the models). */
 nle_status nle_kernel_sums_fft(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, const nle_fft_opts *opts,
                                double *S, double *Sx);
+
+/* Gaussian sums by the fast Gauss transform (nle_fgt_opts, above the
+ * models); the kernel is exp(-t). Sums do not depend on the thread count. */
+nle_status nle_kernel_sums_fgt(nle_ctx *ctx, const nle_matd *X, const nle_fgt_opts *opts, double *S, double *Sx);
+/* The a-priori error bound of the fast Gauss transform in d dimensions per
+ * unit of total charge: dissertation eq. 5.7 (the largest of eqs. 5.5-5.7)
+ * plus exp(-(reach sqrt(2) ratio)^2) for the boxes left out. Loose: the
+ * measured errors (nle_kernel_sums_error) are orders of magnitude lower. */
+double nle_fgt_error_bound(size_t d, const nle_fgt_opts *opts);
 
 /* Measured error of approximate sums S (and Sx, may be NULL) against the
  * exact ones at `sample` points drawn with `seed`: O(sample N d). */

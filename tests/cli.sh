@@ -180,7 +180,10 @@ expect_fail bh_needs_uniform "Barnes-Hut repulsion serves t-SNE, s-SNE, and EE/t
 expect_ok tsne_fft $N tsne blobs:400:8:4 -p 15 --repulsion fft --fft-box 0.5 --max-iters 100 -o "$T/tfft.npy" --quiet
 expect_fail fft_needs_uniform "FFT-interpolation repulsion serves t-SNE, s-SNE, and EE/t-EE with uniform W-" "$T/x.npy" -- $N ee spiral:300 -p 10 --wneg sqdist --repulsion fft -o "$T/x.npy"
 expect_fail fft_bad_order "--fft-order takes an integer from 1 to 12" "$T/x.npy" -- $N tsne spiral:300 --fft-order 0 -o "$T/x.npy"
-expect_fail bad_engine "--repulsion takes auto, exact, bh or fft" "$T/x.npy" -- $N tsne spiral:300 --repulsion fmm -o "$T/x.npy"
+expect_ok ee_fgt $N ee blobs:400:8:4 -p 15 -d 3 --repulsion fgt --fgt-order 4 --max-iters 50 -o "$T/efgt.npy" --quiet
+expect_fail fgt_gaussian_only "the fast Gauss transform serves the Gaussian kernel (EE, s-SNE)" "$T/x.npy" -- $N tsne spiral:300 --repulsion fgt -o "$T/x.npy"
+expect_fail fgt_bad_reach "--fgt-reach takes an integer from 1 to 12" "$T/x.npy" -- $N ee spiral:300 --fgt-reach 0 -o "$T/x.npy"
+expect_fail bad_engine "--repulsion takes auto, exact, bh, fft or fgt" "$T/x.npy" -- $N tsne spiral:300 --repulsion fmm -o "$T/x.npy"
 expect_ok tsne_pca $N tsne fashion-mnist:600 -p 15 --pca 20 --max-iters 50 -o "$T/tpca.npy" --quiet
 expect_fail pca_with_model "--pca with --save-model is not supported" "$T/x.npy" -- $N tsne fashion-mnist:600 --pca 20 --save-model "$T/m.nle" -o "$T/x.npy"
 expect_fail pca_bad "--pca takes a positive integer" "$T/x.npy" -- $N tsne fashion-mnist:600 --pca 0 -o "$T/x.npy"

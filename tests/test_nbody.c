@@ -2,8 +2,13 @@
  * loop, Barnes-Hut against the exact sums on uniform and clustered points in
  * 1, 2 and 3 dimensions (error small, shrinking with theta, zero at theta =
  * 0), FFT interpolation likewise (error falling as the boxes narrow), the
- * sampled error check, and thread independence. */
+ * sampled error check, and thread independence; the fast Gauss transform
+ * against the exact Gaussian sums at rising orders, between separate
+ * source and target sets arranged so that each of its four sums (direct,
+ * Hermite, Taylor, translated) carries the result. */
 #include "harness.h"
+
+#include "../src/core/internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -170,46 +175,67 @@ static double sum_error(size_t n, const double *S, const double *R) {
   return num / den;
 }
 
+/* Points and room for the exact (R) and approximate (S) sums; in 3-D the
+ * points are 3x closer (so the FFT grid stays small). */
+typedef struct {
+  nle_matd *X;
+  double *R, *Rx, *S, *Sx;
+} sums_case;
+
+static sums_case sums_case_new(size_t n, size_t d, int clustered, uint64_t seed) {
+  sums_case c = {points(n, d, clustered, seed), malloc(n * sizeof(double)), malloc(n * d * sizeof(double)),
+                 malloc(n * sizeof(double)), malloc(n * d * sizeof(double))};
+  if (d == 3)
+    for (size_t i = 0; i < n * d; i++) c.X->data[i] /= 3.0;
+  return c;
+}
+
+static void sums_case_free(sums_case *c) {
+  free(c->R);
+  free(c->Rx);
+  free(c->S);
+  free(c->Sx);
+  nle_matd_free(&c->X);
+}
+
+/* One accuracy setting against the exact sums: the aggregate errors of S
+ * and Sx within `bound`, and that of S below `last` (the previous, coarser
+ * setting's) unless both are at rounding level. */
+static void check_setting(const sums_case *c, double bound, double *last, const char *what) {
+  bh_errors e = errors(c->X, c->S, c->Sx, c->R, c->Rx);
+  double es = sum_error(c->X->rows, c->S, c->R);
+  int ok = es <= bound && e.agg_x <= bound && (es < *last || es < 1e-9);
+  if (!nle_test(ok) || getenv("NLE_TEST_VERBOSE")) printf("  %s: error of S %.3g, of Sx %.3g\n", what, es, e.agg_x);
+  *last = es;
+}
+
 static void fft_vs_exact(void) {
   nle_ctx *ctx = test_ctx(1);
   /* Stated accuracy at order 3 (measured on these sets, bounds with about 2x
    * room): the aggregate relative error of S, and of Sx, per kernel
    * (Gaussian, Student-t, its square) and box width (2, 1, 0.5 kernel
-   * lengths); it falls as the box narrows. In 3-D the points are 3x closer
-   * (so the grid stays small) and the 0.5 box is not tried. */
+   * lengths); it falls as the box narrows. In 3-D the 0.5 box is not
+   * tried. */
   static const double boxes[] = {2.0, 1.0, 0.5};
   static const double bound[3][3] = {{0.25, 0.03, 2e-3}, {0.2, 0.03, 1.5e-3}, {0.4, 0.08, 4e-3}};
   for (size_t d = 1; d <= 3; d++)
     for (int clustered = 0; clustered <= 1; clustered++) {
-      size_t n = 3000;
-      nle_matd *X = points(n, d, clustered, 30 + d);
-      if (d == 3)
-        for (size_t i = 0; i < n * d; i++) X->data[i] /= 3.0;
-      double *R = malloc(n * sizeof(double)), *Rx = malloc(n * d * sizeof(double));
-      double *S = malloc(n * sizeof(double)), *Sx = malloc(n * d * sizeof(double));
+      sums_case c = sums_case_new(3000, d, clustered, 30 + d);
       for (int kernel = NLE_KERNEL_GAUSSIAN; kernel <= NLE_KERNEL_STUDENT2; kernel++) {
-        nle_test_ok(nle_kernel_sums_exact(ctx, X, (nle_kernel)kernel, R, Rx));
+        nle_test_ok(nle_kernel_sums_exact(ctx, c.X, (nle_kernel)kernel, c.R, c.Rx));
         double last = INFINITY;
         for (int q = 0; q < (d == 3 ? 2 : 3); q++) {
           nle_fft_opts o;
           nle_fft_opts_init(&o);
           o.box_width = boxes[q];
           o.max_nodes = 1024;
-          nle_test_ok(nle_kernel_sums_fft(ctx, X, (nle_kernel)kernel, &o, S, Sx));
-          bh_errors e = errors(X, S, Sx, R, Rx);
-          double es = sum_error(n, S, R), b = bound[kernel][q];
-          int ok = es <= b && e.agg_x <= b && es < last;
-          if (!nle_test(ok) || getenv("NLE_TEST_VERBOSE"))
-            printf("  d %zu, clustered %d, kernel %d, box %.1f: error of S %.3g, of Sx %.3g\n", d, clustered, kernel,
-                   boxes[q], es, e.agg_x);
-          last = es;
+          nle_test_ok(nle_kernel_sums_fft(ctx, c.X, (nle_kernel)kernel, &o, c.S, c.Sx));
+          char what[96];
+          snprintf(what, sizeof what, "d %zu, clustered %d, kernel %d, box %.1f", d, clustered, kernel, boxes[q]);
+          check_setting(&c, bound[kernel][q], &last, what);
         }
       }
-      free(R);
-      free(Rx);
-      free(S);
-      free(Sx);
-      nle_matd_free(&X);
+      sums_case_free(&c);
     }
   nle_ctx_free(&ctx);
 }
@@ -238,7 +264,122 @@ static void fft_threads_and_error_check(void) {
   nle_ctx_free(&one);
 }
 
-const nle_test_case nbody_tests[] = {{"nbody/exact_vs_direct", exact_vs_direct},
+static nle_status fgt_sums(nle_ctx *ctx, const nle_matd *X, double *S, double *Sx) {
+  nle_fgt_opts o;
+  nle_fgt_opts_init(&o);
+  o.cutoff = 1;
+  return nle_kernel_sums_fgt(ctx, X, &o, S, Sx);
+}
+
+static void fgt_vs_exact(void) {
+  nle_ctx *ctx = test_ctx(1);
+  /* Stated accuracy (aggregate relative error of S and of Sx, measured on
+   * these sets with 2-3x room) per dimension at orders 2, 4, 6, 8 with
+   * reach 6 (so the
+   * cut-off at reach boxes stays below the series' error): it falls with
+   * the order. Each set is also summed with every box given a series
+   * (cut-off 1), so that the translations are tried everywhere. */
+  static const int orders[] = {2, 4, 6, 8};
+  static const double bound[3][4] = {{0.15, 3e-3, 6e-5, 1.2e-6}, {0.25, 5e-3, 1e-4, 2e-6}, {0.6, 2e-2, 4e-4, 7e-6}};
+  for (size_t d = 1; d <= 3; d++)
+    for (int clustered = 0; clustered <= 1; clustered++) {
+      sums_case c = sums_case_new(3000, d, clustered, 50 + d);
+      nle_test_ok(nle_kernel_sums_exact(ctx, c.X, NLE_KERNEL_GAUSSIAN, c.R, c.Rx));
+      for (int all_series = 0; all_series <= 1; all_series++) {
+        double last = INFINITY;
+        for (int q = 0; q < 4; q++) {
+          nle_fgt_opts o;
+          nle_fgt_opts_init(&o);
+          o.order = orders[q];
+          o.reach = 6;
+          if (all_series) o.cutoff = 1;
+          nle_test_ok(nle_kernel_sums_fgt(ctx, c.X, &o, c.S, c.Sx));
+          char what[96];
+          snprintf(what, sizeof what, "d %zu, clustered %d, all series %d, order %d", d, clustered, all_series,
+                   orders[q]);
+          check_setting(&c, bound[d - 1][q], &last, what);
+        }
+      }
+      sums_case_free(&c);
+    }
+  nle_ctx_free(&ctx);
+}
+
+/* Sums from a crowded source box to scattered targets take the Hermite
+ * series, from scattered sources into a crowded target box the Taylor
+ * series; both against a direct double loop, with the moments F. */
+static void fgt_sources_and_targets(void) {
+  nle_ctx *ctx = test_ctx(1);
+  nle_rng r;
+  nle_rng_init(&r, 61, 1);
+  size_t dense = 400, sparse = 60;
+  for (int flip = 0; flip <= 1; flip++) {
+    nle_matd *A, *B;
+    nle_test_ok(nle_matd_alloc(ctx, dense, 2, &A));
+    nle_test_ok(nle_matd_alloc(ctx, sparse, 2, &B));
+    for (size_t i = 0; i < dense * 2; i++) A->data[i] = 2.0 + 0.3 * nle_rng_uniform(&r);
+    for (size_t i = 0; i < sparse * 2; i++) B->data[i] = 6.0 * nle_rng_uniform(&r);
+    const nle_matd *src = flip ? B : A, *tgt = flip ? A : B;
+    size_t m = tgt->rows;
+    double *S = malloc(m * sizeof(double)), *F = malloc(m * 2 * sizeof(double));
+    nle_fgt_opts o;
+    nle_fgt_opts_init(&o);
+    o.order = 10;
+    o.reach = 8;
+    nle_test_ok(nle__fgt_sums(ctx, src, tgt, &o, S, F));
+    double err = 0.0, ref = 0.0;
+    for (size_t i = 0; i < m; i++) {
+      double s = 0.0, f[2] = {0, 0};
+      const double *t = tgt->data + 2 * i;
+      for (size_t j = 0; j < src->rows; j++) {
+        const double *y = src->data + 2 * j;
+        double k = exp(-((y[0] - t[0]) * (y[0] - t[0]) + (y[1] - t[1]) * (y[1] - t[1])));
+        s += k;
+        f[0] += k * (y[0] - t[0]);
+        f[1] += k * (y[1] - t[1]);
+      }
+      err += fabs(S[i] - s) + fabs(F[2 * i] - f[0]) + fabs(F[2 * i + 1] - f[1]);
+      ref += s + fabs(f[0]) + fabs(f[1]);
+    }
+    if (!nle_test(err <= 1e-7 * ref)) printf("  flip %d: relative error %.3g\n", flip, err / ref);
+    free(S);
+    free(F);
+    nle_matd_free(&A);
+    nle_matd_free(&B);
+  }
+  nle_ctx_free(&ctx);
+}
+
+static void fgt_threads_and_options(void) {
+  same_bits_on_two_threads(fgt_sums, 71);
+  nle_ctx *ctx = test_ctx(1);
+  nle_matd *X = points(500, 2, 0, 72);
+  double *S = malloc(500 * 3 * sizeof(double));
+  nle_fgt_opts o;
+  nle_fgt_opts_init(&o);
+  o.order = 13;
+  nle_test(nle_kernel_sums_fgt(ctx, X, &o, S, S + 500) == NLE_ERR_ARG);
+  nle_fgt_opts_init(&o);
+  o.ratio = 0.8;
+  nle_test(nle_kernel_sums_fgt(ctx, X, &o, S, S + 500) == NLE_ERR_ARG);
+  /* The a-priori bound (eq. 5.7) falls with the order and lies above the
+   * measured error. */
+  nle_fgt_opts_init(&o);
+  nle_test_ok(nle_kernel_sums_fgt(ctx, X, &o, S, S + 500));
+  nle_sums_error err;
+  nle_test_ok(nle_kernel_sums_error(ctx, X, NLE_KERNEL_GAUSSIAN, S, S + 500, 500, 1, &err));
+  double b6 = nle_fgt_error_bound(2, &o);
+  o.order = 8;
+  nle_test(nle_fgt_error_bound(2, &o) < b6 && err.sums < b6);
+  free(S);
+  nle_matd_free(&X);
+  nle_ctx_free(&ctx);
+}
+
+const nle_test_case nbody_tests[] = {{"nbody/fgt_vs_exact", fgt_vs_exact},
+                                     {"nbody/fgt_sources_and_targets", fgt_sources_and_targets},
+                                     {"nbody/fgt_threads_and_options", fgt_threads_and_options},
+                                     {"nbody/exact_vs_direct", exact_vs_direct},
                                      {"nbody/barnes_hut_vs_exact", barnes_hut_vs_exact},
                                      {"nbody/barnes_hut_threads", barnes_hut_threads},
                                      {"nbody/fft_vs_exact", fft_vs_exact},

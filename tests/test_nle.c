@@ -99,7 +99,7 @@ static void gradients_all_models(void) {
       {NLE_MODEL_TSNE, NLE_WNEG_UNIFORM, P, 4.0, "t-SNE lambda 4"}, {NLE_MODEL_SNE, NLE_WNEG_UNIFORM, Pc, 1.0, "SNE"},
   };
   for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-    nle_model_spec spec = {cases[c].kind, cases[c].lambda, cases[c].Wp, cases[c].wneg, Wsq, Wk, NLE_REPULSION_EXACT, 0, {0}};
+    nle_model_spec spec = {cases[c].kind, cases[c].lambda, cases[c].Wp, cases[c].wneg, Wsq, Wk, NLE_REPULSION_EXACT, 0, {0}, {0}};
     nle_model *m;
     nle_test_ok(nle_model_new(ctx, &spec, &m));
     for (size_t d = 1; d <= 3; d++) { /* d = 2 takes the SIMD repulsion path */
@@ -138,7 +138,7 @@ static void ee_two_points(void) {
   ((double *)W->val)[0] = ((double *)W->val)[1] = wplus;
   double lambdas[3] = {3.0, 0.9, 40.0};
   for (int l = 0; l < 3; l++) {
-    nle_model_spec spec = {NLE_MODEL_EE, lambdas[l], W, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}};
+    nle_model_spec spec = {NLE_MODEL_EE, lambdas[l], W, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}};
     nle_model *m;
     nle_test_ok(nle_model_new(ctx, &spec, &m));
     nle_matd *X, *G;
@@ -181,7 +181,7 @@ static void invariances_and_threads(void) {
   nle_ctx_set_threads(two, 2);
   nle_model_kind kinds[3] = {NLE_MODEL_EE, NLE_MODEL_TSNE, NLE_MODEL_SSNE};
   for (int c = 0; c < 3; c++) {
-    nle_model_spec spec = {kinds[c], kinds[c] == NLE_MODEL_EE ? 100.0 : 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}};
+    nle_model_spec spec = {kinds[c], kinds[c] == NLE_MODEL_EE ? 100.0 : 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}};
     nle_model *m;
     nle_test_ok(nle_model_new(one, &spec, &m));
     nle_matd *X = random_x(n, 2, 2.0, 30), *G1, *G2;
@@ -205,7 +205,7 @@ static void invariances_and_threads(void) {
     nle_matd_free(&G2);
     nle_model_free(&m);
   }
-  nle_model_spec bad = {NLE_MODEL_EE, -1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}};
+  nle_model_spec bad = {NLE_MODEL_EE, -1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}};
   nle_model *m = NULL;
   nle_test(nle_model_new(one, &bad, &m) == NLE_ERR_ARG && m == NULL);
   bad.lambda = 1.0;
@@ -239,7 +239,7 @@ static void directions(void) {
   size_t n = 40;
   nle_ctx *ctx = test_ctx(1);
   nle_csr *W = random_weights(n, 5, 0, 0, 41);
-  nle_model_spec spec = {NLE_MODEL_EE, 2.0, W, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}};
+  nle_model_spec spec = {NLE_MODEL_EE, 2.0, W, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}};
   nle_model *m;
   nle_test_ok(nle_model_new(ctx, &spec, &m));
   nle_matd *X = random_x(n, 2, 0.5, 42), *G, *P;
@@ -327,7 +327,7 @@ static void sdm_curvature_vs_hessian(void) {
   nle_ctx *ctx = test_ctx(1);
   nle_csr *W = random_weights(n, 5, 0, 0, 43);
   double lambda = 0.7;
-  nle_model_spec spec = {NLE_MODEL_EE, lambda, W, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}};
+  nle_model_spec spec = {NLE_MODEL_EE, lambda, W, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}};
   nle_model *m;
   nle_test_ok(nle_model_new(ctx, &spec, &m));
   nle_matd *X = random_x(n, 2, 0.8, 44), *V = random_x(n, 2, 1.0, 45), *Xp = random_x(n, 2, 0, 1),
@@ -379,7 +379,7 @@ static void monotone_decrease(void) {
   nle_ctx *ctx = test_ctx(1);
   nle_matf *Y = test_random_matf(150, 5, 51);
   nle_csr *P = entropic_p(ctx, Y, 10);
-  nle_model_spec spec = {NLE_MODEL_TSNE, 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}};
+  nle_model_spec spec = {NLE_MODEL_TSNE, 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}};
   nle_model *m;
   nle_test_ok(nle_model_new(ctx, &spec, &m));
   for (int kind = NLE_OPT_SD; kind <= NLE_OPT_SDM; kind++) {
@@ -429,7 +429,7 @@ static void separates_clusters(void) {
   nle_csr *P = entropic_p(ctx, ds->X, 20);
   nle_model_kind kinds[2] = {NLE_MODEL_TSNE, NLE_MODEL_SSNE};
   for (int c = 0; c < 2; c++) {
-    nle_model_spec spec = {kinds[c], 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}};
+    nle_model_spec spec = {kinds[c], 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}};
     nle_model *m;
     nle_test_ok(nle_model_new(ctx, &spec, &m));
     double final_e[2];
@@ -527,7 +527,7 @@ static void lambda_bounds(void) {
     if (!nle_test(fabs(l1z - l1) <= 1e-8 * l1 && u1z >= u1 * (1 - 1e-8) && star <= u1z * (1 + 1e-6)))
       printf("  Lanczos, W- kind %d: l1 %g (dense %g), u1 %g (dense %g), lambda* %g\n", kinds[c], l1z, l1, u1z, u1, star);
     /* Numerically: collapse below, spread above. */
-    nle_model_spec spec = {NLE_MODEL_EE, 0.5 * l1, Wp, kinds[c], Wsq, NULL, NLE_REPULSION_EXACT, 0, {0}};
+    nle_model_spec spec = {NLE_MODEL_EE, 0.5 * l1, Wp, kinds[c], Wsq, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}};
     nle_model *m;
     nle_test_ok(nle_model_new(ctx, &spec, &m));
     nle_opt_opts oo;
@@ -586,7 +586,7 @@ static void homotopy_path(void) {
   nle_ctx *ctx = test_ctx(1);
   size_t n = 60;
   nle_csr *W = random_weights(n, 6, 0, 0, 81);
-  nle_model_spec spec = {NLE_MODEL_EE, 1.0, W, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}};
+  nle_model_spec spec = {NLE_MODEL_EE, 1.0, W, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}};
   nle_model *m;
   nle_test_ok(nle_model_new(ctx, &spec, &m));
   double l1, u1;
@@ -623,7 +623,7 @@ static void tsne_style_gd(void) {
   nle_dataset *ds;
   nle_test_ok(nle_dataset_read(ctx, "blobs:500:10:5", NULL, &ds));
   nle_csr *P = entropic_p(ctx, ds->X, 20);
-  nle_model_spec spec = {NLE_MODEL_TSNE, 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}};
+  nle_model_spec spec = {NLE_MODEL_TSNE, 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}};
   nle_model *m;
   nle_test_ok(nle_model_new(ctx, &spec, &m));
   nle_opt_opts oo;
@@ -681,7 +681,7 @@ static void out_of_sample(void) {
   double l1, u1;
   nle_test_ok(nle_ee_lambda_bounds(ctx, Wp, NLE_WNEG_SQDIST, Wsq, NULL, &l1, &u1));
   double lambda = 50 * u1;
-  nle_model_spec spec = {NLE_MODEL_EE, lambda, Wp, NLE_WNEG_SQDIST, Wsq, NULL, NLE_REPULSION_EXACT, 0, {0}};
+  nle_model_spec spec = {NLE_MODEL_EE, lambda, Wp, NLE_WNEG_SQDIST, Wsq, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}};
   nle_model *m;
   nle_test_ok(nle_model_new(ctx, &spec, &m));
   nle_opt_opts oo;
@@ -760,7 +760,7 @@ typedef struct {
 
 static planned plan_run(nle_ctx *ctx, const nle_csr *P, const nle_opt_opts *oo, int homotopy) {
   planned p;
-  nle_model_spec spec = {homotopy ? NLE_MODEL_EE : NLE_MODEL_TSNE, 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}};
+  nle_model_spec spec = {homotopy ? NLE_MODEL_EE : NLE_MODEL_TSNE, 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}};
   if (nle_model_new(ctx, &spec, &p.m) || nle_opt_new(ctx, p.m, P, oo, &p.opt)) exit(2);
   return p;
 }
@@ -923,7 +923,7 @@ static void oos_trained_maps(void) {
     nle_test_ok(nle_knn_exact(ctx, &train, &ko, &g));
     nle_test_ok(nle_entropic_affinities(ctx, g, &eo, &ea));
     nle_test_ok(nle_affinity_symmetrize(ctx, ea->P, kinds[kk] == NLE_MODEL_TSNE, &W));
-    nle_model_spec spec = {kinds[kk], kinds[kk] == NLE_MODEL_TSNE ? 1.0 : 1.0, W, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}};
+    nle_model_spec spec = {kinds[kk], kinds[kk] == NLE_MODEL_TSNE ? 1.0 : 1.0, W, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}};
     nle_model *m;
     nle_test_ok(nle_model_new(ctx, &spec, &m));
     nle_opt_opts oo;
@@ -1011,9 +1011,16 @@ static void fast_engines(nle_repulsion engine) {
   nle_csr *P = entropic_p(ctx, ds->X, 15);
   nle_model_kind kinds[] = {NLE_MODEL_TSNE, NLE_MODEL_SSNE, NLE_MODEL_EE, NLE_MODEL_TEE};
   for (int c = 0; c < 4; c++) {
+    int student = kinds[c] == NLE_MODEL_TSNE || kinds[c] == NLE_MODEL_TEE;
+    if (engine == NLE_REPULSION_FGT && student) { /* the Gaussian kernel only */
+      nle_model_spec st = {kinds[c], 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, engine, 0, {0}, {0}};
+      nle_model *m = NULL;
+      nle_test(nle_model_new(ctx, &st, &m) == NLE_ERR_ARG && m == NULL);
+      continue;
+    }
     double lambda = kinds[c] == NLE_MODEL_EE || kinds[c] == NLE_MODEL_TEE ? 1e-4 : 1.0;
-    nle_model_spec exact = {kinds[c], lambda, P, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}};
-    nle_model_spec bh = {kinds[c], lambda, P, NLE_WNEG_UNIFORM, NULL, NULL, engine, 0.2, {0}};
+    nle_model_spec exact = {kinds[c], lambda, P, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}};
+    nle_model_spec bh = {kinds[c], lambda, P, NLE_WNEG_UNIFORM, NULL, NULL, engine, 0.2, {0}, {0}};
     nle_model *me, *mb;
     nle_test_ok(nle_model_new(ctx, &exact, &me));
     nle_test_ok(nle_model_new(ctx, &bh, &mb));
@@ -1037,7 +1044,7 @@ static void fast_engines(nle_repulsion engine) {
     nle_test_ok(nle_model_set_accuracy(ctx, mb, 1.0));
     /* This sparse set is a hard case for the grid (600 points over 30 kernel
      * lengths: small sums, relatively large interpolation error). */
-    double bound = engine == NLE_REPULSION_FFT ? 0.05 : 0.02;
+    double bound = engine == NLE_REPULSION_FFT ? 0.05 : engine == NLE_REPULSION_FGT ? 1e-3 : 0.02;
     if (!nle_test(fabs(Eb - Ee) <= 1e-2 * fabs(Ee) && sqrt(num / den) <= bound))
       printf("  engine %d, model %d: E %.10g vs %.10g, gradient error %.3g\n", engine, kinds[c], Eb, Ee,
              sqrt(num / den));
@@ -1066,10 +1073,10 @@ static void fast_engines(nle_repulsion engine) {
     nle_model_free(&me);
     nle_model_free(&mb);
   }
-  nle_model_spec sne = {NLE_MODEL_SNE, 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, engine, 0.5, {0}};
+  nle_model_spec sne = {NLE_MODEL_SNE, 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, engine, 0.5, {0}, {0}};
   nle_model *m = NULL;
   nle_test(nle_model_new(ctx, &sne, &m) == NLE_ERR_ARG && m == NULL);
-  nle_model_spec sq = {NLE_MODEL_EE, 1.0, P, NLE_WNEG_KNN, NULL, P, engine, 0.5, {0}};
+  nle_model_spec sq = {NLE_MODEL_EE, 1.0, P, NLE_WNEG_KNN, NULL, P, engine, 0.5, {0}, {0}};
   nle_test(nle_model_new(ctx, &sq, &m) == NLE_ERR_ARG && m == NULL);
   nle_csr_free(&P);
   nle_dataset_free(&ds);
@@ -1078,9 +1085,11 @@ static void fast_engines(nle_repulsion engine) {
 
 static void barnes_hut_engine(void) { fast_engines(NLE_REPULSION_BH); }
 static void fft_engine(void) { fast_engines(NLE_REPULSION_FFT); }
+static void fgt_engine(void) { fast_engines(NLE_REPULSION_FGT); }
 
 const nle_test_case nle_tests[] = {{"nle/barnes_hut_engine", barnes_hut_engine},
                                    {"nle/fft_engine", fft_engine},
+                                   {"nle/fgt_engine", fgt_engine},
                                    {"nle/sdm_curvature_vs_hessian", sdm_curvature_vs_hessian},
                                    {"nle/oos_objective_gradients", oos_objective_gradients},
                                    {"nle/oos_trained_maps", oos_trained_maps},

@@ -10,13 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* glibc's vector exp (libmvec, linked through -lm) is declared only under
- * -ffast-math, which this library does not use; declaring the SIMD variant
- * here lets the entropy loop call it (4 ulp at most). */
-#if defined(_OPENMP) && defined(__x86_64__) && defined(__GLIBC__)
-#pragma omp declare simd notinbranch
-double exp(double x);
-#endif
+#include "../core/vecmath.h"
 
 void nle_ea_opts_init(nle_ea_opts *o) {
   o->perplexity = 30.0;

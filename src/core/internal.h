@@ -99,4 +99,12 @@ nle_status nle__fft_convolve(nle_ctx *ctx, nle__fft_ws *ws, const nle_matd *src,
                              const nle_matd *tgt, const nle_kernel *kernels, size_t nkernels, const int *chan_kernel,
                              const int *chan_charge, size_t nch, const nle_fft_opts *opts, double *phi);
 
+/* Fast Gauss transform between separate sets (src/nbody/fgt.c): for every
+ * target t, S[t] = sum_s exp(-|t - s|^2) and F[t, :] = sum_s (s - t)
+ * exp(-|t - s|^2), over all sources (one at t included). */
+nle_status nle__fgt_sums(nle_ctx *ctx, const nle_matd *src, const nle_matd *tgt, const nle_fgt_opts *opts,
+                         double *S, double *F);
+/* Whether X's extent fits the transform's box grid. */
+int nle__fgt_grid_fits(const nle_matd *X, const nle_fgt_opts *opts);
+
 #endif

@@ -11,14 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* glibc's vector exp (libmvec), as in entropic.c: declared only under
- * -ffast-math otherwise. */
-#if defined(_OPENMP) && defined(__x86_64__) && defined(__GLIBC__)
-#pragma omp declare simd notinbranch
-double exp(double x);
-#pragma omp declare simd notinbranch
-double log1p(double x);
-#endif
+#include "../core/vecmath.h"
 
 struct nle_model {
   nle_model_spec spec;
@@ -90,16 +83,21 @@ nle_status nle_model_new(nle_ctx *ctx, const nle_model_spec *spec, nle_model **m
     return nle__fail(ctx, NLE_ERR_ARG, "model: W- of squared distances needs the dense N x N matrix");
   if (unnormalised && spec->wneg == NLE_WNEG_KNN && (!spec->Wneg_sparse || spec->Wneg_sparse->rows != W->rows))
     return nle__fail(ctx, NLE_ERR_ARG, "model: sparse W- needs its N x N matrix");
-  if ((unsigned)spec->engine > NLE_REPULSION_FFT) return nle__fail(ctx, NLE_ERR_ARG, "model: unknown repulsion engine");
+  if ((unsigned)spec->engine > NLE_REPULSION_FGT) return nle__fail(ctx, NLE_ERR_ARG, "model: unknown repulsion engine");
+  static const char *const engine_names[] = {"exact", "Barnes-Hut", "FFT-interpolation", "fast Gauss transform"};
   if (spec->engine != NLE_REPULSION_EXACT &&
       (spec->kind == NLE_MODEL_SNE || (unnormalised && spec->wneg != NLE_WNEG_UNIFORM)))
     return nle__fail(ctx, NLE_ERR_ARG, "model: %s repulsion serves t-SNE, s-SNE, and EE/t-EE with uniform W- "
-                     "(use the exact engine)", spec->engine == NLE_REPULSION_BH ? "Barnes-Hut" : "FFT-interpolation");
+                     "(use the exact engine)", engine_names[spec->engine]);
+  if (spec->engine == NLE_REPULSION_FGT && (spec->kind == NLE_MODEL_TSNE || spec->kind == NLE_MODEL_TEE))
+    return nle__fail(ctx, NLE_ERR_ARG, "model: the fast Gauss transform serves the Gaussian kernel (EE, s-SNE); "
+                     "t-SNE and t-EE take fft or bh");
   nle_model *m = nle__calloc(ctx, 1, sizeof *m, "the model");
   if (!m) return NLE_ERR_NOMEM;
   m->spec = *spec;
   if (!(m->spec.theta > 0)) m->spec.theta = 0.5;
   if (m->spec.fft.order == 0) nle_fft_opts_init(&m->spec.fft);
+  if (m->spec.fgt.order == 0) nle_fgt_opts_init(&m->spec.fgt);
   if (spec->engine == NLE_REPULSION_FFT && !(m->fft_ws = nle__fft_ws_new())) {
     nle_model_free(&m);
     return nle__fail(ctx, NLE_ERR_NOMEM, "model: out of memory");
@@ -312,6 +310,18 @@ static int rep_block(void *job, size_t b, void *scratch) {
   return 0;
 }
 
+/* The exact forces come in equal and opposite pairs and sum to zero; the
+ * approximate ones do not quite, and SD's direction (L+ + mu I)^-1 g
+ * amplifies a mean of g by 1/mu into a drift of the whole map. Newton's
+ * third law restored: */
+static void remove_mean_force(double *force, size_t N, size_t d) {
+  double mean[3] = {0, 0, 0};
+  for (size_t n = 0; n < N; n++)
+    for (size_t t = 0; t < d; t++) mean[t] += force[n * d + t];
+  for (size_t n = 0; n < N; n++)
+    for (size_t t = 0; t < d; t++) force[n * d + t] -= mean[t] / (double)N;
+}
+
 /* Repulsion from fast kernel sums (dissertation eq. 5.8): row_e = S_n, and
  * force_n = sum_m K'(x_n - x_m) = -(x_n S'_n - S'^x_n), with S' the sums of
  * -K' (K for the Gaussian, K^2 for the Student-t kernel). */
@@ -335,7 +345,16 @@ static nle_status fast_repulsion(nle_ctx *ctx, nle_model *m, const nle_matd *Xin
   nle_fft_opts fft = m->spec.fft;
   fft.box_width = pow(4.0 * fft.box_width, 1.0 - t) * pow(fft.box_width, t);
   const nle_fft_opts *fo = &fft;
+  nle_fgt_opts fgt = m->spec.fgt; /* its order from 1 up */
+  fgt.order = 1 + (int)lround(t * (double)(fgt.order - 1));
   nle_status s;
+  if (m->spec.engine == NLE_REPULSION_FGT && nle__fgt_grid_fits(X, &fgt)) {
+    /* the moments come as forces sum_m K (x_m - x_n), without cancellation */
+    s = nle__fgt_sums(ctx, X, X, &fgt, m->row_e, S1);
+    for (size_t n = 0; !s && n < N; n++) m->row_e[n] -= 1.0; /* K(x_n, x_n) */
+    if (!s) remove_mean_force(S1, N, d);
+    return s;
+  }
   /* A few points thrown far (a long trial step) would stretch the grid past
    * its node cap and wreck its accuracy; Barnes-Hut adapts to them. */
   if (m->spec.engine == NLE_REPULSION_FFT && nle__fft_grid_fits(X, fo))
@@ -346,18 +365,9 @@ static nle_status fast_repulsion(nle_ctx *ctx, nle_model *m, const nle_matd *Xin
                    : nle_kernel_sums_bh(ctx, X, NLE_KERNEL_GAUSSIAN, theta, m->row_e, S1);
   if (s) return s;
   const double *Sd = m->student ? S2 : m->row_e;
-  double mean[3] = {0, 0, 0};
   for (size_t n = 0; n < N; n++)
-    for (size_t t = 0; t < d; t++) {
-      S1[n * d + t] = -(X->data[n * d + t] * Sd[n] - S1[n * d + t]);
-      mean[t] += S1[n * d + t];
-    }
-  /* The exact forces come in equal and opposite pairs and sum to zero; the
-   * approximate ones do not quite, and SD's direction (L+ + mu I)^-1 g
-   * amplifies a mean of g by 1/mu into a drift of the whole map. Newton's
-   * third law restored: */
-  for (size_t n = 0; n < N; n++)
-    for (size_t t = 0; t < d; t++) S1[n * d + t] -= mean[t] / (double)N;
+    for (size_t t = 0; t < d; t++) S1[n * d + t] = -(X->data[n * d + t] * Sd[n] - S1[n * d + t]);
+  remove_mean_force(S1, N, d);
   return NLE_OK;
 }
 
