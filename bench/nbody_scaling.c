@@ -2,9 +2,12 @@
  * time and relative error of the kernel-sum engines against N, for uniform
  * and clustered 2-D points, and the fitted slope of log time against log N.
  * The error is nle_kernel_sums_error's on 500 sampled points.
- *   build/nbody_scaling [--engine bh|fft] [--max-n N] [--min-n N] [--theta T]
+ *   build/nbody_scaling [--engine bh|fft|fgt] [--max-n N] [--min-n N] [--theta T]
  *                       [--order P] [--box W] [--max-nodes M] [--kernel student|gauss]
- *                       [--threads K]
+ *                       [--fgt-order P] [--side S] [--threads K]
+ * The points spread over a square of side sqrt(N) (as a t-SNE map of N
+ * points: constant density), or of a fixed side S (rising density). fgt
+ * sums the Gaussian kernel.
  * Prints one line per (set, N) and the slopes. */
 #include "nlembed.h"
 
@@ -13,13 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static nle_matd *make_points(nle_ctx *ctx, size_t n, int clustered) {
+static nle_matd *make_points(nle_ctx *ctx, size_t n, int clustered, double fixed_side) {
   nle_matd *X;
   if (nle_matd_alloc(ctx, n, 2, &X)) exit(2);
   nle_rng r;
   nle_rng_init(&r, 7, clustered);
-  /* Spread like a t-SNE map of n points: side about sqrt(n). */
-  double side = sqrt((double)n);
+  double side = fixed_side > 0 ? fixed_side : sqrt((double)n);
   for (size_t i = 0; i < n; i++) {
     if (clustered) {
       int c = (int)nle_rng_below(&r, 10);
@@ -41,8 +43,11 @@ static int cmp(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
   size_t max_n = 1000000, min_n = 1000;
-  double theta = 0.5;
-  int threads = 2, fft = 0;
+  double theta = 0.5, fixed_side = 0;
+  int threads = 2;
+  nle_repulsion engine = NLE_REPULSION_BH;
+  nle_fgt_opts go;
+  nle_fgt_opts_init(&go);
   nle_kernel kernel = NLE_KERNEL_STUDENT;
   nle_fft_opts fo;
   nle_fft_opts_init(&fo);
@@ -54,15 +59,23 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--box")) fo.box_width = atof(argv[i + 1]);
     else if (!strcmp(argv[i], "--max-nodes")) fo.max_nodes = (size_t)atol(argv[i + 1]);
     else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--engine")) fft = !strcmp(argv[i + 1], "fft");
+    else if (!strcmp(argv[i], "--engine"))
+      engine = !strcmp(argv[i + 1], "fft") ? NLE_REPULSION_FFT : !strcmp(argv[i + 1], "fgt") ? NLE_REPULSION_FGT : NLE_REPULSION_BH;
+    else if (!strcmp(argv[i], "--fgt-order")) go.order = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--side")) fixed_side = atof(argv[i + 1]);
     else if (!strcmp(argv[i], "--kernel")) kernel = strcmp(argv[i + 1], "gauss") ? NLE_KERNEL_STUDENT : NLE_KERNEL_GAUSSIAN;
   }
   nle_ctx *ctx = nle_ctx_new();
   nle_ctx_set_threads(ctx, threads);
-  if (fft)
+  if (engine == NLE_REPULSION_FGT) kernel = NLE_KERNEL_GAUSSIAN;
+  if (engine == NLE_REPULSION_FFT)
     printf("# FFT interpolation, order %d, box width %.3g", fo.order, fo.box_width);
+  else if (engine == NLE_REPULSION_FGT)
+    printf("# fast Gauss transform, order %d, r %.2f, reach %d", go.order, go.ratio, go.reach);
   else
     printf("# Barnes-Hut, theta %.2f", theta);
+  if (fixed_side > 0) printf(", points in a square of side %g", fixed_side);
+  else printf(", points in a square of side sqrt(N)");
   printf(", %s kernel sums (S and S^x), %d threads; error: sum|S - S*| / sum S* on 500 sampled points; time: "
          "median of 3\n", kernel == NLE_KERNEL_STUDENT ? "Student-t" : "Gaussian", threads);
   for (int clustered = 0; clustered <= 1; clustered++) {
@@ -72,12 +85,13 @@ int main(int argc, char **argv) {
     for (size_t z = 0; z < sizeof sizes / sizeof *sizes && sizes[z] <= max_n; z++) {
       size_t n = sizes[z];
       if (n < min_n) continue;
-      nle_matd *X = make_points(ctx, n, clustered);
+      nle_matd *X = make_points(ctx, n, clustered, fixed_side);
       double *S = malloc(n * sizeof(double)), *Sx = malloc(2 * n * sizeof(double)), times[3];
       for (int r = 0; r < 3; r++) {
         double t0 = nle_time_seconds();
-        nle_status st = fft ? nle_kernel_sums_fft(ctx, X, kernel, &fo, S, Sx)
-                            : nle_kernel_sums_bh(ctx, X, kernel, theta, S, Sx);
+        nle_status st = engine == NLE_REPULSION_FFT   ? nle_kernel_sums_fft(ctx, X, kernel, &fo, S, Sx)
+                        : engine == NLE_REPULSION_FGT ? nle_kernel_sums_fgt(ctx, X, &go, S, Sx)
+                                                      : nle_kernel_sums_bh(ctx, X, kernel, theta, S, Sx);
         if (st) {
           fprintf(stderr, "%s\n", nle_ctx_error(ctx));
           return 1;

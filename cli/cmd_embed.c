@@ -609,8 +609,14 @@ int cmd_embed(int argc, char **argv, const char *name) {
     int dense = npts <= BOUNDS_DENSE_MAX_N;
     s = dense ? nle_ee_lambda_bounds(env.ctx, W, wneg, Wsq, Wk, &l1, &u1)
               : nle_ee_lambda_bounds_lanczos(env.ctx, W, wneg, Wsq, Wk, &l1, &u1);
-    if (!s) cli_note(&env, "lambda* bounds: %.4g <= lambda* <= %.4g (EE paper eqs. 11-12, %s)", l1, u1,
-                     dense ? "dense eigenvalues" : "Lanczos");
+    /* With uniform W- the spectrum of L- is 0 and N (N - 1 times), and the
+     * two bounds meet at lambda2(L+) / N: lambda* itself. */
+    if (!s && wneg == NLE_WNEG_UNIFORM)
+      cli_note(&env, "lambda* = %.4g (lambda2(L+) / N, exact for uniform W-; EE paper eqs. 11-12, %s)", l1,
+               dense ? "dense eigenvalues" : "Lanczos");
+    else if (!s)
+      cli_note(&env, "lambda* bounds: %.4g <= lambda* <= %.4g (EE paper eqs. 11-12, %s)", l1, u1,
+               dense ? "dense eigenvalues" : "Lanczos");
     else if (!homotopy || lambda_start > 0) { /* only informative here: go on without them */
       cli_note(&env, "warning: no lambda* bounds: %s", nle_ctx_error(env.ctx));
       s = NLE_OK;

@@ -24,21 +24,27 @@ static const char *help =
     "  -o, --output FILE    the mapped points (.npy, .csv, ...)\n"
     "  --inverse            f(x): INPUT is M x d embedding points, OUTPUT M x D\n"
     "  --max-iters N        iterations per point (default 200)\n"
+    "  --repulsion NAME     F(y)'s repulsion: auto (default: fgt for the Gaussian,\n"
+    "                       fft for the Student-t kernel from 5,000 training\n"
+    "                       points, where the model allows; else exact), exact\n"
+    "                       (O(M N)), fgt or fft (all points together, O(M + N)\n"
+    "                       per iteration; not SNE, nor EE/t-EE with --wneg)\n"
     "  --data SOURCE        the training data, for a model saved with\n"
     "                       --model-data reference (default: the source it names)\n"
     "\n" CLI_COMMON_HELP;
 
-enum { OPT_INVERSE = OPT_COMMAND_BASE, OPT_MAX_ITERS_T, OPT_DATA };
+enum { OPT_INVERSE = OPT_COMMAND_BASE, OPT_MAX_ITERS_T, OPT_DATA, OPT_REPULSION_T };
 
 int cmd_transform(int argc, char **argv) {
   static const struct option longopts[] = {
       {"output", required_argument, 0, 'o'}, {"inverse", no_argument, 0, OPT_INVERSE},
       {"max-iters", required_argument, 0, OPT_MAX_ITERS_T}, {"data", required_argument, 0, OPT_DATA},
+      {"repulsion", required_argument, 0, OPT_REPULSION_T},
       CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
   cli_env env;
   if (cli_env_init(&env, "transform", help)) return 1;
   const char *output = NULL, *data = NULL;
-  int inverse = 0, max_iters = 200, c;
+  int inverse = 0, max_iters = 200, c, engine = -1; /* auto */
   long long v;
   while ((c = cli_next_option(&env, argc, argv, "o:", longopts)) != -1) {
     switch (c) {
@@ -49,6 +55,13 @@ int cmd_transform(int argc, char **argv) {
       else env.rc = cli_usage_error("transform", "--max-iters takes an integer >= 0");
       break;
     case OPT_DATA: data = optarg; break;
+    case OPT_REPULSION_T:
+      if (!strcmp(optarg, "auto")) engine = -1;
+      else if (!strcmp(optarg, "exact")) engine = NLE_REPULSION_EXACT;
+      else if (!strcmp(optarg, "fft")) engine = NLE_REPULSION_FFT;
+      else if (!strcmp(optarg, "fgt")) engine = NLE_REPULSION_FGT;
+      else env.rc = cli_usage_error("transform", "--repulsion takes auto, exact, fft or fgt");
+      break;
     default: env.rc = 2; break;
     }
   }
@@ -81,6 +94,7 @@ int cmd_transform(int argc, char **argv) {
     if (!s) s = nle_write_matf(env.ctx, output, Yout);
   } else if (!rc && !s) {
     s = cli_load(&env, argv[optind + 1], &ds);
+    if (!s && engine >= 0) s = nle_trained_set_engine(env.ctx, t, (nle_repulsion)engine);
     if (!s) s = nle_trained_transform(env.ctx, t, ds->X, max_iters, &Xout);
     if (!s) m = ds->X->rows;
     if (!s) s = nle_write_matd(env.ctx, output, Xout);

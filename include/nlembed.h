@@ -752,6 +752,12 @@ typedef struct {
   double *z_rows;       /* s-SNE, t-SNE, SNE: sum_m K(|x_n - x_m|^2) */
   double z_total, w_scale;
   size_t D;             /* columns of Y */
+  nle_repulsion engine; /* of F(y)'s repulsion: set on creation and loading
+                           to the fast Gauss transform (Gaussian kernel) or
+                           FFT interpolation (Student-t) from 5,000 training
+                           points where the model allows (not SNE, EE/t-EE
+                           with uniform W- only, d <= 3), else exact; may be
+                           changed before nle_trained_transform */
   uint64_t data_hash;   /* of Y, to check a re-attached copy */
   char source[1024];
 } nle_trained;
@@ -769,13 +775,18 @@ nle_status nle_trained_load(nle_ctx *ctx, const char *path, nle_trained **t);
 nle_status nle_trained_attach_data(nle_ctx *ctx, nle_trained *t, const nle_matf *Y);
 /* F(y) for new points (M x D): argmin_x of the training objective augmented
  * with y, the training X fixed (EE paper eq. 13; the same construction for
- * s-SNE, t-SNE and SNE), from the x of the nearest training point. */
+ * s-SNE, t-SNE and SNE), from the x of the nearest training point. With a
+ * fast t->engine all points are minimised together and each evaluation is
+ * O(M + N) instead of O(M N). */
 nle_status nle_trained_transform(nle_ctx *ctx, const nle_trained *t, const nle_matf *Ynew, int max_iters,
                                  nle_matd **Xnew);
 /* E'(x, y) of one new point y (D values) at x (d values), and its gradient in
  * x when grad is not NULL: what nle_trained_transform minimises. */
 nle_status nle_trained_objective(nle_ctx *ctx, const nle_trained *t, const float *y, const double *x, double *E,
                                  double *grad);
+/* Sets t->engine: exact, or NLE_REPULSION_FGT (Gaussian kernel) or
+ * NLE_REPULSION_FFT where the model allows (errors otherwise). */
+nle_status nle_trained_set_engine(nle_ctx *ctx, nle_trained *t, nle_repulsion engine);
 /* f(x) for new latent points (M x d): argmin_y of the same E', EE and t-EE
  * with W- of squared distances only (EE paper eq. 13). */
 nle_status nle_trained_inverse(nle_ctx *ctx, const nle_trained *t, const nle_matd *Xnew, int max_iters,

@@ -171,6 +171,8 @@ expect_fail ckpt_other_run "the checkpoint is of another run" "$T/ck_x.npy" -- $
 expect_fail ckpt_not_checkpoint "not an nlembed checkpoint file" "$T/ck_x.npy" -- $N tsne blobs:1500:10:5 -o "$T/ck_x.npy" --resume "$T/four.csv"
 
 expect_ok init_spectral $N ee spiral:300 -p 10 --init spectral --max-iters 20 -o "$T/isp.npy"
+if grep -q 'lambda\* = .* (lambda2(L+) / N, exact for uniform W-; EE paper eqs. 11-12, dense eigenvalues)' "$T/stderr"; then ok lambda_star_printed; else bad lambda_star_printed "$(cat "$T/stderr")"; fi
+expect_ok bounds_sqdist $N ee spiral:300 -p 10 --wneg sqdist --max-iters 5 -o "$T/isq.npy"
 if grep -q 'lambda\* bounds: .* (EE paper eqs. 11-12, dense eigenvalues)' "$T/stderr"; then ok bounds_printed; else bad bounds_printed "$(cat "$T/stderr")"; fi
 expect_ok init_spectral_disconnected $N tsne blobs:400:8:4 -p 3 -k 5 --init spectral --max-iters 5 -o "$T/isp2.npy"
 if grep -q 'warning: W+ has [0-9]* connected components' "$T/stderr"; then ok spectral_components_warning; else bad spectral_components_warning "$(cat "$T/stderr")"; fi
@@ -213,6 +215,9 @@ expect_ok transform_forward $N transform "$T/om.nle" blobs:400:8:4 -o "$T/of.npy
 if grep -q '"map": "F(y)"' "$T/stdout" && grep -q '"n": 400' "$T/stdout"; then ok transform_json; else bad transform_json "$(cat "$T/stdout")"; fi
 expect_ok save_model_reference $N ee spiral:300 -k 10 --sigma 0.5 --wneg sqdist --lambda 1 --max-iters 200 -o "$T/oe.npy" --save-model "$T/oe.nle" --model-data reference --quiet
 expect_ok transform_reference $N transform "$T/oe.nle" spiral:300 -o "$T/oef.npy" --quiet
+expect_ok transform_fft $N transform "$T/om.nle" blobs:400:8:4 --repulsion fft -o "$T/off.npy" --quiet
+expect_fail transform_fgt_sqdist "F(y) takes exact, fgt or fft repulsion" "$T/x.npy" -- $N transform "$T/oe.nle" spiral:300 --repulsion fgt -o "$T/x.npy"
+expect_fail transform_bad_engine "--repulsion takes auto, exact, fft or fgt" "$T/x.npy" -- $N transform "$T/oe.nle" spiral:300 --repulsion bh -o "$T/x.npy"
 expect_ok transform_inverse $N transform "$T/oe.nle" "$T/oe.npy" --inverse -o "$T/oei.npy" --quiet
 expect_fail transform_wrong_data "is not the data the model was trained on" "$T/x.npy" -- $N transform "$T/oe.nle" spiral:300 --data spiral:301 -o "$T/x.npy"
 expect_fail transform_inverse_uniform "with other W- its minimum is at infinity" "$T/x.npy" -- $N transform "$T/om.nle" "$T/om.npy" --inverse -o "$T/x.npy"

@@ -521,6 +521,8 @@ static void lambda_bounds(void) {
     double star = 0.5 * (lo + hi);
     if (!nle_test(l1 <= star * (1 + 1e-6) && star <= u1 * (1 + 1e-6) && l1 > 0)) /* bisection resolution */
       printf("  W- kind %d: l1 %g, lambda* %g, u1 %g\n", kinds[c], l1, star, u1);
+    /* Uniform W-: L- has eigenvalues 0 and N only, so the bounds meet. */
+    if (kinds[c] == NLE_WNEG_UNIFORM) nle_test(fabs(u1 - l1) <= 1e-12 * l1);
     /* The large-N path: the same l1, a valid (possibly looser) u1. */
     double l1z, u1z;
     nle_test_ok(nle_ee_lambda_bounds_lanczos(ctx, Wp, kinds[c], Wsq, NULL, &l1z, &u1z));
@@ -901,6 +903,50 @@ static void oos_objective_gradients(void) {
   nle_ctx_free(&ctx);
 }
 
+/* A trained map for the out-of-sample tests: exact kNN (k), entropic W+
+ * (perplexity), `iters` iterations of the default optimiser with the exact
+ * engine from a small random start; X, the kNN graph and the betas are kept
+ * in the trained model. `scale` > 0 rescales X to that extent first. */
+static nle_trained *train_for_oos(nle_ctx *ctx, const nle_matf *train, nle_model_kind kind, int k, double perplexity,
+                                  double lambda, int iters, double scale, const char *source, nle_matd **Xout) {
+  nle_knn_opts ko;
+  nle_knn_opts_init(&ko);
+  ko.k = k;
+  nle_csr *g = NULL, *W = NULL;
+  nle_ea_opts eo;
+  nle_ea_opts_init(&eo);
+  eo.perplexity = perplexity;
+  nle_ea_result *ea = NULL;
+  nle_test_ok(nle_knn_exact(ctx, train, &ko, &g));
+  nle_test_ok(nle_entropic_affinities(ctx, g, &eo, &ea));
+  nle_test_ok(nle_affinity_symmetrize(ctx, ea->P, kind == NLE_MODEL_TSNE, &W));
+  nle_model_spec spec = {kind, lambda, W, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}};
+  nle_model *m;
+  nle_test_ok(nle_model_new(ctx, &spec, &m));
+  nle_opt_opts oo;
+  nle_opt_opts_init(&oo);
+  oo.max_iters = iters;
+  nle_opt *opt;
+  nle_test_ok(nle_opt_new(ctx, m, W, &oo, &opt));
+  size_t n = train->rows;
+  nle_matd *X = random_x(n, 2, 1e-3, 74);
+  nle_opt_report rep;
+  nle_test(nle_opt_run(ctx, opt, X, &rep) >= 0);
+  double lo = INFINITY, hi = -INFINITY;
+  for (size_t i = 0; i < n * 2; i++) lo = fmin(lo, X->data[i]), hi = fmax(hi, X->data[i]);
+  for (size_t i = 0; scale > 0 && i < n * 2; i++) X->data[i] *= scale / (hi - lo);
+  nle_trained_spec ts = {kind, lambda, NLE_WNEG_UNIFORM, perplexity, 0, source};
+  nle_trained *t = NULL;
+  nle_test_ok(nle_trained_new(ctx, &ts, train, X, g, ea->beta, &t));
+  nle_opt_free(&opt);
+  nle_model_free(&m);
+  nle_csr_free(&W);
+  nle_ea_result_free(&ea);
+  nle_csr_free(&g);
+  *Xout = X;
+  return t;
+}
+
 /* F(y) of trained t-SNE and EE: training points map (close) to their own
  * embedding, held-out points into their class's cluster; the model file
  * gives the same maps after loading, with the data copied or referenced. */
@@ -912,31 +958,8 @@ static void oos_trained_maps(void) {
   nle_matf train = {ntr, D, ds->X->data}, held = {600 - ntr, D, ds->X->data + ntr * D};
   nle_model_kind kinds[] = {NLE_MODEL_TSNE, NLE_MODEL_EE};
   for (int kk = 0; kk < 2; kk++) {
-    nle_knn_opts ko;
-    nle_knn_opts_init(&ko);
-    ko.k = 45;
-    nle_csr *g = NULL, *W = NULL;
-    nle_ea_opts eo;
-    nle_ea_opts_init(&eo);
-    eo.perplexity = 15;
-    nle_ea_result *ea = NULL;
-    nle_test_ok(nle_knn_exact(ctx, &train, &ko, &g));
-    nle_test_ok(nle_entropic_affinities(ctx, g, &eo, &ea));
-    nle_test_ok(nle_affinity_symmetrize(ctx, ea->P, kinds[kk] == NLE_MODEL_TSNE, &W));
-    nle_model_spec spec = {kinds[kk], kinds[kk] == NLE_MODEL_TSNE ? 1.0 : 1.0, W, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}};
-    nle_model *m;
-    nle_test_ok(nle_model_new(ctx, &spec, &m));
-    nle_opt_opts oo;
-    nle_opt_opts_init(&oo);
-    oo.max_iters = 400;
-    nle_opt *opt;
-    nle_test_ok(nle_opt_new(ctx, m, W, &oo, &opt));
-    nle_matd *X = random_x(ntr, 2, 1e-3, 74);
-    nle_opt_report rep;
-    nle_test(nle_opt_run(ctx, opt, X, &rep) >= 0);
-    nle_trained_spec ts = {kinds[kk], spec.lambda, NLE_WNEG_UNIFORM, 15, 0, "blobs:600:10:4"};
-    nle_trained *t = NULL;
-    nle_test_ok(nle_trained_new(ctx, &ts, &train, X, g, ea->beta, &t));
+    nle_matd *X = NULL;
+    nle_trained *t = train_for_oos(ctx, &train, kinds[kk], 45, 15, 1.0, 400, 0, "blobs:600:10:4", &X);
     /* Training points: |F(y_n) - x_n| against the distance to x_n's nearest
      * embedded neighbour, median over points. */
     nle_matd *F = NULL, *Fh = NULL;
@@ -964,6 +987,14 @@ static void oos_trained_maps(void) {
       right += ds->labels[best] == ds->labels[ntr + i];
     }
     if (!nle_test(right >= (int)(0.95 * held.rows))) printf("  model %d: %d of %zu held-out points in their class\n", kk, right, held.rows);
+    /* These maps hold clusters flung far apart (W+ is disconnected): too
+     * wide for the fast engines' grids, so F(y) falls back to exact sums. */
+    nle_matd *Ff = NULL;
+    nle_test_ok(nle_trained_set_engine(ctx, t, kinds[kk] == NLE_MODEL_TSNE ? NLE_REPULSION_FFT : NLE_REPULSION_FGT));
+    nle_test_ok(nle_trained_transform(ctx, t, &held, 500, &Ff));
+    nle_test(!memcmp(Ff->data, Fh->data, held.rows * 2 * sizeof(double)));
+    nle_matd_free(&Ff);
+    nle_test_ok(nle_trained_set_engine(ctx, t, NLE_REPULSION_EXACT));
     /* The model file, with the data copied and referenced. */
     for (int copy = 1; copy >= 0; copy--) {
       const char *path = test_path(copy ? "copy.nle" : "ref.nle");
@@ -986,11 +1017,6 @@ static void oos_trained_maps(void) {
     nle_matd_free(&Fh);
     nle_trained_free(&t);
     nle_matd_free(&X);
-    nle_opt_free(&opt);
-    nle_model_free(&m);
-    nle_csr_free(&W);
-    nle_ea_result_free(&ea);
-    nle_csr_free(&g);
   }
   nle_dataset_free(&ds);
   nle_ctx_free(&ctx);
@@ -1083,6 +1109,49 @@ static void fast_engines(nle_repulsion engine) {
   nle_ctx_free(&ctx);
 }
 
+/* F(y) with the fast engines (all new points minimised together, O(M + N)
+ * per iteration) against the exact sums, on a connected map: each point
+ * within 5e-3 (FFT) or 2e-5 (FGT) of the map's rms radius of its
+ * exact-engine position.
+ * Barnes-Hut does not serve F(y). */
+static void oos_fast_engines(void) {
+  nle_ctx *ctx = test_ctx(6);
+  nle_dataset *ds;
+  nle_test_ok(nle_dataset_read(ctx, "spiral:700", NULL, &ds));
+  size_t ntr = 600, D = ds->X->cols;
+  nle_matf train = {ntr, D, ds->X->data}, held = {700 - ntr, D, ds->X->data + ntr * D};
+  nle_model_kind kinds[] = {NLE_MODEL_TSNE, NLE_MODEL_EE};
+  for (int kk = 0; kk < 2; kk++) {
+    /* F(y) needs no optimal X: the t-SNE map, which keeps expanding, is
+     * scaled to 40 kernel lengths so that the FFT grid holds it. */
+    nle_matd *X = NULL;
+    double lambda = kinds[kk] == NLE_MODEL_EE ? 1e-3 : 1.0, scale = kinds[kk] == NLE_MODEL_TSNE ? 40.0 : 0.0;
+    nle_trained *t = train_for_oos(ctx, &train, kinds[kk], 30, 10, lambda, 200, scale, "spiral:700", &X);
+    nle_test(t->engine == NLE_REPULSION_EXACT); /* below 5,000 training points */
+    nle_matd *Fe = NULL, *Ff = NULL;
+    nle_test_ok(nle_trained_transform(ctx, t, &held, 300, &Fe));
+    nle_test_ok(nle_trained_set_engine(ctx, t, kinds[kk] == NLE_MODEL_TSNE ? NLE_REPULSION_FFT : NLE_REPULSION_FGT));
+    nle_test(nle_trained_set_engine(ctx, t, NLE_REPULSION_BH) == NLE_ERR_ARG);
+    if (kinds[kk] == NLE_MODEL_TSNE) nle_test(nle_trained_set_engine(ctx, t, NLE_REPULSION_FGT) == NLE_ERR_ARG);
+    nle_test_ok(nle_trained_transform(ctx, t, &held, 300, &Ff));
+    double rms = 0.0, worst = 0.0, cx = 0.0, cy = 0.0;
+    for (size_t i = 0; i < ntr; i++) cx += X->data[2 * i] / (double)ntr, cy += X->data[2 * i + 1] / (double)ntr;
+    for (size_t i = 0; i < ntr; i++) rms += (pow(X->data[2 * i] - cx, 2) + pow(X->data[2 * i + 1] - cy, 2)) / (double)ntr;
+    rms = sqrt(rms);
+    for (size_t i = 0; Fe && Ff && i < held.rows; i++)
+      worst = fmax(worst, hypot(Ff->data[2 * i] - Fe->data[2 * i], Ff->data[2 * i + 1] - Fe->data[2 * i + 1]));
+    double bound = kinds[kk] == NLE_MODEL_TSNE ? 5e-3 : 2e-5; /* FFT, FGT: measured 1.4e-3 to 3.1e-3, 1e-6 to 4e-6 */
+    if (!nle_test(Fe && Ff && worst <= bound * rms) || getenv("NLE_TEST_VERBOSE"))
+      printf("  model %d: fast-engine F(y) up to %.3g from the exact one (map radius %.3g)\n", kk, worst, rms);
+    nle_matd_free(&Fe);
+    nle_matd_free(&Ff);
+    nle_matd_free(&X);
+    nle_trained_free(&t);
+  }
+  nle_dataset_free(&ds);
+  nle_ctx_free(&ctx);
+}
+
 static void barnes_hut_engine(void) { fast_engines(NLE_REPULSION_BH); }
 static void fft_engine(void) { fast_engines(NLE_REPULSION_FFT); }
 static void fgt_engine(void) { fast_engines(NLE_REPULSION_FGT); }
@@ -1093,6 +1162,7 @@ const nle_test_case nle_tests[] = {{"nle/barnes_hut_engine", barnes_hut_engine},
                                    {"nle/sdm_curvature_vs_hessian", sdm_curvature_vs_hessian},
                                    {"nle/oos_objective_gradients", oos_objective_gradients},
                                    {"nle/oos_trained_maps", oos_trained_maps},
+                                   {"nle/oos_fast_engines", oos_fast_engines},
                                    {"nle/resume_equals_uninterrupted", resume_equals_uninterrupted},
                                    {"nle/out_of_sample", out_of_sample},
                                    {"nle/tsne_style_gd", tsne_style_gd},

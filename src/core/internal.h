@@ -99,6 +99,17 @@ nle_status nle__fft_convolve(nle_ctx *ctx, nle__fft_ws *ws, const nle_matd *src,
                              const nle_matd *tgt, const nle_kernel *kernels, size_t nkernels, const int *chan_kernel,
                              const int *chan_charge, size_t nch, const nle_fft_opts *opts, double *phi);
 
+/* The convolved grids of fixed sources (nle__fft_convolve's channels),
+ * interpolated at any targets inside the bounding box of src and `region`
+ * (e.g. two corner points): one grid convolution, then O(M p^d) per call. */
+typedef struct nle__fft_field nle__fft_field;
+nle_status nle__fft_field_new(nle_ctx *ctx, const nle_matd *src, const double *charges, size_t nq,
+                              const nle_matd *region, const nle_kernel *kernels, size_t nkernels,
+                              const int *chan_kernel, const int *chan_charge, size_t nch, const nle_fft_opts *opts,
+                              nle__fft_field **out);
+nle_status nle__fft_field_eval(nle_ctx *ctx, const nle__fft_field *f, const nle_matd *tgt, double *phi);
+void nle__fft_field_free(nle__fft_field **f);
+
 /* Fast Gauss transform between separate sets (src/nbody/fgt.c): for every
  * target t, S[t] = sum_s exp(-|t - s|^2) and F[t, :] = sum_s (s - t)
  * exp(-|t - s|^2), over all sources (one at t included). */

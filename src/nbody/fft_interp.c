@@ -344,13 +344,13 @@ static nle_status ws_fit(nle_ctx *ctx, nle__fft_ws *w, fft_grid *g, size_t nch, 
   return NLE_OK;
 }
 
-/* phi[n, c] = sum_m K_c(|tgt_n - src_m|^2) q_c(m) over all sources
- * (including a source at the target itself), for channels c with kernel
- * kernels[chan_kernel[c]] and charge column chan_charge[c] of `charges`
- * (-1: unit charges). */
-nle_status nle__fft_convolve(nle_ctx *ctx, nle__fft_ws *ws, const nle_matd *src, const double *charges, size_t nq,
-                             const nle_matd *tgt, const nle_kernel *kernels, size_t nkernels, const int *chan_kernel,
-                             const int *chan_charge, size_t nch, const nle_fft_opts *opts, double *phi) {
+/* Spreads the sources' charges over a grid spanning src and `extent` (the
+ * targets, or the corners of the region they will lie in) and convolves
+ * every channel: the grid values are left in w->bufs. */
+static nle_status convolve_sources(nle_ctx *ctx, nle__fft_ws *w, const nle_matd *src, const double *charges,
+                                   size_t nq, const nle_matd *extent, const nle_kernel *kernels, size_t nkernels,
+                                   const int *chan_kernel, const int *chan_charge, size_t nch,
+                                   const nle_fft_opts *opts, fft_grid *g) {
   nle_fft_opts o;
   if (opts) o = *opts;
   else nle_fft_opts_init(&o);
@@ -361,44 +361,104 @@ nle_status nle__fft_convolve(nle_ctx *ctx, nle__fft_ws *ws, const nle_matd *src,
                      "FFT interpolation: order %d must be 1 to %d, box width %g positive, min boxes %d >= 1, "
                      "max nodes %zu >= order",
                      o.order, MAX_ORDER, o.box_width, o.min_boxes, o.max_nodes);
-  if (nch > MAX_CHANNELS || nkernels > 2 || tgt->cols != src->cols)
+  if (nch > MAX_CHANNELS || nkernels > 2 || extent->cols != src->cols)
     return nle__fail(ctx, NLE_ERR_ARG, "FFT interpolation: bad channel set-up");
-  fft_grid g;
-  nle__fft_ws *own = ws ? NULL : nle__fft_ws_new();
-  if (!ws && !own) return nle__fail(ctx, NLE_ERR_NOMEM, "FFT interpolation: out of memory");
-  nle__fft_ws *w = ws ? ws : own;
-  plan_grid(src, tgt, &o, &g);
-  nle_status s = ws_fit(ctx, w, &g, nch, nkernels);
+  plan_grid(src, extent, &o, g);
+  nle_status s = ws_fit(ctx, w, g, nch, nkernels);
   for (size_t k = 0; !s && k < nkernels; k++)
-    if (w->khat_h[k] != g.h || w->khat_kernel[k] != kernels[k]) {
-      kernel_transform(&g, kernels[k], w->khat[k]);
-      w->khat_h[k] = g.h;
+    if (w->khat_h[k] != g->h || w->khat_kernel[k] != kernels[k]) {
+      kernel_transform(g, kernels[k], w->khat[k]);
+      w->khat_h[k] = g->h;
       w->khat_kernel[k] = kernels[k];
     }
   size_t nsrc = src->rows;
-  if (!s && w->stencil_cap < nsrc * g.d * g.p) {
+  if (!s && w->stencil_cap < nsrc * g->d * g->p) {
     free(w->first);
     free(w->weights);
     w->stencil_cap = 0;
-    w->first = nle__malloc(ctx, nsrc * g.d * g.p * sizeof(int32_t), "interpolation stencils");
-    w->weights = nle__malloc(ctx, nsrc * g.d * g.p * sizeof(double), "interpolation stencils");
+    w->first = nle__malloc(ctx, nsrc * g->d * g->p * sizeof(int32_t), "interpolation stencils");
+    w->weights = nle__malloc(ctx, nsrc * g->d * g->p * sizeof(double), "interpolation stencils");
     if (!w->first || !w->weights) s = NLE_ERR_NOMEM;
-    else w->stencil_cap = nsrc * g.d * g.p;
+    else w->stencil_cap = nsrc * g->d * g->p;
   }
-  conv_job job = {&g, src, tgt, charges, nq, chan_kernel, chan_charge, nch, w->khat, w->bufs, phi, w->first,
+  conv_job job = {g, src, NULL, charges, nq, chan_kernel, chan_charge, nch, w->khat, w->bufs, NULL, w->first,
                   w->weights};
   size_t pblocks = (nsrc + POINT_BLOCK - 1) / POINT_BLOCK;
   if (!s) s = nle__for_blocks(ctx, "FFT interpolation", pblocks, nle__threads_for(ctx, (double)nsrc * 100.0), 0,
                               stencil_block, &job);
-  double grid_work = (double)g.real_len * log2((double)g.real_len + 2.0) + (double)src->rows * 50.0;
+  double grid_work = (double)g->real_len * log2((double)g->real_len + 2.0) + (double)src->rows * 50.0;
   if (!s) s = nle__for_blocks(ctx, "FFT interpolation", nch, nle__threads_for(ctx, grid_work * (double)nch), 0,
                               channel_block, &job);
-  if (!s)
-    s = nle__for_blocks(ctx, "FFT interpolation", (tgt->rows + POINT_BLOCK - 1) / POINT_BLOCK,
-                        nle__threads_for(ctx, (double)tgt->rows * 100.0 * (double)nch), 0, gather_block, &job);
   if (s && w->khat_h[0]) w->khat_h[0] = w->khat_h[1] = 0.0; /* a failed call may have left anything */
+  return s;
+}
+
+/* phi = the convolved grids of w interpolated at tgt; src is the set whose
+ * stencils w holds (reused when tgt is src), or NULL. */
+static nle_status gather(nle_ctx *ctx, nle__fft_ws *w, const fft_grid *g, const nle_matd *src, const nle_matd *tgt,
+                         size_t nch, double *phi) {
+  conv_job job = {g, src, tgt, NULL, 0, NULL, NULL, nch, w->khat, w->bufs, phi, w->first, w->weights};
+  return nle__for_blocks(ctx, "FFT interpolation", (tgt->rows + POINT_BLOCK - 1) / POINT_BLOCK,
+                         nle__threads_for(ctx, (double)tgt->rows * 100.0 * (double)nch), 0, gather_block, &job);
+}
+
+/* phi[n, c] = sum_m K_c(|tgt_n - src_m|^2) q_c(m) over all sources
+ * (including a source at the target itself), for channels c with kernel
+ * kernels[chan_kernel[c]] and charge column chan_charge[c] of `charges`
+ * (-1: unit charges). */
+nle_status nle__fft_convolve(nle_ctx *ctx, nle__fft_ws *ws, const nle_matd *src, const double *charges, size_t nq,
+                             const nle_matd *tgt, const nle_kernel *kernels, size_t nkernels, const int *chan_kernel,
+                             const int *chan_charge, size_t nch, const nle_fft_opts *opts, double *phi) {
+  nle__fft_ws *own = ws ? NULL : nle__fft_ws_new();
+  if (!ws && !own) return nle__fail(ctx, NLE_ERR_NOMEM, "FFT interpolation: out of memory");
+  nle__fft_ws *w = ws ? ws : own;
+  fft_grid g;
+  nle_status s = convolve_sources(ctx, w, src, charges, nq, tgt, kernels, nkernels, chan_kernel, chan_charge, nch,
+                                  opts, &g);
+  if (!s) s = gather(ctx, w, &g, src, tgt, nch, phi);
   nle__fft_ws_free(&own);
   return s;
+}
+
+/* ---- a field of fixed sources --------------------------------------------- */
+
+struct nle__fft_field {
+  nle__fft_ws *ws;
+  fft_grid g;
+  size_t nch;
+};
+
+void nle__fft_field_free(nle__fft_field **f) {
+  if (!f || !*f) return;
+  nle__fft_ws_free(&(*f)->ws);
+  free(*f);
+  *f = NULL;
+}
+
+nle_status nle__fft_field_new(nle_ctx *ctx, const nle_matd *src, const double *charges, size_t nq,
+                              const nle_matd *region, const nle_kernel *kernels, size_t nkernels,
+                              const int *chan_kernel, const int *chan_charge, size_t nch, const nle_fft_opts *opts,
+                              nle__fft_field **out) {
+  *out = NULL;
+  nle__fft_field *f = calloc(1, sizeof *f);
+  if (!f || !(f->ws = nle__fft_ws_new())) {
+    free(f);
+    return nle__fail(ctx, NLE_ERR_NOMEM, "FFT interpolation: out of memory");
+  }
+  f->nch = nch;
+  nle_status s = convolve_sources(ctx, f->ws, src, charges, nq, region, kernels, nkernels, chan_kernel, chan_charge,
+                                  nch, opts, &f->g);
+  if (s) {
+    nle__fft_field_free(&f);
+    return s;
+  }
+  *out = f;
+  return NLE_OK;
+}
+
+nle_status nle__fft_field_eval(nle_ctx *ctx, const nle__fft_field *f, const nle_matd *tgt, double *phi) {
+  if (tgt->cols != f->g.d) return nle__fail(ctx, NLE_ERR_ARG, "FFT interpolation: targets of another dimension");
+  return gather(ctx, f->ws, &f->g, NULL, tgt, f->nch, phi);
 }
 
 nle_status nle_kernel_sums_fft(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, const nle_fft_opts *opts,

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# wneg_quality.sh — issue 5, item 4: are EE embeddings with the EE paper's
+# squared-distance repulsive weights (w-_nm = |y_n - y_m|^2) better than with
+# uniform ones (chapter 5's choice, which the fast engines serve)? EE of the
+# first N Fashion-MNIST images (raw 784-d, perplexity 30, default SD, 300
+# iterations, exact repulsion) over a grid of lambda for each W-, the
+# squared-distance lambdas divided by the mean squared distance so that both
+# grids span the same total repulsive weight. Prints recall@10,
+# trustworthiness@10 and 10-NN accuracy against the 784-d data (nlembed
+# metrics, all points) for each run.
+#   bench/wneg_quality.sh   [N=5000]
+source "$(dirname "$0")/common.sh"
+N=${N:-5000}
+DATA=fashion-mnist:$N
+MEAN_SQ=$("$PY" - "$N" <<'PY'
+import sys
+import numpy as np
+sys.path.insert(0, "bench")
+import fmnist
+n = int(sys.argv[1])
+Y = fmnist.images()[:n].astype(np.float64)
+sq = (Y ** 2).sum(1)
+print(2 * (sq.mean() - (Y.mean(0) ** 2).sum()))  # mean of |y_n - y_m|^2 over all pairs
+PY
+)
+echo "# EE of $DATA, exact repulsion, SD, 300 iterations; mean squared distance $MEAN_SQ"
+for lam in 0.01 0.03 0.1 0.3; do
+  for wneg in uniform sqdist; do
+    l=$lam
+    [ "$wneg" = sqdist ] && l=$("$PY" -c "print($lam / $MEAN_SQ)")
+    out="$OUT/wneg-$wneg-$lam.npy"
+    t0=$(date +%s.%N)
+    "$NLEMBED" ee "$DATA" -p 30 --wneg "$wneg" --lambda "$l" --max-iters 300 --repulsion exact --threads 2 -o "$out" \
+      --quiet > /dev/null
+    t1=$(date +%s.%N)
+    "$NLEMBED" metrics "$DATA" "$out" -k 10 --subsample 0 --quiet > "$OUT/wneg.json"
+    "$PY" -c "
+import json; r = json.load(open('$OUT/wneg.json'))
+print('W- %-7s lambda %-10.4g (uniform-equivalent %-5s) recall@10 %.4f  trustworthiness@10 %.4f  10-NN accuracy %.4f  (%.0f s)' % ('$wneg', $l, '$lam', r['recall'], r['trustworthiness'], r['knn_accuracy'], $t1 - $t0))"
+  done
+done
