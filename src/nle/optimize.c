@@ -154,7 +154,9 @@ static nle_status factor_spectral(nle_ctx *ctx, nle_opt *o, const nle_csr *W) {
   double mu = dmin > 0 ? 1e-10 * dmin : 1e-10;
   o->mu = mu;
   nle_status s = nle__laplacian_factor(ctx, &o->cc, W, 0, 4.0, mu, &o->factor);
-  if (s) nle__fail_prefix(ctx, "spectral direction: ");
+  if (s) nle__fail_prefix(ctx, "spectral direction");
+  if (s == NLE_ERR_MEMCAP) nle__fail_suffix(ctx, " (the L-BFGS and fixed-point optimisers need no factor; fewer "
+                                                 "neighbours kept in L+ (kappa) make it sparser)");
   return s;
 }
 

@@ -65,8 +65,21 @@ nle_status nle__laplacian_factor(nle_ctx *ctx, cholmod_common *cc, const nle_csr
     }
     Ap[n] = (int)k;
     *factor = cholmod_analyze(A, cc);
-    if (!*factor || !cholmod_factorize(A, *factor, cc) || cc->status != CHOLMOD_OK)
-      s = nle__fail(ctx, NLE_ERR_NUMERIC, "Laplacian: Cholesky factorisation failed (CHOLMOD status %d)", cc->status);
+    if (!*factor || cc->status != CHOLMOD_OK)
+      s = nle__fail(ctx, cc->status == CHOLMOD_OUT_OF_MEMORY ? NLE_ERR_NOMEM : NLE_ERR_NUMERIC,
+                    "Laplacian: CHOLMOD could not order it (status %d%s)", cc->status,
+                    cc->status == CHOLMOD_TOO_LARGE ? ", too large for its 32-bit indices" : "");
+    /* The fill-in of a kNN graph's factor grows fast with N (a million
+     * points overflowed the 32-bit indices): checked before factorising. */
+    else if (cc->lnz > (double)INT32_MAX)
+      s = nle__fail(ctx, NLE_ERR_MEMCAP, "Laplacian: its Cholesky factor would hold %.3g nonzeros, beyond CHOLMOD's "
+                    "32-bit indices", cc->lnz);
+    else
+      s = nle__check_memory(ctx, cc->lnz * (sizeof(double) + sizeof(int)), "the Laplacian's Cholesky factor");
+    if (!s && (!cholmod_factorize(A, *factor, cc) || cc->status != CHOLMOD_OK))
+      s = nle__fail(ctx, cc->status == CHOLMOD_OUT_OF_MEMORY ? NLE_ERR_NOMEM : NLE_ERR_NUMERIC,
+                    "Laplacian: Cholesky factorisation failed (CHOLMOD status %d%s)", cc->status,
+                    cc->status == CHOLMOD_NOT_POSDEF ? ": not positive definite" : "");
   }
   cholmod_free_sparse(&A, cc);
   free(deg);
