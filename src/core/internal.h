@@ -115,6 +115,14 @@ void nle__fft_field_free(nle__fft_field **f);
  * exp(-|t - s|^2), over all sources (one at t included). */
 nle_status nle__fgt_sums(nle_ctx *ctx, const nle_matd *src, const nle_matd *tgt, const nle_fgt_opts *opts,
                          double *S, double *F);
+/* The same with the sources' part (grid over src and `region`, e.g. two
+ * corner points; sorted sources; Hermite series) planned once and
+ * evaluated at any targets inside that region. One evaluation at a time. */
+typedef struct nle__fgt_plan nle__fgt_plan;
+nle_status nle__fgt_plan_new(nle_ctx *ctx, const nle_matd *src, const nle_matd *region, const nle_fgt_opts *opts,
+                             nle__fgt_plan **plan);
+nle_status nle__fgt_plan_eval(nle_ctx *ctx, nle__fgt_plan *plan, const nle_matd *tgt, double *S, double *F);
+void nle__fgt_plan_free(nle__fgt_plan **plan);
 /* Whether X's extent fits the transform's box grid. */
 int nle__fgt_grid_fits(const nle_matd *X, const nle_fgt_opts *opts);
 

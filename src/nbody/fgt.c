@@ -503,83 +503,130 @@ int nle__fgt_grid_fits(const nle_matd *X, const nle_fgt_opts *opts) {
   return plan_grid(&g, X, X, o.ratio > 0 ? o.ratio : 0.5);
 }
 
-nle_status nle__fgt_sums(nle_ctx *ctx, const nle_matd *src, const nle_matd *tgt, const nle_fgt_opts *opts,
-                         double *S, double *F) {
+/* What the sources alone decide, kept between evaluations at new targets:
+ * the box grid, the sorted sources, their Hermite series and the
+ * translation matrices. */
+struct nle__fgt_plan {
+  fgt_plan g;
+  size_t n_src;
+  const nle_matd *src;
+};
+
+void nle__fgt_plan_free(nle__fgt_plan **pp) {
+  if (!pp || !*pp) return;
+  fgt_plan *g = &(*pp)->g;
+  free(g->src_sorted);
+  free(g->herm_slot);
+  free(g->herm);
+  free(g->nbr);
+  free(g->trans);
+  free_boxes(&g->sb);
+  free(*pp);
+  *pp = NULL;
+}
+
+nle_status nle__fgt_plan_new(nle_ctx *ctx, const nle_matd *src, const nle_matd *region, const nle_fgt_opts *opts,
+                             nle__fgt_plan **out) {
+  *out = NULL;
   size_t d = src->cols;
   nle_fgt_opts o;
   nle_status s = resolve_opts(ctx, opts, d, &o);
   if (s) return s;
-  if (tgt->cols != d) return nle__fail(ctx, NLE_ERR_ARG, "fast Gauss transform: sources and targets differ in dimension");
-  if (src->rows > INT32_MAX || tgt->rows > INT32_MAX)
+  if (region->cols != d)
+    return nle__fail(ctx, NLE_ERR_ARG, "fast Gauss transform: sources and targets differ in dimension");
+  if (src->rows > INT32_MAX || region->rows > INT32_MAX)
     return nle__fail(ctx, NLE_ERR_ARG, "fast Gauss transform: at most %d points", INT32_MAX);
-  fgt_plan g;
-  memset(&g, 0, sizeof g);
-  if (!plan_grid(&g, src, tgt, o.ratio))
+  nle__fgt_plan *plan = nle__calloc(ctx, 1, sizeof *plan, "the Gauss-transform plan");
+  if (!plan) return NLE_ERR_NOMEM;
+  fgt_plan *g = &plan->g;
+  plan->src = src;
+  plan->n_src = src->rows;
+  if (!plan_grid(g, src, region, o.ratio)) {
+    free(plan);
     return nle__fail(ctx, NLE_ERR_MEMCAP, "fast Gauss transform: the points span more than %zu boxes of side %.3g",
                      FGT_MAX_BOXES, M_SQRT2 * o.ratio);
-  g.p = (size_t)o.order;
-  g.P = 1;
-  for (size_t t = 0; t < d; t++) g.P *= g.p;
-  g.cutoff = o.cutoff;
-  g.src = src->data;
-  g.tgt = tgt->data;
-  g.S = S;
-  g.F = F;
-  int same = src == tgt || (src->data == tgt->data && src->rows == tgt->rows);
-  s = sort_points(ctx, &g, src->data, src->rows, &g.sb);
-  if (!s && !same) s = sort_points(ctx, &g, tgt->data, tgt->rows, &g.tb);
-  if (!s && same) g.tb = g.sb;
-  if (!s && !(g.src_sorted = nle__malloc(ctx, (src->rows ? src->rows : 1) * d * sizeof(double), "sorted sources")))
+  }
+  g->p = (size_t)o.order;
+  g->P = 1;
+  for (size_t t = 0; t < d; t++) g->P *= g->p;
+  g->cutoff = o.cutoff;
+  g->src = src->data;
+  s = sort_points(ctx, g, src->data, src->rows, &g->sb);
+  if (!s && !(g->src_sorted = nle__malloc(ctx, (src->rows ? src->rows : 1) * d * sizeof(double), "sorted sources")))
     s = NLE_ERR_NOMEM;
   for (size_t k = 0; !s && k < src->rows; k++)
-    memcpy(g.src_sorted + k * d, src->data + (size_t)g.sb.idx[k] * d, d * sizeof(double));
+    memcpy(g->src_sorted + k * d, src->data + (size_t)g->sb.idx[k] * d, d * sizeof(double));
   size_t n_crowded = 0;
   int32_t *crowded = NULL;
   if (!s) {
-    g.herm_slot = nle__malloc(ctx, g.nboxes * sizeof(int32_t), "the Gauss-transform boxes");
-    crowded = nle__malloc(ctx, (g.sb.n_occupied ? g.sb.n_occupied : 1) * sizeof(int32_t), "the Gauss-transform boxes");
-    if (!g.herm_slot || !crowded) s = NLE_ERR_NOMEM;
+    g->herm_slot = nle__malloc(ctx, g->nboxes * sizeof(int32_t), "the Gauss-transform boxes");
+    crowded = nle__malloc(ctx, (g->sb.n_occupied ? g->sb.n_occupied : 1) * sizeof(int32_t), "the Gauss-transform boxes");
+    if (!g->herm_slot || !crowded) s = NLE_ERR_NOMEM;
   }
   if (!s) {
-    memset(g.herm_slot, 0xff, g.nboxes * sizeof(int32_t));
-    for (size_t k = 0; k < g.sb.n_occupied; k++) {
-      int32_t b = g.sb.occupied[k];
-      if (g.sb.start[b + 1] - g.sb.start[b] >= o.cutoff) {
-        g.herm_slot[b] = (int32_t)n_crowded;
+    memset(g->herm_slot, 0xff, g->nboxes * sizeof(int32_t));
+    for (size_t k = 0; k < g->sb.n_occupied; k++) {
+      int32_t b = g->sb.occupied[k];
+      if (g->sb.start[b + 1] - g->sb.start[b] >= o.cutoff) {
+        g->herm_slot[b] = (int32_t)n_crowded;
         crowded[n_crowded++] = b;
       }
     }
-    s = nle__check_memory(ctx, (double)n_crowded * (double)((d + 1) * g.P) * sizeof(double), "Hermite series");
+    s = nle__check_memory(ctx, (double)n_crowded * (double)((d + 1) * g->P) * sizeof(double), "Hermite series");
   }
-  if (!s && !(g.herm = nle__malloc(ctx, (n_crowded ? n_crowded : 1) * (d + 1) * g.P * sizeof(double), "Hermite series")))
+  if (!s && !(g->herm = nle__malloc(ctx, (n_crowded ? n_crowded : 1) * (d + 1) * g->P * sizeof(double), "Hermite series")))
     s = NLE_ERR_NOMEM;
   size_t n_nbr = neighbour_offsets(d, o.reach, NULL);
-  g.trans_span = o.reach + 1;
+  g->trans_span = o.reach + 1;
   if (!s) {
-    g.nbr = nle__malloc(ctx, n_nbr * sizeof *g.nbr, "the Gauss-transform neighbours");
-    g.trans = nle__malloc(ctx, (size_t)(2 * g.trans_span + 1) * g.p * g.p * sizeof(double), "translation matrices");
-    if (!g.nbr || !g.trans) s = NLE_ERR_NOMEM;
+    g->nbr = nle__malloc(ctx, n_nbr * sizeof *g->nbr, "the Gauss-transform neighbours");
+    g->trans = nle__malloc(ctx, (size_t)(2 * g->trans_span + 1) * g->p * g->p * sizeof(double), "translation matrices");
+    if (!g->nbr || !g->trans) s = NLE_ERR_NOMEM;
   }
   if (!s) {
-    g.n_nbr = neighbour_offsets(d, o.reach, g.nbr);
-    for (int k = -g.trans_span; k <= g.trans_span; k++)
-      translation_matrix((double)k * g.side, g.p, g.trans + (size_t)(k + g.trans_span) * g.p * g.p);
-    herm_job hj = {&g, crowded};
-    int threads = nle__threads_for(ctx, (double)src->rows * (double)((d + 1) * g.P) + (double)tgt->rows * 400.0);
-    s = nle__for_blocks(ctx, "Gauss transform", n_crowded, threads, g.P * sizeof(double), hermite_box, &hj);
-    fgt_job job = {&g};
-    if (!s)
-      s = nle__for_blocks(ctx, "Gauss transform", g.tb.n_occupied, threads, (d + 5) * g.P * sizeof(double),
-                          target_box, &job);
+    g->n_nbr = neighbour_offsets(d, o.reach, g->nbr);
+    for (int k = -g->trans_span; k <= g->trans_span; k++)
+      translation_matrix((double)k * g->side, g->p, g->trans + (size_t)(k + g->trans_span) * g->p * g->p);
+    herm_job hj = {g, crowded};
+    s = nle__for_blocks(ctx, "Gauss transform", n_crowded,
+                        nle__threads_for(ctx, (double)src->rows * (double)((d + 1) * g->P)), g->P * sizeof(double),
+                        hermite_box, &hj);
   }
   free(crowded);
-  free(g.src_sorted);
-  free(g.herm_slot);
-  free(g.herm);
-  free(g.nbr);
-  free(g.trans);
-  free_boxes(&g.sb);
-  if (!same) free_boxes(&g.tb);
+  if (s) {
+    nle__fgt_plan_free(&plan);
+    return s;
+  }
+  *out = plan;
+  return NLE_OK;
+}
+
+nle_status nle__fgt_plan_eval(nle_ctx *ctx, nle__fgt_plan *plan, const nle_matd *tgt, double *S, double *F) {
+  fgt_plan *g = &plan->g;
+  if (tgt->cols != g->d) return nle__fail(ctx, NLE_ERR_ARG, "fast Gauss transform: targets of another dimension");
+  if (tgt->rows > INT32_MAX) return nle__fail(ctx, NLE_ERR_ARG, "fast Gauss transform: at most %d points", INT32_MAX);
+  int same = tgt == plan->src || (tgt->data == plan->src->data && tgt->rows == plan->n_src);
+  g->tgt = tgt->data;
+  g->S = S;
+  g->F = F;
+  nle_status s = NLE_OK;
+  if (same) g->tb = g->sb;
+  else s = sort_points(ctx, g, tgt->data, tgt->rows, &g->tb);
+  fgt_job job = {g};
+  if (!s)
+    s = nle__for_blocks(ctx, "Gauss transform", g->tb.n_occupied, nle__threads_for(ctx, (double)tgt->rows * 400.0),
+                        (g->d + 5) * g->P * sizeof(double), target_box, &job);
+  if (!same) free_boxes(&g->tb);
+  memset(&g->tb, 0, sizeof g->tb);
+  return s;
+}
+
+nle_status nle__fgt_sums(nle_ctx *ctx, const nle_matd *src, const nle_matd *tgt, const nle_fgt_opts *opts,
+                         double *S, double *F) {
+  nle__fgt_plan *plan = NULL;
+  nle_status s = nle__fgt_plan_new(ctx, src, tgt, opts, &plan);
+  if (!s) s = nle__fgt_plan_eval(ctx, plan, tgt, S, F);
+  nle__fgt_plan_free(&plan);
   return s;
 }
 

@@ -34,6 +34,7 @@ typedef struct {
   double *tgt, *phi, *S, *F; /* scratch for up to M targets */
   size_t *slot;              /* per listed point: its row in tgt, or SIZE_MAX (summed directly) */
   nle__fft_field *field;     /* FFT: the training map's convolved grids */
+  nle__fgt_plan *fgt;        /* FGT: the training map's boxes and series */
 } batch_engine;
 
 /* S[i] = sum_n K(|x - x_n|^2) and R[i] = sum_n K'(x - x_n) (K' = dK/d(d^2))
@@ -68,7 +69,7 @@ static nle_status batch_repulsion(nle_ctx *ctx, batch_engine *b, const double *p
   nle_matd T = {inside, d, b->tgt};
   nle_status s = NLE_OK;
   if (inside && b->engine == NLE_REPULSION_FGT) {
-    s = nle__fgt_sums(ctx, X, &T, NULL, b->S, b->F); /* F = sum (x_n - x) K = R */
+    s = nle__fgt_plan_eval(ctx, b->fgt, &T, b->S, b->F); /* F = sum (x_n - x) K = R */
   } else if (inside) {
     s = nle__fft_field_eval(ctx, b->field, &T, b->phi);
     size_t nch = d + 2;
@@ -132,7 +133,7 @@ static nle_status batch_energy(nle_ctx *ctx, batch_engine *b, const batch_attrac
 nle_status nle__oos_forward_batched(nle_ctx *ctx, const nle_trained *t, const nle_matf *Ynew, const nle_csr *nbrs,
                                     const nle_csr *P, int max_iters, nle_matd *out) {
   size_t m = Ynew->rows, d = t->X->cols, n = t->X->rows, k = (size_t)t->k, D = t->Y->cols;
-  batch_engine b = {t, t->engine, {n, d, NULL}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, NULL, NULL, NULL, NULL, NULL, NULL};
+  batch_engine b = {t, t->engine, {n, d, NULL}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
   batch_attraction at = {t, NULL, NULL, k};
   double *a = nle__malloc(ctx, (m * k + k) * sizeof(double), "out-of-sample weights");
   int32_t *idx = nle__malloc(ctx, m * k * sizeof(int32_t), "out-of-sample neighbours");
@@ -166,15 +167,17 @@ nle_status nle__oos_forward_batched(nle_ctx *ctx, const nle_trained *t, const nl
       }
     for (size_t i = 0; i < n * d; i++) scale += b.Xc.data[i] * b.Xc.data[i];
     scale = sqrt(scale / (double)n) + 1e-300;
+    double corners[6];
+    for (size_t c = 0; c < d; c++) corners[c] = b.lo[c], corners[d + c] = b.hi[c];
+    nle_matd region = {2, d, corners};
+    /* The sources never move: their boxes and series are planned once. */
+    if (t->engine == NLE_REPULSION_FGT) s = nle__fgt_plan_new(ctx, &b.Xc, &region, NULL, &b.fgt);
     if (t->engine == NLE_REPULSION_FFT) {
       /* Channels: K; then -K' with unit charges and with x_n. The training
        * map's grids are convolved once: the sources never move. */
       int student = t->kind == NLE_MODEL_TSNE || t->kind == NLE_MODEL_TEE;
       nle_kernel kernels[2] = {student ? NLE_KERNEL_STUDENT : NLE_KERNEL_GAUSSIAN, NLE_KERNEL_STUDENT2};
       int chan_kernel[5] = {0, student, student, student, student}, chan_charge[5] = {-1, -1, 0, 1, 2};
-      double corners[6];
-      for (size_t c = 0; c < d; c++) corners[c] = b.lo[c], corners[d + c] = b.hi[c];
-      nle_matd region = {2, d, corners};
       nle_fft_opts fo;
       oos_fft_opts(d, &fo);
       s = nle__fft_field_new(ctx, &b.Xc, b.Xc.data, d, &region, kernels, student ? 2 : 1, chan_kernel, chan_charge,
@@ -192,7 +195,7 @@ nle_status nle__oos_forward_batched(nle_ctx *ctx, const nle_trained *t, const nl
       step[q] = 1.0;
       list[q] = q;
     }
-    s = batch_energy(ctx, &b, &at, out->data, list, m, E, G, rep, rep + m);
+    if (!s) s = batch_energy(ctx, &b, &at, out->data, list, m, E, G, rep, rep + m);
   }
   for (int it = 0; !s && it < max_iters; it++) {
     size_t active = 0;
@@ -251,6 +254,7 @@ nle_status nle__oos_forward_batched(nle_ctx *ctx, const nle_trained *t, const nl
   free(b.S);
   free(b.slot);
   nle__fft_field_free(&b.field);
+  nle__fgt_plan_free(&b.fgt);
   return s;
 }
 
