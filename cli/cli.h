@@ -84,6 +84,9 @@ void cli_note(cli_env *env, const char *fmt, ...) __attribute__((format(printf, 
 
 bool cli_parse_int(const char *s, long long lo, long long hi, long long *out);
 bool cli_parse_double(const char *s, double *out);
+/* A --repulsion name: "auto" (-1) or an engine; with_bh 0 leaves out "bh".
+ * False for any other name. */
+bool cli_parse_engine(const char *s, bool with_bh, int *out);
 /* The value of "key": "..." in a one-line JSON text, into buf. */
 bool cli_json_string(const char *json, const char *key, char *buf, size_t len);
 /* Reads a small text file whole (NULL on failure). */

@@ -455,12 +455,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
     case OPT_AFFINITIES: affinities = optarg; break;
     case OPT_TRACE: trace = optarg; break;
     case OPT_REPULSION:
-      if (!strcmp(optarg, "auto")) engine = -1;
-      else if (!strcmp(optarg, "exact")) engine = NLE_REPULSION_EXACT;
-      else if (!strcmp(optarg, "bh")) engine = NLE_REPULSION_BH;
-      else if (!strcmp(optarg, "fft")) engine = NLE_REPULSION_FFT;
-      else if (!strcmp(optarg, "fgt")) engine = NLE_REPULSION_FGT;
-      else env.rc = cli_usage_error(mi->name, "--repulsion takes auto, exact, bh, fft or fgt");
+      if (!cli_parse_engine(optarg, true, &engine)) env.rc = cli_usage_error(mi->name, "--repulsion takes auto, exact, bh, fft or fgt");
       break;
     case OPT_FGT_ORDER: {
       long long v;

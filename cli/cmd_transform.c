@@ -56,11 +56,7 @@ int cmd_transform(int argc, char **argv) {
       break;
     case OPT_DATA: data = optarg; break;
     case OPT_REPULSION_T:
-      if (!strcmp(optarg, "auto")) engine = -1;
-      else if (!strcmp(optarg, "exact")) engine = NLE_REPULSION_EXACT;
-      else if (!strcmp(optarg, "fft")) engine = NLE_REPULSION_FFT;
-      else if (!strcmp(optarg, "fgt")) engine = NLE_REPULSION_FGT;
-      else env.rc = cli_usage_error("transform", "--repulsion takes auto, exact, fft or fgt");
+      if (!cli_parse_engine(optarg, false, &engine)) env.rc = cli_usage_error("transform", "--repulsion takes auto, exact, fft or fgt");
       break;
     default: env.rc = 2; break;
     }

@@ -374,3 +374,17 @@ nle_status cli_knn(cli_env *env, const nle_matf *Y, int k, const cli_knn_choice 
   o.k = k;
   return nle_knn_approx(env->ctx, Y, &o, graph);
 }
+
+bool cli_parse_engine(const char *s, bool with_bh, int *out) {
+  static const struct {
+    const char *name;
+    int engine;
+  } names[] = {{"auto", -1}, {"exact", NLE_REPULSION_EXACT}, {"bh", NLE_REPULSION_BH}, {"fft", NLE_REPULSION_FFT},
+               {"fgt", NLE_REPULSION_FGT}};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    if (!strcmp(s, names[i].name) && (with_bh || names[i].engine != NLE_REPULSION_BH)) {
+      *out = names[i].engine;
+      return true;
+    }
+  return false;
+}
