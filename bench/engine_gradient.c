@@ -61,7 +61,7 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < n * d; i++) lo = fmin(lo, X->data[i]), hi = fmax(hi, X->data[i]);
   printf("# t-SNE gradient, N %zu, d %zu, nnz(P) %lld, X in [%.1f, %.1f], %d threads, median of %d\n", n, d,
          (long long)P->nnz, lo, hi, threads, reps);
-  nle_model_spec spec = {NLE_MODEL_TSNE, 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}};
+  nle_model_spec spec = {NLE_MODEL_TSNE, 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}, NULL};
   nle_model *m = NULL;
   double Eref, E;
   if (nle_model_new(ctx, &spec, &m)) die(ctx);

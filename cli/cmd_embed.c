@@ -28,8 +28,11 @@ enum { AUTO_EXACT_BELOW = 5000 };
  * engines do not serve, FFT interpolation in 1-2 dimensions, Barnes-Hut in 3. */
 static nle_repulsion auto_engine(nle_model_kind kind, nle_wneg_kind wneg, size_t n, size_t d) {
   int unnormalised = kind == NLE_MODEL_EE || kind == NLE_MODEL_TEE;
-  if (n < AUTO_EXACT_BELOW || d > 3 || kind == NLE_MODEL_SNE || (unnormalised && wneg != NLE_WNEG_UNIFORM))
+  if (n < AUTO_EXACT_BELOW || d > 3 || kind == NLE_MODEL_SNE || (unnormalised && wneg == NLE_WNEG_KNN))
     return NLE_REPULSION_EXACT;
+  /* Squared-distance W- as kernel sums with charges of both signs: the FFT
+   * engine takes those (Barnes-Hut and the Gauss transform here do not). */
+  if (unnormalised && wneg == NLE_WNEG_SQDIST) return NLE_REPULSION_FFT;
   /* Measured on 70,000 points (docs/embeddings.md): in 1-2-D the FFT grid
    * is fastest for both kernels; in 3-D its grid is capped and coarse, and
    * for the Gaussian kernel the fast Gauss transform is both faster and
@@ -129,7 +132,7 @@ static const char *help_fmt =
 enum { OPT_LAMBDA = OPT_COMMAND_BASE, OPT_WNEG, OPT_OPTIMIZER, OPT_KAPPA_E, OPT_INIT, OPT_INIT_SCALE, OPT_MAX_ITERS,
        OPT_TOL_E, OPT_BUDGET, OPT_SAVE_LABELS_E, OPT_SIGMA_E, OPT_HOMOTOPY, OPT_LAMBDA_START, OPT_PATH,
        OPT_RATE, OPT_MOMENTUM, OPT_EXAG, OPT_EXAG_ITERS, OPT_NO_GAINS, OPT_CHECKPOINT, OPT_CHECKPOINT_EVERY,
-       OPT_RESUME, OPT_SAVE_MODEL, OPT_MODEL_DATA, OPT_SDM_TOL, OPT_SDM_ITERS, OPT_AFFINITIES, OPT_TRACE, OPT_REPULSION, OPT_THETA, OPT_FFT_ORDER, OPT_FFT_BOX, OPT_PCA, OPT_ACCURACY_ITERS, OPT_FGT_ORDER, OPT_FGT_REACH };
+       OPT_RESUME, OPT_SAVE_MODEL, OPT_MODEL_DATA, OPT_SDM_TOL, OPT_SDM_ITERS, OPT_AFFINITIES, OPT_TRACE, OPT_REPULSION, OPT_THETA, OPT_FFT_ORDER, OPT_FFT_BOX, OPT_PCA, OPT_ACCURACY_ITERS, OPT_FGT_ORDER, OPT_FGT_REACH, OPT_WNEG_DIMS };
 
 /* Dense bounds need two N x N eigendecompositions: for small N; Lanczos
  * above. Lanczos needs a sparse Cholesky factor of L+, whose ordering alone
@@ -263,6 +266,34 @@ static nle_status reduce_input(cli_env *env, nle_dataset *ds, int dims) {
   return s;
 }
 
+/* The features whose squared distances are W- with a fast engine: the data
+ * itself when it has at most `dims` columns, else its first `dims`
+ * principal components. */
+static nle_status wneg_features(cli_env *env, const nle_matf *Y, int dims, nle_matf **F) {
+  if (Y->cols <= (size_t)dims) {
+    nle_status s = nle_matf_alloc(env->ctx, Y->rows, Y->cols, F);
+    if (!s) memcpy((*F)->data, Y->data, Y->rows * Y->cols * sizeof(float));
+    return s;
+  }
+  nle_pca_opts po;
+  nle_pca_opts_init(&po);
+  po.n_components = dims;
+  nle_pca_model *pm = NULL;
+  nle_matd *Z = NULL;
+  nle_status s = nle_pca_fit(env->ctx, Y, &po, &pm);
+  if (!s) s = nle_pca_transform(env->ctx, pm, Y, &Z);
+  if (!s) s = nle_matd_to_matf(env->ctx, Z, F);
+  if (!s) {
+    double kept = 0;
+    for (int i = 0; i < pm->n_components; i++) kept += pm->explained_variance[i];
+    cli_note(env, "W- of squared distances after PCA %zu -> %d: %.4f of the variance", Y->cols, dims,
+             pm->total_variance > 0 ? kept / pm->total_variance : 0.0);
+  }
+  nle_matd_free(&Z);
+  nle_pca_model_free(&pm);
+  return s;
+}
+
 /* PCA, Laplacian eigenmaps of W+, or Gaussian noise, scaled so the first
  * column has standard deviation `scale`; or a file of N x d. */
 static nle_status initial_x(cli_env *env, const nle_matf *Y, size_t n, const nle_csr *Wp, int Wp_sym, const char *init,
@@ -316,13 +347,17 @@ int cmd_embed(int argc, char **argv, const char *name) {
   snprintf(help, sizeof help, help_fmt, mi->name, mi->name, mi->title, unnormalised ? "" : " and normalised to sum 1",
            AUTO_EXACT_BELOW, mi->lambda,
            unnormalised ? "  --wneg NAME          repulsive weights: uniform (default), sqdist (squared\n"
-                          "                       input distances, dense N x N), knn (on the kNN graph)\n"
+                          "                       input distances: a dense N x N matrix with exact\n"
+                          "                       repulsion, else distances after PCA to --wneg-dims,\n"
+                          "                       summed by FFT), knn (on the kNN graph)\n"
+                          "  --wneg-dims N        sqdist with a fast engine: PCA dimensions (30)\n"
                         : "",
            AUTO_EXACT_BELOW);
   static const struct option longopts[] = {
       {"output", required_argument, 0, 'o'}, {"dim", required_argument, 0, 'd'},
       {"perplexity", required_argument, 0, 'p'}, {"neighbors", required_argument, 0, 'k'},
       {"lambda", required_argument, 0, OPT_LAMBDA}, {"wneg", required_argument, 0, OPT_WNEG},
+      {"wneg-dims", required_argument, 0, OPT_WNEG_DIMS},
       {"optimizer", required_argument, 0, OPT_OPTIMIZER}, {"kappa", required_argument, 0, OPT_KAPPA_E},
       {"init", required_argument, 0, OPT_INIT}, {"init-scale", required_argument, 0, OPT_INIT_SCALE},
       {"max-iters", required_argument, 0, OPT_MAX_ITERS}, {"tol", required_argument, 0, OPT_TOL_E},
@@ -358,6 +393,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
   long long v;
   size_t d = 2;
   nle_wneg_kind wneg = NLE_WNEG_UNIFORM;
+  int wneg_dims = 30;
   const char *output = NULL, *init = "pca", *save_labels = NULL, *checkpoint = NULL, *resume = NULL, *save_model = NULL, *affinities = NULL, *trace = NULL;
   int c, checkpoint_every = 50, model_data_copy = 1;
   while ((c = cli_next_option(&env, argc, argv, "o:d:p:k:", longopts)) != -1) {
@@ -481,6 +517,12 @@ int cmd_embed(int argc, char **argv, const char *name) {
       else env.rc = cli_usage_error(mi->name, "--accuracy-iters takes an integer >= 0");
       break;
     }
+    case OPT_WNEG_DIMS: {
+      long long v;
+      if (cli_parse_int(optarg, 1, 1000, &v)) wneg_dims = (int)v;
+      else env.rc = cli_usage_error(mi->name, "--wneg-dims takes an integer from 1 to 1000");
+      break;
+    }
     case OPT_PCA: {
       long long v;
       if (cli_parse_int(optarg, 1, 100000, &v)) pca_dims = (int)v;
@@ -564,7 +606,12 @@ int cmd_embed(int argc, char **argv, const char *name) {
   double *beta = NULL;
   if (!rc && !s) s = A ? nle_affinity_for_model(env.ctx, A, mi->kind, &W) : attractive_weights(&env, graph, perplexity, sigma, mi->kind, &W, &beta);
   nle_csr_free(&A);
-  if (!rc && !s && unnormalised && wneg == NLE_WNEG_SQDIST) s = nle_repulsive_dense(env.ctx, ds->X, wneg, &Wsq);
+  if (!rc && !s && engine < 0) engine = (int)auto_engine(mi->kind, wneg, npts, d);
+  /* Squared-distance W-: dense for the exact engine, else as features. */
+  nle_matf *Wfeat = NULL;
+  if (!rc && !s && unnormalised && wneg == NLE_WNEG_SQDIST)
+    s = engine == NLE_REPULSION_EXACT ? nle_repulsive_dense(env.ctx, ds->X, wneg, &Wsq)
+                                      : wneg_features(&env, ds->X, wneg_dims, &Wfeat);
   if (!rc && !s && unnormalised && wneg == NLE_WNEG_KNN) s = nle_repulsive_knn(env.ctx, graph, &Wk);
   if (!save_model) nle_csr_free(&graph); /* else kept for the model file */
   if (!rc && !s) s = resume ? nle_matd_alloc(env.ctx, npts, d, &X) : initial_x(&env, ds ? ds->X : NULL, npts, W, mi->kind != NLE_MODEL_SNE, init, d, scale, &X);
@@ -574,8 +621,8 @@ int cmd_embed(int argc, char **argv, const char *name) {
     rc = 1;
   }
   if (!rc && !s) {
-    if (engine < 0) engine = (int)auto_engine(mi->kind, wneg, npts, d);
-    nle_model_spec spec = {mi->kind, lambda, W, wneg, Wsq, Wk, (nle_repulsion)engine, theta, fft, fgt};
+    nle_model_spec spec = {mi->kind, lambda, W, wneg, Wsq, Wk, (nle_repulsion)engine, theta, fft, fgt,
+                           Wfeat};
     s = nle_model_new(env.ctx, &spec, &model);
   }
   if (!rc && !s && oo.learning_rate < 0)
@@ -602,8 +649,9 @@ int cmd_embed(int argc, char **argv, const char *name) {
   double l1 = NAN, u1 = NAN;
   if (!rc && !s && unnormalised && (npts <= BOUNDS_INFO_MAX_N || (homotopy && lambda_start == 0))) {
     int dense = npts <= BOUNDS_DENSE_MAX_N;
-    s = dense ? nle_ee_lambda_bounds(env.ctx, W, wneg, Wsq, Wk, &l1, &u1)
-              : nle_ee_lambda_bounds_lanczos(env.ctx, W, wneg, Wsq, Wk, &l1, &u1);
+    s = Wfeat   ? nle_ee_lambda_bounds_features(env.ctx, W, Wfeat, &l1, &u1)
+        : dense ? nle_ee_lambda_bounds(env.ctx, W, wneg, Wsq, Wk, &l1, &u1)
+                : nle_ee_lambda_bounds_lanczos(env.ctx, W, wneg, Wsq, Wk, &l1, &u1);
     /* With uniform W- the spectrum of L- is 0 and N (N - 1 times), and the
      * two bounds meet at lambda2(L+) / N: lambda* itself. */
     if (!s && wneg == NLE_WNEG_UNIFORM)
@@ -611,7 +659,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
                dense ? "dense eigenvalues" : "Lanczos");
     else if (!s)
       cli_note(&env, "lambda* bounds: %.4g <= lambda* <= %.4g (EE paper eqs. 11-12, %s)", l1, u1,
-               dense ? "dense eigenvalues" : "Lanczos");
+               Wfeat ? "Lanczos and Gershgorin" : dense ? "dense eigenvalues" : "Lanczos");
     else if (!homotopy || lambda_start > 0) { /* only informative here: go on without them */
       cli_note(&env, "warning: no lambda* bounds: %s", nle_ctx_error(env.ctx));
       s = NLE_OK;
@@ -627,10 +675,10 @@ int cmd_embed(int argc, char **argv, const char *name) {
   snprintf(fingerprint, sizeof fingerprint,
            "nlembed %s %s n=%zu D=%zu d=%zu perplexity=%.17g k=%d sigma=%.17g lambda=%.17g wneg=%d optimizer=%d "
            "kappa=%d sdm=%.17g/%d init=%s init-scale=%.17g seed=%llu tol=%.17g homotopy=%d lambda-start=%.17g rate=%.17g "
-           "momentum=%.17g exaggeration=%.17g/%d gains=%d repulsion=%d/%.17g/%d/%.17g/%d/%d/%d pca=%d knn=%d/%d/%d/%d/%d/%.17g",
+           "momentum=%.17g exaggeration=%.17g/%d gains=%d repulsion=%d/%.17g/%d/%.17g/%d/%d/%d wneg-dims=%d pca=%d knn=%d/%d/%d/%d/%d/%.17g",
            mi->name, input ? input : "", npts, ds ? ds->X->cols : 0, d, perplexity, k, sigma, lambda,
            (int)wneg, (int)oo.kind, oo.kappa, oo.sdm_tol, oo.sdm_iters, init, scale, (unsigned long long)nle_ctx_seed(env.ctx), oo.tol, homotopy,
-           lambda_start, oo.learning_rate, oo.momentum, oo.exaggeration, oo.exaggeration_iters, oo.gains, engine, theta, fft.order, fft.box_width, oo.accuracy_iters, fgt.order, fgt.reach, pca_dims,
+           lambda_start, oo.learning_rate, oo.momentum, oo.exaggeration, oo.exaggeration_iters, oo.gains, engine, theta, fft.order, fft.box_width, oo.accuracy_iters, fgt.order, fgt.reach, Wfeat ? (int)Wfeat->cols : 0, pca_dims,
            (int)choice.method, choice.approx.n_trees, choice.approx.leaf_size, choice.approx.max_candidates,
            choice.approx.max_iters, choice.approx.delta);
   if (!rc && !s && resume) {
@@ -687,6 +735,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
   nle_model_free(&model);
   nle_matd_free(&X);
   nle_matd_free(&Wsq);
+  nle_matf_free(&Wfeat);
   nle_csr_free(&Wk);
   nle_csr_free(&W);
   nle_dataset_free(&ds);

@@ -515,7 +515,10 @@ void nle_fgt_opts_init(nle_fgt_opts *o);
 
 /* Repulsion engines (dissertation ch. 5). The fast ones serve the models
  * whose repulsion is a plain kernel sum: t-SNE, s-SNE, and EE and t-EE with
- * uniform W-, for d <= 3; E and the gradient are then approximate. */
+ * uniform W-, for d <= 3; E and the gradient are then approximate. EE and
+ * t-EE with squared-distance W- given by features (Wneg_features) take the
+ * FFT engine too: sum_m |f_n - f_m|^2 K_nm = |f_n|^2 S_n + S^{|f|^2}_n
+ * - 2 f_n . S^f_n, kernel sums with D' + 2 charges (D' + 2 times the work). */
 typedef enum {
   NLE_REPULSION_EXACT = 0, /* all pairs, blocked, O(N^2 d) */
   NLE_REPULSION_BH = 1,    /* Barnes-Hut kernel sums, O(N log N) */
@@ -536,6 +539,10 @@ typedef struct {
   double theta;                /* Barnes-Hut opening angle (<= 0: 0.5) */
   nle_fft_opts fft;            /* FFT interpolation (order 0: the defaults) */
   nle_fgt_opts fgt;            /* fast Gauss transform (order 0: the defaults) */
+  const nle_matf *Wneg_features; /* NLE_WNEG_SQDIST without the dense matrix:
+                                    w-_nm = |f_n - f_m|^2 over these N x D'
+                                    rows (e.g. the data after PCA); for the
+                                    exact and FFT engines */
 } nle_model_spec;
 
 typedef struct nle_model nle_model;
@@ -586,6 +593,13 @@ nle_status nle_ee_lambda_bounds(nle_ctx *ctx, const nle_csr *Wp, nle_wneg_kind w
 nle_status nle_ee_lambda_bounds_lanczos(nle_ctx *ctx, const nle_csr *Wp, nle_wneg_kind wneg,
                                         const nle_matd *Wneg_dense, const nle_csr *Wneg_sparse, double *l1,
                                         double *u1);
+
+/* The same for squared-distance W- given by features F (N x D'), in
+ * O(nnz(W+) + N D'): the degrees of W- are N |f_n|^2 + sum_m |f_m|^2 for f
+ * about its mean, lambda_N(L-) is bounded by twice the largest degree
+ * (Gershgorin), and u1 is the diagonal term. */
+nle_status nle_ee_lambda_bounds_features(nle_ctx *ctx, const nle_csr *Wp, const nle_matf *F, double *l1,
+                                         double *u1);
 
 /* ========================================================================== */
 /* Nonlinear embeddings: optimisers                                           */

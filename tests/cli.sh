@@ -178,9 +178,12 @@ expect_ok init_spectral_disconnected $N tsne blobs:400:8:4 -p 3 -k 5 --init spec
 if grep -q 'warning: W+ has [0-9]* connected components' "$T/stderr"; then ok spectral_components_warning; else bad spectral_components_warning "$(cat "$T/stderr")"; fi
 
 expect_ok tsne_barnes_hut $N tsne blobs:400:8:4 -p 15 --repulsion bh --theta 0.3 --max-iters 100 -o "$T/tbh.npy" --quiet
-expect_fail bh_needs_uniform "Barnes-Hut repulsion serves t-SNE, s-SNE, and EE/t-EE with uniform W-" "$T/x.npy" -- $N ee spiral:300 -p 10 --wneg sqdist --repulsion bh -o "$T/x.npy"
+expect_fail bh_needs_uniform "Barnes-Hut repulsion serves t-SNE, s-SNE, EE/t-EE with uniform W-" "$T/x.npy" -- $N ee spiral:300 -p 10 --wneg sqdist --repulsion bh -o "$T/x.npy"
 expect_ok tsne_fft $N tsne blobs:400:8:4 -p 15 --repulsion fft --fft-box 0.5 --max-iters 100 -o "$T/tfft.npy" --quiet
-expect_fail fft_needs_uniform "FFT-interpolation repulsion serves t-SNE, s-SNE, and EE/t-EE with uniform W-" "$T/x.npy" -- $N ee spiral:300 -p 10 --wneg sqdist --repulsion fft -o "$T/x.npy"
+expect_fail fft_sparse_wneg "FFT-interpolation repulsion serves t-SNE, s-SNE, EE/t-EE with uniform W-" "$T/x.npy" -- $N ee spiral:300 -p 10 --wneg knn --repulsion fft -o "$T/x.npy"
+expect_ok ee_sqdist_fft $N ee blobs:600:10:1 -p 10 --wneg sqdist --wneg-dims 5 --repulsion fft --lambda 1e-4 --max-iters 50 -o "$T/esqf.npy"
+if grep -q 'W- of squared distances after PCA 10 -> 5' "$T/stderr" && grep -q 'lambda\* bounds: .*Lanczos and Gershgorin' "$T/stderr"; then ok sqdist_fft_notes; else bad sqdist_fft_notes "$(cat "$T/stderr")"; fi
+expect_fail wneg_dims_bad "--wneg-dims takes an integer from 1 to 1000" "$T/x.npy" -- $N ee spiral:300 --wneg sqdist --wneg-dims 0 -o "$T/x.npy"
 expect_fail fft_bad_order "--fft-order takes an integer from 1 to 12" "$T/x.npy" -- $N tsne spiral:300 --fft-order 0 -o "$T/x.npy"
 expect_ok ee_fgt $N ee blobs:400:8:4 -p 15 -d 3 --repulsion fgt --fgt-order 4 --max-iters 50 -o "$T/efgt.npy" --quiet
 expect_fail fgt_gaussian_only "the fast Gauss transform serves the Gaussian kernel (EE, s-SNE)" "$T/x.npy" -- $N tsne spiral:300 --repulsion fgt -o "$T/x.npy"

@@ -155,6 +155,48 @@ nle_status nle_ee_lambda_bounds_lanczos(nle_ctx *ctx, const nle_csr *Wp, nle_wne
   return NLE_OK;
 }
 
+nle_status nle_ee_lambda_bounds_features(nle_ctx *ctx, const nle_csr *Wp, const nle_matf *F, double *l1,
+                                         double *u1) {
+  size_t n = (size_t)Wp->rows, nf = F->cols;
+  if (n < 16) return nle__fail(ctx, NLE_ERR_ARG, "lambda* bounds by Lanczos need at least 16 points");
+  if (F->rows != n || nf < 1)
+    return nle__fail(ctx, NLE_ERR_ARG, "lambda* bounds: %zu x %zu features for %zu points", F->rows, nf, n);
+  double ep[2];
+  nle_status s = nle_laplacian_smallest(ctx, Wp, 0, 2, ep, NULL);
+  if (s) return s;
+  double *mean = nle__calloc(ctx, nf, sizeof(double), "feature means");
+  double *sq = nle__malloc(ctx, n * sizeof(double), "feature norms");
+  if (!mean || !sq) {
+    free(mean);
+    free(sq);
+    return NLE_ERR_NOMEM;
+  }
+  for (size_t i = 0; i < n; i++)
+    for (size_t c = 0; c < nf; c++) mean[c] += F->data[i * nf + c] / (double)n;
+  double sum_sq = 0.0;
+  for (size_t i = 0; i < n; i++) {
+    double a = 0.0;
+    for (size_t c = 0; c < nf; c++) a += pow((double)F->data[i * nf + c] - mean[c], 2);
+    sq[i] = a;
+    sum_sq += a;
+  }
+  /* sum_m |f_n - f_m|^2 = N a_n + sum a - 2 f_n . sum f, and sum f = 0 */
+  double max_deg = 0.0, diag_ratio = INFINITY;
+  for (size_t i = 0; i < n; i++) {
+    double dm = (double)n * sq[i] + sum_sq, dp = 0.0;
+    for (int64_t q = Wp->rowptr[i]; q < Wp->rowptr[i + 1]; q++)
+      if ((size_t)Wp->colind[q] != i) dp += nle_csr_value(Wp, q);
+    max_deg = fmax(max_deg, dm);
+    if (dm > 0) diag_ratio = fmin(diag_ratio, dp / dm);
+  }
+  free(mean);
+  free(sq);
+  /* W+ is sparse and W- dense, so the pair term min w+/w- is 0. */
+  *l1 = max_deg > 0 ? ep[1] / (2.0 * max_deg) : 0.0;
+  *u1 = diag_ratio;
+  return NLE_OK;
+}
+
 nle_status nle_homotopy_run(nle_ctx *ctx, nle_model *model, nle_opt *opt, nle_matd *X, const nle_homotopy_opts *o,
                             nle_homotopy_fn fn, void *user, nle_opt_report *total) {
   if (!(o->lambda_start > 0) || !(o->lambda_end > 0) || o->steps < 1)

@@ -36,6 +36,12 @@ struct nle_model {
   size_t last_dim; /* columns last_x was allocated for */
   int last_valid;
   nle__fft_ws *fft_ws; /* FFT engine: plans, grids and kernels between calls */
+  /* Squared-distance W- from features: the features about their mean (the
+   * decomposition's terms then stay of the size of the distances), N x nf,
+   * and their squared norms. */
+  double *feat, *feat_sq;
+  size_t nf;
+  double *channel_q, *channel_phi; /* FFT: one batch of charges and sums */
   double accuracy;     /* schedule position in [0, 1] (1: the spec's setting) */
 };
 
@@ -64,6 +70,33 @@ static nle_status double_values(nle_ctx *ctx, const nle_csr *W, const double **v
   return NLE_OK;
 }
 
+/* The features about their mean, in double, and their squared norms. */
+static nle_status centre_features(nle_ctx *ctx, nle_model *m, const nle_matf *F) {
+  size_t n = F->rows, nf = F->cols;
+  m->nf = nf;
+  m->feat = nle__malloc(ctx, n * nf * sizeof(double), "W- features");
+  m->feat_sq = nle__malloc(ctx, n * sizeof(double), "W- features");
+  double *mean = nle__calloc(ctx, nf, sizeof(double), "W- features");
+  if (!m->feat || !m->feat_sq || !mean) {
+    free(mean);
+    return NLE_ERR_NOMEM;
+  }
+  for (size_t i = 0; i < n; i++)
+    for (size_t c = 0; c < nf; c++) mean[c] += F->data[i * nf + c];
+  for (size_t c = 0; c < nf; c++) mean[c] /= (double)n;
+  for (size_t i = 0; i < n; i++) {
+    double a = 0.0;
+    for (size_t c = 0; c < nf; c++) {
+      double f = (double)F->data[i * nf + c] - mean[c];
+      m->feat[i * nf + c] = f;
+      a += f * f;
+    }
+    m->feat_sq[i] = a;
+  }
+  free(mean);
+  return NLE_OK;
+}
+
 nle_status nle_model_new(nle_ctx *ctx, const nle_model_spec *spec, nle_model **model) {
   *model = NULL;
   const nle_csr *W = spec->Wp;
@@ -78,17 +111,26 @@ nle_status nle_model_new(nle_ctx *ctx, const nle_model_spec *spec, nle_model **m
       return nle__fail(ctx, NLE_ERR_VALUE, "model: W+ entry %lld is %g; weights must be finite and >= 0", (long long)q, w);
   }
   int unnormalised = spec->kind == NLE_MODEL_EE || spec->kind == NLE_MODEL_TEE;
-  if (unnormalised && spec->wneg == NLE_WNEG_SQDIST &&
-      (!spec->Wneg_dense || spec->Wneg_dense->rows != (size_t)W->rows || spec->Wneg_dense->cols != (size_t)W->rows))
-    return nle__fail(ctx, NLE_ERR_ARG, "model: W- of squared distances needs the dense N x N matrix");
+  const nle_matd *Wd = spec->Wneg_dense;
+  const nle_matf *Ft = spec->Wneg_features;
+  int sq_dense = Wd && Wd->rows == (size_t)W->rows && Wd->cols == (size_t)W->rows;
+  int sq_feat = !Wd && Ft && Ft->rows == (size_t)W->rows && Ft->cols >= 1;
+  if (unnormalised && spec->wneg == NLE_WNEG_SQDIST && !sq_dense && !sq_feat)
+    return nle__fail(ctx, NLE_ERR_ARG, "model: W- of squared distances needs the dense N x N matrix or N rows of "
+                     "features (one of the two)");
+  for (size_t i = 0; unnormalised && spec->wneg == NLE_WNEG_SQDIST && sq_feat && i < Ft->rows * Ft->cols; i++)
+    if (!isfinite(Ft->data[i]))
+      return nle__fail(ctx, NLE_ERR_VALUE, "model: W- feature [%zu, %zu] is not finite", i / Ft->cols, i % Ft->cols);
   if (unnormalised && spec->wneg == NLE_WNEG_KNN && (!spec->Wneg_sparse || spec->Wneg_sparse->rows != W->rows))
     return nle__fail(ctx, NLE_ERR_ARG, "model: sparse W- needs its N x N matrix");
   if ((unsigned)spec->engine > NLE_REPULSION_FGT) return nle__fail(ctx, NLE_ERR_ARG, "model: unknown repulsion engine");
   static const char *const engine_names[] = {"exact", "Barnes-Hut", "FFT-interpolation", "fast Gauss transform"};
-  if (spec->engine != NLE_REPULSION_EXACT &&
+  int sq_fft = unnormalised && spec->wneg == NLE_WNEG_SQDIST && sq_feat && spec->engine == NLE_REPULSION_FFT;
+  if (spec->engine != NLE_REPULSION_EXACT && !sq_fft &&
       (spec->kind == NLE_MODEL_SNE || (unnormalised && spec->wneg != NLE_WNEG_UNIFORM)))
-    return nle__fail(ctx, NLE_ERR_ARG, "model: %s repulsion serves t-SNE, s-SNE, and EE/t-EE with uniform W- "
-                     "(use the exact engine)", engine_names[spec->engine]);
+    return nle__fail(ctx, NLE_ERR_ARG, "model: %s repulsion serves t-SNE, s-SNE, EE/t-EE with uniform W-, and "
+                     "EE/t-EE with W- of squared distances between features by fft (else use the exact engine)",
+                     engine_names[spec->engine]);
   if (spec->engine == NLE_REPULSION_FGT && (spec->kind == NLE_MODEL_TSNE || spec->kind == NLE_MODEL_TEE))
     return nle__fail(ctx, NLE_ERR_ARG, "model: the fast Gauss transform serves the Gaussian kernel (EE, s-SNE); "
                      "t-SNE and t-EE take fft or bh");
@@ -110,6 +152,10 @@ nle_status nle_model_new(nle_ctx *ctx, const nle_model_spec *spec, nle_model **m
   nle_status s = nle_csr_transpose(ctx, W, &m->WpT);
   if (!s && csr_equal(W, m->WpT)) nle_csr_free(&m->WpT);
   if (!s) s = double_values(ctx, W, &m->wp_val, &m->wp_copy);
+  if (!s && unnormalised && spec->wneg == NLE_WNEG_SQDIST && sq_feat) {
+    m->spec.Wneg_dense = NULL;
+    s = centre_features(ctx, m, Ft);
+  }
   if (!s && m->WpT) s = double_values(ctx, m->WpT, &m->wpt_val, &m->wpt_copy);
   for (int64_t i = 0; !s && i < m->n; i++) {
     size_t a = (size_t)(W->rowptr[i + 1] - W->rowptr[i]);
@@ -137,6 +183,10 @@ void nle_model_free(nle_model **model) {
   free((*model)->curv_inv_z);
   free((*model)->last_x);
   nle__fft_ws_free(&(*model)->fft_ws);
+  free((*model)->feat);
+  free((*model)->feat_sq);
+  free((*model)->channel_q);
+  free((*model)->channel_phi);
   free(*model);
   *model = NULL;
 }
@@ -242,12 +292,13 @@ static int rep_block(void *job, size_t b, void *scratch) {
   size_t d = X->cols, N = X->rows;
   const nle_matd *Wd = m->spec.wneg == NLE_WNEG_SQDIST ? m->spec.Wneg_dense : NULL;
   int uniform = m->normalised || m->spec.kind == NLE_MODEL_SNE || m->spec.wneg == NLE_WNEG_UNIFORM;
-  size_t n1 = (b + 1) * REP_BLOCK < N ? (b + 1) * REP_BLOCK : N;
+  const double *feat = !uniform && m->spec.wneg == NLE_WNEG_SQDIST ? m->feat : NULL;
+  size_t nf = m->nf, n1 = (b + 1) * REP_BLOCK < N ? (b + 1) * REP_BLOCK : N;
   for (size_t n = b * REP_BLOCK; n < n1; n++) {
     const double *xn = X->data + n * d;
     double *f = j->force + n * d, e = 0.0;
     memset(f, 0, d * sizeof(double));
-    if (!uniform && !Wd) { /* sparse W-: only its pairs */
+    if (!uniform && !Wd && !feat) { /* sparse W-: only its pairs */
       const nle_csr *Ws = m->spec.Wneg_sparse;
       for (int64_t q = Ws->rowptr[n]; q < Ws->rowptr[n + 1]; q++) {
         size_t mm = (size_t)Ws->colind[q];
@@ -300,7 +351,8 @@ static int rep_block(void *job, size_t b, void *scratch) {
       if (mm == n) continue;
       const double *xm = X->data + mm * d;
       double d2 = sqdist_rows(xn, xm, d), k = m->student ? 1.0 / (1.0 + d2) : exp(-d2);
-      double w = Wd ? Wd->data[n * N + mm] : 1.0, kp = m->student ? -k * k : -k;
+      double w = Wd ? Wd->data[n * N + mm] : feat ? sqdist_rows(feat + n * nf, feat + mm * nf, nf) : 1.0;
+      double kp = m->student ? -k * k : -k;
       if (j->inv_z) w = j->inv_z[n] + j->inv_z[mm];
       e += w * k;
       for (size_t t = 0; t < d; t++) f[t] += w * kp * (xn[t] - xm[t]);
@@ -308,6 +360,14 @@ static int rep_block(void *job, size_t b, void *scratch) {
     j->row_e[n] = e;
   }
   return 0;
+}
+
+/* All pairs (blocked, OpenMP; per-row results, so no dependence on threads). */
+static nle_status exact_repulsion(nle_ctx *ctx, nle_model *m, const nle_matd *X) {
+  size_t N = X->rows;
+  rep_job job = {m, X, m->row_e, m->force, NULL, EXP_FLOOR};
+  return nle__for_blocks(ctx, "repulsion", (N + REP_BLOCK - 1) / REP_BLOCK,
+                         nle__threads_for(ctx, (double)N * (double)N * (double)(X->cols + 10)), 0, rep_block, &job);
 }
 
 /* The exact forces come in equal and opposite pairs and sum to zero; the
@@ -320,6 +380,73 @@ static void remove_mean_force(double *force, size_t N, size_t d) {
     for (size_t t = 0; t < d; t++) mean[t] += force[n * d + t];
   for (size_t n = 0; n < N; n++)
     for (size_t t = 0; t < d; t++) force[n * d + t] -= mean[t] / (double)N;
+}
+
+enum { FFT_BATCH = 8 }; /* channels per FFT call (each holds a grid) */
+
+/* EE and t-EE with w-_nm = |f_n - f_m|^2 by FFT kernel sums (issue 5 item
+ * 4): with a_n = |f_n|^2 (f about its mean),
+ *   sum_m w_nm K_nm = a_n S_n + S^a_n - 2 f_n . S^f_n,
+ * each S a kernel sum with its own charges (1, a_m, f_m), and the forces
+ * sum_m w_nm K'_nm (x_n - x_m) the same with the force kernel (-K' = K
+ * Gaussian, K^2 Student-t) and the charges times 1 and x_m (eq. 5.8 per
+ * charge). A channel is (charge, moment, kernel); they are summed in
+ * batches of FFT_BATCH and folded into row_e and the forces as they come.
+ * The pair m = n adds a_n + a_n - 2 |f_n|^2 = 0: nothing to take out. */
+static nle_status sqdist_fft_repulsion(nle_ctx *ctx, nle_model *m, const nle_matd *X, const nle_fft_opts *fo) {
+  size_t N = X->rows, d = X->cols, nf = m->nf, ncharge = nf + 2;
+  size_t per_charge = m->student ? d + 2 : d + 1, nch = ncharge * per_charge;
+  if (!m->channel_q) {
+    m->channel_q = nle__malloc(ctx, N * FFT_BATCH * sizeof(double), "FFT charges");
+    m->channel_phi = nle__malloc(ctx, N * FFT_BATCH * sizeof(double), "FFT sums");
+    if (!m->channel_q || !m->channel_phi) return NLE_ERR_NOMEM;
+  }
+  double *row_e = m->row_e, *force = m->force, *q = m->channel_q, *phi = m->channel_phi;
+  memset(row_e, 0, N * sizeof(double));
+  memset(force, 0, N * d * sizeof(double));
+  nle_kernel kernels[2] = {m->student ? NLE_KERNEL_STUDENT : NLE_KERNEL_GAUSSIAN, NLE_KERNEL_STUDENT2};
+  for (size_t c0 = 0; c0 < nch; c0 += FFT_BATCH) {
+    size_t nb = nch - c0 < FFT_BATCH ? nch - c0 : FFT_BATCH;
+    int chan_kernel[FFT_BATCH], chan_charge[FFT_BATCH], charge[FFT_BATCH], moment[FFT_BATCH], energy[FFT_BATCH],
+        forcing[FFT_BATCH];
+    for (size_t b = 0; b < nb; b++) {
+      size_t c = c0 + b, r = c % per_charge;
+      charge[b] = (int)(c / per_charge); /* 0: unit, 1: a, 2 + i: f_i */
+      chan_charge[b] = (int)b;
+      if (m->student) { /* r = 0: K for the energy; 1: K^2; 2 + t: K^2 with x_t */
+        chan_kernel[b] = r > 0;
+        energy[b] = r == 0;
+        forcing[b] = r > 0;
+        moment[b] = r >= 2 ? (int)r - 2 : -1;
+      } else { /* r = 0: K for the energy and the forces; 1 + t: K with x_t */
+        chan_kernel[b] = 0;
+        energy[b] = r == 0;
+        forcing[b] = 1;
+        moment[b] = r >= 1 ? (int)r - 1 : -1;
+      }
+    }
+    for (size_t n = 0; n < N; n++)
+      for (size_t b = 0; b < nb; b++) {
+        double c = charge[b] == 0 ? 1.0 : charge[b] == 1 ? m->feat_sq[n] : m->feat[n * nf + (size_t)charge[b] - 2];
+        q[n * nb + b] = moment[b] < 0 ? c : c * X->data[n * d + (size_t)moment[b]];
+      }
+    nle_status s = nle__fft_convolve(ctx, m->fft_ws, X, q, nb, X, kernels, m->student ? 2 : 1, chan_kernel,
+                                     chan_charge, nb, fo, phi);
+    if (s) return s;
+    for (size_t n = 0; n < N; n++) {
+      const double *xn = X->data + n * d;
+      for (size_t b = 0; b < nb; b++) {
+        /* the target's factor of this charge's term */
+        double coef = charge[b] == 0 ? m->feat_sq[n] : charge[b] == 1 ? 1.0 : -2.0 * m->feat[n * nf + (size_t)charge[b] - 2];
+        double v = coef * phi[n * nb + b];
+        if (energy[b]) row_e[n] += v;
+        if (forcing[b] && moment[b] >= 0) force[n * d + (size_t)moment[b]] += v;
+        else if (forcing[b])
+          for (size_t t = 0; t < d; t++) force[n * d + t] -= v * xn[t];
+      }
+    }
+  }
+  return NLE_OK;
 }
 
 /* Repulsion from fast kernel sums (dissertation eq. 5.8): row_e = S_n, and
@@ -348,6 +475,16 @@ static nle_status fast_repulsion(nle_ctx *ctx, nle_model *m, const nle_matd *Xin
   nle_fgt_opts fgt = m->spec.fgt; /* its order from 1 up */
   fgt.order = 1 + (int)lround(t * (double)(fgt.order - 1));
   nle_status s;
+  if (m->feat) {
+    /* Only the FFT engine gets here (nle_model_new). A map too wide for its
+     * grid (clusters of a disconnected W+ thrown far apart) is summed
+     * exactly: Barnes-Hut's centres of mass do not serve charges of both
+     * signs. */
+    if (!nle__fft_grid_fits(X, fo)) return exact_repulsion(ctx, m, X);
+    s = sqdist_fft_repulsion(ctx, m, X, fo);
+    if (!s) remove_mean_force(S1, N, d);
+    return s;
+  }
   if (m->spec.engine == NLE_REPULSION_FGT && nle__fgt_grid_fits(X, &fgt)) {
     /* the moments come as forces sum_m K (x_m - x_n), without cancellation */
     s = nle__fgt_sums(ctx, X, X, &fgt, m->row_e, S1);
@@ -505,10 +642,11 @@ static int curv_block(void *job, size_t b, void *scratch) {
   const curv_job *c = job;
   const nle_model *m = c->m;
   size_t N = c->X->rows, d = c->X->cols, n1 = (b + 1) * REP_BLOCK < N ? (b + 1) * REP_BLOCK : N;
-  const nle_matd *Wd = m->spec.wneg == NLE_WNEG_SQDIST ? m->spec.Wneg_dense : NULL;
-  const nle_csr *Ws = (m->spec.kind == NLE_MODEL_EE || m->spec.kind == NLE_MODEL_TEE) && m->spec.wneg == NLE_WNEG_KNN
-                          ? m->spec.Wneg_sparse
-                          : NULL;
+  int unnormalised = m->spec.kind == NLE_MODEL_EE || m->spec.kind == NLE_MODEL_TEE;
+  const nle_matd *Wd = unnormalised && m->spec.wneg == NLE_WNEG_SQDIST ? m->spec.Wneg_dense : NULL;
+  const double *feat = unnormalised && m->spec.wneg == NLE_WNEG_SQDIST ? m->feat : NULL;
+  const nle_csr *Ws = unnormalised && m->spec.wneg == NLE_WNEG_KNN ? m->spec.Wneg_sparse : NULL;
+  size_t nf = m->nf;
   for (size_t n = b * REP_BLOCK; n < n1; n++) {
     const double *xn = c->X->data + n * d, *vn = c->V->data + n * d;
     double *o = c->out->data + n * d;
@@ -518,7 +656,10 @@ static int curv_block(void *job, size_t b, void *scratch) {
       size_t j = Ws ? (size_t)Ws->colind[q] : (size_t)q;
       if (j == n) continue;
       const double *xj = c->X->data + j * d, *vj = c->V->data + j * d;
-      double w = Ws ? nle_csr_value(Ws, q) : Wd ? Wd->data[n * N + j] : 1.0;
+      double w = Ws ? nle_csr_value(Ws, q)
+                 : Wd ? Wd->data[n * N + j]
+                 : feat ? sqdist_rows(feat + n * nf, feat + j * nf, nf)
+                        : 1.0;
       double r = 8.0 * curvature_weight(m, n, j, sqdist_rows(xn, xj, d), w);
       for (size_t t = 0; t < d; t++) {
         double u = xn[t] - xj[t];
@@ -552,9 +693,7 @@ nle_status nle__model_curvature_prepare(nle_ctx *ctx, nle_model *m, const nle_ma
   /* Z (or the Z_n) at X, by one repulsion pass. */
   nle_status s = workspace(ctx, m, X->cols);
   if (s) return s;
-  rep_job job = {m, X, m->row_e, m->force, NULL, EXP_FLOOR};
-  s = nle__for_blocks(ctx, "repulsion", (N + REP_BLOCK - 1) / REP_BLOCK,
-                      nle__threads_for(ctx, (double)N * (double)N * (double)(X->cols + 10)), 0, rep_block, &job);
+  s = exact_repulsion(ctx, m, X);
   if (s) return s;
   double z = 0.0;
   for (size_t n = 0; n < N; n++) {
