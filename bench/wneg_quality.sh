@@ -8,9 +8,16 @@
 # grids span the same total repulsive weight. Prints recall@10,
 # trustworthiness@10 and 10-NN accuracy against the 784-d data (nlembed
 # metrics, all points) for each run.
-#   bench/wneg_quality.sh   [N=5000]
+#   bench/wneg_quality.sh   [N=5000] [ENGINE=exact|auto|fft] [WNEG_DIMS=30]
+#                           [LAMBDAS="0.01 0.03 0.1 0.3"] [WNEGS="uniform sqdist"]
+# With a fast engine, sqdist W- is summed by FFT over the data after PCA to
+# WNEG_DIMS dimensions (--wneg-dims).
 source "$(dirname "$0")/common.sh"
 N=${N:-5000}
+ENGINE=${ENGINE:-exact}
+WNEG_DIMS=${WNEG_DIMS:-30}
+LAMBDAS=${LAMBDAS:-0.01 0.03 0.1 0.3}
+WNEGS=${WNEGS:-uniform sqdist}
 DATA=fashion-mnist:$N
 MEAN_SQ=$("$PY" - "$N" <<'PY'
 import sys
@@ -23,14 +30,14 @@ sq = (Y ** 2).sum(1)
 print(2 * (sq.mean() - (Y.mean(0) ** 2).sum()))  # mean of |y_n - y_m|^2 over all pairs
 PY
 )
-echo "# EE of $DATA, exact repulsion, SD, 300 iterations; mean squared distance $MEAN_SQ"
-for lam in 0.01 0.03 0.1 0.3; do
-  for wneg in uniform sqdist; do
+echo "# EE of $DATA, $ENGINE repulsion (sqdist features: $WNEG_DIMS PCA dimensions with a fast engine), SD, 300 iterations; mean squared distance $MEAN_SQ"
+for lam in $LAMBDAS; do
+  for wneg in $WNEGS; do
     l=$lam
     [ "$wneg" = sqdist ] && l=$("$PY" -c "print($lam / $MEAN_SQ)")
     out="$OUT/wneg-$wneg-$lam.npy"
     t0=$(date +%s.%N)
-    "$NLEMBED" ee "$DATA" -p 30 --wneg "$wneg" --lambda "$l" --max-iters 300 --repulsion exact --threads 2 -o "$out" \
+    "$NLEMBED" ee "$DATA" -p 30 --wneg "$wneg" --lambda "$l" --max-iters 300 --repulsion "$ENGINE" --wneg-dims "$WNEG_DIMS" --threads 2 -o "$out" \
       --quiet > /dev/null
     t1=$(date +%s.%N)
     "$NLEMBED" metrics "$DATA" "$out" -k 10 --subsample 0 --quiet > "$OUT/wneg.json"
