@@ -1174,6 +1174,10 @@ static void sqdist_wneg_engines(void) {
     nle_model_spec feat = {kinds[c], lambda, P, NLE_WNEG_SQDIST, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}, ds->X};
     nle_model_spec fft = feat, fine = feat;
     fft.engine = fine.engine = NLE_REPULSION_FFT;
+    /* long trial steps then fall back to exact sums instead of 2048^2 grids
+     * of 36 channels (minutes under ASan) */
+    nle_fft_opts_init(&fft.fft);
+    fft.fft.max_nodes = 128;
     fine.fft.order = 5;
     fine.fft.box_width = 0.5;
     fine.fft.min_boxes = 8;
