@@ -175,7 +175,7 @@ static void write_trace(void *user, int iteration, double seconds, double E, int
   double now = t->seconds0 + seconds;
   if (t->file)
     fprintf(t->file, "%d,%.6f,%.12g,%d\n", t->iterations0 + iteration, now, E, t->evaluations0 + evaluations);
-  if (t->lines && now - t->last_line >= 2.0) {
+  if (t->lines && now - t->last_line >= 2.0 && isfinite(E)) {
     t->last_line = now;
     fprintf(stderr, "nlembed %s: iteration %d, E %.8g, step %.3g, %d evaluations, %.1f s\n", t->env->command,
             t->iterations0 + iteration, E, step, t->evaluations0 + evaluations, now);
@@ -644,6 +644,9 @@ int cmd_embed(int argc, char **argv, const char *name) {
   if (trace_file || trace_state.lines) {
     oo.trace = write_trace;
     oo.trace_user = &trace_state;
+    /* a fixed-rate run computes E only for what is shown: every iteration
+     * for a --trace file, every 25th for the progress lines */
+    oo.energy_every = trace_file ? 1 : 25;
   }
   if (!rc && !s) s = nle_opt_new(env.ctx, model, W, &oo, &opt);
   double l1 = NAN, u1 = NAN;

@@ -653,10 +653,15 @@ typedef struct {
                             first this many iterations (0, the default: set
                             from the start); the line-search optimisers
                             re-evaluate E at X at each new accuracy */
+  int energy_every;      /* fixed-rate runs: E at every this many iterations
+                            (0, the default: at the start and the end only);
+                            it needs a log1p per W+ entry, a third of a
+                            t-SNE iteration, and the steps do not use it */
   /* Called after every iteration with the iteration count, the seconds
    * since the run started, E (with the exaggeration of a fixed-rate run's
-   * early phase), the evaluations so far and the accepted step (the
-   * learning rate for a fixed-rate run); NULL (default) for none. */
+   * early phase; NaN on the iterations energy_every skips), the evaluations
+   * so far and the accepted step (the learning rate for a fixed-rate run);
+   * NULL (default) for none. */
   void (*trace)(void *user, int iteration, double seconds, double E, int evaluations, double step);
   void *trace_user;
 } nle_opt_opts;

@@ -620,6 +620,11 @@ static void homotopy_path(void) {
 /* Gradient descent as t-SNE users run it: rate max(N/12, 200), momentum,
  * gains, early exaggeration 12 for 100 iterations, then 300 more; the
  * clusters come out separated and E (without exaggeration) below its start. */
+static void count_energies(void *user, int iteration, double seconds, double E, int evaluations, double step) {
+  (void)iteration, (void)seconds, (void)evaluations, (void)step;
+  *(int *)user += isfinite(E) != 0;
+}
+
 static void tsne_style_gd(void) {
   nle_ctx *ctx = test_ctx(3);
   nle_dataset *ds;
@@ -648,8 +653,29 @@ static void tsne_style_gd(void) {
   double e_again;
   nle_test_ok(nle_model_eval(ctx, m, X, &e_again, NULL)); /* exaggeration was restored */
   nle_test(e_again == rep.E);
-  oo.kind = NLE_OPT_SD; /* a rate needs gradient descent */
+  /* E on every iteration or only at the start and end: the same steps, bit
+   * for bit, and the trace sees E only where it was computed */
+  int energies[2] = {0, 0};
+  for (int every = 0; every <= 1; every++) {
+    nle_opt_opts oe = oo;
+    oe.energy_every = every;
+    oe.trace = count_energies;
+    oe.trace_user = &energies[every];
+    nle_opt *o2;
+    nle_test_ok(nle_opt_new(ctx, m, P, &oe, &o2));
+    nle_matd *X2 = random_x(500, 2, 1e-4, 91);
+    nle_opt_report r2;
+    nle_test(nle_opt_run(ctx, o2, X2, &r2) >= 0 && r2.E == rep.E && !memcmp(X2->data, X->data, 1000 * sizeof(double)));
+    nle_matd_free(&X2);
+    nle_opt_free(&o2);
+  }
+  if (!nle_test(energies[0] == 1 && energies[1] == 400)) /* every 0: the first iteration's E alone */
+    printf("  finite energies in the trace: %d and %d\n", energies[0], energies[1]);
+  oo.energy_every = -1;
   nle_opt *bad = NULL;
+  nle_test(nle_opt_new(ctx, m, P, &oo, &bad) == NLE_ERR_ARG && bad == NULL);
+  oo.energy_every = 0;
+  oo.kind = NLE_OPT_SD; /* a rate needs gradient descent */
   nle_test(nle_opt_new(ctx, m, P, &oo, &bad) == NLE_ERR_ARG && bad == NULL);
   nle_matd_free(&X);
   nle_opt_free(&opt);

@@ -43,6 +43,7 @@ struct nle_model {
   size_t nf;
   double *channel_q, *channel_phi; /* FFT: one batch of charges and sums */
   double accuracy;     /* schedule position in [0, 1] (1: the spec's setting) */
+  int skip_energy;     /* nle__model_want_energy(m, 0): gradient only */
 };
 
 enum { REP_BLOCK = 64 };
@@ -232,6 +233,7 @@ static double attract_row(const nle_model *m, const nle_csr *W, const double *wv
     }
   }
   double e = 0.0;
+  if (m->skip_energy) return 0.0;
   if (m->student)
     for (size_t q = 0; q < len; q++) e += w[q] * log1p(d2[q]);
   else
@@ -586,7 +588,7 @@ nle_status nle_model_eval(nle_ctx *ctx, nle_model *m, const nle_matd *X, double 
     double e_att = 0.0;
     for (size_t b = 0; !s && b < ablocks; b++) e_att += e_block[b];
     free(e_block);
-    if (!s) *E = m->exaggeration * e_att + e_rep;
+    if (!s) *E = m->skip_energy ? NAN : m->exaggeration * e_att + e_rep;
   }
   m->last_valid = 0;
   if (!s && m->last_x && m->last_dim == d) {
@@ -615,6 +617,8 @@ nle_status nle_model_set_accuracy(nle_ctx *ctx, nle_model *m, double t) {
 double nle_model_accuracy(const nle_model *m) { return m->accuracy; }
 
 nle_repulsion nle_model_engine(const nle_model *m) { return m->spec.engine; }
+
+void nle__model_want_energy(nle_model *m, int want) { m->skip_energy = !want; }
 
 nle_status nle_model_set_exaggeration(nle_ctx *ctx, nle_model *m, double alpha) {
   if (!(alpha >= 1.0) || !isfinite(alpha))

@@ -24,6 +24,10 @@ nle_status nle__opt_checkpoint(nle_ctx *ctx, nle_opt *opt, const nle_matd *X);
 /* SD-: the psd diagonal blocks of the repulsive Hessian at X (dissertation
  * sec. 3.3): prepare computes the normalisers at X, apply gives
  * out_i = 8 L^xx_ii V_i for every dimension i. */
+/* Whether nle_model_eval computes the attractive energy (default 1). The
+ * fixed-rate optimiser needs only the gradient on most iterations; without
+ * the energy E is NaN and the log1p pass over W+ is skipped. */
+void nle__model_want_energy(nle_model *m, int want);
 nle_status nle__model_curvature_prepare(nle_ctx *ctx, nle_model *m, const nle_matd *X);
 nle_status nle__model_curvature_apply(nle_ctx *ctx, nle_model *m, const nle_matd *X, const nle_matd *V,
                                       nle_matd *out);

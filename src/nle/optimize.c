@@ -33,6 +33,7 @@ void nle_opt_opts_init(nle_opt_opts *o) {
   o->sdm_tol = 0.1;
   o->sdm_iters = 50;
   o->accuracy_iters = 0;
+  o->energy_every = 0;
   o->trace = NULL;
   o->trace_user = NULL;
 }
@@ -169,9 +170,9 @@ nle_status nle_opt_new(nle_ctx *ctx, nle_model *model, const nle_csr *Wp, const 
     opts = &defaults;
   }
   if (opts->learning_rate < 0 || !(opts->momentum >= 0 && opts->momentum < 1) || !(opts->exaggeration >= 1) ||
-      opts->exaggeration_iters < 0 || (opts->learning_rate > 0 && opts->kind != NLE_OPT_GD))
+      opts->exaggeration_iters < 0 || opts->energy_every < 0 || (opts->learning_rate > 0 && opts->kind != NLE_OPT_GD))
     return nle__fail(ctx, NLE_ERR_ARG, "optimiser: a learning rate goes with gradient descent; momentum in [0, 1), "
-                                       "exaggeration >= 1");
+                                       "exaggeration >= 1, energy_every >= 0");
   if ((unsigned)opts->kind > NLE_OPT_SDM || opts->kappa < 0 || opts->memory < 1 || opts->max_iters < 0 || !(opts->tol >= 0) ||
       !(opts->c1 > 0 && opts->c1 < 1) || !(opts->shrink > 0 && opts->shrink < 1) || !(opts->sdm_tol > 0) ||
       opts->sdm_iters < 1)
@@ -389,7 +390,10 @@ static nle_status run_momentum(nle_ctx *ctx, nle_opt *o, nle_model *model, nle_m
     int it = rep->iterations;
     schedule_accuracy(ctx, o, it);
     s = nle_model_set_exaggeration(ctx, model, it < o->o.exaggeration_iters ? o->o.exaggeration : 1.0);
+    /* E only where it is reported: the start and the trace */
+    nle__model_want_energy(model, it == 0 || (o->o.energy_every > 0 && it % o->o.energy_every == 0));
     if (!s) s = nle_model_eval(ctx, model, X, &E, G);
+    nle__model_want_energy(model, 1);
     if (s) break;
     if (it == 0) rep->E0 = E;
     if (max_abs(G) <= o->o.grad_tol) {
