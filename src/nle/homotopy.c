@@ -164,22 +164,10 @@ nle_status nle_ee_lambda_bounds_features(nle_ctx *ctx, const nle_csr *Wp, const 
   double ep[2];
   nle_status s = nle_laplacian_smallest(ctx, Wp, 0, 2, ep, NULL);
   if (s) return s;
-  double *mean = nle__calloc(ctx, nf, sizeof(double), "feature means");
-  double *sq = nle__malloc(ctx, n * sizeof(double), "feature norms");
-  if (!mean || !sq) {
-    free(mean);
-    free(sq);
-    return NLE_ERR_NOMEM;
-  }
-  for (size_t i = 0; i < n; i++)
-    for (size_t c = 0; c < nf; c++) mean[c] += F->data[i * nf + c] / (double)n;
-  double sum_sq = 0.0;
-  for (size_t i = 0; i < n; i++) {
-    double a = 0.0;
-    for (size_t c = 0; c < nf; c++) a += pow((double)F->data[i * nf + c] - mean[c], 2);
-    sq[i] = a;
-    sum_sq += a;
-  }
+  double *sq = NULL, sum_sq = 0.0;
+  s = nle__centre_features(ctx, F, NULL, &sq);
+  if (s) return s;
+  for (size_t i = 0; i < n; i++) sum_sq += sq[i];
   /* sum_m |f_n - f_m|^2 = N a_n + sum a - 2 f_n . sum f, and sum f = 0 */
   double max_deg = 0.0, diag_ratio = INFINITY;
   for (size_t i = 0; i < n; i++) {
@@ -189,7 +177,6 @@ nle_status nle_ee_lambda_bounds_features(nle_ctx *ctx, const nle_csr *Wp, const 
     max_deg = fmax(max_deg, dm);
     if (dm > 0) diag_ratio = fmin(diag_ratio, dp / dm);
   }
-  free(mean);
   free(sq);
   /* W+ is sparse and W- dense, so the pair term min w+/w- is 0. */
   *l1 = max_deg > 0 ? ep[1] / (2.0 * max_deg) : 0.0;

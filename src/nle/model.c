@@ -71,15 +71,15 @@ static nle_status double_values(nle_ctx *ctx, const nle_csr *W, const double **v
   return NLE_OK;
 }
 
-/* The features about their mean, in double, and their squared norms. */
-static nle_status centre_features(nle_ctx *ctx, nle_model *m, const nle_matf *F) {
+nle_status nle__centre_features(nle_ctx *ctx, const nle_matf *F, double **centred, double **sq_norms) {
   size_t n = F->rows, nf = F->cols;
-  m->nf = nf;
-  m->feat = nle__malloc(ctx, n * nf * sizeof(double), "W- features");
-  m->feat_sq = nle__malloc(ctx, n * sizeof(double), "W- features");
+  if (centred) *centred = nle__malloc(ctx, n * nf * sizeof(double), "W- features");
+  *sq_norms = nle__malloc(ctx, n * sizeof(double), "W- features");
   double *mean = nle__calloc(ctx, nf, sizeof(double), "W- features");
-  if (!m->feat || !m->feat_sq || !mean) {
+  if ((centred && !*centred) || !*sq_norms || !mean) {
     free(mean);
+    if (centred) free(*centred), *centred = NULL;
+    free(*sq_norms), *sq_norms = NULL;
     return NLE_ERR_NOMEM;
   }
   for (size_t i = 0; i < n; i++)
@@ -89,10 +89,10 @@ static nle_status centre_features(nle_ctx *ctx, nle_model *m, const nle_matf *F)
     double a = 0.0;
     for (size_t c = 0; c < nf; c++) {
       double f = (double)F->data[i * nf + c] - mean[c];
-      m->feat[i * nf + c] = f;
+      if (centred) (*centred)[i * nf + c] = f;
       a += f * f;
     }
-    m->feat_sq[i] = a;
+    (*sq_norms)[i] = a;
   }
   free(mean);
   return NLE_OK;
@@ -155,7 +155,8 @@ nle_status nle_model_new(nle_ctx *ctx, const nle_model_spec *spec, nle_model **m
   if (!s) s = double_values(ctx, W, &m->wp_val, &m->wp_copy);
   if (!s && unnormalised && spec->wneg == NLE_WNEG_SQDIST && sq_feat) {
     m->spec.Wneg_dense = NULL;
-    s = centre_features(ctx, m, Ft);
+    m->nf = Ft->cols;
+    s = nle__centre_features(ctx, Ft, &m->feat, &m->feat_sq);
   }
   if (!s && m->WpT) s = double_values(ctx, m->WpT, &m->wpt_val, &m->wpt_copy);
   for (int64_t i = 0; !s && i < m->n; i++) {
@@ -232,8 +233,8 @@ static double attract_row(const nle_model *m, const nle_csr *W, const double *wv
       for (size_t t = 0; t < d; t++) g[t] += c * (xn[t] - xm[t]);
     }
   }
-  double e = 0.0;
   if (m->skip_energy) return 0.0;
+  double e = 0.0;
   if (m->student)
     for (size_t q = 0; q < len; q++) e += w[q] * log1p(d2[q]);
   else

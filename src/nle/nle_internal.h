@@ -24,6 +24,9 @@ nle_status nle__opt_checkpoint(nle_ctx *ctx, nle_opt *opt, const nle_matd *X);
 /* SD-: the psd diagonal blocks of the repulsive Hessian at X (dissertation
  * sec. 3.3): prepare computes the normalisers at X, apply gives
  * out_i = 8 L^xx_ii V_i for every dimension i. */
+/* Features for squared-distance W-: about their mean (into *centred, N x
+ * D', unless centred is NULL) and their squared norms (N). */
+nle_status nle__centre_features(nle_ctx *ctx, const nle_matf *F, double **centred, double **sq_norms);
 /* Whether nle_model_eval computes the attractive energy (default 1). The
  * fixed-rate optimiser needs only the gradient on most iterations; without
  * the energy E is NaN and the log1p pass over W+ is skipped. */
