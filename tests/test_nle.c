@@ -1049,6 +1049,29 @@ static void oos_trained_maps(void) {
 }
 
 
+/* SD runs of `exact` and `fast` (models of one objective) from the same
+ * small random start, 200 iterations each, both ends scored by `exact`:
+ * whether they are within 1%. */
+static int same_optimum(nle_ctx *ctx, nle_model *exact, nle_model *fast, const nle_csr *P, size_t n, uint64_t seed) {
+  nle_opt_opts oo;
+  nle_opt_opts_init(&oo);
+  oo.max_iters = 200;
+  double final[2];
+  for (int k = 0; k < 2; k++) {
+    nle_opt *opt;
+    nle_test_ok(nle_opt_new(ctx, k ? fast : exact, P, &oo, &opt));
+    nle_matd *Y0 = random_x(n, 2, 1e-3, seed);
+    nle_opt_report rep;
+    if (!nle_test(nle_opt_run(ctx, opt, Y0, &rep) >= 0)) printf("  %s\n", nle_ctx_error(ctx));
+    nle_test_ok(nle_model_eval(ctx, exact, Y0, &final[k], NULL));
+    nle_matd_free(&Y0);
+    nle_opt_free(&opt);
+  }
+  int close = fabs(final[1] - final[0]) <= 1e-2 * fabs(final[0]);
+  if (!close) printf("  exact-engine run E %.10g, fast-engine run E %.10g\n", final[0], final[1]);
+  return close;
+}
+
 /* The fast engines (Barnes-Hut at theta 0.2, FFT interpolation at its
  * defaults): E and the gradient within their stated accuracy of the exact
  * engine for t-SNE, s-SNE, EE and t-EE (uniform W-), and further at the
@@ -1101,24 +1124,8 @@ static void fast_engines(nle_repulsion engine) {
       printf("  engine %d, model %d: E %.10g vs %.10g, gradient error %.3g\n", engine, kinds[c], Eb, Ee,
              sqrt(num / den));
     /* Optimised with each engine from the same small start. */
-    nle_opt_opts oo;
-    nle_opt_opts_init(&oo);
-    oo.max_iters = 200;
-    double final[2];
-    for (int k = 0; k < 2; k++) {
-      nle_model *m = k ? mb : me;
-      nle_opt *opt;
-      nle_test_ok(nle_opt_new(ctx, m, P, &oo, &opt));
-      nle_matd *Y0 = random_x(600, 2, 1e-3, 96);
-      nle_opt_report rep;
-      nle_test(nle_opt_run(ctx, opt, Y0, &rep) >= 0);
-      nle_test_ok(nle_model_eval(ctx, me, Y0, &final[k], NULL)); /* both scored exactly */
-      nle_matd_free(&Y0);
-      nle_opt_free(&opt);
-    }
-    if (!nle_test(fabs(final[1] - final[0]) <= 1e-2 * fabs(final[0])))
-      printf("  engine %d, model %d: exact-engine run E %.10g, fast-engine run E %.10g\n", engine, kinds[c], final[0],
-             final[1]);
+    if (!nle_test(same_optimum(ctx, me, mb, P, 600, 96)))
+      printf("  engine %d, model %d: the runs end apart (above)\n", engine, kinds[c]);
     nle_matd_free(&Ge);
     nle_matd_free(&Gb);
     nle_matd_free(&X);
@@ -1233,23 +1240,8 @@ static void sqdist_wneg_engines(void) {
     if (!ok || getenv("NLE_TEST_VERBOSE"))
       printf("  model %d: E %.10g (dense) %.10g (features) %.10g (fft) %.10g (fine fft); gradient errors %.3g %.3g "
              "%.3g\n", kinds[c], E[0], E[1], E[2], E[3], err[1], err[2], err[3]);
-    nle_opt_opts oo;
-    nle_opt_opts_init(&oo);
-    oo.max_iters = 200;
-    double final[2];
-    for (int k = 0; k < 2; k++) {
-      nle_opt *opt;
-      nle_test_ok(nle_opt_new(ctx, k ? mt : md, P, &oo, &opt));
-      nle_matd *Y0 = random_x(600, 2, 1e-3, 98);
-      nle_opt_report rep;
-      nle_status rs = nle_opt_run(ctx, opt, Y0, &rep);
-      if (!nle_test(rs >= 0)) printf("  %s\n", nle_ctx_error(ctx));
-      nle_test_ok(nle_model_eval(ctx, md, Y0, &final[k], NULL)); /* both scored exactly */
-      nle_matd_free(&Y0);
-      nle_opt_free(&opt);
-    }
-    if (!nle_test(fabs(final[1] - final[0]) <= 1e-2 * fabs(final[0])))
-      printf("  model %d: exact run E %.10g, FFT run E %.10g\n", kinds[c], final[0], final[1]);
+    if (!nle_test(same_optimum(ctx, md, mt, P, 600, 98)))
+      printf("  model %d: the exact and FFT runs end apart (above)\n", kinds[c]);
     /* a map too wide for the grid is summed exactly */
     for (size_t i = 0; i < 1200; i++) X->data[i] *= 1e6;
     nle_test_ok(nle_model_eval(ctx, md, X, &E[0], G[0]));
