@@ -17,8 +17,9 @@ static const char *help =
     "  continuity       trustworthiness with data and embedding swapped\n"
     "  knn_accuracy     k-NN classifier accuracy, stratified 5-fold CV as\n"
     "                   sklearn's cross_val_score (needs labels)\n"
-    "The first three use a fixed random subsample of M points (cost O(M^2 D));\n"
-    "the accuracy uses every point.\n"
+    "The first three score a fixed random subsample of M points, each one's\n"
+    "neighbours and ranks taken among all N points (cost O(M N D)), so they\n"
+    "estimate the scores of all N; the accuracy uses every point.\n"
     "\n"
     "Options:\n"
     "  -o, --output FILE         also write the JSON line to FILE\n"
@@ -27,10 +28,13 @@ static const char *help =
     "                            10000; 0 = all)\n"
     "  --folds F                 cross-validation folds (default 5)\n"
     "  --cv-k K                  classifier neighbours (default 10)\n"
+    "  --within-subsample        neighbours and ranks among the subsample only, as\n"
+    "                            sklearn's trustworthiness(Y[s], X[s]) (cost\n"
+    "                            O(M^2 D); wider neighbourhoods, higher recall)\n"
     "  --save-subsample FILE     write the subsample's indices (.npy int32)\n"
     "\n" CLI_COMMON_HELP;
 
-enum { OPT_SUBSAMPLE = OPT_COMMAND_BASE, OPT_FOLDS, OPT_CVK, OPT_SAVE_SUB };
+enum { OPT_SUBSAMPLE = OPT_COMMAND_BASE, OPT_FOLDS, OPT_CVK, OPT_SAVE_SUB, OPT_WITHIN };
 
 static void json_number(char *buf, size_t len, double v) {
   if (isfinite(v)) snprintf(buf, len, "%.10f", v);
@@ -44,6 +48,7 @@ int cmd_metrics(int argc, char **argv) {
                                            {"folds", required_argument, 0, OPT_FOLDS},
                                            {"cv-k", required_argument, 0, OPT_CVK},
                                            {"save-subsample", required_argument, 0, OPT_SAVE_SUB},
+                                           {"within-subsample", no_argument, 0, OPT_WITHIN},
                                            CLI_COMMON_OPTIONS,
                                            {0, 0, 0, 0}};
   cli_env env;
@@ -73,6 +78,7 @@ int cmd_metrics(int argc, char **argv) {
       else env.rc = cli_usage_error("metrics", "--cv-k takes 1-10000");
       break;
     case OPT_SAVE_SUB: save_sub = optarg; break;
+    case OPT_WITHIN: o.within_subsample = 1; break;
     default: env.rc = 2; break;
     }
   }
@@ -122,11 +128,13 @@ int cmd_metrics(int argc, char **argv) {
     char accs[48] = "";
     if (isfinite(m->knn_accuracy)) snprintf(accs, sizeof accs, ", %d-NN accuracy %.3f", o.cv_k, m->knn_accuracy);
     snprintf(line, sizeof line,
-             "{\"command\": \"metrics\", \"n\": %lld, \"subsample\": %lld, \"k\": %d, \"recall\": %s, "
+             "{\"command\": \"metrics\", \"n\": %lld, \"subsample\": %lld, \"within_subsample\": %s, \"k\": %d, "
+             "\"recall\": %s, "
              "\"trustworthiness\": %s, \"continuity\": %s, \"knn_accuracy\": %s, \"cv_folds\": %d, \"cv_k\": %d, "
              "\"seed\": %llu, \"seconds\": %.3f, \"summary\": \"trustworthiness@%d %.3f, continuity %.3f, "
              "recall %.3f%s\"}\n",
-             (long long)m->n, (long long)m->subsample_n, m->k, rec, tr, co, acc, o.cv_folds, o.cv_k,
+             (long long)m->n, (long long)m->subsample_n, o.within_subsample && m->subsample_n < m->n ? "true" : "false",
+             m->k, rec, tr, co, acc, o.cv_folds, o.cv_k,
              (unsigned long long)nle_ctx_seed(env.ctx), t, m->k, m->trustworthiness, m->continuity, m->recall, accs);
     fputs(line, stdout);
     if (output) {

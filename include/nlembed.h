@@ -927,9 +927,14 @@ void nle_pca_model_free(nle_pca_model **model);
 
 typedef struct {
   int k;              /* neighbourhood size (default 10) */
-  int64_t subsample;  /* points used for recall, trustworthiness and continuity:
-                         0 = all, default 10000 (a fixed random subset, seeded
-                         by the context; the cost is O(M^2 D)) */
+  int64_t subsample;  /* points scored for recall, trustworthiness and
+                         continuity: 0 = all, default 10000 (a fixed random
+                         subset, seeded by the context); each one's neighbours
+                         and ranks are among all N points, so the scores
+                         estimate the N-point ones (cost O(M N D)) */
+  int within_subsample; /* 1: neighbours and ranks among the subsample only,
+                           as sklearn's trustworthiness(Y[s], X[s]) (cost
+                           O(M^2 D); scores differ from the N-point ones) */
   int cv_folds;       /* folds of the kNN classifier (default 5, >= 2) */
   int cv_k;           /* neighbours of the kNN classifier (default 10) */
 } nle_metrics_opts;

@@ -109,6 +109,8 @@ expect_ok knn_npy $N knn spiral:300 -k 3 -o "$T/g.npy" --quiet
 expect_ok metrics_json $N metrics swissroll:2000 "$T/sr.npy" -k 10 -o "$T/m.json" --quiet
 if grep -q '"trustworthiness": 0\.[0-9]' "$T/m.json" && grep -q '"knn_accuracy": 0\.[0-9]' "$T/m.json" && [ "$(wc -l < "$T/stdout")" -eq 1 ]; then
   ok metrics_json_line; else bad metrics_json_line "$(cat "$T/stdout")"; fi
+expect_ok metrics_within $N metrics swissroll:2000 "$T/sr.npy" -k 10 --subsample 500 --within-subsample --quiet
+if grep -q '"subsample": 500, "within_subsample": true' "$T/stdout"; then ok metrics_within_json; else bad metrics_within_json "$(cat "$T/stdout")"; fi
 expect_ok plot_png $N plot "$T/sr.npy" --labels "$T/sr_labels.npy" --info "$T/m.json" -o "$T/sr.png" --quiet
 if [ "$(head -c 8 "$T/sr.png" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ]; then ok plot_png_signature; else bad plot_png_signature "not a PNG"; fi
 expect_ok plot_svg $N plot "$T/sr.npy" -o "$T/sr.svg" --quiet

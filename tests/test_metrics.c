@@ -41,13 +41,16 @@ static int rp_cmp(const void *a, const void *b) {
   return x->i - y->i;
 }
 
-/* Full ranks by sorting every row: the textbook definition. */
-static double naive_trust(const double *Y, size_t D, const double *X, size_t d, size_t n, int k) {
+/* Full ranks by sorting every row: the textbook definitions, for the nq
+ * query rows `rows` (NULL: all n), neighbours and ranks among all n points;
+ * out = {trustworthiness, continuity, recall}. */
+static void naive_scores(const double *Y, size_t D, const double *X, size_t d, size_t n, const int64_t *rows,
+                         size_t nq, int k, double out[3]) {
   rp *ry = malloc(n * sizeof *ry), *rx = malloc(n * sizeof *rx);
-  int *rank = malloc(n * sizeof *rank);
-  double t = 0;
-  for (size_t i = 0; i < n; i++) {
-    size_t m = 0;
+  int *rank_y = malloc(n * sizeof *rank_y), *rank_x = malloc(n * sizeof *rank_x);
+  double t = 0, c = 0, hits = 0;
+  for (size_t q = 0; q < nq; q++) {
+    size_t i = rows ? (size_t)rows[q] : q, m = 0;
     for (size_t j = 0; j < n; j++) {
       if (j == i) continue;
       double sy = 0, sx = 0;
@@ -58,14 +61,76 @@ static double naive_trust(const double *Y, size_t D, const double *X, size_t d, 
     }
     qsort(ry, m, sizeof *ry, rp_cmp);
     qsort(rx, m, sizeof *rx, rp_cmp);
-    for (size_t r = 0; r < m; r++) rank[ry[r].i] = (int)r + 1;
-    for (int c = 0; c < k; c++)
-      if (rank[rx[c].i] > k) t += rank[rx[c].i] - k;
+    for (size_t r = 0; r < m; r++) {
+      rank_y[ry[r].i] = (int)r + 1;
+      rank_x[rx[r].i] = (int)r + 1;
+    }
+    for (int a = 0; a < k; a++) {
+      if (rank_y[rx[a].i] > k) t += rank_y[rx[a].i] - k;
+      if (rank_x[ry[a].i] > k) c += rank_x[ry[a].i] - k;
+      else hits++;
+    }
   }
   free(ry);
   free(rx);
-  free(rank);
-  return 1.0 - t * 2.0 / ((double)n * k * (2.0 * (double)n - 3.0 * k - 1.0));
+  free(rank_y);
+  free(rank_x);
+  double norm = 2.0 / ((double)nq * k * (2.0 * (double)n - 3.0 * k - 1.0));
+  out[0] = 1.0 - t * norm;
+  out[1] = 1.0 - c * norm;
+  out[2] = hits / ((double)nq * k);
+}
+
+static double naive_trust(const double *Y, size_t D, const double *X, size_t d, size_t n, int k) {
+  double sc[3];
+  naive_scores(Y, D, X, d, n, NULL, n, k, sc);
+  return sc[0];
+}
+
+/* A subsample's scores against the textbook ones: its points' neighbours
+ * and ranks among all points by default, among the subsample alone when
+ * asked. */
+static void subsample_scores(void) {
+  nle_ctx *ctx = test_ctx(2);
+  size_t n = 160, D = 5, d = 2, m = 45;
+  nle_matf *Yf = test_random_matf(n, D, 33);
+  nle_matd *Y, *X, *Ys, *Xs;
+  nle_test_ok(nle_matf_to_matd(ctx, Yf, &Y));
+  nle_test_ok(nle_matd_alloc(ctx, n, d, &X));
+  for (size_t i = 0; i < n; i++) {
+    X->data[i * 2] = Y->data[i * D] - 0.4 * Y->data[i * D + 4];
+    X->data[i * 2 + 1] = Y->data[i * D + 1] + 0.7 * Y->data[i * D + 2];
+  }
+  nle_metrics_opts o;
+  nle_metrics_opts_init(&o);
+  o.k = 7;
+  o.subsample = (int64_t)m;
+  nle_metrics *full, *within;
+  nle_test_ok(nle_metrics_compute(ctx, Yf, X, NULL, &o, &full));
+  o.within_subsample = 1;
+  nle_test_ok(nle_metrics_compute(ctx, Yf, X, NULL, &o, &within));
+  nle_test(full->subsample_n == (int64_t)m && !memcmp(full->subsample_idx, within->subsample_idx, m * sizeof(int64_t)));
+  double want[3];
+  naive_scores(Y->data, D, X->data, d, n, full->subsample_idx, m, o.k, want);
+  nle_test_rel(full->trustworthiness, want[0], 1e-12);
+  nle_test_rel(full->continuity, want[1], 1e-12);
+  nle_test_rel(full->recall, want[2], 1e-12);
+  nle_test_ok(nle_matd_select_rows(ctx, Y, full->subsample_idx, m, &Ys));
+  nle_test_ok(nle_matd_select_rows(ctx, X, full->subsample_idx, m, &Xs));
+  naive_scores(Ys->data, D, Xs->data, d, m, NULL, m, o.k, want);
+  nle_test_rel(within->trustworthiness, want[0], 1e-12);
+  nle_test_rel(within->continuity, want[1], 1e-12);
+  nle_test_rel(within->recall, want[2], 1e-12);
+  /* The two differ here: fewer points leave the neighbourhoods wider. */
+  nle_test(fabs(full->recall - within->recall) > 1e-3);
+  nle_metrics_free(&full);
+  nle_metrics_free(&within);
+  nle_matd_free(&Ys);
+  nle_matd_free(&Xs);
+  nle_matd_free(&Y);
+  nle_matd_free(&X);
+  nle_matf_free(&Yf);
+  nle_ctx_free(&ctx);
 }
 
 static void trust_vs_naive(void) {
@@ -178,6 +243,7 @@ static void recall_of_graphs(void) {
 
 const nle_test_case metrics_tests[] = {{"metrics/hand_case", hand_case},
                                        {"metrics/trust_vs_naive", trust_vs_naive},
+                                       {"metrics/subsample_scores", subsample_scores},
                                        {"metrics/stratified_folds", stratified_folds},
                                        {"metrics/knn_accuracy", knn_accuracy},
                                        {"metrics/recall_of_graphs", recall_of_graphs},

@@ -12,21 +12,22 @@
 
 enum { QUERY_BLOCK = 32 };
 
-/* Squared distances from rows [r0, r0+b) of A to all rows of A (m x d). */
-static void gemm_distances(const double *A, const double *sqnorm, size_t m, size_t d, size_t r0, size_t b,
-                           double *out) {
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)b, (int)m, (int)d, -2.0, A + r0 * d, (int)d, A,
-              (int)d, 0.0, out, (int)m);
+/* Squared distances from the b rows of Q (b x d, squared norms qnorm) to
+ * all m rows of A. */
+static void gemm_distances(const double *Q, const double *qnorm, size_t b, const double *A, const double *sqnorm,
+                           size_t m, size_t d, double *out) {
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)b, (int)m, (int)d, -2.0, Q, (int)d, A, (int)d, 0.0,
+              out, (int)m);
   for (size_t i = 0; i < b; i++)
     for (size_t j = 0; j < m; j++) {
-      double v = out[i * m + j] + sqnorm[r0 + i] + sqnorm[j];
+      double v = out[i * m + j] + qnorm[i] + sqnorm[j];
       out[i * m + j] = v < 0.0 ? 0.0 : v;
     }
 }
 
-static void direct_distances(const double *A, size_t m, size_t d, size_t r0, size_t b, double *out) {
+static void direct_distances(const double *A, size_t m, size_t d, const int64_t *rows, size_t b, double *out) {
   for (size_t i = 0; i < b; i++) {
-    const double *a = A + (r0 + i) * d;
+    const double *a = A + (size_t)rows[i] * d;
     for (size_t j = 0; j < m; j++) {
       const double *c = A + j * d;
       double s = 0.0;
@@ -75,72 +76,94 @@ typedef struct {
 } scores;
 
 typedef struct {
-  const nle_matd *Y, *X;
+  const nle_matd *Y, *X; /* the reference points: data and embedding */
   const double *sqnorm;
+  const int64_t *queries; /* rows of Y and X scored */
+  size_t nq;
   int k;
-  double *per_row; /* recall, trust excess, continuity excess per point */
+  double *per_row; /* recall, trust excess, continuity excess per query */
 } score_job;
 
-/* Scores of one block of query points; scratch holds both distance blocks
- * and the two neighbour lists. */
+/* Scores of one block of query points against every reference point;
+ * scratch holds both distance blocks, the block's data rows and norms and
+ * the two neighbour lists. */
 static int score_block(void *job, size_t b, void *scratch) {
   const score_job *j = job;
-  size_t m = j->Y->rows, D = j->Y->cols, d = j->X->cols, r0 = b * QUERY_BLOCK;
-  size_t nb = m - r0 < QUERY_BLOCK ? m - r0 : QUERY_BLOCK;
+  size_t m = j->Y->rows, D = j->Y->cols, d = j->X->cols, q0 = b * QUERY_BLOCK;
+  size_t nb = j->nq - q0 < QUERY_BLOCK ? j->nq - q0 : QUERY_BLOCK;
+  const int64_t *rows = j->queries + q0;
   int k = j->k;
-  double *dy = scratch, *dx = dy + (size_t)QUERY_BLOCK * m;
-  nle__pair *ny = (nle__pair *)(dx + (size_t)QUERY_BLOCK * m), *nx = ny + k;
-  gemm_distances(j->Y->data, j->sqnorm, m, D, r0, nb, dy);
-  direct_distances(j->X->data, m, d, r0, nb, dx);
+  double *dy = scratch, *dx = dy + (size_t)QUERY_BLOCK * m, *qy = dx + (size_t)QUERY_BLOCK * m;
+  double *qnorm = qy + (size_t)QUERY_BLOCK * D;
+  nle__pair *ny = (nle__pair *)(qnorm + QUERY_BLOCK), *nx = ny + k;
   for (size_t q = 0; q < nb; q++) {
-    size_t i = r0 + q;
+    memcpy(qy + q * D, j->Y->data + (size_t)rows[q] * D, D * sizeof(double));
+    qnorm[q] = j->sqnorm[rows[q]];
+  }
+  gemm_distances(qy, qnorm, nb, j->Y->data, j->sqnorm, m, D, dy);
+  direct_distances(j->X->data, m, d, rows, nb, dx);
+  for (size_t q = 0; q < nb; q++) {
+    size_t i = (size_t)rows[q];
     const double *rowy = dy + q * m, *rowx = dx + q * m;
     row_knn(rowy, m, i, k, ny);
     row_knn(rowx, m, i, k, nx);
     int common = 0;
     for (int c = 0; c < k; c++) common += contains(ny, k, nx[c].i);
-    j->per_row[3 * i] = (double)common / k;
-    j->per_row[3 * i + 1] = rank_excess(rowy, m, i, k, nx, ny);
-    j->per_row[3 * i + 2] = rank_excess(rowx, m, i, k, ny, nx);
+    double *out = j->per_row + 3 * (q0 + q);
+    out[0] = (double)common / k;
+    out[1] = rank_excess(rowy, m, i, k, nx, ny);
+    out[2] = rank_excess(rowx, m, i, k, ny, nx);
   }
   return 0;
 }
 
-/* Y: data (m x D), X: embedding (m x d), both double. */
-static nle_status neighbourhood_scores(nle_ctx *ctx, const nle_matd *Y, const nle_matd *X, int k, scores *out) {
+/* Y: data (m x D), X: embedding (m x d), both double; the scores of the nq
+ * query rows (NULL: all m), each point's neighbours and ranks taken among
+ * all m. Trustworthiness's normalisation is the full set's, so the mean over
+ * a random subset of queries estimates the m-point score without bias. */
+static nle_status neighbourhood_scores(nle_ctx *ctx, const nle_matd *Y, const nle_matd *X, const int64_t *queries,
+                                       size_t nq, int k, scores *out) {
   size_t m = Y->rows, D = Y->cols, d = X->cols;
-  nle_status s = nle__check_memory(ctx, (double)nle_ctx_threads(ctx) * QUERY_BLOCK * (double)m * 16 +
-                                            (double)m * 24, "neighbourhood scores");
+  nle_status s = nle__check_memory(ctx, (double)nle_ctx_threads(ctx) * QUERY_BLOCK * ((double)m * 16 + (double)D * 8) +
+                                            (double)m * 16 + (double)nq * 24, "neighbourhood scores");
   if (s) return s;
   double *sqnorm = nle__malloc(ctx, m * sizeof(double), "squared norms");
-  double *per_row = nle__calloc(ctx, 3 * m, sizeof(double), "per-point scores");
-  if (!sqnorm || !per_row) {
+  double *per_row = nle__calloc(ctx, 3 * nq, sizeof(double), "per-point scores");
+  int64_t *all = queries ? NULL : nle__malloc(ctx, m * sizeof(int64_t), "query rows");
+  if (!sqnorm || !per_row || (!queries && !all)) {
     free(sqnorm);
     free(per_row);
+    free(all);
     return NLE_ERR_NOMEM;
   }
+  if (!queries) {
+    for (size_t i = 0; i < m; i++) all[i] = (int64_t)i;
+    queries = all;
+  }
   for (size_t i = 0; i < m; i++) sqnorm[i] = cblas_ddot((int)D, Y->data + i * D, 1, Y->data + i * D, 1);
-  score_job job = {Y, X, sqnorm, k, per_row};
-  size_t nblocks = (m + QUERY_BLOCK - 1) / QUERY_BLOCK;
-  int threads = nle__threads_for(ctx, (double)m * (double)m * (double)(D + d));
+  score_job job = {Y, X, sqnorm, queries, nq, k, per_row};
+  size_t nblocks = (nq + QUERY_BLOCK - 1) / QUERY_BLOCK;
+  int threads = nle__threads_for(ctx, (double)nq * (double)m * (double)(D + d));
   s = nle__for_blocks(ctx, "neighbourhood scores", nblocks, threads,
-                      2 * (size_t)QUERY_BLOCK * m * sizeof(double) + 2 * (size_t)k * sizeof(nle__pair), score_block,
-                      &job);
+                      (2 * (size_t)QUERY_BLOCK * m + (size_t)QUERY_BLOCK * (D + 1)) * sizeof(double) +
+                          2 * (size_t)k * sizeof(nle__pair),
+                      score_block, &job);
   free(sqnorm);
+  free(all);
   if (s) {
     free(per_row);
     return s;
   }
-  /* Summed in index order, so the result does not depend on the threads. */
+  /* Summed in query order, so the result does not depend on the threads. */
   double recall = 0.0, t = 0.0, c = 0.0;
-  for (size_t i = 0; i < m; i++) {
+  for (size_t i = 0; i < nq; i++) {
     recall += per_row[3 * i];
     t += per_row[3 * i + 1];
     c += per_row[3 * i + 2];
   }
   free(per_row);
-  double nn = (double)m, kk = (double)k, norm = 2.0 / (nn * kk * (2.0 * nn - 3.0 * kk - 1.0));
-  out->recall = recall / nn;
+  double nn = (double)m, kk = (double)k, norm = 2.0 / ((double)nq * kk * (2.0 * nn - 3.0 * kk - 1.0));
+  out->recall = recall / (double)nq;
   out->trust = 1.0 - t * norm;
   out->cont = 1.0 - c * norm;
   return NLE_OK;
@@ -159,7 +182,7 @@ nle_status nle_trustworthiness(nle_ctx *ctx, const nle_matd *Y, const nle_matd *
   nle_status s = check_k(ctx, Y->rows, k);
   if (s) return s;
   scores sc;
-  s = neighbourhood_scores(ctx, Y, X, k, &sc);
+  s = neighbourhood_scores(ctx, Y, X, NULL, Y->rows, k, &sc);
   if (!s) *out = sc.trust;
   return s;
 }
@@ -167,6 +190,7 @@ nle_status nle_trustworthiness(nle_ctx *ctx, const nle_matd *Y, const nle_matd *
 void nle_metrics_opts_init(nle_metrics_opts *o) {
   o->k = 10;
   o->subsample = 10000;
+  o->within_subsample = 0;
   o->cv_folds = 5;
   o->cv_k = 10;
 }
@@ -194,7 +218,8 @@ nle_status nle_metrics_compute(nle_ctx *ctx, const nle_matf *Y, const nle_matd *
     return nle__fail(ctx, NLE_ERR_ARG, "metrics: %zu data points but %zu embedded points", Y->rows, X->rows);
   size_t n = Y->rows;
   size_t m = (opts->subsample <= 0 || (size_t)opts->subsample >= n) ? n : (size_t)opts->subsample;
-  nle_status s = check_k(ctx, m, opts->k);
+  int within = opts->within_subsample && m < n;
+  nle_status s = check_k(ctx, within ? m : n, opts->k);
   if (s) return s;
   nle_metrics *r = nle__calloc(ctx, 1, sizeof *r, "metrics");
   if (!r) return NLE_ERR_NOMEM;
@@ -203,22 +228,28 @@ nle_status nle_metrics_compute(nle_ctx *ctx, const nle_matf *Y, const nle_matd *
   r->k = opts->k;
   r->knn_accuracy = NAN;
   r->subsample_idx = nle__malloc(ctx, m * sizeof(int64_t), "the subsample");
+  /* The data in double (all of it, or the subsample's rows when the scores
+   * stay within it); the embedding likewise. */
+  size_t rows = within ? m : n;
   nle_matd *ys = NULL, *xs = NULL;
   if (!r->subsample_idx) s = NLE_ERR_NOMEM;
   if (!s) {
     nle_rng rng;
     nle_rng_init(&rng, nle_ctx_seed(ctx), SUBSAMPLE_STREAM);
     nle_rng_sample(&rng, (int64_t)n, (int64_t)m, r->subsample_idx);
-    s = nle_matd_alloc(ctx, m, Y->cols, &ys);
+    s = nle_matd_alloc(ctx, rows, Y->cols, &ys);
   }
   if (!s) {
-    for (size_t i = 0; i < m; i++)
-      for (size_t j = 0; j < Y->cols; j++) ys->data[i * Y->cols + j] = Y->data[(size_t)r->subsample_idx[i] * Y->cols + j];
-    s = nle_matd_select_rows(ctx, X, r->subsample_idx, m, &xs);
+    for (size_t i = 0; i < rows; i++) {
+      size_t src = within ? (size_t)r->subsample_idx[i] : i;
+      for (size_t j = 0; j < Y->cols; j++) ys->data[i * Y->cols + j] = Y->data[src * Y->cols + j];
+    }
+    s = within ? nle_matd_select_rows(ctx, X, r->subsample_idx, m, &xs) : NLE_OK;
   }
   if (!s) {
     scores sc;
-    s = neighbourhood_scores(ctx, ys, xs, opts->k, &sc);
+    s = within ? neighbourhood_scores(ctx, ys, xs, NULL, m, opts->k, &sc)
+               : neighbourhood_scores(ctx, ys, X, m < n ? r->subsample_idx : NULL, m, opts->k, &sc);
     r->recall = sc.recall;
     r->trustworthiness = sc.trust;
     r->continuity = sc.cont;
