@@ -199,7 +199,15 @@ static int channel_block(void *job, size_t c, void *scratch) {
     const int32_t *first = j->first + m * d;
     const double *w = j->weights + m * d * g->p;
     double q = j->chan_charge[c] < 0 ? 1.0 : j->charges[m * j->nq + col];
-    FOR_STENCIL(g, first, w, buf[idx] += (float)(weight * q));
+    if (d == 2) { /* the usual case: p rows of p nodes */
+      size_t p = g->p, last = 2 * (g->pad[1] / 2 + 1);
+      for (size_t a = 0; a < p; a++) {
+        float *row = buf + ((size_t)first[0] + a) * last + (size_t)first[1];
+        double wa = w[a] * q;
+        for (size_t b = 0; b < p; b++) row[b] += (float)(wa * w[p + b]);
+      }
+    } else
+      FOR_STENCIL(g, first, w, buf[idx] += (float)(weight * q));
   }
   fftwf_complex *f = (fftwf_complex *)buf;
   const fftwf_complex *k = (const fftwf_complex *)j->kernel_hat[j->chan_kernel[c]];
@@ -231,7 +239,19 @@ static int gather_block(void *job, size_t b, void *scratch) {
       w = own_w;
     }
     double acc[MAX_CHANNELS] = {0};
-    FOR_STENCIL(g, first, w, for (size_t c = 0; c < j->nch; c++) acc[c] += weight * j->grid[c][idx]);
+    if (d == 2) {
+      size_t p = g->p, last = 2 * (g->pad[1] / 2 + 1);
+      for (size_t a = 0; a < p; a++) {
+        size_t base = ((size_t)first[0] + a) * last + (size_t)first[1];
+        for (size_t c = 0; c < j->nch; c++) {
+          const float *row = j->grid[c] + base;
+          double r = 0.0;
+          for (size_t b = 0; b < p; b++) r += w[p + b] * row[b];
+          acc[c] += w[a] * r;
+        }
+      }
+    } else
+      FOR_STENCIL(g, first, w, for (size_t c = 0; c < j->nch; c++) acc[c] += weight * j->grid[c][idx]);
     memcpy(j->phi + n * j->nch, acc, j->nch * sizeof(double));
   }
   return 0;
