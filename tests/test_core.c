@@ -1,5 +1,6 @@
 /* test_core.c — context, status codes, RNG, dense and CSR matrices. */
 #include "harness.h"
+#include "../src/core/internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -142,6 +143,88 @@ static void csr_transpose(void) {
   nle_ctx_free(&ctx);
 }
 
+/* Two grid graphs (20 x 20 and 15 x 15 points, 4-neighbour edges, each
+ * edge stored once: the order must use W + W^T) under shuffled labels: the
+ * locality order is a permutation, keeps each component contiguous, and
+ * puts every edge's ends within two breadth-first levels (at most 2 x 21
+ * positions) where the shuffle left them hundreds apart; the renumbered
+ * matrix holds W(order[i], order[j]). */
+static void csr_locality_order(void) {
+  nle_ctx *ctx = test_ctx(1);
+  enum { A = 20, B = 15, N = A * A + B * B };
+  int32_t label[N];
+  for (int i = 0; i < N; i++) label[i] = i;
+  nle_rng r;
+  nle_rng_init(&r, 9, 0);
+  for (int i = N - 1; i > 0; i--) {
+    int j = (int)nle_rng_below(&r, (uint64_t)i + 1), t = label[i];
+    label[i] = label[j];
+    label[j] = t;
+  }
+  /* grid point (side, offset, row, col) -> shuffled label */
+  int64_t nnz = 2 * (A * (A - 1)) + 2 * (B * (B - 1));
+  nle_csr *W;
+  nle_test_ok(nle_csr_alloc(ctx, N, N, nnz, NLE_F64, &W));
+  int64_t *count = calloc(N + 1, sizeof(int64_t));
+  int32_t (*edge)[2] = malloc((size_t)nnz * sizeof *edge);
+  int64_t e = 0;
+  int sides[2] = {A, B}, offsets[2] = {0, A * A};
+  for (int g = 0; g < 2; g++)
+    for (int i = 0; i < sides[g]; i++)
+      for (int j = 0; j < sides[g]; j++) {
+        int p = offsets[g] + i * sides[g] + j;
+        if (j + 1 < sides[g]) edge[e][0] = label[p], edge[e++][1] = label[p + 1];
+        if (i + 1 < sides[g]) edge[e][0] = label[p], edge[e++][1] = label[p + sides[g]];
+      }
+  nle_test(e == nnz);
+  for (int64_t q = 0; q < nnz; q++) count[edge[q][0] + 1]++;
+  for (int i = 0; i < N; i++) W->rowptr[i + 1] = W->rowptr[i] + count[i + 1];
+  memset(count, 0, (N + 1) * sizeof(int64_t));
+  for (int64_t q = 0; q < nnz; q++) {
+    int64_t at = W->rowptr[edge[q][0]] + count[edge[q][0]]++;
+    W->colind[at] = edge[q][1];
+    ((double *)W->val)[at] = (double)(edge[q][0] * 1000 + edge[q][1]);
+  }
+  int32_t *order, pos[N];
+  nle_test_ok(nle__csr_locality_order(ctx, W, &order));
+  for (int i = 0; i < N; i++) pos[i] = -1;
+  int perm = 1;
+  for (int i = 0; i < N; i++) {
+    perm &= order[i] >= 0 && order[i] < N && pos[order[i]] < 0;
+    if (perm) pos[order[i]] = i;
+  }
+  nle_test(perm);
+  int64_t widest = 0, widest_shuffled = 0;
+  for (int64_t q = 0; q < nnz; q++) {
+    int64_t a = llabs((int64_t)pos[edge[q][0]] - pos[edge[q][1]]), b = llabs((int64_t)edge[q][0] - edge[q][1]);
+    widest = a > widest ? a : widest;
+    widest_shuffled = b > widest_shuffled ? b : widest_shuffled;
+  }
+  if (!nle_test(widest <= 2 * (A + 1) && widest_shuffled > 200))
+    printf("  widest edge %lld positions (shuffled: %lld)\n", (long long)widest, (long long)widest_shuffled);
+  /* the 15 x 15 component occupies one contiguous run of positions */
+  int lo = N, hi = -1;
+  for (int p = A * A; p < N; p++) {
+    lo = pos[label[p]] < lo ? pos[label[p]] : lo;
+    hi = pos[label[p]] > hi ? pos[label[p]] : hi;
+  }
+  nle_test(hi - lo == B * B - 1);
+  nle_csr *P;
+  nle_test_ok(nle__csr_permute(ctx, W, order, &P));
+  nle_test_ok(nle_csr_validate(ctx, P));
+  int same = P->nnz == nnz;
+  for (int i = 0; i < N; i++)
+    for (int64_t q = P->rowptr[i]; q < P->rowptr[i + 1]; q++)
+      same &= nle_csr_value(P, q) == (double)(order[i] * 1000 + order[P->colind[q]]);
+  nle_test(same);
+  nle_csr_free(&P);
+  free(order);
+  free(count);
+  free(edge);
+  nle_csr_free(&W);
+  nle_ctx_free(&ctx);
+}
+
 const nle_test_case core_tests[] = {
     {"core/rng_reproducible", rng_reproducible},
     {"core/rng_distributions", rng_distributions},
@@ -150,4 +233,5 @@ const nle_test_case core_tests[] = {
     {"core/memory_cap", memory_cap},
     {"core/dense_select", dense_select},
     {"core/csr_transpose", csr_transpose},
+    {"core/csr_locality_order", csr_locality_order},
     {NULL, NULL}};

@@ -1289,11 +1289,56 @@ static void sqdist_wneg_engines(void) {
   nle_ctx_free(&ctx);
 }
 
+/* The fast engines' locality order (W+ renumbered by reverse Cuthill-McKee,
+ * the points swept in that order) changes only the order of summation: E
+ * and the gradient as without it, to rounding (Barnes-Hut, in double) or to
+ * the FFT grid's single precision. */
+static void locality_order_same_sums(void) {
+  nle_ctx *ctx = test_ctx(2);
+  nle_dataset *ds;
+  nle_test_ok(nle_dataset_read(ctx, "blobs:800:10:4", NULL, &ds));
+  nle_csr *P = entropic_p(ctx, ds->X, 15);
+  nle_matd *X = random_x(800, 2, 5.0, 41), *G0, *G1;
+  nle_test_ok(nle_matd_alloc(ctx, 800, 2, &G0));
+  nle_test_ok(nle_matd_alloc(ctx, 800, 2, &G1));
+  nle_model_kind kinds[] = {NLE_MODEL_TSNE, NLE_MODEL_EE};
+  nle_repulsion engines[] = {NLE_REPULSION_BH, NLE_REPULSION_FFT};
+  for (int c = 0; c < 2; c++)
+    for (int e = 0; e < 2; e++) {
+      double lambda = kinds[c] == NLE_MODEL_EE ? 1e-3 : 1.0;
+      nle_model_spec spec = {kinds[c], lambda, P, NLE_WNEG_UNIFORM, NULL, NULL, engines[e], 0.5, {0}, {0}, NULL};
+      nle_model *plain, *local;
+      nle_test_ok(nle_model_new(ctx, &spec, &plain));
+      nle_test_ok(nle_model_new(ctx, &spec, &local));
+      nle__model_set_locality_min(local, 0);
+      double E0, E1, num = 0, den = 0;
+      nle_test_ok(nle_model_eval(ctx, plain, X, &E0, G0));
+      nle_test_ok(nle_model_eval(ctx, local, X, &E1, G1));
+      for (size_t i = 0; i < 1600; i++) {
+        num += pow(G1->data[i] - G0->data[i], 2);
+        den += pow(G0->data[i], 2);
+      }
+      double tol = engines[e] == NLE_REPULSION_BH ? 1e-12 : 1e-5;
+      if (!nle_test(fabs(E1 - E0) <= tol * fabs(E0) && sqrt(num / den) <= tol && num > 0))
+        printf("  model %d engine %d: E %.15g vs %.15g, gradient difference %.3g\n", kinds[c], engines[e], E1, E0,
+               sqrt(num / den));
+      nle_model_free(&plain);
+      nle_model_free(&local);
+    }
+  nle_matd_free(&G0);
+  nle_matd_free(&G1);
+  nle_matd_free(&X);
+  nle_csr_free(&P);
+  nle_dataset_free(&ds);
+  nle_ctx_free(&ctx);
+}
+
 static void barnes_hut_engine(void) { fast_engines(NLE_REPULSION_BH); }
 static void fft_engine(void) { fast_engines(NLE_REPULSION_FFT); }
 static void fgt_engine(void) { fast_engines(NLE_REPULSION_FGT); }
 
 const nle_test_case nle_tests[] = {{"nle/barnes_hut_engine", barnes_hut_engine},
+                                   {"nle/locality_order_same_sums", locality_order_same_sums},
                                    {"nle/fft_engine", fft_engine},
                                    {"nle/fgt_engine", fgt_engine},
                                    {"nle/sqdist_wneg_engines", sqdist_wneg_engines},

@@ -31,6 +31,9 @@ nle_status nle__centre_features(nle_ctx *ctx, const nle_matf *F, double **centre
  * fixed-rate optimiser needs only the gradient on most iterations; without
  * the energy E is NaN and the log1p pass over W+ is skipped. */
 void nle__model_want_energy(nle_model *m, int want);
+/* The fast engines sweep the points in a locality order of W+ from this many
+ * points (default 20,000); tests set it to compare both ways. */
+void nle__model_set_locality_min(nle_model *m, int64_t points);
 nle_status nle__model_curvature_prepare(nle_ctx *ctx, nle_model *m, const nle_matd *X);
 nle_status nle__model_curvature_apply(nle_ctx *ctx, nle_model *m, const nle_matd *X, const nle_matd *V,
                                       nle_matd *out);
