@@ -186,7 +186,7 @@ static void csr_locality_order(void) {
     ((double *)W->val)[at] = (double)(edge[q][0] * 1000 + edge[q][1]);
   }
   int32_t *order, pos[N];
-  nle_test_ok(nle__csr_locality_order(ctx, W, &order));
+  nle_test_ok(nle__csr_locality_order(ctx, W, NULL, &order));
   for (int i = 0; i < N; i++) pos[i] = -1;
   int perm = 1;
   for (int i = 0; i < N; i++) {
@@ -209,6 +209,14 @@ static void csr_locality_order(void) {
     hi = pos[label[p]] > hi ? pos[label[p]] : hi;
   }
   nle_test(hi - lo == B * B - 1);
+  /* the caller's transpose gives the same order */
+  nle_csr *Wt;
+  int32_t *order2;
+  nle_test_ok(nle_csr_transpose(ctx, W, &Wt));
+  nle_test_ok(nle__csr_locality_order(ctx, W, Wt, &order2));
+  nle_test(!memcmp(order, order2, N * sizeof(int32_t)));
+  free(order2);
+  nle_csr_free(&Wt);
   nle_csr *P;
   nle_test_ok(nle__csr_permute(ctx, W, order, &P));
   nle_test_ok(nle_csr_validate(ctx, P));

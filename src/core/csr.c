@@ -125,13 +125,14 @@ static int32_t cuthill_mckee_component(const nle_csr *W, const nle_csr *Wt, int3
   return order[*len - 1];
 }
 
-nle_status nle__csr_locality_order(nle_ctx *ctx, const nle_csr *W, int32_t **order_out) {
+nle_status nle__csr_locality_order(nle_ctx *ctx, const nle_csr *W, const nle_csr *given_Wt, int32_t **order_out) {
   *order_out = NULL;
   if (W->rows != W->cols) return nle__fail(ctx, NLE_ERR_ARG, "locality order: the matrix must be square");
   size_t n = (size_t)W->rows;
-  nle_csr *Wt = NULL;
-  nle_status s = nle_csr_transpose(ctx, W, &Wt);
+  nle_csr *own_Wt = NULL;
+  nle_status s = given_Wt ? NLE_OK : nle_csr_transpose(ctx, W, &own_Wt);
   if (s) return s;
+  const nle_csr *Wt = given_Wt ? given_Wt : own_Wt;
   int64_t widest = 0;
   for (size_t i = 0; i < n; i++) {
     int64_t w = (W->rowptr[i + 1] - W->rowptr[i]) + (Wt->rowptr[i + 1] - Wt->rowptr[i]);
@@ -144,7 +145,7 @@ nle_status nle__csr_locality_order(nle_ctx *ctx, const nle_csr *W, int32_t **ord
     free(order);
     free(seen);
     free(sort);
-    nle_csr_free(&Wt);
+    nle_csr_free(&own_Wt);
     return NLE_ERR_NOMEM;
   }
   int64_t len = 0;
@@ -166,7 +167,7 @@ nle_status nle__csr_locality_order(nle_ctx *ctx, const nle_csr *W, int32_t **ord
   }
   free(seen);
   free(sort);
-  nle_csr_free(&Wt);
+  nle_csr_free(&own_Wt);
   *order_out = order;
   return NLE_OK;
 }

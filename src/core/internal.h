@@ -67,8 +67,9 @@ int nle__blas_set_threads(int threads); /* returns the previous setting */
 /* A locality order of the points of square W: reverse Cuthill-McKee over the
  * pattern of W + W^T, component by component, each from a pseudo-peripheral
  * point. order[i] is the point placed at position i; neighbours in W end up
- * at nearby positions, so sweeps over W's rows read nearby memory. */
-nle_status nle__csr_locality_order(nle_ctx *ctx, const nle_csr *W, int32_t **order);
+ * at nearby positions, so sweeps over W's rows read nearby memory. Wt: W's
+ * transpose where the caller has it (W itself when symmetric), else NULL. */
+nle_status nle__csr_locality_order(nle_ctx *ctx, const nle_csr *W, const nle_csr *Wt, int32_t **order);
 /* W with rows and columns renumbered: out(i, j) = W(order[i], order[j]), each
  * row's entries in W's order. The matrix must be square. */
 nle_status nle__csr_permute(nle_ctx *ctx, const nle_csr *W, const int32_t *order, nle_csr **out);
