@@ -143,29 +143,19 @@ static nle_status order_msp(nle_ctx *ctx, const nle_csr *g, int kappa, int64_t *
   return NLE_OK;
 }
 
-typedef struct {
-  double key;
-  int64_t i;
-} keyed;
-
-static int keyed_cmp(const void *x, const void *y) {
-  const keyed *a = x, *b = y;
-  if (a->key != b->key) return a->key < b->key ? -1 : 1;
-  return (a->i > b->i) - (a->i < b->i);
-}
 
 /* D_kappa: by increasing distance to the kappa-th neighbour, i.e. from dense
  * to sparse regions, where log beta falls steadily. Also the random order. */
 static nle_status order_sorted(nle_ctx *ctx, const nle_csr *g, int kappa, int random, int64_t *order,
                                int64_t *parent) {
   int64_t n = g->rows;
-  keyed *keys = nle__malloc(ctx, (size_t)n * sizeof(keyed), "order keys");
+  nle__pair *keys = nle__malloc(ctx, (size_t)n * sizeof(nle__pair), "order keys");
   if (!keys) return NLE_ERR_NOMEM;
   nle_rng rng;
   nle_rng_init(&rng, nle_ctx_seed(ctx), 0x6f72646572ULL);
   for (int64_t i = 0; i < n; i++)
-    keys[i] = (keyed){random ? nle_rng_uniform(&rng) : nle_csr_value(g, g->rowptr[i] + kappa - 1), i};
-  qsort(keys, (size_t)n, sizeof *keys, keyed_cmp);
+    keys[i] = (nle__pair){random ? nle_rng_uniform(&rng) : nle_csr_value(g, g->rowptr[i] + kappa - 1), i};
+  qsort(keys, (size_t)n, sizeof *keys, nle__pair_cmp);
   for (int64_t t = 0; t < n; t++) {
     order[t] = keys[t].i;
     parent[keys[t].i] = t ? keys[t - 1].i : -1;

@@ -87,24 +87,13 @@ nle_status nle_csr_validate(nle_ctx *ctx, const nle_csr *m) {
   return NLE_OK;
 }
 
-typedef struct {
-  int64_t degree;
-  int32_t point;
-} degree_point;
-
-static int degree_point_cmp(const void *a, const void *b) {
-  const degree_point *x = a, *y = b;
-  if (x->degree != y->degree) return x->degree < y->degree ? -1 : 1;
-  return (x->point > y->point) - (x->point < y->point);
-}
-
 /* Breadth-first search from `start` over the pattern of W + W^T (rows of W
  * and of Wt), appending the newly reached points to order[*len...], each
  * point's new neighbours by increasing degree (Cuthill and McKee 1969);
  * returns the last point reached (one of the farthest from start). `sort`
  * has room for a row of W plus one of Wt. */
 static int32_t cuthill_mckee_component(const nle_csr *W, const nle_csr *Wt, int32_t start, int32_t *order,
-                                       int64_t *len, uint8_t *seen, degree_point *sort) {
+                                       int64_t *len, uint8_t *seen, nle__pair *sort) {
   int64_t head = *len;
   order[(*len)++] = start;
   seen[start] = 1;
@@ -117,10 +106,10 @@ static int32_t cuthill_mckee_component(const nle_csr *W, const nle_csr *Wt, int3
         int32_t u = both[s]->colind[q];
         if (seen[u]) continue;
         seen[u] = 1;
-        sort[found++] = (degree_point){(W->rowptr[u + 1] - W->rowptr[u]) + (Wt->rowptr[u + 1] - Wt->rowptr[u]), u};
+        sort[found++] = (nle__pair){(double)((W->rowptr[u + 1] - W->rowptr[u]) + (Wt->rowptr[u + 1] - Wt->rowptr[u])), u};
       }
-    qsort(sort, found, sizeof *sort, degree_point_cmp);
-    for (size_t a = 0; a < found; a++) order[(*len)++] = sort[a].point;
+    qsort(sort, found, sizeof *sort, nle__pair_cmp); /* by degree, then index */
+    for (size_t a = 0; a < found; a++) order[(*len)++] = (int32_t)sort[a].i;
   }
   return order[*len - 1];
 }
@@ -140,7 +129,7 @@ nle_status nle__csr_locality_order(nle_ctx *ctx, const nle_csr *W, const nle_csr
   }
   int32_t *order = nle__malloc(ctx, (n ? n : 1) * sizeof(int32_t), "locality order");
   uint8_t *seen = nle__calloc(ctx, n ? n : 1, 1, "locality order");
-  degree_point *sort = nle__malloc(ctx, (size_t)(widest + 1) * sizeof(degree_point), "locality order");
+  nle__pair *sort = nle__malloc(ctx, (size_t)(widest + 1) * sizeof(nle__pair), "locality order");
   if (!order || !seen || !sort) {
     free(order);
     free(seen);

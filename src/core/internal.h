@@ -64,6 +64,22 @@ nle_status nle__for_blocks(nle_ctx *ctx, const char *stage, size_t nblocks, int 
 /* BLAS threading: kernels running their own OpenMP loops call BLAS serially. */
 int nle__blas_set_threads(int threads); /* returns the previous setting */
 
+/* A key with an index, ordered by key and then by index (as a stable sort
+ * of the indices would order them): for sorts and bounded heaps. */
+typedef struct {
+  double d;
+  int64_t i;
+} nle__pair;
+
+static inline int nle__pair_greater(nle__pair a, nle__pair b) {
+  return a.d > b.d || (a.d == b.d && a.i > b.i);
+}
+
+static inline int nle__pair_cmp(const void *a, const void *b) {
+  nle__pair x = *(const nle__pair *)a, y = *(const nle__pair *)b;
+  return nle__pair_greater(x, y) - nle__pair_greater(y, x);
+}
+
 /* A locality order of the points of square W: reverse Cuthill-McKee over the
  * pattern of W + W^T, component by component, each from a pseudo-peripheral
  * point. order[i] is the point placed at position i; neighbours in W end up

@@ -3,18 +3,11 @@
 #ifndef NLE_METRICS_SELECT_H
 #define NLE_METRICS_SELECT_H
 
+#include "../core/internal.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
-
-typedef struct {
-  double d;
-  int64_t i;
-} nle__pair;
-
-static inline int nle__pair_greater(nle__pair a, nle__pair b) {
-  return a.d > b.d || (a.d == b.d && a.i > b.i);
-}
 
 static inline void nle__heap_init(nle__pair *h, int k) {
   for (int c = 0; c < k; c++) h[c] = (nle__pair){INFINITY, INT64_MAX};
@@ -37,11 +30,6 @@ static inline void nle__heap_offer(nle__pair *h, int k, nle__pair x) {
     p = m;
   }
   h[p] = x;
-}
-
-static inline int nle__pair_cmp(const void *a, const void *b) {
-  nle__pair x = *(const nle__pair *)a, y = *(const nle__pair *)b;
-  return nle__pair_greater(x, y) - nle__pair_greater(y, x);
 }
 
 #endif

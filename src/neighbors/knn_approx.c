@@ -435,16 +435,6 @@ static void resolve_opts(const nle_knn_approx_opts *o, int64_t n, nle_knn_approx
   if (r->max_iters <= 0) r->max_iters = (int)fmax(5.0, round(log2((double)n)));
 }
 
-typedef struct {
-  double d;
-  int32_t i;
-} final_entry;
-
-static int final_cmp(const void *a, const void *b) {
-  const final_entry *x = a, *y = b;
-  if (x->d != y->d) return x->d < y->d ? -1 : 1;
-  return (x->i > y->i) - (x->i < y->i);
-}
 
 /* Sorted rows with exact distances (double accumulation, stored as float). */
 static void finalize_rows(const nle_matf *Y, const heap_set *H, nle_csr *g, int threads) {
@@ -452,7 +442,7 @@ static void finalize_rows(const nle_matf *Y, const heap_set *H, nle_csr *g, int 
   size_t d = Y->cols;
 #pragma omp parallel for schedule(dynamic, 256) num_threads(threads)
   for (int64_t u = 0; u < g->rows; u++) {
-    final_entry row[1024];
+    nle__pair row[1024];
     g->rowptr[u + 1] = (u + 1) * k;
     for (int t = 0; t < k; t++) {
       int32_t v = H->idx[u * k + t];
@@ -461,11 +451,11 @@ static void finalize_rows(const nle_matf *Y, const heap_set *H, nle_csr *g, int 
         double x = (double)Y->data[(size_t)u * d + c] - Y->data[(size_t)v * d + c];
         s += x * x;
       }
-      row[t] = (final_entry){(double)(float)s, v};
+      row[t] = (nle__pair){(double)(float)s, v};
     }
-    qsort(row, (size_t)k, sizeof *row, final_cmp);
+    qsort(row, (size_t)k, sizeof *row, nle__pair_cmp);
     for (int t = 0; t < k; t++) {
-      g->colind[u * k + t] = row[t].i;
+      g->colind[u * k + t] = (int32_t)row[t].i;
       ((float *)g->val)[u * k + t] = (float)row[t].d;
     }
   }
