@@ -490,7 +490,7 @@ typedef enum {
  * not with N. Accuracy rises with the order and with narrower boxes. */
 typedef struct {
   int order;        /* interpolation nodes per box and dimension, 1..12 (3) */
-  double box_width; /* widest box side, in kernel length units (1) */
+  double box_width; /* widest box side, in kernel length units (0.85) */
   int min_boxes;    /* at least this many boxes along the longest side (8) */
   size_t max_nodes; /* at most this many nodes per dimension; wider boxes
                        beyond (0: 65536 in 1-D, 1024 in 2-D, 128 in 3-D) */

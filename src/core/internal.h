@@ -113,16 +113,29 @@ int nle__fft_grid_fits(const nle_matd *X, const nle_fft_opts *opts);
 /* nle_kernel_sums_fft with a work space (may be NULL). */
 nle_status nle__kernel_sums_fft_ws(nle_ctx *ctx, nle__fft_ws *ws, const nle_matd *X, nle_kernel kernel,
                                    const nle_fft_opts *opts, double *S, double *Sx);
-/* The Student-t pair by FFT interpolation; ws may be NULL. */
-nle_status nle__kernel_sums_fft_student_pair(nle_ctx *ctx, nle__fft_ws *ws, const nle_matd *X, const nle_fft_opts *opts, double *S,
-                                             double *S2, double *S2x);
+/* A kernel on the FFT grid: K(|r|^2), or with moment t >= 0 the t-th
+ * component of the vector kernel r K(|r|^2), r = target - source. Sums of
+ * the vector kernel are forces that need no moments of the charges: no
+ * cancellation between x_n S_n and S^x_n, whose interpolation errors grow
+ * with the map's extent. */
+typedef struct {
+  nle_kernel kernel;
+  int moment;
+} nle__grid_kernel;
+/* The repulsion of X by FFT interpolation in one spreading and d + 1
+ * transforms: F_n = sum_{m != n} Kf(|x_n - x_m|^2) (x_n - x_m) for the
+ * force kernel Kf, and for the energy kernel K either the per-point sums
+ * S_n = sum_{m != n} K (S not NULL, one more transform) or only their total
+ * *z (S NULL). ws may be NULL. */
+nle_status nle__fft_forces(nle_ctx *ctx, nle__fft_ws *ws, const nle_matd *X, nle_kernel energy_kernel,
+                          nle_kernel force_kernel, const nle_fft_opts *opts, double *S, double *z, double *F);
 /* phi[n, c] = sum_m K_c(|tgt_n - src_m|^2) q_c(m) over all sources, a
  * source at the target included, for channels c with kernel
- * kernels[chan_kernel[c]] (at most 2 kernels, 8 channels) and charges from
+ * kernels[chan_kernel[c]] (at most 4 kernels, 8 channels) and charges from
  * column chan_charge[c] of the src rows x nq matrix `charges` (-1: unit).
  * ws may be NULL (a temporary one). */
 nle_status nle__fft_convolve(nle_ctx *ctx, nle__fft_ws *ws, const nle_matd *src, const double *charges, size_t nq,
-                             const nle_matd *tgt, const nle_kernel *kernels, size_t nkernels, const int *chan_kernel,
+                             const nle_matd *tgt, const nle__grid_kernel *kernels, size_t nkernels, const int *chan_kernel,
                              const int *chan_charge, size_t nch, const nle_fft_opts *opts, double *phi);
 
 /* The convolved grids of fixed sources (nle__fft_convolve's channels),
@@ -130,7 +143,7 @@ nle_status nle__fft_convolve(nle_ctx *ctx, nle__fft_ws *ws, const nle_matd *src,
  * (e.g. two corner points): one grid convolution, then O(M p^d) per call. */
 typedef struct nle__fft_field nle__fft_field;
 nle_status nle__fft_field_new(nle_ctx *ctx, const nle_matd *src, const double *charges, size_t nq,
-                              const nle_matd *region, const nle_kernel *kernels, size_t nkernels,
+                              const nle_matd *region, const nle__grid_kernel *kernels, size_t nkernels,
                               const int *chan_kernel, const int *chan_charge, size_t nch, const nle_fft_opts *opts,
                               nle__fft_field **out);
 nle_status nle__fft_field_eval(nle_ctx *ctx, const nle__fft_field *f, const nle_matd *tgt, double *phi);

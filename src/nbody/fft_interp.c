@@ -17,13 +17,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_DIM = NBODY_MAX_DIM, MAX_ORDER = 12, MAX_CHANNELS = 8, POINT_BLOCK = 1024 };
+enum { MAX_DIM = NBODY_MAX_DIM, MAX_ORDER = 12, MAX_CHANNELS = 8, MAX_KERNELS = 4, POINT_BLOCK = 1024,
+       SPLIT = 8,  /* row chunks of a 2-D transform */
+       STRIP = 16 /* columns transformed together: a strip of a 1,500-row grid
+                     fits in the cache */ };
 
 static size_t default_max_nodes(size_t d) { return d == 1 ? 1 << 16 : d == 2 ? 1024 : 128; }
 
 void nle_fft_opts_init(nle_fft_opts *o) {
   o->order = 3;
-  o->box_width = 1.0;
+  o->box_width = 0.85;
   o->min_boxes = 8;
   o->max_nodes = 0;
 }
@@ -46,12 +49,23 @@ struct nle__fft_ws {
   size_t d, pad[MAX_DIM], real_len;
   size_t grid_cap; /* floats in each of bufs and khat */
   fftwf_plan forward, backward;
+  /* d = 2: each transform split into passes over chunks of rows and of
+   * columns, run in parallel, the row passes pruned to the rows that hold
+   * charges (forward) or wanted values (backward), half of the padded grid.
+   * Planned on bufs[0]'s chunks; the other buffers come from the same
+   * allocator and share its alignment, as new-array execution requires. */
+  size_t row_lo[SPLIT + 1]; /* row chunk bounds */
+  size_t strips;            /* column strips: STRIP columns, the last fewer */
+  fftwf_plan row_fwd[SPLIT], row_inv[SPLIT];
+  fftwf_plan col_fwd[2], col_inv[2]; /* a whole strip, the last strip */
   float *bufs[MAX_CHANNELS]; /* single precision: the interpolation error
                                  (1e-4 and up) dwarfs its rounding, and the
                                  transforms run about twice as fast */
-  float *khat[2];
-  nle_kernel khat_kernel[2];
-  double khat_h[2]; /* 0: not computed */
+  float *charge_hat[MAX_CHANNELS]; /* a charge column's transform, kept for
+                                      the channels that share it */
+  float *khat[MAX_KERNELS];
+  nle__grid_kernel khat_kernel[MAX_KERNELS];
+  double khat_h[MAX_KERNELS]; /* 0: not computed */
   int32_t *first;    /* the source points' stencils, computed once per call */
   double *weights;
   size_t stencil_cap; /* doubles in weights */
@@ -64,15 +78,28 @@ static void ws_release_plans(nle__fft_ws *w) {
   {
     if (w->forward) fftwf_destroy_plan(w->forward);
     if (w->backward) fftwf_destroy_plan(w->backward);
+    for (size_t k = 0; k < SPLIT; k++) {
+      if (w->row_fwd[k]) fftwf_destroy_plan(w->row_fwd[k]);
+      if (w->row_inv[k]) fftwf_destroy_plan(w->row_inv[k]);
+    }
+    for (size_t k = 0; k < 2; k++) {
+      if (w->col_fwd[k]) fftwf_destroy_plan(w->col_fwd[k]);
+      if (w->col_inv[k]) fftwf_destroy_plan(w->col_inv[k]);
+    }
   }
   w->forward = w->backward = NULL;
-  w->khat_h[0] = w->khat_h[1] = 0.0; /* the kernels belong to the old shape */
+  memset(w->row_fwd, 0, sizeof w->row_fwd);
+  memset(w->row_inv, 0, sizeof w->row_inv);
+  memset(w->col_fwd, 0, sizeof w->col_fwd);
+  memset(w->col_inv, 0, sizeof w->col_inv);
+  for (size_t k = 0; k < MAX_KERNELS; k++) w->khat_h[k] = 0.0; /* the kernels belong to the old shape */
 }
 
 static void ws_release_grids(nle__fft_ws *w) {
-  for (size_t c = 0; c < MAX_CHANNELS; c++) fftwf_free(w->bufs[c]);
-  for (size_t k = 0; k < 2; k++) fftwf_free(w->khat[k]);
+  for (size_t c = 0; c < MAX_CHANNELS; c++) fftwf_free(w->bufs[c]), fftwf_free(w->charge_hat[c]);
+  for (size_t k = 0; k < MAX_KERNELS; k++) fftwf_free(w->khat[k]);
   memset(w->bufs, 0, sizeof w->bufs);
+  memset(w->charge_hat, 0, sizeof w->charge_hat);
   memset(w->khat, 0, sizeof w->khat);
   w->grid_cap = 0;
 }
@@ -141,9 +168,13 @@ static size_t real_index(const fft_grid *g, const size_t *i) {
     }                                                                                             \
   } while (0)
 
-/* The kernel's circulant column on the padded grid, transformed. */
-static void kernel_transform(const fft_grid *g, nle_kernel kernel, float *buf) {
+/* The kernel's circulant column on the padded grid, transformed: entry i
+ * holds the kernel at the offset (target - source) of i nodes, negative
+ * offsets wrapped to the top half; the node at half the padded length
+ * never pairs two grid nodes and holds 0. */
+static void kernel_transform(const fft_grid *g, nle__grid_kernel kernel, float *buf) {
   size_t d = g->d, i[MAX_DIM] = {0}, total = 1;
+  double offset[MAX_DIM];
   memset(buf, 0, g->real_len * sizeof(float));
   for (size_t t = 0; t < d; t++) total *= g->pad[t];
   for (size_t q = 0; q < total; q++) {
@@ -156,9 +187,12 @@ static void kernel_transform(const fft_grid *g, nle_kernel kernel, float *buf) {
       size_t n = g->nodes[t];
       double off = i[t] < n ? (double)i[t] : i[t] == n ? 0.0 : (double)i[t] - (double)g->pad[t];
       unused |= i[t] == n;
-      d2 += off * off * g->h * g->h;
+      offset[t] = off * g->h;
+      d2 += offset[t] * offset[t];
     }
-    buf[real_index(g, i)] = unused ? 0.0f : (float)nle__kernel_value(kernel, d2);
+    double k = nle__kernel_value(kernel.kernel, d2);
+    if (kernel.moment >= 0) k *= offset[kernel.moment];
+    buf[real_index(g, i)] = unused ? 0.0f : (float)k;
   }
   fftwf_execute_dft_r2c(g->forward, buf, (fftwf_complex *)buf);
 }
@@ -173,7 +207,23 @@ typedef struct {
   size_t nch;
   float *const *kernel_hat; /* transformed kernels */
   float *const *grid;          /* per channel: grid values after convolution */
+  float *const *charge_hat;    /* per lead channel: its charges' transform, when shared */
+  int lead_of[MAX_CHANNELS];   /* per channel: the first channel with its charges */
+  int shared[MAX_CHANNELS];    /* per lead channel: whether its transform is kept for others */
+  int leads[MAX_CHANNELS];     /* stage one: the lead channels */
+  int followers[MAX_CHANNELS]; /* stage two: the channels of shared charges */
+  size_t nleads, nfollowers;
+  const nle__fft_ws *ws;   /* d = 2: the split plans */
+  int quad_lead, quad_kernel; /* the quad's lead channel (-1: none) and kernel */
+  double *quad_part;          /* per column strip */
   double *phi;             /* tgt rows x nch */
+  const double *self;      /* NULL, or per channel its kernel at the (2p - 1)^d
+                              node offsets within a stencil: the gathered
+                              values then leave out each point's own charge
+                              as the grid carries it (targets = sources) */
+  double *self_quad;       /* with self: per point block, the sum of the
+                              points' own pairs through one more kernel,
+                              the table's row nch (for a quad) */
   int32_t *first;          /* the sources' stencils: N x d first nodes */
   double *weights;         /* and N x d x p weights */
 } conv_job;
@@ -187,12 +237,9 @@ static int stencil_block(void *job, size_t b, void *scratch) {
   return 0;
 }
 
-/* One channel: spread, transform, multiply, transform back. */
-static int channel_block(void *job, size_t c, void *scratch) {
-  (void)scratch;
-  const conv_job *j = job;
+/* Spreads channel c's charges over buf and, unless split, transforms it. */
+static void spread_charges(const conv_job *j, size_t c, float *buf, int split) {
   const fft_grid *g = j->g;
-  float *buf = j->grid[c];
   memset(buf, 0, g->real_len * sizeof(float));
   size_t d = g->d, col = (size_t)j->chan_charge[c];
   for (size_t m = 0; m < j->src->rows; m++) {
@@ -209,18 +256,173 @@ static int channel_block(void *job, size_t c, void *scratch) {
     } else
       FOR_STENCIL(g, first, w, buf[idx] += (float)(weight * q));
   }
-  fftwf_complex *f = (fftwf_complex *)buf;
+  if (!split) fftwf_execute_dft_r2c(g->forward, buf, (fftwf_complex *)buf);
+}
+
+/* out = the inverse transform of charges_hat times channel c's kernel
+ * (out may be charges_hat). */
+static void apply_kernel(const conv_job *j, size_t c, const float *charges_hat, float *out) {
+  const fft_grid *g = j->g;
+  const fftwf_complex *f = (const fftwf_complex *)charges_hat;
   const fftwf_complex *k = (const fftwf_complex *)j->kernel_hat[j->chan_kernel[c]];
-  fftwf_execute_dft_r2c(g->forward, buf, f);
+  fftwf_complex *o = (fftwf_complex *)out;
   float scale = 1.0f;
-  for (size_t t = 0; t < d; t++) scale /= (float)g->pad[t];
+  for (size_t t = 0; t < g->d; t++) scale /= (float)g->pad[t];
   for (size_t i = 0; i < g->cplx_len; i++) {
     float re = f[i][0] * k[i][0] - f[i][1] * k[i][1], im = f[i][0] * k[i][1] + f[i][1] * k[i][0];
-    f[i][0] = re * scale;
-    f[i][1] = im * scale;
+    o[i][0] = re * scale;
+    o[i][1] = im * scale;
   }
-  fftwf_execute_dft_c2r(g->backward, f, buf);
+  fftwf_execute_dft_c2r(g->backward, o, out);
+}
+
+/* Stage one, per distinct charge column: spread and transform; a charge
+ * column of one channel is convolved right away in that channel's grid. */
+static int lead_block(void *job, size_t i, void *scratch) {
+  (void)scratch;
+  const conv_job *j = job;
+  size_t c = (size_t)j->leads[i];
+  if (j->shared[c]) {
+    spread_charges(j, c, j->charge_hat[c], 0);
+  } else {
+    spread_charges(j, c, j->grid[c], 0);
+    apply_kernel(j, c, j->grid[c], j->grid[c]);
+  }
   return 0;
+}
+
+/* ---- d = 2: split and pruned transforms -------------------------------- */
+
+/* The buffer that holds lead channel c's charges. */
+static float *lead_buffer(const conv_job *j, size_t c) { return j->shared[c] ? j->charge_hat[c] : j->grid[c]; }
+
+static int split_spread_block(void *job, size_t i, void *scratch) {
+  (void)scratch;
+  const conv_job *j = job;
+  size_t c = (size_t)j->leads[i];
+  spread_charges(j, c, lead_buffer(j, c), 1);
+  return 0;
+}
+
+/* The forward row pass of one lead's chunk of rows (rows past nodes0 hold
+ * no charges: their transforms are the zeros already there). */
+static int split_rows_forward_block(void *job, size_t b, void *scratch) {
+  (void)scratch;
+  const conv_job *j = job;
+  const nle__fft_ws *w = j->ws;
+  size_t k = b % SPLIT, c = (size_t)j->leads[b / SPLIT], last = 2 * (j->g->pad[1] / 2 + 1);
+  if (w->row_lo[k] == w->row_lo[k + 1]) return 0;
+  float *r = lead_buffer(j, c) + w->row_lo[k] * last;
+  fftwf_execute_dft_r2c(w->row_fwd[k], r, (fftwf_complex *)r);
+  return 0;
+}
+
+/* One strip of columns: the leads' forward column pass, the quad's share,
+ * each channel's product with its kernel and its backward column pass. */
+static int split_columns_block(void *job, size_t k, void *scratch) {
+  (void)scratch;
+  conv_job *j = job;
+  const nle__fft_ws *w = j->ws;
+  const fft_grid *g = j->g;
+  size_t ncplx = g->pad[1] / 2 + 1, c0 = k * STRIP, c1 = c0 + STRIP < ncplx ? c0 + STRIP : ncplx;
+  size_t rows = g->pad[0], plan = k + 1 == w->strips;
+  for (size_t i = 0; i < j->nleads; i++) {
+    fftwf_complex *a = (fftwf_complex *)lead_buffer(j, (size_t)j->leads[i]) + c0;
+    fftwf_execute_dft(w->col_fwd[plan], a, a);
+  }
+  if (j->quad_lead >= 0) {
+    /* Parseval on the half spectrum of a real transform: the columns
+     * other than 0 and pad/2 stand for two. */
+    const fftwf_complex *f = (const fftwf_complex *)j->charge_hat[j->quad_lead];
+    const fftwf_complex *kh = (const fftwf_complex *)j->kernel_hat[j->quad_kernel];
+    double sum = 0.0;
+    for (size_t r = 0; r < rows; r++)
+      for (size_t col = c0; col < c1; col++) {
+        size_t i = r * ncplx + col;
+        double twice = col == 0 || 2 * col == g->pad[1] ? 1.0 : 2.0;
+        sum += twice * ((double)f[i][0] * f[i][0] + (double)f[i][1] * f[i][1]) * kh[i][0];
+      }
+    j->quad_part[k] = sum;
+  }
+  float scale = 1.0f / ((float)g->pad[0] * (float)g->pad[1]);
+  for (size_t c = 0; c < j->nch; c++) {
+    size_t lead = (size_t)j->lead_of[c];
+    const fftwf_complex *f = (const fftwf_complex *)lead_buffer(j, lead);
+    const fftwf_complex *kh = (const fftwf_complex *)j->kernel_hat[j->chan_kernel[c]];
+    fftwf_complex *o = (fftwf_complex *)j->grid[c];
+    for (size_t r = 0; r < rows; r++)
+      for (size_t col = c0; col < c1; col++) {
+        size_t i = r * ncplx + col;
+        float re = f[i][0] * kh[i][0] - f[i][1] * kh[i][1], im = f[i][0] * kh[i][1] + f[i][1] * kh[i][0];
+        o[i][0] = re * scale;
+        o[i][1] = im * scale;
+      }
+    fftwf_execute_dft(w->col_inv[plan], o + c0, o + c0);
+  }
+  return 0;
+}
+
+/* The backward row pass of one channel's chunk of rows: only the rows of
+ * grid nodes (the others hold the circulant embedding's wrap-around). */
+static int split_rows_backward_block(void *job, size_t b, void *scratch) {
+  (void)scratch;
+  const conv_job *j = job;
+  const nle__fft_ws *w = j->ws;
+  size_t k = b % SPLIT, c = b / SPLIT, last = 2 * (j->g->pad[1] / 2 + 1);
+  if (w->row_lo[k] == w->row_lo[k + 1]) return 0;
+  float *r = j->grid[c] + w->row_lo[k] * last;
+  fftwf_execute_dft_c2r(w->row_inv[k], (fftwf_complex *)r, r);
+  return 0;
+}
+
+/* Stage two: the channels whose charges' transform is shared. */
+static int follower_block(void *job, size_t i, void *scratch) {
+  (void)scratch;
+  const conv_job *j = job;
+  size_t c = (size_t)j->followers[i];
+  apply_kernel(j, c, j->charge_hat[j->lead_of[c]], j->grid[c]);
+  return 0;
+}
+
+/* The offsets within one stencil: (2p - 1)^d node offsets per dimension
+ * from -(p - 1) to p - 1, the last dimension fastest. */
+static size_t self_offsets(const fft_grid *g) {
+  size_t total = 1;
+  for (size_t t = 0; t < g->d; t++) total *= 2 * g->p - 1;
+  return total;
+}
+
+/* A point's charge, spread with weights w and gathered with the same
+ * weights, meets itself through the kernel at the offsets within its
+ * stencil: sum_{i,j} w_i w_j K(z_i - z_j), per dimension a correlation of
+ * the weights. Subtracting it (not the kernel at 0) takes out the grid's
+ * error on the pair m = n too, which for a force kernel, steepest at 0, is
+ * the largest error of all. */
+static void self_subtract(const conv_job *j, const double *w, size_t rows, double *acc) {
+  const fft_grid *g = j->g;
+  size_t p = g->p, d = g->d, span = 2 * p - 1, total = self_offsets(g);
+  double corr[MAX_DIM][2 * MAX_ORDER - 1] = {{0}};
+  for (size_t t = 0; t < d; t++) /* offset a - b sits at a - b + p - 1 */
+    for (size_t a = 0; a < p; a++)
+      for (size_t b = 0; b < p; b++) corr[t][a + p - 1 - b] += w[t * p + a] * w[t * p + b];
+  if (d == 2) {
+    for (size_t k0 = 0, q = 0; k0 < span; k0++)
+      for (size_t k1 = 0; k1 < span; k1++, q++) {
+        double weight = corr[0][k0] * corr[1][k1];
+        for (size_t c = 0; c < rows; c++) acc[c] -= weight * j->self[c * total + q];
+      }
+    return;
+  }
+  size_t k[MAX_DIM] = {0};
+  for (size_t q = 0; q < total; q++) {
+    double weight = 1.0;
+    for (size_t t = 0; t < d; t++) weight *= corr[t][k[t]];
+    for (size_t c = 0; c < rows; c++) acc[c] -= weight * j->self[c * total + q];
+    for (size_t t = d; t-- > 0;) { /* the last dimension fastest */
+      if (++k[t] < span) break;
+      k[t] = 0;
+    }
+  }
 }
 
 static int gather_block(void *job, size_t b, void *scratch) {
@@ -238,7 +440,7 @@ static int gather_block(void *job, size_t b, void *scratch) {
       first = own_first;
       w = own_w;
     }
-    double acc[MAX_CHANNELS] = {0};
+    double acc[MAX_CHANNELS + 1] = {0};
     if (d == 2) {
       size_t p = g->p, last = 2 * (g->pad[1] / 2 + 1);
       for (size_t a = 0; a < p; a++) {
@@ -252,16 +454,21 @@ static int gather_block(void *job, size_t b, void *scratch) {
       }
     } else
       FOR_STENCIL(g, first, w, for (size_t c = 0; c < j->nch; c++) acc[c] += weight * j->grid[c][idx]);
+    if (j->self) {
+      self_subtract(j, w, j->nch + (j->self_quad != NULL), acc);
+      if (j->self_quad) j->self_quad[b] -= acc[j->nch];
+    }
     memcpy(j->phi + n * j->nch, acc, j->nch * sizeof(double));
   }
   return 0;
 }
 
+/* Transform lengths FFTW runs fast here: a power of 2 times a small odd
+ * factor (a 1,458 = 2 3^6 column pass took 1.5 times as long as a 1,440 =
+ * 2^5 45 one on this machine, and factors of 7 were as slow). */
 static int smooth(size_t n) {
-  static const size_t primes[] = {2, 3, 5, 7};
-  for (int i = 0; i < 4; i++)
-    while (n % primes[i] == 0) n /= primes[i];
-  return n == 1;
+  while (n % 2 == 0) n /= 2;
+  return n == 1 || n == 3 || n == 5 || n == 9 || n == 15 || n == 25 || n == 45;
 }
 
 /* Plans the grid over the bounding box of src and tgt. */
@@ -280,8 +487,9 @@ static void plan_grid(const nle_matd *src, const nle_matd *tgt, const nle_fft_op
   for (int s = 0; s < 2; s++)
     for (size_t i = 0; i < sets[s]->rows; i++)
       for (size_t t = 0; t < d; t++) {
-        g->lo[t] = fmin(g->lo[t], sets[s]->data[i * d + t]);
-        hi[t] = fmax(hi[t], sets[s]->data[i * d + t]);
+        double v = sets[s]->data[i * d + t]; /* finite: no fmin (a libm call) */
+        g->lo[t] = v < g->lo[t] ? v : g->lo[t];
+        hi[t] = v > hi[t] ? v : hi[t];
       }
   for (size_t t = 0; t < d; t++) extent = fmax(extent, hi[t] - g->lo[t]);
   extent = extent > 0 ? extent * (1.0 + 1e-9) : 1e-9;
@@ -298,7 +506,7 @@ static void plan_grid(const nle_matd *src, const nle_matd *tgt, const nle_fft_op
     size_t boxes = (size_t)ceil((hi[t] - g->lo[t]) * (1.0 + 1e-9) / box);
     if (boxes < 1) boxes = 1;
     /* FFTW is several times slower on sizes with large prime factors: a
-     * few extra boxes make 2 p boxes a product of 2, 3, 5 and 7. */
+     * few extra boxes make 2 p boxes one it runs fast. */
     while (!smooth(2 * boxes * p)) boxes++;
     g->nodes[t] = boxes * p;
     g->pad[t] = 2 * g->nodes[t];
@@ -315,10 +523,48 @@ int nle__fft_grid_fits(const nle_matd *X, const nle_fft_opts *opts) {
   size_t d = X->cols, max_nodes = o.max_nodes ? o.max_nodes : default_max_nodes(d);
   for (size_t t = 0; t < d; t++) {
     double lo = INFINITY, hi = -INFINITY;
-    for (size_t i = 0; i < X->rows; i++) lo = fmin(lo, X->data[i * d + t]), hi = fmax(hi, X->data[i * d + t]);
+    for (size_t i = 0; i < X->rows; i++) {
+      double v = X->data[i * d + t];
+      lo = v < lo ? v : lo;
+      hi = v > hi ? v : hi;
+    }
     if ((hi - lo) / o.box_width * (double)o.order > (double)max_nodes) return 0;
   }
   return 1;
+}
+
+/* Bounds of `parts` chunks of n items, each starting at an even item (so
+ * that every chunk of a buffer has the alignment of the first). */
+static void split_even(size_t n, size_t parts, size_t *lo) {
+  for (size_t k = 0; k <= parts; k++) {
+    size_t b = n * k / parts;
+    lo[k] = k == parts ? n : b & ~(size_t)1;
+  }
+}
+
+/* The chunked row plans and the column-strip plans of a 2-D grid (under
+ * the planner lock). */
+static void plan_split(nle__fft_ws *w, const fft_grid *g) {
+  int rows = (int)g->pad[0], cols = (int)g->pad[1], ncplx = cols / 2 + 1, last = 2 * ncplx;
+  split_even(g->nodes[0], SPLIT, w->row_lo);
+  for (size_t k = 0; k < SPLIT; k++) {
+    int nr = (int)(w->row_lo[k + 1] - w->row_lo[k]);
+    float *r = w->bufs[0] + w->row_lo[k] * (size_t)last;
+    if (nr == 0) continue;
+    w->row_fwd[k] = fftwf_plan_many_dft_r2c(1, &cols, nr, r, NULL, 1, last, (fftwf_complex *)r, NULL, 1, ncplx,
+                                            FFTW_ESTIMATE);
+    w->row_inv[k] = fftwf_plan_many_dft_c2r(1, &cols, nr, (fftwf_complex *)r, NULL, 1, ncplx, r, NULL, 1, last,
+                                            FFTW_ESTIMATE);
+  }
+  w->strips = ((size_t)ncplx + STRIP - 1) / STRIP;
+  fftwf_complex *c = (fftwf_complex *)w->bufs[0];
+  for (size_t k = 0; k < 2; k++) {
+    int width = k == 0 ? STRIP : ncplx - (int)(w->strips - 1) * STRIP;
+    w->col_fwd[k] = fftwf_plan_many_dft(1, &rows, width, c, NULL, ncplx, 1, c, NULL, ncplx, 1, FFTW_FORWARD,
+                                        FFTW_ESTIMATE);
+    w->col_inv[k] = fftwf_plan_many_dft(1, &rows, width, c, NULL, ncplx, 1, c, NULL, ncplx, 1, FFTW_BACKWARD,
+                                        FFTW_ESTIMATE);
+  }
 }
 
 /* Makes the work space fit grid g with nch channel buffers: new plans and
@@ -350,8 +596,13 @@ static nle_status ws_fit(nle_ctx *ctx, nle__fft_ws *w, fft_grid *g, size_t nch, 
     {
       w->forward = fftwf_plan_dft_r2c((int)g->d, dims, w->bufs[0], (fftwf_complex *)w->bufs[0], FFTW_ESTIMATE);
       w->backward = fftwf_plan_dft_c2r((int)g->d, dims, (fftwf_complex *)w->bufs[0], w->bufs[0], FFTW_ESTIMATE);
+      if (g->d == 2) plan_split(w, g);
     }
-    if (!w->forward || !w->backward) return nle__fail(ctx, NLE_ERR_NUMERIC, "FFT interpolation: FFTW planning failed");
+    int ok = w->forward && w->backward;
+    for (size_t k = 0; g->d == 2 && k < SPLIT; k++)
+      ok &= w->row_lo[k] == w->row_lo[k + 1] || (w->row_fwd[k] && w->row_inv[k]);
+    for (size_t k = 0; g->d == 2 && k < 2; k++) ok &= w->col_fwd[k] && w->col_inv[k];
+    if (!ok) return nle__fail(ctx, NLE_ERR_NUMERIC, "FFT interpolation: FFTW planning failed");
   }
   for (size_t c = 0; c < nch; c++)
     if (!w->bufs[c] && !(w->bufs[c] = fftwf_malloc(w->grid_cap * sizeof(float))))
@@ -366,11 +617,15 @@ static nle_status ws_fit(nle_ctx *ctx, nle__fft_ws *w, fft_grid *g, size_t nch, 
 
 /* Spreads the sources' charges over a grid spanning src and `extent` (the
  * targets, or the corners of the region they will lie in) and convolves
- * every channel: the grid values are left in w->bufs. */
+ * every channel: the grid values are left in w->bufs. Channels with the
+ * same charges share one spreading and one forward transform. With quad,
+ * also *quad = sum_n sum_m q_n K(x_n - x_m) q_m for the unit charges and
+ * kernel quad_kernel, the sum of the unit-charge channel of that kernel over
+ * its own sources, by Parseval's identity: no backward transform. */
 static nle_status convolve_sources(nle_ctx *ctx, nle__fft_ws *w, const nle_matd *src, const double *charges,
-                                   size_t nq, const nle_matd *extent, const nle_kernel *kernels, size_t nkernels,
-                                   const int *chan_kernel, const int *chan_charge, size_t nch,
-                                   const nle_fft_opts *opts, fft_grid *g) {
+                                   size_t nq, const nle_matd *extent, const nle__grid_kernel *kernels,
+                                   size_t nkernels, const int *chan_kernel, const int *chan_charge, size_t nch,
+                                   const nle_fft_opts *opts, int quad_kernel, double *quad, fft_grid *g) {
   nle_fft_opts o;
   if (opts) o = *opts;
   else nle_fft_opts_init(&o);
@@ -381,12 +636,38 @@ static nle_status convolve_sources(nle_ctx *ctx, nle__fft_ws *w, const nle_matd 
                      "FFT interpolation: order %d must be 1 to %d, box width %g positive, min boxes %d >= 1, "
                      "max nodes %zu >= order",
                      o.order, MAX_ORDER, o.box_width, o.min_boxes, o.max_nodes);
-  if (nch > MAX_CHANNELS || nkernels > 2 || extent->cols != src->cols)
-    return nle__fail(ctx, NLE_ERR_ARG, "FFT interpolation: bad channel set-up");
+  int bad = nch > MAX_CHANNELS || nkernels > MAX_KERNELS || extent->cols != src->cols ||
+            (quad && (quad_kernel < 0 || (size_t)quad_kernel >= nkernels));
+  for (size_t k = 0; k < nkernels; k++) bad |= kernels[k].moment >= (int)src->cols;
+  for (size_t c = 0; c < nch; c++)
+    bad |= chan_kernel[c] < 0 || (size_t)chan_kernel[c] >= nkernels || chan_charge[c] < -1 || chan_charge[c] >= (int)nq;
+  if (bad) return nle__fail(ctx, NLE_ERR_ARG, "FFT interpolation: bad channel set-up");
+  conv_job job = {g, src, NULL, charges, nq, chan_kernel, chan_charge, nch, w->khat, w->bufs, w->charge_hat,
+                  {0}, {0}, {0}, {0}, 0, 0, NULL, -1, -1, NULL, NULL, NULL, NULL, NULL, NULL};
+  /* The channels' charge columns: the first channel of each leads. A quad
+   * request counts as one more user of the unit charges. */
+  int users[MAX_CHANNELS] = {0}, unit_lead = -1;
+  for (size_t c = 0; c < nch; c++) {
+    size_t l = 0;
+    while (chan_charge[l] != chan_charge[c]) l++;
+    job.lead_of[c] = (int)l;
+    users[l]++;
+    if (l == c) job.leads[job.nleads++] = (int)c;
+    if (chan_charge[c] < 0) unit_lead = (int)l;
+  }
+  if (quad && unit_lead < 0) return nle__fail(ctx, NLE_ERR_ARG, "FFT interpolation: bad channel set-up");
   plan_grid(src, extent, &o, g);
   nle_status s = ws_fit(ctx, w, g, nch, nkernels);
+  for (size_t c = 0; c < nch; c++) job.shared[c] = users[c] + (quad && (int)c == unit_lead) > 1;
+  for (size_t c = 0; c < nch; c++)
+    if (job.shared[job.lead_of[c]]) job.followers[job.nfollowers++] = (int)c;
+  for (size_t c = 0; !s && c < nch; c++)
+    if (job.shared[c] && !w->charge_hat[c] &&
+        !(w->charge_hat[c] = fftwf_malloc(w->grid_cap * sizeof(float))))
+      s = nle__fail(ctx, NLE_ERR_NOMEM, "FFT interpolation: out of memory for the grids");
   for (size_t k = 0; !s && k < nkernels; k++)
-    if (w->khat_h[k] != g->h || w->khat_kernel[k] != kernels[k]) {
+    if (w->khat_h[k] != g->h || w->khat_kernel[k].kernel != kernels[k].kernel ||
+        w->khat_kernel[k].moment != kernels[k].moment) {
       kernel_transform(g, kernels[k], w->khat[k]);
       w->khat_h[k] = g->h;
       w->khat_kernel[k] = kernels[k];
@@ -401,23 +682,70 @@ static nle_status convolve_sources(nle_ctx *ctx, nle__fft_ws *w, const nle_matd 
     if (!w->first || !w->weights) s = NLE_ERR_NOMEM;
     else w->stencil_cap = nsrc * g->d * g->p;
   }
-  conv_job job = {g, src, NULL, charges, nq, chan_kernel, chan_charge, nch, w->khat, w->bufs, NULL, w->first,
-                  w->weights};
+  job.first = w->first;
+  job.weights = w->weights;
   size_t pblocks = (nsrc + POINT_BLOCK - 1) / POINT_BLOCK;
   if (!s) s = nle__for_blocks(ctx, "FFT interpolation", pblocks, nle__threads_for(ctx, (double)nsrc * 100.0), 0,
                               stencil_block, &job);
   double grid_work = (double)g->real_len * log2((double)g->real_len + 2.0) + (double)src->rows * 50.0;
-  if (!s) s = nle__for_blocks(ctx, "FFT interpolation", nch, nle__threads_for(ctx, grid_work * (double)nch), 0,
-                              channel_block, &job);
-  if (s && w->khat_h[0]) w->khat_h[0] = w->khat_h[1] = 0.0; /* a failed call may have left anything */
+  if (!s && g->d == 2) {
+    /* Spread, row pass, column pass with the kernels, row pass back. */
+    job.ws = w;
+    job.quad_lead = quad ? unit_lead : -1;
+    job.quad_kernel = quad_kernel;
+    double pass = grid_work / 2.0 / SPLIT;
+    s = nle__for_blocks(ctx, "FFT interpolation", job.nleads,
+                        nle__threads_for(ctx, (double)src->rows * 50.0 * (double)job.nleads), 0, split_spread_block,
+                        &job);
+    if (!s) s = nle__for_blocks(ctx, "FFT interpolation", job.nleads * SPLIT,
+                                nle__threads_for(ctx, pass * (double)(job.nleads * SPLIT)), 0,
+                                split_rows_forward_block, &job);
+    job.quad_part = quad ? calloc(w->strips, sizeof(double)) : NULL;
+    if (quad && !job.quad_part) s = nle__fail(ctx, NLE_ERR_NOMEM, "FFT interpolation: out of memory");
+    if (!s) s = nle__for_blocks(ctx, "FFT interpolation", w->strips,
+                                nle__threads_for(ctx, pass * SPLIT * (double)(job.nleads + nch)), 0,
+                                split_columns_block, &job);
+    if (!s) s = nle__for_blocks(ctx, "FFT interpolation", nch * SPLIT,
+                                nle__threads_for(ctx, pass * (double)(nch * SPLIT)), 0, split_rows_backward_block,
+                                &job);
+    if (!s && quad) {
+      double sum = 0.0;
+      for (size_t k = 0; k < w->strips; k++) sum += job.quad_part[k];
+      *quad = sum / ((double)g->pad[0] * (double)g->pad[1]);
+    }
+    free(job.quad_part);
+  } else if (!s) {
+    s = nle__for_blocks(ctx, "FFT interpolation", job.nleads,
+                                nle__threads_for(ctx, grid_work * (double)job.nleads), 0, lead_block, &job);
+    if (!s && quad) {
+      /* Parseval on the half spectrum of a real transform: the columns
+       * other than 0 and pad/2 of the last dimension stand for two. */
+      const fftwf_complex *f = (const fftwf_complex *)w->charge_hat[unit_lead];
+      const fftwf_complex *k = (const fftwf_complex *)w->khat[quad_kernel];
+      size_t half = g->pad[g->d - 1] / 2 + 1;
+      double sum = 0.0, total = 1.0;
+      for (size_t i = 0; i < g->cplx_len; i++) {
+        size_t col = i % half;
+        double twice = col == 0 || 2 * col == g->pad[g->d - 1] ? 1.0 : 2.0;
+        sum += twice * ((double)f[i][0] * f[i][0] + (double)f[i][1] * f[i][1]) * k[i][0];
+      }
+      for (size_t t = 0; t < g->d; t++) total *= (double)g->pad[t];
+      *quad = sum / total;
+    }
+    if (!s) s = nle__for_blocks(ctx, "FFT interpolation", job.nfollowers,
+                                nle__threads_for(ctx, grid_work * (double)job.nfollowers), 0, follower_block, &job);
+  }
+  if (s)
+    for (size_t k = 0; k < MAX_KERNELS; k++) w->khat_h[k] = 0.0; /* a failed call may have left anything */
   return s;
 }
 
 /* phi = the convolved grids of w interpolated at tgt; src is the set whose
  * stencils w holds (reused when tgt is src), or NULL. */
 static nle_status gather(nle_ctx *ctx, nle__fft_ws *w, const fft_grid *g, const nle_matd *src, const nle_matd *tgt,
-                         size_t nch, double *phi) {
-  conv_job job = {g, src, tgt, NULL, 0, NULL, NULL, nch, w->khat, w->bufs, phi, w->first, w->weights};
+                         size_t nch, const double *self, double *self_quad, double *phi) {
+  conv_job job = {g, src, tgt, NULL, 0, NULL, NULL, nch, w->khat, w->bufs, w->charge_hat,
+                  {0}, {0}, {0}, {0}, 0, 0, NULL, -1, -1, NULL, phi, self, self_quad, w->first, w->weights};
   return nle__for_blocks(ctx, "FFT interpolation", (tgt->rows + POINT_BLOCK - 1) / POINT_BLOCK,
                          nle__threads_for(ctx, (double)tgt->rows * 100.0 * (double)nch), 0, gather_block, &job);
 }
@@ -427,15 +755,15 @@ static nle_status gather(nle_ctx *ctx, nle__fft_ws *w, const fft_grid *g, const 
  * kernels[chan_kernel[c]] and charge column chan_charge[c] of `charges`
  * (-1: unit charges). */
 nle_status nle__fft_convolve(nle_ctx *ctx, nle__fft_ws *ws, const nle_matd *src, const double *charges, size_t nq,
-                             const nle_matd *tgt, const nle_kernel *kernels, size_t nkernels, const int *chan_kernel,
+                             const nle_matd *tgt, const nle__grid_kernel *kernels, size_t nkernels, const int *chan_kernel,
                              const int *chan_charge, size_t nch, const nle_fft_opts *opts, double *phi) {
   nle__fft_ws *own = ws ? NULL : nle__fft_ws_new();
   if (!ws && !own) return nle__fail(ctx, NLE_ERR_NOMEM, "FFT interpolation: out of memory");
   nle__fft_ws *w = ws ? ws : own;
   fft_grid g;
   nle_status s = convolve_sources(ctx, w, src, charges, nq, tgt, kernels, nkernels, chan_kernel, chan_charge, nch,
-                                  opts, &g);
-  if (!s) s = gather(ctx, w, &g, src, tgt, nch, phi);
+                                  opts, -1, NULL, &g);
+  if (!s) s = gather(ctx, w, &g, src, tgt, nch, NULL, NULL, phi);
   nle__fft_ws_free(&own);
   return s;
 }
@@ -456,7 +784,7 @@ void nle__fft_field_free(nle__fft_field **f) {
 }
 
 nle_status nle__fft_field_new(nle_ctx *ctx, const nle_matd *src, const double *charges, size_t nq,
-                              const nle_matd *region, const nle_kernel *kernels, size_t nkernels,
+                              const nle_matd *region, const nle__grid_kernel *kernels, size_t nkernels,
                               const int *chan_kernel, const int *chan_charge, size_t nch, const nle_fft_opts *opts,
                               nle__fft_field **out) {
   *out = NULL;
@@ -467,7 +795,7 @@ nle_status nle__fft_field_new(nle_ctx *ctx, const nle_matd *src, const double *c
   }
   f->nch = nch;
   nle_status s = convolve_sources(ctx, f->ws, src, charges, nq, region, kernels, nkernels, chan_kernel, chan_charge,
-                                  nch, opts, &f->g);
+                                  nch, opts, -1, NULL, &f->g);
   if (s) {
     nle__fft_field_free(&f);
     return s;
@@ -478,7 +806,7 @@ nle_status nle__fft_field_new(nle_ctx *ctx, const nle_matd *src, const double *c
 
 nle_status nle__fft_field_eval(nle_ctx *ctx, const nle__fft_field *f, const nle_matd *tgt, double *phi) {
   if (tgt->cols != f->g.d) return nle__fail(ctx, NLE_ERR_ARG, "FFT interpolation: targets of another dimension");
-  return gather(ctx, f->ws, &f->g, NULL, tgt, f->nch, phi);
+  return gather(ctx, f->ws, &f->g, NULL, tgt, f->nch, NULL, NULL, phi);
 }
 
 nle_status nle_kernel_sums_fft(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, const nle_fft_opts *opts,
@@ -495,7 +823,8 @@ nle_status nle__kernel_sums_fft_ws(nle_ctx *ctx, nle__fft_ws *ws, const nle_matd
   for (size_t c = 0; c < nch; c++) chan_charge[c] = (int)c - 1;
   double *phi = nle__malloc(ctx, n * nch * sizeof(double), "FFT-interpolation sums");
   if (!phi) return NLE_ERR_NOMEM;
-  s = nle__fft_convolve(ctx, ws, X, X->data, d, X, &kernel, 1, chan_kernel, chan_charge, nch, opts, phi);
+  nle__grid_kernel k = {kernel, -1};
+  s = nle__fft_convolve(ctx, ws, X, X->data, d, X, &k, 1, chan_kernel, chan_charge, nch, opts, phi);
   /* The sums exclude m = n: remove the point's own exact contribution. */
   double k0 = nle__kernel_value(kernel, 0.0);
   for (size_t i = 0; !s && i < n; i++) {
@@ -506,22 +835,63 @@ nle_status nle__kernel_sums_fft_ws(nle_ctx *ctx, nle__fft_ws *ws, const nle_matd
   return s;
 }
 
-nle_status nle__kernel_sums_fft_student_pair(nle_ctx *ctx, nle__fft_ws *ws, const nle_matd *X, const nle_fft_opts *opts, double *S,
-                                             double *S2, double *S2x) {
-  nle_status s = nle__kernel_sums_check(ctx, X, NLE_KERNEL_STUDENT, "FFT interpolation");
+nle_status nle__fft_forces(nle_ctx *ctx, nle__fft_ws *ws, const nle_matd *X, nle_kernel energy_kernel,
+                          nle_kernel force_kernel, const nle_fft_opts *opts, double *S, double *z, double *F) {
+  nle_status s = nle__kernel_sums_check(ctx, X, energy_kernel, "FFT interpolation");
   if (s) return s;
-  size_t n = X->rows, d = X->cols, nch = d + 2;
-  /* Channels: K with unit charges; K^2 with unit charges and with x. */
-  nle_kernel kernels[2] = {NLE_KERNEL_STUDENT, NLE_KERNEL_STUDENT2};
-  int chan_kernel[MAX_DIM + 2] = {0, 1, 1, 1, 1}, chan_charge[MAX_DIM + 2] = {-1, -1, 0, 1, 2};
-  double *phi = nle__malloc(ctx, n * nch * sizeof(double), "FFT-interpolation sums");
+  size_t n = X->rows, d = X->cols, nch = d + (S != NULL);
+  /* Channels, all with unit charges (one spreading, one forward
+   * transform): the force kernel's d components, then K when S is wanted.
+   * The total of K comes from the same transform (Parseval). */
+  nle__grid_kernel kernels[MAX_KERNELS];
+  int chan_kernel[MAX_CHANNELS], chan_charge[MAX_CHANNELS];
+  for (size_t t = 0; t < d; t++) kernels[t] = (nle__grid_kernel){force_kernel, (int)t};
+  kernels[d] = (nle__grid_kernel){energy_kernel, -1};
+  for (size_t c = 0; c < nch; c++) chan_kernel[c] = (int)c, chan_charge[c] = -1;
+  double *phi = nle__malloc(ctx, n * nch * sizeof(double), "FFT-interpolation sums"), quad = 0.0;
   if (!phi) return NLE_ERR_NOMEM;
-  s = nle__fft_convolve(ctx, ws, X, X->data, d, X, kernels, 2, chan_kernel, chan_charge, nch, opts, phi);
-  for (size_t i = 0; !s && i < n; i++) {
-    S[i] = phi[i * nch] - 1.0;
-    S2[i] = phi[i * nch + 1] - 1.0;
-    for (size_t t = 0; t < d; t++) S2x[i * d + t] = phi[i * nch + 2 + t] - X->data[i * d + t];
+  nle__fft_ws *own_ws = ws ? NULL : nle__fft_ws_new();
+  if (!ws && !own_ws) s = nle__fail(ctx, NLE_ERR_NOMEM, "FFT interpolation: out of memory");
+  nle__fft_ws *w = ws ? ws : own_ws;
+  fft_grid g;
+  if (!s) s = convolve_sources(ctx, w, X, NULL, 0, X, kernels, d + 1, chan_kernel, chan_charge, nch, opts, (int)d,
+                               S ? NULL : &quad, &g);
+  /* Each channel's kernel at the offsets within a stencil, for the pair
+   * m = n as the grid carries it. */
+  size_t offsets = s ? 0 : self_offsets(&g), span = 2 * g.p - 1;
+  double *self = s ? NULL : nle__malloc(ctx, (nch + 1) * offsets * sizeof(double), "FFT-interpolation stencils");
+  if (!s && !self) s = NLE_ERR_NOMEM;
+  for (size_t c = 0; !s && c <= nch; c++) {
+    nle__grid_kernel k = kernels[c < nch ? (size_t)chan_kernel[c] : d]; /* row nch: K, for the quad */
+    for (size_t q = 0; q < offsets; q++) {
+      double r[MAX_DIM], d2 = 0.0;
+      size_t rem = q;
+      for (size_t t = d; t-- > 0;) {
+        r[t] = ((double)(rem % span) - (double)(g.p - 1)) * g.h;
+        rem /= span;
+        d2 += r[t] * r[t];
+      }
+      double v = nle__kernel_value(k.kernel, d2);
+      self[c * offsets + q] = k.moment >= 0 ? v * r[k.moment] : v;
+    }
   }
+  size_t blocks = (n + POINT_BLOCK - 1) / POINT_BLOCK;
+  double *own = S || s ? NULL : calloc(blocks, sizeof(double)); /* the quad's own pairs */
+  if (!s && !S && !own) s = nle__fail(ctx, NLE_ERR_NOMEM, "FFT interpolation: out of memory");
+  if (!s) s = gather(ctx, w, &g, X, X, nch, self, own, phi);
+  double total = 0.0;
+  for (size_t i = 0; !s && i < n; i++) {
+    for (size_t t = 0; t < d; t++) F[i * d + t] = phi[i * nch + t];
+    if (S) total += S[i] = phi[i * nch + d];
+  }
+  if (!s && z && S) *z = total;
+  if (!s && z && !S) {
+    for (size_t b = 0; b < blocks; b++) total += own[b];
+    *z = quad - total;
+  }
+  free(own);
+  free(self);
+  nle__fft_ws_free(&own_ws);
   free(phi);
   return s;
 }

@@ -24,6 +24,10 @@ struct nle_model {
   size_t max_row;                 /* longest row of W+ and its transpose */
   /* Work space of nle_model_eval, kept between calls (sized for `ws_dim`). */
   double *row_e, *force, *inv_z;
+  /* The FFT engine sums only the total of K, not its rows (model kinds
+   * other than SNE need no more): then row_e is not set and this holds it. */
+  double fast_z;
+  int fast_z_only;
   double *centred; /* fast engines: X about its centroid */
   size_t ws_dim;
   double *curv_inv_z; /* SD-: 1/Z (in [0]) or the 1/Z_n at the prepared X */
@@ -422,7 +426,8 @@ static nle_status sqdist_fft_repulsion(nle_ctx *ctx, nle_model *m, const nle_mat
   double *row_e = m->row_e, *force = m->force, *q = m->channel_q, *phi = m->channel_phi;
   memset(row_e, 0, N * sizeof(double));
   memset(force, 0, N * d * sizeof(double));
-  nle_kernel kernels[2] = {m->student ? NLE_KERNEL_STUDENT : NLE_KERNEL_GAUSSIAN, NLE_KERNEL_STUDENT2};
+  nle__grid_kernel kernels[2] = {{m->student ? NLE_KERNEL_STUDENT : NLE_KERNEL_GAUSSIAN, -1},
+                                 {NLE_KERNEL_STUDENT2, -1}};
   for (size_t c0 = 0; c0 < nch; c0 += FFT_BATCH) {
     size_t nb = nch - c0 < FFT_BATCH ? nch - c0 : FFT_BATCH;
     int chan_kernel[FFT_BATCH], chan_charge[FFT_BATCH], charge[FFT_BATCH], moment[FFT_BATCH], energy[FFT_BATCH],
@@ -524,12 +529,21 @@ static nle_status fast_repulsion(nle_ctx *ctx, nle_model *m, const nle_matd *Xin
   }
   /* A few points thrown far (a long trial step) would stretch the grid past
    * its node cap and wreck its accuracy; Barnes-Hut adapts to them. */
-  if (m->spec.engine == NLE_REPULSION_FFT && nle__fft_grid_fits(X, fo))
-    s = m->student ? nle__kernel_sums_fft_student_pair(ctx, m->fft_ws, X, fo, m->row_e, S2, S1)
-                   : nle__kernel_sums_fft_ws(ctx, m->fft_ws, X, NLE_KERNEL_GAUSSIAN, fo, m->row_e, S1);
-  else
-    s = m->student ? nle__kernel_sums_bh_student_pair(ctx, X, theta, m->row_e, S2, S1)
-                   : nle_kernel_sums_bh(ctx, X, NLE_KERNEL_GAUSSIAN, theta, m->row_e, S1);
+  if (m->spec.engine == NLE_REPULSION_FFT && nle__fft_grid_fits(X, fo)) {
+    /* The forces by their own vector kernel, the energy's sums in total
+     * (per row only for SNE's normalisers). */
+    int rows = m->spec.kind == NLE_MODEL_SNE;
+    nle_kernel energy = m->student ? NLE_KERNEL_STUDENT : NLE_KERNEL_GAUSSIAN;
+    nle_kernel forcing = m->student ? NLE_KERNEL_STUDENT2 : NLE_KERNEL_GAUSSIAN;
+    s = nle__fft_forces(ctx, m->fft_ws, X, energy, forcing, fo, rows ? m->row_e : NULL, &m->fast_z, S1);
+    if (s) return s;
+    m->fast_z_only = !rows;
+    for (size_t i = 0; i < N * d; i++) S1[i] = -S1[i];
+    remove_mean_force(S1, N, d);
+    return NLE_OK;
+  }
+  s = m->student ? nle__kernel_sums_bh_student_pair(ctx, X, theta, m->row_e, S2, S1)
+                 : nle_kernel_sums_bh(ctx, X, NLE_KERNEL_GAUSSIAN, theta, m->row_e, S1);
   if (s) return s;
   const double *Sd = m->student ? S2 : m->row_e;
   for (size_t n = 0; n < N; n++)
@@ -594,6 +608,7 @@ nle_status nle_model_eval(nle_ctx *ctx, nle_model *m, const nle_matd *X, double 
   int local = fast && !m->feat && m->n >= m->locality_min;
   if (local && !m->order) s = locality_order(ctx, m);
   if (s) return s;
+  m->fast_z_only = 0;
   if (fast)
     s = fast_repulsion(ctx, m, X, local ? m->order : NULL);
   else
@@ -610,7 +625,9 @@ nle_status nle_model_eval(nle_ctx *ctx, nle_model *m, const nle_matd *X, double 
     if (G) s = nle__for_blocks(ctx, "repulsion", nblocks, threads, 0, rep_block, &job);
     e_rep *= lambda;
   } else if (!s) {
-    for (size_t n = 0; n < N; n++) z += row_e[n];
+    if (m->fast_z_only) z = m->fast_z;
+    else
+      for (size_t n = 0; n < N; n++) z += row_e[n];
     e_rep = m->normalised ? lambda * log(z) : lambda * z;
   }
   if (!s) {

@@ -176,7 +176,7 @@ nle_status nle__oos_forward_batched(nle_ctx *ctx, const nle_trained *t, const nl
       /* Channels: K; then -K' with unit charges and with x_n. The training
        * map's grids are convolved once: the sources never move. */
       int student = t->kind == NLE_MODEL_TSNE || t->kind == NLE_MODEL_TEE;
-      nle_kernel kernels[2] = {student ? NLE_KERNEL_STUDENT : NLE_KERNEL_GAUSSIAN, NLE_KERNEL_STUDENT2};
+      nle__grid_kernel kernels[2] = {{student ? NLE_KERNEL_STUDENT : NLE_KERNEL_GAUSSIAN, -1}, {NLE_KERNEL_STUDENT2, -1}};
       int chan_kernel[5] = {0, student, student, student, student}, chan_charge[5] = {-1, -1, 0, 1, 2};
       nle_fft_opts fo;
       oos_fft_opts(d, &fo);
