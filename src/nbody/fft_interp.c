@@ -293,6 +293,23 @@ static int lead_block(void *job, size_t i, void *scratch) {
   return 0;
 }
 
+/* sum_w |Q^(w)|^2 K^(w) over the half spectrum of a real transform, for
+ * columns c0..c1 - 1 of its last dimension (times 1 / G: q^T (K * q), by
+ * Parseval's identity): the columns other than 0 and pad/2 stand for two. */
+static double parseval_columns(const fft_grid *g, const float *charges_hat, const float *kernel_hat, size_t c0,
+                               size_t c1) {
+  const fftwf_complex *f = (const fftwf_complex *)charges_hat, *k = (const fftwf_complex *)kernel_hat;
+  size_t last = g->pad[g->d - 1], half = last / 2 + 1, rows = g->cplx_len / half;
+  double sum = 0.0;
+  for (size_t r = 0; r < rows; r++)
+    for (size_t col = c0; col < c1; col++) {
+      size_t i = r * half + col;
+      double twice = col == 0 || 2 * col == last ? 1.0 : 2.0;
+      sum += twice * ((double)f[i][0] * f[i][0] + (double)f[i][1] * f[i][1]) * k[i][0];
+    }
+  return sum;
+}
+
 /* ---- d = 2: split and pruned transforms -------------------------------- */
 
 /* The buffer that holds lead channel c's charges. */
@@ -332,20 +349,8 @@ static int split_columns_block(void *job, size_t k, void *scratch) {
     fftwf_complex *a = (fftwf_complex *)lead_buffer(j, (size_t)j->leads[i]) + c0;
     fftwf_execute_dft(w->col_fwd[plan], a, a);
   }
-  if (j->quad_lead >= 0) {
-    /* Parseval on the half spectrum of a real transform: the columns
-     * other than 0 and pad/2 stand for two. */
-    const fftwf_complex *f = (const fftwf_complex *)j->charge_hat[j->quad_lead];
-    const fftwf_complex *kh = (const fftwf_complex *)j->kernel_hat[j->quad_kernel];
-    double sum = 0.0;
-    for (size_t r = 0; r < rows; r++)
-      for (size_t col = c0; col < c1; col++) {
-        size_t i = r * ncplx + col;
-        double twice = col == 0 || 2 * col == g->pad[1] ? 1.0 : 2.0;
-        sum += twice * ((double)f[i][0] * f[i][0] + (double)f[i][1] * f[i][1]) * kh[i][0];
-      }
-    j->quad_part[k] = sum;
-  }
+  if (j->quad_lead >= 0)
+    j->quad_part[k] = parseval_columns(g, j->charge_hat[j->quad_lead], j->kernel_hat[j->quad_kernel], c0, c1);
   float scale = 1.0f / ((float)g->pad[0] * (float)g->pad[1]);
   for (size_t c = 0; c < j->nch; c++) {
     size_t lead = (size_t)j->lead_of[c];
@@ -719,22 +724,12 @@ static nle_status convolve_sources(nle_ctx *ctx, nle__fft_ws *w, const nle_matd 
     }
     free(job.quad_part);
   } else if (!s) {
-    s = nle__for_blocks(ctx, "FFT interpolation", job.nleads,
-                                nle__threads_for(ctx, grid_work * (double)job.nleads), 0, lead_block, &job);
+    s = nle__for_blocks(ctx, "FFT interpolation", job.nleads, nle__threads_for(ctx, grid_work * (double)job.nleads), 0,
+                        lead_block, &job);
     if (!s && quad) {
-      /* Parseval on the half spectrum of a real transform: the columns
-       * other than 0 and pad/2 of the last dimension stand for two. */
-      const fftwf_complex *f = (const fftwf_complex *)w->charge_hat[unit_lead];
-      const fftwf_complex *k = (const fftwf_complex *)w->khat[quad_kernel];
-      size_t half = g->pad[g->d - 1] / 2 + 1;
-      double sum = 0.0, total = 1.0;
-      for (size_t i = 0; i < g->cplx_len; i++) {
-        size_t col = i % half;
-        double twice = col == 0 || 2 * col == g->pad[g->d - 1] ? 1.0 : 2.0;
-        sum += twice * ((double)f[i][0] * f[i][0] + (double)f[i][1] * f[i][1]) * k[i][0];
-      }
+      double total = 1.0;
       for (size_t t = 0; t < g->d; t++) total *= (double)g->pad[t];
-      *quad = sum / total;
+      *quad = parseval_columns(g, w->charge_hat[unit_lead], w->khat[quad_kernel], 0, g->pad[g->d - 1] / 2 + 1) / total;
     }
     if (!s) s = nle__for_blocks(ctx, "FFT interpolation", job.nfollowers,
                                 nle__threads_for(ctx, grid_work * (double)job.nfollowers), 0, follower_block, &job);
