@@ -66,6 +66,11 @@ struct nle__fft_ws {
   float *khat[MAX_KERNELS];
   nle__grid_kernel khat_kernel[MAX_KERNELS];
   double khat_h[MAX_KERNELS]; /* 0: not computed */
+  /* Scratch kept between calls (no allocation per evaluation): the
+   * strips' Parseval sums, and nle__fft_forces' gathered sums, self-term
+   * table and per-block totals. */
+  double *strip_sums, *scratch;
+  size_t strip_cap, scratch_cap;
   int32_t *first;    /* the source points' stencils, computed once per call */
   double *weights;
   size_t stencil_cap; /* doubles in weights */
@@ -109,7 +114,21 @@ static void ws_release(nle__fft_ws *w) {
   ws_release_grids(w);
   free(w->first);
   free(w->weights);
+  free(w->strip_sums);
+  free(w->scratch);
   memset(w, 0, sizeof *w);
+}
+
+/* *buf with room for count doubles (grown, not kept in step with shrinking
+ * calls), or NULL after recording the failure. */
+static double *ws_doubles(nle_ctx *ctx, double **buf, size_t *cap, size_t count, const char *what) {
+  if (count > *cap) {
+    free(*buf);
+    *cap = 0;
+    if (!(*buf = nle__malloc(ctx, count * sizeof(double), what))) return NULL;
+    *cap = count;
+  }
+  return *buf;
 }
 
 void nle__fft_ws_free(nle__fft_ws **w) {
@@ -709,8 +728,8 @@ static nle_status convolve_sources(nle_ctx *ctx, nle__fft_ws *w, const nle_matd 
     if (!s) s = nle__for_blocks(ctx, "FFT interpolation", job.nleads * SPLIT,
                                 nle__threads_for(ctx, pass * (double)(job.nleads * SPLIT)), 0,
                                 split_rows_forward_block, &job);
-    job.quad_part = quad ? calloc(w->strips, sizeof(double)) : NULL;
-    if (quad && !job.quad_part) s = nle__fail(ctx, NLE_ERR_NOMEM, "FFT interpolation: out of memory");
+    job.quad_part = quad ? ws_doubles(ctx, &w->strip_sums, &w->strip_cap, w->strips, "FFT-interpolation sums") : NULL;
+    if (quad && !job.quad_part) s = NLE_ERR_NOMEM;
     if (!s) s = nle__for_blocks(ctx, "FFT interpolation", w->strips,
                                 nle__threads_for(ctx, pass * SPLIT * (double)(job.nleads + nch)), 0,
                                 split_columns_block, &job);
@@ -722,7 +741,6 @@ static nle_status convolve_sources(nle_ctx *ctx, nle__fft_ws *w, const nle_matd 
       for (size_t k = 0; k < w->strips; k++) sum += job.quad_part[k];
       *quad = sum / ((double)g->pad[0] * (double)g->pad[1]);
     }
-    free(job.quad_part);
   } else if (!s) {
     s = nle__for_blocks(ctx, "FFT interpolation", job.nleads, nle__threads_for(ctx, grid_work * (double)job.nleads), 0,
                         lead_block, &job);
@@ -848,21 +866,24 @@ nle_status nle__fft_forces(nle_ctx *ctx, nle__fft_ws *ws, const nle_matd *X, nle
   for (size_t t = 0; t < d; t++) kernels[t] = (nle__grid_kernel){force_kernel, (int)t};
   kernels[d] = (nle__grid_kernel){energy_kernel, -1};
   for (size_t c = 0; c < nch; c++) chan_kernel[c] = (int)c, chan_charge[c] = -1;
-  double *phi = nle__malloc(ctx, n * nch * sizeof(double), "FFT-interpolation sums"), quad = 0.0;
-  if (!phi) return NLE_ERR_NOMEM;
+  double quad = 0.0;
   nle__fft_ws *own_ws = ws ? NULL : nle__fft_ws_new();
   if (!ws && !own_ws) s = nle__fail(ctx, NLE_ERR_NOMEM, "FFT interpolation: out of memory");
   nle__fft_ws *w = ws ? ws : own_ws;
   fft_grid g;
   if (!s) s = convolve_sources(ctx, w, X, NULL, 0, X, kernels, d + 1, chan_kernel, chan_charge, nch, opts, (int)d,
                                S ? NULL : &quad, &g);
-  /* Each channel's kernel at the offsets within a stencil, for the pair
-   * m = n as the grid carries it. */
-  size_t offsets = s ? 0 : self_offsets(&g), span = 2 * g.p - 1;
-  double *self = s ? NULL : nle__malloc(ctx, (nch + 1) * offsets * sizeof(double), "FFT-interpolation stencils");
-  if (!s && !self) s = NLE_ERR_NOMEM;
-  for (size_t c = 0; !s && c <= nch; c++) {
-    nle__grid_kernel k = kernels[c < nch ? (size_t)chan_kernel[c] : d]; /* row nch: K, for the quad */
+  /* The work space's scratch: the gathered sums (n x nch), each channel's
+   * kernel at the offsets within a stencil for the pair m = n as the grid
+   * carries it (row nch: K, for the quad), the blocks' own-pair totals. */
+  size_t offsets = s ? 0 : self_offsets(&g), span = 2 * g.p - 1, blocks = (n + POINT_BLOCK - 1) / POINT_BLOCK;
+  double *phi = s ? NULL
+                  : ws_doubles(ctx, &w->scratch, &w->scratch_cap, n * nch + (nch + 1) * offsets + blocks,
+                               "FFT-interpolation sums");
+  if (!s && !phi) s = NLE_ERR_NOMEM;
+  double *self = s ? NULL : phi + n * nch, *own = s ? NULL : self + (nch + 1) * offsets;
+  for (size_t c = d; !s && c <= nch; c++) { /* rows < d: the forces' vector kernels, whose term is 0 */
+    nle__grid_kernel k = kernels[c < nch ? (size_t)chan_kernel[c] : d];
     for (size_t q = 0; q < offsets; q++) {
       double r[MAX_DIM], d2 = 0.0;
       size_t rem = q;
@@ -875,10 +896,8 @@ nle_status nle__fft_forces(nle_ctx *ctx, nle__fft_ws *ws, const nle_matd *X, nle
       self[c * offsets + q] = k.moment >= 0 ? v * r[k.moment] : v;
     }
   }
-  size_t blocks = (n + POINT_BLOCK - 1) / POINT_BLOCK;
-  double *own = S || s ? NULL : calloc(blocks, sizeof(double)); /* the quad's own pairs */
-  if (!s && !S && !own) s = nle__fail(ctx, NLE_ERR_NOMEM, "FFT interpolation: out of memory");
-  if (!s) s = gather(ctx, w, &g, X, X, nch, self, d, own, phi); /* rows < d: the forces' vector kernels */
+  if (!s) memset(own, 0, blocks * sizeof(double));
+  if (!s) s = gather(ctx, w, &g, X, X, nch, self, d, S ? NULL : own, phi);
   double total = 0.0;
   for (size_t i = 0; !s && i < n; i++) {
     for (size_t t = 0; t < d; t++) F[i * d + t] = phi[i * nch + t];
@@ -889,9 +908,6 @@ nle_status nle__fft_forces(nle_ctx *ctx, nle__fft_ws *ws, const nle_matd *X, nle
     for (size_t b = 0; b < blocks; b++) total += own[b];
     *z = quad - total;
   }
-  free(own);
-  free(self);
   nle__fft_ws_free(&own_ws);
-  free(phi);
   return s;
 }
