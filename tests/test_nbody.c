@@ -115,6 +115,16 @@ static void barnes_hut_vs_exact(void) {
       for (size_t i = 0; i < n; i++) top = fmax(top, R[i]);
       for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs(S[i] - R[i]));
       nle_test(worst <= 0.05 * top);
+      /* With every cell opened (theta = 0) only the cells too far to matter
+       * are skipped: each point's sum to 1e-12 of itself, also for points
+       * whose nearest neighbour is 6-9 kernel lengths away. */
+      for (size_t i = n - 40; i < n; i++)
+        for (size_t k = 0; k < d; k++) X->data[i * d + k] = 300.0 + (k == 0 ? 7.5 * (double)(i % 40) : 0.3 * (double)(i % 3));
+      nle_test_ok(nle_kernel_sums_exact(ctx, X, NLE_KERNEL_GAUSSIAN, R, NULL));
+      nle_test_ok(nle_kernel_sums_bh(ctx, X, NLE_KERNEL_GAUSSIAN, 0.0, S, NULL));
+      worst = 0.0;
+      for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs(S[i] - R[i]) / R[i]);
+      if (!nle_test(worst <= 1e-12)) printf("  d %zu, clustered %d: Gaussian at theta 0 off by %g\n", d, clustered, worst);
       free(R);
       free(Rx);
       free(S);

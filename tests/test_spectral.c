@@ -1,6 +1,7 @@
 /* test_spectral.c — PCA against an independent dense reference (covariance
  * by definition, eigenvalues by cyclic Jacobi rotations). */
 #include "harness.h"
+#include "../src/spectral/spectral_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -238,7 +239,86 @@ static void laplacian_eigen_vs_dense(void) {
   nle_ctx_free(&ctx);
 }
 
+/* The parallel supernodal solve against the sparse matrix itself (residual)
+ * and against cholmod_solve, for 1, 2, 3 and 11 right-hand sides; the same
+ * bits on 1 and 2 threads. Points in three far clusters make the tree's top
+ * separators small and its subtrees uneven. */
+static void factor_solve_vs_cholmod(void) {
+  for (int shape = 0; shape < 2; shape++) {
+    nle_ctx *ctx = test_ctx(2);
+    int n = 4000;
+    nle_matf *Y = test_random_matf((size_t)n, 3, 57 + shape);
+    if (shape == 1)
+      for (int i = 0; i < n; i++) Y->data[i * 3] += 50.0f * (float)(i % 3);
+    nle_csr *W = graph_of(ctx, Y, 12, 0.5);
+    cholmod_common cc;
+    cholmod_start(&cc);
+    cc.print = 0;
+    cholmod_factor *L = NULL;
+    double shift = 1e-6;
+    nle_test_ok(nle__laplacian_factor(ctx, &cc, W, 0, 4.0, shift, &L));
+    nle__factor_solver *f = NULL;
+    nle_test_ok(nle__factor_solver_new(ctx, L, &f));
+    nle_test(f != NULL);
+    int widths[] = {1, 2, 3, 11};
+    for (int w = 0; f && w < 4; w++) {
+      size_t d = (size_t)widths[w];
+      double *B = malloc((size_t)n * d * sizeof(double)), *X1 = malloc((size_t)n * d * sizeof(double));
+      double *X2 = malloc((size_t)n * d * sizeof(double));
+      for (size_t i = 0; i < (size_t)n * d; i++) B[i] = sin(0.37 * (double)i) + 0.1 * (double)(i % 7);
+      memcpy(X1, B, (size_t)n * d * sizeof(double));
+      memcpy(X2, B, (size_t)n * d * sizeof(double));
+      nle_ctx_set_threads(ctx, 2);
+      nle_test_ok(nle__factor_solve(ctx, f, X2, d));
+      nle_ctx_set_threads(ctx, 1);
+      nle_test_ok(nle__factor_solve(ctx, f, X1, d));
+      nle_test(memcmp(X1, X2, (size_t)n * d * sizeof(double)) == 0);
+      /* residual (4 (D - W) + shift I) x - b, relative to |A| |x| */
+      double res = 0, scale = 0, diff = 0, ref = 0;
+      for (int i = 0; i < n; i++) {
+        double deg = 0;
+        for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++)
+          if (W->colind[q] != i) deg += nle_csr_value(W, q);
+        for (size_t t = 0; t < d; t++) {
+          double ax = (4.0 * deg + shift) * X1[i * d + t], mag = fabs(ax);
+          for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++)
+            if (W->colind[q] != i) {
+              ax -= 4.0 * nle_csr_value(W, q) * X1[(size_t)W->colind[q] * d + t];
+              mag += fabs(4.0 * nle_csr_value(W, q) * X1[(size_t)W->colind[q] * d + t]);
+            }
+          res = fmax(res, fabs(ax - B[i * d + t]));
+          scale = fmax(scale, mag);
+        }
+      }
+      if (!nle_test(res <= 1e-12 * scale)) printf("  d %zu: residual %g of %g\n", d, res, scale);
+      cholmod_dense *Bc = cholmod_allocate_dense((size_t)n, d, (size_t)n, CHOLMOD_REAL, &cc);
+      for (int i = 0; i < n; i++)
+        for (size_t t = 0; t < d; t++) ((double *)Bc->x)[t * (size_t)n + (size_t)i] = B[i * d + t];
+      cholmod_dense *Xc = cholmod_solve(CHOLMOD_A, L, Bc, &cc);
+      for (int i = 0; Xc && i < n; i++)
+        for (size_t t = 0; t < d; t++) {
+          double want = ((double *)Xc->x)[t * (size_t)n + (size_t)i];
+          diff = fmax(diff, fabs(X1[i * d + t] - want));
+          ref = fmax(ref, fabs(want));
+        }
+      if (!nle_test(Xc && diff <= 1e-9 * ref)) printf("  d %zu: against CHOLMOD %g of %g\n", d, diff, ref);
+      cholmod_free_dense(&Xc, &cc);
+      cholmod_free_dense(&Bc, &cc);
+      free(B);
+      free(X1);
+      free(X2);
+    }
+    nle__factor_solver_free(&f);
+    cholmod_free_factor(&L, &cc);
+    cholmod_finish(&cc);
+    nle_csr_free(&W);
+    nle_matf_free(&Y);
+    nle_ctx_free(&ctx);
+  }
+}
+
 const nle_test_case spectral_tests[] = {{"spectral/laplacian_eigen_vs_dense", laplacian_eigen_vs_dense},
                                         {"spectral/pca_vs_reference", pca_vs_reference},
                                         {"spectral/pca_transform_properties", pca_transform_properties},
+                                        {"spectral/factor_solve_vs_cholmod", factor_solve_vs_cholmod},
                                         {NULL, NULL}};

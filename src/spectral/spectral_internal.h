@@ -15,4 +15,14 @@ nle_status nle__laplacian_factor(nle_ctx *ctx, cholmod_common *cc, const nle_csr
 /* The nev largest eigenvalues of D - W for a dense symmetric W, by Lanczos. */
 nle_status nle__laplacian_largest_dense(nle_ctx *ctx, const nle_matd *W, int nev, double *vals);
 
+/* A x = B with a CHOLMOD supernodal factor of A, B's n rows of d values
+ * row-major, in place, in parallel over the elimination tree (the same bits
+ * for any number of threads). _new gives NULL (and NLE_OK) for a factor it
+ * does not handle (simplicial, or not postordered): cholmod_solve then. The
+ * factor must outlive the solver. */
+typedef struct nle__factor_solver nle__factor_solver;
+nle_status nle__factor_solver_new(nle_ctx *ctx, const cholmod_factor *L, nle__factor_solver **out);
+nle_status nle__factor_solve(nle_ctx *ctx, nle__factor_solver *f, double *B, size_t d);
+void nle__factor_solver_free(nle__factor_solver **f);
+
 #endif
