@@ -312,6 +312,12 @@ nle_status nle_knn_exact(nle_ctx *ctx, const nle_matf *Y, const nle_knn_opts *op
  * sorted, ties by index. */
 nle_status nle_knn_query(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, int k, nle_csr **graph);
 
+/* The k nearest among each point's candidates (an N x N graph, at least k
+ * entries a row, e.g. the neighbours found among the first principal
+ * components) by their squared distances in Y: an N x N CSR like
+ * nle_knn_exact's (float squared distances, sorted, ties by index). */
+nle_status nle_knn_rerank(nle_ctx *ctx, const nle_matf *Y, const nle_csr *candidates, int k, nle_csr **graph);
+
 typedef struct {
   int k;              /* neighbours per point, 1 <= k < N (default 10) */
   int n_trees;        /* random-projection trees; 0 (default): 4 + N^(1/4) / 2,

@@ -194,6 +194,9 @@ expect_fail bad_engine "--repulsion takes auto, exact, bh, fft or fgt" "$T/x.npy
 expect_ok tsne_pca $N tsne fashion-mnist:600 -p 15 --pca 20 --max-iters 50 -o "$T/tpca.npy" --quiet
 expect_fail pca_with_model "--pca with --save-model is not supported" "$T/x.npy" -- $N tsne fashion-mnist:600 --pca 20 --save-model "$T/m.nle" -o "$T/x.npy"
 expect_fail pca_bad "--pca takes a positive integer" "$T/x.npy" -- $N tsne fashion-mnist:600 --pca 0 -o "$T/x.npy"
+expect_ok tsne_pca_candidates $N tsne fashion-mnist:600 -p 10 --pca 20 --pca-candidates 60 --max-iters 20 -o "$T/tpc.npy" --quiet
+expect_ok tsne_pca_no_rerank $N tsne fashion-mnist:600 -p 10 --pca 20 --pca-candidates 0 --max-iters 20 -o "$T/tpn.npy" --quiet
+expect_fail pca_candidates_few "--pca-candidates 20 must be at least k = 30" "$T/x.npy" -- $N tsne fashion-mnist:600 -p 10 --pca 20 --pca-candidates 20 -o "$T/x.npy"
 
 # ---- precomputed affinities
 expect_ok affinity_for_embed $N affinity blobs:400:8:4 -p 15 -o "$T/aw.mtx" --quiet

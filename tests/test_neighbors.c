@@ -228,7 +228,54 @@ static void approx_edge_cases(void) {
   nle_ctx_free(&ctx);
 }
 
+/* Re-ranking: the candidates are the 25 nearest among the first 3 of 12
+ * columns; the 8 kept must be the nearest of them in all 12 (double
+ * reference, sorted, ties by index), with their 12-column distances. */
+static void knn_rerank_vs_naive(void) {
+  nle_ctx *ctx = test_ctx(2);
+  size_t n = 700, d = 12;
+  nle_matf *Y = test_random_matf(n, d, 31), *Y3;
+  nle_test_ok(nle_matf_alloc(ctx, n, 3, &Y3));
+  for (size_t i = 0; i < n; i++) memcpy(Y3->data + i * 3, Y->data + i * d, 3 * sizeof(float));
+  nle_knn_opts o;
+  nle_knn_opts_init(&o);
+  o.k = 25;
+  nle_csr *cand, *g;
+  nle_test_ok(nle_knn_exact(ctx, Y3, &o, &cand));
+  nle_test_ok(nle_knn_rerank(ctx, Y, cand, 8, &g));
+  nle_test(g->rows == (int64_t)n && g->nnz == (int64_t)n * 8);
+  int bad = 0, moved = 0;
+  for (size_t i = 0; i < n; i++) {
+    ref_pair row[25];
+    for (int c = 0; c < 25; c++) {
+      int j = cand->colind[cand->rowptr[i] + c];
+      double s = 0;
+      for (size_t t = 0; t < d; t++) {
+        double u = (double)Y->data[i * d + t] - Y->data[(size_t)j * d + t];
+        s += u * u;
+      }
+      row[c] = (ref_pair){s, j};
+    }
+    qsort(row, 25, sizeof *row, ref_cmp);
+    for (int c = 0; c < 8; c++) {
+      int64_t q = g->rowptr[i] + c;
+      bad += g->colind[q] != row[c].i || fabs(nle_csr_value(g, q) - row[c].d) > 1e-6 * row[c].d;
+      moved += row[c].i != cand->colind[cand->rowptr[i] + c];
+    }
+  }
+  nle_test(bad == 0);
+  nle_test(moved > 0); /* the re-ranking changed something */
+  nle_csr_free(&g);
+  nle_test(nle_knn_rerank(ctx, Y, cand, 26, &g) == NLE_ERR_ARG && !g);
+  nle_test(nle_knn_rerank(ctx, Y3, cand, 0, &g) == NLE_ERR_ARG);
+  nle_csr_free(&cand);
+  nle_matf_free(&Y3);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
 const nle_test_case neighbors_tests[] = {{"neighbors/knn_query_vs_naive", knn_query_vs_naive},
+                                         {"neighbors/knn_rerank_vs_naive", knn_rerank_vs_naive},
                                          {"neighbors/approx_recall", approx_recall},
                                          {"neighbors/approx_deterministic", approx_deterministic},
                                          {"neighbors/approx_edge_cases", approx_edge_cases},
