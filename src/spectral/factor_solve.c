@@ -103,18 +103,19 @@ static double assign(int64_t *cand, size_t ncand, const double *work, int *bin_o
 }
 
 /* Cuts the tree: starting from the roots, the heaviest candidate subtree is
- * split into its children (its own supernode goes to the top) while that
- * lowers the estimated time, top + heaviest bin / (bins per thread); a few
- * dozen splits at most. */
+ * split into its children (its own supernode goes to the top), up to 64
+ * times or until it is a leaf; the cut kept is the one with the least
+ * estimated time, top + heaviest bin (work counted as block sizes). */
 static nle_status cut(nle_ctx *ctx, nle__factor_solver *f, const int64_t *parent, const double *work) {
   size_t ns = f->nsuper;
   const int *super = f->L->super, *pi = f->L->pi;
   int64_t *child_start = calloc(ns + 2, sizeof *child_start), *children = malloc((ns ? ns : 1) * sizeof *children);
   int64_t *cand = malloc((ns + 1) * sizeof *cand), *best_cand = malloc((ns + 1) * sizeof *best_cand);
+  int64_t *fill = malloc((ns + 1) * sizeof *fill);
   int *bin_of = malloc((ns + 1) * sizeof *bin_of);
   char *is_top = calloc(ns ? ns : 1, 1), *best_top = calloc(ns ? ns : 1, 1);
-  if (!child_start || !children || !cand || !best_cand || !bin_of || !is_top || !best_top) {
-    free(child_start), free(children), free(cand), free(best_cand), free(bin_of), free(is_top), free(best_top);
+  if (!child_start || !children || !cand || !best_cand || !fill || !bin_of || !is_top || !best_top) {
+    free(child_start), free(children), free(cand), free(best_cand), free(fill), free(bin_of), free(is_top), free(best_top);
     return nle__fail(ctx, NLE_ERR_NOMEM, "spectral direction: out of memory for the solve's schedule");
   }
   size_t ncand = 0;
@@ -123,17 +124,10 @@ static nle_status cut(nle_ctx *ctx, nle__factor_solver *f, const int64_t *parent
     else child_start[parent[s] + 1]++;
   }
   for (size_t s = 0; s < ns; s++) child_start[s + 1] += child_start[s];
-  {
-    int64_t *fill = malloc((ns ? ns : 1) * sizeof *fill);
-    if (fill) {
-      memcpy(fill, child_start, ns * sizeof *fill);
-      for (size_t s = 0; s < ns; s++)
-        if (parent[s] >= 0) children[fill[parent[s]]++] = (int64_t)s;
-      free(fill);
-    } else {
-      ncand = 0; /* no schedule: falls through to the serial one below */
-    }
-  }
+  memcpy(fill, child_start, ns * sizeof *fill);
+  for (size_t s = 0; s < ns; s++)
+    if (parent[s] >= 0) children[fill[parent[s]]++] = (int64_t)s;
+  free(fill);
   double top_work = 0.0, best_time = 0.0;
   size_t best_ncand = 0;
   for (size_t c = 0; c < ncand; c++) best_time += work[cand[c]];
@@ -310,16 +304,16 @@ static inline __attribute__((always_inline)) void triangle_backward(const double
 enum { BLOCK = 48, PARALLEL_MIN = 1 << 15 }; /* columns per block; entries worth a fork */
 
 /* L z = z on a supernode, blocks of columns; the rectangle below each block
- * split among the threads when parallel. */
+ * split among `threads` threads when it is large enough. */
 static inline __attribute__((always_inline)) void supernode_forward(const double *Lx, int nsrow, int nscol, double *z,
-                                                                    size_t d, int parallel) {
+                                                                    size_t d, int threads) {
   for (int jb = 0; jb < nscol; jb += BLOCK) {
     int je = jb + BLOCK < nscol ? jb + BLOCK : nscol;
     triangle_forward(Lx, (size_t)nsrow, jb, je, z, d);
     int rows = nsrow - je;
-    if (parallel && (double)rows * (je - jb) >= PARALLEL_MIN) {
+    if (threads > 1 && (double)rows * (je - jb) >= PARALLEL_MIN) {
       int chunks = rows / 256 < 64 ? rows / 256 + 1 : 64;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(threads)
       for (int c = 0; c < chunks; c++)
         rows_update(Lx, (size_t)nsrow, jb, je, je + (int)((int64_t)rows * c / chunks),
                     je + (int)((int64_t)rows * (c + 1) / chunks), z, d);
@@ -330,11 +324,11 @@ static inline __attribute__((always_inline)) void supernode_forward(const double
 }
 
 static inline __attribute__((always_inline)) void supernode_backward(const double *Lx, int nsrow, int nscol, double *z,
-                                                                     size_t d, int parallel) {
+                                                                     size_t d, int threads) {
   for (int jb = (nscol - 1) / BLOCK * BLOCK; jb >= 0; jb -= BLOCK) {
     int je = jb + BLOCK < nscol ? jb + BLOCK : nscol;
-    if (parallel && (double)(nsrow - je) * (je - jb) >= PARALLEL_MIN) {
-#pragma omp parallel for schedule(static)
+    if (threads > 1 && (double)(nsrow - je) * (je - jb) >= PARALLEL_MIN) {
+#pragma omp parallel for schedule(static) num_threads(threads)
       for (int j = jb; j < je; j += 4) columns_dot(Lx, (size_t)nsrow, j, j + 4 < je ? j + 4 : je, je, nsrow, z, d);
     } else {
       columns_dot(Lx, (size_t)nsrow, jb, je, je, nsrow, z, d);
@@ -346,17 +340,17 @@ static inline __attribute__((always_inline)) void supernode_backward(const doubl
 /* L y = y on supernode s (z: scratch of its rows); the updates to rows of the
  * top go to delta when given (a bin's pass), else into y. */
 static void forward(const nle__factor_solver *f, size_t s, double *y, size_t d, double *delta, double *z,
-                    int parallel) {
+                    int threads) {
   const int *super = f->L->super, *pi = f->L->pi, *px = f->L->px;
   const double *Lx = (const double *)f->L->x + px[s];
   int k1 = super[s], nscol = super[s + 1] - k1, nsrow = pi[s + 1] - pi[s];
   const int *rows = (const int *)f->L->s + pi[s];
   memcpy(z, y + (size_t)k1 * d, (size_t)nscol * d * sizeof *z);
   memset(z + (size_t)nscol * d, 0, (size_t)(nsrow - nscol) * d * sizeof *z);
-  if (d == 2) supernode_forward(Lx, nsrow, nscol, z, 2, parallel);
-  else if (d == 1) supernode_forward(Lx, nsrow, nscol, z, 1, parallel);
-  else if (d == 3) supernode_forward(Lx, nsrow, nscol, z, 3, parallel);
-  else supernode_forward(Lx, nsrow, nscol, z, d, parallel);
+  if (d == 2) supernode_forward(Lx, nsrow, nscol, z, 2, threads);
+  else if (d == 1) supernode_forward(Lx, nsrow, nscol, z, 1, threads);
+  else if (d == 3) supernode_forward(Lx, nsrow, nscol, z, 3, threads);
+  else supernode_forward(Lx, nsrow, nscol, z, d, threads);
   memcpy(y + (size_t)k1 * d, z, (size_t)nscol * d * sizeof *z);
   for (int i = nscol; i < nsrow; i++) {
     size_t r = (size_t)rows[i];
@@ -366,17 +360,17 @@ static void forward(const nle__factor_solver *f, size_t s, double *y, size_t d, 
 }
 
 /* L^T x = x on supernode s, its rows below already solved. */
-static void backward(const nle__factor_solver *f, size_t s, double *x, size_t d, double *z, int parallel) {
+static void backward(const nle__factor_solver *f, size_t s, double *x, size_t d, double *z, int threads) {
   const int *super = f->L->super, *pi = f->L->pi, *px = f->L->px;
   const double *Lx = (const double *)f->L->x + px[s];
   int k1 = super[s], nscol = super[s + 1] - k1, nsrow = pi[s + 1] - pi[s];
   const int *rows = (const int *)f->L->s + pi[s];
   memcpy(z, x + (size_t)k1 * d, (size_t)nscol * d * sizeof *z);
   for (int i = nscol; i < nsrow; i++) memcpy(z + (size_t)i * d, x + (size_t)rows[i] * d, d * sizeof *z);
-  if (d == 2) supernode_backward(Lx, nsrow, nscol, z, 2, parallel);
-  else if (d == 1) supernode_backward(Lx, nsrow, nscol, z, 1, parallel);
-  else if (d == 3) supernode_backward(Lx, nsrow, nscol, z, 3, parallel);
-  else supernode_backward(Lx, nsrow, nscol, z, d, parallel);
+  if (d == 2) supernode_backward(Lx, nsrow, nscol, z, 2, threads);
+  else if (d == 1) supernode_backward(Lx, nsrow, nscol, z, 1, threads);
+  else if (d == 3) supernode_backward(Lx, nsrow, nscol, z, 3, threads);
+  else supernode_backward(Lx, nsrow, nscol, z, d, threads);
   memcpy(x + (size_t)k1 * d, z, (size_t)nscol * d * sizeof *z);
 }
 
@@ -397,21 +391,20 @@ nle_status nle__factor_solve(nle_ctx *ctx, nle__factor_solver *f, double *B, siz
   for (int b = 0; b < NBINS; b++)
     for (int64_t q = f->bin_start[b]; q < f->bin_start[b + 1]; q++)
       for (int64_t s = f->first_desc[f->bin_root[q]]; s <= f->bin_root[q]; s++)
-        forward(f, (size_t)s, y, d, delta + (size_t)b * f->top_cols * d, scratch + (size_t)b * zlen, 0);
+        forward(f, (size_t)s, y, d, delta + (size_t)b * f->top_cols * d, scratch + (size_t)b * zlen, 1);
   for (int b = 0; b < NBINS; b++)
     for (size_t q = 0; q < f->ntop; q++)
       for (int k = super[f->top[q]]; k < super[f->top[q] + 1]; k++)
         for (size_t t = 0; t < d; t++)
           y[(size_t)k * d + t] += delta[((size_t)b * f->top_cols + (size_t)f->top_slot[k]) * d + t];
   double *top_z = scratch + NBINS * zlen;
-  int parallel = threads > 1;
-  for (size_t q = 0; q < f->ntop; q++) forward(f, (size_t)f->top[q], y, d, NULL, top_z, parallel);
-  for (size_t q = f->ntop; q-- > 0;) backward(f, (size_t)f->top[q], y, d, top_z, parallel);
+  for (size_t q = 0; q < f->ntop; q++) forward(f, (size_t)f->top[q], y, d, NULL, top_z, threads);
+  for (size_t q = f->ntop; q-- > 0;) backward(f, (size_t)f->top[q], y, d, top_z, threads);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads > NBINS ? NBINS : threads)
   for (int b = 0; b < NBINS; b++)
     for (int64_t q = f->bin_start[b]; q < f->bin_start[b + 1]; q++)
       for (int64_t s = f->bin_root[q]; s >= f->first_desc[f->bin_root[q]]; s--)
-        backward(f, (size_t)s, y, d, scratch + (size_t)b * zlen, 0);
+        backward(f, (size_t)s, y, d, scratch + (size_t)b * zlen, 1);
   for (size_t k = 0; k < n; k++) memcpy(B + (size_t)f->perm[k] * d, y + k * d, d * sizeof *y);
   return NLE_OK;
 }
