@@ -112,12 +112,12 @@ static int32_t component_root(int32_t *parent, int32_t i) {
   return i;
 }
 
-/* The edges of W that join the components of the kept graph (parent: its
- * union-find forest), a maximum spanning forest over the components by
- * Boruvka's rounds: each component takes its heaviest edge out (ties to the
- * first stored, so the result does not depend on anything but W). Written
- * into added[] as W's entry indices; returns how many, or -1 out of memory. */
-static int64_t connecting_edges(const nle_csr *W, int32_t *parent, int64_t *added) {
+/* Marks in kept[] the edges of W that join the components of the kept graph
+ * (parent: its union-find forest), a maximum spanning forest over the
+ * components by Boruvka's rounds: each component takes its heaviest edge out
+ * (ties to the first stored, so the result does not depend on anything but
+ * W). Returns how many, or -1 out of memory. */
+static int64_t connecting_edges(const nle_csr *W, int32_t *parent, unsigned char *kept) {
   int64_t n = W->rows, count = 0, roots = 0;
   for (int64_t i = 0; i < n; i++) roots += parent[i] == (int32_t)i;
   if (roots <= 1) return 0;
@@ -150,7 +150,8 @@ static int64_t connecting_edges(const nle_csr *W, int32_t *parent, int64_t *adde
       int32_t a = component_root(parent, row_of[q]), b = component_root(parent, W->colind[q]);
       if (a == b) continue; /* the other side already took it */
       parent[a < b ? b : a] = a < b ? a : b;
-      added[count++] = q;
+      kept[q] = 1;
+      count++;
       merged = 1;
     }
   }
@@ -168,13 +169,12 @@ static int64_t connecting_edges(const nle_csr *W, int32_t *parent, int64_t *adde
  * psd; the result is a dense-index CSR with sorted columns (from the
  * affinity symmetrisation). */
 static nle_status sparsified_weights(nle_ctx *ctx, const nle_csr *W, int kappa, nle_csr **out) {
-  int64_t n = W->rows, kept = 0;
+  int64_t n = W->rows, count = 0;
   if (n > INT32_MAX) return nle__fail(ctx, NLE_ERR_ARG, "spectral direction: too many points");
   int32_t *parent = nle__malloc(ctx, (size_t)n * sizeof *parent, "components");
-  int64_t *keep = nle__malloc(ctx, (size_t)W->nnz * sizeof *keep, "the kept edges");
+  unsigned char *kept = nle__calloc(ctx, (size_t)W->nnz + 1, 1, "the kept edges");
   weighted *row = nle__malloc(ctx, (size_t)(n + 1) * sizeof *row, "a row");
-  int64_t *row_start = nle__malloc(ctx, (size_t)(n + 1) * sizeof *row_start, "the kept edges");
-  nle_status s = parent && keep && row && row_start ? NLE_OK : NLE_ERR_NOMEM;
+  nle_status s = parent && kept && row ? NLE_OK : NLE_ERR_NOMEM;
   for (int64_t i = 0; !s && i < n; i++) parent[i] = (int32_t)i;
   for (int64_t i = 0; !s && i < n; i++) {
     int64_t len = 0;
@@ -184,66 +184,35 @@ static nle_status sparsified_weights(nle_ctx *ctx, const nle_csr *W, int kappa, 
       qsort(row, (size_t)len, sizeof *row, heavier_first);
       len = kappa;
     }
-    row_start[i] = kept;
     for (int64_t t = 0; t < len; t++) {
-      int64_t p = row[t].j;
-      keep[kept++] = p;
-      int32_t a = component_root(parent, (int32_t)i), b = component_root(parent, W->colind[p]);
+      kept[row[t].j] = 1;
+      int32_t a = component_root(parent, (int32_t)i), b = component_root(parent, W->colind[row[t].j]);
       if (a != b) parent[a < b ? b : a] = a < b ? a : b;
     }
+    count += len;
   }
-  if (!s) row_start[n] = kept;
-  int64_t extra = 0;
-  int64_t *added = NULL;
   if (!s && kappa > 0) {
-    added = nle__malloc(ctx, (size_t)(n > 1 ? n - 1 : 1) * sizeof *added, "the connecting edges");
-    extra = added ? connecting_edges(W, parent, added) : -1;
-    if (extra < 0) s = nle__fail(ctx, NLE_ERR_NOMEM, "spectral direction: out of memory for its graph");
+    int64_t joining = connecting_edges(W, parent, kept);
+    if (joining < 0) s = nle__fail(ctx, NLE_ERR_NOMEM, "spectral direction: out of memory for its graph");
+    count += joining;
   }
   nle_csr *K = NULL;
-  if (!s) s = nle_csr_alloc(ctx, n, n, kept + extra, NLE_F64, &K);
+  if (!s) s = nle_csr_alloc(ctx, n, n, count, NLE_F64, &K);
   if (!s) {
-    /* the connecting edges go to the rows that store them */
-    int64_t *extra_count = calloc((size_t)n + 1, sizeof *extra_count), *cursor = NULL;
-    int32_t *extra_row = malloc((size_t)(extra > 0 ? extra : 1) * sizeof *extra_row);
-    if (!extra_count || !extra_row) s = nle__fail(ctx, NLE_ERR_NOMEM, "spectral direction: out of memory for its graph");
-    for (int64_t e = 0; !s && e < extra; e++) {
-      int64_t lo = 0, hi = n; /* the row of entry added[e] */
-      while (hi - lo > 1) {
-        int64_t mid = (lo + hi) / 2;
-        if (W->rowptr[mid] <= added[e]) lo = mid;
-        else hi = mid;
-      }
-      extra_row[e] = (int32_t)lo;
-      extra_count[lo]++;
-    }
-    if (!s) cursor = calloc((size_t)n + 1, sizeof *cursor);
-    if (!s && !cursor) s = nle__fail(ctx, NLE_ERR_NOMEM, "spectral direction: out of memory for its graph");
     int64_t q = 0;
-    for (int64_t i = 0; !s && i < n; i++) {
-      for (int64_t t = row_start[i]; t < row_start[i + 1]; t++) {
-        K->colind[q] = W->colind[keep[t]];
-        ((double *)K->val)[q++] = nle_csr_value(W, keep[t]);
-      }
-      cursor[i] = q;
-      q += extra_count[i];
+    for (int64_t i = 0; i < n; i++) {
+      for (int64_t p = W->rowptr[i]; p < W->rowptr[i + 1]; p++)
+        if (kept[p]) {
+          K->colind[q] = W->colind[p];
+          ((double *)K->val)[q++] = nle_csr_value(W, p);
+        }
       K->rowptr[i + 1] = q;
     }
-    for (int64_t e = 0; !s && e < extra; e++) {
-      int64_t at = cursor[extra_row[e]]++;
-      K->colind[at] = W->colind[added[e]];
-      ((double *)K->val)[at] = nle_csr_value(W, added[e]);
-    }
-    if (!s) K->nnz = q;
-    free(extra_count);
-    free(extra_row);
-    free(cursor);
+    K->nnz = q;
   }
   free(parent);
-  free(keep);
+  free(kept);
   free(row);
-  free(row_start);
-  free(added);
   if (!s) s = nle_affinity_symmetrize(ctx, K, 0, out);
   nle_csr_free(&K);
   return s;
