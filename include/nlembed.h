@@ -500,6 +500,11 @@ typedef struct {
   int min_boxes;    /* at least this many boxes along the longest side (8) */
   size_t max_nodes; /* at most this many nodes per dimension; wider boxes
                        beyond (0: 65536 in 1-D, 1024 in 2-D, 128 in 3-D) */
+  double bh_ratio;  /* embedding models: an evaluation whose grid would
+                       have more than bh_ratio N log2 N nodes (a map spread
+                       far wider than its points need) goes to Barnes-Hut,
+                       then the cheaper (0, the default: never; the CLI's
+                       --repulsion auto: 1) */
 } nle_fft_opts;
 void nle_fft_opts_init(nle_fft_opts *o);
 
@@ -646,6 +651,8 @@ typedef struct {
    * kind NLE_OPT_GD, no line search): X += momentum * U - rate * gains * g. */
   double learning_rate;  /* 0 (default): line search instead; t-SNE users
                             take max(N / exaggeration, 200) */
+  double learning_rate_final; /* after the exaggeration phase (0, the
+                            default: learning_rate) */
   double momentum;       /* after the exaggeration phase (default 0.8;
                             0.5 during it) */
   int gains;             /* 1 (default): per-coordinate gains, +0.2 when the

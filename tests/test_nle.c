@@ -627,6 +627,7 @@ static void count_energies(void *user, int iteration, double seconds, double E, 
 
 static void tsne_style_gd(void) {
   nle_ctx *ctx = test_ctx(3);
+  nle_matd *before_final = NULL;
   nle_dataset *ds;
   nle_test_ok(nle_dataset_read(ctx, "blobs:500:10:5", NULL, &ds));
   nle_csr *P = entropic_p(ctx, ds->X, 20);
@@ -677,6 +678,38 @@ static void tsne_style_gd(void) {
   oo.energy_every = 0;
   oo.kind = NLE_OPT_SD; /* a rate needs gradient descent */
   nle_test(nle_opt_new(ctx, m, P, &oo, &bad) == NLE_ERR_ARG && bad == NULL);
+  oo.kind = NLE_OPT_GD;
+  oo.learning_rate = 0; /* a final rate needs a first one */
+  oo.learning_rate_final = 100;
+  nle_test(nle_opt_new(ctx, m, P, &oo, &bad) == NLE_ERR_ARG && bad == NULL);
+  /* The final rate takes over exactly when the exaggeration ends: runs that
+   * stop there agree bit for bit whatever it is, and differ one step later. */
+  oo.learning_rate = 200;
+  oo.max_iters = 100;
+  double rates[] = {0, 200, 5000}; /* 0: the first rate throughout */
+  nle_matd *after[3];
+  for (int r = 0; r < 3; r++) {
+    nle_opt_opts of = oo;
+    of.learning_rate_final = rates[r];
+    for (int extra = 0; extra <= 1; extra++) {
+      of.max_iters = 100 + extra;
+      nle_opt *o3;
+      nle_test_ok(nle_opt_new(ctx, m, P, &of, &o3));
+      nle_matd *X3 = random_x(500, 2, 1e-4, 91);
+      nle_test(nle_opt_run(ctx, o3, X3, &rep) >= 0);
+      if (extra) after[r] = X3;
+      else {
+        if (r) nle_test(!memcmp(X3->data, before_final->data, 1000 * sizeof(double)));
+        else before_final = X3, X3 = NULL;
+        nle_matd_free(&X3);
+      }
+      nle_opt_free(&o3);
+    }
+  }
+  nle_test(!memcmp(after[0]->data, after[1]->data, 1000 * sizeof(double)));
+  nle_test(memcmp(after[0]->data, after[2]->data, 1000 * sizeof(double)) != 0);
+  for (int r = 0; r < 3; r++) nle_matd_free(&after[r]);
+  nle_matd_free(&before_final);
   nle_matd_free(&X);
   nle_opt_free(&opt);
   nle_model_free(&m);
@@ -1333,6 +1366,43 @@ static void locality_order_same_sums(void) {
   nle_ctx_free(&ctx);
 }
 
+/* fft with bh_ratio: a map far wider than its points need (more than
+ * N log2 N grid nodes) is summed by Barnes-Hut, the same bits as the bh
+ * engine's; a compact one still by the grid, the same bits as without. */
+static void fft_bh_ratio(void) {
+  nle_ctx *ctx = test_ctx(2);
+  nle_dataset *ds;
+  nle_test_ok(nle_dataset_read(ctx, "blobs:800:10:4", NULL, &ds));
+  nle_csr *P = entropic_p(ctx, ds->X, 15);
+  nle_matd *G[3];
+  for (int i = 0; i < 3; i++) nle_test_ok(nle_matd_alloc(ctx, 800, 2, &G[i]));
+  double spreads[] = {20.0, 1.0}; /* about 180,000 and 450 nodes at box 0.85, against 7,700 */
+  for (int c = 0; c < 2; c++) {
+    nle_matd *X = random_x(800, 2, spreads[c], 43);
+    double E[3];
+    for (int v = 0; v < 3; v++) { /* bh; fft; fft with bh_ratio 1 */
+      nle_model_spec spec = {NLE_MODEL_TSNE, 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL,
+                             v ? NLE_REPULSION_FFT : NLE_REPULSION_BH, 0.5, {0}, {0}, NULL};
+      nle_fft_opts_init(&spec.fft);
+      spec.fft.bh_ratio = v == 2 ? 1.0 : 0.0;
+      nle_model *m;
+      nle_test_ok(nle_model_new(ctx, &spec, &m));
+      nle_test_ok(nle_model_eval(ctx, m, X, &E[v], G[v]));
+      nle_model_free(&m);
+    }
+    int same = c == 0 ? 0 : 1; /* the result bh_ratio 1 must match */
+    int other = 1 - same;
+    if (!nle_test(!memcmp(G[2]->data, G[same]->data, 1600 * sizeof(double)) &&
+                  memcmp(G[2]->data, G[other]->data, 1600 * sizeof(double)) != 0))
+      printf("  spread %g: E %.15g, bh %.15g, fft %.15g\n", spreads[c], E[2], E[0], E[1]);
+    nle_matd_free(&X);
+  }
+  for (int i = 0; i < 3; i++) nle_matd_free(&G[i]);
+  nle_csr_free(&P);
+  nle_dataset_free(&ds);
+  nle_ctx_free(&ctx);
+}
+
 static void barnes_hut_engine(void) { fast_engines(NLE_REPULSION_BH); }
 static void fft_engine(void) { fast_engines(NLE_REPULSION_FFT); }
 static void fgt_engine(void) { fast_engines(NLE_REPULSION_FGT); }
@@ -1379,6 +1449,7 @@ static void sd_sparsified_connected(void) {
 const nle_test_case nle_tests[] = {{"nle/barnes_hut_engine", barnes_hut_engine},
                                    {"nle/locality_order_same_sums", locality_order_same_sums},
                                    {"nle/fft_engine", fft_engine},
+                                   {"nle/fft_bh_ratio", fft_bh_ratio},
                                    {"nle/fgt_engine", fgt_engine},
                                    {"nle/sqdist_wneg_engines", sqdist_wneg_engines},
                                    {"nle/sdm_curvature_vs_hessian", sdm_curvature_vs_hessian},

@@ -110,6 +110,8 @@ void nle__fft_ws_free(nle__fft_ws **ws);
 /* Whether X's extent fits the grid at the requested box width (else the
  * boxes widen and the accuracy drops). */
 int nle__fft_grid_fits(const nle_matd *X, const nle_fft_opts *opts);
+/* About how many nodes that grid has (0 when it does not fit). */
+double nle__fft_grid_nodes(const nle_matd *X, const nle_fft_opts *opts);
 /* nle_kernel_sums_fft with a work space (may be NULL). */
 nle_status nle__kernel_sums_fft_ws(nle_ctx *ctx, nle__fft_ws *ws, const nle_matd *X, nle_kernel kernel,
                                    const nle_fft_opts *opts, double *S, double *Sx);

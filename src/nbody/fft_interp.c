@@ -29,6 +29,7 @@ void nle_fft_opts_init(nle_fft_opts *o) {
   o->box_width = 0.85;
   o->min_boxes = 8;
   o->max_nodes = 0;
+  o->bh_ratio = 0.0;
 }
 
 /* The grid and each point's interpolation weights. */
@@ -544,11 +545,12 @@ static void plan_grid(const nle_matd *src, const nle_matd *tgt, const nle_fft_op
   g->cplx_len = g->real_len / 2;
 }
 
-int nle__fft_grid_fits(const nle_matd *X, const nle_fft_opts *opts) {
+double nle__fft_grid_nodes(const nle_matd *X, const nle_fft_opts *opts) {
   nle_fft_opts o;
   if (opts && opts->order) o = *opts;
   else nle_fft_opts_init(&o);
   size_t d = X->cols, max_nodes = o.max_nodes ? o.max_nodes : default_max_nodes(d);
+  double nodes = 1.0;
   for (size_t t = 0; t < d; t++) {
     double lo = INFINITY, hi = -INFINITY;
     for (size_t i = 0; i < X->rows; i++) {
@@ -556,10 +558,14 @@ int nle__fft_grid_fits(const nle_matd *X, const nle_fft_opts *opts) {
       lo = v < lo ? v : lo;
       hi = v > hi ? v : hi;
     }
-    if ((hi - lo) / o.box_width * (double)o.order > (double)max_nodes) return 0;
+    double along = (hi - lo) / o.box_width * (double)o.order;
+    if (along > (double)max_nodes) return 0.0;
+    nodes *= fmax(along, (double)o.order);
   }
-  return 1;
+  return nodes;
 }
+
+int nle__fft_grid_fits(const nle_matd *X, const nle_fft_opts *opts) { return nle__fft_grid_nodes(X, opts) > 0.0; }
 
 /* Bounds of `parts` chunks of n items, each starting at an even item (so
  * that every chunk of a buffer has the alignment of the first). */

@@ -26,6 +26,7 @@ void nle_opt_opts_init(nle_opt_opts *o) {
   o->shrink = 0.5;
   o->memory = 10;
   o->learning_rate = 0.0;
+  o->learning_rate_final = 0.0;
   o->momentum = 0.8;
   o->gains = 1;
   o->exaggeration = 1.0;
@@ -246,9 +247,10 @@ nle_status nle_opt_new(nle_ctx *ctx, nle_model *model, const nle_csr *Wp, const 
     nle_opt_opts_init(&defaults);
     opts = &defaults;
   }
-  if (opts->learning_rate < 0 || !(opts->momentum >= 0 && opts->momentum < 1) || !(opts->exaggeration >= 1) ||
+  if (opts->learning_rate < 0 || opts->learning_rate_final < 0 || (opts->learning_rate_final > 0 && !(opts->learning_rate > 0)) ||
+      !(opts->momentum >= 0 && opts->momentum < 1) || !(opts->exaggeration >= 1) ||
       opts->exaggeration_iters < 0 || opts->energy_every < 0 || (opts->learning_rate > 0 && opts->kind != NLE_OPT_GD))
-    return nle__fail(ctx, NLE_ERR_ARG, "optimiser: a learning rate goes with gradient descent; momentum in [0, 1), "
+    return nle__fail(ctx, NLE_ERR_ARG, "optimiser: a learning rate goes with gradient descent and a final one with a first one; momentum in [0, 1), "
                                        "exaggeration >= 1, energy_every >= 0");
   if ((unsigned)opts->kind > NLE_OPT_SDM || opts->kappa < 0 || opts->memory < 1 || opts->max_iters < 0 || !(opts->tol >= 0) ||
       !(opts->c1 > 0 && opts->c1 < 1) || !(opts->shrink > 0 && opts->shrink < 1) || !(opts->sdm_tol > 0) ||
@@ -475,9 +477,9 @@ static nle_status run_momentum(nle_ctx *ctx, nle_opt *o, nle_model *model, nle_m
   }
   double *u = r->velocity, *gain = r->gain, E = 0.0;
   while (!s && rep->iterations < o->o.max_iters) {
-    int it = rep->iterations;
+    int it = rep->iterations, exaggerating = it < o->o.exaggeration_iters;
     schedule_accuracy(ctx, o, it);
-    s = nle_model_set_exaggeration(ctx, model, it < o->o.exaggeration_iters ? o->o.exaggeration : 1.0);
+    s = nle_model_set_exaggeration(ctx, model, exaggerating ? o->o.exaggeration : 1.0);
     /* E only where it is reported: the start and the trace */
     nle__model_want_energy(model, it == 0 || (o->o.energy_every > 0 && it % o->o.energy_every == 0));
     if (!s) s = nle_model_eval(ctx, model, X, &E, G);
@@ -489,19 +491,20 @@ static nle_status run_momentum(nle_ctx *ctx, nle_opt *o, nle_model *model, nle_m
       rep->converged = 1;
       break;
     }
-    double mom = it < o->o.exaggeration_iters ? 0.5 : o->o.momentum;
+    double mom = exaggerating ? 0.5 : o->o.momentum;
+    double lr = exaggerating || !(o->o.learning_rate_final > 0) ? o->o.learning_rate : o->o.learning_rate_final;
     for (size_t i = 0; i < nd; i++) {
       if (o->o.gains) {
         gain[i] = (G->data[i] > 0) != (u[i] > 0) ? gain[i] + 0.2 : gain[i] * 0.8;
         if (gain[i] < 0.01) gain[i] = 0.01;
       }
-      u[i] = mom * u[i] - o->o.learning_rate * gain[i] * G->data[i];
+      u[i] = mom * u[i] - lr * gain[i] * G->data[i];
       X->data[i] += u[i];
     }
     rep->evaluations++;
     rep->iterations++;
     rep->seconds = seconds0 + nle_time_seconds() - t0;
-    if (o->o.trace) o->o.trace(o->o.trace_user, rep->iterations, rep->seconds, E, rep->evaluations, o->o.learning_rate);
+    if (o->o.trace) o->o.trace(o->o.trace_user, rep->iterations, rep->seconds, E, rep->evaluations, lr);
     if (o->ckpt_every && rep->iterations % o->ckpt_every == 0) s = nle__opt_checkpoint(ctx, o, X);
     if (!s && o->o.time_budget > 0 && rep->seconds >= o->o.time_budget) break;
     if (!s && nle__progress(ctx, "optimising", (double)rep->iterations / (double)o->o.max_iters)) s = NLE_ERR_CANCELLED;
