@@ -1,7 +1,9 @@
 /* knn_exact.c — exact k nearest neighbours by blocked brute force: GEMM for
  * the inner products (|a-b|^2 = |a|^2 + |b|^2 - 2 a.b) on centred data, a
  * bounded max-heap of k + margin candidates per query row, OpenMP over row
- * blocks. The candidates are then re-ranked with directly computed distances,
+ * blocks. The points are taken in a spatial (k-d) order and each block of
+ * queries scans its own column block first (70,000 x 50 PCA of
+ * Fashion-MNIST, k = 90: the search with the re-ranking 8.0 -> 6.8 s). The candidates are then re-ranked with directly computed distances,
  * and a rounding bound certifies per row that no point outside the candidates
  * can be closer; a row that cannot be certified is recomputed directly. The
  * result is therefore exact, whatever the cancellation in the GEMM form.
@@ -68,6 +70,8 @@ typedef struct {
   double max_norm;    /* largest centred norm */
   double rel_error;   /* bound on the GEMM form's error per (|a| + |b|)^2 */
   int k, kc;
+  const int32_t *perm; /* position -> point: Yc, sqnorm (and Qc, qnorm for
+                          the kNN graph) are in this order; NULL: identity */
   nle_csr *graph;
   size_t fallbacks;   /* rows recomputed directly (atomic) */
 } knn_job;
@@ -113,9 +117,16 @@ static void knn_row_block(knn_job *job, size_t r0, size_t r1, float *gram, cand 
   const nle_matf *Y = job->Y;
   size_t n = Y->rows, d = Y->cols, br = r1 - r0;
   int kc = job->kc;
+  const int32_t *perm = job->perm;
   for (size_t r = 0; r < br; r++)
     for (int c = 0; c < kc; c++) heaps[r * (size_t)kc + (size_t)c] = (cand){INFINITY, INT32_MAX};
-  for (size_t c0 = 0; c0 < n; c0 += BLOCK_COLS) {
+  /* In spatial order the queries' own column block holds most of their
+   * neighbours: scanned first, it makes the heaps' bounds tight at once and
+   * the later blocks are mostly skipped chunk by chunk. */
+  size_t start = job->self && perm ? r0 / BLOCK_COLS * BLOCK_COLS : 0;
+  for (size_t step = 0; step < n; step += BLOCK_COLS) {
+    size_t c0 = (start + step) % (n + (BLOCK_COLS - n % BLOCK_COLS) % BLOCK_COLS);
+    if (c0 >= n) continue;
     size_t bc = n - c0 < BLOCK_COLS ? n - c0 : BLOCK_COLS;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)br, (int)bc, (int)d, 1.0f,
                 job->Qc + r0 * d, (int)d, job->Yc + c0 * d, (int)d, 0.0f, gram, (int)bc);
@@ -126,18 +137,22 @@ static void knn_row_block(knn_job *job, size_t r0, size_t r1, float *gram, cand 
   float *val = job->graph->val;
   for (size_t r = 0; r < br; r++) {
     cand *h = heaps + r * (size_t)kc;
-    const float *q = job->Q->data + (r0 + r) * d;
+    size_t row = job->self && perm ? (size_t)perm[r0 + r] : r0 + r; /* the query's own index */
+    const float *q = job->Q->data + row * d;
     /* Every point outside the heap had a GEMM distance >= the root's. */
     double outside = h[0].d;
-    for (int c = 0; c < kc; c++) h[c].d = (float)sqdist(q, Y->data + (size_t)h[c].i * d, d);
+    for (int c = 0; c < kc; c++) {
+      if (perm) h[c].i = perm[h[c].i];
+      h[c].d = (float)sqdist(q, Y->data + (size_t)h[c].i * d, d);
+    }
     qsort(h, (size_t)kc, sizeof *h, cand_cmp);
     double reach = sqrt((double)job->qnorm[r0 + r]) + job->max_norm;
     if ((size_t)kc < n - (size_t)job->self && !(outside - job->rel_error * reach * reach > (double)h[job->k - 1].d)) {
-      knn_row_direct(job, r0 + r, h);
+      knn_row_direct(job, row, h);
 #pragma omp atomic
       job->fallbacks++;
     }
-    size_t out = (r0 + r) * (size_t)job->k;
+    size_t out = row * (size_t)job->k;
     for (int c = 0; c < job->k; c++) {
       job->graph->colind[out + (size_t)c] = h[c].i;
       val[out + (size_t)c] = h[c].d;
@@ -145,10 +160,61 @@ static void knn_row_block(knn_job *job, size_t r0, size_t r1, float *gram, cand 
   }
 }
 
+/* Spatial order (a k-d tree's leaves left to right): ranges split at the
+ * median of their widest coordinate down to SPATIAL_LEAF points. */
+enum { SPATIAL_LEAF = 64 };
+
+static float coord(const nle_matf *Y, const int32_t *perm, size_t i, size_t axis) {
+  return Y->data[(size_t)perm[i] * Y->cols + axis];
+}
+
+/* Hoare's selection: perm[lo, hi) rearranged so that its middle holds the
+ * median along axis, smaller before and larger after. */
+static void select_median(const nle_matf *Y, int32_t *perm, size_t lo, size_t hi, size_t axis) {
+  size_t mid = lo + (hi - lo) / 2;
+  while (hi - lo > 1) {
+    float pivot = coord(Y, perm, lo + (hi - lo - 1) / 2, axis); /* not the last: j then ends below hi - 1 */
+    size_t i = lo, j = hi - 1;
+    for (;;) {
+      while (coord(Y, perm, i, axis) < pivot) i++;
+      while (coord(Y, perm, j, axis) > pivot) j--;
+      if (i >= j) break;
+      int32_t t = perm[i];
+      perm[i++] = perm[j];
+      perm[j--] = t;
+    }
+    /* [lo, j] <= pivot <= [j + 1, hi) */
+    if (mid <= j) hi = j + 1;
+    else lo = j + 1;
+  }
+}
+
+static void spatial_order(const nle_matf *Y, int32_t *perm, size_t lo, size_t hi) {
+  size_t d = Y->cols;
+  while (hi - lo > SPATIAL_LEAF) {
+    size_t axis = 0;
+    float widest = -1.0f;
+    for (size_t t = 0; t < d; t++) {
+      float a = INFINITY, b = -INFINITY;
+      for (size_t i = lo; i < hi; i++) {
+        float v = coord(Y, perm, i, t);
+        a = v < a ? v : a;
+        b = v > b ? v : b;
+      }
+      if (b - a > widest) widest = b - a, axis = t;
+    }
+    if (!(widest > 0.0f)) return; /* all equal */
+    select_median(Y, perm, lo, hi, axis);
+    size_t mid = lo + (hi - lo) / 2;
+    spatial_order(Y, perm, lo, mid);
+    lo = mid;
+  }
+}
+
 /* Centring shrinks |a|^2 + |b|^2 and with it the cancellation error of the
  * GEMM form. Fills the centred copy and its squared norms; returns the
  * largest squared norm, or -1 when out of memory. */
-static double centre_rows(const nle_matf *Y, const nle_matf *by, float *centred, float *sqnorm) {
+static double centre_rows(const nle_matf *Y, const nle_matf *by, const int32_t *perm, float *centred, float *sqnorm) {
   size_t n = Y->rows, d = Y->cols;
   double *mean = calloc(d ? d : 1, sizeof(double)), max_sq = 0.0;
   if (!mean) return -1.0;
@@ -157,8 +223,9 @@ static double centre_rows(const nle_matf *Y, const nle_matf *by, float *centred,
   for (size_t j = 0; j < d; j++) mean[j] /= (double)by->rows;
   for (size_t i = 0; i < n; i++) {
     double sq = 0.0;
+    const float *y = Y->data + (perm ? (size_t)perm[i] : i) * d;
     for (size_t j = 0; j < d; j++) {
-      float c = (float)((double)Y->data[i * d + j] - mean[j]);
+      float c = (float)((double)y[j] - mean[j]);
       centred[i * d + j] = c;
       sq += (double)c * c;
     }
@@ -199,13 +266,16 @@ static nle_status knn_search(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q,
   float *centred = nle__malloc(ctx, n * d * sizeof(float), "the centred data");
   float *qnorm = self ? sqnorm : nle__malloc(ctx, m * sizeof(float), "squared norms");
   float *qcentred = self ? centred : nle__malloc(ctx, m * d * sizeof(float), "the centred queries");
-  double max_sq = (sqnorm && centred && qnorm && qcentred) ? centre_rows(Y, Y, centred, sqnorm) : -1.0;
-  if (!self && max_sq >= 0 && centre_rows(Q, Y, qcentred, qnorm) < 0) max_sq = -1.0;
+  int32_t *perm = nle__malloc(ctx, n * sizeof(int32_t), "the spatial order");
+  for (size_t i = 0; perm && i < n; i++) perm[i] = (int32_t)i;
+  if (perm) spatial_order(Y, perm, 0, n);
+  double max_sq = (sqnorm && centred && qnorm && qcentred && perm) ? centre_rows(Y, Y, perm, centred, sqnorm) : -1.0;
+  if (!self && max_sq >= 0 && centre_rows(Q, Y, NULL, qcentred, qnorm) < 0) max_sq = -1.0;
   if (max_sq < 0) s = nle__fail(ctx, NLE_ERR_NOMEM, "exact kNN: out of memory for the centred data");
   /* Float dot products of length D err by at most ~D u |a||b| (u = 2^-24);
    * the norms, the centring and the final sum add a few u more. */
   double rel_error = 1.01 * ((double)d + 8.0) * 0x1.0p-24;
-  knn_job job = {Y, centred, sqnorm, Q, qcentred, qnorm, self, sqrt(fmax(max_sq, 0.0)), rel_error, k, kc, *graph, 0};
+  knn_job job = {Y, centred, sqnorm, Q, qcentred, qnorm, self, sqrt(fmax(max_sq, 0.0)), rel_error, k, kc, perm, *graph, 0};
   size_t nblocks = (m + BLOCK_ROWS - 1) / BLOCK_ROWS;
   if (!s)
     s = nle__for_blocks(ctx, "exact kNN", nblocks, threads,
@@ -217,6 +287,7 @@ static nle_status knn_search(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q,
   }
   free(sqnorm);
   free(centred);
+  free(perm);
   if (job.fallbacks) nle__log(ctx, 2, "exact kNN: %zu of %zu rows recomputed directly", job.fallbacks, m);
   if (s) nle_csr_free(graph);
   return s;
@@ -259,6 +330,7 @@ nle_status nle_knn_query(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, int
 typedef struct {
   const nle_matf *Y;
   const nle_csr *cand;
+  const int32_t *order; /* rows in this order: neighbours in turn */
   nle_csr *out;
   int k;
 } rerank_job;
@@ -283,7 +355,8 @@ static int rerank_block(void *job, size_t b, void *scratch) {
   size_t d = j->Y->cols, i1 = (b + 1) * RERANK_BLOCK < (size_t)c->rows ? (b + 1) * RERANK_BLOCK : (size_t)c->rows;
   cand *row = scratch;
   float *val = j->out->val;
-  for (size_t i = b * RERANK_BLOCK; i < i1; i++) {
+  for (size_t at = b * RERANK_BLOCK; at < i1; at++) {
+    size_t i = (size_t)j->order[at];
     const float *yi = j->Y->data + i * d;
     int len = 0;
     for (int64_t q = c->rowptr[i]; q < c->rowptr[i + 1]; q++)
@@ -314,10 +387,17 @@ nle_status nle_knn_rerank(nle_ctx *ctx, const nle_matf *Y, const nle_csr *candid
   nle_status s = nle_csr_alloc(ctx, n, n, n * (int64_t)k, NLE_F32, graph);
   if (s) return s;
   for (int64_t i = 0; i <= n; i++) (*graph)->rowptr[i] = i * (int64_t)k;
-  rerank_job job = {Y, candidates, *graph, k};
-  s = nle__for_blocks(ctx, "kNN re-ranking", ((size_t)n + RERANK_BLOCK - 1) / RERANK_BLOCK,
+  /* Rows in a breadth-first order of the candidate graph: points taken in
+   * turn share most of their candidates, whose input rows (3 KB each on
+   * Fashion-MNIST) then come from cache rather than memory: on 70,000
+   * images with 90 candidates, 2.5-3 s -> 1 s. */
+  int32_t *order = NULL;
+  s = nle__csr_locality_order(ctx, candidates, NULL, &order);
+  rerank_job job = {Y, candidates, order, *graph, k};
+  if (!s) s = nle__for_blocks(ctx, "kNN re-ranking", ((size_t)n + RERANK_BLOCK - 1) / RERANK_BLOCK,
                       nle__threads_for(ctx, (double)n * (double)widest * (double)Y->cols), (size_t)widest * sizeof(cand),
                       rerank_block, &job);
+  free(order);
   if (s) nle_csr_free(graph);
   return s;
 }
