@@ -62,7 +62,7 @@ import json; r = json.load(open('$OUT/peers-$name.json')); w = json.load(open('$
 print('%-22s %8.1f %9.0f %10.4f %10.5f %10.5f %9.4f' % ('$name', $2, $3 / 1024, r['recall'], w['trustworthiness'],
       r['trustworthiness'], r['knn_accuracy']))"
 }
-run nlembed-tsne "$NLEMBED" tsne "$DATA" --pca 50 --optimizer gd --learning-rate auto --exaggeration 12 --max-iters 750 \
+run nlembed-tsne "$NLEMBED" tsne "$DATA" --pca 50 --optimizer gd --learning-rate auto --exaggeration 12 --max-iters 450 --exaggeration-iters 125 \
   --threads 2 -o "$OUT/peers-nlembed-tsne.npy" --quiet
 run nlembed-ee "$NLEMBED" ee "$DATA" --pca 50 --lambda "${EE_LAMBDA:-0.03}" --max-iters "${EE_ITERS:-300}" --threads 2 \
   -o "$OUT/peers-nlembed-ee.npy" --quiet
