@@ -649,8 +649,9 @@ typedef struct {
   int memory;         /* L-BFGS: pairs kept (default 10) */
   /* Gradient descent as the t-SNE codes run it (used when learning_rate > 0,
    * kind NLE_OPT_GD, no line search): X += momentum * U - rate * gains * g. */
-  double learning_rate;  /* 0 (default): line search instead; t-SNE users
-                            take max(N / exaggeration, 200) */
+  double learning_rate;  /* 0 (default): line search instead; the CLI's
+                            auto: max(N / (4 exaggeration), 50), then a
+                            final rate of max(N / 2, 200), momentum 0.95 */
   double learning_rate_final; /* after the exaggeration phase (0, the
                             default: learning_rate) */
   double momentum;       /* after the exaggeration phase (default 0.8;

@@ -1,9 +1,10 @@
 /* knn_exact.c — exact k nearest neighbours by blocked brute force: GEMM for
  * the inner products (|a-b|^2 = |a|^2 + |b|^2 - 2 a.b) on centred data, a
  * bounded max-heap of k + margin candidates per query row, OpenMP over row
- * blocks. The points are taken in a spatial (k-d) order and each block of
- * queries scans its own column block first (70,000 x 50 PCA of
- * Fashion-MNIST, k = 90: the search with the re-ranking 8.0 -> 6.8 s). The candidates are then re-ranked with directly computed distances,
+ * blocks. For the kNN graph the points are taken in a spatial (k-d) order
+ * and each block of queries scans its own column block first (70,000 x 50
+ * PCA of Fashion-MNIST, k = 90: the search with the re-ranking 8.0 -> 6.8
+ * s). The candidates are then re-ranked with directly computed distances,
  * and a rounding bound certifies per row that no point outside the candidates
  * can be closer; a row that cannot be certified is recomputed directly. The
  * result is therefore exact, whatever the cancellation in the GEMM form.
@@ -70,8 +71,8 @@ typedef struct {
   double max_norm;    /* largest centred norm */
   double rel_error;   /* bound on the GEMM form's error per (|a| + |b|)^2 */
   int k, kc;
-  const int32_t *perm; /* position -> point: Yc, sqnorm (and Qc, qnorm for
-                          the kNN graph) are in this order; NULL: identity */
+  const int32_t *perm; /* the kNN graph: position -> point, the order of
+                          Yc, sqnorm, Qc and qnorm (NULL: identity) */
   nle_csr *graph;
   size_t fallbacks;   /* rows recomputed directly (atomic) */
 } knn_job;
@@ -123,10 +124,9 @@ static void knn_row_block(knn_job *job, size_t r0, size_t r1, float *gram, cand 
   /* In spatial order the queries' own column block holds most of their
    * neighbours: scanned first, it makes the heaps' bounds tight at once and
    * the later blocks are mostly skipped chunk by chunk. */
-  size_t start = job->self && perm ? r0 / BLOCK_COLS * BLOCK_COLS : 0;
-  for (size_t step = 0; step < n; step += BLOCK_COLS) {
-    size_t c0 = (start + step) % (n + (BLOCK_COLS - n % BLOCK_COLS) % BLOCK_COLS);
-    if (c0 >= n) continue;
+  size_t col_blocks = (n + BLOCK_COLS - 1) / BLOCK_COLS, own = perm ? r0 / BLOCK_COLS : 0;
+  for (size_t b = 0; b < col_blocks; b++) {
+    size_t c0 = (own + b) % col_blocks * BLOCK_COLS;
     size_t bc = n - c0 < BLOCK_COLS ? n - c0 : BLOCK_COLS;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)br, (int)bc, (int)d, 1.0f,
                 job->Qc + r0 * d, (int)d, job->Yc + c0 * d, (int)d, 0.0f, gram, (int)bc);
@@ -137,7 +137,7 @@ static void knn_row_block(knn_job *job, size_t r0, size_t r1, float *gram, cand 
   float *val = job->graph->val;
   for (size_t r = 0; r < br; r++) {
     cand *h = heaps + r * (size_t)kc;
-    size_t row = job->self && perm ? (size_t)perm[r0 + r] : r0 + r; /* the query's own index */
+    size_t row = perm ? (size_t)perm[r0 + r] : r0 + r; /* the query's own index */
     const float *q = job->Q->data + row * d;
     /* Every point outside the heap had a GEMM distance >= the root's. */
     double outside = h[0].d;
@@ -266,10 +266,13 @@ static nle_status knn_search(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q,
   float *centred = nle__malloc(ctx, n * d * sizeof(float), "the centred data");
   float *qnorm = self ? sqnorm : nle__malloc(ctx, m * sizeof(float), "squared norms");
   float *qcentred = self ? centred : nle__malloc(ctx, m * d * sizeof(float), "the centred queries");
-  int32_t *perm = nle__malloc(ctx, n * sizeof(int32_t), "the spatial order");
+  /* (queries from elsewhere have no block of their own to start from) */
+  int32_t *perm = self ? nle__malloc(ctx, n * sizeof(int32_t), "the spatial order") : NULL;
   for (size_t i = 0; perm && i < n; i++) perm[i] = (int32_t)i;
   if (perm) spatial_order(Y, perm, 0, n);
-  double max_sq = (sqnorm && centred && qnorm && qcentred && perm) ? centre_rows(Y, Y, perm, centred, sqnorm) : -1.0;
+  double max_sq = (sqnorm && centred && qnorm && qcentred && (perm || !self))
+                      ? centre_rows(Y, Y, perm, centred, sqnorm)
+                      : -1.0;
   if (!self && max_sq >= 0 && centre_rows(Q, Y, NULL, qcentred, qnorm) < 0) max_sq = -1.0;
   if (max_sq < 0) s = nle__fail(ctx, NLE_ERR_NOMEM, "exact kNN: out of memory for the centred data");
   /* Float dot products of length D err by at most ~D u |a||b| (u = 2^-24);

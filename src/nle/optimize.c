@@ -247,11 +247,12 @@ nle_status nle_opt_new(nle_ctx *ctx, nle_model *model, const nle_csr *Wp, const 
     nle_opt_opts_init(&defaults);
     opts = &defaults;
   }
-  if (opts->learning_rate < 0 || opts->learning_rate_final < 0 || (opts->learning_rate_final > 0 && !(opts->learning_rate > 0)) ||
-      !(opts->momentum >= 0 && opts->momentum < 1) || !(opts->exaggeration >= 1) ||
-      opts->exaggeration_iters < 0 || opts->energy_every < 0 || (opts->learning_rate > 0 && opts->kind != NLE_OPT_GD))
-    return nle__fail(ctx, NLE_ERR_ARG, "optimiser: a learning rate goes with gradient descent and a final one with a first one; momentum in [0, 1), "
-                                       "exaggeration >= 1, energy_every >= 0");
+  if (opts->learning_rate < 0 || opts->learning_rate_final < 0 ||
+      (opts->learning_rate_final > 0 && !(opts->learning_rate > 0)) || !(opts->momentum >= 0 && opts->momentum < 1) ||
+      !(opts->exaggeration >= 1) || opts->exaggeration_iters < 0 || opts->energy_every < 0 ||
+      (opts->learning_rate > 0 && opts->kind != NLE_OPT_GD))
+    return nle__fail(ctx, NLE_ERR_ARG, "optimiser: a learning rate goes with gradient descent, a final one with a "
+                                       "first one; momentum in [0, 1), exaggeration >= 1, energy_every >= 0");
   if ((unsigned)opts->kind > NLE_OPT_SDM || opts->kappa < 0 || opts->memory < 1 || opts->max_iters < 0 || !(opts->tol >= 0) ||
       !(opts->c1 > 0 && opts->c1 < 1) || !(opts->shrink > 0 && opts->shrink < 1) || !(opts->sdm_tol > 0) ||
       opts->sdm_iters < 1)
