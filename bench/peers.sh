@@ -66,8 +66,12 @@ run nlembed-tsne "$NLEMBED" tsne "$DATA" --pca 50 --optimizer gd --learning-rate
   --threads 2 -o "$OUT/peers-nlembed-tsne.npy" --quiet
 run nlembed-ee "$NLEMBED" ee "$DATA" --pca 50 --lambda "${EE_LAMBDA:-0.03}" --max-iters "${EE_ITERS:-300}" --threads 2 \
   -o "$OUT/peers-nlembed-ee.npy" --quiet
-run nlembed-tee "$NLEMBED" tee "$DATA" --pca 50 --lambda "${EE_LAMBDA:-0.03}" --max-iters "${EE_ITERS:-300}" --threads 2 \
-  -o "$OUT/peers-nlembed-tee.npy" --quiet
+# t-EE: the EE paper's homotopy (5 lambda values from lambda / 100) with fixed-rate steps, 90 iterations each
+# (30 at momentum 0.5, then 0.95); lambda 0.03 is about N / Z of the t-SNE map, where t-EE's and t-SNE's
+# gradients agree.
+run nlembed-tee "$NLEMBED" tee "$DATA" --pca 50 --lambda "${TEE_LAMBDA:-0.03}" --homotopy 5 \
+  --lambda-start "${TEE_LAMBDA_START:-0.0003}" --optimizer gd --learning-rate auto --final-learning-rate 0.25 \
+  --exaggeration-iters 30 --max-iters 90 --threads 2 -o "$OUT/peers-nlembed-tee.npy" --quiet
 run umap-learn "$PY" - "$OUT" "$N" <<'PY'
 import sys
 import numpy as np

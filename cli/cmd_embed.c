@@ -28,6 +28,13 @@ enum { AUTO_EXACT_BELOW = 5000 };
 #define FIXED_RATE_FFT_BOX 1.5
 #define AUTO_MOMENTUM 0.95
 
+/* The sum of W's entries (the auto rates' scale). */
+static double csr_total(const nle_csr *W) {
+  double total = 0;
+  for (int64_t k = 0; k < W->nnz; k++) total += nle_csr_value(W, k);
+  return total > 0 ? total : 1.0;
+}
+
 /* The engine --repulsion auto picks: exact for small N and for what the fast
  * engines do not serve, FFT interpolation in 1-2 dimensions, Barnes-Hut in 3. */
 static nle_repulsion auto_engine(nle_model_kind kind, nle_wneg_kind wneg, size_t n, size_t d) {
@@ -101,10 +108,10 @@ static const char *help_fmt =
     "  --sdm-iters N        sd-: or after N CG iterations (default 50)\n"
     "  --learning-rate R    gd: a fixed rate with momentum and gains instead of the\n"
     "                       line search, as t-SNE codes run it; auto = max(N /\n"
-    "                       (4 exaggeration), 50), then --final-learning-rate\n"
-    "                       auto and momentum 0.95\n"
+    "                       (4 exaggeration), 50) / sum(W+) (N for ee, tee),\n"
+    "                       then --final-learning-rate auto, momentum 0.95\n"
     "  --final-learning-rate R  the rate after the exaggeration phase (default:\n"
-    "                       the first; auto = max(N / 2, 200))\n"
+    "                       the first; auto = max(N / 2, 200) / sum(W+))\n"
     "  --momentum M         gd with a rate: momentum after exaggeration (0.8, or\n"
     "                       0.95 with --learning-rate auto; 0.5 during it)\n"
     "  --exaggeration A     gd with a rate: attraction x A at first (default 1)\n"
@@ -693,10 +700,17 @@ int cmd_embed(int argc, char **argv, const char *name) {
    * (Linderman and Steinerberger 2019); E then settles in that phase instead
    * of oscillating. After it, a rate of N / 2 with momentum 0.95: on 70,000
    * Fashion-MNIST images recall@10 0.313 -> 0.345 in 450 iterations against
-   * 750 (docs/embeddings.md). */
+   * 750 (docs/embeddings.md). These are for W+ summing to 1; the gradient
+   * grows with W+'s total (N for EE, t-EE and SNE), so the rates shrink by
+   * it: the same steps in X as t-SNE's where t-EE's lambda is N / Z. */
   if (!rc && !s && oo.learning_rate < 0 && oo.learning_rate_final == 0) oo.learning_rate_final = -1.0;
-  if (!rc && !s && oo.learning_rate < 0) oo.learning_rate = fmax((double)npts / (4.0 * oo.exaggeration), 50.0);
-  if (!rc && !s && oo.learning_rate_final < 0) oo.learning_rate_final = fmax((double)npts / 2.0, 200.0);
+  double w_mass = !rc && !s && (oo.learning_rate < 0 || oo.learning_rate_final < 0) ? csr_total(W) : 1.0;
+  if (!rc && !s && oo.learning_rate < 0)
+    oo.learning_rate = fmax((double)npts / (4.0 * oo.exaggeration), 50.0) / w_mass;
+  if (!rc && !s && oo.learning_rate_final < 0) oo.learning_rate_final = fmax((double)npts / 2.0, 200.0) / w_mass;
+  if (!rc && !s && w_mass != 1.0)
+    cli_note(&env, "learning rates %.6g, then %.6g (auto, for W+ summing to %.6g)", oo.learning_rate,
+             oo.learning_rate_final, w_mass);
   if (!rc && !s && oo.learning_rate > 0) oo.kind = NLE_OPT_GD;
   FILE *trace_file = NULL;
   if (!rc && !s && trace) {

@@ -148,6 +148,10 @@ if [ -f "$T/path_002.npy" ] && grep -q '"lambda_star_lower": [0-9]' "$T/stdout" 
 expect_ok tsne_gd_momentum $N tsne blobs:400:8:4 -p 15 --learning-rate auto --exaggeration 12 --exaggeration-iters 50 --max-iters 150 -o "$T/tg.npy" --quiet
 if grep -q '"optimizer": "gd"' "$T/stdout" && grep -q '"iterations": 150' "$T/stdout"; then ok tsne_gd_json; else bad tsne_gd_json "$(cat "$T/stdout")"; fi
 expect_ok tsne_final_rate $N tsne blobs:400:8:4 -p 15 --learning-rate 100 --final-learning-rate 300 --exaggeration 12 --exaggeration-iters 50 --max-iters 100 -o "$T/tg.npy" --quiet
+# t-EE's W+ sums to N: its auto rates are t-SNE's divided by N (300 / 4 / 300, 200 / 300)
+if $N tee spiral:300 -p 10 --learning-rate auto --max-iters 20 -o "$T/tee_rate.npy" 2> "$T/stderr" > /dev/null \
+  && grep -qF "learning rates 0.25, then 0.666667 (auto, for W+ summing to 300)" "$T/stderr"; then ok tee_auto_rates
+else bad tee_auto_rates "$(grep -i rate "$T/stderr" | head -c 300)"; fi
 expect_fail embed_final_rate_alone "--final-learning-rate goes with --learning-rate" "$T/x.npy" -- $N tsne spiral:300 --final-learning-rate 300 -o "$T/x.npy"
 expect_fail embed_bad_final_rate "--final-learning-rate takes a positive number or auto" "$T/x.npy" -- $N tsne spiral:300 --learning-rate 10 --final-learning-rate -3 -o "$T/x.npy"
 expect_fail embed_bad_momentum "--momentum takes a number in [0, 1)" - -- $N tsne spiral:300 --momentum 1.5 -o "$T/x.npy"
