@@ -16,6 +16,7 @@
 #include <fftw3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 enum { MAX_DIM = NBODY_MAX_DIM, MAX_ORDER = 12, MAX_CHANNELS = 8, MAX_KERNELS = 4, POINT_BLOCK = 1024,
        SPLIT = 8,  /* row chunks of a 2-D transform */
@@ -77,6 +78,27 @@ struct nle__fft_ws {
   size_t stencil_cap; /* doubles in weights */
 };
 
+/* A grid buffer of `floats` floats. Large grids are aligned to 2 MiB and
+ * asked for transparent huge pages: the column passes step a row (tens of
+ * kilobytes) at a time, one 4 KiB page per element, and the TLB misses made
+ * grids of millions of nodes cost far more per node than small ones. Freed
+ * by free(). */
+static float *grid_alloc(size_t floats) {
+  enum { HUGE_PAGE = 2 << 20 };
+  size_t bytes = floats * sizeof(float);
+  void *p = NULL;
+  if (bytes >= HUGE_PAGE) {
+    bytes = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    if (posix_memalign(&p, HUGE_PAGE, bytes)) return NULL;
+#ifdef MADV_HUGEPAGE
+    (void)madvise(p, bytes, MADV_HUGEPAGE); /* advice only: a kernel without THP keeps small pages */
+#endif
+  } else if (posix_memalign(&p, 64, bytes ? bytes : 64)) {
+    return NULL;
+  }
+  return p;
+}
+
 nle__fft_ws *nle__fft_ws_new(void) { return calloc(1, sizeof(nle__fft_ws)); }
 
 static void ws_release_plans(nle__fft_ws *w) {
@@ -102,8 +124,8 @@ static void ws_release_plans(nle__fft_ws *w) {
 }
 
 static void ws_release_grids(nle__fft_ws *w) {
-  for (size_t c = 0; c < MAX_CHANNELS; c++) fftwf_free(w->bufs[c]), fftwf_free(w->charge_hat[c]);
-  for (size_t k = 0; k < MAX_KERNELS; k++) fftwf_free(w->khat[k]);
+  for (size_t c = 0; c < MAX_CHANNELS; c++) free(w->bufs[c]), free(w->charge_hat[c]);
+  for (size_t k = 0; k < MAX_KERNELS; k++) free(w->khat[k]);
   memset(w->bufs, 0, sizeof w->bufs);
   memset(w->charge_hat, 0, sizeof w->charge_hat);
   memset(w->khat, 0, sizeof w->khat);
@@ -616,7 +638,7 @@ static nle_status ws_fit(nle_ctx *ctx, nle__fft_ws *w, fft_grid *g, size_t nch, 
       nle_status s = nle__check_memory(ctx, (double)(nch + nkernels) * (double)cap * sizeof(float),
                                        "the FFT-interpolation grids");
       if (s) return s;
-      if (!(w->bufs[0] = fftwf_malloc(cap * sizeof(float))))
+      if (!(w->bufs[0] = grid_alloc(cap)))
         return nle__fail(ctx, NLE_ERR_NOMEM, "FFT interpolation: out of memory for the grid");
       w->grid_cap = cap;
     }
@@ -639,10 +661,10 @@ static nle_status ws_fit(nle_ctx *ctx, nle__fft_ws *w, fft_grid *g, size_t nch, 
     if (!ok) return nle__fail(ctx, NLE_ERR_NUMERIC, "FFT interpolation: FFTW planning failed");
   }
   for (size_t c = 0; c < nch; c++)
-    if (!w->bufs[c] && !(w->bufs[c] = fftwf_malloc(w->grid_cap * sizeof(float))))
+    if (!w->bufs[c] && !(w->bufs[c] = grid_alloc(w->grid_cap)))
       return nle__fail(ctx, NLE_ERR_NOMEM, "FFT interpolation: out of memory for the grids");
   for (size_t k = 0; k < nkernels; k++)
-    if (!w->khat[k] && !(w->khat[k] = fftwf_malloc(w->grid_cap * sizeof(float))))
+    if (!w->khat[k] && !(w->khat[k] = grid_alloc(w->grid_cap)))
       return nle__fail(ctx, NLE_ERR_NOMEM, "FFT interpolation: out of memory for the grids");
   g->forward = w->forward;
   g->backward = w->backward;
@@ -697,7 +719,7 @@ static nle_status convolve_sources(nle_ctx *ctx, nle__fft_ws *w, const nle_matd 
     if (job.shared[job.lead_of[c]]) job.followers[job.nfollowers++] = (int)c;
   for (size_t c = 0; !s && c < nch; c++)
     if (job.shared[c] && !w->charge_hat[c] &&
-        !(w->charge_hat[c] = fftwf_malloc(w->grid_cap * sizeof(float))))
+        !(w->charge_hat[c] = grid_alloc(w->grid_cap)))
       s = nle__fail(ctx, NLE_ERR_NOMEM, "FFT interpolation: out of memory for the grids");
   for (size_t k = 0; !s && k < nkernels; k++)
     if (w->khat_h[k] != g->h || w->khat_kernel[k].kernel != kernels[k].kernel ||
