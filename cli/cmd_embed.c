@@ -704,7 +704,9 @@ int cmd_embed(int argc, char **argv, const char *name) {
    * grows with W+'s total (N for EE, t-EE and SNE), so the rates shrink by
    * it: the same steps in X as t-SNE's where t-EE's lambda is N / Z. */
   if (!rc && !s && oo.learning_rate < 0 && oo.learning_rate_final == 0) oo.learning_rate_final = -1.0;
-  double w_mass = !rc && !s && (oo.learning_rate < 0 || oo.learning_rate_final < 0) ? csr_total(W) : 1.0;
+  int normalised_w = mi->kind == NLE_MODEL_TSNE || mi->kind == NLE_MODEL_SSNE; /* W+ sums to 1 by construction */
+  double w_mass =
+      !rc && !s && !normalised_w && (oo.learning_rate < 0 || oo.learning_rate_final < 0) ? csr_total(W) : 1.0;
   if (!rc && !s && oo.learning_rate < 0)
     oo.learning_rate = fmax((double)npts / (4.0 * oo.exaggeration), 50.0) / w_mass;
   if (!rc && !s && oo.learning_rate_final < 0) oo.learning_rate_final = fmax((double)npts / 2.0, 200.0) / w_mass;
