@@ -393,8 +393,8 @@ static int split_rows_forward_block(void *job, size_t b, void *scratch) {
  * the strip copied out to `scratch` as rows of STRIP values. Transformed in
  * place, a strip of a grid of thousands of rows steps tens of kilobytes per
  * element, and the column passes ran 2-3x slower than the copies and the
- * transforms of the compact strip together (1e6 points: 2.2 -> 1.3 s for
- * the sums; no loss on small grids). Only the rows of grid nodes go in and
+ * transforms of the compact strip together (1e6 points: 2.2-2.7 -> 1.4-1.6
+ * s for the sums; no loss on small grids). Only the rows of grid nodes go in and
  * out: the others hold no charges (forward) and are not wanted (backward). */
 static int split_columns_block(void *job, size_t k, void *scratch) {
   conv_job *j = job;
