@@ -394,8 +394,10 @@ static int split_rows_forward_block(void *job, size_t b, void *scratch) {
  * place, a strip of a grid of thousands of rows steps tens of kilobytes per
  * element, and the column passes ran 2-3x slower than the copies and the
  * transforms of the compact strip together (1e6 points: 2.2-2.7 -> 1.4-1.6
- * s for the sums; no loss on small grids). Only the rows of grid nodes go in and
- * out: the others hold no charges (forward) and are not wanted (backward). */
+ * s for the sums; no loss on small grids). Only the rows of grid nodes go
+ * in and out: the others hold no charges (forward) and are not wanted
+ * (backward). The scratch comes from nle__for_blocks per call; glibc's
+ * adaptive mmap threshold serves the repeats of a size from its heap. */
 static int split_columns_block(void *job, size_t k, void *scratch) {
   conv_job *j = job;
   const nle__fft_ws *w = j->ws;
