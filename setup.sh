@@ -14,6 +14,8 @@ cd "$(dirname "$0")"
 # that build on this foundation; installing them now keeps set-up one step.
 PACKAGES=(build-essential pkg-config libopenblas-dev liblapacke-dev libsuitesparse-dev
           libarpack2-dev libfftw3-dev zlib1g-dev libcairo2-dev dataset-fashion-mnist)
+# The test suite compares outputs with numpy under Debian's /usr/bin/python3.
+TEST_PACKAGES=(python3-numpy)
 BENCH_PACKAGES=(python3-numpy python3-sklearn python3-pynndescent hyperfine time r-cran-rtsne r-cran-uwot umap-learn)
 
 install_missing() {
@@ -82,7 +84,7 @@ test_suite() {
 
 case "${1:-}" in
   run)   install_missing "${PACKAGES[@]}"; build; main_job ;;
-  test)  install_missing "${PACKAGES[@]}"; build; test_suite ;;
+  test)  install_missing "${PACKAGES[@]}" "${TEST_PACKAGES[@]}"; build; test_suite ;;
   bench) install_missing "${PACKAGES[@]}" "${BENCH_PACKAGES[@]}"; build; make -s bench ;;
   build) install_missing "${PACKAGES[@]}"; build ;;
   *) sed -n '2,10p' "$0"; exit 2 ;;

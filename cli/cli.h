@@ -87,15 +87,17 @@ bool cli_parse_double(const char *s, double *out);
 /* A --repulsion name: "auto" (-1) or an engine; with_bh 0 leaves out "bh".
  * False for any other name. */
 bool cli_parse_engine(const char *s, bool with_bh, int *out);
+/* s as the inside of a JSON string (quotes, backslashes and control bytes
+ * escaped), into buf (cut short to fit). */
+void cli_json_escape(const char *s, char *buf, size_t len);
 /* The value of "key": "..." in a one-line JSON text, into buf. */
 bool cli_json_string(const char *json, const char *key, char *buf, size_t len);
 /* Reads a small text file whole (NULL on failure). */
 char *cli_read_small_file(const char *path);
 
 /* The neighbour search of the commands that build a kNN graph. */
-typedef enum { CLI_KNN_AUTO, CLI_KNN_EXACT, CLI_KNN_APPROX } cli_knn_method;
 typedef struct cli_knn_choice {
-  cli_knn_method method;
+  nle_knn_method method;
   nle_knn_approx_opts approx;
 } cli_knn_choice;
 

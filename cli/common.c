@@ -318,17 +318,8 @@ char *cli_read_small_file(const char *path) {
   return buf;
 }
 
-/* Whether exact search is expected to be faster: its cost grows as
- * N^2 (c + e D), the approximate one's as N (a + b D). The constants are
- * seconds fitted on this project's 2-core machine with k = 90 (Fashion-MNIST
- * at D = 50 and 784, bench/knn_approx.sh); only their ratios matter. */
-static int exact_is_faster(size_t n, size_t d) {
-  const double a = 1.97e-4, b = 2.84e-7, c = 8.4e-10, e = 1.16e-11;
-  return (double)n * (c + e * (double)d) < a + b * (double)d;
-}
-
 void cli_knn_choice_init(cli_knn_choice *c) {
-  c->method = CLI_KNN_AUTO;
+  c->method = NLE_KNN_AUTO;
   nle_knn_approx_opts_init(&c->approx);
 }
 
@@ -337,9 +328,9 @@ static int knn_option(cli_env *env, cli_knn_choice *c, int opt, const char *arg)
   double x;
   switch (opt) {
   case OPT_KNN_METHOD:
-    if (!strcmp(arg, "auto")) c->method = CLI_KNN_AUTO;
-    else if (!strcmp(arg, "exact")) c->method = CLI_KNN_EXACT;
-    else if (!strcmp(arg, "approx")) c->method = CLI_KNN_APPROX;
+    if (!strcmp(arg, "auto")) c->method = NLE_KNN_AUTO;
+    else if (!strcmp(arg, "exact")) c->method = NLE_KNN_EXACT;
+    else if (!strcmp(arg, "approx")) c->method = NLE_KNN_APPROX;
     else return cli_usage_error(env->command, "--method takes auto, exact or approx"), -1;
     return 1;
   case OPT_TREES:
@@ -362,17 +353,26 @@ static int knn_option(cli_env *env, cli_knn_choice *c, int opt, const char *arg)
 
 nle_status cli_knn(cli_env *env, const nle_matf *Y, int k, const cli_knn_choice *c, nle_csr **graph,
                    const char **used) {
-  int exact = c->method == CLI_KNN_EXACT || (c->method == CLI_KNN_AUTO && exact_is_faster(Y->rows, Y->cols));
-  *used = exact ? "exact" : "approx";
-  if (exact) {
-    nle_knn_opts o;
-    nle_knn_opts_init(&o);
-    o.k = k;
-    return nle_knn_exact(env->ctx, Y, &o, graph);
+  nle_knn_method ran = NLE_KNN_AUTO;
+  nle_status s = nle_knn_graph(env->ctx, Y, k, c->method, &c->approx, graph, &ran);
+  *used = nle_knn_method_name(ran);
+  return s;
+}
+
+void cli_json_escape(const char *s, char *buf, size_t len) {
+  size_t n = 0;
+  for (; s && *s && n + 7 < len; s++) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\') {
+      buf[n++] = '\\';
+      buf[n++] = (char)ch;
+    } else if (ch < 0x20) {
+      n += (size_t)snprintf(buf + n, len - n, "\\u%04x", ch);
+    } else {
+      buf[n++] = (char)ch;
+    }
   }
-  nle_knn_approx_opts o = c->approx;
-  o.k = k;
-  return nle_knn_approx(env->ctx, Y, &o, graph);
+  if (len) buf[n < len ? n : len - 1] = '\0';
 }
 
 bool cli_parse_engine(const char *s, bool with_bh, int *out) {

@@ -18,7 +18,9 @@
  *     out-pointer and is released with the matching `nle_*_free(&p)`, which sets
  *     the pointer to NULL and accepts NULL.
  *   - Options are plain structs filled with their defaults by `nle_*_opts_init`;
- *     each field documents its default and range.
+ *     each field documents its default and range. A field documented as
+ *     taking NLE_AUTO leaves the choice to the library, which resolves it
+ *     from the data and the other options and reports what it chose.
  *   - Points are row-major `float` (N x D); embeddings row-major `double` (N x d).
  *   - Randomness comes only from the context's seed: the same seed gives the same
  *     result bit for bit, whatever the number of threads.
@@ -39,6 +41,10 @@ extern "C" {
 #define NLE_VERSION_STRING "0.1.0"
 
 const char *nle_version(void);
+
+/* "Let the library choose": the value of an int, double or enum option field
+ * that documents it. Never a valid value of any such field. */
+#define NLE_AUTO (-2147483647 - 1)
 
 /* ========================================================================== */
 /* Core: status codes                                                         */
@@ -340,6 +346,20 @@ void nle_knn_approx_opts_init(nle_knn_approx_opts *o);
  * sorted by exact squared distance, ties by index. */
 nle_status nle_knn_approx(nle_ctx *ctx, const nle_matf *Y, const nle_knn_approx_opts *opts, nle_csr **graph);
 
+typedef enum {
+  NLE_KNN_AUTO = NLE_AUTO, /* whichever a cost model in N and D expects to be
+                              faster (exact below ~40,000 points at D = 784) */
+  NLE_KNN_EXACT = 0,
+  NLE_KNN_APPROX = 1
+} nle_knn_method;
+
+/* The k-nearest-neighbour graph by the given method (approx: with the
+ * options in `approx`, its k replaced by k); *used (may be NULL) receives
+ * the method that ran. */
+nle_status nle_knn_graph(nle_ctx *ctx, const nle_matf *Y, int k, nle_knn_method method,
+                         const nle_knn_approx_opts *approx, nle_csr **graph, nle_knn_method *used);
+const char *nle_knn_method_name(nle_knn_method m);
+
 /* ========================================================================== */
 /* Affinities                                                                 */
 /* ========================================================================== */
@@ -531,6 +551,7 @@ void nle_fgt_opts_init(nle_fgt_opts *o);
  * FFT engine too: sum_m |f_n - f_m|^2 K_nm = |f_n|^2 S_n + S^{|f|^2}_n
  * - 2 f_n . S^f_n, kernel sums with D' + 2 charges (D' + 2 times the work). */
 typedef enum {
+  NLE_REPULSION_AUTO = NLE_AUTO, /* nle_embed: chosen from N, d and the model */
   NLE_REPULSION_EXACT = 0, /* all pairs, blocked, O(N^2 d) */
   NLE_REPULSION_BH = 1,    /* Barnes-Hut kernel sums, O(N log N) */
   NLE_REPULSION_FFT = 2,   /* FFT-interpolation kernel sums, O(N) */
@@ -620,6 +641,7 @@ nle_status nle_ee_lambda_bounds_features(nle_ctx *ctx, const nle_csr *Wp, const 
  * with a backtracking line search (sufficient decrease; the first trial step
  * is the last accepted one). */
 typedef enum {
+  NLE_OPT_AUTO = NLE_AUTO, /* nle_embed: the model's recipe */
   NLE_OPT_SD = 0, /* spectral direction: B = 4 L+ + mu I, L+ the Laplacian of
                      W+ sparsified to kappa neighbours (at X = 0 for t-SNE), its
                      sparse Cholesky factor (CHOLMOD) computed once */
@@ -643,6 +665,9 @@ typedef struct {
   double tol;         /* stop when E_k - E_k+1 <= tol |E_k| five iterations in
                          a row (default 1e-6) */
   double grad_tol;    /* stop when max |g| <= grad_tol (default 1e-9) */
+  double x_tol;       /* stop when |X_k+1 - X_k|_F <= x_tol |X_k|_F (the EE
+                         paper's test for each lambda of a homotopy;
+                         default 0: off) */
   double time_budget; /* seconds, 0 (default) for none */
   double c1;          /* sufficient-decrease constant (default 1e-4) */
   double shrink;      /* step shrink factor (default 0.5) */
@@ -721,6 +746,9 @@ nle_status nle_opt_set_checkpoint(nle_ctx *ctx, nle_opt *opt, const char *path, 
 nle_status nle_opt_save_checkpoint(nle_ctx *ctx, nle_opt *opt, const nle_matd *X, const char *path,
                                    const char *fingerprint);
 nle_status nle_opt_load_checkpoint(nle_ctx *ctx, nle_opt *opt, nle_matd *X, const char *path, const char *fingerprint);
+/* Whether `path` is a checkpoint of the run `fingerprint` names, without
+ * loading it; a mismatch names the first option that differs. */
+nle_status nle_opt_check_checkpoint(nle_ctx *ctx, const char *path, const char *fingerprint);
 
 /* Homotopy over lambda (EE paper sec. 4.4; dissertation sec. 3.4.1): steps
  * log-spaced values from lambda_start to lambda_end, minimising at each from
@@ -824,6 +852,155 @@ nle_status nle_trained_set_engine(nle_ctx *ctx, nle_trained *t, nle_repulsion en
  * with W- of squared distances only (EE paper eq. 13). */
 nle_status nle_trained_inverse(nle_ctx *ctx, const nle_trained *t, const nle_matd *Xnew, int max_iters,
                                nle_matf **Ynew);
+
+/* ========================================================================== */
+/* Nonlinear embeddings: the front door                                       */
+/* ========================================================================== */
+
+/* nle_embed runs the whole pipeline (PCA for the neighbour search, kNN graph,
+ * re-ranking, affinities, repulsive weights, initialisation, engine,
+ * optimiser and its schedule, homotopy) and makes every automatic choice in
+ * one place. Every field that takes NLE_AUTO defaults to it; the result
+ * carries the options as they ran, with each NLE_AUTO resolved. The
+ * defaults are each model's best measured recipe (docs/embeddings.md). */
+
+/* The input: data points (N x D), or a kNN graph of them (N x N, squared
+ * distances, as nle_knn_exact makes), or an affinity matrix W (N x N, >= 0,
+ * made into W+ as nle_affinity_for_model says). Y may come with either of
+ * the other two (it then serves the PCA initialisation, squared-distance
+ * W- and the saved model); knn and affinities exclude each other. */
+typedef struct {
+  const nle_matf *Y;
+  const nle_csr *knn;
+  const nle_csr *affinities;
+  const char *source; /* where Y came from, kept in the model (or NULL) */
+} nle_embed_input;
+
+typedef enum {
+  NLE_INIT_AUTO = NLE_AUTO, /* PCA of Y when given, else spectral */
+  NLE_INIT_PCA = 0,         /* the first d principal components of Y */
+  NLE_INIT_SPECTRAL = 1,    /* Laplacian eigenmaps of W+ (ARPACK) */
+  NLE_INIT_RANDOM = 2,      /* Gaussian noise from the context's seed */
+  NLE_INIT_GIVEN = 3        /* opts.init_X, used as it is */
+} nle_init_kind;
+
+/* How the optimiser steps. */
+typedef enum {
+  NLE_STEP_AUTO = NLE_AUTO,   /* the model's recipe: fixed rate for t-SNE,
+                                 s-SNE and t-EE, line search for EE and SNE
+                                 (and whenever the optimiser is not gd) */
+  NLE_STEP_LINE_SEARCH = 0,   /* backtracking (Armijo) along B p = -g */
+  NLE_STEP_FIXED_RATE = 1     /* gradient descent with a learning rate,
+                                 momentum and gains, as the t-SNE codes */
+} nle_step_kind;
+
+typedef struct {
+  nle_model_kind model;     /* default NLE_MODEL_TSNE */
+  int dim;                  /* embedding dimension d, 1..64 (2) */
+  /* affinities W+ */
+  double perplexity;        /* entropic W+ (30) */
+  double sigma;             /* NLE_AUTO (default): entropic W+; > 0:
+                               Gaussian W+ of this width on the kNN graph */
+  int k;                    /* kNN graph size (NLE_AUTO: 3 x perplexity,
+                               or 12 for Gaussian W+) */
+  nle_knn_method knn_method;     /* NLE_AUTO (default) */
+  nle_knn_approx_opts knn_approx; /* approx: its options (k is set from k) */
+  int pca_dims;             /* neighbours searched among the first pca_dims
+                               principal components of Y, then re-ranked by
+                               their distances in Y (NLE_AUTO: 50 when D > 100
+                               and N > 5,000; 0: in Y itself) */
+  int pca_candidates;       /* candidates per point found among the
+                               components (NLE_AUTO: k; 0: keep the
+                               components' distances, no re-ranking) */
+  /* the objective */
+  double lambda;            /* NLE_AUTO: 1 for t-SNE, s-SNE, SNE; 100 / N for
+                               EE (the EE paper's lambda = 100 for W+ and W-
+                               each summing to 1; ours sum to N and N^2);
+                               0.03 for t-EE (about N / Z of a t-SNE map,
+                               where t-EE's gradient is N times t-SNE's) */
+  nle_wneg_kind wneg;       /* EE, t-EE: W- (uniform) */
+  int wneg_dims;            /* squared-distance W- with a fast engine: PCA
+                               dimensions of its features (30) */
+  /* repulsion */
+  nle_repulsion engine;     /* NLE_AUTO: exact below 5,000 points and for
+                               what the fast engines do not serve; else FFT
+                               in 1-2-D (Barnes-Hut where the map outgrows
+                               the grid), Barnes-Hut or the fast Gauss
+                               transform in 3-D */
+  double theta;             /* Barnes-Hut opening angle (0.5) */
+  nle_fft_opts fft;         /* box_width NLE_AUTO: 1.5 for fixed-rate
+                               steps, 0.85 for line searches */
+  nle_fgt_opts fgt;
+  /* optimiser and schedule: opt.kind, opt.max_iters, opt.tol,
+   * opt.learning_rate, opt.learning_rate_final, opt.momentum,
+   * opt.exaggeration, opt.exaggeration_iters and opt.x_tol are NLE_AUTO
+   * here (x_tol: 1e-3 for a homotopy with line searches, the EE paper's
+   * test, with tol 0 then; else 0) (see
+   * docs/embeddings.md for each model's recipe); a rate NLE_AUTO is
+   * max(N / (4 exaggeration), 50) / sum(W+), the final one max(N / 2, 200) /
+   * sum(W+) after an exaggeration phase, else the first. */
+  nle_opt_opts opt;
+  nle_step_kind step;       /* NLE_AUTO */
+  /* homotopy over lambda (EE paper sec. 4.4), EE and t-EE only */
+  int homotopy_steps;       /* NLE_AUTO: 5 for t-EE's fixed-rate recipe,
+                               else 0 (none) */
+  double lambda_start;      /* NLE_AUTO: lambda / 100 for fixed-rate steps,
+                               else from the lambda* bounds */
+  nle_homotopy_fn on_step;  /* after every lambda (or NULL) */
+  void *on_step_user;
+  /* initialisation */
+  nle_init_kind init;       /* NLE_AUTO */
+  const nle_matd *init_X;   /* NLE_INIT_GIVEN: N x d */
+  double init_scale;        /* standard deviation of the first column of a
+                               PCA, spectral or random start (1e-4) */
+  /* checkpoints (nle_opt_set_checkpoint) */
+  const char *checkpoint;   /* NULL (default): none */
+  int checkpoint_every;     /* iterations (50) */
+  const char *resume;       /* a checkpoint of the same run to continue */
+  /* what to keep */
+  int lambda_bounds;        /* EE, t-EE: compute lambda*'s bounds (NLE_AUTO:
+                               up to 20,000 points, or when a homotopy needs
+                               them; 0 no, 1 yes) */
+  int keep_model;           /* 1: result->trained for nle_trained_save (needs
+                               Y and a kNN graph: not with affinities) */
+} nle_embed_opts;
+
+void nle_embed_opts_init(nle_embed_opts *o);
+
+/* Seconds per stage of a run. */
+typedef struct {
+  double pca, knn, affinities, init, plan, optimize, total;
+} nle_embed_times;
+
+typedef struct {
+  nle_matd *X;              /* the N x d embedding */
+  nle_opt_report report;    /* of the run (the whole path for a homotopy) */
+  nle_embed_opts resolved;  /* the options as they ran, no NLE_AUTO left */
+  nle_knn_method knn_used;  /* the search that ran (NLE_AUTO: none) */
+  double pca_variance;      /* fraction of the variance the PCA kept (or 0) */
+  double lambda_lower, lambda_upper; /* lambda* bounds (NaN: not computed) */
+  double w_total;           /* sum of W+'s entries */
+  double map_extent;        /* max |x_nj| of the result */
+  int components;           /* connected components of W+ */
+  size_t n, D;
+  int resumed;              /* the run continued a checkpoint */
+  int resumed_iteration;    /* ... from this iteration */
+  nle_embed_times seconds;
+  nle_trained *trained;     /* keep_model: the model (owned here) */
+  char fingerprint[1536];   /* what decides the result (the checkpoints') */
+} nle_embed_result;
+
+/* Validates the whole options struct before any work (naming the field and
+ * its range), resolves every NLE_AUTO, runs the pipeline and returns the
+ * result (freed with nle_embed_result_free). NLE_WARN_NOT_CONVERGED and
+ * the other warnings leave a usable result; the last warning's text is in
+ * nle_ctx_error(ctx). */
+nle_status nle_embed(nle_ctx *ctx, const nle_embed_input *input, const nle_embed_opts *opts,
+                     nle_embed_result **result);
+void nle_embed_result_free(nle_embed_result **result);
+/* Names: "ee", "tee", "ssne", "tsne", "sne" and back (-1 if unknown). */
+const char *nle_model_name(nle_model_kind kind);
+int nle_model_parse(const char *name);
 
 /* ========================================================================== */
 /* N-body: kernel sums                                                        */

@@ -148,11 +148,12 @@ if [ -f "$T/path_002.npy" ] && grep -q '"lambda_star_lower": [0-9]' "$T/stdout" 
 expect_ok tsne_gd_momentum $N tsne blobs:400:8:4 -p 15 --learning-rate auto --exaggeration 12 --exaggeration-iters 50 --max-iters 150 -o "$T/tg.npy" --quiet
 if grep -q '"optimizer": "gd"' "$T/stdout" && grep -q '"iterations": 150' "$T/stdout"; then ok tsne_gd_json; else bad tsne_gd_json "$(cat "$T/stdout")"; fi
 expect_ok tsne_final_rate $N tsne blobs:400:8:4 -p 15 --learning-rate 100 --final-learning-rate 300 --exaggeration 12 --exaggeration-iters 50 --max-iters 100 -o "$T/tg.npy" --quiet
-# t-EE's W+ sums to N: its auto rates are t-SNE's divided by N (300 / 4 / 300, 200 / 300)
+# t-EE's W+ sums to N: its auto rates are t-SNE's divided by N (300 / 4 / 300), and without an
+# exaggeration phase the final rate is the first
 if $N tee spiral:300 -p 10 --learning-rate auto --max-iters 20 -o "$T/tee_rate.npy" 2> "$T/stderr" > /dev/null \
-  && grep -qF "learning rates 0.25, then 0.666667 (auto, for W+ summing to 300)" "$T/stderr"; then ok tee_auto_rates
+  && grep -qF "learning rates 0.25, then 0.25 (auto, for W+ summing to 300)" "$T/stderr"; then ok tee_auto_rates
 else bad tee_auto_rates "$(grep -i rate "$T/stderr" | head -c 300)"; fi
-expect_fail embed_final_rate_alone "--final-learning-rate goes with --learning-rate" "$T/x.npy" -- $N tsne spiral:300 --final-learning-rate 300 -o "$T/x.npy"
+expect_fail embed_final_rate_alone "--final-learning-rate goes with fixed steps" "$T/x.npy" -- $N tsne spiral:300 --step line-search --final-learning-rate 300 -o "$T/x.npy"
 expect_fail embed_bad_final_rate "--final-learning-rate takes a positive number or auto" "$T/x.npy" -- $N tsne spiral:300 --learning-rate 10 --final-learning-rate -3 -o "$T/x.npy"
 expect_fail embed_bad_momentum "--momentum takes a number in [0, 1)" - -- $N tsne spiral:300 --momentum 1.5 -o "$T/x.npy"
 expect_fail embed_sigma_for_sne "--sigma is for ee, tee, ssne and tsne" - -- $N sne spiral:300 --sigma 1 -o "$T/x.npy"
@@ -199,11 +200,11 @@ expect_fail fgt_gaussian_only "the fast Gauss transform serves the Gaussian kern
 expect_fail fgt_bad_reach "--fgt-reach takes an integer from 1 to 12" "$T/x.npy" -- $N ee spiral:300 --fgt-reach 0 -o "$T/x.npy"
 expect_fail bad_engine "--repulsion takes auto, exact, bh, fft or fgt" "$T/x.npy" -- $N tsne spiral:300 --repulsion fmm -o "$T/x.npy"
 expect_ok tsne_pca $N tsne fashion-mnist:600 -p 15 --pca 20 --max-iters 50 -o "$T/tpca.npy" --quiet
-expect_fail pca_with_model "--pca with --save-model is not supported" "$T/x.npy" -- $N tsne fashion-mnist:600 --pca 20 --save-model "$T/m.nle" -o "$T/x.npy"
-expect_fail pca_bad "--pca takes a positive integer" "$T/x.npy" -- $N tsne fashion-mnist:600 --pca 0 -o "$T/x.npy"
+expect_fail pca_with_model "--pca with --save-model needs the re-ranking" "$T/x.npy" -- $N tsne fashion-mnist:600 --pca 20 --pca-candidates 0 --save-model "$T/m.nle" -o "$T/x.npy"
+expect_fail pca_bad "--pca takes an integer >= 0 or auto" "$T/x.npy" -- $N tsne fashion-mnist:600 --pca -1 -o "$T/x.npy"
 expect_ok tsne_pca_candidates $N tsne fashion-mnist:600 -p 10 --pca 20 --pca-candidates 60 --max-iters 20 -o "$T/tpc.npy" --quiet
 expect_ok tsne_pca_no_rerank $N tsne fashion-mnist:600 -p 10 --pca 20 --pca-candidates 0 --max-iters 20 -o "$T/tpn.npy" --quiet
-expect_fail pca_candidates_few "--pca-candidates 20 must be at least k = 30" "$T/x.npy" -- $N tsne fashion-mnist:600 -p 10 --pca 20 --pca-candidates 20 -o "$T/x.npy"
+expect_fail pca_candidates_few "pca_candidates 20 must be at least k = 30" "$T/x.npy" -- $N tsne fashion-mnist:600 -p 10 --pca 20 --pca-candidates 20 -o "$T/x.npy"
 
 # ---- precomputed affinities
 expect_ok affinity_for_embed $N affinity blobs:400:8:4 -p 15 -o "$T/aw.mtx" --quiet

@@ -98,6 +98,25 @@ nle_status nle__centre_features(nle_ctx *ctx, const nle_matf *F, double **centre
   return NLE_OK;
 }
 
+nle_status nle__model_check_engine(nle_ctx *ctx, nle_model_kind kind, nle_wneg_kind wneg, nle_repulsion engine,
+                                   int sq_features, size_t d) {
+  int unnormalised = kind == NLE_MODEL_EE || kind == NLE_MODEL_TEE;
+  if ((unsigned)engine > NLE_REPULSION_FGT) return nle__fail(ctx, NLE_ERR_ARG, "model: unknown repulsion engine");
+  static const char *const engine_names[] = {"exact", "Barnes-Hut", "FFT-interpolation", "fast Gauss transform"};
+  int sq_fft = unnormalised && wneg == NLE_WNEG_SQDIST && sq_features && engine == NLE_REPULSION_FFT;
+  if (engine != NLE_REPULSION_EXACT && !sq_fft && (kind == NLE_MODEL_SNE || (unnormalised && wneg != NLE_WNEG_UNIFORM)))
+    return nle__fail(ctx, NLE_ERR_ARG, "model: %s repulsion serves t-SNE, s-SNE, EE/t-EE with uniform W-, and "
+                     "EE/t-EE with W- of squared distances between features by fft (else use the exact engine)",
+                     engine_names[engine]);
+  if (engine == NLE_REPULSION_FGT && (kind == NLE_MODEL_TSNE || kind == NLE_MODEL_TEE))
+    return nle__fail(ctx, NLE_ERR_ARG, "model: the fast Gauss transform serves the Gaussian kernel (EE, s-SNE); "
+                     "t-SNE and t-EE take fft or bh");
+  if (engine != NLE_REPULSION_EXACT && d > 3)
+    return nle__fail(ctx, NLE_ERR_ARG, "model: the %s engine serves embeddings of 1-3 dimensions, not %zu (use the "
+                     "exact engine)", engine_names[engine], d);
+  return NLE_OK;
+}
+
 nle_status nle_model_new(nle_ctx *ctx, const nle_model_spec *spec, nle_model **model) {
   *model = NULL;
   const nle_csr *W = spec->Wp;
@@ -124,17 +143,8 @@ nle_status nle_model_new(nle_ctx *ctx, const nle_model_spec *spec, nle_model **m
       return nle__fail(ctx, NLE_ERR_VALUE, "model: W- feature [%zu, %zu] is not finite", i / Ft->cols, i % Ft->cols);
   if (unnormalised && spec->wneg == NLE_WNEG_KNN && (!spec->Wneg_sparse || spec->Wneg_sparse->rows != W->rows))
     return nle__fail(ctx, NLE_ERR_ARG, "model: sparse W- needs its N x N matrix");
-  if ((unsigned)spec->engine > NLE_REPULSION_FGT) return nle__fail(ctx, NLE_ERR_ARG, "model: unknown repulsion engine");
-  static const char *const engine_names[] = {"exact", "Barnes-Hut", "FFT-interpolation", "fast Gauss transform"};
-  int sq_fft = unnormalised && spec->wneg == NLE_WNEG_SQDIST && sq_feat && spec->engine == NLE_REPULSION_FFT;
-  if (spec->engine != NLE_REPULSION_EXACT && !sq_fft &&
-      (spec->kind == NLE_MODEL_SNE || (unnormalised && spec->wneg != NLE_WNEG_UNIFORM)))
-    return nle__fail(ctx, NLE_ERR_ARG, "model: %s repulsion serves t-SNE, s-SNE, EE/t-EE with uniform W-, and "
-                     "EE/t-EE with W- of squared distances between features by fft (else use the exact engine)",
-                     engine_names[spec->engine]);
-  if (spec->engine == NLE_REPULSION_FGT && (spec->kind == NLE_MODEL_TSNE || spec->kind == NLE_MODEL_TEE))
-    return nle__fail(ctx, NLE_ERR_ARG, "model: the fast Gauss transform serves the Gaussian kernel (EE, s-SNE); "
-                     "t-SNE and t-EE take fft or bh");
+  nle_status checked = nle__model_check_engine(ctx, spec->kind, spec->wneg, spec->engine, sq_feat != 0, 0);
+  if (checked) return checked;
   nle_model *m = nle__calloc(ctx, 1, sizeof *m, "the model");
   if (!m) return NLE_ERR_NOMEM;
   m->spec = *spec;

@@ -18,6 +18,10 @@ typedef struct {
 } nle_opt_state;
 
 nle_opt_state *nle__opt_state(nle_opt *opt);
+/* Whether the engine serves the model (d = 0: any dimension; sq_features:
+ * squared-distance W- given by features); the message names what does. */
+nle_status nle__model_check_engine(nle_ctx *ctx, nle_model_kind kind, nle_wneg_kind wneg, nle_repulsion engine,
+                                   int sq_features, size_t d);
 /* Writes the checkpoint now, if one was asked for. */
 nle_status nle__opt_checkpoint(nle_ctx *ctx, nle_opt *opt, const nle_matd *X);
 

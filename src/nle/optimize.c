@@ -21,6 +21,7 @@ void nle_opt_opts_init(nle_opt_opts *o) {
   o->max_iters = 1000;
   o->tol = 1e-6;
   o->grad_tol = 1e-9;
+  o->x_tol = 0.0;
   o->time_budget = 0.0;
   o->c1 = 1e-4;
   o->shrink = 0.5;
@@ -254,6 +255,7 @@ nle_status nle_opt_new(nle_ctx *ctx, nle_model *model, const nle_csr *Wp, const 
     return nle__fail(ctx, NLE_ERR_ARG, "optimiser: a learning rate goes with gradient descent, a final one with a "
                                        "first one; momentum in [0, 1), exaggeration >= 1, energy_every >= 0");
   if ((unsigned)opts->kind > NLE_OPT_SDM || opts->kappa < 0 || opts->memory < 1 || opts->max_iters < 0 || !(opts->tol >= 0) ||
+      !(opts->x_tol >= 0) ||
       !(opts->c1 > 0 && opts->c1 < 1) || !(opts->shrink > 0 && opts->shrink < 1) || !(opts->sdm_tol > 0) ||
       opts->sdm_iters < 1)
     return nle__fail(ctx, NLE_ERR_ARG, "optimiser: invalid options");
@@ -428,6 +430,17 @@ static void history_update(nle_opt *o, const double *x, const double *xn, const 
   }
 }
 
+/* |scale delta| / |x| (Frobenius) for the step x -> x + scale delta: the EE
+ * paper's stopping test. */
+static double relative_change(const double *delta, const double *x, size_t len, double scale) {
+  double dd = 0.0, xx = 0.0;
+  for (size_t i = 0; i < len; i++) {
+    dd += delta[i] * delta[i];
+    xx += x[i] * x[i];
+  }
+  return xx > 0 ? fabs(scale) * sqrt(dd / xx) : INFINITY;
+}
+
 static double max_abs(const nle_matd *m) {
   double v = 0.0;
   for (size_t i = 0; i < m->rows * m->cols; i++) v = fmax(v, fabs(m->data[i]));
@@ -492,7 +505,7 @@ static nle_status run_momentum(nle_ctx *ctx, nle_opt *o, nle_model *model, nle_m
       rep->converged = 1;
       break;
     }
-    double mom = exaggerating ? 0.5 : o->o.momentum;
+    double mom = exaggerating ? 0.5 : o->o.momentum, x_old = 0.0, moved = 0.0;
     double lr = exaggerating || !(o->o.learning_rate_final > 0) ? o->o.learning_rate : o->o.learning_rate_final;
     for (size_t i = 0; i < nd; i++) {
       if (o->o.gains) {
@@ -500,13 +513,20 @@ static nle_status run_momentum(nle_ctx *ctx, nle_opt *o, nle_model *model, nle_m
         if (gain[i] < 0.01) gain[i] = 0.01;
       }
       u[i] = mom * u[i] - lr * gain[i] * G->data[i];
+      x_old += X->data[i] * X->data[i];
+      moved += u[i] * u[i];
       X->data[i] += u[i];
     }
+    int x_settled = o->o.x_tol > 0 && sqrt(moved) <= o->o.x_tol * sqrt(x_old);
     rep->evaluations++;
     rep->iterations++;
     rep->seconds = seconds0 + nle_time_seconds() - t0;
     if (o->o.trace) o->o.trace(o->o.trace_user, rep->iterations, rep->seconds, E, rep->evaluations, lr);
     if (o->ckpt_every && rep->iterations % o->ckpt_every == 0) s = nle__opt_checkpoint(ctx, o, X);
+    if (!s && x_settled) {
+      rep->converged = 1;
+      break;
+    }
     if (!s && o->o.time_budget > 0 && rep->seconds >= o->o.time_budget) break;
     if (!s && nle__progress(ctx, "optimising", (double)rep->iterations / (double)o->o.max_iters)) s = NLE_ERR_CANCELLED;
   }
@@ -642,6 +662,7 @@ nle_status nle_opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report *ou
     /* The iteration is complete: commit it to X and the run state at once,
      * so that a cancellation anywhere above leaves a resumable state. */
     if (restarted) o->hist_count = 0;
+    int x_settled = o->o.x_tol > 0 && relative_change(P->data, X->data, n * d, step) <= o->o.x_tol;
     history_update(o, X->data, Xt->data, G->data, Gt->data, P->data);
     memcpy(X->data, Xt->data, n * d * sizeof(double));
     memcpy(G->data, Gt->data, n * d * sizeof(double));
@@ -655,7 +676,7 @@ nle_status nle_opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report *ou
     /* One small decrease can be a short backtracked step, not convergence:
      * the tolerance must hold for STALL_ITERS iterations in a row. */
     r->stalled = decrease <= o->o.tol * fabs(E) ? r->stalled + 1 : 0;
-    if (r->stalled >= STALL_ITERS) {
+    if (r->stalled >= STALL_ITERS || x_settled) {
       rep->converged = 1;
       break;
     }
@@ -816,6 +837,48 @@ static nle_status restore_array(nle_ctx *ctx, const nle__rec_file *f, const char
   return NLE_OK;
 }
 
+/* The checkpoint's fingerprint against the run's: both are "key=value"
+ * words; a mismatch names the first key whose value differs. */
+static nle_status compare_fingerprint(nle_ctx *ctx, const char *path, const char *stored, const char *wanted) {
+  if (!strcmp(stored, wanted)) return NLE_OK;
+  const char *w = wanted;
+  while (*w) {
+    while (*w == ' ') w++;
+    size_t word = strcspn(w, " "), key = strcspn(w, "=");
+    if (key < word) {
+      /* the same key in the stored text, at a word's start */
+      const char *t = stored, *found = NULL;
+      while (*t && !found) {
+        while (*t == ' ') t++;
+        if (!strncmp(t, w, key + 1)) found = t;
+        t += strcspn(t, " ");
+      }
+      size_t stored_word = found ? strcspn(found, " ") : 0;
+      if (!found)
+        return nle__fail(ctx, NLE_ERR_ARG, "%s: the checkpoint is of another run (it has no %.*s); resume with the same "
+                         "data and options", path, (int)key, w);
+      if (stored_word != word || strncmp(found, w, word))
+        return nle__fail(ctx, NLE_ERR_ARG, "%s: the checkpoint is of another run: %.*s was %.*s there, %.*s now; resume "
+                         "with the same data and options", path, (int)key, w, (int)(stored_word - key - 1),
+                         found + key + 1, (int)(word - key - 1), w + key + 1);
+    }
+    w += word;
+  }
+  return nle__fail(ctx, NLE_ERR_ARG, "%s: the checkpoint is of another run (another command or version); resume with the "
+                   "same data and options", path);
+}
+
+nle_status nle_opt_check_checkpoint(nle_ctx *ctx, const char *path, const char *fingerprint) {
+  nle__rec_file f;
+  nle_status s = nle__rec_read(ctx, path, "checkpoint", &f);
+  if (s) return s;
+  char stored[4096];
+  s = nle__rec_text(ctx, &f, "fingerprint", stored, sizeof stored);
+  if (!s) s = compare_fingerprint(ctx, path, stored, fingerprint ? fingerprint : "");
+  nle__rec_free(&f);
+  return s;
+}
+
 nle_status nle_opt_load_checkpoint(nle_ctx *ctx, nle_opt *o, nle_matd *X, const char *path, const char *fingerprint) {
   nle__rec_file f;
   nle_status s = nle__rec_read(ctx, path, "checkpoint", &f);
@@ -824,9 +887,7 @@ nle_status nle_opt_load_checkpoint(nle_ctx *ctx, nle_opt *o, nle_matd *X, const 
   const void *iv = NULL, *dv = NULL, *xv = NULL;
   size_t len = X->rows * X->cols, m = (size_t)o->o.memory;
   s = nle__rec_text(ctx, &f, "fingerprint", stored, sizeof stored);
-  if (!s && strcmp(stored, fingerprint ? fingerprint : "") != 0)
-    s = nle__fail(ctx, NLE_ERR_ARG, "%s: the checkpoint is of another run (%s); resume with the same data and options",
-                  path, stored);
+  if (!s) s = compare_fingerprint(ctx, path, stored, fingerprint ? fingerprint : "");
   if (!s) s = nle__rec_get(ctx, &f, "ints", 'l', CK_INTS, &iv);
   if (!s) s = nle__rec_get(ctx, &f, "doubles", 'd', CK_DOUBLES, &dv);
   const int64_t *ints = iv;

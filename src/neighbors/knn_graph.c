@@ -1,0 +1,35 @@
+/* knn_graph.c — the kNN graph by a chosen or automatic method: the one
+ * place that decides between the exact and the approximate search. */
+#include "../core/internal.h"
+
+/* Whether exact search is expected to be faster: its cost grows as
+ * N^2 (c + e D), the approximate one's as N (a + b D). The constants are
+ * seconds fitted on this project's 2-core machine with k = 90 (Fashion-MNIST
+ * at D = 50 and 784, bench/knn_approx.sh); only their ratios matter. */
+static int exact_is_faster(size_t n, size_t d) {
+  const double a = 1.97e-4, b = 2.84e-7, c = 8.4e-10, e = 1.16e-11;
+  return (double)n * (c + e * (double)d) < a + b * (double)d;
+}
+
+const char *nle_knn_method_name(nle_knn_method m) {
+  return m == NLE_KNN_EXACT ? "exact" : m == NLE_KNN_APPROX ? "approx" : m == NLE_KNN_AUTO ? "auto" : "unknown";
+}
+
+nle_status nle_knn_graph(nle_ctx *ctx, const nle_matf *Y, int k, nle_knn_method method,
+                         const nle_knn_approx_opts *approx, nle_csr **graph, nle_knn_method *used) {
+  if (method != NLE_KNN_AUTO && method != NLE_KNN_EXACT && method != NLE_KNN_APPROX)
+    return nle__fail(ctx, NLE_ERR_ARG, "kNN graph: method %d is not auto, exact or approx", (int)method);
+  if (method == NLE_KNN_AUTO) method = exact_is_faster(Y->rows, Y->cols) ? NLE_KNN_EXACT : NLE_KNN_APPROX;
+  if (used) *used = method;
+  if (method == NLE_KNN_EXACT) {
+    nle_knn_opts o;
+    nle_knn_opts_init(&o);
+    o.k = k;
+    return nle_knn_exact(ctx, Y, &o, graph);
+  }
+  nle_knn_approx_opts o;
+  if (approx) o = *approx;
+  else nle_knn_approx_opts_init(&o);
+  o.k = k;
+  return nle_knn_approx(ctx, Y, &o, graph);
+}
