@@ -103,7 +103,9 @@ static const char *help_fmt =
     "  --save-model FILE    also write a model file for `nlembed transform`\n"
     "  --model-data MODE    copy (default): the training data goes into the model\n"
     "                       file; reference: only its name (INPUT) and a checksum\n"
-    "\n" CLI_KNN_HELP "\n" CLI_COMMON_HELP;
+    "\n";
+/* appended after the formatting: the common help holds a literal '%' */
+static const char *help_tail = CLI_KNN_HELP "\n" CLI_COMMON_HELP;
 
 /* What the command line fills: the library's options and the CLI's own. */
 typedef struct {
@@ -361,6 +363,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
                           "                       summed by FFT), knn (on the kNN graph)\n"
                           "  --wneg-dims N        sqdist with a fast engine: PCA dimensions (30)\n"
                         : "");
+  strncat(help, help_tail, sizeof help - strlen(help) - 1);
   /* getopt's table from ours */
   struct option longopts[N_OPTIONS + 20];
   char shortopts[64] = "";

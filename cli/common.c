@@ -18,6 +18,7 @@ typedef struct {
   double start, last_draw;
   int last_step;
   bool tty;
+  bool finished; /* the stage's bar reached 100% and ended its line */
 } progress_state;
 
 static progress_state progress;
@@ -61,7 +62,9 @@ static int show_progress(void *user, const char *stage, double fraction) {
     p->start = now;
     p->last_draw = 0;
     p->last_step = -1;
+    p->finished = false;
   }
+  if (p->finished) return 0; /* its closing reports (a last check, a final E) */
   if (fraction < 0) fraction = 0;
   if (fraction > 1) fraction = 1;
   double elapsed = now - p->start;
@@ -76,7 +79,10 @@ static int show_progress(void *user, const char *stage, double fraction) {
     for (int i = 0; i < 30; i++) bar[i] = i < filled ? '#' : '-';
     bar[30] = '\0';
     fprintf(stderr, "\r%-22s [%s] %3.0f%%  %s elapsed, ETA %s ", stage, bar, 100 * fraction, el, eta);
-    if (fraction >= 1) fputc('\n', stderr);
+    if (fraction >= 1) {
+      fputc('\n', stderr);
+      p->finished = true;
+    }
   } else {
     int step = (int)(fraction * 10);
     if (step == p->last_step || elapsed < 1.0) return 0;
@@ -86,9 +92,16 @@ static int show_progress(void *user, const char *stage, double fraction) {
   return 0;
 }
 
+/* A line for the user: on a terminal, first wipe a bar drawn mid-line (the
+ * next update draws it again below). */
+static void clear_bar(void) {
+  if (progress.tty && progress.last_draw > 0 && !progress.finished) fputs("\r\033[K", stderr);
+}
+
 static void show_log(void *user, int level, const char *line) {
   (void)user;
   (void)level;
+  clear_bar();
   fprintf(stderr, "nlembed: %s\n", line);
 }
 
@@ -267,6 +280,7 @@ nle_status cli_load_embedding(cli_env *env, const char *source, nle_matd **X) {
 
 void cli_note(cli_env *env, const char *fmt, ...) {
   if (env->quiet) return;
+  clear_bar();
   va_list ap;
   va_start(ap, fmt);
   fprintf(stderr, "nlembed %s: ", env->command);

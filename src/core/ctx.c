@@ -145,11 +145,41 @@ void *nle__calloc(nle_ctx *ctx, size_t count, size_t size, const char *what) {
   return p;
 }
 
-nle_status nle__progress(nle_ctx *ctx, const char *stage, double fraction) {
-  if (!ctx || !ctx->progress) return NLE_OK;
+static nle_status report(nle_ctx *ctx, const char *stage, double fraction) {
   if (ctx->progress(ctx->progress_user, stage, fraction))
     return nle__fail(ctx, NLE_ERR_CANCELLED, "%s: cancelled", stage);
   return NLE_OK;
+}
+
+nle_status nle__progress(nle_ctx *ctx, const char *stage, double fraction) {
+  if (!ctx || !ctx->progress) return NLE_OK;
+  if (!ctx->frame_stage) return report(ctx, stage, fraction);
+  double f = ctx->frame_lo + (ctx->frame_hi - ctx->frame_lo) * fraction;
+  if (f > ctx->frame_fraction) ctx->frame_fraction = f;
+  return report(ctx, ctx->frame_stage, ctx->frame_fraction);
+}
+
+nle_status nle__progress_inner(nle_ctx *ctx, const char *stage, double fraction) {
+  if (!ctx || !ctx->progress) return NLE_OK;
+  return ctx->frame_stage ? report(ctx, ctx->frame_stage, ctx->frame_fraction) : report(ctx, stage, fraction);
+}
+
+bool nle__stage_begin(nle_ctx *ctx, const char *stage) {
+  if (!ctx || ctx->frame_stage) return false;
+  ctx->frame_stage = stage;
+  ctx->frame_lo = ctx->frame_fraction = 0.0;
+  ctx->frame_hi = 1.0;
+  return true;
+}
+
+void nle__stage_end(nle_ctx *ctx, bool opened) {
+  if (ctx && opened) ctx->frame_stage = NULL;
+}
+
+void nle__stage_range(nle_ctx *ctx, double lo, double hi) {
+  if (!ctx || !ctx->frame_stage) return;
+  ctx->frame_lo = lo;
+  ctx->frame_hi = hi;
 }
 
 int nle__threads_for(const nle_ctx *ctx, double work) {

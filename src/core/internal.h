@@ -19,6 +19,11 @@ struct nle_ctx {
   void *progress_user;
   nle_log_fn log;
   void *log_user;
+  /* The outermost stage in progress (the optimiser's run, a homotopy): the
+   * loops inside it report its fraction, so a client sees one bar per
+   * stage, not one per evaluation; NULL when none. */
+  const char *frame_stage;
+  double frame_lo, frame_hi, frame_fraction;
   nle_status last_status;
   char error[NLE__ERROR_LEN];
 };
@@ -47,8 +52,20 @@ nle_status nle__check_memory(nle_ctx *ctx, double bytes, const char *what);
 void *nle__malloc(nle_ctx *ctx, size_t bytes, const char *what);
 void *nle__calloc(nle_ctx *ctx, size_t count, size_t size, const char *what);
 
-/* Progress: returns NLE_ERR_CANCELLED (recorded) when the callback asks to stop. */
+/* Progress: returns NLE_ERR_CANCELLED (recorded) when the callback asks to
+ * stop. Inside a frame the fraction maps into the frame's range and the
+ * callback sees the frame's stage. */
 nle_status nle__progress(nle_ctx *ctx, const char *stage, double fraction);
+/* Opens a frame for `stage` unless one is open; returns whether this call
+ * opened it (pass that to nle__stage_end). */
+bool nle__stage_begin(nle_ctx *ctx, const char *stage);
+void nle__stage_end(nle_ctx *ctx, bool opened);
+/* The frame's part [lo, hi] that inner fractions map into (the owner's
+ * business, e.g. one step of a homotopy). */
+void nle__stage_range(nle_ctx *ctx, double lo, double hi);
+/* The cancellation check of an inner loop: reports the frame's fraction
+ * unchanged inside a frame, else (stage, fraction). */
+nle_status nle__progress_inner(nle_ctx *ctx, const char *stage, double fraction);
 
 /* Threads actually used by a kernel of `work` items: 1 for small problems. */
 int nle__threads_for(const nle_ctx *ctx, double work);

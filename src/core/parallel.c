@@ -40,7 +40,9 @@ nle_status nle__for_blocks(nle_ctx *ctx, const char *stage, size_t nblocks, int 
 #ifdef _OPENMP
       if (omp_get_thread_num() == 0)
 #endif
-        if (ctx && ctx->progress && ctx->progress(ctx->progress_user, stage, (double)now / (double)nblocks)) {
+        if (ctx && ctx->progress &&
+            ctx->progress(ctx->progress_user, ctx->frame_stage ? ctx->frame_stage : stage,
+                          ctx->frame_stage ? ctx->frame_fraction : (double)now / (double)nblocks)) {
 #pragma omp atomic write
           stop = 1;
         }
@@ -51,5 +53,5 @@ nle_status nle__for_blocks(nle_ctx *ctx, const char *stage, size_t nblocks, int 
   if (stop == 1) return nle__fail(ctx, NLE_ERR_CANCELLED, "%s: cancelled", stage);
   if (stop == 2) return nle__fail(ctx, NLE_ERR_NOMEM, "%s: out of memory for per-thread work space", stage);
   if (stop == 3) return ctx && ctx->last_status ? ctx->last_status : NLE_ERR_NUMERIC;
-  return nle__progress(ctx, stage, 1.0);
+  return nle__progress_inner(ctx, stage, 1.0);
 }

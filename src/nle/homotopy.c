@@ -198,8 +198,10 @@ nle_status nle_homotopy_run(nle_ctx *ctx, nle_model *model, nle_opt *opt, nle_ma
   }
   double t0 = nle_time_seconds(), seconds0 = r->path_total.seconds;
   nle_status s = NLE_OK;
+  bool opened = nle__stage_begin(ctx, "homotopy"); /* one bar for the path */
   while (r->path_step < o->steps && s >= 0) {
     int i = r->path_step;
+    nle__stage_range(ctx, (double)i / o->steps, (double)(i + 1) / o->steps);
     double frac = o->steps == 1 ? 1.0 : (double)i / (double)(o->steps - 1);
     double lambda = exp(log(o->lambda_start) + frac * (log(o->lambda_end) - log(o->lambda_start)));
     s = nle_model_set_lambda(ctx, model, lambda);
@@ -218,6 +220,7 @@ nle_status nle_homotopy_run(nle_ctx *ctx, nle_model *model, nle_opt *opt, nle_ma
     if (fn && fn(user, i, lambda, X, &rep)) break;
     s = nle__opt_checkpoint(ctx, opt, X);
   }
+  nle__stage_end(ctx, opened);
   r->path_total.seconds = seconds0 + nle_time_seconds() - t0;
   *total = r->path_total;
   total->converged = r->path_all_converged;

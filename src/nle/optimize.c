@@ -565,7 +565,16 @@ static nle_status run_begin(nle_ctx *ctx, nle_opt *o, size_t len) {
   return history_reset(ctx, o, len);
 }
 
+static nle_status opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report *out);
+
 nle_status nle_opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report *out) {
+  bool opened = nle__stage_begin(ctx, "optimising");
+  nle_status s = opt_run(ctx, o, X, out);
+  nle__stage_end(ctx, opened);
+  return s;
+}
+
+static nle_status opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report *out) {
   size_t n = X->rows, d = X->cols;
   memset(out, 0, sizeof *out);
   if ((int64_t)n != o->n) return nle__fail(ctx, NLE_ERR_ARG, "optimiser: X has %zu rows, the model %lld", n, (long long)o->n);
