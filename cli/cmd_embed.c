@@ -313,7 +313,7 @@ static const char *name_of(const cli_name *names, int value) {
 }
 
 /* The JSON line: every resolved choice and the time of every stage. */
-static void print_json(cli_env *env, const char *input, const nle_embed_result *r) {
+static void print_json(cli_env *env, const char *title, const char *input, const nle_embed_result *r) {
   const nle_embed_opts *o = &r->resolved;
   char source[1200];
   cli_json_escape(input, source, sizeof source);
@@ -326,7 +326,7 @@ static void print_json(cli_env *env, const char *input, const nle_embed_result *
          "\"E\": %.10g, \"converged\": %s, \"lambda_star_lower\": %.6g, \"lambda_star_upper\": %.6g, "
          "\"components\": %d, \"map_extent\": %.6g, \"pca_seconds\": %.3f, \"knn_seconds\": %.3f, "
          "\"affinity_seconds\": %.3f, \"init_seconds\": %.3f, \"plan_seconds\": %.3f, \"optimize_seconds\": %.3f, "
-         "\"total_seconds\": %.3f}\n",
+         "\"total_seconds\": %.3f, \"summary\": \"%s, perplexity %g, %s%s, %d iterations, %.1f s\"}\n",
          env->command, source, r->n, o->dim, o->perplexity, o->k, o->sigma == NLE_AUTO ? 0.0 : o->sigma,
          nle_knn_method_name(o->knn_method), o->pca_dims, o->pca_candidates, o->lambda,
          name_of(engine_names, o->engine), o->fft.box_width, name_of(optimizer_names, o->opt.kind),
@@ -337,7 +337,9 @@ static void print_json(cli_env *env, const char *input, const nle_embed_result *
          r->report.iterations, r->report.evaluations, r->report.E0, r->report.E, r->report.converged ? "true" : "false",
          isfinite(r->lambda_lower) ? r->lambda_lower : -1.0, isfinite(r->lambda_upper) ? r->lambda_upper : -1.0,
          r->components, r->map_extent, r->seconds.pca, r->seconds.knn, r->seconds.affinities, r->seconds.init,
-         r->seconds.plan, r->seconds.optimize, r->seconds.total);
+         r->seconds.plan, r->seconds.optimize, r->seconds.total, title, o->perplexity,
+         o->homotopy_steps > 0 ? "homotopy, " : "", o->step == NLE_STEP_FIXED_RATE ? "fixed-rate gd" : name_of(optimizer_names, o->opt.kind),
+         r->report.iterations, r->seconds.total);
 }
 
 int cmd_embed(int argc, char **argv, const char *name) {
@@ -517,7 +519,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
   if (!rc && !s && a.save_labels) s = nle_write_labels(env.ctx, a.save_labels, ds->labels, (int64_t)ds->X->rows);
   if (!rc && s) rc = cli_fail(&env, s);
   if (!rc) {
-    print_json(&env, ds ? ds->name : input, res);
+    print_json(&env, titles[kind], ds ? ds->name : input, res);
     cli_note(&env, "%s of %zu points: E %.6g -> %.6g in %d iterations (%d evaluations), %.2f s; wrote %s",
              titles[kind], npts, res->report.E0, res->report.E, res->report.iterations, res->report.evaluations,
              res->seconds.total, a.output);

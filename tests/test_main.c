@@ -68,7 +68,7 @@ nle_matf *test_random_matf(size_t n, size_t d, uint64_t seed) {
 
 int main(int argc, char **argv) {
   const nle_test_case *tables[] = {core_tests, io_tests, neighbors_tests, affinity_tests, spectral_tests,
-                                   metrics_tests, nle_tests, nbody_tests};
+                                   metrics_tests, nle_tests, nbody_tests, embed_tests};
   const char *filter = argc > 1 ? argv[1] : NULL;
   int passed = 0, failed = 0;
   for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)

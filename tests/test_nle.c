@@ -95,6 +95,7 @@ static void gradients_all_models(void) {
   } cases[] = {
       {NLE_MODEL_EE, NLE_WNEG_UNIFORM, Wsym, 3.0, "EE uniform"},   {NLE_MODEL_EE, NLE_WNEG_SQDIST, Wsym, 0.7, "EE sqdist"},
       {NLE_MODEL_EE, NLE_WNEG_KNN, Wsym, 2.0, "EE sparse"},        {NLE_MODEL_TEE, NLE_WNEG_UNIFORM, Wsym, 3.0, "t-EE"},
+      {NLE_MODEL_TEE, NLE_WNEG_SQDIST, Wsym, 0.7, "t-EE sqdist"},
       {NLE_MODEL_SSNE, NLE_WNEG_UNIFORM, P, 1.0, "s-SNE"},         {NLE_MODEL_TSNE, NLE_WNEG_UNIFORM, P, 1.0, "t-SNE"},
       {NLE_MODEL_TSNE, NLE_WNEG_UNIFORM, P, 4.0, "t-SNE lambda 4"}, {NLE_MODEL_SNE, NLE_WNEG_UNIFORM, Pc, 1.0, "SNE"},
   };

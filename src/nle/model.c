@@ -378,6 +378,37 @@ static int rep_block(void *job, size_t b, void *scratch) {
       j->row_e[n] = e - 1.0;
       continue;
     }
+    if (d == 2 && Wd && !j->inv_z) {
+      /* Dense W- (squared distances) as one SIMD loop over the row of W-;
+       * the pair m = n adds w_nn K(0) = w_nn to the sum (0 for distances)
+       * and nothing to the force, so it is taken out afterwards. */
+      double x0 = xn[0], x1 = xn[1], f0 = 0.0, f1 = 0.0;
+      const double *xs = X->data, *wrow = Wd->data + n * N;
+      if (m->student) {
+#pragma omp simd reduction(+ : e, f0, f1)
+        for (size_t mm = 0; mm < N; mm++) {
+          double u0 = x0 - xs[2 * mm], u1 = x1 - xs[2 * mm + 1], k = 1.0 / (1.0 + u0 * u0 + u1 * u1);
+          double wk = wrow[mm] * k;
+          e += wk;
+          f0 -= wk * k * u0;
+          f1 -= wk * k * u1;
+        }
+      } else {
+        const double floor_arg = j->exp_floor;
+#pragma omp simd reduction(+ : e, f0, f1)
+        for (size_t mm = 0; mm < N; mm++) {
+          double u0 = x0 - xs[2 * mm], u1 = x1 - xs[2 * mm + 1], a = u0 * u0 + u1 * u1;
+          double wk = wrow[mm] * exp(-(a < floor_arg ? a : floor_arg));
+          e += wk;
+          f0 -= wk * u0;
+          f1 -= wk * u1;
+        }
+      }
+      f[0] = f0;
+      f[1] = f1;
+      j->row_e[n] = e - wrow[n];
+      continue;
+    }
     for (size_t mm = 0; mm < N; mm++) {
       if (mm == n) continue;
       const double *xm = X->data + mm * d;

@@ -2,7 +2,10 @@
  * D x D covariance (LAPACK dsyevr) and, for wide data, the randomized range
  * finder with subspace iteration followed by a small SVD (Halko, Martinsson
  * and Tropp 2011, algorithms 4.4 and 5.1). Data are read in row blocks
- * converted to double, so the float input is never copied whole. */
+ * converted to double, so the float input is never copied whole.
+ * Every BLAS and LAPACK call runs single-threaded on a fixed split of the
+ * rows (our threads take the splits; partial sums are added in split
+ * order), so the result is the same bits for any thread count. */
 #include "../core/internal.h"
 
 #include <cblas.h>
@@ -12,6 +15,18 @@
 #include <string.h>
 
 enum { PCA_BLOCK = 2048 };
+/* Row splits whose partial sums are reduced in order: a fixed count (by D
+ * only, never by the thread count), fewer where D x D partials would take
+ * more than SPLIT_BYTES. */
+enum { PCA_SPLITS = 8 };
+#define SPLIT_BYTES (256.0 * 1024 * 1024)
+
+static size_t split_count(size_t n, size_t partial_doubles) {
+  size_t k = (size_t)(SPLIT_BYTES / (8.0 * (double)partial_doubles));
+  if (k > PCA_SPLITS) k = PCA_SPLITS;
+  if (k > (n + PCA_BLOCK - 1) / PCA_BLOCK) k = (n + PCA_BLOCK - 1) / PCA_BLOCK;
+  return k < 1 ? 1 : k;
+}
 
 void nle_pca_opts_init(nle_pca_opts *o) {
   o->n_components = 2;
@@ -49,22 +64,63 @@ static void column_mean(const nle_matf *Y, double *mean) {
   for (size_t j = 0; j < d; j++) mean[j] /= (double)n;
 }
 
+/* The rows of split `b` of `splits` (whole PCA_BLOCKs). */
+static void split_rows(size_t n, size_t splits, size_t b, size_t *r0, size_t *r1) {
+  size_t blocks = (n + PCA_BLOCK - 1) / PCA_BLOCK;
+  *r0 = blocks * b / splits * PCA_BLOCK;
+  *r1 = blocks * (b + 1) / splits * PCA_BLOCK;
+  if (*r0 > n) *r0 = n;
+  if (*r1 > n) *r1 = n;
+}
+
+/* A split's part of a product over rows: its partial sum `part` (D x D for
+ * the covariance, SYRK upper; D x l for A^T Q). */
+typedef struct {
+  const nle_matf *Y;
+  const double *mean, *Q;
+  size_t splits, l;
+  double *parts;
+} split_job;
+
+static int covariance_split(void *job, size_t b, void *scratch) {
+  split_job *j = job;
+  size_t n = j->Y->rows, d = j->Y->cols, r0, r1;
+  split_rows(n, j->splits, b, &r0, &r1);
+  double *cov = j->parts + b * d * d, *block = scratch;
+  memset(cov, 0, d * d * sizeof(double));
+  for (size_t r = r0; r < r1; r += PCA_BLOCK) {
+    size_t rows = r1 - r < PCA_BLOCK ? r1 - r : PCA_BLOCK;
+    centred_block(j->Y, j->mean, r, rows, block);
+    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)d, (int)rows, 1.0, block, (int)d, 1.0, cov, (int)d);
+  }
+  return 0;
+}
+
+/* Sums the splits' partials in split order into out (len doubles). */
+static void reduce_parts(const double *parts, size_t splits, size_t len, double *out) {
+  memcpy(out, parts, len * sizeof(double));
+  for (size_t b = 1; b < splits; b++)
+    for (size_t e = 0; e < len; e++) out[e] += parts[b * len + e];
+}
+
 /* Exact: covariance by blocked SYRK, then the top n_components eigenpairs. */
-static nle_status pca_exact(nle_ctx *ctx, const nle_matf *Y, nle_pca_model *m, double *block) {
+static nle_status pca_exact(nle_ctx *ctx, const nle_matf *Y, nle_pca_model *m) {
   size_t n = Y->rows, d = Y->cols;
   int nc = m->n_components;
+  size_t splits = split_count(n, d * d);
   double *cov = nle__calloc(ctx, d * d, sizeof(double), "the covariance matrix");
+  double *parts = nle__malloc(ctx, splits * d * d * sizeof(double), "partial covariances");
   double *w = nle__malloc(ctx, d * sizeof(double), "eigenvalues");
   double *z = nle__malloc(ctx, d * (size_t)nc * sizeof(double), "eigenvectors");
   lapack_int *support = nle__malloc(ctx, 2 * (size_t)nc * sizeof(lapack_int), "eigenvector support");
-  nle_status s = (cov && w && z && support) ? NLE_OK : NLE_ERR_NOMEM;
-  for (size_t r0 = 0; !s && r0 < n; r0 += PCA_BLOCK) {
-    size_t rows = n - r0 < PCA_BLOCK ? n - r0 : PCA_BLOCK;
-    centred_block(Y, m->mean, r0, rows, block);
-    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)d, (int)rows, 1.0, block, (int)d, 1.0, cov,
-                (int)d);
-    s = nle__progress(ctx, "PCA covariance", (double)(r0 + rows) / (double)n);
+  nle_status s = (cov && parts && w && z && support) ? NLE_OK : NLE_ERR_NOMEM;
+  if (!s) {
+    split_job job = {Y, m->mean, NULL, splits, 0, parts};
+    s = nle__for_blocks(ctx, "PCA covariance", splits, nle__threads_for(ctx, (double)n * d * d),
+                        (size_t)PCA_BLOCK * d * sizeof(double), covariance_split, &job);
   }
+  if (!s) reduce_parts(parts, splits, d * d, cov);
+  free(parts);
   if (!s) {
     double total = 0.0;
     for (size_t j = 0; j < d * d; j++) cov[j] /= (double)(n - 1);
@@ -90,28 +146,62 @@ static nle_status pca_exact(nle_ctx *ctx, const nle_matf *Y, nle_pca_model *m, d
   return s;
 }
 
-/* out (N x l) = (Y - 1 mean^T) M, with M of D x l. */
-static void apply_centred(const nle_matf *Y, const double *mean, const double *M, size_t l, double *out,
-                          double *block) {
+/* out (N x l) = (Y - 1 mean^T) M (M: D x l, or its transpose l x D when
+ * transposed), one row block at a time: each output row is one block's. */
+typedef struct {
+  const nle_matf *Y;
+  const double *mean, *M;
+  size_t l;
+  int transposed;
+  double *out;
+} apply_job;
+
+static int apply_block(void *job, size_t b, void *scratch) {
+  apply_job *j = job;
+  size_t n = j->Y->rows, d = j->Y->cols, r0 = b * PCA_BLOCK, rows = n - r0 < PCA_BLOCK ? n - r0 : PCA_BLOCK;
+  double *block = scratch;
+  centred_block(j->Y, j->mean, r0, rows, block);
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, j->transposed ? CblasTrans : CblasNoTrans, (int)rows, (int)j->l, (int)d,
+              1.0, block, (int)d, j->M, j->transposed ? (int)d : (int)j->l, 0.0, j->out + r0 * j->l, (int)j->l);
+  return 0;
+}
+
+static nle_status apply_centred(nle_ctx *ctx, const nle_matf *Y, const double *mean, const double *M, size_t l,
+                                int transposed, double *out) {
   size_t n = Y->rows, d = Y->cols;
-  for (size_t r0 = 0; r0 < n; r0 += PCA_BLOCK) {
-    size_t rows = n - r0 < PCA_BLOCK ? n - r0 : PCA_BLOCK;
-    centred_block(Y, mean, r0, rows, block);
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)l, (int)d, 1.0, block, (int)d, M,
-                (int)l, 0.0, out + r0 * l, (int)l);
+  apply_job job = {Y, mean, M, l, transposed, out};
+  return nle__for_blocks(ctx, "PCA projection", (n + PCA_BLOCK - 1) / PCA_BLOCK,
+                         nle__threads_for(ctx, (double)n * d * l), (size_t)PCA_BLOCK * d * sizeof(double), apply_block,
+                         &job);
+}
+
+static int transpose_split(void *job, size_t b, void *scratch) {
+  split_job *j = job;
+  size_t n = j->Y->rows, d = j->Y->cols, l = j->l, r0, r1;
+  split_rows(n, j->splits, b, &r0, &r1);
+  double *part = j->parts + b * d * l, *block = scratch;
+  memset(part, 0, d * l * sizeof(double));
+  for (size_t r = r0; r < r1; r += PCA_BLOCK) {
+    size_t rows = r1 - r < PCA_BLOCK ? r1 - r : PCA_BLOCK;
+    centred_block(j->Y, j->mean, r, rows, block);
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d, (int)l, (int)rows, 1.0, block, (int)d,
+                j->Q + r * l, (int)l, 1.0, part, (int)l);
   }
+  return 0;
 }
 
 /* out (D x l) = (Y - 1 mean^T)^T Q, with Q of N x l. */
-static void apply_centred_t(const nle_matf *Y, const double *mean, const double *Q, size_t l, double *out,
-                            double *block) {
-  size_t n = Y->rows, d = Y->cols;
-  for (size_t r0 = 0; r0 < n; r0 += PCA_BLOCK) {
-    size_t rows = n - r0 < PCA_BLOCK ? n - r0 : PCA_BLOCK;
-    centred_block(Y, mean, r0, rows, block);
-    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d, (int)l, (int)rows, 1.0, block, (int)d,
-                Q + r0 * l, (int)l, r0 ? 1.0 : 0.0, out, (int)l);
-  }
+static nle_status apply_centred_t(nle_ctx *ctx, const nle_matf *Y, const double *mean, const double *Q, size_t l,
+                                  double *out) {
+  size_t n = Y->rows, d = Y->cols, splits = split_count(n, d * l);
+  double *parts = nle__malloc(ctx, splits * d * l * sizeof(double), "partial products");
+  if (!parts) return NLE_ERR_NOMEM;
+  split_job job = {Y, mean, Q, splits, l, parts};
+  nle_status s = nle__for_blocks(ctx, "PCA projection", splits, nle__threads_for(ctx, (double)n * d * l),
+                                 (size_t)PCA_BLOCK * d * sizeof(double), transpose_split, &job);
+  if (!s) reduce_parts(parts, splits, d * l, out);
+  free(parts);
+  return s;
 }
 
 /* In-place orthonormal basis of the columns of A (rows x cols, row-major). */
@@ -142,23 +232,21 @@ static nle_status pca_randomized(nle_ctx *ctx, const nle_matf *Y, const nle_pca_
       nle_rng_init(&r, nle_ctx_seed(ctx), (uint64_t)i);
       for (size_t j = 0; j < l; j++) omega[i * l + j] = nle_rng_normal(&r);
     }
-    apply_centred(Y, m->mean, omega, l, q, block);
+    s = apply_centred(ctx, Y, m->mean, omega, l, 0, q);
   }
   if (!s) s = orthonormalise(ctx, q, n, l, tau);
   for (int it = 0; !s && it < o->power_iters; it++) {
-    apply_centred_t(Y, m->mean, q, l, omega, block); /* omega now holds A^T Q (D x l) */
-    s = orthonormalise(ctx, omega, d, l, tau);
-    if (!s) {
-      apply_centred(Y, m->mean, omega, l, q, block);
-      s = orthonormalise(ctx, q, n, l, tau);
-    }
+    s = apply_centred_t(ctx, Y, m->mean, q, l, omega); /* omega now holds A^T Q (D x l) */
+    if (!s) s = orthonormalise(ctx, omega, d, l, tau);
+    if (!s) s = apply_centred(ctx, Y, m->mean, omega, l, 0, q);
+    if (!s) s = orthonormalise(ctx, q, n, l, tau);
     if (!s) s = nle__progress(ctx, "PCA randomized", (double)(it + 1) / (double)(o->power_iters + 1));
   }
   if (!s) {
     /* B = Q^T A (l x D) is the transpose of A^T Q; its SVD gives the components. */
-    apply_centred_t(Y, m->mean, q, l, omega, block);
-    double *bt = nle__malloc(ctx, l * d * sizeof(double), "the projected matrix");
-    if (!bt) s = NLE_ERR_NOMEM;
+    s = apply_centred_t(ctx, Y, m->mean, q, l, omega);
+    double *bt = s ? NULL : nle__malloc(ctx, l * d * sizeof(double), "the projected matrix");
+    if (!s && !bt) s = NLE_ERR_NOMEM;
     for (size_t i = 0; !s && i < l; i++)
       for (size_t j = 0; j < d; j++) bt[i * d + j] = omega[j * l + i];
     if (!s) {
@@ -244,8 +332,10 @@ nle_status nle_pca_fit(nle_ctx *ctx, const nle_matf *Y, const nle_pca_opts *opts
   double *block = nle__malloc(ctx, (size_t)PCA_BLOCK * d * sizeof(double), "a PCA block");
   s = (m->mean && m->components && m->explained_variance && block) ? NLE_OK : NLE_ERR_NOMEM;
   if (!s && opts->center) column_mean(Y, m->mean);
-  int blas_prev = nle__blas_set_threads(nle_ctx_threads(ctx));
-  if (!s) s = solver == NLE_PCA_EXACT ? pca_exact(ctx, Y, m, block) : pca_randomized(ctx, Y, opts, m, block);
+  /* the LAPACK calls on the small matrices single-threaded: their results
+   * depend on BLAS's thread count */
+  int blas_prev = nle__blas_set_threads(1);
+  if (!s) s = solver == NLE_PCA_EXACT ? pca_exact(ctx, Y, m) : pca_randomized(ctx, Y, opts, m, block);
   nle__blas_set_threads(blas_prev);
   free(block);
   if (s) {
@@ -266,23 +356,14 @@ nle_status nle_pca_transform(nle_ctx *ctx, const nle_pca_model *m, const nle_mat
   *X = NULL;
   if ((int64_t)Y->cols != m->dim)
     return nle__fail(ctx, NLE_ERR_ARG, "PCA transform: data have %zu columns, the model %d", Y->cols, m->dim);
-  size_t n = Y->rows, d = Y->cols, nc = (size_t)m->n_components;
+  size_t n = Y->rows, nc = (size_t)m->n_components;
   nle_status s = nle_matd_alloc(ctx, n, nc, X);
   if (s) return s;
-  double *block = nle__malloc(ctx, (size_t)PCA_BLOCK * d * sizeof(double), "a PCA block");
-  if (!block) {
+  s = apply_centred(ctx, Y, m->mean, m->components, nc, 1, (*X)->data);
+  if (s) {
     nle_matd_free(X);
-    return NLE_ERR_NOMEM;
+    return s;
   }
-  int blas_prev = nle__blas_set_threads(nle_ctx_threads(ctx));
-  for (size_t r0 = 0; r0 < n; r0 += PCA_BLOCK) {
-    size_t rows = n - r0 < PCA_BLOCK ? n - r0 : PCA_BLOCK;
-    centred_block(Y, m->mean, r0, rows, block);
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)nc, (int)d, 1.0, block, (int)d,
-                m->components, (int)d, 0.0, (*X)->data + r0 * nc, (int)nc);
-  }
-  nle__blas_set_threads(blas_prev);
-  free(block);
   if (m->whiten)
     for (size_t c = 0; c < nc; c++) {
       double scale = m->explained_variance[c] > 0 ? 1.0 / sqrt(m->explained_variance[c]) : 0.0;

@@ -1,0 +1,336 @@
+/* test_embed.c — the front door nle_embed and what it relies on: E against
+ * a direct double sum written out here, the resolution of every NLE_AUTO
+ * into the documented recipe, the options check, the EE paper's stopping
+ * test, the homotopy ending at a minimum, and thread-count determinism. */
+#include "harness.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static nle_matd *random_x(size_t n, size_t d, double scale, uint64_t seed) {
+  nle_ctx *ctx = test_ctx(seed);
+  nle_matd *X;
+  if (nle_matd_alloc(ctx, n, d, &X)) exit(2);
+  nle_rng r;
+  nle_rng_init(&r, seed, 11);
+  for (size_t i = 0; i < n * d; i++) X->data[i] = scale * nle_rng_normal(&r);
+  nle_ctx_free(&ctx);
+  return X;
+}
+
+/* Points in `clusters` Gaussian blobs (D dimensions, centres 8 apart). */
+static nle_matf *blobs(size_t n, size_t D, int clusters, uint64_t seed) {
+  nle_matf *Y = test_random_matf(n, D, seed);
+  for (size_t i = 0; i < n; i++) Y->data[i * D + (i % (size_t)clusters) % D] += 8.0f;
+  return Y;
+}
+
+/* The models' E written out (include/nlembed.h): over ordered pairs n != m,
+ * EE and t-EE sum w+ (-log K) + lambda w- K, s-SNE and t-SNE sum
+ * p (-log K) + lambda log sum K; K = exp(-d^2) or 1 / (1 + d^2). */
+static double direct_energy(nle_model_kind kind, double lambda, const nle_csr *Wp, const nle_matd *Wneg,
+                            const nle_matd *X) {
+  size_t n = X->rows, d = X->cols;
+  int student = kind == NLE_MODEL_TSNE || kind == NLE_MODEL_TEE;
+  double attract = 0.0, repulse = 0.0;
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < n; j++) {
+      if (i == j) continue;
+      double d2 = 0.0;
+      for (size_t t = 0; t < d; t++) d2 += (X->data[i * d + t] - X->data[j * d + t]) * (X->data[i * d + t] - X->data[j * d + t]);
+      double K = student ? 1.0 / (1.0 + d2) : exp(-d2);
+      repulse += (Wneg ? Wneg->data[i * n + j] : 1.0) * K;
+    }
+  for (int64_t i = 0; i < Wp->rows; i++)
+    for (int64_t q = Wp->rowptr[i]; q < Wp->rowptr[i + 1]; q++) {
+      size_t j = (size_t)Wp->colind[q];
+      if (j == (size_t)i) continue;
+      double d2 = 0.0;
+      for (size_t t = 0; t < d; t++)
+        d2 += (X->data[i * d + t] - X->data[j * d + t]) * (X->data[i * d + t] - X->data[j * d + t]);
+      attract += nle_csr_value(Wp, q) * (student ? log1p(d2) : d2);
+    }
+  int normalised = kind == NLE_MODEL_TSNE || kind == NLE_MODEL_SSNE;
+  return attract + lambda * (normalised ? log(repulse) : repulse);
+}
+
+static void energy_vs_direct_sum(void) {
+  size_t n = 40;
+  nle_ctx *ctx = test_ctx(3);
+  nle_matf *Y = blobs(n, 5, 3, 4);
+  nle_csr *graph = NULL, *P = NULL, *Wsym = NULL, *Wnorm = NULL;
+  nle_knn_opts ko;
+  nle_knn_opts_init(&ko);
+  ko.k = 8;
+  nle_test_ok(nle_knn_exact(ctx, Y, &ko, &graph));
+  nle_affinity_opts ao;
+  nle_affinity_opts_init(&ao);
+  ao.sigma = 2.0;
+  nle_test_ok(nle_affinity_graph(ctx, graph, &ao, &Wsym));
+  nle_test_ok(nle_affinity_for_model(ctx, Wsym, NLE_MODEL_TSNE, &Wnorm));
+  nle_matd *Wsq = NULL;
+  nle_test_ok(nle_repulsive_dense(ctx, Y, NLE_WNEG_SQDIST, &Wsq));
+  struct {
+    nle_model_kind kind;
+    nle_wneg_kind wneg;
+    const nle_csr *W;
+    double lambda;
+  } cases[] = {{NLE_MODEL_EE, NLE_WNEG_UNIFORM, Wsym, 0.3},   {NLE_MODEL_EE, NLE_WNEG_SQDIST, Wsym, 0.02},
+               {NLE_MODEL_TEE, NLE_WNEG_UNIFORM, Wsym, 0.3},  {NLE_MODEL_TEE, NLE_WNEG_SQDIST, Wsym, 0.02},
+               {NLE_MODEL_SSNE, NLE_WNEG_UNIFORM, Wnorm, 1.0}, {NLE_MODEL_TSNE, NLE_WNEG_UNIFORM, Wnorm, 1.0}};
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    nle_model_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.kind = cases[c].kind;
+    spec.lambda = cases[c].lambda;
+    spec.Wp = cases[c].W;
+    spec.wneg = cases[c].wneg;
+    spec.Wneg_dense = Wsq;
+    spec.engine = NLE_REPULSION_EXACT;
+    nle_model *m = NULL;
+    nle_test_ok(nle_model_new(ctx, &spec, &m));
+    for (size_t d = 1; d <= 3; d++) { /* d = 2 takes the SIMD loops */
+      nle_matd *X = random_x(n, d, 1.5, 20 + c);
+      double E = 0.0;
+      nle_test_ok(nle_model_eval(ctx, m, X, &E, NULL));
+      double want = direct_energy(cases[c].kind, cases[c].lambda, cases[c].W,
+                                  cases[c].wneg == NLE_WNEG_SQDIST ? Wsq : NULL, X);
+      if (!nle_test_rel(E, want, 1e-12)) printf("  case %zu, d = %zu\n", c, d);
+      nle_matd_free(&X);
+    }
+    nle_model_free(&m);
+  }
+  nle_matd_free(&Wsq);
+  nle_csr_free(&graph);
+  nle_csr_free(&Wsym);
+  nle_csr_free(&Wnorm);
+  nle_csr_free(&P);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
+/* Every NLE_AUTO comes back resolved to the documented recipe. */
+static void auto_resolved(void) {
+  size_t n = 600;
+  nle_ctx *ctx = test_ctx(5);
+  nle_ctx_set_threads(ctx, 2);
+  nle_matf *Y = blobs(n, 10, 4, 6);
+  nle_embed_input in = {Y, NULL, NULL, "blobs"};
+  nle_model_kind kinds[3] = {NLE_MODEL_TSNE, NLE_MODEL_EE, NLE_MODEL_TEE};
+  for (int c = 0; c < 3; c++) {
+    nle_embed_opts o;
+    nle_embed_opts_init(&o);
+    o.model = kinds[c];
+    o.perplexity = 15;
+    o.opt.max_iters = c == 1 ? 30 : NLE_AUTO; /* EE's line search: a short run is enough here */
+    nle_embed_result *r = NULL;
+    nle_status s = nle_embed(ctx, &in, &o, &r);
+    if (!nle_test(s >= 0 && r)) {
+      printf("  %s: %s\n", nle_model_name(kinds[c]), nle_ctx_error(ctx));
+      continue;
+    }
+    const nle_embed_opts *x = &r->resolved;
+    nle_test(x->k == 45 && x->pca_dims == 0 && x->pca_candidates == 0); /* small N and D: no PCA search */
+    nle_test(x->engine == NLE_REPULSION_EXACT && x->init == NLE_INIT_PCA);
+    nle_test(x->knn_method == NLE_KNN_EXACT || x->knn_method == NLE_KNN_APPROX);
+    nle_test(x->sigma == NLE_AUTO); /* entropic: sigma stays "not used" */
+    if (kinds[c] == NLE_MODEL_TSNE) {
+      nle_test(x->step == NLE_STEP_FIXED_RATE && x->opt.kind == NLE_OPT_GD);
+      nle_test(x->opt.exaggeration == 12.0 && x->opt.exaggeration_iters == 125 && x->opt.max_iters == 450);
+      nle_test_rel(x->opt.learning_rate, 50.0, 1e-15); /* max(600 / 48, 50) */
+      nle_test_rel(x->opt.learning_rate_final, 300.0, 1e-15); /* max(600 / 2, 200) */
+      nle_test(x->opt.momentum == 0.95 && x->lambda == 1.0 && x->homotopy_steps == 0);
+      nle_test(r->report.iterations == 450);
+    } else if (kinds[c] == NLE_MODEL_EE) {
+      nle_test(x->step == NLE_STEP_LINE_SEARCH && x->opt.kind == NLE_OPT_SD && x->opt.learning_rate == 0);
+      nle_test_rel(x->lambda, 100.0 / (double)n, 1e-15);
+      nle_test(x->homotopy_steps == 0 && x->lambda_bounds == 1 && isfinite(r->lambda_lower));
+    } else {
+      nle_test(x->step == NLE_STEP_FIXED_RATE && x->homotopy_steps == 5 && x->opt.max_iters == 90);
+      nle_test_rel(x->lambda, 0.03, 1e-15);
+      nle_test_rel(x->lambda_start, 0.0003, 1e-15);
+      nle_test_rel(x->opt.learning_rate, 0.25 * (double)n / r->w_total, 1e-12); /* N / 4 per unit of W+ */
+      nle_test(x->opt.learning_rate_final == x->opt.learning_rate && x->opt.exaggeration_iters == 30);
+      nle_test(r->report.iterations == 450);
+    }
+    nle_test(r->X && r->X->rows == n && r->X->cols == 2 && r->map_extent > 0);
+    nle_test(r->components >= 1 && r->n == n && r->D == 10);
+    nle_embed_result_free(&r);
+  }
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
+/* Bad fields are refused before any work, naming the field. */
+static void bad_options(void) {
+  nle_ctx *ctx = test_ctx(7);
+  nle_matf *Y = blobs(100, 4, 2, 8);
+  nle_embed_input in = {Y, NULL, NULL, NULL};
+  const char *fields[] = {"perplexity", "dim", "step", "homotopy_steps", "not 4", "opt.momentum", "wneg", "k = 120"};
+  for (size_t c = 0; c < sizeof fields / sizeof *fields; c++) {
+    nle_embed_opts o;
+    nle_embed_opts_init(&o);
+    switch (c) {
+    case 0: o.perplexity = 0.5; break;
+    case 1: o.dim = 0; break;
+    case 2: o.step = NLE_STEP_FIXED_RATE, o.opt.kind = NLE_OPT_SD; break;
+    case 3: o.homotopy_steps = 3; break;              /* t-SNE: no homotopy */
+    case 4: o.engine = NLE_REPULSION_FFT, o.dim = 4; break;
+    case 5: o.opt.momentum = 1.0; break;
+    case 6: o.wneg = NLE_WNEG_SQDIST; break;          /* t-SNE */
+    case 7: o.perplexity = 40; break;                 /* k = 120 of 100 points */
+    }
+    nle_embed_result *r = NULL;
+    nle_status s = nle_embed(ctx, &in, &o, &r);
+    if (!nle_test(s == NLE_ERR_ARG && !r && strstr(nle_ctx_error(ctx), fields[c])))
+      printf("  %s: status %d, \"%s\"\n", fields[c], (int)s, nle_ctx_error(ctx));
+  }
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
+/* x_tol: the run stops at the first iteration whose step is at most x_tol
+ * of |X| (Frobenius), and not before: replayed one iteration short. */
+static void x_tol_stops(void) {
+  nle_ctx *ctx = test_ctx(9);
+  nle_matf *Y = blobs(200, 5, 3, 10);
+  nle_embed_input in = {Y, NULL, NULL, NULL};
+  nle_embed_opts o;
+  nle_embed_opts_init(&o);
+  o.model = NLE_MODEL_EE;
+  o.perplexity = 10;
+  o.opt.x_tol = 1e-3;
+  o.opt.tol = 0;
+  o.opt.max_iters = 500;
+  nle_embed_result *full = NULL, *short1 = NULL, *short2 = NULL;
+  nle_test(nle_embed(ctx, &in, &o, &full) == NLE_OK);
+  int k = full ? full->report.iterations : 0;
+  if (!nle_test(full && full->report.converged && k >= 2 && k < 500)) printf("  %d iterations\n", k);
+  if (getenv("NLE_TEST_VERBOSE")) printf("  x_tol: %d iterations\n", k);
+  o.opt.x_tol = 0;
+  o.opt.max_iters = k - 1;
+  nle_test(nle_embed(ctx, &in, &o, &short1) >= 0);
+  o.opt.max_iters = k - 2;
+  nle_test(nle_embed(ctx, &in, &o, &short2) >= 0);
+  if (full && short1 && short2) {
+    double last = 0, last_x = 0, before = 0, before_x = 0;
+    for (size_t i = 0; i < full->X->rows * 2; i++) {
+      last += pow(full->X->data[i] - short1->X->data[i], 2);
+      last_x += pow(short1->X->data[i], 2);
+      before += pow(short1->X->data[i] - short2->X->data[i], 2);
+      before_x += pow(short2->X->data[i], 2);
+    }
+    nle_test(sqrt(last) <= 1e-3 * sqrt(last_x));
+    nle_test(sqrt(before) > 1e-3 * sqrt(before_x));
+  }
+  nle_embed_result_free(&full);
+  nle_embed_result_free(&short1);
+  nle_embed_result_free(&short2);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
+/* The reference case in small (300 points, the reference's path and
+ * settings): the EE paper's homotopy with its stopping test ends near a
+ * minimum, so a long fixed-lambda run from its end point lowers E by little.
+ * (On these well-separated blobs a fixed-lambda run
+ * from the start ends lower still: the path is not a global method.) */
+static void homotopy_ends_at_minimum(void) {
+  nle_ctx *ctx = test_ctx(11);
+  nle_ctx_set_threads(ctx, 2);
+  nle_matf *Y = blobs(300, 8, 5, 12);
+  nle_embed_input in = {Y, NULL, NULL, NULL};
+  nle_embed_opts o;
+  nle_embed_opts_init(&o);
+  o.model = NLE_MODEL_EE;
+  o.perplexity = 20;
+  o.wneg = NLE_WNEG_SQDIST;
+  o.opt.kappa = 0; /* the whole L+, as the reference */
+  o.opt.c1 = 0.1;
+  o.opt.shrink = 0.8;
+  /* lambda 100 for W+ and W- each summing to 1 (the reference's): ours
+   * sum to N and S, so lambda = 100 N / S */
+  nle_matd *Wsq = NULL;
+  nle_test_ok(nle_repulsive_dense(ctx, Y, NLE_WNEG_SQDIST, &Wsq));
+  double S = 0.0;
+  for (size_t i = 0; Wsq && i < 300 * 300; i++) S += Wsq->data[i];
+  nle_matd_free(&Wsq);
+  o.lambda = 100.0 * 300 / S;
+  o.lambda_start = o.lambda * 1e-6; /* logspace(-4, 2), the reference's path */
+  o.homotopy_steps = 50;
+  o.opt.max_iters = 100;
+  o.init = NLE_INIT_RANDOM;
+  o.init_scale = 1e-5;
+  nle_embed_result *h = NULL;
+  nle_status s = nle_embed(ctx, &in, &o, &h);
+  nle_test(s >= 0 && h);
+  if (!h) goto done;
+  const nle_embed_opts *x = &h->resolved;
+  nle_test(x->opt.x_tol == 1e-3 && x->opt.tol == 0 && x->step == NLE_STEP_LINE_SEARCH);
+  nle_test(x->lambda_start < x->lambda && isfinite(h->lambda_upper));
+  if (getenv("NLE_TEST_VERBOSE"))
+    printf("  lambda %g from %g; lambda* in [%g, %g]\n", x->lambda, x->lambda_start, h->lambda_lower, h->lambda_upper);
+  /* a long run at the final lambda from the homotopy's end */
+  nle_embed_opts l = o;
+  l.homotopy_steps = 0;
+  l.lambda = x->lambda;
+  l.init = NLE_INIT_GIVEN;
+  l.init_X = h->X;
+  l.opt.max_iters = 3000;
+  l.opt.tol = 1e-13;
+  l.opt.x_tol = 0;
+  nle_embed_result *longrun = NULL;
+  nle_test(nle_embed(ctx, &in, &l, &longrun) >= 0);
+  /* the EE paper's test stops each lambda at a relative step of 1e-3, not
+   * at a tight minimum: E within 1% of where a long run from there ends (a
+   * homotopy that lost its way, or stopped short of lambda, is far above) */
+  if (longrun) {
+    double moved = 0.0, size = 0.0;
+    for (size_t i = 0; i < 300 * 2; i++) {
+      moved += pow(longrun->X->data[i] - h->X->data[i], 2);
+      size += pow(h->X->data[i], 2);
+    }
+    moved = sqrt(moved / size);
+    int ok = nle_test(h->report.E - longrun->report.E <= 1e-2 * fabs(longrun->report.E)) &&
+             nle_test(longrun->report.E <= h->report.E);
+    if (!ok || getenv("NLE_TEST_VERBOSE"))
+      printf("  homotopy E %.10g (%d iterations), long run from it %.10g, moved %.3g of |X|\n", h->report.E,
+             h->report.iterations, longrun->report.E, moved);
+  }
+  nle_embed_result_free(&longrun);
+done:
+  nle_embed_result_free(&h);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
+/* The default pipeline gives the same bits on 1 and 2 threads. */
+static void same_for_threads(void) {
+  nle_matf *Y = blobs(700, 12, 4, 14);
+  nle_embed_input in = {Y, NULL, NULL, NULL};
+  nle_model_kind kinds[2] = {NLE_MODEL_TSNE, NLE_MODEL_TEE};
+  for (int c = 0; c < 2; c++) {
+    nle_embed_result *r[2] = {NULL, NULL};
+    for (int t = 0; t < 2; t++) {
+      nle_ctx *ctx = test_ctx(15);
+      nle_ctx_set_threads(ctx, t + 1);
+      nle_embed_opts o;
+      nle_embed_opts_init(&o);
+      o.model = kinds[c];
+      nle_test(nle_embed(ctx, &in, &o, &r[t]) >= 0);
+      nle_ctx_free(&ctx);
+    }
+    if (r[0] && r[1]) nle_test(!memcmp(r[0]->X->data, r[1]->X->data, 700 * 2 * sizeof(double)));
+    nle_embed_result_free(&r[0]);
+    nle_embed_result_free(&r[1]);
+  }
+  nle_matf_free(&Y);
+}
+
+const nle_test_case embed_tests[] = {{"embed/energy_vs_direct_sum", energy_vs_direct_sum},
+                                     {"embed/auto_resolved", auto_resolved},
+                                     {"embed/bad_options", bad_options},
+                                     {"embed/x_tol_stops", x_tol_stops},
+                                     {"embed/homotopy_ends_at_minimum", homotopy_ends_at_minimum},
+                                     {"embed/same_for_threads", same_for_threads},
+                                     {NULL, NULL}};
