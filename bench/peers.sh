@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# peers.sh — issue 5, measurement 3: the whole pipeline (kNN, affinities,
+# peers.sh — the whole pipeline (kNN, affinities,
 # embedding to 2-D) on Fashion-MNIST (all 70,000 points, raw 784-d input) by
 # nlembed (t-SNE and EE) and the peers Debian packages: umap-learn, R uwot,
 # R Rtsne and scikit-learn's TSNE, each with 2 threads, in one run. Prints
@@ -11,9 +11,11 @@
 # figures) and with ranks among all N; 10-NN accuracy (stratified 5-fold CV
 # over all points).
 #   bench/peers.sh            [N=70000] [SUBSAMPLE=10000] [ONLY="name ..."]
-# nlembed searches neighbours among the first 50 principal components
-# (--pca 50, as Rtsne does by default) and re-ranks them by their 784-d
-# distances; its metrics are against the raw data.
+# nlembed runs with no options but the output file (its defaults search
+# neighbours among the first 50 principal components, as Rtsne does, and
+# re-rank them by their 784-d distances); every tool's metrics are against
+# the raw data. Each nlembed JSON line (in $OUT/peers-NAME.log) has the time
+# of every stage.
 # One run per tool (they take minutes); results in $OUT/peers-*. RESCORE=1
 # only scores the embeddings and times a previous run left in $OUT.
 source "$(dirname "$0")/common.sh"
@@ -62,16 +64,10 @@ import json; r = json.load(open('$OUT/peers-$name.json')); w = json.load(open('$
 print('%-22s %8.1f %9.0f %10.4f %10.5f %10.5f %9.4f' % ('$name', $2, $3 / 1024, r['recall'], w['trustworthiness'],
       r['trustworthiness'], r['knn_accuracy']))"
 }
-run nlembed-tsne "$NLEMBED" tsne "$DATA" --pca 50 --optimizer gd --learning-rate auto --exaggeration 12 --max-iters 450 --exaggeration-iters 125 \
-  --threads 2 -o "$OUT/peers-nlembed-tsne.npy" --quiet
-run nlembed-ee "$NLEMBED" ee "$DATA" --pca 50 --lambda "${EE_LAMBDA:-0.03}" --max-iters "${EE_ITERS:-300}" --threads 2 \
-  -o "$OUT/peers-nlembed-ee.npy" --quiet
-# t-EE: the EE paper's homotopy (5 lambda values from lambda / 100) with fixed-rate steps, 90 iterations each
-# (30 at momentum 0.5, then 0.95); lambda 0.03 is about N / Z of the t-SNE map, where t-EE's and t-SNE's
-# gradients agree.
-run nlembed-tee "$NLEMBED" tee "$DATA" --pca 50 --lambda "${TEE_LAMBDA:-0.03}" --homotopy 5 \
-  --lambda-start "${TEE_LAMBDA_START:-0.0003}" --optimizer gd --learning-rate auto --final-learning-rate 0.25 \
-  --exaggeration-iters 30 --max-iters 90 --threads 2 -o "$OUT/peers-nlembed-tee.npy" --quiet
+# nlembed with no options but the output: its defaults are the product.
+run nlembed-tsne "$NLEMBED" tsne "$DATA" -o "$OUT/peers-nlembed-tsne.npy"
+run nlembed-tee "$NLEMBED" tee "$DATA" -o "$OUT/peers-nlembed-tee.npy"
+run nlembed-ee "$NLEMBED" ee "$DATA" -o "$OUT/peers-nlembed-ee.npy"
 run umap-learn "$PY" - "$OUT" "$N" <<'PY'
 import sys
 import numpy as np

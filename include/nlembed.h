@@ -959,8 +959,8 @@ typedef struct {
   const char *resume;       /* a checkpoint of the same run to continue */
   /* what to keep */
   int lambda_bounds;        /* EE, t-EE: compute lambda*'s bounds (NLE_AUTO:
-                               up to 20,000 points, or when a homotopy needs
-                               them; 0 no, 1 yes) */
+                               up to 20,000 points, or when a line-search
+                               homotopy starts from them; 0 no, 1 yes) */
   int keep_model;           /* 1: result->trained for nle_trained_save (needs
                                Y and a kNN graph: not with affinities) */
 } nle_embed_opts;

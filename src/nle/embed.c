@@ -232,7 +232,7 @@ static nle_status resolve_early(nle_ctx *ctx, const nle_embed_input *in, size_t 
   }
   if (AUTO(o->init)) o->init = o->init_X ? NLE_INIT_GIVEN : in->Y ? NLE_INIT_PCA : NLE_INIT_SPECTRAL;
   if (AUTO(o->lambda_bounds))
-    o->lambda_bounds = is_unnormalised(m) && (n <= BOUNDS_INFO_MAX_N || (homotopy && AUTO(o->lambda_start)));
+    o->lambda_bounds = is_unnormalised(m) && (n <= BOUNDS_INFO_MAX_N || (homotopy && AUTO(o->lambda_start) && !fixed));
   if (!is_unnormalised(m)) o->lambda_bounds = 0;
   /* what the engines serve (a request they cannot is an error, not a
    * silent change) */
