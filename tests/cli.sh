@@ -245,6 +245,16 @@ expect_fail transform_not_model "not an nlembed model file" "$T/x.npy" -- $N tra
 for cmd in pca knn affinity ee tee ssne tsne sne metrics plot transform; do
   if $N $cmd --help | grep -q "Usage: nlembed $cmd"; then ok "help_$cmd"; else bad "help_$cmd" "no usage"; fi
 done
+# ---- the README's library example compiles, links as the README says, and runs
+libdir=$(dirname "$N")
+san=""
+case "$libdir" in *asan*) san="-fsanitize=address,undefined" ;; esac
+sed -n '/^```c$/,/^```$/p' README.md | sed '1d;$d' > "$T/readme.c"
+links=$(sed -n 's/^Link with `\(.*\)`.*/\1/p' README.md | sed "s#-lnlembed#$libdir/libnlembed.a#")
+if cc -std=c11 $san -Iinclude "$T/readme.c" -o "$T/readme" $links 2> "$T/cc_err" && "$T/readme" > "$T/readme_out" 2>&1 \
+  && grep -q "^5000 points, E [0-9.]*, 450 iterations" "$T/readme_out"; then ok readme_library_example
+else bad readme_library_example "$(head -c 300 "$T/cc_err") $(head -c 300 "$T/readme_out" 2>/dev/null)"; fi
+
 for cmd in ee tee ssne tsne sne pca knn affinity metrics plot transform; do
   if $N $cmd --help | grep -qF "(default 80% of RAM)"; then ok "help_percent_$cmd"; else bad "help_percent_$cmd" "$($N $cmd --help | grep -F max-memory)"; fi
 done
