@@ -821,6 +821,13 @@ typedef struct {
                            changed before nle_trained_transform */
   uint64_t data_hash;   /* of Y, to check a re-attached copy */
   char source[1024];
+  /* The neighbour search of training, when it ran among principal
+   * components (nle_embed's pca_dims): new points' candidates are found
+   * there too and re-ranked by their distances in Y. */
+  int pca_dims;         /* 0: neighbours searched in Y itself */
+  int pca_candidates;   /* candidates per new point */
+  double *pca_mean;     /* D */
+  double *pca_components; /* pca_dims x D, row-major */
 } nle_trained;
 
 /* Keeps copies of Y and X; knn is the training kNN graph (squared distances),

@@ -201,6 +201,8 @@ expect_fail fgt_bad_reach "--fgt-reach takes an integer from 1 to 12" "$T/x.npy"
 expect_fail bad_engine "--repulsion takes auto, exact, bh, fft or fgt" "$T/x.npy" -- $N tsne spiral:300 --repulsion fmm -o "$T/x.npy"
 expect_ok tsne_pca $N tsne fashion-mnist:600 -p 15 --pca 20 --max-iters 50 -o "$T/tpca.npy" --quiet
 expect_fail pca_with_model "--pca with --save-model needs the re-ranking" "$T/x.npy" -- $N tsne fashion-mnist:600 --pca 20 --pca-candidates 0 --save-model "$T/m.nle" -o "$T/x.npy"
+expect_ok pca_model $N tsne fashion-mnist:600 -p 10 --pca 20 --max-iters 50 --save-model "$T/pm.nle" -o "$T/pm.npy" --quiet
+expect_ok pca_model_transform $N transform "$T/pm.nle" fashion-mnist:700 -o "$T/pmt.npy" --quiet
 expect_fail pca_bad "--pca takes an integer >= 0 or auto" "$T/x.npy" -- $N tsne fashion-mnist:600 --pca -1 -o "$T/x.npy"
 expect_ok tsne_pca_candidates $N tsne fashion-mnist:600 -p 10 --pca 20 --pca-candidates 60 --max-iters 20 -o "$T/tpc.npy" --quiet
 expect_ok tsne_pca_no_rerank $N tsne fashion-mnist:600 -p 10 --pca 20 --pca-candidates 0 --max-iters 20 -o "$T/tpn.npy" --quiet

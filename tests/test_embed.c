@@ -327,7 +327,53 @@ static void same_for_threads(void) {
   nle_matf_free(&Y);
 }
 
-const nle_test_case embed_tests[] = {{"embed/energy_vs_direct_sum", energy_vs_direct_sum},
+/* A model trained with the PCA neighbour search keeps the projection; it
+ * survives the model file, and new points search as training did: the
+ * training points themselves map to (nearly) their own embedding, with
+ * the same neighbours as the exact search in Y where the candidates hold
+ * them. */
+static void model_keeps_pca(void) {
+  nle_ctx *ctx = test_ctx(17);
+  nle_ctx_set_threads(ctx, 2);
+  size_t n = 900, D = 40;
+  nle_matf *Y = blobs(n, D, 5, 18);
+  nle_embed_input in = {Y, NULL, NULL, "blobs"};
+  nle_embed_opts o;
+  nle_embed_opts_init(&o);
+  o.perplexity = 10;
+  o.pca_dims = 8;
+  o.keep_model = 1;
+  nle_embed_result *r = NULL;
+  nle_test(nle_embed(ctx, &in, &o, &r) >= 0 && r && r->trained);
+  if (!r || !r->trained) goto done;
+  nle_trained *t = r->trained, *back = NULL;
+  nle_test(t->pca_dims == 8 && t->pca_candidates == 30 && t->pca_mean && t->pca_components);
+  nle_test_ok(nle_trained_save(ctx, t, test_path("pca_model.nle"), 1));
+  nle_test_ok(nle_trained_load(ctx, test_path("pca_model.nle"), &back));
+  if (back) {
+    nle_test(back->pca_dims == 8 && back->pca_candidates == 30);
+    nle_test(!memcmp(back->pca_mean, t->pca_mean, D * sizeof(double)));
+    nle_test(!memcmp(back->pca_components, t->pca_components, 8 * D * sizeof(double)));
+    /* the first 100 training points as new points */
+    nle_matf head = {100, D, Y->data};
+    nle_matd *Xnew = NULL;
+    nle_test_ok(nle_trained_transform(ctx, back, &head, 200, &Xnew));
+    double worst = 0.0, spread = 0.0;
+    for (size_t i = 0; Xnew && i < 100 * 2; i++) {
+      worst = fmax(worst, fabs(Xnew->data[i] - r->X->data[i]));
+      spread = fmax(spread, fabs(r->X->data[i]));
+    }
+    if (!nle_test(Xnew && worst < 0.05 * spread)) printf("  moved %g of a map of %g\n", worst, spread);
+    nle_matd_free(&Xnew);
+  }
+  nle_trained_free(&back);
+done:
+  nle_embed_result_free(&r);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
+const nle_test_case embed_tests[] = {{"embed/model_keeps_pca", model_keeps_pca},{"embed/energy_vs_direct_sum", energy_vs_direct_sum},
                                      {"embed/auto_resolved", auto_resolved},
                                      {"embed/bad_options", bad_options},
                                      {"embed/x_tol_stops", x_tol_stops},

@@ -1,5 +1,6 @@
 /* test_neighbors.c — exact kNN against a naive O(N^2) loop. */
 #include "harness.h"
+#include "../src/core/internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -274,7 +275,52 @@ static void knn_rerank_vs_naive(void) {
   nle_ctx_free(&ctx);
 }
 
+/* Queries' candidates (found among 3 of 12 columns) re-ranked by their
+ * 12-d distances to the reference points, against a direct sort. */
+static void knn_rerank_queries_vs_naive(void) {
+  nle_ctx *ctx = test_ctx(3);
+  size_t n = 500, m = 120, d = 12;
+  nle_matf *Y = test_random_matf(n, d, 41), *Q = test_random_matf(m, d, 42), *Y3, *Q3;
+  nle_test_ok(nle_matf_alloc(ctx, n, 3, &Y3));
+  nle_test_ok(nle_matf_alloc(ctx, m, 3, &Q3));
+  for (size_t i = 0; i < n; i++) memcpy(Y3->data + i * 3, Y->data + i * d, 3 * sizeof(float));
+  for (size_t i = 0; i < m; i++) memcpy(Q3->data + i * 3, Q->data + i * d, 3 * sizeof(float));
+  nle_csr *cand, *g;
+  nle_test_ok(nle_knn_query(ctx, Y3, Q3, 20, &cand));
+  nle_test_ok(nle__knn_rerank_queries(ctx, Y, Q, cand, 6, &g));
+  nle_test(g->rows == (int64_t)m && g->cols == (int64_t)n && g->nnz == (int64_t)m * 6);
+  int bad = 0;
+  for (size_t i = 0; i < m; i++) {
+    ref_pair row[20];
+    for (int c = 0; c < 20; c++) {
+      int j = cand->colind[cand->rowptr[i] + c];
+      double s = 0;
+      for (size_t t = 0; t < d; t++) {
+        double u = (double)Q->data[i * d + t] - Y->data[(size_t)j * d + t];
+        s += u * u;
+      }
+      row[c] = (ref_pair){s, j};
+    }
+    qsort(row, 20, sizeof *row, ref_cmp);
+    for (int c = 0; c < 6; c++) {
+      int64_t q = g->rowptr[i] + c;
+      bad += g->colind[q] != row[c].i || fabs(nle_csr_value(g, q) - row[c].d) > 1e-6 * row[c].d;
+    }
+  }
+  nle_test(bad == 0);
+  nle_csr_free(&g);
+  nle_test(nle__knn_rerank_queries(ctx, Y, Q, cand, 21, &g) == NLE_ERR_ARG && !g);
+  nle_test(nle__knn_rerank_queries(ctx, Y3, Q, cand, 6, &g) == NLE_ERR_ARG && !g); /* columns differ */
+  nle_csr_free(&cand);
+  nle_matf_free(&Y3);
+  nle_matf_free(&Q3);
+  nle_matf_free(&Y);
+  nle_matf_free(&Q);
+  nle_ctx_free(&ctx);
+}
+
 const nle_test_case neighbors_tests[] = {{"neighbors/knn_query_vs_naive", knn_query_vs_naive},
+                                         {"neighbors/knn_rerank_queries_vs_naive", knn_rerank_queries_vs_naive},
                                          {"neighbors/knn_rerank_vs_naive", knn_rerank_vs_naive},
                                          {"neighbors/approx_recall", approx_recall},
                                          {"neighbors/approx_deterministic", approx_deterministic},

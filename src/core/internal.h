@@ -103,6 +103,10 @@ static inline int nle__pair_cmp(const void *a, const void *b) {
  * at nearby positions, so sweeps over W's rows read nearby memory. Wt: W's
  * transpose where the caller has it (W itself when symmetric), else NULL. */
 nle_status nle__csr_locality_order(nle_ctx *ctx, const nle_csr *W, const nle_csr *Wt, int32_t **order);
+/* nle_knn_rerank for queries: the k nearest of each query's candidates (an
+ * M x N graph into Y's rows) by their squared distances between Q and Y. */
+nle_status nle__knn_rerank_queries(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, const nle_csr *candidates,
+                                   int k, nle_csr **graph);
 /* W with rows and columns renumbered: out(i, j) = W(order[i], order[j]), each
  * row's entries in W's order. The matrix must be square. */
 nle_status nle__csr_permute(nle_ctx *ctx, const nle_csr *W, const int32_t *order, nle_csr **out);

@@ -44,6 +44,8 @@ typedef struct {
 #define NLE__REC_ANY UINT64_MAX
 /* Reads the whole file and checks its kind. */
 nle_status nle__rec_read(nle_ctx *ctx, const char *path, const char *kind, nle__rec_file *f);
+/* Whether the file has a record `name` (for optional records). */
+int nle__rec_has(const nle__rec_file *f, const char *name);
 /* The record `name`, of `type` and `count` values (NLE__REC_ANY: any). */
 nle_status nle__rec_get(nle_ctx *ctx, const nle__rec_file *f, const char *name, char type, uint64_t count,
                         const void **data);

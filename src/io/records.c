@@ -113,6 +113,12 @@ nle_status nle__rec_read(nle_ctx *ctx, const char *path, const char *kind, nle__
   return s;
 }
 
+int nle__rec_has(const nle__rec_file *f, const char *name) {
+  for (size_t i = 0; i < f->count; i++)
+    if (!strcmp(f->entries[i].name, name)) return 1;
+  return 0;
+}
+
 nle_status nle__rec_get(nle_ctx *ctx, const nle__rec_file *f, const char *name, char type, uint64_t count,
                         const void **data) {
   *data = NULL;

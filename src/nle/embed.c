@@ -276,7 +276,8 @@ static void resolve_rates(nle_embed_opts *o, size_t n, double w_total) {
 
 /* Replaces Y by its first `dims` principal components (the kNN search's
  * space); *kept is the fraction of the variance they hold. */
-static nle_status pca_reduce(nle_ctx *ctx, const nle_matf *Y, int dims, nle_matf **Z, double *kept) {
+static nle_status pca_reduce(nle_ctx *ctx, const nle_matf *Y, int dims, nle_matf **Z, double *kept,
+                             nle_pca_model **keep) {
   nle_pca_opts po;
   nle_pca_opts_init(&po);
   po.n_components = dims;
@@ -291,7 +292,8 @@ static nle_status pca_reduce(nle_ctx *ctx, const nle_matf *Y, int dims, nle_matf
     *kept = pm->total_variance > 0 ? sum / pm->total_variance : 0.0;
   }
   nle_matd_free(&Zd);
-  nle_pca_model_free(&pm);
+  if (!s && keep) *keep = pm;
+  else nle_pca_model_free(&pm);
   return s;
 }
 
@@ -348,7 +350,7 @@ static nle_status wneg_features(nle_ctx *ctx, const nle_matf *Y, int dims, nle_m
     return s;
   }
   double kept = 0;
-  nle_status s = pca_reduce(ctx, Y, dims, F, &kept);
+  nle_status s = pca_reduce(ctx, Y, dims, F, &kept, NULL);
   if (!s) nle__log(ctx, 0, "W- of squared distances after PCA %zu -> %d: %.4f of the variance", Y->cols, dims, kept);
   return s;
 }
@@ -458,6 +460,7 @@ typedef struct {
   nle_matd *Wsq;      /* dense squared-distance W- */
   nle_matf *Wfeat;    /* squared-distance W- features */
   double *beta;
+  nle_pca_model *pca; /* the search's projection, for the model (keep_model) */
   nle_model *model;
   nle_opt *opt;
 } embed_work;
@@ -470,6 +473,7 @@ static void work_free(embed_work *w) {
   nle_matd_free(&w->Wsq);
   nle_matf_free(&w->Wfeat);
   free(w->beta);
+  nle_pca_model_free(&w->pca);
   nle_opt_free(&w->opt);
   nle_model_free(&w->model);
 }
@@ -523,7 +527,7 @@ nle_status nle_embed(nle_ctx *ctx, const nle_embed_input *in, const nle_embed_op
   /* the neighbour search's space */
   t0 = nle_time_seconds();
   if (!s && o->pca_dims > 0) {
-    s = pca_reduce(ctx, in->Y, o->pca_dims, &w.Ysearch, &r->pca_variance);
+    s = pca_reduce(ctx, in->Y, o->pca_dims, &w.Ysearch, &r->pca_variance, opts->keep_model ? &w.pca : NULL);
     if (!s) nle__log(ctx, 0, "PCA %zu x %zu -> %d for the neighbour search: %.4f of the variance", n, D, o->pca_dims,
                      r->pca_variance);
   }
@@ -679,6 +683,13 @@ nle_status nle_embed(nle_ctx *ctx, const nle_embed_input *in, const nle_embed_op
     ts.sigma = AUTO(o->sigma) ? 0.0 : o->sigma;
     ts.source = in->source ? in->source : "";
     s = nle_trained_new(ctx, &ts, in->Y, r->X, graph, w.beta, &r->trained);
+    if (!s && w.pca) { /* new points search as training did */
+      r->trained->pca_dims = o->pca_dims;
+      r->trained->pca_candidates = o->pca_candidates;
+      r->trained->pca_mean = w.pca->mean;
+      r->trained->pca_components = w.pca->components;
+      w.pca->mean = w.pca->components = NULL;
+    }
   }
   work_free(&w);
   r->seconds.total = nle_time_seconds() - t_start;

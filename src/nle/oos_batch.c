@@ -6,6 +6,7 @@
  * over each point's k neighbours stays exact. The steps, line searches and
  * stopping tests are the per-point minimiser's (outofsample.c), per point. */
 #include "oos_internal.h"
+#include "../core/vecmath.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -19,11 +20,25 @@ enum { FAR_MARGIN = 8 }; /* kernel lengths beyond the training map */
  * with the error of the forces. In 2-D the grid may grow to 2,048 nodes a
  * side (about 400 MB for t-SNE's six grids), so that a 60,000-point t-SNE
  * map (about 200 kernel lengths wide) fits at this box width. */
-static void oos_fft_opts(size_t d, nle_fft_opts *fo) {
+/* Boxes of 0.5 kernel lengths, order 4; a map whose span (with the margin)
+ * needs more than max_nodes nodes per side at that width gets wider boxes,
+ * up to OOS_WIDEST_BOX (70,000-image t-SNE maps span about 350 lengths:
+ * boxes of 0.7), where the forces stay within the accuracy the batched
+ * line search needs; wider maps are summed exactly. */
+#define OOS_WIDEST_BOX 2.0
+
+static void oos_fft_opts(const nle_matd *region, nle_fft_opts *fo) {
+  size_t d = region->cols;
   nle_fft_opts_init(fo);
   fo->order = 4;
   fo->box_width = 0.5;
   if (d == 2) fo->max_nodes = 2048;
+  size_t max_nodes = fo->max_nodes ? fo->max_nodes : (d == 1 ? 65536 : d == 2 ? 1024 : 128);
+  for (size_t c = 0; c < d; c++) {
+    double span = region->data[d + c] - region->data[c];
+    double needed = span * (double)fo->order / (double)(max_nodes - (size_t)fo->order);
+    if (needed > fo->box_width) fo->box_width = fmin(needed, OOS_WIDEST_BOX);
+  }
 }
 
 typedef struct {
@@ -96,38 +111,85 @@ typedef struct {
 } batch_attraction;
 
 /* E'(x) and its gradient (oos_energy's) for the listed points at pos. */
+/* One listed point's E and gradient: the attraction over its k training
+ * neighbours (one SIMD loop with the vector log1p for the Student kernel)
+ * plus the repulsion's sums S and R. */
+typedef struct {
+  const batch_attraction *at;
+  const double *pos, *S, *R;
+  const size_t *list;
+  size_t count;
+  double *E, *G;
+} energy_job;
+
+enum { ENERGY_BLOCK = 256 };
+
+static int energy_block(void *job, size_t blk, void *scratch) {
+  (void)scratch;
+  const energy_job *j = job;
+  const nle_trained *t = j->at->t;
+  size_t d = t->X->cols, k = j->at->k, i1 = (blk + 1) * ENERGY_BLOCK < j->count ? (blk + 1) * ENERGY_BLOCK : j->count;
+  int student = t->kind == NLE_MODEL_TSNE || t->kind == NLE_MODEL_TEE;
+  int ee = t->kind == NLE_MODEL_EE || t->kind == NLE_MODEL_TEE;
+  const double *X = t->X->data;
+  for (size_t i = blk * ENERGY_BLOCK; i < i1; i++) {
+    size_t q = j->list[i];
+    const double *x = j->pos + q * d, *w = j->at->a + q * k;
+    const int32_t *idx = j->at->idx + q * k;
+    double e = 0.0, g[3] = {0, 0, 0};
+    if (d == 2) {
+      double x0 = x[0], x1 = x[1], g0 = 0.0, g1 = 0.0;
+      if (student) {
+#pragma omp simd reduction(+ : e, g0, g1)
+        for (size_t m = 0; m < k; m++) {
+          double u0 = x0 - X[2 * (size_t)idx[m]], u1 = x1 - X[2 * (size_t)idx[m] + 1], dn = u0 * u0 + u1 * u1;
+          double c = 4.0 * w[m] / (1.0 + dn);
+          e += 2.0 * w[m] * log1p(dn);
+          g0 += c * u0;
+          g1 += c * u1;
+        }
+      } else {
+#pragma omp simd reduction(+ : e, g0, g1)
+        for (size_t m = 0; m < k; m++) {
+          double u0 = x0 - X[2 * (size_t)idx[m]], u1 = x1 - X[2 * (size_t)idx[m] + 1];
+          e += 2.0 * w[m] * (u0 * u0 + u1 * u1);
+          g0 += 4.0 * w[m] * u0;
+          g1 += 4.0 * w[m] * u1;
+        }
+      }
+      g[0] = g0;
+      g[1] = g1;
+    } else {
+      for (size_t m = 0; m < k; m++) {
+        const double *xn = X + (size_t)idx[m] * d;
+        double dn = 0.0;
+        for (size_t c = 0; c < d; c++) dn += (x[c] - xn[c]) * (x[c] - xn[c]);
+        double kk = student ? 1.0 / (1.0 + dn) : 1.0;
+        e += 2.0 * w[m] * (student ? log1p(dn) : dn);
+        for (size_t c = 0; c < d; c++) g[c] += 4.0 * w[m] * kk * (x[c] - xn[c]);
+      }
+    }
+    double scale;
+    if (ee) {
+      e += 2.0 * t->lambda * j->S[i];
+      scale = 4.0 * t->lambda;
+    } else {
+      e += t->lambda * log(t->z_total + 2.0 * j->S[i]);
+      scale = 4.0 * t->lambda / (t->z_total + 2.0 * j->S[i]);
+    }
+    j->E[q] = e;
+    for (size_t c = 0; j->G && c < d; c++) j->G[q * d + c] = g[c] + scale * j->R[i * d + c];
+  }
+  return 0;
+}
+
 static nle_status batch_energy(nle_ctx *ctx, batch_engine *b, const batch_attraction *at, const double *pos,
                                const size_t *list, size_t count, double *E, double *G, double *S, double *R) {
   nle_status s = batch_repulsion(ctx, b, pos, list, count, S, R);
   if (s) return s;
-  const nle_trained *t = at->t;
-  size_t d = t->X->cols, k = at->k;
-  int student = t->kind == NLE_MODEL_TSNE || t->kind == NLE_MODEL_TEE;
-  int ee = t->kind == NLE_MODEL_EE || t->kind == NLE_MODEL_TEE;
-  for (size_t i = 0; i < count; i++) {
-    size_t q = list[i];
-    const double *x = pos + q * d;
-    double e = 0.0, g[3] = {0, 0, 0};
-    for (size_t j = 0; j < k; j++) {
-      const double *xn = t->X->data + (size_t)at->idx[q * k + j] * d;
-      double dn = 0.0;
-      for (size_t c = 0; c < d; c++) dn += (x[c] - xn[c]) * (x[c] - xn[c]);
-      double w = at->a[q * k + j], kk = student ? 1.0 / (1.0 + dn) : 1.0;
-      e += 2.0 * w * (student ? log1p(dn) : dn);
-      for (size_t c = 0; c < d; c++) g[c] += 4.0 * w * kk * (x[c] - xn[c]);
-    }
-    double scale;
-    if (ee) {
-      e += 2.0 * t->lambda * S[i];
-      scale = 4.0 * t->lambda;
-    } else {
-      e += t->lambda * log(t->z_total + 2.0 * S[i]);
-      scale = 4.0 * t->lambda / (t->z_total + 2.0 * S[i]);
-    }
-    E[q] = e;
-    for (size_t c = 0; G && c < d; c++) G[q * d + c] = g[c] + scale * R[i * d + c];
-  }
-  return NLE_OK;
+  energy_job job = {at, pos, S, R, list, count, E, G};
+  return nle__for_blocks(ctx, "out-of-sample", (count + ENERGY_BLOCK - 1) / ENERGY_BLOCK,
+                         nle__threads_for(ctx, (double)count * (double)at->k * 20.0), 0, energy_block, &job);
 }
 
 nle_status nle__oos_forward_batched(nle_ctx *ctx, const nle_trained *t, const nle_matf *Ynew, const nle_csr *nbrs,
@@ -179,7 +241,8 @@ nle_status nle__oos_forward_batched(nle_ctx *ctx, const nle_trained *t, const nl
       nle__grid_kernel kernels[2] = {{student ? NLE_KERNEL_STUDENT : NLE_KERNEL_GAUSSIAN, -1}, {NLE_KERNEL_STUDENT2, -1}};
       int chan_kernel[5] = {0, student, student, student, student}, chan_charge[5] = {-1, -1, 0, 1, 2};
       nle_fft_opts fo;
-      oos_fft_opts(d, &fo);
+      oos_fft_opts(&region, &fo);
+      if (fo.box_width > 0.5) nle__log(ctx, 1, "out-of-sample: FFT boxes of %.3g kernel lengths for a map this wide", fo.box_width);
       s = nle__fft_field_new(ctx, &b.Xc, b.Xc.data, d, &region, kernels, student ? 2 : 1, chan_kernel, chan_charge,
                              d + 2, &fo, &b.field);
     }
@@ -277,7 +340,7 @@ int nle__oos_engine_fits(const nle_trained *t) {
     }
   nle_matd box = {2, d, corners};
   nle_fft_opts fo;
-  oos_fft_opts(d, &fo);
+  oos_fft_opts(&box, &fo);
   return t->engine == NLE_REPULSION_FGT ? nle__fgt_grid_fits(&box, NULL) : nle__fft_grid_fits(&box, &fo);
 }
 
