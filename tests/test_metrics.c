@@ -220,6 +220,46 @@ static void knn_accuracy(void) {
   nle_ctx_free(&ctx);
 }
 
+/* The cell-grid search of maps (d = 2) against the scan over all points
+ * (the same points with a third, zero column): the same accuracy to the
+ * bit, on data full of exact distance ties (integer coordinates, repeated
+ * points) and with a far outlier that leaves most cells empty. */
+static void knn_accuracy_grid_vs_scan(void) {
+  nle_ctx *ctx = test_ctx(2);
+  size_t n = 3000;
+  nle_matd *X2, *X3;
+  int32_t *y = malloc(n * sizeof *y);
+  nle_test_ok(nle_matd_alloc(ctx, n, 2, &X2));
+  nle_test_ok(nle_matd_alloc(ctx, n, 3, &X3));
+  nle_rng r;
+  nle_rng_init(&r, 6, 0);
+  for (int layout = 0; layout < 2; layout++) {
+    for (size_t i = 0; i < n; i++) {
+      double a = floor(20 * nle_rng_uniform(&r)), b = floor(20 * nle_rng_uniform(&r));
+      X2->data[2 * i] = a + (layout ? 0.0 : 30.0 * (double)(i % 4));
+      X2->data[2 * i + 1] = b;
+      y[i] = (int32_t)((a + b < 20 ? 0 : 2) + (nle_rng_uniform(&r) < 0.2)); /* 4 classes, noisy */
+    }
+    if (layout) X2->data[0] = 1e6; /* one point far out: the grid is mostly empty */
+    for (size_t i = 0; i < n; i++) {
+      X3->data[3 * i] = X2->data[2 * i];
+      X3->data[3 * i + 1] = X2->data[2 * i + 1];
+      X3->data[3 * i + 2] = 0.0;
+    }
+    int ks[3] = {1, 10, 25};
+    for (int c = 0; c < 3; c++) {
+      double grid = -1, scan = -2;
+      nle_test_ok(nle_knn_accuracy_cv(ctx, X2, y, ks[c], 5, &grid));
+      nle_test_ok(nle_knn_accuracy_cv(ctx, X3, y, ks[c], 5, &scan));
+      if (!nle_test(grid == scan)) printf("  layout %d, k = %d: grid %.17g, scan %.17g\n", layout, ks[c], grid, scan);
+    }
+  }
+  free(y);
+  nle_matd_free(&X2);
+  nle_matd_free(&X3);
+  nle_ctx_free(&ctx);
+}
+
 static void recall_of_graphs(void) {
   nle_ctx *ctx = test_ctx(1);
   nle_matf *Y = test_random_matf(300, 4, 9);
@@ -246,5 +286,6 @@ const nle_test_case metrics_tests[] = {{"metrics/hand_case", hand_case},
                                        {"metrics/subsample_scores", subsample_scores},
                                        {"metrics/stratified_folds", stratified_folds},
                                        {"metrics/knn_accuracy", knn_accuracy},
+                                       {"metrics/knn_accuracy_grid_vs_scan", knn_accuracy_grid_vs_scan},
                                        {"metrics/recall_of_graphs", recall_of_graphs},
                                        {NULL, NULL}};

@@ -7,6 +7,8 @@
 #include "metrics_internal.h"
 #include "select.h"
 
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* StratifiedKFold(shuffle=False): classes numbered by first appearance; the
@@ -110,6 +112,105 @@ static int cv_block(void *job, size_t b, void *scratch) {
   return 0;
 }
 
+/* For d = 2 (maps): the points in square cells, each query's neighbours
+ * from rings of cells around its own, stopping once the heap is full and
+ * the next ring lies further than its largest distance. The same neighbours
+ * as the scan over all points (the heap orders by distance, then index), in
+ * O(N (k + cells visited)) instead of O(N^2): a million points in seconds. */
+typedef struct {
+  double lo[2], side;
+  int64_t nx, ny;
+  int64_t *start;   /* nx * ny + 1: cell c holds members[start[c] .. start[c + 1]) */
+  int64_t *members; /* point indices, by cell */
+} cell_grid;
+
+static int64_t cell_of(const cell_grid *g, double v, int axis) {
+  int64_t c = (int64_t)((v - g->lo[axis]) / g->side);
+  int64_t top = axis ? g->ny - 1 : g->nx - 1;
+  return c < 0 ? 0 : c > top ? top : c;
+}
+
+static nle_status grid_build(nle_ctx *ctx, const nle_matd *X, cell_grid *g) {
+  size_t n = X->rows;
+  double hi[2] = {-INFINITY, -INFINITY};
+  g->lo[0] = g->lo[1] = INFINITY;
+  for (size_t i = 0; i < n; i++)
+    for (int t = 0; t < 2; t++) {
+      g->lo[t] = fmin(g->lo[t], X->data[2 * i + t]);
+      hi[t] = fmax(hi[t], X->data[2 * i + t]);
+    }
+  double span = fmax(hi[0] - g->lo[0], hi[1] - g->lo[1]);
+  double per_side = ceil(sqrt((double)n / 4.0)); /* about 4 points a cell on a full square */
+  g->side = span > 0 ? span / per_side : 1.0;
+  g->nx = (int64_t)((hi[0] - g->lo[0]) / g->side) + 1;
+  g->ny = (int64_t)((hi[1] - g->lo[1]) / g->side) + 1;
+  size_t cells = (size_t)(g->nx * g->ny);
+  g->start = nle__calloc(ctx, cells + 1, sizeof(int64_t), "kNN accuracy cells");
+  g->members = nle__malloc(ctx, n * sizeof(int64_t), "kNN accuracy cell members");
+  int64_t *fill = nle__malloc(ctx, (cells + 1) * sizeof(int64_t), "kNN accuracy cursors");
+  if (!g->start || !g->members || !fill) {
+    free(fill);
+    return NLE_ERR_NOMEM;
+  }
+  for (size_t i = 0; i < n; i++)
+    g->start[cell_of(g, X->data[2 * i + 1], 1) * g->nx + cell_of(g, X->data[2 * i], 0) + 1]++;
+  for (size_t c = 0; c < cells; c++) g->start[c + 1] += g->start[c];
+  memcpy(fill, g->start, (cells + 1) * sizeof(int64_t));
+  for (size_t i = 0; i < n; i++)
+    g->members[fill[cell_of(g, X->data[2 * i + 1], 1) * g->nx + cell_of(g, X->data[2 * i], 0)]++] = (int64_t)i;
+  free(fill);
+  return NLE_OK;
+}
+
+typedef struct {
+  const nle_matd *X;
+  const cell_grid *g;
+  const int32_t *labels, *fold;
+  uint8_t *correct;
+  int k;
+} grid_job;
+
+static void offer_cell(const grid_job *j, int64_t cx, int64_t cy, size_t i, const double *x, nle__pair *heap) {
+  const cell_grid *g = j->g;
+  if (cx < 0 || cy < 0 || cx >= g->nx || cy >= g->ny) return;
+  int64_t c = cy * g->nx + cx;
+  for (int64_t q = g->start[c]; q < g->start[c + 1]; q++) {
+    int64_t m = g->members[q];
+    if (j->fold[m] == j->fold[i]) continue;
+    double u0 = x[0] - j->X->data[2 * m], u1 = x[1] - j->X->data[2 * m + 1], dist = u0 * u0 + u1 * u1;
+    if (dist <= heap[0].d) nle__heap_offer(heap, j->k, (nle__pair){dist, m});
+  }
+}
+
+static int grid_block(void *job, size_t b, void *scratch) {
+  const grid_job *j = job;
+  const cell_grid *g = j->g;
+  size_t n = j->X->rows, i1 = (b + 1) * CV_BLOCK < n ? (b + 1) * CV_BLOCK : n;
+  nle__pair *heap = scratch;
+  int64_t widest = g->nx > g->ny ? g->nx : g->ny;
+  for (size_t i = b * CV_BLOCK; i < i1; i++) {
+    nle__heap_init(heap, j->k);
+    const double *x = j->X->data + 2 * i;
+    int64_t cx = cell_of(g, x[0], 0), cy = cell_of(g, x[1], 1);
+    for (int64_t r = 0; r <= widest; r++) {
+      if (r == 0) offer_cell(j, cx, cy, i, x, heap);
+      for (int64_t t = -r; r > 0 && t <= r; t++) { /* the ring at Chebyshev distance r */
+        offer_cell(j, cx + t, cy - r, i, x, heap);
+        offer_cell(j, cx + t, cy + r, i, x, heap);
+        if (t > -r && t < r) {
+          offer_cell(j, cx - r, cy + t, i, x, heap);
+          offer_cell(j, cx + r, cy + t, i, x, heap);
+        }
+      }
+      /* every cell of ring r + 1 lies at least r sides away */
+      double reach = (double)r * g->side;
+      if (heap[0].i != INT64_MAX && reach * reach > heap[0].d) break;
+    }
+    j->correct[i] = vote(heap, j->k, j->labels) == j->labels[i];
+  }
+  return 0;
+}
+
 nle_status nle_knn_accuracy_cv(nle_ctx *ctx, const nle_matd *X, const int32_t *labels, int k, int folds,
                                double *out) {
   size_t n = X->rows, d = X->cols;
@@ -126,11 +227,22 @@ nle_status nle_knn_accuracy_cv(nle_ctx *ctx, const nle_matd *X, const int32_t *l
     return NLE_ERR_NOMEM;
   }
   nle_status s = nle__stratified_folds(ctx, labels, n, folds, fold);
-  cv_job job = {X, labels, fold, correct, k};
-  if (!s)
+  cell_grid grid = {{0, 0}, 0, 0, 0, NULL, NULL};
+  if (!s && d == 2) {
+    s = grid_build(ctx, X, &grid);
+    grid_job job = {X, &grid, labels, fold, correct, k};
+    if (!s)
+      s = nle__for_blocks(ctx, "kNN accuracy", (n + CV_BLOCK - 1) / CV_BLOCK,
+                          nle__threads_for(ctx, (double)n * (double)k * 40.0), (size_t)k * sizeof(nle__pair), grid_block,
+                          &job);
+  } else if (!s) {
+    cv_job job = {X, labels, fold, correct, k};
     s = nle__for_blocks(ctx, "kNN accuracy", (n + CV_BLOCK - 1) / CV_BLOCK,
                         nle__threads_for(ctx, (double)n * (double)n * (double)d), (size_t)k * sizeof(nle__pair),
                         cv_block, &job);
+  }
+  free(grid.start);
+  free(grid.members);
   if (!s) {
     double sum = 0.0;
     for (int f = 0; f < folds; f++) {
