@@ -173,7 +173,9 @@ int cmd_affinity(int argc, char **argv) {
   }
   if (!rc && s) rc = cli_fail(&env, s);
   if (!rc) {
-    printf("{\"command\": \"affinity\", \"input\": \"%s\", \"n\": %zu, \"k\": %d, \"kind\": \"%s\", ", ds->name,
+    char name[1200];
+    cli_json_escape(ds->name, name, sizeof name);
+    printf("{\"command\": \"affinity\", \"input\": \"%s\", \"n\": %zu, \"k\": %d, \"kind\": \"%s\", ", name,
            ds->X->rows, k, entropic ? "entropic" : kind_names[ao.kind]);
     if (entropic)
       printf("\"perplexity\": %g, \"root\": \"%s\", \"order\": \"%s\", \"mean_iterations\": %.4f, "

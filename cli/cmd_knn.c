@@ -83,9 +83,11 @@ int cmd_knn(int argc, char **argv) {
   if (!rc && !s && dist_out) s = write_graph(env.ctx, dist_out, g, o.k, 1);
   if (!rc && s) rc = cli_fail(&env, s);
   if (!rc) {
+    char name[1200];
+    cli_json_escape(ds->name, name, sizeof name);
     printf("{\"command\": \"knn\", \"input\": \"%s\", \"n\": %zu, \"dim\": %zu, \"k\": %d, \"method\": \"%s\", "
            "\"threads\": %d, \"seconds\": %.3f}\n",
-           ds->name, ds->X->rows, ds->X->cols, o.k, method, nle_ctx_threads(env.ctx), t);
+           name, ds->X->rows, ds->X->cols, o.k, method, nle_ctx_threads(env.ctx), t);
     cli_note(&env, "%s %d-NN of %zu x %zu in %.2f s; wrote %s", method, o.k, ds->X->rows, ds->X->cols, t, output);
   }
   nle_csr_free(&g);

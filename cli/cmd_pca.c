@@ -99,10 +99,12 @@ int cmd_pca(int argc, char **argv) {
     for (int i = 0; i < model->n_components; i++) kept += model->explained_variance[i];
     double ratio = model->total_variance > 0 ? kept / model->total_variance : 0;
     const char *solver = model->solver_used == NLE_PCA_EXACT ? "exact" : "randomized";
+    char name[1200];
+    cli_json_escape(ds->name, name, sizeof name);
     printf("{\"command\": \"pca\", \"input\": \"%s\", \"n\": %zu, \"dim\": %zu, \"components\": %d, "
            "\"solver\": \"%s\", \"seconds\": %.3f, \"total_variance\": %.10g, \"explained_variance_ratio_sum\": %.8f, "
            "\"summary\": \"PCA %zu-D to %d-D (%s), %.1f%% of the variance\", \"explained_variance\": [",
-           ds->name, ds->X->rows, ds->X->cols, model->n_components, solver, t_fit, model->total_variance, ratio,
+           name, ds->X->rows, ds->X->cols, model->n_components, solver, t_fit, model->total_variance, ratio,
            ds->X->cols, model->n_components, solver, 100 * ratio);
     for (int i = 0; i < model->n_components; i++)
       printf("%s%.12g", i ? ", " : "", model->explained_variance[i]);

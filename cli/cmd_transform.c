@@ -99,9 +99,12 @@ int cmd_transform(int argc, char **argv) {
   if (!rc) {
     double secs = nle_time_seconds() - t0;
     static const char *kinds[] = {"ee", "ssne", "tsne", "sne", "tee"};
+    char model_name[1200], input_name[1200];
+    cli_json_escape(argv[optind], model_name, sizeof model_name);
+    cli_json_escape(argv[optind + 1], input_name, sizeof input_name);
     printf("{\"command\": \"transform\", \"model\": \"%s\", \"input\": \"%s\", \"n\": %zu, \"map\": \"%s\", "
            "\"model_kind\": \"%s\", \"training_points\": %zu, \"seconds\": %.3f}\n",
-           argv[optind], argv[optind + 1], m, inverse ? "f(x)" : "F(y)", kinds[t->kind], t->X->rows, secs);
+           model_name, input_name, m, inverse ? "f(x)" : "F(y)", kinds[t->kind], t->X->rows, secs);
     cli_note(&env, "mapped %zu points with %s (%s of %zu training points) in %.2f s; wrote %s", m,
              inverse ? "f(x)" : "F(y)", kinds[t->kind], t->X->rows, secs, output);
   }

@@ -247,6 +247,15 @@ expect_fail transform_not_model "not an nlembed model file" "$T/x.npy" -- $N tra
 for cmd in pca knn affinity ee tee ssne tsne sne metrics plot transform; do
   if $N $cmd --help | grep -q "Usage: nlembed $cmd"; then ok "help_$cmd"; else bad "help_$cmd" "no usage"; fi
 done
+# ---- JSON lines stay JSON whatever the file names
+printf '1,2\n3,4\n5,7\n6,1\n' > "$T/q\"uo\\te.csv"
+json_ok=1
+for cmd in "pca -d 1" "knn -k 1"; do
+  $N $cmd "$T/q\"uo\\te.csv" -o "$T/jq.npy" --quiet > "$T/jq.json" 2>/dev/null || json_ok=0
+  /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['input'].endswith('q\"uo\\\\te.csv')" "$T/jq.json" 2>/dev/null || json_ok=0
+done
+if [ $json_ok = 1 ]; then ok json_escaped_names; else bad json_escaped_names "$(cat "$T/jq.json")"; fi
+
 # ---- the README's library example compiles, links as the README says, and runs
 libdir=$(dirname "$N")
 san=""
