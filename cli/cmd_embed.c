@@ -28,7 +28,7 @@ static const char *help_fmt =
     "                       normalised for sne); INPUT is then optional (init\n"
     "                       spectral without it)\n"
     "  -d, --dim N          embedding dimension (default 2)\n"
-    "  -p, --perplexity K   entropic affinities' perplexity (default 30)\n"
+    "  -p, --perplexity K   entropic affinities' perplexity (auto: 5 for ee, else 30)\n"
     "  -k, --neighbors K    kNN graph size (auto: 3 x perplexity, 12 with --sigma)\n"
     "  --sigma S            W+ = Gaussian affinities exp(-d^2 / 2 S^2) on the kNN\n"
     "                       graph instead of entropic ones\n"
@@ -156,7 +156,7 @@ typedef struct {
 static const embed_option table[] = {
     {"output", 'o', V_TEXT, AT(output), 0, 0, 0, 0, NULL, FOR_ALL, NULL},
     {"dim", 'd', V_INT, AT(eo.dim), 1, 64, 0, 0, NULL, FOR_ALL, "-d takes 1-64"},
-    {"perplexity", 'p', V_REAL, AT(eo.perplexity), 1, BIG, 1, 0, NULL, FOR_ALL, "--perplexity takes a number above 1"},
+    {"perplexity", 'p', V_REAL, AT(eo.perplexity), 1, BIG, 1, 1, NULL, FOR_ALL, "--perplexity takes a number above 1 or auto"},
     {"neighbors", 'k', V_INT, AT(eo.k), 2, 1 << 20, 0, 1, NULL, FOR_ALL, "-k takes an integer >= 2"},
     {"sigma", 0, V_REAL, AT(eo.sigma), 0, BIG, 1, 1, NULL, FOR_ALL & ~FOR_SNE,
      "--sigma takes a positive width|--sigma is for ee, tee, ssne and tsne (SNE needs conditional P)"},
@@ -347,7 +347,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
   if (kind < 0) return 2;
   static const char *titles[] = {"EE", "s-SNE", "t-SNE", "SNE", "t-EE"};
   static const char *recipes[] = {
-      "line-search spectral direction, lambda 100 / N.\n",
+      "perplexity 5, line-search spectral direction, lambda 100 / N.\n",
       "fixed-rate gradient descent with exaggeration 12 for 125 of 450 iterations.\n",
       "PCA-50 neighbours re-ranked in INPUT (large D and N), fixed-rate gradient\n"
       "descent with exaggeration 12 for 125 of 450 iterations, FFT repulsion.\n",
@@ -461,11 +461,6 @@ int cmd_embed(int argc, char **argv, const char *name) {
   if (!rc && !s && ds && a.eo.k != NLE_AUTO && (size_t)a.eo.k >= npts && !A) {
     fprintf(stderr, "nlembed %s: error: %s: k = %d neighbours need more than %zu points (lower -k or the perplexity)\n",
             name, argv[optind], a.eo.k, npts);
-    rc = 1;
-  }
-  if (!rc && !s && ds && a.eo.k == NLE_AUTO && !A && a.eo.sigma == NLE_AUTO && (size_t)ceil(3.0 * a.eo.perplexity) >= npts) {
-    fprintf(stderr, "nlembed %s: error: %s: k = %d neighbours need more than %zu points (lower -k or the perplexity)\n",
-            name, argv[optind], (int)ceil(3.0 * a.eo.perplexity), npts);
     rc = 1;
   }
   /* --trace and the progress lines */

@@ -905,7 +905,7 @@ typedef struct {
   nle_model_kind model;     /* default NLE_MODEL_TSNE */
   int dim;                  /* embedding dimension d, 1..64 (2) */
   /* affinities W+ */
-  double perplexity;        /* entropic W+ (30) */
+  double perplexity;        /* entropic W+ (NLE_AUTO: 5 for EE, else 30) */
   double sigma;             /* NLE_AUTO (default): entropic W+; > 0:
                                Gaussian W+ of this width on the kNN graph */
   int k;                    /* kNN graph size (NLE_AUTO: 3 x perplexity,

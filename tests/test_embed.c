@@ -144,6 +144,7 @@ static void auto_resolved(void) {
     } else if (kinds[c] == NLE_MODEL_EE) {
       nle_test(x->step == NLE_STEP_LINE_SEARCH && x->opt.kind == NLE_OPT_SD && x->opt.learning_rate == 0);
       nle_test_rel(x->lambda, 100.0 / (double)n, 1e-15);
+      nle_test(x->perplexity == 15.0); /* given */
       nle_test(x->homotopy_steps == 0 && x->lambda_bounds == 1 && isfinite(r->lambda_lower));
     } else {
       nle_test(x->step == NLE_STEP_FIXED_RATE && x->homotopy_steps == 5 && x->opt.max_iters == 90);
@@ -155,6 +156,29 @@ static void auto_resolved(void) {
     }
     nle_test(r->X && r->X->rows == n && r->X->cols == 2 && r->map_extent > 0);
     nle_test(r->components >= 1 && r->n == n && r->D == 10);
+    nle_embed_result_free(&r);
+  }
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
+/* The auto perplexity: 5 for the Gaussian EE (its sweep's best recall),
+ * 30 for the others; k follows as 3 x perplexity. */
+static void auto_perplexity(void) {
+  nle_ctx *ctx = test_ctx(19);
+  nle_matf *Y = blobs(200, 6, 3, 20);
+  nle_embed_input in = {Y, NULL, NULL, NULL};
+  nle_model_kind kinds[3] = {NLE_MODEL_EE, NLE_MODEL_TSNE, NLE_MODEL_TEE};
+  double want[3] = {5.0, 30.0, 30.0};
+  for (int c = 0; c < 3; c++) {
+    nle_embed_opts o;
+    nle_embed_opts_init(&o);
+    o.model = kinds[c];
+    o.opt.max_iters = 3;
+    o.homotopy_steps = 0;
+    nle_embed_result *r = NULL;
+    nle_test(nle_embed(ctx, &in, &o, &r) >= 0 && r);
+    if (r) nle_test(r->resolved.perplexity == want[c] && r->resolved.k == (int)(3 * want[c]));
     nle_embed_result_free(&r);
   }
   nle_matf_free(&Y);
@@ -375,6 +399,7 @@ done:
 
 const nle_test_case embed_tests[] = {{"embed/model_keeps_pca", model_keeps_pca},{"embed/energy_vs_direct_sum", energy_vs_direct_sum},
                                      {"embed/auto_resolved", auto_resolved},
+                                     {"embed/auto_perplexity", auto_perplexity},
                                      {"embed/bad_options", bad_options},
                                      {"embed/x_tol_stops", x_tol_stops},
                                      {"embed/homotopy_ends_at_minimum", homotopy_ends_at_minimum},
