@@ -5,6 +5,7 @@ import gzip
 import numpy as np
 
 DIR = "/usr/share/datasets/fashion-mnist/"
+CLASSES = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"]
 
 
 def _read(name, offset, shape):

@@ -247,6 +247,11 @@ expect_fail transform_not_model "not an nlembed model file" "$T/x.npy" -- $N tra
 for cmd in pca knn affinity ee tee ssne tsne sne metrics plot transform; do
   if $N $cmd --help | grep -q "Usage: nlembed $cmd"; then ok "help_$cmd"; else bad "help_$cmd" "no usage"; fi
 done
+# ---- a one-column file of class names, spaces and all
+printf '0,0\n1,1\n2,2\n3,3\n' > "$T/names_emb.csv"
+printf 'Ankle boot\nT-shirt/top\nAnkle boot\nBag\n' > "$T/names.txt"
+expect_ok label_names_with_spaces $N plot "$T/names_emb.csv" --labels "$T/names.txt" -o "$T/names.svg" --quiet
+
 # ---- JSON lines stay JSON whatever the file names
 printf '1,2\n3,4\n5,7\n6,1\n' > "$T/q\"uo\\te.csv"
 json_ok=1

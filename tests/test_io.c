@@ -335,7 +335,27 @@ static void mtx_round_trip(void) {
   nle_ctx_free(&ctx);
 }
 
-const nle_test_case io_tests[] = {{"io/mtx_round_trip", mtx_round_trip},
+/* A one-column text file of class names with spaces: one label a line. */
+static void label_names_with_spaces(void) {
+  nle_ctx *ctx = test_ctx(1);
+  const char text[] = "Ankle boot\nT-shirt/top\nAnkle boot\nBag\n";
+  const char *path = test_write_file("names.txt", text, sizeof text - 1);
+  int32_t *labels = NULL, classes = 0;
+  int64_t n = 0;
+  char **names = NULL;
+  nle_test_ok(nle_labels_read(ctx, path, 4, &labels, &n, &classes, &names));
+  nle_test(n == 4 && classes == 3 && labels && names);
+  if (labels && names && classes == 3) {
+    nle_test(labels[0] == labels[2] && labels[0] != labels[1] && labels[1] != labels[3]);
+    nle_test(!strcmp(names[labels[0]], "Ankle boot") && !strcmp(names[labels[1]], "T-shirt/top") &&
+             !strcmp(names[labels[3]], "Bag"));
+  }
+  free(labels);
+  nle_class_names_free(&names, classes);
+  nle_ctx_free(&ctx);
+}
+
+const nle_test_case io_tests[] = {{"io/label_names_with_spaces", label_names_with_spaces},{"io/mtx_round_trip", mtx_round_trip},
                                   
     {"io/text_formats", text_formats},   {"io/text_labels", text_labels},
     {"io/text_malformed", text_malformed}, {"io/npy_read", npy_read},

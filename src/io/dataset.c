@@ -197,6 +197,11 @@ nle_status nle_labels_read(nle_ctx *ctx, const char *source, int64_t expected_n,
     size_t len;
     s = nle__read_file(ctx, source, &buf, &len);
     if (!s) {
+      /* A one-column text file of names ("Ankle boot"): with no comma, tab
+       * or semicolon anywhere, each line is one field, spaces and all. */
+      if (!memchr(buf, ',', len) && !memchr(buf, '\t', len) && !memchr(buf, ';', len) && !memchr(buf, '\0', len) &&
+          !(len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b) && !(len >= 6 && !memcmp(buf, "\x93NUMPY", 6)))
+        o.delimiter = '\t';
       s = nle__parse_buffer(ctx, source, buf, len, &o, 0, &ds);
       free(buf);
     }
