@@ -175,9 +175,13 @@ ck_rc=$?
 if [ $ck_rc -eq 130 ] && [ ! -e "$T/ck_out.npy" ] && grep -q "stopped by SIGINT.*checkpoint written" "$T/ck_err"; then ok ckpt_sigint
 elif [ $ck_rc -eq 0 ]; then ok ckpt_sigint_finished_first
 else bad ckpt_sigint "exit $ck_rc: $(cat "$T/ck_err")"; fi
+ck_before=$(md5sum < "$T/run.ckpt")
 expect_ok ckpt_resume $N $ck_args -o "$T/ck_out.npy" --resume "$T/run.ckpt"
+# --resume goes on checkpointing to its file
+if [ "$(md5sum < "$T/run.ckpt")" != "$ck_before" ]; then ok ckpt_resume_keeps_checkpointing
+else bad ckpt_resume_keeps_checkpointing "the checkpoint was not written again"; fi
 if cmp -s "$T/ck_ref.npy" "$T/ck_out.npy"; then ok ckpt_resume_equal; else bad ckpt_resume_equal "resumed result differs"; fi
-expect_fail ckpt_other_run "the checkpoint is of another run" "$T/ck_x.npy" -- $N tsne blobs:1500:10:5 -p 20 -o "$T/ck_x.npy" --resume "$T/run.ckpt"
+expect_fail ckpt_other_run "the checkpoint is of another run: perplexity was 30 there, 20 now" "$T/ck_x.npy" -- $N tsne blobs:1500:10:5 -p 20 -o "$T/ck_x.npy" --resume "$T/run.ckpt"
 expect_fail ckpt_not_checkpoint "not an nlembed checkpoint file" "$T/ck_x.npy" -- $N tsne blobs:1500:10:5 -o "$T/ck_x.npy" --resume "$T/four.csv"
 
 expect_ok init_spectral $N ee spiral:300 -p 10 --init spectral --max-iters 20 -o "$T/isp.npy"
