@@ -313,7 +313,8 @@ static const char *name_of(const cli_name *names, int value) {
 }
 
 /* The JSON line: every resolved choice and the time of every stage. */
-static void print_json(cli_env *env, const char *title, const char *input, const nle_embed_result *r) {
+static void print_json(cli_env *env, const char *title, const char *input, double read_seconds,
+                       const nle_embed_result *r) {
   const nle_embed_opts *o = &r->resolved;
   char source[1200];
   cli_json_escape(input, source, sizeof source);
@@ -324,7 +325,7 @@ static void print_json(cli_env *env, const char *title, const char *input, const
          "\"exaggeration_iters\": %d, \"max_iters\": %d, \"tol\": %g, \"x_tol\": %g, \"homotopy_steps\": %d, "
          "\"lambda_start\": %.6g, \"init\": \"%s\", \"iterations\": %d, \"evaluations\": %d, \"E0\": %.10g, "
          "\"E\": %.10g, \"converged\": %s, \"lambda_star_lower\": %.6g, \"lambda_star_upper\": %.6g, "
-         "\"components\": %d, \"map_extent\": %.6g, \"pca_seconds\": %.3f, \"knn_seconds\": %.3f, "
+         "\"components\": %d, \"map_extent\": %.6g, \"read_seconds\": %.3f, \"pca_seconds\": %.3f, \"knn_seconds\": %.3f, "
          "\"affinity_seconds\": %.3f, \"init_seconds\": %.3f, \"plan_seconds\": %.3f, \"optimize_seconds\": %.3f, "
          "\"total_seconds\": %.3f, \"summary\": \"%s, perplexity %g, %s%s, %d iterations, %.1f s\"}\n",
          env->command, source, r->n, o->dim, o->perplexity, o->k, o->sigma == NLE_AUTO ? 0.0 : o->sigma,
@@ -336,7 +337,7 @@ static void print_json(cli_env *env, const char *title, const char *input, const
          o->init == NLE_INIT_PCA ? "pca" : o->init == NLE_INIT_SPECTRAL ? "spectral" : o->init == NLE_INIT_RANDOM ? "random" : "file",
          r->report.iterations, r->report.evaluations, r->report.E0, r->report.E, r->report.converged ? "true" : "false",
          isfinite(r->lambda_lower) ? r->lambda_lower : -1.0, isfinite(r->lambda_upper) ? r->lambda_upper : -1.0,
-         r->components, r->map_extent, r->seconds.pca, r->seconds.knn, r->seconds.affinities, r->seconds.init,
+         r->components, r->map_extent, read_seconds, r->seconds.pca, r->seconds.knn, r->seconds.affinities, r->seconds.init,
          r->seconds.plan, r->seconds.optimize, r->seconds.total, title, o->perplexity,
          o->homotopy_steps > 0 ? "homotopy, " : "", o->step == NLE_STEP_FIXED_RATE ? "fixed-rate gd" : name_of(optimizer_names, o->opt.kind),
          r->report.iterations, r->seconds.total);
@@ -439,10 +440,12 @@ int cmd_embed(int argc, char **argv, const char *name) {
   nle_csr *A = NULL;
   nle_matd *X0 = NULL;
   nle_embed_result *res = NULL;
+  double t_read = nle_time_seconds();
   if (!rc && !s && n_inputs) s = cli_load(&env, argv[optind], &ds);
+  if (!rc && !s && a.affinities) s = nle_read_csr_mtx(env.ctx, a.affinities, &A);
+  t_read = nle_time_seconds() - t_read;
   if (!rc && !s && a.save_labels && !ds->labels)
     rc = cli_usage_error(name, "%s has no labels to save (give them with --labels)", argv[optind]);
-  if (!rc && !s && a.affinities) s = nle_read_csr_mtx(env.ctx, a.affinities, &A);
   if (!rc && !s && A && (A->rows != A->cols || A->rows < 3 || (ds && (size_t)A->rows != ds->X->rows))) {
     fprintf(stderr, "nlembed %s: error: %s: the affinities must be N x N with N >= 3%s, not %lld x %lld\n", name,
             a.affinities, ds ? " and N the number of INPUT points" : "", (long long)A->rows, (long long)A->cols);
@@ -514,7 +517,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
   if (!rc && !s && a.save_labels) s = nle_write_labels(env.ctx, a.save_labels, ds->labels, (int64_t)ds->X->rows);
   if (!rc && s) rc = cli_fail(&env, s);
   if (!rc) {
-    print_json(&env, titles[kind], ds ? ds->name : input, res);
+    print_json(&env, titles[kind], ds ? ds->name : input, t_read, res);
     cli_note(&env, "%s of %zu points: E %.6g -> %.6g in %d iterations (%d evaluations), %.2f s; wrote %s",
              titles[kind], npts, res->report.E0, res->report.E, res->report.iterations, res->report.evaluations,
              res->seconds.total, a.output);
