@@ -28,7 +28,8 @@ static const char *help_fmt =
     "                       normalised for sne); INPUT is then optional (init\n"
     "                       spectral without it)\n"
     "  -d, --dim N          embedding dimension (default 2)\n"
-    "  -p, --perplexity K   entropic affinities' perplexity (auto: 5 for ee, else 30)\n"
+    "  -p, --perplexity K   entropic affinities' perplexity (auto: 5 for ee, ssne and\n"
+    "                       sne, 30 for tsne and tee)\n"
     "  -k, --neighbors K    kNN graph size (auto: 3 x perplexity, 12 with --sigma)\n"
     "  --sigma S            W+ = Gaussian affinities exp(-d^2 / 2 S^2) on the kNN\n"
     "                       graph instead of entropic ones\n"
@@ -349,10 +350,10 @@ int cmd_embed(int argc, char **argv, const char *name) {
   static const char *titles[] = {"EE", "s-SNE", "t-SNE", "SNE", "t-EE"};
   static const char *recipes[] = {
       "perplexity 5, line-search spectral direction, lambda 100 / N.\n",
-      "fixed-rate gradient descent with exaggeration 12 for 125 of 450 iterations.\n",
+      "perplexity 5, line-search spectral direction.\n",
       "PCA-50 neighbours re-ranked in INPUT (large D and N), fixed-rate gradient\n"
       "descent with exaggeration 12 for 125 of 450 iterations, FFT repulsion.\n",
-      "line-search spectral direction, exact repulsion.\n",
+      "perplexity 5, line-search spectral direction, exact repulsion.\n",
       "the homotopy over 5 lambda values from lambda / 100 to 0.03, 90 fixed-rate\n"
       "iterations each.\n"};
   static const char *lambdas[] = {"100 / N", "1", "1", "1", "0.03"};

@@ -893,8 +893,8 @@ typedef enum {
 
 /* How the optimiser steps. */
 typedef enum {
-  NLE_STEP_AUTO = NLE_AUTO,   /* the model's recipe: fixed rate for t-SNE,
-                                 s-SNE and t-EE, line search for EE and SNE
+  NLE_STEP_AUTO = NLE_AUTO,   /* the model's recipe: fixed rate for t-SNE
+                                 and t-EE, line search for EE, s-SNE and SNE
                                  (and whenever the optimiser is not gd) */
   NLE_STEP_LINE_SEARCH = 0,   /* backtracking (Armijo) along B p = -g */
   NLE_STEP_FIXED_RATE = 1     /* gradient descent with a learning rate,
@@ -905,7 +905,9 @@ typedef struct {
   nle_model_kind model;     /* default NLE_MODEL_TSNE */
   int dim;                  /* embedding dimension d, 1..64 (2) */
   /* affinities W+ */
-  double perplexity;        /* entropic W+ (NLE_AUTO: 5 for EE, else 30) */
+  double perplexity;        /* entropic W+ (NLE_AUTO: 5 for the Gaussian
+                               kernel's EE, s-SNE and SNE, 30 for t-SNE and
+                               t-EE) */
   double sigma;             /* NLE_AUTO (default): entropic W+; > 0:
                                Gaussian W+ of this width on the kNN graph */
   int k;                    /* kNN graph size (NLE_AUTO: 3 x perplexity,

@@ -153,6 +153,10 @@ expect_ok tsne_final_rate $N tsne blobs:400:8:4 -p 15 --learning-rate 100 --fina
 if $N tee spiral:300 -p 10 --learning-rate auto --max-iters 20 -o "$T/tee_rate.npy" 2> "$T/stderr" > /dev/null \
   && grep -qF "learning rates 0.25, then 0.25 (auto, for W+ summing to 300)" "$T/stderr"; then ok tee_auto_rates
 else bad tee_auto_rates "$(grep -i rate "$T/stderr" | head -c 300)"; fi
+# every model's defaults run to the end at a size where the fast engines serve them
+for model in ssne tee ee; do
+  expect_ok "${model}_defaults_5000" $N $model fashion-mnist:5000 -o "$T/def_$model.npy" --quiet
+done
 expect_fail embed_final_rate_alone "--final-learning-rate goes with fixed steps" "$T/x.npy" -- $N tsne spiral:300 --step line-search --final-learning-rate 300 -o "$T/x.npy"
 expect_fail embed_bad_final_rate "--final-learning-rate takes a positive number or auto" "$T/x.npy" -- $N tsne spiral:300 --learning-rate 10 --final-learning-rate -3 -o "$T/x.npy"
 expect_fail embed_bad_momentum "--momentum takes a number in [0, 1)" - -- $N tsne spiral:300 --momentum 1.5 -o "$T/x.npy"

@@ -162,15 +162,17 @@ static void auto_resolved(void) {
   nle_ctx_free(&ctx);
 }
 
-/* The auto perplexity: 5 for the Gaussian EE (its sweep's best recall),
- * 30 for the others; k follows as 3 x perplexity. */
+/* The auto perplexity: 5 for the Gaussian-kernel models (their sweeps' best
+ * recall), 30 for t-SNE and t-EE; k follows as 3 x perplexity; s-SNE takes
+ * the line search. */
 static void auto_perplexity(void) {
   nle_ctx *ctx = test_ctx(19);
   nle_matf *Y = blobs(200, 6, 3, 20);
   nle_embed_input in = {Y, NULL, NULL, NULL};
-  nle_model_kind kinds[3] = {NLE_MODEL_EE, NLE_MODEL_TSNE, NLE_MODEL_TEE};
-  double want[3] = {5.0, 30.0, 30.0};
-  for (int c = 0; c < 3; c++) {
+  nle_model_kind kinds[4] = {NLE_MODEL_EE, NLE_MODEL_TSNE, NLE_MODEL_TEE, NLE_MODEL_SSNE};
+  double want[4] = {5.0, 30.0, 30.0, 5.0};
+  nle_step_kind steps[4] = {NLE_STEP_LINE_SEARCH, NLE_STEP_FIXED_RATE, NLE_STEP_FIXED_RATE, NLE_STEP_LINE_SEARCH};
+  for (int c = 0; c < 4; c++) {
     nle_embed_opts o;
     nle_embed_opts_init(&o);
     o.model = kinds[c];
@@ -178,7 +180,7 @@ static void auto_perplexity(void) {
     o.homotopy_steps = 0;
     nle_embed_result *r = NULL;
     nle_test(nle_embed(ctx, &in, &o, &r) >= 0 && r);
-    if (r) nle_test(r->resolved.perplexity == want[c] && r->resolved.k == (int)(3 * want[c]));
+    if (r) nle_test(r->resolved.perplexity == want[c] && r->resolved.k == (int)(3 * want[c]) && r->resolved.step == steps[c]);
     nle_embed_result_free(&r);
   }
   nle_matf_free(&Y);

@@ -33,7 +33,7 @@ enum { TSNE_ITERS = 450, TSNE_EXAG_ITERS = 125 };
  * fixed-rate iterations each (30 at momentum 0.5, then 0.95). */
 enum { TEE_STEPS = 5, TEE_STEP_ITERS = 90, TEE_WARM_ITERS = 30 };
 #define TEE_LAMBDA 0.03
-#define EE_PERPLEXITY 5.0
+#define GAUSSIAN_PERPLEXITY 5.0
 #define FIXED_RATE_FFT_BOX 1.5
 #define LINE_SEARCH_FFT_BOX 0.85
 #define AUTO_MOMENTUM 0.95
@@ -52,6 +52,9 @@ int nle_model_parse(const char *name) {
 }
 
 static int is_unnormalised(nle_model_kind kind) { return kind == NLE_MODEL_EE || kind == NLE_MODEL_TEE; }
+static int gaussian_kernel(nle_model_kind kind) {
+  return kind == NLE_MODEL_EE || kind == NLE_MODEL_SSNE || kind == NLE_MODEL_SNE;
+}
 
 void nle_embed_opts_init(nle_embed_opts *o) {
   memset(o, 0, sizeof *o);
@@ -200,11 +203,12 @@ static nle_repulsion auto_engine(nle_model_kind kind, nle_wneg_kind wneg, size_t
 static nle_status resolve_early(nle_ctx *ctx, const nle_embed_input *in, size_t n, size_t D, nle_embed_opts *o) {
   nle_model_kind m = o->model;
   int gaussian_wplus = !AUTO(o->sigma);
-  /* The Gaussian EE's recall falls with N as its kernel crowds the map;
-   * small neighbourhoods hold it up (bench/default_sweep.sh on Fashion-MNIST:
+  /* The Gaussian kernel's recall falls with N as it crowds the map; small
+   * neighbourhoods hold it up (bench/default_sweep.sh on Fashion-MNIST, EE:
    * recall@10 at perplexity 5 / 15 / 30 0.288 / 0.260 / 0.238 at 5,000
-   * points, 0.170 / 0.142 / 0.128 at 20,000, trustworthiness within 1%). */
-  if (AUTO(o->perplexity)) o->perplexity = m == NLE_MODEL_EE ? EE_PERPLEXITY : 30.0;
+   * points, 0.170 / 0.142 / 0.128 at 20,000, trustworthiness within 1%;
+   * s-SNE 0.289 / 0.256 / 0.237 and SNE 0.296 / - / 0.245 at 5,000). */
+  if (AUTO(o->perplexity)) o->perplexity = gaussian_kernel(m) ? GAUSSIAN_PERPLEXITY : 30.0;
   if (AUTO(o->k)) o->k = gaussian_wplus ? 12 : (int)ceil(3.0 * o->perplexity);
   if (AUTO(o->pca_dims))
     o->pca_dims = in->Y && !in->knn && !in->affinities && n > AUTO_PCA_MIN_N && D > AUTO_PCA_MIN_D ? AUTO_PCA_DIMS : 0;
@@ -217,7 +221,10 @@ static nle_status resolve_early(nle_ctx *ctx, const nle_embed_input *in, size_t 
    * allows it */
   if (AUTO(o->step)) {
     int rate_given = !AUTO(o->opt.learning_rate) || !AUTO(o->opt.learning_rate_final) || !AUTO(o->opt.momentum);
-    int recipe_fixed = m == NLE_MODEL_TSNE || m == NLE_MODEL_SSNE || m == NLE_MODEL_TEE;
+    /* t-SNE's fixed-rate recipe diverges for s-SNE (its Gaussian kernel
+     * takes the N / 2 rate badly: E became infinite after 246 iterations at
+     * 5,000 points); the line search serves the Gaussian models */
+    int recipe_fixed = m == NLE_MODEL_TSNE || m == NLE_MODEL_TEE;
     int gd_or_auto = AUTO(o->opt.kind) || o->opt.kind == NLE_OPT_GD;
     o->step = gd_or_auto && (rate_given || recipe_fixed) ? NLE_STEP_FIXED_RATE : NLE_STEP_LINE_SEARCH;
   }
