@@ -266,7 +266,12 @@ nle_status nle_opt_new(nle_ctx *ctx, nle_model *model, const nle_csr *Wp, const 
   o->n = Wp->rows;
   nle_csr *W = NULL;
   int spectral = opts->kind == NLE_OPT_SD || opts->kind == NLE_OPT_SDM;
-  nle_status s = sparsified_weights(ctx, Wp, spectral ? opts->kappa : 0, &W);
+  /* Only the partial-Hessian directions read W+ (SD, SD-: its sparsified
+   * Laplacian; FP: its degrees): gradient descent, L-BFGS and CG need no
+   * copy (at 70,000 points the copy and its symmetrisation took 0.5 s of a
+   * t-SNE run, at a million several seconds and gigabytes). */
+  int needs_graph = spectral || opts->kind == NLE_OPT_FP;
+  nle_status s = needs_graph ? sparsified_weights(ctx, Wp, spectral ? opts->kappa : 0, &W) : NLE_OK;
   if (!s && opts->kind == NLE_OPT_FP) {
     o->degree = nle__calloc(ctx, (size_t)o->n, sizeof(double), "degrees");
     if (!o->degree) s = NLE_ERR_NOMEM;
