@@ -54,5 +54,7 @@ const char *test_path(const char *name);
 const char *test_write_file(const char *name, const void *data, size_t len);
 /* Random N x D float matrix from a seed. */
 nle_matf *test_random_matf(size_t n, size_t d, uint64_t seed);
+/* Random N x d embedding, normal with standard deviation `scale`. */
+nle_matd *test_random_matd(size_t n, size_t d, double scale, uint64_t seed);
 
 #endif

@@ -335,6 +335,69 @@ static void mtx_round_trip(void) {
   nle_ctx_free(&ctx);
 }
 
+/* A .npy file's header and little-endian rows for a test (version 1). */
+static size_t npy_bytes(uint8_t *out, const char *descr, size_t rows, size_t cols, const void *data, size_t elem) {
+  char dict[128];
+  int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%zu, %zu), }", descr, rows, cols);
+  size_t hlen = (size_t)n + 1;
+  hlen += (64 - (10 + hlen) % 64) % 64;
+  memcpy(out, "\x93NUMPY\x01\x00", 8);
+  out[8] = (uint8_t)(hlen & 255);
+  out[9] = (uint8_t)(hlen >> 8);
+  memset(out + 10, ' ', hlen);
+  memcpy(out + 10, dict, (size_t)n);
+  out[10 + hlen - 1] = '\n';
+  memcpy(out + 10 + hlen, data, rows * cols * elem);
+  return 10 + hlen + rows * cols * elem;
+}
+
+/* .npy files read in chunks from disk equal the whole-buffer parse: float32
+ * across several 16 MB chunks, float64; a truncated file and a NaN give the
+ * buffer parse's messages (file, byte, row, column). */
+static void npy_streamed_equals_buffer(void) {
+  nle_ctx *ctx = test_ctx(1);
+  size_t rows = 5000, cols = 900; /* 18 MB of float32: two chunks */
+  float *f = malloc(rows * cols * sizeof *f);
+  double *g = malloc(300 * 7 * sizeof *g);
+  uint8_t *buf = malloc(rows * cols * sizeof *f + 256);
+  for (size_t i = 0; i < rows * cols; i++) f[i] = (float)((double)(i % 9973) * 0.25 - 7.0);
+  for (size_t i = 0; i < 300 * 7; i++) g[i] = (double)i * 1e-3 - 0.5;
+  struct {
+    const char *name, *descr;
+    size_t rows, cols, elem;
+    const void *data;
+  } cases[2] = {{"big.npy", "<f4", rows, cols, 4, f}, {"f64.npy", "<f8", 300, 7, 8, g}};
+  for (int c = 0; c < 2; c++) {
+    size_t len = npy_bytes(buf, cases[c].descr, cases[c].rows, cases[c].cols, cases[c].data, cases[c].elem);
+    const char *path = test_write_file(cases[c].name, buf, len);
+    nle_dataset *a = NULL, *b = NULL;
+    nle_test_ok(nle_dataset_read(ctx, path, NULL, &a));
+    nle_test_ok(nle_parse_npy(ctx, path, buf, len, &b));
+    nle_test(a && b && a->X->rows == cases[c].rows && a->X->cols == cases[c].cols &&
+             !memcmp(a->X->data, b->X->data, cases[c].rows * cases[c].cols * sizeof(float)));
+    nle_dataset_free(&a);
+    nle_dataset_free(&b);
+  }
+  /* truncated: the header promises 300 rows, the file holds 299 and a half */
+  size_t len = npy_bytes(buf, "<f8", 300, 7, g, 8);
+  const char *cut = test_write_file("cut.npy", buf, len - 28);
+  nle_dataset *d = NULL;
+  nle_test(nle_dataset_read(ctx, cut, NULL, &d) == NLE_ERR_FORMAT && !d);
+  nle_test(strstr(nle_ctx_error(ctx), "truncated .npy data") != NULL);
+  /* a NaN at row 2, column 3 */
+  g[2 * 7 + 3] = NAN;
+  len = npy_bytes(buf, "<f8", 300, 7, g, 8);
+  const char *nan = test_write_file("nan.npy", buf, len);
+  nle_test(nle_dataset_read(ctx, nan, NULL, &d) == NLE_ERR_VALUE && !d);
+  char want[64];
+  snprintf(want, sizeof want, "nan.npy: byte %zu (row 2, column 3): NaN", len - 300 * 7 * 8 + 17 * 8);
+  if (!nle_test(strstr(nle_ctx_error(ctx), want) != NULL)) printf("  %s\n", nle_ctx_error(ctx));
+  free(f);
+  free(g);
+  free(buf);
+  nle_ctx_free(&ctx);
+}
+
 /* A one-column text file of class names with spaces: one label a line. */
 static void label_names_with_spaces(void) {
   nle_ctx *ctx = test_ctx(1);
@@ -355,7 +418,8 @@ static void label_names_with_spaces(void) {
   nle_ctx_free(&ctx);
 }
 
-const nle_test_case io_tests[] = {{"io/label_names_with_spaces", label_names_with_spaces},{"io/mtx_round_trip", mtx_round_trip},
+const nle_test_case io_tests[] = {{"io/label_names_with_spaces", label_names_with_spaces},
+                                  {"io/npy_streamed_equals_buffer", npy_streamed_equals_buffer},{"io/mtx_round_trip", mtx_round_trip},
                                   
     {"io/text_formats", text_formats},   {"io/text_labels", text_labels},
     {"io/text_malformed", text_malformed}, {"io/npy_read", npy_read},

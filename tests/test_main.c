@@ -66,6 +66,17 @@ nle_matf *test_random_matf(size_t n, size_t d, uint64_t seed) {
   return m;
 }
 
+nle_matd *test_random_matd(size_t n, size_t d, double scale, uint64_t seed) {
+  nle_ctx *ctx = test_ctx(seed);
+  nle_matd *X;
+  if (nle_matd_alloc(ctx, n, d, &X)) exit(2);
+  nle_rng r;
+  nle_rng_init(&r, seed, 11);
+  for (size_t i = 0; i < n * d; i++) X->data[i] = scale * nle_rng_normal(&r);
+  nle_ctx_free(&ctx);
+  return X;
+}
+
 int main(int argc, char **argv) {
   const nle_test_case *tables[] = {core_tests, io_tests, neighbors_tests, affinity_tests, spectral_tests,
                                    metrics_tests, nle_tests, nbody_tests, embed_tests};

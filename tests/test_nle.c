@@ -49,14 +49,7 @@ static nle_csr *random_weights(size_t n, int per_row, int conditional, int norma
 }
 
 static nle_matd *random_x(size_t n, size_t d, double scale, uint64_t seed) {
-  nle_ctx *ctx = test_ctx(seed);
-  nle_matd *X;
-  if (nle_matd_alloc(ctx, n, d, &X)) exit(2);
-  nle_rng r;
-  nle_rng_init(&r, seed, 11);
-  for (size_t i = 0; i < n * d; i++) X->data[i] = scale * nle_rng_normal(&r);
-  nle_ctx_free(&ctx);
-  return X;
+  return test_random_matd(n, d, scale, seed);
 }
 
 /* Largest |analytic - central difference| relative to the gradient's scale. */

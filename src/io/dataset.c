@@ -150,6 +150,9 @@ static nle_status read_any(nle_ctx *ctx, const char *source, const nle_read_opts
                            nle_dataset **out) {
   nle_status s;
   if (nle__dataset_builtin(ctx, source, out, &s)) return s;
+  int handled = 0;
+  s = nle__read_npy_file(ctx, source, out, &handled);
+  if (handled || s) return s;
   uint8_t *buf;
   size_t len;
   s = nle__read_file(ctx, source, &buf, &len);

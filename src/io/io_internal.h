@@ -56,6 +56,10 @@ void nle__rec_free(nle__rec_file *f);
 nle_status nle__read_file(nle_ctx *ctx, const char *path, uint8_t **buf, size_t *len);
 
 /* A dataset with an allocated rows x cols matrix and no labels. */
+/* A C-order .npy file read in chunks straight into the matrix (a 3 GB file
+ * needs 3 GB, not 6); *handled 0 (and NLE_OK) when the file is not one,
+ * for the whole-file reader to take. */
+nle_status nle__read_npy_file(nle_ctx *ctx, const char *path, nle_dataset **out, int *handled);
 nle_status nle__dataset_new(nle_ctx *ctx, const char *name, size_t rows, size_t cols,
                             nle_dataset **out);
 /* Integer labels from a single-column matrix (values must be whole numbers in

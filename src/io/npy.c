@@ -5,8 +5,10 @@
 #include "io_internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* Finds 'key' in the header dict and returns a pointer just past its ':'. */
 static const char *dict_value(const char *hdr, size_t len, const char *key) {
@@ -50,9 +52,19 @@ static int parse_descr(const char *p, const char *end, elem_kind *kind, int *siz
   return 1;
 }
 
-nle_status nle_parse_npy(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t len,
-                         nle_dataset **out) {
-  *out = NULL;
+/* What the header says: the element type, the order, the shape as N x D
+ * and where the data start. */
+typedef struct {
+  elem_kind kind;
+  int size, big, fortran;
+  uint64_t rows, cols;
+  size_t data; /* byte offset of the first element */
+} npy_header;
+
+/* Parses the header from buf (len bytes of the file's start) and checks the
+ * shape against the file's full length. */
+static nle_status parse_header(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t len, size_t file_len,
+                               npy_header *h) {
   if (len < 10 || memcmp(buf, "\x93NUMPY", 6) != 0)
     return nle__fail(ctx, NLE_ERR_FORMAT, "%s: byte 0: not a .npy file (bad magic)", name);
   int major = buf[6];
@@ -72,16 +84,14 @@ nle_status nle_parse_npy(nle_ctx *ctx, const char *name, const uint8_t *buf, siz
     return nle__fail(ctx, NLE_ERR_FORMAT, "%s: byte %zu: truncated .npy header (%zu bytes announced)",
                      name, len, hlen);
   const char *hdr = (const char *)buf + hstart, *hend = hdr + hlen;
-  elem_kind kind;
-  int size, big;
   const char *v = dict_value(hdr, hlen, "descr");
-  if (!v || !parse_descr(v, hend, &kind, &size, &big))
+  if (!v || !parse_descr(v, hend, &h->kind, &h->size, &h->big))
     return nle__fail(ctx, NLE_ERR_UNSUPPORTED,
                      "%s: byte %zu: unsupported or missing dtype in the .npy header", name, hstart);
   v = dict_value(hdr, hlen, "fortran_order");
   if (!v || v + 4 > hend)
     return nle__fail(ctx, NLE_ERR_FORMAT, "%s: byte %zu: .npy header lacks fortran_order", name, hstart);
-  int fortran = memcmp(v, "True", 4) == 0;
+  h->fortran = memcmp(v, "True", 4) == 0;
   v = dict_value(hdr, hlen, "shape");
   if (!v || v >= hend || *v != '(')
     return nle__fail(ctx, NLE_ERR_FORMAT, "%s: byte %zu: .npy header lacks a shape", name, hstart);
@@ -115,27 +125,111 @@ nle_status nle_parse_npy(nle_ctx *ctx, const char *name, const uint8_t *buf, siz
     return nle__fail(ctx, NLE_ERR_FORMAT, "%s: empty .npy array (%llu x %llu)", name,
                      (unsigned long long)rows, (unsigned long long)cols);
   size_t data = hstart + hlen;
-  if (cols > (len - data) || rows > (len - data) / cols / (uint64_t)size)
+  if (cols > (file_len - data) || rows > (file_len - data) / cols / (uint64_t)h->size)
     return nle__fail(ctx, NLE_ERR_FORMAT,
                      "%s: byte %zu: truncated .npy data (%llu x %llu of %d bytes need %.0f bytes, %zu present)",
-                     name, len, (unsigned long long)rows, (unsigned long long)cols, size,
-                     (double)rows * (double)cols * size, len - data);
-  nle_dataset *ds;
-  nle_status s = nle__dataset_new(ctx, name, (size_t)rows, (size_t)cols, &ds);
-  if (s) return s;
-  const uint8_t *src = buf + data;
-  for (size_t i = 0; i < rows; i++) {
-    float *row = ds->X->data + i * cols;
+                     name, file_len, (unsigned long long)rows, (unsigned long long)cols, h->size,
+                     (double)rows * (double)cols * h->size, file_len - data);
+  h->rows = rows;
+  h->cols = cols;
+  h->data = data;
+  return NLE_OK;
+}
+
+/* Rows [r0, r0 + count) of a C-order array from src (their bytes) into X,
+ * each value checked. */
+static nle_status convert_rows(nle_ctx *ctx, const char *name, const npy_header *h, const uint8_t *src, size_t r0,
+                               size_t count, nle_matf *X) {
+  size_t cols = (size_t)h->cols;
+  for (size_t i = 0; i < count; i++) {
+    float *row = X->data + (r0 + i) * cols;
     for (size_t j = 0; j < cols; j++) {
-      size_t e = fortran ? j * rows + i : i * cols + j;
-      double x = load_elem(src + e * (size_t)size, kind, size, big);
-      if (!isfinite(x) || !isfinite((float)x)) {
-        nle_dataset_free(&ds);
+      double x = load_elem(src + (i * cols + j) * (size_t)h->size, h->kind, h->size, h->big);
+      if (!isfinite(x) || !isfinite((float)x))
         return nle__fail(ctx, NLE_ERR_VALUE, "%s: byte %zu (row %zu, column %zu): %s value", name,
-                         data + e * (size_t)size, i, j, isnan(x) ? "NaN" : "infinite (or beyond float range)");
-      }
+                         h->data + ((r0 + i) * cols + j) * (size_t)h->size, r0 + i, j,
+                         isnan(x) ? "NaN" : "infinite (or beyond float range)");
       row[j] = (float)x;
     }
+  }
+  return NLE_OK;
+}
+
+nle_status nle_parse_npy(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t len,
+                         nle_dataset **out) {
+  *out = NULL;
+  npy_header h;
+  nle_status s = parse_header(ctx, name, buf, len, len, &h);
+  if (s) return s;
+  size_t rows = (size_t)h.rows, cols = (size_t)h.cols;
+  nle_dataset *ds;
+  s = nle__dataset_new(ctx, name, rows, cols, &ds);
+  if (s) return s;
+  const uint8_t *src = buf + h.data;
+  if (!h.fortran) {
+    s = convert_rows(ctx, name, &h, src, 0, rows, ds->X);
+  } else {
+    for (size_t i = 0; !s && i < rows; i++) {
+      float *row = ds->X->data + i * cols;
+      for (size_t j = 0; j < cols; j++) {
+        size_t e = j * rows + i;
+        double x = load_elem(src + e * (size_t)h.size, h.kind, h.size, h.big);
+        if (!isfinite(x) || !isfinite((float)x)) {
+          s = nle__fail(ctx, NLE_ERR_VALUE, "%s: byte %zu (row %zu, column %zu): %s value", name,
+                        h.data + e * (size_t)h.size, i, j, isnan(x) ? "NaN" : "infinite (or beyond float range)");
+          break;
+        }
+        row[j] = (float)x;
+      }
+    }
+  }
+  if (s) {
+    nle_dataset_free(&ds);
+    return s;
+  }
+  *out = ds;
+  return NLE_OK;
+}
+
+enum { NPY_HEAD_BYTES = 65536, NPY_CHUNK_BYTES = 16 << 20 };
+
+nle_status nle__read_npy_file(nle_ctx *ctx, const char *path, nle_dataset **out, int *handled) {
+  *out = NULL;
+  *handled = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) return NLE_OK; /* the whole-file reader names the problem */
+  struct stat st;
+  uint8_t head[NPY_HEAD_BYTES];
+  size_t got = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) ? fread(head, 1, sizeof head, f) : 0;
+  npy_header h;
+  /* Only C-order arrays whose header this parses; the rest (Fortran order,
+   * damaged headers) go through the whole-file reader and its messages. */
+  if (got < 10 || memcmp(head, "\x93NUMPY", 6) != 0 || parse_header(NULL, path, head, got, (size_t)st.st_size, &h) ||
+      h.fortran) {
+    fclose(f);
+    return NLE_OK;
+  }
+  *handled = 1;
+  nle_dataset *ds = NULL;
+  size_t rows = (size_t)h.rows, row_bytes = (size_t)h.cols * (size_t)h.size;
+  size_t per_chunk = NPY_CHUNK_BYTES / row_bytes ? NPY_CHUNK_BYTES / row_bytes : 1;
+  uint8_t *chunk = NULL;
+  nle_status s = nle__dataset_new(ctx, path, rows, (size_t)h.cols, &ds);
+  if (!s) chunk = nle__malloc(ctx, per_chunk * row_bytes, "a .npy chunk");
+  if (!s && !chunk) s = NLE_ERR_NOMEM;
+  if (!s && fseek(f, (long)h.data, SEEK_SET) != 0) s = nle__fail(ctx, NLE_ERR_IO, "%s: cannot seek to its data", path);
+  for (size_t r0 = 0; !s && r0 < rows; r0 += per_chunk) {
+    size_t count = rows - r0 < per_chunk ? rows - r0 : per_chunk;
+    size_t want = count * row_bytes, read = fread(chunk, 1, want, f);
+    if (read != want)
+      s = nle__fail(ctx, NLE_ERR_IO, "%s: read error at byte %zu", path, h.data + r0 * row_bytes + read);
+    if (!s) s = convert_rows(ctx, path, &h, chunk, r0, count, ds->X);
+  }
+  free(chunk);
+  fclose(f);
+  if (s) {
+    nle_dataset_free(&ds);
+    return s;
   }
   *out = ds;
   return NLE_OK;
