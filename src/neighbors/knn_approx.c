@@ -96,8 +96,10 @@ static inline int entry_greater(uint32_t da, int32_t ia, uint32_t db, int32_t ib
   return da > db || (da == db && ia > ib);
 }
 
-static void sift_down(uint32_t *d, int32_t *ix, uint8_t *fl, int k, uint32_t nd, int32_t ni, uint8_t nf) {
-  int p = 0;
+/* Puts (nd, ni, nf) at position p of the max-heap and sifts it down: p = 0
+ * replaces the largest; p > 0 lowers that entry's key. */
+static void sift_down_from(uint32_t *d, int32_t *ix, uint8_t *fl, int k, int p, uint32_t nd, int32_t ni,
+                           uint8_t nf) {
   for (;;) {
     int l = 2 * p + 1, r = l + 1, m = p;
     uint32_t bd = nd;
@@ -129,11 +131,18 @@ static int heap_offer(heap_set *h, int64_t u, int32_t v, float dist) {
   int entered = 0;
   lock_on(h->locks, u);
   if (entry_greater(d[0], ix[0], bits, v)) {
-    int present = 0;
-    for (int t = 0; t < k && !present; t++) present = ix[t] == v;
-    if (!present) {
-      sift_down(d, ix, h->flag + u * k, k, bits, v, FLAG_NEW);
+    int at = -1;
+    for (int t = 0; t < k && at < 0; t++)
+      if (ix[t] == v) at = t;
+    if (at < 0) {
+      sift_down_from(d, ix, h->flag + u * k, k, 0, bits, v, FLAG_NEW);
       entered = 1;
+    } else if (bits < d[at]) {
+      /* The same pair again from another GEMM block, a rounding lower: the
+       * smaller is kept, so the stored distance (and the heap's bound) does
+       * not depend on which offer came first. (Keeping the first made
+       * 200,000-point graphs differ from run to run.) */
+      sift_down_from(d, ix, h->flag + u * k, k, at, bits, v, h->flag[u * k + at]);
     }
   }
   lock_off(h->locks, u);
