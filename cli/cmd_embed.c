@@ -260,7 +260,6 @@ static int parse_option(const char *command, int model_bit, const embed_option *
 typedef struct {
   cli_env *env;
   const char *prefix;
-  int steps;
 } path_writer;
 
 /* --trace: one CSV line per iteration; a homotopy's runs continue the count
@@ -295,7 +294,7 @@ static void write_trace(void *user, int iteration, double seconds, double E, int
 
 static int write_path(void *user, int step, double lambda, const nle_matd *X, const nle_opt_report *rep) {
   path_writer *pw = user;
-  cli_note(pw->env, "homotopy %d/%d: lambda %.4g, E %.6g, %d iterations", step + 1, pw->steps, lambda, rep->E,
+  cli_note(pw->env, "homotopy step %d: lambda %.4g, E %.6g, %d iterations", step + 1, lambda, rep->E,
            rep->iterations);
   if (!pw->prefix) return 0;
   char path[4096];
@@ -462,11 +461,6 @@ int cmd_embed(int argc, char **argv, const char *name) {
     }
     a.eo.init_X = X0;
   }
-  if (!rc && !s && ds && a.eo.k != NLE_AUTO && (size_t)a.eo.k >= npts && !A) {
-    fprintf(stderr, "nlembed %s: error: %s: k = %d neighbours need more than %zu points (lower -k or the perplexity)\n",
-            name, argv[optind], a.eo.k, npts);
-    rc = 1;
-  }
   /* --trace and the progress lines */
   FILE *trace_file = NULL;
   if (!rc && !s && a.trace) {
@@ -486,7 +480,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
      * for a --trace file, every 25th for the progress lines */
     a.eo.opt.energy_every = trace_file ? 1 : 25;
   }
-  path_writer pw = {&env, a.path_prefix, 0};
+  path_writer pw = {&env, a.path_prefix};
   a.eo.on_step = write_path;
   a.eo.on_step_user = &pw;
   /* --resume goes on checkpointing to its file unless told otherwise */
@@ -496,8 +490,6 @@ int cmd_embed(int argc, char **argv, const char *name) {
   if (!rc && !s && a.eo.checkpoint) cli_catch_interrupts();
   if (!rc && !s) {
     nle_embed_input in = {ds ? ds->X : NULL, NULL, A, input};
-    pw.steps = a.eo.homotopy_steps; /* shown as "k/steps": the resolved count when auto */
-    if (pw.steps == NLE_AUTO) pw.steps = kind == NLE_MODEL_TEE ? 5 : 0;
     s = nle_embed(env.ctx, &in, &a.eo, &res);
     /* a fixed-rate run ends at its iteration count by design: no note */
     if (s > 0 && !(s == NLE_WARN_NOT_CONVERGED && res->resolved.step == NLE_STEP_FIXED_RATE))

@@ -828,6 +828,8 @@ typedef struct {
   int pca_candidates;   /* candidates per new point */
   double *pca_mean;     /* D */
   double *pca_components; /* pca_dims x D, row-major */
+  nle_matf *pca_Y;      /* Y on those components (N x pca_dims): derived once
+                           when Y is there (training, loading, attaching) */
 } nle_trained;
 
 /* Keeps copies of Y and X; knn is the training kNN graph (squared distances),

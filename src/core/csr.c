@@ -182,3 +182,33 @@ nle_status nle__csr_permute(nle_ctx *ctx, const nle_csr *W, const int32_t *order
   free(pos);
   return NLE_OK;
 }
+
+/* Connected components of the graph of W, by breadth-first search. */
+int64_t nle__csr_components(nle_ctx *ctx, const nle_csr *W) {
+  int64_t n = W->rows, count = 0;
+  int64_t *queue = nle__malloc(ctx, (size_t)n * sizeof(int64_t), "a queue");
+  uint8_t *seen = nle__calloc(ctx, (size_t)n, 1, "flags");
+  if (!queue || !seen) {
+    free(queue);
+    free(seen);
+    return -1;
+  }
+  for (int64_t s = 0; s < n; s++) {
+    if (seen[s]) continue;
+    count++;
+    int64_t head = 0, tail = 0;
+    queue[tail++] = s;
+    seen[s] = 1;
+    while (head < tail) {
+      int64_t i = queue[head++];
+      for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++)
+        if (!seen[W->colind[q]] && nle_csr_value(W, q) > 0) {
+          seen[W->colind[q]] = 1;
+          queue[tail++] = W->colind[q];
+        }
+    }
+  }
+  free(queue);
+  free(seen);
+  return count;
+}

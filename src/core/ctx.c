@@ -159,9 +159,16 @@ nle_status nle__progress(nle_ctx *ctx, const char *stage, double fraction) {
   return report(ctx, ctx->frame_stage, ctx->frame_fraction);
 }
 
+int nle__progress_check(const nle_ctx *ctx, const char *stage, double fraction) {
+  if (!ctx || !ctx->progress) return 0;
+  return ctx->frame_stage ? ctx->progress(ctx->progress_user, ctx->frame_stage, ctx->frame_fraction)
+                          : ctx->progress(ctx->progress_user, stage, fraction);
+}
+
 nle_status nle__progress_inner(nle_ctx *ctx, const char *stage, double fraction) {
-  if (!ctx || !ctx->progress) return NLE_OK;
-  return ctx->frame_stage ? report(ctx, ctx->frame_stage, ctx->frame_fraction) : report(ctx, stage, fraction);
+  if (nle__progress_check(ctx, stage, fraction))
+    return nle__fail(ctx, NLE_ERR_CANCELLED, "%s: cancelled", ctx->frame_stage ? ctx->frame_stage : stage);
+  return NLE_OK;
 }
 
 bool nle__stage_begin(nle_ctx *ctx, const char *stage) {

@@ -66,6 +66,9 @@ void nle__stage_range(nle_ctx *ctx, double lo, double hi);
 /* The cancellation check of an inner loop: reports the frame's fraction
  * unchanged inside a frame, else (stage, fraction). */
 nle_status nle__progress_inner(nle_ctx *ctx, const char *stage, double fraction);
+/* The same report without recording anything (for a parallel loop's
+ * thread): non-zero when the callback asks to stop. */
+int nle__progress_check(const nle_ctx *ctx, const char *stage, double fraction);
 
 /* Threads actually used by a kernel of `work` items: 1 for small problems. */
 int nle__threads_for(const nle_ctx *ctx, double work);
@@ -103,6 +106,9 @@ static inline int nle__pair_cmp(const void *a, const void *b) {
  * at nearby positions, so sweeps over W's rows read nearby memory. Wt: W's
  * transpose where the caller has it (W itself when symmetric), else NULL. */
 nle_status nle__csr_locality_order(nle_ctx *ctx, const nle_csr *W, const nle_csr *Wt, int32_t **order);
+/* Connected components of the graph of a symmetric W (its positive
+ * entries); -1 when out of memory. */
+int64_t nle__csr_components(nle_ctx *ctx, const nle_csr *W);
 /* nle_knn_rerank for queries: the k nearest of each query's candidates (an
  * M x N graph into Y's rows) by their squared distances between Q and Y. */
 nle_status nle__knn_rerank_queries(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, const nle_csr *candidates,

@@ -40,9 +40,7 @@ nle_status nle__for_blocks(nle_ctx *ctx, const char *stage, size_t nblocks, int 
 #ifdef _OPENMP
       if (omp_get_thread_num() == 0)
 #endif
-        if (ctx && ctx->progress &&
-            ctx->progress(ctx->progress_user, ctx->frame_stage ? ctx->frame_stage : stage,
-                          ctx->frame_stage ? ctx->frame_fraction : (double)now / (double)nblocks)) {
+        if (nle__progress_check(ctx, stage, (double)now / (double)nblocks)) {
 #pragma omp atomic write
           stop = 1;
         }

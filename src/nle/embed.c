@@ -274,7 +274,6 @@ static void resolve_rates(nle_embed_opts *o, size_t n, double w_total) {
   if (o->step != NLE_STEP_FIXED_RATE) {
     o->opt.learning_rate = 0.0; /* the optimiser's "line search" */
     o->opt.learning_rate_final = 0.0;
-    if (AUTO(o->opt.momentum)) o->opt.momentum = 0.8;
     return;
   }
   double mass = o->model == NLE_MODEL_TSNE || o->model == NLE_MODEL_SSNE ? 1.0 : w_total;
@@ -367,27 +366,6 @@ static nle_status wneg_features(nle_ctx *ctx, const nle_matf *Y, int dims, nle_m
   nle_status s = pca_reduce(ctx, Y, dims, F, &kept, NULL);
   if (!s) nle__log(ctx, 0, "W- of squared distances after PCA %zu -> %d: %.4f of the variance", Y->cols, dims, kept);
   return s;
-}
-
-/* Connected components of a symmetric graph (union-find). */
-static int count_components(const nle_csr *W) {
-  int64_t n = W->rows;
-  int32_t *parent = malloc((size_t)n * sizeof *parent);
-  if (!parent) return 0;
-  for (int64_t i = 0; i < n; i++) parent[i] = (int32_t)i;
-  int comps = (int)n;
-  for (int64_t i = 0; i < n; i++)
-    for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++) {
-      int32_t a = (int32_t)i, b = (int32_t)W->colind[q];
-      while (parent[a] != a) a = parent[a] = parent[parent[a]];
-      while (parent[b] != b) b = parent[b] = parent[parent[b]];
-      if (a != b) {
-        parent[a < b ? b : a] = a < b ? a : b;
-        comps--;
-      }
-    }
-  free(parent);
-  return comps;
 }
 
 static void scale_first_column(nle_matd *X, double target) {
@@ -576,7 +554,9 @@ nle_status nle_embed(nle_ctx *ctx, const nle_embed_input *in, const nle_embed_op
     r->w_total = csr_total(w.W);
     nle_csr *S = NULL;
     if (o->model == NLE_MODEL_SNE) s = nle_affinity_symmetrize(ctx, w.W, 0, &S);
-    if (!s) r->components = count_components(S ? S : w.W);
+    int64_t comps = s ? 0 : nle__csr_components(ctx, S ? S : w.W);
+    if (comps < 0) s = NLE_ERR_NOMEM;
+    r->components = (int)comps;
     nle_csr_free(&S);
     if (!s && r->components > 1)
       nle__log(ctx, 0, "warning: W+ has %d connected components: they drift apart on their own, and a spectral "
@@ -593,7 +573,7 @@ nle_status nle_embed(nle_ctx *ctx, const nle_embed_input *in, const nle_embed_op
   t0 = nle_time_seconds();
   if (!s && opts->resume) s = nle_matd_alloc(ctx, n, (size_t)o->dim, &r->X);
   else if (!s) s = initial_x(ctx, w.Ysearch ? w.Ysearch : in->Y, n, w.W, o, &r->X);
-  nle_matf_free(&w.Ysearch);
+  if (!opts->keep_model) nle_matf_free(&w.Ysearch); /* else the model's search space */
   r->seconds.init = nle_time_seconds() - t0;
 
   /* the model, the optimiser and lambda*'s bounds */
@@ -702,7 +682,9 @@ nle_status nle_embed(nle_ctx *ctx, const nle_embed_input *in, const nle_embed_op
       r->trained->pca_candidates = o->pca_candidates;
       r->trained->pca_mean = w.pca->mean;
       r->trained->pca_components = w.pca->components;
+      r->trained->pca_Y = w.Ysearch;
       w.pca->mean = w.pca->components = NULL;
+      w.Ysearch = NULL;
     }
   }
   work_free(&w);

@@ -196,6 +196,7 @@ void nle_trained_free(nle_trained **t) {
   free((*t)->z_rows);
   free((*t)->pca_mean);
   free((*t)->pca_components);
+  nle_matf_free(&(*t)->pca_Y);
   free(*t);
   *t = NULL;
 }
@@ -307,6 +308,28 @@ nle_status nle_trained_new(nle_ctx *ctx, const nle_trained_spec *spec, const nle
   return NLE_OK;
 }
 
+/* Rows of Y projected on the model's principal components (float). */
+static nle_status project(nle_ctx *ctx, const nle_trained *t, const nle_matf *Y, nle_matf **P) {
+  nle_pca_model pm;
+  memset(&pm, 0, sizeof pm);
+  pm.n_components = t->pca_dims;
+  pm.dim = (int32_t)t->D;
+  pm.mean = t->pca_mean;
+  pm.components = t->pca_components;
+  nle_matd *Pd = NULL;
+  nle_status s = nle_pca_transform(ctx, &pm, Y, &Pd);
+  if (!s) s = nle_matd_to_matf(ctx, Pd, P);
+  nle_matd_free(&Pd);
+  return s;
+}
+
+/* The training data on the model's components, once: new points' searches
+ * all use it. */
+static nle_status project_training(nle_ctx *ctx, nle_trained *t) {
+  nle_matf_free(&t->pca_Y);
+  return t->pca_dims > 0 && t->Y ? project(ctx, t, t->Y, &t->pca_Y) : NLE_OK;
+}
+
 /* ---- the model file ---- */
 
 enum { TR_KIND, TR_WNEG, TR_K, TR_N, TR_D, TR_DIM, TR_HAS_Y, TR_HAS_BETA, TR_HASH, TR_INTS };
@@ -411,6 +434,7 @@ nle_status nle_trained_load(nle_ctx *ctx, const char *path, nle_trained **out) {
       s = copy_record(ctx, &f, "pca_mean", D, &t->pca_mean);
     }
     if (!s) s = copy_record(ctx, &f, "pca_components", (size_t)t->pca_dims * D, &t->pca_components);
+    if (!s) s = project_training(ctx, t);
   }
   if (!s) s = trained_finish(ctx, t);
   nle__rec_free(&f);
@@ -430,6 +454,7 @@ nle_status nle_trained_attach_data(nle_ctx *ctx, nle_trained *t, const nle_matf 
   nle_matf_free(&t->Y);
   nle_status s = nle_matf_alloc(ctx, Y->rows, Y->cols, &t->Y);
   if (!s) memcpy(t->Y->data, Y->data, Y->rows * Y->cols * sizeof(float));
+  if (!s) s = project_training(ctx, t);
   return s;
 }
 
@@ -497,33 +522,17 @@ static int forward_block(void *job, size_t b, void *scratch) {
 
 /* Neighbours of the new points among the training points, and their
  * entropic affinities (for an entropic model). */
-/* Rows of Y projected on the model's principal components (float). */
-static nle_status project(nle_ctx *ctx, const nle_trained *t, const nle_matf *Y, nle_matf **P) {
-  nle_pca_model pm;
-  memset(&pm, 0, sizeof pm);
-  pm.n_components = t->pca_dims;
-  pm.dim = (int32_t)t->D;
-  pm.mean = t->pca_mean;
-  pm.components = t->pca_components;
-  nle_matd *Pd = NULL;
-  nle_status s = nle_pca_transform(ctx, &pm, Y, &Pd);
-  if (!s) s = nle_matd_to_matf(ctx, Pd, P);
-  nle_matd_free(&Pd);
-  return s;
-}
-
 /* As training searched: candidates among the principal components, the k
  * nearest of them by their distances in Y (70,000-image t-SNE: the exact
  * 784-d query was 60% of a transform). */
 static nle_status pca_candidates_query(nle_ctx *ctx, const nle_trained *t, const nle_matf *Ynew, nle_csr **nbrs) {
-  nle_matf *Pt = NULL, *Pq = NULL;
+  if (!t->pca_Y) return nle__fail(ctx, NLE_ERR_ARG, "out-of-sample: the model's projected training data is missing");
+  nle_matf *Pq = NULL;
   nle_csr *cand = NULL;
-  nle_status s = project(ctx, t, t->Y, &Pt);
-  if (!s) s = project(ctx, t, Ynew, &Pq);
-  if (!s) s = nle_knn_query(ctx, Pt, Pq, t->pca_candidates, &cand);
+  nle_status s = project(ctx, t, Ynew, &Pq);
+  if (!s) s = nle_knn_query(ctx, t->pca_Y, Pq, t->pca_candidates, &cand);
   if (!s) s = nle__knn_rerank_queries(ctx, t->Y, Ynew, cand, t->k, nbrs);
   nle_csr_free(&cand);
-  nle_matf_free(&Pt);
   nle_matf_free(&Pq);
   return s;
 }
