@@ -84,9 +84,6 @@ void cli_note(cli_env *env, const char *fmt, ...) __attribute__((format(printf, 
 
 bool cli_parse_int(const char *s, long long lo, long long hi, long long *out);
 bool cli_parse_double(const char *s, double *out);
-/* A --repulsion name: "auto" (-1) or an engine; with_bh 0 leaves out "bh".
- * False for any other name. */
-bool cli_parse_engine(const char *s, bool with_bh, int *out);
 /* s as the inside of a JSON string (quotes, backslashes and control bytes
  * escaped), into buf (cut short to fit). */
 void cli_json_escape(const char *s, char *buf, size_t len);

@@ -44,19 +44,23 @@ int cmd_transform(int argc, char **argv) {
   cli_env env;
   if (cli_env_init(&env, "transform", help)) return 1;
   const char *output = NULL, *data = NULL;
-  int inverse = 0, max_iters = 200, c, engine = -1; /* auto */
+  int inverse = 0, c;
+  nle_transform_opts to;
+  nle_transform_opts_init(&to);
   long long v;
   while ((c = cli_next_option(&env, argc, argv, "o:", longopts)) != -1) {
     switch (c) {
     case 'o': output = optarg; break;
     case OPT_INVERSE: inverse = 1; break;
     case OPT_MAX_ITERS_T:
-      if (cli_parse_int(optarg, 0, 1000000, &v)) max_iters = (int)v;
+      if (cli_parse_int(optarg, 0, 1000000, &v)) to.max_iters = (int)v;
       else env.rc = cli_usage_error("transform", "--max-iters takes an integer >= 0");
       break;
     case OPT_DATA: data = optarg; break;
     case OPT_REPULSION_T:
-      if (!cli_parse_engine(optarg, false, &engine)) env.rc = cli_usage_error("transform", "--repulsion takes auto, exact, fft or fgt");
+      to.engine = (nle_repulsion)nle_repulsion_parse(optarg);
+      if ((int)to.engine == -1 || to.engine == NLE_REPULSION_BH)
+        env.rc = cli_usage_error("transform", "--repulsion takes auto, exact, fft or fgt");
       break;
     default: env.rc = 2; break;
     }
@@ -72,7 +76,8 @@ int cmd_transform(int argc, char **argv) {
   if (!rc) s = nle_check_output_path(env.ctx, output);
   nle_trained *t = NULL;
   nle_dataset *train = NULL, *ds = NULL;
-  nle_matd *Xin = NULL, *Xout = NULL;
+  nle_matd *Xin = NULL;
+  nle_transform_result *tr = NULL;
   nle_matf *Yout = NULL;
   double t0 = nle_time_seconds();
   if (!rc && !s) s = nle_trained_load(env.ctx, argv[optind], &t);
@@ -85,31 +90,34 @@ int cmd_transform(int argc, char **argv) {
   size_t m = 0;
   if (!rc && !s && inverse) {
     s = cli_load_embedding(&env, argv[optind + 1], &Xin);
-    if (!s) s = nle_trained_inverse(env.ctx, t, Xin, max_iters, &Yout);
+    if (!s) s = nle_trained_inverse(env.ctx, t, Xin, to.max_iters == NLE_AUTO ? 200 : to.max_iters, &Yout);
     if (!s) m = Xin->rows;
     if (!s) s = nle_write_matf(env.ctx, output, Yout);
   } else if (!rc && !s) {
     s = cli_load(&env, argv[optind + 1], &ds);
-    if (!s && engine >= 0) s = nle_trained_set_engine(env.ctx, t, (nle_repulsion)engine);
-    if (!s) s = nle_trained_transform(env.ctx, t, ds->X, max_iters, &Xout);
+    if (!s) s = nle_transform(env.ctx, t, ds->X, &to, &tr);
     if (!s) m = ds->X->rows;
-    if (!s) s = nle_write_matd(env.ctx, output, Xout);
+    if (!s) s = nle_write_matd(env.ctx, output, tr->X);
   }
   if (!rc && s) rc = cli_fail(&env, s);
   if (!rc) {
     double secs = nle_time_seconds() - t0;
-    static const char *kinds[] = {"ee", "ssne", "tsne", "sne", "tee"};
     char model_name[1200], input_name[1200];
     cli_json_escape(argv[optind], model_name, sizeof model_name);
     cli_json_escape(argv[optind + 1], input_name, sizeof input_name);
     printf("{\"command\": \"transform\", \"model\": \"%s\", \"input\": \"%s\", \"n\": %zu, \"map\": \"%s\", "
-           "\"model_kind\": \"%s\", \"training_points\": %zu, \"seconds\": %.3f}\n",
-           model_name, input_name, m, inverse ? "f(x)" : "F(y)", kinds[t->kind], t->X->rows, secs);
+           "\"model_kind\": \"%s\", \"training_points\": %zu",
+           model_name, input_name, m, inverse ? "f(x)" : "F(y)", nle_model_name(t->kind), t->X->rows);
+    if (tr)
+      printf(", \"max_iters\": %d, \"repulsion\": \"%s\", \"weights_seconds\": %.3f, \"optimize_seconds\": %.3f",
+             tr->resolved.max_iters, nle_repulsion_name(tr->resolved.engine), tr->weights_seconds,
+             tr->optimize_seconds);
+    printf(", \"seconds\": %.3f}\n", secs);
     cli_note(&env, "mapped %zu points with %s (%s of %zu training points) in %.2f s; wrote %s", m,
-             inverse ? "f(x)" : "F(y)", kinds[t->kind], t->X->rows, secs, output);
+             inverse ? "f(x)" : "F(y)", nle_model_name(t->kind), t->X->rows, secs, output);
   }
   nle_matd_free(&Xin);
-  nle_matd_free(&Xout);
+  nle_transform_result_free(&tr);
   nle_matf_free(&Yout);
   nle_dataset_free(&ds);
   nle_dataset_free(&train);

@@ -388,17 +388,3 @@ void cli_json_escape(const char *s, char *buf, size_t len) {
   }
   if (len) buf[n < len ? n : len - 1] = '\0';
 }
-
-bool cli_parse_engine(const char *s, bool with_bh, int *out) {
-  static const struct {
-    const char *name;
-    int engine;
-  } names[] = {{"auto", -1}, {"exact", NLE_REPULSION_EXACT}, {"bh", NLE_REPULSION_BH}, {"fft", NLE_REPULSION_FFT},
-               {"fgt", NLE_REPULSION_FGT}};
-  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-    if (!strcmp(s, names[i].name) && (with_bh || names[i].engine != NLE_REPULSION_BH)) {
-      *out = names[i].engine;
-      return true;
-    }
-  return false;
-}

@@ -641,7 +641,8 @@ nle_status nle_ee_lambda_bounds_features(nle_ctx *ctx, const nle_csr *Wp, const 
  * with a backtracking line search (sufficient decrease; the first trial step
  * is the last accepted one). */
 typedef enum {
-  NLE_OPT_AUTO = NLE_AUTO, /* nle_embed: the model's recipe */
+  NLE_OPT_AUTO = NLE_AUTO, /* nle_embed: the model's recipe (SD for line searches, L-BFGS
+                              where SD's factor would pass the memory cap) */
   NLE_OPT_SD = 0, /* spectral direction: B = 4 L+ + mu I, L+ the Laplacian of
                      W+ sparsified to kappa neighbours (at X = 0 for t-SNE), its
                      sparse Cholesky factor (CHOLMOD) computed once */
@@ -1009,9 +1010,43 @@ typedef struct {
 nle_status nle_embed(nle_ctx *ctx, const nle_embed_input *input, const nle_embed_opts *opts,
                      nle_embed_result **result);
 void nle_embed_result_free(nle_embed_result **result);
+/* nle_transform: the front door of F(y) for new data points (M x D) with a
+ * trained model (keep_model, or nle_trained_load): their neighbours among
+ * the training points (in the model's PCA space and re-ranked, when
+ * training searched there), their affinities, then the minimisation of
+ * nle_trained_transform. The model is not changed. */
+typedef struct {
+  int max_iters;            /* per new point (NLE_AUTO: 200) */
+  nle_repulsion engine;     /* NLE_AUTO: the model's t->engine (the fast
+                               Gauss transform for the Gaussian kernel, FFT
+                               interpolation for the Student-t, from 5,000
+                               training points where the model allows; else
+                               exact); a fast engine falls back to the exact
+                               sums when the grid cannot cover the map */
+} nle_transform_opts;
+
+void nle_transform_opts_init(nle_transform_opts *o);
+
+typedef struct {
+  nle_matd *X;              /* the M x d mapped points */
+  nle_transform_opts resolved; /* as they ran: engine is the one used */
+  size_t m;                 /* new points */
+  double weights_seconds;   /* neighbours and affinities */
+  double optimize_seconds;  /* the minimisation */
+  double total_seconds;
+} nle_transform_result;
+
+nle_status nle_transform(nle_ctx *ctx, const nle_trained *t, const nle_matf *Ynew, const nle_transform_opts *opts,
+                         nle_transform_result **result);
+void nle_transform_result_free(nle_transform_result **result);
+
 /* Names: "ee", "tee", "ssne", "tsne", "sne" and back (-1 if unknown). */
 const char *nle_model_name(nle_model_kind kind);
 int nle_model_parse(const char *name);
+/* Engines: "exact", "bh", "fft", "fgt" (and "auto": NLE_REPULSION_AUTO) and
+ * back (-1 if unknown). */
+const char *nle_repulsion_name(nle_repulsion engine);
+int nle_repulsion_parse(const char *name);
 
 /* ========================================================================== */
 /* N-body: kernel sums                                                        */

@@ -155,6 +155,35 @@ static void auto_resolved(void) {
   nle_ctx_free(&ctx);
 }
 
+/* The automatic optimiser of a line search is SD where its factor fits
+ * the memory cap, else L-BFGS (a note, and the resolved kind says so); an
+ * SD asked for by name is refused with the cap's message instead. The
+ * points are noise in 30-d, whose kNN graph has no small separators, so
+ * the factor fills in far beyond the other allocations. */
+static void sd_over_cap_takes_lbfgs(void) {
+  size_t n = 3000;
+  nle_ctx *ctx = test_ctx(5);
+  nle_matf *Y = test_random_matf(n, 30, 8);
+  nle_embed_input in = {Y, NULL, NULL, "noise"};
+  nle_embed_opts o;
+  nle_embed_opts_init(&o);
+  o.model = NLE_MODEL_EE;
+  o.opt.max_iters = 5;
+  o.lambda_bounds = 0;
+  nle_embed_result *r = NULL;
+  nle_test(nle_embed(ctx, &in, &o, &r) >= 0 && r && r->resolved.opt.kind == NLE_OPT_SD);
+  nle_embed_result_free(&r);
+  nle_ctx_set_max_memory(ctx, (size_t)6 << 20);
+  nle_status s = nle_embed(ctx, &in, &o, &r);
+  if (!nle_test(s >= 0 && r && r->resolved.opt.kind == NLE_OPT_LBFGS && r->report.iterations == 5))
+    printf("  %s\n", nle_ctx_error(ctx));
+  nle_embed_result_free(&r);
+  o.opt.kind = NLE_OPT_SD;
+  nle_test(nle_embed(ctx, &in, &o, &r) == NLE_ERR_MEMCAP && !r && strstr(nle_ctx_error(ctx), "Cholesky factor"));
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
 /* The auto perplexity: 5 for the Gaussian-kernel models (their sweeps' best
  * recall), 30 for t-SNE and t-EE; k follows as 3 x perplexity; s-SNE takes
  * the line search. */
@@ -398,6 +427,7 @@ done:
 const nle_test_case embed_tests[] = {{"embed/model_keeps_pca", model_keeps_pca},{"embed/energy_vs_direct_sum", energy_vs_direct_sum},
                                      {"embed/auto_resolved", auto_resolved},
                                      {"embed/auto_perplexity", auto_perplexity},
+                                     {"embed/sd_over_cap_takes_lbfgs", sd_over_cap_takes_lbfgs},
                                      {"embed/bad_options", bad_options},
                                      {"embed/x_tol_stops", x_tol_stops},
                                      {"embed/homotopy_ends_at_minimum", homotopy_ends_at_minimum},

@@ -1172,8 +1172,9 @@ static void fast_engines(nle_repulsion engine) {
 /* F(y) with the fast engines (all new points minimised together, O(M + N)
  * per iteration) against the exact sums, on a connected map: each point
  * within 5e-3 (FFT) or 2e-5 (FGT) of the map's rms radius of its
- * exact-engine position.
- * Barnes-Hut does not serve F(y). */
+ * exact-engine position. Barnes-Hut does not serve F(y). nle_transform
+ * gives the same bits as nle_trained_transform with the engine it
+ * resolves, and leaves the model's engine alone. */
 static void oos_fast_engines(void) {
   nle_ctx *ctx = test_ctx(6);
   nle_dataset *ds;
@@ -1194,6 +1195,31 @@ static void oos_fast_engines(void) {
     nle_test(nle_trained_set_engine(ctx, t, NLE_REPULSION_BH) == NLE_ERR_ARG);
     if (kinds[kk] == NLE_MODEL_TSNE) nle_test(nle_trained_set_engine(ctx, t, NLE_REPULSION_FGT) == NLE_ERR_ARG);
     nle_test_ok(nle_trained_transform(ctx, t, &held, 300, &Ff));
+    /* the front door: the same maps, NLE_AUTO resolved and reported, the
+     * model left as it was */
+    nle_repulsion fast = kinds[kk] == NLE_MODEL_TSNE ? NLE_REPULSION_FFT : NLE_REPULSION_FGT;
+    nle_test_ok(nle_trained_set_engine(ctx, t, NLE_REPULSION_EXACT));
+    nle_transform_opts to;
+    nle_transform_opts_init(&to);
+    nle_test(to.max_iters == NLE_AUTO && to.engine == NLE_REPULSION_AUTO);
+    nle_transform_result *auto_run = NULL, *fast_run = NULL, *bad = NULL;
+    to.max_iters = 300;
+    nle_test_ok(nle_transform(ctx, t, &held, &to, &auto_run));
+    to.engine = fast;
+    nle_test_ok(nle_transform(ctx, t, &held, &to, &fast_run));
+    nle_test(t->engine == NLE_REPULSION_EXACT);
+    nle_test(auto_run && auto_run->resolved.engine == NLE_REPULSION_EXACT && auto_run->resolved.max_iters == 300 &&
+             auto_run->m == held.rows && Fe && !memcmp(auto_run->X->data, Fe->data, held.rows * 2 * sizeof(double)));
+    nle_test(fast_run && fast_run->resolved.engine == fast && Ff &&
+             !memcmp(fast_run->X->data, Ff->data, held.rows * 2 * sizeof(double)));
+    to.engine = NLE_REPULSION_BH;
+    nle_test(nle_transform(ctx, t, &held, &to, &bad) == NLE_ERR_ARG && bad == NULL);
+    to.engine = NLE_REPULSION_AUTO;
+    to.max_iters = -3;
+    nle_test(nle_transform(ctx, t, &held, &to, &bad) == NLE_ERR_ARG && bad == NULL &&
+             strstr(nle_ctx_error(ctx), "max_iters"));
+    nle_transform_result_free(&auto_run);
+    nle_transform_result_free(&fast_run);
     double rms = 0.0, worst = 0.0, cx = 0.0, cy = 0.0;
     for (size_t i = 0; i < ntr; i++) cx += X->data[2 * i] / (double)ntr, cy += X->data[2 * i + 1] / (double)ntr;
     for (size_t i = 0; i < ntr; i++) rms += (pow(X->data[2 * i] - cx, 2) + pow(X->data[2 * i + 1] - cy, 2)) / (double)ntr;

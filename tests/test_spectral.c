@@ -252,7 +252,7 @@ static void factor_solve_vs_cholmod(void) {
       for (int i = 0; i < n; i++) Y->data[i * 3] += 50.0f * (float)(i % 3);
     nle_csr *W = graph_of(ctx, Y, 12, 0.5);
     cholmod_common cc;
-    cholmod_start(&cc);
+    cholmod_l_start(&cc);
     cc.print = 0;
     cholmod_factor *L = NULL;
     double shift = 1e-6;
@@ -291,10 +291,10 @@ static void factor_solve_vs_cholmod(void) {
         }
       }
       if (!nle_test(res <= 1e-12 * scale)) printf("  d %zu: residual %g of %g\n", d, res, scale);
-      cholmod_dense *Bc = cholmod_allocate_dense((size_t)n, d, (size_t)n, CHOLMOD_REAL, &cc);
+      cholmod_dense *Bc = cholmod_l_allocate_dense((size_t)n, d, (size_t)n, CHOLMOD_REAL, &cc);
       for (int i = 0; i < n; i++)
         for (size_t t = 0; t < d; t++) ((double *)Bc->x)[t * (size_t)n + (size_t)i] = B[i * d + t];
-      cholmod_dense *Xc = cholmod_solve(CHOLMOD_A, L, Bc, &cc);
+      cholmod_dense *Xc = cholmod_l_solve(CHOLMOD_A, L, Bc, &cc);
       for (int i = 0; Xc && i < n; i++)
         for (size_t t = 0; t < d; t++) {
           double want = ((double *)Xc->x)[t * (size_t)n + (size_t)i];
@@ -302,15 +302,15 @@ static void factor_solve_vs_cholmod(void) {
           ref = fmax(ref, fabs(want));
         }
       if (!nle_test(Xc && diff <= 1e-9 * ref)) printf("  d %zu: against CHOLMOD %g of %g\n", d, diff, ref);
-      cholmod_free_dense(&Xc, &cc);
-      cholmod_free_dense(&Bc, &cc);
+      cholmod_l_free_dense(&Xc, &cc);
+      cholmod_l_free_dense(&Bc, &cc);
       free(B);
       free(X1);
       free(X2);
     }
     nle__factor_solver_free(&f);
-    cholmod_free_factor(&L, &cc);
-    cholmod_finish(&cc);
+    cholmod_l_free_factor(&L, &cc);
+    cholmod_l_finish(&cc);
     nle_csr_free(&W);
     nle_matf_free(&Y);
     nle_ctx_free(&ctx);

@@ -51,6 +51,20 @@ int nle_model_parse(const char *name) {
   return -1;
 }
 
+static const char *const engine_names[] = {"exact", "bh", "fft", "fgt"};
+
+const char *nle_repulsion_name(nle_repulsion engine) {
+  if (engine == NLE_REPULSION_AUTO) return "auto";
+  return (unsigned)engine < sizeof engine_names / sizeof *engine_names ? engine_names[engine] : "unknown";
+}
+
+int nle_repulsion_parse(const char *name) {
+  if (name && !strcmp(name, "auto")) return NLE_REPULSION_AUTO;
+  for (size_t i = 0; name && i < sizeof engine_names / sizeof *engine_names; i++)
+    if (!strcmp(name, engine_names[i])) return (int)i;
+  return -1;
+}
+
 static int is_unnormalised(nle_model_kind kind) { return kind == NLE_MODEL_EE || kind == NLE_MODEL_TEE; }
 static int gaussian_kernel(nle_model_kind kind) {
   return kind == NLE_MODEL_EE || kind == NLE_MODEL_SSNE || kind == NLE_MODEL_SNE;
@@ -594,7 +608,17 @@ nle_status nle_embed(nle_ctx *ctx, const nle_embed_input *in, const nle_embed_op
     spec.Wneg_features = w.Wfeat;
     s = nle_model_new(ctx, &spec, &w.model);
   }
-  if (!s) s = nle_opt_new(ctx, w.model, w.W, &o->opt, &w.opt);
+  if (!s) {
+    s = nle_opt_new(ctx, w.model, w.W, &o->opt, &w.opt);
+    if (s == NLE_ERR_MEMCAP && AUTO(opts->opt.kind) && o->opt.kind == NLE_OPT_SD) {
+      /* The automatic line-search optimiser is SD where its factor fits (a
+       * million-point Fashion-MNIST graph's needed 51.7 GiB at kappa 7),
+       * else L-BFGS, which needs none. */
+      nle__log(ctx, 0, "note: %s; L-BFGS instead", nle_ctx_error(ctx));
+      o->opt.kind = NLE_OPT_LBFGS;
+      s = nle_opt_new(ctx, w.model, w.W, &o->opt, &w.opt);
+    }
+  }
   if (!s && o->lambda_bounds) {
     int dense = n <= BOUNDS_DENSE_MAX_N;
     s = w.Wfeat ? nle_ee_lambda_bounds_features(ctx, w.W, w.Wfeat, &r->lambda_lower, &r->lambda_upper)

@@ -71,9 +71,9 @@ void nle_opt_free(nle_opt **opt) {
   nle_opt *p = *opt;
   if (p->cc_started) {
     nle__factor_solver_free(&p->solver);
-    cholmod_free_factor(&p->factor, &p->cc);
-    cholmod_free_dense(&p->rhs, &p->cc);
-    cholmod_finish(&p->cc);
+    cholmod_l_free_factor(&p->factor, &p->cc);
+    cholmod_l_free_dense(&p->rhs, &p->cc);
+    cholmod_l_finish(&p->cc);
   }
   free(p->degree);
   free(p->hist_s);
@@ -281,7 +281,7 @@ nle_status nle_opt_new(nle_ctx *ctx, nle_model *model, const nle_csr *Wp, const 
     }
   }
   if (!s && spectral) {
-    cholmod_start(&o->cc);
+    cholmod_l_start(&o->cc);
     o->cc_started = 1;
     o->cc.print = 0;
     s = factor_spectral(ctx, o, W);
@@ -311,8 +311,8 @@ static nle_status spectral_solve(nle_ctx *ctx, nle_opt *o, const nle_matd *g, nl
     return nle__factor_solve(ctx, o->solver, p->data, d);
   }
   if (!o->rhs || o->rhs->ncol != d) {
-    cholmod_free_dense(&o->rhs, &o->cc);
-    o->rhs = cholmod_allocate_dense(n, d, n, CHOLMOD_REAL, &o->cc);
+    cholmod_l_free_dense(&o->rhs, &o->cc);
+    o->rhs = cholmod_l_allocate_dense(n, d, n, CHOLMOD_REAL, &o->cc);
     if (!o->rhs) return nle__fail(ctx, NLE_ERR_NOMEM, "spectral direction: out of memory");
   }
   double *b = o->rhs->x;
@@ -320,13 +320,13 @@ static nle_status spectral_solve(nle_ctx *ctx, nle_opt *o, const nle_matd *g, nl
     for (size_t t = 0; t < d; t++) b[t * n + i] = -g->data[i * d + t];
   /* one BLAS thread: with more, its idle threads spin against ours */
   int blas_prev = nle__blas_set_threads(1);
-  cholmod_dense *x = cholmod_solve(CHOLMOD_A, o->factor, o->rhs, &o->cc);
+  cholmod_dense *x = cholmod_l_solve(CHOLMOD_A, o->factor, o->rhs, &o->cc);
   nle__blas_set_threads(blas_prev);
   if (!x) return nle__fail(ctx, NLE_ERR_NUMERIC, "spectral direction: CHOLMOD solve failed");
   const double *xs = x->x;
   for (size_t i = 0; i < n; i++)
     for (size_t t = 0; t < d; t++) p->data[i * d + t] = xs[t * n + i];
-  cholmod_free_dense(&x, &o->cc);
+  cholmod_l_free_dense(&x, &o->cc);
   return NLE_OK;
 }
 

@@ -581,26 +581,40 @@ nle_status nle_trained_objective(nle_ctx *ctx, const nle_trained *t, const float
   return s;
 }
 
-nle_status nle_trained_set_engine(nle_ctx *ctx, nle_trained *t, nle_repulsion engine) {
-  nle_repulsion old = t->engine;
+/* Whether F(y) of t can sum its repulsion with `engine`. */
+static int engine_serves(const nle_trained *t, nle_repulsion engine) {
+  if (engine == NLE_REPULSION_EXACT) return 1;
   int student = t->kind == NLE_MODEL_TSNE || t->kind == NLE_MODEL_TEE;
-  t->engine = engine;
-  if (engine == NLE_REPULSION_EXACT || (nle__oos_batched_engine(t) && !(student && engine == NLE_REPULSION_FGT))) return NLE_OK;
-  t->engine = old;
+  nle_trained probe = *t; /* a shallow copy: only its engine differs */
+  probe.engine = engine;
+  return (engine == NLE_REPULSION_FGT || engine == NLE_REPULSION_FFT) && nle__oos_batched_engine(&probe) &&
+         !(student && engine == NLE_REPULSION_FGT);
+}
+
+static nle_status engine_refused(nle_ctx *ctx) {
   return nle__fail(ctx, NLE_ERR_ARG, "out-of-sample: F(y) takes exact, fgt or fft repulsion: fgt for the Gaussian "
                    "kernel, both for EE and t-EE with uniform W-, s-SNE and t-SNE in d <= 3");
 }
 
-nle_status nle_trained_transform(nle_ctx *ctx, const nle_trained *t, const nle_matf *Ynew, int max_iters,
-                                 nle_matd **Xnew) {
+nle_status nle_trained_set_engine(nle_ctx *ctx, nle_trained *t, nle_repulsion engine) {
+  if (!engine_serves(t, engine)) return engine_refused(ctx);
+  t->engine = engine;
+  return NLE_OK;
+}
+
+/* F(y) with t's engine; the seconds of the two stages and the engine that
+ * ran (exact when the fast one's grid cannot cover the map). */
+static nle_status forward_map(nle_ctx *ctx, const nle_trained *t, const nle_matf *Ynew, int max_iters,
+                              nle_matd **Xnew, double *weights_seconds, double *optimize_seconds,
+                              nle_repulsion *used) {
   *Xnew = NULL;
   if (max_iters < 0) return nle__fail(ctx, NLE_ERR_ARG, "out-of-sample: max_iters must be >= 0");
   nle_csr *nbrs = NULL;
   nle_ea_result *ea = NULL;
   double t0 = nle_time_seconds();
   nle_status s = new_point_weights(ctx, t, Ynew, &nbrs, &ea);
-  nle__log(ctx, 1, "out-of-sample: neighbours and affinities of %zu points in %.2f s", Ynew->rows,
-           nle_time_seconds() - t0);
+  *weights_seconds = nle_time_seconds() - t0;
+  nle__log(ctx, 1, "out-of-sample: neighbours and affinities of %zu points in %.2f s", Ynew->rows, *weights_seconds);
   t0 = nle_time_seconds();
   if (!s) s = nle_matd_alloc(ctx, Ynew->rows, t->X->cols, Xnew);
   int batched = !s && nle__oos_batched_engine(t);
@@ -609,6 +623,7 @@ nle_status nle_trained_transform(nle_ctx *ctx, const nle_trained *t, const nle_m
              t->engine == NLE_REPULSION_FGT ? "fast Gauss transform's" : "FFT");
     batched = 0;
   }
+  *used = batched ? t->engine : NLE_REPULSION_EXACT;
   if (batched) {
     s = nle__oos_forward_batched(ctx, t, Ynew, nbrs, ea ? ea->P : NULL, max_iters, *Xnew);
   } else if (!s) {
@@ -618,11 +633,62 @@ nle_status nle_trained_transform(nle_ctx *ctx, const nle_trained *t, const nle_m
                         nle__threads_for(ctx, (double)m * (double)t->X->rows * 100.0), forward_scratch(t),
                         forward_block, &job);
   }
-  nle__log(ctx, 1, "out-of-sample: minimised in %.2f s", nle_time_seconds() - t0);
+  *optimize_seconds = nle_time_seconds() - t0;
+  nle__log(ctx, 1, "out-of-sample: minimised in %.2f s", *optimize_seconds);
   nle_ea_result_free(&ea);
   nle_csr_free(&nbrs);
   if (s) nle_matd_free(Xnew);
   return s;
+}
+
+nle_status nle_trained_transform(nle_ctx *ctx, const nle_trained *t, const nle_matf *Ynew, int max_iters,
+                                 nle_matd **Xnew) {
+  double weights_seconds, optimize_seconds;
+  nle_repulsion used;
+  return forward_map(ctx, t, Ynew, max_iters, Xnew, &weights_seconds, &optimize_seconds, &used);
+}
+
+void nle_transform_opts_init(nle_transform_opts *o) {
+  o->max_iters = NLE_AUTO;
+  o->engine = NLE_REPULSION_AUTO;
+}
+
+nle_status nle_transform(nle_ctx *ctx, const nle_trained *t, const nle_matf *Ynew, const nle_transform_opts *opts,
+                         nle_transform_result **result) {
+  *result = NULL;
+  if (!t || !Ynew || !opts) return nle__fail(ctx, NLE_ERR_ARG, "nle_transform: the model, the new points and the "
+                                             "options must be given");
+  nle_transform_opts o = *opts;
+  if (o.max_iters == NLE_AUTO) o.max_iters = 200;
+  if (o.max_iters < 0 || o.max_iters > 1000000)
+    return nle__fail(ctx, NLE_ERR_ARG, "nle_transform: max_iters %d must be NLE_AUTO or in 0..1000000", o.max_iters);
+  if (o.engine == NLE_REPULSION_AUTO) o.engine = t->engine;
+  if ((unsigned)o.engine > NLE_REPULSION_FGT)
+    return nle__fail(ctx, NLE_ERR_ARG, "nle_transform: engine %d is not a repulsion engine", (int)o.engine);
+  if (!engine_serves(t, o.engine)) return engine_refused(ctx);
+  nle_transform_result *r = nle__calloc(ctx, 1, sizeof *r, "the transform's result");
+  if (!r) return NLE_ERR_NOMEM;
+  double t0 = nle_time_seconds();
+  nle_trained run = *t; /* a shallow copy with the chosen engine: t is not changed */
+  run.engine = o.engine;
+  nle_status s = forward_map(ctx, &run, Ynew, o.max_iters, &r->X, &r->weights_seconds, &r->optimize_seconds,
+                             &o.engine);
+  if (s) {
+    free(r);
+    return s;
+  }
+  r->resolved = o;
+  r->m = Ynew->rows;
+  r->total_seconds = nle_time_seconds() - t0;
+  *result = r;
+  return NLE_OK;
+}
+
+void nle_transform_result_free(nle_transform_result **result) {
+  if (!result || !*result) return;
+  nle_matd_free(&(*result)->X);
+  free(*result);
+  *result = NULL;
 }
 
 /* ---- f(x), EE and t-EE with W- of squared distances ---- */

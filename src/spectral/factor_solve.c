@@ -27,7 +27,7 @@ enum { NBINS = 4 };
 struct nle__factor_solver {
   const cholmod_factor *L;
   size_t n, nsuper;
-  const int *perm;
+  const nle__chol_int *perm;
   int64_t *bin_start;   /* subtrees of bin b: roots bin_root[bin_start[b] .. bin_start[b + 1]) */
   int64_t *bin_root;
   int64_t *first_desc;  /* supernode s's subtree is [first_desc[s], s] (postorder) */
@@ -44,15 +44,15 @@ struct nle__factor_solver {
 /* Supernode parents, subtree works and first descendants; -1 when the
  * supernodes are not postordered (CHOLMOD solves then), -2 out of memory. */
 static int tree(const cholmod_factor *L, int64_t *parent, double *work, int64_t *first_desc) {
-  const int *super = L->super, *pi = L->pi, *ls = L->s;
+  const nle__chol_int *super = L->super, *pi = L->pi, *ls = L->s;
   size_t ns = L->nsuper;
   int64_t *of_col = malloc(L->n * sizeof *of_col);
   if (!of_col) return -2;
   for (size_t s = 0; s < ns; s++)
-    for (int k = super[s]; k < super[s + 1]; k++) of_col[k] = (int64_t)s;
+    for (int64_t k = super[s]; k < super[s + 1]; k++) of_col[k] = (int64_t)s;
   int ok = 0;
   for (size_t s = 0; s < ns; s++) {
-    int nscol = super[s + 1] - super[s], nsrow = pi[s + 1] - pi[s];
+    int64_t nscol = super[s + 1] - super[s], nsrow = pi[s + 1] - pi[s];
     parent[s] = nsrow > nscol ? of_col[ls[pi[s] + nscol]] : -1;
     work[s] = (double)nscol * (double)nsrow;
     first_desc[s] = (int64_t)s;
@@ -108,7 +108,7 @@ static double assign(int64_t *cand, size_t ncand, const double *work, int *bin_o
  * estimated time, top + heaviest bin (work counted as block sizes). */
 static nle_status cut(nle_ctx *ctx, nle__factor_solver *f, const int64_t *parent, const double *work) {
   size_t ns = f->nsuper;
-  const int *super = f->L->super, *pi = f->L->pi;
+  const nle__chol_int *super = f->L->super, *pi = f->L->pi;
   int64_t *child_start = calloc(ns + 2, sizeof *child_start), *children = malloc((ns ? ns : 1) * sizeof *children);
   int64_t *cand = malloc((ns + 1) * sizeof *cand), *best_cand = malloc((ns + 1) * sizeof *best_cand);
   int64_t *fill = malloc((ns + 1) * sizeof *fill);
@@ -144,7 +144,7 @@ static nle_status cut(nle_ctx *ctx, nle__factor_solver *f, const int64_t *parent
     }
     int64_t heavy = cand[0]; /* sorted by assign */
     if (child_start[heavy + 1] == child_start[heavy]) break; /* a leaf */
-    int nscol = super[heavy + 1] - super[heavy], nsrow = pi[heavy + 1] - pi[heavy];
+    int64_t nscol = super[heavy + 1] - super[heavy], nsrow = pi[heavy + 1] - pi[heavy];
     top_work += (double)nscol * (double)nsrow;
     is_top[heavy] = 1;
     cand[0] = cand[--ncand];
@@ -171,7 +171,7 @@ static nle_status cut(nle_ctx *ctx, nle__factor_solver *f, const int64_t *parent
     for (size_t t = 0; t < ns; t++)
       if (best_top[t]) {
         f->top[f->ntop++] = (int64_t)t;
-        for (int k = super[t]; k < super[t + 1]; k++) f->top_slot[k] = (int32_t)f->top_cols++;
+        for (int64_t k = super[t]; k < super[t + 1]; k++) f->top_slot[k] = (int32_t)f->top_cols++;
       }
   }
   free(child_start), free(children), free(cand), free(best_cand), free(bin_of), free(is_top), free(best_top);
@@ -180,7 +180,7 @@ static nle_status cut(nle_ctx *ctx, nle__factor_solver *f, const int64_t *parent
 
 nle_status nle__factor_solver_new(nle_ctx *ctx, const cholmod_factor *L, nle__factor_solver **out) {
   *out = NULL;
-  if (!L->is_super || L->xtype != CHOLMOD_REAL || L->dtype != CHOLMOD_DOUBLE || L->itype != CHOLMOD_INT)
+  if (!L->is_super || L->xtype != CHOLMOD_REAL || L->dtype != CHOLMOD_DOUBLE || L->itype != CHOLMOD_LONG)
     return NLE_OK; /* CHOLMOD solves it */
   nle__factor_solver *f = nle__calloc(ctx, 1, sizeof *f, "the solve's schedule");
   if (!f) return NLE_ERR_NOMEM;
@@ -189,7 +189,7 @@ nle_status nle__factor_solver_new(nle_ctx *ctx, const cholmod_factor *L, nle__fa
   f->nsuper = L->nsuper;
   f->perm = L->Perm;
   for (size_t t = 0; t < L->nsuper; t++) {
-    size_t rows = (size_t)(((const int *)L->pi)[t + 1] - ((const int *)L->pi)[t]);
+    size_t rows = (size_t)(((const nle__chol_int *)L->pi)[t + 1] - ((const nle__chol_int *)L->pi)[t]);
     f->max_rows = rows > f->max_rows ? rows : f->max_rows;
   }
   size_t ns = f->nsuper;
@@ -341,10 +341,11 @@ static inline __attribute__((always_inline)) void supernode_backward(const doubl
  * top go to delta when given (a bin's pass), else into y. */
 static void forward(const nle__factor_solver *f, size_t s, double *y, size_t d, double *delta, double *z,
                     int threads) {
-  const int *super = f->L->super, *pi = f->L->pi, *px = f->L->px;
+  const nle__chol_int *super = f->L->super, *pi = f->L->pi, *px = f->L->px;
   const double *Lx = (const double *)f->L->x + px[s];
-  int k1 = super[s], nscol = super[s + 1] - k1, nsrow = pi[s + 1] - pi[s];
-  const int *rows = (const int *)f->L->s + pi[s];
+  int64_t k1 = super[s];
+  int nscol = (int)(super[s + 1] - k1), nsrow = (int)(pi[s + 1] - pi[s]);
+  const nle__chol_int *rows = (const nle__chol_int *)f->L->s + pi[s];
   memcpy(z, y + (size_t)k1 * d, (size_t)nscol * d * sizeof *z);
   memset(z + (size_t)nscol * d, 0, (size_t)(nsrow - nscol) * d * sizeof *z);
   if (d == 2) supernode_forward(Lx, nsrow, nscol, z, 2, threads);
@@ -361,10 +362,11 @@ static void forward(const nle__factor_solver *f, size_t s, double *y, size_t d, 
 
 /* L^T x = x on supernode s, its rows below already solved. */
 static void backward(const nle__factor_solver *f, size_t s, double *x, size_t d, double *z, int threads) {
-  const int *super = f->L->super, *pi = f->L->pi, *px = f->L->px;
+  const nle__chol_int *super = f->L->super, *pi = f->L->pi, *px = f->L->px;
   const double *Lx = (const double *)f->L->x + px[s];
-  int k1 = super[s], nscol = super[s + 1] - k1, nsrow = pi[s + 1] - pi[s];
-  const int *rows = (const int *)f->L->s + pi[s];
+  int64_t k1 = super[s];
+  int nscol = (int)(super[s + 1] - k1), nsrow = (int)(pi[s + 1] - pi[s]);
+  const nle__chol_int *rows = (const nle__chol_int *)f->L->s + pi[s];
   memcpy(z, x + (size_t)k1 * d, (size_t)nscol * d * sizeof *z);
   for (int i = nscol; i < nsrow; i++) memcpy(z + (size_t)i * d, x + (size_t)rows[i] * d, d * sizeof *z);
   if (d == 2) supernode_backward(Lx, nsrow, nscol, z, 2, threads);
@@ -386,7 +388,7 @@ nle_status nle__factor_solve(nle_ctx *ctx, nle__factor_solver *f, double *B, siz
   for (size_t k = 0; k < n; k++) memcpy(y + k * d, B + (size_t)f->perm[k] * d, d * sizeof *y);
   memset(delta, 0, NBINS * f->top_cols * d * sizeof *delta);
   int threads = nle__threads_for(ctx, (double)f->L->xsize * (double)d);
-  const int *super = f->L->super;
+  const nle__chol_int *super = f->L->super;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads > NBINS ? NBINS : threads)
   for (int b = 0; b < NBINS; b++)
     for (int64_t q = f->bin_start[b]; q < f->bin_start[b + 1]; q++)
@@ -394,7 +396,7 @@ nle_status nle__factor_solve(nle_ctx *ctx, nle__factor_solver *f, double *B, siz
         forward(f, (size_t)s, y, d, delta + (size_t)b * f->top_cols * d, scratch + (size_t)b * zlen, 1);
   for (int b = 0; b < NBINS; b++)
     for (size_t q = 0; q < f->ntop; q++)
-      for (int k = super[f->top[q]]; k < super[f->top[q] + 1]; k++)
+      for (int64_t k = super[f->top[q]]; k < super[f->top[q] + 1]; k++)
         for (size_t t = 0; t < d; t++)
           y[(size_t)k * d + t] += delta[((size_t)b * f->top_cols + (size_t)f->top_slot[k]) * d + t];
   double *top_z = scratch + NBINS * zlen;

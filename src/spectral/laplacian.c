@@ -40,50 +40,43 @@ nle_status nle__laplacian_factor(nle_ctx *ctx, cholmod_common *cc, const nle_csr
                                  double shift, cholmod_factor **factor) {
   *factor = NULL;
   int64_t n = W->rows, upper = 0;
-  if (n > INT32_MAX / 2) return nle__fail(ctx, NLE_ERR_ARG, "Laplacian: too many points for CHOLMOD's int interface");
   double *deg = degrees(ctx, W);
   if (!deg) return NLE_ERR_NOMEM;
   for (int64_t i = 0; i < n; i++)
     for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++) upper += W->colind[q] > i;
-  cholmod_sparse *A = cholmod_allocate_sparse((size_t)n, (size_t)n, (size_t)(upper + n), 1, 1, 1, CHOLMOD_REAL, cc);
+  cholmod_sparse *A = cholmod_l_allocate_sparse((size_t)n, (size_t)n, (size_t)(upper + n), 1, 1, 1, CHOLMOD_REAL, cc);
   nle_status s = A ? NLE_OK : nle__fail(ctx, NLE_ERR_NOMEM, "Laplacian: CHOLMOD could not allocate it");
   if (!s) {
     /* Our CSR of a symmetric matrix read as CSC: column j holds rows i < j
      * (CHOLMOD uses the upper triangle), then the diagonal. */
-    int *Ap = A->p, *Ai = A->i;
+    nle__chol_int *Ap = A->p, *Ai = A->i;
     double *Ax = A->x;
     int64_t k = 0;
     for (int64_t j = 0; j < n; j++) {
-      Ap[j] = (int)k;
+      Ap[j] = k;
       for (int64_t q = W->rowptr[j]; q < W->rowptr[j + 1]; q++)
         if (W->colind[q] < j) {
           Ai[k] = W->colind[q];
           Ax[k++] = scale * laplacian_offdiag(deg, normalised, W->colind[q], j, nle_csr_value(W, q));
         }
-      Ai[k] = (int)j;
+      Ai[k] = j;
       Ax[k++] = scale * laplacian_diag(deg, normalised, j) + shift;
     }
-    Ap[n] = (int)k;
-    *factor = cholmod_analyze(A, cc);
+    Ap[n] = k;
+    *factor = cholmod_l_analyze(A, cc);
     if (!*factor || cc->status != CHOLMOD_OK)
       s = nle__fail(ctx, cc->status == CHOLMOD_OUT_OF_MEMORY ? NLE_ERR_NOMEM : NLE_ERR_NUMERIC,
-                    "Laplacian: CHOLMOD could not order it (status %d%s)", cc->status,
-                    cc->status == CHOLMOD_TOO_LARGE ? ", too large for its 32-bit indices" : "");
-    /* The fill-in of a kNN graph's factor grows fast with N (a million
-     * points overflowed the 32-bit indices): checked before factorising. */
-    else if (cc->lnz > (double)INT32_MAX)
-      s = nle__fail(ctx, NLE_ERR_MEMCAP, "Laplacian: its Cholesky factor would hold %.3g nonzeros, beyond CHOLMOD's "
-                    "32-bit indices", cc->lnz);
+                    "Laplacian: CHOLMOD could not order it (status %d)", cc->status);
     else
-      s = nle__check_memory(ctx, cc->lnz * (sizeof(double) + sizeof(int)), "the Laplacian's Cholesky factor");
-    if (!s && (!cholmod_factorize(A, *factor, cc) || cc->status != CHOLMOD_OK))
+      s = nle__check_memory(ctx, cc->lnz * (sizeof(double) + sizeof(nle__chol_int)), "the Laplacian's Cholesky factor");
+    if (!s && (!cholmod_l_factorize(A, *factor, cc) || cc->status != CHOLMOD_OK))
       s = nle__fail(ctx, cc->status == CHOLMOD_OUT_OF_MEMORY ? NLE_ERR_NOMEM : NLE_ERR_NUMERIC,
                     "Laplacian: Cholesky factorisation failed (CHOLMOD status %d%s)", cc->status,
                     cc->status == CHOLMOD_NOT_POSDEF ? ": not positive definite" : "");
   }
-  cholmod_free_sparse(&A, cc);
+  cholmod_l_free_sparse(&A, cc);
   free(deg);
-  if (s) cholmod_free_factor(factor, cc);
+  if (s) cholmod_l_free_factor(factor, cc);
   return s;
 }
 
@@ -110,10 +103,10 @@ static int apply(operator_t *op, const double *x, double *y) {
   }
   if (op->factor) {
     memcpy(op->rhs->x, x, (size_t)n * sizeof(double));
-    cholmod_dense *sol = cholmod_solve(CHOLMOD_A, op->factor, op->rhs, op->cc);
+    cholmod_dense *sol = cholmod_l_solve(CHOLMOD_A, op->factor, op->rhs, op->cc);
     if (!sol) return -1;
     memcpy(y, sol->x, (size_t)n * sizeof(double));
-    cholmod_free_dense(&sol, op->cc);
+    cholmod_l_free_dense(&sol, op->cc);
     return 0;
   }
   for (int64_t i = 0; i < n; i++) {
@@ -197,12 +190,12 @@ nle_status nle_laplacian_smallest(nle_ctx *ctx, const nle_csr *W, int normalised
   for (int64_t i = 0; i < W->rows; i++) dmax = fmax(dmax, laplacian_diag(deg, normalised, i));
   double eps = 1e-9 * (dmax > 0 ? dmax : 1.0);
   cholmod_common cc;
-  cholmod_start(&cc);
+  cholmod_l_start(&cc);
   cc.print = 0;
   operator_t op = {W, NULL, deg, normalised, &cc, NULL, NULL};
   s = nle__laplacian_factor(ctx, &cc, W, normalised, 1.0, eps, &op.factor);
   if (!s) {
-    op.rhs = cholmod_allocate_dense((size_t)W->rows, 1, (size_t)W->rows, CHOLMOD_REAL, &cc);
+    op.rhs = cholmod_l_allocate_dense((size_t)W->rows, 1, (size_t)W->rows, CHOLMOD_REAL, &cc);
     if (!op.rhs) s = nle__fail(ctx, NLE_ERR_NOMEM, "Laplacian eigenvalues: out of memory");
   }
   double *nu = nle__malloc(ctx, (size_t)nev * sizeof(double), "eigenvalues");
@@ -222,9 +215,9 @@ nle_status nle_laplacian_smallest(nle_ctx *ctx, const nle_csr *W, int normalised
   free(nu);
   free(z);
   free(deg);
-  cholmod_free_dense(&op.rhs, &cc);
-  cholmod_free_factor(&op.factor, &cc);
-  cholmod_finish(&cc);
+  cholmod_l_free_dense(&op.rhs, &cc);
+  cholmod_l_free_factor(&op.factor, &cc);
+  cholmod_l_finish(&cc);
   return s;
 }
 

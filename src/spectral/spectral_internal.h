@@ -7,6 +7,11 @@
 
 #include <suitesparse/cholmod.h>
 
+/* CHOLMOD's 64-bit interface (cholmod_l_*) throughout: the factor of a
+ * million-point kNN graph's Laplacian passes 2^31 nonzeros, beyond its int
+ * interface. Indices of A and L are this type. */
+typedef SuiteSparse_long nle__chol_int;
+
 /* CHOLMOD factor of scale L + shift I, L the Laplacian of the symmetric W
  * (D - W, or I - D^-1/2 W D^-1/2 when normalised); W's diagonal is ignored. */
 nle_status nle__laplacian_factor(nle_ctx *ctx, cholmod_common *cc, const nle_csr *W, int normalised, double scale,
@@ -18,7 +23,7 @@ nle_status nle__laplacian_largest_dense(nle_ctx *ctx, const nle_matd *W, int nev
 /* A x = B with a CHOLMOD supernodal factor of A, B's n rows of d values
  * row-major, in place, in parallel over the elimination tree (the same bits
  * for any number of threads). _new gives NULL (and NLE_OK) for a factor it
- * does not handle (simplicial, or not postordered): cholmod_solve then. The
+ * does not handle (simplicial, or not postordered): cholmod_l_solve then. The
  * factor must outlive the solver. */
 typedef struct nle__factor_solver nle__factor_solver;
 nle_status nle__factor_solver_new(nle_ctx *ctx, const cholmod_factor *L, nle__factor_solver **out);
