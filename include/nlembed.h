@@ -884,6 +884,13 @@ typedef struct {
   const nle_csr *knn;
   const nle_csr *affinities;
   const char *source; /* where Y came from, kept in the model (or NULL) */
+  /* Called once (with release_user) as soon as nle_embed reads Y no more:
+   * after the neighbour search, the squared-distance W- or the PCA start,
+   * whichever needs Y last; never with keep_model. A caller with no other
+   * use for Y frees it there: 3 GB of a million 784-d points, held through
+   * the affinities and the optimisation otherwise. NULL: not called. */
+  void (*release_Y)(void *release_user);
+  void *release_user;
 } nle_embed_input;
 
 typedef enum {

@@ -108,7 +108,7 @@ static void auto_resolved(void) {
   nle_ctx *ctx = test_ctx(5);
   nle_ctx_set_threads(ctx, 2);
   nle_matf *Y = blobs(n, 10, 4, 6);
-  nle_embed_input in = {Y, NULL, NULL, "blobs"};
+  nle_embed_input in = {.Y = Y, .source = "blobs"};
   nle_model_kind kinds[3] = {NLE_MODEL_TSNE, NLE_MODEL_EE, NLE_MODEL_TEE};
   for (int c = 0; c < 3; c++) {
     nle_embed_opts o;
@@ -164,7 +164,7 @@ static void sd_over_cap_takes_lbfgs(void) {
   size_t n = 3000;
   nle_ctx *ctx = test_ctx(5);
   nle_matf *Y = test_random_matf(n, 30, 8);
-  nle_embed_input in = {Y, NULL, NULL, "noise"};
+  nle_embed_input in = {.Y = Y, .source = "noise"};
   nle_embed_opts o;
   nle_embed_opts_init(&o);
   o.model = NLE_MODEL_EE;
@@ -190,7 +190,7 @@ static void sd_over_cap_takes_lbfgs(void) {
 static void auto_perplexity(void) {
   nle_ctx *ctx = test_ctx(19);
   nle_matf *Y = blobs(200, 6, 3, 20);
-  nle_embed_input in = {Y, NULL, NULL, NULL};
+  nle_embed_input in = {.Y = Y};
   nle_model_kind kinds[4] = {NLE_MODEL_EE, NLE_MODEL_TSNE, NLE_MODEL_TEE, NLE_MODEL_SSNE};
   double want[4] = {5.0, 30.0, 30.0, 5.0};
   nle_step_kind steps[4] = {NLE_STEP_LINE_SEARCH, NLE_STEP_FIXED_RATE, NLE_STEP_FIXED_RATE, NLE_STEP_LINE_SEARCH};
@@ -213,7 +213,7 @@ static void auto_perplexity(void) {
 static void bad_options(void) {
   nle_ctx *ctx = test_ctx(7);
   nle_matf *Y = blobs(100, 4, 2, 8);
-  nle_embed_input in = {Y, NULL, NULL, NULL};
+  nle_embed_input in = {.Y = Y};
   const char *fields[] = {"perplexity", "dim", "step", "homotopy_steps", "not 4", "opt.momentum", "wneg", "k = 120"};
   for (size_t c = 0; c < sizeof fields / sizeof *fields; c++) {
     nle_embed_opts o;
@@ -242,7 +242,7 @@ static void bad_options(void) {
 static void x_tol_stops(void) {
   nle_ctx *ctx = test_ctx(9);
   nle_matf *Y = blobs(200, 5, 3, 10);
-  nle_embed_input in = {Y, NULL, NULL, NULL};
+  nle_embed_input in = {.Y = Y};
   nle_embed_opts o;
   nle_embed_opts_init(&o);
   o.model = NLE_MODEL_EE;
@@ -287,7 +287,7 @@ static void homotopy_ends_at_minimum(void) {
   nle_ctx *ctx = test_ctx(11);
   nle_ctx_set_threads(ctx, 2);
   nle_matf *Y = blobs(300, 8, 5, 12);
-  nle_embed_input in = {Y, NULL, NULL, NULL};
+  nle_embed_input in = {.Y = Y};
   nle_embed_opts o;
   nle_embed_opts_init(&o);
   o.model = NLE_MODEL_EE;
@@ -352,10 +352,62 @@ done:
   nle_ctx_free(&ctx);
 }
 
+/* release_Y: called exactly once, never with keep_model, and after the
+ * last read of Y: the callback frees a copy of Y (use after it would be
+ * caught by the sanitiser build) and the map has the same bits as a run
+ * that keeps Y. Covered: a PCA start from Y itself (released after the
+ * start), squared-distance W- (after W-) and a search among principal
+ * components (after the search). */
+typedef struct {
+  nle_matf *Y;
+  int calls;
+} release_probe;
+
+static void release_probe_free(void *user) {
+  release_probe *p = user;
+  nle_matf_free(&p->Y);
+  p->calls++;
+}
+
+static void release_y(void) {
+  nle_ctx *ctx = test_ctx(9);
+  struct {
+    size_t n, D;
+    nle_wneg_kind wneg;
+    int keep;
+  } cases[] = {{400, 8, NLE_WNEG_UNIFORM, 0}, {400, 8, NLE_WNEG_SQDIST, 0}, {5200, 120, NLE_WNEG_UNIFORM, 0},
+               {400, 8, NLE_WNEG_UNIFORM, 1}};
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    nle_matf *Y = blobs(cases[c].n, cases[c].D, 3, 30 + c);
+    nle_embed_opts o;
+    nle_embed_opts_init(&o);
+    o.model = NLE_MODEL_EE;
+    o.wneg = cases[c].wneg;
+    o.keep_model = cases[c].keep;
+    o.opt.max_iters = 5;
+    nle_embed_input kept = {.Y = Y, .source = "blobs"};
+    nle_embed_result *ref = NULL, *r = NULL;
+    nle_test(nle_embed(ctx, &kept, &o, &ref) >= 0 && ref);
+    release_probe probe = {NULL, 0};
+    nle_test_ok(nle_matf_alloc(ctx, Y->rows, Y->cols, &probe.Y));
+    memcpy(probe.Y->data, Y->data, Y->rows * Y->cols * sizeof(float));
+    nle_embed_input in = {.Y = probe.Y, .source = "blobs", .release_Y = release_probe_free, .release_user = &probe};
+    nle_test(nle_embed(ctx, &in, &o, &r) >= 0 && r);
+    if (c == 2) nle_test(r && r->resolved.pca_dims == 50); /* the case of a search among components */
+    nle_test(probe.calls == (cases[c].keep ? 0 : 1));
+    nle_test(ref && r && !memcmp(ref->X->data, r->X->data, cases[c].n * 2 * sizeof(double)));
+    nle_embed_result_free(&ref);
+    nle_embed_result_free(&r);
+    nle_matf_free(&probe.Y);
+    nle_matf_free(&Y);
+  }
+  nle_ctx_free(&ctx);
+}
+
 /* The default pipeline gives the same bits on 1 and 2 threads. */
 static void same_for_threads(void) {
   nle_matf *Y = blobs(700, 12, 4, 14);
-  nle_embed_input in = {Y, NULL, NULL, NULL};
+  nle_embed_input in = {.Y = Y};
   nle_model_kind kinds[2] = {NLE_MODEL_TSNE, NLE_MODEL_TEE};
   for (int c = 0; c < 2; c++) {
     nle_embed_result *r[2] = {NULL, NULL};
@@ -385,7 +437,7 @@ static void model_keeps_pca(void) {
   nle_ctx_set_threads(ctx, 2);
   size_t n = 900, D = 40;
   nle_matf *Y = blobs(n, D, 5, 18);
-  nle_embed_input in = {Y, NULL, NULL, "blobs"};
+  nle_embed_input in = {.Y = Y, .source = "blobs"};
   nle_embed_opts o;
   nle_embed_opts_init(&o);
   o.perplexity = 10;
@@ -428,6 +480,7 @@ const nle_test_case embed_tests[] = {{"embed/model_keeps_pca", model_keeps_pca},
                                      {"embed/auto_resolved", auto_resolved},
                                      {"embed/auto_perplexity", auto_perplexity},
                                      {"embed/sd_over_cap_takes_lbfgs", sd_over_cap_takes_lbfgs},
+                                     {"embed/release_y", release_y},
                                      {"embed/bad_options", bad_options},
                                      {"embed/x_tol_stops", x_tol_stops},
                                      {"embed/homotopy_ends_at_minimum", homotopy_ends_at_minimum},

@@ -51,6 +51,17 @@ int nle_model_parse(const char *name) {
   return -1;
 }
 
+/* Hands Y back through the input's release_Y once no later stage reads it:
+ * stage 1 after the neighbour search, 2 after W-, 3 after the initial X. */
+static void release_y_after(const nle_embed_input *in, const nle_embed_opts *o, int searched_components, int stage,
+                            int *released) {
+  if (*released || !in->release_Y || !in->Y || o->keep_model) return;
+  if (stage < 2 && o->wneg == NLE_WNEG_SQDIST) return;
+  if (stage < 3 && o->init == NLE_INIT_PCA && !searched_components) return;
+  in->release_Y(in->release_user);
+  *released = 1;
+}
+
 static const char *const engine_names[] = {"exact", "bh", "fft", "fgt"};
 
 const char *nle_repulsion_name(nle_repulsion engine) {
@@ -559,6 +570,8 @@ nle_status nle_embed(nle_ctx *ctx, const nle_embed_input *in, const nle_embed_op
   const nle_csr *graph = in->knn ? in->knn : w.graph;
   if (o->knn_method == NLE_KNN_AUTO) o->knn_method = r->knn_used;
   r->seconds.knn = nle_time_seconds() - t0;
+  int y_released = 0;
+  if (!s) release_y_after(in, o, w.Ysearch != NULL, 1, &y_released);
 
   /* W+ and W- */
   t0 = nle_time_seconds();
@@ -580,6 +593,7 @@ nle_status nle_embed(nle_ctx *ctx, const nle_embed_input *in, const nle_embed_op
     s = o->engine == NLE_REPULSION_EXACT ? nle_repulsive_dense(ctx, in->Y, o->wneg, &w.Wsq)
                                          : wneg_features(ctx, in->Y, o->wneg_dims, &w.Wfeat);
   if (!s && o->wneg == NLE_WNEG_KNN) s = nle_repulsive_knn(ctx, graph, &w.Wk);
+  if (!s) release_y_after(in, o, w.Ysearch != NULL, 2, &y_released);
   r->seconds.affinities = nle_time_seconds() - t0;
   if (!s) resolve_rates(o, n, r->w_total);
 
@@ -588,6 +602,7 @@ nle_status nle_embed(nle_ctx *ctx, const nle_embed_input *in, const nle_embed_op
   if (!s && opts->resume) s = nle_matd_alloc(ctx, n, (size_t)o->dim, &r->X);
   else if (!s) s = initial_x(ctx, w.Ysearch ? w.Ysearch : in->Y, n, w.W, o, &r->X);
   if (!opts->keep_model) nle_matf_free(&w.Ysearch); /* else the model's search space */
+  if (!s) release_y_after(in, o, 1, 3, &y_released);
   r->seconds.init = nle_time_seconds() - t0;
 
   /* the model, the optimiser and lambda*'s bounds */
