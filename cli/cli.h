@@ -72,6 +72,9 @@ int cli_interrupted(void);
 
 /* Prints "nlembed CMD: error: MESSAGE" (one line) and returns the exit code. */
 int cli_fail(cli_env *env, nle_status s);
+/* Renames every file the run wrote into place (the output transaction opened
+ * by cli_env_init); 0, or cli_fail's exit code. */
+int cli_commit(cli_env *env);
 int cli_usage_error(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Loads a dataset and, when --labels was given, its labels (checked count). */

@@ -133,8 +133,8 @@ int cmd_affinity(int argc, char **argv) {
   if (!rc && conditional && !entropic) rc = cli_usage_error("affinity", "--conditional goes with --kind entropic");
   if (k == 0) k = entropic ? (int)ceil(3.0 * eo.perplexity) : 15;
   nle_status s = NLE_OK;
-  if (!rc) s = nle_check_output_path(env.ctx, output);
-  if (!rc && !s && betas) s = nle_check_output_path(env.ctx, betas);
+  if (!rc) s = nle_check_output(env.ctx, output, NLE_OUTPUT_MTX);
+  if (!rc && !s && betas) s = nle_check_output(env.ctx, betas, NLE_OUTPUT_DENSE);
   nle_dataset *ds = NULL;
   nle_csr *graph = NULL, *W = NULL;
   nle_ea_result *ea = NULL;
@@ -172,6 +172,7 @@ int cmd_affinity(int argc, char **argv) {
     s = nle_write_matd(env.ctx, betas, &m);
   }
   if (!rc && s) rc = cli_fail(&env, s);
+  if (!rc) rc = cli_commit(&env); /* every output of the run, or none */
   if (!rc) {
     char name[1200];
     cli_json_escape(ds->name, name, sizeof name);

@@ -262,7 +262,14 @@ static int parse_option(const char *command, int model_bit, const embed_option *
 typedef struct {
   cli_env *env;
   const char *prefix;
+  int failed; /* a path file could not be written: the run fails */
+  char error[1024];
 } path_writer;
+
+/* The path file of homotopy step `step`. */
+static void path_file(const char *prefix, int step, char *path, size_t len) {
+  snprintf(path, len, "%s%03d.npy", prefix, step);
+}
 
 /* --trace: one CSV line per iteration; a homotopy's runs continue the count
  * and the clock. */
@@ -300,10 +307,11 @@ static int write_path(void *user, int step, double lambda, const nle_matd *X, co
            rep->iterations);
   if (!pw->prefix) return 0;
   char path[4096];
-  snprintf(path, sizeof path, "%s%03d.npy", pw->prefix, step);
+  path_file(pw->prefix, step, path, sizeof path);
   if (nle_write_matd(pw->env->ctx, path, X)) {
-    fprintf(stderr, "nlembed %s: error: %s\n", pw->env->command, nle_ctx_error(pw->env->ctx));
-    return 1;
+    pw->failed = 1;
+    snprintf(pw->error, sizeof pw->error, "%s", nle_ctx_error(pw->env->ctx));
+    return 1; /* stops the path; the error is reported after nle_embed */
   }
   return 0;
 }
@@ -441,8 +449,14 @@ int cmd_embed(int argc, char **argv, const char *name) {
   /* every output path before any work */
   nle_status s = NLE_OK;
   const char *outputs[] = {a.output, a.save_labels, a.save_model};
+  const unsigned formats[] = {NLE_OUTPUT_DENSE, NLE_OUTPUT_DENSE, 0};
   for (size_t i = 0; !rc && !s && i < sizeof outputs / sizeof *outputs; i++)
-    if (outputs[i]) s = nle_check_output_path(env.ctx, outputs[i]);
+    if (outputs[i]) s = nle_check_output(env.ctx, outputs[i], formats[i]);
+  if (!rc && !s && a.path_prefix) {
+    char first[4096];
+    path_file(a.path_prefix, 0, first, sizeof first);
+    s = nle_check_output(env.ctx, first, NLE_OUTPUT_DENSE);
+  }
   nle_dataset *ds = NULL;
   nle_csr *A = NULL;
   nle_matd *X0 = NULL;
@@ -487,7 +501,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
      * for a --trace file, every 25th for the progress lines */
     a.eo.opt.energy_every = trace_file ? 1 : 25;
   }
-  path_writer pw = {&env, a.path_prefix};
+  path_writer pw = {&env, a.path_prefix, 0, ""};
   a.eo.on_step = write_path;
   a.eo.on_step_user = &pw;
   /* --resume goes on checkpointing to its file unless told otherwise */
@@ -503,6 +517,10 @@ int cmd_embed(int argc, char **argv, const char *name) {
     if (s > 0 && !(s == NLE_WARN_NOT_CONVERGED && res->resolved.step == NLE_STEP_FIXED_RATE))
       cli_note(&env, "%s", nle_ctx_error(env.ctx));
     if (s > 0) s = NLE_OK;
+    if (!s && pw.failed) {
+      fprintf(stderr, "nlembed %s: error: %s\n", env.command, pw.error);
+      rc = 1;
+    }
   }
   if (!rc && !s && res->resumed)
     cli_note(&env, "resumed %s at iteration %d", a.resume, res->resumed_iteration);
@@ -517,6 +535,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
   if (!rc && !s && a.save_model) s = nle_trained_save(env.ctx, res->trained, a.save_model, a.model_data_copy);
   if (!rc && !s && a.save_labels) s = nle_write_labels(env.ctx, a.save_labels, ds->labels, (int64_t)npts);
   if (!rc && s) rc = cli_fail(&env, s);
+  if (!rc) rc = cli_commit(&env); /* every output of the run, or none */
   if (!rc) {
     print_json(&env, titles[kind], ds ? ds->name : input, t_read, res);
     cli_note(&env, "%s of %zu points: E %.6g -> %.6g in %d iterations (%d evaluations), %.2f s; wrote %s",

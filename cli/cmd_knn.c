@@ -68,8 +68,8 @@ int cmd_knn(int argc, char **argv) {
   if (!rc && optind != argc - 1) rc = cli_usage_error("knn", "expected one INPUT, got %d", argc - optind);
   if (!rc && !output) rc = cli_usage_error("knn", "no output file (-o FILE)");
   nle_status s = NLE_OK;
-  if (!rc) s = nle_check_output_path(env.ctx, output);
-  if (!rc && !s && dist_out) s = nle_check_output_path(env.ctx, dist_out);
+  if (!rc) s = nle_check_output(env.ctx, output, NLE_OUTPUT_DENSE | NLE_OUTPUT_MTX);
+  if (!rc && !s && dist_out) s = nle_check_output(env.ctx, dist_out, NLE_OUTPUT_DENSE);
   nle_dataset *ds = NULL;
   nle_csr *g = NULL;
   double t = 0;
@@ -82,6 +82,7 @@ int cmd_knn(int argc, char **argv) {
   if (!rc && !s) s = write_graph(env.ctx, output, g, o.k, 0);
   if (!rc && !s && dist_out) s = write_graph(env.ctx, dist_out, g, o.k, 1);
   if (!rc && s) rc = cli_fail(&env, s);
+  if (!rc) rc = cli_commit(&env); /* every output of the run, or none */
   if (!rc) {
     char name[1200];
     cli_json_escape(ds->name, name, sizeof name);

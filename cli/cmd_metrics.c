@@ -90,7 +90,7 @@ int cmd_metrics(int argc, char **argv) {
   if (!rc && optind != argc - 2) rc = cli_usage_error("metrics", "expected DATA and EMBEDDING");
   nle_status s = NLE_OK;
   if (!rc && output) s = nle_check_output_path(env.ctx, output);
-  if (!rc && !s && save_sub) s = nle_check_output_path(env.ctx, save_sub);
+  if (!rc && !s && save_sub) s = nle_check_output(env.ctx, save_sub, NLE_OUTPUT_DENSE);
   nle_dataset *ds = NULL;
   nle_matd *X = NULL;
   nle_metrics *m = NULL;
@@ -142,6 +142,7 @@ int cmd_metrics(int argc, char **argv) {
       if (s) rc = cli_fail(&env, s);
     }
   }
+  if (!rc) rc = cli_commit(&env); /* every output of the run, or none */
   nle_metrics_free(&m);
   nle_matd_free(&X);
   nle_dataset_free(&ds);

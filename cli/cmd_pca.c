@@ -76,8 +76,8 @@ int cmd_pca(int argc, char **argv) {
   if (!rc && optind != argc - 1) rc = cli_usage_error("pca", "expected one INPUT, got %d", argc - optind);
   if (!rc && !output) rc = cli_usage_error("pca", "no output file (-o FILE)");
   nle_status s = NLE_OK;
-  if (!rc) s = nle_check_output_path(env.ctx, output);
-  if (!rc && !s && save_labels) s = nle_check_output_path(env.ctx, save_labels);
+  if (!rc) s = nle_check_output(env.ctx, output, NLE_OUTPUT_DENSE);
+  if (!rc && !s && save_labels) s = nle_check_output(env.ctx, save_labels, NLE_OUTPUT_DENSE);
   nle_dataset *ds = NULL;
   nle_pca_model *model = NULL;
   nle_matd *X = NULL;
@@ -94,6 +94,7 @@ int cmd_pca(int argc, char **argv) {
   if (!rc && !s) s = nle_write_matd(env.ctx, output, X);
   if (!rc && !s && save_labels) s = nle_write_labels(env.ctx, save_labels, ds->labels, (int64_t)ds->X->rows);
   if (!rc && s) rc = cli_fail(&env, s);
+  if (!rc) rc = cli_commit(&env); /* every output of the run, or none */
   if (!rc) {
     double kept = 0;
     for (int i = 0; i < model->n_components; i++) kept += model->explained_variance[i];

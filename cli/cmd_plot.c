@@ -92,7 +92,7 @@ int cmd_plot(int argc, char **argv) {
   }
   o.title = full_title;
   nle_status s = NLE_OK;
-  if (!rc) s = nle_check_output_path(env.ctx, output);
+  if (!rc) s = nle_check_output(env.ctx, output, NLE_OUTPUT_IMAGE);
   nle_matd *X = NULL;
   int32_t *labels = NULL, classes = 0;
   char **names = NULL;
@@ -107,6 +107,7 @@ int cmd_plot(int argc, char **argv) {
   }
   if (!rc && !s) s = nle_plot_scatter(env.ctx, output, X, labels, classes, names, &o);
   if (!rc && s) rc = cli_fail(&env, s);
+  if (!rc) rc = cli_commit(&env); /* every output of the run, or none */
   if (!rc) cli_note(&env, "%zu points; wrote %s", X->rows, output);
   nle_class_names_free(&names, classes);
   free(labels);

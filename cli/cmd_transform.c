@@ -73,7 +73,7 @@ int cmd_transform(int argc, char **argv) {
   if (!rc && optind != argc - 2) rc = cli_usage_error("transform", "expected MODEL and INPUT, got %d arguments", argc - optind);
   if (!rc && !output) rc = cli_usage_error("transform", "no output file (-o FILE)");
   nle_status s = NLE_OK;
-  if (!rc) s = nle_check_output_path(env.ctx, output);
+  if (!rc) s = nle_check_output(env.ctx, output, NLE_OUTPUT_DENSE);
   nle_trained *t = NULL;
   nle_dataset *train = NULL, *ds = NULL;
   nle_matd *Xin = NULL;
@@ -100,6 +100,7 @@ int cmd_transform(int argc, char **argv) {
     if (!s) s = nle_write_matd(env.ctx, output, tr->X);
   }
   if (!rc && s) rc = cli_fail(&env, s);
+  if (!rc) rc = cli_commit(&env); /* every output of the run, or none */
   if (!rc) {
     double secs = nle_time_seconds() - t0;
     char model_name[1200], input_name[1200];

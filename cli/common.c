@@ -118,9 +118,16 @@ int cli_env_init(cli_env *env, const char *command, const char *help) {
   }
   nle_read_opts_init(&env->read);
   env->t0 = nle_time_seconds();
+  nle_outputs_begin(env->ctx); /* committed by cli_commit once the run succeeded */
   return 0;
 }
 
+int cli_commit(cli_env *env) {
+  nle_status s = nle_outputs_commit(env->ctx);
+  return s ? cli_fail(env, s) : 0;
+}
+
+/* An uncommitted transaction (a failed run) is removed with the context. */
 void cli_env_free(cli_env *env) { nle_ctx_free(&env->ctx); }
 
 /* "8G", "512M", "1.5T", or bytes. */

@@ -269,11 +269,30 @@ nle_status nle_write_mati32(nle_ctx *ctx, const char *path, const int32_t *a,
 nle_status nle_read_csr_mtx(nle_ctx *ctx, const char *path, nle_csr **m);
 /* Matrix Market coordinate real general, 1-based. */
 nle_status nle_write_csr_mtx(nle_ctx *ctx, const char *path, const nle_csr *m);
+/* Output transactions: between nle_outputs_begin and nle_outputs_commit
+ * every file the library writes (checkpoints excepted) is completed under a
+ * temporary name beside its target, and the commit renames them all into
+ * place; nle_outputs_abort, or nle_ctx_free with the transaction open,
+ * removes them, so a run that fails part-way leaves every earlier file as it
+ * was. Temporaries are named .NAME.tmp.PID.XXXXXX; those of a process that
+ * no longer exists are removed by the next write in their folder. */
+nle_status nle_outputs_begin(nle_ctx *ctx);
+nle_status nle_outputs_commit(nle_ctx *ctx);
+void nle_outputs_abort(nle_ctx *ctx);
+
 /* Arbitrary text (e.g. a JSON line), atomically. */
 nle_status nle_write_text(nle_ctx *ctx, const char *path, const char *text);
 /* NLE_OK when path's folder exists and is writable (checked before long work,
  * so a run does not fail only at its end). */
 nle_status nle_check_output_path(nle_ctx *ctx, const char *path);
+/* The same, and that path's extension names one of `formats` (a mask; 0:
+ * any name, e.g. a model file or a JSON line). */
+enum {
+  NLE_OUTPUT_DENSE = 1, /* .npy, .csv, .tsv, .txt (nle_write_matd and kin) */
+  NLE_OUTPUT_MTX = 2,   /* .mtx (nle_write_csr_mtx) */
+  NLE_OUTPUT_IMAGE = 4  /* .png, .svg (nle_plot) */
+};
+nle_status nle_check_output(nle_ctx *ctx, const char *path, unsigned formats);
 
 /* ========================================================================== */
 /* Plots                                                                      */

@@ -13,10 +13,12 @@ ok() { echo "ok $1"; passed=$((passed + 1)); }
 bad() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
 
 # expect_fail NAME SUBSTRING OUTPUT -- command...
-# OUTPUT is a file that must not exist afterwards ("-" for none).
+# OUTPUT is a file that must not exist afterwards, or, when it existed
+# before, must be byte-identical afterwards ("-" for none).
 expect_fail() {
-  local name=$1 want=$2 out=$3
+  local name=$1 want=$2 out=$3 before=""
   shift 4
+  if [ "$out" != "-" ] && [ -e "$out" ]; then before=$(md5sum < "$out"); fi
   "$@" > "$T/stdout" 2> "$T/stderr"
   local rc=$? lines
   lines=$(wc -l < "$T/stderr")
@@ -24,7 +26,9 @@ expect_fail() {
   if [ $rc -ge 128 ]; then bad "$name" "crashed (exit $rc): $(head -c 300 "$T/stderr")"; return; fi
   if [ "$lines" -ne 1 ]; then bad "$name" "$lines lines on stderr: $(head -c 300 "$T/stderr")"; return; fi
   if ! grep -qF -- "$want" "$T/stderr"; then bad "$name" "message lacks '$want': $(cat "$T/stderr")"; return; fi
-  if [ "$out" != "-" ] && [ -e "$out" ]; then bad "$name" "left an output file $out"; return; fi
+  if [ -n "$before" ]; then
+    if [ "$(md5sum < "$out" 2> /dev/null)" != "$before" ]; then bad "$name" "changed the existing $out"; return; fi
+  elif [ "$out" != "-" ] && [ -e "$out" ]; then bad "$name" "left an output file $out"; return; fi
   if ls -a "$T" "$T/sub" 2>/dev/null | grep -q '\.tmp\.'; then bad "$name" "left a temporary file"; return; fi
   ok "$name"
 }
@@ -255,6 +259,26 @@ expect_fail transform_not_model "not an nlembed model file" "$T/x.npy" -- $N tra
 for cmd in pca knn affinity ee tee ssne tsne sne metrics plot transform; do
   if $N $cmd --help | grep -q "Usage: nlembed $cmd"; then ok "help_$cmd"; else bad "help_$cmd" "no usage"; fi
 done
+# ---- a failed run leaves every earlier output as it was (one transaction);
+# paths and extensions are checked before any work; temporaries of a killed
+# run are removed by the next run writing in that folder
+$N pca swissroll:300 -d 2 -o "$T/keep.npy" --save-labels "$T/keep_l.npy" --quiet > /dev/null
+expect_fail txn_knn_distances 'd.mtx: unknown output extension ".mtx" (use .npy, .csv, .tsv or .txt)' "$T/keep.npy" -- \
+  $N knn swissroll:300 -k 5 -o "$T/keep.npy" --distances "$T/d.mtx"
+expect_fail txn_pca_labels "output folder $T/none does not exist" "$T/keep.npy" -- \
+  $N pca swissroll:300 -d 2 -o "$T/keep.npy" --save-labels "$T/none/l.npy"
+expect_fail txn_bad_output_ext 'o.xyz: unknown output extension ".xyz"' "$T/keep_l.npy" -- \
+  $N tsne swissroll:300 -o "$T/o.xyz" --save-labels "$T/keep_l.npy"
+expect_fail path_prefix_missing_folder "p000.npy: output folder $T/none does not exist" "$T/keep.npy" -- \
+  $N ee swissroll:300 --homotopy 3 --path-prefix "$T/none/p" -o "$T/keep.npy"
+expect_fail txn_transform_ext 'x.png: unknown output extension ".png"' - -- $N transform "$T/none.nle" spiral:10 -o "$T/x.png"
+sh -c 'exit 0' & dead_pid=$!
+wait $dead_pid
+touch "$T/.late.npy.tmp.$dead_pid.abcdef"
+expect_ok dead_temporary_removed $N pca swissroll:300 -d 2 -o "$T/late.npy"
+if [ ! -e "$T/.late.npy.tmp.$dead_pid.abcdef" ] && grep -q "left by a run that died" "$T/stderr"; then ok dead_temporary_note
+else bad dead_temporary_note "the dead run's temporary is still there or unreported: $(cat "$T/stderr")"; fi
+
 # ---- a one-column file of class names, spaces and all
 printf '0,0\n1,1\n2,2\n3,3\n' > "$T/names_emb.csv"
 printf 'Ankle boot\nT-shirt/top\nAnkle boot\nBag\n' > "$T/names.txt"

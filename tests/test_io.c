@@ -2,9 +2,11 @@
  * output, including malformed files. */
 #include "harness.h"
 
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -418,11 +420,84 @@ static void label_names_with_spaces(void) {
   nle_ctx_free(&ctx);
 }
 
+/* Output transactions: inside one, completed files wait under temporary
+ * names; abort (or freeing the context) removes them and leaves what was
+ * there before, commit puts all in place. Temporaries of a dead process are
+ * removed by the next write in their folder, a live one's are kept. And the
+ * extension check before any work names the accepted ones. */
+static int count_temporaries(const char *dir) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d)))
+    if (strstr(e->d_name, ".tmp.")) n++;
+  if (d) closedir(d);
+  return n;
+}
+
+static void output_transactions(void) {
+  nle_ctx *ctx = test_ctx(1);
+  mkdir(test_path("txn"), 0755);
+  const char *dir = test_path("txn");
+  char a[4096], b[4096];
+  snprintf(a, sizeof a, "%s/a.npy", dir);
+  snprintf(b, sizeof b, "%s/b.csv", dir);
+  nle_matd *m;
+  nle_test_ok(nle_matd_alloc(ctx, 2, 2, &m));
+  for (int i = 0; i < 4; i++) m->data[i] = i;
+  nle_test_ok(nle_write_text(ctx, a, "before"));
+  struct stat st;
+  nle_test_ok(nle_outputs_begin(ctx));
+  nle_test(nle_outputs_begin(ctx) == NLE_ERR_ARG);
+  nle_test_ok(nle_write_matd(ctx, a, m));
+  nle_test_ok(nle_write_matd(ctx, b, m));
+  nle_test(stat(a, &st) == 0 && st.st_size == 6 && access(b, F_OK) != 0 && count_temporaries(dir) == 2);
+  nle_outputs_abort(ctx);
+  nle_test(stat(a, &st) == 0 && st.st_size == 6 && access(b, F_OK) != 0 && count_temporaries(dir) == 0);
+  nle_test_ok(nle_outputs_begin(ctx));
+  nle_test_ok(nle_write_matd(ctx, a, m));
+  nle_test_ok(nle_write_matd(ctx, a, m)); /* the second replaces the first */
+  nle_test_ok(nle_write_matd(ctx, b, m));
+  nle_test(count_temporaries(dir) == 2);
+  nle_test_ok(nle_outputs_commit(ctx));
+  nle_test(stat(a, &st) == 0 && st.st_size > 6 && access(b, F_OK) == 0 && count_temporaries(dir) == 0);
+  /* freeing the context with a transaction open discards it */
+  nle_test_ok(nle_outputs_begin(ctx));
+  nle_test_ok(nle_write_text(ctx, b, "x"));
+  nle_ctx_free(&ctx);
+  nle_test(stat(b, &st) == 0 && st.st_size > 1 && count_temporaries(dir) == 0);
+  /* a dead process's temporary goes, a live one's stays */
+  ctx = test_ctx(1);
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, NULL, 0);
+  char dead[4096], live[4096];
+  snprintf(dead, sizeof dead, "%s/.c.npy.tmp.%ld.abcdef", dir, (long)child);
+  snprintf(live, sizeof live, "%s/.c.npy.tmp.%ld.abcdef", dir, (long)getppid());
+  test_write_file("txn/.c.npy.tmp.0.notours", "x", 1); /* not a temporary of ours: kept */
+  FILE *f = fopen(dead, "w");
+  if (f) fclose(f);
+  f = fopen(live, "w");
+  if (f) fclose(f);
+  nle_test_ok(nle_write_matd(ctx, a, m));
+  nle_test(access(dead, F_OK) != 0 && access(live, F_OK) == 0);
+  unlink(live);
+  /* extensions checked before any work */
+  nle_test(nle_check_output(ctx, test_path("x.xyz"), NLE_OUTPUT_DENSE) == NLE_ERR_UNSUPPORTED &&
+           strstr(nle_ctx_error(ctx), "use .npy, .csv, .tsv or .txt"));
+  nle_test(nle_check_output(ctx, test_path("x.npy"), NLE_OUTPUT_MTX) == NLE_ERR_UNSUPPORTED &&
+           strstr(nle_ctx_error(ctx), "use .mtx"));
+  nle_test_ok(nle_check_output(ctx, test_path("x.svg"), NLE_OUTPUT_IMAGE));
+  nle_test_ok(nle_check_output(ctx, test_path("x.model"), 0));
+  nle_matd_free(&m);
+  nle_ctx_free(&ctx);
+}
+
 const nle_test_case io_tests[] = {{"io/label_names_with_spaces", label_names_with_spaces},
                                   {"io/npy_streamed_equals_buffer", npy_streamed_equals_buffer},{"io/mtx_round_trip", mtx_round_trip},
                                   
     {"io/text_formats", text_formats},   {"io/text_labels", text_labels},
     {"io/text_malformed", text_malformed}, {"io/npy_read", npy_read},
     {"io/npy_roundtrip", npy_roundtrip}, {"io/idx_and_gzip", idx_and_gzip},
-    {"io/atomic_output", atomic_output}, {"io/synthetic_datasets", synthetic_datasets},
+    {"io/atomic_output", atomic_output}, {"io/output_transactions", output_transactions}, {"io/synthetic_datasets", synthetic_datasets},
     {"io/fashion_mnist", fashion_mnist}, {NULL, NULL}};

@@ -20,8 +20,21 @@ nle_ctx *nle_ctx_new(void) {
   return ctx;
 }
 
+void nle__outputs_discard(nle_ctx *ctx) {
+  for (size_t i = 0; i < ctx->staged_count; i++) {
+    if (ctx->staged[i].tmp[0]) unlink(ctx->staged[i].tmp);
+    free(ctx->staged[i].tmp);
+    free(ctx->staged[i].final);
+  }
+  free(ctx->staged);
+  ctx->staged = NULL;
+  ctx->staged_count = ctx->staged_cap = 0;
+  ctx->outputs_open = 0;
+}
+
 void nle_ctx_free(nle_ctx **ctx) {
   if (!ctx || !*ctx) return;
+  nle__outputs_discard(*ctx); /* an uncommitted transaction leaves nothing */
   free(*ctx);
   *ctx = NULL;
 }

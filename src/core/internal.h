@@ -26,7 +26,18 @@ struct nle_ctx {
   double frame_lo, frame_hi, frame_fraction;
   nle_status last_status;
   char error[NLE__ERROR_LEN];
+  /* An open output transaction: completed files (temporary, final path)
+   * waiting for nle_outputs_commit. */
+  int outputs_open;
+  size_t staged_count, staged_cap;
+  struct nle__staged_file {
+    char *tmp, *final;
+  } *staged;
 };
+
+/* Removes the staged temporaries and closes the transaction (ctx.c: also
+ * on nle_ctx_free). */
+void nle__outputs_discard(nle_ctx *ctx);
 
 /* Records status and a printf-style message in the context and returns the
  * status, so error paths read `return nle__fail(ctx, NLE_ERR_ARG, "...")`. */

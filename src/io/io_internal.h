@@ -12,10 +12,14 @@ typedef struct {
   FILE *f;
   char *tmp_path;
   char *final_path;
+  int immediate; /* renamed at once even inside an output transaction
+                    (checkpoints: they must exist when the run dies) */
 } nle__afile;
 
 nle_status nle__afile_open(nle_ctx *ctx, const char *path, nle__afile *af);
-/* Flushes, syncs and renames into place; on any failure removes the temporary. */
+/* Flushes, syncs and renames into place, or, inside an output transaction
+ * (nle_outputs_begin), hands the completed temporary to the transaction,
+ * which renames it at the commit; on any failure removes the temporary. */
 nle_status nle__afile_commit(nle_ctx *ctx, nle__afile *af);
 void nle__afile_abort(nle__afile *af);
 

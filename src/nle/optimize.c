@@ -816,6 +816,7 @@ nle_status nle_opt_save_checkpoint(nle_ctx *ctx, nle_opt *o, const nle_matd *X, 
   nle__afile af;
   nle_status s = nle__rec_open(ctx, path, "checkpoint", &af);
   if (s) return s;
+  af.immediate = 1; /* a checkpoint must be there if the run dies */
   nle__rec_put_text(&af, "fingerprint", fingerprint ? fingerprint : "");
   nle__rec_put(&af, "ints", 'l', ints, CK_INTS);
   nle__rec_put(&af, "doubles", 'd', doubles, CK_DOUBLES);
