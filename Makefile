@@ -33,7 +33,7 @@ $(BUILD)/%.o: %.c $(HEADERS)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/libnlembed.a: $(LIB_OBJ)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/libnlembed.so: $(LIB_OBJ)
 	$(CC) -shared $(LDFLAGS) -Wl,-soname,libnlembed.so.0 -o $@ $^ $(LDLIBS)
