@@ -36,7 +36,9 @@ enum {
   "  --verbose            more detail on stderr\n"                                       \
   "  --delimiter C        text input delimiter (default: detected; 'tab' for a tab)\n"   \
   "  --header auto|yes|no text input header row (default auto)\n"                        \
-  "  --label-column N     text input column (1-based, or 'last') holding labels\n"       \
+  "  --label-column N     text input column holding labels: 1-based, last, none, or\n"  \
+  "                       auto (default: the column a header names label, class,\n"    \
+  "                       target, or y without an x)\n"                                 \
   "  --help               this help\n"
 
 struct cli_knn_choice;

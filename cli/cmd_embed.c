@@ -94,7 +94,8 @@ static const char *help_fmt =
     "                       fixed steps, else 1.5 x the upper bound of lambda*)\n"
     "  --path-prefix P      write X after every lambda to P000.npy, P001.npy, ...\n"
     "  --trace FILE         write 'iteration,seconds,E,evaluations' per iteration\n"
-    "  --save-labels FILE   also write the dataset's labels\n"
+    "  --save-labels FILE   also write the dataset's labels: class names one a line\n"
+    "                       in .txt/.csv, integer codes in .npy\n"
     "  --checkpoint FILE    save the run's state to FILE every --checkpoint-every\n"
     "                       iterations, after every homotopy step, and on SIGINT or\n"
     "                       SIGTERM (then exit 130 or 143 without writing OUTPUT)\n"
@@ -533,7 +534,8 @@ int cmd_embed(int argc, char **argv, const char *name) {
   /* the outputs, committed together */
   if (!rc && !s) s = nle_write_matd(env.ctx, a.output, res->X);
   if (!rc && !s && a.save_model) s = nle_trained_save(env.ctx, res->trained, a.save_model, a.model_data_copy);
-  if (!rc && !s && a.save_labels) s = nle_write_labels(env.ctx, a.save_labels, ds->labels, (int64_t)npts);
+  if (!rc && !s && a.save_labels) s = nle_write_labels_named(env.ctx, a.save_labels, ds->labels, (int64_t)npts,
+                                                                     ds->class_names, ds->n_classes);
   if (!rc && s) rc = cli_fail(&env, s);
   if (!rc) rc = cli_commit(&env); /* every output of the run, or none */
   if (!rc) {

@@ -102,6 +102,12 @@ int cmd_metrics(int argc, char **argv) {
             argv[optind + 1], X->rows);
     rc = 1;
   }
+  if (!rc && !s && X->cols > ds->X->cols) {
+    /* scored the wrong way round, trustworthiness and continuity swap */
+    fprintf(stderr, "nlembed metrics: error: the embedding %s has %zu columns, more than the data %s (%zu): "
+            "the order is DATA EMBEDDING\n", argv[optind + 1], X->cols, argv[optind], ds->X->cols);
+    rc = 1;
+  }
   if (!rc && !s) {
     double t0 = nle_time_seconds();
     s = nle_metrics_compute(env.ctx, ds->X, X, ds->labels, &o, &m);

@@ -22,7 +22,8 @@ static const char *help =
     "  --no-center          do not subtract the mean\n"
     "  --power-iters N      randomized: subspace iterations (default 6)\n"
     "  --oversample N       randomized: extra directions (default 10)\n"
-    "  --save-labels FILE   also write the dataset's labels (e.g. for plot)\n"
+    "  --save-labels FILE   also write the dataset's labels (e.g. for plot): class\n"
+    "                       names one a line in .txt/.csv, integer codes in .npy\n"
     "\n" CLI_COMMON_HELP;
 
 enum { OPT_SOLVER = OPT_COMMAND_BASE, OPT_WHITEN, OPT_NO_CENTER, OPT_POWER, OPT_OVERSAMPLE, OPT_SAVE_LABELS };
@@ -92,7 +93,8 @@ int cmd_pca(int argc, char **argv) {
     t_fit = nle_time_seconds() - t;
   }
   if (!rc && !s) s = nle_write_matd(env.ctx, output, X);
-  if (!rc && !s && save_labels) s = nle_write_labels(env.ctx, save_labels, ds->labels, (int64_t)ds->X->rows);
+  if (!rc && !s && save_labels) s = nle_write_labels_named(env.ctx, save_labels, ds->labels, (int64_t)ds->X->rows, ds->class_names,
+                                                                     ds->n_classes);
   if (!rc && s) rc = cli_fail(&env, s);
   if (!rc) rc = cli_commit(&env); /* every output of the run, or none */
   if (!rc) {

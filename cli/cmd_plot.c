@@ -103,7 +103,7 @@ int cmd_plot(int argc, char **argv) {
   }
   if (!rc && !s && env.labels_source) {
     int64_t n;
-    s = nle_labels_read(env.ctx, env.labels_source, (int64_t)X->rows, &labels, &n, &classes, &names);
+    s = nle_labels_read(env.ctx, env.labels_source, &env.read, (int64_t)X->rows, &labels, &n, &classes, &names);
   }
   if (!rc && !s) s = nle_plot_scatter(env.ctx, output, X, labels, classes, names, &o);
   if (!rc && s) rc = cli_fail(&env, s);

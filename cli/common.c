@@ -191,8 +191,10 @@ static int common_option(cli_env *env, int opt, const char *arg) {
     return 1;
   case OPT_LABEL_COLUMN:
     if (!strcmp(arg, "last")) env->read.label_column = -2;
+    else if (!strcmp(arg, "none")) env->read.label_column = -1;
+    else if (!strcmp(arg, "auto")) env->read.label_column = NLE_LABEL_AUTO;
     else if (cli_parse_int(arg, 1, 1 << 20, &v)) env->read.label_column = (int)v - 1;
-    else return cli_usage_error(env->command, "--label-column takes a 1-based column or 'last'"), -1;
+    else return cli_usage_error(env->command, "--label-column takes a 1-based column, last, none or auto"), -1;
     return 1;
   default: return 0;
   }
@@ -260,7 +262,7 @@ nle_status cli_load(cli_env *env, const char *source, nle_dataset **ds) {
   int64_t n;
   int32_t classes;
   char **names;
-  s = nle_labels_read(env->ctx, env->labels_source, (int64_t)(*ds)->X->rows, &labels, &n, &classes, &names);
+  s = nle_labels_read(env->ctx, env->labels_source, &env->read, (int64_t)(*ds)->X->rows, &labels, &n, &classes, &names);
   if (s) {
     nle_dataset_free(ds);
     return s;

@@ -196,7 +196,8 @@ double nle_time_seconds(void);
 /* ========================================================================== */
 
 typedef enum {
-  NLE_HEADER_AUTO = 0, /* a first row with a non-numeric field is a header */
+  NLE_HEADER_AUTO = 0, /* a first row of names is a header; numbers beside
+                          words in it are refused as ambiguous */
   NLE_HEADER_YES = 1,
   NLE_HEADER_NO = 2
 } nle_header_mode;
@@ -204,11 +205,16 @@ typedef enum {
 typedef struct {
   char delimiter;         /* 0 (default): detect among ',', '\t', ';', ' ' */
   nle_header_mode header; /* default NLE_HEADER_AUTO */
-  /* Column holding labels in a text file, 0-based; -1 (default) none; -2 the
-   * last column. Labels may be integers or strings (strings are numbered in
-   * sorted order and kept as class names). */
+  /* Column holding labels in a text file, 0-based; -1 none; -2 the last
+   * column; NLE_LABEL_AUTO (default): the column a header names label,
+   * labels, class, target, or y when there is no x (any case; a note says
+   * so), else none.
+   * Labels may be integers or strings (strings are numbered in sorted order
+   * and kept as class names). */
   int label_column;
 } nle_read_opts;
+
+#define NLE_LABEL_AUTO NLE_AUTO
 
 void nle_read_opts_init(nle_read_opts *o);
 
@@ -234,11 +240,12 @@ nle_status nle_dataset_read(nle_ctx *ctx, const char *source,
 void nle_dataset_free(nle_dataset **ds);
 
 /* Reads labels (one integer or string per point) from a file of any supported
- * format with a single column, or from a dataset name. When expected_n > 0 a
+ * format with a single column, from a data file's label column (opts'
+ * label_column, or the header's label column with NLE_LABEL_AUTO; opts NULL:
+ * single columns only), or from a dataset name. When expected_n > 0 a
  * different count is an error. */
-nle_status nle_labels_read(nle_ctx *ctx, const char *source, int64_t expected_n,
-                           int32_t **labels, int64_t *n, int32_t *n_classes,
-                           char ***class_names);
+nle_status nle_labels_read(nle_ctx *ctx, const char *source, const nle_read_opts *opts, int64_t expected_n,
+                           int32_t **labels, int64_t *n, int32_t *n_classes, char ***class_names);
 void nle_class_names_free(char ***names, int32_t n_classes);
 
 /* Parsers on a memory buffer (what the file readers use; handy for fuzzing).
@@ -261,6 +268,10 @@ nle_status nle_write_matd(nle_ctx *ctx, const char *path, const nle_matd *m);
 nle_status nle_write_matf(nle_ctx *ctx, const char *path, const nle_matf *m);
 nle_status nle_write_labels(nle_ctx *ctx, const char *path, const int32_t *labels,
                             int64_t n);
+/* The same, written as the class names (one a line) when there are names
+ * and the file is text; .npy keeps the integer codes. */
+nle_status nle_write_labels_named(nle_ctx *ctx, const char *path, const int32_t *labels, int64_t n,
+                                  char *const *class_names, int32_t n_classes);
 /* N x k int32 matrix (e.g. neighbour indices) as .npy or text. */
 nle_status nle_write_mati32(nle_ctx *ctx, const char *path, const int32_t *a,
                             int64_t rows, int64_t cols);

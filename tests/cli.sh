@@ -279,6 +279,28 @@ expect_ok dead_temporary_removed $N pca swissroll:300 -d 2 -o "$T/late.npy"
 if [ ! -e "$T/.late.npy.tmp.$dead_pid.abcdef" ] && grep -q "left by a run that died" "$T/stderr"; then ok dead_temporary_note
 else bad dead_temporary_note "the dead run's temporary is still there or unreported: $(cat "$T/stderr")"; fi
 
+# ---- readers: a byte-order mark, an ambiguous first row, a label column
+# named in the header (taken with a note, usable by plot), metrics' order
+printf '\xef\xbb\xbf1,2\n3,4\n5,7\n' > "$T/bom.csv"
+expect_ok bom_skipped $N pca "$T/bom.csv" -d 1 -o "$T/bom.npy" --quiet
+if grep -q '"n": 3' "$T/stdout"; then ok bom_rows; else bad bom_rows "$(cat "$T/stdout")"; fi
+printf '1,2x,3\n4,5,6\n7,8,9\n' > "$T/typo.csv"
+expect_fail header_typo 'typo.csv: line 1: field 2 ("2x") is not a number but 2 other fields are' "$T/typo.npy" -- \
+  $N pca "$T/typo.csv" -d 1 -o "$T/typo.npy"
+{ echo "a,b,c,label"; for i in $(seq 1 40); do echo "$i,$((i % 7)),$((i * i % 11)),$((i % 3))"; done; } > "$T/lab.csv"
+expect_ok label_named_column $N pca "$T/lab.csv" -d 2 -o "$T/lab.npy" --save-labels "$T/lab_l.npy"
+if grep -q 'column 4 ("label") taken as the labels' "$T/stderr" && grep -q '"dim": 3' "$T/stdout"; then ok label_named_note
+else bad label_named_note "$(cat "$T/stderr" "$T/stdout")"; fi
+expect_ok label_column_none $N pca "$T/lab.csv" -d 2 -o "$T/lab4.npy" --label-column none --quiet
+if grep -q '"dim": 4' "$T/stdout"; then ok label_column_none_dim; else bad label_column_none_dim "$(cat "$T/stdout")"; fi
+expect_ok plot_labels_from_data_file $N plot "$T/lab.npy" --labels "$T/lab.csv" -o "$T/lab.png" --quiet
+expect_ok save_label_names $N pca fashion-mnist:200 -d 2 -o "$T/fm200.npy" --save-labels "$T/fm200_names.txt" --quiet
+if head -1 "$T/fm200_names.txt" | grep -qx "Ankle boot" && [ "$(wc -l < "$T/fm200_names.txt")" -eq 200 ]; then
+  ok save_label_names_text; else bad save_label_names_text "$(head -3 "$T/fm200_names.txt")"; fi
+expect_ok plot_saved_names $N plot "$T/fm200.npy" --labels "$T/fm200_names.txt" -o "$T/fm200.png" --quiet
+$N pca swissroll:2000 -d 3 -o "$T/sr3.npy" --quiet > /dev/null
+expect_fail metrics_swapped "the order is DATA EMBEDDING" "$T/msw.json" -- $N metrics "$T/sr.npy" "$T/sr3.npy" -o "$T/msw.json"
+
 # ---- a one-column file of class names, spaces and all
 printf '0,0\n1,1\n2,2\n3,3\n' > "$T/names_emb.csv"
 printf 'Ankle boot\nT-shirt/top\nAnkle boot\nBag\n' > "$T/names.txt"

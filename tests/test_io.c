@@ -54,13 +54,57 @@ static void text_labels(void) {
   int32_t *labels;
   int64_t n;
   int32_t classes;
-  nle_test_ok(nle_labels_read(ctx, lab, 2, &labels, &n, &classes, NULL));
+  nle_test_ok(nle_labels_read(ctx, lab, NULL, 2, &labels, &n, &classes, NULL));
   nle_test(n == 2 && labels[1] == 2 && classes == 3);
   free(labels);
-  nle_test(nle_labels_read(ctx, lab, 3, &labels, &n, &classes, NULL) == NLE_ERR_FORMAT);
+  nle_test(nle_labels_read(ctx, lab, NULL, 3, &labels, &n, &classes, NULL) == NLE_ERR_FORMAT);
   nle_test(strstr(nle_ctx_error(ctx), "2 labels for 3 points") != NULL);
   const char *wide = test_write_file("wide.txt", "1,2\n3,4\n", 8);
-  nle_test(nle_labels_read(ctx, wide, 0, &labels, &n, &classes, NULL) == NLE_ERR_FORMAT);
+  nle_test(nle_labels_read(ctx, wide, NULL, 0, &labels, &n, &classes, NULL) == NLE_ERR_FORMAT);
+  nle_ctx_free(&ctx);
+}
+
+/* Issue 19's readers: a UTF-8 byte-order mark is skipped (it dropped the
+ * first row); a first row of numbers beside words is refused, naming the
+ * field, instead of taken as a header (which dropped a data row); a header
+ * column named label/class/y/target is taken as the labels (with a note),
+ * --label-column none keeps it a feature; a data file's label column serves
+ * nle_labels_read. */
+static void text_bom_header_labels(void) {
+  nle_ctx *ctx = test_ctx(1);
+  nle_dataset *ds = NULL;
+  nle_test_ok(read_text(ctx, "\xef\xbb\xbf" "1,2\n3,4\n5,7\n", NULL, &ds));
+  nle_test(ds && ds->X->rows == 3 && ds->X->data[0] == 1.0f);
+  nle_dataset_free(&ds);
+  nle_test_ok(read_text(ctx, "\xef\xbb\xbf" "a,b\n3,4\n", NULL, &ds));
+  nle_test(ds && ds->X->rows == 1);
+  nle_dataset_free(&ds);
+  nle_test(read_text(ctx, "1,2x,3\n4,5,6\n", NULL, &ds) == NLE_ERR_FORMAT && !ds);
+  nle_test(strstr(nle_ctx_error(ctx), "line 1: field 2 (\"2x\") is not a number but 2 other fields are") != NULL);
+  nle_test(read_text(ctx, "x,y,3\n4,5,6\n", NULL, &ds) == NLE_ERR_FORMAT && !ds);
+  nle_test_ok(read_text(ctx, "px1,px2,Label\n1,2,7\n3,4,9\n", NULL, &ds));
+  nle_test(ds && ds->X->cols == 2 && ds->labels && ds->labels[1] == 9 && ds->X->data[3] == 4.0f);
+  nle_dataset_free(&ds);
+  nle_test_ok(read_text(ctx, "0,1,label\n1,2,cat\n3,4,dog\n", NULL, &ds)); /* numbered columns and a label */
+  nle_test(ds && ds->X->cols == 2 && ds->labels && !strcmp(ds->class_names[ds->labels[1]], "dog"));
+  nle_dataset_free(&ds);
+  nle_read_opts o;
+  nle_read_opts_init(&o);
+  nle_test(o.label_column == NLE_LABEL_AUTO);
+  o.label_column = -1;
+  nle_test_ok(read_text(ctx, "px1,px2,target\n1,2,7\n3,4,9\n", &o, &ds));
+  nle_test(ds && ds->X->cols == 3 && !ds->labels);
+  nle_dataset_free(&ds);
+  const char *data = test_write_file("with_labels.csv", "a,b,class\n1,2,x\n3,4,y\n5,6,x\n", 28);
+  int32_t *labels = NULL, classes = 0;
+  int64_t n = 0;
+  char **names = NULL;
+  nle_read_opts_init(&o);
+  nle_test_ok(nle_labels_read(ctx, data, &o, 3, &labels, &n, &classes, &names));
+  nle_test(n == 3 && classes == 2 && labels && labels[1] == 1 && names && !strcmp(names[0], "x"));
+  free(labels);
+  nle_class_names_free(&names, classes);
+  nle_test(nle_labels_read(ctx, data, NULL, 3, &labels, &n, &classes, NULL) == NLE_ERR_FORMAT);
   nle_ctx_free(&ctx);
 }
 
@@ -173,7 +217,7 @@ static void npy_roundtrip(void) {
   int32_t *back;
   int64_t n;
   int32_t classes;
-  nle_test_ok(nle_labels_read(ctx, test_path("lab.npy"), 5, &back, &n, &classes, NULL));
+  nle_test_ok(nle_labels_read(ctx, test_path("lab.npy"), NULL, 5, &back, &n, &classes, NULL));
   nle_test(back[0] == 4 && back[4] == 0 && classes == 5);
   free(back);
   nle_matd_free(&m);
@@ -408,7 +452,7 @@ static void label_names_with_spaces(void) {
   int32_t *labels = NULL, classes = 0;
   int64_t n = 0;
   char **names = NULL;
-  nle_test_ok(nle_labels_read(ctx, path, 4, &labels, &n, &classes, &names));
+  nle_test_ok(nle_labels_read(ctx, path, NULL, 4, &labels, &n, &classes, &names));
   nle_test(n == 4 && classes == 3 && labels && names);
   if (labels && names && classes == 3) {
     nle_test(labels[0] == labels[2] && labels[0] != labels[1] && labels[1] != labels[3]);
@@ -496,7 +540,7 @@ static void output_transactions(void) {
 const nle_test_case io_tests[] = {{"io/label_names_with_spaces", label_names_with_spaces},
                                   {"io/npy_streamed_equals_buffer", npy_streamed_equals_buffer},{"io/mtx_round_trip", mtx_round_trip},
                                   
-    {"io/text_formats", text_formats},   {"io/text_labels", text_labels},
+    {"io/text_formats", text_formats}, {"io/text_bom_header_labels", text_bom_header_labels},   {"io/text_labels", text_labels},
     {"io/text_malformed", text_malformed}, {"io/npy_read", npy_read},
     {"io/npy_roundtrip", npy_roundtrip}, {"io/idx_and_gzip", idx_and_gzip},
     {"io/atomic_output", atomic_output}, {"io/output_transactions", output_transactions}, {"io/synthetic_datasets", synthetic_datasets},

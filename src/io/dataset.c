@@ -182,8 +182,8 @@ nle_status nle_dataset_read(nle_ctx *ctx, const char *source, const nle_read_opt
   return NLE_OK;
 }
 
-nle_status nle_labels_read(nle_ctx *ctx, const char *source, int64_t expected_n, int32_t **labels,
-                           int64_t *n, int32_t *n_classes, char ***class_names) {
+nle_status nle_labels_read(nle_ctx *ctx, const char *source, const nle_read_opts *opts, int64_t expected_n,
+                           int32_t **labels, int64_t *n, int32_t *n_classes, char ***class_names) {
   *labels = NULL;
   *n = 0;
   *n_classes = 0;
@@ -199,7 +199,25 @@ nle_status nle_labels_read(nle_ctx *ctx, const char *source, int64_t expected_n,
     uint8_t *buf;
     size_t len;
     s = nle__read_file(ctx, source, &buf, &len);
-    if (!s) {
+    /* A data file with a label column (named with --label-column, or by its
+     * header): its labels. An explicit column's errors are the answer; an
+     * automatic attempt that finds none falls back to the one-column file. */
+    if (!s && opts && opts->label_column != -1) {
+      nle_read_opts wide = *opts;
+      nle_status ws = nle__parse_buffer(ctx, source, buf, len, &wide, 0, &ds);
+      if (!ws && ds->labels) {
+        free(buf);
+        buf = NULL;
+      } else {
+        nle_dataset_free(&ds);
+        if (ws && opts->label_column != NLE_LABEL_AUTO) {
+          free(buf);
+          return ws;
+        }
+        nle__clear_error(ctx);
+      }
+    }
+    if (!s && buf) {
       /* A one-column text file of names ("Ankle boot"): with no comma, tab
        * or semicolon anywhere, each line is one field, spaces and all. */
       if (!memchr(buf, ',', len) && !memchr(buf, '\t', len) && !memchr(buf, ';', len) && !memchr(buf, '\0', len) &&
@@ -209,9 +227,10 @@ nle_status nle_labels_read(nle_ctx *ctx, const char *source, int64_t expected_n,
       free(buf);
     }
     /* Text gives labels from column 0 and no data columns; binary formats one
-     * numeric column. Anything wider is not a label file. */
+     * numeric column. Anything wider is not a label file (unless its label
+     * column was found above). */
     size_t width = s ? 0 : ds->X->cols + (ds->labels ? 1 : 0);
-    if (!s && width != 1)
+    if (!s && width != 1 && !(opts && opts->label_column != -1 && ds->labels))
       s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: labels must be a single column, found %zu columns",
                     source, width);
     if (!s && !ds->labels)

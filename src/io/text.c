@@ -7,11 +7,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 void nle_read_opts_init(nle_read_opts *o) {
   o->delimiter = 0;
   o->header = NLE_HEADER_AUTO;
-  o->label_column = -1;
+  o->label_column = NLE_LABEL_AUTO;
 }
 
 /* A line of the buffer: [begin, end) without the newline and '\r'. */
@@ -119,6 +120,22 @@ static char detect_delimiter(const text_line *first, const text_line *second) {
   return ' ';
 }
 
+static int field_is(field f, const char *word) {
+  trim_field(&f);
+  size_t n = (size_t)(f.e - f.b);
+  return strlen(word) == n && !strncasecmp(f.b, word, n);
+}
+
+/* A header field that names the labels: label, labels, class, target, or y
+ * unless the header also has an x (then x, y are coordinates); any case,
+ * quotes and blanks ignored. */
+static int names_labels(field f, int header_has_x) {
+  static const char *const names[] = {"label", "labels", "class", "target"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    if (field_is(f, names[i])) return 1;
+  return !header_has_x && field_is(f, "y");
+}
+
 static int line_is_header(const text_line *ln, const text_line *next, char delim, int label_col) {
   field f[4096];
   int n = split_fields(ln, delim, f, 4096);
@@ -165,6 +182,11 @@ nle_status nle_parse_text(nle_ctx *ctx, const char *name, const char *buf, size_
   if (memchr(buf, '\0', len))
     return nle__fail(ctx, NLE_ERR_FORMAT, "%s: byte %zu: NUL byte in a text file (not a supported format)",
                      name, (size_t)((const char *)memchr(buf, '\0', len) - buf));
+  /* a UTF-8 byte-order mark is not part of the first field */
+  if (len >= 3 && (unsigned char)buf[0] == 0xEF && (unsigned char)buf[1] == 0xBB && (unsigned char)buf[2] == 0xBF) {
+    buf += 3;
+    len -= 3;
+  }
   line_cursor cur = {buf, buf + len, 0};
   text_line first, second;
   if (!next_line(&cur, &first))
@@ -175,13 +197,54 @@ nle_status nle_parse_text(nle_ctx *ctx, const char *name, const char *buf, size_
 
   field probe[1];
   int ncols = split_fields(&first, delim, probe, 0);
-  int label_col = opts->label_column == -2 ? ncols - 1 : opts->label_column;
+  int auto_label = opts->label_column == NLE_LABEL_AUTO;
+  int label_col = auto_label ? -1 : opts->label_column == -2 ? ncols - 1 : opts->label_column;
   if (label_col >= ncols)
     return nle__fail(ctx, NLE_ERR_ARG, "%s: line %lld: label column %d but the row has %d fields",
                      name, (long long)first.number, label_col + 1, ncols);
-  int header = opts->header == NLE_HEADER_YES ||
-               (opts->header == NLE_HEADER_AUTO &&
-                line_is_header(&first, has_second ? &second : NULL, delim, label_col));
+  /* The first row's fields: numbers, label names, other text. */
+  field *ff = malloc(sizeof(field) * (size_t)(ncols + 1));
+  if (!ff) return nle__fail(ctx, NLE_ERR_NOMEM, "%s: out of memory", name);
+  split_fields(&first, delim, ff, ncols + 1);
+  int numbers = 0, texts = 0, named = -1, first_text = -1, has_x = 0;
+  for (int j = 0; j < ncols; j++) has_x |= field_is(ff[j], "x");
+  for (int j = 0; j < ncols; j++) {
+    double v;
+    if (parse_number(ff[j], &v)) numbers++;
+    else if (names_labels(ff[j], has_x) && named < 0) named = j;
+    else if (j != label_col) {
+      texts++;
+      if (first_text < 0) first_text = j;
+    }
+  }
+  int header = opts->header == NLE_HEADER_YES;
+  if (opts->header == NLE_HEADER_AUTO) {
+    if (numbers > 0 && texts > 0) {
+      /* numbers beside words: a header with a typo, or a data row with one
+       * (or with class names): refused instead of guessed, since a wrong
+       * guess drops a data row */
+      field t = ff[first_text];
+      trim_field(&t);
+      nle_status st = nle__fail(ctx, NLE_ERR_FORMAT,
+                                "%s: line %lld: field %d (\"%.*s\") is not a number but %d other fields are: "
+                                "a header must name every column and a data row hold only numbers (--header "
+                                "yes or no says which; --label-column for a column of class names)",
+                                name, (long long)first.number, first_text + 1,
+                                (int)(t.e - t.b > 40 ? 40 : t.e - t.b), t.b, numbers);
+      free(ff);
+      return st;
+    }
+    header = (texts > 0 || named >= 0) ? 1 : line_is_header(&first, has_second ? &second : NULL, delim, label_col);
+  }
+  if (auto_label && header && named >= 0) {
+    label_col = named;
+    field t = ff[named];
+    trim_field(&t);
+    nle__log(ctx, 0, "note: %s: column %d (\"%.*s\") taken as the labels (--label-column none keeps it a feature)",
+             name, named + 1, (int)(t.e - t.b), t.b);
+  }
+  if (header) nle__log(ctx, 1, "%s: line %lld taken as a header", name, (long long)first.number);
+  free(ff);
 
   /* Count data rows. */
   line_cursor scan = header ? after_first : (line_cursor){buf, buf + len, 0};

@@ -67,6 +67,26 @@ nle_status nle_write_labels(nle_ctx *ctx, const char *path, const int32_t *label
   return write_dense(ctx, path, labels, ELEM_INT32, n, 1, 1);
 }
 
+nle_status nle_write_labels_named(nle_ctx *ctx, const char *path, const int32_t *labels, int64_t n,
+                                  char *const *class_names, int32_t n_classes) {
+  out_format fmt;
+  char delim;
+  nle_status s = output_format(ctx, path, &fmt, &delim);
+  if (s) return s;
+  if (!class_names || fmt == OUT_NPY) return nle_write_labels(ctx, path, labels, n);
+  nle__afile af;
+  s = nle__afile_open(ctx, path, &af);
+  if (s) return s;
+  for (int64_t i = 0; i < n; i++) {
+    int32_t c = labels[i];
+    const char *name = c >= 0 && c < n_classes && class_names[c] ? class_names[c] : "";
+    /* one name a line; quoted when it holds a field separator */
+    int quote = strpbrk(name, ",;\t") != NULL;
+    fprintf(af.f, quote ? "\"%s\"\n" : "%s\n", name);
+  }
+  return nle__afile_commit(ctx, &af);
+}
+
 nle_status nle_write_mati32(nle_ctx *ctx, const char *path, const int32_t *a, int64_t rows, int64_t cols) {
   return write_dense(ctx, path, a, ELEM_INT32, rows, cols, 0);
 }
