@@ -465,6 +465,10 @@ int cmd_embed(int argc, char **argv, const char *name) {
   double t_read = nle_time_seconds();
   if (!rc && !s && n_inputs) s = cli_load(&env, argv[optind], &ds);
   if (!rc && !s && a.affinities) s = nle_read_csr_mtx(env.ctx, a.affinities, &A);
+  if (!rc && !s && A && nle_affinity_check(env.ctx, A) && A->rows == A->cols) {
+    fprintf(stderr, "nlembed %s: error: %s: %s\n", name, a.affinities, nle_ctx_error(env.ctx));
+    rc = 1;
+  }
   t_read = nle_time_seconds() - t_read;
   if (!rc && !s && a.save_labels && !ds->labels)
     rc = cli_usage_error(name, "%s has no labels to save (give them with --labels)", argv[optind]);

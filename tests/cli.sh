@@ -253,7 +253,7 @@ expect_fail transform_wrong_data "is not the data the model was trained on" "$T/
 expect_fail transform_inverse_uniform "with other W- its minimum is at infinity" "$T/x.npy" -- $N transform "$T/om.nle" "$T/om.npy" --inverse -o "$T/x.npy"
 expect_fail transform_columns "new points have 2 columns, the training data 8" "$T/x.npy" -- $N transform "$T/om.nle" spiral:50 -o "$T/x.npy"
 head -c 300 "$T/om.nle" > "$T/cut.nle"
-expect_fail transform_damaged_model "cut.nle: truncated at byte 296" "$T/x.npy" -- $N transform "$T/cut.nle" blobs:400:8:4 -o "$T/x.npy"
+expect_fail transform_damaged_model "cut.nle: record 'doubles' (at byte 232) is damaged or truncated" "$T/x.npy" -- $N transform "$T/cut.nle" blobs:400:8:4 -o "$T/x.npy"
 expect_fail transform_not_model "not an nlembed model file" "$T/x.npy" -- $N transform "$T/four.csv" blobs:400:8:4 -o "$T/x.npy"
 
 for cmd in pca knn affinity ee tee ssne tsne sne metrics plot transform; do
@@ -278,6 +278,20 @@ touch "$T/.late.npy.tmp.$dead_pid.abcdef"
 expect_ok dead_temporary_removed $N pca swissroll:300 -d 2 -o "$T/late.npy"
 if [ ! -e "$T/.late.npy.tmp.$dead_pid.abcdef" ] && grep -q "left by a run that died" "$T/stderr"; then ok dead_temporary_note
 else bad dead_temporary_note "the dead run's temporary is still there or unreported: $(cat "$T/stderr")"; fi
+
+# ---- a damaged checkpoint or model is refused, naming the file and the
+# damaged record (each record carries a CRC-32)
+cp "$T/run.ckpt" "$T/flip.ckpt"
+ck_size=$(stat -c %s "$T/flip.ckpt")
+printf '\x55' | dd of="$T/flip.ckpt" bs=1 seek=$((ck_size / 2)) conv=notrunc 2> /dev/null
+expect_fail ckpt_damaged "is damaged (checksum mismatch)" "$T/ck_flip.npy" -- $N $ck_args -o "$T/ck_flip.npy" --resume "$T/flip.ckpt"
+cp "$T/om.nle" "$T/flip.nle"
+m_size=$(stat -c %s "$T/flip.nle")
+printf '\x55' | dd of="$T/flip.nle" bs=1 seek=$((m_size / 2)) conv=notrunc 2> /dev/null
+expect_fail model_damaged "flip.nle: record '" "$T/tf_flip.npy" -- $N transform "$T/flip.nle" blobs:50:8:4 -o "$T/tf_flip.npy"
+printf '%%%%MatrixMarket matrix coordinate real general\n3 3 4\n1 2 0.5\n2 1 0.5\n2 3 -0.5\n3 2 0.5\n' > "$T/neg.mtx"
+expect_fail affinities_negative "neg.mtx: affinities: row 2, column 3 holds -0.5; they must be finite and >= 0" "$T/x.npy" -- \
+  $N ee --affinities "$T/neg.mtx" -o "$T/x.npy"
 
 # ---- readers: a byte-order mark, an ambiguous first row, a label column
 # named in the header (taken with a note, usable by plot), metrics' order

@@ -165,14 +165,21 @@ nle_status nle_repulsive_knn(nle_ctx *ctx, const nle_csr *knn, nle_csr **W) {
   return csr_union_transpose(ctx, knn, 0, W);
 }
 
+nle_status nle_affinity_check(nle_ctx *ctx, const nle_csr *A) {
+  if (A->rows != A->cols) return nle__fail(ctx, NLE_ERR_ARG, "affinities: the matrix must be square");
+  for (int64_t i = 0; i < A->rows; i++)
+    for (int64_t q = A->rowptr[i]; q < A->rowptr[i + 1]; q++)
+      if (!(nle_csr_value(A, q) >= 0) || !isfinite(nle_csr_value(A, q)))
+        return nle__fail(ctx, NLE_ERR_VALUE, "affinities: row %lld, column %lld holds %g; they must be finite and >= 0",
+                         (long long)i + 1, (long long)A->colind[q] + 1, nle_csr_value(A, q));
+  return NLE_OK;
+}
+
 /* W+ for a model from a given affinity matrix A (the --affinities input). */
 nle_status nle_affinity_for_model(nle_ctx *ctx, const nle_csr *A, nle_model_kind kind, nle_csr **W) {
   *W = NULL;
-  if (A->rows != A->cols) return nle__fail(ctx, NLE_ERR_ARG, "affinities: the matrix must be square");
-  for (int64_t q = 0; q < A->nnz; q++)
-    if (!(nle_csr_value(A, q) >= 0) || !isfinite(nle_csr_value(A, q)))
-      return nle__fail(ctx, NLE_ERR_VALUE, "affinities: entry %lld is %g; they must be finite and >= 0", (long long)q,
-                       nle_csr_value(A, q));
+  nle_status checked = nle_affinity_check(ctx, A);
+  if (checked) return checked;
   if (kind == NLE_MODEL_SNE) {
     nle_status s = nle_csr_alloc(ctx, A->rows, A->cols, A->nnz, NLE_F64, W);
     for (int64_t i = 0; !s && i < A->rows; i++) {

@@ -4,16 +4,48 @@
  * place. Everything is little-endian, as on every machine we build for; a
  * byte-order mark refuses files from any other.
  *
- *   "NLEMBED\0" | kind (24 bytes) | 0x01020304 (u32) | version (u32)
- *   per record: name (32 bytes) | type (u8) + 7 zero bytes | count (u64) | data
- */
+ *   "NLEMBED\0" | kind (24 bytes) | 0x01020304 (u32) | version (u32) |
+ *   CRC-32 of the 40 bytes before (u32) | 4 zero bytes
+ *   per record: name (32 bytes) | type (u8) | 3 zero bytes | CRC-32 (u32) |
+ *   count (u64) | data | zero padding to 8 bytes
+ *
+ * A record's CRC-32 (zlib's) covers its head (with the CRC field zero), its
+ * data and its padding, so that any damaged byte is found and the message
+ * names the record. Version 1 files (no CRCs, a 40-byte header) are still
+ * read. */
 #include "io_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
-enum { KIND_LEN = 24, NAME_LEN = 32, HEADER_LEN = 8 + KIND_LEN + 8, RECORD_HEAD = NAME_LEN + 8 + 8 };
-static const uint32_t BYTE_ORDER_MARK = 0x01020304u, VERSION = 1;
+enum { KIND_LEN = 24, NAME_LEN = 32, HEADER_V1 = 8 + KIND_LEN + 8, HEADER_LEN = HEADER_V1 + 8,
+       RECORD_HEAD = NAME_LEN + 8 + 8, CRC_AT = NAME_LEN + 4 };
+static const uint32_t BYTE_ORDER_MARK = 0x01020304u, VERSION = 2;
+static const char ZEROS[8];
+
+static uint32_t crc_of(uint32_t crc, const void *data, size_t len) {
+  const unsigned char *p = data;
+  while (len > 0) { /* zlib takes lengths in uInt */
+    uInt piece = len > (1u << 30) ? (1u << 30) : (uInt)len;
+    crc = (uint32_t)crc32(crc, p, piece);
+    p += piece;
+    len -= piece;
+  }
+  return crc;
+}
+
+/* A record name as read from a file, printable: other bytes as \xNN. */
+static void printable_name(const char *name, char *out, size_t cap) {
+  size_t o = 0;
+  for (size_t i = 0; name[i] && o + 5 < cap; i++) {
+    unsigned char c = (unsigned char)name[i];
+    if (c >= 0x20 && c < 0x7f && c != '\\') out[o++] = (char)c;
+    else o += (size_t)snprintf(out + o, cap - o, "\\x%02x", c);
+  }
+  out[o] = '\0';
+}
 
 static size_t type_size(char type) {
   switch (type) {
@@ -33,6 +65,8 @@ nle_status nle__rec_open(nle_ctx *ctx, const char *path, const char *kind, nle__
   strncpy(head + 8, kind, KIND_LEN - 1);
   memcpy(head + 8 + KIND_LEN, &BYTE_ORDER_MARK, 4);
   memcpy(head + 12 + KIND_LEN, &VERSION, 4);
+  uint32_t crc = crc_of(0, head, HEADER_V1);
+  memcpy(head + HEADER_V1, &crc, 4);
   fwrite(head, 1, sizeof head, af->f);
   return NLE_OK;
 }
@@ -42,11 +76,12 @@ void nle__rec_put(nle__afile *af, const char *name, char type, const void *data,
   strncpy(head, name, NAME_LEN - 1);
   head[NAME_LEN] = type;
   memcpy(head + NAME_LEN + 8, &count, 8);
-  fwrite(head, 1, sizeof head, af->f);
   size_t bytes = (size_t)count * type_size(type), pad = (8 - bytes % 8) % 8;
-  static const char zeros[8];
+  uint32_t crc = crc_of(crc_of(crc_of(0, head, sizeof head), bytes ? data : ZEROS, bytes), ZEROS, pad);
+  memcpy(head + CRC_AT, &crc, 4);
+  fwrite(head, 1, sizeof head, af->f);
   if (bytes) fwrite(data, 1, bytes, af->f);
-  fwrite(zeros, 1, pad, af->f);
+  fwrite(ZEROS, 1, pad, af->f);
 }
 
 void nle__rec_put_text(nle__afile *af, const char *name, const char *text) {
@@ -64,19 +99,27 @@ nle_status nle__rec_read(nle_ctx *ctx, const char *path, const char *kind, nle__
   f->path = path;
   nle_status s = nle__read_file(ctx, path, &f->buf, &f->len);
   if (s) return s;
-  uint32_t bom = 0, version = 0;
-  if (f->len >= HEADER_LEN) {
+  uint32_t bom = 0, version = 0, crc = 0;
+  if (f->len >= HEADER_V1) {
     memcpy(&bom, f->buf + 8 + KIND_LEN, 4);
     memcpy(&version, f->buf + 12 + KIND_LEN, 4);
   }
-  if (f->len < HEADER_LEN || memcmp(f->buf, "NLEMBED", 8) != 0)
+  size_t header = version >= 2 ? HEADER_LEN : HEADER_V1;
+  if (f->len >= HEADER_LEN) memcpy(&crc, f->buf + HEADER_V1, 4);
+  char kind_read[KIND_LEN + 1], shown[4 * KIND_LEN + 1];
+  memcpy(kind_read, f->len >= HEADER_V1 ? (const char *)f->buf + 8 : "", f->len >= HEADER_V1 ? KIND_LEN : 1);
+  kind_read[KIND_LEN] = '\0';
+  printable_name(kind_read, shown, sizeof shown);
+  if (f->len < HEADER_V1 || memcmp(f->buf, "NLEMBED", 8) != 0)
     s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: not an nlembed %s file", path, kind);
-  else if (strncmp((const char *)f->buf + 8, kind, KIND_LEN) != 0)
-    s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: an nlembed %.*s file, not a %s", path, KIND_LEN, (const char *)f->buf + 8,
-                  kind);
-  else if (bom != BYTE_ORDER_MARK || version != VERSION)
-    s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: written by another byte order or format version (%u)", path, version);
-  size_t pos = HEADER_LEN, cap = 0;
+  else if (bom != BYTE_ORDER_MARK || version < 1 || version > VERSION)
+    s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: written by another byte order or format version (%u), or damaged", path,
+                  version);
+  else if (version >= 2 && (f->len < HEADER_LEN || crc_of(0, f->buf, HEADER_V1) != crc))
+    s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: the file's header is damaged (checksum mismatch)", path);
+  else if (strncmp(kind_read, kind, KIND_LEN) != 0)
+    s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: an nlembed %s file, not a %s", path, shown, kind);
+  size_t pos = header, cap = 0;
   while (!s && pos < f->len) {
     uint64_t count;
     if (f->len - pos < RECORD_HEAD) {
@@ -84,19 +127,34 @@ nle_status nle__rec_read(nle_ctx *ctx, const char *path, const char *kind, nle__
       break;
     }
     nle__rec_entry e;
+    char shown_name[4 * NAME_LEN + 1];
     memcpy(e.name, f->buf + pos, NAME_LEN);
     e.name[NAME_LEN - 1] = '\0';
+    printable_name(e.name, shown_name, sizeof shown_name);
     e.type = (char)f->buf[pos + NAME_LEN];
     memcpy(&count, f->buf + pos + NAME_LEN + 8, 8);
-    size_t size = type_size(e.type);
+    size_t size = type_size(e.type), at = pos;
     pos += RECORD_HEAD;
-    if (!size || count > (f->len - pos) / size) {
-      s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: record '%s' is damaged or truncated", path, e.name);
+    size_t bytes = size ? (size_t)count * size : 0, pad = (8 - bytes % 8) % 8;
+    if (!size || count > (f->len - pos) / size || (version >= 2 && f->len - pos - bytes < pad)) {
+      s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: record '%s' (at byte %zu) is damaged or truncated", path, shown_name, at);
       break;
+    }
+    if (version >= 2) {
+      unsigned char head[RECORD_HEAD];
+      uint32_t stored;
+      memcpy(head, f->buf + at, RECORD_HEAD);
+      memcpy(&stored, head + CRC_AT, 4);
+      memset(head + CRC_AT, 0, 4);
+      if (crc_of(crc_of(0, head, RECORD_HEAD), f->buf + pos, bytes + pad) != stored) {
+        s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: record '%s' (at byte %zu) is damaged (checksum mismatch)", path,
+                      shown_name, at);
+        break;
+      }
     }
     e.count = count;
     e.data = f->buf + pos;
-    pos += (size_t)count * size;
+    pos += bytes;
     pos += (8 - pos % 8) % 8;
     if (f->count == cap) {
       cap = cap ? 2 * cap : 16;

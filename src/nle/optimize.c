@@ -911,6 +911,10 @@ nle_status nle_opt_load_checkpoint(nle_ctx *ctx, nle_opt *o, nle_matd *X, const 
     s = nle__fail(ctx, NLE_ERR_ARG, "%s: the checkpoint is of a %lld x %lld embedding with optimiser %lld", path,
                   (long long)ints[CK_N], (long long)ints[CK_D], (long long)ints[CK_KIND]);
   if (!s) s = nle__rec_get(ctx, &f, "X", 'd', len, &xv);
+  for (size_t i = 0; !s && i < len; i++)
+    if (!isfinite(((const double *)xv)[i]))
+      s = nle__fail(ctx, NLE_ERR_VALUE, "%s: the checkpoint's X[%zu, %zu] is not finite (a run that diverged)", path,
+                    i / X->cols, i % X->cols);
   if (!s) s = history_reset(ctx, o, len);
   nle_opt_state *r = &o->run;
   if (!s && o->hist_s) {
