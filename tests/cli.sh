@@ -315,6 +315,27 @@ expect_ok plot_saved_names $N plot "$T/fm200.npy" --labels "$T/fm200_names.txt" 
 $N pca swissroll:2000 -d 3 -o "$T/sr3.npy" --quiet > /dev/null
 expect_fail metrics_swapped "the order is DATA EMBEDDING" "$T/msw.json" -- $N metrics "$T/sr.npy" "$T/sr3.npy" -o "$T/msw.json"
 
+# ---- the same bits on 1 and 2 threads: every command's default path (the
+# embeddings above 5,000 points and 100 dimensions, so with the PCA
+# neighbour search, its re-ranking and the FFT engine)
+fm=fashion-mnist:5500
+for t in 1 2; do
+  $N pca $fm -d 2 --threads $t -o "$T/det_pca_$t.npy" --quiet > /dev/null
+  $N knn $fm -k 10 --threads $t -o "$T/det_knn_$t.mtx" --quiet > /dev/null
+  $N knn $fm -k 10 --method approx --threads $t -o "$T/det_knna_$t.mtx" --quiet > /dev/null
+  $N affinity $fm -p 10 --threads $t -o "$T/det_aff_$t.mtx" --quiet > /dev/null
+  $N tsne $fm --max-iters 100 --threads $t -o "$T/det_tsne_$t.npy" --save-model "$T/det_$t.nle" --quiet > /dev/null
+  for m in tee ee ssne sne; do $N $m $fm --max-iters 20 --threads $t -o "$T/det_${m}_$t.npy" --quiet > /dev/null; done
+  $N transform "$T/det_$t.nle" fashion-mnist:5600 --threads $t -o "$T/det_tr_$t.npy" --quiet > /dev/null
+  $N metrics $fm "$T/det_tsne_$t.npy" --threads $t --quiet | sed 's/"seconds": [0-9.]*//' > "$T/det_met_$t.json"
+  $N plot "$T/det_tsne_1.npy" --labels $fm --threads $t -o "$T/det_plot_$t.png" --quiet > /dev/null
+done
+for f in pca_@.npy knn_@.mtx knna_@.mtx aff_@.mtx tsne_@.npy tee_@.npy ee_@.npy ssne_@.npy sne_@.npy tr_@.npy met_@.json plot_@.png; do
+  a="$T/det_${f/@/1}" b="$T/det_${f/@/2}"
+  if [ -s "$a" ] && cmp -s "$a" "$b"; then ok "threads_same_${f%%_@*}"
+  else bad "threads_same_${f%%_@*}" "$(basename "$a") and $(basename "$b") differ or are missing"; fi
+done
+
 # ---- a one-column file of class names, spaces and all
 printf '0,0\n1,1\n2,2\n3,3\n' > "$T/names_emb.csv"
 printf 'Ankle boot\nT-shirt/top\nAnkle boot\nBag\n' > "$T/names.txt"
