@@ -50,7 +50,7 @@ asan:
 	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" all
 
 # libFuzzer targets, one per reader (clang).
-FUZZ_TARGETS := text npy idx gunzip
+FUZZ_TARGETS := text npy idx gunzip container
 fuzz:
 	$(MAKE) CC=clang BUILD=build-fuzz OPT="-O1 -fno-omit-frame-pointer" \
 	  SAN="-fsanitize=fuzzer-no-link,address,undefined" EXTRA_CFLAGS="-Wno-unused-command-line-argument -Wno-pass-failed" \

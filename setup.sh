@@ -15,8 +15,9 @@ cd "$(dirname "$0")"
 # that build on this foundation; installing them now keeps set-up one step.
 PACKAGES=(build-essential pkg-config libopenblas-dev liblapacke-dev libsuitesparse-dev
           libarpack2-dev libfftw3-dev zlib1g-dev libcairo2-dev dataset-fashion-mnist)
-# The test suite compares outputs with numpy under Debian's /usr/bin/python3.
-TEST_PACKAGES=(python3-numpy)
+# The test suite compares outputs with numpy under Debian's /usr/bin/python3
+# and runs the libFuzzer targets (clang).
+TEST_PACKAGES=(python3-numpy clang)
 BENCH_PACKAGES=(python3-numpy python3-sklearn python3-pynndescent hyperfine time r-cran-rtsne r-cran-uwot umap-learn)
 
 install_missing() {
@@ -65,8 +66,10 @@ test_suite() {
   NLEMBED=./build/nlembed bash tests/cli.sh | tee "$log.cli" | grep -v '^ok ' || true
   echo "== command-line tests under ASan+UBSan"
   NLEMBED=./build-asan/nlembed bash tests/cli.sh | tee "$log.cli_asan" | grep -v '^ok ' || true
+  echo "== fuzzing: every reader and container, ${FUZZ_SECONDS:-5} s each"
+  rm -rf build-fuzz/work && bash fuzz/run.sh "${FUZZ_SECONDS:-5}" | tee "$log.fuzz" || true
   local passed=0 failed=0 p f
-  for part in unit asan cli cli_asan; do
+  for part in unit asan cli cli_asan fuzz; do
     read -r p f < <(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' "$log.$part" | tail -n 1)
     if [ -z "${p:-}" ]; then
       echo "setup: the $part run ended without its summary line (crashed?)"

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # run.sh — builds the libFuzzer targets and runs each reader's for SECONDS
 # (default 600), two at a time, from small seed inputs made here.
-#   fuzz/run.sh [SECONDS] [TARGET...]     targets: text npy idx gunzip
+#   fuzz/run.sh [SECONDS] [TARGET...]     targets: text npy idx gunzip container
+# The container seeds (a saved model and a checkpoint) need build/nlembed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$PWD
 secs=${1:-600}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(text npy idx gunzip)
+[ ${#targets[@]} -eq 0 ] && targets=(text npy idx gunzip container)
 make -s fuzz
 work=${FUZZ_WORK:-build-fuzz/work}
-mkdir -p "$work"/{text,npy,idx,gunzip}/corpus
+mkdir -p "$work"/{text,npy,idx,gunzip,container}/corpus
 
 # Seeds: one small valid input of each kind the reader handles.
 printf 'x,y,label\n1,2,a\n3.5,-4e3,b\n' > "$work/text/corpus/header.csv"
@@ -36,10 +38,17 @@ printf '\x00\x00\x0d\x02\x00\x00\x00\x01\x00\x00\x00\x02\x3f\xc0\x00\x00\xc0\x20
 printf 'hello, world\n' | gzip -c > "$work/gunzip/corpus/text.gz"
 gzip -c < "$work/idx/corpus/images" > "$work/gunzip/corpus/idx.gz"
 { printf 'a' | gzip -c; printf 'b' | gzip -c; } > "$work/gunzip/corpus/members.gz"
+if [ -x build/nlembed ]; then
+  build/nlembed tsne blobs:40:3:2 -p 5 --max-iters 20 -o "$work/container/seed.npy" \
+    --save-model "$work/container/corpus/model.nle" --quiet > /dev/null
+  build/nlembed ee blobs:40:3:2 -p 5 --optimizer lbfgs --max-iters 20 --checkpoint-every 5 -o "$work/container/seed.npy" \
+    --checkpoint "$work/container/corpus/run.ckpt" --quiet > /dev/null
+  rm -f "$work/container/seed.npy"
+fi
 
 run_one() {
   local t=$1
-  (cd "$work/$t" && ../../fuzz_"$t" -max_total_time="$secs" -rss_limit_mb=2048 -print_final_stats=1 corpus \
+  (cd "$work/$t" && "$root/build-fuzz/fuzz_$t" -max_total_time="$secs" -rss_limit_mb=2048 -print_final_stats=1 corpus \
      > log.txt 2>&1) || true
   local execs crashes
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$t/log.txt")
@@ -51,3 +60,10 @@ for ((i = 0; i < ${#targets[@]}; i += 2)); do
   [ $((i + 1)) -lt ${#targets[@]} ] && run_one "${targets[i + 1]}" &
   wait
 done
+passed=0 failed=0
+for t in "${targets[@]}"; do
+  if [ "$(ls "$work/$t" | grep -cE '^(crash|leak|timeout|oom)-' || true)" -eq 0 ] && grep -q "^stat::number_of_executed_units: *[1-9]" "$work/$t/log.txt"
+  then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+done
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -38,12 +38,6 @@ static inline uint32_t float_bits(float f) {
   return u;
 }
 
-static inline float bits_float(uint32_t u) {
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
 /* Locks striped over the points: few enough to allocate, many enough that
  * two threads rarely meet. Without OpenMP they do nothing. */
 typedef struct {
