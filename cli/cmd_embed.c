@@ -226,7 +226,12 @@ enum { N_OPTIONS = sizeof table / sizeof *table, OPTION_KEY0 = OPT_COMMAND_BASE 
 static int option_error(const char *command, const embed_option *e, bool wrong_model) {
   const char *bar = strchr(e->error, '|');
   if (wrong_model) return cli_usage_error(command, "%s", bar ? bar + 1 : e->error);
-  return cli_usage_error(command, "%.*s", bar ? (int)(bar - e->error) : (int)strlen(e->error), e->error);
+  int len = bar ? (int)(bar - e->error) : (int)strlen(e->error);
+  if (e->kind == V_REAL) /* the accepted range, so a value out of it says how far */
+    return cli_usage_error(command, "%.*s (accepted: %g %s x <= %g)", len, e->error, e->lo, e->lo_open ? "<" : "<=",
+                           e->hi);
+  if (e->kind == V_INT) return cli_usage_error(command, "%.*s (accepted: %g to %g)", len, e->error, e->lo, e->hi);
+  return cli_usage_error(command, "%.*s", len, e->error);
 }
 
 static int parse_option(const char *command, int model_bit, const embed_option *e, const char *arg, embed_args *a) {

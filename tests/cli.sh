@@ -293,6 +293,11 @@ printf '%%%%MatrixMarket matrix coordinate real general\n3 3 4\n1 2 0.5\n2 1 0.5
 expect_fail affinities_negative "neg.mtx: affinities: row 2, column 3 holds -0.5; they must be finite and >= 0" "$T/x.npy" -- \
   $N ee --affinities "$T/neg.mtx" -o "$T/x.npy"
 
+expect_fail option_range "--init-scale takes a positive number (accepted: 0 < x <= 1e+09)" "$T/x.npy" -- \
+  $N tsne swissroll:300 --init-scale 1e300 --max-iters 20 -o "$T/x.npy"
+expect_fail option_range_lambda "--lambda takes a positive number or auto (accepted: 0 < x <= 1e+09)" "$T/x.npy" -- \
+  $N ee swissroll:300 --lambda 1e308 -o "$T/x.npy"
+
 # ---- readers: a byte-order mark, an ambiguous first row, a label column
 # named in the header (taken with a note, usable by plot), metrics' order
 printf '\xef\xbb\xbf1,2\n3,4\n5,7\n' > "$T/bom.csv"
