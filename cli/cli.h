@@ -77,6 +77,9 @@ int cli_fail(cli_env *env, nle_status s);
 /* Renames every file the run wrote into place (the output transaction opened
  * by cli_env_init); 0, or cli_fail's exit code. */
 int cli_commit(cli_env *env);
+/* A number for a JSON line in printf format fmt, or null when not finite
+ * (JSON has no nan or inf). */
+void cli_json_number(char *buf, size_t len, const char *fmt, double v);
 int cli_usage_error(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Loads a dataset and, when --labels was given, its labels (checked count). */

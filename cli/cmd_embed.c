@@ -332,16 +332,21 @@ static const char *name_of(const cli_name *names, int value) {
 static void print_json(cli_env *env, const char *title, const char *input, double read_seconds,
                        const nle_embed_result *r) {
   const nle_embed_opts *o = &r->resolved;
-  char source[1200];
+  char source[1200], e0[32], e[32], lower[32], upper[32], extent[32];
   cli_json_escape(input, source, sizeof source);
+  cli_json_number(e0, sizeof e0, "%.10g", r->report.E0);
+  cli_json_number(e, sizeof e, "%.10g", r->report.E);
+  cli_json_number(lower, sizeof lower, "%.6g", r->lambda_lower); /* null: not computed */
+  cli_json_number(upper, sizeof upper, "%.6g", r->lambda_upper);
+  cli_json_number(extent, sizeof extent, "%.6g", r->map_extent);
   printf("{\"command\": \"%s\", \"input\": \"%s\", \"n\": %zu, \"dim\": %d, \"perplexity\": %g, \"k\": %d, "
          "\"sigma\": %g, \"knn_method\": \"%s\", \"pca\": %d, \"pca_candidates\": %d, \"lambda\": %.6g, "
          "\"repulsion\": \"%s\", \"fft_box\": %g, \"optimizer\": \"%s\", \"step\": \"%s\", \"kappa\": %d, "
          "\"learning_rate\": %.6g, \"final_learning_rate\": %.6g, \"momentum\": %g, \"exaggeration\": %g, "
          "\"exaggeration_iters\": %d, \"max_iters\": %d, \"tol\": %g, \"x_tol\": %g, \"homotopy_steps\": %d, "
-         "\"lambda_start\": %.6g, \"init\": \"%s\", \"iterations\": %d, \"evaluations\": %d, \"E0\": %.10g, "
-         "\"E\": %.10g, \"converged\": %s, \"lambda_star_lower\": %.6g, \"lambda_star_upper\": %.6g, "
-         "\"components\": %d, \"map_extent\": %.6g, \"read_seconds\": %.3f, \"pca_seconds\": %.3f, \"knn_seconds\": %.3f, "
+         "\"lambda_start\": %.6g, \"init\": \"%s\", \"iterations\": %d, \"evaluations\": %d, \"E0\": %s, "
+         "\"E\": %s, \"converged\": %s, \"lambda_star_lower\": %s, \"lambda_star_upper\": %s, "
+         "\"components\": %d, \"map_extent\": %s, \"read_seconds\": %.3f, \"pca_seconds\": %.3f, \"knn_seconds\": %.3f, "
          "\"affinity_seconds\": %.3f, \"init_seconds\": %.3f, \"plan_seconds\": %.3f, \"optimize_seconds\": %.3f, "
          "\"total_seconds\": %.3f, \"summary\": \"%s, perplexity %g, %s%s, %d iterations, %.1f s\"}\n",
          env->command, source, r->n, o->dim, o->perplexity, o->k, o->sigma == NLE_AUTO ? 0.0 : o->sigma,
@@ -351,9 +356,8 @@ static void print_json(cli_env *env, const char *title, const char *input, doubl
          o->opt.learning_rate_final, o->opt.momentum, o->opt.exaggeration, o->opt.exaggeration_iters,
          o->opt.max_iters, o->opt.tol, o->opt.x_tol, o->homotopy_steps, o->lambda_start,
          o->init == NLE_INIT_PCA ? "pca" : o->init == NLE_INIT_SPECTRAL ? "spectral" : o->init == NLE_INIT_RANDOM ? "random" : "file",
-         r->report.iterations, r->report.evaluations, r->report.E0, r->report.E, r->report.converged ? "true" : "false",
-         isfinite(r->lambda_lower) ? r->lambda_lower : -1.0, isfinite(r->lambda_upper) ? r->lambda_upper : -1.0,
-         r->components, r->map_extent, read_seconds, r->seconds.pca, r->seconds.knn, r->seconds.affinities, r->seconds.init,
+         r->report.iterations, r->report.evaluations, e0, e, r->report.converged ? "true" : "false", lower, upper,
+         r->components, extent, read_seconds, r->seconds.pca, r->seconds.knn, r->seconds.affinities, r->seconds.init,
          r->seconds.plan, r->seconds.optimize, r->seconds.total, title, o->perplexity,
          o->homotopy_steps > 0 ? "homotopy, " : "", o->step == NLE_STEP_FIXED_RATE ? "fixed-rate gd" : name_of(optimizer_names, o->opt.kind),
          r->report.iterations, r->seconds.total);

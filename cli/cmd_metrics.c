@@ -36,11 +36,6 @@ static const char *help =
 
 enum { OPT_SUBSAMPLE = OPT_COMMAND_BASE, OPT_FOLDS, OPT_CVK, OPT_SAVE_SUB, OPT_WITHIN };
 
-static void json_number(char *buf, size_t len, double v) {
-  if (isfinite(v)) snprintf(buf, len, "%.10f", v);
-  else snprintf(buf, len, "null");
-}
-
 int cmd_metrics(int argc, char **argv) {
   static const struct option longopts[] = {{"output", required_argument, 0, 'o'},
                                            {"neighbors", required_argument, 0, 'k'},
@@ -127,10 +122,10 @@ int cmd_metrics(int argc, char **argv) {
   if (!rc && s) rc = cli_fail(&env, s);
   if (!rc) {
     char rec[32], tr[32], co[32], acc[32], line[1024];
-    json_number(rec, sizeof rec, m->recall);
-    json_number(tr, sizeof tr, m->trustworthiness);
-    json_number(co, sizeof co, m->continuity);
-    json_number(acc, sizeof acc, m->knn_accuracy);
+    cli_json_number(rec, sizeof rec, "%.10f", m->recall);
+    cli_json_number(tr, sizeof tr, "%.10f", m->trustworthiness);
+    cli_json_number(co, sizeof co, "%.10f", m->continuity);
+    cli_json_number(acc, sizeof acc, "%.10f", m->knn_accuracy);
     char accs[48] = "";
     if (isfinite(m->knn_accuracy)) snprintf(accs, sizeof accs, ", %d-NN accuracy %.3f", o.cv_k, m->knn_accuracy);
     snprintf(line, sizeof line,

@@ -122,6 +122,11 @@ int cli_env_init(cli_env *env, const char *command, const char *help) {
   return 0;
 }
 
+void cli_json_number(char *buf, size_t len, const char *fmt, double v) {
+  if (isfinite(v)) snprintf(buf, len, fmt, v);
+  else snprintf(buf, len, "null");
+}
+
 int cli_commit(cli_env *env) {
   nle_status s = nle_outputs_commit(env->ctx);
   return s ? cli_fail(env, s) : 0;
