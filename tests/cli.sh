@@ -298,6 +298,9 @@ expect_fail option_range "--init-scale takes a positive number (accepted: 0 < x 
 expect_fail option_range_lambda "--lambda takes a positive number or auto (accepted: 0 < x <= 1e+09)" "$T/x.npy" -- \
   $N ee swissroll:300 --lambda 1e308 -o "$T/x.npy"
 
+expect_fail diverged_names_iteration "optimiser: the map became non-finite at iteration" "$T/x.npy" -- \
+  $N ee swissroll:300 --step fixed --learning-rate 1e9 --max-iters 200 --quiet -o "$T/x.npy"
+
 # ---- readers: a byte-order mark, an ambiguous first row, a label column
 # named in the header (taken with a note, usable by plot), metrics' order
 printf '\xef\xbb\xbf1,2\n3,4\n5,7\n' > "$T/bom.csv"

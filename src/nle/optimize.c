@@ -503,6 +503,9 @@ static nle_status run_momentum(nle_ctx *ctx, nle_opt *o, nle_model *model, nle_m
     nle__model_want_energy(model, it == 0 || (o->o.energy_every > 0 && it % o->o.energy_every == 0));
     if (!s) s = nle_model_eval(ctx, model, X, &E, G);
     nle__model_want_energy(model, 1);
+    if (s == NLE_ERR_VALUE && it > 0) /* the steps overflowed: say when, and why it may be */
+      s = nle__fail(ctx, NLE_ERR_NUMERIC, "optimiser: the map became non-finite at iteration %d (the learning "
+                    "rate, lambda or the initial scale is too large for this data)", it);
     if (s) break;
     if (it == 0) rep->E0 = E;
     if (max_abs(G) <= o->o.grad_tol) {
