@@ -16,6 +16,24 @@ static int ref_cmp(const void *a, const void *b) {
   return x->i - y->i;
 }
 
+/* The `count` candidates of query row q of Q sorted by their squared
+ * distances to their rows of Y, computed directly in double: the
+ * re-ranking's reference. */
+static void sorted_candidates(const nle_matf *Q, size_t q, const nle_matf *Y, const nle_csr *cand, int count,
+                              ref_pair *row) {
+  size_t d = Y->cols;
+  for (int c = 0; c < count; c++) {
+    int j = cand->colind[cand->rowptr[q] + c];
+    double s = 0;
+    for (size_t t = 0; t < d; t++) {
+      double u = (double)Q->data[q * d + t] - Y->data[(size_t)j * d + t];
+      s += u * u;
+    }
+    row[c] = (ref_pair){s, j};
+  }
+  qsort(row, (size_t)count, sizeof *row, ref_cmp);
+}
+
 /* Naive reference: every distance in double, full sort, ties by index; the
  * queries are Q's rows (Y's own rows, themselves left out, when Q is NULL). */
 static int matches_naive_query(const nle_matf *Y, const nle_matf *Q, const nle_csr *g, int k) {
@@ -248,16 +266,7 @@ static void knn_rerank_vs_naive(void) {
   int bad = 0, moved = 0;
   for (size_t i = 0; i < n; i++) {
     ref_pair row[25];
-    for (int c = 0; c < 25; c++) {
-      int j = cand->colind[cand->rowptr[i] + c];
-      double s = 0;
-      for (size_t t = 0; t < d; t++) {
-        double u = (double)Y->data[i * d + t] - Y->data[(size_t)j * d + t];
-        s += u * u;
-      }
-      row[c] = (ref_pair){s, j};
-    }
-    qsort(row, 25, sizeof *row, ref_cmp);
+    sorted_candidates(Y, i, Y, cand, 25, row);
     for (int c = 0; c < 8; c++) {
       int64_t q = g->rowptr[i] + c;
       bad += g->colind[q] != row[c].i || fabs(nle_csr_value(g, q) - row[c].d) > 1e-6 * row[c].d;
@@ -292,16 +301,7 @@ static void knn_rerank_queries_vs_naive(void) {
   int bad = 0;
   for (size_t i = 0; i < m; i++) {
     ref_pair row[20];
-    for (int c = 0; c < 20; c++) {
-      int j = cand->colind[cand->rowptr[i] + c];
-      double s = 0;
-      for (size_t t = 0; t < d; t++) {
-        double u = (double)Q->data[i * d + t] - Y->data[(size_t)j * d + t];
-        s += u * u;
-      }
-      row[c] = (ref_pair){s, j};
-    }
-    qsort(row, 20, sizeof *row, ref_cmp);
+    sorted_candidates(Q, i, Y, cand, 20, row);
     for (int c = 0; c < 6; c++) {
       int64_t q = g->rowptr[i] + c;
       bad += g->colind[q] != row[c].i || fabs(nle_csr_value(g, q) - row[c].d) > 1e-6 * row[c].d;

@@ -321,9 +321,9 @@ nle_status nle__oos_forward_batched(nle_ctx *ctx, const nle_trained *t, const nl
   return s;
 }
 
-int nle__oos_batched_engine(const nle_trained *t) {
+int nle__oos_batched_engine(const nle_trained *t, nle_repulsion engine) {
   int ee = t->kind == NLE_MODEL_EE || t->kind == NLE_MODEL_TEE;
-  return (t->engine == NLE_REPULSION_FGT || t->engine == NLE_REPULSION_FFT) && t->X->cols <= 3 &&
+  return (engine == NLE_REPULSION_FGT || engine == NLE_REPULSION_FFT) && t->X->cols <= 3 &&
          t->kind != NLE_MODEL_SNE && !(ee && t->wneg != NLE_WNEG_UNIFORM);
 }
 

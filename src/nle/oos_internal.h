@@ -28,9 +28,10 @@ typedef struct {
  * (k of them, or N for squared distances). */
 oos_problem nle__oos_forward_problem(const nle_trained *t, const float *y, const nle_csr *nbrs, const nle_csr *P,
                                      size_t q, double *a, double *rw);
-/* Whether F(y)'s repulsion can run on t->engine, and whether its grid spans
- * the training map with the margin around it. */
-int nle__oos_batched_engine(const nle_trained *t);
+/* Whether F(y)'s repulsion for t's model can run on `engine` (a fast one,
+ * all points together), and whether t->engine's grid spans the training map
+ * with the margin around it. */
+int nle__oos_batched_engine(const nle_trained *t, nle_repulsion engine);
 int nle__oos_engine_fits(const nle_trained *t);
 /* F(y) of all new points together with t->engine (oos_batch.c). */
 nle_status nle__oos_forward_batched(nle_ctx *ctx, const nle_trained *t, const nle_matf *Ynew, const nle_csr *nbrs,

@@ -237,7 +237,7 @@ static nle_status trained_finish(nle_ctx *ctx, nle_trained *t) {
   t->w_scale = attraction_scale(t->kind, t->sigma > 0, n);
   t->z_total = 0.0;
   t->engine = student ? NLE_REPULSION_FFT : NLE_REPULSION_FGT;
-  if (n < 5000 || !nle__oos_batched_engine(t)) t->engine = NLE_REPULSION_EXACT;
+  if (n < 5000 || !nle__oos_batched_engine(t, t->engine)) t->engine = NLE_REPULSION_EXACT;
   if (t->kind == NLE_MODEL_EE || t->kind == NLE_MODEL_TEE) return NLE_OK;
   if (!t->z_rows) {
     t->z_rows = nle__malloc(ctx, n * sizeof(double), "embedding normalisers");
@@ -585,10 +585,7 @@ nle_status nle_trained_objective(nle_ctx *ctx, const nle_trained *t, const float
 static int engine_serves(const nle_trained *t, nle_repulsion engine) {
   if (engine == NLE_REPULSION_EXACT) return 1;
   int student = t->kind == NLE_MODEL_TSNE || t->kind == NLE_MODEL_TEE;
-  nle_trained probe = *t; /* a shallow copy: only its engine differs */
-  probe.engine = engine;
-  return (engine == NLE_REPULSION_FGT || engine == NLE_REPULSION_FFT) && nle__oos_batched_engine(&probe) &&
-         !(student && engine == NLE_REPULSION_FGT);
+  return nle__oos_batched_engine(t, engine) && !(student && engine == NLE_REPULSION_FGT);
 }
 
 static nle_status engine_refused(nle_ctx *ctx) {
@@ -617,7 +614,7 @@ static nle_status forward_map(nle_ctx *ctx, const nle_trained *t, const nle_matf
   nle__log(ctx, 1, "out-of-sample: neighbours and affinities of %zu points in %.2f s", Ynew->rows, *weights_seconds);
   t0 = nle_time_seconds();
   if (!s) s = nle_matd_alloc(ctx, Ynew->rows, t->X->cols, Xnew);
-  int batched = !s && nle__oos_batched_engine(t);
+  int batched = !s && nle__oos_batched_engine(t, t->engine);
   if (batched && !nle__oos_engine_fits(t)) {
     nle__log(ctx, 1, "out-of-sample: the embedding is too wide for the %s grid; summing exactly",
              t->engine == NLE_REPULSION_FGT ? "fast Gauss transform's" : "FFT");
