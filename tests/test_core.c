@@ -233,11 +233,29 @@ static void csr_locality_order(void) {
   nle_ctx_free(&ctx);
 }
 
+/* Errors and log lines quote bytes from files; control bytes and broken
+ * UTF-8 come out as \xNN, well-formed UTF-8 (a file name in any script)
+ * unchanged, and a prefix added later keeps the escapes as they are. */
+static void errors_printable(void) {
+  nle_ctx *ctx = nle_ctx_new();
+  nle__fail(ctx, NLE_ERR_FORMAT, "f\xc3\xbc.csv: \"%s\"", "a\x1b[31m\x01\xff\xe2\x82\x7f\x80z");
+  nle_test(!strcmp(nle_ctx_error(ctx), "f\xc3\xbc.csv: \"a\\x1b[31m\\x01\\xff\\xe2\\x82\\x7f\\x80z\""));
+  nle__fail_prefix(ctx, "read \x07");
+  nle_test(!strncmp(nle_ctx_error(ctx), "read \\x07: f\xc3\xbc.csv: \"a\\x1b", 26));
+  /* a 4-byte sequence cut by the end of the text is escaped, not copied */
+  nle__fail(ctx, NLE_ERR_FORMAT, "%s", "\xf0\x9f\x98");
+  nle_test(!strcmp(nle_ctx_error(ctx), "\\xf0\\x9f\\x98"));
+  nle__fail(ctx, NLE_ERR_FORMAT, "%s", "\xf0\x9f\x98\x80");
+  nle_test(!strcmp(nle_ctx_error(ctx), "\xf0\x9f\x98\x80"));
+  nle_ctx_free(&ctx);
+}
+
 const nle_test_case core_tests[] = {
     {"core/rng_reproducible", rng_reproducible},
     {"core/rng_distributions", rng_distributions},
     {"core/rng_sample_and_shuffle", rng_sample_and_shuffle},
     {"core/status_names", status_names},
+    {"core/errors_printable", errors_printable},
     {"core/memory_cap", memory_cap},
     {"core/dense_select", dense_select},
     {"core/csr_transpose", csr_transpose},

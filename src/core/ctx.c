@@ -70,12 +70,51 @@ void nle_ctx_set_log(nle_ctx *ctx, nle_log_fn fn, void *user) {
 const char *nle_ctx_error(const nle_ctx *ctx) { return ctx ? ctx->error : ""; }
 nle_status nle_ctx_last_status(const nle_ctx *ctx) { return ctx ? ctx->last_status : NLE_OK; }
 
+/* Length of the well-formed UTF-8 sequence at p (0 if none), so that a file
+ * name in any script passes unchanged while stray binary bytes do not. */
+static size_t utf8_sequence(const unsigned char *p) {
+  int n = p[0] >= 0xF0 && p[0] <= 0xF4 ? 4 : p[0] >= 0xE0 ? 3 : p[0] >= 0xC2 ? 2 : 0;
+  if (p[0] >= 0xF5) return 0;
+  for (int i = 1; i < n; i++)
+    if ((p[i] & 0xC0) != 0x80) return 0;
+  return (size_t)n;
+}
+
+/* Messages quote bytes read from files (a damaged name, a field that is not
+ * a number); written raw to a terminal, control bytes and broken UTF-8 would
+ * act on it. Every message and log line is made printable here, as \xNN. */
+void nle__printable(const char *in, char *out, size_t cap) {
+  size_t o = 0;
+  const unsigned char *p = (const unsigned char *)in;
+  while (*p && o + 1 < cap) {
+    size_t seq = *p >= 0x80 ? utf8_sequence(p) : 0;
+    if (seq) {
+      if (o + seq >= cap) break;
+      memcpy(out + o, p, seq);
+      o += seq;
+      p += seq;
+    } else if ((*p >= 0x20 && *p < 0x7f) || *p == '\n') {
+      out[o++] = (char)*p++;
+    } else {
+      if (o + 4 >= cap) break;
+      o += (size_t)snprintf(out + o, cap - o, "\\x%02x", *p++);
+    }
+  }
+  out[o] = '\0';
+}
+
+static void set_error(nle_ctx *ctx, const char *raw) {
+  nle__printable(raw, ctx->error, sizeof ctx->error);
+}
+
 nle_status nle__fail(nle_ctx *ctx, nle_status s, const char *fmt, ...) {
   if (!ctx) return s;
+  char raw[NLE__ERROR_LEN];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(ctx->error, sizeof ctx->error, fmt, ap);
+  vsnprintf(raw, sizeof raw, fmt, ap);
   va_end(ap);
+  set_error(ctx, raw);
   ctx->last_status = s;
   return s;
 }
@@ -84,14 +123,24 @@ nle_status nle__fail_prefix(nle_ctx *ctx, const char *prefix) {
   if (!ctx) return NLE_ERR_ARG;
   char joined[2 * NLE__ERROR_LEN + 8];
   snprintf(joined, sizeof joined, "%s: %s", prefix, ctx->error);
-  snprintf(ctx->error, sizeof ctx->error, "%.*s", NLE__ERROR_LEN - 1, joined);
+  joined[NLE__ERROR_LEN - 1] = '\0';
+  set_error(ctx, joined);
+  return ctx->last_status;
+}
+
+nle_status nle__name_error(nle_ctx *ctx, const char *name) {
+  if (!ctx) return NLE_ERR_ARG;
+  size_t len = strlen(name);
+  if (strncmp(ctx->error, name, len) != 0 || ctx->error[len] != ':') nle__fail_prefix(ctx, name);
   return ctx->last_status;
 }
 
 nle_status nle__fail_suffix(nle_ctx *ctx, const char *suffix) {
   if (!ctx) return NLE_ERR_ARG;
-  size_t len = strlen(ctx->error);
-  snprintf(ctx->error + len, sizeof ctx->error - len, "%s", suffix);
+  char joined[2 * NLE__ERROR_LEN + 8];
+  snprintf(joined, sizeof joined, "%s%s", ctx->error, suffix);
+  joined[NLE__ERROR_LEN - 1] = '\0';
+  set_error(ctx, joined);
   return ctx->last_status;
 }
 
@@ -108,7 +157,9 @@ void nle__log(nle_ctx *ctx, int level, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
-  ctx->log(ctx->log_user, level, line);
+  char shown[sizeof line];
+  nle__printable(line, shown, sizeof shown);
+  ctx->log(ctx->log_user, level, shown);
 }
 
 size_t nle__memory_cap(const nle_ctx *ctx) {

@@ -46,7 +46,12 @@ nle_status nle__fail(nle_ctx *ctx, nle_status s, const char *fmt, ...)
 void nle__clear_error(nle_ctx *ctx);
 /* Puts "prefix: " (e.g. a file name) in front of the recorded error text and
  * returns the recorded status. */
+/* in, with control bytes and broken UTF-8 shown as \xNN, into out[cap] */
+void nle__printable(const char *in, char *out, size_t cap);
 nle_status nle__fail_prefix(nle_ctx *ctx, const char *prefix);
+/* The same unless the text already starts with "name:" (an error found while
+ * reading a file, which may or may not have named it). */
+nle_status nle__name_error(nle_ctx *ctx, const char *name);
 /* The same with a suffix (" (hint)") after the text. */
 nle_status nle__fail_suffix(nle_ctx *ctx, const char *suffix);
 

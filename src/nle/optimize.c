@@ -960,5 +960,5 @@ nle_status nle_opt_load_checkpoint(nle_ctx *ctx, nle_opt *o, nle_matd *X, const 
       s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: damaged optimiser history", path);
   }
   nle__rec_free(&f);
-  return s;
+  return s ? nle__name_error(ctx, path) : NLE_OK;
 }

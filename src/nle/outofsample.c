@@ -440,7 +440,7 @@ nle_status nle_trained_load(nle_ctx *ctx, const char *path, nle_trained **out) {
   nle__rec_free(&f);
   if (s) {
     nle_trained_free(&t);
-    return s;
+    return nle__name_error(ctx, path);
   }
   *out = t;
   return NLE_OK;
