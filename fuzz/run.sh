@@ -38,6 +38,8 @@ printf '\x00\x00\x0d\x02\x00\x00\x00\x01\x00\x00\x00\x02\x3f\xc0\x00\x00\xc0\x20
 printf 'hello, world\n' | gzip -c > "$work/gunzip/corpus/text.gz"
 gzip -c < "$work/idx/corpus/images" > "$work/gunzip/corpus/idx.gz"
 { printf 'a' | gzip -c; printf 'b' | gzip -c; } > "$work/gunzip/corpus/members.gz"
+{ cat "$work/npy/corpus/f4.npy"; printf 'trailing'; } | gzip -c > "$work/gunzip/corpus/npy.gz"
+gzip -c < "$work/text/corpus/header.csv" > "$work/gunzip/corpus/csv.gz"
 if [ -x build/nlembed ]; then
   build/nlembed tsne blobs:40:3:2 -p 5 --max-iters 20 -o "$work/container/seed.npy" \
     --save-model "$work/container/corpus/model.nle" --quiet > /dev/null

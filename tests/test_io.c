@@ -248,6 +248,65 @@ static size_t gzip_bytes(const uint8_t *in, size_t len, uint8_t *out, size_t cap
   return n;
 }
 
+/* A compressed file is judged from its first MiB: a header that declares
+ * nothing readable, or text with an error in its first lines, is refused
+ * before the rest is inflated (with a 16 MiB cap, a 48 MiB stream would
+ * otherwise stop at the cap), and a header's declared size bounds what is
+ * kept. Text with a NUL byte after the first MiB stops there. */
+static void gzip_judged_from_start(void) {
+  nle_ctx *ctx = test_ctx(1);
+  nle_ctx_set_max_memory(ctx, (size_t)16 << 20);
+  size_t big = (size_t)48 << 20, cap = (size_t)2 << 20;
+  uint8_t *raw = calloc(big, 1), *gz = malloc(cap);
+  nle_dataset *ds = NULL;
+  /* zeros: an IDX magic with type code 0 */
+  size_t glen = gzip_bytes(raw, big, gz, cap);
+  const char *p = test_write_file("zeros.gz", gz, glen);
+  nle_test(nle_dataset_read(ctx, p, NULL, &ds) == NLE_ERR_FORMAT);
+  nle_test(strstr(nle_ctx_error(ctx), "unknown IDX type code 0x00") != NULL);
+  /* a 10 x 2 float32 .npy followed by 48 MiB: the array, the rest dropped */
+  const char hdr[] = "{'descr': '<f4', 'fortran_order': False, 'shape': (10, 2), }";
+  size_t hlen = 128 - 10;
+  memcpy(raw, "\x93NUMPY\x01\x00", 8);
+  raw[8] = (uint8_t)hlen;
+  raw[9] = 0;
+  memset(raw + 10, ' ', hlen);
+  memcpy(raw + 10, hdr, sizeof hdr - 1);
+  raw[127] = '\n';
+  for (int i = 0; i < 20; i++) {
+    float v = (float)i;
+    memcpy(raw + 128 + 4 * i, &v, 4);
+  }
+  glen = gzip_bytes(raw, big, gz, cap);
+  p = test_write_file("short.npy.gz", gz, glen);
+  nle_test_ok(nle_dataset_read(ctx, p, NULL, &ds));
+  nle_test(ds && ds->X->rows == 10 && ds->X->cols == 2 && ds->X->data[19] == 19.0f);
+  nle_dataset_free(&ds);
+  /* text: an error on line 3, then 48 MiB of good rows */
+  for (size_t i = 0; i + 4 <= big; i += 4) memcpy(raw + i, "1,2\n", 4);
+  memcpy(raw + 8, "x,5\n", 4);
+  glen = gzip_bytes(raw, big, gz, cap);
+  p = test_write_file("typo.csv.gz", gz, glen);
+  nle_test(nle_dataset_read(ctx, p, NULL, &ds) == NLE_ERR_FORMAT);
+  nle_test(strstr(nle_ctx_error(ctx), "line 3, field 1: not a number") != NULL);
+  /* text with a NUL byte at 2 MiB + 1 */
+  memcpy(raw + 8, "3,4\n", 4);
+  raw[((size_t)2 << 20) + 1] = '\0';
+  glen = gzip_bytes(raw, big, gz, cap);
+  p = test_write_file("nul.csv.gz", gz, glen);
+  nle_test(nle_dataset_read(ctx, p, NULL, &ds) == NLE_ERR_FORMAT);
+  nle_test(strstr(nle_ctx_error(ctx), "byte 2097153: NUL byte") != NULL);
+  /* good text longer than the judged start is read whole */
+  glen = gzip_bytes(raw, (size_t)2 << 20, gz, cap);
+  p = test_write_file("long.csv.gz", gz, glen);
+  nle_test_ok(nle_dataset_read(ctx, p, NULL, &ds));
+  nle_test(ds && ds->X->rows == ((size_t)2 << 20) / 4 && ds->X->data[2 * 300000 + 1] == 2.0f);
+  nle_dataset_free(&ds);
+  free(raw);
+  free(gz);
+  nle_ctx_free(&ctx);
+}
+
 static void idx_and_gzip(void) {
   nle_ctx *ctx = test_ctx(1);
   uint8_t buf[256], gz[512];
@@ -543,5 +602,6 @@ const nle_test_case io_tests[] = {{"io/label_names_with_spaces", label_names_wit
     {"io/text_formats", text_formats}, {"io/text_bom_header_labels", text_bom_header_labels},   {"io/text_labels", text_labels},
     {"io/text_malformed", text_malformed}, {"io/npy_read", npy_read},
     {"io/npy_roundtrip", npy_roundtrip}, {"io/idx_and_gzip", idx_and_gzip},
+    {"io/gzip_judged_from_start", gzip_judged_from_start},
     {"io/atomic_output", atomic_output}, {"io/output_transactions", output_transactions}, {"io/synthetic_datasets", synthetic_datasets},
     {"io/fashion_mnist", fashion_mnist}, {NULL, NULL}};

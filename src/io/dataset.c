@@ -126,6 +126,21 @@ nle_status nle__labels_from_strings(nle_ctx *ctx, char **strings, int64_t n, int
   return NLE_OK;
 }
 
+/* What a gzip stream is decides how much of it is worth inflating: the size
+ * its .npy or IDX header declares, or text that must parse as far as its
+ * first MiB goes. A bomb is refused from its start, not after its inflation. */
+static nle_status judge_inflated(nle_ctx *ctx, const char *name, const uint8_t *head, size_t len, int whole,
+                                 const void *opts, size_t *limit, int *text) {
+  *limit = SIZE_MAX;
+  *text = 0;
+  if (len >= 2 && head[0] == 0x1f && head[1] == 0x8b)
+    return nle__fail(ctx, NLE_ERR_FORMAT, "%s: gzip data inside gzip data is not supported", name);
+  if (len >= 6 && memcmp(head, "\x93NUMPY", 6) == 0) return nle__npy_extent(ctx, name, head, len, whole, limit);
+  if (len >= 4 && head[0] == 0 && head[1] == 0) return nle__idx_extent(ctx, name, head, len, limit);
+  *text = 1;
+  return whole ? NLE_OK : nle__probe_text(ctx, name, (const char *)head, len, opts);
+}
+
 /* Parses a buffer whose format is recognised from its first bytes. */
 nle_status nle__parse_buffer(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t len,
                                const nle_read_opts *opts, int depth, nle_dataset **out) {
@@ -135,7 +150,7 @@ nle_status nle__parse_buffer(nle_ctx *ctx, const char *name, const uint8_t *buf,
       return nle__fail(ctx, NLE_ERR_FORMAT, "%s: gzip data inside gzip data is not supported", name);
     uint8_t *raw;
     size_t raw_len;
-    nle_status s = nle_gunzip(ctx, name, buf, len, &raw, &raw_len);
+    nle_status s = nle__gunzip_judged(ctx, name, buf, len, judge_inflated, opts, &raw, &raw_len);
     if (s) return s;
     s = nle__parse_buffer(ctx, name, raw, raw_len, opts, depth + 1, out);
     free(raw);

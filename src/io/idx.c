@@ -7,20 +7,25 @@
 #include <math.h>
 #include <string.h>
 
-nle_status nle_parse_idx(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t len,
-                         nle_dataset **out) {
-  *out = NULL;
-  if (len < 4 || buf[0] != 0 || buf[1] != 0)
-    return nle__fail(ctx, NLE_ERR_FORMAT, "%s: byte 0: not an IDX file (bad magic)", name);
+typedef struct {
   elem_kind kind;
   int size;
+  size_t data; /* offset of the first element */
+  uint64_t rows, cols;
+} idx_header;
+
+/* Reads the header of buf[0, len); the data must fit in file_len bytes. */
+static nle_status parse_header(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t len, size_t file_len,
+                               idx_header *h) {
+  if (len < 4 || buf[0] != 0 || buf[1] != 0)
+    return nle__fail(ctx, NLE_ERR_FORMAT, "%s: byte 0: not an IDX file (bad magic)", name);
   switch (buf[2]) {
-  case 0x08: kind = ELEM_U8; size = 1; break;
-  case 0x09: kind = ELEM_I8; size = 1; break;
-  case 0x0B: kind = ELEM_I16; size = 2; break;
-  case 0x0C: kind = ELEM_I32; size = 4; break;
-  case 0x0D: kind = ELEM_F32; size = 4; break;
-  case 0x0E: kind = ELEM_F64; size = 8; break;
+  case 0x08: h->kind = ELEM_U8; h->size = 1; break;
+  case 0x09: h->kind = ELEM_I8; h->size = 1; break;
+  case 0x0B: h->kind = ELEM_I16; h->size = 2; break;
+  case 0x0C: h->kind = ELEM_I32; h->size = 4; break;
+  case 0x0D: h->kind = ELEM_F32; h->size = 4; break;
+  case 0x0E: h->kind = ELEM_F64; h->size = 8; break;
   default:
     return nle__fail(ctx, NLE_ERR_FORMAT, "%s: byte 2: unknown IDX type code 0x%02x", name, buf[2]);
   }
@@ -32,7 +37,7 @@ nle_status nle_parse_idx(nle_ctx *ctx, const char *name, const uint8_t *buf, siz
     return nle__fail(ctx, NLE_ERR_FORMAT, "%s: byte %zu: truncated IDX header (%d dimensions)", name,
                      len, ndim);
   uint64_t rows = load_uint(buf + 4, 4, 1), cols = 1;
-  size_t avail = len - data;
+  size_t avail = file_len - data;
   for (int i = 1; i < ndim; i++) {
     uint64_t d = load_uint(buf + 4 + 4 * (size_t)i, 4, 1);
     /* Stop the product before it can overflow; it is then larger than the file. */
@@ -40,11 +45,34 @@ nle_status nle_parse_idx(nle_ctx *ctx, const char *name, const uint8_t *buf, siz
   }
   if (rows == 0 || cols == 0)
     return nle__fail(ctx, NLE_ERR_FORMAT, "%s: byte 4: empty IDX array", name);
-  if (cols > avail || rows > avail / cols / (uint64_t)size)
+  if (cols > avail || rows > avail / cols / (uint64_t)h->size)
     return nle__fail(ctx, NLE_ERR_FORMAT,
                      "%s: byte %zu: truncated IDX data (%llu x %llu of %d bytes need %.0f bytes, %zu present)",
-                     name, len, (unsigned long long)rows, (unsigned long long)cols, size,
-                     (double)rows * (double)cols * size, avail);
+                     name, file_len, (unsigned long long)rows, (unsigned long long)cols, h->size,
+                     (double)rows * (double)cols * h->size, avail);
+  h->data = data;
+  h->rows = rows;
+  h->cols = cols;
+  return NLE_OK;
+}
+
+nle_status nle__idx_extent(nle_ctx *ctx, const char *name, const uint8_t *head, size_t len, size_t *bytes) {
+  idx_header h;
+  nle_status s = parse_header(ctx, name, head, len, SIZE_MAX, &h);
+  if (!s) *bytes = h.data + (size_t)(h.rows * h.cols) * (size_t)h.size;
+  return s;
+}
+
+nle_status nle_parse_idx(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t len,
+                         nle_dataset **out) {
+  *out = NULL;
+  idx_header h;
+  nle_status hs = parse_header(ctx, name, buf, len, len, &h);
+  if (hs) return hs;
+  uint64_t rows = h.rows, cols = h.cols;
+  size_t data = h.data;
+  elem_kind kind = h.kind;
+  int size = h.size;
   nle_dataset *ds;
   nle_status s = nle__dataset_new(ctx, name, (size_t)rows, (size_t)cols, &ds);
   if (s) return s;

@@ -85,6 +85,23 @@ const char *nle__path_ext(const char *path, char *buf, size_t len);
 nle_status nle__parse_buffer(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t len,
                              const nle_read_opts *opts, int depth, nle_dataset **out);
 
+/* Streamed inflation (gz.c). Once the first MiB (or all, when shorter) is
+ * out, the judge sees it: it may refuse it, bound what is kept (*limit, e.g.
+ * a header's declared size; the rest is inflated to check the stream, then
+ * dropped) or ask that every byte be text (*text: no NUL). */
+typedef nle_status (*nle__inflate_judge)(nle_ctx *ctx, const char *name, const uint8_t *head, size_t len,
+                                         int whole, const void *user, size_t *limit, int *text);
+nle_status nle__gunzip_judged(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t len,
+                              nle__inflate_judge judge, const void *user, uint8_t **out, size_t *out_len);
+/* The bytes an array with this header takes, header included (npy.c, idx.c);
+ * whole: head is the entire file. */
+nle_status nle__npy_extent(nle_ctx *ctx, const char *name, const uint8_t *head, size_t len, int whole,
+                           size_t *bytes);
+nle_status nle__idx_extent(nle_ctx *ctx, const char *name, const uint8_t *head, size_t len, size_t *bytes);
+/* The errors of the whole lines in head, the start of a longer text (text.c). */
+nle_status nle__probe_text(nle_ctx *ctx, const char *name, const char *head, size_t len,
+                           const nle_read_opts *opts);
+
 /* .npy writers (npy.c). */
 nle_status nle__write_npy_f64(nle_ctx *ctx, const char *path, const double *a, int64_t r, int64_t c);
 nle_status nle__write_npy_f32(nle_ctx *ctx, const char *path, const float *a, int64_t r, int64_t c);

@@ -155,6 +155,21 @@ static nle_status convert_rows(nle_ctx *ctx, const char *name, const npy_header 
   return NLE_OK;
 }
 
+nle_status nle__npy_extent(nle_ctx *ctx, const char *name, const uint8_t *head, size_t len, int whole,
+                           size_t *bytes) {
+  /* A version 2 or 3 header may announce up to 4 GiB: one that does not fit
+   * in what was read is refused rather than inflated blind. */
+  size_t announced = len >= 12 && head[6] != 1 ? (size_t)load_uint(head + 8, 4, 0) : 0;
+  if (!whole && announced > len - 12)
+    return nle__fail(ctx, NLE_ERR_FORMAT,
+                     "%s: byte 8: a .npy header of %zu bytes announced, longer than the %zu bytes read before it",
+                     name, announced, len - 12);
+  npy_header h;
+  nle_status s = parse_header(ctx, name, head, len, whole ? len : SIZE_MAX, &h);
+  if (!s) *bytes = h.data + (size_t)(h.rows * h.cols) * (size_t)h.size;
+  return s;
+}
+
 nle_status nle_parse_npy(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t len,
                          nle_dataset **out) {
   *out = NULL;

@@ -171,8 +171,10 @@ static void free_strings(char **s, int64_t n) {
   free(s);
 }
 
-nle_status nle_parse_text(nle_ctx *ctx, const char *name, const char *buf, size_t len,
-                          const nle_read_opts *opts, nle_dataset **out) {
+/* probe: buf is the start of a longer text (complete lines); find the errors
+ * it holds, say nothing, and do not call it empty. */
+static nle_status parse_text(nle_ctx *ctx, const char *name, const char *buf, size_t len, const nle_read_opts *opts,
+                             int probe, nle_dataset **out) {
   *out = NULL;
   nle_read_opts defaults;
   if (!opts) {
@@ -190,13 +192,14 @@ nle_status nle_parse_text(nle_ctx *ctx, const char *name, const char *buf, size_
   line_cursor cur = {buf, buf + len, 0};
   text_line first, second;
   if (!next_line(&cur, &first))
-    return nle__fail(ctx, NLE_ERR_FORMAT, "%s: empty file (no data rows)", name);
+    return probe ? NLE_OK : nle__fail(ctx, NLE_ERR_FORMAT, "%s: empty file (no data rows)", name);
   line_cursor after_first = cur;
   int has_second = next_line(&cur, &second);
   char delim = opts->delimiter ? opts->delimiter : detect_delimiter(&first, has_second ? &second : NULL);
 
-  field probe[1];
-  int ncols = split_fields(&first, delim, probe, 0);
+  if (probe && !has_second) return NLE_OK; /* the delimiter and header are decided on two lines */
+  field counted[1];
+  int ncols = split_fields(&first, delim, counted, 0);
   int auto_label = opts->label_column == NLE_LABEL_AUTO;
   int label_col = auto_label ? -1 : opts->label_column == -2 ? ncols - 1 : opts->label_column;
   if (label_col >= ncols)
@@ -240,10 +243,11 @@ nle_status nle_parse_text(nle_ctx *ctx, const char *name, const char *buf, size_
     label_col = named;
     field t = ff[named];
     trim_field(&t);
-    nle__log(ctx, 0, "note: %s: column %d (\"%.*s\") taken as the labels (--label-column none keeps it a feature)",
+    if (!probe)
+      nle__log(ctx, 0, "note: %s: column %d (\"%.*s\") taken as the labels (--label-column none keeps it a feature)",
              name, named + 1, (int)(t.e - t.b), t.b);
   }
-  if (header) nle__log(ctx, 1, "%s: line %lld taken as a header", name, (long long)first.number);
+  if (header && !probe) nle__log(ctx, 1, "%s: line %lld taken as a header", name, (long long)first.number);
   free(ff);
 
   /* Count data rows. */
@@ -252,7 +256,7 @@ nle_status nle_parse_text(nle_ctx *ctx, const char *name, const char *buf, size_
   int64_t rows = 0;
   text_line ln;
   while (next_line(&scan, &ln)) rows++;
-  if (rows == 0) return nle__fail(ctx, NLE_ERR_FORMAT, "%s: no data rows after the header", name);
+  if (rows == 0) return probe ? NLE_OK : nle__fail(ctx, NLE_ERR_FORMAT, "%s: no data rows after the header", name);
   int dcols = ncols - (label_col >= 0 ? 1 : 0);
 
   nle_dataset *ds = NULL;
@@ -308,5 +312,20 @@ nle_status nle_parse_text(nle_ctx *ctx, const char *name, const char *buf, size_
   free_strings(label_text, rows);
   if (s) nle_dataset_free(&ds);
   *out = ds;
+  return s;
+}
+
+nle_status nle_parse_text(nle_ctx *ctx, const char *name, const char *buf, size_t len,
+                          const nle_read_opts *opts, nle_dataset **out) {
+  return parse_text(ctx, name, buf, len, opts, 0, out);
+}
+
+nle_status nle__probe_text(nle_ctx *ctx, const char *name, const char *head, size_t len,
+                           const nle_read_opts *opts) {
+  const char *last = len ? memrchr(head, '\n', len) : NULL;
+  if (!last) return NLE_OK; /* not one whole line yet: nothing to judge */
+  nle_dataset *ds;
+  nle_status s = parse_text(ctx, name, head, (size_t)(last - head) + 1, opts, 1, &ds);
+  nle_dataset_free(&ds);
   return s;
 }
