@@ -64,12 +64,15 @@ test_suite() {
   ./build-asan/test_runner | tee "$log.asan" | grep -v '^ok ' || true
   echo "== command-line tests"
   NLEMBED=./build/nlembed bash tests/cli.sh | tee "$log.cli" | grep -v '^ok ' || true
-  echo "== command-line tests under ASan+UBSan"
+  echo "== the bad-input catalogue"
+  NLEMBED=./build/nlembed bash tests/bad_input.sh | tee "$log.bad" | grep -v '^ok ' || true
+  echo "== command-line tests and the catalogue under ASan+UBSan"
   NLEMBED=./build-asan/nlembed bash tests/cli.sh | tee "$log.cli_asan" | grep -v '^ok ' || true
+  NLEMBED=./build-asan/nlembed bash tests/bad_input.sh | tee "$log.bad_asan" | grep -v '^ok ' || true
   echo "== fuzzing: every reader and container, ${FUZZ_SECONDS:-5} s each"
   rm -rf build-fuzz/work && bash fuzz/run.sh "${FUZZ_SECONDS:-5}" | tee "$log.fuzz" || true
   local passed=0 failed=0 p f
-  for part in unit asan cli cli_asan fuzz; do
+  for part in unit asan cli bad cli_asan bad_asan fuzz; do
     read -r p f < <(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' "$log.$part" | tail -n 1)
     if [ -z "${p:-}" ]; then
       echo "setup: the $part run ended without its summary line (crashed?)"

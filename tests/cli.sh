@@ -1,107 +1,11 @@
 #!/usr/bin/env bash
-# cli.sh — the nlembed command end to end: each bad input gets a one-line
-# error naming the file and the problem, a non-zero exit and no output file;
-# good inputs give the files and JSON lines documented in --help.
-set -u
-NLEMBED=${NLEMBED:-./build/nlembed}
-T=$(mktemp -d /tmp/nlembed-cli-XXXXXX)
-trap 'rm -rf "$T"' EXIT
-passed=0
-failed=0
+# cli.sh — the nlembed command end to end on good input: the files and JSON
+# lines documented in --help, checkpoints and resume, the same bits on any
+# thread count. Bad input has its own catalogue, tests/bad_input.sh.
+cd "$(dirname "$0")/.." || exit 1
+. tests/lib.sh
 
-ok() { echo "ok $1"; passed=$((passed + 1)); }
-bad() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
-
-# expect_fail NAME SUBSTRING OUTPUT -- command...
-# OUTPUT is a file that must not exist afterwards, or, when it existed
-# before, must be byte-identical afterwards ("-" for none).
-expect_fail() {
-  local name=$1 want=$2 out=$3 before=""
-  shift 4
-  if [ "$out" != "-" ] && [ -e "$out" ]; then before=$(md5sum < "$out"); fi
-  "$@" > "$T/stdout" 2> "$T/stderr"
-  local rc=$? lines
-  lines=$(wc -l < "$T/stderr")
-  if [ $rc -eq 0 ]; then bad "$name" "exit 0"; return; fi
-  if [ $rc -ge 128 ]; then bad "$name" "crashed (exit $rc): $(head -c 300 "$T/stderr")"; return; fi
-  if [ "$lines" -ne 1 ]; then bad "$name" "$lines lines on stderr: $(head -c 300 "$T/stderr")"; return; fi
-  if ! grep -qF -- "$want" "$T/stderr"; then bad "$name" "message lacks '$want': $(cat "$T/stderr")"; return; fi
-  if [ -n "$before" ]; then
-    if [ "$(md5sum < "$out" 2> /dev/null)" != "$before" ]; then bad "$name" "changed the existing $out"; return; fi
-  elif [ "$out" != "-" ] && [ -e "$out" ]; then bad "$name" "left an output file $out"; return; fi
-  if ls -a "$T" "$T/sub" 2>/dev/null | grep -q '\.tmp\.'; then bad "$name" "left a temporary file"; return; fi
-  ok "$name"
-}
-
-expect_ok() {
-  local name=$1
-  shift
-  if "$@" > "$T/stdout" 2> "$T/stderr"; then ok "$name"; else bad "$name" "exit $?: $(head -c 300 "$T/stderr")"; fi
-}
-
-N=$NLEMBED
-o=$T/out.npy
-
-# ---- malformed inputs
-printf '' > "$T/empty.csv"
-expect_fail empty_file "empty.csv: empty file" "$o" -- $N pca "$T/empty.csv" -o "$o"
-printf '1,2,3\n4,5\n' > "$T/ragged.csv"
-expect_fail ragged_rows "ragged.csv: line 2: 2 fields where the first row has 3" "$o" -- $N pca "$T/ragged.csv" -o "$o"
-printf '1,2\n3,abc\n' > "$T/text.csv"
-expect_fail non_numeric "text.csv: line 2, field 2: not a number" "$o" -- $N pca "$T/text.csv" -o "$o"
-printf '1,2\n3,NaN\n5,6\n' > "$T/nan.csv"
-expect_fail nan_value "nan.csv: line 2, field 2: NaN" "$o" -- $N pca "$T/nan.csv" -o "$o"
-printf '1 2\n3 4\n-inf 6\n' > "$T/inf.txt"
-expect_fail inf_value "inf.txt: line 3, field 1: infinite" "$o" -- $N knn -k 1 "$T/inf.txt" -o "$o"
-printf 'x,y\n' > "$T/header_only.csv"
-expect_fail header_only "no data rows" "$o" -- $N pca "$T/header_only.csv" -o "$o"
-expect_fail missing_input "nope.csv: cannot open" "$o" -- $N pca "$T/nope.csv" -o "$o"
-
-/usr/bin/python3 - "$T" <<'PY' 2>/dev/null || printf '\x93NUMPY\x01\x00\x76\x00{"descr": "<f8", "fortran_order": False, "shape": (4, 3), }' > "$1/trunc.npy"
-import sys, struct
-d = sys.argv[1]
-def npy(dict_, payload):
-    h = dict_.encode(); pad = (64 - (10 + len(h) + 1) % 64) % 64
-    h = h + b' ' * pad + b'\n'
-    return b'\x93NUMPY\x01\x00' + struct.pack('<H', len(h)) + h + payload
-good = npy("{'descr': '<f8', 'fortran_order': False, 'shape': (4, 3), }", struct.pack('<12d', *range(12)))
-open(d + '/trunc.npy', 'wb').write(good[:-5])
-open(d + '/badmagic.npy', 'wb').write(b'\x93NUMPX' + good[6:])
-nan = npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }", struct.pack('<4f', 1, 2, float('nan'), 4))
-open(d + '/nan.npy', 'wb').write(nan)
-idx = bytes([0, 0, 8, 3]) + struct.pack('>III', 5, 2, 2) + bytes(range(20))
-open(d + '/cut.idx', 'wb').write(idx[:-3])
-open(d + '/good.idx', 'wb').write(idx)
-import gzip
-gz = gzip.compress(idx)
-open(d + '/cut.idx.gz', 'wb').write(gz[:-10])
-bad = bytearray(gz); bad[15] ^= 0xff; bad[16] ^= 0xff
-open(d + '/corrupt.idx.gz', 'wb').write(bytes(bad))
-PY
-expect_fail truncated_npy "trunc.npy: byte" "$o" -- $N pca "$T/trunc.npy" -o "$o"
-expect_fail bad_magic_npy "badmagic.npy: byte 0: not a .npy file" "$o" -- $N pca "$T/badmagic.npy" -o "$o"
-expect_fail nan_npy "nan.npy: byte" "$o" -- $N pca "$T/nan.npy" -o "$o"
-expect_fail truncated_idx "cut.idx: byte" "$o" -- $N pca "$T/cut.idx" -o "$o"
-expect_fail truncated_gz "cut.idx.gz: byte" "$o" -- $N pca "$T/cut.idx.gz" -o "$o"
-expect_fail corrupt_gz "corrupt.idx.gz: byte" "$o" -- $N pca "$T/corrupt.idx.gz" -o "$o"
-
-# ---- inconsistent requests
 printf '1,2\n3,4\n5,7\n8,9\n' > "$T/four.csv"
-printf '0\n1\n0\n' > "$T/three_labels.txt"
-expect_fail label_count "three_labels.txt: 3 labels for 4 points" "$o" -- $N pca "$T/four.csv" --labels "$T/three_labels.txt" -o "$o"
-expect_fail k_too_large "k = 4 must be at least 1 and below the number of points N = 4" "$o" -- $N knn -k 4 "$T/four.csv" -o "$o"
-expect_fail missing_folder "output folder $T/sub/deeper does not exist" - -- $N pca "$T/four.csv" -o "$T/sub/deeper/x.npy"
-expect_fail memory_cap "over the memory cap of 1.0 KiB (raise the cap with --max-memory)" "$o" -- $N pca "$T/good.idx" --max-memory 1K -o "$o"
-expect_fail too_many_components "components requested" "$o" -- $N pca "$T/four.csv" -d 3 -o "$o"
-expect_fail bad_option_value "--threads takes" "$o" -- $N pca "$T/four.csv" --threads many -o "$o"
-expect_fail unknown_extension "unknown output extension" "$T/out.xyz" -- $N pca "$T/four.csv" -o "$T/out.xyz"
-expect_fail one_point "PCA needs at least 2 points" "$o" -- $N pca spiral:1 -o "$o"
-
-# A failing run leaves an existing output as it was.
-printf 'precious\n' > "$T/keep.csv"
-$N pca "$T/ragged.csv" -o "$T/keep.csv" 2>/dev/null
-if [ "$(cat "$T/keep.csv")" = "precious" ]; then ok keeps_existing_output; else bad keeps_existing_output "overwritten"; fi
-
 # ---- good runs
 expect_ok pca_text $N pca "$T/four.csv" -d 1 -o "$T/p.csv" --quiet
 if [ "$(wc -l < "$T/p.csv")" -eq 4 ] && grep -q '"explained_variance"' "$T/stdout"; then ok pca_text_output; else bad pca_text_output "$(cat "$T/p.csv")"; fi
@@ -119,7 +23,6 @@ expect_ok plot_png $N plot "$T/sr.npy" --labels "$T/sr_labels.npy" --info "$T/m.
 if [ "$(head -c 8 "$T/sr.png" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ]; then ok plot_png_signature; else bad plot_png_signature "not a PNG"; fi
 expect_ok plot_svg $N plot "$T/sr.npy" -o "$T/sr.svg" --quiet
 if grep -q '<svg' "$T/sr.svg"; then ok plot_svg_content; else bad plot_svg_content "not an SVG"; fi
-expect_fail plot_one_column "a scatter plot needs 2" "$T/x.png" -- $N plot "$T/p.csv" -o "$T/x.png"
 # ---- affinities and approximate neighbours
 expect_ok affinity_entropic $N affinity swissroll:1500 -p 10 -o "$T/a.mtx" --betas "$T/b.npy" --quiet
 if grep -q '"mean_iterations": [0-9]' "$T/stdout" && grep -q '"converged": true' "$T/stdout" && head -1 "$T/a.mtx" | grep -q MatrixMarket; then
@@ -127,17 +30,10 @@ if grep -q '"mean_iterations": [0-9]' "$T/stdout" && grep -q '"converged": true'
 expect_ok affinity_gaussian $N affinity blobs:800:5:3 --kind gaussian --sigma 2 -k 10 -o "$T/g.mtx" --quiet
 expect_ok knn_approx $N knn blobs:3000:8:5 -k 10 --method approx -o "$T/ga.npy" --quiet
 if grep -q '"method": "approx"' "$T/stdout"; then ok knn_approx_method; else bad knn_approx_method "$(cat "$T/stdout")"; fi
-printf '1,2\n1,2\n1,2\n1,2\n1,2\n1,2\n1,2\n1,2\n' > "$T/constant.csv"
-expect_fail affinity_constant "constant or heavily duplicated data" "$T/c.mtx" -- $N affinity "$T/constant.csv" -p 2 -k 6 -o "$T/c.mtx"
-expect_fail affinity_perplexity "perplexity 30 must be above 1 and below the number of neighbours k = 20" "$T/c.mtx" -- $N affinity swissroll:500 -p 30 -k 20 -o "$T/c.mtx"
-expect_fail affinity_k_vs_n "k = 90 neighbours need more than 50 points" "$T/c.mtx" -- $N affinity spiral:50 -o "$T/c.mtx"
-expect_fail affinity_one_point "need more than 1 points" "$T/c.mtx" -- $N affinity spiral:1 -p 2 -k 1 -o "$T/c.mtx"
-expect_fail affinity_inverse_duplicates "coincide (remove duplicate points)" "$T/c.mtx" -- $N affinity "$T/constant.csv" --kind inverse -k 3 -o "$T/c.mtx"
 printf '0,0\n0,0\n0,0\n1,0\n0,1\n2,2\n3,1\n1,3\n2,0\n0,2\n' > "$T/dups.csv"
 expect_ok affinity_duplicates $N affinity "$T/dups.csv" -p 3 -k 6 -o "$T/d.mtx" --quiet
 # (1,0) has four neighbours tied at distance 1 >= perplexity 3: documented as degenerate.
 if ! grep -qiE 'nan|inf' "$T/d.mtx" && grep -q '"degenerate_points": 2' "$T/stdout"; then ok affinity_duplicates_finite; else bad affinity_duplicates_finite "$(cat "$T/stdout")"; fi
-expect_fail unknown_root "unknown --root" - -- $N affinity spiral:100 --root secant -o "$T/c.mtx"
 
 # ---- embeddings
 expect_ok tsne_blobs $N tsne blobs:400:8:4 -p 15 -o "$T/ts.npy" --save-labels "$T/tsl.npy" --quiet
@@ -161,14 +57,6 @@ else bad tee_auto_rates "$(grep -i rate "$T/stderr" | head -c 300)"; fi
 for model in ssne tee ee; do
   expect_ok "${model}_defaults_5000" $N $model fashion-mnist:5000 -o "$T/def_$model.npy" --quiet
 done
-expect_fail embed_final_rate_alone "--final-learning-rate goes with fixed steps" "$T/x.npy" -- $N tsne spiral:300 --step line-search --final-learning-rate 300 -o "$T/x.npy"
-expect_fail embed_bad_final_rate "--final-learning-rate takes a positive number or auto" "$T/x.npy" -- $N tsne spiral:300 --learning-rate 10 --final-learning-rate -3 -o "$T/x.npy"
-expect_fail embed_bad_momentum "--momentum takes a number in [0, 1)" - -- $N tsne spiral:300 --momentum 1.5 -o "$T/x.npy"
-expect_fail embed_sigma_for_sne "--sigma is for ee, tee, ssne and tsne" - -- $N sne spiral:300 --sigma 1 -o "$T/x.npy"
-expect_fail embed_wneg_for_tsne "--wneg is for ee and tee" "$T/x.npy" -- $N tsne spiral:300 --wneg sqdist -o "$T/x.npy"
-expect_fail embed_k_vs_n "k = 90 neighbours need more than 60 points" "$T/x.npy" -- $N tsne spiral:60 -o "$T/x.npy"
-expect_fail embed_bad_init "initial X must be 300 x 2" "$T/x.npy" -- $N ee spiral:300 -p 10 --init "$T/p.csv" -o "$T/x.npy"
-expect_fail embed_memory_cap "over the memory cap" "$T/x.npy" -- $N ee spiral:3000 -p 10 --wneg sqdist --max-memory 20M -o "$T/x.npy"
 
 # ---- checkpoint and resume: SIGINT once the first checkpoint exists; the run
 # exits 130 without OUTPUT, and --resume gives the uninterrupted result.
@@ -189,8 +77,6 @@ expect_ok ckpt_resume $N $ck_args -o "$T/ck_out.npy" --resume "$T/run.ckpt"
 if [ "$(md5sum < "$T/run.ckpt")" != "$ck_before" ]; then ok ckpt_resume_keeps_checkpointing
 else bad ckpt_resume_keeps_checkpointing "the checkpoint was not written again"; fi
 if cmp -s "$T/ck_ref.npy" "$T/ck_out.npy"; then ok ckpt_resume_equal; else bad ckpt_resume_equal "resumed result differs"; fi
-expect_fail ckpt_other_run "the checkpoint is of another run: perplexity was 30 there, 20 now" "$T/ck_x.npy" -- $N tsne blobs:1500:10:5 -p 20 -o "$T/ck_x.npy" --resume "$T/run.ckpt"
-expect_fail ckpt_not_checkpoint "not an nlembed checkpoint file" "$T/ck_x.npy" -- $N tsne blobs:1500:10:5 -o "$T/ck_x.npy" --resume "$T/four.csv"
 
 expect_ok init_spectral $N ee spiral:300 -p 10 --init spectral --max-iters 20 -o "$T/isp.npy"
 if grep -q 'lambda\* = .* (lambda2(L+) / N, exact for uniform W-; EE paper eqs. 11-12, dense eigenvalues)' "$T/stderr"; then ok lambda_star_printed; else bad lambda_star_printed "$(cat "$T/stderr")"; fi
@@ -200,25 +86,15 @@ expect_ok init_spectral_disconnected $N tsne blobs:400:8:4 -p 3 -k 5 --init spec
 if grep -q 'warning: W+ has [0-9]* connected components' "$T/stderr"; then ok spectral_components_warning; else bad spectral_components_warning "$(cat "$T/stderr")"; fi
 
 expect_ok tsne_barnes_hut $N tsne blobs:400:8:4 -p 15 --repulsion bh --theta 0.3 --max-iters 100 -o "$T/tbh.npy" --quiet
-expect_fail bh_needs_uniform "Barnes-Hut repulsion serves t-SNE, s-SNE, EE/t-EE with uniform W-" "$T/x.npy" -- $N ee spiral:300 -p 10 --wneg sqdist --repulsion bh -o "$T/x.npy"
 expect_ok tsne_fft $N tsne blobs:400:8:4 -p 15 --repulsion fft --fft-box 0.5 --max-iters 100 -o "$T/tfft.npy" --quiet
-expect_fail fft_sparse_wneg "FFT-interpolation repulsion serves t-SNE, s-SNE, EE/t-EE with uniform W-" "$T/x.npy" -- $N ee spiral:300 -p 10 --wneg knn --repulsion fft -o "$T/x.npy"
 expect_ok ee_sqdist_fft $N ee blobs:600:10:1 -p 10 --wneg sqdist --wneg-dims 5 --repulsion fft --lambda 1e-4 --max-iters 50 -o "$T/esqf.npy"
 if grep -q 'W- of squared distances after PCA 10 -> 5' "$T/stderr" && grep -q 'lambda\* bounds: .*Lanczos and Gershgorin' "$T/stderr"; then ok sqdist_fft_notes; else bad sqdist_fft_notes "$(cat "$T/stderr")"; fi
-expect_fail wneg_dims_bad "--wneg-dims takes an integer from 1 to 1000" "$T/x.npy" -- $N ee spiral:300 --wneg sqdist --wneg-dims 0 -o "$T/x.npy"
-expect_fail fft_bad_order "--fft-order takes an integer from 1 to 12" "$T/x.npy" -- $N tsne spiral:300 --fft-order 0 -o "$T/x.npy"
 expect_ok ee_fgt $N ee blobs:400:8:4 -p 15 -d 3 --repulsion fgt --fgt-order 4 --max-iters 50 -o "$T/efgt.npy" --quiet
-expect_fail fgt_gaussian_only "the fast Gauss transform serves the Gaussian kernel (EE, s-SNE)" "$T/x.npy" -- $N tsne spiral:300 --repulsion fgt -o "$T/x.npy"
-expect_fail fgt_bad_reach "--fgt-reach takes an integer from 1 to 12" "$T/x.npy" -- $N ee spiral:300 --fgt-reach 0 -o "$T/x.npy"
-expect_fail bad_engine "--repulsion takes auto, exact, bh, fft or fgt" "$T/x.npy" -- $N tsne spiral:300 --repulsion fmm -o "$T/x.npy"
 expect_ok tsne_pca $N tsne fashion-mnist:600 -p 15 --pca 20 --max-iters 50 -o "$T/tpca.npy" --quiet
-expect_fail pca_with_model "--pca with --save-model needs the re-ranking" "$T/x.npy" -- $N tsne fashion-mnist:600 --pca 20 --pca-candidates 0 --save-model "$T/m.nle" -o "$T/x.npy"
 expect_ok pca_model $N tsne fashion-mnist:600 -p 10 --pca 20 --max-iters 50 --save-model "$T/pm.nle" -o "$T/pm.npy" --quiet
 expect_ok pca_model_transform $N transform "$T/pm.nle" fashion-mnist:700 -o "$T/pmt.npy" --quiet
-expect_fail pca_bad "--pca takes an integer >= 0 or auto" "$T/x.npy" -- $N tsne fashion-mnist:600 --pca -1 -o "$T/x.npy"
 expect_ok tsne_pca_candidates $N tsne fashion-mnist:600 -p 10 --pca 20 --pca-candidates 60 --max-iters 20 -o "$T/tpc.npy" --quiet
 expect_ok tsne_pca_no_rerank $N tsne fashion-mnist:600 -p 10 --pca 20 --pca-candidates 0 --max-iters 20 -o "$T/tpn.npy" --quiet
-expect_fail pca_candidates_few "pca_candidates 20 must be at least k = 30" "$T/x.npy" -- $N tsne fashion-mnist:600 -p 10 --pca 20 --pca-candidates 20 -o "$T/x.npy"
 
 # ---- precomputed affinities
 expect_ok affinity_for_embed $N affinity blobs:400:8:4 -p 15 -o "$T/aw.mtx" --quiet
@@ -230,14 +106,6 @@ import sys, numpy as np
 a, b = np.load(sys.argv[1] + "/ea2.npy"), np.load(sys.argv[1] + "/ea3.npy")
 assert np.abs(a - b).max() <= 1e-6 * np.abs(b).max()
 PY
-printf '%%%%MatrixMarket matrix coordinate real general\n3 3 2\n1 2 0.5\n1 2 0.5\n' > "$T/dup.mtx"
-expect_fail affinities_duplicate "dup.mtx: line 4: entry (1, 2) given twice" "$T/x.npy" -- $N ee --affinities "$T/dup.mtx" -o "$T/x.npy"
-printf '%%%%MatrixMarket matrix coordinate real general\n3 3 2\n1 2 0.5\n4 1 0.5\n' > "$T/out.mtx"
-expect_fail affinities_outside "out.mtx: line 4: entry (4, 1) outside the 3 x 3 matrix" "$T/x.npy" -- $N ee --affinities "$T/out.mtx" -o "$T/x.npy"
-printf '%%%%MatrixMarket matrix coordinate real general\n3 3 2\n1 2 abc\n' > "$T/bad.mtx"
-expect_fail affinities_bad_line "bad.mtx: line 3: expected 'row column value'" "$T/x.npy" -- $N ee --affinities "$T/bad.mtx" -o "$T/x.npy"
-expect_fail affinities_size_mismatch "the affinities must be N x N with N >= 3 and N the number of INPUT points" "$T/x.npy" -- $N tsne spiral:300 --affinities "$T/aw.mtx" -o "$T/x.npy"
-expect_fail affinities_need_data "need the INPUT data" "$T/x.npy" -- $N ee --affinities "$T/aw.mtx" --wneg sqdist -o "$T/x.npy"
 
 # ---- out-of-sample maps from a saved model
 expect_ok save_model $N tsne blobs:400:8:4 -p 15 --max-iters 200 -o "$T/om.npy" --save-model "$T/om.nle" --quiet
@@ -246,69 +114,17 @@ if grep -q '"map": "F(y)"' "$T/stdout" && grep -q '"n": 400' "$T/stdout"; then o
 expect_ok save_model_reference $N ee spiral:300 -k 10 --sigma 0.5 --wneg sqdist --lambda 1 --max-iters 200 -o "$T/oe.npy" --save-model "$T/oe.nle" --model-data reference --quiet
 expect_ok transform_reference $N transform "$T/oe.nle" spiral:300 -o "$T/oef.npy" --quiet
 expect_ok transform_fft $N transform "$T/om.nle" blobs:400:8:4 --repulsion fft -o "$T/off.npy" --quiet
-expect_fail transform_fgt_sqdist "F(y) takes exact, fgt or fft repulsion" "$T/x.npy" -- $N transform "$T/oe.nle" spiral:300 --repulsion fgt -o "$T/x.npy"
-expect_fail transform_bad_engine "--repulsion takes auto, exact, fft or fgt" "$T/x.npy" -- $N transform "$T/oe.nle" spiral:300 --repulsion bh -o "$T/x.npy"
 expect_ok transform_inverse $N transform "$T/oe.nle" "$T/oe.npy" --inverse -o "$T/oei.npy" --quiet
-expect_fail transform_wrong_data "is not the data the model was trained on" "$T/x.npy" -- $N transform "$T/oe.nle" spiral:300 --data spiral:301 -o "$T/x.npy"
-expect_fail transform_inverse_uniform "with other W- its minimum is at infinity" "$T/x.npy" -- $N transform "$T/om.nle" "$T/om.npy" --inverse -o "$T/x.npy"
-expect_fail transform_columns "new points have 2 columns, the training data 8" "$T/x.npy" -- $N transform "$T/om.nle" spiral:50 -o "$T/x.npy"
-head -c 300 "$T/om.nle" > "$T/cut.nle"
-expect_fail transform_damaged_model "cut.nle: record 'doubles' (at byte 232) is damaged or truncated" "$T/x.npy" -- $N transform "$T/cut.nle" blobs:400:8:4 -o "$T/x.npy"
-expect_fail transform_not_model "not an nlembed model file" "$T/x.npy" -- $N transform "$T/four.csv" blobs:400:8:4 -o "$T/x.npy"
 
 for cmd in pca knn affinity ee tee ssne tsne sne metrics plot transform; do
   if $N $cmd --help | grep -q "Usage: nlembed $cmd"; then ok "help_$cmd"; else bad "help_$cmd" "no usage"; fi
 done
-# ---- a failed run leaves every earlier output as it was (one transaction);
-# paths and extensions are checked before any work; temporaries of a killed
-# run are removed by the next run writing in that folder
-$N pca swissroll:300 -d 2 -o "$T/keep.npy" --save-labels "$T/keep_l.npy" --quiet > /dev/null
-expect_fail txn_knn_distances 'd.mtx: unknown output extension ".mtx" (use .npy, .csv, .tsv or .txt)' "$T/keep.npy" -- \
-  $N knn swissroll:300 -k 5 -o "$T/keep.npy" --distances "$T/d.mtx"
-expect_fail txn_pca_labels "output folder $T/none does not exist" "$T/keep.npy" -- \
-  $N pca swissroll:300 -d 2 -o "$T/keep.npy" --save-labels "$T/none/l.npy"
-expect_fail txn_bad_output_ext 'o.xyz: unknown output extension ".xyz"' "$T/keep_l.npy" -- \
-  $N tsne swissroll:300 -o "$T/o.xyz" --save-labels "$T/keep_l.npy"
-expect_fail path_prefix_missing_folder "p000.npy: output folder $T/none does not exist" "$T/keep.npy" -- \
-  $N ee swissroll:300 --homotopy 3 --path-prefix "$T/none/p" -o "$T/keep.npy"
-expect_fail txn_transform_ext 'x.png: unknown output extension ".png"' - -- $N transform "$T/none.nle" spiral:10 -o "$T/x.png"
-sh -c 'exit 0' & dead_pid=$!
-wait $dead_pid
-touch "$T/.late.npy.tmp.$dead_pid.abcdef"
-expect_ok dead_temporary_removed $N pca swissroll:300 -d 2 -o "$T/late.npy"
-if [ ! -e "$T/.late.npy.tmp.$dead_pid.abcdef" ] && grep -q "left by a run that died" "$T/stderr"; then ok dead_temporary_note
-else bad dead_temporary_note "the dead run's temporary is still there or unreported: $(cat "$T/stderr")"; fi
-
-# ---- a damaged checkpoint or model is refused, naming the file and the
-# damaged record (each record carries a CRC-32)
-cp "$T/run.ckpt" "$T/flip.ckpt"
-ck_size=$(stat -c %s "$T/flip.ckpt")
-printf '\x55' | dd of="$T/flip.ckpt" bs=1 seek=$((ck_size / 2)) conv=notrunc 2> /dev/null
-expect_fail ckpt_damaged "is damaged (checksum mismatch)" "$T/ck_flip.npy" -- $N $ck_args -o "$T/ck_flip.npy" --resume "$T/flip.ckpt"
-cp "$T/om.nle" "$T/flip.nle"
-m_size=$(stat -c %s "$T/flip.nle")
-printf '\x55' | dd of="$T/flip.nle" bs=1 seek=$((m_size / 2)) conv=notrunc 2> /dev/null
-expect_fail model_damaged "flip.nle: record '" "$T/tf_flip.npy" -- $N transform "$T/flip.nle" blobs:50:8:4 -o "$T/tf_flip.npy"
-printf '%%%%MatrixMarket matrix coordinate real general\n3 3 4\n1 2 0.5\n2 1 0.5\n2 3 -0.5\n3 2 0.5\n' > "$T/neg.mtx"
-expect_fail affinities_negative "neg.mtx: affinities: row 2, column 3 holds -0.5; they must be finite and >= 0" "$T/x.npy" -- \
-  $N ee --affinities "$T/neg.mtx" -o "$T/x.npy"
-
-expect_fail option_range "--init-scale takes a positive number (accepted: 0 < x <= 1e+09)" "$T/x.npy" -- \
-  $N tsne swissroll:300 --init-scale 1e300 --max-iters 20 -o "$T/x.npy"
-expect_fail option_range_lambda "--lambda takes a positive number or auto (accepted: 0 < x <= 1e+09)" "$T/x.npy" -- \
-  $N ee swissroll:300 --lambda 1e308 -o "$T/x.npy"
-
-expect_fail diverged_names_iteration "optimiser: the map became non-finite at iteration" "$T/x.npy" -- \
-  $N ee swissroll:300 --step fixed --learning-rate 1e9 --max-iters 200 --quiet -o "$T/x.npy"
 
 # ---- readers: a byte-order mark, an ambiguous first row, a label column
 # named in the header (taken with a note, usable by plot), metrics' order
 printf '\xef\xbb\xbf1,2\n3,4\n5,7\n' > "$T/bom.csv"
 expect_ok bom_skipped $N pca "$T/bom.csv" -d 1 -o "$T/bom.npy" --quiet
 if grep -q '"n": 3' "$T/stdout"; then ok bom_rows; else bad bom_rows "$(cat "$T/stdout")"; fi
-printf '1,2x,3\n4,5,6\n7,8,9\n' > "$T/typo.csv"
-expect_fail header_typo 'typo.csv: line 1: field 2 ("2x") is not a number but 2 other fields are' "$T/typo.npy" -- \
-  $N pca "$T/typo.csv" -d 1 -o "$T/typo.npy"
 { echo "a,b,c,label"; for i in $(seq 1 40); do echo "$i,$((i % 7)),$((i * i % 11)),$((i % 3))"; done; } > "$T/lab.csv"
 expect_ok label_named_column $N pca "$T/lab.csv" -d 2 -o "$T/lab.npy" --save-labels "$T/lab_l.npy"
 if grep -q 'column 4 ("label") taken as the labels' "$T/stderr" && grep -q '"dim": 3' "$T/stdout"; then ok label_named_note
@@ -320,8 +136,6 @@ expect_ok save_label_names $N pca fashion-mnist:200 -d 2 -o "$T/fm200.npy" --sav
 if head -1 "$T/fm200_names.txt" | grep -qx "Ankle boot" && [ "$(wc -l < "$T/fm200_names.txt")" -eq 200 ]; then
   ok save_label_names_text; else bad save_label_names_text "$(head -3 "$T/fm200_names.txt")"; fi
 expect_ok plot_saved_names $N plot "$T/fm200.npy" --labels "$T/fm200_names.txt" -o "$T/fm200.png" --quiet
-$N pca swissroll:2000 -d 3 -o "$T/sr3.npy" --quiet > /dev/null
-expect_fail metrics_swapped "the order is DATA EMBEDDING" "$T/msw.json" -- $N metrics "$T/sr.npy" "$T/sr3.npy" -o "$T/msw.json"
 
 # ---- the same bits on 1 and 2 threads: every command's default path (the
 # embeddings above 5,000 points and 100 dimensions, so with the PCA
@@ -372,8 +186,5 @@ for cmd in ee tee ssne tsne sne pca knn affinity metrics plot transform; do
   if $N $cmd --help | grep -qF "(default 80% of RAM)"; then ok "help_percent_$cmd"; else bad "help_percent_$cmd" "$($N $cmd --help | grep -F max-memory)"; fi
 done
 if $N --help | grep -q "Commands:" && $N --version | grep -q '^nlembed [0-9]'; then ok help_and_version; else bad help_and_version "missing"; fi
-expect_fail unknown_command "unknown command" - -- $N frobnicate
-expect_fail unknown_option "unknown option or missing value: --frob" - -- $N pca --frob "$T/four.csv" -o "$o"
 
-echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+finish

@@ -1,0 +1,217 @@
+#!/usr/bin/env bash
+# bad_input.sh — the catalogue of bad input: malformed and damaged files,
+# NaN/Inf, inconsistent or out-of-range requests, unwritable outputs, runs
+# that diverge. Each case asserts a non-zero exit, a one-line message naming
+# the file (and line, byte or record) and the problem, printable bytes only,
+# and, for every output the run would write, that none appears and that a
+# file already there is byte-identical afterwards (tests/lib.sh).
+cd "$(dirname "$0")/.." || exit 1
+. tests/lib.sh
+o=$T/out.npy
+
+# fixtures: small good files of each kind, made here
+printf '1,2\n3,4\n5,7\n8,9\n' > "$T/four.csv"
+$N pca "$T/four.csv" -d 1 -o "$T/p.csv" --quiet > /dev/null
+$N affinity blobs:400:8:4 -p 15 -o "$T/aw.mtx" --quiet > /dev/null
+$N tsne blobs:400:8:4 -p 15 --max-iters 30 -o "$T/om.npy" --save-model "$T/om.nle" --quiet > /dev/null
+$N ee spiral:300 -k 10 --sigma 0.5 --wneg sqdist --lambda 1 --max-iters 30 -o "$T/oe.npy" --save-model "$T/oe.nle" \
+  --model-data reference --quiet > /dev/null
+ck_args="tsne blobs:1500:10:5 --optimizer lbfgs --max-iters 15 --tol 0 --quiet"
+$N $ck_args -o "$T/ck.npy" --checkpoint "$T/run.ckpt" --checkpoint-every 5 > /dev/null
+$N pca swissroll:2000 -d 2 -o "$T/sr.npy" --quiet > /dev/null
+$N pca swissroll:2000 -d 3 -o "$T/sr3.npy" --quiet > /dev/null
+for f in p.csv aw.mtx om.nle oe.nle run.ckpt sr.npy sr3.npy; do
+  [ -s "$T/$f" ] || { echo "FAIL fixtures: $f was not made"; exit 1; }
+done
+
+# ---- malformed inputs
+printf '' > "$T/empty.csv"
+expect_fail empty_file "empty.csv: empty file" "$o" -- $N pca "$T/empty.csv" -o "$o"
+printf '1,2,3\n4,5\n' > "$T/ragged.csv"
+expect_fail ragged_rows "ragged.csv: line 2: 2 fields where the first row has 3" "$o" -- $N pca "$T/ragged.csv" -o "$o"
+printf '1,2\n3,abc\n' > "$T/text.csv"
+expect_fail non_numeric "text.csv: line 2, field 2: not a number" "$o" -- $N pca "$T/text.csv" -o "$o"
+printf '1,2\n3,NaN\n5,6\n' > "$T/nan.csv"
+expect_fail nan_value "nan.csv: line 2, field 2: NaN" "$o" -- $N pca "$T/nan.csv" -o "$o"
+printf '1 2\n3 4\n-inf 6\n' > "$T/inf.txt"
+expect_fail inf_value "inf.txt: line 3, field 1: infinite" "$o" -- $N knn -k 1 "$T/inf.txt" -o "$o"
+printf 'x,y\n' > "$T/header_only.csv"
+expect_fail header_only "no data rows" "$o" -- $N pca "$T/header_only.csv" -o "$o"
+expect_fail missing_input "nope.csv: cannot open" "$o" -- $N pca "$T/nope.csv" -o "$o"
+
+/usr/bin/python3 - "$T" <<'PY' 2>/dev/null || printf '\x93NUMPY\x01\x00\x76\x00{"descr": "<f8", "fortran_order": False, "shape": (4, 3), }' > "$1/trunc.npy"
+import sys, struct
+d = sys.argv[1]
+def npy(dict_, payload):
+    h = dict_.encode(); pad = (64 - (10 + len(h) + 1) % 64) % 64
+    h = h + b' ' * pad + b'\n'
+    return b'\x93NUMPY\x01\x00' + struct.pack('<H', len(h)) + h + payload
+good = npy("{'descr': '<f8', 'fortran_order': False, 'shape': (4, 3), }", struct.pack('<12d', *range(12)))
+open(d + '/trunc.npy', 'wb').write(good[:-5])
+open(d + '/badmagic.npy', 'wb').write(b'\x93NUMPX' + good[6:])
+nan = npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }", struct.pack('<4f', 1, 2, float('nan'), 4))
+open(d + '/nan.npy', 'wb').write(nan)
+idx = bytes([0, 0, 8, 3]) + struct.pack('>III', 5, 2, 2) + bytes(range(20))
+open(d + '/cut.idx', 'wb').write(idx[:-3])
+open(d + '/good.idx', 'wb').write(idx)
+import gzip
+gz = gzip.compress(idx)
+open(d + '/cut.idx.gz', 'wb').write(gz[:-10])
+bad = bytearray(gz); bad[15] ^= 0xff; bad[16] ^= 0xff
+open(d + '/corrupt.idx.gz', 'wb').write(bytes(bad))
+open(d + '/complex.npy', 'wb').write(npy("{'descr': '<c8', 'fortran_order': False, 'shape': (2, 1), }", bytes(16)))
+open(d + '/type7.idx', 'wb').write(bytes([0, 0, 7, 1]) + struct.pack('>I', 3) + bytes(3))
+open(d + '/nested.gz', 'wb').write(gzip.compress(gz))
+# bombs: 64 MiB that a 16 MiB cap would stop only at the cap, refused from their start
+open(d + '/zeros.gz', 'wb').write(gzip.compress(bytes(64 << 20), 1))
+open(d + '/typo_bomb.csv.gz', 'wb').write(gzip.compress(b'1,2\n3,4\nx,5\n' + b'1,2\n' * (16 << 20), 1))
+PY
+expect_fail truncated_npy "trunc.npy: byte" "$o" -- $N pca "$T/trunc.npy" -o "$o"
+expect_fail bad_magic_npy "badmagic.npy: byte 0: not a .npy file" "$o" -- $N pca "$T/badmagic.npy" -o "$o"
+expect_fail nan_npy "nan.npy: byte" "$o" -- $N pca "$T/nan.npy" -o "$o"
+expect_fail truncated_idx "cut.idx: byte" "$o" -- $N pca "$T/cut.idx" -o "$o"
+expect_fail truncated_gz "cut.idx.gz: byte" "$o" -- $N pca "$T/cut.idx.gz" -o "$o"
+expect_fail corrupt_gz "corrupt.idx.gz: byte" "$o" -- $N pca "$T/corrupt.idx.gz" -o "$o"
+expect_fail npy_complex "complex.npy: byte 10: unsupported or missing dtype" "$o" -- $N pca "$T/complex.npy" -o "$o"
+expect_fail idx_type_code "type7.idx: byte 2: unknown IDX type code 0x07" "$o" -- $N pca "$T/type7.idx" -o "$o"
+expect_fail gzip_in_gzip "nested.gz: gzip data inside gzip data is not supported" "$o" -- $N pca "$T/nested.gz" -o "$o"
+expect_fail gzip_bomb_zeros "zeros.gz: byte 2: unknown IDX type code 0x00" "$o" -- $N pca "$T/zeros.gz" --max-memory 16M -o "$o"
+expect_fail gzip_bomb_text "typo_bomb.csv.gz: line 3, field 1: not a number" "$o" -- \
+  $N pca "$T/typo_bomb.csv.gz" --max-memory 16M -o "$o"
+printf '1,2\n3,\033[31mred\001\377\n' > "$T/ctl.csv"
+expect_fail bytes_escaped 'ctl.csv: line 2, field 2: not a number: "\x1b[31mred\x01\xff"' "$o" -- $N pca "$T/ctl.csv" -o "$o"
+expect_fail label_column_outside "four.csv: line 1: label column 9 but the row has 2 fields" "$o" -- \
+  $N pca "$T/four.csv" --label-column 9 -o "$o"
+
+# ---- inconsistent requests
+printf '1,2\n3,4\n5,7\n8,9\n' > "$T/four.csv"
+printf '0\n1\n0\n' > "$T/three_labels.txt"
+expect_fail label_count "three_labels.txt: 3 labels for 4 points" "$o" -- $N pca "$T/four.csv" --labels "$T/three_labels.txt" -o "$o"
+expect_fail k_too_large "k = 4 must be at least 1 and below the number of points N = 4" "$o" -- $N knn -k 4 "$T/four.csv" -o "$o"
+expect_fail missing_folder "output folder $T/sub/deeper does not exist" - -- $N pca "$T/four.csv" -o "$T/sub/deeper/x.npy"
+expect_fail memory_cap "over the memory cap of 1.0 KiB (raise the cap with --max-memory)" "$o" -- $N pca "$T/good.idx" --max-memory 1K -o "$o"
+expect_fail too_many_components "components requested" "$o" -- $N pca "$T/four.csv" -d 3 -o "$o"
+expect_fail bad_option_value "--threads takes" "$o" -- $N pca "$T/four.csv" --threads many -o "$o"
+expect_fail output_is_folder "output path is a folder" - -- $N pca "$T/four.csv" -d 1 -o "$T"
+expect_fail unknown_extension "unknown output extension" "$T/out.xyz" -- $N pca "$T/four.csv" -o "$T/out.xyz"
+expect_fail one_point "PCA needs at least 2 points" "$o" -- $N pca spiral:1 -o "$o"
+
+expect_fail plot_one_column "a scatter plot needs 2" "$T/x.png" -- $N plot "$T/p.csv" -o "$T/x.png"
+
+# ---- affinities
+printf '1,2\n1,2\n1,2\n1,2\n1,2\n1,2\n1,2\n1,2\n' > "$T/constant.csv"
+expect_fail affinity_constant "constant or heavily duplicated data" "$T/c.mtx" -- $N affinity "$T/constant.csv" -p 2 -k 6 -o "$T/c.mtx"
+expect_fail affinity_perplexity "perplexity 30 must be above 1 and below the number of neighbours k = 20" "$T/c.mtx" -- $N affinity swissroll:500 -p 30 -k 20 -o "$T/c.mtx"
+expect_fail affinity_k_vs_n "k = 90 neighbours need more than 50 points" "$T/c.mtx" -- $N affinity spiral:50 -o "$T/c.mtx"
+expect_fail affinity_one_point "need more than 1 points" "$T/c.mtx" -- $N affinity spiral:1 -p 2 -k 1 -o "$T/c.mtx"
+expect_fail affinity_inverse_duplicates "coincide (remove duplicate points)" "$T/c.mtx" -- $N affinity "$T/constant.csv" --kind inverse -k 3 -o "$T/c.mtx"
+expect_fail unknown_root "unknown --root" - -- $N affinity spiral:100 --root secant -o "$T/c.mtx"
+
+# ---- embedding options out of range or in conflict
+expect_fail embed_final_rate_alone "--final-learning-rate goes with fixed steps" "$T/x.npy" -- $N tsne spiral:300 --step line-search --final-learning-rate 300 -o "$T/x.npy"
+expect_fail embed_bad_final_rate "--final-learning-rate takes a positive number or auto" "$T/x.npy" -- $N tsne spiral:300 --learning-rate 10 --final-learning-rate -3 -o "$T/x.npy"
+expect_fail embed_bad_momentum "--momentum takes a number in [0, 1)" - -- $N tsne spiral:300 --momentum 1.5 -o "$T/x.npy"
+expect_fail embed_sigma_for_sne "--sigma is for ee, tee, ssne and tsne" - -- $N sne spiral:300 --sigma 1 -o "$T/x.npy"
+expect_fail embed_wneg_for_tsne "--wneg is for ee and tee" "$T/x.npy" -- $N tsne spiral:300 --wneg sqdist -o "$T/x.npy"
+expect_fail embed_k_vs_n "k = 90 neighbours need more than 60 points" "$T/x.npy" -- $N tsne spiral:60 -o "$T/x.npy"
+expect_fail embed_bad_init "initial X must be 300 x 2" "$T/x.npy" -- $N ee spiral:300 -p 10 --init "$T/p.csv" -o "$T/x.npy"
+expect_fail embed_memory_cap "over the memory cap" "$T/x.npy" -- $N ee spiral:3000 -p 10 --wneg sqdist --max-memory 20M -o "$T/x.npy"
+expect_fail bh_needs_uniform "Barnes-Hut repulsion serves t-SNE, s-SNE, EE/t-EE with uniform W-" "$T/x.npy" -- $N ee spiral:300 -p 10 --wneg sqdist --repulsion bh -o "$T/x.npy"
+expect_fail fft_sparse_wneg "FFT-interpolation repulsion serves t-SNE, s-SNE, EE/t-EE with uniform W-" "$T/x.npy" -- $N ee spiral:300 -p 10 --wneg knn --repulsion fft -o "$T/x.npy"
+expect_fail wneg_dims_bad "--wneg-dims takes an integer from 1 to 1000" "$T/x.npy" -- $N ee spiral:300 --wneg sqdist --wneg-dims 0 -o "$T/x.npy"
+expect_fail fft_bad_order "--fft-order takes an integer from 1 to 12" "$T/x.npy" -- $N tsne spiral:300 --fft-order 0 -o "$T/x.npy"
+expect_fail fgt_gaussian_only "the fast Gauss transform serves the Gaussian kernel (EE, s-SNE)" "$T/x.npy" -- $N tsne spiral:300 --repulsion fgt -o "$T/x.npy"
+expect_fail fgt_bad_reach "--fgt-reach takes an integer from 1 to 12" "$T/x.npy" -- $N ee spiral:300 --fgt-reach 0 -o "$T/x.npy"
+expect_fail bad_engine "--repulsion takes auto, exact, bh, fft or fgt" "$T/x.npy" -- $N tsne spiral:300 --repulsion fmm -o "$T/x.npy"
+expect_fail pca_with_model "--pca with --save-model needs the re-ranking" "$T/x.npy" -- $N tsne fashion-mnist:600 --pca 20 --pca-candidates 0 --save-model "$T/m.nle" -o "$T/x.npy"
+expect_fail pca_bad "--pca takes an integer >= 0 or auto" "$T/x.npy" -- $N tsne fashion-mnist:600 --pca -1 -o "$T/x.npy"
+expect_fail pca_candidates_few "pca_candidates 20 must be at least k = 30" "$T/x.npy" -- $N tsne fashion-mnist:600 -p 10 --pca 20 --pca-candidates 20 -o "$T/x.npy"
+expect_fail fft_four_dims "the FFT-interpolation engine serves embeddings of 1-3 dimensions, not 4" "$T/x.npy" -- \
+  $N tsne swissroll:300 --repulsion fft -d 4 -o "$T/x.npy"
+
+# ---- precomputed affinities
+printf '%%%%MatrixMarket matrix coordinate real general\n3 3 2\n1 2 0.5\n1 2 0.5\n' > "$T/dup.mtx"
+expect_fail affinities_duplicate "dup.mtx: line 4: entry (1, 2) given twice" "$T/x.npy" -- $N ee --affinities "$T/dup.mtx" -o "$T/x.npy"
+printf '%%%%MatrixMarket matrix coordinate real general\n3 3 2\n1 2 0.5\n4 1 0.5\n' > "$T/out.mtx"
+expect_fail affinities_outside "out.mtx: line 4: entry (4, 1) outside the 3 x 3 matrix" "$T/x.npy" -- $N ee --affinities "$T/out.mtx" -o "$T/x.npy"
+printf '%%%%MatrixMarket matrix coordinate real general\n3 3 2\n1 2 abc\n' > "$T/bad.mtx"
+expect_fail affinities_bad_line "bad.mtx: line 3: expected 'row column value'" "$T/x.npy" -- $N ee --affinities "$T/bad.mtx" -o "$T/x.npy"
+expect_fail affinities_size_mismatch "the affinities must be N x N with N >= 3 and N the number of INPUT points" "$T/x.npy" -- $N tsne spiral:300 --affinities "$T/aw.mtx" -o "$T/x.npy"
+expect_fail affinities_need_data "need the INPUT data" "$T/x.npy" -- $N ee --affinities "$T/aw.mtx" --wneg sqdist -o "$T/x.npy"
+
+# ---- out-of-sample maps
+expect_fail transform_fgt_sqdist "F(y) takes exact, fgt or fft repulsion" "$T/x.npy" -- $N transform "$T/oe.nle" spiral:300 --repulsion fgt -o "$T/x.npy"
+expect_fail transform_bad_engine "--repulsion takes auto, exact, fft or fgt" "$T/x.npy" -- $N transform "$T/oe.nle" spiral:300 --repulsion bh -o "$T/x.npy"
+expect_fail transform_wrong_data "is not the data the model was trained on" "$T/x.npy" -- $N transform "$T/oe.nle" spiral:300 --data spiral:301 -o "$T/x.npy"
+expect_fail transform_inverse_uniform "with other W- its minimum is at infinity" "$T/x.npy" -- $N transform "$T/om.nle" "$T/om.npy" --inverse -o "$T/x.npy"
+expect_fail transform_columns "new points have 2 columns, the training data 8" "$T/x.npy" -- $N transform "$T/om.nle" spiral:50 -o "$T/x.npy"
+head -c 300 "$T/om.nle" > "$T/cut.nle"
+expect_fail transform_damaged_model "cut.nle: record 'doubles' (at byte 232) is damaged or truncated" "$T/x.npy" -- $N transform "$T/cut.nle" blobs:400:8:4 -o "$T/x.npy"
+expect_fail transform_not_model "not an nlembed model file" "$T/x.npy" -- $N transform "$T/four.csv" blobs:400:8:4 -o "$T/x.npy"
+
+# ---- checkpoints of another run or of nothing
+expect_fail ckpt_other_run "the checkpoint is of another run: perplexity was 30 there, 20 now" "$T/ck_x.npy" -- $N tsne blobs:1500:10:5 -p 20 -o "$T/ck_x.npy" --resume "$T/run.ckpt"
+expect_fail ckpt_not_checkpoint "not an nlembed checkpoint file" "$T/ck_x.npy" -- $N tsne blobs:1500:10:5 -o "$T/ck_x.npy" --resume "$T/four.csv"
+
+# ---- a failed run leaves every earlier output as it was (one transaction);
+# paths and extensions are checked before any work; temporaries of a killed
+# run are removed by the next run writing in that folder
+$N pca swissroll:300 -d 2 -o "$T/keep.npy" --save-labels "$T/keep_l.npy" --quiet > /dev/null
+expect_fail txn_knn_distances 'd.mtx: unknown output extension ".mtx" (use .npy, .csv, .tsv or .txt)' "$T/keep.npy" -- \
+  $N knn swissroll:300 -k 5 -o "$T/keep.npy" --distances "$T/d.mtx"
+expect_fail txn_pca_labels "output folder $T/none does not exist" "$T/keep.npy" -- \
+  $N pca swissroll:300 -d 2 -o "$T/keep.npy" --save-labels "$T/none/l.npy"
+expect_fail txn_bad_output_ext 'o.xyz: unknown output extension ".xyz"' "$T/keep_l.npy" -- \
+  $N tsne swissroll:300 -o "$T/o.xyz" --save-labels "$T/keep_l.npy"
+expect_fail path_prefix_missing_folder "p000.npy: output folder $T/none does not exist" "$T/keep.npy" -- \
+  $N ee swissroll:300 --homotopy 3 --path-prefix "$T/none/p" -o "$T/keep.npy"
+expect_fail txn_affinity_betas "output folder $T/none does not exist" "$T/keep.mtx" -- \
+  $N affinity swissroll:300 -p 10 -o "$T/keep.mtx" --betas "$T/none/b.npy"
+# a disk that fills while the model is written (a 16 KiB file size limit;
+# the output before it fits): neither file is put in place
+expect_fail txn_model_disk_full "m.nle: write failed: File too large" "$T/keep.npy:$T/m.nle" -- \
+  bash -c 'trap "" XFSZ; ulimit -f 16; exec "$@"' _ $N tsne swissroll:300 --max-iters 20 -o "$T/keep.npy" --save-model "$T/m.nle"
+expect_fail txn_transform_ext 'x.png: unknown output extension ".png"' - -- $N transform "$T/none.nle" spiral:10 -o "$T/x.png"
+sh -c 'exit 0' & dead_pid=$!
+wait $dead_pid
+touch "$T/.late.npy.tmp.$dead_pid.abcdef"
+expect_ok dead_temporary_removed $N pca swissroll:300 -d 2 -o "$T/late.npy"
+if [ ! -e "$T/.late.npy.tmp.$dead_pid.abcdef" ] && grep -q "left by a run that died" "$T/stderr"; then ok dead_temporary_note
+else bad dead_temporary_note "the dead run's temporary is still there or unreported: $(cat "$T/stderr")"; fi
+
+# ---- a damaged checkpoint or model is refused, naming the file and the
+# damaged record (each record carries a CRC-32)
+cp "$T/run.ckpt" "$T/flip.ckpt"
+ck_size=$(stat -c %s "$T/flip.ckpt")
+printf '\x55' | dd of="$T/flip.ckpt" bs=1 seek=$((ck_size / 2)) conv=notrunc 2> /dev/null
+expect_fail ckpt_damaged "is damaged (checksum mismatch)" "$T/ck_flip.npy" -- $N $ck_args -o "$T/ck_flip.npy" --resume "$T/flip.ckpt"
+cp "$T/om.nle" "$T/flip.nle"
+m_size=$(stat -c %s "$T/flip.nle")
+printf '\x55' | dd of="$T/flip.nle" bs=1 seek=$((m_size / 2)) conv=notrunc 2> /dev/null
+expect_fail model_damaged "flip.nle: record '" "$T/tf_flip.npy" -- $N transform "$T/flip.nle" blobs:50:8:4 -o "$T/tf_flip.npy"
+printf '%%%%MatrixMarket matrix coordinate real general\n3 3 4\n1 2 0.5\n2 1 0.5\n2 3 -0.5\n3 2 0.5\n' > "$T/neg.mtx"
+expect_fail affinities_negative "neg.mtx: affinities: row 2, column 3 holds -0.5; they must be finite and >= 0" "$T/x.npy" -- \
+  $N ee --affinities "$T/neg.mtx" -o "$T/x.npy"
+
+expect_fail option_range "--init-scale takes a positive number (accepted: 0 < x <= 1e+09)" "$T/x.npy" -- \
+  $N tsne swissroll:300 --init-scale 1e300 --max-iters 20 -o "$T/x.npy"
+expect_fail option_range_lambda_1e300 "--lambda takes a positive number or auto (accepted: 0 < x <= 1e+09)" "$T/x.npy" -- \
+  $N ee swissroll:300 --lambda 1e300 -o "$T/x.npy"
+expect_fail option_range_lambda "--lambda takes a positive number or auto (accepted: 0 < x <= 1e+09)" "$T/x.npy" -- \
+  $N ee swissroll:300 --lambda 1e308 -o "$T/x.npy"
+
+expect_fail diverged_names_iteration "optimiser: the map became non-finite at iteration" "$T/x.npy" -- \
+  $N ee swissroll:300 --step fixed --learning-rate 1e9 --max-iters 200 --quiet -o "$T/x.npy"
+
+# ---- readers
+printf '1,2x,3\n4,5,6\n7,8,9\n' > "$T/typo.csv"
+expect_fail header_typo 'typo.csv: line 1: field 2 ("2x") is not a number but 2 other fields are' "$T/typo.npy" -- \
+  $N pca "$T/typo.csv" -d 1 -o "$T/typo.npy"
+$N pca swissroll:2000 -d 3 -o "$T/sr3.npy" --quiet > /dev/null
+expect_fail metrics_swapped "the order is DATA EMBEDDING" "$T/msw.json" -- $N metrics "$T/sr.npy" "$T/sr3.npy" -o "$T/msw.json"
+
+# ---- commands and options
+expect_fail unknown_command "unknown command" - -- $N frobnicate
+expect_fail unknown_option "unknown option or missing value: --frob" - -- $N pca --frob "$T/four.csv" -o "$o"
+
+finish
