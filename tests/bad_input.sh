@@ -62,6 +62,11 @@ open(d + '/corrupt.idx.gz', 'wb').write(bytes(bad))
 open(d + '/complex.npy', 'wb').write(npy("{'descr': '<c8', 'fortran_order': False, 'shape': (2, 1), }", bytes(16)))
 open(d + '/type7.idx', 'wb').write(bytes([0, 0, 7, 1]) + struct.pack('>I', 3) + bytes(3))
 open(d + '/nested.gz', 'wb').write(gzip.compress(gz))
+# float32 data whose squared distances overflow or underflow single precision
+rng = __import__('random').Random(0)
+for name, scale in (('huge', 1e30), ('tiny', 1e-30)):
+    payload = struct.pack('<600f', *[rng.gauss(0, 1) * scale for _ in range(600)])
+    open(d + '/' + name + '.npy', 'wb').write(npy("{'descr': '<f4', 'fortran_order': False, 'shape': (200, 3), }", payload))
 # bombs: 64 MiB that a 16 MiB cap would stop only at the cap, refused from their start
 open(d + '/zeros.gz', 'wb').write(gzip.compress(bytes(64 << 20), 1))
 open(d + '/typo_bomb.csv.gz', 'wb').write(gzip.compress(b'1,2\n3,4\nx,5\n' + b'1,2\n' * (16 << 20), 1))
@@ -78,6 +83,10 @@ expect_fail gzip_in_gzip "nested.gz: gzip data inside gzip data is not supported
 expect_fail gzip_bomb_zeros "zeros.gz: byte 2: unknown IDX type code 0x00" "$o" -- $N pca "$T/zeros.gz" --max-memory 16M -o "$o"
 expect_fail gzip_bomb_text "typo_bomb.csv.gz: line 3, field 1: not a number" "$o" -- \
   $N pca "$T/typo_bomb.csv.gz" --max-memory 16M -o "$o"
+expect_fail distances_overflow "squared distances overflow single precision (3.4e38); scale the data down" "$o" -- \
+  $N tsne "$T/huge.npy" -p 10 -o "$o"
+expect_fail distances_underflow "squared distances underflow single precision; scale the data up" "$o" -- \
+  $N knn "$T/tiny.npy" -k 5 -o "$o"
 printf '1,2\n3,\033[31mred\001\377\n' > "$T/ctl.csv"
 expect_fail bytes_escaped 'ctl.csv: line 2, field 2: not a number: "\x1b[31mred\x01\xff"' "$o" -- $N pca "$T/ctl.csv" -o "$o"
 expect_fail label_column_outside "four.csv: line 1: label column 9 but the row has 2 fields" "$o" -- \

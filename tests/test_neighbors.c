@@ -319,7 +319,53 @@ static void knn_rerank_queries_vs_naive(void) {
   nle_ctx_free(&ctx);
 }
 
+/* Neighbours do not depend on the data's scale (an exact power of two keeps
+ * every float's mantissa): 2^50 and 2^-50 give the indices of 1; past the
+ * single-precision range, every search refuses the data, naming the
+ * farthest point's row, instead of returning infinite distances. */
+static void knn_scale_range(void) {
+  nle_ctx *ctx = test_ctx(1);
+  nle_matf *Y = test_random_matf(600, 6, 9);
+  nle_knn_opts o;
+  nle_knn_opts_init(&o);
+  o.k = 5;
+  nle_csr *ref, *g;
+  nle_test_ok(nle_knn_exact(ctx, Y, &o, &ref));
+  const float scales[2] = {0x1p50f, 0x1p-50f};
+  for (int t = 0; t < 2; t++) {
+    nle_matf *S = test_random_matf(600, 6, 9);
+    for (size_t i = 0; i < S->rows * S->cols; i++) S->data[i] *= scales[t];
+    nle_test_ok(nle_knn_exact(ctx, S, &o, &g));
+    nle_test(g && !memcmp(g->colind, ref->colind, sizeof(int32_t) * (size_t)ref->nnz));
+    nle_csr_free(&g);
+    nle_matf_free(&S);
+  }
+  Y->data[6 * 321 + 2] = 3e30f; /* row 322 */
+  nle_test(nle_knn_exact(ctx, Y, &o, &g) == NLE_ERR_VALUE && !g);
+  nle_test(strstr(nle_ctx_error(ctx), "point in row 322 lies ") != NULL);
+  nle_knn_approx_opts ao;
+  nle_knn_approx_opts_init(&ao);
+  ao.k = 5;
+  nle_test(nle_knn_approx(ctx, Y, &ao, &g) == NLE_ERR_VALUE && !g);
+  nle_test(nle_knn_rerank(ctx, Y, ref, 5, &g) == NLE_ERR_VALUE && !g);
+  Y->data[6 * 321 + 2] = 0.5f;
+  nle_matf one = {1, 6, Y->data + 6 * 321};
+  float far[6] = {0, 0, 0, 0, 0, 1e35f};
+  nle_matf Q = {1, 6, far};
+  nle_test_ok(nle_knn_query(ctx, Y, &one, 5, &g));
+  nle_csr_free(&g);
+  nle_test(nle_knn_query(ctx, Y, &Q, 5, &g) == NLE_ERR_VALUE && !g);
+  nle_test(strstr(nle_ctx_error(ctx), "query point in row 1") != NULL);
+  for (size_t i = 0; i < Y->rows * Y->cols; i++) Y->data[i] *= 1e-20f;
+  nle_test(nle_knn_exact(ctx, Y, &o, &g) == NLE_ERR_VALUE && !g);
+  nle_test(strstr(nle_ctx_error(ctx), "squared distances underflow") != NULL);
+  nle_csr_free(&ref);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
 const nle_test_case neighbors_tests[] = {{"neighbors/knn_query_vs_naive", knn_query_vs_naive},
+    {"neighbors/knn_scale_range", knn_scale_range},
                                          {"neighbors/knn_rerank_queries_vs_naive", knn_rerank_queries_vs_naive},
                                          {"neighbors/knn_rerank_vs_naive", knn_rerank_vs_naive},
                                          {"neighbors/approx_recall", approx_recall},

@@ -125,6 +125,9 @@ nle_status nle__csr_locality_order(nle_ctx *ctx, const nle_csr *W, const nle_csr
 /* Connected components of the graph of a symmetric W (its positive
  * entries); -1 when out of memory. */
 int64_t nle__csr_components(nle_ctx *ctx, const nle_csr *W);
+/* Refuses points (Y, and the queries Q when not NULL) whose single-precision
+ * squared distances would overflow or underflow, naming the farthest point. */
+nle_status nle__knn_check_range(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q);
 /* nle_knn_rerank for queries: the k nearest of each query's candidates (an
  * M x N graph into Y's rows) by their squared distances between Q and Y. */
 nle_status nle__knn_rerank_queries(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, const nle_csr *candidates,

@@ -247,7 +247,9 @@ static nle_status parse_text(nle_ctx *ctx, const char *name, const char *buf, si
       nle__log(ctx, 0, "note: %s: column %d (\"%.*s\") taken as the labels (--label-column none keeps it a feature)",
              name, named + 1, (int)(t.e - t.b), t.b);
   }
-  if (header && !probe) nle__log(ctx, 1, "%s: line %lld taken as a header", name, (long long)first.number);
+  if (!probe)
+    nle__log(ctx, 1, header ? "%s: line %lld taken as a header" : "%s: line %lld is data (no header)", name,
+             (long long)first.number);
   free(ff);
 
   /* Count data rows. */

@@ -486,6 +486,7 @@ nle_status nle_knn_approx(nle_ctx *ctx, const nle_matf *Y, const nle_knn_approx_
   double need = (double)n * (d * 4.0 + 4 + (double)k * 17 + 2.0 * mc * 12 + 8.0 * o.n_trees * 4) +
                 (double)nle_ctx_threads(ctx) * ((double)o.leaf_size * (d + o.leaf_size) + 3.0 * mc * (d + 2 * mc)) * 4;
   nle_status s = nle__check_memory(ctx, need, "approximate kNN");
+  if (!s) s = nle__knn_check_range(ctx, Y, NULL);
   if (s) return s;
 
   float *Yc = nle__malloc(ctx, (size_t)n * d * sizeof(float), "the centred data");

@@ -309,7 +309,8 @@ nle_status nle_knn_exact(nle_ctx *ctx, const nle_matf *Y, const nle_knn_opts *op
     return nle__fail(ctx, NLE_ERR_ARG, "k = %d must be at least 1 and below the number of points N = %zu",
                      opts->k, n);
   if (n > INT32_MAX) return nle__fail(ctx, NLE_ERR_ARG, "kNN supports at most 2^31 - 1 points");
-  return knn_search(ctx, Y, Y, opts->k, graph);
+  nle_status s = nle__knn_check_range(ctx, Y, NULL);
+  return s ? s : knn_search(ctx, Y, Y, opts->k, graph);
 }
 
 nle_status nle_knn_query(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, int k, nle_csr **graph) {
@@ -321,7 +322,8 @@ nle_status nle_knn_query(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, int
                      Y->rows);
   if (Y->rows > INT32_MAX) return nle__fail(ctx, NLE_ERR_ARG, "kNN supports at most 2^31 - 1 points");
   if (Q->rows == 0) return nle_csr_alloc(ctx, 0, (int64_t)Y->rows, 0, NLE_F32, graph);
-  return knn_search(ctx, Y, Q, k, graph);
+  nle_status s = nle__knn_check_range(ctx, Y, Q);
+  return s ? s : knn_search(ctx, Y, Q, k, graph);
 }
 
 /* Re-ranking given candidates (nle_knn_rerank): a neighbour search run in a
@@ -402,6 +404,8 @@ nle_status nle_knn_rerank(nle_ctx *ctx, const nle_matf *Y, const nle_csr *candid
   if (!Y || !candidates || candidates->rows != (int64_t)Y->rows || candidates->cols != (int64_t)Y->rows)
     return nle__fail(ctx, NLE_ERR_ARG, "kNN re-ranking: the candidates must be an N x N graph of the N points");
   if (k < 1) return nle__fail(ctx, NLE_ERR_ARG, "kNN re-ranking: k = %d must be >= 1", k);
+  nle_status range = nle__knn_check_range(ctx, Y, NULL);
+  if (range) return range;
   /* Rows in a breadth-first order of the candidate graph: points taken in
    * turn share most of their candidates, whose input rows (3 KB each on
    * Fashion-MNIST) then come from cache rather than memory: on 70,000
@@ -420,5 +424,6 @@ nle_status nle__knn_rerank_queries(nle_ctx *ctx, const nle_matf *Y, const nle_ma
       Q->cols != Y->cols)
     return nle__fail(ctx, NLE_ERR_ARG, "kNN re-ranking: the candidates must be an M x N graph of the M queries");
   if (k < 1) return nle__fail(ctx, NLE_ERR_ARG, "kNN re-ranking: k = %d must be >= 1", k);
-  return rerank(ctx, Y, Q, candidates, k, NULL, graph);
+  nle_status range = nle__knn_check_range(ctx, Y, Q);
+  return range ? range : rerank(ctx, Y, Q, candidates, k, NULL, graph);
 }

@@ -2,6 +2,10 @@
  * place that decides between the exact and the approximate search. */
 #include "../core/internal.h"
 
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+
 /* Whether exact search is expected to be faster: its cost grows as
  * N^2 (c + e D), the approximate one's as N (a + b D). The constants are
  * seconds fitted on this project's 2-core machine with k = 90 (Fashion-MNIST
@@ -9,6 +13,49 @@
 static int exact_is_faster(size_t n, size_t d) {
   const double a = 1.97e-4, b = 2.84e-7, c = 8.4e-10, e = 1.16e-11;
   return (double)n * (c + e * (double)d) < a + b * (double)d;
+}
+
+nle_status nle__knn_check_range(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q) {
+  size_t n = Y->rows, d = Y->cols;
+  double *mean = nle__calloc(ctx, d ? d : 1, sizeof *mean, "the data's mean");
+  if (!mean) return NLE_ERR_NOMEM;
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < d; j++) mean[j] += Y->data[i * d + j];
+  for (size_t j = 0; j < d; j++) mean[j] /= (double)(n ? n : 1);
+  double top = 0.0;
+  size_t where = 0;
+  const char *set = "point";
+  for (int pass = 0; pass < (Q ? 2 : 1); pass++) {
+    const nle_matf *M = pass ? Q : Y;
+    for (size_t i = 0; i < M->rows; i++) {
+      double sq = 0.0;
+      for (size_t j = 0; j < d; j++) {
+        double c = (double)M->data[i * d + j] - mean[j];
+        sq += c * c;
+      }
+      if (sq > top) {
+        top = sq;
+        where = i;
+        set = pass ? "query point" : "point";
+      }
+    }
+  }
+  free(mean);
+  /* Distances are single precision, from |a|^2 + |b|^2 - 2 a.b of centred
+   * rows: beyond FLT_MAX / 4 that sum overflows (every distance inf, the
+   * neighbours arbitrary); below 1e-34 the nearest squared distances are
+   * denormal (imprecise) or zero and the data looks constant. */
+  if (top > FLT_MAX / 4)
+    return nle__fail(ctx, NLE_ERR_VALUE,
+                     "%s in row %zu lies %.3g from the data's mean: squared distances overflow single precision "
+                     "(3.4e38); scale the data down (standardise it, or divide it by a constant)",
+                     set, where + 1, sqrt(top));
+  if (top > 0.0 && top < 1e-34)
+    return nle__fail(ctx, NLE_ERR_VALUE,
+                     "every point lies within %.3g of the data's mean: squared distances underflow single precision; "
+                     "scale the data up (standardise it, or multiply it by a constant)",
+                     sqrt(top));
+  return NLE_OK;
 }
 
 const char *nle_knn_method_name(nle_knn_method m) {
