@@ -202,11 +202,17 @@ printf '%%%%MatrixMarket matrix coordinate real general\n3 3 4\n1 2 0.5\n2 1 0.5
 expect_fail affinities_negative "neg.mtx: affinities: row 2, column 3 holds -0.5; they must be finite and >= 0" "$T/x.npy" -- \
   $N ee --affinities "$T/neg.mtx" -o "$T/x.npy"
 
-expect_fail option_range "--init-scale takes a positive number (accepted: 0 < x <= 1e+09)" "$T/x.npy" -- \
+expect_fail option_range "--init-scale takes a positive number (accepted: 1e-12 <= x <= 1e+09)" "$T/x.npy" -- \
   $N tsne swissroll:300 --init-scale 1e300 --max-iters 20 -o "$T/x.npy"
-expect_fail option_range_lambda_1e300 "--lambda takes a positive number or auto (accepted: 0 < x <= 1e+09)" "$T/x.npy" -- \
+expect_fail option_range_lambda_1e300 "--lambda takes a positive number or auto (accepted: 1e-12 <= x <= 1e+09)" "$T/x.npy" -- \
   $N ee swissroll:300 --lambda 1e300 -o "$T/x.npy"
-expect_fail option_range_lambda "--lambda takes a positive number or auto (accepted: 0 < x <= 1e+09)" "$T/x.npy" -- \
+expect_fail option_range_init_scale_tiny "--init-scale takes a positive number (accepted: 1e-12 <= x <= 1e+09)" "$T/x.npy" -- \
+  $N ssne swissroll:300 --init-scale 1e-300 -o "$T/x.npy"
+expect_fail option_range_lambda_tiny "--lambda takes a positive number or auto (accepted: 1e-12 <= x <= 1e+09)" "$T/x.npy" -- \
+  $N ee swissroll:300 --lambda 1e-300 -o "$T/x.npy"
+expect_fail sigma_vanishing "Gaussian affinities: sigma = 1e-300 leaves every weight 0" "$T/x.npy" -- \
+  $N ee swissroll:300 --sigma 1e-300 -k 10 -o "$T/x.npy"
+expect_fail option_range_lambda "--lambda takes a positive number or auto (accepted: 1e-12 <= x <= 1e+09)" "$T/x.npy" -- \
   $N ee swissroll:300 --lambda 1e308 -o "$T/x.npy"
 
 expect_fail diverged_names_iteration "optimiser: the map became non-finite at iteration" "$T/x.npy" -- \

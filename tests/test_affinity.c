@@ -334,6 +334,27 @@ static void other_kinds(void) {
     nle_test(W->nnz >= (int64_t)n * 8);
     nle_csr_free(&W);
   }
+  /* a width whose weights all underflow is refused, naming the median
+   * nearest-neighbour distance (computed here from d2) */
+  o.kind = NLE_AFF_GAUSSIAN;
+  o.sigma = 1e-200;
+  nle_csr *W0 = NULL;
+  nle_test(nle_affinity_graph(ctx, g, &o, &W0) == NLE_ERR_VALUE && !W0);
+  double nearest[60];
+  for (size_t i = 0; i < n; i++) {
+    nearest[i] = INFINITY;
+    for (size_t j = 0; j < n; j++)
+      if (j != i) nearest[i] = fmin(nearest[i], sqrt(d2[i][j]));
+  }
+  for (size_t i = 1; i < n; i++) /* insertion sort: the median */
+    for (size_t j = i; j > 0 && nearest[j - 1] > nearest[j]; j--) {
+      double t = nearest[j];
+      nearest[j] = nearest[j - 1];
+      nearest[j - 1] = t;
+    }
+  char want[64];
+  snprintf(want, sizeof want, "nearest neighbour is %.3g)", nearest[n / 2]);
+  nle_test(strstr(nle_ctx_error(ctx), want) != NULL);
   nle_matd *Wd, *Wu, *Ws;
   nle_test_ok(nle_affinity_gaussian_dense(ctx, Y, 0.7, &Wd));
   nle_test_ok(nle_repulsive_dense(ctx, Y, NLE_WNEG_UNIFORM, &Wu));

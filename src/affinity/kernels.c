@@ -75,6 +75,40 @@ nle_status nle_affinity_symmetrize(nle_ctx *ctx, const nle_csr *P, int normalize
   return NLE_OK;
 }
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* A width far below the neighbour distances makes every Gaussian weight
+ * exp(-d^2 / 2 sigma^2) underflow to 0: no attraction is left and any
+ * optimiser "converges" at once. Refused, with the distances a width
+ * should be near; points left with no weight at all are counted. */
+static nle_status gaussian_not_vanished(nle_ctx *ctx, const nle_csr *knn, const nle_csr *W, double sigma) {
+  int64_t n = W->rows, isolated = 0;
+  for (int64_t i = 0; i < n; i++) {
+    int any = 0;
+    for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1] && !any; q++) any = ((const double *)W->val)[q] > 0.0;
+    isolated += !any;
+  }
+  if (isolated == 0) return NLE_OK;
+  double *nearest = nle__malloc(ctx, (size_t)n * sizeof *nearest, "nearest distances");
+  if (!nearest) return NLE_ERR_NOMEM;
+  for (int64_t i = 0; i < n; i++) nearest[i] = sqrt(nle_csr_value(knn, knn->rowptr[i]));
+  qsort(nearest, (size_t)n, sizeof *nearest, cmp_double);
+  double median = nearest[n / 2];
+  free(nearest);
+  if (isolated == n)
+    return nle__fail(ctx, NLE_ERR_VALUE,
+                     "Gaussian affinities: sigma = %g leaves every weight 0 (exp(-d^2 / 2 sigma^2) underflows; the "
+                     "median distance to the nearest neighbour is %.3g): use a sigma near that, or a perplexity",
+                     sigma, median);
+  nle__log(ctx, 0,
+           "warning: Gaussian affinities: sigma = %g leaves %lld of %lld points with no weight (the median distance "
+           "to the nearest neighbour is %.3g)", sigma, (long long)isolated, (long long)n, median);
+  return NLE_OK;
+}
+
 nle_status nle_affinity_graph(nle_ctx *ctx, const nle_csr *knn, const nle_affinity_opts *opts, nle_csr **W) {
   *W = NULL;
   nle_affinity_opts defaults;
@@ -119,6 +153,7 @@ nle_status nle_affinity_graph(nle_ctx *ctx, const nle_csr *knn, const nle_affini
       }
     }
   free(scale);
+  if (!s && opts->kind == NLE_AFF_GAUSSIAN) s = gaussian_not_vanished(ctx, knn, *W, opts->sigma);
   if (s) nle_csr_free(W);
   return s;
 }
