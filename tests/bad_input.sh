@@ -39,7 +39,7 @@ printf 'x,y\n' > "$T/header_only.csv"
 expect_fail header_only "no data rows" "$o" -- $N pca "$T/header_only.csv" -o "$o"
 expect_fail missing_input "nope.csv: cannot open" "$o" -- $N pca "$T/nope.csv" -o "$o"
 
-/usr/bin/python3 - "$T" <<'PY' 2>/dev/null || printf '\x93NUMPY\x01\x00\x76\x00{"descr": "<f8", "fortran_order": False, "shape": (4, 3), }' > "$1/trunc.npy"
+/usr/bin/python3 - "$T" <<'PY' || bad fixtures "the fixture script failed (python3-numpy is a test package)"
 import sys, struct
 d = sys.argv[1]
 def npy(dict_, payload):

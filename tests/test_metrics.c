@@ -220,6 +220,66 @@ static void knn_accuracy(void) {
   nle_ctx_free(&ctx);
 }
 
+/* Votes with ties (k = 2 and 4 among three labels) against a brute-force
+ * cross-validation written here: the k nearest training points of each
+ * held-out point (no distance ties in random data), the majority label,
+ * ties to the smallest label. */
+static void knn_accuracy_vote_ties(void) {
+  nle_ctx *ctx = test_ctx(1);
+  size_t n = 150;
+  nle_matd *X;
+  int32_t *y = malloc(n * sizeof *y), *fold = malloc(n * sizeof *fold);
+  nle_test_ok(nle_matd_alloc(ctx, n, 2, &X));
+  nle_rng r;
+  nle_rng_init(&r, 17, 0);
+  for (size_t i = 0; i < n; i++) {
+    y[i] = (int32_t)nle_rng_below(&r, 3);
+    X->data[2 * i] = nle_rng_normal(&r);
+    X->data[2 * i + 1] = nle_rng_normal(&r);
+  }
+  nle_test_ok(nle__stratified_folds(ctx, y, n, 5, fold));
+  const int ks[2] = {2, 4};
+  for (int t = 0; t < 2; t++) {
+    int k = ks[t], ties = 0;
+    double correct[5] = {0}, size[5] = {0};
+    for (size_t i = 0; i < n; i++) {
+      int nb[4], m = 0;
+      double nd[4];
+      for (size_t j = 0; j < n; j++) {
+        if (fold[j] == fold[i]) continue;
+        double d = pow(X->data[2 * i] - X->data[2 * j], 2) + pow(X->data[2 * i + 1] - X->data[2 * j + 1], 2);
+        int at = m < k ? m++ : k;
+        if (at == k && d >= nd[k - 1]) continue;
+        if (at == k) at = k - 1;
+        while (at > 0 && nd[at - 1] > d) {
+          nd[at] = nd[at - 1];
+          nb[at] = nb[at - 1];
+          at--;
+        }
+        nd[at] = d;
+        nb[at] = (int)j;
+      }
+      int votes[3] = {0};
+      for (int a = 0; a < k; a++) votes[y[nb[a]]]++;
+      int best = 0;
+      for (int c = 1; c < 3; c++)
+        if (votes[c] > votes[best]) best = c;
+      for (int c = 0; c < 3; c++) ties += c != best && votes[c] == votes[best];
+      size[fold[i]] += 1;
+      correct[fold[i]] += best == y[i];
+    }
+    double want = 0, acc;
+    for (int f = 0; f < 5; f++) want += correct[f] / size[f] / 5;
+    nle_test_ok(nle_knn_accuracy_cv(ctx, X, y, k, 5, &acc));
+    nle_test(ties > 10); /* the rule is exercised */
+    nle_test_rel(acc, want, 1e-12);
+  }
+  free(y);
+  free(fold);
+  nle_matd_free(&X);
+  nle_ctx_free(&ctx);
+}
+
 /* The cell-grid search of maps (d = 2) against the scan over all points
  * (the same points with a third, zero column): the same accuracy to the
  * bit, on data full of exact distance ties (integer coordinates, repeated
@@ -286,6 +346,7 @@ const nle_test_case metrics_tests[] = {{"metrics/hand_case", hand_case},
                                        {"metrics/subsample_scores", subsample_scores},
                                        {"metrics/stratified_folds", stratified_folds},
                                        {"metrics/knn_accuracy", knn_accuracy},
+    {"metrics/knn_accuracy_vote_ties", knn_accuracy_vote_ties},
                                        {"metrics/knn_accuracy_grid_vs_scan", knn_accuracy_grid_vs_scan},
                                        {"metrics/recall_of_graphs", recall_of_graphs},
                                        {NULL, NULL}};
