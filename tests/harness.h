@@ -42,7 +42,7 @@ typedef struct {
 
 /* Each test file exports a NULL-terminated table. */
 extern const nle_test_case core_tests[], io_tests[], neighbors_tests[], affinity_tests[], spectral_tests[],
-    metrics_tests[], nle_tests[], nbody_tests[], embed_tests[];
+    metrics_tests[], nle_tests[], optimize_tests[], nbody_tests[], embed_tests[];
 
 /* A fresh context with one thread and the given seed, for tests. */
 nle_ctx *test_ctx(uint64_t seed);
@@ -56,5 +56,8 @@ const char *test_write_file(const char *name, const void *data, size_t len);
 nle_matf *test_random_matf(size_t n, size_t d, uint64_t seed);
 /* Random N x d embedding, normal with standard deviation `scale`. */
 nle_matd *test_random_matd(size_t n, size_t d, double scale, uint64_t seed);
+/* Symmetrised entropic affinities of a dataset (k = 3 perplexity, exact
+ * kNN), normalised to sum 1: a t-SNE P. */
+nle_csr *test_entropic_p(nle_ctx *ctx, const nle_matf *Y, double perplexity);
 
 #endif

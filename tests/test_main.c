@@ -77,9 +77,27 @@ nle_matd *test_random_matd(size_t n, size_t d, double scale, uint64_t seed) {
   return X;
 }
 
+/* Symmetrised entropic affinities of a dataset, normalised to sum 1. */
+nle_csr *test_entropic_p(nle_ctx *ctx, const nle_matf *Y, double perplexity) {
+  nle_knn_opts ko;
+  nle_knn_opts_init(&ko);
+  ko.k = (int)(3 * perplexity);
+  nle_csr *g = NULL, *P = NULL;
+  nle_ea_opts eo;
+  nle_ea_opts_init(&eo);
+  eo.perplexity = perplexity;
+  nle_ea_result *ea = NULL;
+  if (nle_knn_exact(ctx, Y, &ko, &g) || nle_entropic_affinities(ctx, g, &eo, &ea) ||
+      nle_affinity_symmetrize(ctx, ea->P, 1, &P))
+    printf("  affinities failed: %s\n", nle_ctx_error(ctx));
+  nle_ea_result_free(&ea);
+  nle_csr_free(&g);
+  return P;
+}
+
 int main(int argc, char **argv) {
   const nle_test_case *tables[] = {core_tests, io_tests, neighbors_tests, affinity_tests, spectral_tests,
-                                   metrics_tests, nle_tests, nbody_tests, embed_tests};
+                                   metrics_tests, nle_tests, optimize_tests, nbody_tests, embed_tests};
   const char *filter = argc > 1 ? argv[1] : NULL;
   int passed = 0, failed = 0;
   for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)

@@ -210,24 +210,6 @@ static void invariances_and_threads(void) {
   nle_ctx_free(&two);
 }
 
-/* Symmetrised entropic affinities of a dataset, normalised to sum 1. */
-static nle_csr *entropic_p(nle_ctx *ctx, const nle_matf *Y, double perplexity) {
-  nle_knn_opts ko;
-  nle_knn_opts_init(&ko);
-  ko.k = (int)(3 * perplexity);
-  nle_csr *g = NULL, *P = NULL;
-  nle_ea_opts eo;
-  nle_ea_opts_init(&eo);
-  eo.perplexity = perplexity;
-  nle_ea_result *ea = NULL;
-  if (nle_knn_exact(ctx, Y, &ko, &g) || nle_entropic_affinities(ctx, g, &eo, &ea) ||
-      nle_affinity_symmetrize(ctx, ea->P, 1, &P))
-    printf("  affinities failed: %s\n", nle_ctx_error(ctx));
-  nle_ea_result_free(&ea);
-  nle_csr_free(&g);
-  return P;
-}
-
 /* Every optimiser gives a descent direction; SD solves (4 L + mu I) p = -g. */
 static void directions(void) {
   size_t n = 40;
@@ -372,7 +354,7 @@ static void sdm_curvature_vs_hessian(void) {
 static void monotone_decrease(void) {
   nle_ctx *ctx = test_ctx(1);
   nle_matf *Y = test_random_matf(150, 5, 51);
-  nle_csr *P = entropic_p(ctx, Y, 10);
+  nle_csr *P = test_entropic_p(ctx, Y, 10);
   nle_model_spec spec = {NLE_MODEL_TSNE, 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}, NULL};
   nle_model *m;
   nle_test_ok(nle_model_new(ctx, &spec, &m));
@@ -420,7 +402,7 @@ static void separates_clusters(void) {
   nle_ctx *ctx = test_ctx(3);
   nle_dataset *ds;
   nle_test_ok(nle_dataset_read(ctx, "blobs:500:10:5", NULL, &ds));
-  nle_csr *P = entropic_p(ctx, ds->X, 20);
+  nle_csr *P = test_entropic_p(ctx, ds->X, 20);
   nle_model_kind kinds[2] = {NLE_MODEL_TSNE, NLE_MODEL_SSNE};
   for (int c = 0; c < 2; c++) {
     nle_model_spec spec = {kinds[c], 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}, NULL};
@@ -624,7 +606,7 @@ static void tsne_style_gd(void) {
   nle_matd *before_final = NULL;
   nle_dataset *ds;
   nle_test_ok(nle_dataset_read(ctx, "blobs:500:10:5", NULL, &ds));
-  nle_csr *P = entropic_p(ctx, ds->X, 20);
+  nle_csr *P = test_entropic_p(ctx, ds->X, 20);
   nle_model_spec spec = {NLE_MODEL_TSNE, 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}, NULL};
   nle_model *m;
   nle_test_ok(nle_model_new(ctx, &spec, &m));
@@ -870,7 +852,7 @@ static nle_status run_planned(nle_ctx *ctx, planned *p, nle_matd *X, int homotop
 static void resume_equals_uninterrupted(void) {
   nle_matf *Y = test_random_matf(120, 5, 61);
   nle_ctx *ctx0 = test_ctx(1);
-  nle_csr *P = entropic_p(ctx0, Y, 10);
+  nle_csr *P = test_entropic_p(ctx0, Y, 10);
   nle_ctx_free(&ctx0);
   const char *path = test_path("run.ckpt");
   for (int variant = 0; variant <= NLE_OPT_SDM + 2; variant++) {
@@ -1166,7 +1148,7 @@ static void fast_engines(nle_repulsion engine) {
   nle_ctx *ctx = test_ctx(1);
   nle_dataset *ds;
   nle_test_ok(nle_dataset_read(ctx, "blobs:600:10:4", NULL, &ds));
-  nle_csr *P = entropic_p(ctx, ds->X, 15);
+  nle_csr *P = test_entropic_p(ctx, ds->X, 15);
   nle_model_kind kinds[] = {NLE_MODEL_TSNE, NLE_MODEL_SSNE, NLE_MODEL_EE, NLE_MODEL_TEE};
   for (int c = 0; c < 4; c++) {
     int student = kinds[c] == NLE_MODEL_TSNE || kinds[c] == NLE_MODEL_TEE;
@@ -1304,7 +1286,7 @@ static void sqdist_wneg_engines(void) {
   nle_ctx *ctx = test_ctx(2);
   nle_dataset *ds;
   nle_test_ok(nle_dataset_read(ctx, "blobs:600:10:1", NULL, &ds));
-  nle_csr *P = entropic_p(ctx, ds->X, 15);
+  nle_csr *P = test_entropic_p(ctx, ds->X, 15);
   nle_matd *Wsq = NULL;
   nle_test_ok(nle_repulsive_dense(ctx, ds->X, NLE_WNEG_SQDIST, &Wsq));
   double mean_w = 0.0;
@@ -1406,7 +1388,7 @@ static void locality_order_same_sums(void) {
   nle_ctx *ctx = test_ctx(2);
   nle_dataset *ds;
   nle_test_ok(nle_dataset_read(ctx, "blobs:800:10:4", NULL, &ds));
-  nle_csr *P = entropic_p(ctx, ds->X, 15);
+  nle_csr *P = test_entropic_p(ctx, ds->X, 15);
   nle_matd *X = random_x(800, 2, 5.0, 41), *G0, *G1;
   nle_test_ok(nle_matd_alloc(ctx, 800, 2, &G0));
   nle_test_ok(nle_matd_alloc(ctx, 800, 2, &G1));
@@ -1449,7 +1431,7 @@ static void fft_bh_ratio(void) {
   nle_ctx *ctx = test_ctx(2);
   nle_dataset *ds;
   nle_test_ok(nle_dataset_read(ctx, "blobs:800:10:4", NULL, &ds));
-  nle_csr *P = entropic_p(ctx, ds->X, 15);
+  nle_csr *P = test_entropic_p(ctx, ds->X, 15);
   nle_matd *G[3];
   for (int i = 0; i < 3; i++) nle_test_ok(nle_matd_alloc(ctx, 800, 2, &G[i]));
   double spreads[] = {20.0, 1.0}; /* about 180,000 and 450 nodes at box 0.85, against 7,700 */
@@ -1493,7 +1475,7 @@ static void fgt_engine(void) { fast_engines(NLE_REPULSION_FGT); }
 static void sd_sparsified_connected(void) {
   nle_ctx *ctx = test_ctx(2);
   nle_matf *Y = test_random_matf(600, 5, 77);
-  nle_csr *P = entropic_p(ctx, Y, 15);
+  nle_csr *P = test_entropic_p(ctx, Y, 15);
   nle_model_spec spec = {NLE_MODEL_EE, 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}, NULL};
   nle_model *m;
   nle_test_ok(nle_model_new(ctx, &spec, &m));

@@ -1,0 +1,272 @@
+/* test_optimize.c — the optimisers step by step against the rules written
+ * out here: every accepted line-search step meets the sufficient-decrease
+ * condition, L-BFGS's and CG's second directions are the two-loop recursion
+ * and the Polak-Ribiere+ update, and fixed-rate descent follows its update
+ * rule (momentum phases, gains, exaggeration). A second model evaluates E
+ * and g, so nothing here relies on the optimiser's own numbers. */
+#include "harness.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What a trace callback sees of a run: X is the optimiser's live iterate;
+ * each call records it (up to 8 iterates) and the step it reports. */
+typedef struct {
+  nle_ctx *ctx;
+  nle_model *judge; /* a model of its own: E and g evaluated independently */
+  nle_matd *X;
+  nle_matd *prev, *g_prev;
+  double E_prev, c1;
+  int steps, violations;
+  double worst; /* largest E(x+) - (E(x) + c1 g.(x+ - x)), relative */
+  nle_matd *iterate[8];
+  double step[8];
+} trace_probe;
+
+static nle_matd *copy_matd(const nle_matd *X) {
+  nle_matd *C;
+  if (nle_matd_alloc(NULL, X->rows, X->cols, &C)) exit(2);
+  memcpy(C->data, X->data, X->rows * X->cols * sizeof(double));
+  return C;
+}
+
+static void probe_start(trace_probe *t, nle_ctx *ctx, nle_model *judge, nle_matd *X, double c1) {
+  memset(t, 0, sizeof *t);
+  t->ctx = ctx;
+  t->judge = judge;
+  t->X = X;
+  t->c1 = c1;
+  t->prev = copy_matd(X);
+  t->g_prev = copy_matd(X);
+  nle_model_eval(ctx, judge, X, &t->E_prev, t->g_prev);
+  t->iterate[0] = copy_matd(X);
+}
+
+static void probe_free(trace_probe *t) {
+  nle_matd_free(&t->prev);
+  nle_matd_free(&t->g_prev);
+  for (int i = 0; i < 8; i++) nle_matd_free(&t->iterate[i]);
+}
+
+/* Armijo: E(x+) <= E(x) + c1 g(x).(x+ - x), with E and g from the judge. */
+static void check_armijo(void *user, int iteration, double seconds, double E, int evaluations, double step) {
+  (void)seconds, (void)E, (void)evaluations;
+  trace_probe *t = user;
+  size_t len = t->X->rows * t->X->cols;
+  double slope = 0.0, E_new;
+  for (size_t i = 0; i < len; i++) slope += t->g_prev->data[i] * (t->X->data[i] - t->prev->data[i]);
+  nle_model_eval(t->ctx, t->judge, t->X, &E_new, t->g_prev);
+  double excess = (E_new - (t->E_prev + t->c1 * slope)) / fabs(t->E_prev);
+  t->worst = fmax(t->worst, excess);
+  t->violations += excess > 1e-12;
+  t->steps++;
+  t->E_prev = E_new;
+  memcpy(t->prev->data, t->X->data, len * sizeof(double));
+  if (iteration < 8) {
+    t->iterate[iteration] = copy_matd(t->X);
+    t->step[iteration] = step;
+  }
+}
+
+static nle_model *tsne_model(nle_ctx *ctx, const nle_csr *P) {
+  nle_model_spec spec = {NLE_MODEL_TSNE, 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}, NULL};
+  nle_model *m = NULL;
+  if (nle_model_new(ctx, &spec, &m)) exit(2);
+  return m;
+}
+
+/* With c1 = 0.99 an accepted step must deliver nearly the decrease its
+ * slope promises: a sufficient-decrease test with its sign flipped would
+ * accept the first trial step, which overshoots on this t-SNE start. */
+static void armijo_every_step(void) {
+  nle_ctx *ctx = test_ctx(1);
+  nle_matf *Y = test_random_matf(120, 5, 61);
+  nle_csr *P = test_entropic_p(ctx, Y, 10);
+  nle_model *m = tsne_model(ctx, P), *judge = tsne_model(ctx, P);
+  static const nle_opt_kind kinds[] = {NLE_OPT_SD, NLE_OPT_FP, NLE_OPT_GD, NLE_OPT_LBFGS, NLE_OPT_CG, NLE_OPT_SDM};
+  for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+    nle_matd *X = test_random_matd(120, 2, 1.0, 62);
+    trace_probe t;
+    probe_start(&t, ctx, judge, X, 0.99);
+    nle_opt_opts oo;
+    nle_opt_opts_init(&oo);
+    oo.kind = kinds[k];
+    oo.c1 = 0.99;
+    oo.max_iters = 15;
+    oo.tol = 0;
+    oo.trace = check_armijo;
+    oo.trace_user = &t;
+    nle_opt *opt;
+    nle_test_ok(nle_opt_new(ctx, m, P, &oo, &opt));
+    nle_opt_report rep;
+    nle_test(nle_opt_run(ctx, opt, X, &rep) >= 0);
+    if (!nle_test(t.steps >= 10 && t.violations == 0))
+      printf("  optimiser %d: %d steps, %d violations, worst excess %.3g\n", (int)kinds[k], t.steps, t.violations,
+             t.worst);
+    probe_free(&t);
+    nle_opt_free(&opt);
+    nle_matd_free(&X);
+  }
+  nle_model_free(&m);
+  nle_model_free(&judge);
+  nle_csr_free(&P);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
+static double dot(const double *a, const double *b, size_t len) {
+  double s = 0.0;
+  for (size_t i = 0; i < len; i++) s += a[i] * b[i];
+  return s;
+}
+
+/* Largest |observed - want| relative to max |want|. */
+static double direction_error(const double *observed, const double *want, size_t len) {
+  double err = 0.0, scale = 0.0;
+  for (size_t i = 0; i < len; i++) {
+    err = fmax(err, fabs(observed[i] - want[i]));
+    scale = fmax(scale, fabs(want[i]));
+  }
+  return err / scale;
+}
+
+/* The second step's direction, (x2 - x1) / step2, against the rule computed
+ * here from g0 = g(x0) and g1 = g(x1): L-BFGS's two-loop recursion with the
+ * one pair (s, y) and H0 = (s'y / y'y) I; CG's -g1 + beta p1 with
+ * Polak-Ribiere+ beta = max(0, g1.(g1 - g0) / g0.g0). Both first
+ * directions are -g0. */
+static void second_directions(void) {
+  nle_ctx *ctx = test_ctx(1);
+  nle_matf *Y = test_random_matf(100, 5, 71);
+  nle_csr *P = test_entropic_p(ctx, Y, 10);
+  nle_model *m = tsne_model(ctx, P), *judge = tsne_model(ctx, P);
+  static const nle_opt_kind kinds[] = {NLE_OPT_LBFGS, NLE_OPT_CG};
+  size_t len = 200;
+  for (int k = 0; k < 2; k++) {
+    nle_matd *X = test_random_matd(100, 2, 0.1, 72);
+    trace_probe t;
+    probe_start(&t, ctx, judge, X, 1e-4);
+    nle_opt_opts oo;
+    nle_opt_opts_init(&oo);
+    oo.kind = kinds[k];
+    oo.max_iters = 2;
+    oo.tol = 0;
+    oo.trace = check_armijo;
+    oo.trace_user = &t;
+    nle_opt *opt;
+    nle_test_ok(nle_opt_new(ctx, m, P, &oo, &opt));
+    nle_opt_report rep;
+    nle_test(nle_opt_run(ctx, opt, X, &rep) >= 0 && rep.iterations == 2);
+    double *x0 = t.iterate[0]->data, *x1 = t.iterate[1]->data, *x2 = t.iterate[2]->data;
+    double *g0 = malloc(len * sizeof *g0), *g1 = malloc(len * sizeof *g1);
+    double *p1 = malloc(len * sizeof *p1), *p2 = malloc(len * sizeof *p2), *want = malloc(len * sizeof *want);
+    nle_matd G0 = {100, 2, g0}, G1 = {100, 2, g1};
+    double E;
+    nle_model_eval(ctx, judge, t.iterate[0], &E, &G0);
+    nle_model_eval(ctx, judge, t.iterate[1], &E, &G1);
+    for (size_t i = 0; i < len; i++) {
+      p1[i] = (x1[i] - x0[i]) / t.step[1];
+      p2[i] = (x2[i] - x1[i]) / t.step[2];
+      want[i] = -g0[i];
+    }
+    nle_test(direction_error(p1, want, len) < 1e-9);
+    if (kinds[k] == NLE_OPT_LBFGS) {
+      double *s = malloc(len * sizeof *s), *y = malloc(len * sizeof *y);
+      for (size_t i = 0; i < len; i++) {
+        s[i] = x1[i] - x0[i];
+        y[i] = g1[i] - g0[i];
+      }
+      nle_test(dot(s, y, len) > 0); /* a curvature pair: the recursion is exercised, not skipped */
+      double rho = 1.0 / dot(y, s, len), gamma = dot(s, y, len) / dot(y, y, len);
+      for (size_t i = 0; i < len; i++) want[i] = g1[i];
+      double alpha = rho * dot(s, want, len);
+      for (size_t i = 0; i < len; i++) want[i] = gamma * (want[i] - alpha * y[i]);
+      double beta = rho * dot(y, want, len);
+      for (size_t i = 0; i < len; i++) want[i] = -(want[i] + (alpha - beta) * s[i]);
+      free(s);
+      free(y);
+    } else {
+      double beta = fmax(0.0, (dot(g1, g1, len) - dot(g1, g0, len)) / dot(g0, g0, len));
+      nle_test(beta > 0); /* the update is exercised, not restarted */
+      for (size_t i = 0; i < len; i++) want[i] = -g1[i] + beta * p1[i];
+    }
+    for (size_t i = 0; i < len; i++) p1[i] = -g1[i];
+    nle_test(direction_error(want, p1, len) > 0.1); /* far from steepest descent */
+    double err = direction_error(p2, want, len);
+    if (!nle_test(err < 1e-6)) printf("  optimiser %d: second direction off by %.3g\n", (int)kinds[k], err);
+    free(g0);
+    free(g1);
+    free(p1);
+    free(p2);
+    free(want);
+    probe_free(&t);
+    nle_opt_free(&opt);
+    nle_matd_free(&X);
+  }
+  nle_model_free(&m);
+  nle_model_free(&judge);
+  nle_csr_free(&P);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
+/* Six fixed-rate iterations, three of them exaggerated, against the update
+ * rule written out: gains +0.2 where sign(g) differs from sign(u), else
+ * x0.8, at least 0.01; u = mu u - rate gain g with mu = 0.5 while
+ * exaggerating and `momentum` after; g with the attraction x alpha in the
+ * first phase; then the final rate. */
+static void momentum_phases(void) {
+  nle_ctx *ctx = test_ctx(1);
+  nle_matf *Y = test_random_matf(80, 4, 81);
+  nle_csr *P = test_entropic_p(ctx, Y, 8);
+  nle_model *m = tsne_model(ctx, P), *judge = tsne_model(ctx, P);
+  nle_matd *X = test_random_matd(80, 2, 1e-2, 82), *R = copy_matd(X), *G = copy_matd(X);
+  nle_opt_opts oo;
+  nle_opt_opts_init(&oo);
+  oo.kind = NLE_OPT_GD;
+  oo.learning_rate = 50;
+  oo.learning_rate_final = 70;
+  oo.momentum = 0.8;
+  oo.exaggeration = 4;
+  oo.exaggeration_iters = 3;
+  oo.max_iters = 6;
+  nle_opt *opt;
+  nle_test_ok(nle_opt_new(ctx, m, P, &oo, &opt));
+  nle_opt_report rep;
+  nle_test(nle_opt_run(ctx, opt, X, &rep) >= 0 && rep.iterations == 6);
+  size_t len = 160;
+  double u[160] = {0}, gain[160], E;
+  for (size_t i = 0; i < len; i++) gain[i] = 1.0;
+  for (int it = 0; it < 6; it++) {
+    int early = it < 3;
+    nle_test_ok(nle_model_set_exaggeration(ctx, judge, early ? 4.0 : 1.0));
+    nle_test_ok(nle_model_eval(ctx, judge, R, &E, G));
+    double mu = early ? 0.5 : 0.8, rate = early ? 50 : 70;
+    for (size_t i = 0; i < len; i++) {
+      gain[i] = (G->data[i] > 0) != (u[i] > 0) ? gain[i] + 0.2 : fmax(gain[i] * 0.8, 0.01);
+      u[i] = mu * u[i] - rate * gain[i] * G->data[i];
+      R->data[i] += u[i];
+    }
+  }
+  double err = 0, scale = 0;
+  for (size_t i = 0; i < len; i++) {
+    err = fmax(err, fabs(X->data[i] - R->data[i]));
+    scale = fmax(scale, fabs(R->data[i]));
+  }
+  if (!nle_test(err <= 1e-12 * scale)) printf("  fixed-rate run off the rule by %.3g (scale %.3g)\n", err, scale);
+  nle_matd_free(&X);
+  nle_matd_free(&R);
+  nle_matd_free(&G);
+  nle_opt_free(&opt);
+  nle_model_free(&m);
+  nle_model_free(&judge);
+  nle_csr_free(&P);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
+const nle_test_case optimize_tests[] = {{"optimize/armijo_every_step", armijo_every_step},
+                                        {"optimize/second_directions", second_directions},
+                                        {"optimize/momentum_phases", momentum_phases},
+                                        {NULL, NULL}};
