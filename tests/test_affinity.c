@@ -3,6 +3,7 @@
  * = beta(Y) / a^2, the bounds bracketing the root), the other kinds against
  * dense formulas, symmetrisation, bad inputs. */
 #include "harness.h"
+#include "../src/affinity/affinity_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -133,7 +134,7 @@ static void dense_reference(void) {
   o.tol = 1e-13; /* |dF| = 1e-10 moves beta by up to ~1e-8 where H is flat */
   nle_ea_result *r;
   nle_test_ok(nle_entropic_affinities(ctx, g, &o, &r));
-  double worst = 0;
+  double worst = 0, worst_weight = 0;
   for (size_t i = 0; i < n; i++) {
     double d[119], lo = 0, hi = 1e6;
     int m = 0;
@@ -155,12 +156,57 @@ static void dense_reference(void) {
       else hi = beta;
     }
     worst = fmax(worst, fabs(r->beta[i] - 0.5 * (lo + hi)) / r->beta[i]);
+    /* every neighbour's weight p_{j|i} = exp(-beta d_ij) / sum, at the
+     * library's beta, matched to its neighbour by index (a permutation of
+     * the weights would keep the entropy) */
+    double z = 0, dmin = INFINITY;
+    for (size_t j = 0; j < n; j++)
+      if (j != i) dmin = fmin(dmin, d[j < i ? j : j - 1]);
+    for (int t = 0; t < m; t++) z += exp(-r->beta[i] * (d[t] - dmin));
+    for (int64_t q = r->P->rowptr[i]; q < r->P->rowptr[i + 1]; q++) {
+      int32_t j = r->P->colind[q];
+      double want = exp(-r->beta[i] * (d[(size_t)j < i ? (size_t)j : (size_t)j - 1] - dmin)) / z;
+      worst_weight = fmax(worst_weight, fabs(nle_csr_value(r->P, q) - want) / want);
+    }
   }
   if (!nle_test(worst < 1e-10)) printf("  worst relative difference %g\n", worst);
+  if (!nle_test(worst_weight < 1e-12)) printf("  worst relative weight difference %g\n", worst_weight);
   nle_ea_result_free(&r);
   nle_ctx_free(&ctx);
   nle_csr_free(&g);
   nle_matf_free(&Y);
+}
+
+/* F = H - log K and its derivatives in alpha = log beta (sec. 2.3.1) that
+ * the root finders step with, against the entropy of the weights computed
+ * here and its central differences. */
+static void entropy_derivatives(void) {
+  nle_rng r;
+  nle_rng_init(&r, 5, 0);
+  double d[40], worst[3] = {0, 0, 0};
+  for (int trial = 0; trial < 20; trial++) {
+    for (int j = 0; j < 40; j++) d[j] = (double)j * 0.05 + nle_rng_uniform(&r) * (1 + trial % 4);
+    double log_k = log(8.0);
+    for (double alpha = -2.0; alpha <= 3.0; alpha += 0.5) {
+      double h = 1e-4, H[5];
+      for (int s = -2; s <= 2; s++) {
+        double beta = exp(alpha + s * h), z = 0, dmin = d[0], ent = 0;
+        for (int j = 1; j < 40; j++) dmin = fmin(dmin, d[j]);
+        for (int j = 0; j < 40; j++) z += exp(-beta * (d[j] - dmin));
+        for (int j = 0; j < 40; j++) {
+          double p = exp(-beta * (d[j] - dmin)) / z;
+          if (p > 0) ent -= p * log(p);
+        }
+        H[s + 2] = ent - log_k;
+      }
+      double f[3];
+      nle__ea_evaluate(d, 40, alpha, log_k, f);
+      double want[3] = {H[2], (H[3] - H[1]) / (2 * h), (H[3] - 2 * H[2] + H[1]) / (h * h)};
+      for (int t = 0; t < 3; t++) worst[t] = fmax(worst[t], fabs(f[t] - want[t]) / fmax(fabs(want[t]), 1e-3));
+    }
+  }
+  if (!nle_test(worst[0] < 1e-12 && worst[1] < 1e-6 && worst[2] < 1e-4))
+    printf("  F, F', F'' off by %.3g, %.3g, %.3g\n", worst[0], worst[1], worst[2]);
 }
 
 /* Scaling the data by a scales every beta by 1/a^2 (sec. 2.2). */
@@ -386,6 +432,7 @@ const nle_test_case affinity_tests[] = {{"affinity/p1_equation", p1_equation},
                                         {"affinity/bounds_bracket_root", bounds_bracket_root},
                                         {"affinity/all_methods_converge", all_methods_converge},
                                         {"affinity/dense_reference", dense_reference},
+                                        {"affinity/entropy_derivatives", entropy_derivatives},
                                         {"affinity/scaling_law", scaling_law},
                                         {"affinity/duplicates_and_constant", duplicates_and_constant},
                                         {"affinity/threads_identical", threads_identical},

@@ -11,4 +11,8 @@
 nle_status nle__ea_order(nle_ctx *ctx, const nle_csr *knn, nle_ea_order kind, int kappa, int64_t *order,
                          int64_t *parent);
 
+/* F = H - log K, F' and F'' at alpha = log beta for the squared distances
+ * d[0..n-1] (sec. 2.3.1): what the root finders step with, for tests. */
+void nle__ea_evaluate(const double *d, int n, double alpha, double log_k, double f[3]);
+
 #endif

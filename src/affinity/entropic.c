@@ -64,6 +64,21 @@ static feval evaluate(const double *e, int n, double alpha, double log_k, double
   return r;
 }
 
+void nle__ea_evaluate(const double *d, int n, double alpha, double log_k, double f[3]) {
+  double *e = malloc(2 * ((size_t)n + 1) * sizeof *e), d0 = d[0];
+  if (!e) {
+    f[0] = f[1] = f[2] = NAN;
+    return;
+  }
+  for (int j = 1; j < n; j++) d0 = fmin(d0, d[j]);
+  for (int j = 0; j < n; j++) e[j] = d[j] - d0;
+  feval v = evaluate(e, n, alpha, log_k, e + n + 1);
+  f[0] = v.f;
+  f[1] = v.df;
+  f[2] = v.d2f;
+  free(e);
+}
+
 double nle_ea_entropy(const double *d, int n, double beta) {
   double d0 = d[0], z = 0.0, s1 = 0.0;
   for (int j = 0; j < n; j++) {
