@@ -3,15 +3,25 @@
 
 CC       ?= gcc
 BUILD    ?= build
-OPT      ?= -O3 -march=native
+# Portable by default; NATIVE=1 tunes for the build machine's CPU (the
+# binary then needs that CPU).
+OPT      ?= -O3 $(if $(filter 1,$(NATIVE)),-march=native)
 SAN      ?=
+PREFIX   ?= /usr/local
 BLAS_INC ?= /usr/include/x86_64-linux-gnu/openblas-pthread
 CAIRO_CFLAGS := $(shell pkg-config --cflags cairo 2>/dev/null)
 CAIRO_LIBS   := $(shell pkg-config --libs cairo 2>/dev/null || echo -lcairo)
 
-CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fopenmp -fPIC -fno-math-errno -g $(OPT) $(SAN) \
-           -Iinclude -I$(BLAS_INC) $(CAIRO_CFLAGS) $(EXTRA_CFLAGS)
-LDLIBS  := $(CAIRO_LIBS) -lcholmod -larpack -lfftw3f -llapacke -lopenblas -lz -lm
+VERSION := $(shell sed -n 's/^\#define NLE_VERSION_STRING "\(.*\)"/\1/p' include/nlembed.h)
+SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
+
+# -fvisibility=hidden: the shared library exports what nlembed.h marks
+# NLE_API and nothing else. -MMD -MP: each object depends on the headers it
+# includes.
+CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fopenmp -fPIC -fvisibility=hidden -fno-math-errno -g \
+           -MMD -MP $(OPT) $(SAN) -Iinclude -I$(BLAS_INC) $(CAIRO_CFLAGS) $(EXTRA_CFLAGS)
+DEPLIBS := -lcholmod -larpack -lfftw3f -llapacke -lopenblas -lz -lm
+LDLIBS  := $(CAIRO_LIBS) $(DEPLIBS)
 LDFLAGS := -fopenmp $(SAN) $(EXTRA_LDFLAGS)
 
 LIB_SRC  := $(sort $(wildcard src/*/*.c))
@@ -20,29 +30,60 @@ TEST_SRC := $(sort $(wildcard tests/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
-HEADERS  := include/nlembed.h $(wildcard src/*/*.h) $(wildcard cli/*.h) $(wildcard tests/*.h)
+SHARED   := $(BUILD)/libnlembed.so.$(VERSION)
 
-.PHONY: all lib test asan check fuzz bench clean help
+.PHONY: all lib test check asan fuzz bench install uninstall clean help
 
 all: $(BUILD)/libnlembed.a $(BUILD)/libnlembed.so $(BUILD)/nlembed $(BUILD)/test_runner
 
 lib: $(BUILD)/libnlembed.a $(BUILD)/libnlembed.so
 
-$(BUILD)/%.o: %.c $(HEADERS)
+$(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
 
 $(BUILD)/libnlembed.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/libnlembed.so: $(LIB_OBJ)
-	$(CC) -shared $(LDFLAGS) -Wl,-soname,libnlembed.so.0 -o $@ $^ $(LDLIBS)
+# libnlembed.so.0.1.0, with the soname libnlembed.so.0 and both links, as
+# installed, so that a program linked against build/ also starts from it.
+$(SHARED): $(LIB_OBJ)
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libnlembed.so.$(SOMAJOR) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/libnlembed.so: $(SHARED)
+	ln -sf libnlembed.so.$(VERSION) $(BUILD)/libnlembed.so.$(SOMAJOR)
+	ln -sf libnlembed.so.$(VERSION) $@
 
 $(BUILD)/nlembed: $(CLI_OBJ) $(BUILD)/libnlembed.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/test_runner: $(TEST_OBJ) $(BUILD)/libnlembed.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The whole suite: unit, command-line and bad-input tests under the
+# optimised and the sanitizer builds, then every fuzz target for a few
+# seconds (tests/run.sh; `./setup.sh test` installs what it needs first).
+check test: all
+	bash tests/run.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
+	install -m 644 $(BUILD)/libnlembed.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(SHARED) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libnlembed.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libnlembed.so.$(SOMAJOR)
+	ln -sf libnlembed.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libnlembed.so
+	install -m 644 include/nlembed.h $(DESTDIR)$(PREFIX)/include/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
+	  -e 's|@PRIVATE@|$(strip $(CAIRO_LIBS) $(DEPLIBS)) -fopenmp|' nlembed.pc.in \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/nlembed.pc
+	install -m 755 $(BUILD)/nlembed $(DESTDIR)$(PREFIX)/bin/
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/lib/libnlembed.a $(DESTDIR)$(PREFIX)/lib/libnlembed.so* \
+	  $(DESTDIR)$(PREFIX)/include/nlembed.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/nlembed.pc \
+	  $(DESTDIR)$(PREFIX)/bin/nlembed
 
 # Address and undefined-behaviour sanitizers, in a build folder of their own.
 asan:
@@ -61,22 +102,19 @@ fuzz:
 	    -fopenmp $(LDLIBS) || exit 1; done
 
 # Benchmark programs (run by hand, see bench/).
-bench: $(BUILD)/ea_table $(BUILD)/nbody_scaling $(BUILD)/engine_gradient
+BENCH := ea_table nbody_scaling engine_gradient
+bench: $(BENCH:%=$(BUILD)/%)
 
-$(BUILD)/ea_table: bench/ea_table.c $(BUILD)/libnlembed.a
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libnlembed.a $(LDFLAGS) $(LDLIBS)
-
-$(BUILD)/nbody_scaling: bench/nbody_scaling.c $(BUILD)/libnlembed.a
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libnlembed.a $(LDFLAGS) $(LDLIBS)
-
-$(BUILD)/engine_gradient: bench/engine_gradient.c $(BUILD)/libnlembed.a
+$(BENCH:%=$(BUILD)/%): $(BUILD)/%: bench/%.c $(BUILD)/libnlembed.a
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libnlembed.a $(LDFLAGS) $(LDLIBS)
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz build-native
 
 help:
-	@echo "make            library, tool and tests in build/"
-	@echo "make asan       the same with ASan+UBSan in build-asan/"
-	@echo "make fuzz       libFuzzer targets in build-fuzz/ (clang)"
-	@echo "make bench      benchmark programs in build/ (see bench/)"
+	@echo "make              library, tool and tests in build/ (NATIVE=1: tuned for this CPU)"
+	@echo "make check        the whole test suite (tests/run.sh)"
+	@echo "make install      PREFIX=/usr/local (and DESTDIR): library, header, nlembed.pc, tool"
+	@echo "make asan         the same with ASan+UBSan in build-asan/"
+	@echo "make fuzz         libFuzzer targets in build-fuzz/ (clang)"
+	@echo "make bench        benchmark programs in build/ (see bench/)"

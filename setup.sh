@@ -53,44 +53,9 @@ main_job() {
   echo "plot:    out/fashion-mnist-tsne.png   (main job: $((SECONDS - t0)) s)"
 }
 
-test_suite() {
-  make -j"$(nproc)" -s asan
-  local log
-  log=$(mktemp)
-  echo "== unit tests"
-  ./build/test_runner | tee "$log.unit" | grep -v '^ok ' || true
-  export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp
-  echo "== unit tests under ASan+UBSan"
-  ./build-asan/test_runner | tee "$log.asan" | grep -v '^ok ' || true
-  echo "== command-line tests"
-  NLEMBED=./build/nlembed bash tests/cli.sh | tee "$log.cli" | grep -v '^ok ' || true
-  echo "== the bad-input catalogue"
-  NLEMBED=./build/nlembed bash tests/bad_input.sh | tee "$log.bad" | grep -v '^ok ' || true
-  echo "== command-line tests and the catalogue under ASan+UBSan"
-  NLEMBED=./build-asan/nlembed bash tests/cli.sh | tee "$log.cli_asan" | grep -v '^ok ' || true
-  NLEMBED=./build-asan/nlembed bash tests/bad_input.sh | tee "$log.bad_asan" | grep -v '^ok ' || true
-  echo "== fuzzing: every reader and container, ${FUZZ_SECONDS:-5} s each"
-  rm -rf build-fuzz/work && bash fuzz/run.sh "${FUZZ_SECONDS:-5}" | tee "$log.fuzz" || true
-  local passed=0 failed=0 p f
-  for part in unit asan cli bad cli_asan bad_asan fuzz; do
-    read -r p f < <(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' "$log.$part" | tail -n 1)
-    if [ -z "${p:-}" ]; then
-      echo "setup: the $part run ended without its summary line (crashed?)"
-      failed=$((failed + 1))
-      continue
-    fi
-    passed=$((passed + p))
-    failed=$((failed + f))
-    p="" f=""
-  done
-  rm -f "$log" "$log".*
-  echo "$passed passed, $failed failed"
-  [ "$failed" -eq 0 ]
-}
-
 case "${1:-}" in
   run)   install_missing "${PACKAGES[@]}"; build; main_job ;;
-  test)  install_missing "${PACKAGES[@]}" "${TEST_PACKAGES[@]}"; build; test_suite ;;
+  test)  install_missing "${PACKAGES[@]}" "${TEST_PACKAGES[@]}"; build; bash tests/run.sh ;;
   bench) install_missing "${PACKAGES[@]}" "${BENCH_PACKAGES[@]}"; build; make -s bench ;;
   build) install_missing "${PACKAGES[@]}"; build ;;
   *) sed -n '2,10p' "$0"; exit 2 ;;

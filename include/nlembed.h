@@ -40,7 +40,17 @@ extern "C" {
 #define NLE_VERSION_PATCH 0
 #define NLE_VERSION_STRING "0.1.0"
 
-const char *nle_version(void);
+/* What the shared library exports: the functions below and nothing else
+ * (it is built with -fvisibility=hidden). */
+#ifndef NLE_API
+#if defined(__GNUC__) || defined(__clang__)
+#define NLE_API __attribute__((visibility("default")))
+#else
+#define NLE_API
+#endif
+#endif
+
+NLE_API const char *nle_version(void);
 
 /* "Let the library choose": the value of an int, double or enum option field
  * that documents it. Never a valid value of any such field. */
@@ -72,9 +82,9 @@ typedef enum {
 } nle_status;
 
 /* "ERR_FORMAT" etc.; "UNKNOWN" for a value outside the list. */
-const char *nle_status_name(nle_status s);
+NLE_API const char *nle_status_name(nle_status s);
 /* A one-line description of the status itself (not of the last error). */
-const char *nle_status_message(nle_status s);
+NLE_API const char *nle_status_message(nle_status s);
 
 /* ========================================================================== */
 /* Core: the context                                                          */
@@ -92,28 +102,28 @@ typedef void (*nle_log_fn)(void *user, int level, const char *line);
 
 /* A context with the defaults: all cores, seed 1, verbosity 0, memory cap of
  * 80% of physical memory, no callbacks. NULL only when out of memory. */
-nle_ctx *nle_ctx_new(void);
-void nle_ctx_free(nle_ctx **ctx);
+NLE_API nle_ctx *nle_ctx_new(void);
+NLE_API void nle_ctx_free(nle_ctx **ctx);
 
 /* Threads for OpenMP kernels and BLAS; 0 (default) means every core. */
-void nle_ctx_set_threads(nle_ctx *ctx, int threads);
-int nle_ctx_threads(const nle_ctx *ctx);
+NLE_API void nle_ctx_set_threads(nle_ctx *ctx, int threads);
+NLE_API int nle_ctx_threads(const nle_ctx *ctx);
 /* Seed of every random stream (default 1). */
-void nle_ctx_set_seed(nle_ctx *ctx, uint64_t seed);
-uint64_t nle_ctx_seed(const nle_ctx *ctx);
+NLE_API void nle_ctx_set_seed(nle_ctx *ctx, uint64_t seed);
+NLE_API uint64_t nle_ctx_seed(const nle_ctx *ctx);
 /* 0 (default) silences the log callback; 1-3 let more through. */
-void nle_ctx_set_verbosity(nle_ctx *ctx, int verbosity);
-int nle_ctx_verbosity(const nle_ctx *ctx);
+NLE_API void nle_ctx_set_verbosity(nle_ctx *ctx, int verbosity);
+NLE_API int nle_ctx_verbosity(const nle_ctx *ctx);
 /* Largest dense allocation one request may make, in bytes; 0 means the
  * default (80% of physical memory). */
-void nle_ctx_set_max_memory(nle_ctx *ctx, size_t bytes);
-size_t nle_ctx_max_memory(const nle_ctx *ctx);
-void nle_ctx_set_progress(nle_ctx *ctx, nle_progress_fn fn, void *user);
-void nle_ctx_set_log(nle_ctx *ctx, nle_log_fn fn, void *user);
+NLE_API void nle_ctx_set_max_memory(nle_ctx *ctx, size_t bytes);
+NLE_API size_t nle_ctx_max_memory(const nle_ctx *ctx);
+NLE_API void nle_ctx_set_progress(nle_ctx *ctx, nle_progress_fn fn, void *user);
+NLE_API void nle_ctx_set_log(nle_ctx *ctx, nle_log_fn fn, void *user);
 /* Text of the last error ("" if none): what failed and where. */
-const char *nle_ctx_error(const nle_ctx *ctx);
+NLE_API const char *nle_ctx_error(const nle_ctx *ctx);
 /* Status of the last error (NLE_OK if none). */
-nle_status nle_ctx_last_status(const nle_ctx *ctx);
+NLE_API nle_status nle_ctx_last_status(const nle_ctx *ctx);
 
 /* ========================================================================== */
 /* Core: dense matrices (row-major)                                           */
@@ -130,17 +140,17 @@ typedef struct {
 } nle_matd;
 
 /* Zero-filled; fails with NLE_ERR_MEMCAP past the context's memory cap. */
-nle_status nle_matf_alloc(nle_ctx *ctx, size_t rows, size_t cols, nle_matf **out);
-nle_status nle_matd_alloc(nle_ctx *ctx, size_t rows, size_t cols, nle_matd **out);
-void nle_matf_free(nle_matf **m);
-void nle_matd_free(nle_matd **m);
-nle_status nle_matd_to_matf(nle_ctx *ctx, const nle_matd *in, nle_matf **out);
-nle_status nle_matf_to_matd(nle_ctx *ctx, const nle_matf *in, nle_matd **out);
+NLE_API nle_status nle_matf_alloc(nle_ctx *ctx, size_t rows, size_t cols, nle_matf **out);
+NLE_API nle_status nle_matd_alloc(nle_ctx *ctx, size_t rows, size_t cols, nle_matd **out);
+NLE_API void nle_matf_free(nle_matf **m);
+NLE_API void nle_matd_free(nle_matd **m);
+NLE_API nle_status nle_matd_to_matf(nle_ctx *ctx, const nle_matd *in, nle_matf **out);
+NLE_API nle_status nle_matf_to_matd(nle_ctx *ctx, const nle_matf *in, nle_matd **out);
 /* A copy of the rows listed in idx (length n_idx), in that order. */
-nle_status nle_matf_select_rows(nle_ctx *ctx, const nle_matf *in,
-                                const int64_t *idx, size_t n_idx, nle_matf **out);
-nle_status nle_matd_select_rows(nle_ctx *ctx, const nle_matd *in,
-                                const int64_t *idx, size_t n_idx, nle_matd **out);
+NLE_API nle_status nle_matf_select_rows(nle_ctx *ctx, const nle_matf *in,
+                                        const int64_t *idx, size_t n_idx, nle_matf **out);
+NLE_API nle_status nle_matd_select_rows(nle_ctx *ctx, const nle_matd *in,
+                                        const int64_t *idx, size_t n_idx, nle_matd **out);
 
 /* ========================================================================== */
 /* Core: sparse matrices (CSR)                                                */
@@ -157,16 +167,16 @@ typedef struct {
 } nle_csr;
 
 /* An empty-structured matrix with room for nnz entries (rowptr zeroed). */
-nle_status nle_csr_alloc(nle_ctx *ctx, int64_t rows, int64_t cols, int64_t nnz,
-                         nle_dtype dtype, nle_csr **out);
-void nle_csr_free(nle_csr **m);
+NLE_API nle_status nle_csr_alloc(nle_ctx *ctx, int64_t rows, int64_t cols, int64_t nnz,
+                                 nle_dtype dtype, nle_csr **out);
+NLE_API void nle_csr_free(nle_csr **m);
 /* Value k as a double, whatever the dtype. */
-double nle_csr_value(const nle_csr *m, int64_t k);
+NLE_API double nle_csr_value(const nle_csr *m, int64_t k);
 /* The transpose, rows sorted by column index. */
-nle_status nle_csr_transpose(nle_ctx *ctx, const nle_csr *m, nle_csr **out);
+NLE_API nle_status nle_csr_transpose(nle_ctx *ctx, const nle_csr *m, nle_csr **out);
 /* Checks the structure: monotone rowptr, indices in range. NLE_ERR_FORMAT if
  * broken, with the first offending row in the error text. */
-nle_status nle_csr_validate(nle_ctx *ctx, const nle_csr *m);
+NLE_API nle_status nle_csr_validate(nle_ctx *ctx, const nle_csr *m);
 
 /* ========================================================================== */
 /* Core: random numbers                                                       */
@@ -179,17 +189,17 @@ typedef struct {
   uint64_t s[4];
 } nle_rng;
 
-void nle_rng_init(nle_rng *rng, uint64_t seed, uint64_t stream);
-uint64_t nle_rng_u64(nle_rng *rng);
-double nle_rng_uniform(nle_rng *rng);      /* [0, 1) with 53 random bits */
-double nle_rng_normal(nle_rng *rng);       /* standard normal */
-uint64_t nle_rng_below(nle_rng *rng, uint64_t n); /* uniform in [0, n), unbiased */
+NLE_API void nle_rng_init(nle_rng *rng, uint64_t seed, uint64_t stream);
+NLE_API uint64_t nle_rng_u64(nle_rng *rng);
+NLE_API double nle_rng_uniform(nle_rng *rng);      /* [0, 1) with 53 random bits */
+NLE_API double nle_rng_normal(nle_rng *rng);       /* standard normal */
+NLE_API uint64_t nle_rng_below(nle_rng *rng, uint64_t n); /* uniform in [0, n), unbiased */
 /* m distinct indices from [0, n), sorted ascending (m <= n). */
-void nle_rng_sample(nle_rng *rng, int64_t n, int64_t m, int64_t *out);
-void nle_rng_shuffle(nle_rng *rng, int64_t *a, int64_t n);
+NLE_API void nle_rng_sample(nle_rng *rng, int64_t n, int64_t m, int64_t *out);
+NLE_API void nle_rng_shuffle(nle_rng *rng, int64_t *a, int64_t n);
 
 /* Monotonic wall-clock seconds, for timings. */
-double nle_time_seconds(void);
+NLE_API double nle_time_seconds(void);
 
 /* ========================================================================== */
 /* Data in and out                                                            */
@@ -216,7 +226,7 @@ typedef struct {
 
 #define NLE_LABEL_AUTO NLE_AUTO
 
-void nle_read_opts_init(nle_read_opts *o);
+NLE_API void nle_read_opts_init(nle_read_opts *o);
 
 typedef struct {
   nle_matf *X;         /* N x D points */
@@ -235,51 +245,51 @@ typedef struct {
  *           "swissroll:N", "spiral:N", "blobs:N" (seeded by the context).
  * Rejects NaN/Inf, ragged rows, empty and truncated files with NLE_ERR_FORMAT
  * or NLE_ERR_VALUE and an error text naming the file and the line/offset. */
-nle_status nle_dataset_read(nle_ctx *ctx, const char *source,
-                            const nle_read_opts *opts, nle_dataset **out);
-void nle_dataset_free(nle_dataset **ds);
+NLE_API nle_status nle_dataset_read(nle_ctx *ctx, const char *source,
+                                    const nle_read_opts *opts, nle_dataset **out);
+NLE_API void nle_dataset_free(nle_dataset **ds);
 
 /* Reads labels (one integer or string per point) from a file of any supported
  * format with a single column, from a data file's label column (opts'
  * label_column, or the header's label column with NLE_LABEL_AUTO; opts NULL:
  * single columns only), or from a dataset name. When expected_n > 0 a
  * different count is an error. */
-nle_status nle_labels_read(nle_ctx *ctx, const char *source, const nle_read_opts *opts, int64_t expected_n,
-                           int32_t **labels, int64_t *n, int32_t *n_classes, char ***class_names);
-void nle_class_names_free(char ***names, int32_t n_classes);
+NLE_API nle_status nle_labels_read(nle_ctx *ctx, const char *source, const nle_read_opts *opts, int64_t expected_n,
+                                   int32_t **labels, int64_t *n, int32_t *n_classes, char ***class_names);
+NLE_API void nle_class_names_free(char ***names, int32_t n_classes);
 
 /* Parsers on a memory buffer (what the file readers use; handy for fuzzing).
  * name is used in error texts only. */
-nle_status nle_parse_text(nle_ctx *ctx, const char *name, const char *buf,
-                          size_t len, const nle_read_opts *opts, nle_dataset **out);
-nle_status nle_parse_npy(nle_ctx *ctx, const char *name, const uint8_t *buf,
-                         size_t len, nle_dataset **out);
-nle_status nle_parse_idx(nle_ctx *ctx, const char *name, const uint8_t *buf,
-                         size_t len, nle_dataset **out);
+NLE_API nle_status nle_parse_text(nle_ctx *ctx, const char *name, const char *buf,
+                                  size_t len, const nle_read_opts *opts, nle_dataset **out);
+NLE_API nle_status nle_parse_npy(nle_ctx *ctx, const char *name, const uint8_t *buf,
+                                 size_t len, nle_dataset **out);
+NLE_API nle_status nle_parse_idx(nle_ctx *ctx, const char *name, const uint8_t *buf,
+                                 size_t len, nle_dataset **out);
 /* Inflates a gzip/zlib buffer; NLE_ERR_FORMAT for corrupt or truncated data. */
-nle_status nle_gunzip(nle_ctx *ctx, const char *name, const uint8_t *buf,
-                      size_t len, uint8_t **out, size_t *out_len);
+NLE_API nle_status nle_gunzip(nle_ctx *ctx, const char *name, const uint8_t *buf,
+                              size_t len, uint8_t **out, size_t *out_len);
 
 /* Writers. Every file is written to a temporary name in the same folder and
  * renamed into place when complete, so a failure never leaves a partial file
  * nor replaces a good one. The format follows the extension: ".npy", or text
  * (".csv", ".tsv", ".txt"). */
-nle_status nle_write_matd(nle_ctx *ctx, const char *path, const nle_matd *m);
-nle_status nle_write_matf(nle_ctx *ctx, const char *path, const nle_matf *m);
-nle_status nle_write_labels(nle_ctx *ctx, const char *path, const int32_t *labels,
-                            int64_t n);
+NLE_API nle_status nle_write_matd(nle_ctx *ctx, const char *path, const nle_matd *m);
+NLE_API nle_status nle_write_matf(nle_ctx *ctx, const char *path, const nle_matf *m);
+NLE_API nle_status nle_write_labels(nle_ctx *ctx, const char *path, const int32_t *labels,
+                                    int64_t n);
 /* The same, written as the class names (one a line) when there are names
  * and the file is text; .npy keeps the integer codes. */
-nle_status nle_write_labels_named(nle_ctx *ctx, const char *path, const int32_t *labels, int64_t n,
-                                  char *const *class_names, int32_t n_classes);
+NLE_API nle_status nle_write_labels_named(nle_ctx *ctx, const char *path, const int32_t *labels, int64_t n,
+                                          char *const *class_names, int32_t n_classes);
 /* N x k int32 matrix (e.g. neighbour indices) as .npy or text. */
-nle_status nle_write_mati32(nle_ctx *ctx, const char *path, const int32_t *a,
-                            int64_t rows, int64_t cols);
+NLE_API nle_status nle_write_mati32(nle_ctx *ctx, const char *path, const int32_t *a,
+                                    int64_t rows, int64_t cols);
 /* Matrix Market coordinate (real, integer or pattern; general or symmetric,
  * 1-based) into a CSR with sorted columns; duplicates are an error. */
-nle_status nle_read_csr_mtx(nle_ctx *ctx, const char *path, nle_csr **m);
+NLE_API nle_status nle_read_csr_mtx(nle_ctx *ctx, const char *path, nle_csr **m);
 /* Matrix Market coordinate real general, 1-based. */
-nle_status nle_write_csr_mtx(nle_ctx *ctx, const char *path, const nle_csr *m);
+NLE_API nle_status nle_write_csr_mtx(nle_ctx *ctx, const char *path, const nle_csr *m);
 /* Output transactions: between nle_outputs_begin and nle_outputs_commit
  * every file the library writes (checkpoints excepted) is completed under a
  * temporary name beside its target, and the commit renames them all into
@@ -287,15 +297,15 @@ nle_status nle_write_csr_mtx(nle_ctx *ctx, const char *path, const nle_csr *m);
  * removes them, so a run that fails part-way leaves every earlier file as it
  * was. Temporaries are named .NAME.tmp.PID.XXXXXX; those of a process that
  * no longer exists are removed by the next write in their folder. */
-nle_status nle_outputs_begin(nle_ctx *ctx);
-nle_status nle_outputs_commit(nle_ctx *ctx);
-void nle_outputs_abort(nle_ctx *ctx);
+NLE_API nle_status nle_outputs_begin(nle_ctx *ctx);
+NLE_API nle_status nle_outputs_commit(nle_ctx *ctx);
+NLE_API void nle_outputs_abort(nle_ctx *ctx);
 
 /* Arbitrary text (e.g. a JSON line), atomically. */
-nle_status nle_write_text(nle_ctx *ctx, const char *path, const char *text);
+NLE_API nle_status nle_write_text(nle_ctx *ctx, const char *path, const char *text);
 /* NLE_OK when path's folder exists and is writable (checked before long work,
  * so a run does not fail only at its end). */
-nle_status nle_check_output_path(nle_ctx *ctx, const char *path);
+NLE_API nle_status nle_check_output_path(nle_ctx *ctx, const char *path);
 /* The same, and that path's extension names one of `formats` (a mask; 0:
  * any name, e.g. a model file or a JSON line). */
 enum {
@@ -303,7 +313,7 @@ enum {
   NLE_OUTPUT_MTX = 2,   /* .mtx (nle_write_csr_mtx) */
   NLE_OUTPUT_IMAGE = 4  /* .png, .svg (nle_plot) */
 };
-nle_status nle_check_output(nle_ctx *ctx, const char *path, unsigned formats);
+NLE_API nle_status nle_check_output(nle_ctx *ctx, const char *path, unsigned formats);
 
 /* ========================================================================== */
 /* Plots                                                                      */
@@ -317,13 +327,13 @@ typedef struct {
   int legend;               /* 1 (default): a legend when there are labels */
 } nle_plot_opts;
 
-void nle_plot_opts_init(nle_plot_opts *o);
+NLE_API void nle_plot_opts_init(nle_plot_opts *o);
 
 /* Scatter plot of the first two columns of X, coloured by labels (may be
  * NULL), to PNG or SVG by the extension of path. */
-nle_status nle_plot_scatter(nle_ctx *ctx, const char *path, const nle_matd *X,
-                            const int32_t *labels, int32_t n_classes,
-                            char *const *class_names, const nle_plot_opts *opts);
+NLE_API nle_status nle_plot_scatter(nle_ctx *ctx, const char *path, const nle_matd *X,
+                                    const int32_t *labels, int32_t n_classes,
+                                    char *const *class_names, const nle_plot_opts *opts);
 
 /* ========================================================================== */
 /* Neighbours                                                                 */
@@ -333,26 +343,26 @@ typedef struct {
   int k; /* neighbours per point, 1 <= k < N (default 10) */
 } nle_knn_opts;
 
-void nle_knn_opts_init(nle_knn_opts *o);
+NLE_API void nle_knn_opts_init(nle_knn_opts *o);
 
 /* Exact k nearest neighbours of every point among the others (self excluded),
  * by blocked GEMM distances with a partial selection per row; candidates are
  * re-ranked with directly computed distances so the result is exact up to
  * float rounding of |y_n - y_m|^2. Returns an N x N CSR (float values) with k
  * entries per row, sorted by squared distance, ties by index. */
-nle_status nle_knn_exact(nle_ctx *ctx, const nle_matf *Y, const nle_knn_opts *opts,
-                         nle_csr **graph);
+NLE_API nle_status nle_knn_exact(nle_ctx *ctx, const nle_matf *Y, const nle_knn_opts *opts,
+                                 nle_csr **graph);
 
 /* The k nearest of the reference points Y to every row of Q (new points), by
  * the same certified GEMM search: an M x N CSR (float squared distances),
  * sorted, ties by index. */
-nle_status nle_knn_query(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, int k, nle_csr **graph);
+NLE_API nle_status nle_knn_query(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, int k, nle_csr **graph);
 
 /* The k nearest among each point's candidates (an N x N graph, at least k
  * entries a row, e.g. the neighbours found among the first principal
  * components) by their squared distances in Y: an N x N CSR like
  * nle_knn_exact's (float squared distances, sorted, ties by index). */
-nle_status nle_knn_rerank(nle_ctx *ctx, const nle_matf *Y, const nle_csr *candidates, int k, nle_csr **graph);
+NLE_API nle_status nle_knn_rerank(nle_ctx *ctx, const nle_matf *Y, const nle_csr *candidates, int k, nle_csr **graph);
 
 typedef struct {
   int k;              /* neighbours per point, 1 <= k < N (default 10) */
@@ -366,7 +376,7 @@ typedef struct {
                          iteration (default 0.001) */
 } nle_knn_approx_opts;
 
-void nle_knn_approx_opts_init(nle_knn_approx_opts *o);
+NLE_API void nle_knn_approx_opts_init(nle_knn_approx_opts *o);
 
 /* Approximate k nearest neighbours: a forest of random-projection trees seeds
  * every point's candidates (all pairs within each leaf, by GEMM), then
@@ -374,7 +384,7 @@ void nle_knn_approx_opts_init(nle_knn_approx_opts *o);
  * sampled new/old candidates and reverse neighbours. Deterministic for a given
  * seed whatever the number of threads. Same output as nle_knn_exact: rows
  * sorted by exact squared distance, ties by index. */
-nle_status nle_knn_approx(nle_ctx *ctx, const nle_matf *Y, const nle_knn_approx_opts *opts, nle_csr **graph);
+NLE_API nle_status nle_knn_approx(nle_ctx *ctx, const nle_matf *Y, const nle_knn_approx_opts *opts, nle_csr **graph);
 
 typedef enum {
   NLE_KNN_AUTO = NLE_AUTO, /* whichever a cost model in N and D expects to be
@@ -386,9 +396,9 @@ typedef enum {
 /* The k-nearest-neighbour graph by the given method (approx: with the
  * options in `approx`, its k replaced by k); *used (may be NULL) receives
  * the method that ran. */
-nle_status nle_knn_graph(nle_ctx *ctx, const nle_matf *Y, int k, nle_knn_method method,
-                         const nle_knn_approx_opts *approx, nle_csr **graph, nle_knn_method *used);
-const char *nle_knn_method_name(nle_knn_method m);
+NLE_API nle_status nle_knn_graph(nle_ctx *ctx, const nle_matf *Y, int k, nle_knn_method method,
+                                 const nle_knn_approx_opts *approx, nle_csr **graph, nle_knn_method *used);
+NLE_API const char *nle_knn_method_name(nle_knn_method m);
 
 /* ========================================================================== */
 /* Affinities                                                                 */
@@ -442,7 +452,7 @@ typedef struct {
                            itself, as in the dissertation */
 } nle_ea_opts;
 
-void nle_ea_opts_init(nle_ea_opts *o);
+NLE_API void nle_ea_opts_init(nle_ea_opts *o);
 
 typedef struct {
   int64_t n;
@@ -466,21 +476,21 @@ typedef struct {
  * distance cannot reach K < k and gets uniform affinities (counted in
  * degenerate_points); if every point is so (constant data) it is an error.
  * Returns NLE_WARN_NOT_CONVERGED if some point missed tol within max_evals. */
-nle_status nle_entropic_affinities(nle_ctx *ctx, const nle_csr *knn, const nle_ea_opts *opts,
-                                   nle_ea_result **out);
-void nle_ea_result_free(nle_ea_result **r);
+NLE_API nle_status nle_entropic_affinities(nle_ctx *ctx, const nle_csr *knn, const nle_ea_opts *opts,
+                                           nle_ea_result **out);
+NLE_API void nle_ea_result_free(nle_ea_result **r);
 
 /* Entropy bounds of theorem 2.2.2 for one point's sorted squared distances
  * d[0..n-1] (n neighbours) and perplexity K, as [log beta_L, log beta_U];
  * p1 from eq. 2.11 (nle_ea_p1). Returns 0, or -1 when all distances are equal. */
-int nle_ea_bounds(const double *d, int n, double K, double p1, double *log_lo, double *log_hi);
+NLE_API int nle_ea_bounds(const double *d, int n, double K, double p1, double *log_lo, double *log_hi);
 /* The p1 of eq. 2.11 for n neighbours and perplexity K, by Newton's method. */
-double nle_ea_p1(int n, double K);
+NLE_API double nle_ea_p1(int n, double K);
 /* The entropy of exp(-beta d) / Z over the distances d[0..n-1], in nats. */
-double nle_ea_entropy(const double *d, int n, double beta);
+NLE_API double nle_ea_entropy(const double *d, int n, double beta);
 
 /* W = (P + P^T) / 2, and divided by N when normalize (then it sums to 1). */
-nle_status nle_affinity_symmetrize(nle_ctx *ctx, const nle_csr *P, int normalize, nle_csr **W);
+NLE_API nle_status nle_affinity_symmetrize(nle_ctx *ctx, const nle_csr *P, int normalize, nle_csr **W);
 
 typedef enum {
   NLE_AFF_GAUSSIAN = 0,   /* exp(-d^2 / (2 sigma^2)), one sigma */
@@ -496,14 +506,14 @@ typedef struct {
   int tuning_k;           /* self-tuning neighbour (default 7, <= graph k) */
 } nle_affinity_opts;
 
-void nle_affinity_opts_init(nle_affinity_opts *o);
+NLE_API void nle_affinity_opts_init(nle_affinity_opts *o);
 
 /* A symmetric affinity matrix on the kNN graph (the union of both directions),
  * values as the kind says; the diagonal is zero. */
-nle_status nle_affinity_graph(nle_ctx *ctx, const nle_csr *knn, const nle_affinity_opts *opts, nle_csr **W);
+NLE_API nle_status nle_affinity_graph(nle_ctx *ctx, const nle_csr *knn, const nle_affinity_opts *opts, nle_csr **W);
 /* The dense Gaussian affinity matrix over all pairs (N x N, under the memory
  * cap), diagonal zero. */
-nle_status nle_affinity_gaussian_dense(nle_ctx *ctx, const nle_matf *Y, double sigma, nle_matd **W);
+NLE_API nle_status nle_affinity_gaussian_dense(nle_ctx *ctx, const nle_matf *Y, double sigma, nle_matd **W);
 
 /* Repulsive weights W- of the elastic embedding (EE paper eq. 6; notes 001). */
 typedef enum {
@@ -513,9 +523,9 @@ typedef enum {
 } nle_wneg_kind;
 
 /* Dense N x N W- (uniform or squared distances), under the memory cap. */
-nle_status nle_repulsive_dense(nle_ctx *ctx, const nle_matf *Y, nle_wneg_kind kind, nle_matd **W);
+NLE_API nle_status nle_repulsive_dense(nle_ctx *ctx, const nle_matf *Y, nle_wneg_kind kind, nle_matd **W);
 /* Sparse W- on the symmetrised kNN graph (NLE_WNEG_KNN). */
-nle_status nle_repulsive_knn(nle_ctx *ctx, const nle_csr *knn, nle_csr **W);
+NLE_API nle_status nle_repulsive_knn(nle_ctx *ctx, const nle_csr *knn, nle_csr **W);
 
 /* ========================================================================== */
 /* Nonlinear embeddings: models                                               */
@@ -556,7 +566,7 @@ typedef struct {
                        then the cheaper (0, the default: never; the CLI's
                        --repulsion auto: 1) */
 } nle_fft_opts;
-void nle_fft_opts_init(nle_fft_opts *o);
+NLE_API void nle_fft_opts_init(nle_fft_opts *o);
 
 /* Fast Gauss transform (dissertation sec. 5.2.2), Gaussian kernel only:
  * boxes of side sqrt(2) ratio kernel lengths; Hermite series for boxes
@@ -572,7 +582,7 @@ typedef struct {
                    takes the cheapest of the sums its boxes allow */
   int reach;    /* K, in box sides, 1..12 (4) */
 } nle_fgt_opts;
-void nle_fgt_opts_init(nle_fgt_opts *o);
+NLE_API void nle_fgt_opts_init(nle_fgt_opts *o);
 
 /* Repulsion engines (dissertation ch. 5). The fast ones serve the models
  * whose repulsion is a plain kernel sum: t-SNE, s-SNE, and EE and t-EE with
@@ -612,32 +622,32 @@ typedef struct nle_model nle_model;
 /* Checks the spec against N and plans what every evaluation reuses (for SNE
  * the transpose of P). The model keeps pointers to the spec's matrices, which
  * must outlive it. */
-nle_status nle_model_new(nle_ctx *ctx, const nle_model_spec *spec, nle_model **model);
-void nle_model_free(nle_model **model);
+NLE_API nle_status nle_model_new(nle_ctx *ctx, const nle_model_spec *spec, nle_model **model);
+NLE_API void nle_model_free(nle_model **model);
 /* E(X) and, when G is not NULL, its gradient (N x d, same shape as X), by the
  * exact all-pairs repulsion (blocked, OpenMP; deterministic). The model keeps
  * its work space between calls, so one model is not for evaluations from two
  * threads at once. */
-nle_status nle_model_eval(nle_ctx *ctx, nle_model *model, const nle_matd *X, double *E, nle_matd *G);
+NLE_API nle_status nle_model_eval(nle_ctx *ctx, nle_model *model, const nle_matd *X, double *E, nle_matd *G);
 /* W+ for a model from a given affinity matrix A (N x N, >= 0): (A + A^T) / 2
  * for EE and t-EE, the same divided by its sum for s-SNE and t-SNE, and for
  * SNE A with every row normalised to 1. */
-nle_status nle_affinity_for_model(nle_ctx *ctx, const nle_csr *A, nle_model_kind kind, nle_csr **W);
+NLE_API nle_status nle_affinity_for_model(nle_ctx *ctx, const nle_csr *A, nle_model_kind kind, nle_csr **W);
 /* NLE_OK when A is square with finite entries >= 0; else the first bad
  * entry's row and column (1-based, as in a Matrix Market file). */
-nle_status nle_affinity_check(nle_ctx *ctx, const nle_csr *A);
+NLE_API nle_status nle_affinity_check(nle_ctx *ctx, const nle_csr *A);
 /* Changes lambda (for the homotopy; an optimiser planned on the model stays valid). */
-nle_status nle_model_set_lambda(nle_ctx *ctx, nle_model *model, double lambda);
-double nle_model_lambda(const nle_model *model);
+NLE_API nle_status nle_model_set_lambda(nle_ctx *ctx, nle_model *model, double lambda);
+NLE_API double nle_model_lambda(const nle_model *model);
 /* Multiplies the attractive term by alpha >= 1 (t-SNE's early exaggeration;
  * 1 restores the model). */
-nle_status nle_model_set_exaggeration(nle_ctx *ctx, nle_model *model, double alpha);
+NLE_API nle_status nle_model_set_exaggeration(nle_ctx *ctx, nle_model *model, double alpha);
 /* Accuracy of the fast engines (dissertation sec. 5.4): t in [0, 1] runs
  * geometrically from coarse (t = 0: Barnes-Hut theta max(2, theta), FFT boxes
  * 4x the set width) to the spec's setting (t = 1, the default). */
-nle_status nle_model_set_accuracy(nle_ctx *ctx, nle_model *model, double t);
-double nle_model_accuracy(const nle_model *model);
-nle_repulsion nle_model_engine(const nle_model *model);
+NLE_API nle_status nle_model_set_accuracy(nle_ctx *ctx, nle_model *model, double t);
+NLE_API double nle_model_accuracy(const nle_model *model);
+NLE_API nle_repulsion nle_model_engine(const nle_model *model);
 
 /* Bounds l1 <= lambda1* <= u1 on EE's critical lambda, where X = 0 stops
  * being the minimiser (EE paper eqs. 11-12): l1 = max(lambda_2(L+) /
@@ -646,8 +656,8 @@ nle_repulsion nle_model_engine(const nle_model *model);
  * eigendecompositions (N x N, under the memory cap). The paper prints the
  * first term of l1 as lambda_2+ / lambda_N+; lambda_N- is what the bound
  * L+ - lambda L- >= (lambda_2+ - lambda lambda_N-) I on 1^perp needs. */
-nle_status nle_ee_lambda_bounds(nle_ctx *ctx, const nle_csr *Wp, nle_wneg_kind wneg, const nle_matd *Wneg_dense,
-                                const nle_csr *Wneg_sparse, double *l1, double *u1);
+NLE_API nle_status nle_ee_lambda_bounds(nle_ctx *ctx, const nle_csr *Wp, nle_wneg_kind wneg, const nle_matd *Wneg_dense,
+                                        const nle_csr *Wneg_sparse, double *l1, double *u1);
 
 /* The same bounds for large N without dense matrices: lambda_2 (and a few
  * more) of L+ by Lanczos on its sparse factor, lambda_N of L- by Lanczos (and
@@ -655,16 +665,16 @@ nle_status nle_ee_lambda_bounds(nle_ctx *ctx, const nle_csr *Wp, nle_wneg_kind w
  * pair terms exactly. Every term of u1 bounds lambda* on its own, so using
  * the first 12 eigenvalues instead of all N gives a valid, possibly looser,
  * u1; with dense W- (sqdist) u1 is the diagonal term alone. */
-nle_status nle_ee_lambda_bounds_lanczos(nle_ctx *ctx, const nle_csr *Wp, nle_wneg_kind wneg,
-                                        const nle_matd *Wneg_dense, const nle_csr *Wneg_sparse, double *l1,
-                                        double *u1);
+NLE_API nle_status nle_ee_lambda_bounds_lanczos(nle_ctx *ctx, const nle_csr *Wp, nle_wneg_kind wneg,
+                                                const nle_matd *Wneg_dense, const nle_csr *Wneg_sparse, double *l1,
+                                                double *u1);
 
 /* The same for squared-distance W- given by features F (N x D'), in
  * O(nnz(W+) + N D'): the degrees of W- are N |f_n|^2 + sum_m |f_m|^2 for f
  * about its mean, lambda_N(L-) is bounded by twice the largest degree
  * (Gershgorin), and u1 is the diagonal term. */
-nle_status nle_ee_lambda_bounds_features(nle_ctx *ctx, const nle_csr *Wp, const nle_matf *F, double *l1,
-                                         double *u1);
+NLE_API nle_status nle_ee_lambda_bounds_features(nle_ctx *ctx, const nle_csr *Wp, const nle_matf *F, double *l1,
+                                                 double *u1);
 
 /* ========================================================================== */
 /* Nonlinear embeddings: optimisers                                           */
@@ -739,7 +749,7 @@ typedef struct {
   void *trace_user;
 } nle_opt_opts;
 
-void nle_opt_opts_init(nle_opt_opts *o);
+NLE_API void nle_opt_opts_init(nle_opt_opts *o);
 
 typedef struct {
   int iterations;
@@ -755,16 +765,16 @@ typedef struct nle_opt nle_opt;
 /* Plans the optimiser for a model: for SD builds L+ and its factor. Wp is the
  * model's W+ (symmetrised here if it is not symmetric). The optimiser may
  * change the model's exaggeration during a run and restores it after. */
-nle_status nle_opt_new(nle_ctx *ctx, nle_model *model, const nle_csr *Wp, const nle_opt_opts *opts,
-                       nle_opt **opt);
-void nle_opt_free(nle_opt **opt);
+NLE_API nle_status nle_opt_new(nle_ctx *ctx, nle_model *model, const nle_csr *Wp, const nle_opt_opts *opts,
+                               nle_opt **opt);
+NLE_API void nle_opt_free(nle_opt **opt);
 /* The direction p for gradient g (both N x d), solving B p = -g; SD-, whose
  * B depends on X, needs nle_opt_direction_at. */
-nle_status nle_opt_direction(nle_ctx *ctx, nle_opt *opt, const nle_matd *g, nle_matd *p);
-nle_status nle_opt_direction_at(nle_ctx *ctx, nle_opt *opt, const nle_matd *X, const nle_matd *g, nle_matd *p);
+NLE_API nle_status nle_opt_direction(nle_ctx *ctx, nle_opt *opt, const nle_matd *g, nle_matd *p);
+NLE_API nle_status nle_opt_direction_at(nle_ctx *ctx, nle_opt *opt, const nle_matd *X, const nle_matd *g, nle_matd *p);
 /* Minimises the model from X (overwritten with the result). Returns
  * NLE_WARN_NOT_CONVERGED when the iteration or time cap ended the run. */
-nle_status nle_opt_run(nle_ctx *ctx, nle_opt *opt, nle_matd *X, nle_opt_report *report);
+NLE_API nle_status nle_opt_run(nle_ctx *ctx, nle_opt *opt, nle_matd *X, nle_opt_report *report);
 
 /* Checkpoints. A run (or a homotopy path) keeps its state between
  * iterations: X, counters, the last step, the L-BFGS/CG history, the momentum
@@ -776,13 +786,15 @@ nle_status nle_opt_run(nle_ctx *ctx, nle_opt *opt, nle_matd *X, nle_opt_report *
  * it, restores X and the state, and the next nle_opt_run (or
  * nle_homotopy_run) continues to the result an uninterrupted run would have
  * given, bit for bit. */
-nle_status nle_opt_set_checkpoint(nle_ctx *ctx, nle_opt *opt, const char *path, int every, const char *fingerprint);
-nle_status nle_opt_save_checkpoint(nle_ctx *ctx, nle_opt *opt, const nle_matd *X, const char *path,
-                                   const char *fingerprint);
-nle_status nle_opt_load_checkpoint(nle_ctx *ctx, nle_opt *opt, nle_matd *X, const char *path, const char *fingerprint);
+NLE_API nle_status nle_opt_set_checkpoint(nle_ctx *ctx, nle_opt *opt, const char *path, int every,
+                                          const char *fingerprint);
+NLE_API nle_status nle_opt_save_checkpoint(nle_ctx *ctx, nle_opt *opt, const nle_matd *X, const char *path,
+                                           const char *fingerprint);
+NLE_API nle_status nle_opt_load_checkpoint(nle_ctx *ctx, nle_opt *opt, nle_matd *X, const char *path,
+                                           const char *fingerprint);
 /* Whether `path` is a checkpoint of the run `fingerprint` names, without
  * loading it; a mismatch names the first option that differs. */
-nle_status nle_opt_check_checkpoint(nle_ctx *ctx, const char *path, const char *fingerprint);
+NLE_API nle_status nle_opt_check_checkpoint(nle_ctx *ctx, const char *path, const char *fingerprint);
 
 /* Homotopy over lambda (EE paper sec. 4.4; dissertation sec. 3.4.1): steps
  * log-spaced values from lambda_start to lambda_end, minimising at each from
@@ -792,13 +804,14 @@ typedef struct {
   int steps;                       /* >= 1 (default 50) */
 } nle_homotopy_opts;
 
-void nle_homotopy_opts_init(nle_homotopy_opts *o);
+NLE_API void nle_homotopy_opts_init(nle_homotopy_opts *o);
 
 /* Called after every lambda; a non-zero return stops the path. */
 typedef int (*nle_homotopy_fn)(void *user, int step, double lambda, const nle_matd *X, const nle_opt_report *rep);
 
-nle_status nle_homotopy_run(nle_ctx *ctx, nle_model *model, nle_opt *opt, nle_matd *X, const nle_homotopy_opts *opts,
-                            nle_homotopy_fn fn, void *user, nle_opt_report *total);
+NLE_API nle_status nle_homotopy_run(nle_ctx *ctx, nle_model *model, nle_opt *opt, nle_matd *X,
+                                    const nle_homotopy_opts *opts,
+                                    nle_homotopy_fn fn, void *user, nle_opt_report *total);
 
 /* Out-of-sample map F(y) of EE (EE paper sec. 4.5): for each new point y,
  * argmin_x E'(x, y) = 2 sum_n (w+(y, y_n) |x - x_n|^2 + lambda w-(y, y_n)
@@ -813,9 +826,9 @@ typedef struct {
   double grad_tol;    /* stop when |grad E'| <= grad_tol * scale (default 1e-10) */
 } nle_oos_opts;
 
-void nle_oos_opts_init(nle_oos_opts *o);
-nle_status nle_ee_map_forward(nle_ctx *ctx, const nle_matf *Y, const nle_matd *X, const nle_matf *Ynew,
-                              const nle_oos_opts *opts, nle_matd **Xnew);
+NLE_API void nle_oos_opts_init(nle_oos_opts *o);
+NLE_API nle_status nle_ee_map_forward(nle_ctx *ctx, const nle_matf *Y, const nle_matd *X, const nle_matf *Ynew,
+                                      const nle_oos_opts *opts, nle_matd **Xnew);
 
 /* A trained embedding with what its out-of-sample maps need: the training
  * data Y (or a reference to it), the embedding X, the entropic betas and
@@ -868,33 +881,33 @@ typedef struct {
 
 /* Keeps copies of Y and X; knn is the training kNN graph (squared distances),
  * beta the entropic precisions (NULL with sigma > 0). */
-nle_status nle_trained_new(nle_ctx *ctx, const nle_trained_spec *spec, const nle_matf *Y, const nle_matd *X,
-                           const nle_csr *knn, const double *beta, nle_trained **out);
-void nle_trained_free(nle_trained **t);
+NLE_API nle_status nle_trained_new(nle_ctx *ctx, const nle_trained_spec *spec, const nle_matf *Y, const nle_matd *X,
+                                   const nle_csr *knn, const double *beta, nle_trained **out);
+NLE_API void nle_trained_free(nle_trained **t);
 /* The model file (nlembed's binary container, written atomically); the
  * training data is copied into it, or (copy_data 0) only referenced by its
  * source and checked by a hash when re-attached. */
-nle_status nle_trained_save(nle_ctx *ctx, const nle_trained *t, const char *path, int copy_data);
-nle_status nle_trained_load(nle_ctx *ctx, const char *path, nle_trained **t);
-nle_status nle_trained_attach_data(nle_ctx *ctx, nle_trained *t, const nle_matf *Y);
+NLE_API nle_status nle_trained_save(nle_ctx *ctx, const nle_trained *t, const char *path, int copy_data);
+NLE_API nle_status nle_trained_load(nle_ctx *ctx, const char *path, nle_trained **t);
+NLE_API nle_status nle_trained_attach_data(nle_ctx *ctx, nle_trained *t, const nle_matf *Y);
 /* F(y) for new points (M x D): argmin_x of the training objective augmented
  * with y, the training X fixed (EE paper eq. 13; the same construction for
  * s-SNE, t-SNE and SNE), from the x of the nearest training point. With a
  * fast t->engine all points are minimised together and each evaluation is
  * O(M + N) instead of O(M N). */
-nle_status nle_trained_transform(nle_ctx *ctx, const nle_trained *t, const nle_matf *Ynew, int max_iters,
-                                 nle_matd **Xnew);
+NLE_API nle_status nle_trained_transform(nle_ctx *ctx, const nle_trained *t, const nle_matf *Ynew, int max_iters,
+                                         nle_matd **Xnew);
 /* E'(x, y) of one new point y (D values) at x (d values), and its gradient in
  * x when grad is not NULL: what nle_trained_transform minimises. */
-nle_status nle_trained_objective(nle_ctx *ctx, const nle_trained *t, const float *y, const double *x, double *E,
-                                 double *grad);
+NLE_API nle_status nle_trained_objective(nle_ctx *ctx, const nle_trained *t, const float *y, const double *x, double *E,
+                                         double *grad);
 /* Sets t->engine: exact, or NLE_REPULSION_FGT (Gaussian kernel) or
  * NLE_REPULSION_FFT where the model allows (errors otherwise). */
-nle_status nle_trained_set_engine(nle_ctx *ctx, nle_trained *t, nle_repulsion engine);
+NLE_API nle_status nle_trained_set_engine(nle_ctx *ctx, nle_trained *t, nle_repulsion engine);
 /* f(x) for new latent points (M x d): argmin_y of the same E', EE and t-EE
  * with W- of squared distances only (EE paper eq. 13). */
-nle_status nle_trained_inverse(nle_ctx *ctx, const nle_trained *t, const nle_matd *Xnew, int max_iters,
-                               nle_matf **Ynew);
+NLE_API nle_status nle_trained_inverse(nle_ctx *ctx, const nle_trained *t, const nle_matd *Xnew, int max_iters,
+                                       nle_matf **Ynew);
 
 /* ========================================================================== */
 /* Nonlinear embeddings: the front door                                       */
@@ -1017,7 +1030,7 @@ typedef struct {
                                Y and a kNN graph: not with affinities) */
 } nle_embed_opts;
 
-void nle_embed_opts_init(nle_embed_opts *o);
+NLE_API void nle_embed_opts_init(nle_embed_opts *o);
 
 /* Seconds per stage of a run. */
 typedef struct {
@@ -1047,9 +1060,9 @@ typedef struct {
  * result (freed with nle_embed_result_free). NLE_WARN_NOT_CONVERGED and
  * the other warnings leave a usable result; the last warning's text is in
  * nle_ctx_error(ctx). */
-nle_status nle_embed(nle_ctx *ctx, const nle_embed_input *input, const nle_embed_opts *opts,
-                     nle_embed_result **result);
-void nle_embed_result_free(nle_embed_result **result);
+NLE_API nle_status nle_embed(nle_ctx *ctx, const nle_embed_input *input, const nle_embed_opts *opts,
+                             nle_embed_result **result);
+NLE_API void nle_embed_result_free(nle_embed_result **result);
 /* nle_transform: the front door of F(y) for new data points (M x D) with a
  * trained model (keep_model, or nle_trained_load): their neighbours among
  * the training points (in the model's PCA space and re-ranked, when
@@ -1065,7 +1078,7 @@ typedef struct {
                                sums when the grid cannot cover the map */
 } nle_transform_opts;
 
-void nle_transform_opts_init(nle_transform_opts *o);
+NLE_API void nle_transform_opts_init(nle_transform_opts *o);
 
 typedef struct {
   nle_matd *X;              /* the M x d mapped points */
@@ -1076,17 +1089,18 @@ typedef struct {
   double total_seconds;
 } nle_transform_result;
 
-nle_status nle_transform(nle_ctx *ctx, const nle_trained *t, const nle_matf *Ynew, const nle_transform_opts *opts,
-                         nle_transform_result **result);
-void nle_transform_result_free(nle_transform_result **result);
+NLE_API nle_status nle_transform(nle_ctx *ctx, const nle_trained *t, const nle_matf *Ynew,
+                                 const nle_transform_opts *opts,
+                                 nle_transform_result **result);
+NLE_API void nle_transform_result_free(nle_transform_result **result);
 
 /* Names: "ee", "tee", "ssne", "tsne", "sne" and back (-1 if unknown). */
-const char *nle_model_name(nle_model_kind kind);
-int nle_model_parse(const char *name);
+NLE_API const char *nle_model_name(nle_model_kind kind);
+NLE_API int nle_model_parse(const char *name);
 /* Engines: "exact", "bh", "fft", "fgt" (and "auto": NLE_REPULSION_AUTO) and
  * back (-1 if unknown). */
-const char *nle_repulsion_name(nle_repulsion engine);
-int nle_repulsion_parse(const char *name);
+NLE_API const char *nle_repulsion_name(nle_repulsion engine);
+NLE_API int nle_repulsion_parse(const char *name);
 
 /* ========================================================================== */
 /* N-body: kernel sums                                                        */
@@ -1102,7 +1116,7 @@ typedef enum {
 /* For every point of X (N x d, d = 1, 2 or 3): S[n] = sum_{m != n}
  * K(|x_n - x_m|^2) and, when Sx is not NULL, Sx[n, :] = sum_{m != n} K(...)
  * x_m (dissertation eq. 5.8), exactly in O(N^2 d). */
-nle_status nle_kernel_sums_exact(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, double *S, double *Sx);
+NLE_API nle_status nle_kernel_sums_exact(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, double *S, double *Sx);
 /* The same by Barnes-Hut (dissertation sec. 5.2.1): a 2^d-ary tree of cells
  * (leaves of at most 8 points), and a cell of side l at distance D from x_n
  * to its centre of mass counts as all its points there when l / D < theta
@@ -1111,21 +1125,22 @@ nle_status nle_kernel_sums_exact(nle_ctx *ctx, const nle_matd *X, nle_kernel ker
  * and clustered sets in 1-3 dimensions (tests/test_nbody.c): aggregate
  * relative error |S - S_exact| / |S_exact| <= 0.1 theta^2, worst point
  * <= 0.4 theta^2. */
-nle_status nle_kernel_sums_bh(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, double theta, double *S,
-                              double *Sx);
+NLE_API nle_status nle_kernel_sums_bh(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, double theta, double *S,
+                                      double *Sx);
 
 /* Kernel sums by FFT interpolation (nle_fft_opts, above the models). */
-nle_status nle_kernel_sums_fft(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, const nle_fft_opts *opts,
-                               double *S, double *Sx);
+NLE_API nle_status nle_kernel_sums_fft(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, const nle_fft_opts *opts,
+                                       double *S, double *Sx);
 
 /* Gaussian sums by the fast Gauss transform (nle_fgt_opts, above the
  * models); the kernel is exp(-t). Sums do not depend on the thread count. */
-nle_status nle_kernel_sums_fgt(nle_ctx *ctx, const nle_matd *X, const nle_fgt_opts *opts, double *S, double *Sx);
+NLE_API nle_status nle_kernel_sums_fgt(nle_ctx *ctx, const nle_matd *X, const nle_fgt_opts *opts, double *S,
+                                       double *Sx);
 /* The a-priori error bound of the fast Gauss transform in d dimensions per
  * unit of total charge: dissertation eq. 5.7 (the largest of eqs. 5.5-5.7)
  * plus exp(-(reach sqrt(2) ratio)^2) for the boxes left out. Loose: the
  * measured errors (nle_kernel_sums_error) are orders of magnitude lower. */
-double nle_fgt_error_bound(size_t d, const nle_fgt_opts *opts);
+NLE_API double nle_fgt_error_bound(size_t d, const nle_fgt_opts *opts);
 
 /* Measured error of approximate sums S (and Sx, may be NULL) against the
  * exact ones at `sample` points drawn with `seed`: O(sample N d). */
@@ -1135,8 +1150,8 @@ typedef struct {
   double moments; /* |Sx - Sx*| / |Sx*| (Frobenius) over the sample; 0 without Sx */
   size_t sample;
 } nle_sums_error;
-nle_status nle_kernel_sums_error(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, const double *S,
-                                 const double *Sx, size_t sample, uint64_t seed, nle_sums_error *err);
+NLE_API nle_status nle_kernel_sums_error(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, const double *S,
+                                         const double *Sx, size_t sample, uint64_t seed, nle_sums_error *err);
 
 /* ========================================================================== */
 /* Spectral: graph Laplacians                                                 */
@@ -1147,15 +1162,15 @@ nle_status nle_kernel_sums_error(nle_ctx *ctx, const nle_matd *X, nle_kernel ker
  * NULL their eigenvectors as the columns of an N x nev matrix: ARPACK's
  * Lanczos on (L + eps I)^-1 through a CHOLMOD factor. The zero eigenvalue
  * comes once per connected component. */
-nle_status nle_laplacian_smallest(nle_ctx *ctx, const nle_csr *W, int normalised, int nev, double *vals,
-                                  nle_matd **vecs);
+NLE_API nle_status nle_laplacian_smallest(nle_ctx *ctx, const nle_csr *W, int normalised, int nev, double *vals,
+                                          nle_matd **vecs);
 /* The nev largest eigenvalues (ascending), by Lanczos on L. */
-nle_status nle_laplacian_largest(nle_ctx *ctx, const nle_csr *W, int normalised, int nev, double *vals);
+NLE_API nle_status nle_laplacian_largest(nle_ctx *ctx, const nle_csr *W, int normalised, int nev, double *vals);
 /* Laplacian eigenmaps (Belkin and Niyogi; slides 002): the d eigenvectors
  * after the constant one of L v = lambda D v, i.e. D^-1/2 times those of the
  * normalised Laplacian, as an N x d embedding; also the number of connected
  * components of W (more than 1 leaves the embedding degenerate). */
-nle_status nle_laplacian_eigenmap(nle_ctx *ctx, const nle_csr *W, int d, nle_matd **X, int *components);
+NLE_API nle_status nle_laplacian_eigenmap(nle_ctx *ctx, const nle_csr *W, int d, nle_matd **X, int *components);
 
 /* ========================================================================== */
 /* Spectral: PCA                                                              */
@@ -1176,7 +1191,7 @@ typedef struct {
   int power_iters;       /* randomized: subspace iterations (default 6) */
 } nle_pca_opts;
 
-void nle_pca_opts_init(nle_pca_opts *o);
+NLE_API void nle_pca_opts_init(nle_pca_opts *o);
 
 typedef struct {
   int64_t n_samples;
@@ -1191,12 +1206,12 @@ typedef struct {
 
 /* Fits PCA to Y (the covariance uses N - 1). Component signs are fixed so the
  * largest-magnitude loading is positive. */
-nle_status nle_pca_fit(nle_ctx *ctx, const nle_matf *Y, const nle_pca_opts *opts,
-                       nle_pca_model **model);
+NLE_API nle_status nle_pca_fit(nle_ctx *ctx, const nle_matf *Y, const nle_pca_opts *opts,
+                               nle_pca_model **model);
 /* Projects points: X = (Y - mean) V^T, divided by sqrt(variance) if whitened. */
-nle_status nle_pca_transform(nle_ctx *ctx, const nle_pca_model *model,
-                             const nle_matf *Y, nle_matd **X);
-void nle_pca_model_free(nle_pca_model **model);
+NLE_API nle_status nle_pca_transform(nle_ctx *ctx, const nle_pca_model *model,
+                                     const nle_matf *Y, nle_matd **X);
+NLE_API void nle_pca_model_free(nle_pca_model **model);
 
 /* ========================================================================== */
 /* Quality metrics (definitions as in scikit-learn)                           */
@@ -1216,7 +1231,7 @@ typedef struct {
   int cv_k;           /* neighbours of the kNN classifier (default 10) */
 } nle_metrics_opts;
 
-void nle_metrics_opts_init(nle_metrics_opts *o);
+NLE_API void nle_metrics_opts_init(nle_metrics_opts *o);
 
 typedef struct {
   int64_t n, subsample_n;
@@ -1229,24 +1244,24 @@ typedef struct {
 } nle_metrics;
 
 /* Y: data (N x D), X: embedding (N x d), labels: N or NULL. */
-nle_status nle_metrics_compute(nle_ctx *ctx, const nle_matf *Y, const nle_matd *X,
-                               const int32_t *labels, const nle_metrics_opts *opts,
-                               nle_metrics **out);
-void nle_metrics_free(nle_metrics **m);
+NLE_API nle_status nle_metrics_compute(nle_ctx *ctx, const nle_matf *Y, const nle_matd *X,
+                                       const int32_t *labels, const nle_metrics_opts *opts,
+                                       nle_metrics **out);
+NLE_API void nle_metrics_free(nle_metrics **m);
 
 /* Trustworthiness T(k) of embedding X for data Y, all points, O(N^2 D):
  * 1 - 2/(N k (2N - 3k - 1)) sum_i sum_{j in U_i} (r(i,j) - k). Needs k < N/2. */
-nle_status nle_trustworthiness(nle_ctx *ctx, const nle_matd *Y, const nle_matd *X,
-                               int k, double *out);
+NLE_API nle_status nle_trustworthiness(nle_ctx *ctx, const nle_matd *Y, const nle_matd *X,
+                                       int k, double *out);
 /* Mean fraction of the k exact neighbours (rows of `exact`) found in `approx`;
  * both are kNN graphs over the same points. */
-nle_status nle_knn_recall(nle_ctx *ctx, const nle_csr *approx, const nle_csr *exact,
-                          double *out);
+NLE_API nle_status nle_knn_recall(nle_ctx *ctx, const nle_csr *approx, const nle_csr *exact,
+                                  double *out);
 /* Mean accuracy of a k-NN classifier (uniform votes, ties to the smallest
  * label) over stratified folds assigned as scikit-learn's StratifiedKFold
  * without shuffling. */
-nle_status nle_knn_accuracy_cv(nle_ctx *ctx, const nle_matd *X, const int32_t *labels,
-                               int k, int folds, double *out);
+NLE_API nle_status nle_knn_accuracy_cv(nle_ctx *ctx, const nle_matd *X, const int32_t *labels,
+                                       int k, int folds, double *out);
 
 #ifdef __cplusplus
 }

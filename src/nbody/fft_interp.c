@@ -14,6 +14,7 @@
 #include "nbody_internal.h"
 
 #include <fftw3.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -106,8 +107,13 @@ static float *grid_alloc(size_t floats) {
 
 nle__fft_ws *nle__fft_ws_new(void) { return calloc(1, sizeof(nle__fft_ws)); }
 
+/* FFTW's planner is not thread-safe. A mutex of this file's own, not a named
+ * OpenMP critical section: that would be a global symbol exported by the
+ * shared library. */
+static pthread_mutex_t planner_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static void ws_release_plans(nle__fft_ws *w) {
-#pragma omp critical(nle_fftwf_planner)
+  pthread_mutex_lock(&planner_lock);
   {
     if (w->forward) fftwf_destroy_plan(w->forward);
     if (w->backward) fftwf_destroy_plan(w->backward);
@@ -120,6 +126,7 @@ static void ws_release_plans(nle__fft_ws *w) {
       if (w->col_inv[k]) fftwf_destroy_plan(w->col_inv[k]);
     }
   }
+  pthread_mutex_unlock(&planner_lock);
   w->forward = w->backward = NULL;
   memset(w->row_fwd, 0, sizeof w->row_fwd);
   memset(w->row_inv, 0, sizeof w->row_inv);
@@ -692,13 +699,12 @@ static nle_status ws_fit(nle_ctx *ctx, nle__fft_ws *w, fft_grid *g, size_t nch, 
     w->real_len = g->real_len;
     int dims[MAX_DIM];
     for (size_t t = 0; t < g->d; t++) dims[t] = (int)g->pad[t];
-    /* The planner is not thread-safe; FFTW_ESTIMATE leaves the arrays alone. */
-#pragma omp critical(nle_fftwf_planner)
-    {
-      w->forward = fftwf_plan_dft_r2c((int)g->d, dims, w->bufs[0], (fftwf_complex *)w->bufs[0], FFTW_ESTIMATE);
-      w->backward = fftwf_plan_dft_c2r((int)g->d, dims, (fftwf_complex *)w->bufs[0], w->bufs[0], FFTW_ESTIMATE);
-      if (g->d == 2) plan_split(w, g);
-    }
+    /* FFTW_ESTIMATE leaves the arrays alone. */
+    pthread_mutex_lock(&planner_lock);
+    w->forward = fftwf_plan_dft_r2c((int)g->d, dims, w->bufs[0], (fftwf_complex *)w->bufs[0], FFTW_ESTIMATE);
+    w->backward = fftwf_plan_dft_c2r((int)g->d, dims, (fftwf_complex *)w->bufs[0], w->bufs[0], FFTW_ESTIMATE);
+    if (g->d == 2) plan_split(w, g);
+    pthread_mutex_unlock(&planner_lock);
     int ok = w->forward && w->backward;
     for (size_t k = 0; g->d == 2 && k < SPLIT; k++)
       ok &= w->row_lo[k] == w->row_lo[k + 1] || (w->row_fwd[k] && w->row_inv[k]);

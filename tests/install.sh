@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# install.sh — `make install` into a fresh prefix as a user of the library
+# would meet it: the files and links, only public symbols exported, and the
+# README's example built with `pkg-config --cflags --libs nlembed` (shared,
+# then static) and run against the installed library.
+cd "$(dirname "$0")/.." || exit 1
+. tests/lib.sh
+prefix=$T/prefix
+if make -s install PREFIX="$prefix" > "$T/install.log" 2>&1; then ok install
+else bad install "$(tail -c 300 "$T/install.log")"; fi
+version=$(sed -n 's/^#define NLE_VERSION_STRING "\(.*\)"/\1/p' include/nlembed.h)
+missing=""
+for f in lib/libnlembed.a "lib/libnlembed.so.$version" include/nlembed.h lib/pkgconfig/nlembed.pc bin/nlembed; do
+  [ -f "$prefix/$f" ] || missing="$missing $f"
+done
+[ "$(readlink "$prefix/lib/libnlembed.so.${version%%.*}")" = "libnlembed.so.$version" ] || missing="$missing libnlembed.so.${version%%.*}"
+[ "$(readlink "$prefix/lib/libnlembed.so")" = "libnlembed.so.$version" ] || missing="$missing libnlembed.so"
+if [ -z "$missing" ]; then ok install_files; else bad install_files "missing:$missing"; fi
+soname=$(objdump -p "$prefix/lib/libnlembed.so.$version" 2> /dev/null | awk '/SONAME/ {print $2}')
+if [ "$soname" = "libnlembed.so.${version%%.*}" ]; then ok install_soname; else bad install_soname "soname '$soname'"; fi
+
+# every exported symbol is public API: nle_ and a letter (not nle__), and
+# the public header declares each
+nm -D --defined-only "$prefix/lib/libnlembed.so" | awk '{print $3}' | sort > "$T/exported"
+exported=$(wc -l < "$T/exported")
+stray=$(grep -cv '^nle_[a-z0-9]' "$T/exported")
+undeclared=$(while read -r sym; do grep -qw "$sym" include/nlembed.h || echo "$sym"; done < "$T/exported" | head -5)
+if [ "$exported" -gt 100 ] && [ "$stray" -eq 0 ] && [ -z "$undeclared" ]; then ok exported_symbols_public
+else bad exported_symbols_public "$exported exported, $stray not nle_*: $(grep -v '^nle_[a-z0-9]' "$T/exported" | head -5 | tr '\n' ' ') undeclared: $undeclared"; fi
+
+export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+sed -n '/^```c$/,/^```$/p' README.md | sed '1d;$d' > "$T/example.c"
+# shellcheck disable=SC2046
+if cc -std=c11 "$T/example.c" -o "$T/example" $(pkg-config --cflags --libs nlembed) 2> "$T/cc_err" \
+  && LD_LIBRARY_PATH=$prefix/lib "$T/example" > "$T/out" 2>&1 && grep -q "^5000 points, E [0-9.]*, 450 iterations" "$T/out" \
+  && LD_LIBRARY_PATH=$prefix/lib ldd "$T/example" | grep -q "libnlembed.so.${version%%.*} => $prefix/lib/"; then
+  ok pkg_config_shared
+else bad pkg_config_shared "$(head -c 300 "$T/cc_err") $(head -c 300 "$T/out" 2> /dev/null)"; fi
+# shellcheck disable=SC2046
+if cc -std=c11 "$T/example.c" -o "$T/example_static" $(pkg-config --cflags nlembed) "$prefix/lib/libnlembed.a" \
+  $(pkg-config --static --libs-only-other --libs-only-l nlembed | sed 's/-lnlembed//') 2> "$T/cc_err" \
+  && "$T/example_static" > "$T/out" 2>&1 && grep -q "^5000 points, E [0-9.]*, 450 iterations" "$T/out" \
+  && ! ldd "$T/example_static" | grep -q libnlembed; then
+  ok pkg_config_static
+else bad pkg_config_static "$(head -c 300 "$T/cc_err") $(head -c 300 "$T/out" 2> /dev/null)"; fi
+if "$prefix/bin/nlembed" --version | grep -qx "nlembed $version"; then ok installed_tool
+else bad installed_tool "$("$prefix/bin/nlembed" --version 2>&1 | head -c 200)"; fi
+finish
