@@ -19,9 +19,10 @@ SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
 # NLE_API and nothing else. -MMD -MP: each object depends on the headers it
 # includes.
 CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fopenmp -fPIC -fvisibility=hidden -fno-math-errno -g \
-           -MMD -MP $(OPT) $(SAN) -Iinclude -I$(BLAS_INC) $(CAIRO_CFLAGS) $(EXTRA_CFLAGS)
+           -MMD -MP $(OPT) $(SAN) -Iinclude -I$(BLAS_INC) $(EXTRA_CFLAGS)
+# The library's dependencies; cairo is the tool's alone (its plots).
 DEPLIBS := -lcholmod -larpack -lfftw3f -llapacke -lopenblas -lz -lm
-LDLIBS  := $(CAIRO_LIBS) $(DEPLIBS)
+LDLIBS  := $(DEPLIBS)
 LDFLAGS := -fopenmp $(SAN) $(EXTRA_LDFLAGS)
 
 LIB_SRC  := $(sort $(wildcard src/*/*.c))
@@ -42,6 +43,8 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
+$(BUILD)/cli/plot.o: CFLAGS += $(CAIRO_CFLAGS)
+
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
 
 $(BUILD)/libnlembed.a: $(LIB_OBJ)
@@ -57,7 +60,7 @@ $(BUILD)/libnlembed.so: $(SHARED)
 	ln -sf libnlembed.so.$(VERSION) $@
 
 $(BUILD)/nlembed: $(CLI_OBJ) $(BUILD)/libnlembed.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CAIRO_LIBS) $(LDLIBS)
 
 $(BUILD)/test_runner: $(TEST_OBJ) $(BUILD)/libnlembed.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -76,7 +79,7 @@ install: all
 	ln -sf libnlembed.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libnlembed.so
 	install -m 644 include/nlembed.h $(DESTDIR)$(PREFIX)/include/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
-	  -e 's|@PRIVATE@|$(strip $(CAIRO_LIBS) $(DEPLIBS)) -fopenmp|' nlembed.pc.in \
+	  -e 's|@PRIVATE@|$(DEPLIBS) -fopenmp|' nlembed.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/nlembed.pc
 	install -m 755 $(BUILD)/nlembed $(DESTDIR)$(PREFIX)/bin/
 

@@ -132,6 +132,19 @@ void cli_knn_choice_init(cli_knn_choice *c);
 nle_status cli_knn(cli_env *env, const nle_matf *Y, int k, const cli_knn_choice *c, nle_csr **graph,
                    const char **used);
 
+/* Scatter plots (plot.c, with cairo): the first two columns of X coloured by
+ * labels (may be NULL), PNG or SVG by the extension of path. */
+typedef struct {
+  int width, height;  /* pixels (default 1000 x 800) */
+  double point_size;  /* radius in pixels; 0 (default): chosen from N */
+  double alpha;       /* opacity in (0, 1]; 0 (default): chosen from N */
+  const char *title;  /* title line, NULL for none */
+  bool legend;        /* true (default): a legend when there are labels */
+} cli_plot_opts;
+void cli_plot_opts_init(cli_plot_opts *o);
+int cli_plot_scatter(cli_env *env, const char *path, const nle_matd *X, const int32_t *labels, int32_t n_classes,
+                     char *const *class_names, const cli_plot_opts *o);
+
 int cmd_pca(int argc, char **argv);
 int cmd_knn(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);

@@ -35,8 +35,8 @@ int cmd_plot(int argc, char **argv) {
       CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
   cli_env env;
   if (cli_env_init(&env, "plot", help)) return 1;
-  nle_plot_opts o;
-  nle_plot_opts_init(&o);
+  cli_plot_opts o;
+  cli_plot_opts_init(&o);
   const char *output = NULL, *title = NULL, *info[8];
   int n_info = 0;
   long long v;
@@ -63,7 +63,7 @@ int cmd_plot(int argc, char **argv) {
       if (!cli_parse_double(optarg, &o.alpha) || o.alpha <= 0 || o.alpha > 1)
         env.rc = cli_usage_error("plot", "--alpha takes a value in (0, 1]");
       break;
-    case OPT_NO_LEGEND: o.legend = 0; break;
+    case OPT_NO_LEGEND: o.legend = false; break;
     default: env.rc = 2; break;
     }
   }
@@ -105,8 +105,8 @@ int cmd_plot(int argc, char **argv) {
     int64_t n;
     s = nle_labels_read(env.ctx, env.labels_source, &env.read, (int64_t)X->rows, &labels, &n, &classes, &names);
   }
-  if (!rc && !s) s = nle_plot_scatter(env.ctx, output, X, labels, classes, names, &o);
   if (!rc && s) rc = cli_fail(&env, s);
+  if (!rc) rc = cli_plot_scatter(&env, output, X, labels, classes, names, &o);
   if (!rc) rc = cli_commit(&env); /* every output of the run, or none */
   if (!rc) cli_note(&env, "%zu points; wrote %s", X->rows, output);
   nle_class_names_free(&names, classes);

@@ -30,6 +30,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -311,29 +312,20 @@ NLE_API nle_status nle_check_output_path(nle_ctx *ctx, const char *path);
 enum {
   NLE_OUTPUT_DENSE = 1, /* .npy, .csv, .tsv, .txt (nle_write_matd and kin) */
   NLE_OUTPUT_MTX = 2,   /* .mtx (nle_write_csr_mtx) */
-  NLE_OUTPUT_IMAGE = 4  /* .png, .svg (nle_plot) */
+  NLE_OUTPUT_IMAGE = 4  /* .png, .svg (the tool's plots) */
 };
 NLE_API nle_status nle_check_output(nle_ctx *ctx, const char *path, unsigned formats);
 
-/* ========================================================================== */
-/* Plots                                                                      */
-/* ========================================================================== */
-
-typedef struct {
-  int width, height;        /* pixels (default 1000 x 800) */
-  double point_size;        /* radius in pixels; 0 (default): chosen from N */
-  double alpha;             /* opacity in (0, 1]; 0 (default): chosen from N */
-  const char *title;        /* title line, NULL for none */
-  int legend;               /* 1 (default): a legend when there are labels */
-} nle_plot_opts;
-
-NLE_API void nle_plot_opts_init(nle_plot_opts *o);
-
-/* Scatter plot of the first two columns of X, coloured by labels (may be
- * NULL), to PNG or SVG by the extension of path. */
-NLE_API nle_status nle_plot_scatter(nle_ctx *ctx, const char *path, const nle_matd *X,
-                                    const int32_t *labels, int32_t n_classes,
-                                    char *const *class_names, const nle_plot_opts *opts);
+/* A file of the caller's own format written as the library writes its own:
+ * nle_output_open creates a temporary beside path and nle_output_stream
+ * gives its stream (the caller writes, but does not close, it);
+ * nle_output_close puts it in place (inside a transaction: at
+ * nle_outputs_commit), and nle_output_abort removes it. Both free *out. */
+typedef struct nle_output nle_output;
+NLE_API nle_status nle_output_open(nle_ctx *ctx, const char *path, nle_output **out);
+NLE_API FILE *nle_output_stream(nle_output *out);
+NLE_API nle_status nle_output_close(nle_ctx *ctx, nle_output **out);
+NLE_API void nle_output_abort(nle_output **out);
 
 /* ========================================================================== */
 /* Neighbours                                                                 */

@@ -18,6 +18,9 @@ done
 if [ -z "$missing" ]; then ok install_files; else bad install_files "missing:$missing"; fi
 soname=$(objdump -p "$prefix/lib/libnlembed.so.$version" 2> /dev/null | awk '/SONAME/ {print $2}')
 if [ "$soname" = "libnlembed.so.${version%%.*}" ]; then ok install_soname; else bad install_soname "soname '$soname'"; fi
+# the library needs no graphics: cairo is the tool's
+if ! objdump -p "$prefix/lib/libnlembed.so.$version" | grep NEEDED | grep -q cairo; then ok library_without_cairo
+else bad library_without_cairo "$(objdump -p "$prefix/lib/libnlembed.so.$version" | grep NEEDED | tr '\n' ' ')"; fi
 
 # every exported symbol is public API: nle_ and a letter (not nle__), and
 # the public header declares each

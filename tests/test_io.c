@@ -592,6 +592,28 @@ static void output_transactions(void) {
   nle_test(count_temporaries(dir) == 2);
   nle_test_ok(nle_outputs_commit(ctx));
   nle_test(stat(a, &st) == 0 && st.st_size > 6 && access(b, F_OK) == 0 && count_temporaries(dir) == 0);
+  /* a file of the caller's own format: staged like the library's own, in
+   * place at the commit, gone on abort; outside a transaction, at close */
+  char c[4096];
+  snprintf(c, sizeof c, "%s/own.txt", dir);
+  nle_output *out = NULL;
+  nle_test_ok(nle_outputs_begin(ctx));
+  nle_test_ok(nle_output_open(ctx, c, &out));
+  fputs("mine\n", nle_output_stream(out));
+  nle_test_ok(nle_output_close(ctx, &out));
+  nle_test(out == NULL && access(c, F_OK) != 0 && count_temporaries(dir) == 1);
+  nle_test_ok(nle_outputs_commit(ctx));
+  nle_test(stat(c, &st) == 0 && st.st_size == 5 && count_temporaries(dir) == 0);
+  nle_test_ok(nle_output_open(ctx, c, &out));
+  fputs("longer text\n", nle_output_stream(out));
+  nle_output_abort(&out);
+  nle_test(out == NULL && stat(c, &st) == 0 && st.st_size == 5 && count_temporaries(dir) == 0);
+  nle_test_ok(nle_output_open(ctx, c, &out));
+  fputs("replaced\n", nle_output_stream(out));
+  nle_test_ok(nle_output_close(ctx, &out));
+  nle_test(stat(c, &st) == 0 && st.st_size == 9);
+  snprintf(c, sizeof c, "%s/none/own.txt", dir);
+  nle_test(nle_output_open(ctx, c, &out) == NLE_ERR_IO && out == NULL);
   /* freeing the context with a transaction open discards it */
   nle_test_ok(nle_outputs_begin(ctx));
   nle_test_ok(nle_write_text(ctx, b, "x"));

@@ -279,3 +279,35 @@ nle_status nle__read_file(nle_ctx *ctx, const char *path, uint8_t **buf, size_t 
   *len = size;
   return NLE_OK;
 }
+
+struct nle_output {
+  nle__afile af;
+};
+
+nle_status nle_output_open(nle_ctx *ctx, const char *path, nle_output **out) {
+  *out = nle__calloc(ctx, 1, sizeof **out, "an output");
+  if (!*out) return NLE_ERR_NOMEM;
+  nle_status s = nle__afile_open(ctx, path, &(*out)->af);
+  if (s) {
+    free(*out);
+    *out = NULL;
+  }
+  return s;
+}
+
+FILE *nle_output_stream(nle_output *out) { return out ? out->af.f : NULL; }
+
+nle_status nle_output_close(nle_ctx *ctx, nle_output **out) {
+  if (!out || !*out) return NLE_OK;
+  nle_status s = nle__afile_commit(ctx, &(*out)->af);
+  free(*out);
+  *out = NULL;
+  return s;
+}
+
+void nle_output_abort(nle_output **out) {
+  if (!out || !*out) return;
+  nle__afile_abort(&(*out)->af);
+  free(*out);
+  *out = NULL;
+}

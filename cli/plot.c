@@ -1,21 +1,24 @@
 /* plot.c — scatter plots of 2-D embeddings with cairo: coloured by label with
  * a legend, point size and opacity chosen from N, PNG or SVG by extension,
- * drawn in a seeded random order so no class systematically hides another. */
-#include "io_internal.h"
+ * drawn in a seeded random order so no class systematically hides another.
+ * Part of the tool, not of the library, which so does not need cairo; the
+ * file is written through the library's staged outputs (nle_output_open). */
+#include "cli.h"
 
 #include <cairo-svg.h>
 #include <cairo.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
-void nle_plot_opts_init(nle_plot_opts *o) {
+void cli_plot_opts_init(cli_plot_opts *o) {
   o->width = 1000;
   o->height = 800;
   o->point_size = 0.0;
   o->alpha = 0.0;
   o->title = NULL;
-  o->legend = 1;
+  o->legend = true;
 }
 
 /* Ten well-separated colours (the "tab10" palette); more classes cycle
@@ -88,7 +91,7 @@ static int wrap_title(cairo_t *cr, const char *title, double width, char lines[]
 }
 
 static void draw(cairo_t *cr, const nle_matd *X, const int32_t *labels, int32_t n_classes,
-                 char *const *class_names, const nle_plot_opts *o, const int64_t *order) {
+                 char *const *class_names, const cli_plot_opts *o, const int64_t *order) {
   size_t n = X->rows;
   double W = o->width, H = o->height, pad = 16.0;
   int legend = o->legend && labels && n_classes > 0 && n_classes <= 60;
@@ -139,56 +142,51 @@ static void draw(cairo_t *cr, const nle_matd *X, const int32_t *labels, int32_t 
   }
 }
 
-nle_status nle_plot_scatter(nle_ctx *ctx, const char *path, const nle_matd *X, const int32_t *labels,
-                            int32_t n_classes, char *const *class_names, const nle_plot_opts *opts) {
-  nle_plot_opts defaults;
-  if (!opts) {
-    nle_plot_opts_init(&defaults);
-    opts = &defaults;
+int cli_plot_scatter(cli_env *env, const char *path, const nle_matd *X, const int32_t *labels, int32_t n_classes,
+                     char *const *class_names, const cli_plot_opts *o) {
+  const char *dot = strrchr(path, '.');
+  int svg = dot && !strcasecmp(dot, ".svg");
+  if (!svg && !(dot && !strcasecmp(dot, ".png"))) {
+    fprintf(stderr, "nlembed plot: error: %s: plots are written as .png or .svg\n", path);
+    return 1;
   }
-  char ext[16];
-  nle__path_ext(path, ext, sizeof ext);
-  int svg = !strcmp(ext, ".svg");
-  if (!svg && strcmp(ext, ".png"))
-    return nle__fail(ctx, NLE_ERR_UNSUPPORTED, "%s: plots are written as .png or .svg, not \"%s\"", path, ext);
-  if (X->rows == 0 || X->cols < 1)
-    return nle__fail(ctx, NLE_ERR_ARG, "plot: empty embedding");
-  if (opts->width < 100 || opts->height < 100 || opts->width > 20000 || opts->height > 20000)
-    return nle__fail(ctx, NLE_ERR_ARG, "plot: size %d x %d out of [100, 20000]", opts->width, opts->height);
   for (size_t i = 0; i < X->rows * X->cols; i++)
-    if (!isfinite(X->data[i]))
-      return nle__fail(ctx, NLE_ERR_VALUE, "plot: embedding value %zu (row %zu) is not finite", i, i / X->cols);
-  int64_t *order = nle__malloc(ctx, X->rows * sizeof(int64_t), "the drawing order");
-  if (!order) return NLE_ERR_NOMEM;
+    if (!isfinite(X->data[i])) {
+      fprintf(stderr, "nlembed plot: error: embedding value %zu (row %zu) is not finite\n", i, i / X->cols);
+      return 1;
+    }
+  int64_t *order = malloc((X->rows ? X->rows : 1) * sizeof(int64_t));
+  if (!order) return cli_fail(env, NLE_ERR_NOMEM);
   for (size_t i = 0; i < X->rows; i++) order[i] = (int64_t)i;
   nle_rng rng;
-  nle_rng_init(&rng, nle_ctx_seed(ctx), 0x706c6f74ULL);
+  nle_rng_init(&rng, nle_ctx_seed(env->ctx), 0x706c6f74ULL);
   nle_rng_shuffle(&rng, order, (int64_t)X->rows);
-
-  nle__afile af;
-  nle_status s = nle__afile_open(ctx, path, &af);
+  nle_output *out;
+  nle_status s = nle_output_open(env->ctx, path, &out);
   if (s) {
     free(order);
-    return s;
+    return cli_fail(env, s);
   }
-  cairo_surface_t *surface =
-      svg ? cairo_svg_surface_create_for_stream(write_to_file, af.f, opts->width, opts->height)
-          : cairo_image_surface_create(CAIRO_FORMAT_ARGB32, opts->width, opts->height);
+  FILE *f = nle_output_stream(out);
+  cairo_surface_t *surface = svg ? cairo_svg_surface_create_for_stream(write_to_file, f, o->width, o->height)
+                                 : cairo_image_surface_create(CAIRO_FORMAT_ARGB32, o->width, o->height);
   cairo_t *cr = cairo_create(surface);
-  draw(cr, X, labels, n_classes, class_names, opts, order);
+  draw(cr, X, labels, n_classes, class_names, o, order);
   cairo_destroy(cr);
   cairo_status_t cs;
   if (svg) {
     cairo_surface_finish(surface);
     cs = cairo_surface_status(surface);
   } else {
-    cs = cairo_surface_write_to_png_stream(surface, write_to_file, af.f);
+    cs = cairo_surface_write_to_png_stream(surface, write_to_file, f);
   }
   cairo_surface_destroy(surface);
   free(order);
   if (cs != CAIRO_STATUS_SUCCESS) {
-    nle__afile_abort(&af);
-    return nle__fail(ctx, NLE_ERR_IO, "%s: cairo failed: %s", path, cairo_status_to_string(cs));
+    nle_output_abort(&out);
+    fprintf(stderr, "nlembed plot: error: %s: cairo failed: %s\n", path, cairo_status_to_string(cs));
+    return 1;
   }
-  return nle__afile_commit(ctx, &af);
+  s = nle_output_close(env->ctx, &out);
+  return s ? cli_fail(env, s) : 0;
 }
