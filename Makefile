@@ -3,9 +3,10 @@
 
 CC       ?= gcc
 BUILD    ?= build
-# Portable by default; NATIVE=1 tunes for the build machine's CPU (the
-# binary then needs that CPU).
-OPT      ?= -O3 $(if $(filter 1,$(NATIVE)),-march=native)
+# Portable by default (the hot loops carry AVX2 and AVX-512 versions chosen
+# at load time, NLE_HOT); NATIVE=1 tunes everything for the build machine's
+# CPU (the binary then needs that CPU).
+OPT      ?= -O3 $(if $(filter 1,$(NATIVE)),-march=native -DNLE_NATIVE)
 SAN      ?=
 PREFIX   ?= /usr/local
 BLAS_INC ?= /usr/include/x86_64-linux-gnu/openblas-pthread

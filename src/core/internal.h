@@ -8,6 +8,16 @@
 #include <stdarg.h>
 #include <stdbool.h>
 
+/* Hot loops compiled for several instruction sets and chosen when the
+ * library loads (GCC function multiversioning): the portable build runs
+ * them with AVX2 + FMA or AVX-512 where the CPU has them. A NATIVE=1 build
+ * (-march=native, NLE_NATIVE) and other compilers take the one version. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(NLE_NATIVE)
+#define NLE_HOT __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
+#else
+#define NLE_HOT
+#endif
+
 #define NLE__ERROR_LEN 1024
 
 struct nle_ctx {

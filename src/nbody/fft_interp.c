@@ -175,7 +175,7 @@ void nle__fft_ws_free(nle__fft_ws **w) {
 
 /* Interpolation stencil of one point: its first node per dimension and the
  * p Lagrange weights per dimension, w[t p + j]. */
-static void point_stencil(const fft_grid *g, const double *x, int32_t *first, double *w) {
+NLE_HOT static void point_stencil(const fft_grid *g, const double *x, int32_t *first, double *w) {
   size_t p = g->p;
   for (size_t t = 0; t < g->d; t++) {
     double u = (x[t] - g->lo[t]) / g->box;
@@ -294,7 +294,7 @@ static int stencil_block(void *job, size_t b, void *scratch) {
 }
 
 /* Spreads channel c's charges over buf and, unless split, transforms it. */
-static void spread_charges(const conv_job *j, size_t c, float *buf, int split) {
+NLE_HOT static void spread_charges(const conv_job *j, size_t c, float *buf, int split) {
   const fft_grid *g = j->g;
   memset(buf, 0, g->real_len * sizeof(float));
   size_t d = g->d, col = (size_t)j->chan_charge[c];
@@ -408,7 +408,7 @@ static int split_rows_forward_block(void *job, size_t b, void *scratch) {
  * in and out: the others hold no charges (forward) and are not wanted
  * (backward). The scratch comes from nle__for_blocks per call; glibc's
  * adaptive mmap threshold serves the repeats of a size from its heap. */
-static int split_columns_block(void *job, size_t k, void *scratch) {
+NLE_HOT static int split_columns_block(void *job, size_t k, void *scratch) {
   conv_job *j = job;
   const nle__fft_ws *w = j->ws;
   const fft_grid *g = j->g;
@@ -484,7 +484,7 @@ static size_t self_offsets(const fft_grid *g) {
  * t-SNE map it halved the error of E (3.7e-5 to 2.1e-5). The correlations
  * are even in the offset, so for an odd (vector) kernel the term is 0 and
  * its rows are skipped. */
-static void self_subtract(const conv_job *j, const double *w, size_t from, size_t rows, double *acc) {
+NLE_HOT static void self_subtract(const conv_job *j, const double *w, size_t from, size_t rows, double *acc) {
   const fft_grid *g = j->g;
   size_t p = g->p, d = g->d, span = 2 * p - 1, total = self_offsets(g);
   double corr[MAX_DIM][2 * MAX_ORDER - 1] = {{0}};
@@ -519,7 +519,7 @@ static void self_subtract(const conv_job *j, const double *w, size_t from, size_
   }
 }
 
-static int gather_block(void *job, size_t b, void *scratch) {
+NLE_HOT static int gather_block(void *job, size_t b, void *scratch) {
   (void)scratch;
   const conv_job *j = job;
   const fft_grid *g = j->g;

@@ -29,7 +29,7 @@ typedef struct {
 static inline int cand_greater(cand a, cand b) { return a.d > b.d || (a.d == b.d && a.i > b.i); }
 
 /* Replaces the root of a full max-heap of size n and sifts down. */
-static void heap_replace_top(cand *h, int n, cand c) {
+static inline __attribute__((always_inline)) void heap_replace_top(cand *h, int n, cand c) {
   int p = 0;
   for (;;) {
     int l = 2 * p + 1, r = l + 1, m = p;
@@ -96,7 +96,7 @@ enum { SCAN_CHUNK = 16 };
 /* Offers one GEMM row of distances to a query's heap. Chunks are computed
  * with their minimum (vectorised) first, and skipped whole when none can beat
  * the heap's root, which is nearly always once the heap has filled. */
-static void scan_row(cand *h, int kc, const float *g, size_t bc, float nq, const float *sqn, size_t c0, size_t self) {
+NLE_HOT static void scan_row(cand *h, int kc, const float *g, size_t bc, float nq, const float *sqn, size_t c0, size_t self) {
   for (size_t c = 0; c < bc; c += SCAN_CHUNK) {
     size_t len = bc - c < SCAN_CHUNK ? bc - c : SCAN_CHUNK;
     float dist[SCAN_CHUNK], low = INFINITY;
@@ -114,7 +114,7 @@ static void scan_row(cand *h, int kc, const float *g, size_t bc, float nq, const
 }
 
 /* Neighbours of rows [r0, r1): candidates from GEMM blocks, then re-ranked. */
-static void knn_row_block(knn_job *job, size_t r0, size_t r1, float *gram, cand *heaps) {
+NLE_HOT static void knn_row_block(knn_job *job, size_t r0, size_t r1, float *gram, cand *heaps) {
   const nle_matf *Y = job->Y;
   size_t n = Y->rows, d = Y->cols, br = r1 - r0;
   int kc = job->kc;
@@ -238,7 +238,7 @@ static double centre_rows(const nle_matf *Y, const nle_matf *by, const int32_t *
 
 /* One block of query rows for nle__for_blocks; scratch holds the GEMM tile
  * and the candidate heaps. */
-static int knn_block(void *job, size_t b, void *scratch) {
+NLE_HOT static int knn_block(void *job, size_t b, void *scratch) {
   knn_job *kj = job;
   size_t n = kj->Q->rows, r0 = b * BLOCK_ROWS, r1 = r0 + BLOCK_ROWS < n ? r0 + BLOCK_ROWS : n;
   float *gram = scratch;
@@ -354,7 +354,7 @@ static float sqdist_rows(const float *a, const float *b, size_t d) {
   return (float)s;
 }
 
-static int rerank_block(void *job, size_t b, void *scratch) {
+NLE_HOT static int rerank_block(void *job, size_t b, void *scratch) {
   const rerank_job *j = job;
   const nle_csr *c = j->cand;
   size_t d = j->Y->cols, i1 = (b + 1) * RERANK_BLOCK < (size_t)c->rows ? (b + 1) * RERANK_BLOCK : (size_t)c->rows;

@@ -234,7 +234,7 @@ static inline double sqdist_rows(const double *a, const double *b, size_t d) {
  * vectorised over them. W's values are read in their own precision (float
  * affinities are not copied to double: at 70,000 points that is 80 MB less
  * to stream per gradient). */
-static double attract_row(const nle_model *m, const nle_csr *W, const nle_matd *X, int64_t n, double *g,
+NLE_HOT static double attract_row(const nle_model *m, const nle_csr *W, const nle_matd *X, int64_t n, double *g,
                           double *d2) {
   size_t d = X->cols, len = (size_t)(W->rowptr[n + 1] - W->rowptr[n]);
   const double *xn = X->data + (size_t)n * d;
