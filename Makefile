@@ -89,9 +89,10 @@ uninstall:
 	  $(DESTDIR)$(PREFIX)/include/nlembed.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/nlembed.pc \
 	  $(DESTDIR)$(PREFIX)/bin/nlembed
 
-# Address and undefined-behaviour sanitizers, in a build folder of their own.
+# Address and undefined-behaviour sanitizers, in a build folder of their own,
+# with allocation-failure injection (NLE_ALLOC_FAULTS, tests/test_faults.c).
 asan:
-	$(MAKE) BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer" \
+	$(MAKE) BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer -DNLE_ALLOC_FAULTS" \
 	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" all
 
 # libFuzzer targets, one per reader (clang).

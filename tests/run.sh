@@ -10,27 +10,42 @@ cd "$(dirname "$0")/.." || exit 1
 
 make -j"$(nproc)" -s asan
 log=$(mktemp)
+# part NAME COMMAND...: runs one part, its "ok" lines kept out of the way; a
+# non-zero exit (a sanitizer report at exit, a crash) counts as a failure
+# even when the part's own summary line says none.
+exits=0
+part() {
+  local name=$1
+  shift
+  "$@" | tee "$log.$name" | grep -v '^ok '
+  local rc=${PIPESTATUS[0]}
+  if [ "$rc" -ne 0 ] && ! grep -q "^[0-9]* passed, [1-9]" "$log.$name"; then
+    echo "run: $name exited $rc"
+    exits=$((exits + 1))
+  fi
+}
 echo "== unit tests"
-./build/test_runner | tee "$log.unit" | grep -v '^ok ' || true
+part unit ./build/test_runner
 export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp
-echo "== unit tests under ASan+UBSan"
-./build-asan/test_runner | tee "$log.asan" | grep -v '^ok ' || true
+echo "== unit tests under ASan+UBSan, with allocation failures injected"
+part asan ./build-asan/test_runner
 echo "== command-line tests"
-NLEMBED=./build/nlembed bash tests/cli.sh | tee "$log.cli" | grep -v '^ok ' || true
+NLEMBED=./build/nlembed part cli bash tests/cli.sh
 echo "== the bad-input catalogue"
-NLEMBED=./build/nlembed bash tests/bad_input.sh | tee "$log.bad" | grep -v '^ok ' || true
+NLEMBED=./build/nlembed part bad bash tests/bad_input.sh
 echo "== command-line tests and the catalogue under ASan+UBSan"
-NLEMBED=./build-asan/nlembed bash tests/cli.sh | tee "$log.cli_asan" | grep -v '^ok ' || true
-NLEMBED=./build-asan/nlembed bash tests/bad_input.sh | tee "$log.bad_asan" | grep -v '^ok ' || true
+NLEMBED=./build-asan/nlembed part cli_asan bash tests/cli.sh
+NLEMBED=./build-asan/nlembed part bad_asan bash tests/bad_input.sh
 echo "== make install and a program built with pkg-config"
-bash tests/install.sh | tee "$log.install" | grep -v '^ok ' || true
+part install bash tests/install.sh
 echo "== fuzzing: every reader and container, ${FUZZ_SECONDS:-5} s each"
-rm -rf build-fuzz/work && bash fuzz/run.sh "${FUZZ_SECONDS:-5}" | tee "$log.fuzz" || true
-passed=0 failed=0
-for part in unit asan cli bad cli_asan bad_asan install fuzz; do
-  read -r p f < <(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' "$log.$part" | tail -n 1)
+rm -rf build-fuzz/work
+part fuzz bash fuzz/run.sh "${FUZZ_SECONDS:-5}"
+passed=0 failed=$exits
+for name in unit asan cli bad cli_asan bad_asan install fuzz; do
+  read -r p f < <(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' "$log.$name" | tail -n 1)
   if [ -z "${p:-}" ]; then
-    echo "setup: the $part run ended without its summary line (crashed?)"
+    echo "run: the $name part ended without its summary line (crashed?)"
     failed=$((failed + 1))
     continue
   fi

@@ -7,6 +7,29 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Allocation-failure injection (CHOLMOD's practice), compiled into the
+ * sanitizer build (-DNLE_ALLOC_FAULTS): every allocation in src/ goes
+ * through these, and after nle__alloc_fail_at(n) the n-th one fails. The
+ * tests run a workload for n = 1, 2, ... until it completes, and each run
+ * must end in NLE_ERR_NOMEM (or the right result), never a crash or a leak.
+ * Elsewhere both calls do nothing and report 0. */
+void nle__alloc_fail_at(long n);
+long nle__alloc_count(void);
+#if defined(NLE_ALLOC_FAULTS) && !defined(NLE__FAULTS_IMPL)
+void *nle__fault_malloc(size_t n);
+void *nle__fault_calloc(size_t count, size_t size);
+void *nle__fault_realloc(void *p, size_t n);
+char *nle__fault_strdup(const char *s);
+int nle__fault_memalign(void **p, size_t align, size_t n);
+#define malloc(n) nle__fault_malloc(n)
+#define calloc(c, n) nle__fault_calloc(c, n)
+#define realloc(p, n) nle__fault_realloc(p, n)
+#define strdup(s) nle__fault_strdup(s)
+#define posix_memalign(p, a, n) nle__fault_memalign(p, a, n)
+#endif
 
 /* Hot loops compiled for several instruction sets and chosen when the
  * library loads (GCC function multiversioning): the portable build runs

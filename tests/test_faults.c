@@ -1,0 +1,127 @@
+/* test_faults.c — allocation-failure injection (the sanitizer build, with
+ * NLE_ALLOC_FAULTS): each workload runs with its n-th allocation failing for
+ * n = 1, 2, ... until it completes without reaching n. Every run must return
+ * NLE_ERR_NOMEM (or, where a failure is absorbed by a fallback, the same
+ * result as the clean run), never crash; LeakSanitizer at exit checks that
+ * nothing was leaked on the way out. */
+#include "harness.h"
+#include "../src/core/internal.h"
+
+#include <string.h>
+
+#ifdef NLE_ALLOC_FAULTS
+
+typedef struct {
+  nle_matd *X;  /* the embedding, or NULL */
+  nle_csr *G;   /* the graph, or NULL */
+} outcome;
+
+static void outcome_free(outcome *o) {
+  nle_matd_free(&o->X);
+  nle_csr_free(&o->G);
+}
+
+static int outcome_equal(const outcome *a, const outcome *b) {
+  if (a->X && b->X)
+    return a->X->rows == b->X->rows && !memcmp(a->X->data, b->X->data, a->X->rows * a->X->cols * sizeof(double));
+  if (a->G && b->G)
+    return a->G->nnz == b->G->nnz && !memcmp(a->G->colind, b->G->colind, (size_t)a->G->nnz * sizeof(int32_t));
+  return 0;
+}
+
+typedef nle_status (*workload)(nle_ctx *ctx, const nle_matf *Y, outcome *out);
+
+static nle_status knn_workload(nle_ctx *ctx, const nle_matf *Y, outcome *out) {
+  nle_knn_opts o;
+  nle_knn_opts_init(&o);
+  o.k = 8;
+  return nle_knn_exact(ctx, Y, &o, &out->G);
+}
+
+static nle_status approx_knn_workload(nle_ctx *ctx, const nle_matf *Y, outcome *out) {
+  nle_knn_approx_opts o;
+  nle_knn_approx_opts_init(&o);
+  o.k = 8;
+  return nle_knn_approx(ctx, Y, &o, &out->G);
+}
+
+static nle_status embed_workload(nle_ctx *ctx, const nle_matf *Y, nle_model_kind model, nle_repulsion engine,
+                                 outcome *out) {
+  nle_embed_input in = {.Y = Y, .source = "faults"};
+  nle_embed_opts o;
+  nle_embed_opts_init(&o);
+  o.model = model;
+  o.perplexity = 5;
+  o.engine = engine;
+  o.opt.max_iters = 4;
+  nle_embed_result *r = NULL;
+  nle_status s = nle_embed(ctx, &in, &o, &r);
+  if (r) {
+    out->X = r->X;
+    r->X = NULL;
+  }
+  nle_embed_result_free(&r);
+  return s;
+}
+
+static nle_status ee_workload(nle_ctx *ctx, const nle_matf *Y, outcome *out) {
+  return embed_workload(ctx, Y, NLE_MODEL_EE, NLE_REPULSION_EXACT, out);
+}
+
+static nle_status tsne_fft_workload(nle_ctx *ctx, const nle_matf *Y, outcome *out) {
+  return embed_workload(ctx, Y, NLE_MODEL_TSNE, NLE_REPULSION_FFT, out);
+}
+
+/* Runs `work` failing allocation n = 1, 2, ...; returns how many
+ * allocation points were exercised. */
+static long inject(const char *name, workload work, const nle_matf *Y) {
+  nle_ctx *ctx = test_ctx(3);
+  outcome clean = {0};
+  nle_status s0 = work(ctx, Y, &clean);
+  nle_test(s0 >= 0);
+  long n = 1, bad = 0, absorbed = 0;
+  for (;; n++) {
+    outcome got = {0};
+    nle__alloc_fail_at(n);
+    nle_status s = work(ctx, Y, &got);
+    long reached = nle__alloc_count();
+    nle__alloc_fail_at(0);
+    if (reached < n) { /* the n-th allocation never came: the run is whole */
+      nle_test(s >= 0 && outcome_equal(&got, &clean));
+      outcome_free(&got);
+      break;
+    }
+    if (s == NLE_ERR_NOMEM) {
+      if (got.X || got.G) bad++; /* a failed call hands nothing back */
+    } else if (s >= 0 && outcome_equal(&got, &clean)) {
+      absorbed++;
+    } else {
+      if (bad++ < 3) printf("  %s: allocation %ld failed -> status %d: %s\n", name, n, (int)s, nle_ctx_error(ctx));
+    }
+    outcome_free(&got);
+  }
+  if (!nle_test(bad == 0)) printf("  %s: %ld of %ld runs went wrong\n", name, bad, n - 1);
+  printf("  %s: %ld allocation points, %ld failures absorbed with the clean result\n", name, n - 1, absorbed);
+  outcome_free(&clean);
+  nle_ctx_free(&ctx);
+  return n - 1;
+}
+
+static void allocation_failures(void) {
+  nle_matf *Y = test_random_matf(120, 6, 21);
+  long points = inject("exact kNN", knn_workload, Y);
+  points += inject("approximate kNN", approx_knn_workload, Y);
+  points += inject("EE, exact engine", ee_workload, Y);
+  points += inject("t-SNE, FFT engine", tsne_fft_workload, Y);
+  nle_test(points > 200); /* the workloads reach far into the library */
+  printf("  %ld allocation points in all\n", points);
+  nle_matf_free(&Y);
+}
+
+const nle_test_case faults_tests[] = {{"faults/allocation_failures", allocation_failures}, {NULL, NULL}};
+
+#else
+
+const nle_test_case faults_tests[] = {{NULL, NULL}}; /* built with NLE_ALLOC_FAULTS only (make asan) */
+
+#endif
