@@ -12,13 +12,15 @@
 #ifdef NLE_ALLOC_FAULTS
 
 typedef struct {
-  nle_matd *X;  /* the embedding, or NULL */
-  nle_csr *G;   /* the graph, or NULL */
+  nle_matd *X;       /* the embedding, or NULL */
+  nle_csr *G;        /* the graph, or NULL */
+  nle_dataset *ds;   /* the data read, or NULL */
 } outcome;
 
 static void outcome_free(outcome *o) {
   nle_matd_free(&o->X);
   nle_csr_free(&o->G);
+  nle_dataset_free(&o->ds);
 }
 
 static int outcome_equal(const outcome *a, const outcome *b) {
@@ -26,6 +28,10 @@ static int outcome_equal(const outcome *a, const outcome *b) {
     return a->X->rows == b->X->rows && !memcmp(a->X->data, b->X->data, a->X->rows * a->X->cols * sizeof(double));
   if (a->G && b->G)
     return a->G->nnz == b->G->nnz && !memcmp(a->G->colind, b->G->colind, (size_t)a->G->nnz * sizeof(int32_t));
+  if (a->ds && b->ds)
+    return a->ds->X->rows == b->ds->X->rows && a->ds->n_classes == b->ds->n_classes &&
+           !memcmp(a->ds->X->data, b->ds->X->data, a->ds->X->rows * a->ds->X->cols * sizeof(float)) &&
+           !memcmp(a->ds->labels, b->ds->labels, a->ds->X->rows * sizeof(int32_t));
   return 0;
 }
 
@@ -43,6 +49,15 @@ static nle_status approx_knn_workload(nle_ctx *ctx, const nle_matf *Y, outcome *
   nle_knn_approx_opts_init(&o);
   o.k = 8;
   return nle_knn_approx(ctx, Y, &o, &out->G);
+}
+
+/* A gzip'ed CSV with a header and a column of class names:
+ * printf 'a,b,label\n1,2,orange\n3,4,rabbit\n5,6,orange\n' | gzip -9 -n */
+static const char *csv_path;
+
+static nle_status read_workload(nle_ctx *ctx, const nle_matf *Y, outcome *out) {
+  (void)Y;
+  return nle_dataset_read(ctx, csv_path, NULL, &out->ds);
 }
 
 static nle_status embed_workload(nle_ctx *ctx, const nle_matf *Y, nle_model_kind model, nle_repulsion engine,
@@ -109,7 +124,16 @@ static long inject(const char *name, workload work, const nle_matf *Y) {
 
 static void allocation_failures(void) {
   nle_matf *Y = test_random_matf(120, 6, 21);
-  long points = inject("exact kNN", knn_workload, Y);
+  static const uint8_t csv_gz[] = {
+      0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x03, 0x4b, 0xd4, 0x49, 0xd2, 0xc9, 0x49, 0x4c, 0x4a,
+      0xcd, 0xe1, 0x32, 0xd4, 0x31, 0xd2, 0xc9, 0x2f, 0x4a, 0xcc, 0x4b, 0x4f, 0xe5, 0x32, 0xd6, 0x31, 0xd1, 0x29,
+      0x4a, 0x4c, 0x4a, 0xca, 0x2c, 0xe1, 0x32, 0xd5, 0x31, 0x83, 0x89, 0x02, 0x00, 0xe6, 0x31, 0xc3, 0x28, 0x2b,
+      0x00, 0x00, 0x00};
+  static char path[512];
+  snprintf(path, sizeof path, "%s", test_write_file("faults.csv.gz", csv_gz, sizeof csv_gz));
+  csv_path = path;
+  long points = inject("gzip'ed CSV", read_workload, Y);
+  points += inject("exact kNN", knn_workload, Y);
   points += inject("approximate kNN", approx_knn_workload, Y);
   points += inject("EE, exact engine", ee_workload, Y);
   points += inject("t-SNE, FFT engine", tsne_fft_workload, Y);
