@@ -15,7 +15,7 @@
  * the kernels' transforms included).
  * Prints one line per (set, N) and the slopes. */
 #include "nlembed.h"
-#include "../src/core/internal.h" /* nle__kernel_sums_fft_ws: a work space kept across calls */
+#include "../src/nbody/nbody.h" /* nle__kernel_sums_fft_ws: a work space kept across calls */
 
 #include <math.h>
 #include <stdio.h>

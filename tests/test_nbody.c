@@ -8,7 +8,7 @@
  * Hermite, Taylor, translated) carries the result. */
 #include "harness.h"
 
-#include "../src/core/internal.h"
+#include "../src/nbody/nbody.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,7 +3,7 @@
 #ifndef NLE_NBODY_INTERNAL_H
 #define NLE_NBODY_INTERNAL_H
 
-#include "../core/internal.h"
+#include "nbody.h"
 
 #include <math.h>
 

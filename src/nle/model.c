@@ -6,6 +6,7 @@
  * repulsion; Gaussian K = exp(-d^2) (-log K = d^2, K' = -K), Student-t
  * K = 1 / (1 + d^2) (-log K = log(1 + d^2), K' = -K^2). */
 #include "nle_internal.h"
+#include "../nbody/nbody.h"
 
 #include <math.h>
 #include <stdlib.h>

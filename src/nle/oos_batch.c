@@ -6,6 +6,7 @@
  * over each point's k neighbours stays exact. The steps, line searches and
  * stopping tests are the per-point minimiser's (outofsample.c), per point. */
 #include "oos_internal.h"
+#include "../nbody/nbody.h"
 #include "../core/vecmath.h"
 
 #include <math.h>
