@@ -40,7 +40,12 @@ all: $(BUILD)/libnlembed.a $(BUILD)/libnlembed.so $(BUILD)/nlembed $(BUILD)/test
 
 lib: $(BUILD)/libnlembed.a $(BUILD)/libnlembed.so
 
-$(BUILD)/%.o: %.c
+# The compiler and flags an object was built with: a change (NATIVE=1, a
+# sanitizer) rebuilds everything, as a changed header rebuilds its users.
+FLAGS_STAMP := $(BUILD)/.cflags
+$(shell mkdir -p $(BUILD) && (echo '$(CC) $(CFLAGS)' | cmp -s - $(FLAGS_STAMP) || echo '$(CC) $(CFLAGS)' > $(FLAGS_STAMP)))
+
+$(BUILD)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
