@@ -111,8 +111,11 @@ int main(int argc, char **argv) {
   else
     printf("# t-SNE gradient, N %zu, d %zu, nnz(P) %lld, X in [%.1f, %.1f], %d threads, median of %d\n", n, d,
            (long long)P->nnz, lo, hi, threads, reps);
-  nle_model_spec spec = {kind, ee ? ee_lambda : 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0},
-                         NULL};
+  nle_model_spec spec;
+  nle_model_spec_init(&spec);
+  spec.kind = kind;
+  spec.lambda = ee ? ee_lambda : 1.0;
+  spec.Wp = P;
   nle_model *m = NULL;
   double Eref, E;
   if (nle_model_new(ctx, &spec, &m)) die(ctx);

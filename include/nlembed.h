@@ -600,14 +600,18 @@ typedef struct {
   const nle_matd *Wneg_dense;  /* NLE_WNEG_SQDIST: the dense W- (or NULL) */
   const nle_csr *Wneg_sparse;  /* NLE_WNEG_KNN: the sparse W- (or NULL) */
   nle_repulsion engine;        /* how the repulsion is summed (default exact) */
-  double theta;                /* Barnes-Hut opening angle (<= 0: 0.5) */
-  nle_fft_opts fft;            /* FFT interpolation (order 0: the defaults) */
-  nle_fgt_opts fgt;            /* fast Gauss transform (order 0: the defaults) */
+  double theta;                /* Barnes-Hut opening angle, > 0 (0.5) */
+  nle_fft_opts fft;            /* FFT interpolation (nle_fft_opts_init's) */
+  nle_fgt_opts fgt;            /* fast Gauss transform (nle_fgt_opts_init's) */
   const nle_matf *Wneg_features; /* NLE_WNEG_SQDIST without the dense matrix:
                                     w-_nm = |f_n - f_m|^2 over these N x D'
                                     rows (e.g. the data after PCA); for the
                                     exact and FFT engines */
 } nle_model_spec;
+
+/* The defaults: t-SNE, lambda 1, uniform W-, the exact engine, theta 0.5,
+ * the engines' default options; no W+ (the caller sets Wp). */
+NLE_API void nle_model_spec_init(nle_model_spec *spec);
 
 typedef struct nle_model nle_model;
 
@@ -838,6 +842,10 @@ typedef struct {
   double sigma;         /* > 0: Gaussian W+ of this width instead */
   const char *source;   /* where Y came from (kept in the model file) */
 } nle_trained_spec;
+
+/* The defaults: t-SNE, lambda 1, uniform W-, perplexity 30, entropic W+
+ * (sigma 0), source "". */
+NLE_API void nle_trained_spec_init(nle_trained_spec *spec);
 
 typedef struct {
   nle_model_kind kind;

@@ -59,5 +59,7 @@ nle_matd *test_random_matd(size_t n, size_t d, double scale, uint64_t seed);
 /* Symmetrised entropic affinities of a dataset (k = 3 perplexity, exact
  * kNN), normalised to sum 1: a t-SNE P. */
 nle_csr *test_entropic_p(nle_ctx *ctx, const nle_matf *Y, double perplexity);
+/* nle_model_spec_init's spec with these three set. */
+nle_model_spec test_model_spec(nle_model_kind kind, double lambda, const nle_csr *Wp);
 
 #endif

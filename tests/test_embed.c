@@ -73,7 +73,7 @@ static void energy_vs_direct_sum(void) {
                {NLE_MODEL_SSNE, NLE_WNEG_UNIFORM, Wnorm, 1.0}, {NLE_MODEL_TSNE, NLE_WNEG_UNIFORM, Wnorm, 1.0}};
   for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
     nle_model_spec spec;
-    memset(&spec, 0, sizeof spec);
+    nle_model_spec_init(&spec);
     spec.kind = cases[c].kind;
     spec.lambda = cases[c].lambda;
     spec.Wp = cases[c].W;

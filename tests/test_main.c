@@ -95,6 +95,15 @@ nle_csr *test_entropic_p(nle_ctx *ctx, const nle_matf *Y, double perplexity) {
   return P;
 }
 
+nle_model_spec test_model_spec(nle_model_kind kind, double lambda, const nle_csr *Wp) {
+  nle_model_spec spec;
+  nle_model_spec_init(&spec);
+  spec.kind = kind;
+  spec.lambda = lambda;
+  spec.Wp = Wp;
+  return spec;
+}
+
 int main(int argc, char **argv) {
   const nle_test_case *tables[] = {core_tests, io_tests, neighbors_tests, affinity_tests, spectral_tests,
                                    metrics_tests, nle_tests, optimize_tests, nbody_tests, embed_tests, faults_tests};

@@ -93,7 +93,10 @@ static void gradients_all_models(void) {
       {NLE_MODEL_TSNE, NLE_WNEG_UNIFORM, P, 4.0, "t-SNE lambda 4"}, {NLE_MODEL_SNE, NLE_WNEG_UNIFORM, Pc, 1.0, "SNE"},
   };
   for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-    nle_model_spec spec = {cases[c].kind, cases[c].lambda, cases[c].Wp, cases[c].wneg, Wsq, Wk, NLE_REPULSION_EXACT, 0, {0}, {0}, NULL};
+    nle_model_spec spec = test_model_spec(cases[c].kind, cases[c].lambda, cases[c].Wp);
+    spec.wneg = cases[c].wneg;
+    spec.Wneg_dense = Wsq;
+    spec.Wneg_sparse = Wk;
     nle_model *m;
     nle_test_ok(nle_model_new(ctx, &spec, &m));
     for (size_t d = 1; d <= 3; d++) { /* d = 2 takes the SIMD repulsion path */
@@ -132,7 +135,7 @@ static void ee_two_points(void) {
   ((double *)W->val)[0] = ((double *)W->val)[1] = wplus;
   double lambdas[3] = {3.0, 0.9, 40.0};
   for (int l = 0; l < 3; l++) {
-    nle_model_spec spec = {NLE_MODEL_EE, lambdas[l], W, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}, NULL};
+    nle_model_spec spec = test_model_spec(NLE_MODEL_EE, lambdas[l], W);
     nle_model *m;
     nle_test_ok(nle_model_new(ctx, &spec, &m));
     nle_matd *X, *G;
@@ -175,7 +178,7 @@ static void invariances_and_threads(void) {
   nle_ctx_set_threads(two, 2);
   nle_model_kind kinds[3] = {NLE_MODEL_EE, NLE_MODEL_TSNE, NLE_MODEL_SSNE};
   for (int c = 0; c < 3; c++) {
-    nle_model_spec spec = {kinds[c], kinds[c] == NLE_MODEL_EE ? 100.0 : 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}, NULL};
+    nle_model_spec spec = test_model_spec(kinds[c], kinds[c] == NLE_MODEL_EE ? 100.0 : 1.0, P);
     nle_model *m;
     nle_test_ok(nle_model_new(one, &spec, &m));
     nle_matd *X = random_x(n, 2, 2.0, 30), *G1, *G2;
@@ -199,12 +202,22 @@ static void invariances_and_threads(void) {
     nle_matd_free(&G2);
     nle_model_free(&m);
   }
-  nle_model_spec bad = {NLE_MODEL_EE, -1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}, NULL};
+  nle_model_spec bad = test_model_spec(NLE_MODEL_EE, -1.0, P);
   nle_model *m = NULL;
   nle_test(nle_model_new(one, &bad, &m) == NLE_ERR_ARG && m == NULL);
   bad.lambda = 1.0;
   bad.wneg = NLE_WNEG_SQDIST; /* no dense matrix given */
   nle_test(nle_model_new(one, &bad, &m) == NLE_ERR_ARG);
+  /* no sentinels: a zeroed theta or engine order is an error, not "default" */
+  bad = test_model_spec(NLE_MODEL_EE, 1.0, P);
+  bad.theta = 0;
+  nle_test(nle_model_new(one, &bad, &m) == NLE_ERR_ARG && strstr(nle_ctx_error(one), "theta = 0"));
+  bad = test_model_spec(NLE_MODEL_EE, 1.0, P);
+  bad.fft.order = 0;
+  nle_test(nle_model_new(one, &bad, &m) == NLE_ERR_ARG && strstr(nle_ctx_error(one), "FFT order 0"));
+  nle_model_spec fine = test_model_spec(NLE_MODEL_EE, 1.0, P);
+  nle_test_ok(nle_model_new(one, &fine, &m));
+  nle_model_free(&m);
   nle_csr_free(&P);
   nle_ctx_free(&one);
   nle_ctx_free(&two);
@@ -215,7 +228,7 @@ static void directions(void) {
   size_t n = 40;
   nle_ctx *ctx = test_ctx(1);
   nle_csr *W = random_weights(n, 5, 0, 0, 41);
-  nle_model_spec spec = {NLE_MODEL_EE, 2.0, W, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}, NULL};
+  nle_model_spec spec = test_model_spec(NLE_MODEL_EE, 2.0, W);
   nle_model *m;
   nle_test_ok(nle_model_new(ctx, &spec, &m));
   nle_matd *X = random_x(n, 2, 0.5, 42), *G, *P;
@@ -303,7 +316,7 @@ static void sdm_curvature_vs_hessian(void) {
   nle_ctx *ctx = test_ctx(1);
   nle_csr *W = random_weights(n, 5, 0, 0, 43);
   double lambda = 0.7;
-  nle_model_spec spec = {NLE_MODEL_EE, lambda, W, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}, NULL};
+  nle_model_spec spec = test_model_spec(NLE_MODEL_EE, lambda, W);
   nle_model *m;
   nle_test_ok(nle_model_new(ctx, &spec, &m));
   nle_matd *X = random_x(n, 2, 0.8, 44), *V = random_x(n, 2, 1.0, 45), *Xp = random_x(n, 2, 0, 1),
@@ -355,7 +368,7 @@ static void monotone_decrease(void) {
   nle_ctx *ctx = test_ctx(1);
   nle_matf *Y = test_random_matf(150, 5, 51);
   nle_csr *P = test_entropic_p(ctx, Y, 10);
-  nle_model_spec spec = {NLE_MODEL_TSNE, 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}, NULL};
+  nle_model_spec spec = test_model_spec(NLE_MODEL_TSNE, 1.0, P);
   nle_model *m;
   nle_test_ok(nle_model_new(ctx, &spec, &m));
   for (int kind = NLE_OPT_SD; kind <= NLE_OPT_SDM; kind++) {
@@ -405,7 +418,7 @@ static void separates_clusters(void) {
   nle_csr *P = test_entropic_p(ctx, ds->X, 20);
   nle_model_kind kinds[2] = {NLE_MODEL_TSNE, NLE_MODEL_SSNE};
   for (int c = 0; c < 2; c++) {
-    nle_model_spec spec = {kinds[c], 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}, NULL};
+    nle_model_spec spec = test_model_spec(kinds[c], 1.0, P);
     nle_model *m;
     nle_test_ok(nle_model_new(ctx, &spec, &m));
     double final_e[2];
@@ -505,7 +518,9 @@ static void lambda_bounds(void) {
     if (!nle_test(fabs(l1z - l1) <= 1e-8 * l1 && u1z >= u1 * (1 - 1e-8) && star <= u1z * (1 + 1e-6)))
       printf("  Lanczos, W- kind %d: l1 %g (dense %g), u1 %g (dense %g), lambda* %g\n", kinds[c], l1z, l1, u1z, u1, star);
     /* Numerically: collapse below, spread above. */
-    nle_model_spec spec = {NLE_MODEL_EE, 0.5 * l1, Wp, kinds[c], Wsq, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}, NULL};
+    nle_model_spec spec = test_model_spec(NLE_MODEL_EE, 0.5 * l1, Wp);
+    spec.wneg = kinds[c];
+    spec.Wneg_dense = Wsq;
     nle_model *m;
     nle_test_ok(nle_model_new(ctx, &spec, &m));
     nle_opt_opts oo;
@@ -564,7 +579,7 @@ static void homotopy_path(void) {
   nle_ctx *ctx = test_ctx(1);
   size_t n = 60;
   nle_csr *W = random_weights(n, 6, 0, 0, 81);
-  nle_model_spec spec = {NLE_MODEL_EE, 1.0, W, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}, NULL};
+  nle_model_spec spec = test_model_spec(NLE_MODEL_EE, 1.0, W);
   nle_model *m;
   nle_test_ok(nle_model_new(ctx, &spec, &m));
   double l1, u1;
@@ -607,7 +622,7 @@ static void tsne_style_gd(void) {
   nle_dataset *ds;
   nle_test_ok(nle_dataset_read(ctx, "blobs:500:10:5", NULL, &ds));
   nle_csr *P = test_entropic_p(ctx, ds->X, 20);
-  nle_model_spec spec = {NLE_MODEL_TSNE, 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}, NULL};
+  nle_model_spec spec = test_model_spec(NLE_MODEL_TSNE, 1.0, P);
   nle_model *m;
   nle_test_ok(nle_model_new(ctx, &spec, &m));
   nle_opt_opts oo;
@@ -718,7 +733,9 @@ static void out_of_sample(void) {
   double l1, u1;
   nle_test_ok(nle_ee_lambda_bounds(ctx, Wp, NLE_WNEG_SQDIST, Wsq, NULL, &l1, &u1));
   double lambda = 50 * u1;
-  nle_model_spec spec = {NLE_MODEL_EE, lambda, Wp, NLE_WNEG_SQDIST, Wsq, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}, NULL};
+  nle_model_spec spec = test_model_spec(NLE_MODEL_EE, lambda, Wp);
+  spec.wneg = NLE_WNEG_SQDIST;
+  spec.Wneg_dense = Wsq;
   nle_model *m;
   nle_test_ok(nle_model_new(ctx, &spec, &m));
   nle_opt_opts oo;
@@ -838,7 +855,7 @@ typedef struct {
 
 static planned plan_run(nle_ctx *ctx, const nle_csr *P, const nle_opt_opts *oo, int homotopy) {
   planned p;
-  nle_model_spec spec = {homotopy ? NLE_MODEL_EE : NLE_MODEL_TSNE, 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}, NULL};
+  nle_model_spec spec = test_model_spec(homotopy ? NLE_MODEL_EE : NLE_MODEL_TSNE, 1.0, P);
   if (nle_model_new(ctx, &spec, &p.m) || nle_opt_new(ctx, p.m, P, oo, &p.opt)) exit(2);
   return p;
 }
@@ -935,8 +952,14 @@ static nle_trained *trained_of(nle_ctx *ctx, const nle_matf *Y, const nle_matd *
   nle_ea_opts_init(&eo);
   eo.perplexity = k / 3.0;
   nle_trained *t = NULL;
-  nle_trained_spec spec = {kind, kind == NLE_MODEL_EE || kind == NLE_MODEL_TEE ? 0.5 : 1.0, wneg, eo.perplexity, sigma,
-                           "test data"};
+  nle_trained_spec spec;
+  nle_trained_spec_init(&spec);
+  spec.kind = kind;
+  spec.lambda = kind == NLE_MODEL_EE || kind == NLE_MODEL_TEE ? 0.5 : 1.0;
+  spec.wneg = wneg;
+  spec.perplexity = eo.perplexity;
+  spec.sigma = sigma;
+  spec.source = "test data";
   if (nle_knn_exact(ctx, Y, &ko, &g) || (sigma == 0 && nle_entropic_affinities(ctx, g, &eo, &ea)) ||
       nle_trained_new(ctx, &spec, Y, X, g, ea ? ea->beta : NULL, &t))
     printf("  trained model failed: %s\n", nle_ctx_error(ctx));
@@ -1005,7 +1028,7 @@ static nle_trained *train_for_oos(nle_ctx *ctx, const nle_matf *train, nle_model
   nle_test_ok(nle_knn_exact(ctx, train, &ko, &g));
   nle_test_ok(nle_entropic_affinities(ctx, g, &eo, &ea));
   nle_test_ok(nle_affinity_symmetrize(ctx, ea->P, kind == NLE_MODEL_TSNE, &W));
-  nle_model_spec spec = {kind, lambda, W, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}, NULL};
+  nle_model_spec spec = test_model_spec(kind, lambda, W);
   nle_model *m;
   nle_test_ok(nle_model_new(ctx, &spec, &m));
   nle_opt_opts oo;
@@ -1020,7 +1043,12 @@ static nle_trained *train_for_oos(nle_ctx *ctx, const nle_matf *train, nle_model
   double lo = INFINITY, hi = -INFINITY;
   for (size_t i = 0; i < n * 2; i++) lo = fmin(lo, X->data[i]), hi = fmax(hi, X->data[i]);
   for (size_t i = 0; scale > 0 && i < n * 2; i++) X->data[i] *= scale / (hi - lo);
-  nle_trained_spec ts = {kind, lambda, NLE_WNEG_UNIFORM, perplexity, 0, source};
+  nle_trained_spec ts;
+  nle_trained_spec_init(&ts);
+  ts.kind = kind;
+  ts.lambda = lambda;
+  ts.perplexity = perplexity;
+  ts.source = source;
   nle_trained *t = NULL;
   nle_test_ok(nle_trained_new(ctx, &ts, train, X, g, ea->beta, &t));
   nle_opt_free(&opt);
@@ -1153,14 +1181,17 @@ static void fast_engines(nle_repulsion engine) {
   for (int c = 0; c < 4; c++) {
     int student = kinds[c] == NLE_MODEL_TSNE || kinds[c] == NLE_MODEL_TEE;
     if (engine == NLE_REPULSION_FGT && student) { /* the Gaussian kernel only */
-      nle_model_spec st = {kinds[c], 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, engine, 0, {0}, {0}, NULL};
+      nle_model_spec st = test_model_spec(kinds[c], 1.0, P);
+      st.engine = engine;
       nle_model *m = NULL;
       nle_test(nle_model_new(ctx, &st, &m) == NLE_ERR_ARG && m == NULL);
       continue;
     }
     double lambda = kinds[c] == NLE_MODEL_EE || kinds[c] == NLE_MODEL_TEE ? 1e-4 : 1.0;
-    nle_model_spec exact = {kinds[c], lambda, P, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}, NULL};
-    nle_model_spec bh = {kinds[c], lambda, P, NLE_WNEG_UNIFORM, NULL, NULL, engine, 0.2, {0}, {0}, NULL};
+    nle_model_spec exact = test_model_spec(kinds[c], lambda, P);
+    nle_model_spec bh = test_model_spec(kinds[c], lambda, P);
+    bh.engine = engine;
+    bh.theta = 0.2;
     nle_model *me, *mb;
     nle_test_ok(nle_model_new(ctx, &exact, &me));
     nle_test_ok(nle_model_new(ctx, &bh, &mb));
@@ -1197,10 +1228,14 @@ static void fast_engines(nle_repulsion engine) {
     nle_model_free(&me);
     nle_model_free(&mb);
   }
-  nle_model_spec sne = {NLE_MODEL_SNE, 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, engine, 0.5, {0}, {0}, NULL};
+  nle_model_spec sne = test_model_spec(NLE_MODEL_SNE, 1.0, P);
+  sne.engine = engine;
   nle_model *m = NULL;
   nle_test(nle_model_new(ctx, &sne, &m) == NLE_ERR_ARG && m == NULL);
-  nle_model_spec sq = {NLE_MODEL_EE, 1.0, P, NLE_WNEG_KNN, NULL, P, engine, 0.5, {0}, {0}, NULL};
+  nle_model_spec sq = test_model_spec(NLE_MODEL_EE, 1.0, P);
+  sq.wneg = NLE_WNEG_KNN;
+  sq.Wneg_sparse = P;
+  sq.engine = engine;
   nle_test(nle_model_new(ctx, &sq, &m) == NLE_ERR_ARG && m == NULL);
   nle_csr_free(&P);
   nle_dataset_free(&ds);
@@ -1294,8 +1329,12 @@ static void sqdist_wneg_engines(void) {
   nle_model_kind kinds[] = {NLE_MODEL_EE, NLE_MODEL_TEE};
   for (int c = 0; c < 2; c++) {
     double lambda = 1e-4 / mean_w;
-    nle_model_spec dense = {kinds[c], lambda, P, NLE_WNEG_SQDIST, Wsq, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}, NULL};
-    nle_model_spec feat = {kinds[c], lambda, P, NLE_WNEG_SQDIST, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}, ds->X};
+    nle_model_spec dense = test_model_spec(kinds[c], lambda, P);
+    dense.wneg = NLE_WNEG_SQDIST;
+    dense.Wneg_dense = Wsq;
+    nle_model_spec feat = test_model_spec(kinds[c], lambda, P);
+    feat.wneg = NLE_WNEG_SQDIST;
+    feat.Wneg_features = ds->X;
     nle_model_spec fft = feat, fine = feat;
     fft.engine = fine.engine = NLE_REPULSION_FFT;
     /* long trial steps then fall back to exact sums instead of 2048^2 grids
@@ -1351,11 +1390,17 @@ static void sqdist_wneg_engines(void) {
   nle_model *m = NULL;
   nle_repulsion others[] = {NLE_REPULSION_BH, NLE_REPULSION_FGT};
   for (int k = 0; k < 2; k++) {
-    nle_model_spec bad = {NLE_MODEL_EE, 1.0, P, NLE_WNEG_SQDIST, NULL, NULL, others[k], 0, {0}, {0}, ds->X};
+    nle_model_spec bad = test_model_spec(NLE_MODEL_EE, 1.0, P);
+    bad.wneg = NLE_WNEG_SQDIST;
+    bad.engine = others[k];
+    bad.Wneg_features = ds->X;
     nle_test(nle_model_new(ctx, &bad, &m) == NLE_ERR_ARG && m == NULL);
   }
   nle_matf short_f = {599, 10, ds->X->data};
-  nle_model_spec bad = {NLE_MODEL_EE, 1.0, P, NLE_WNEG_SQDIST, NULL, NULL, NLE_REPULSION_FFT, 0, {0}, {0}, &short_f};
+  nle_model_spec bad = test_model_spec(NLE_MODEL_EE, 1.0, P);
+  bad.wneg = NLE_WNEG_SQDIST;
+  bad.engine = NLE_REPULSION_FFT;
+  bad.Wneg_features = &short_f;
   nle_test(nle_model_new(ctx, &bad, &m) == NLE_ERR_ARG && m == NULL);
   float keep = ds->X->data[37];
   ds->X->data[37] = NAN;
@@ -1397,7 +1442,8 @@ static void locality_order_same_sums(void) {
   for (int c = 0; c < 2; c++)
     for (int e = 0; e < 2; e++) {
       double lambda = kinds[c] == NLE_MODEL_EE ? 1e-3 : 1.0;
-      nle_model_spec spec = {kinds[c], lambda, P, NLE_WNEG_UNIFORM, NULL, NULL, engines[e], 0.5, {0}, {0}, NULL};
+      nle_model_spec spec = test_model_spec(kinds[c], lambda, P);
+      spec.engine = engines[e];
       nle_model *plain, *local;
       nle_test_ok(nle_model_new(ctx, &spec, &plain));
       nle_test_ok(nle_model_new(ctx, &spec, &local));
@@ -1439,8 +1485,8 @@ static void fft_bh_ratio(void) {
     nle_matd *X = random_x(800, 2, spreads[c], 43);
     double E[3];
     for (int v = 0; v < 3; v++) { /* bh; fft; fft with bh_ratio 1 */
-      nle_model_spec spec = {NLE_MODEL_TSNE, 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL,
-                             v ? NLE_REPULSION_FFT : NLE_REPULSION_BH, 0.5, {0}, {0}, NULL};
+      nle_model_spec spec = test_model_spec(NLE_MODEL_TSNE, 1.0, P);
+      spec.engine = v ? NLE_REPULSION_FFT : NLE_REPULSION_BH;
       nle_fft_opts_init(&spec.fft);
       spec.fft.bh_ratio = v == 2 ? 1.0 : 0.0;
       nle_model *m;
@@ -1476,7 +1522,7 @@ static void sd_sparsified_connected(void) {
   nle_ctx *ctx = test_ctx(2);
   nle_matf *Y = test_random_matf(600, 5, 77);
   nle_csr *P = test_entropic_p(ctx, Y, 15);
-  nle_model_spec spec = {NLE_MODEL_EE, 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}, NULL};
+  nle_model_spec spec = test_model_spec(NLE_MODEL_EE, 1.0, P);
   nle_model *m;
   nle_test_ok(nle_model_new(ctx, &spec, &m));
   double end[2];

@@ -70,7 +70,7 @@ static void check_armijo(void *user, int iteration, double seconds, double E, in
 }
 
 static nle_model *tsne_model(nle_ctx *ctx, const nle_csr *P) {
-  nle_model_spec spec = {NLE_MODEL_TSNE, 1.0, P, NLE_WNEG_UNIFORM, NULL, NULL, NLE_REPULSION_EXACT, 0, {0}, {0}, NULL};
+  nle_model_spec spec = test_model_spec(NLE_MODEL_TSNE, 1.0, P);
   nle_model *m = NULL;
   if (nle_model_new(ctx, &spec, &m)) exit(2);
   return m;

@@ -609,7 +609,7 @@ nle_status nle_embed(nle_ctx *ctx, const nle_embed_input *in, const nle_embed_op
   t0 = nle_time_seconds();
   if (!s) {
     nle_model_spec spec;
-    memset(&spec, 0, sizeof spec);
+    nle_model_spec_init(&spec);
     spec.kind = o->model;
     spec.lambda = o->lambda;
     spec.Wp = w.W;
@@ -708,7 +708,7 @@ nle_status nle_embed(nle_ctx *ctx, const nle_embed_input *in, const nle_embed_op
   }
   if (!s && opts->keep_model) {
     nle_trained_spec ts;
-    memset(&ts, 0, sizeof ts);
+    nle_trained_spec_init(&ts);
     ts.kind = o->model;
     ts.lambda = o->lambda;
     ts.wneg = o->wneg;

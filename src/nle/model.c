@@ -118,6 +118,17 @@ nle_status nle__model_check_engine(nle_ctx *ctx, nle_model_kind kind, nle_wneg_k
   return NLE_OK;
 }
 
+void nle_model_spec_init(nle_model_spec *spec) {
+  memset(spec, 0, sizeof *spec);
+  spec->kind = NLE_MODEL_TSNE;
+  spec->lambda = 1.0;
+  spec->wneg = NLE_WNEG_UNIFORM;
+  spec->engine = NLE_REPULSION_EXACT;
+  spec->theta = 0.5;
+  nle_fft_opts_init(&spec->fft);
+  nle_fgt_opts_init(&spec->fgt);
+}
+
 nle_status nle_model_new(nle_ctx *ctx, const nle_model_spec *spec, nle_model **model) {
   *model = NULL;
   const nle_csr *W = spec->Wp;
@@ -144,14 +155,16 @@ nle_status nle_model_new(nle_ctx *ctx, const nle_model_spec *spec, nle_model **m
       return nle__fail(ctx, NLE_ERR_VALUE, "model: W- feature [%zu, %zu] is not finite", i / Ft->cols, i % Ft->cols);
   if (unnormalised && spec->wneg == NLE_WNEG_KNN && (!spec->Wneg_sparse || spec->Wneg_sparse->rows != W->rows))
     return nle__fail(ctx, NLE_ERR_ARG, "model: sparse W- needs its N x N matrix");
+  if (!(spec->theta > 0) || !isfinite(spec->theta))
+    return nle__fail(ctx, NLE_ERR_ARG, "model: theta = %g must be positive (nle_model_spec_init sets 0.5)", spec->theta);
+  if (spec->fft.order < 1 || spec->fft.order > 12 || spec->fgt.order < 1 || spec->fgt.order > 12)
+    return nle__fail(ctx, NLE_ERR_ARG, "model: FFT order %d and FGT order %d must be in 1..12 (nle_model_spec_init "
+                     "sets the defaults)", spec->fft.order, spec->fgt.order);
   nle_status checked = nle__model_check_engine(ctx, spec->kind, spec->wneg, spec->engine, sq_feat != 0, 0);
   if (checked) return checked;
   nle_model *m = nle__calloc(ctx, 1, sizeof *m, "the model");
   if (!m) return NLE_ERR_NOMEM;
   m->spec = *spec;
-  if (!(m->spec.theta > 0)) m->spec.theta = 0.5;
-  if (m->spec.fft.order == 0) nle_fft_opts_init(&m->spec.fft);
-  if (m->spec.fgt.order == 0) nle_fgt_opts_init(&m->spec.fgt);
   if (spec->engine == NLE_REPULSION_FFT && !(m->fft_ws = nle__fft_ws_new())) {
     nle_model_free(&m);
     return nle__fail(ctx, NLE_ERR_NOMEM, "model: out of memory");

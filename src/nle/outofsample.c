@@ -256,6 +256,15 @@ static nle_status trained_finish(nle_ctx *ctx, nle_trained *t) {
   return NLE_OK;
 }
 
+void nle_trained_spec_init(nle_trained_spec *spec) {
+  memset(spec, 0, sizeof *spec);
+  spec->kind = NLE_MODEL_TSNE;
+  spec->lambda = 1.0;
+  spec->wneg = NLE_WNEG_UNIFORM;
+  spec->perplexity = 30.0;
+  spec->source = "";
+}
+
 nle_status nle_trained_new(nle_ctx *ctx, const nle_trained_spec *spec, const nle_matf *Y, const nle_matd *X,
                            const nle_csr *knn, const double *beta, nle_trained **out) {
   *out = NULL;
