@@ -18,6 +18,33 @@ typedef struct {
 } nle_opt_state;
 
 nle_opt_state *nle__opt_state(nle_opt *opt);
+
+/* The one line search (linesearch.c): Armijo backtracking (Nocedal and
+ * Wright, alg. 3.1) from a first trial step along a descent direction whose
+ * slope g.p < 0 is given. trial(user, step, &E) evaluates E at x + step p.
+ * The optimisers take c1 and shrink from nle_opt_opts; the out-of-sample
+ * maps take the same defaults. */
+typedef struct {
+  double c1;     /* sufficient decrease: E(x + a p) <= E(x) + c1 a g.p */
+  double shrink; /* the step's factor after a refusal */
+  int max_tries; /* trials before giving up (no decrease found) */
+} nle__armijo;
+
+static inline nle__armijo nle__armijo_default(void) {
+  nle__armijo a = {1e-4, 0.5, 60};
+  return a;
+}
+
+static inline bool nle__armijo_accepts(const nle__armijo *a, double E, double Et, double step, double slope) {
+  return Et <= E + a->c1 * step * slope;
+}
+
+typedef nle_status (*nle__trial_fn)(void *user, double step, double *E);
+/* From *step, shrinking it until the trial is accepted: *accepted, with *Et
+ * the trial's E and *step the accepted step; *evaluations counts the trials.
+ * A trial's error stops the search and is returned. */
+nle_status nle__armijo_backtrack(const nle__armijo *a, double E, double slope, nle__trial_fn trial, void *user,
+                                 double *step, double *Et, bool *accepted, int *evaluations);
 /* Whether the engine serves the model (d = 0: any dimension; sq_features:
  * squared-distance W- given by features); the message names what does. */
 nle_status nle__model_check_engine(nle_ctx *ctx, nle_model_kind kind, nle_wneg_kind wneg, nle_repulsion engine,

@@ -276,6 +276,7 @@ nle_status nle__oos_forward_batched(nle_ctx *ctx, const nle_trained *t, const nl
     }
     if (!active) break;
     size_t accepted = 0;
+    nle__armijo armijo = nle__armijo_default(); /* the one line search's test, per point of the batch */
     while (!s && active) {
       for (size_t i = 0; i < active; i++)
         for (size_t c = 0; c < d; c++) {
@@ -286,7 +287,7 @@ nle_status nle__oos_forward_batched(nle_ctx *ctx, const nle_trained *t, const nl
       size_t still = 0;
       for (size_t i = 0; !s && i < active; i++) {
         size_t q = pending[i];
-        if (Et[q] <= E[q] + 1e-4 * step[q] * slope[q]) {
+        if (nle__armijo_accepts(&armijo, E[q], Et[q], step[q], slope[q])) {
           memcpy(out->data + q * d, Xt + q * d, d * sizeof(double));
           list[accepted++] = q;
           /* The approximate gradient does not vanish at the minimum: a
@@ -295,7 +296,7 @@ nle_status nle__oos_forward_batched(nle_ctx *ctx, const nle_trained *t, const nl
         } else if (step[q] < 1e-9) {
           done[q] = 1; /* no descent found along this direction */
         } else {
-          step[q] *= 0.5;
+          step[q] *= armijo.shrink;
           pending[still++] = q;
         }
       }

@@ -582,6 +582,21 @@ nle_status nle_opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report *ou
   return s;
 }
 
+/* E and its gradient (into Gt) at X + step P: the line search's trial. */
+typedef struct {
+  nle_ctx *ctx;
+  nle_model *model;
+  const nle_matd *X, *P;
+  nle_matd *Xt, *Gt;
+} model_trial;
+
+static nle_status model_at_step(void *user, double step, double *E) {
+  model_trial *t = user;
+  size_t len = t->X->rows * t->X->cols;
+  for (size_t i = 0; i < len; i++) t->Xt->data[i] = t->X->data[i] + step * t->P->data[i];
+  return nle_model_eval(t->ctx, t->model, t->Xt, E, t->Gt);
+}
+
 static nle_status opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report *out) {
   size_t n = X->rows, d = X->cols;
   memset(out, 0, sizeof *out);
@@ -659,17 +674,11 @@ static nle_status opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report 
     }
     /* Backtracking from the last accepted step (Armijo sufficient decrease). */
     double Et = 0.0;
-    int accepted = 0, evaluations = 0;
-    for (int tries = 0; tries < 60 && !s; tries++) {
-      for (size_t i = 0; i < n * d; i++) Xt->data[i] = X->data[i] + step * P->data[i];
-      s = nle_model_eval(ctx, o->model, Xt, &Et, Gt);
-      evaluations++;
-      if (!s && Et <= E + o->o.c1 * step * slope) {
-        accepted = 1;
-        break;
-      }
-      step *= o->o.shrink;
-    }
+    int evaluations = 0;
+    bool accepted = false;
+    nle__armijo armijo = {o->o.c1, o->o.shrink, 60};
+    model_trial trial = {ctx, o->model, X, P, Xt, Gt};
+    s = nle__armijo_backtrack(&armijo, E, slope, model_at_step, &trial, &step, &Et, &accepted, &evaluations);
     if (s) break;
     rep->evaluations += evaluations;
     if (!accepted) { /* no decrease at any step: a stationary point to rounding */

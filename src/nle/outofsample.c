@@ -80,6 +80,27 @@ static double oos_energy(const oos_problem *p, const double *x, double *g) {
   return e;
 }
 
+/* A trial of the point-by-point minimisers (the forward map's and the
+ * inverse map's): x - step g / precond, and the energy there. */
+typedef double (*point_energy_fn)(const void *problem, const double *x);
+typedef struct {
+  point_energy_fn energy;
+  const void *problem;
+  size_t d;
+  const double *x, *g;
+  double precond;
+  double *xt;
+} point_trial;
+
+static nle_status point_at_step(void *user, double step, double *E) {
+  point_trial *t = user;
+  for (size_t c = 0; c < t->d; c++) t->xt[c] = t->x[c] - step * t->g[c] / t->precond;
+  *E = t->energy(t->problem, t->xt);
+  return NLE_OK;
+}
+
+static double forward_energy(const void *problem, const double *x) { return oos_energy(problem, x, NULL); }
+
 /* Minimises from x (overwritten); work holds 5 d doubles. */
 static void oos_minimise(const oos_problem *p, double *x, int max_iters, double grad_tol, double *work) {
   size_t d = p->X->cols;
@@ -95,13 +116,10 @@ static void oos_minimise(const oos_problem *p, double *x, int max_iters, double 
     }
     if (gmax <= grad_tol * fmax(1.0, precond)) break;
     double et = e;
-    int accepted = 0;
-    for (int tries = 0; tries < 60 && !accepted; tries++) {
-      for (size_t c = 0; c < d; c++) xt[c] = x[c] - step * g[c] / precond;
-      et = oos_energy(p, xt, NULL);
-      if (et <= e + 1e-4 * step * slope) accepted = 1;
-      else step *= 0.5;
-    }
+    bool accepted = false;
+    point_trial trial = {forward_energy, p, d, x, g, precond, xt};
+    nle__armijo armijo = nle__armijo_default();
+    nle__armijo_backtrack(&armijo, e, slope, point_at_step, &trial, &step, &et, &accepted, NULL);
     if (!accepted) break;
     memcpy(x, xt, d * sizeof(double));
     e = oos_energy(p, x, g);
@@ -729,6 +747,18 @@ static double inverse_energy(const nle_trained *t, const double *A, const double
   return e;
 }
 
+/* The inverse map's energy at a trial y, for the line search. */
+typedef struct {
+  const nle_trained *t;
+  const double *A, *K;
+  double *wts;
+} inverse_problem;
+
+static double inverse_trial_energy(const void *problem, const double *y) {
+  const inverse_problem *ip = problem;
+  return inverse_energy(ip->t, ip->A, ip->K, y, NULL, ip->wts);
+}
+
 static int inverse_block(void *job, size_t b, void *scratch) {
   const inverse_job *j = job;
   const nle_trained *t = j->t;
@@ -758,12 +788,12 @@ static int inverse_block(void *job, size_t b, void *scratch) {
         slope -= g[c] * g[c] / precond;
       }
       if (gmax <= 1e-10 * fmax(1.0, precond)) break;
-      int accepted = 0;
-      for (int tries = 0; tries < 60 && !accepted; tries++) {
-        for (size_t c = 0; c < D; c++) yt[c] = y[c] - step * g[c] / precond;
-        if (inverse_energy(t, A, K, yt, NULL, wts) <= e + 1e-4 * step * slope) accepted = 1;
-        else step *= 0.5;
-      }
+      bool accepted = false;
+      inverse_problem problem = {t, A, K, wts};
+      point_trial trial = {inverse_trial_energy, &problem, D, y, g, precond, yt};
+      nle__armijo armijo = nle__armijo_default();
+      double et;
+      nle__armijo_backtrack(&armijo, e, slope, point_at_step, &trial, &step, &et, &accepted, NULL);
       if (!accepted) break;
       memcpy(y, yt, D * sizeof(double));
       e = inverse_energy(t, A, K, y, g, wts);
