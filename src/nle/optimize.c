@@ -4,10 +4,9 @@
  * spectral direction: the attractive Hessian, sparsified to kappa neighbours,
  * mu = 1e-10 min L+_nn, whose CHOLMOD factor is computed once and reused for
  * every iteration and every one of the d columns); then a backtracking line
- * search for sufficient decrease from the last accepted step. */
-#include "nle_internal.h"
-#include "../io/io_internal.h"
-#include "../spectral/spectral_internal.h"
+ * search for sufficient decrease from the last accepted step (linesearch.c).
+ * Fixed-rate descent is in fixed_rate.c, checkpoints in checkpoint.c. */
+#include "opt_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -39,32 +38,6 @@ void nle_opt_opts_init(nle_opt_opts *o) {
   o->trace = NULL;
   o->trace_user = NULL;
 }
-
-struct nle_opt {
-  nle_model *model;
-  nle_opt_opts o;
-  int64_t n;
-  double *degree;          /* 4 D+ (FP) */
-  cholmod_common cc;
-  int cc_started;
-  cholmod_factor *factor;  /* of 4 L+ + mu I (SD) */
-  nle__factor_solver *solver; /* its solves (NULL: CHOLMOD's) */
-  cholmod_dense *rhs;      /* N x d workspace, column-major */
-  /* History of L-BFGS (pairs s = x_k+1 - x_k, y = g_k+1 - g_k, a ring) and
-   * of CG (the previous gradient and direction), cleared by every run. */
-  double *hist_s, *hist_y, *hist_rho, *alpha;
-  int hist_count, hist_head;
-  double *prev_g, *prev_p;
-  size_t hist_len;         /* N d of the stored vectors */
-  nle_opt_state run;       /* the run in progress, as of its last iteration */
-  /* Checkpoints (nle_opt_set_checkpoint). */
-  char *ckpt_path, *ckpt_fingerprint;
-  int ckpt_every;
-  /* SD-: the sparsified W+ of the factor, and mu; work vectors of its CG. */
-  nle_csr *sd_weights;
-  double mu;
-  nle_matd *cg_r, *cg_z, *cg_d, *cg_ad;
-};
 
 void nle_opt_free(nle_opt **opt) {
   if (!opt || !*opt) return;
@@ -359,13 +332,13 @@ nle_status nle_opt_direction_at(nle_ctx *ctx, nle_opt *o, const nle_matd *X, con
   return spectral_solve(ctx, o, g, p);
 }
 
-static double dot(const double *a, const double *b, size_t len) {
+double nle__opt_dot(const double *a, const double *b, size_t len) {
   double s = 0.0;
   for (size_t i = 0; i < len; i++) s += a[i] * b[i];
   return s;
 }
 
-static nle_status history_reset(nle_ctx *ctx, nle_opt *o, size_t len) {
+nle_status nle__opt_history_reset(nle_ctx *ctx, nle_opt *o, size_t len) {
   o->hist_count = o->hist_head = 0;
   if (o->hist_len == len) return NLE_OK;
   o->hist_len = len;
@@ -397,17 +370,17 @@ static void lbfgs_direction(nle_opt *o, const double *g, double *p) {
   for (size_t i = 0; i < len; i++) p[i] = -g[i];
   for (int t = 0; t < o->hist_count; t++) { /* newest to oldest */
     size_t k = ((size_t)o->hist_head + m - 1 - (size_t)t) % m;
-    o->alpha[k] = o->hist_rho[k] * dot(o->hist_s + k * len, p, len);
+    o->alpha[k] = o->hist_rho[k] * nle__opt_dot(o->hist_s + k * len, p, len);
     for (size_t i = 0; i < len; i++) p[i] -= o->alpha[k] * o->hist_y[k * len + i];
   }
   if (o->hist_count) { /* H0 = gamma I with gamma = s'y / y'y of the newest pair */
     size_t k = ((size_t)o->hist_head + m - 1) % m;
-    double gamma = 1.0 / (o->hist_rho[k] * dot(o->hist_y + k * len, o->hist_y + k * len, len));
+    double gamma = 1.0 / (o->hist_rho[k] * nle__opt_dot(o->hist_y + k * len, o->hist_y + k * len, len));
     for (size_t i = 0; i < len; i++) p[i] *= gamma;
   }
   for (int t = o->hist_count - 1; t >= 0; t--) { /* oldest to newest */
     size_t k = ((size_t)o->hist_head + m - 1 - (size_t)t) % m;
-    double beta = o->hist_rho[k] * dot(o->hist_y + k * len, p, len);
+    double beta = o->hist_rho[k] * nle__opt_dot(o->hist_y + k * len, p, len);
     for (size_t i = 0; i < len; i++) p[i] += (o->alpha[k] - beta) * o->hist_s[k * len + i];
   }
 }
@@ -422,8 +395,8 @@ static void history_update(nle_opt *o, const double *x, const double *xn, const 
       s[i] = xn[i] - x[i];
       y[i] = gn[i] - g[i];
     }
-    double sy = dot(s, y, len);
-    if (sy > 1e-12 * sqrt(dot(s, s, len) * dot(y, y, len))) { /* keep only curvature pairs */
+    double sy = nle__opt_dot(s, y, len);
+    if (sy > 1e-12 * sqrt(nle__opt_dot(s, s, len) * nle__opt_dot(y, y, len))) { /* keep only curvature pairs */
       o->hist_rho[o->hist_head] = 1.0 / sy;
       o->hist_head = (o->hist_head + 1) % (int)m;
       if (o->hist_count < (int)m) o->hist_count++;
@@ -446,7 +419,7 @@ static double relative_change(const double *delta, const double *x, size_t len, 
   return xx > 0 ? fabs(scale) * sqrt(dd / xx) : INFINITY;
 }
 
-static double max_abs(const nle_matd *m) {
+double nle__opt_max_abs(const nle_matd *m) {
   double v = 0.0;
   for (size_t i = 0; i < m->rows * m->cols; i++) v = fmax(v, fabs(m->data[i]));
   return v;
@@ -456,7 +429,7 @@ nle_opt_state *nle__opt_state(nle_opt *o) { return &o->run; }
 
 /* A cancelled run saves its checkpoint (if one is set) and keeps the
  * cancellation's message. */
-static nle_status cancelled(nle_ctx *ctx, nle_opt *o, const nle_matd *X) {
+nle_status nle__opt_cancelled(nle_ctx *ctx, nle_opt *o, const nle_matd *X) {
   if (!o->ckpt_path) return NLE_ERR_CANCELLED;
   char message[512];
   snprintf(message, sizeof message, "%s", nle_ctx_error(ctx));
@@ -465,96 +438,15 @@ static nle_status cancelled(nle_ctx *ctx, nle_opt *o, const nle_matd *X) {
   return nle__fail(ctx, NLE_ERR_CANCELLED, "%s; checkpoint written to %s", message, o->ckpt_path);
 }
 
-/* Gradient descent as the t-SNE codes run it (van der Maaten 2014): a fixed
- * learning rate with momentum (0.5 while exaggerating, then `momentum`),
- * per-coordinate gains (Jacobs' delta-bar-delta), and early exaggeration of
- * the attractive term. No line search: E may rise; the run stops at
- * max_iters, the gradient tolerance or the time budget. */
 /* Dissertation sec. 5.4: the fast engines start coarse and reach their
  * set accuracy after accuracy_iters iterations (geometrically; the exact
  * engine ignores it). Returns whether iteration `iteration` runs at an
  * accuracy of its own (inside the schedule, with a fast engine): a fact of
  * the iteration number, so a resumed run does what the uninterrupted one did. */
-static int schedule_accuracy(nle_ctx *ctx, const nle_opt *o, int iteration) {
+int nle__opt_schedule_accuracy(nle_ctx *ctx, const nle_opt *o, int iteration) {
   int inside = o->o.accuracy_iters > 0 && iteration < o->o.accuracy_iters;
   nle_model_set_accuracy(ctx, o->model, inside ? (double)iteration / (double)o->o.accuracy_iters : 1.0);
   return inside && nle_model_engine(o->model) != NLE_REPULSION_EXACT;
-}
-
-static nle_status run_momentum(nle_ctx *ctx, nle_opt *o, nle_model *model, nle_matd *X, nle_opt_report *out) {
-  size_t nd = X->rows * X->cols;
-  nle_opt_state *r = &o->run;
-  nle_opt_report *rep = &r->rep;
-  double t0 = nle_time_seconds(), seconds0 = rep->seconds;
-  nle_matd *G = NULL;
-  nle_status s = nle_matd_alloc(ctx, X->rows, X->cols, &G);
-  if (!s && !r->velocity) {
-    r->velocity = nle__calloc(ctx, nd, sizeof(double), "momentum");
-    r->gain = nle__malloc(ctx, nd * sizeof(double), "gains");
-    if (!r->velocity || !r->gain) s = NLE_ERR_NOMEM;
-    for (size_t i = 0; !s && i < nd; i++) r->gain[i] = 1.0;
-  }
-  double *u = r->velocity, *gain = r->gain, E = 0.0;
-  while (!s && rep->iterations < o->o.max_iters) {
-    int it = rep->iterations, exaggerating = it < o->o.exaggeration_iters;
-    schedule_accuracy(ctx, o, it);
-    s = nle_model_set_exaggeration(ctx, model, exaggerating ? o->o.exaggeration : 1.0);
-    /* E only where it is reported: the start and the trace */
-    nle__model_want_energy(model, it == 0 || (o->o.energy_every > 0 && it % o->o.energy_every == 0));
-    if (!s) s = nle_model_eval(ctx, model, X, &E, G);
-    nle__model_want_energy(model, 1);
-    if (s == NLE_ERR_VALUE && it > 0) /* the steps overflowed: say when, and why it may be */
-      s = nle__fail(ctx, NLE_ERR_NUMERIC, "optimiser: the map became non-finite at iteration %d (the learning "
-                    "rate, lambda or the initial scale is too large for this data)", it);
-    if (s) break;
-    if (it == 0) rep->E0 = E;
-    if (max_abs(G) <= o->o.grad_tol) {
-      rep->evaluations++;
-      rep->converged = 1;
-      break;
-    }
-    double mom = exaggerating ? 0.5 : o->o.momentum, x_old = 0.0, moved = 0.0;
-    double lr = exaggerating || !(o->o.learning_rate_final > 0) ? o->o.learning_rate : o->o.learning_rate_final;
-    for (size_t i = 0; i < nd; i++) {
-      if (o->o.gains) {
-        gain[i] = (G->data[i] > 0) != (u[i] > 0) ? gain[i] + 0.2 : gain[i] * 0.8;
-        if (gain[i] < 0.01) gain[i] = 0.01;
-      }
-      u[i] = mom * u[i] - lr * gain[i] * G->data[i];
-      x_old += X->data[i] * X->data[i];
-      moved += u[i] * u[i];
-      X->data[i] += u[i];
-    }
-    int x_settled = o->o.x_tol > 0 && sqrt(moved) <= o->o.x_tol * sqrt(x_old);
-    rep->evaluations++;
-    rep->iterations++;
-    rep->seconds = seconds0 + nle_time_seconds() - t0;
-    if (o->o.trace) o->o.trace(o->o.trace_user, rep->iterations, rep->seconds, E, rep->evaluations, lr);
-    if (o->ckpt_every && rep->iterations % o->ckpt_every == 0) s = nle__opt_checkpoint(ctx, o, X);
-    if (!s && x_settled) {
-      rep->converged = 1;
-      break;
-    }
-    if (!s && o->o.time_budget > 0 && rep->seconds >= o->o.time_budget) break;
-    if (!s && nle__progress(ctx, "optimising", (double)rep->iterations / (double)o->o.max_iters)) s = NLE_ERR_CANCELLED;
-  }
-  if (s == NLE_ERR_CANCELLED) { /* the run stays resumable */
-    nle_model_set_exaggeration(ctx, model, 1.0);
-    nle_matd_free(&G);
-    return cancelled(ctx, o, X);
-  }
-  nle_status restore = nle_model_set_exaggeration(ctx, model, 1.0);
-  if (!s) s = restore;
-  schedule_accuracy(ctx, o, o->o.max_iters); /* the final E at full accuracy */
-  if (!s) s = nle_model_eval(ctx, model, X, &rep->E, G); /* the true E, without exaggeration */
-  rep->grad_max = (!s && G) ? max_abs(G) : 0.0;
-  rep->seconds = seconds0 + nle_time_seconds() - t0;
-  nle_matd_free(&G);
-  *out = *rep;
-  r->active = 0;
-  if (s) return s;
-  return rep->converged ? NLE_OK
-                        : nle__fail(ctx, NLE_WARN_NOT_CONVERGED, "optimiser: ran %d fixed-rate iterations", rep->iterations);
 }
 
 /* A fresh run's state (a resumed one keeps what the checkpoint restored). */
@@ -570,7 +462,7 @@ static nle_status run_begin(nle_ctx *ctx, nle_opt *o, size_t len) {
   free(r->gain);
   r->velocity = r->gain = NULL;
   r->active = 1;
-  return history_reset(ctx, o, len);
+  return nle__opt_history_reset(ctx, o, len);
 }
 
 static nle_status opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report *out);
@@ -604,7 +496,7 @@ static nle_status opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report 
   int resumed = o->run.active;
   nle_status s = run_begin(ctx, o, n * d);
   if (s) return s;
-  if (o->o.learning_rate > 0) return run_momentum(ctx, o, o->model, X, out);
+  if (o->o.learning_rate > 0) return nle__opt_run_fixed_rate(ctx, o, o->model, X, out);
   nle_opt_state *r = &o->run;
   nle_opt_report *rep = &r->rep;
   double t0 = nle_time_seconds(), seconds0 = rep->seconds;
@@ -616,21 +508,21 @@ static nle_status opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report 
   /* The gradient at X: a resumed run recomputes it (bit for bit the same),
    * without counting the evaluation again. */
   double E = 0.0;
-  schedule_accuracy(ctx, o, rep->iterations);
+  nle__opt_schedule_accuracy(ctx, o, rep->iterations);
   if (!s) s = nle_model_eval(ctx, o->model, X, &E, G);
   if (!s && !resumed) {
     rep->evaluations = 1;
     rep->E0 = r->E = E;
   }
   while (!s && rep->iterations < o->o.max_iters) {
-    if (max_abs(G) <= o->o.grad_tol) {
+    if (nle__opt_max_abs(G) <= o->o.grad_tol) {
       rep->converged = 1;
       break;
     }
     if (o->o.time_budget > 0 && rep->seconds >= o->o.time_budget) break;
     /* A new accuracy: E and G again at X, so the line search compares values
      * of one approximation. */
-    if (rep->iterations > 0 && schedule_accuracy(ctx, o, rep->iterations)) {
+    if (rep->iterations > 0 && nle__opt_schedule_accuracy(ctx, o, rep->iterations)) {
       s = nle_model_eval(ctx, o->model, X, &E, G);
       if (s) break;
       rep->evaluations++;
@@ -642,17 +534,17 @@ static nle_status opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report 
       lbfgs_direction(o, G->data, P->data);
     } else if (o->o.kind == NLE_OPT_CG && o->hist_count) {
       /* Polak-Ribiere+ */
-      double gg = dot(o->prev_g, o->prev_g, n * d), beta = 0.0;
+      double gg = nle__opt_dot(o->prev_g, o->prev_g, n * d), beta = 0.0;
       for (size_t i = 0; i < n * d; i++) beta += G->data[i] * (G->data[i] - o->prev_g[i]);
       beta = gg > 0 && beta > 0 ? beta / gg : 0.0;
       for (size_t i = 0; i < n * d; i++) P->data[i] += beta * o->prev_p[i];
     }
-    double slope = dot(G->data, P->data, n * d);
+    double slope = nle__opt_dot(G->data, P->data, n * d);
     int restarted = 0;
     if (!(slope < 0.0) && (o->o.kind == NLE_OPT_LBFGS || o->o.kind == NLE_OPT_CG)) {
       /* Not downhill (can happen for CG, or L-BFGS after rounding): restart. */
       for (size_t i = 0; i < n * d; i++) P->data[i] = -G->data[i];
-      slope = -dot(G->data, G->data, n * d);
+      slope = -nle__opt_dot(G->data, G->data, n * d);
       restarted = 1;
     }
     int history = o->hist_count && !restarted;
@@ -665,7 +557,7 @@ static nle_status opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report 
     if (o->o.kind == NLE_OPT_LBFGS && history) step = 1.0; /* the quasi-Newton step has its own scale */
     else if (gradient_like) {
       if (rep->iterations == 0 || (!history && o->o.kind != NLE_OPT_GD))
-        step = 1.0 / sqrt(dot(P->data, P->data, n * d));
+        step = 1.0 / sqrt(nle__opt_dot(P->data, P->data, n * d));
       else if (r->prev_slope < 0) step = fmin(step * r->prev_slope / slope, 1e3 * step);
     }
     if (!(slope < 0.0)) { /* cannot happen for pd B, but rounding near a minimum */
@@ -710,14 +602,14 @@ static nle_status opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report 
     if (!s && nle__progress(ctx, "optimising", (double)rep->iterations / (double)o->o.max_iters)) s = NLE_ERR_CANCELLED;
   }
   rep->E = E;
-  rep->grad_max = G ? max_abs(G) : 0.0;
+  rep->grad_max = G ? nle__opt_max_abs(G) : 0.0;
   rep->seconds = seconds0 + nle_time_seconds() - t0;
   nle_matd_free(&G);
   nle_matd_free(&P);
   nle_matd_free(&Xt);
   nle_matd_free(&Gt);
   *out = *rep;
-  if (s == NLE_ERR_CANCELLED) return cancelled(ctx, o, X); /* the run stays resumable */
+  if (s == NLE_ERR_CANCELLED) return nle__opt_cancelled(ctx, o, X); /* the run stays resumable */
   r->active = 0;
   if (s) return s;
   if (!rep->converged)
@@ -761,7 +653,7 @@ static nle_status sdm_direction(nle_ctx *ctx, nle_opt *o, const nle_matd *X, con
   if (!s) s = nle__model_curvature_prepare(ctx, o->model, X);
   if (s) return s;
   nle_matd *r = o->cg_r, *z = o->cg_z, *dir = o->cg_d, *ad = o->cg_ad;
-  double gnorm = sqrt(dot(g->data, g->data, len));
+  double gnorm = sqrt(nle__opt_dot(g->data, g->data, len));
   memset(p->data, 0, len * sizeof(double));
   for (size_t i = 0; i < len; i++) r->data[i] = -g->data[i];
   /* z = M^-1 r: the spectral direction solve (M p = -g with g = -r). */
@@ -769,205 +661,26 @@ static nle_status sdm_direction(nle_ctx *ctx, nle_opt *o, const nle_matd *X, con
   s = spectral_solve(ctx, o, ad, z);
   if (s) return s;
   memcpy(dir->data, z->data, len * sizeof(double));
-  double rz = dot(r->data, z->data, len);
+  double rz = nle__opt_dot(r->data, z->data, len);
   for (int it = 0; it < o->o.sdm_iters && !s; it++) {
     spectral_apply(o, dir, ad);
     s = nle__model_curvature_apply(ctx, o->model, X, dir, z); /* z as scratch */
     if (s) break;
     for (size_t i = 0; i < len; i++) ad->data[i] += z->data[i];
-    double dad = dot(dir->data, ad->data, len);
+    double dad = nle__opt_dot(dir->data, ad->data, len);
     if (!(dad > 0)) break; /* B is pd; rounding only */
     double alpha = rz / dad;
     for (size_t i = 0; i < len; i++) {
       p->data[i] += alpha * dir->data[i];
       r->data[i] -= alpha * ad->data[i];
     }
-    if (sqrt(dot(r->data, r->data, len)) <= o->o.sdm_tol * gnorm) break;
+    if (sqrt(nle__opt_dot(r->data, r->data, len)) <= o->o.sdm_tol * gnorm) break;
     for (size_t i = 0; i < len; i++) ad->data[i] = -r->data[i];
     s = spectral_solve(ctx, o, ad, z);
-    double rz_new = dot(r->data, z->data, len), beta = rz_new / rz;
+    double rz_new = nle__opt_dot(r->data, z->data, len), beta = rz_new / rz;
     rz = rz_new;
     for (size_t i = 0; i < len; i++) dir->data[i] = z->data[i] + beta * dir->data[i];
   }
   return s;
 }
 
-/* ---- Checkpoints ---------------------------------------------------------- */
-
-nle_status nle_opt_set_checkpoint(nle_ctx *ctx, nle_opt *o, const char *path, int every, const char *fingerprint) {
-  free(o->ckpt_path);
-  free(o->ckpt_fingerprint);
-  o->ckpt_path = o->ckpt_fingerprint = NULL;
-  o->ckpt_every = 0;
-  if (!path) return NLE_OK;
-  if (every < 0) return nle__fail(ctx, NLE_ERR_ARG, "checkpoint: every %d iterations must be >= 0", every);
-  nle_status s = nle_check_output_path(ctx, path);
-  if (s) return s;
-  o->ckpt_path = strdup(path);
-  o->ckpt_fingerprint = strdup(fingerprint ? fingerprint : "");
-  if (!o->ckpt_path || !o->ckpt_fingerprint) return nle__fail(ctx, NLE_ERR_NOMEM, "out of memory");
-  o->ckpt_every = every;
-  return NLE_OK;
-}
-
-enum { CK_ACTIVE, CK_ITERS, CK_EVALS, CK_STALLED, CK_CONVERGED, CK_PATH_STEP, CK_PATH_ALL, CK_PATH_ITERS,
-       CK_PATH_EVALS, CK_HIST_COUNT, CK_HIST_HEAD, CK_HAS_VELOCITY, CK_KIND, CK_N, CK_D, CK_INTS };
-enum { CK_E0, CK_E, CK_STEP, CK_PREV_SLOPE, CK_SECONDS, CK_GRAD, CK_PATH_E0, CK_PATH_E, CK_PATH_SECONDS, CK_LAMBDA,
-       CK_DOUBLES };
-
-nle_status nle_opt_save_checkpoint(nle_ctx *ctx, nle_opt *o, const nle_matd *X, const char *path,
-                                   const char *fingerprint) {
-  const nle_opt_state *r = &o->run;
-  size_t len = X->rows * X->cols, m = (size_t)o->o.memory;
-  int64_t ints[CK_INTS] = {r->active, r->rep.iterations, r->rep.evaluations, r->stalled, r->rep.converged,
-                           r->path_step, r->path_all_converged, r->path_total.iterations, r->path_total.evaluations,
-                           o->hist_count, o->hist_head, r->velocity != NULL, o->o.kind, (int64_t)X->rows,
-                           (int64_t)X->cols};
-  double doubles[CK_DOUBLES] = {r->rep.E0, r->E, r->step, r->prev_slope, r->rep.seconds, r->rep.grad_max,
-                                r->path_total.E0, r->path_total.E, r->path_total.seconds, nle_model_lambda(o->model)};
-  nle__afile af;
-  nle_status s = nle__rec_open(ctx, path, "checkpoint", &af);
-  if (s) return s;
-  af.immediate = 1; /* a checkpoint must be there if the run dies */
-  nle__rec_put_text(&af, "fingerprint", fingerprint ? fingerprint : "");
-  nle__rec_put(&af, "ints", 'l', ints, CK_INTS);
-  nle__rec_put(&af, "doubles", 'd', doubles, CK_DOUBLES);
-  nle__rec_put(&af, "X", 'd', X->data, len);
-  if (o->hist_len == len && o->hist_s) {
-    nle__rec_put(&af, "lbfgs_s", 'd', o->hist_s, m * len);
-    nle__rec_put(&af, "lbfgs_y", 'd', o->hist_y, m * len);
-    nle__rec_put(&af, "lbfgs_rho", 'd', o->hist_rho, m);
-  }
-  if (o->hist_len == len && o->prev_g) {
-    nle__rec_put(&af, "cg_g", 'd', o->prev_g, len);
-    nle__rec_put(&af, "cg_p", 'd', o->prev_p, len);
-  }
-  if (r->velocity) {
-    nle__rec_put(&af, "velocity", 'd', r->velocity, len);
-    nle__rec_put(&af, "gain", 'd', r->gain, len);
-  }
-  return nle__afile_commit(ctx, &af);
-}
-
-nle_status nle__opt_checkpoint(nle_ctx *ctx, nle_opt *o, const nle_matd *X) {
-  if (!o->ckpt_path) return NLE_OK;
-  return nle_opt_save_checkpoint(ctx, o, X, o->ckpt_path, o->ckpt_fingerprint);
-}
-
-static nle_status restore_array(nle_ctx *ctx, const nle__rec_file *f, const char *name, double **dst, size_t count) {
-  const void *src;
-  nle_status s = nle__rec_get(ctx, f, name, 'd', count, &src);
-  if (s) return s;
-  if (!*dst) *dst = nle__malloc(ctx, count * sizeof(double), name);
-  if (!*dst) return NLE_ERR_NOMEM;
-  memcpy(*dst, src, count * sizeof(double));
-  return NLE_OK;
-}
-
-/* The checkpoint's fingerprint against the run's: both are "key=value"
- * words; a mismatch names the first key whose value differs. */
-static nle_status compare_fingerprint(nle_ctx *ctx, const char *path, const char *stored, const char *wanted) {
-  if (!strcmp(stored, wanted)) return NLE_OK;
-  const char *w = wanted;
-  while (*w) {
-    while (*w == ' ') w++;
-    size_t word = strcspn(w, " "), key = strcspn(w, "=");
-    if (key < word) {
-      /* the same key in the stored text, at a word's start */
-      const char *t = stored, *found = NULL;
-      while (*t && !found) {
-        while (*t == ' ') t++;
-        if (!strncmp(t, w, key + 1)) found = t;
-        t += strcspn(t, " ");
-      }
-      size_t stored_word = found ? strcspn(found, " ") : 0;
-      if (!found)
-        return nle__fail(ctx, NLE_ERR_ARG, "%s: the checkpoint is of another run (it has no %.*s); resume with the same "
-                         "data and options", path, (int)key, w);
-      if (stored_word != word || strncmp(found, w, word))
-        return nle__fail(ctx, NLE_ERR_ARG, "%s: the checkpoint is of another run: %.*s was %.*s there, %.*s now; resume "
-                         "with the same data and options", path, (int)key, w, (int)(stored_word - key - 1),
-                         found + key + 1, (int)(word - key - 1), w + key + 1);
-    }
-    w += word;
-  }
-  return nle__fail(ctx, NLE_ERR_ARG, "%s: the checkpoint is of another run (another command or version); resume with the "
-                   "same data and options", path);
-}
-
-nle_status nle_opt_check_checkpoint(nle_ctx *ctx, const char *path, const char *fingerprint) {
-  nle__rec_file f;
-  nle_status s = nle__rec_read(ctx, path, "checkpoint", &f);
-  if (s) return s;
-  char stored[4096];
-  s = nle__rec_text(ctx, &f, "fingerprint", stored, sizeof stored);
-  if (!s) s = compare_fingerprint(ctx, path, stored, fingerprint ? fingerprint : "");
-  nle__rec_free(&f);
-  return s;
-}
-
-nle_status nle_opt_load_checkpoint(nle_ctx *ctx, nle_opt *o, nle_matd *X, const char *path, const char *fingerprint) {
-  nle__rec_file f;
-  nle_status s = nle__rec_read(ctx, path, "checkpoint", &f);
-  if (s) return s;
-  char stored[4096];
-  const void *iv = NULL, *dv = NULL, *xv = NULL;
-  size_t len = X->rows * X->cols, m = (size_t)o->o.memory;
-  s = nle__rec_text(ctx, &f, "fingerprint", stored, sizeof stored);
-  if (!s) s = compare_fingerprint(ctx, path, stored, fingerprint ? fingerprint : "");
-  if (!s) s = nle__rec_get(ctx, &f, "ints", 'l', CK_INTS, &iv);
-  if (!s) s = nle__rec_get(ctx, &f, "doubles", 'd', CK_DOUBLES, &dv);
-  const int64_t *ints = iv;
-  const double *doubles = dv;
-  if (!s && (ints[CK_N] != (int64_t)X->rows || ints[CK_D] != (int64_t)X->cols || ints[CK_KIND] != o->o.kind))
-    s = nle__fail(ctx, NLE_ERR_ARG, "%s: the checkpoint is of a %lld x %lld embedding with optimiser %lld", path,
-                  (long long)ints[CK_N], (long long)ints[CK_D], (long long)ints[CK_KIND]);
-  if (!s) s = nle__rec_get(ctx, &f, "X", 'd', len, &xv);
-  for (size_t i = 0; !s && i < len; i++)
-    if (!isfinite(((const double *)xv)[i]))
-      s = nle__fail(ctx, NLE_ERR_VALUE, "%s: the checkpoint's X[%zu, %zu] is not finite (a run that diverged)", path,
-                    i / X->cols, i % X->cols);
-  if (!s) s = history_reset(ctx, o, len);
-  nle_opt_state *r = &o->run;
-  if (!s && o->hist_s) {
-    s = restore_array(ctx, &f, "lbfgs_s", &o->hist_s, m * len);
-    if (!s) s = restore_array(ctx, &f, "lbfgs_y", &o->hist_y, m * len);
-    if (!s) s = restore_array(ctx, &f, "lbfgs_rho", &o->hist_rho, m);
-  }
-  if (!s && o->prev_g) {
-    s = restore_array(ctx, &f, "cg_g", &o->prev_g, len);
-    if (!s) s = restore_array(ctx, &f, "cg_p", &o->prev_p, len);
-  }
-  if (!s && ints[CK_HAS_VELOCITY]) {
-    s = restore_array(ctx, &f, "velocity", &r->velocity, len);
-    if (!s) s = restore_array(ctx, &f, "gain", &r->gain, len);
-  }
-  if (!s) s = nle_model_set_lambda(ctx, o->model, doubles[CK_LAMBDA]);
-  if (!s) {
-    memcpy(X->data, xv, len * sizeof(double));
-    r->active = (int)ints[CK_ACTIVE];
-    r->rep.iterations = (int)ints[CK_ITERS];
-    r->rep.evaluations = (int)ints[CK_EVALS];
-    r->stalled = (int)ints[CK_STALLED];
-    r->rep.converged = (int)ints[CK_CONVERGED];
-    r->path_step = (int)ints[CK_PATH_STEP];
-    r->path_all_converged = (int)ints[CK_PATH_ALL];
-    r->path_total.iterations = (int)ints[CK_PATH_ITERS];
-    r->path_total.evaluations = (int)ints[CK_PATH_EVALS];
-    o->hist_count = (int)ints[CK_HIST_COUNT];
-    o->hist_head = (int)ints[CK_HIST_HEAD];
-    r->rep.E0 = doubles[CK_E0];
-    r->E = doubles[CK_E];
-    r->step = doubles[CK_STEP];
-    r->prev_slope = doubles[CK_PREV_SLOPE];
-    r->rep.seconds = doubles[CK_SECONDS];
-    r->rep.grad_max = doubles[CK_GRAD];
-    r->path_total.E0 = doubles[CK_PATH_E0];
-    r->path_total.E = doubles[CK_PATH_E];
-    r->path_total.seconds = doubles[CK_PATH_SECONDS];
-    if (o->hist_count < 0 || o->hist_count > o->o.memory || o->hist_head < 0 || o->hist_head >= o->o.memory)
-      s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: damaged optimiser history", path);
-  }
-  nle__rec_free(&f);
-  return s ? nle__name_error(ctx, path) : NLE_OK;
-}

@@ -1,0 +1,87 @@
+/* fixed_rate.c — gradient descent with a fixed learning rate, momentum,
+ * gains and early exaggeration, as the t-SNE codes run it. */
+#include "opt_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* Gradient descent as the t-SNE codes run it (van der Maaten 2014): a fixed
+ * learning rate with momentum (0.5 while exaggerating, then `momentum`),
+ * per-coordinate gains (Jacobs' delta-bar-delta), and early exaggeration of
+ * the attractive term. No line search: E may rise; the run stops at
+ * max_iters, the gradient tolerance or the time budget. */
+nle_status nle__opt_run_fixed_rate(nle_ctx *ctx, nle_opt *o, nle_model *model, nle_matd *X, nle_opt_report *out) {
+  size_t nd = X->rows * X->cols;
+  nle_opt_state *r = &o->run;
+  nle_opt_report *rep = &r->rep;
+  double t0 = nle_time_seconds(), seconds0 = rep->seconds;
+  nle_matd *G = NULL;
+  nle_status s = nle_matd_alloc(ctx, X->rows, X->cols, &G);
+  if (!s && !r->velocity) {
+    r->velocity = nle__calloc(ctx, nd, sizeof(double), "momentum");
+    r->gain = nle__malloc(ctx, nd * sizeof(double), "gains");
+    if (!r->velocity || !r->gain) s = NLE_ERR_NOMEM;
+    for (size_t i = 0; !s && i < nd; i++) r->gain[i] = 1.0;
+  }
+  double *u = r->velocity, *gain = r->gain, E = 0.0;
+  while (!s && rep->iterations < o->o.max_iters) {
+    int it = rep->iterations, exaggerating = it < o->o.exaggeration_iters;
+    nle__opt_schedule_accuracy(ctx, o, it);
+    s = nle_model_set_exaggeration(ctx, model, exaggerating ? o->o.exaggeration : 1.0);
+    /* E only where it is reported: the start and the trace */
+    nle__model_want_energy(model, it == 0 || (o->o.energy_every > 0 && it % o->o.energy_every == 0));
+    if (!s) s = nle_model_eval(ctx, model, X, &E, G);
+    nle__model_want_energy(model, 1);
+    if (s == NLE_ERR_VALUE && it > 0) /* the steps overflowed: say when, and why it may be */
+      s = nle__fail(ctx, NLE_ERR_NUMERIC, "optimiser: the map became non-finite at iteration %d (the learning "
+                    "rate, lambda or the initial scale is too large for this data)", it);
+    if (s) break;
+    if (it == 0) rep->E0 = E;
+    if (nle__opt_max_abs(G) <= o->o.grad_tol) {
+      rep->evaluations++;
+      rep->converged = 1;
+      break;
+    }
+    double mom = exaggerating ? 0.5 : o->o.momentum, x_old = 0.0, moved = 0.0;
+    double lr = exaggerating || !(o->o.learning_rate_final > 0) ? o->o.learning_rate : o->o.learning_rate_final;
+    for (size_t i = 0; i < nd; i++) {
+      if (o->o.gains) {
+        gain[i] = (G->data[i] > 0) != (u[i] > 0) ? gain[i] + 0.2 : gain[i] * 0.8;
+        if (gain[i] < 0.01) gain[i] = 0.01;
+      }
+      u[i] = mom * u[i] - lr * gain[i] * G->data[i];
+      x_old += X->data[i] * X->data[i];
+      moved += u[i] * u[i];
+      X->data[i] += u[i];
+    }
+    int x_settled = o->o.x_tol > 0 && sqrt(moved) <= o->o.x_tol * sqrt(x_old);
+    rep->evaluations++;
+    rep->iterations++;
+    rep->seconds = seconds0 + nle_time_seconds() - t0;
+    if (o->o.trace) o->o.trace(o->o.trace_user, rep->iterations, rep->seconds, E, rep->evaluations, lr);
+    if (o->ckpt_every && rep->iterations % o->ckpt_every == 0) s = nle__opt_checkpoint(ctx, o, X);
+    if (!s && x_settled) {
+      rep->converged = 1;
+      break;
+    }
+    if (!s && o->o.time_budget > 0 && rep->seconds >= o->o.time_budget) break;
+    if (!s && nle__progress(ctx, "optimising", (double)rep->iterations / (double)o->o.max_iters)) s = NLE_ERR_CANCELLED;
+  }
+  if (s == NLE_ERR_CANCELLED) { /* the run stays resumable */
+    nle_model_set_exaggeration(ctx, model, 1.0);
+    nle_matd_free(&G);
+    return nle__opt_cancelled(ctx, o, X);
+  }
+  nle_status restore = nle_model_set_exaggeration(ctx, model, 1.0);
+  if (!s) s = restore;
+  nle__opt_schedule_accuracy(ctx, o, o->o.max_iters); /* the final E at full accuracy */
+  if (!s) s = nle_model_eval(ctx, model, X, &rep->E, G); /* the true E, without exaggeration */
+  rep->grad_max = (!s && G) ? nle__opt_max_abs(G) : 0.0;
+  rep->seconds = seconds0 + nle_time_seconds() - t0;
+  nle_matd_free(&G);
+  *out = *rep;
+  r->active = 0;
+  if (s) return s;
+  return rep->converged ? NLE_OK
+                        : nle__fail(ctx, NLE_WARN_NOT_CONVERGED, "optimiser: ran %d fixed-rate iterations", rep->iterations);
+}
