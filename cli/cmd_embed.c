@@ -127,8 +127,20 @@ static const cli_name optimizer_names[] = {{"auto", NLE_OPT_AUTO}, {"sd", NLE_OP
                                            {"sdm", NLE_OPT_SDM},   {"fp", NLE_OPT_FP}, {"gd", NLE_OPT_GD},
                                            {"lbfgs", NLE_OPT_LBFGS}, {"cg", NLE_OPT_CG}, {NULL, 0}};
 static const cli_name wneg_names[] = {{"uniform", NLE_WNEG_UNIFORM}, {"sqdist", NLE_WNEG_SQDIST}, {"knn", NLE_WNEG_KNN}, {NULL, 0}};
-static const cli_name engine_names[] = {{"auto", NLE_REPULSION_AUTO}, {"exact", NLE_REPULSION_EXACT}, {"bh", NLE_REPULSION_BH},
-                                        {"fft", NLE_REPULSION_FFT},   {"fgt", NLE_REPULSION_FGT},     {NULL, 0}};
+/* auto, then the library's engines by their names (its engine table):
+ * filled by cmd_embed before the options are read. */
+static cli_name engine_names[16];
+
+static void engine_names_fill(void) {
+  size_t k = 0;
+  engine_names[k++] = (cli_name){"auto", NLE_REPULSION_AUTO};
+  for (int id = 0; k + 1 < sizeof engine_names / sizeof *engine_names; id++) {
+    const char *name = nle_repulsion_name((nle_repulsion)id);
+    if (!strcmp(name, "unknown")) break;
+    engine_names[k++] = (cli_name){name, id};
+  }
+  engine_names[k] = (cli_name){NULL, 0};
+}
 static const cli_name step_names[] = {{"auto", NLE_STEP_AUTO}, {"fixed", NLE_STEP_FIXED_RATE},
                                       {"line-search", NLE_STEP_LINE_SEARCH}, {NULL, 0}};
 static const cli_name model_data_names[] = {{"copy", 1}, {"reference", 0}, {NULL, 0}};
@@ -172,7 +184,7 @@ static const embed_option table[] = {
      "--wneg takes uniform, sqdist or knn|--wneg is for ee and tee"},
     {"wneg-dims", 0, V_INT, AT(eo.wneg_dims), 1, 1000, 0, 0, NULL, FOR_EE | FOR_TEE,
      "--wneg-dims takes an integer from 1 to 1000|--wneg-dims is for ee and tee"},
-    {"repulsion", 0, V_NAME, AT(eo.engine), 0, 0, 0, 0, engine_names, FOR_ALL, "--repulsion takes auto, exact, bh, fft or fgt"},
+    {"repulsion", 0, V_NAME, AT(eo.engine), 0, 0, 0, 0, engine_names, FOR_ALL, "--repulsion takes"},
     {"theta", 0, V_REAL, AT(eo.theta), 0, BIG, 1, 0, NULL, FOR_ALL, "--theta takes a positive number"},
     {"fft-order", 0, V_INT, AT(eo.fft.order), 1, 12, 0, 0, NULL, FOR_ALL, "--fft-order takes an integer from 1 to 12"},
     {"fft-box", 0, V_REAL, AT(eo.fft.box_width), 0, BIG, 1, 1, NULL, FOR_ALL, "--fft-box takes a positive number or auto"},
@@ -231,6 +243,16 @@ static int option_error(const char *command, const embed_option *e, bool wrong_m
     return cli_usage_error(command, "%.*s (accepted: %g %s x <= %g)", len, e->error, e->lo, e->lo_open ? "<" : "<=",
                            e->hi);
   if (e->kind == V_INT) return cli_usage_error(command, "%.*s (accepted: %g to %g)", len, e->error, e->lo, e->hi);
+  if (e->kind == V_NAME && len >= 5 && !strncmp(e->error + len - 5, "takes", 5)) { /* the names, from the table */
+    char list[256];
+    size_t used = 0, count = 0;
+    for (const cli_name *nm = e->names; nm->name; nm++) count++;
+    list[0] = '\0';
+    for (size_t i = 0; i < count && used < sizeof list; i++)
+      used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i == 0 ? "" : i + 1 == count ? " or " : ", ",
+                               e->names[i].name);
+    return cli_usage_error(command, "%.*s %s", len, e->error, list);
+  }
   return cli_usage_error(command, "%.*s", len, e->error);
 }
 
@@ -371,6 +393,7 @@ static void release_points(void *dataset) { nle_matf_free(&((nle_dataset *)datas
 int cmd_embed(int argc, char **argv, const char *name) {
   int kind = nle_model_parse(name);
   if (kind < 0) return 2;
+  engine_names_fill();
   static const char *titles[] = {"EE", "s-SNE", "t-SNE", "SNE", "t-EE"};
   static const char *recipes[] = {
       "perplexity 5, line-search spectral direction, lambda 100 / N.\n",

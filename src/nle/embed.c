@@ -62,20 +62,6 @@ static void release_y_after(const nle_embed_input *in, const nle_embed_opts *o, 
   *released = 1;
 }
 
-static const char *const engine_names[] = {"exact", "bh", "fft", "fgt"};
-
-const char *nle_repulsion_name(nle_repulsion engine) {
-  if (engine == NLE_REPULSION_AUTO) return "auto";
-  return (unsigned)engine < sizeof engine_names / sizeof *engine_names ? engine_names[engine] : "unknown";
-}
-
-int nle_repulsion_parse(const char *name) {
-  if (name && !strcmp(name, "auto")) return NLE_REPULSION_AUTO;
-  for (size_t i = 0; name && i < sizeof engine_names / sizeof *engine_names; i++)
-    if (!strcmp(name, engine_names[i])) return (int)i;
-  return -1;
-}
-
 static int is_unnormalised(nle_model_kind kind) { return kind == NLE_MODEL_EE || kind == NLE_MODEL_TEE; }
 static int gaussian_kernel(nle_model_kind kind) {
   return kind == NLE_MODEL_EE || kind == NLE_MODEL_SSNE || kind == NLE_MODEL_SNE;

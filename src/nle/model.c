@@ -5,8 +5,7 @@
  * With a kernel K(d^2): -log K and -K'/K for the attraction, K and K' for the
  * repulsion; Gaussian K = exp(-d^2) (-log K = d^2, K' = -K), Student-t
  * K = 1 / (1 + d^2) (-log K = log(1 + d^2), K' = -K^2). */
-#include "nle_internal.h"
-#include "../nbody/nbody.h"
+#include "model_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -14,52 +13,6 @@
 
 #include "../core/vecmath.h"
 
-struct nle_model {
-  nle_model_spec spec;
-  double exaggeration; /* factor on the attractive term (1 normally) */
-  int64_t n;
-  int student;    /* Student-t kernel (t-SNE, t-EE) */
-  int normalised; /* s-SNE, t-SNE: log sum K */
-  nle_csr *WpT;   /* transpose of W+, so the gradient is exact for any W+;
-                     NULL when W+ is symmetric (then each row counts twice) */
-  size_t max_row;                 /* longest row of W+ and its transpose */
-  /* Work space of nle_model_eval, kept between calls (sized for `ws_dim`). */
-  double *row_e, *force, *inv_z;
-  /* The FFT engine sums only the total of K, not its rows (model kinds
-   * other than SNE need no more): then row_e is not set and this holds it. */
-  double fast_z;
-  int fast_z_only;
-  double *centred; /* fast engines: X about its centroid */
-  size_t ws_dim;
-  double *curv_inv_z; /* SD-: 1/Z (in [0]) or the 1/Z_n at the prepared X */
-  /* SD- asks for the normalisers at the X the optimiser last evaluated: once
-   * it has, every evaluation keeps a copy of its X and Z, so they are not
-   * summed again. */
-  double *last_x, last_z;
-  size_t last_dim; /* columns last_x was allocated for */
-  int last_valid;
-  nle__fft_ws *fft_ws; /* FFT engine: plans, grids and kernels between calls */
-  /* Squared-distance W- from features: the features about their mean (the
-   * decomposition's terms then stay of the size of the distances), N x nf,
-   * and their squared norms. */
-  double *feat, *feat_sq;
-  size_t nf;
-  double *channel_q, *channel_phi; /* FFT: one batch of charges and sums */
-  /* The fast engines' locality order (built at the first evaluation that
-   * uses it): point order[i] sits at position i of the centred X the
-   * engines and the attraction sweep, and W+ is renumbered to match, so
-   * that a row's neighbours, and the grid nodes the FFT engine spreads to,
-   * lie in nearby memory. With points in the data's order those reads are
-   * random: on 70,000 Fashion-MNIST points, t-SNE's 750 iterations took 34 s
-   * on the data's order and 23 s on its rows put in this order beforehand
-   * (single runs on a noisy machine; the whole pipeline went from about 40 s
-   * to 32 s with this order built in). */
-  int32_t *order;
-  nle_csr *Wp_local, *WpT_local;
-  int64_t locality_min; /* fewest points for which it pays */
-  double accuracy;     /* schedule position in [0, 1] (1: the spec's setting) */
-  int skip_energy;     /* nle__model_want_energy(m, 0): gradient only */
-};
 
 enum { REP_BLOCK = 64, LOCALITY_MIN_POINTS = 20000 };
 static const double EXP_FLOOR = 700.0;
@@ -96,25 +49,6 @@ nle_status nle__centre_features(nle_ctx *ctx, const nle_matf *F, double **centre
     (*sq_norms)[i] = a;
   }
   free(mean);
-  return NLE_OK;
-}
-
-nle_status nle__model_check_engine(nle_ctx *ctx, nle_model_kind kind, nle_wneg_kind wneg, nle_repulsion engine,
-                                   int sq_features, size_t d) {
-  int unnormalised = kind == NLE_MODEL_EE || kind == NLE_MODEL_TEE;
-  if ((unsigned)engine > NLE_REPULSION_FGT) return nle__fail(ctx, NLE_ERR_ARG, "model: unknown repulsion engine");
-  static const char *const engine_names[] = {"exact", "Barnes-Hut", "FFT-interpolation", "fast Gauss transform"};
-  int sq_fft = unnormalised && wneg == NLE_WNEG_SQDIST && sq_features && engine == NLE_REPULSION_FFT;
-  if (engine != NLE_REPULSION_EXACT && !sq_fft && (kind == NLE_MODEL_SNE || (unnormalised && wneg != NLE_WNEG_UNIFORM)))
-    return nle__fail(ctx, NLE_ERR_ARG, "model: %s repulsion serves t-SNE, s-SNE, EE/t-EE with uniform W-, and "
-                     "EE/t-EE with W- of squared distances between features by fft (else use the exact engine)",
-                     engine_names[engine]);
-  if (engine == NLE_REPULSION_FGT && (kind == NLE_MODEL_TSNE || kind == NLE_MODEL_TEE))
-    return nle__fail(ctx, NLE_ERR_ARG, "model: the fast Gauss transform serves the Gaussian kernel (EE, s-SNE); "
-                     "t-SNE and t-EE take fft or bh");
-  if (engine != NLE_REPULSION_EXACT && d > 3)
-    return nle__fail(ctx, NLE_ERR_ARG, "model: the %s engine serves embeddings of 1-3 dimensions, not %zu (use the "
-                     "exact engine)", engine_names[engine], d);
   return NLE_OK;
 }
 
@@ -165,9 +99,10 @@ nle_status nle_model_new(nle_ctx *ctx, const nle_model_spec *spec, nle_model **m
   nle_model *m = nle__calloc(ctx, 1, sizeof *m, "the model");
   if (!m) return NLE_ERR_NOMEM;
   m->spec = *spec;
-  if (spec->engine == NLE_REPULSION_FFT && !(m->fft_ws = nle__fft_ws_new())) {
+  m->engine = nle__engine_find(spec->engine);
+  if (m->engine->attach && m->engine->attach(ctx, m)) {
     nle_model_free(&m);
-    return nle__fail(ctx, NLE_ERR_NOMEM, "model: out of memory");
+    return nle__fail(ctx, NLE_ERR_NOMEM, "model: out of memory for the %s engine", m->engine->title);
   }
   m->exaggeration = 1.0;
   m->accuracy = 1.0;
@@ -208,11 +143,9 @@ void nle_model_free(nle_model **model) {
   free((*model)->centred);
   free((*model)->curv_inv_z);
   free((*model)->last_x);
-  nle__fft_ws_free(&(*model)->fft_ws);
+  if ((*model)->engine && (*model)->engine->detach) (*model)->engine->detach(*model);
   free((*model)->feat);
   free((*model)->feat_sq);
-  free((*model)->channel_q);
-  free((*model)->channel_phi);
   free(*model);
   *model = NULL;
 }
@@ -439,7 +372,7 @@ static int rep_block(void *job, size_t b, void *scratch) {
 }
 
 /* All pairs (blocked, OpenMP; per-row results, so no dependence on threads). */
-static nle_status exact_repulsion(nle_ctx *ctx, nle_model *m, const nle_matd *X) {
+nle_status nle__exact_repulsion(nle_ctx *ctx, nle_model *m, const nle_matd *X) {
   size_t N = X->rows;
   rep_job job = {m, X, m->row_e, m->force, NULL, EXP_FLOOR};
   return nle__for_blocks(ctx, "repulsion", (N + REP_BLOCK - 1) / REP_BLOCK,
@@ -450,7 +383,7 @@ static nle_status exact_repulsion(nle_ctx *ctx, nle_model *m, const nle_matd *X)
  * approximate ones do not quite, and SD's direction (L+ + mu I)^-1 g
  * amplifies a mean of g by 1/mu into a drift of the whole map. Newton's
  * third law restored: */
-static void remove_mean_force(double *force, size_t N, size_t d) {
+void nle__remove_mean_force(double *force, size_t N, size_t d) {
   double mean[3] = {0, 0, 0};
   for (size_t n = 0; n < N; n++)
     for (size_t t = 0; t < d; t++) mean[t] += force[n * d + t];
@@ -458,78 +391,6 @@ static void remove_mean_force(double *force, size_t N, size_t d) {
     for (size_t t = 0; t < d; t++) force[n * d + t] -= mean[t] / (double)N;
 }
 
-enum { FFT_BATCH = 8, /* channels per FFT call (each holds a grid) */
-       SQDIST_EXACT_MAX = 5000 };
-
-/* EE and t-EE with w-_nm = |f_n - f_m|^2 by FFT kernel sums (issue 5 item
- * 4): with a_n = |f_n|^2 (f about its mean),
- *   sum_m w_nm K_nm = a_n S_n + S^a_n - 2 f_n . S^f_n,
- * each S a kernel sum with its own charges (1, a_m, f_m), and the forces
- * sum_m w_nm K'_nm (x_n - x_m) the same with the force kernel (-K' = K
- * Gaussian, K^2 Student-t) and the charges times 1 and x_m (eq. 5.8 per
- * charge). A channel is (charge, moment, kernel); they are summed in
- * batches of FFT_BATCH and folded into row_e and the forces as they come.
- * The pair m = n adds a_n + a_n - 2 |f_n|^2 = 0: nothing to take out. */
-static nle_status sqdist_fft_repulsion(nle_ctx *ctx, nle_model *m, const nle_matd *X, const nle_fft_opts *fo) {
-  size_t N = X->rows, d = X->cols, nf = m->nf, ncharge = nf + 2;
-  size_t per_charge = m->student ? d + 2 : d + 1, nch = ncharge * per_charge;
-  if (!m->channel_q) {
-    m->channel_q = nle__malloc(ctx, N * FFT_BATCH * sizeof(double), "FFT charges");
-    m->channel_phi = nle__malloc(ctx, N * FFT_BATCH * sizeof(double), "FFT sums");
-    if (!m->channel_q || !m->channel_phi) return NLE_ERR_NOMEM;
-  }
-  double *row_e = m->row_e, *force = m->force, *q = m->channel_q, *phi = m->channel_phi;
-  memset(row_e, 0, N * sizeof(double));
-  memset(force, 0, N * d * sizeof(double));
-  nle__grid_kernel kernels[2] = {{m->student ? NLE_KERNEL_STUDENT : NLE_KERNEL_GAUSSIAN, -1},
-                                 {NLE_KERNEL_STUDENT2, -1}};
-  for (size_t c0 = 0; c0 < nch; c0 += FFT_BATCH) {
-    size_t nb = nch - c0 < FFT_BATCH ? nch - c0 : FFT_BATCH;
-    int chan_kernel[FFT_BATCH], chan_charge[FFT_BATCH], charge[FFT_BATCH], moment[FFT_BATCH], energy[FFT_BATCH],
-        forcing[FFT_BATCH];
-    for (size_t b = 0; b < nb; b++) {
-      size_t c = c0 + b, r = c % per_charge;
-      charge[b] = (int)(c / per_charge); /* 0: unit, 1: a, 2 + i: f_i */
-      chan_charge[b] = (int)b;
-      if (m->student) { /* r = 0: K for the energy; 1: K^2; 2 + t: K^2 with x_t */
-        chan_kernel[b] = r > 0;
-        energy[b] = r == 0;
-        forcing[b] = r > 0;
-        moment[b] = r >= 2 ? (int)r - 2 : -1;
-      } else { /* r = 0: K for the energy and the forces; 1 + t: K with x_t */
-        chan_kernel[b] = 0;
-        energy[b] = r == 0;
-        forcing[b] = 1;
-        moment[b] = r >= 1 ? (int)r - 1 : -1;
-      }
-    }
-    for (size_t n = 0; n < N; n++)
-      for (size_t b = 0; b < nb; b++) {
-        double c = charge[b] == 0 ? 1.0 : charge[b] == 1 ? m->feat_sq[n] : m->feat[n * nf + (size_t)charge[b] - 2];
-        q[n * nb + b] = moment[b] < 0 ? c : c * X->data[n * d + (size_t)moment[b]];
-      }
-    nle_status s = nle__fft_convolve(ctx, m->fft_ws, X, q, nb, X, kernels, m->student ? 2 : 1, chan_kernel,
-                                     chan_charge, nb, fo, phi);
-    if (s) return s;
-    for (size_t n = 0; n < N; n++) {
-      const double *xn = X->data + n * d;
-      for (size_t b = 0; b < nb; b++) {
-        /* the target's factor of this charge's term */
-        double coef = charge[b] == 0 ? m->feat_sq[n] : charge[b] == 1 ? 1.0 : -2.0 * m->feat[n * nf + (size_t)charge[b] - 2];
-        double v = coef * phi[n * nb + b];
-        if (energy[b]) row_e[n] += v;
-        if (forcing[b] && moment[b] >= 0) force[n * d + (size_t)moment[b]] += v;
-        else if (forcing[b])
-          for (size_t t = 0; t < d; t++) force[n * d + t] -= v * xn[t];
-      }
-    }
-  }
-  return NLE_OK;
-}
-
-/* Repulsion from fast kernel sums (dissertation eq. 5.8): row_e = S_n, and
- * force_n = sum_m K'(x_n - x_m) = -(x_n S'_n - S'^x_n), with S' the sums of
- * -K' (K for the Gaussian, K^2 for the Student-t kernel). */
 /* The engines' sums for X about its centroid, in the locality order when
  * `order` is given (the sums and forces are then in that order too). */
 static nle_status fast_repulsion(nle_ctx *ctx, nle_model *m, const nle_matd *Xin, const int32_t *order) {
@@ -545,72 +406,7 @@ static nle_status fast_repulsion(nle_ctx *ctx, nle_model *m, const nle_matd *Xin
     size_t from = order ? (size_t)order[n] : n;
     for (size_t t = 0; t < d; t++) m->centred[n * d + t] = Xin->data[from * d + t] - centre[t] / (double)N;
   }
-  const nle_matd *X = &Xc;
-  double *S1 = m->force; /* N d: the S'^x sums first, then the forces */
-  double *S2 = m->inv_z; /* N: the S' sums */
-  /* The schedule: geometric from coarse (t = 0) to the set accuracy. */
-  double t = m->accuracy, theta_coarse = fmax(2.0, m->spec.theta);
-  double theta = pow(theta_coarse, 1.0 - t) * pow(m->spec.theta, t);
-  nle_fft_opts fft = m->spec.fft;
-  fft.box_width = pow(4.0 * fft.box_width, 1.0 - t) * pow(fft.box_width, t);
-  const nle_fft_opts *fo = &fft;
-  nle_fgt_opts fgt = m->spec.fgt; /* its order from 1 up */
-  fgt.order = 1 + (int)lround(t * (double)(fgt.order - 1));
-  nle_status s;
-  if (m->feat) {
-    /* Only the FFT engine gets here (nle_model_new). A map too wide for its
-     * grid (clusters of a disconnected W+ thrown far apart, or a long trial
-     * step) is summed exactly up to SQDIST_EXACT_MAX points: Barnes-Hut's
-     * centres of mass do not serve charges of both signs. Above, the grid's
-     * boxes widen instead; that evaluation is then coarse (the first trial
-     * steps from a small start, which the line search rejects anyway, were
-     * 90% of a 20,000-point run's time when summed exactly). */
-    int fits = nle__fft_grid_fits(X, fo);
-    if (!fits && N <= SQDIST_EXACT_MAX) return exact_repulsion(ctx, m, X);
-    /* and no finer than it need be: at the node cap its D' + 2 sets of
-     * 2048^2 transforms cost seconds */
-    nle_fft_opts wide = *fo;
-    if (!fits) wide.max_nodes = 128;
-    s = sqdist_fft_repulsion(ctx, m, X, &wide);
-    if (!s) remove_mean_force(S1, N, d);
-    return s;
-  }
-  if (m->spec.engine == NLE_REPULSION_FGT && nle__fgt_grid_fits(X, &fgt)) {
-    /* the moments come as forces sum_m K (x_m - x_n), without cancellation */
-    s = nle__fgt_sums(ctx, X, X, &fgt, m->row_e, S1);
-    for (size_t n = 0; !s && n < N; n++) m->row_e[n] -= 1.0; /* K(x_n, x_n) */
-    if (!s) remove_mean_force(S1, N, d);
-    return s;
-  }
-  /* A few points thrown far (a long trial step) would stretch the grid past
-   * its node cap and wreck its accuracy; Barnes-Hut adapts to them. With
-   * bh_ratio, it also takes maps too sparse for the grid: per node the FFT
-   * costs about what Barnes-Hut (theta 0.5) costs per point and log2 N
-   * (t-SNE on 70,000 points: 21 ms for 360,000 nodes against 99 ms;
-   * bench/engine_gradient), and a t-SNE map of 5,000 points run with large
-   * rates spread to 770,000 nodes at box 0.85, 7 times slower than exact. */
-  double nodes = m->spec.engine == NLE_REPULSION_FFT ? nle__fft_grid_nodes(X, fo) : 0.0;
-  if (nodes > 0.0 && !(fo->bh_ratio > 0.0 && nodes > fo->bh_ratio * (double)N * log2((double)N))) {
-    /* The forces by their own vector kernel, the energy's sums in total
-     * (per row only for SNE's normalisers). */
-    int rows = m->spec.kind == NLE_MODEL_SNE;
-    nle_kernel energy = m->student ? NLE_KERNEL_STUDENT : NLE_KERNEL_GAUSSIAN;
-    nle_kernel forcing = m->student ? NLE_KERNEL_STUDENT2 : NLE_KERNEL_GAUSSIAN;
-    s = nle__fft_forces(ctx, m->fft_ws, X, energy, forcing, fo, rows ? m->row_e : NULL, &m->fast_z, S1);
-    if (s) return s;
-    m->fast_z_only = !rows;
-    for (size_t i = 0; i < N * d; i++) S1[i] = -S1[i];
-    remove_mean_force(S1, N, d);
-    return NLE_OK;
-  }
-  s = m->student ? nle__kernel_sums_bh_student_pair(ctx, X, theta, m->row_e, S2, S1)
-                 : nle_kernel_sums_bh(ctx, X, NLE_KERNEL_GAUSSIAN, theta, m->row_e, S1);
-  if (s) return s;
-  const double *Sd = m->student ? S2 : m->row_e;
-  for (size_t n = 0; n < N; n++)
-    for (size_t t = 0; t < d; t++) S1[n * d + t] = -(X->data[n * d + t] * Sd[n] - S1[n * d + t]);
-  remove_mean_force(S1, N, d);
-  return NLE_OK;
+  return m->engine->forces(ctx, m, &Xc, m->accuracy);
 }
 
 /* The evaluation work space, allocated once per embedding dimension. */
@@ -665,7 +461,7 @@ nle_status nle_model_eval(nle_ctx *ctx, nle_model *m, const nle_matd *X, double 
   rep_job job = {m, X, row_e, force, NULL, EXP_FLOOR};
   size_t nblocks = (N + REP_BLOCK - 1) / REP_BLOCK;
   int threads = nle__threads_for(ctx, (double)N * (double)N * (double)(d + 10));
-  int fast = m->spec.engine != NLE_REPULSION_EXACT && d <= 3;
+  int fast = m->engine->forces && (m->engine->max_dim == 0 || d <= (size_t)m->engine->max_dim);
   int local = fast && !m->feat && m->n >= m->locality_min;
   if (local && !m->order) s = locality_order(ctx, m);
   if (s) return s;
@@ -824,7 +620,7 @@ nle_status nle__model_curvature_prepare(nle_ctx *ctx, nle_model *m, const nle_ma
   /* Z (or the Z_n) at X, by one repulsion pass. */
   nle_status s = workspace(ctx, m, X->cols);
   if (s) return s;
-  s = exact_repulsion(ctx, m, X);
+  s = nle__exact_repulsion(ctx, m, X);
   if (s) return s;
   double z = 0.0;
   for (size_t n = 0; n < N; n++) {
