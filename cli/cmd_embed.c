@@ -123,23 +123,21 @@ typedef struct {
   int value;
 } cli_name;
 
-static const cli_name optimizer_names[] = {{"auto", NLE_OPT_AUTO}, {"sd", NLE_OPT_SD}, {"sd-", NLE_OPT_SDM},
-                                           {"sdm", NLE_OPT_SDM},   {"fp", NLE_OPT_FP}, {"gd", NLE_OPT_GD},
-                                           {"lbfgs", NLE_OPT_LBFGS}, {"cg", NLE_OPT_CG}, {NULL, 0}};
+/* auto, then the library's optimisers and engines by their names (its
+ * type tables): filled by cmd_embed before the options are read. */
+static cli_name optimizer_names[16];
 static const cli_name wneg_names[] = {{"uniform", NLE_WNEG_UNIFORM}, {"sqdist", NLE_WNEG_SQDIST}, {"knn", NLE_WNEG_KNN}, {NULL, 0}};
-/* auto, then the library's engines by their names (its engine table):
- * filled by cmd_embed before the options are read. */
 static cli_name engine_names[16];
 
-static void engine_names_fill(void) {
+static const char *optimizer_name(int id) { return nle_opt_name((nle_opt_kind)id); }
+static const char *engine_name(int id) { return nle_repulsion_name((nle_repulsion)id); }
+
+/* names[] = auto, then name(0), name(1), ... up to "unknown". */
+static void names_fill(cli_name *names, size_t cap, const char *(*name)(int)) {
   size_t k = 0;
-  engine_names[k++] = (cli_name){"auto", NLE_REPULSION_AUTO};
-  for (int id = 0; k + 1 < sizeof engine_names / sizeof *engine_names; id++) {
-    const char *name = nle_repulsion_name((nle_repulsion)id);
-    if (!strcmp(name, "unknown")) break;
-    engine_names[k++] = (cli_name){name, id};
-  }
-  engine_names[k] = (cli_name){NULL, 0};
+  names[k++] = (cli_name){"auto", NLE_AUTO};
+  for (int id = 0; k + 1 < cap && strcmp(name(id), "unknown"); id++) names[k++] = (cli_name){name(id), id};
+  names[k] = (cli_name){NULL, 0};
 }
 static const cli_name step_names[] = {{"auto", NLE_STEP_AUTO}, {"fixed", NLE_STEP_FIXED_RATE},
                                       {"line-search", NLE_STEP_LINE_SEARCH}, {NULL, 0}};
@@ -193,7 +191,7 @@ static const embed_option table[] = {
     {"accuracy-iters", 0, V_INT, AT(eo.opt.accuracy_iters), 0, 1e8, 0, 0, NULL, FOR_ALL,
      "--accuracy-iters takes an integer >= 0"},
     {"optimizer", 0, V_NAME, AT(eo.opt.kind), 0, 0, 0, 0, optimizer_names, FOR_ALL,
-     "--optimizer takes auto, sd, sd-, fp, gd, lbfgs or cg"},
+     "--optimizer takes"},
     {"step", 0, V_NAME, AT(eo.step), 0, 0, 0, 0, step_names, FOR_ALL, "--step takes auto, fixed or line-search"},
     {"kappa", 0, V_INT, AT(eo.opt.kappa), 0, 1 << 20, 0, 0, NULL, FOR_ALL, "--kappa takes an integer >= 0"},
     {"sdm-tol", 0, V_REAL, AT(eo.opt.sdm_tol), 0, BIG, 1, 0, NULL, FOR_ALL, "--sdm-tol takes a positive number"},
@@ -270,6 +268,10 @@ static int parse_option(const char *command, int model_bit, const embed_option *
         *(int *)field = nm->value;
         return 0;
       }
+    if (e->names == optimizer_names && nle_opt_parse(arg) != -1) { /* the library's aliases ("sdm") */
+      *(int *)field = nle_opt_parse(arg);
+      return 0;
+    }
     return option_error(command, e, false);
   case V_INT:
     if (e->auto_ok && !strcmp(arg, "auto")) *(int *)field = NLE_AUTO;
@@ -393,7 +395,8 @@ static void release_points(void *dataset) { nle_matf_free(&((nle_dataset *)datas
 int cmd_embed(int argc, char **argv, const char *name) {
   int kind = nle_model_parse(name);
   if (kind < 0) return 2;
-  engine_names_fill();
+  names_fill(optimizer_names, sizeof optimizer_names / sizeof *optimizer_names, optimizer_name);
+  names_fill(engine_names, sizeof engine_names / sizeof *engine_names, engine_name);
   static const char *titles[] = {"EE", "s-SNE", "t-SNE", "SNE", "t-EE"};
   static const char *recipes[] = {
       "perplexity 5, line-search spectral direction, lambda 100 / N.\n",

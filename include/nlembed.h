@@ -746,6 +746,10 @@ typedef struct {
 } nle_opt_opts;
 
 NLE_API void nle_opt_opts_init(nle_opt_opts *o);
+/* Names: "sd", "fp", "gd", "lbfgs", "cg", "sd-" (also "sdm"), "auto" and back
+ * (-1 if unknown); from the optimisers' table. */
+NLE_API const char *nle_opt_name(nle_opt_kind kind);
+NLE_API int nle_opt_parse(const char *name);
 
 typedef struct {
   int iterations;
