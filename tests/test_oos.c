@@ -1,0 +1,371 @@
+/* test_oos.c — the out-of-sample maps F(y) and f(x) (EE paper sec. 4.5):
+ * training points map to themselves, objectives against finite
+ * differences, saved models, and the batched fast engines against exact
+ * sums. */
+#include "harness.h"
+#include "nle_common.h"
+#include "../src/nle/nle_internal.h"
+
+#include <lapacke.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* EE paper sec. 4.5: with X a converged full-graph Gaussian EE, a training
+ * point's own out-of-sample projection is its embedding (the gradient of E'
+ * at x_n is the training stationarity condition); a point midway between two
+ * neighbours lands near their embeddings; 1 and 2 threads agree. */
+static void out_of_sample(void) {
+  nle_ctx *ctx = test_ctx(1), *two = test_ctx(1);
+  nle_ctx_set_threads(two, 2);
+  nle_dataset *ds;
+  nle_test_ok(nle_dataset_read(ctx, "spiral:60", NULL, &ds));
+  size_t n = 60;
+  nle_knn_opts ko;
+  nle_knn_opts_init(&ko);
+  ko.k = (int)n - 1;
+  nle_csr *g, *Wp;
+  nle_test_ok(nle_knn_exact(ctx, ds->X, &ko, &g));
+  nle_affinity_opts ao;
+  nle_affinity_opts_init(&ao);
+  ao.sigma = 1.5;
+  nle_test_ok(nle_affinity_graph(ctx, g, &ao, &Wp));
+  nle_matd *Wsq;
+  nle_test_ok(nle_repulsive_dense(ctx, ds->X, NLE_WNEG_SQDIST, &Wsq));
+  double l1, u1;
+  nle_test_ok(nle_ee_lambda_bounds(ctx, Wp, NLE_WNEG_SQDIST, Wsq, NULL, &l1, &u1));
+  double lambda = 50 * u1;
+  nle_model_spec spec = test_model_spec(NLE_MODEL_EE, lambda, Wp);
+  spec.wneg = NLE_WNEG_SQDIST;
+  spec.Wneg_dense = Wsq;
+  nle_model *m;
+  nle_test_ok(nle_model_new(ctx, &spec, &m));
+  nle_opt_opts oo;
+  nle_opt_opts_init(&oo);
+  oo.kappa = 0;
+  oo.tol = 0;
+  oo.max_iters = 5000;
+  oo.grad_tol = 1e-11;
+  nle_opt *opt;
+  nle_test_ok(nle_opt_new(ctx, m, Wp, &oo, &opt));
+  nle_matd *X = random_x(n, 2, 1e-3, 101);
+  nle_opt_report rep;
+  nle_test(nle_opt_run(ctx, opt, X, &rep) >= 0);
+  double scale = 0;
+  for (size_t i = 0; i < 2 * n; i++) scale = fmax(scale, fabs(X->data[i]));
+  nle_oos_opts oos;
+  nle_oos_opts_init(&oos);
+  oos.lambda = lambda;
+  oos.sigma = 1.5;
+  oos.wneg = NLE_WNEG_SQDIST;
+  nle_matd *F, *F2;
+  nle_test_ok(nle_ee_map_forward(ctx, ds->X, X, ds->X, &oos, &F));
+  nle_test_ok(nle_ee_map_forward(two, ds->X, X, ds->X, &oos, &F2));
+  double worst = 0;
+  for (size_t i = 0; i < 2 * n; i++) worst = fmax(worst, fabs(F->data[i] - X->data[i]));
+  if (!nle_test(rep.grad_max < 1e-6 && worst < 1e-6 * scale))
+    printf("  |grad| %g after %d iterations; max |F(y_n) - x_n| = %g (scale %g)\n", rep.grad_max, rep.iterations, worst, scale);
+  nle_test(!memcmp(F->data, F2->data, 2 * n * sizeof(double)));
+  /* A point midway between y_0 and its nearest neighbour. */
+  int32_t nb = g->colind[g->rowptr[0]];
+  nle_matf *mid;
+  nle_test_ok(nle_matf_alloc(ctx, 1, 2, &mid));
+  for (int t = 0; t < 2; t++) mid->data[t] = 0.5f * (ds->X->data[t] + ds->X->data[2 * (size_t)nb + t]);
+  nle_matd *Fm;
+  nle_test_ok(nle_ee_map_forward(ctx, ds->X, X, mid, &oos, &Fm));
+  double gap = hypot(X->data[0] - X->data[2 * (size_t)nb], X->data[1] - X->data[2 * (size_t)nb + 1]);
+  double to0 = hypot(Fm->data[0] - X->data[0], Fm->data[1] - X->data[1]);
+  double tonb = hypot(Fm->data[0] - X->data[2 * (size_t)nb], Fm->data[1] - X->data[2 * (size_t)nb + 1]);
+  if (!nle_test(to0 <= gap && tonb <= gap)) printf("  midpoint: %g and %g from the two, which are %g apart\n", to0, tonb, gap);
+  nle_matd_free(&Fm);
+  nle_matf_free(&mid);
+  nle_matd_free(&F);
+  nle_matd_free(&F2);
+  nle_matd_free(&X);
+  nle_opt_free(&opt);
+  nle_model_free(&m);
+  nle_matd_free(&Wsq);
+  nle_csr_free(&Wp);
+  nle_csr_free(&g);
+  nle_dataset_free(&ds);
+  nle_ctx_free(&ctx);
+  nle_ctx_free(&two);
+}
+
+/* A trained model of Y with the embedding X: entropic W+ (sigma 0) or
+ * Gaussian, on the exact kNN graph of k neighbours. */
+static nle_trained *trained_of(nle_ctx *ctx, const nle_matf *Y, const nle_matd *X, nle_model_kind kind,
+                               nle_wneg_kind wneg, double sigma, int k) {
+  nle_knn_opts ko;
+  nle_knn_opts_init(&ko);
+  ko.k = k;
+  nle_csr *g = NULL;
+  nle_ea_result *ea = NULL;
+  nle_ea_opts eo;
+  nle_ea_opts_init(&eo);
+  eo.perplexity = k / 3.0;
+  nle_trained *t = NULL;
+  nle_trained_spec spec;
+  nle_trained_spec_init(&spec);
+  spec.kind = kind;
+  spec.lambda = kind == NLE_MODEL_EE || kind == NLE_MODEL_TEE ? 0.5 : 1.0;
+  spec.wneg = wneg;
+  spec.perplexity = eo.perplexity;
+  spec.sigma = sigma;
+  spec.source = "test data";
+  if (nle_knn_exact(ctx, Y, &ko, &g) || (sigma == 0 && nle_entropic_affinities(ctx, g, &eo, &ea)) ||
+      nle_trained_new(ctx, &spec, Y, X, g, ea ? ea->beta : NULL, &t))
+    printf("  trained model failed: %s\n", nle_ctx_error(ctx));
+  nle_ea_result_free(&ea);
+  nle_csr_free(&g);
+  return t;
+}
+
+/* The out-of-sample objective E'(x, y) of every model, W- kind and W+ kind
+ * against central differences in x, for a new point and a training point. */
+static void oos_objective_gradients(void) {
+  nle_ctx *ctx = test_ctx(1);
+  nle_matf *Y = test_random_matf(120, 4, 71), *Ynew = test_random_matf(1, 4, 72);
+  nle_matd *X = random_x(120, 2, 1.0, 73);
+  struct {
+    nle_model_kind kind;
+    nle_wneg_kind wneg;
+    double sigma;
+  } cases[] = {{NLE_MODEL_EE, NLE_WNEG_UNIFORM, 0},   {NLE_MODEL_EE, NLE_WNEG_SQDIST, 0},
+               {NLE_MODEL_EE, NLE_WNEG_KNN, 0.7},     {NLE_MODEL_TEE, NLE_WNEG_UNIFORM, 0},
+               {NLE_MODEL_TEE, NLE_WNEG_SQDIST, 0.7}, {NLE_MODEL_SSNE, NLE_WNEG_UNIFORM, 0},
+               {NLE_MODEL_TSNE, NLE_WNEG_UNIFORM, 0}, {NLE_MODEL_TSNE, NLE_WNEG_UNIFORM, 0.7},
+               {NLE_MODEL_SNE, NLE_WNEG_UNIFORM, 0}};
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    nle_trained *t = trained_of(ctx, Y, X, cases[c].kind, cases[c].wneg, cases[c].sigma, 15);
+    if (!nle_test(t != NULL)) continue;
+    for (int which = 0; which < 2; which++) {
+      const float *y = which ? Y->data + 5 * 4 : Ynew->data;
+      double x[2] = {0.3, -0.2}, g[2], E, Ep, Em, worst = 0, scale = 0;
+      if (!nle_test_ok(nle_trained_objective(ctx, t, y, x, &E, g))) printf("  %s\n", nle_ctx_error(ctx));
+      for (int i = 0; i < 2; i++) {
+        double x0 = x[i], h = 1e-6;
+        x[i] = x0 + h;
+        nle_trained_objective(ctx, t, y, x, &Ep, NULL);
+        x[i] = x0 - h;
+        nle_trained_objective(ctx, t, y, x, &Em, NULL);
+        x[i] = x0;
+        worst = fmax(worst, fabs((Ep - Em) / (2 * h) - g[i]));
+        scale = fmax(scale, fabs(g[i]));
+      }
+      if (!nle_test(worst <= 1e-6 * fmax(scale, 1e-12)))
+        printf("  case %zu point %d: gradient error %.3g of %.3g\n", c, which, worst, scale);
+    }
+    nle_trained_free(&t);
+  }
+  nle_matd_free(&X);
+  nle_matf_free(&Ynew);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
+/* A trained map for the out-of-sample tests: exact kNN (k), entropic W+
+ * (perplexity), `iters` iterations of the default optimiser with the exact
+ * engine from a small random start; X, the kNN graph and the betas are kept
+ * in the trained model. `scale` > 0 rescales X to that extent first. */
+static nle_trained *train_for_oos(nle_ctx *ctx, const nle_matf *train, nle_model_kind kind, int k, double perplexity,
+                                  double lambda, int iters, double scale, const char *source, nle_matd **Xout) {
+  nle_knn_opts ko;
+  nle_knn_opts_init(&ko);
+  ko.k = k;
+  nle_csr *g = NULL, *W = NULL;
+  nle_ea_opts eo;
+  nle_ea_opts_init(&eo);
+  eo.perplexity = perplexity;
+  nle_ea_result *ea = NULL;
+  nle_test_ok(nle_knn_exact(ctx, train, &ko, &g));
+  nle_test_ok(nle_entropic_affinities(ctx, g, &eo, &ea));
+  nle_test_ok(nle_affinity_symmetrize(ctx, ea->P, kind == NLE_MODEL_TSNE, &W));
+  nle_model_spec spec = test_model_spec(kind, lambda, W);
+  nle_model *m;
+  nle_test_ok(nle_model_new(ctx, &spec, &m));
+  nle_opt_opts oo;
+  nle_opt_opts_init(&oo);
+  oo.max_iters = iters;
+  nle_opt *opt;
+  nle_test_ok(nle_opt_new(ctx, m, W, &oo, &opt));
+  size_t n = train->rows;
+  nle_matd *X = random_x(n, 2, 1e-3, 74);
+  nle_opt_report rep;
+  nle_test(nle_opt_run(ctx, opt, X, &rep) >= 0);
+  double lo = INFINITY, hi = -INFINITY;
+  for (size_t i = 0; i < n * 2; i++) lo = fmin(lo, X->data[i]), hi = fmax(hi, X->data[i]);
+  for (size_t i = 0; scale > 0 && i < n * 2; i++) X->data[i] *= scale / (hi - lo);
+  nle_trained_spec ts;
+  nle_trained_spec_init(&ts);
+  ts.kind = kind;
+  ts.lambda = lambda;
+  ts.perplexity = perplexity;
+  ts.source = source;
+  nle_trained *t = NULL;
+  nle_test_ok(nle_trained_new(ctx, &ts, train, X, g, ea->beta, &t));
+  nle_opt_free(&opt);
+  nle_model_free(&m);
+  nle_csr_free(&W);
+  nle_ea_result_free(&ea);
+  nle_csr_free(&g);
+  *Xout = X;
+  return t;
+}
+
+/* F(y) of trained t-SNE and EE: training points map (close) to their own
+ * embedding, held-out points into their class's cluster; the model file
+ * gives the same maps after loading, with the data copied or referenced. */
+static void oos_trained_maps(void) {
+  nle_ctx *ctx = test_ctx(5);
+  nle_dataset *ds;
+  nle_test_ok(nle_dataset_read(ctx, "blobs:600:10:4", NULL, &ds));
+  size_t ntr = 500, D = 10;
+  nle_matf train = {ntr, D, ds->X->data}, held = {600 - ntr, D, ds->X->data + ntr * D};
+  nle_model_kind kinds[] = {NLE_MODEL_TSNE, NLE_MODEL_EE};
+  for (int kk = 0; kk < 2; kk++) {
+    nle_matd *X = NULL;
+    nle_trained *t = train_for_oos(ctx, &train, kinds[kk], 45, 15, 1.0, 400, 0, "blobs:600:10:4", &X);
+    /* Training points: |F(y_n) - x_n| against the distance to x_n's nearest
+     * embedded neighbour, median over points. */
+    nle_matd *F = NULL, *Fh = NULL;
+    nle_test_ok(nle_trained_transform(ctx, t, &train, 500, &F));
+    double *ratio = malloc(ntr * sizeof(double));
+    for (size_t i = 0; i < ntr; i++) {
+      double nn = INFINITY;
+      for (size_t j = 0; j < ntr; j++)
+        if (j != i) nn = fmin(nn, hypot(X->data[2 * i] - X->data[2 * j], X->data[2 * i + 1] - X->data[2 * j + 1]));
+      ratio[i] = hypot(F->data[2 * i] - X->data[2 * i], F->data[2 * i + 1] - X->data[2 * i + 1]) / fmax(nn, 1e-300);
+    }
+    int below = 0;
+    for (size_t i = 0; i < ntr; i++) below += ratio[i] < 0.5;
+    if (!nle_test(below >= (int)(0.8 * ntr))) printf("  model %d: %d of %zu training points map within half a NN distance\n", kk, below, ntr);
+    /* Held-out points land among their class: 1-NN labels from training. */
+    nle_test_ok(nle_trained_transform(ctx, t, &held, 500, &Fh));
+    int right = 0;
+    for (size_t i = 0; i < held.rows; i++) {
+      size_t best = 0;
+      double bd = INFINITY;
+      for (size_t j = 0; j < ntr; j++) {
+        double dd = hypot(Fh->data[2 * i] - X->data[2 * j], Fh->data[2 * i + 1] - X->data[2 * j + 1]);
+        if (dd < bd) bd = dd, best = j;
+      }
+      right += ds->labels[best] == ds->labels[ntr + i];
+    }
+    if (!nle_test(right >= (int)(0.95 * held.rows))) printf("  model %d: %d of %zu held-out points in their class\n", kk, right, held.rows);
+    /* These maps hold clusters flung far apart (W+ is disconnected): too
+     * wide for the fast engines' grids, so F(y) falls back to exact sums. */
+    nle_matd *Ff = NULL;
+    nle_test_ok(nle_trained_set_engine(ctx, t, kinds[kk] == NLE_MODEL_TSNE ? NLE_REPULSION_FFT : NLE_REPULSION_FGT));
+    nle_test_ok(nle_trained_transform(ctx, t, &held, 500, &Ff));
+    nle_test(!memcmp(Ff->data, Fh->data, held.rows * 2 * sizeof(double)));
+    nle_matd_free(&Ff);
+    nle_test_ok(nle_trained_set_engine(ctx, t, NLE_REPULSION_EXACT));
+    /* The model file, with the data copied and referenced. */
+    for (int copy = 1; copy >= 0; copy--) {
+      const char *path = test_path(copy ? "copy.nle" : "ref.nle");
+      nle_test_ok(nle_trained_save(ctx, t, path, copy));
+      nle_trained *back = NULL;
+      nle_matd *Fb = NULL;
+      nle_test_ok(nle_trained_load(ctx, path, &back));
+      if (!copy) {
+        nle_test(back->Y == NULL && nle_trained_transform(ctx, back, &held, 500, &Fb) == NLE_ERR_ARG);
+        nle_test(nle_trained_attach_data(ctx, back, &held) == NLE_ERR_VALUE);
+        nle_test_ok(nle_trained_attach_data(ctx, back, &train));
+      }
+      nle_test_ok(nle_trained_transform(ctx, back, &held, 500, &Fb));
+      nle_test(Fb && !memcmp(Fb->data, Fh->data, held.rows * 2 * sizeof(double)));
+      nle_matd_free(&Fb);
+      nle_trained_free(&back);
+      if (copy && kk == 0) {
+        char original[4096]; /* test_path's buffer is reused by the copies */
+        snprintf(original, sizeof original, "%s", path);
+        int tried = 0, accepted = damaged_copies_accepted(ctx, original, load_model_file, &tried);
+        if (!nle_test(tried > 20 && accepted == 0)) printf("  model: %d of %d damaged copies accepted\n", accepted, tried);
+      }
+    }
+    free(ratio);
+    nle_matd_free(&F);
+    nle_matd_free(&Fh);
+    nle_trained_free(&t);
+    nle_matd_free(&X);
+  }
+  nle_dataset_free(&ds);
+  nle_ctx_free(&ctx);
+}
+
+/* F(y) with the fast engines (all new points minimised together, O(M + N)
+ * per iteration) against the exact sums, on a connected map: each point
+ * within 5e-3 (FFT) or 2e-5 (FGT) of the map's rms radius of its
+ * exact-engine position. Barnes-Hut does not serve F(y). nle_transform
+ * gives the same bits as nle_trained_transform with the engine it
+ * resolves, and leaves the model's engine alone. */
+static void oos_fast_engines(void) {
+  nle_ctx *ctx = test_ctx(6);
+  nle_dataset *ds;
+  nle_test_ok(nle_dataset_read(ctx, "spiral:700", NULL, &ds));
+  size_t ntr = 600, D = ds->X->cols;
+  nle_matf train = {ntr, D, ds->X->data}, held = {700 - ntr, D, ds->X->data + ntr * D};
+  nle_model_kind kinds[] = {NLE_MODEL_TSNE, NLE_MODEL_EE};
+  for (int kk = 0; kk < 2; kk++) {
+    /* F(y) needs no optimal X: the t-SNE map, which keeps expanding, is
+     * scaled to 40 kernel lengths so that the FFT grid holds it. */
+    nle_matd *X = NULL;
+    double lambda = kinds[kk] == NLE_MODEL_EE ? 1e-3 : 1.0, scale = kinds[kk] == NLE_MODEL_TSNE ? 40.0 : 0.0;
+    nle_trained *t = train_for_oos(ctx, &train, kinds[kk], 30, 10, lambda, 200, scale, "spiral:700", &X);
+    nle_test(t->engine == NLE_REPULSION_EXACT); /* below 5,000 training points */
+    nle_matd *Fe = NULL, *Ff = NULL;
+    nle_test_ok(nle_trained_transform(ctx, t, &held, 300, &Fe));
+    nle_test_ok(nle_trained_set_engine(ctx, t, kinds[kk] == NLE_MODEL_TSNE ? NLE_REPULSION_FFT : NLE_REPULSION_FGT));
+    nle_test(nle_trained_set_engine(ctx, t, NLE_REPULSION_BH) == NLE_ERR_ARG);
+    if (kinds[kk] == NLE_MODEL_TSNE) nle_test(nle_trained_set_engine(ctx, t, NLE_REPULSION_FGT) == NLE_ERR_ARG);
+    nle_test_ok(nle_trained_transform(ctx, t, &held, 300, &Ff));
+    /* the front door: the same maps, NLE_AUTO resolved and reported, the
+     * model left as it was */
+    nle_repulsion fast = kinds[kk] == NLE_MODEL_TSNE ? NLE_REPULSION_FFT : NLE_REPULSION_FGT;
+    nle_test_ok(nle_trained_set_engine(ctx, t, NLE_REPULSION_EXACT));
+    nle_transform_opts to;
+    nle_transform_opts_init(&to);
+    nle_test(to.max_iters == NLE_AUTO && to.engine == NLE_REPULSION_AUTO);
+    nle_transform_result *auto_run = NULL, *fast_run = NULL, *bad = NULL;
+    to.max_iters = 300;
+    nle_test_ok(nle_transform(ctx, t, &held, &to, &auto_run));
+    to.engine = fast;
+    nle_test_ok(nle_transform(ctx, t, &held, &to, &fast_run));
+    nle_test(t->engine == NLE_REPULSION_EXACT);
+    nle_test(auto_run && auto_run->resolved.engine == NLE_REPULSION_EXACT && auto_run->resolved.max_iters == 300 &&
+             auto_run->m == held.rows && Fe && !memcmp(auto_run->X->data, Fe->data, held.rows * 2 * sizeof(double)));
+    nle_test(fast_run && fast_run->resolved.engine == fast && Ff &&
+             !memcmp(fast_run->X->data, Ff->data, held.rows * 2 * sizeof(double)));
+    to.engine = NLE_REPULSION_BH;
+    nle_test(nle_transform(ctx, t, &held, &to, &bad) == NLE_ERR_ARG && bad == NULL);
+    to.engine = NLE_REPULSION_AUTO;
+    to.max_iters = -3;
+    nle_test(nle_transform(ctx, t, &held, &to, &bad) == NLE_ERR_ARG && bad == NULL &&
+             strstr(nle_ctx_error(ctx), "max_iters"));
+    nle_transform_result_free(&auto_run);
+    nle_transform_result_free(&fast_run);
+    double rms = 0.0, worst = 0.0, cx = 0.0, cy = 0.0;
+    for (size_t i = 0; i < ntr; i++) cx += X->data[2 * i] / (double)ntr, cy += X->data[2 * i + 1] / (double)ntr;
+    for (size_t i = 0; i < ntr; i++) rms += (pow(X->data[2 * i] - cx, 2) + pow(X->data[2 * i + 1] - cy, 2)) / (double)ntr;
+    rms = sqrt(rms);
+    for (size_t i = 0; Fe && Ff && i < held.rows; i++)
+      worst = fmax(worst, hypot(Ff->data[2 * i] - Fe->data[2 * i], Ff->data[2 * i + 1] - Fe->data[2 * i + 1]));
+    double bound = kinds[kk] == NLE_MODEL_TSNE ? 5e-3 : 2e-5; /* FFT, FGT: measured 1.4e-3 to 3.1e-3, 1e-6 to 4e-6 */
+    if (!nle_test(Fe && Ff && worst <= bound * rms) || getenv("NLE_TEST_VERBOSE"))
+      printf("  model %d: fast-engine F(y) up to %.3g from the exact one (map radius %.3g)\n", kk, worst, rms);
+    nle_matd_free(&Fe);
+    nle_matd_free(&Ff);
+    nle_matd_free(&X);
+    nle_trained_free(&t);
+  }
+  nle_dataset_free(&ds);
+  nle_ctx_free(&ctx);
+}
+
+const nle_test_case oos_tests[] = {
+    {"oos/out_of_sample", out_of_sample},
+    {"oos/objective_gradients", oos_objective_gradients},
+    {"oos/trained_maps", oos_trained_maps},
+    {"oos/fast_engines", oos_fast_engines},
+    {NULL, NULL}};
