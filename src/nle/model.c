@@ -101,8 +101,9 @@ nle_status nle_model_new(nle_ctx *ctx, const nle_model_spec *spec, nle_model **m
   m->spec = *spec;
   m->engine = nle__engine_find(spec->engine);
   if (m->engine->attach && m->engine->attach(ctx, m)) {
+    const char *title = m->engine->title;
     nle_model_free(&m);
-    return nle__fail(ctx, NLE_ERR_NOMEM, "model: out of memory for the %s engine", m->engine->title);
+    return nle__fail(ctx, NLE_ERR_NOMEM, "model: out of memory for the %s engine", title);
   }
   m->exaggeration = 1.0;
   m->accuracy = 1.0;
