@@ -109,7 +109,7 @@ int cmd_affinity(int argc, char **argv) {
       if (!cli_parse_double(optarg, &eo.tol) || eo.tol <= 0) env.rc = cli_usage_error("affinity", "--tol takes a positive number");
       break;
     case OPT_COND: conditional = 1; break;
-    case OPT_NO_RESCALE: eo.rescale = 0; break;
+    case OPT_NO_RESCALE: eo.rescale = false; break;
     case OPT_NORM: normalize = 1; break;
     case OPT_BETAS: betas = optarg; break;
     case OPT_SIGMA:

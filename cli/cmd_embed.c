@@ -147,7 +147,7 @@ typedef enum {
   V_INT,   /* an integer in [lo, hi] */
   V_REAL,  /* a finite number in [lo, hi] (open at lo when lo_open) */
   V_TEXT,  /* a string kept as given */
-  V_FLAG,  /* no argument: stores `lo` as an int */
+  V_FLAG,  /* no argument: stores `lo` != 0 as a bool */
   V_NAME   /* one of `names` */
 } value_kind;
 
@@ -261,7 +261,7 @@ static int parse_option(const char *command, int model_bit, const embed_option *
   double x;
   switch (e->kind) {
   case V_TEXT: *(const char **)field = arg; return 0;
-  case V_FLAG: *(int *)field = (int)e->lo; return 0;
+  case V_FLAG: *(bool *)field = e->lo != 0; return 0;
   case V_NAME:
     for (const cli_name *nm = e->names; nm->name; nm++)
       if (!strcmp(arg, nm->name)) {

@@ -73,7 +73,7 @@ int cmd_metrics(int argc, char **argv) {
       else env.rc = cli_usage_error("metrics", "--cv-k takes 1-10000");
       break;
     case OPT_SAVE_SUB: save_sub = optarg; break;
-    case OPT_WITHIN: o.within_subsample = 1; break;
+    case OPT_WITHIN: o.within_subsample = true; break;
     default: env.rc = 2; break;
     }
   }

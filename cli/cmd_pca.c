@@ -55,8 +55,8 @@ int cmd_pca(int argc, char **argv) {
       else if (!strcmp(optarg, "randomized")) o.solver = NLE_PCA_RANDOMIZED;
       else env.rc = cli_usage_error("pca", "--solver takes auto, exact or randomized");
       break;
-    case OPT_WHITEN: o.whiten = 1; break;
-    case OPT_NO_CENTER: o.center = 0; break;
+    case OPT_WHITEN: o.whiten = true; break;
+    case OPT_NO_CENTER: o.center = false; break;
     case OPT_POWER:
       if (cli_parse_int(optarg, 0, 100, &v)) o.power_iters = (int)v;
       else env.rc = cli_usage_error("pca", "--power-iters takes 0-100");

@@ -195,8 +195,8 @@ static int common_option(cli_env *env, int opt, const char *arg) {
     else return cli_usage_error(env->command, "--header takes auto, yes or no"), -1;
     return 1;
   case OPT_LABEL_COLUMN:
-    if (!strcmp(arg, "last")) env->read.label_column = -2;
-    else if (!strcmp(arg, "none")) env->read.label_column = -1;
+    if (!strcmp(arg, "last")) env->read.label_column = NLE_LABEL_LAST;
+    else if (!strcmp(arg, "none")) env->read.label_column = NLE_LABEL_NONE;
     else if (!strcmp(arg, "auto")) env->read.label_column = NLE_LABEL_AUTO;
     else if (cli_parse_int(arg, 1, 1 << 20, &v)) env->read.label_column = (int)v - 1;
     else return cli_usage_error(env->command, "--label-column takes a 1-based column, last, none or auto"), -1;

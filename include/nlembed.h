@@ -28,6 +28,7 @@
 #ifndef NLEMBED_H
 #define NLEMBED_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -216,8 +217,8 @@ typedef enum {
 typedef struct {
   char delimiter;         /* 0 (default): detect among ',', '\t', ';', ' ' */
   nle_header_mode header; /* default NLE_HEADER_AUTO */
-  /* Column holding labels in a text file, 0-based; -1 none; -2 the last
-   * column; NLE_LABEL_AUTO (default): the column a header names label,
+  /* Column holding labels in a text file, 0-based; NLE_LABEL_NONE;
+   * NLE_LABEL_LAST; NLE_LABEL_AUTO (default): the column a header names label,
    * labels, class, target, or y when there is no x (any case; a note says
    * so), else none.
    * Labels may be integers or strings (strings are numbered in sorted order
@@ -226,6 +227,8 @@ typedef struct {
 } nle_read_opts;
 
 #define NLE_LABEL_AUTO NLE_AUTO
+#define NLE_LABEL_NONE (-1) /* no label column */
+#define NLE_LABEL_LAST (-2) /* the last column */
 
 NLE_API void nle_read_opts_init(nle_read_opts *o);
 
@@ -436,7 +439,7 @@ typedef struct {
   double tol;           /* |H_n - log K| at convergence (default 1e-10) */
   int maxit;            /* derivative steps before a forced bisection (20) */
   int max_evals;        /* evaluations per point before giving up (default 200) */
-  int rescale;          /* 1 (default): start from the parent's log beta plus
+  bool rescale;         /* true (default): start from the parent's log beta plus
                            log(s_parent / s_child), s the sum of the first 2K
                            distances minus the nearest (exact when one distance
                            profile is a scaled copy of the other, as beta
@@ -721,7 +724,7 @@ typedef struct {
                             default: learning_rate) */
   double momentum;       /* after the exaggeration phase (default 0.8;
                             0.5 during it) */
-  int gains;             /* 1 (default): per-coordinate gains, +0.2 when the
+  bool gains;            /* true (default): per-coordinate gains, +0.2 when the
                             gradient changes sign, x0.8 otherwise, >= 0.01 */
   double exaggeration;   /* attractive term x this for the first
                             exaggeration_iters (default 1 = none; t-SNE: 12) */
@@ -1030,7 +1033,7 @@ typedef struct {
   int lambda_bounds;        /* EE, t-EE: compute lambda*'s bounds (NLE_AUTO:
                                up to 20,000 points, or when a line-search
                                homotopy starts from them; 0 no, 1 yes) */
-  int keep_model;           /* 1: result->trained for nle_trained_save (needs
+  bool keep_model;          /* true: result->trained for nle_trained_save (needs
                                Y and a kNN graph: not with affinities) */
 } nle_embed_opts;
 
@@ -1188,8 +1191,8 @@ typedef enum {
 
 typedef struct {
   int n_components;      /* d, 1 <= d <= min(N, D) (default 2) */
-  int center;            /* 1 (default): subtract the mean */
-  int whiten;            /* 0 (default); 1: unit variance per component */
+  bool center;           /* true (default): subtract the mean */
+  bool whiten;           /* false (default); true: unit variance per component */
   nle_pca_solver solver; /* default NLE_PCA_AUTO */
   int oversample;        /* randomized: extra directions (default 10) */
   int power_iters;       /* randomized: subspace iterations (default 6) */
@@ -1228,7 +1231,7 @@ typedef struct {
                          subset, seeded by the context); each one's neighbours
                          and ranks are among all N points, so the scores
                          estimate the N-point ones (cost O(M N D)) */
-  int within_subsample; /* 1: neighbours and ranks among the subsample only,
+  bool within_subsample; /* true: neighbours and ranks among the subsample only,
                            as sklearn's trustworthiness(Y[s], X[s]) (cost
                            O(M^2 D); scores differ from the N-point ones) */
   int cv_folds;       /* folds of the kNN classifier (default 5, >= 2) */

@@ -38,7 +38,7 @@ static void text_labels(void) {
   nle_ctx *ctx = test_ctx(1);
   nle_read_opts o;
   nle_read_opts_init(&o);
-  o.label_column = -2;
+  o.label_column = NLE_LABEL_LAST;
   nle_dataset *ds;
   nle_test_ok(read_text(ctx, "x,y,kind\n1,2,dog\n3,4,cat\n5,6,dog\n", &o, &ds));
   nle_test(ds->X->cols == 2 && ds->n_classes == 2);
@@ -97,7 +97,7 @@ static void text_bom_header_labels(void) {
   nle_read_opts o;
   nle_read_opts_init(&o);
   nle_test(o.label_column == NLE_LABEL_AUTO);
-  o.label_column = -1;
+  o.label_column = NLE_LABEL_NONE;
   nle_test_ok(read_text(ctx, "px1,px2,target\n1,2,7\n3,4,9\n", &o, &ds));
   nle_test(ds && ds->X->cols == 3 && !ds->labels);
   nle_dataset_free(&ds);

@@ -20,7 +20,7 @@ void nle_ea_opts_init(nle_ea_opts *o) {
   o->tol = 1e-10;
   o->maxit = 20;
   o->max_evals = 200;
-  o->rescale = 1;
+  o->rescale = true;
 }
 
 void nle_ea_result_free(nle_ea_result **r) {

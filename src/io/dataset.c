@@ -217,7 +217,7 @@ nle_status nle_labels_read(nle_ctx *ctx, const char *source, const nle_read_opts
     /* A data file with a label column (named with --label-column, or by its
      * header): its labels. An explicit column's errors are the answer; an
      * automatic attempt that finds none falls back to the one-column file. */
-    if (!s && opts && opts->label_column != -1) {
+    if (!s && opts && opts->label_column != NLE_LABEL_NONE) {
       nle_read_opts wide = *opts;
       nle_status ws = nle__parse_buffer(ctx, source, buf, len, &wide, 0, &ds);
       if (!ws && ds->labels) {
@@ -245,7 +245,7 @@ nle_status nle_labels_read(nle_ctx *ctx, const char *source, const nle_read_opts
      * numeric column. Anything wider is not a label file (unless its label
      * column was found above). */
     size_t width = s ? 0 : ds->X->cols + (ds->labels ? 1 : 0);
-    if (!s && width != 1 && !(opts && opts->label_column != -1 && ds->labels))
+    if (!s && width != 1 && !(opts && opts->label_column != NLE_LABEL_NONE && ds->labels))
       s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: labels must be a single column, found %zu columns",
                     source, width);
     if (!s && !ds->labels)

@@ -201,7 +201,7 @@ static nle_status parse_text(nle_ctx *ctx, const char *name, const char *buf, si
   field counted[1];
   int ncols = split_fields(&first, delim, counted, 0);
   int auto_label = opts->label_column == NLE_LABEL_AUTO;
-  int label_col = auto_label ? -1 : opts->label_column == -2 ? ncols - 1 : opts->label_column;
+  int label_col = auto_label ? -1 : opts->label_column == NLE_LABEL_LAST ? ncols - 1 : opts->label_column;
   if (label_col >= ncols)
     return nle__fail(ctx, NLE_ERR_ARG, "%s: line %lld: label column %d but the row has %d fields",
                      name, (long long)first.number, label_col + 1, ncols);

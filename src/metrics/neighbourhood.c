@@ -190,7 +190,7 @@ nle_status nle_trustworthiness(nle_ctx *ctx, const nle_matd *Y, const nle_matd *
 void nle_metrics_opts_init(nle_metrics_opts *o) {
   o->k = 10;
   o->subsample = 10000;
-  o->within_subsample = 0;
+  o->within_subsample = false;
   o->cv_folds = 5;
   o->cv_k = 10;
 }

@@ -103,7 +103,7 @@ void nle_embed_opts_init(nle_embed_opts *o) {
   o->init_scale = 1e-4;
   o->checkpoint_every = 50;
   o->lambda_bounds = NLE_AUTO;
-  o->keep_model = 0;
+  o->keep_model = false;
 }
 
 void nle_embed_result_free(nle_embed_result **r) {

@@ -28,7 +28,7 @@ void nle_opt_opts_init(nle_opt_opts *o) {
   o->learning_rate = 0.0;
   o->learning_rate_final = 0.0;
   o->momentum = 0.8;
-  o->gains = 1;
+  o->gains = true;
   o->exaggeration = 1.0;
   o->exaggeration_iters = 250;
   o->sdm_tol = 0.1;

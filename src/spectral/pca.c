@@ -30,8 +30,8 @@ static size_t split_count(size_t n, size_t partial_doubles) {
 
 void nle_pca_opts_init(nle_pca_opts *o) {
   o->n_components = 2;
-  o->center = 1;
-  o->whiten = 0;
+  o->center = true;
+  o->whiten = false;
   o->solver = NLE_PCA_AUTO;
   o->oversample = 10;
   o->power_iters = 6;
