@@ -760,7 +760,7 @@ typedef struct {
   double E0, E;        /* initial and final objective */
   double grad_max;     /* final max |g| */
   double seconds;
-  int converged;       /* a tolerance was met (not the iteration or time cap) */
+  bool converged;      /* a tolerance was met (not the iteration or time cap) */
 } nle_opt_report;
 
 typedef struct nle_opt nle_opt;

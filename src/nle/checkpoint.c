@@ -164,7 +164,7 @@ nle_status nle_opt_load_checkpoint(nle_ctx *ctx, nle_opt *o, nle_matd *X, const 
     r->rep.iterations = (int)ints[CK_ITERS];
     r->rep.evaluations = (int)ints[CK_EVALS];
     r->stalled = (int)ints[CK_STALLED];
-    r->rep.converged = (int)ints[CK_CONVERGED];
+    r->rep.converged = ints[CK_CONVERGED] != 0;
     r->path_step = (int)ints[CK_PATH_STEP];
     r->path_all_converged = (int)ints[CK_PATH_ALL];
     r->path_total.iterations = (int)ints[CK_PATH_ITERS];

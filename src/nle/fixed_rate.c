@@ -39,7 +39,7 @@ nle_status nle__opt_run_fixed_rate(nle_ctx *ctx, nle_opt *o, nle_model *model, n
     if (it == 0) rep->E0 = E;
     if (nle__opt_max_abs(G) <= o->o.grad_tol) {
       rep->evaluations++;
-      rep->converged = 1;
+      rep->converged = true;
       break;
     }
     double mom = exaggerating ? 0.5 : o->o.momentum, x_old = 0.0, moved = 0.0;
@@ -61,7 +61,7 @@ nle_status nle__opt_run_fixed_rate(nle_ctx *ctx, nle_opt *o, nle_model *model, n
     if (o->o.trace) o->o.trace(o->o.trace_user, rep->iterations, rep->seconds, E, rep->evaluations, lr);
     if (o->ckpt_every && rep->iterations % o->ckpt_every == 0) s = nle__opt_checkpoint(ctx, o, X);
     if (!s && x_settled) {
-      rep->converged = 1;
+      rep->converged = true;
       break;
     }
     if (!s && o->o.time_budget > 0 && rep->seconds >= o->o.time_budget) break;

@@ -281,7 +281,7 @@ static nle_status opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report 
   }
   while (!s && rep->iterations < o->o.max_iters) {
     if (nle__opt_max_abs(G) <= o->o.grad_tol) {
-      rep->converged = 1;
+      rep->converged = true;
       break;
     }
     if (o->o.time_budget > 0 && rep->seconds >= o->o.time_budget) break;
@@ -318,7 +318,7 @@ static nle_status opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report 
       else if (r->prev_slope < 0) step = fmin(step * r->prev_slope / slope, 1e3 * step);
     }
     if (!(slope < 0.0)) { /* cannot happen for pd B, but rounding near a minimum */
-      rep->converged = 1;
+      rep->converged = true;
       break;
     }
     /* Backtracking from the last accepted step (Armijo sufficient decrease). */
@@ -331,7 +331,7 @@ static nle_status opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report 
     if (s) break;
     rep->evaluations += evaluations;
     if (!accepted) { /* no decrease at any step: a stationary point to rounding */
-      rep->converged = 1;
+      rep->converged = true;
       break;
     }
     /* The iteration is complete: commit it to X and the run state at once,
@@ -352,7 +352,7 @@ static nle_status opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report 
      * the tolerance must hold for STALL_ITERS iterations in a row. */
     r->stalled = decrease <= o->o.tol * fabs(E) ? r->stalled + 1 : 0;
     if (r->stalled >= STALL_ITERS || x_settled) {
-      rep->converged = 1;
+      rep->converged = true;
       break;
     }
     if (o->ckpt_every && rep->iterations % o->ckpt_every == 0) s = nle__opt_checkpoint(ctx, o, X);
