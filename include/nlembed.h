@@ -523,25 +523,75 @@ NLE_API nle_status nle_repulsive_dense(nle_ctx *ctx, const nle_matf *Y, nle_wneg
 NLE_API nle_status nle_repulsive_knn(nle_ctx *ctx, const nle_csr *knn, nle_csr **W);
 
 /* ========================================================================== */
-/* Nonlinear embeddings: models                                               */
+/* Spectral: graph Laplacians                                                 */
 /* ========================================================================== */
 
-/* The models of dissertation sec. 3.2, written with a kernel K(d^2) of the
- * embedding distances: Gaussian exp(-d^2) or Student-t 1 / (1 + d^2).
- *   EE, t-EE (unnormalised): E = sum_nm w+_nm (-log K_nm) + lambda sum_nm w-_nm K_nm
- *   s-SNE, t-SNE:            E = sum_nm p_nm (-log K_nm) + lambda log sum_nm K_nm
- *   SNE (per point):         E = sum_n [sum_m p_m|n d_nm^2 + lambda log sum_m exp(-d_nm^2)]
- * Sums run over ordered pairs n != m; lambda = 1 gives the usual s-SNE, t-SNE
- * and SNE. The gradient is 4 sum_m [w+ (-K'/K) + lambda w- K'] (x_n - x_m)
- * (K' = dK/d(d^2); with K'/Z for the normalised models), i.e. 4 X L with
- * graph Laplacians (dissertation eqs. 3.3, 3.4). */
+/* The nev smallest eigenvalues (ascending) of the Laplacian of the symmetric
+ * W (D - W, or I - D^-1/2 W D^-1/2 when normalised), and when vecs is not
+ * NULL their eigenvectors as the columns of an N x nev matrix: ARPACK's
+ * Lanczos on (L + eps I)^-1 through a CHOLMOD factor. The zero eigenvalue
+ * comes once per connected component. */
+NLE_API nle_status nle_laplacian_smallest(nle_ctx *ctx, const nle_csr *W, int normalised, int nev, double *vals,
+                                          nle_matd **vecs);
+/* The nev largest eigenvalues (ascending), by Lanczos on L. */
+NLE_API nle_status nle_laplacian_largest(nle_ctx *ctx, const nle_csr *W, int normalised, int nev, double *vals);
+/* Laplacian eigenmaps (Belkin and Niyogi; slides 002): the d eigenvectors
+ * after the constant one of L v = lambda D v, i.e. D^-1/2 times those of the
+ * normalised Laplacian, as an N x d embedding; also the number of connected
+ * components of W (more than 1 leaves the embedding degenerate). */
+NLE_API nle_status nle_laplacian_eigenmap(nle_ctx *ctx, const nle_csr *W, int d, nle_matd **X, int *components);
+
+/* ========================================================================== */
+/* Spectral: PCA                                                              */
+/* ========================================================================== */
+
 typedef enum {
-  NLE_MODEL_EE = 0,   /* elastic embedding (EE paper eq. 5) */
-  NLE_MODEL_SSNE = 1, /* symmetric SNE */
-  NLE_MODEL_TSNE = 2, /* t-SNE */
-  NLE_MODEL_SNE = 3,  /* SNE, conditional P (rows sum to 1) */
-  NLE_MODEL_TEE = 4   /* EE with the Student-t kernel (notes 001) */
-} nle_model_kind;
+  NLE_PCA_AUTO = 0,      /* exact unless randomized is much cheaper (large D) */
+  NLE_PCA_EXACT = 1,     /* eigendecomposition of the D x D covariance */
+  NLE_PCA_RANDOMIZED = 2 /* randomized range finder + small SVD (Halko et al.) */
+} nle_pca_solver;
+
+typedef struct {
+  int n_components;      /* d, 1 <= d <= min(N, D) (default 2) */
+  bool center;           /* true (default): subtract the mean */
+  bool whiten;           /* false (default); true: unit variance per component */
+  nle_pca_solver solver; /* default NLE_PCA_AUTO */
+  int oversample;        /* randomized: extra directions (default 10) */
+  int power_iters;       /* randomized: subspace iterations (default 6) */
+} nle_pca_opts;
+
+NLE_API void nle_pca_opts_init(nle_pca_opts *o);
+
+typedef struct {
+  int64_t n_samples;
+  int32_t dim, n_components;
+  double *mean;               /* dim (zeros when not centred) */
+  double *components;         /* n_components x dim, orthonormal rows */
+  double *explained_variance; /* n_components, eigenvalues of the covariance */
+  double total_variance;      /* trace of the covariance */
+  int whiten;
+  nle_pca_solver solver_used;
+} nle_pca_model;
+
+/* Fits PCA to Y (the covariance uses N - 1). Component signs are fixed so the
+ * largest-magnitude loading is positive. */
+NLE_API nle_status nle_pca_fit(nle_ctx *ctx, const nle_matf *Y, const nle_pca_opts *opts,
+                               nle_pca_model **model);
+/* Projects points: X = (Y - mean) V^T, divided by sqrt(variance) if whitened. */
+NLE_API nle_status nle_pca_transform(nle_ctx *ctx, const nle_pca_model *model,
+                                     const nle_matf *Y, nle_matd **X);
+NLE_API void nle_pca_model_free(nle_pca_model **model);
+
+/* ========================================================================== */
+/* N-body: kernel sums                                                        */
+/* ========================================================================== */
+
+/* Kernels of the squared distance t = |x_n - x_m|^2. */
+typedef enum {
+  NLE_KERNEL_GAUSSIAN = 0, /* exp(-t): EE, s-SNE, SNE */
+  NLE_KERNEL_STUDENT = 1,  /* 1 / (1 + t): t-SNE, t-EE */
+  NLE_KERNEL_STUDENT2 = 2  /* 1 / (1 + t)^2: their gradients */
+} nle_kernel;
 
 /* FFT-accelerated interpolation (the grid method of Linderman et al. for
  * t-SNE, here for every kernel): charges are spread to a regular grid by
@@ -578,6 +628,67 @@ typedef struct {
   int reach;    /* K, in box sides, 1..12 (4) */
 } nle_fgt_opts;
 NLE_API void nle_fgt_opts_init(nle_fgt_opts *o);
+
+/* For every point of X (N x d, d = 1, 2 or 3): S[n] = sum_{m != n}
+ * K(|x_n - x_m|^2) and, when Sx is not NULL, Sx[n, :] = sum_{m != n} K(...)
+ * x_m (dissertation eq. 5.8), exactly in O(N^2 d). */
+NLE_API nle_status nle_kernel_sums_exact(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, double *S, double *Sx);
+/* The same by Barnes-Hut (dissertation sec. 5.2.1): a 2^d-ary tree of cells
+ * (leaves of at most 8 points), and a cell of side l at distance D from x_n
+ * to its centre of mass counts as all its points there when l / D < theta
+ * (0: exact). O(N log N) for moderate theta; sums do not depend on the
+ * number of threads. Accuracy for the Student kernels, measured on uniform
+ * and clustered sets in 1-3 dimensions (tests/test_nbody.c): aggregate
+ * relative error |S - S_exact| / |S_exact| <= 0.1 theta^2, worst point
+ * <= 0.4 theta^2. */
+NLE_API nle_status nle_kernel_sums_bh(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, double theta, double *S,
+                                      double *Sx);
+
+/* Kernel sums by FFT interpolation (nle_fft_opts above). */
+NLE_API nle_status nle_kernel_sums_fft(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, const nle_fft_opts *opts,
+                                       double *S, double *Sx);
+
+/* Gaussian sums by the fast Gauss transform (nle_fgt_opts, above the
+ * models); the kernel is exp(-t). Sums do not depend on the thread count. */
+NLE_API nle_status nle_kernel_sums_fgt(nle_ctx *ctx, const nle_matd *X, const nle_fgt_opts *opts, double *S,
+                                       double *Sx);
+/* The a-priori error bound of the fast Gauss transform in d dimensions per
+ * unit of total charge: dissertation eq. 5.7 (the largest of eqs. 5.5-5.7)
+ * plus exp(-(reach sqrt(2) ratio)^2) for the boxes left out. Loose: the
+ * measured errors (nle_kernel_sums_error) are orders of magnitude lower. */
+NLE_API double nle_fgt_error_bound(size_t d, const nle_fgt_opts *opts);
+
+/* Measured error of approximate sums S (and Sx, may be NULL) against the
+ * exact ones at `sample` points drawn with `seed`: O(sample N d). */
+typedef struct {
+  double sums;    /* sum |S_n - S*_n| / sum S*_n over the sample */
+  double worst;   /* max |S_n - S*_n| / S*_n */
+  double moments; /* |Sx - Sx*| / |Sx*| (Frobenius) over the sample; 0 without Sx */
+  size_t sample;
+} nle_sums_error;
+NLE_API nle_status nle_kernel_sums_error(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, const double *S,
+                                         const double *Sx, size_t sample, uint64_t seed, nle_sums_error *err);
+
+/* ========================================================================== */
+/* Nonlinear embeddings: models                                               */
+/* ========================================================================== */
+
+/* The models of dissertation sec. 3.2, written with a kernel K(d^2) of the
+ * embedding distances: Gaussian exp(-d^2) or Student-t 1 / (1 + d^2).
+ *   EE, t-EE (unnormalised): E = sum_nm w+_nm (-log K_nm) + lambda sum_nm w-_nm K_nm
+ *   s-SNE, t-SNE:            E = sum_nm p_nm (-log K_nm) + lambda log sum_nm K_nm
+ *   SNE (per point):         E = sum_n [sum_m p_m|n d_nm^2 + lambda log sum_m exp(-d_nm^2)]
+ * Sums run over ordered pairs n != m; lambda = 1 gives the usual s-SNE, t-SNE
+ * and SNE. The gradient is 4 sum_m [w+ (-K'/K) + lambda w- K'] (x_n - x_m)
+ * (K' = dK/d(d^2); with K'/Z for the normalised models), i.e. 4 X L with
+ * graph Laplacians (dissertation eqs. 3.3, 3.4). */
+typedef enum {
+  NLE_MODEL_EE = 0,   /* elastic embedding (EE paper eq. 5) */
+  NLE_MODEL_SSNE = 1, /* symmetric SNE */
+  NLE_MODEL_TSNE = 2, /* t-SNE */
+  NLE_MODEL_SNE = 3,  /* SNE, conditional P (rows sum to 1) */
+  NLE_MODEL_TEE = 4   /* EE with the Student-t kernel (notes 001) */
+} nle_model_kind;
 
 /* Repulsion engines (dissertation ch. 5). The fast ones serve the models
  * whose repulsion is a plain kernel sum: t-SNE, s-SNE, and EE and t-EE with
@@ -1108,117 +1219,6 @@ NLE_API int nle_model_parse(const char *name);
  * back (-1 if unknown). */
 NLE_API const char *nle_repulsion_name(nle_repulsion engine);
 NLE_API int nle_repulsion_parse(const char *name);
-
-/* ========================================================================== */
-/* N-body: kernel sums                                                        */
-/* ========================================================================== */
-
-/* Kernels of the squared distance t = |x_n - x_m|^2. */
-typedef enum {
-  NLE_KERNEL_GAUSSIAN = 0, /* exp(-t): EE, s-SNE, SNE */
-  NLE_KERNEL_STUDENT = 1,  /* 1 / (1 + t): t-SNE, t-EE */
-  NLE_KERNEL_STUDENT2 = 2  /* 1 / (1 + t)^2: their gradients */
-} nle_kernel;
-
-/* For every point of X (N x d, d = 1, 2 or 3): S[n] = sum_{m != n}
- * K(|x_n - x_m|^2) and, when Sx is not NULL, Sx[n, :] = sum_{m != n} K(...)
- * x_m (dissertation eq. 5.8), exactly in O(N^2 d). */
-NLE_API nle_status nle_kernel_sums_exact(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, double *S, double *Sx);
-/* The same by Barnes-Hut (dissertation sec. 5.2.1): a 2^d-ary tree of cells
- * (leaves of at most 8 points), and a cell of side l at distance D from x_n
- * to its centre of mass counts as all its points there when l / D < theta
- * (0: exact). O(N log N) for moderate theta; sums do not depend on the
- * number of threads. Accuracy for the Student kernels, measured on uniform
- * and clustered sets in 1-3 dimensions (tests/test_nbody.c): aggregate
- * relative error |S - S_exact| / |S_exact| <= 0.1 theta^2, worst point
- * <= 0.4 theta^2. */
-NLE_API nle_status nle_kernel_sums_bh(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, double theta, double *S,
-                                      double *Sx);
-
-/* Kernel sums by FFT interpolation (nle_fft_opts, above the models). */
-NLE_API nle_status nle_kernel_sums_fft(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, const nle_fft_opts *opts,
-                                       double *S, double *Sx);
-
-/* Gaussian sums by the fast Gauss transform (nle_fgt_opts, above the
- * models); the kernel is exp(-t). Sums do not depend on the thread count. */
-NLE_API nle_status nle_kernel_sums_fgt(nle_ctx *ctx, const nle_matd *X, const nle_fgt_opts *opts, double *S,
-                                       double *Sx);
-/* The a-priori error bound of the fast Gauss transform in d dimensions per
- * unit of total charge: dissertation eq. 5.7 (the largest of eqs. 5.5-5.7)
- * plus exp(-(reach sqrt(2) ratio)^2) for the boxes left out. Loose: the
- * measured errors (nle_kernel_sums_error) are orders of magnitude lower. */
-NLE_API double nle_fgt_error_bound(size_t d, const nle_fgt_opts *opts);
-
-/* Measured error of approximate sums S (and Sx, may be NULL) against the
- * exact ones at `sample` points drawn with `seed`: O(sample N d). */
-typedef struct {
-  double sums;    /* sum |S_n - S*_n| / sum S*_n over the sample */
-  double worst;   /* max |S_n - S*_n| / S*_n */
-  double moments; /* |Sx - Sx*| / |Sx*| (Frobenius) over the sample; 0 without Sx */
-  size_t sample;
-} nle_sums_error;
-NLE_API nle_status nle_kernel_sums_error(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, const double *S,
-                                         const double *Sx, size_t sample, uint64_t seed, nle_sums_error *err);
-
-/* ========================================================================== */
-/* Spectral: graph Laplacians                                                 */
-/* ========================================================================== */
-
-/* The nev smallest eigenvalues (ascending) of the Laplacian of the symmetric
- * W (D - W, or I - D^-1/2 W D^-1/2 when normalised), and when vecs is not
- * NULL their eigenvectors as the columns of an N x nev matrix: ARPACK's
- * Lanczos on (L + eps I)^-1 through a CHOLMOD factor. The zero eigenvalue
- * comes once per connected component. */
-NLE_API nle_status nle_laplacian_smallest(nle_ctx *ctx, const nle_csr *W, int normalised, int nev, double *vals,
-                                          nle_matd **vecs);
-/* The nev largest eigenvalues (ascending), by Lanczos on L. */
-NLE_API nle_status nle_laplacian_largest(nle_ctx *ctx, const nle_csr *W, int normalised, int nev, double *vals);
-/* Laplacian eigenmaps (Belkin and Niyogi; slides 002): the d eigenvectors
- * after the constant one of L v = lambda D v, i.e. D^-1/2 times those of the
- * normalised Laplacian, as an N x d embedding; also the number of connected
- * components of W (more than 1 leaves the embedding degenerate). */
-NLE_API nle_status nle_laplacian_eigenmap(nle_ctx *ctx, const nle_csr *W, int d, nle_matd **X, int *components);
-
-/* ========================================================================== */
-/* Spectral: PCA                                                              */
-/* ========================================================================== */
-
-typedef enum {
-  NLE_PCA_AUTO = 0,      /* exact unless randomized is much cheaper (large D) */
-  NLE_PCA_EXACT = 1,     /* eigendecomposition of the D x D covariance */
-  NLE_PCA_RANDOMIZED = 2 /* randomized range finder + small SVD (Halko et al.) */
-} nle_pca_solver;
-
-typedef struct {
-  int n_components;      /* d, 1 <= d <= min(N, D) (default 2) */
-  bool center;           /* true (default): subtract the mean */
-  bool whiten;           /* false (default); true: unit variance per component */
-  nle_pca_solver solver; /* default NLE_PCA_AUTO */
-  int oversample;        /* randomized: extra directions (default 10) */
-  int power_iters;       /* randomized: subspace iterations (default 6) */
-} nle_pca_opts;
-
-NLE_API void nle_pca_opts_init(nle_pca_opts *o);
-
-typedef struct {
-  int64_t n_samples;
-  int32_t dim, n_components;
-  double *mean;               /* dim (zeros when not centred) */
-  double *components;         /* n_components x dim, orthonormal rows */
-  double *explained_variance; /* n_components, eigenvalues of the covariance */
-  double total_variance;      /* trace of the covariance */
-  int whiten;
-  nle_pca_solver solver_used;
-} nle_pca_model;
-
-/* Fits PCA to Y (the covariance uses N - 1). Component signs are fixed so the
- * largest-magnitude loading is positive. */
-NLE_API nle_status nle_pca_fit(nle_ctx *ctx, const nle_matf *Y, const nle_pca_opts *opts,
-                               nle_pca_model **model);
-/* Projects points: X = (Y - mean) V^T, divided by sqrt(variance) if whitened. */
-NLE_API nle_status nle_pca_transform(nle_ctx *ctx, const nle_pca_model *model,
-                                     const nle_matf *Y, nle_matd **X);
-NLE_API void nle_pca_model_free(nle_pca_model **model);
 
 /* ========================================================================== */
 /* Quality metrics (definitions as in scikit-learn)                           */
