@@ -361,12 +361,13 @@ NLE_API nle_status nle_knn_rerank(nle_ctx *ctx, const nle_matf *Y, const nle_csr
 
 typedef struct {
   int k;              /* neighbours per point, 1 <= k < N (default 10) */
-  int n_trees;        /* random-projection trees; 0 (default): 4 + N^(1/4) / 2,
-                         at most 32 */
-  int leaf_size;      /* largest leaf; 0 (default): max(60, k) */
-  int max_candidates; /* NN-descent sample per point and iteration; 0
-                         (default): 30 */
-  int max_iters;      /* NN-descent iterations; 0 (default): max(5, log2 N) */
+  int n_trees;        /* random-projection trees, >= 1; NLE_AUTO (default):
+                         4 + N^(1/4) / 2, at most 32 */
+  int leaf_size;      /* largest leaf, >= 1; NLE_AUTO (default): max(60, k) */
+  int max_candidates; /* NN-descent sample per point and iteration, >= 1;
+                         NLE_AUTO (default): 30 */
+  int max_iters;      /* NN-descent iterations, >= 1; NLE_AUTO (default):
+                         max(5, log2 N) */
   double delta;       /* stop when fewer than delta N k entries change in an
                          iteration (default 0.001) */
 } nle_knn_approx_opts;
@@ -622,9 +623,10 @@ NLE_API void nle_fft_opts_init(nle_fft_opts *o);
 typedef struct {
   int order;    /* terms per dimension of each series, 1..12 (6) */
   double ratio; /* r, 0 < r < 1/sqrt 2 (0.5) */
-  int cutoff;   /* points in a box before it gets a series (0: order^d,
-                   order^3 / 2 in 3-D, at least 5); each box pair then
-                   takes the cheapest of the sums its boxes allow */
+  int cutoff;   /* points in a box before it gets a series, >= 0;
+                   NLE_AUTO (default): order^d, order^3 / 2 in 3-D, at
+                   least 5; each box pair then takes the cheapest of the
+                   sums its boxes allow */
   int reach;    /* K, in box sides, 1..12 (4) */
 } nle_fgt_opts;
 NLE_API void nle_fgt_opts_init(nle_fgt_opts *o);

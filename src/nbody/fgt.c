@@ -32,7 +32,7 @@ enum { MAX_DIM = NBODY_MAX_DIM, MAX_ORDER = 12, MAX_REACH = 12 };
 void nle_fgt_opts_init(nle_fgt_opts *o) {
   o->order = 6;
   o->ratio = 0.5;
-  o->cutoff = 0;
+  o->cutoff = NLE_AUTO;
   o->reach = 4;
 }
 
@@ -55,8 +55,8 @@ static nle_status resolve_opts(nle_ctx *ctx, const nle_fgt_opts *in, size_t d, n
     return nle__fail(ctx, NLE_ERR_ARG, "fast Gauss transform: ratio r = %g must be in (0, 1/sqrt 2)", o->ratio);
   if (o->reach < 1 || o->reach > MAX_REACH)
     return nle__fail(ctx, NLE_ERR_ARG, "fast Gauss transform: reach %d must be in 1..%d boxes", o->reach, MAX_REACH);
+  if (o->cutoff == NLE_AUTO) o->cutoff = default_cutoff(d, (size_t)o->order);
   if (o->cutoff < 0) return nle__fail(ctx, NLE_ERR_ARG, "fast Gauss transform: cut-off %d must be >= 0", o->cutoff);
-  if (o->cutoff == 0) o->cutoff = default_cutoff(d, (size_t)o->order);
   return NLE_OK;
 }
 

@@ -23,10 +23,10 @@
 
 void nle_knn_approx_opts_init(nle_knn_approx_opts *o) {
   o->k = 10;
-  o->n_trees = 0;
-  o->leaf_size = 0;
-  o->max_candidates = 0;
-  o->max_iters = 0;
+  o->n_trees = NLE_AUTO;
+  o->leaf_size = NLE_AUTO;
+  o->max_candidates = NLE_AUTO;
+  o->max_iters = NLE_AUTO;
   o->delta = 0.001;
 }
 
@@ -432,10 +432,10 @@ static void resolve_opts(const nle_knn_approx_opts *o, int64_t n, nle_knn_approx
    * need fewer trees and smaller samples than the usual 5 + N^(1/4) and 60
    * for recall above 0.999 at k = 90; at k = 10 a sample capped at k loses
    * recall (0.973 against 0.987 with 30 on the raw pixels). */
-  if (r->n_trees <= 0) r->n_trees = (int)fmin(32.0, 4.0 + round(0.5 * pow((double)n, 0.25)));
-  if (r->leaf_size <= 0) r->leaf_size = r->k > 60 ? r->k : 60;
-  if (r->max_candidates <= 0) r->max_candidates = 30;
-  if (r->max_iters <= 0) r->max_iters = (int)fmax(5.0, round(log2((double)n)));
+  if (r->n_trees == NLE_AUTO) r->n_trees = (int)fmin(32.0, 4.0 + round(0.5 * pow((double)n, 0.25)));
+  if (r->leaf_size == NLE_AUTO) r->leaf_size = r->k > 60 ? r->k : 60;
+  if (r->max_candidates == NLE_AUTO) r->max_candidates = 30;
+  if (r->max_iters == NLE_AUTO) r->max_iters = (int)fmax(5.0, round(log2((double)n)));
 }
 
 
@@ -481,6 +481,9 @@ nle_status nle_knn_approx(nle_ctx *ctx, const nle_matf *Y, const nle_knn_approx_
   if (n > INT32_MAX) return nle__fail(ctx, NLE_ERR_ARG, "kNN supports at most 2^31 - 1 points");
   if (!(opts->delta >= 0.0)) return nle__fail(ctx, NLE_ERR_ARG, "approximate kNN: delta must be >= 0");
   resolve_opts(opts, n, &o);
+  if (o.n_trees < 1 || o.leaf_size < 1 || o.max_candidates < 1 || o.max_iters < 1)
+    return nle__fail(ctx, NLE_ERR_ARG, "approximate kNN: trees %d, leaf size %d, candidates %d and iterations %d must "
+                     "be >= 1 (or NLE_AUTO)", opts->n_trees, opts->leaf_size, opts->max_candidates, opts->max_iters);
   if (o.max_candidates > 512) o.max_candidates = 512;
   int k = o.k, mc = o.max_candidates;
   double need = (double)n * (d * 4.0 + 4 + (double)k * 17 + 2.0 * mc * 12 + 8.0 * o.n_trees * 4) +
