@@ -243,6 +243,11 @@ static void approx_edge_cases(void) {
   nle_csr_free(&g);
   o.k = 6;
   nle_test(nle_knn_approx(ctx, &small, &o, &g) == NLE_ERR_ARG && g == NULL);
+  /* 0 is not "automatic" (NLE_AUTO is): a forest of no trees is refused */
+  o.k = 5;
+  o.n_trees = 0;
+  nle_test(nle_knn_approx(ctx, Y, &o, &g) == NLE_ERR_ARG && g == NULL);
+  nle_test(strstr(nle_ctx_error(ctx), "trees 0") != NULL);
   nle_matf_free(&Y);
   nle_ctx_free(&ctx);
 }
