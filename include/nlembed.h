@@ -828,13 +828,14 @@ typedef struct {
   double c1;          /* sufficient-decrease constant (default 1e-4) */
   double shrink;      /* step shrink factor (default 0.5) */
   int memory;         /* L-BFGS: pairs kept (default 10) */
-  /* Gradient descent as the t-SNE codes run it (used when learning_rate > 0,
-   * kind NLE_OPT_GD, no line search): X += momentum * U - rate * gains * g. */
-  double learning_rate;  /* 0 (default): line search instead; the CLI's
+  /* Gradient descent as the t-SNE codes run it (fixed_rate, kind
+   * NLE_OPT_GD, no line search): X += momentum * U - rate * gains * g. */
+  bool fixed_rate;       /* false (default): the line search */
+  double learning_rate;  /* fixed_rate: > 0 (default 200); nle_embed's
                             auto: max(N / (4 exaggeration), 50), then a
                             final rate of max(N / 2, 200), momentum 0.95 */
-  double learning_rate_final; /* after the exaggeration phase (0, the
-                            default: learning_rate) */
+  double learning_rate_final; /* after the exaggeration phase: > 0, or
+                            NLE_AUTO (default): learning_rate */
   double momentum;       /* after the exaggeration phase (default 0.8;
                             0.5 during it) */
   bool gains;            /* true (default): per-coordinate gains, +0.2 when the

@@ -227,6 +227,7 @@ static void momentum_phases(void) {
   nle_opt_opts oo;
   nle_opt_opts_init(&oo);
   oo.kind = NLE_OPT_GD;
+  oo.fixed_rate = true;
   oo.learning_rate = 50;
   oo.learning_rate_final = 70;
   oo.momentum = 0.8;
@@ -517,6 +518,7 @@ static void tsne_style_gd(void) {
   nle_opt_opts oo;
   nle_opt_opts_init(&oo);
   oo.kind = NLE_OPT_GD;
+  oo.fixed_rate = true;
   oo.learning_rate = 200;
   oo.exaggeration = 12;
   oo.exaggeration_iters = 100;
@@ -559,14 +561,17 @@ static void tsne_style_gd(void) {
   oo.kind = NLE_OPT_SD; /* a rate needs gradient descent */
   nle_test(nle_opt_new(ctx, m, P, &oo, &bad) == NLE_ERR_ARG && bad == NULL);
   oo.kind = NLE_OPT_GD;
-  oo.learning_rate = 0; /* a final rate needs a first one */
+  oo.learning_rate = 0; /* fixed rates are positive: 0 is no longer "line search" */
   oo.learning_rate_final = 100;
+  nle_test(nle_opt_new(ctx, m, P, &oo, &bad) == NLE_ERR_ARG && bad == NULL);
+  oo.learning_rate = 200;
+  oo.learning_rate_final = 0; /* nor "the first rate": that is NLE_AUTO */
   nle_test(nle_opt_new(ctx, m, P, &oo, &bad) == NLE_ERR_ARG && bad == NULL);
   /* The final rate takes over exactly when the exaggeration ends: runs that
    * stop there agree bit for bit whatever it is, and differ one step later. */
   oo.learning_rate = 200;
   oo.max_iters = 100;
-  double rates[] = {0, 200, 5000}; /* 0: the first rate throughout */
+  double rates[] = {NLE_AUTO, 200, 5000}; /* NLE_AUTO: the first rate throughout */
   nle_matd *after[3];
   for (int r = 0; r < 3; r++) {
     nle_opt_opts of = oo;
@@ -646,6 +651,7 @@ static void resume_equals_uninterrupted(void) {
     oo.max_iters = 30;
     oo.tol = 0;
     if (momentum) {
+      oo.fixed_rate = true;
       oo.learning_rate = 100;
       oo.exaggeration = 4;
       oo.exaggeration_iters = 10;

@@ -282,8 +282,9 @@ static nle_status resolve_early(nle_ctx *ctx, const nle_embed_input *in, size_t 
  * run without an exaggeration phase (the homotopy) keeps the first rate:
  * N / 2 threw outliers there. */
 static void resolve_rates(nle_embed_opts *o, size_t n, double w_total) {
-  if (o->step != NLE_STEP_FIXED_RATE) {
-    o->opt.learning_rate = 0.0; /* the optimiser's "line search" */
+  o->opt.fixed_rate = o->step == NLE_STEP_FIXED_RATE;
+  if (!o->opt.fixed_rate) {
+    o->opt.learning_rate = 0.0; /* not used by the line search (reported as 0) */
     o->opt.learning_rate_final = 0.0;
     return;
   }

@@ -43,7 +43,7 @@ nle_status nle__opt_run_fixed_rate(nle_ctx *ctx, nle_opt *o, nle_model *model, n
       break;
     }
     double mom = exaggerating ? 0.5 : o->o.momentum, x_old = 0.0, moved = 0.0;
-    double lr = exaggerating || !(o->o.learning_rate_final > 0) ? o->o.learning_rate : o->o.learning_rate_final;
+    double lr = exaggerating || o->o.learning_rate_final == NLE_AUTO ? o->o.learning_rate : o->o.learning_rate_final;
     for (size_t i = 0; i < nd; i++) {
       if (o->o.gains) {
         gain[i] = (G->data[i] > 0) != (u[i] > 0) ? gain[i] + 0.2 : gain[i] * 0.8;

@@ -25,8 +25,9 @@ void nle_opt_opts_init(nle_opt_opts *o) {
   o->c1 = 1e-4;
   o->shrink = 0.5;
   o->memory = 10;
-  o->learning_rate = 0.0;
-  o->learning_rate_final = 0.0;
+  o->fixed_rate = false;
+  o->learning_rate = 200.0;
+  o->learning_rate_final = NLE_AUTO;
   o->momentum = 0.8;
   o->gains = true;
   o->exaggeration = 1.0;
@@ -102,12 +103,13 @@ nle_status nle_opt_new(nle_ctx *ctx, nle_model *model, const nle_csr *Wp, const 
     nle_opt_opts_init(&defaults);
     opts = &defaults;
   }
-  if (opts->learning_rate < 0 || opts->learning_rate_final < 0 ||
-      (opts->learning_rate_final > 0 && !(opts->learning_rate > 0)) || !(opts->momentum >= 0 && opts->momentum < 1) ||
-      !(opts->exaggeration >= 1) || opts->exaggeration_iters < 0 || opts->energy_every < 0 ||
-      (opts->learning_rate > 0 && opts->kind != NLE_OPT_GD))
-    return nle__fail(ctx, NLE_ERR_ARG, "optimiser: a learning rate goes with gradient descent, a final one with a "
-                                       "first one; momentum in [0, 1), exaggeration >= 1, energy_every >= 0");
+  bool final_ok = opts->learning_rate_final == NLE_AUTO || (opts->learning_rate_final > 0 && isfinite(opts->learning_rate_final));
+  if ((opts->fixed_rate && (!(opts->learning_rate > 0 && isfinite(opts->learning_rate)) || !final_ok ||
+                            opts->kind != NLE_OPT_GD)) ||
+      !(opts->momentum >= 0 && opts->momentum < 1) || !(opts->exaggeration >= 1) || opts->exaggeration_iters < 0 ||
+      opts->energy_every < 0)
+    return nle__fail(ctx, NLE_ERR_ARG, "optimiser: fixed rates go with gradient descent and are positive (the final "
+                                       "one or NLE_AUTO); momentum in [0, 1), exaggeration >= 1, energy_every >= 0");
   const nle__optimizer *type = nle__optimizer_find(opts->kind);
   if (!type || opts->kappa < 0 || opts->memory < 1 || opts->max_iters < 0 || !(opts->tol >= 0) ||
       !(opts->x_tol >= 0) ||
@@ -261,7 +263,7 @@ static nle_status opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report 
   int resumed = o->run.active;
   nle_status s = run_begin(ctx, o, n * d);
   if (s) return s;
-  if (o->o.learning_rate > 0) return nle__opt_run_fixed_rate(ctx, o, o->model, X, out);
+  if (o->o.fixed_rate) return nle__opt_run_fixed_rate(ctx, o, o->model, X, out);
   nle_opt_state *r = &o->run;
   nle_opt_report *rep = &r->rep;
   double t0 = nle_time_seconds(), seconds0 = rep->seconds;
