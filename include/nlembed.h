@@ -960,12 +960,13 @@ typedef struct {
   double lambda;
   nle_wneg_kind wneg;   /* EE, t-EE */
   double perplexity;    /* entropic W+ */
-  double sigma;         /* > 0: Gaussian W+ of this width instead */
+  double sigma;         /* > 0: Gaussian W+ of this width; NLE_AUTO:
+                           entropic (perplexity-calibrated) */
   const char *source;   /* where Y came from (kept in the model file) */
 } nle_trained_spec;
 
 /* The defaults: t-SNE, lambda 1, uniform W-, perplexity 30, entropic W+
- * (sigma 0), source "". */
+ * (sigma NLE_AUTO), source "". */
 NLE_API void nle_trained_spec_init(nle_trained_spec *spec);
 
 typedef struct {

@@ -111,7 +111,7 @@ static nle_trained *trained_of(nle_ctx *ctx, const nle_matf *Y, const nle_matd *
   spec.lambda = kind == NLE_MODEL_EE || kind == NLE_MODEL_TEE ? 0.5 : 1.0;
   spec.wneg = wneg;
   spec.perplexity = eo.perplexity;
-  spec.sigma = sigma;
+  spec.sigma = sigma == 0 ? NLE_AUTO : sigma; /* 0 here: entropic */
   spec.source = "test data";
   if (nle_knn_exact(ctx, Y, &ko, &g) || (sigma == 0 && nle_entropic_affinities(ctx, g, &eo, &ea)) ||
       nle_trained_new(ctx, &spec, Y, X, g, ea ? ea->beta : NULL, &t))

@@ -700,7 +700,7 @@ nle_status nle_embed(nle_ctx *ctx, const nle_embed_input *in, const nle_embed_op
     ts.lambda = o->lambda;
     ts.wneg = o->wneg;
     ts.perplexity = o->perplexity;
-    ts.sigma = AUTO(o->sigma) ? 0.0 : o->sigma;
+    ts.sigma = o->sigma; /* NLE_AUTO: entropic */
     ts.source = in->source ? in->source : "";
     s = nle_trained_new(ctx, &ts, in->Y, r->X, graph, w.beta, &r->trained);
     if (!s && w.pca) { /* new points search as training did */

@@ -280,6 +280,7 @@ void nle_trained_spec_init(nle_trained_spec *spec) {
   spec->lambda = 1.0;
   spec->wneg = NLE_WNEG_UNIFORM;
   spec->perplexity = 30.0;
+  spec->sigma = NLE_AUTO;
   spec->source = "";
 }
 
@@ -289,16 +290,18 @@ nle_status nle_trained_new(nle_ctx *ctx, const nle_trained_spec *spec, const nle
   size_t n = Y->rows;
   if (X->rows != n || knn->rows != (int64_t)n || n < 2 || knn->nnz < (int64_t)n)
     return nle__fail(ctx, NLE_ERR_ARG, "trained model: Y, X and the kNN graph must have the same N >= 2 rows");
-  if ((unsigned)spec->kind > NLE_MODEL_TEE || !(spec->lambda > 0) || (spec->sigma <= 0 && !beta) ||
-      (spec->kind == NLE_MODEL_SNE && spec->sigma > 0))
-    return nle__fail(ctx, NLE_ERR_ARG, "trained model: a model kind, lambda > 0, and betas (entropic W+) or sigma");
+  bool gaussian = spec->sigma != NLE_AUTO;
+  if ((unsigned)spec->kind > NLE_MODEL_TEE || !(spec->lambda > 0) || (gaussian && !(spec->sigma > 0)) ||
+      (!gaussian && !beta) || (spec->kind == NLE_MODEL_SNE && gaussian))
+    return nle__fail(ctx, NLE_ERR_ARG, "trained model: a model kind, lambda > 0, and betas (entropic W+, sigma "
+                     "NLE_AUTO) or a sigma > 0");
   nle_trained *t = nle__calloc(ctx, 1, sizeof *t, "the trained model");
   if (!t) return NLE_ERR_NOMEM;
   t->kind = spec->kind;
   t->lambda = spec->lambda;
   t->wneg = spec->wneg;
   t->perplexity = spec->perplexity;
-  t->sigma = spec->sigma;
+  t->sigma = gaussian ? spec->sigma : 0.0; /* the model file's 0: entropic */
   t->k = (int)(knn->rowptr[1] - knn->rowptr[0]);
   t->D = Y->cols;
   snprintf(t->source, sizeof t->source, "%s", spec->source ? spec->source : "");
