@@ -4,7 +4,10 @@
  * Conventions (read these once; every function below follows them):
  *
  *   - Names: `nle_` is public, `nle__` is internal (not in this header), `NLE_`
- *     is a macro or enumerator. Names read module_object_verb.
+ *     is a macro or enumerator. Most names read module_object_verb
+ *     (`nle_dataset_read`, `nle_model_eval`, `nle_outputs_commit`); the
+ *     writers are `nle_write_*`, the kNN searches `nle_knn_<method>` and the
+ *     kernel sums `nle_kernel_sums_<engine>`.
  *   - Argument order: the context first, then inputs, then options, then the
  *     out-pointers that receive results.
  *   - Every fallible call returns an `nle_status`: 0 is success, a negative value
@@ -14,10 +17,15 @@
  *   - The library never prints, never exits and never aborts; progress and log
  *     lines go through callbacks held by the context.
  *   - Ownership: the caller owns its arrays, and the library keeps no pointer to
- *     them after a call returns. What the library creates comes back through an
- *     out-pointer and is released with the matching `nle_*_free(&p)`, which sets
- *     the pointer to NULL and accepts NULL.
- *   - Options are plain structs filled with their defaults by `nle_*_opts_init`;
+ *     them after a call returns, except where a constructor says so: a model
+ *     (nle_model_new) keeps its spec's matrices, which must outlive it, and the
+ *     context keeps its callbacks' user pointers. What the library creates
+ *     comes back through an out-pointer and is released with the matching
+ *     `nle_*_free(&p)`, which sets the pointer to NULL and accepts NULL.
+ *   - Options are plain structs filled with their defaults by `nle_*_opts_init`
+ *     (or `nle_*_spec_init`); a zero means "off" or "none" where its comment
+ *     says so, and an automatic choice is NLE_AUTO (a few zeros still stand
+ *     for "automatic", each documented at its field);
  *     each field documents its default and range. A field documented as
  *     taking NLE_AUTO leaves the choice to the library, which resolves it
  *     from the data and the other options and reports what it chose.
