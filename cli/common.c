@@ -356,10 +356,10 @@ static int knn_option(cli_env *env, cli_knn_choice *c, int opt, const char *arg)
   double x;
   switch (opt) {
   case OPT_KNN_METHOD:
-    if (!strcmp(arg, "auto")) c->method = NLE_KNN_AUTO;
-    else if (!strcmp(arg, "exact")) c->method = NLE_KNN_EXACT;
-    else if (!strcmp(arg, "approx")) c->method = NLE_KNN_APPROX;
-    else return cli_usage_error(env->command, "--method takes auto, exact or approx"), -1;
+    if (nle_knn_method_parse(arg) == -1)
+      return cli_usage_error(env->command, "--method takes %s, %s or %s", nle_knn_method_name(NLE_KNN_AUTO),
+                             nle_knn_method_name(NLE_KNN_EXACT), nle_knn_method_name(NLE_KNN_APPROX)), -1;
+    c->method = (nle_knn_method)nle_knn_method_parse(arg);
     return 1;
   case OPT_TREES:
   case OPT_LEAF:

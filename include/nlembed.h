@@ -403,6 +403,8 @@ typedef enum {
 NLE_API nle_status nle_knn_graph(nle_ctx *ctx, const nle_matf *Y, int k, nle_knn_method method,
                                  const nle_knn_approx_opts *approx, nle_csr **graph, nle_knn_method *used);
 NLE_API const char *nle_knn_method_name(nle_knn_method m);
+/* "auto", "exact", "approx" back to the method (-1 if unknown). */
+NLE_API int nle_knn_method_parse(const char *name);
 
 /* ========================================================================== */
 /* Affinities                                                                 */

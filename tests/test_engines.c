@@ -311,7 +311,25 @@ static void barnes_hut_engine(void) { fast_engines(NLE_REPULSION_BH); }
 static void fft_engine(void) { fast_engines(NLE_REPULSION_FFT); }
 static void fgt_engine(void) { fast_engines(NLE_REPULSION_FGT); }
 
+/* The names of the type tables round-trip: every optimiser, engine and kNN
+ * method parses back from its name; unknown names are -1. */
+static void names_round_trip(void) {
+  static const nle_opt_kind kinds[] = {NLE_OPT_AUTO, NLE_OPT_SD, NLE_OPT_FP, NLE_OPT_GD, NLE_OPT_LBFGS, NLE_OPT_CG, NLE_OPT_SDM};
+  for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) nle_test(nle_opt_parse(nle_opt_name(kinds[i])) == (int)kinds[i]);
+  nle_test(nle_opt_parse("sdm") == NLE_OPT_SDM && nle_opt_parse("newton") == -1);
+  static const nle_repulsion engines[] = {NLE_REPULSION_AUTO, NLE_REPULSION_EXACT, NLE_REPULSION_BH, NLE_REPULSION_FFT,
+                                          NLE_REPULSION_FGT};
+  for (size_t i = 0; i < sizeof engines / sizeof *engines; i++)
+    nle_test(nle_repulsion_parse(nle_repulsion_name(engines[i])) == (int)engines[i]);
+  nle_test(nle_repulsion_parse("fmm") == -1 && !strcmp(nle_repulsion_name((nle_repulsion)99), "unknown"));
+  static const nle_knn_method methods[] = {NLE_KNN_AUTO, NLE_KNN_EXACT, NLE_KNN_APPROX};
+  for (size_t i = 0; i < sizeof methods / sizeof *methods; i++)
+    nle_test(nle_knn_method_parse(nle_knn_method_name(methods[i])) == (int)methods[i]);
+  nle_test(nle_knn_method_parse("lsh") == -1);
+}
+
 const nle_test_case engines_tests[] = {
+    {"engines/names_round_trip", names_round_trip},
     {"engines/barnes_hut", barnes_hut_engine},
     {"engines/fft", fft_engine},
     {"engines/fgt", fgt_engine},

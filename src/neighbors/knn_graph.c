@@ -5,6 +5,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Whether exact search is expected to be faster: its cost grows as
  * N^2 (c + e D), the approximate one's as N (a + b D). The constants are
@@ -60,6 +61,13 @@ nle_status nle__knn_check_range(nle_ctx *ctx, const nle_matf *Y, const nle_matf 
 
 const char *nle_knn_method_name(nle_knn_method m) {
   return m == NLE_KNN_EXACT ? "exact" : m == NLE_KNN_APPROX ? "approx" : m == NLE_KNN_AUTO ? "auto" : "unknown";
+}
+
+int nle_knn_method_parse(const char *name) {
+  static const nle_knn_method methods[] = {NLE_KNN_AUTO, NLE_KNN_EXACT, NLE_KNN_APPROX};
+  for (size_t i = 0; name && i < sizeof methods / sizeof *methods; i++)
+    if (!strcmp(name, nle_knn_method_name(methods[i]))) return (int)methods[i];
+  return -1;
 }
 
 nle_status nle_knn_graph(nle_ctx *ctx, const nle_matf *Y, int k, nle_knn_method method,
