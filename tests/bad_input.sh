@@ -226,6 +226,8 @@ $N pca swissroll:2000 -d 3 -o "$T/sr3.npy" --quiet > /dev/null
 expect_fail metrics_swapped "the order is DATA EMBEDDING" "$T/msw.json" -- $N metrics "$T/sr.npy" "$T/sr3.npy" -o "$T/msw.json"
 
 # ---- commands and options
+expect_fail blobs_zero_dims "blobs:100:0: expected blobs:N[:D[:CLASSES]] with N in [1, 2^31), D in [1, 100000] and CLASSES in [1, 1000]" "$o" -- \
+  $N pca blobs:100:0 -o "$o"
 expect_fail unknown_command "unknown command" - -- $N frobnicate
 expect_fail unknown_option "unknown option or missing value: --frob" - -- $N pca --frob "$T/four.csv" -o "$o"
 

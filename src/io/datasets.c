@@ -101,9 +101,9 @@ static nle_status make_synthetic(nle_ctx *ctx, const char *source, const char *k
   if (*end == ':' && !strcmp(kind, "blobs")) classes = strtoll(end + 1, &end, 10);
   if (end == p || *end || n < 1 || n > (1LL << 31) - 1 || dim < 1 || dim > 100000 || classes < 1 ||
       classes > 1000)
-    return nle__fail(ctx, NLE_ERR_ARG,
-                     "%s: expected %s:N%s with N in [1, 2^31)", source, kind,
-                     !strcmp(kind, "blobs") ? "[:D[:CLASSES]]" : "");
+    return nle__fail(ctx, NLE_ERR_ARG, "%s: expected %s:N%s with N in [1, 2^31)%s", source, kind,
+                     !strcmp(kind, "blobs") ? "[:D[:CLASSES]]" : "",
+                     !strcmp(kind, "blobs") ? ", D in [1, 100000] and CLASSES in [1, 1000]" : "");
   size_t d = !strcmp(kind, "swissroll") ? 3 : !strcmp(kind, "spiral") ? 2 : (size_t)dim;
   nle_status s = nle__dataset_new(ctx, source, (size_t)n, d, out);
   if (s) return s;
