@@ -161,6 +161,10 @@ int64_t nle__csr_components(nle_ctx *ctx, const nle_csr *W);
 /* Refuses points (Y, and the queries Q when not NULL) whose single-precision
  * squared distances would overflow or underflow, naming the farthest point. */
 nle_status nle__knn_check_range(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q);
+/* Whether a largest centred squared norm keeps single-precision distances in
+ * range (the test nle__knn_check_range applies; searches that centre their
+ * data anyway call that only when this fails, for its message). */
+bool nle__knn_range_ok(double max_sq);
 /* nle_knn_rerank for queries: the k nearest of each query's candidates (an
  * M x N graph into Y's rows) by their squared distances between Q and Y. */
 nle_status nle__knn_rerank_queries(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, const nle_csr *candidates,

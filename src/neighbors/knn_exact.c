@@ -273,8 +273,12 @@ static nle_status knn_search(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q,
   double max_sq = (sqnorm && centred && qnorm && qcentred && (perm || !self))
                       ? centre_rows(Y, Y, perm, centred, sqnorm)
                       : -1.0;
-  if (!self && max_sq >= 0 && centre_rows(Q, Y, NULL, qcentred, qnorm) < 0) max_sq = -1.0;
+  double q_max = self ? max_sq : max_sq >= 0 ? centre_rows(Q, Y, NULL, qcentred, qnorm) : -1.0;
+  if (q_max < 0) max_sq = -1.0;
   if (max_sq < 0) s = nle__fail(ctx, NLE_ERR_NOMEM, "exact kNN: out of memory for the centred data");
+  /* the centring found the largest norms: the range check costs a pass over
+   * the data only when it fails (to name the point) */
+  else if (!nle__knn_range_ok(fmax(max_sq, q_max))) s = nle__knn_check_range(ctx, Y, self ? NULL : Q);
   /* Float dot products of length D err by at most ~D u |a||b| (u = 2^-24);
    * the norms, the centring and the final sum add a few u more. */
   double rel_error = 1.01 * ((double)d + 8.0) * 0x1.0p-24;
@@ -309,8 +313,7 @@ nle_status nle_knn_exact(nle_ctx *ctx, const nle_matf *Y, const nle_knn_opts *op
     return nle__fail(ctx, NLE_ERR_ARG, "k = %d must be at least 1 and below the number of points N = %zu",
                      opts->k, n);
   if (n > INT32_MAX) return nle__fail(ctx, NLE_ERR_ARG, "kNN supports at most 2^31 - 1 points");
-  nle_status s = nle__knn_check_range(ctx, Y, NULL);
-  return s ? s : knn_search(ctx, Y, Y, opts->k, graph);
+  return knn_search(ctx, Y, Y, opts->k, graph);
 }
 
 nle_status nle_knn_query(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, int k, nle_csr **graph) {
@@ -322,8 +325,7 @@ nle_status nle_knn_query(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, int
                      Y->rows);
   if (Y->rows > INT32_MAX) return nle__fail(ctx, NLE_ERR_ARG, "kNN supports at most 2^31 - 1 points");
   if (Q->rows == 0) return nle_csr_alloc(ctx, 0, (int64_t)Y->rows, 0, NLE_F32, graph);
-  nle_status s = nle__knn_check_range(ctx, Y, Q);
-  return s ? s : knn_search(ctx, Y, Q, k, graph);
+  return knn_search(ctx, Y, Q, k, graph);
 }
 
 /* Re-ranking given candidates (nle_knn_rerank): a neighbour search run in a

@@ -16,6 +16,12 @@ static int exact_is_faster(size_t n, size_t d) {
   return (double)n * (c + e * (double)d) < a + b * (double)d;
 }
 
+/* Distances are single precision, from |a|^2 + |b|^2 - 2 a.b of centred
+ * rows: beyond FLT_MAX / 4 that sum overflows (every distance inf, the
+ * neighbours arbitrary); below 1e-34 the nearest squared distances are
+ * denormal (imprecise) or zero and the data looks constant. */
+bool nle__knn_range_ok(double max_sq) { return !(max_sq > FLT_MAX / 4) && !(max_sq > 0.0 && max_sq < 1e-34); }
+
 nle_status nle__knn_check_range(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q) {
   size_t n = Y->rows, d = Y->cols;
   double *mean = nle__calloc(ctx, d ? d : 1, sizeof *mean, "the data's mean");
@@ -42,17 +48,13 @@ nle_status nle__knn_check_range(nle_ctx *ctx, const nle_matf *Y, const nle_matf 
     }
   }
   free(mean);
-  /* Distances are single precision, from |a|^2 + |b|^2 - 2 a.b of centred
-   * rows: beyond FLT_MAX / 4 that sum overflows (every distance inf, the
-   * neighbours arbitrary); below 1e-34 the nearest squared distances are
-   * denormal (imprecise) or zero and the data looks constant. */
+  if (nle__knn_range_ok(top)) return NLE_OK;
   if (top > FLT_MAX / 4)
     return nle__fail(ctx, NLE_ERR_VALUE,
                      "%s in row %zu lies %.3g from the data's mean: squared distances overflow single precision "
                      "(3.4e38); scale the data down (standardise it, or divide it by a constant)",
                      set, where + 1, sqrt(top));
-  if (top > 0.0 && top < 1e-34)
-    return nle__fail(ctx, NLE_ERR_VALUE,
+  return nle__fail(ctx, NLE_ERR_VALUE,
                      "every point lies within %.3g of the data's mean: squared distances underflow single precision; "
                      "scale the data up (standardise it, or multiply it by a constant)",
                      sqrt(top));
