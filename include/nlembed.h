@@ -614,8 +614,9 @@ typedef struct {
   int order;        /* interpolation nodes per box and dimension, 1..12 (3) */
   double box_width; /* widest box side, in kernel length units (0.85) */
   int min_boxes;    /* at least this many boxes along the longest side (8) */
-  size_t max_nodes; /* at most this many nodes per dimension; wider boxes
-                       beyond (0: 65536 in 1-D, 1024 in 2-D, 128 in 3-D) */
+  int max_nodes;    /* at most this many nodes per dimension, >= order;
+                       wider boxes beyond. NLE_AUTO (default): 65536 in
+                       1-D, 1024 in 2-D, 128 in 3-D */
   double bh_ratio;  /* embedding models: an evaluation whose grid would
                        have more than bh_ratio N log2 N nodes (a map spread
                        far wider than its points need) goes to Barnes-Hut,

@@ -331,8 +331,24 @@ static void fft_threads_and_error_check(void) {
   /* Bad options are refused. */
   nle_fft_opts o;
   nle_fft_opts_init(&o);
-  o.order = 0;
-  nle_test(nle_kernel_sums_fft(one, Y, NLE_KERNEL_STUDENT, &o, A, NULL) == NLE_ERR_ARG);
+  o.order = 0; /* no hidden default: 0 is out of range */
+  nle_test(nle_kernel_sums_fft(one, Y, NLE_KERNEL_STUDENT, &o, A, NULL) == NLE_ERR_ARG &&
+           strstr(nle_ctx_error(one), "order 0"));
+  nle_fft_opts_init(&o);
+  o.max_nodes = 0;
+  nle_test(nle_kernel_sums_fft(one, Y, NLE_KERNEL_STUDENT, &o, A, NULL) == NLE_ERR_ARG &&
+           strstr(nle_ctx_error(one), "max nodes 0"));
+  /* NLE_AUTO max_nodes is 1024 in 2-D: the same sums as asking for 1024. */
+  nle_fft_opts_init(&o);
+  nle_test(o.max_nodes == NLE_AUTO);
+  nle_test_ok(nle_kernel_sums_fft(one, Y, NLE_KERNEL_STUDENT, &o, A, NULL));
+  o.max_nodes = 1024;
+  nle_test_ok(nle_kernel_sums_fft(one, Y, NLE_KERNEL_STUDENT, &o, R, NULL));
+  nle_test(memcmp(A, R, 2000 * sizeof(double)) == 0);
+  nle_fgt_opts fo;
+  nle_fgt_opts_init(&fo);
+  fo.order = 0;
+  nle_test(nle_kernel_sums_fgt(one, Y, &fo, A, NULL) == NLE_ERR_ARG && strstr(nle_ctx_error(one), "order 0"));
   free(A);
   free(R);
   nle_matd_free(&Y);

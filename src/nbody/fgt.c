@@ -47,7 +47,7 @@ static int default_cutoff(size_t d, size_t p) {
 }
 
 static nle_status resolve_opts(nle_ctx *ctx, const nle_fgt_opts *in, size_t d, nle_fgt_opts *o) {
-  if (in && in->order) *o = *in;
+  if (in) *o = *in;
   else nle_fgt_opts_init(o);
   if (o->order < 1 || o->order > MAX_ORDER)
     return nle__fail(ctx, NLE_ERR_ARG, "fast Gauss transform: order %d must be in 1..%d", o->order, MAX_ORDER);
@@ -65,7 +65,7 @@ static nle_status resolve_opts(nle_ctx *ctx, const nle_fgt_opts *in, size_t d, n
  * truncation at `reach` boxes. */
 double nle_fgt_error_bound(size_t d, const nle_fgt_opts *opts) {
   nle_fgt_opts o;
-  if (opts && opts->order) o = *opts;
+  if (opts) o = *opts;
   else nle_fgt_opts_init(&o);
   double p = o.order, r = o.ratio, rs = M_SQRT2 * r, sqfact = sqrt(tgamma(p + 1.0));
   double eh = 0.0, eth = 0.0;
@@ -496,7 +496,7 @@ static int plan_grid(fgt_plan *g, const nle_matd *src, const nle_matd *tgt, doub
 
 int nle__fgt_grid_fits(const nle_matd *X, const nle_fgt_opts *opts) {
   nle_fgt_opts o;
-  if (opts && opts->order) o = *opts;
+  if (opts) o = *opts;
   else nle_fgt_opts_init(&o);
   fgt_plan g;
   memset(&g, 0, sizeof g);

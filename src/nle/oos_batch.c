@@ -33,11 +33,10 @@ static void oos_fft_opts(const nle_matd *region, nle_fft_opts *fo) {
   nle_fft_opts_init(fo);
   fo->order = 4;
   fo->box_width = 0.5;
-  if (d == 2) fo->max_nodes = 2048;
-  size_t max_nodes = fo->max_nodes ? fo->max_nodes : (d == 1 ? 65536 : d == 2 ? 1024 : 128);
+  fo->max_nodes = d == 1 ? 65536 : d == 2 ? 2048 : 128;
   for (size_t c = 0; c < d; c++) {
     double span = region->data[d + c] - region->data[c];
-    double needed = span * (double)fo->order / (double)(max_nodes - (size_t)fo->order);
+    double needed = span * (double)fo->order / (double)(fo->max_nodes - fo->order);
     if (needed > fo->box_width) fo->box_width = fmin(needed, OOS_WIDEST_BOX);
   }
 }
