@@ -496,7 +496,7 @@ NLE_API double nle_ea_p1(int n, double K);
 NLE_API double nle_ea_entropy(const double *d, int n, double beta);
 
 /* W = (P + P^T) / 2, and divided by N when normalize (then it sums to 1). */
-NLE_API nle_status nle_affinity_symmetrize(nle_ctx *ctx, const nle_csr *P, int normalize, nle_csr **W);
+NLE_API nle_status nle_affinity_symmetrize(nle_ctx *ctx, const nle_csr *P, bool normalize, nle_csr **W);
 
 typedef enum {
   NLE_AFF_GAUSSIAN = 0,   /* exp(-d^2 / (2 sigma^2)), one sigma */
@@ -542,10 +542,10 @@ NLE_API nle_status nle_repulsive_knn(nle_ctx *ctx, const nle_csr *knn, nle_csr *
  * NULL their eigenvectors as the columns of an N x nev matrix: ARPACK's
  * Lanczos on (L + eps I)^-1 through a CHOLMOD factor. The zero eigenvalue
  * comes once per connected component. */
-NLE_API nle_status nle_laplacian_smallest(nle_ctx *ctx, const nle_csr *W, int normalised, int nev, double *vals,
+NLE_API nle_status nle_laplacian_smallest(nle_ctx *ctx, const nle_csr *W, bool normalised, int nev, double *vals,
                                           nle_matd **vecs);
 /* The nev largest eigenvalues (ascending), by Lanczos on L. */
-NLE_API nle_status nle_laplacian_largest(nle_ctx *ctx, const nle_csr *W, int normalised, int nev, double *vals);
+NLE_API nle_status nle_laplacian_largest(nle_ctx *ctx, const nle_csr *W, bool normalised, int nev, double *vals);
 /* Laplacian eigenmaps (Belkin and Niyogi; slides 002): the d eigenvectors
  * after the constant one of L v = lambda D v, i.e. D^-1/2 times those of the
  * normalised Laplacian, as an N x d embedding; also the number of connected
@@ -1020,7 +1020,7 @@ NLE_API void nle_trained_free(nle_trained **t);
 /* The model file (nlembed's binary container, written atomically); the
  * training data is copied into it, or (copy_data 0) only referenced by its
  * source and checked by a hash when re-attached. */
-NLE_API nle_status nle_trained_save(nle_ctx *ctx, const nle_trained *t, const char *path, int copy_data);
+NLE_API nle_status nle_trained_save(nle_ctx *ctx, const nle_trained *t, const char *path, bool copy_data);
 NLE_API nle_status nle_trained_load(nle_ctx *ctx, const char *path, nle_trained **t);
 NLE_API nle_status nle_trained_attach_data(nle_ctx *ctx, nle_trained *t, const nle_matf *Y);
 /* F(y) for new points (M x D): argmin_x of the training objective augmented

@@ -61,7 +61,7 @@ static nle_status csr_union_transpose(nle_ctx *ctx, const nle_csr *A, int mean, 
   return s;
 }
 
-nle_status nle_affinity_symmetrize(nle_ctx *ctx, const nle_csr *P, int normalize, nle_csr **W) {
+nle_status nle_affinity_symmetrize(nle_ctx *ctx, const nle_csr *P, bool normalize, nle_csr **W) {
   if (P->rows != P->cols) return nle__fail(ctx, NLE_ERR_ARG, "symmetrize: the matrix is not square");
   nle_status s = csr_union_transpose(ctx, P, 1, W);
   if (s || !normalize) return s;

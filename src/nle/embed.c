@@ -1,55 +1,16 @@
 /* embed.c — nle_embed, the front door of the nonlinear embeddings: checks
- * the options, resolves every NLE_AUTO into each model's measured recipe,
- * and runs the pipeline (PCA for the neighbour search, kNN graph and its
- * re-ranking, W+, W-, initial X, model, optimiser, lambda* bounds, homotopy
- * or one run). Every choice a client relies on is made here, so the CLI and
- * the bindings print what ran instead of deciding it. */
-#include "nle_internal.h"
+ * the options and resolves every NLE_AUTO into each model's measured recipe
+ * (embed_recipe.c), then runs the pipeline (PCA for the neighbour search,
+ * kNN graph and its re-ranking, W+, W-, initial X, model, optimiser,
+ * lambda* bounds, homotopy or one run). Every choice a client relies on is
+ * made in the library, so the CLI and the bindings print what ran instead
+ * of deciding it. */
+#include "embed_internal.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* --- recipes (docs/embeddings.md has the measurements behind each) ------- */
-
-/* Below this many points the exact engine is as fast as the fast ones and
- * gives exact E. */
-enum { AUTO_EXACT_BELOW = 5000 };
-/* The neighbour search among principal components: from this many points
- * and input dimensions (70,000 Fashion-MNIST images: 26 s less kNN for a
- * t-SNE recall@10 of 0.313 against 0.318 with the pixels' neighbours). */
-enum { AUTO_PCA_MIN_N = 5000, AUTO_PCA_MIN_D = 100, AUTO_PCA_DIMS = 50 };
-/* Dense lambda* bounds need two N x N eigendecompositions: for small N,
- * Lanczos above. Lanczos needs a sparse Cholesky factor of L+, which fills
- * in (30 s of a 70 s EE run on 70,000 points, only to print a note): above
- * BOUNDS_INFO_MAX_N the bounds are computed only when a homotopy needs them. */
-enum { BOUNDS_DENSE_MAX_N = 2000, BOUNDS_INFO_MAX_N = 20000 };
-/* t-SNE's fixed-rate recipe: 125 iterations at exaggeration 12, 325 after
- * at momentum 0.95 (70,000 Fashion-MNIST: recall@10 0.344 in 450 iterations). */
-enum { TSNE_ITERS = 450, TSNE_EXAG_ITERS = 125 };
-#define TSNE_EXAGGERATION 12.0
-/* t-EE's recipe: the homotopy over 5 lambda values from lambda / 100, 90
- * fixed-rate iterations each (30 at momentum 0.5, then 0.95). */
-enum { TEE_STEPS = 5, TEE_STEP_ITERS = 90, TEE_WARM_ITERS = 30 };
-#define TEE_LAMBDA 0.03
-#define GAUSSIAN_PERPLEXITY 5.0
-#define FIXED_RATE_FFT_BOX 1.5
-#define LINE_SEARCH_FFT_BOX 0.85
-#define AUTO_MOMENTUM 0.95
-#define HOMOTOPY_X_TOL 1e-3
-
-static const char *const model_names[] = {"ee", "ssne", "tsne", "sne", "tee"};
-
-const char *nle_model_name(nle_model_kind kind) {
-  return (unsigned)kind < sizeof model_names / sizeof *model_names ? model_names[kind] : "unknown";
-}
-
-int nle_model_parse(const char *name) {
-  for (size_t i = 0; name && i < sizeof model_names / sizeof *model_names; i++)
-    if (!strcmp(name, model_names[i])) return (int)i;
-  return -1;
-}
 
 /* Hands Y back through the input's release_Y once no later stage reads it:
  * stage 1 after the neighbour search, 2 after W-, 3 after the initial X. */
@@ -60,241 +21,6 @@ static void release_y_after(const nle_embed_input *in, const nle_embed_opts *o, 
   if (stage < 3 && o->init == NLE_INIT_PCA && !searched_components) return;
   in->release_Y(in->release_user);
   *released = 1;
-}
-
-static int is_unnormalised(nle_model_kind kind) { return kind == NLE_MODEL_EE || kind == NLE_MODEL_TEE; }
-static int gaussian_kernel(nle_model_kind kind) {
-  return kind == NLE_MODEL_EE || kind == NLE_MODEL_SSNE || kind == NLE_MODEL_SNE;
-}
-
-void nle_embed_opts_init(nle_embed_opts *o) {
-  memset(o, 0, sizeof *o);
-  o->model = NLE_MODEL_TSNE;
-  o->dim = 2;
-  o->perplexity = NLE_AUTO;
-  o->sigma = NLE_AUTO;
-  o->k = NLE_AUTO;
-  o->knn_method = NLE_KNN_AUTO;
-  nle_knn_approx_opts_init(&o->knn_approx);
-  o->pca_dims = NLE_AUTO;
-  o->pca_candidates = NLE_AUTO;
-  o->lambda = NLE_AUTO;
-  o->wneg = NLE_WNEG_UNIFORM;
-  o->wneg_dims = 30;
-  o->engine = NLE_REPULSION_AUTO;
-  o->theta = 0.5;
-  nle_fft_opts_init(&o->fft);
-  o->fft.box_width = NLE_AUTO;
-  nle_fgt_opts_init(&o->fgt);
-  nle_opt_opts_init(&o->opt);
-  o->opt.kind = NLE_OPT_AUTO;
-  o->opt.max_iters = NLE_AUTO;
-  o->opt.tol = NLE_AUTO;
-  o->opt.x_tol = NLE_AUTO;
-  o->opt.learning_rate = NLE_AUTO;
-  o->opt.learning_rate_final = NLE_AUTO;
-  o->opt.momentum = NLE_AUTO;
-  o->opt.exaggeration = NLE_AUTO;
-  o->opt.exaggeration_iters = NLE_AUTO;
-  o->step = NLE_STEP_AUTO;
-  o->homotopy_steps = NLE_AUTO;
-  o->lambda_start = NLE_AUTO;
-  o->init = NLE_INIT_AUTO;
-  o->init_scale = 1e-4;
-  o->checkpoint_every = 50;
-  o->lambda_bounds = NLE_AUTO;
-  o->keep_model = false;
-}
-
-void nle_embed_result_free(nle_embed_result **r) {
-  if (!r || !*r) return;
-  nle_matd_free(&(*r)->X);
-  nle_trained_free(&(*r)->trained);
-  free(*r);
-  *r = NULL;
-}
-
-/* --- checks ----------------------------------------------------------------- */
-
-#define AUTO(x) ((x) == NLE_AUTO)
-
-/* Every field against its range, before any work; the message names the
- * field as the library calls it. */
-static nle_status check_opts(nle_ctx *ctx, const nle_embed_input *in, const nle_embed_opts *o) {
-#define BAD(...) return nle__fail(ctx, NLE_ERR_ARG, "nle_embed: " __VA_ARGS__)
-  if (!in || (!in->Y && !in->knn && !in->affinities)) BAD("input: give data Y, a kNN graph or affinities");
-  if (in->knn && in->affinities) BAD("input: a kNN graph or affinities, not both");
-  if ((unsigned)o->model > NLE_MODEL_TEE) BAD("model %d is not one of ee, ssne, tsne, sne, tee", (int)o->model);
-  if (o->dim < 1 || o->dim > 64) BAD("dim %d outside 1..64", o->dim);
-  if (!AUTO(o->perplexity) && !(o->perplexity > 1 && isfinite(o->perplexity)))
-    BAD("perplexity %g must be NLE_AUTO or a number above 1", o->perplexity);
-  if (!AUTO(o->sigma) && !(o->sigma > 0 && isfinite(o->sigma))) BAD("sigma %g must be NLE_AUTO or positive", o->sigma);
-  if (!AUTO(o->sigma) && o->model == NLE_MODEL_SNE) BAD("sigma: SNE needs entropic (conditional) affinities");
-  if (!AUTO(o->k) && o->k < 2) BAD("k %d must be NLE_AUTO or at least 2", o->k);
-  if (!AUTO(o->knn_method) && o->knn_method != NLE_KNN_EXACT && o->knn_method != NLE_KNN_APPROX)
-    BAD("knn_method %d is not NLE_AUTO, exact or approx", (int)o->knn_method);
-  if (!AUTO(o->pca_dims) && o->pca_dims < 0) BAD("pca_dims %d must be NLE_AUTO, 0 or positive", o->pca_dims);
-  if (!AUTO(o->pca_candidates) && o->pca_candidates < 0)
-    BAD("pca_candidates %d must be NLE_AUTO, 0 or positive", o->pca_candidates);
-  if (!AUTO(o->lambda) && !(o->lambda > 0 && isfinite(o->lambda))) BAD("lambda %g must be NLE_AUTO or positive", o->lambda);
-  if ((unsigned)o->wneg > NLE_WNEG_KNN) BAD("wneg %d is not uniform, sqdist or knn", (int)o->wneg);
-  if (o->wneg != NLE_WNEG_UNIFORM && !is_unnormalised(o->model)) BAD("wneg: repulsive weights are for ee and tee");
-  if (o->wneg_dims < 1) BAD("wneg_dims %d must be positive", o->wneg_dims);
-  if (!AUTO(o->engine) && (unsigned)o->engine > NLE_REPULSION_FGT) BAD("engine %d is not a repulsion engine", (int)o->engine);
-  if (!(o->theta > 0)) BAD("theta %g must be positive", o->theta);
-  if (!AUTO(o->fft.box_width) && !(o->fft.box_width > 0)) BAD("fft.box_width %g must be NLE_AUTO or positive", o->fft.box_width);
-  if (!AUTO(o->opt.kind) && (unsigned)o->opt.kind > NLE_OPT_SDM) BAD("opt.kind %d is not an optimiser", (int)o->opt.kind);
-  if (!AUTO(o->opt.max_iters) && o->opt.max_iters < 0) BAD("opt.max_iters %d must be NLE_AUTO or >= 0", o->opt.max_iters);
-  if (!AUTO(o->opt.tol) && !(o->opt.tol >= 0)) BAD("opt.tol %g must be NLE_AUTO or >= 0", o->opt.tol);
-  if (!AUTO(o->opt.x_tol) && !(o->opt.x_tol >= 0)) BAD("opt.x_tol %g must be NLE_AUTO or >= 0", o->opt.x_tol);
-  if (!AUTO(o->opt.learning_rate) && !(o->opt.learning_rate > 0 && isfinite(o->opt.learning_rate)))
-    BAD("opt.learning_rate %g must be NLE_AUTO or positive", o->opt.learning_rate);
-  if (!AUTO(o->opt.learning_rate_final) && !(o->opt.learning_rate_final > 0 && isfinite(o->opt.learning_rate_final)))
-    BAD("opt.learning_rate_final %g must be NLE_AUTO or positive", o->opt.learning_rate_final);
-  if (!AUTO(o->opt.momentum) && !(o->opt.momentum >= 0 && o->opt.momentum < 1))
-    BAD("opt.momentum %g must be NLE_AUTO or in [0, 1)", o->opt.momentum);
-  if (!AUTO(o->opt.exaggeration) && !(o->opt.exaggeration >= 1 && isfinite(o->opt.exaggeration)))
-    BAD("opt.exaggeration %g must be NLE_AUTO or >= 1", o->opt.exaggeration);
-  if (!AUTO(o->opt.exaggeration_iters) && o->opt.exaggeration_iters < 0)
-    BAD("opt.exaggeration_iters %d must be NLE_AUTO or >= 0", o->opt.exaggeration_iters);
-  if (!AUTO(o->step) && o->step != NLE_STEP_LINE_SEARCH && o->step != NLE_STEP_FIXED_RATE)
-    BAD("step %d is not NLE_AUTO, line search or fixed rate", (int)o->step);
-  int gd_or_auto = AUTO(o->opt.kind) || o->opt.kind == NLE_OPT_GD;
-  if (o->step == NLE_STEP_FIXED_RATE && !gd_or_auto) BAD("step: fixed-rate steps are gradient descent's (opt.kind gd)");
-  int rate_given = !AUTO(o->opt.learning_rate) || !AUTO(o->opt.learning_rate_final) || !AUTO(o->opt.momentum) ||
-                   (!AUTO(o->opt.exaggeration) && o->opt.exaggeration > 1);
-  if (rate_given && o->step == NLE_STEP_LINE_SEARCH)
-    BAD("opt.learning_rate, momentum and exaggeration are for fixed-rate steps, not a line search");
-  if (rate_given && !gd_or_auto)
-    BAD("opt.learning_rate, momentum and exaggeration are for fixed-rate gradient descent, not opt.kind %d",
-        (int)o->opt.kind);
-  if (!AUTO(o->homotopy_steps) && o->homotopy_steps < 0) BAD("homotopy_steps %d must be NLE_AUTO or >= 0", o->homotopy_steps);
-  if (!AUTO(o->homotopy_steps) && o->homotopy_steps > 0 && !is_unnormalised(o->model))
-    BAD("homotopy_steps: the homotopy over lambda is for ee and tee (lambda is 1 in the SNE family)");
-  if (!AUTO(o->lambda_start) && !(o->lambda_start > 0 && isfinite(o->lambda_start)))
-    BAD("lambda_start %g must be NLE_AUTO or positive", o->lambda_start);
-  if (!AUTO(o->init) && (unsigned)o->init > NLE_INIT_GIVEN) BAD("init %d is not an initialisation", (int)o->init);
-  if (o->init == NLE_INIT_GIVEN && !o->init_X) BAD("init: NLE_INIT_GIVEN needs init_X");
-  if (o->init == NLE_INIT_PCA && !in->Y) BAD("init: a PCA start needs the data Y");
-  if (!(o->init_scale > 0 && isfinite(o->init_scale))) BAD("init_scale %g must be positive", o->init_scale);
-  if (o->checkpoint_every < 0) BAD("checkpoint_every %d must be >= 0", o->checkpoint_every);
-  if (!AUTO(o->lambda_bounds) && o->lambda_bounds != 0 && o->lambda_bounds != 1) BAD("lambda_bounds must be NLE_AUTO, 0 or 1");
-  if (o->keep_model && (!in->Y || in->affinities)) BAD("keep_model: a model needs the data Y and its kNN graph, not given affinities");
-  if (o->keep_model && o->pca_dims > 0 && o->pca_candidates == 0)
-    BAD("keep_model: the model's neighbours are in Y's space; with pca_dims, keep the re-ranking (pca_candidates)");
-  if (o->wneg != NLE_WNEG_UNIFORM && !in->Y) BAD("wneg: squared-distance and kNN W- need the data Y");
-  if (o->wneg == NLE_WNEG_KNN && in->affinities) BAD("wneg: kNN W- needs a kNN graph, not affinities");
-  return NLE_OK;
-#undef BAD
-}
-
-/* --- resolution ------------------------------------------------------------ */
-
-static double csr_total(const nle_csr *W) {
-  double total = 0;
-  for (int64_t k = 0; k < W->nnz; k++) total += nle_csr_value(W, k);
-  return total > 0 ? total : 1.0;
-}
-
-/* exact for small N and for what the fast engines do not serve, FFT
- * interpolation in 1-2 dimensions, Barnes-Hut or the fast Gauss transform
- * in 3 (measured on 70,000 points, docs/embeddings.md). */
-static nle_repulsion auto_engine(nle_model_kind kind, nle_wneg_kind wneg, size_t n, size_t d) {
-  int unnormalised = is_unnormalised(kind);
-  if (n < AUTO_EXACT_BELOW || d > 3 || kind == NLE_MODEL_SNE || (unnormalised && wneg == NLE_WNEG_KNN))
-    return NLE_REPULSION_EXACT;
-  /* Squared-distance W- as kernel sums with charges of both signs: the FFT
-   * engine takes those (Barnes-Hut and the Gauss transform here do not). */
-  if (unnormalised && wneg == NLE_WNEG_SQDIST) return NLE_REPULSION_FFT;
-  if (d <= 2) return NLE_REPULSION_FFT;
-  return kind == NLE_MODEL_EE || kind == NLE_MODEL_SSNE ? NLE_REPULSION_FGT : NLE_REPULSION_BH;
-}
-
-/* The choices that need only N, D and the options (before any work). */
-static nle_status resolve_early(nle_ctx *ctx, const nle_embed_input *in, size_t n, size_t D, nle_embed_opts *o) {
-  nle_model_kind m = o->model;
-  int gaussian_wplus = !AUTO(o->sigma);
-  /* The Gaussian kernel's recall falls with N as it crowds the map; small
-   * neighbourhoods hold it up (bench/default_sweep.sh on Fashion-MNIST, EE:
-   * recall@10 at perplexity 5 / 15 / 30 0.288 / 0.260 / 0.238 at 5,000
-   * points, 0.170 / 0.142 / 0.128 at 20,000, trustworthiness within 1%;
-   * s-SNE 0.289 / 0.256 / 0.237 and SNE 0.296 / - / 0.245 at 5,000). */
-  if (AUTO(o->perplexity)) o->perplexity = gaussian_kernel(m) ? GAUSSIAN_PERPLEXITY : 30.0;
-  if (AUTO(o->k)) o->k = gaussian_wplus ? 12 : (int)ceil(3.0 * o->perplexity);
-  if (AUTO(o->pca_dims))
-    o->pca_dims = in->Y && !in->knn && !in->affinities && n > AUTO_PCA_MIN_N && D > AUTO_PCA_MIN_D ? AUTO_PCA_DIMS : 0;
-  if (o->pca_dims >= (int)D) o->pca_dims = 0; /* nothing to reduce */
-  if (AUTO(o->pca_candidates)) o->pca_candidates = o->pca_dims > 0 ? o->k : 0;
-  if (o->pca_dims == 0) o->pca_candidates = 0;
-  if (AUTO(o->lambda))
-    o->lambda = m == NLE_MODEL_EE ? 100.0 / (double)n : m == NLE_MODEL_TEE ? TEE_LAMBDA : 1.0;
-  /* the steps: fixed rate where the model's recipe has it and the optimiser
-   * allows it */
-  if (AUTO(o->step)) {
-    int rate_given = !AUTO(o->opt.learning_rate) || !AUTO(o->opt.learning_rate_final) || !AUTO(o->opt.momentum);
-    /* t-SNE's fixed-rate recipe diverges for s-SNE (its Gaussian kernel
-     * takes the N / 2 rate badly: E became infinite after 246 iterations at
-     * 5,000 points); the line search serves the Gaussian models */
-    int recipe_fixed = m == NLE_MODEL_TSNE || m == NLE_MODEL_TEE;
-    int gd_or_auto = AUTO(o->opt.kind) || o->opt.kind == NLE_OPT_GD;
-    o->step = gd_or_auto && (rate_given || recipe_fixed) ? NLE_STEP_FIXED_RATE : NLE_STEP_LINE_SEARCH;
-  }
-  int fixed = o->step == NLE_STEP_FIXED_RATE;
-  if (AUTO(o->opt.kind)) o->opt.kind = fixed ? NLE_OPT_GD : NLE_OPT_SD;
-  if (AUTO(o->homotopy_steps)) o->homotopy_steps = m == NLE_MODEL_TEE && fixed ? TEE_STEPS : 0;
-  int homotopy = o->homotopy_steps > 0;
-  if (AUTO(o->opt.exaggeration)) o->opt.exaggeration = fixed && !homotopy && m != NLE_MODEL_TEE && m != NLE_MODEL_EE ? TSNE_EXAGGERATION : 1.0;
-  if (AUTO(o->opt.exaggeration_iters))
-    o->opt.exaggeration_iters = !fixed ? 0 : homotopy ? TEE_WARM_ITERS : o->opt.exaggeration > 1 ? TSNE_EXAG_ITERS : 0;
-  if (AUTO(o->opt.max_iters)) o->opt.max_iters = !fixed ? 1000 : homotopy ? TEE_STEP_ITERS : TSNE_ITERS;
-  if (AUTO(o->opt.x_tol)) o->opt.x_tol = homotopy && !fixed ? HOMOTOPY_X_TOL : 0.0;
-  if (AUTO(o->opt.tol)) o->opt.tol = homotopy && !fixed ? 0.0 : 1e-6;
-  if (AUTO(o->opt.momentum)) o->opt.momentum = fixed && AUTO(o->opt.learning_rate) ? AUTO_MOMENTUM : 0.8;
-  if (AUTO(o->fft.box_width)) o->fft.box_width = fixed ? FIXED_RATE_FFT_BOX : LINE_SEARCH_FFT_BOX;
-  if (AUTO(o->engine)) {
-    o->engine = auto_engine(m, o->wneg, n, (size_t)o->dim);
-    o->fft.bh_ratio = 1.0; /* and Barnes-Hut where the map outgrows the grid */
-  }
-  if (AUTO(o->init)) o->init = o->init_X ? NLE_INIT_GIVEN : in->Y ? NLE_INIT_PCA : NLE_INIT_SPECTRAL;
-  if (AUTO(o->lambda_bounds))
-    o->lambda_bounds = is_unnormalised(m) && (n <= BOUNDS_INFO_MAX_N || (homotopy && AUTO(o->lambda_start) && !fixed));
-  if (!is_unnormalised(m)) o->lambda_bounds = 0;
-  /* what the engines serve (a request they cannot is an error, not a
-   * silent change) */
-  /* squared-distance W- goes to a fast engine as features */
-  nle_status s = nle__model_check_engine(ctx, m, o->wneg, o->engine, 1, (size_t)o->dim);
-  if (s) return s;
-  if (o->pca_candidates > 0 && (o->pca_candidates < o->k || (size_t)o->pca_candidates >= n))
-    return nle__fail(ctx, NLE_ERR_ARG, "nle_embed: pca_candidates %d must be at least k = %d and below the %zu points",
-                     o->pca_candidates, o->k, n);
-  if (!in->knn && !in->affinities && (size_t)o->k >= n)
-    return nle__fail(ctx, NLE_ERR_ARG, "nle_embed: k = %d neighbours need more than %zu points (lower k or the perplexity)",
-                     o->k, n);
-  return NLE_OK;
-}
-
-/* The rates, once W+'s total is known: while exaggerating, alpha * 4 * rate
- * <= N (our gradient carries t-SNE's factor 4) keeps the attraction's steps
- * from overshooting (Linderman and Steinerberger 2019); after it N / 2 with
- * momentum 0.95 (70,000 Fashion-MNIST: recall@10 0.313 -> 0.345 in 450
- * iterations against 750). These are for W+ summing to 1; the gradient grows
- * with W+'s total (N for EE, t-EE and SNE), so the rates shrink by it. A
- * run without an exaggeration phase (the homotopy) keeps the first rate:
- * N / 2 threw outliers there. */
-static void resolve_rates(nle_embed_opts *o, size_t n, double w_total) {
-  o->opt.fixed_rate = o->step == NLE_STEP_FIXED_RATE;
-  if (!o->opt.fixed_rate) {
-    o->opt.learning_rate = 0.0; /* not used by the line search (reported as 0) */
-    o->opt.learning_rate_final = 0.0;
-    return;
-  }
-  double mass = o->model == NLE_MODEL_TSNE || o->model == NLE_MODEL_SSNE ? 1.0 : w_total;
-  int auto_first = AUTO(o->opt.learning_rate);
-  if (auto_first) o->opt.learning_rate = fmax((double)n / (4.0 * o->opt.exaggeration), 50.0) / mass;
-  if (AUTO(o->opt.learning_rate_final))
-    o->opt.learning_rate_final = auto_first && o->opt.exaggeration_iters > 0 && o->opt.exaggeration > 1
-                                     ? fmax((double)n / 2.0, 200.0) / mass
-                                     : o->opt.learning_rate;
 }
 
 /* --- stages ----------------------------------------------------------------- */
@@ -495,7 +221,7 @@ nle_status nle_embed(nle_ctx *ctx, const nle_embed_input *in, const nle_embed_op
     nle_embed_opts_init(&defaults);
     opts = &defaults;
   }
-  nle_status s = check_opts(ctx, in, opts);
+  nle_status s = nle__embed_check_opts(ctx, in, opts);
   if (s) return s;
   size_t n = in->Y ? in->Y->rows : in->knn ? (size_t)in->knn->rows : (size_t)in->affinities->rows;
   size_t D = in->Y ? in->Y->cols : 0;
@@ -515,7 +241,7 @@ nle_status nle_embed(nle_ctx *ctx, const nle_embed_input *in, const nle_embed_op
   r->lambda_lower = r->lambda_upper = NAN;
   double t_start = nle_time_seconds(), t0;
   embed_work w = {0};
-  s = resolve_early(ctx, in, n, D, o);
+  s = nle__embed_resolve_early(ctx, in, n, D, o);
   /* The fingerprint before any work, so that a refused resume costs
    * nothing: the rates enter as asked for (an auto rate follows from the
    * rest). */
@@ -565,7 +291,7 @@ nle_status nle_embed(nle_ctx *ctx, const nle_embed_input *in, const nle_embed_op
   if (!s) s = in->affinities ? nle_affinity_for_model(ctx, in->affinities, o->model, &w.W)
                              : attractive_weights(ctx, graph, o, &w.W, &w.beta);
   if (!s) {
-    r->w_total = csr_total(w.W);
+    r->w_total = nle__csr_total(w.W);
     nle_csr *S = NULL;
     if (o->model == NLE_MODEL_SNE) s = nle_affinity_symmetrize(ctx, w.W, 0, &S);
     int64_t comps = s ? 0 : nle__csr_components(ctx, S ? S : w.W);
@@ -582,7 +308,7 @@ nle_status nle_embed(nle_ctx *ctx, const nle_embed_input *in, const nle_embed_op
   if (!s && o->wneg == NLE_WNEG_KNN) s = nle_repulsive_knn(ctx, graph, &w.Wk);
   if (!s) release_y_after(in, o, w.Ysearch != NULL, 2, &y_released);
   r->seconds.affinities = nle_time_seconds() - t0;
-  if (!s) resolve_rates(o, n, r->w_total);
+  if (!s) nle__embed_resolve_rates(o, n, r->w_total);
 
   /* the initial X */
   t0 = nle_time_seconds();

@@ -1,6 +1,6 @@
-/* oos_internal.h — what the out-of-sample maps share between the per-point
- * minimiser (outofsample.c) and the batched one with the fast engines
- * (oos_batch.c). */
+/* oos_internal.h — what the out-of-sample maps share between the trained
+ * model (trained.c), the per-point minimiser (outofsample.c) and the
+ * batched one with the fast engines (oos_batch.c). */
 #ifndef NLE_OOS_INTERNAL_H
 #define NLE_OOS_INTERNAL_H
 
@@ -33,6 +33,9 @@ oos_problem nle__oos_forward_problem(const nle_trained *t, const float *y, const
  * with the margin around it. */
 int nle__oos_batched_engine(const nle_trained *t, nle_repulsion engine);
 int nle__oos_engine_fits(const nle_trained *t);
+/* Rows of Y projected on the trained model's principal components
+ * (trained.c). */
+nle_status nle__trained_project(nle_ctx *ctx, const nle_trained *t, const nle_matf *Y, nle_matf **P);
 /* F(y) of all new points together with t->engine (oos_batch.c). */
 nle_status nle__oos_forward_batched(nle_ctx *ctx, const nle_trained *t, const nle_matf *Ynew, const nle_csr *nbrs,
                                     const nle_csr *P, int max_iters, nle_matd *out);

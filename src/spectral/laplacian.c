@@ -36,7 +36,7 @@ static double laplacian_diag(const double *deg, int normalised, int64_t i) {
   return normalised ? 1.0 : deg[i];
 }
 
-nle_status nle__laplacian_factor(nle_ctx *ctx, cholmod_common *cc, const nle_csr *W, int normalised, double scale,
+nle_status nle__laplacian_factor(nle_ctx *ctx, cholmod_common *cc, const nle_csr *W, bool normalised, double scale,
                                  double shift, cholmod_factor **factor) {
   *factor = NULL;
   int64_t n = W->rows, upper = 0;
@@ -177,7 +177,7 @@ static nle_status check_nev(nle_ctx *ctx, const nle_csr *W, int nev) {
   return NLE_OK;
 }
 
-nle_status nle_laplacian_smallest(nle_ctx *ctx, const nle_csr *W, int normalised, int nev, double *vals,
+nle_status nle_laplacian_smallest(nle_ctx *ctx, const nle_csr *W, bool normalised, int nev, double *vals,
                                   nle_matd **vecs) {
   if (vecs) *vecs = NULL;
   nle_status s = check_nev(ctx, W, nev);
@@ -221,7 +221,7 @@ nle_status nle_laplacian_smallest(nle_ctx *ctx, const nle_csr *W, int normalised
   return s;
 }
 
-nle_status nle_laplacian_largest(nle_ctx *ctx, const nle_csr *W, int normalised, int nev, double *vals) {
+nle_status nle_laplacian_largest(nle_ctx *ctx, const nle_csr *W, bool normalised, int nev, double *vals) {
   nle_status s = check_nev(ctx, W, nev);
   if (s) return s;
   double *deg = degrees(ctx, W);

@@ -14,7 +14,7 @@ typedef SuiteSparse_long nle__chol_int;
 
 /* CHOLMOD factor of scale L + shift I, L the Laplacian of the symmetric W
  * (D - W, or I - D^-1/2 W D^-1/2 when normalised); W's diagonal is ignored. */
-nle_status nle__laplacian_factor(nle_ctx *ctx, cholmod_common *cc, const nle_csr *W, int normalised, double scale,
+nle_status nle__laplacian_factor(nle_ctx *ctx, cholmod_common *cc, const nle_csr *W, bool normalised, double scale,
                                  double shift, cholmod_factor **factor);
 
 /* The nev largest eigenvalues of D - W for a dense symmetric W, by Lanczos. */

@@ -1,0 +1,301 @@
+/* trained.c — a trained embedding as an object (EE paper sec. 4.5: what the
+ * out-of-sample maps F(y) and f(x) need of the training run): built from
+ * the training Y and X, saved to and loaded from nlembed's CRC-checked
+ * record file, and given back its training data. The maps themselves are
+ * in outofsample.c and oos_batch.c. */
+#include "oos_internal.h"
+#include "../io/io_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t hash_floats(const nle_matf *Y) {
+  uint64_t h = 1469598103934665603ULL; /* FNV-1a over the bytes */
+  const unsigned char *b = (const unsigned char *)Y->data;
+  for (size_t i = 0; i < Y->rows * Y->cols * sizeof(float); i++) h = (h ^ b[i]) * 1099511628211ULL;
+  return h ^ ((uint64_t)Y->rows << 32) ^ (uint64_t)Y->cols;
+}
+
+void nle_trained_free(nle_trained **t) {
+  if (!t || !*t) return;
+  nle_matf_free(&(*t)->Y);
+  nle_matd_free(&(*t)->X);
+  free((*t)->beta);
+  free((*t)->log_z);
+  free((*t)->radius);
+  free((*t)->z_rows);
+  free((*t)->pca_mean);
+  free((*t)->pca_components);
+  nle_matf_free(&(*t)->pca_Y);
+  free(*t);
+  *t = NULL;
+}
+
+/* Row sums of K(|x_n - x_m|^2) over m != n, exactly (O(N^2 d)). */
+static int z_block(void *job, size_t b, void *scratch) {
+  (void)scratch;
+  nle_trained *t = job;
+  size_t n = t->X->rows, d = t->X->cols, i1 = (b + 1) * 64 < n ? (b + 1) * 64 : n;
+  int student = t->kind == NLE_MODEL_TSNE;
+  for (size_t i = b * 64; i < i1; i++) {
+    double z = 0.0;
+    for (size_t j = 0; j < n; j++) {
+      if (j == i) continue;
+      double dn = 0.0;
+      for (size_t c = 0; c < d; c++) dn += (t->X->data[i * d + c] - t->X->data[j * d + c]) *
+                                           (t->X->data[i * d + c] - t->X->data[j * d + c]);
+      z += student ? 1.0 / (1.0 + dn) : exp(-dn);
+    }
+    t->z_rows[i] = z;
+  }
+  return 0;
+}
+
+/* The training W+ is w_scale x (P + P^T) for entropic P ((P + P^T) / 2 for EE
+ * and SNE's two directions, / 2N for s-SNE and t-SNE), or w_scale x the
+ * Gaussian graph (1 for EE, 1 / N for s-SNE and t-SNE). */
+static double attraction_scale(nle_model_kind kind, int gaussian, size_t n) {
+  int normalised = kind == NLE_MODEL_SSNE || kind == NLE_MODEL_TSNE;
+  if (gaussian) return normalised ? 1.0 / (double)n : 1.0;
+  return normalised ? 0.5 / (double)n : 0.5;
+}
+
+
+static nle_status trained_finish(nle_ctx *ctx, nle_trained *t) {
+  size_t n = t->X->rows;
+  int student = t->kind == NLE_MODEL_TSNE || t->kind == NLE_MODEL_TEE;
+  t->w_scale = attraction_scale(t->kind, t->sigma > 0, n);
+  t->z_total = 0.0;
+  t->engine = student ? NLE_REPULSION_FFT : NLE_REPULSION_FGT;
+  if (n < 5000 || !nle__oos_batched_engine(t, t->engine)) t->engine = NLE_REPULSION_EXACT;
+  if (t->kind == NLE_MODEL_EE || t->kind == NLE_MODEL_TEE) return NLE_OK;
+  if (!t->z_rows) {
+    t->z_rows = nle__malloc(ctx, n * sizeof(double), "embedding normalisers");
+    if (!t->z_rows) return NLE_ERR_NOMEM;
+    nle_status s;
+    if (t->engine == NLE_REPULSION_FFT)
+      s = nle_kernel_sums_fft(ctx, t->X, NLE_KERNEL_STUDENT, NULL, t->z_rows, NULL);
+    else if (t->engine == NLE_REPULSION_FGT)
+      s = nle_kernel_sums_fgt(ctx, t->X, NULL, t->z_rows, NULL);
+    else
+      s = nle__for_blocks(ctx, "normalisers", (n + 63) / 64, nle__threads_for(ctx, (double)n * n * (t->X->cols + 10)),
+                          0, z_block, t);
+    if (s) return s;
+  }
+  for (size_t i = 0; i < n; i++) t->z_total += t->z_rows[i];
+  return NLE_OK;
+}
+
+void nle_trained_spec_init(nle_trained_spec *spec) {
+  memset(spec, 0, sizeof *spec);
+  spec->kind = NLE_MODEL_TSNE;
+  spec->lambda = 1.0;
+  spec->wneg = NLE_WNEG_UNIFORM;
+  spec->perplexity = 30.0;
+  spec->sigma = NLE_AUTO;
+  spec->source = "";
+}
+
+nle_status nle_trained_new(nle_ctx *ctx, const nle_trained_spec *spec, const nle_matf *Y, const nle_matd *X,
+                           const nle_csr *knn, const double *beta, nle_trained **out) {
+  *out = NULL;
+  size_t n = Y->rows;
+  if (X->rows != n || knn->rows != (int64_t)n || n < 2 || knn->nnz < (int64_t)n)
+    return nle__fail(ctx, NLE_ERR_ARG, "trained model: Y, X and the kNN graph must have the same N >= 2 rows");
+  bool gaussian = spec->sigma != NLE_AUTO;
+  if ((unsigned)spec->kind > NLE_MODEL_TEE || !(spec->lambda > 0) || (gaussian && !(spec->sigma > 0)) ||
+      (!gaussian && !beta) || (spec->kind == NLE_MODEL_SNE && gaussian))
+    return nle__fail(ctx, NLE_ERR_ARG, "trained model: a model kind, lambda > 0, and betas (entropic W+, sigma "
+                     "NLE_AUTO) or a sigma > 0");
+  nle_trained *t = nle__calloc(ctx, 1, sizeof *t, "the trained model");
+  if (!t) return NLE_ERR_NOMEM;
+  t->kind = spec->kind;
+  t->lambda = spec->lambda;
+  t->wneg = spec->wneg;
+  t->perplexity = spec->perplexity;
+  t->sigma = gaussian ? spec->sigma : 0.0; /* the model file's 0: entropic */
+  t->k = (int)(knn->rowptr[1] - knn->rowptr[0]);
+  t->D = Y->cols;
+  snprintf(t->source, sizeof t->source, "%s", spec->source ? spec->source : "");
+  nle_status s = nle_matf_alloc(ctx, n, Y->cols, &t->Y);
+  if (!s) s = nle_matd_alloc(ctx, n, X->cols, &t->X);
+  t->radius = nle__malloc(ctx, n * sizeof(double), "neighbourhood radii");
+  if (beta) {
+    t->beta = nle__malloc(ctx, n * sizeof(double), "betas");
+    t->log_z = nle__malloc(ctx, n * sizeof(double), "normalisers");
+  }
+  if (!s && (!t->radius || (beta && (!t->beta || !t->log_z)))) s = NLE_ERR_NOMEM;
+  if (!s) {
+    memcpy(t->Y->data, Y->data, n * Y->cols * sizeof(float));
+    memcpy(t->X->data, X->data, n * X->cols * sizeof(double));
+    t->data_hash = hash_floats(Y);
+    for (size_t i = 0; i < n; i++) {
+      int64_t q0 = knn->rowptr[i], q1 = knn->rowptr[i + 1];
+      t->radius[i] = q1 > q0 ? nle_csr_value(knn, q1 - 1) : 0.0;
+      if (!beta) continue;
+      /* log sum_m exp(-beta d_m) with the nearest factored out, as in the
+       * training's conditional p_{m|n}. */
+      double d0 = q1 > q0 ? nle_csr_value(knn, q0) : 0.0, z = 0.0;
+      for (int64_t q = q0; q < q1; q++) z += exp(-beta[i] * (nle_csr_value(knn, q) - d0));
+      t->beta[i] = beta[i];
+      t->log_z[i] = log(z) - beta[i] * d0;
+    }
+  }
+  if (!s) s = trained_finish(ctx, t);
+  if (s) {
+    nle_trained_free(&t);
+    return s;
+  }
+  *out = t;
+  return NLE_OK;
+}
+
+nle_status nle__trained_project(nle_ctx *ctx, const nle_trained *t, const nle_matf *Y, nle_matf **P) {
+  nle_pca_model pm;
+  memset(&pm, 0, sizeof pm);
+  pm.n_components = t->pca_dims;
+  pm.dim = (int32_t)t->D;
+  pm.mean = t->pca_mean;
+  pm.components = t->pca_components;
+  nle_matd *Pd = NULL;
+  nle_status s = nle_pca_transform(ctx, &pm, Y, &Pd);
+  if (!s) s = nle_matd_to_matf(ctx, Pd, P);
+  nle_matd_free(&Pd);
+  return s;
+}
+
+/* The training data on the model's components, once: new points' searches
+ * all use it. */
+static nle_status project_training(nle_ctx *ctx, nle_trained *t) {
+  nle_matf_free(&t->pca_Y);
+  return t->pca_dims > 0 && t->Y ? nle__trained_project(ctx, t, t->Y, &t->pca_Y) : NLE_OK;
+}
+
+/* ---- the model file ---- */
+
+enum { TR_KIND, TR_WNEG, TR_K, TR_N, TR_D, TR_DIM, TR_HAS_Y, TR_HAS_BETA, TR_HASH, TR_INTS };
+enum { TR_LAMBDA, TR_PERPLEXITY, TR_SIGMA, TR_DOUBLES };
+
+nle_status nle_trained_save(nle_ctx *ctx, const nle_trained *t, const char *path, bool copy_data) {
+  if (!t->Y && copy_data) return nle__fail(ctx, NLE_ERR_ARG, "trained model: no training data to copy");
+  size_t n = t->X->rows;
+  int64_t ints[TR_INTS] = {t->kind, t->wneg, t->k, (int64_t)n, (int64_t)(t->Y ? t->Y->cols : t->D),
+                           (int64_t)t->X->cols, copy_data != 0, t->beta != NULL, (int64_t)t->data_hash};
+  double doubles[TR_DOUBLES] = {t->lambda, t->perplexity, t->sigma};
+  nle__afile af;
+  nle_status s = nle__rec_open(ctx, path, "model", &af);
+  if (s) return s;
+  nle__rec_put_text(&af, "source", t->source);
+  nle__rec_put(&af, "ints", 'l', ints, TR_INTS);
+  nle__rec_put(&af, "doubles", 'd', doubles, TR_DOUBLES);
+  nle__rec_put(&af, "X", 'd', t->X->data, n * t->X->cols);
+  nle__rec_put(&af, "radius", 'd', t->radius, n);
+  if (t->beta) {
+    nle__rec_put(&af, "beta", 'd', t->beta, n);
+    nle__rec_put(&af, "log_z", 'd', t->log_z, n);
+  }
+  if (t->z_rows) nle__rec_put(&af, "z_rows", 'd', t->z_rows, n);
+  if (copy_data) nle__rec_put(&af, "Y", 'f', t->Y->data, n * t->Y->cols);
+  int64_t pca[2] = {t->pca_dims, t->pca_candidates};
+  if (t->pca_dims > 0) {
+    nle__rec_put(&af, "pca", 'l', pca, 2);
+    nle__rec_put(&af, "pca_mean", 'd', t->pca_mean, t->D);
+    nle__rec_put(&af, "pca_components", 'd', t->pca_components, (uint64_t)t->pca_dims * t->D);
+  }
+  return nle__afile_commit(ctx, &af);
+}
+
+static nle_status copy_record(nle_ctx *ctx, const nle__rec_file *f, const char *name, size_t count, double **dst) {
+  const void *src;
+  nle_status s = nle__rec_get(ctx, f, name, 'd', count, &src);
+  if (s) return s;
+  *dst = nle__malloc(ctx, count * sizeof(double), name);
+  if (!*dst) return NLE_ERR_NOMEM;
+  memcpy(*dst, src, count * sizeof(double));
+  for (size_t i = 0; i < count; i++)
+    if (!isfinite((*dst)[i])) return nle__fail(ctx, NLE_ERR_FORMAT, "%s: record '%s' has a non-finite value", f->path, name);
+  return NLE_OK;
+}
+
+nle_status nle_trained_load(nle_ctx *ctx, const char *path, nle_trained **out) {
+  *out = NULL;
+  nle__rec_file f;
+  nle_status s = nle__rec_read(ctx, path, "model", &f);
+  if (s) return s;
+  nle_trained *t = nle__calloc(ctx, 1, sizeof *t, "the trained model");
+  const void *iv = NULL, *dv = NULL;
+  s = t ? nle__rec_get(ctx, &f, "ints", 'l', TR_INTS, &iv) : NLE_ERR_NOMEM;
+  if (!s) s = nle__rec_get(ctx, &f, "doubles", 'd', TR_DOUBLES, &dv);
+  if (!s) s = nle__rec_text(ctx, &f, "source", t->source, sizeof t->source);
+  const int64_t *ints = iv;
+  const double *doubles = dv;
+  size_t n = 0, D = 0, d = 0;
+  if (!s) {
+    n = (size_t)ints[TR_N], D = (size_t)ints[TR_D], d = (size_t)ints[TR_DIM];
+    t->kind = (nle_model_kind)ints[TR_KIND];
+    t->wneg = (nle_wneg_kind)ints[TR_WNEG];
+    t->k = (int)ints[TR_K];
+    t->D = D;
+    t->data_hash = (uint64_t)ints[TR_HASH];
+    t->lambda = doubles[TR_LAMBDA];
+    t->perplexity = doubles[TR_PERPLEXITY];
+    t->sigma = doubles[TR_SIGMA];
+    if (ints[TR_N] < 2 || ints[TR_N] > INT32_MAX || ints[TR_D] < 1 || ints[TR_DIM] < 1 || ints[TR_DIM] > 64 ||
+        (unsigned)t->kind > NLE_MODEL_TEE || (unsigned)t->wneg > NLE_WNEG_KNN || t->k < 1 || t->k > ints[TR_N] ||
+        !(t->lambda > 0) || !(t->sigma >= 0) || (t->sigma == 0 && !ints[TR_HAS_BETA]))
+      s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: damaged model header", path);
+  }
+  if (!s) s = nle_matd_alloc(ctx, n, d, &t->X);
+  if (!s) {
+    double *x = NULL;
+    s = copy_record(ctx, &f, "X", n * d, &x);
+    if (!s) memcpy(t->X->data, x, n * d * sizeof(double));
+    free(x);
+  }
+  if (!s) s = copy_record(ctx, &f, "radius", n, &t->radius);
+  if (!s && ints[TR_HAS_BETA]) s = copy_record(ctx, &f, "beta", n, &t->beta);
+  if (!s && ints[TR_HAS_BETA]) s = copy_record(ctx, &f, "log_z", n, &t->log_z);
+  if (!s && t->kind != NLE_MODEL_EE && t->kind != NLE_MODEL_TEE) s = copy_record(ctx, &f, "z_rows", n, &t->z_rows);
+  if (!s && ints[TR_HAS_Y]) {
+    const void *y;
+    s = nle__rec_get(ctx, &f, "Y", 'f', n * D, &y);
+    if (!s) s = nle_matf_alloc(ctx, n, D, &t->Y);
+    if (!s) memcpy(t->Y->data, y, n * D * sizeof(float));
+    if (!s && hash_floats(t->Y) != t->data_hash) s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: training data damaged", path);
+  }
+  if (!s && nle__rec_has(&f, "pca")) { /* absent from models trained without it */
+    const void *pv;
+    s = nle__rec_get(ctx, &f, "pca", 'l', 2, &pv);
+    const int64_t *pca = pv;
+    if (!s && (pca[0] < 1 || pca[0] > (int64_t)D || pca[1] < t->k || pca[1] > ints[TR_N]))
+      s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: damaged PCA record", path);
+    if (!s) {
+      t->pca_dims = (int)pca[0];
+      t->pca_candidates = (int)pca[1];
+      s = copy_record(ctx, &f, "pca_mean", D, &t->pca_mean);
+    }
+    if (!s) s = copy_record(ctx, &f, "pca_components", (size_t)t->pca_dims * D, &t->pca_components);
+    if (!s) s = project_training(ctx, t);
+  }
+  if (!s) s = trained_finish(ctx, t);
+  nle__rec_free(&f);
+  if (s) {
+    nle_trained_free(&t);
+    return nle__name_error(ctx, path);
+  }
+  *out = t;
+  return NLE_OK;
+}
+
+nle_status nle_trained_attach_data(nle_ctx *ctx, nle_trained *t, const nle_matf *Y) {
+  if (Y->rows != t->X->rows || Y->cols != t->D || hash_floats(Y) != t->data_hash)
+    return nle__fail(ctx, NLE_ERR_VALUE,
+                     "the training data (%zu x %zu) is not the data the model was trained on (%zu x %zu, %s)", Y->rows,
+                     Y->cols, t->X->rows, t->D, t->source);
+  nle_matf_free(&t->Y);
+  nle_status s = nle_matf_alloc(ctx, Y->rows, Y->cols, &t->Y);
+  if (!s) memcpy(t->Y->data, Y->data, Y->rows * Y->cols * sizeof(float));
+  if (!s) s = project_training(ctx, t);
+  return s;
+}
