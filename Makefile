@@ -13,7 +13,7 @@ BLAS_INC ?= /usr/include/x86_64-linux-gnu/openblas-pthread
 CAIRO_CFLAGS := $(shell pkg-config --cflags cairo 2>/dev/null)
 CAIRO_LIBS   := $(shell pkg-config --libs cairo 2>/dev/null || echo -lcairo)
 
-VERSION := $(shell sed -n 's/^\#define NLE_VERSION_STRING "\(.*\)"/\1/p' include/nlembed.h)
+VERSION := $(shell sed -n 's/^\#define NLE_VERSION_STRING "\(.*\)"/\1/p' include/nlembed/core.h)
 SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
 
 # -fvisibility=hidden: the shared library exports what nlembed.h marks
@@ -78,12 +78,13 @@ check test: all
 	bash tests/run.sh
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/nlembed $(DESTDIR)$(PREFIX)/bin
 	install -m 644 $(BUILD)/libnlembed.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(SHARED) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf libnlembed.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libnlembed.so.$(SOMAJOR)
 	ln -sf libnlembed.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libnlembed.so
 	install -m 644 include/nlembed.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 include/nlembed/*.h $(DESTDIR)$(PREFIX)/include/nlembed/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
 	  -e 's|@PRIVATE@|$(DEPLIBS) -fopenmp|' nlembed.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/nlembed.pc
@@ -92,6 +93,7 @@ install: all
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/lib/libnlembed.a $(DESTDIR)$(PREFIX)/lib/libnlembed.so* \
 	  $(DESTDIR)$(PREFIX)/include/nlembed.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/nlembed.pc \
+	  $(DESTDIR)$(PREFIX)/include/nlembed/*.h \
 	  $(DESTDIR)$(PREFIX)/bin/nlembed
 
 # Address and undefined-behaviour sanitizers, in a build folder of their own,

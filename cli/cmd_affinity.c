@@ -43,17 +43,6 @@ static const char *help =
 enum { OPT_KIND = OPT_COMMAND_BASE, OPT_ROOT, OPT_ORDER, OPT_KAPPA, OPT_TOL, OPT_COND, OPT_NORM, OPT_BETAS,
        OPT_SIGMA, OPT_TUNING, OPT_NO_RESCALE };
 
-static int lookup(const char *arg, const char *const *names, int count) {
-  for (int i = 0; i < count; i++)
-    if (!strcmp(arg, names[i])) return i;
-  return -1;
-}
-
-static const char *const kind_names[] = {"gaussian", "binary", "inverse", "self-tuning", "entropic"};
-static const char *const root_names[] = {"halley", "euler", "newton", "bisection", "brent", "ridder", "classic",
-                                          "householder"};
-static const char *const order_names[] = {"mst", "msp", "density", "sequential", "random", "bounds"};
-
 int cmd_affinity(int argc, char **argv) {
   static const struct option longopts[] = {
       {"output", required_argument, 0, 'o'}, {"perplexity", required_argument, 0, 'p'},
@@ -89,16 +78,16 @@ int cmd_affinity(int argc, char **argv) {
       else env.rc = cli_usage_error("affinity", "-k takes a positive integer");
       break;
     case OPT_KIND:
-      if ((idx = lookup(optarg, kind_names, 5)) < 0) env.rc = cli_usage_error("affinity", "unknown --kind \"%s\"", optarg);
-      else if (idx == 4) entropic = 1;
+      if (!strcmp(optarg, "entropic")) entropic = 1; /* nle_entropic_affinities, not a kernel of nle_affinity_graph */
+      else if ((idx = nle_affinity_kind_parse(optarg)) < 0) env.rc = cli_usage_error("affinity", "unknown --kind \"%s\"", optarg);
       else entropic = 0, ao.kind = (nle_affinity_kind)idx;
       break;
     case OPT_ROOT:
-      if ((idx = lookup(optarg, root_names, 8)) < 0) env.rc = cli_usage_error("affinity", "unknown --root \"%s\"", optarg);
+      if ((idx = nle_root_method_parse(optarg)) < 0) env.rc = cli_usage_error("affinity", "unknown --root \"%s\"", optarg);
       else eo.root = (nle_root_method)idx;
       break;
     case OPT_ORDER:
-      if ((idx = lookup(optarg, order_names, 6)) < 0) env.rc = cli_usage_error("affinity", "unknown --order \"%s\"", optarg);
+      if ((idx = nle_ea_order_parse(optarg)) < 0) env.rc = cli_usage_error("affinity", "unknown --order \"%s\"", optarg);
       else eo.order = (nle_ea_order)idx;
       break;
     case OPT_KAPPA:
@@ -177,19 +166,19 @@ int cmd_affinity(int argc, char **argv) {
     char name[1200];
     cli_json_escape(ds->name, name, sizeof name);
     printf("{\"command\": \"affinity\", \"input\": \"%s\", \"n\": %zu, \"k\": %d, \"kind\": \"%s\", ", name,
-           ds->X->rows, k, entropic ? "entropic" : kind_names[ao.kind]);
+           ds->X->rows, k, entropic ? "entropic" : nle_affinity_kind_name(ao.kind));
     if (entropic)
       printf("\"perplexity\": %g, \"root\": \"%s\", \"order\": \"%s\", \"mean_iterations\": %.4f, "
              "\"mean_evaluations\": %.4f, \"bisection_points\": %lld, \"degenerate_points\": %lld, "
              "\"max_error\": %.3g, \"converged\": %s, \"steps_histogram\": [",
-             eo.perplexity, root_names[eo.root], order_names[eo.order], ea->mean_iterations, ea->mean_evaluations,
+             eo.perplexity, nle_root_method_name(eo.root), nle_ea_order_name(eo.order), ea->mean_iterations, ea->mean_evaluations,
              (long long)ea->bisection_points, (long long)ea->degenerate_points, ea->max_error,
              warn ? "false" : "true");
     for (int h = 0; entropic && h < 8; h++) printf("%s%lld", h ? ", " : "", (long long)ea->steps_histogram[h]);
     if (entropic) printf("], ");
     printf("\"knn_method\": \"%s\", \"knn_seconds\": %.3f, \"affinity_seconds\": %.4f}\n", method, t_knn, t_aff);
     cli_note(&env, "%s affinities of %zu points on %d neighbours in %.3f s (kNN %.2f s); wrote %s",
-             entropic ? "entropic" : kind_names[ao.kind], ds->X->rows, k, t_aff, t_knn, output);
+             entropic ? "entropic" : nle_affinity_kind_name(ao.kind), ds->X->rows, k, t_aff, t_knn, output);
   }
   nle_csr_free(&W);
   nle_ea_result_free(&ea);

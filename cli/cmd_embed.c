@@ -125,22 +125,21 @@ typedef struct {
 
 /* auto, then the library's optimisers and engines by their names (its
  * type tables): filled by cmd_embed before the options are read. */
-static cli_name optimizer_names[16];
-static const cli_name wneg_names[] = {{"uniform", NLE_WNEG_UNIFORM}, {"sqdist", NLE_WNEG_SQDIST}, {"knn", NLE_WNEG_KNN}, {NULL, 0}};
-static cli_name engine_names[16];
+static cli_name optimizer_names[16], engine_names[16], wneg_names[8], step_names[8];
 
 static const char *optimizer_name(int id) { return nle_opt_name((nle_opt_kind)id); }
 static const char *engine_name(int id) { return nle_repulsion_name((nle_repulsion)id); }
+static const char *wneg_name(int id) { return nle_wneg_name((nle_wneg_kind)id); }
+static const char *step_name(int id) { return nle_step_name((nle_step_kind)id); }
 
-/* names[] = auto, then name(0), name(1), ... up to "unknown". */
-static void names_fill(cli_name *names, size_t cap, const char *(*name)(int)) {
+/* names[] = auto (when the option takes it), then name(0), name(1), ... up
+ * to "unknown". */
+static void names_fill(cli_name *names, size_t cap, bool with_auto, const char *(*name)(int)) {
   size_t k = 0;
-  names[k++] = (cli_name){"auto", NLE_AUTO};
+  if (with_auto) names[k++] = (cli_name){"auto", NLE_AUTO};
   for (int id = 0; k + 1 < cap && strcmp(name(id), "unknown"); id++) names[k++] = (cli_name){name(id), id};
   names[k] = (cli_name){NULL, 0};
 }
-static const cli_name step_names[] = {{"auto", NLE_STEP_AUTO}, {"fixed", NLE_STEP_FIXED_RATE},
-                                      {"line-search", NLE_STEP_LINE_SEARCH}, {NULL, 0}};
 static const cli_name model_data_names[] = {{"copy", 1}, {"reference", 0}, {NULL, 0}};
 
 typedef enum {
@@ -376,10 +375,10 @@ static void print_json(cli_env *env, const char *title, const char *input, doubl
          env->command, source, r->n, o->dim, o->perplexity, o->k, o->sigma == NLE_AUTO ? 0.0 : o->sigma,
          nle_knn_method_name(o->knn_method), o->pca_dims, o->pca_candidates, o->lambda,
          name_of(engine_names, o->engine), o->fft.box_width, name_of(optimizer_names, o->opt.kind),
-         o->step == NLE_STEP_FIXED_RATE ? "fixed" : "line-search", o->opt.kappa, o->opt.learning_rate,
+         nle_step_name(o->step), o->opt.kappa, o->opt.learning_rate,
          o->opt.learning_rate_final, o->opt.momentum, o->opt.exaggeration, o->opt.exaggeration_iters,
          o->opt.max_iters, o->opt.tol, o->opt.x_tol, o->homotopy_steps, o->lambda_start,
-         o->init == NLE_INIT_PCA ? "pca" : o->init == NLE_INIT_SPECTRAL ? "spectral" : o->init == NLE_INIT_RANDOM ? "random" : "file",
+         o->init == NLE_INIT_GIVEN ? "file" : nle_init_name(o->init),
          r->report.iterations, r->report.evaluations, e0, e, r->report.converged ? "true" : "false", lower, upper,
          r->components, extent, read_seconds, r->seconds.pca, r->seconds.knn, r->seconds.affinities, r->seconds.init,
          r->seconds.plan, r->seconds.optimize, r->seconds.total, title, o->perplexity,
@@ -395,8 +394,10 @@ static void release_points(void *dataset) { nle_matf_free(&((nle_dataset *)datas
 int cmd_embed(int argc, char **argv, const char *name) {
   int kind = nle_model_parse(name);
   if (kind < 0) return 2;
-  names_fill(optimizer_names, sizeof optimizer_names / sizeof *optimizer_names, optimizer_name);
-  names_fill(engine_names, sizeof engine_names / sizeof *engine_names, engine_name);
+  names_fill(optimizer_names, sizeof optimizer_names / sizeof *optimizer_names, true, optimizer_name);
+  names_fill(engine_names, sizeof engine_names / sizeof *engine_names, true, engine_name);
+  names_fill(wneg_names, sizeof wneg_names / sizeof *wneg_names, false, wneg_name);
+  names_fill(step_names, sizeof step_names / sizeof *step_names, true, step_name);
   static const char *titles[] = {"EE", "s-SNE", "t-SNE", "SNE", "t-EE"};
   static const char *recipes[] = {
       "perplexity 5, line-search spectral direction, lambda 100 / N.\n",
@@ -467,12 +468,10 @@ int cmd_embed(int argc, char **argv, const char *name) {
     rc = cli_usage_error(name, "expected one INPUT%s, got %d", a.affinities ? " or none" : "", n_inputs);
   const char *input = n_inputs == 1 ? argv[optind] : a.affinities;
   const char *init = a.init ? a.init : "auto";
-  static const cli_name init_names[] = {{"auto", NLE_INIT_AUTO}, {"pca", NLE_INIT_PCA}, {"spectral", NLE_INIT_SPECTRAL},
-                                        {"random", NLE_INIT_RANDOM}, {NULL, 0}};
+  /* a name of the library's (but "given": that is a file's content), or a file */
   const char *init_file = NULL;
-  a.eo.init = NLE_INIT_GIVEN;
-  for (const cli_name *nm = init_names; nm->name; nm++)
-    if (!strcmp(init, nm->name)) a.eo.init = (nle_init_kind)nm->value;
+  int init_kind = nle_init_parse(init);
+  a.eo.init = init_kind == -1 || init_kind == NLE_INIT_GIVEN ? NLE_INIT_GIVEN : (nle_init_kind)init_kind;
   if (a.eo.init == NLE_INIT_GIVEN) init_file = init;
   if (!rc && !n_inputs && (a.save_model || a.save_labels || a.eo.wneg != NLE_WNEG_UNIFORM || a.eo.init == NLE_INIT_PCA))
     rc = cli_usage_error(name, "--save-model, --save-labels, --wneg sqdist|knn and --init pca need the INPUT data");

@@ -50,9 +50,7 @@ int cmd_pca(int argc, char **argv) {
       else env.rc = cli_usage_error("pca", "-d takes a positive integer, not \"%s\"", optarg);
       break;
     case OPT_SOLVER:
-      if (!strcmp(optarg, "auto")) o.solver = NLE_PCA_AUTO;
-      else if (!strcmp(optarg, "exact")) o.solver = NLE_PCA_EXACT;
-      else if (!strcmp(optarg, "randomized")) o.solver = NLE_PCA_RANDOMIZED;
+      if (nle_pca_solver_parse(optarg) != -1) o.solver = (nle_pca_solver)nle_pca_solver_parse(optarg);
       else env.rc = cli_usage_error("pca", "--solver takes auto, exact or randomized");
       break;
     case OPT_WHITEN: o.whiten = true; break;
@@ -101,7 +99,7 @@ int cmd_pca(int argc, char **argv) {
     double kept = 0;
     for (int i = 0; i < model->n_components; i++) kept += model->explained_variance[i];
     double ratio = model->total_variance > 0 ? kept / model->total_variance : 0;
-    const char *solver = model->solver_used == NLE_PCA_EXACT ? "exact" : "randomized";
+    const char *solver = nle_pca_solver_name(model->solver_used);
     char name[1200];
     cli_json_escape(ds->name, name, sizeof name);
     printf("{\"command\": \"pca\", \"input\": \"%s\", \"n\": %zu, \"dim\": %zu, \"components\": %d, "

@@ -8,9 +8,10 @@ cd "$(dirname "$0")/.." || exit 1
 prefix=$T/prefix
 if make -s install PREFIX="$prefix" > "$T/install.log" 2>&1; then ok install
 else bad install "$(tail -c 300 "$T/install.log")"; fi
-version=$(sed -n 's/^#define NLE_VERSION_STRING "\(.*\)"/\1/p' include/nlembed.h)
+version=$(sed -n 's/^#define NLE_VERSION_STRING "\(.*\)"/\1/p' include/nlembed/core.h)
 missing=""
-for f in lib/libnlembed.a "lib/libnlembed.so.$version" include/nlembed.h lib/pkgconfig/nlembed.pc bin/nlembed; do
+for f in lib/libnlembed.a "lib/libnlembed.so.$version" include/nlembed.h lib/pkgconfig/nlembed.pc bin/nlembed \
+  $(cd include && ls nlembed/*.h | sed "s|^|include/|"); do
   [ -f "$prefix/$f" ] || missing="$missing $f"
 done
 [ "$(readlink "$prefix/lib/libnlembed.so.${version%%.*}")" = "libnlembed.so.$version" ] || missing="$missing libnlembed.so.${version%%.*}"
@@ -27,11 +28,21 @@ else bad library_without_cairo "$(objdump -p "$prefix/lib/libnlembed.so.$version
 nm -D --defined-only "$prefix/lib/libnlembed.so" | awk '{print $3}' | sort > "$T/exported"
 exported=$(wc -l < "$T/exported")
 stray=$(grep -cv '^nle_[a-z0-9]' "$T/exported")
-undeclared=$(while read -r sym; do grep -qw "$sym" include/nlembed.h || echo "$sym"; done < "$T/exported" | head -5)
+undeclared=$(while read -r sym; do grep -qw "$sym" include/nlembed/*.h || echo "$sym"; done < "$T/exported" | head -5)
 if [ "$exported" -gt 100 ] && [ "$stray" -eq 0 ] && [ -z "$undeclared" ]; then ok exported_symbols_public
 else bad exported_symbols_public "$exported exported, $stray not nle_*: $(grep -v '^nle_[a-z0-9]' "$T/exported" | head -5 | tr '\n' ' ') undeclared: $undeclared"; fi
 
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+# each installed stage header stands on its own (it includes what it uses),
+# in C11 and in C++ (its extern "C" block), warnings as errors
+alone=""
+for h in "$prefix"/include/nlembed.h "$prefix"/include/nlembed/*.h; do
+  inc=${h#"$prefix/include/"}
+  printf '#include <%s>\nint main(void) { return 0; }\n' "$inc" > "$T/alone.c"
+  cc -std=c11 -Wall -Wextra -Wpedantic -Werror -I"$prefix/include" -c "$T/alone.c" -o "$T/alone.o" 2>> "$T/alone_err" || alone="$alone $inc(C)"
+  c++ -x c++ -std=c++11 -Wall -Wextra -Werror -I"$prefix/include" -c "$T/alone.c" -o "$T/alone.o" 2>> "$T/alone_err" || alone="$alone $inc(C++)"
+done
+if [ -z "$alone" ]; then ok headers_stand_alone; else bad headers_stand_alone "$alone: $(head -c 300 "$T/alone_err")"; fi
 sed -n '/^```c$/,/^```$/p' README.md | sed '1d;$d' > "$T/example.c"
 # shellcheck disable=SC2046
 if cc -std=c11 "$T/example.c" -o "$T/example" $(pkg-config --cflags --libs nlembed) 2> "$T/cc_err" \

@@ -326,6 +326,31 @@ static void names_round_trip(void) {
   for (size_t i = 0; i < sizeof methods / sizeof *methods; i++)
     nle_test(nle_knn_method_parse(nle_knn_method_name(methods[i])) == (int)methods[i]);
   nle_test(nle_knn_method_parse("lsh") == -1);
+  /* The option enums of the other stages: every value's name parses back to
+   * it, the enum's size is where "unknown" starts, auto only where the enum
+   * has NLE_AUTO. */
+#define ROUND_TRIP(name_fn, parse_fn, type, count, has_auto)                                      \
+  do {                                                                                            \
+    for (int v_ = 0; v_ < (count); v_++) nle_test(parse_fn(name_fn((type)v_)) == v_);              \
+    nle_test(!strcmp(name_fn((type)(count)), "unknown") && !strcmp(name_fn((type)-1), "unknown")); \
+    nle_test(parse_fn("auto") == ((has_auto) ? NLE_AUTO : -1) && parse_fn("nonesuch") == -1 &&     \
+             parse_fn(NULL) == -1);                                                               \
+  } while (0)
+  ROUND_TRIP(nle_affinity_kind_name, nle_affinity_kind_parse, nle_affinity_kind, NLE_AFF_SELF_TUNING + 1, 0);
+  ROUND_TRIP(nle_root_method_name, nle_root_method_parse, nle_root_method, NLE_ROOT_HOUSEHOLDER + 1, 0);
+  ROUND_TRIP(nle_ea_order_name, nle_ea_order_parse, nle_ea_order, NLE_ORDER_BOUNDS + 1, 0);
+  ROUND_TRIP(nle_wneg_name, nle_wneg_parse, nle_wneg_kind, NLE_WNEG_KNN + 1, 0);
+  ROUND_TRIP(nle_model_name, nle_model_parse, nle_model_kind, NLE_MODEL_TEE + 1, 0);
+  ROUND_TRIP(nle_init_name, nle_init_parse, nle_init_kind, NLE_INIT_GIVEN + 1, 1);
+  ROUND_TRIP(nle_step_name, nle_step_parse, nle_step_kind, NLE_STEP_FIXED_RATE + 1, 1);
+  ROUND_TRIP(nle_pca_solver_name, nle_pca_solver_parse, nle_pca_solver, NLE_PCA_RANDOMIZED + 1, 1);
+#undef ROUND_TRIP
+  /* the names the documentation and the command line use */
+  nle_test(!strcmp(nle_affinity_kind_name(NLE_AFF_SELF_TUNING), "self-tuning") &&
+           !strcmp(nle_root_method_name(NLE_ROOT_BRENT), "brent") && !strcmp(nle_ea_order_name(NLE_ORDER_MSP), "msp") &&
+           !strcmp(nle_wneg_name(NLE_WNEG_SQDIST), "sqdist") && !strcmp(nle_step_name(NLE_STEP_FIXED_RATE), "fixed") &&
+           !strcmp(nle_init_name(NLE_INIT_SPECTRAL), "spectral") &&
+           !strcmp(nle_pca_solver_name(NLE_PCA_RANDOMIZED), "randomized") && !strcmp(nle_model_name(NLE_MODEL_TEE), "tee"));
 }
 
 const nle_test_case engines_tests[] = {

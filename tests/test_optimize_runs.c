@@ -236,7 +236,11 @@ static planned plan_run(nle_ctx *ctx, const nle_csr *P, const nle_opt_opts *oo, 
 
 static nle_status run_planned(nle_ctx *ctx, planned *p, nle_matd *X, int homotopy, nle_opt_report *rep) {
   if (!homotopy) return nle_opt_run(ctx, p->opt, X, rep);
-  nle_homotopy_opts ho = {1e-3, 1.0, 4};
+  nle_homotopy_opts ho;
+  nle_homotopy_opts_init(&ho);
+  ho.lambda_start = 1e-3;
+  ho.lambda_end = 1.0;
+  ho.steps = 4;
   return nle_homotopy_run(ctx, p->m, p->opt, X, &ho, NULL, NULL, rep);
 }
 

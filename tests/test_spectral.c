@@ -151,6 +151,9 @@ static void pca_transform_properties(void) {
   o.n_components = 9;
   nle_pca_model *m = NULL;
   nle_test(nle_pca_fit(ctx, Y, &o, &m) == NLE_ERR_ARG && m == NULL);
+  o.n_components = 2;
+  o.solver = (nle_pca_solver)2; /* past NLE_PCA_RANDOMIZED */
+  nle_test(nle_pca_fit(ctx, Y, &o, &m) == NLE_ERR_ARG && m == NULL && strstr(nle_ctx_error(ctx), "solver 2"));
   nle_matf_free(&Y);
   nle_ctx_free(&ctx);
 }

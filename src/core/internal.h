@@ -31,9 +31,18 @@ int nle__fault_memalign(void **p, size_t align, size_t n);
 #define posix_memalign(p, a, n) nle__fault_memalign(p, a, n)
 #endif
 
+/* names[value] for 0 <= value < count, "auto" for NLE_AUTO when the enum
+ * has it, else "unknown"; and back, -1 for an unknown name or NULL
+ * (src/core/names.c). NLE__COUNT: the entries of a static array. */
+const char *nle__enum_name(const char *const *names, size_t count, bool has_auto, int value);
+int nle__enum_parse(const char *const *names, size_t count, bool has_auto, const char *name);
+#define NLE__COUNT(a) (sizeof(a) / sizeof *(a))
+
 /* Hot loops compiled for several instruction sets and chosen when the
  * library loads (GCC function multiversioning): the portable build runs
- * them with AVX2 + FMA or AVX-512 where the CPU has them. A NATIVE=1 build
+ * them with AVX2 + FMA or AVX-512 where the CPU has them. Only on static
+ * functions: a clone set of an external one gets an exported resolver, which
+ * -fvisibility=hidden does not hide (tests/install.sh lists exports). A NATIVE=1 build
  * (-march=native, NLE_NATIVE) and other compilers take the one version. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(NLE_NATIVE)
 #define NLE_HOT __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))

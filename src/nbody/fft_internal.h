@@ -144,9 +144,8 @@ float *nle__fft_grid_alloc(size_t floats);
  * calls), or NULL after recording the failure. */
 double *nle__fft_ws_doubles(nle_ctx *ctx, double **buf, size_t *cap, size_t count, const char *what);
 
-/* fft_interp.c: spreads channel c's charges over buf and, unless split,
- * transforms it. */
-void nle__fft_spread_charges(const conv_job *j, size_t c, float *buf, int split);
+/* fft_interp.c: spreads channel c's charges over buf, untransformed. */
+void nle__fft_spread_for_split(const conv_job *j, size_t c, float *buf);
 
 /* fft_split2d.c */
 /* The chunked row plans and the column-strip plans of a 2-D grid (called

@@ -73,7 +73,8 @@ static int stencil_block(void *job, size_t b, void *scratch) {
   return 0;
 }
 
-NLE_HOT void nle__fft_spread_charges(const conv_job *j, size_t c, float *buf, int split) {
+/* Spreads channel c's charges over buf and, unless split, transforms it. */
+NLE_HOT static void spread_charges(const conv_job *j, size_t c, float *buf, int split) {
   const fft_grid *g = j->g;
   memset(buf, 0, g->real_len * sizeof(float));
   size_t d = g->d, col = (size_t)j->chan_charge[c];
@@ -111,6 +112,11 @@ static void apply_kernel(const conv_job *j, size_t c, const float *charges_hat, 
   fftwf_execute_dft_c2r(g->backward, o, out);
 }
 
+/* The split 2-D passes' spreading (fft_split2d.c): a plain function, since
+ * a target_clones one outside this file would be exported (its resolver
+ * ignores -fvisibility=hidden). */
+void nle__fft_spread_for_split(const conv_job *j, size_t c, float *buf) { spread_charges(j, c, buf, 1); }
+
 /* Stage one, per distinct charge column: spread and transform; a charge
  * column of one channel is convolved right away in that channel's grid. */
 static int lead_block(void *job, size_t i, void *scratch) {
@@ -118,9 +124,9 @@ static int lead_block(void *job, size_t i, void *scratch) {
   const conv_job *j = job;
   size_t c = (size_t)j->leads[i];
   if (j->shared[c]) {
-    nle__fft_spread_charges(j, c, j->charge_hat[c], 0);
+    spread_charges(j, c, j->charge_hat[c], 0);
   } else {
-    nle__fft_spread_charges(j, c, j->grid[c], 0);
+    spread_charges(j, c, j->grid[c], 0);
     apply_kernel(j, c, j->grid[c], j->grid[c]);
   }
   return 0;

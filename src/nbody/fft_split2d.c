@@ -24,7 +24,7 @@ static int split_spread_block(void *job, size_t i, void *scratch) {
   (void)scratch;
   const conv_job *j = job;
   size_t c = (size_t)j->leads[i];
-  nle__fft_spread_charges(j, c, j->grid[c], 1);
+  nle__fft_spread_for_split(j, c, j->grid[c]);
   return 0;
 }
 

@@ -384,7 +384,7 @@ nle_status nle_embed(nle_ctx *ctx, const nle_embed_input *in, const nle_embed_op
     s = nle_opt_load_checkpoint(ctx, w.opt, r->X, opts->resume, r->fingerprint);
     if (!s) {
       nle_opt_state *st = nle__opt_state(w.opt);
-      r->resumed = 1;
+      r->resumed = true;
       r->resumed_iteration = st->path_total.iterations + st->rep.iterations;
     }
   }

@@ -184,8 +184,11 @@ nle_status nle_ee_lambda_bounds_features(nle_ctx *ctx, const nle_csr *Wp, const 
   return NLE_OK;
 }
 
-nle_status nle_homotopy_run(nle_ctx *ctx, nle_model *model, nle_opt *opt, nle_matd *X, const nle_homotopy_opts *o,
+nle_status nle_homotopy_run(nle_ctx *ctx, nle_model *model, nle_opt *opt, nle_matd *X, const nle_homotopy_opts *opts,
                             nle_homotopy_fn fn, void *user, nle_opt_report *total) {
+  nle_homotopy_opts defaults;
+  nle_homotopy_opts_init(&defaults);
+  const nle_homotopy_opts *o = opts ? opts : &defaults;
   if (!(o->lambda_start > 0) || !(o->lambda_end > 0) || o->steps < 1)
     return nle__fail(ctx, NLE_ERR_ARG, "homotopy: lambdas must be positive and steps >= 1");
   memset(total, 0, sizeof *total);

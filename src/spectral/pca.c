@@ -28,6 +28,13 @@ static size_t split_count(size_t n, size_t partial_doubles) {
   return k < 1 ? 1 : k;
 }
 
+static const char *const solver_names[] = {"exact", "randomized"};
+
+const char *nle_pca_solver_name(nle_pca_solver solver) {
+  return nle__enum_name(solver_names, NLE__COUNT(solver_names), true, (int)solver);
+}
+int nle_pca_solver_parse(const char *name) { return nle__enum_parse(solver_names, NLE__COUNT(solver_names), true, name); }
+
 void nle_pca_opts_init(nle_pca_opts *o) {
   o->n_components = 2;
   o->center = true;
@@ -313,6 +320,8 @@ nle_status nle_pca_fit(nle_ctx *ctx, const nle_matf *Y, const nle_pca_opts *opts
                      opts->n_components, most);
   if (opts->power_iters < 0 || opts->oversample < 0)
     return nle__fail(ctx, NLE_ERR_ARG, "PCA: power iterations and oversampling must be >= 0");
+  if (!strcmp(nle_pca_solver_name(opts->solver), "unknown"))
+    return nle__fail(ctx, NLE_ERR_ARG, "PCA: solver %d is not NLE_PCA_AUTO, _EXACT or _RANDOMIZED", (int)opts->solver);
   nle_pca_solver solver = opts->solver == NLE_PCA_AUTO ? choose_solver(n, d, opts->n_components) : opts->solver;
   size_t l = (size_t)opts->n_components + (size_t)opts->oversample;
   double need = solver == NLE_PCA_EXACT ? (double)d * d * 8 * 1.5

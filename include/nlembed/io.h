@@ -1,0 +1,144 @@
+/* nlembed/io.h — data in and out: readers recognised from content, built-in
+ * datasets, writers, staged outputs. Part of the public header: include
+ * <nlembed.h>, whose opening comment states the conventions every
+ * declaration here follows. */
+#ifndef NLEMBED_IO_H
+#define NLEMBED_IO_H
+
+#include "core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ========================================================================== */
+/* Data in and out                                                            */
+/* ========================================================================== */
+
+typedef enum {
+  NLE_HEADER_AUTO = 0, /* a first row of names is a header; numbers beside
+                          words in it are refused as ambiguous */
+  NLE_HEADER_YES = 1,
+  NLE_HEADER_NO = 2
+} nle_header_mode;
+
+typedef struct {
+  char delimiter;         /* 0 (default): detect among ',', '\t', ';', ' ' */
+  nle_header_mode header; /* default NLE_HEADER_AUTO */
+  /* Column holding labels in a text file, 0-based; NLE_LABEL_NONE;
+   * NLE_LABEL_LAST; NLE_LABEL_AUTO (default): the column a header names label,
+   * labels, class, target, or y when there is no x (any case; a note says
+   * so), else none.
+   * Labels may be integers or strings (strings are numbered in sorted order
+   * and kept as class names). */
+  int label_column;
+} nle_read_opts;
+
+#define NLE_LABEL_AUTO NLE_AUTO
+#define NLE_LABEL_NONE (-1) /* no label column */
+#define NLE_LABEL_LAST (-2) /* the last column */
+
+NLE_API void nle_read_opts_init(nle_read_opts *o);
+
+typedef struct {
+  nle_matf *X;         /* N x D points */
+  int32_t *labels;     /* N labels or NULL */
+  int32_t n_classes;   /* 1 + largest label (0 when no labels) */
+  char **class_names;  /* n_classes names or NULL */
+  char *name;          /* what was read: a path or a dataset name */
+} nle_dataset;
+
+/* Reads points from a file or a built-in dataset name.
+ *   files:  CSV/TSV/whitespace text, NumPy .npy (float32/64, uint8, int32/64,
+ *           C or Fortran order), IDX (MNIST format), any of these gzip'ed; the
+ *           format is recognised from the content, not the name.
+ *   names:  "fashion-mnist" (Debian's dataset-fashion-mnist: 70,000 x 784 with
+ *           labels), "fashion-mnist-train", "fashion-mnist-test"; synthetic
+ *           "swissroll:N", "spiral:N", "blobs:N" (seeded by the context).
+ * Rejects NaN/Inf, ragged rows, empty and truncated files with NLE_ERR_FORMAT
+ * or NLE_ERR_VALUE and an error text naming the file and the line/offset. */
+NLE_API nle_status nle_dataset_read(nle_ctx *ctx, const char *source,
+                                    const nle_read_opts *opts, nle_dataset **out);
+NLE_API void nle_dataset_free(nle_dataset **ds);
+
+/* Reads labels (one integer or string per point) from a file of any supported
+ * format with a single column, from a data file's label column (opts'
+ * label_column, or the header's label column with NLE_LABEL_AUTO; opts NULL:
+ * single columns only), or from a dataset name. When expected_n > 0 a
+ * different count is an error. */
+NLE_API nle_status nle_labels_read(nle_ctx *ctx, const char *source, const nle_read_opts *opts, int64_t expected_n,
+                                   int32_t **labels, int64_t *n, int32_t *n_classes, char ***class_names);
+NLE_API void nle_class_names_free(char ***names, int32_t n_classes);
+
+/* Parsers on a memory buffer (what the file readers use; handy for fuzzing).
+ * name is used in error texts only. */
+NLE_API nle_status nle_parse_text(nle_ctx *ctx, const char *name, const char *buf,
+                                  size_t len, const nle_read_opts *opts, nle_dataset **out);
+NLE_API nle_status nle_parse_npy(nle_ctx *ctx, const char *name, const uint8_t *buf,
+                                 size_t len, nle_dataset **out);
+NLE_API nle_status nle_parse_idx(nle_ctx *ctx, const char *name, const uint8_t *buf,
+                                 size_t len, nle_dataset **out);
+/* Inflates a gzip/zlib buffer; NLE_ERR_FORMAT for corrupt or truncated data. */
+NLE_API nle_status nle_gunzip(nle_ctx *ctx, const char *name, const uint8_t *buf,
+                              size_t len, uint8_t **out, size_t *out_len);
+
+/* Writers. Every file is written to a temporary name in the same folder and
+ * renamed into place when complete, so a failure never leaves a partial file
+ * nor replaces a good one. The format follows the extension: ".npy", or text
+ * (".csv", ".tsv", ".txt"). */
+NLE_API nle_status nle_write_matd(nle_ctx *ctx, const char *path, const nle_matd *m);
+NLE_API nle_status nle_write_matf(nle_ctx *ctx, const char *path, const nle_matf *m);
+NLE_API nle_status nle_write_labels(nle_ctx *ctx, const char *path, const int32_t *labels,
+                                    int64_t n);
+/* The same, written as the class names (one a line) when there are names
+ * and the file is text; .npy keeps the integer codes. */
+NLE_API nle_status nle_write_labels_named(nle_ctx *ctx, const char *path, const int32_t *labels, int64_t n,
+                                          char *const *class_names, int32_t n_classes);
+/* N x k int32 matrix (e.g. neighbour indices) as .npy or text. */
+NLE_API nle_status nle_write_mati32(nle_ctx *ctx, const char *path, const int32_t *a,
+                                    int64_t rows, int64_t cols);
+/* Matrix Market coordinate (real, integer or pattern; general or symmetric,
+ * 1-based) into a CSR with sorted columns; duplicates are an error. */
+NLE_API nle_status nle_read_csr_mtx(nle_ctx *ctx, const char *path, nle_csr **m);
+/* Matrix Market coordinate real general, 1-based. */
+NLE_API nle_status nle_write_csr_mtx(nle_ctx *ctx, const char *path, const nle_csr *m);
+/* Output transactions: between nle_outputs_begin and nle_outputs_commit
+ * every file the library writes (checkpoints excepted) is completed under a
+ * temporary name beside its target, and the commit renames them all into
+ * place; nle_outputs_abort, or nle_ctx_free with the transaction open,
+ * removes them, so a run that fails part-way leaves every earlier file as it
+ * was. Temporaries are named .NAME.tmp.PID.XXXXXX; those of a process that
+ * no longer exists are removed by the next write in their folder. */
+NLE_API nle_status nle_outputs_begin(nle_ctx *ctx);
+NLE_API nle_status nle_outputs_commit(nle_ctx *ctx);
+NLE_API void nle_outputs_abort(nle_ctx *ctx);
+
+/* Arbitrary text (e.g. a JSON line), atomically. */
+NLE_API nle_status nle_write_text(nle_ctx *ctx, const char *path, const char *text);
+/* NLE_OK when path's folder exists and is writable (checked before long work,
+ * so a run does not fail only at its end). */
+NLE_API nle_status nle_check_output_path(nle_ctx *ctx, const char *path);
+/* The same, and that path's extension names one of `formats` (a mask; 0:
+ * any name, e.g. a model file or a JSON line). */
+enum {
+  NLE_OUTPUT_DENSE = 1, /* .npy, .csv, .tsv, .txt (nle_write_matd and kin) */
+  NLE_OUTPUT_MTX = 2,   /* .mtx (nle_write_csr_mtx) */
+  NLE_OUTPUT_IMAGE = 4  /* .png, .svg (the tool's plots) */
+};
+NLE_API nle_status nle_check_output(nle_ctx *ctx, const char *path, unsigned formats);
+
+/* A file of the caller's own format written as the library writes its own:
+ * nle_output_open creates a temporary beside path and nle_output_stream
+ * gives its stream (the caller writes, but does not close, it);
+ * nle_output_close puts it in place (inside a transaction: at
+ * nle_outputs_commit), and nle_output_abort removes it. Both free *out. */
+typedef struct nle_output nle_output;
+NLE_API nle_status nle_output_open(nle_ctx *ctx, const char *path, nle_output **out);
+NLE_API FILE *nle_output_stream(nle_output *out);
+NLE_API nle_status nle_output_close(nle_ctx *ctx, nle_output **out);
+NLE_API void nle_output_abort(nle_output **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NLEMBED_IO_H */
