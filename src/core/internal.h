@@ -37,6 +37,10 @@ int nle__fault_memalign(void **p, size_t align, size_t n);
 const char *nle__enum_name(const char *const *names, size_t count, bool has_auto, int value);
 int nle__enum_parse(const char *const *names, size_t count, bool has_auto, const char *name);
 #define NLE__COUNT(a) (sizeof(a) / sizeof *(a))
+/* Defines the public pair NAME_FN(type) and PARSE_FN(name) over `table`. */
+#define NLE__ENUM_NAMES(NAME_FN, PARSE_FN, type, table, has_auto)                                           \
+  const char *NAME_FN(type value) { return nle__enum_name(table, NLE__COUNT(table), has_auto, (int)value); } \
+  int PARSE_FN(const char *name) { return nle__enum_parse(table, NLE__COUNT(table), has_auto, name); }
 
 /* Hot loops compiled for several instruction sets and chosen when the
  * library loads (GCC function multiversioning): the portable build runs

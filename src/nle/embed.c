@@ -183,9 +183,15 @@ static void fingerprint(const nle_embed_opts *o, const nle_embed_input *in, size
 
 /* --- the pipeline ----------------------------------------------------------- */
 
+/* What the stages hand on, and the run's input, options and result. */
 typedef struct {
+  const nle_embed_input *in;
+  const nle_embed_opts *asked; /* the caller's options (r->resolved: as they run) */
+  nle_embed_result *r;
   nle_matf *Ysearch;  /* the space of the neighbour search (PCA or NULL: Y) */
   nle_csr *graph;     /* kNN graph (owned) */
+  const nle_csr *knn; /* the graph W+ is built on: the input's or graph */
+  int y_released;     /* release_y_after has run */
   nle_csr *W, *Wk;    /* W+, sparse W- */
   nle_matd *Wsq;      /* dense squared-distance W- */
   nle_matf *Wfeat;    /* squared-distance W- features */
@@ -214,6 +220,230 @@ static double max_abs(const nle_matd *X) {
   return m;
 }
 
+/* The neighbour search's space and the kNN graph. */
+static nle_status neighbours_stage(nle_ctx *ctx, embed_work *w) {
+  const nle_embed_input *in = w->in;
+  nle_embed_result *r = w->r;
+  nle_embed_opts *o = &r->resolved;
+  nle_status s = NLE_OK;
+  double t0 = nle_time_seconds();
+  if (o->pca_dims > 0) {
+    s = pca_reduce(ctx, in->Y, o->pca_dims, &w->Ysearch, &r->pca_variance, w->asked->keep_model ? &w->pca : NULL);
+    if (!s) nle__log(ctx, 0, "PCA %zu x %zu -> %d for the neighbour search: %.4f of the variance", r->n, r->D,
+                     o->pca_dims, r->pca_variance);
+  }
+  r->seconds.pca = nle_time_seconds() - t0;
+  /* the candidates found among the components re-ranked by their
+   * distances in Y (70,000 Fashion-MNIST images, 50 components, k = 90:
+   * t-SNE's recall@10 0.282 without, 0.313 with, 0.318 with the pixels'
+   * exact neighbours; 1.5 s against 26 s more for the exact search in 784
+   * dimensions) */
+  t0 = nle_time_seconds();
+  if (!s && !in->affinities && !in->knn) {
+    const nle_matf *space = w->Ysearch ? w->Ysearch : in->Y;
+    int candidates = o->pca_candidates > 0 ? o->pca_candidates : o->k;
+    s = nle_knn_graph(ctx, space, candidates, o->knn_method, &o->knn_approx, &w->graph, &r->knn_used);
+    if (!s && o->pca_candidates > 0) {
+      nle_csr *ranked = NULL;
+      s = nle_knn_rerank(ctx, in->Y, w->graph, o->k, &ranked);
+      nle_csr_free(&w->graph);
+      w->graph = ranked;
+    }
+  }
+  w->knn = in->knn ? in->knn : w->graph;
+  if (o->knn_method == NLE_KNN_AUTO) o->knn_method = r->knn_used;
+  r->seconds.knn = nle_time_seconds() - t0;
+  if (!s) release_y_after(in, o, w->Ysearch != NULL, 1, &w->y_released);
+  return s;
+}
+
+/* W+ (and its connected components) and W-; then the learning rates,
+ * which scale with W+'s total. */
+static nle_status weights_stage(nle_ctx *ctx, embed_work *w) {
+  const nle_embed_input *in = w->in;
+  nle_embed_result *r = w->r;
+  nle_embed_opts *o = &r->resolved;
+  double t0 = nle_time_seconds();
+  nle_status s = in->affinities ? nle_affinity_for_model(ctx, in->affinities, o->model, &w->W)
+                                : attractive_weights(ctx, w->knn, o, &w->W, &w->beta);
+  if (!s) {
+    r->w_total = nle__csr_total(w->W);
+    nle_csr *S = NULL;
+    if (o->model == NLE_MODEL_SNE) s = nle_affinity_symmetrize(ctx, w->W, false, &S);
+    int64_t comps = s ? 0 : nle__csr_components(ctx, S ? S : w->W);
+    if (comps < 0) s = NLE_ERR_NOMEM;
+    r->components = (int)comps;
+    nle_csr_free(&S);
+    if (!s && r->components > 1)
+      nle__log(ctx, 0, "warning: W+ has %d connected components: they drift apart on their own, and a spectral "
+               "start puts each at one point (a larger k or perplexity joins them)", r->components);
+  }
+  if (!s && o->wneg == NLE_WNEG_SQDIST)
+    s = o->engine == NLE_REPULSION_EXACT ? nle_repulsive_dense(ctx, in->Y, o->wneg, &w->Wsq)
+                                         : wneg_features(ctx, in->Y, o->wneg_dims, &w->Wfeat);
+  if (!s && o->wneg == NLE_WNEG_KNN) s = nle_repulsive_knn(ctx, w->knn, &w->Wk);
+  if (!s) release_y_after(in, o, w->Ysearch != NULL, 2, &w->y_released);
+  r->seconds.affinities = nle_time_seconds() - t0;
+  if (!s) nle__embed_resolve_rates(o, r->n, r->w_total);
+  return s;
+}
+
+static nle_status initial_stage(nle_ctx *ctx, embed_work *w) {
+  nle_embed_result *r = w->r;
+  nle_embed_opts *o = &r->resolved;
+  double t0 = nle_time_seconds();
+  nle_status s = w->asked->resume ? nle_matd_alloc(ctx, r->n, (size_t)o->dim, &r->X)
+                                  : initial_x(ctx, w->Ysearch ? w->Ysearch : w->in->Y, r->n, w->W, o, &r->X);
+  if (!w->asked->keep_model) nle_matf_free(&w->Ysearch); /* else the model's search space */
+  if (!s) release_y_after(w->in, o, 1, 3, &w->y_released);
+  r->seconds.init = nle_time_seconds() - t0;
+  return s;
+}
+
+/* lambda*'s bounds (EE paper eqs. 11-12), dense for small N, else by
+ * Lanczos; only informative unless a homotopy starts from them. */
+static nle_status bounds_stage(nle_ctx *ctx, embed_work *w) {
+  nle_embed_result *r = w->r;
+  nle_embed_opts *o = &r->resolved;
+  int dense = r->n <= BOUNDS_DENSE_MAX_N;
+  nle_status s = w->Wfeat ? nle_ee_lambda_bounds_features(ctx, w->W, w->Wfeat, &r->lambda_lower, &r->lambda_upper)
+                 : dense ? nle_ee_lambda_bounds(ctx, w->W, o->wneg, w->Wsq, w->Wk, &r->lambda_lower, &r->lambda_upper)
+                         : nle_ee_lambda_bounds_lanczos(ctx, w->W, o->wneg, w->Wsq, w->Wk, &r->lambda_lower,
+                                                        &r->lambda_upper);
+  /* With uniform W- the spectrum of L- is 0 and N (N - 1 times), and the
+   * two bounds meet at lambda2(L+) / N: lambda* itself. */
+  if (!s && o->wneg == NLE_WNEG_UNIFORM)
+    nle__log(ctx, 0, "lambda* = %.4g (lambda2(L+) / N, exact for uniform W-; EE paper eqs. 11-12, %s)",
+             r->lambda_lower, dense ? "dense eigenvalues" : "Lanczos");
+  else if (!s)
+    nle__log(ctx, 0, "lambda* bounds: %.4g <= lambda* <= %.4g (EE paper eqs. 11-12, %s)", r->lambda_lower,
+             r->lambda_upper, w->Wfeat ? "Lanczos and Gershgorin" : dense ? "dense eigenvalues" : "Lanczos");
+  else if (!(o->homotopy_steps > 0 && AUTO(o->lambda_start))) {
+    nle__log(ctx, 0, "warning: no lambda* bounds: %s", nle_ctx_error(ctx));
+    r->lambda_lower = r->lambda_upper = NAN;
+    s = NLE_OK;
+  }
+  return s;
+}
+
+/* The model, the optimiser, lambda*'s bounds and the homotopy's start. */
+static nle_status plan_stage(nle_ctx *ctx, embed_work *w) {
+  nle_embed_result *r = w->r;
+  nle_embed_opts *o = &r->resolved;
+  double t0 = nle_time_seconds();
+  nle_model_spec spec;
+  nle_model_spec_init(&spec);
+  spec.kind = o->model;
+  spec.lambda = o->lambda;
+  spec.Wp = w->W;
+  spec.wneg = o->wneg;
+  spec.Wneg_dense = w->Wsq;
+  spec.Wneg_sparse = w->Wk;
+  spec.engine = o->engine;
+  spec.theta = o->theta;
+  spec.fft = o->fft;
+  spec.fgt = o->fgt;
+  spec.Wneg_features = w->Wfeat;
+  nle_status s = nle_model_new(ctx, &spec, &w->model);
+  if (!s) {
+    s = nle_opt_new(ctx, w->model, w->W, &o->opt, &w->opt);
+    if (s == NLE_ERR_MEMCAP && AUTO(w->asked->opt.kind) && o->opt.kind == NLE_OPT_SD) {
+      /* The automatic line-search optimiser is SD where its factor fits (a
+       * million-point Fashion-MNIST graph's needed 51.7 GiB at kappa 7),
+       * else L-BFGS, which needs none. */
+      nle__log(ctx, 0, "note: %s; L-BFGS instead", nle_ctx_error(ctx));
+      o->opt.kind = NLE_OPT_LBFGS;
+      s = nle_opt_new(ctx, w->model, w->W, &o->opt, &w->opt);
+    }
+  }
+  if (!s && o->lambda_bounds) s = bounds_stage(ctx, w);
+  if (!s && o->homotopy_steps > 0 && AUTO(o->lambda_start)) {
+    /* fixed rates: from lambda / 100 (the t-EE recipe); line searches: from
+     * 1.5 x the upper bound of lambda*, where X = 0 is still the minimiser
+     * and the path starts on its one branch (EE paper sec. 4.4) */
+    if (o->step == NLE_STEP_FIXED_RATE) o->lambda_start = o->lambda / 100.0;
+    else if (isfinite(r->lambda_upper)) o->lambda_start = 1.5 * r->lambda_upper;
+    else s = nle__fail(ctx, NLE_ERR_ARG, "nle_embed: lambda_start: no lambda* bounds to start the homotopy from; give it");
+  }
+  if (o->homotopy_steps == 0 && AUTO(o->lambda_start)) o->lambda_start = 0.0;
+  r->seconds.plan = nle_time_seconds() - t0;
+  if (!s && o->lambda_start > 0 && o->homotopy_steps > 0 && o->lambda_start > o->lambda)
+    nle__log(ctx, 1, "homotopy from lambda %.4g down to %.4g", o->lambda_start, o->lambda);
+  return s;
+}
+
+/* Checkpoints (resumed from, written to), then the optimisation: one run
+ * or the homotopy. A warning (> 0) is passed on. */
+static nle_status run_stage(nle_ctx *ctx, embed_work *w) {
+  const nle_embed_opts *opts = w->asked;
+  nle_embed_result *r = w->r;
+  nle_embed_opts *o = &r->resolved;
+  nle_status s = NLE_OK;
+  if (opts->resume) {
+    s = nle_opt_load_checkpoint(ctx, w->opt, r->X, opts->resume, r->fingerprint);
+    if (!s) {
+      nle_opt_state *st = nle__opt_state(w->opt);
+      r->resumed = true;
+      r->resumed_iteration = st->path_total.iterations + st->rep.iterations;
+    }
+  }
+  if (!s && opts->checkpoint) s = nle_opt_set_checkpoint(ctx, w->opt, opts->checkpoint, o->checkpoint_every, r->fingerprint);
+  double t0 = nle_time_seconds();
+  if (!s && o->homotopy_steps > 0) {
+    nle_homotopy_opts ho;
+    nle_homotopy_opts_init(&ho);
+    ho.lambda_start = o->lambda_start;
+    ho.lambda_end = o->lambda;
+    ho.steps = o->homotopy_steps;
+    s = nle_homotopy_run(ctx, w->model, w->opt, r->X, &ho, opts->on_step, opts->on_step_user, &r->report);
+  } else if (!s) {
+    s = nle_opt_run(ctx, w->opt, r->X, &r->report);
+  }
+  r->seconds.optimize = nle_time_seconds() - t0;
+  return s;
+}
+
+/* A finite map, and a warning when its scale exploded. */
+static nle_status check_result(nle_ctx *ctx, nle_embed_result *r) {
+  if (!(isfinite(r->report.E) && isfinite(r->report.E0)))
+    return nle__fail(ctx, NLE_ERR_NUMERIC, "nle_embed: E became %g after %d iterations (the initial scale, lambda or "
+                     "learning rate is too large for this data)", r->report.E, r->report.iterations);
+  r->map_extent = max_abs(r->X);
+  if (!isfinite(r->map_extent))
+    return nle__fail(ctx, NLE_ERR_NUMERIC, "nle_embed: the embedding has non-finite coordinates after %d iterations",
+                     r->report.iterations);
+  if (r->map_extent > 1e5)
+    nle__log(ctx, 0, "warning: the map reaches |x| = %.3g: its scale exploded (well-separated clusters drift apart; "
+             "a smaller learning rate or lambda keeps them in view)", r->map_extent);
+  return NLE_OK;
+}
+
+/* keep_model: the trained model for new points, with the search's PCA
+ * handed over so that new points search as training did. */
+static nle_status keep_model(nle_ctx *ctx, embed_work *w) {
+  nle_embed_result *r = w->r;
+  const nle_embed_opts *o = &r->resolved;
+  nle_trained_spec ts;
+  nle_trained_spec_init(&ts);
+  ts.kind = o->model;
+  ts.lambda = o->lambda;
+  ts.wneg = o->wneg;
+  ts.perplexity = o->perplexity;
+  ts.sigma = o->sigma; /* NLE_AUTO: entropic */
+  ts.source = w->in->source ? w->in->source : "";
+  nle_status s = nle_trained_new(ctx, &ts, w->in->Y, r->X, w->knn, w->beta, &r->trained);
+  if (!s && w->pca) {
+    r->trained->pca_dims = o->pca_dims;
+    r->trained->pca_candidates = o->pca_candidates;
+    r->trained->pca_mean = w->pca->mean;
+    r->trained->pca_components = w->pca->components;
+    r->trained->pca_Y = w->Ysearch;
+    w->pca->mean = w->pca->components = NULL;
+    w->Ysearch = NULL;
+  }
+  return s;
+}
+
 nle_status nle_embed(nle_ctx *ctx, const nle_embed_input *in, const nle_embed_opts *opts, nle_embed_result **out) {
   *out = NULL;
   nle_embed_opts defaults;
@@ -239,8 +469,11 @@ nle_status nle_embed(nle_ctx *ctx, const nle_embed_input *in, const nle_embed_op
   r->D = D;
   r->knn_used = NLE_KNN_AUTO;
   r->lambda_lower = r->lambda_upper = NAN;
-  double t_start = nle_time_seconds(), t0;
+  double t_start = nle_time_seconds();
   embed_work w = {0};
+  w.in = in;
+  w.asked = opts;
+  w.r = r;
   s = nle__embed_resolve_early(ctx, in, n, D, o);
   /* The fingerprint before any work, so that a refused resume costs
    * nothing: the rates enter as asked for (an auto rate follows from the
@@ -253,192 +486,15 @@ nle_status nle_embed(nle_ctx *ctx, const nle_embed_input *in, const nle_embed_op
     fingerprint(&asked, in, n, D, nle_ctx_seed(ctx), r->fingerprint, sizeof r->fingerprint);
     if (opts->resume) s = nle_opt_check_checkpoint(ctx, opts->resume, r->fingerprint);
   }
-
-  /* the neighbour search's space */
-  t0 = nle_time_seconds();
-  if (!s && o->pca_dims > 0) {
-    s = pca_reduce(ctx, in->Y, o->pca_dims, &w.Ysearch, &r->pca_variance, opts->keep_model ? &w.pca : NULL);
-    if (!s) nle__log(ctx, 0, "PCA %zu x %zu -> %d for the neighbour search: %.4f of the variance", n, D, o->pca_dims,
-                     r->pca_variance);
-  }
-  r->seconds.pca = nle_time_seconds() - t0;
-
-  /* the kNN graph: the candidates found among the components re-ranked by
-   * their distances in Y (70,000 Fashion-MNIST images, 50 components, k =
-   * 90: t-SNE's recall@10 0.282 without, 0.313 with, 0.318 with the pixels'
-   * exact neighbours; 1.5 s against 26 s more for the exact search in 784
-   * dimensions) */
-  t0 = nle_time_seconds();
-  if (!s && !in->affinities && !in->knn) {
-    const nle_matf *space = w.Ysearch ? w.Ysearch : in->Y;
-    int candidates = o->pca_candidates > 0 ? o->pca_candidates : o->k;
-    s = nle_knn_graph(ctx, space, candidates, o->knn_method, &o->knn_approx, &w.graph, &r->knn_used);
-    if (!s && o->pca_candidates > 0) {
-      nle_csr *ranked = NULL;
-      s = nle_knn_rerank(ctx, in->Y, w.graph, o->k, &ranked);
-      nle_csr_free(&w.graph);
-      w.graph = ranked;
-    }
-  }
-  const nle_csr *graph = in->knn ? in->knn : w.graph;
-  if (o->knn_method == NLE_KNN_AUTO) o->knn_method = r->knn_used;
-  r->seconds.knn = nle_time_seconds() - t0;
-  int y_released = 0;
-  if (!s) release_y_after(in, o, w.Ysearch != NULL, 1, &y_released);
-
-  /* W+ and W- */
-  t0 = nle_time_seconds();
-  if (!s) s = in->affinities ? nle_affinity_for_model(ctx, in->affinities, o->model, &w.W)
-                             : attractive_weights(ctx, graph, o, &w.W, &w.beta);
-  if (!s) {
-    r->w_total = nle__csr_total(w.W);
-    nle_csr *S = NULL;
-    if (o->model == NLE_MODEL_SNE) s = nle_affinity_symmetrize(ctx, w.W, 0, &S);
-    int64_t comps = s ? 0 : nle__csr_components(ctx, S ? S : w.W);
-    if (comps < 0) s = NLE_ERR_NOMEM;
-    r->components = (int)comps;
-    nle_csr_free(&S);
-    if (!s && r->components > 1)
-      nle__log(ctx, 0, "warning: W+ has %d connected components: they drift apart on their own, and a spectral "
-               "start puts each at one point (a larger k or perplexity joins them)", r->components);
-  }
-  if (!s && o->wneg == NLE_WNEG_SQDIST)
-    s = o->engine == NLE_REPULSION_EXACT ? nle_repulsive_dense(ctx, in->Y, o->wneg, &w.Wsq)
-                                         : wneg_features(ctx, in->Y, o->wneg_dims, &w.Wfeat);
-  if (!s && o->wneg == NLE_WNEG_KNN) s = nle_repulsive_knn(ctx, graph, &w.Wk);
-  if (!s) release_y_after(in, o, w.Ysearch != NULL, 2, &y_released);
-  r->seconds.affinities = nle_time_seconds() - t0;
-  if (!s) nle__embed_resolve_rates(o, n, r->w_total);
-
-  /* the initial X */
-  t0 = nle_time_seconds();
-  if (!s && opts->resume) s = nle_matd_alloc(ctx, n, (size_t)o->dim, &r->X);
-  else if (!s) s = initial_x(ctx, w.Ysearch ? w.Ysearch : in->Y, n, w.W, o, &r->X);
-  if (!opts->keep_model) nle_matf_free(&w.Ysearch); /* else the model's search space */
-  if (!s) release_y_after(in, o, 1, 3, &y_released);
-  r->seconds.init = nle_time_seconds() - t0;
-
-  /* the model, the optimiser and lambda*'s bounds */
-  t0 = nle_time_seconds();
-  if (!s) {
-    nle_model_spec spec;
-    nle_model_spec_init(&spec);
-    spec.kind = o->model;
-    spec.lambda = o->lambda;
-    spec.Wp = w.W;
-    spec.wneg = o->wneg;
-    spec.Wneg_dense = w.Wsq;
-    spec.Wneg_sparse = w.Wk;
-    spec.engine = o->engine;
-    spec.theta = o->theta;
-    spec.fft = o->fft;
-    spec.fgt = o->fgt;
-    spec.Wneg_features = w.Wfeat;
-    s = nle_model_new(ctx, &spec, &w.model);
-  }
-  if (!s) {
-    s = nle_opt_new(ctx, w.model, w.W, &o->opt, &w.opt);
-    if (s == NLE_ERR_MEMCAP && AUTO(opts->opt.kind) && o->opt.kind == NLE_OPT_SD) {
-      /* The automatic line-search optimiser is SD where its factor fits (a
-       * million-point Fashion-MNIST graph's needed 51.7 GiB at kappa 7),
-       * else L-BFGS, which needs none. */
-      nle__log(ctx, 0, "note: %s; L-BFGS instead", nle_ctx_error(ctx));
-      o->opt.kind = NLE_OPT_LBFGS;
-      s = nle_opt_new(ctx, w.model, w.W, &o->opt, &w.opt);
-    }
-  }
-  if (!s && o->lambda_bounds) {
-    int dense = n <= BOUNDS_DENSE_MAX_N;
-    s = w.Wfeat ? nle_ee_lambda_bounds_features(ctx, w.W, w.Wfeat, &r->lambda_lower, &r->lambda_upper)
-        : dense ? nle_ee_lambda_bounds(ctx, w.W, o->wneg, w.Wsq, w.Wk, &r->lambda_lower, &r->lambda_upper)
-                : nle_ee_lambda_bounds_lanczos(ctx, w.W, o->wneg, w.Wsq, w.Wk, &r->lambda_lower, &r->lambda_upper);
-    /* With uniform W- the spectrum of L- is 0 and N (N - 1 times), and the
-     * two bounds meet at lambda2(L+) / N: lambda* itself. */
-    if (!s && o->wneg == NLE_WNEG_UNIFORM)
-      nle__log(ctx, 0, "lambda* = %.4g (lambda2(L+) / N, exact for uniform W-; EE paper eqs. 11-12, %s)",
-               r->lambda_lower, dense ? "dense eigenvalues" : "Lanczos");
-    else if (!s)
-      nle__log(ctx, 0, "lambda* bounds: %.4g <= lambda* <= %.4g (EE paper eqs. 11-12, %s)", r->lambda_lower,
-               r->lambda_upper, w.Wfeat ? "Lanczos and Gershgorin" : dense ? "dense eigenvalues" : "Lanczos");
-    else if (!(o->homotopy_steps > 0 && AUTO(o->lambda_start))) { /* only informative: go on without them */
-      nle__log(ctx, 0, "warning: no lambda* bounds: %s", nle_ctx_error(ctx));
-      r->lambda_lower = r->lambda_upper = NAN;
-      s = NLE_OK;
-    }
-  }
-  if (!s && o->homotopy_steps > 0 && AUTO(o->lambda_start)) {
-    /* fixed rates: from lambda / 100 (the t-EE recipe); line searches: from
-     * 1.5 x the upper bound of lambda*, where X = 0 is still the minimiser
-     * and the path starts on its one branch (EE paper sec. 4.4) */
-    if (o->step == NLE_STEP_FIXED_RATE) o->lambda_start = o->lambda / 100.0;
-    else if (isfinite(r->lambda_upper)) o->lambda_start = 1.5 * r->lambda_upper;
-    else s = nle__fail(ctx, NLE_ERR_ARG, "nle_embed: lambda_start: no lambda* bounds to start the homotopy from; give it");
-  }
-  if (o->homotopy_steps == 0 && AUTO(o->lambda_start)) o->lambda_start = 0.0;
-  r->seconds.plan = nle_time_seconds() - t0;
-  if (!s && o->lambda_start > 0 && o->homotopy_steps > 0 && o->lambda_start > o->lambda)
-    nle__log(ctx, 1, "homotopy from lambda %.4g down to %.4g", o->lambda_start, o->lambda);
-
-  /* checkpoints */
-  if (!s && opts->resume) {
-    s = nle_opt_load_checkpoint(ctx, w.opt, r->X, opts->resume, r->fingerprint);
-    if (!s) {
-      nle_opt_state *st = nle__opt_state(w.opt);
-      r->resumed = true;
-      r->resumed_iteration = st->path_total.iterations + st->rep.iterations;
-    }
-  }
-  if (!s && opts->checkpoint) s = nle_opt_set_checkpoint(ctx, w.opt, opts->checkpoint, o->checkpoint_every, r->fingerprint);
-
-  /* the run */
-  t0 = nle_time_seconds();
-  if (!s) {
-    if (o->homotopy_steps > 0) {
-      nle_homotopy_opts ho;
-      nle_homotopy_opts_init(&ho);
-      ho.lambda_start = o->lambda_start;
-      ho.lambda_end = o->lambda;
-      ho.steps = o->homotopy_steps;
-      s = nle_homotopy_run(ctx, w.model, w.opt, r->X, &ho, opts->on_step, opts->on_step_user, &r->report);
-    } else {
-      s = nle_opt_run(ctx, w.opt, r->X, &r->report);
-    }
-  }
-  r->seconds.optimize = nle_time_seconds() - t0;
+  if (!s) s = neighbours_stage(ctx, &w);
+  if (!s) s = weights_stage(ctx, &w);
+  if (!s) s = initial_stage(ctx, &w);
+  if (!s) s = plan_stage(ctx, &w);
+  if (!s) s = run_stage(ctx, &w);
   nle_status warning = s > 0 ? s : NLE_OK;
   if (s > 0) s = NLE_OK;
-  if (!s && !(isfinite(r->report.E) && isfinite(r->report.E0)))
-    s = nle__fail(ctx, NLE_ERR_NUMERIC, "nle_embed: E became %g after %d iterations (the initial scale, lambda or "
-                  "learning rate is too large for this data)", r->report.E, r->report.iterations);
-  if (!s) {
-    r->map_extent = max_abs(r->X);
-    if (!isfinite(r->map_extent))
-      s = nle__fail(ctx, NLE_ERR_NUMERIC, "nle_embed: the embedding has non-finite coordinates after %d iterations",
-                    r->report.iterations);
-    else if (r->map_extent > 1e5)
-      nle__log(ctx, 0, "warning: the map reaches |x| = %.3g: its scale exploded (well-separated clusters drift apart; "
-               "a smaller learning rate or lambda keeps them in view)", r->map_extent);
-  }
-  if (!s && opts->keep_model) {
-    nle_trained_spec ts;
-    nle_trained_spec_init(&ts);
-    ts.kind = o->model;
-    ts.lambda = o->lambda;
-    ts.wneg = o->wneg;
-    ts.perplexity = o->perplexity;
-    ts.sigma = o->sigma; /* NLE_AUTO: entropic */
-    ts.source = in->source ? in->source : "";
-    s = nle_trained_new(ctx, &ts, in->Y, r->X, graph, w.beta, &r->trained);
-    if (!s && w.pca) { /* new points search as training did */
-      r->trained->pca_dims = o->pca_dims;
-      r->trained->pca_candidates = o->pca_candidates;
-      r->trained->pca_mean = w.pca->mean;
-      r->trained->pca_components = w.pca->components;
-      r->trained->pca_Y = w.Ysearch;
-      w.pca->mean = w.pca->components = NULL;
-      w.Ysearch = NULL;
-    }
-  }
+  if (!s) s = check_result(ctx, r);
+  if (!s && opts->keep_model) s = keep_model(ctx, &w);
   work_free(&w);
   r->seconds.total = nle_time_seconds() - t_start;
   if (s < 0) {

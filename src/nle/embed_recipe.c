@@ -33,18 +33,9 @@ static const char *const model_names[] = {"ee", "ssne", "tsne", "sne", "tee"};
 static const char *const init_names[] = {"pca", "spectral", "random", "given"};
 static const char *const step_names[] = {"line-search", "fixed"};
 
-const char *nle_model_name(nle_model_kind kind) {
-  return nle__enum_name(model_names, NLE__COUNT(model_names), false, (int)kind);
-}
-int nle_model_parse(const char *name) { return nle__enum_parse(model_names, NLE__COUNT(model_names), false, name); }
-const char *nle_init_name(nle_init_kind init) {
-  return nle__enum_name(init_names, NLE__COUNT(init_names), true, (int)init);
-}
-int nle_init_parse(const char *name) { return nle__enum_parse(init_names, NLE__COUNT(init_names), true, name); }
-const char *nle_step_name(nle_step_kind step) {
-  return nle__enum_name(step_names, NLE__COUNT(step_names), true, (int)step);
-}
-int nle_step_parse(const char *name) { return nle__enum_parse(step_names, NLE__COUNT(step_names), true, name); }
+NLE__ENUM_NAMES(nle_model_name, nle_model_parse, nle_model_kind, model_names, false)
+NLE__ENUM_NAMES(nle_init_name, nle_init_parse, nle_init_kind, init_names, true)
+NLE__ENUM_NAMES(nle_step_name, nle_step_parse, nle_step_kind, step_names, true)
 
 static int is_unnormalised(nle_model_kind kind) { return kind == NLE_MODEL_EE || kind == NLE_MODEL_TEE; }
 static int gaussian_kernel(nle_model_kind kind) {

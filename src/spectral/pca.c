@@ -30,10 +30,7 @@ static size_t split_count(size_t n, size_t partial_doubles) {
 
 static const char *const solver_names[] = {"exact", "randomized"};
 
-const char *nle_pca_solver_name(nle_pca_solver solver) {
-  return nle__enum_name(solver_names, NLE__COUNT(solver_names), true, (int)solver);
-}
-int nle_pca_solver_parse(const char *name) { return nle__enum_parse(solver_names, NLE__COUNT(solver_names), true, name); }
+NLE__ENUM_NAMES(nle_pca_solver_name, nle_pca_solver_parse, nle_pca_solver, solver_names, true)
 
 void nle_pca_opts_init(nle_pca_opts *o) {
   o->n_components = 2;
