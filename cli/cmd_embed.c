@@ -391,14 +391,10 @@ static void print_json(cli_env *env, const char *title, const char *input, doubl
  * through the affinities and the optimisation. */
 static void release_points(void *dataset) { nle_matf_free(&((nle_dataset *)dataset)->X); }
 
-int cmd_embed(int argc, char **argv, const char *name) {
-  int kind = nle_model_parse(name);
-  if (kind < 0) return 2;
-  names_fill(optimizer_names, sizeof optimizer_names / sizeof *optimizer_names, true, optimizer_name);
-  names_fill(engine_names, sizeof engine_names / sizeof *engine_names, true, engine_name);
-  names_fill(wneg_names, sizeof wneg_names / sizeof *wneg_names, false, wneg_name);
-  names_fill(step_names, sizeof step_names / sizeof *step_names, true, step_name);
-  static const char *titles[] = {"EE", "s-SNE", "t-SNE", "SNE", "t-EE"};
+static const char *const titles[] = {"EE", "s-SNE", "t-SNE", "SNE", "t-EE"};
+
+/* The command's --help: the shared text with the model's recipe. */
+static void help_text(nle_model_kind kind, const char *name, char *help, size_t size) {
   static const char *recipes[] = {
       "perplexity 5, line-search spectral direction, lambda 100 / N.\n",
       "perplexity 5, line-search spectral direction.\n",
@@ -409,8 +405,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
       "iterations each.\n"};
   static const char *lambdas[] = {"100 / N", "1", "1", "1", "0.03"};
   int unnormalised = kind == NLE_MODEL_EE || kind == NLE_MODEL_TEE;
-  char help[12288];
-  snprintf(help, sizeof help, help_fmt, name, name, titles[kind], unnormalised ? "" : " and normalised to sum 1",
+  snprintf(help, size, help_fmt, name, name, titles[kind], unnormalised ? "" : " and normalised to sum 1",
            recipes[kind], lambdas[kind],
            unnormalised ? "  --wneg NAME          repulsive weights: uniform (default), sqdist (squared\n"
                           "                       input distances: a dense N x N matrix with exact\n"
@@ -418,11 +413,13 @@ int cmd_embed(int argc, char **argv, const char *name) {
                           "                       summed by FFT), knn (on the kNN graph)\n"
                           "  --wneg-dims N        sqdist with a fast engine: PCA dimensions (30)\n"
                         : "");
-  strncat(help, help_tail, sizeof help - strlen(help) - 1);
-  /* getopt's table from ours */
-  struct option longopts[N_OPTIONS + 20];
-  char shortopts[64] = "";
+  strncat(help, help_tail, size - strlen(help) - 1);
+}
+
+/* getopt's tables from ours, then the shared kNN and common options. */
+static void getopt_tables(struct option *longopts, char *shortopts) {
   size_t n_long = 0;
+  shortopts[0] = '\0';
   for (size_t i = 0; i < N_OPTIONS; i++) {
     int has_arg = table[i].kind == V_FLAG ? no_argument : required_argument;
     longopts[n_long++] = (struct option){table[i].name, has_arg, 0, OPTION_KEY0 + (int)i};
@@ -435,7 +432,21 @@ int cmd_embed(int argc, char **argv, const char *name) {
   }
   static const struct option shared[] = {CLI_KNN_OPTIONS, CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
   for (size_t i = 0; i < sizeof shared / sizeof *shared; i++) longopts[n_long++] = shared[i];
+}
 
+int cmd_embed(int argc, char **argv, const char *name) {
+  int kind = nle_model_parse(name);
+  if (kind < 0) return 2;
+  names_fill(optimizer_names, sizeof optimizer_names / sizeof *optimizer_names, true, optimizer_name);
+  names_fill(engine_names, sizeof engine_names / sizeof *engine_names, true, engine_name);
+  names_fill(wneg_names, sizeof wneg_names / sizeof *wneg_names, false, wneg_name);
+  names_fill(step_names, sizeof step_names / sizeof *step_names, true, step_name);
+  int unnormalised = kind == NLE_MODEL_EE || kind == NLE_MODEL_TEE;
+  char help[12288];
+  help_text((nle_model_kind)kind, name, help, sizeof help);
+  struct option longopts[N_OPTIONS + 20];
+  char shortopts[64];
+  getopt_tables(longopts, shortopts);
   cli_env env;
   if (cli_env_init(&env, name, help)) return 1;
   cli_knn_choice choice;
