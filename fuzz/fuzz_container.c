@@ -2,23 +2,16 @@
  * written to a file and loaded as a saved model and as a checkpoint. Any
  * input must give a model or a clean error (a damaged one: the record's
  * CRC-32 names it), never a crash, leak or undefined behaviour. */
-#include "nlembed.h"
+#include "fuzz_common.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static nle_ctx *ctx;
+  nle_ctx *ctx = fuzz_ctx();
   static char path[64];
-  if (!ctx) {
-    ctx = nle_ctx_new();
-    nle_ctx_set_threads(ctx, 1);
-    nle_ctx_set_max_memory(ctx, (size_t)256 << 20);
-    snprintf(path, sizeof path, "/tmp/nle-fuzz-container-%ld", (long)getpid());
-  }
+  if (!path[0]) snprintf(path, sizeof path, "/tmp/nle-fuzz-container-%ld", (long)getpid());
   FILE *f = fopen(path, "wb");
   if (!f) return 0;
   fwrite(data, 1, size, f);

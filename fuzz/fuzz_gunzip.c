@@ -2,20 +2,13 @@
  * the streamed one the readers use, which judges the first MiB (format,
  * declared size, text errors) before inflating the rest. Any input must give
  * a result or a clean error, never a crash, leak or undefined behaviour. */
-#include "nlembed.h"
+#include "fuzz_common.h"
 #include "../src/io/io_internal.h"
 
 #include <stdlib.h>
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static nle_ctx *ctx;
-  if (!ctx) {
-    ctx = nle_ctx_new();
-    nle_ctx_set_threads(ctx, 1);
-    nle_ctx_set_max_memory(ctx, (size_t)256 << 20);
-  }
+  nle_ctx *ctx = fuzz_ctx();
   uint8_t *out = NULL;
   size_t len = 0;
   nle_gunzip(ctx, "fuzz", data, size, &out, &len);
