@@ -146,6 +146,7 @@ int cli_plot_scatter(cli_env *env, const char *path, const nle_matd *X, const in
                      char *const *class_names, const cli_plot_opts *o);
 
 int cmd_pca(int argc, char **argv);
+int cmd_spectral(int argc, char **argv, const char *command);
 int cmd_knn(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
 int cmd_plot(int argc, char **argv);

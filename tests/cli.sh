@@ -116,7 +116,19 @@ expect_ok transform_reference $N transform "$T/oe.nle" spiral:300 -o "$T/oef.npy
 expect_ok transform_fft $N transform "$T/om.nle" blobs:400:8:4 --repulsion fft -o "$T/off.npy" --quiet
 expect_ok transform_inverse $N transform "$T/oe.nle" "$T/oe.npy" --inverse -o "$T/oei.npy" --quiet
 
-for cmd in pca knn affinity ee tee ssne tsne sne metrics plot transform; do
+# ---- spectral methods: Laplacian eigenmaps from data and from a saved W
+expect_ok le_swissroll $N le swissroll:1000 -k 10 -o "$T/le.npy" --quiet
+if grep -q '"eigenvalues": \[' "$T/stdout" && grep -q '"laplacian": "random-walk"' "$T/stdout"; then ok le_json
+else bad le_json "$(cat "$T/stdout")"; fi
+expect_ok le_affinities_out $N affinity swissroll:600 --kind binary -k 10 -o "$T/lew.mtx" --quiet
+expect_ok le_affinities $N le --affinities "$T/lew.mtx" --laplacian symmetric -o "$T/lew.npy" --quiet
+/usr/bin/python3 - "$T" > /dev/null 2>&1 <<'PY' && ok le_output_normalised || bad le_output_normalised "U^T U is not I"
+import sys, numpy as np
+u = np.load(sys.argv[1] + "/lew.npy")
+assert u.shape == (600, 2) and np.abs(u.T @ u - np.eye(2)).max() < 1e-8
+PY
+
+for cmd in pca knn affinity ee tee ssne tsne sne metrics plot transform le; do
   if $N $cmd --help | grep -q "Usage: nlembed $cmd"; then ok "help_$cmd"; else bad "help_$cmd" "no usage"; fi
 done
 
@@ -151,8 +163,9 @@ for t in 1 2; do
   $N transform "$T/det_$t.nle" fashion-mnist:5600 --threads $t -o "$T/det_tr_$t.npy" --quiet > /dev/null
   $N metrics $fm "$T/det_tsne_$t.npy" --threads $t --quiet | sed 's/"seconds": [0-9.]*//' > "$T/det_met_$t.json"
   $N plot "$T/det_tsne_1.npy" --labels $fm --threads $t -o "$T/det_plot_$t.png" --quiet > /dev/null
+  $N le $fm --threads $t -o "$T/det_le_$t.npy" --quiet > /dev/null
 done
-for f in pca_@.npy knn_@.mtx knna_@.mtx aff_@.mtx tsne_@.npy tee_@.npy ee_@.npy ssne_@.npy sne_@.npy tr_@.npy met_@.json plot_@.png; do
+for f in pca_@.npy knn_@.mtx knna_@.mtx aff_@.mtx tsne_@.npy tee_@.npy ee_@.npy ssne_@.npy sne_@.npy tr_@.npy met_@.json plot_@.png le_@.npy; do
   a="$T/det_${f/@/1}" b="$T/det_${f/@/2}"
   if [ -s "$a" ] && cmp -s "$a" "$b"; then ok "threads_same_${f%%_@*}"
   else bad "threads_same_${f%%_@*}" "$(basename "$a") and $(basename "$b") differ or are missing"; fi
@@ -182,7 +195,7 @@ if cc -std=c11 $san -Iinclude "$T/readme.c" -o "$T/readme" $links 2> "$T/cc_err"
   && grep -q "^5000 points, E [0-9.]*, 450 iterations" "$T/readme_out"; then ok readme_library_example
 else bad readme_library_example "$(head -c 300 "$T/cc_err") $(head -c 300 "$T/readme_out" 2>/dev/null)"; fi
 
-for cmd in ee tee ssne tsne sne pca knn affinity metrics plot transform; do
+for cmd in ee tee ssne tsne sne pca knn affinity metrics plot transform le; do
   if $N $cmd --help | grep -qF "(default 80% of RAM)"; then ok "help_percent_$cmd"; else bad "help_percent_$cmd" "$($N $cmd --help | grep -F max-memory)"; fi
 done
 if $N --help | grep -q "Commands:" && $N --version | grep -q '^nlembed [0-9]'; then ok help_and_version; else bad help_and_version "missing"; fi

@@ -87,6 +87,32 @@ static nle_status tsne_fft_workload(nle_ctx *ctx, const nle_matf *Y, outcome *ou
   return embed_workload(ctx, Y, NLE_MODEL_TSNE, NLE_REPULSION_FFT, out);
 }
 
+/* Laplacian eigenmaps from the points, both solvers (the sparse one is
+ * ARPACK's, the dense one LAPACK's). */
+static nle_status le_workload(nle_ctx *ctx, const nle_matf *Y, nle_eigen_solver solver, outcome *out) {
+  nle_spectral_opts o;
+  nle_spectral_opts_init(&o);
+  o.k = 8;
+  o.solver = solver;
+  nle_spectral_input in = {Y, NULL, NULL};
+  nle_spectral_result *r = NULL;
+  nle_status s = nle_spectral_embed(ctx, NLE_SPECTRAL_LE, &in, &o, &r);
+  if (r) {
+    out->X = r->X;
+    r->X = NULL;
+  }
+  nle_spectral_result_free(&r);
+  return s;
+}
+
+static nle_status le_sparse_workload(nle_ctx *ctx, const nle_matf *Y, outcome *out) {
+  return le_workload(ctx, Y, NLE_EIGEN_SPARSE, out);
+}
+
+static nle_status le_dense_workload(nle_ctx *ctx, const nle_matf *Y, outcome *out) {
+  return le_workload(ctx, Y, NLE_EIGEN_DENSE, out);
+}
+
 /* Runs `work` failing allocation n = 1, 2, ...; returns how many
  * allocation points were exercised. */
 static long inject(const char *name, workload work, const nle_matf *Y) {
@@ -137,6 +163,8 @@ static void allocation_failures(void) {
   points += inject("approximate kNN", approx_knn_workload, Y);
   points += inject("EE, exact engine", ee_workload, Y);
   points += inject("t-SNE, FFT engine", tsne_fft_workload, Y);
+  points += inject("LE, Lanczos", le_sparse_workload, Y);
+  points += inject("LE, dense", le_dense_workload, Y);
   nle_test(points > 200); /* the workloads reach far into the library */
   printf("  %ld allocation points in all\n", points);
   nle_matf_free(&Y);

@@ -4,7 +4,9 @@
 #ifndef NLEMBED_SPECTRAL_H
 #define NLEMBED_SPECTRAL_H
 
+#include "affinity.h"
 #include "core.h"
+#include "neighbors.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -28,6 +30,117 @@ NLE_API nle_status nle_laplacian_largest(nle_ctx *ctx, const nle_csr *W, bool no
  * normalised Laplacian, as an N x d embedding; also the number of connected
  * components of W (more than 1 leaves the embedding degenerate). */
 NLE_API nle_status nle_laplacian_eigenmap(nle_ctx *ctx, const nle_csr *W, int d, nle_matd **X, int *components);
+
+/* ========================================================================== */
+/* Spectral: the methods' front door                                          */
+/* ========================================================================== */
+
+/* The spectral embeddings (lecture slides 002; dissertation ch. 4), each an
+ * eigenproblem on a neighbourhood graph of the data. */
+typedef enum {
+  NLE_SPECTRAL_LE = 0 /* Laplacian eigenmaps (slides "Laplacian eigenmaps";
+                         Belkin and Niyogi 2003): the d eigenvectors after
+                         the trivial one of the graph Laplacian */
+} nle_spectral_method;
+
+/* Which Laplacian, and the normalisation of the embedding it gives (SPEC
+ * G06-6: the seeds use all three). */
+typedef enum {
+  NLE_LAPLACIAN_RANDOM_WALK = 0, /* L v = lambda D v, V^T D V = I (dissertation
+                                    eq. 4.9, Brand eq. 1; scikit-learn's
+                                    SpectralEmbedding): the default */
+  NLE_LAPLACIAN_SYMMETRIC = 1,   /* (I - D^-1/2 W D^-1/2) u = lambda u, U^T U = I */
+  NLE_LAPLACIAN_UNNORMALISED = 2 /* (D - W) f = lambda f, F^T F = I (the slides) */
+} nle_laplacian_kind;
+
+/* What a method does with a graph of several connected components. */
+typedef enum {
+  NLE_COMPONENTS_AUTO = NLE_AUTO, /* the method's own policy */
+  NLE_COMPONENTS_ERROR = 0, /* refuse, naming the count (LE's default: its
+                               eigenvectors would only tell the components
+                               apart) */
+  NLE_COMPONENTS_ALLOW = 1  /* go on: zero eigenvalues come once per
+                               component, and the embedding separates them */
+} nle_components_policy;
+
+/* How the directed kNN graph A becomes a symmetric W. */
+typedef enum {
+  NLE_SYMMETRIZE_AVERAGE = 0, /* (A + A^T) / 2 (the default; scikit-learn's) */
+  NLE_SYMMETRIZE_UNION = 1,   /* max(A, A^T): an edge when either lists the other */
+  NLE_SYMMETRIZE_MUTUAL = 2   /* min(A, A^T): only mutual neighbours */
+} nle_symmetrize_rule;
+
+typedef enum {
+  NLE_EIGEN_AUTO = NLE_AUTO, /* the method's choice (LE: dense up to 400 points) */
+  NLE_EIGEN_DENSE = 0,       /* LAPACK on the dense N x N matrix (under the cap) */
+  NLE_EIGEN_SPARSE = 1       /* ARPACK's Lanczos on the sparse matrix */
+} nle_eigen_solver;
+
+typedef struct {
+  int dim;                       /* embedding dimension d >= 1 (2) */
+  int k;                         /* neighbours per point, not counting the
+                                    point itself (10) */
+  nle_knn_method knn_method;     /* NLE_AUTO (default) */
+  nle_knn_approx_opts knn_approx;/* approx: its options (k is set from k) */
+  nle_symmetrize_rule symmetrize;/* NLE_SYMMETRIZE_AVERAGE */
+  nle_affinity_kind affinity;    /* weights on the graph (NLE_AFF_BINARY: 1 per
+                                    listed neighbour, the default) */
+  double sigma;                  /* NLE_AFF_GAUSSIAN: width in input units
+                                    (NLE_AUTO: the median distance to the
+                                    k-th neighbour) */
+  int tuning_k;                  /* NLE_AFF_SELF_TUNING: its neighbour (7) */
+  nle_laplacian_kind laplacian;  /* LE: NLE_LAPLACIAN_RANDOM_WALK */
+  nle_components_policy components; /* NLE_AUTO (default): the method's own */
+  nle_eigen_solver solver;       /* NLE_AUTO */
+  double tol;                    /* Lanczos's relative tolerance (0: machine
+                                    precision, the default) */
+} nle_spectral_opts;
+
+NLE_API void nle_spectral_opts_init(nle_spectral_opts *o);
+
+/* One of: points Y (N x D; the kNN graph is built), a kNN graph (as
+ * nle_knn_exact makes: squared distances, no self), or a symmetric
+ * non-negative affinity matrix W (N x N; used as it is). */
+typedef struct {
+  const nle_matf *Y;
+  const nle_csr *knn;
+  const nle_csr *affinities;
+} nle_spectral_input;
+
+typedef struct {
+  nle_matd *X;            /* N x dim embedding */
+  double *eigenvalues;    /* n_eigenvalues, ascending, of the method's
+                             eigenproblem (LE: the trivial 0 first) */
+  int n_eigenvalues;
+  int components;         /* connected components of the graph */
+  nle_knn_method knn_used;/* the search that ran (NLE_AUTO: none) */
+  nle_eigen_solver solver_used;
+  nle_spectral_opts resolved; /* the options as they ran, no NLE_AUTO left */
+  size_t n;
+  double knn_seconds, graph_seconds, eigen_seconds, total_seconds;
+} nle_spectral_result;
+
+/* The method's embedding of the input: the neighbourhood graph, its
+ * weights, the eigenproblem, and the embedding scaled as the method's page
+ * in docs/ says. A graph with more components than the policy allows is an
+ * NLE_ERR_VALUE naming the count and the option. */
+NLE_API nle_status nle_spectral_embed(nle_ctx *ctx, nle_spectral_method method, const nle_spectral_input *input,
+                                      const nle_spectral_opts *opts, nle_spectral_result **result);
+NLE_API void nle_spectral_result_free(nle_spectral_result **result);
+/* Names: methods "le"; Laplacians "random-walk", "symmetric",
+ * "unnormalised"; policies "error", "allow" ("auto"); rules "average",
+ * "union", "mutual"; solvers "dense", "sparse" ("auto"); and back (-1 if
+ * unknown). */
+NLE_API const char *nle_spectral_method_name(nle_spectral_method method);
+NLE_API int nle_spectral_method_parse(const char *name);
+NLE_API const char *nle_laplacian_name(nle_laplacian_kind kind);
+NLE_API int nle_laplacian_parse(const char *name);
+NLE_API const char *nle_components_name(nle_components_policy policy);
+NLE_API int nle_components_parse(const char *name);
+NLE_API const char *nle_symmetrize_name(nle_symmetrize_rule rule);
+NLE_API int nle_symmetrize_parse(const char *name);
+NLE_API const char *nle_eigen_solver_name(nle_eigen_solver solver);
+NLE_API int nle_eigen_solver_parse(const char *name);
 
 /* ========================================================================== */
 /* Spectral: PCA                                                              */

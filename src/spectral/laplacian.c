@@ -9,21 +9,11 @@
  * ones come from Lanczos on L itself. Start vectors are drawn from our seeded
  * generator, so the results repeat. */
 #include "spectral_internal.h"
+#include "method.h"
 
-#include <arpack/arpack.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Degrees of the symmetric W, its diagonal ignored. */
-static double *degrees(nle_ctx *ctx, const nle_csr *W) {
-  double *deg = nle__calloc(ctx, (size_t)W->rows, sizeof(double), "degrees");
-  if (!deg) return NULL;
-  for (int64_t i = 0; i < W->rows; i++)
-    for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++)
-      if (W->colind[q] != i) deg[i] += nle_csr_value(W, q);
-  return deg;
-}
 
 /* The Laplacian entries of row i / column j: scale (L_ij), with L = D - W or
  * I - D^-1/2 W D^-1/2 (isolated points: a unit diagonal). */
@@ -40,7 +30,7 @@ nle_status nle__laplacian_factor(nle_ctx *ctx, cholmod_common *cc, const nle_csr
                                  double shift, cholmod_factor **factor) {
   *factor = NULL;
   int64_t n = W->rows, upper = 0;
-  double *deg = degrees(ctx, W);
+  double *deg = nle__degrees(ctx, W);
   if (!deg) return NLE_ERR_NOMEM;
   for (int64_t i = 0; i < n; i++)
     for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++) upper += W->colind[q] > i;
@@ -88,6 +78,7 @@ typedef struct {
   cholmod_common *cc;
   cholmod_factor *factor; /* inverse mode when set */
   cholmod_dense *rhs;
+  nle_ctx *ctx;
 } operator_t;
 
 static int apply(operator_t *op, const double *x, double *y) {
@@ -120,53 +111,19 @@ static int apply(operator_t *op, const double *x, double *y) {
   return 0;
 }
 
+static int apply_op(void *user, const double *x, double *y) {
+  operator_t *op = user;
+  int bad = apply(op, x, y);
+  if (bad) nle__fail(op->ctx, NLE_ERR_NUMERIC, "Laplacian eigenvalues: CHOLMOD solve failed");
+  return bad;
+}
+
 /* Lanczos for the nev largest eigenvalues of the operator (ascending), and
- * eigenvectors (column-major N x nev) when vecs is not NULL. */
+ * eigenvectors (row-major N x nev) when vecs is not NULL. */
 static nle_status lanczos(nle_ctx *ctx, operator_t *op, int nev, double *vals, double *vecs) {
-  a_int n = (a_int)(op->Wd ? (int64_t)op->Wd->rows : op->W->rows), ncv = 2 * nev + 20 < n ? 2 * nev + 20 : n, ldv = n, lworkl = ncv * (ncv + 8);
-  a_int ido = 0, info = 1, iparam[11] = {0}, ipntr[14] = {0};
-  iparam[0] = 1;    /* exact shifts */
-  iparam[2] = 3000; /* restarts */
-  iparam[6] = 1;    /* regular mode on the operator we apply */
-  double *resid = nle__malloc(ctx, (size_t)n * sizeof(double), "Lanczos");
-  double *v = nle__malloc(ctx, (size_t)n * (size_t)ncv * sizeof(double), "Lanczos basis");
-  double *workd = nle__malloc(ctx, 3 * (size_t)n * sizeof(double), "Lanczos");
-  double *workl = nle__malloc(ctx, (size_t)lworkl * sizeof(double), "Lanczos");
-  double *d = nle__malloc(ctx, (size_t)ncv * 2 * sizeof(double), "Lanczos");
-  double *z = nle__malloc(ctx, (size_t)n * (size_t)nev * sizeof(double), "eigenvectors");
-  a_int *select = nle__calloc(ctx, (size_t)ncv, sizeof(a_int), "Lanczos");
-  nle_status s = resid && v && workd && workl && d && z && select ? NLE_OK : NLE_ERR_NOMEM;
-  if (!s) {
-    nle_rng r;
-    nle_rng_init(&r, nle_ctx_seed(ctx), 0x6c616e63ULL);
-    for (a_int i = 0; i < n; i++) resid[i] = nle_rng_uniform(&r) - 0.5;
-  }
-  while (!s) {
-    dsaupd_c(&ido, "I", n, "LA", nev, 0.0, resid, ncv, v, ldv, iparam, ipntr, workd, workl, lworkl, &info);
-    if (ido != -1 && ido != 1) break;
-    if (apply(op, workd + ipntr[0] - 1, workd + ipntr[1] - 1))
-      s = nle__fail(ctx, NLE_ERR_NUMERIC, "Laplacian eigenvalues: CHOLMOD solve failed");
-  }
-  if (!s && info < 0) s = nle__fail(ctx, NLE_ERR_NUMERIC, "Laplacian eigenvalues: ARPACK dsaupd error %d", (int)info);
-  if (!s && info == 1)
-    s = nle__fail(ctx, NLE_ERR_NUMERIC, "Laplacian eigenvalues: ARPACK did not converge (%d of %d)", (int)iparam[4], nev);
-  if (!s) {
-    dseupd_c(vecs != NULL, "A", select, d, z, n, 0.0, "I", n, "LA", nev, 0.0, resid, ncv, v, ldv, iparam, ipntr, workd,
-             workl, lworkl, &info);
-    if (info != 0) s = nle__fail(ctx, NLE_ERR_NUMERIC, "Laplacian eigenvalues: ARPACK dseupd error %d", (int)info);
-  }
-  if (!s) {
-    memcpy(vals, d, (size_t)nev * sizeof(double));
-    if (vecs) memcpy(vecs, z, (size_t)n * (size_t)nev * sizeof(double));
-  }
-  free(resid);
-  free(v);
-  free(workd);
-  free(workl);
-  free(d);
-  free(z);
-  free(select);
-  return s;
+  size_t n = op->Wd ? op->Wd->rows : (size_t)op->W->rows;
+  op->ctx = ctx;
+  return nle__lanczos(ctx, "Laplacian eigenvalues", n, apply_op, op, nev, NLE__EIG_LARGEST, 0.0, vals, vecs);
 }
 
 static nle_status check_nev(nle_ctx *ctx, const nle_csr *W, int nev) {
@@ -182,7 +139,7 @@ nle_status nle_laplacian_smallest(nle_ctx *ctx, const nle_csr *W, bool normalise
   if (vecs) *vecs = NULL;
   nle_status s = check_nev(ctx, W, nev);
   if (s) return s;
-  double *deg = degrees(ctx, W);
+  double *deg = nle__degrees(ctx, W);
   if (!deg) return NLE_ERR_NOMEM;
   /* The shift keeps L + eps I positive definite (L is singular) while
    * leaving eps far below the eigenvalues asked for. */
@@ -192,7 +149,7 @@ nle_status nle_laplacian_smallest(nle_ctx *ctx, const nle_csr *W, bool normalise
   cholmod_common cc;
   cholmod_l_start(&cc);
   cc.print = 0;
-  operator_t op = {W, NULL, deg, normalised, &cc, NULL, NULL};
+  operator_t op = {W, NULL, deg, normalised, &cc, NULL, NULL, ctx};
   s = nle__laplacian_factor(ctx, &cc, W, normalised, 1.0, eps, &op.factor);
   if (!s) {
     op.rhs = cholmod_l_allocate_dense((size_t)W->rows, 1, (size_t)W->rows, CHOLMOD_REAL, &cc);
@@ -209,7 +166,7 @@ nle_status nle_laplacian_smallest(nle_ctx *ctx, const nle_csr *W, bool normalise
       int from = nev - 1 - i;
       vals[i] = fmax(1.0 / nu[from] - eps, 0.0);
       if (vecs)
-        for (int64_t r = 0; r < W->rows; r++) (*vecs)->data[r * nev + i] = z[(size_t)from * (size_t)W->rows + r];
+        for (int64_t r = 0; r < W->rows; r++) (*vecs)->data[r * nev + i] = z[(size_t)r * (size_t)nev + (size_t)from];
     }
   }
   free(nu);
@@ -224,9 +181,9 @@ nle_status nle_laplacian_smallest(nle_ctx *ctx, const nle_csr *W, bool normalise
 nle_status nle_laplacian_largest(nle_ctx *ctx, const nle_csr *W, bool normalised, int nev, double *vals) {
   nle_status s = check_nev(ctx, W, nev);
   if (s) return s;
-  double *deg = degrees(ctx, W);
+  double *deg = nle__degrees(ctx, W);
   if (!deg) return NLE_ERR_NOMEM;
-  operator_t op = {W, NULL, deg, normalised, NULL, NULL, NULL};
+  operator_t op = {W, NULL, deg, normalised, NULL, NULL, NULL, ctx};
   s = lanczos(ctx, &op, nev, vals, NULL);
   free(deg);
   return s;
@@ -238,7 +195,7 @@ nle_status nle_laplacian_eigenmap(nle_ctx *ctx, const nle_csr *W, int d, nle_mat
   if (c < 0) return NLE_ERR_NOMEM;
   *ncomp = (int)c;
   double *vals = nle__malloc(ctx, (size_t)(d + 1) * sizeof(double), "eigenvalues");
-  double *deg = degrees(ctx, W);
+  double *deg = nle__degrees(ctx, W);
   nle_matd *U = NULL;
   nle_status s = vals && deg ? nle_laplacian_smallest(ctx, W, 1, d + 1, vals, &U) : NLE_ERR_NOMEM;
   if (!s) s = nle_matd_alloc(ctx, (size_t)W->rows, (size_t)d, X);
@@ -268,7 +225,7 @@ nle_status nle__laplacian_largest_dense(nle_ctx *ctx, const nle_matd *W, int nev
   for (size_t i = 0; i < n; i++)
     for (size_t j = 0; j < n; j++)
       if (j != i) deg[i] += W->data[i * n + j];
-  operator_t op = {NULL, W, deg, 0, NULL, NULL, NULL};
+  operator_t op = {NULL, W, deg, 0, NULL, NULL, NULL, ctx};
   nle_status s = lanczos(ctx, &op, nev, vals, NULL);
   free(deg);
   return s;

@@ -1,0 +1,198 @@
+/* cmd_spectral.c — `nlembed le` (and the other spectral methods as they
+ * come): one command per method, as the embeddings have, over the
+ * library's front door nle_spectral_embed; the names of every option's
+ * values come from the library. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *help_fmt =
+    "Usage: nlembed %s [options] INPUT -o OUTPUT\n"
+    "       nlembed %s [options] --affinities W.mtx -o OUTPUT\n"
+    "\n"
+    "%s\n"
+    "Writes the N x d embedding (.npy float64, or text) and prints one JSON line\n"
+    "with the eigenvalues and the time of each stage on stdout.\n"
+    "\n"
+    "Options:\n"
+    "  -o, --output FILE    the embedding (.npy, .csv, .tsv, .txt)\n"
+    "  -d, --dim N          embedding dimension (default 2)\n"
+    "  -k, --neighbors K    neighbours per point, not counting the point (10)\n"
+    "%s"
+    "  --affinity NAME      weights on the kNN graph: binary (default), gaussian,\n"
+    "                       inverse, self-tuning\n"
+    "  --sigma S            gaussian: width in input units (default: the median\n"
+    "                       distance to the k-th neighbour)\n"
+    "  --tuning-k N         self-tuning: the neighbour that sets each scale (7)\n"
+    "  --symmetrize RULE    average (default: (A + A^T) / 2), union, mutual\n"
+    "  --components NAME    a disconnected graph: error (default), allow\n"
+    "  --affinities FILE    a precomputed symmetric affinity matrix (.mtx): no\n"
+    "                       neighbour search; INPUT is then not needed\n"
+    "  --solver NAME        auto (LE: dense up to 400 points, else sparse), dense,\n"
+    "                       sparse (Lanczos)\n"
+    "  --tol T              Lanczos relative tolerance (default 0: machine\n"
+    "                       precision)\n"
+    "\n";
+/* after the formatted part: these hold literal percent signs */
+static const char *help_tail = CLI_KNN_HELP "\n" CLI_COMMON_HELP;
+
+typedef struct {
+  const char *name;
+  nle_spectral_method method;
+  const char *about;
+  const char *options; /* the method's own lines of --help */
+} spectral_command;
+
+static const spectral_command commands[] = {
+    {"le", NLE_SPECTRAL_LE,
+     "Laplacian eigenmaps (lecture slides 002; Belkin and Niyogi 2003): the d\n"
+     "eigenvectors after the trivial one of the kNN graph's Laplacian.\n",
+     "  --laplacian NAME     random-walk (default: L v = lambda D v, V^T D V = I),\n"
+     "                       symmetric (I - D^-1/2 W D^-1/2, U^T U = I),\n"
+     "                       unnormalised (D - W, F^T F = I, as the slides)\n"},
+};
+
+enum { OPT_AFFINITY = OPT_COMMAND_BASE, OPT_SIGMA, OPT_TUNING, OPT_SYMMETRIZE, OPT_COMPONENTS, OPT_AFFINITIES,
+       OPT_SOLVER, OPT_TOL, OPT_LAPLACIAN };
+
+/* value = parse(arg) or a usage error naming the values name(0), name(1)... */
+static int parse_name(const char *command, const char *option, const char *arg, int (*parse)(const char *),
+                      int *value) {
+  int v = parse(arg);
+  if (v == -1) return cli_usage_error(command, "unknown --%s \"%s\" (see nlembed %s --help)", option, arg, command);
+  *value = v;
+  return 0;
+}
+
+static void print_json(const char *command, const char *input, double read_seconds, const nle_spectral_result *r) {
+  const nle_spectral_opts *o = &r->resolved;
+  char name[1200];
+  cli_json_escape(input, name, sizeof name);
+  printf("{\"command\": \"%s\", \"input\": \"%s\", \"n\": %zu, \"dim\": %d, \"k\": %d, \"knn_method\": \"%s\", "
+         "\"affinity\": \"%s\", \"symmetrize\": \"%s\", \"laplacian\": \"%s\", \"components\": %d, "
+         "\"solver\": \"%s\", \"read_seconds\": %.3f, \"knn_seconds\": %.3f, \"graph_seconds\": %.3f, "
+         "\"eigen_seconds\": %.3f, \"total_seconds\": %.3f, \"eigenvalues\": [",
+         command, name, r->n, o->dim, o->k, nle_knn_method_name(o->knn_method), nle_affinity_kind_name(o->affinity),
+         nle_symmetrize_name(o->symmetrize), nle_laplacian_name(o->laplacian), r->components,
+         nle_eigen_solver_name(r->solver_used), read_seconds, r->knn_seconds, r->graph_seconds, r->eigen_seconds,
+         r->total_seconds);
+  for (int i = 0; i < r->n_eigenvalues; i++) printf("%s%.12g", i ? ", " : "", r->eigenvalues[i]);
+  printf("]}\n");
+}
+
+int cmd_spectral(int argc, char **argv, const char *command) {
+  const spectral_command *sc = NULL;
+  for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+    if (!strcmp(command, commands[i].name)) sc = &commands[i];
+  if (!sc) return 2;
+  char help[8192];
+  snprintf(help, sizeof help, help_fmt, command, command, sc->about, sc->options);
+  strncat(help, help_tail, sizeof help - strlen(help) - 1);
+  static const struct option longopts[] = {
+      {"output", required_argument, 0, 'o'}, {"dim", required_argument, 0, 'd'},
+      {"neighbors", required_argument, 0, 'k'}, {"affinity", required_argument, 0, OPT_AFFINITY},
+      {"sigma", required_argument, 0, OPT_SIGMA}, {"tuning-k", required_argument, 0, OPT_TUNING},
+      {"symmetrize", required_argument, 0, OPT_SYMMETRIZE}, {"components", required_argument, 0, OPT_COMPONENTS},
+      {"affinities", required_argument, 0, OPT_AFFINITIES}, {"solver", required_argument, 0, OPT_SOLVER},
+      {"tol", required_argument, 0, OPT_TOL}, {"laplacian", required_argument, 0, OPT_LAPLACIAN},
+      CLI_KNN_OPTIONS, CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
+  cli_env env;
+  if (cli_env_init(&env, command, help)) return 1;
+  cli_knn_choice choice;
+  cli_knn_choice_init(&choice);
+  env.knn = &choice;
+  nle_spectral_opts o;
+  nle_spectral_opts_init(&o);
+  const char *output = NULL, *affinities = NULL;
+  long long v;
+  double x;
+  int c, value = 0;
+  while ((c = cli_next_option(&env, argc, argv, "o:d:k:", longopts)) != -1) {
+    switch (c) {
+    case 'o': output = optarg; break;
+    case 'd':
+      if (cli_parse_int(optarg, 1, 1000, &v)) o.dim = (int)v;
+      else env.rc = cli_usage_error(command, "-d takes an integer from 1 to 1000, not \"%s\"", optarg);
+      break;
+    case 'k':
+      if (cli_parse_int(optarg, 1, 1 << 20, &v)) o.k = (int)v;
+      else env.rc = cli_usage_error(command, "-k takes a positive integer, not \"%s\"", optarg);
+      break;
+    case OPT_AFFINITY:
+      if (!(env.rc = parse_name(command, "affinity", optarg, nle_affinity_kind_parse, &value)))
+        o.affinity = (nle_affinity_kind)value;
+      break;
+    case OPT_SYMMETRIZE:
+      if (!(env.rc = parse_name(command, "symmetrize", optarg, nle_symmetrize_parse, &value)))
+        o.symmetrize = (nle_symmetrize_rule)value;
+      break;
+    case OPT_COMPONENTS:
+      if (!(env.rc = parse_name(command, "components", optarg, nle_components_parse, &value)))
+        o.components = (nle_components_policy)value;
+      break;
+    case OPT_SOLVER:
+      if (!(env.rc = parse_name(command, "solver", optarg, nle_eigen_solver_parse, &value)))
+        o.solver = (nle_eigen_solver)value;
+      break;
+    case OPT_LAPLACIAN:
+      if (!(env.rc = parse_name(command, "laplacian", optarg, nle_laplacian_parse, &value)))
+        o.laplacian = (nle_laplacian_kind)value;
+      break;
+    case OPT_SIGMA:
+      if (!cli_parse_double(optarg, &x) || !(x > 0)) env.rc = cli_usage_error(command, "--sigma takes a positive number");
+      else o.sigma = x;
+      break;
+    case OPT_TUNING:
+      if (cli_parse_int(optarg, 1, 1 << 20, &v)) o.tuning_k = (int)v;
+      else env.rc = cli_usage_error(command, "--tuning-k takes a positive integer");
+      break;
+    case OPT_TOL:
+      if (!cli_parse_double(optarg, &x) || !(x >= 0 && x < 1)) env.rc = cli_usage_error(command, "--tol takes a number in [0, 1)");
+      else o.tol = x;
+      break;
+    case OPT_AFFINITIES: affinities = optarg; break;
+    default: env.rc = 2; break;
+    }
+  }
+  if (env.help_shown) {
+    cli_env_free(&env);
+    return 0;
+  }
+  o.knn_method = (nle_knn_method)choice.method;
+  o.knn_approx = choice.approx;
+  int rc = env.rc, n_inputs = argc - optind;
+  if (!rc && !((n_inputs == 1 && !affinities) || (n_inputs == 0 && affinities)))
+    rc = cli_usage_error(command, affinities ? "expected no INPUT with --affinities, got %d" : "expected one INPUT, got %d",
+                         n_inputs);
+  if (!rc && !output) rc = cli_usage_error(command, "no output file (-o FILE)");
+  nle_status s = NLE_OK;
+  if (!rc) s = nle_check_output(env.ctx, output, NLE_OUTPUT_DENSE);
+  nle_dataset *ds = NULL;
+  nle_csr *W = NULL;
+  nle_spectral_result *res = NULL;
+  double t_read = nle_time_seconds();
+  if (!rc && !s && n_inputs) s = cli_load(&env, argv[optind], &ds);
+  if (!rc && !s && affinities) s = nle_read_csr_mtx(env.ctx, affinities, &W);
+  t_read = nle_time_seconds() - t_read;
+  if (!rc && !s) {
+    nle_spectral_input in = {ds ? ds->X : NULL, NULL, W};
+    s = nle_spectral_embed(env.ctx, sc->method, &in, &o, &res);
+  }
+  if (!rc && !s) s = nle_write_matd(env.ctx, output, res->X);
+  if (!rc && s) rc = cli_fail(&env, s);
+  if (!rc) rc = cli_commit(&env); /* the output whole, or none */
+  if (!rc) {
+    const char *input = ds ? ds->name : affinities;
+    print_json(command, input, t_read, res);
+    cli_note(&env, "%s of %zu points: %d eigenvalues from %.3g (%s), %.2f s; wrote %s", command, res->n,
+             res->n_eigenvalues, res->eigenvalues[0], nle_eigen_solver_name(res->solver_used), res->total_seconds,
+             output);
+  }
+  nle_spectral_result_free(&res);
+  nle_csr_free(&W);
+  nle_dataset_free(&ds);
+  cli_env_free(&env);
+  return rc;
+}

@@ -1,0 +1,33 @@
+/* eigen.h — the eigensolvers the spectral methods share (src/spectral/
+ * eigen.c): dense LAPACK for small problems, ARPACK's Lanczos on an
+ * operator for large sparse ones. Eigenvalues come ascending; eigenvectors
+ * as the columns of a row-major n x count array (row i: point i). */
+#ifndef NLE_SPECTRAL_EIGEN_H
+#define NLE_SPECTRAL_EIGEN_H
+
+#include "../core/internal.h"
+
+/* y = A x for a symmetric A of order n; 0, or non-zero after recording an
+ * error in the context. */
+typedef int (*nle__sym_apply)(void *user, const double *x, double *y);
+
+typedef enum { NLE__EIG_LARGEST, NLE__EIG_SMALLEST } nle__eig_end;
+
+/* The nev (< n) eigenpairs at one end of A's spectrum by ARPACK (regular
+ * mode; shift-invert is an apply that solves). tol 0: machine precision.
+ * Errors name `what`; no convergence is NLE_ERR_NUMERIC. vecs may be NULL. */
+nle_status nle__lanczos(nle_ctx *ctx, const char *what, size_t n, nle__sym_apply apply, void *user, int nev,
+                        nle__eig_end end, double tol, double *vals, double *vecs);
+/* Eigenpairs first..first + count - 1 (0-based, ascending) of the dense
+ * symmetric n x n row-major A (overwritten) by LAPACK dsyevr. */
+nle_status nle__eig_dense(nle_ctx *ctx, const char *what, size_t n, double *A, size_t first, size_t count,
+                          double *vals, double *vecs);
+/* The same for the pencil A v = lambda B v, B symmetric positive definite
+ * (both overwritten), by dsygvd: the vectors are B-orthonormal. */
+nle_status nle__eig_dense_general(nle_ctx *ctx, const char *what, size_t n, double *A, double *B, size_t first,
+                                  size_t count, double *vals, double *vecs);
+/* Each column's largest-magnitude entry made positive: results that do not
+ * depend on a solver's arbitrary signs. */
+void nle__fix_signs(double *V, size_t n, size_t count);
+
+#endif

@@ -1,0 +1,203 @@
+/* graph.c — the neighbourhood graphs of the spectral methods: weights on
+ * the directed kNN graph, its symmetrisation (SPEC G06-10's policies live
+ * in the front door), degrees, and the symmetry check of a given W. */
+#include "method.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* sqrt of the median over points of the squared distance to the last
+ * (k-th) neighbour: a Gaussian width in the scale of the neighbourhoods. */
+static nle_status median_kth_distance(nle_ctx *ctx, const nle_csr *knn, double *sigma) {
+  double *last = nle__malloc(ctx, (size_t)knn->rows * sizeof(double), "neighbour distances");
+  if (!last) return NLE_ERR_NOMEM;
+  size_t m = 0;
+  for (int64_t i = 0; i < knn->rows; i++)
+    if (knn->rowptr[i + 1] > knn->rowptr[i]) last[m++] = nle_csr_value(knn, knn->rowptr[i + 1] - 1);
+  qsort(last, m, sizeof(double), cmp_double);
+  *sigma = m ? sqrt(m % 2 ? last[m / 2] : 0.5 * (last[m / 2 - 1] + last[m / 2])) : 0.0;
+  free(last);
+  if (!(*sigma > 0))
+    return nle__fail(ctx, NLE_ERR_VALUE, "spectral graph: every point's k-th neighbour is at distance 0 (duplicate "
+                                         "points): no automatic Gaussian width");
+  return NLE_OK;
+}
+
+/* Row i's weight of its neighbour at squared distance d2 (self-tuning: the
+ * neighbour j's own scale in scale[j]). */
+static double weight(const nle_spectral_opts *o, double d2, double sigma, const double *scale, int64_t i, int64_t j) {
+  switch (o->affinity) {
+  case NLE_AFF_GAUSSIAN: return exp(-d2 / (2.0 * sigma * sigma));
+  case NLE_AFF_INVERSE: return 1.0 / sqrt(d2);
+  case NLE_AFF_SELF_TUNING: return exp(-d2 / (scale[i] * scale[j]));
+  default: return 1.0;
+  }
+}
+
+/* The directed weights A on the kNN graph's pattern. */
+static nle_status directed_weights(nle_ctx *ctx, const nle_csr *knn, const nle_spectral_opts *o, nle_csr **A) {
+  int64_t n = knn->rows;
+  double sigma = o->sigma;
+  double *scale = NULL;
+  nle_status s = NLE_OK;
+  if (o->affinity == NLE_AFF_GAUSSIAN && sigma == NLE_AUTO) s = median_kth_distance(ctx, knn, &sigma);
+  if (!s && o->affinity == NLE_AFF_SELF_TUNING) {
+    if (!(scale = nle__malloc(ctx, (size_t)n * sizeof(double), "self-tuning scales"))) return NLE_ERR_NOMEM;
+    for (int64_t i = 0; !s && i < n; i++) {
+      int64_t len = knn->rowptr[i + 1] - knn->rowptr[i], t = o->tuning_k < len ? o->tuning_k : len;
+      scale[i] = t > 0 ? sqrt(nle_csr_value(knn, knn->rowptr[i] + t - 1)) : 0.0;
+      if (!(scale[i] > 0))
+        s = nle__fail(ctx, NLE_ERR_VALUE, "spectral graph: point %lld's self-tuning scale is 0 (its %d nearest "
+                      "neighbours are duplicates of it)", (long long)i + 1, o->tuning_k);
+    }
+  }
+  if (!s) s = nle_csr_alloc(ctx, n, knn->cols, knn->nnz, NLE_F64, A);
+  for (int64_t i = 0; !s && i < n; i++) {
+    (*A)->rowptr[i + 1] = knn->rowptr[i + 1];
+    for (int64_t q = knn->rowptr[i]; !s && q < knn->rowptr[i + 1]; q++) {
+      double d2 = nle_csr_value(knn, q);
+      if (o->affinity == NLE_AFF_INVERSE && !(d2 > 0))
+        s = nle__fail(ctx, NLE_ERR_VALUE, "spectral graph: points %lld and %lld coincide: the inverse-distance "
+                      "affinity is infinite there", (long long)i + 1, (long long)knn->colind[q] + 1);
+      (*A)->colind[q] = knn->colind[q];
+      ((double *)(*A)->val)[q] = weight(o, d2, sigma, scale, i, knn->colind[q]);
+    }
+  }
+  free(scale);
+  if (s) nle_csr_free(A);
+  return s;
+}
+
+typedef struct {
+  int32_t col;
+  double a, at; /* A_ij and A_ji; NAN when absent */
+} entry;
+
+static int cmp_entry(const void *x, const void *y) {
+  int32_t a = ((const entry *)x)->col, b = ((const entry *)y)->col;
+  return (a > b) - (a < b);
+}
+
+static double combine(nle_symmetrize_rule rule, double a, double at) {
+  int has_a = !isnan(a), has_at = !isnan(at);
+  switch (rule) {
+  case NLE_SYMMETRIZE_UNION: return has_a && has_at ? fmax(a, at) : has_a ? a : at;
+  case NLE_SYMMETRIZE_MUTUAL: return has_a && has_at ? fmin(a, at) : NAN;
+  default: return 0.5 * ((has_a ? a : 0.0) + (has_at ? at : 0.0));
+  }
+}
+
+nle_status nle__spectral_weights(nle_ctx *ctx, const nle_csr *knn, const nle_spectral_opts *o, nle_csr **W) {
+  *W = NULL;
+  nle_csr *A = NULL, *AT = NULL;
+  nle_status s = directed_weights(ctx, knn, o, &A);
+  if (!s) s = nle_csr_transpose(ctx, A, &AT);
+  int64_t n = knn->rows, cap = 0;
+  for (int64_t i = 0; !s && i < n; i++) {
+    int64_t len = (A->rowptr[i + 1] - A->rowptr[i]) + (AT->rowptr[i + 1] - AT->rowptr[i]);
+    cap = len > cap ? len : cap;
+  }
+  entry *row = s ? NULL : nle__malloc(ctx, (size_t)(cap ? cap : 1) * sizeof(entry), "the symmetrised graph");
+  int64_t *rowptr = s ? NULL : nle__calloc(ctx, (size_t)n + 1, sizeof(int64_t), "the symmetrised graph");
+  if (!s && (!row || !rowptr)) s = NLE_ERR_NOMEM;
+  /* Two passes over the rows: count, then fill. Each row's entries of A and
+   * A^T sorted by column and merged: the result is sorted by column. */
+  nle_csr *out = NULL;
+  for (int pass = 0; !s && pass < 2; pass++) {
+    for (int64_t i = 0; !s && i < n; i++) {
+      size_t m = 0;
+      for (int64_t q = A->rowptr[i]; q < A->rowptr[i + 1]; q++)
+        if (A->colind[q] != i) row[m++] = (entry){A->colind[q], ((double *)A->val)[q], NAN};
+      for (int64_t q = AT->rowptr[i]; q < AT->rowptr[i + 1]; q++)
+        if (AT->colind[q] != i) row[m++] = (entry){AT->colind[q], NAN, ((double *)AT->val)[q]};
+      qsort(row, m, sizeof(entry), cmp_entry);
+      int64_t k = pass ? out->rowptr[i] : 0;
+      for (size_t a = 0; a < m;) {
+        size_t b = a + 1;
+        double va = row[a].a, vt = row[a].at;
+        for (; b < m && row[b].col == row[a].col; b++) {
+          if (!isnan(row[b].a)) va = row[b].a;
+          if (!isnan(row[b].at)) vt = row[b].at;
+        }
+        double w = combine(o->symmetrize, va, vt);
+        if (!isnan(w)) {
+          if (pass) {
+            out->colind[k] = row[a].col;
+            ((double *)out->val)[k] = w;
+          }
+          k++;
+        }
+        a = b;
+      }
+      if (!pass) rowptr[i + 1] = rowptr[i] + k;
+    }
+    if (!pass) {
+      s = nle_csr_alloc(ctx, n, n, rowptr[n], NLE_F64, &out);
+      if (!s) memcpy(out->rowptr, rowptr, ((size_t)n + 1) * sizeof(int64_t));
+    }
+  }
+  free(row);
+  free(rowptr);
+  nle_csr_free(&A);
+  nle_csr_free(&AT);
+  if (s) nle_csr_free(&out);
+  *W = out;
+  return s;
+}
+
+nle_status nle__csr_check_symmetric(nle_ctx *ctx, const nle_csr *A, const char *what) {
+  nle_csr *AT = NULL;
+  nle_status s = nle_csr_transpose(ctx, A, &AT);
+  if (s) return s;
+  /* Row by row, both sorted by column, compared entry by entry. */
+  int64_t cap = 0;
+  for (int64_t i = 0; i < A->rows; i++) {
+    int64_t len = A->rowptr[i + 1] - A->rowptr[i];
+    cap = len > cap ? len : cap;
+  }
+  entry *a = nle__malloc(ctx, (size_t)(cap ? cap : 1) * sizeof(entry), "the symmetry check");
+  entry *b = nle__malloc(ctx, (size_t)(cap ? cap : 1) * sizeof(entry), "the symmetry check");
+  if (!a || !b) s = NLE_ERR_NOMEM;
+  for (int64_t i = 0; !s && i < A->rows; i++) {
+    int64_t la = A->rowptr[i + 1] - A->rowptr[i], lb = AT->rowptr[i + 1] - AT->rowptr[i];
+    for (int64_t q = 0; q < la; q++) a[q] = (entry){A->colind[A->rowptr[i] + q], nle_csr_value(A, A->rowptr[i] + q), 0};
+    for (int64_t q = 0; q < lb; q++)
+      b[q] = (entry){AT->colind[AT->rowptr[i] + q], nle_csr_value(AT, AT->rowptr[i] + q), 0};
+    qsort(a, (size_t)la, sizeof(entry), cmp_entry);
+    qsort(b, (size_t)lb, sizeof(entry), cmp_entry);
+    int64_t p = 0, r = 0;
+    while (!s && (p < la || r < lb)) {
+      /* explicit zeros count as absent */
+      if (p < la && a[p].a == 0.0) { p++; continue; }
+      if (r < lb && b[r].a == 0.0) { r++; continue; }
+      int ok = p < la && r < lb && a[p].col == b[r].col &&
+               fabs(a[p].a - b[r].a) <= 1e-12 * fmax(fabs(a[p].a), fabs(b[r].a));
+      if (!ok) {
+        int64_t j = p < la && (r >= lb || a[p].col <= b[r].col) ? a[p].col : b[r].col;
+        double wij = p < la && a[p].col == j ? a[p].a : 0.0, wji = r < lb && b[r].col == j ? b[r].a : 0.0;
+        s = nle__fail(ctx, NLE_ERR_VALUE, "%s: not symmetric: W[%lld, %lld] = %g but W[%lld, %lld] = %g", what,
+                      (long long)i + 1, (long long)j + 1, wij, (long long)j + 1, (long long)i + 1, wji);
+      }
+      p++, r++;
+    }
+  }
+  free(a);
+  free(b);
+  nle_csr_free(&AT);
+  return s;
+}
+
+double *nle__degrees(nle_ctx *ctx, const nle_csr *W) {
+  double *deg = nle__calloc(ctx, (size_t)W->rows, sizeof(double), "degrees");
+  if (!deg) return NULL;
+  for (int64_t i = 0; i < W->rows; i++)
+    for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++)
+      if (W->colind[q] != i) deg[i] += nle_csr_value(W, q);
+  return deg;
+}

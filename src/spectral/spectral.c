@@ -1,0 +1,143 @@
+/* spectral.c — nle_spectral_embed, the front door of the spectral methods:
+ * checks the options and the input, builds the neighbourhood graph and its
+ * weights once (kNN search, affinity, symmetrisation), applies the
+ * method's policy for disconnected graphs (SPEC G06-10), and hands the
+ * rest to the method's row of the table (one file per method). */
+#include "method.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const nle__spectral_method *const methods[] = {&nle__spectral_le};
+static const char *const method_names[] = {"le"};
+static const char *const laplacian_names[] = {"random-walk", "symmetric", "unnormalised"};
+static const char *const components_names[] = {"error", "allow"};
+static const char *const symmetrize_names[] = {"average", "union", "mutual"};
+static const char *const solver_names[] = {"dense", "sparse"};
+
+NLE__ENUM_NAMES(nle_spectral_method_name, nle_spectral_method_parse, nle_spectral_method, method_names, false)
+NLE__ENUM_NAMES(nle_laplacian_name, nle_laplacian_parse, nle_laplacian_kind, laplacian_names, false)
+NLE__ENUM_NAMES(nle_components_name, nle_components_parse, nle_components_policy, components_names, true)
+NLE__ENUM_NAMES(nle_symmetrize_name, nle_symmetrize_parse, nle_symmetrize_rule, symmetrize_names, false)
+NLE__ENUM_NAMES(nle_eigen_solver_name, nle_eigen_solver_parse, nle_eigen_solver, solver_names, true)
+
+void nle_spectral_opts_init(nle_spectral_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->dim = 2;
+  o->k = 10;
+  o->knn_method = NLE_KNN_AUTO;
+  nle_knn_approx_opts_init(&o->knn_approx);
+  o->symmetrize = NLE_SYMMETRIZE_AVERAGE;
+  o->affinity = NLE_AFF_BINARY;
+  o->sigma = NLE_AUTO;
+  o->tuning_k = 7;
+  o->laplacian = NLE_LAPLACIAN_RANDOM_WALK;
+  o->components = NLE_COMPONENTS_AUTO;
+  o->solver = NLE_EIGEN_AUTO;
+  o->tol = 0.0;
+}
+
+void nle_spectral_result_free(nle_spectral_result **r) {
+  if (!r || !*r) return;
+  nle_matd_free(&(*r)->X);
+  free((*r)->eigenvalues);
+  free(*r);
+  *r = NULL;
+}
+
+static int named(const char *name) { return strcmp(name, "unknown") != 0; }
+
+static nle_status check_opts(nle_ctx *ctx, nle_spectral_method method, const nle_spectral_opts *o) {
+  const char *bad = !named(nle_spectral_method_name(method))     ? "method"
+                    : o->dim < 1                                 ? "dim (>= 1)"
+                    : o->k < 1                                   ? "k (>= 1)"
+                    : !named(nle_knn_method_name(o->knn_method)) ? "knn_method"
+                    : !named(nle_symmetrize_name(o->symmetrize)) ? "symmetrize"
+                    : !named(nle_affinity_kind_name(o->affinity))? "affinity"
+                    : !(o->sigma == NLE_AUTO || (o->sigma > 0 && isfinite(o->sigma))) ? "sigma (> 0 or NLE_AUTO)"
+                    : o->tuning_k < 1                            ? "tuning_k (>= 1)"
+                    : !named(nle_laplacian_name(o->laplacian))   ? "laplacian"
+                    : !named(nle_components_name(o->components)) ? "components"
+                    : !named(nle_eigen_solver_name(o->solver))   ? "solver"
+                    : !(o->tol >= 0 && o->tol < 1)               ? "tol (in [0, 1))"
+                                                                 : NULL;
+  return bad ? nle__fail(ctx, NLE_ERR_ARG, "spectral embedding: bad option %s", bad) : NLE_OK;
+}
+
+static nle_status check_input(nle_ctx *ctx, const nle_spectral_input *in, const nle_spectral_opts *o, size_t *n) {
+  int given = (in->Y != NULL) + (in->knn != NULL) + (in->affinities != NULL);
+  if (given != 1)
+    return nle__fail(ctx, NLE_ERR_ARG, "spectral embedding: give exactly one of points, a kNN graph or affinities "
+                     "(%d given)", given);
+  const nle_csr *g = in->knn ? in->knn : in->affinities;
+  if (g && g->rows != g->cols)
+    return nle__fail(ctx, NLE_ERR_ARG, "spectral embedding: the %s must be N x N, not %lld x %lld",
+                     in->knn ? "kNN graph" : "affinity matrix", (long long)g->rows, (long long)g->cols);
+  *n = in->Y ? in->Y->rows : (size_t)g->rows;
+  if (*n < 3) return nle__fail(ctx, NLE_ERR_ARG, "spectral embedding: %zu points; at least 3 are needed", *n);
+  if ((size_t)o->dim + 1 >= *n)
+    return nle__fail(ctx, NLE_ERR_ARG, "spectral embedding: %d dimensions of %zu points (at most N - 2)", o->dim, *n);
+  if (in->Y && (size_t)o->k >= *n)
+    return nle__fail(ctx, NLE_ERR_ARG, "spectral embedding: k = %d neighbours of %zu points (at most N - 1)", o->k,
+                     *n);
+  if (in->affinities) {
+    nle_status s = nle_affinity_check(ctx, in->affinities);
+    if (!s) s = nle__csr_check_symmetric(ctx, in->affinities, "spectral embedding: the affinity matrix");
+    return s;
+  }
+  return NLE_OK;
+}
+
+nle_status nle_spectral_embed(nle_ctx *ctx, nle_spectral_method method, const nle_spectral_input *in,
+                              const nle_spectral_opts *opts, nle_spectral_result **out) {
+  *out = NULL;
+  nle_spectral_opts defaults;
+  if (!opts) {
+    nle_spectral_opts_init(&defaults);
+    opts = &defaults;
+  }
+  size_t n = 0;
+  nle_status s = check_opts(ctx, method, opts);
+  if (!s) s = check_input(ctx, in, opts, &n);
+  if (s) return s;
+  const nle__spectral_method *m = methods[method];
+  nle_spectral_result *r = nle__calloc(ctx, 1, sizeof *r, "the spectral result");
+  if (!r) return NLE_ERR_NOMEM;
+  double t_start = nle_time_seconds(), t0 = t_start;
+  r->resolved = *opts;
+  nle_spectral_opts *o = &r->resolved;
+  r->n = n;
+  r->knn_used = NLE_KNN_AUTO;
+  if (o->components == NLE_COMPONENTS_AUTO) o->components = m->components;
+  nle_csr *graph = NULL, *W = NULL;
+  if (in->Y) s = nle_knn_graph(ctx, in->Y, o->k, o->knn_method, &o->knn_approx, &graph, &r->knn_used);
+  if (o->knn_method == NLE_KNN_AUTO) o->knn_method = r->knn_used;
+  r->knn_seconds = nle_time_seconds() - t0;
+  t0 = nle_time_seconds();
+  const nle_csr *knn = in->knn ? in->knn : graph;
+  if (!s && knn) s = nle__spectral_weights(ctx, knn, o, &W);
+  const nle_csr *weights = in->affinities ? in->affinities : W;
+  int64_t comps = s ? 0 : nle__csr_components(ctx, weights);
+  if (comps < 0) s = NLE_ERR_NOMEM;
+  r->components = (int)comps;
+  if (!s && comps > 1 && o->components == NLE_COMPONENTS_ERROR)
+    s = nle__fail(ctx, NLE_ERR_VALUE,
+                  "%s: the neighbourhood graph has %lld connected components; the method needs one (a larger k joins "
+                  "them; components = allow embeds them side by side)",
+                  m->name, (long long)comps);
+  r->graph_seconds = nle_time_seconds() - t0;
+  t0 = nle_time_seconds();
+  nle__spectral_job job = {o, in->Y, knn, weights, (int)comps};
+  if (!s) s = m->embed(ctx, &job, r);
+  r->eigen_seconds = nle_time_seconds() - t0;
+  nle_csr_free(&graph);
+  nle_csr_free(&W);
+  r->total_seconds = nle_time_seconds() - t_start;
+  if (s) {
+    nle_spectral_result_free(&r);
+    return s;
+  }
+  *out = r;
+  return NLE_OK;
+}

@@ -1,0 +1,333 @@
+/* test_spectral_methods.c — the spectral front door and its methods
+ * against independent references (SPEC 4.1, 4.2, 4.6): the slides'
+ * Laplacian example, the analytic spectra of cycles and paths, a dense
+ * generalised LAPACK solve (dsygvd) written out here, Brand's identities,
+ * the policy for disconnected graphs, and thread invariance. */
+#include "harness.h"
+
+#include <lapacke.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A symmetric binary W from an undirected edge list (0-based). */
+static nle_csr *graph_from_edges(size_t n, const int *edges, size_t m) {
+  nle_csr *W = NULL;
+  if (nle_csr_alloc(NULL, (int64_t)n, (int64_t)n, (int64_t)(2 * m), NLE_F64, &W)) exit(2);
+  size_t *count = calloc(n + 1, sizeof(size_t));
+  for (size_t e = 0; e < m; e++) count[edges[2 * e]]++, count[edges[2 * e + 1]]++;
+  for (size_t i = 0; i < n; i++) W->rowptr[i + 1] = W->rowptr[i] + (int64_t)count[i];
+  memset(count, 0, (n + 1) * sizeof(size_t));
+  for (size_t e = 0; e < m; e++)
+    for (int side = 0; side < 2; side++) {
+      size_t i = (size_t)edges[2 * e + side], j = (size_t)edges[2 * e + 1 - side];
+      int64_t q = W->rowptr[i] + (int64_t)count[i]++;
+      W->colind[q] = (int32_t)j;
+      ((double *)W->val)[q] = 1.0;
+    }
+  free(count);
+  return W;
+}
+
+static nle_spectral_result *embed_w(nle_ctx *ctx, const nle_csr *W, nle_laplacian_kind kind, int dim,
+                                    nle_eigen_solver solver) {
+  nle_spectral_opts o;
+  nle_spectral_opts_init(&o);
+  o.laplacian = kind;
+  o.dim = dim;
+  o.solver = solver;
+  nle_spectral_input in = {NULL, NULL, W};
+  nle_spectral_result *r = NULL;
+  nle_status s = nle_spectral_embed(ctx, NLE_SPECTRAL_LE, &in, &o, &r);
+  if (s) printf("  %s\n", nle_ctx_error(ctx));
+  return r;
+}
+
+/* Slides 002, "The Laplacian": edges 1-2, 1-3, 2-3, 2-4; L's eigenvalues
+ * are {0, 1, 3, 4} and the Fiedler vector is (-1, 0, -1, 2) / sqrt 6. */
+static void slides_laplacian(void) {
+  nle_ctx *ctx = test_ctx(1);
+  const int edges[] = {0, 1, 0, 2, 1, 2, 1, 3};
+  nle_csr *W = graph_from_edges(4, edges, 4);
+  nle_spectral_result *r = embed_w(ctx, W, NLE_LAPLACIAN_UNNORMALISED, 2, NLE_EIGEN_DENSE);
+  nle_test(r && r->n_eigenvalues == 3);
+  if (r) {
+    nle_test_rel(r->eigenvalues[0], 0.0, 1e-12);
+    nle_test_rel(r->eigenvalues[1], 1.0, 1e-12);
+    nle_test_rel(r->eigenvalues[2], 3.0, 1e-12);
+    const double fiedler[4] = {-1 / sqrt(6.0), 0.0, -1 / sqrt(6.0), 2 / sqrt(6.0)};
+    for (int i = 0; i < 4; i++) nle_test_rel(r->X->data[i * 2], fiedler[i], 1e-12);
+    nle_test(r->components == 1 && r->solver_used == NLE_EIGEN_DENSE);
+  }
+  nle_spectral_result_free(&r);
+  nle_csr_free(&W);
+  nle_ctx_free(&ctx);
+}
+
+/* Cycle C_n: L's eigenvalues 2 - 2 cos(2 pi k / n), each twice, and the
+ * 2-D embedding a regular n-gon (every point at the same radius); path P_n:
+ * 2 - 2 cos(pi k / n) and a monotone Fiedler vector. On these regular
+ * graphs (D = 2 I inside the cycle) random-walk eigenvalues are half. */
+static void cycle_and_path(void) {
+  nle_ctx *ctx = test_ctx(1);
+  enum { N = 40 };
+  int edges[2 * N];
+  for (int i = 0; i < N; i++) edges[2 * i] = i, edges[2 * i + 1] = (i + 1) % N;
+  nle_csr *C = graph_from_edges(N, edges, N), *P = graph_from_edges(N, edges, N - 1);
+  for (int solver = 0; solver < 2; solver++) {
+    nle_spectral_result *r = embed_w(ctx, C, NLE_LAPLACIAN_UNNORMALISED, 2, (nle_eigen_solver)solver);
+    nle_spectral_result *rw = embed_w(ctx, C, NLE_LAPLACIAN_RANDOM_WALK, 2, (nle_eigen_solver)solver);
+    nle_test(r && rw);
+    if (!r || !rw) continue;
+    double want = 2 - 2 * cos(2 * M_PI / N);
+    nle_test(fabs(r->eigenvalues[0]) < 1e-10);
+    nle_test_rel(r->eigenvalues[1], want, 1e-10);
+    nle_test_rel(r->eigenvalues[2], want, 1e-10);
+    nle_test_rel(rw->eigenvalues[1], want / 2, 1e-10);
+    double r0 = hypot(r->X->data[0], r->X->data[1]);
+    for (int i = 1; i < N; i++) nle_test_rel(hypot(r->X->data[2 * i], r->X->data[2 * i + 1]), r0, 1e-8);
+    nle_spectral_result_free(&r);
+    nle_spectral_result_free(&rw);
+    r = embed_w(ctx, P, NLE_LAPLACIAN_UNNORMALISED, 2, (nle_eigen_solver)solver);
+    nle_test(r != NULL);
+    if (!r) continue;
+    nle_test_rel(r->eigenvalues[1], 2 - 2 * cos(M_PI / N), 1e-10);
+    nle_test_rel(r->eigenvalues[2], 2 - 2 * cos(2 * M_PI / N), 1e-10);
+    int monotone = 1;
+    for (int i = 1; i < N; i++) monotone &= r->X->data[2 * i] < r->X->data[2 * (i - 1)];
+    int increasing = 1;
+    for (int i = 1; i < N; i++) increasing &= r->X->data[2 * i] > r->X->data[2 * (i - 1)];
+    nle_test(monotone || increasing);
+    nle_spectral_result_free(&r);
+  }
+  nle_csr_free(&C);
+  nle_csr_free(&P);
+  nle_ctx_free(&ctx);
+}
+
+/* Dense reference: L v = lambda D v by LAPACK's dsygvd on the dense
+ * matrices built here from the result's own W (kNN, average rule). */
+static void reference_pencil(const nle_csr *W, size_t n, size_t nev, double *vals, double *V) {
+  double *L = calloc(n * n, sizeof(double)), *D = calloc(n * n, sizeof(double)), *w = malloc(n * sizeof(double));
+  for (size_t i = 0; i < n; i++)
+    for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++) {
+      size_t j = (size_t)W->colind[q];
+      double v = nle_csr_value(W, q);
+      L[i * n + j] -= v;
+      L[i * n + i] += v;
+      D[i * n + i] += v;
+    }
+  if (LAPACKE_dsygvd(LAPACK_ROW_MAJOR, 1, 'V', 'U', (lapack_int)n, L, (lapack_int)n, D, (lapack_int)n, w)) exit(2);
+  for (size_t t = 0; t < nev; t++) vals[t] = w[t];
+  for (size_t i = 0; V && i < n; i++)
+    for (size_t t = 0; t < nev; t++) V[i * nev + t] = L[i * n + t];
+  free(L);
+  free(D);
+  free(w);
+}
+
+/* The kNN graph's W as the front door builds it: average rule, binary. */
+static nle_csr *knn_weights(nle_ctx *ctx, const nle_matf *Y, int k) {
+  nle_knn_opts ko;
+  nle_knn_opts_init(&ko);
+  ko.k = k;
+  nle_csr *knn = NULL, *W = NULL;
+  if (nle_knn_exact(ctx, Y, &ko, &knn)) exit(2);
+  nle_csr *A = NULL;
+  if (nle_csr_alloc(ctx, knn->rows, knn->cols, knn->nnz, NLE_F64, &A)) exit(2);
+  memcpy(A->rowptr, knn->rowptr, ((size_t)knn->rows + 1) * sizeof(int64_t));
+  memcpy(A->colind, knn->colind, (size_t)knn->nnz * sizeof(int32_t));
+  for (int64_t q = 0; q < knn->nnz; q++) ((double *)A->val)[q] = 1.0;
+  if (nle_affinity_symmetrize(ctx, A, false, &W)) exit(2); /* (A + A^T) / 2 */
+  nle_csr_free(&A);
+  nle_csr_free(&knn);
+  return W;
+}
+
+/* Largest |cos| between column t of X and the same column of R, both
+ * normalised: 1 when they span the same line. */
+static double column_cosine(const double *X, const double *R, size_t n, size_t cols, size_t tx, size_t tr,
+                            size_t rcols) {
+  double xy = 0, xx = 0, yy = 0;
+  for (size_t i = 0; i < n; i++) {
+    xy += X[i * cols + tx] * R[i * rcols + tr];
+    xx += X[i * cols + tx] * X[i * cols + tx];
+    yy += R[i * rcols + tr] * R[i * rcols + tr];
+  }
+  return fabs(xy) / sqrt(xx * yy);
+}
+
+/* Points in 5-D, k = 10: the front door's LE (random walk) from the points,
+ * dense and sparse, against dsygvd on the pencil (L, D): eigenvalues to
+ * 1e-8, each eigenvector's direction to 1e-6, V^T D V = I, and Brand's eq.
+ * 3: lambda_t = sum_ij (v_it - v_jt)^2 W_ij / 2. */
+static void le_against_dense_pencil(void) {
+  nle_ctx *ctx = test_ctx(2);
+  enum { N = 600, K = 10, DIM = 3 };
+  nle_matf *Y = test_random_matf(N, 5, 21);
+  nle_csr *W = knn_weights(ctx, Y, K);
+  double ref[DIM + 1], *V = malloc(N * (DIM + 1) * sizeof(double));
+  reference_pencil(W, N, DIM + 1, ref, V);
+  double *deg = calloc(N, sizeof(double));
+  for (size_t i = 0; i < N; i++)
+    for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++) deg[i] += nle_csr_value(W, q);
+  for (int solver = 0; solver < 2; solver++) {
+    nle_spectral_opts o;
+    nle_spectral_opts_init(&o);
+    o.k = K;
+    o.dim = DIM;
+    o.knn_method = NLE_KNN_EXACT;
+    o.solver = (nle_eigen_solver)solver;
+    nle_spectral_input in = {Y, NULL, NULL};
+    nle_spectral_result *r = NULL;
+    nle_test_ok(nle_spectral_embed(ctx, NLE_SPECTRAL_LE, &in, &o, &r));
+    if (!r) continue;
+    for (int t = 0; t <= DIM; t++) nle_test(fabs(r->eigenvalues[t] - ref[t]) <= 1e-8 * fmax(ref[t], 1e-3));
+    for (int t = 0; t < DIM; t++) nle_test(column_cosine(r->X->data, V, N, DIM, t, t + 1, DIM + 1) > 1 - 1e-6);
+    for (int a = 0; a < DIM; a++)
+      for (int b = 0; b < DIM; b++) {
+        double g = 0;
+        for (size_t i = 0; i < N; i++) g += r->X->data[i * DIM + a] * deg[i] * r->X->data[i * DIM + b];
+        nle_test(fabs(g - (a == b)) < 1e-9);
+      }
+    for (int t = 0; t < DIM; t++) {
+      double sum = 0;
+      for (size_t i = 0; i < N; i++)
+        for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++) {
+          double diff = r->X->data[i * DIM + t] - r->X->data[(size_t)W->colind[q] * DIM + t];
+          sum += diff * diff * nle_csr_value(W, q) / 2;
+        }
+      nle_test_rel(sum, r->eigenvalues[t + 1], 1e-8);
+    }
+    nle_spectral_result_free(&r);
+  }
+  free(deg);
+  free(V);
+  nle_csr_free(&W);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
+/* The three normalisations on the same graph: symmetric = random walk's
+ * eigenvalues with u = D^1/2 v; U^T U = I; unnormalised against dsyevr-free
+ * Rayleigh quotients f^T L f = lambda. */
+static void normalisations_agree(void) {
+  nle_ctx *ctx = test_ctx(3);
+  nle_matf *Y = test_random_matf(400, 4, 5);
+  nle_spectral_input in = {Y, NULL, NULL};
+  nle_spectral_result *r[3] = {NULL, NULL, NULL};
+  for (int kind = 0; kind < 3; kind++) {
+    nle_spectral_opts o;
+    nle_spectral_opts_init(&o);
+    o.laplacian = (nle_laplacian_kind)kind;
+    o.solver = NLE_EIGEN_SPARSE;
+    nle_test_ok(nle_spectral_embed(ctx, NLE_SPECTRAL_LE, &in, &o, &r[kind]));
+  }
+  if (r[0] && r[1] && r[2]) {
+    for (int t = 0; t < 3; t++) nle_test_rel(r[1]->eigenvalues[t], r[0]->eigenvalues[t], 1e-9);
+    for (int a = 0; a < 2; a++) {
+      double uu = 0, ff = 0;
+      for (size_t i = 0; i < 400; i++) {
+        uu += r[1]->X->data[i * 2 + a] * r[1]->X->data[i * 2 + a];
+        ff += r[2]->X->data[i * 2 + a] * r[2]->X->data[i * 2 + a];
+      }
+      nle_test_rel(uu, 1.0, 1e-9);
+      nle_test_rel(ff, 1.0, 1e-9);
+    }
+    nle_test(r[2]->eigenvalues[1] > 0 && r[2]->eigenvalues[1] != r[0]->eigenvalues[1]);
+  }
+  for (int kind = 0; kind < 3; kind++) nle_spectral_result_free(&r[kind]);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
+/* Three far-apart blobs at k = 5: three components. LE's default refuses,
+ * naming the count and the option; allowed, the dense solve has three zero
+ * eigenvalues (SPEC 4.1.3) and each eigenvector is constant on every blob. */
+static void disconnected_graph(void) {
+  nle_ctx *ctx = test_ctx(4);
+  enum { PER = 60, N = 3 * PER };
+  nle_matf *Y = test_random_matf(N, 3, 9);
+  for (size_t i = 0; i < N; i++) Y->data[i * 3] += 100.0f * (float)(i / PER);
+  nle_spectral_input in = {Y, NULL, NULL};
+  nle_spectral_opts o;
+  nle_spectral_opts_init(&o);
+  o.k = 5;
+  nle_spectral_result *r = NULL;
+  nle_test(nle_spectral_embed(ctx, NLE_SPECTRAL_LE, &in, &o, &r) == NLE_ERR_VALUE && !r &&
+           strstr(nle_ctx_error(ctx), "3 connected components") && strstr(nle_ctx_error(ctx), "allow"));
+  o.components = NLE_COMPONENTS_ALLOW;
+  o.solver = NLE_EIGEN_DENSE;
+  nle_test_ok(nle_spectral_embed(ctx, NLE_SPECTRAL_LE, &in, &o, &r));
+  if (r) {
+    nle_test(r->components == 3);
+    for (int t = 0; t < 3; t++) nle_test(fabs(r->eigenvalues[t]) < 1e-10);
+    nle_test(r->eigenvalues[2] < 1e-10);
+    for (int t = 0; t < 2; t++)
+      for (size_t i = 0; i < N; i++)
+        nle_test(fabs(r->X->data[i * 2 + t] - r->X->data[(i / PER) * PER * 2 + t]) < 1e-8);
+  }
+  nle_spectral_result_free(&r);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
+/* The same bits for 1 and 2 threads (the sparse path's products are cut
+ * into fixed row blocks). */
+static void same_for_threads(void) {
+  nle_matf *Y = test_random_matf(5000, 6, 8);
+  nle_spectral_input in = {Y, NULL, NULL};
+  nle_spectral_result *r[2] = {NULL, NULL};
+  for (int t = 0; t < 2; t++) {
+    nle_ctx *ctx = test_ctx(6);
+    nle_ctx_set_threads(ctx, t + 1);
+    nle_test_ok(nle_spectral_embed(ctx, NLE_SPECTRAL_LE, &in, NULL, &r[t]));
+    nle_ctx_free(&ctx);
+  }
+  nle_test(r[0] && r[1] && r[0]->solver_used == NLE_EIGEN_SPARSE &&
+           !memcmp(r[0]->X->data, r[1]->X->data, 5000 * 2 * sizeof(double)));
+  nle_spectral_result_free(&r[0]);
+  nle_spectral_result_free(&r[1]);
+  nle_matf_free(&Y);
+}
+
+/* Bad input: an asymmetric or negative W, k or dim too large, bad options. */
+static void bad_input(void) {
+  nle_ctx *ctx = test_ctx(1);
+  const int edges[] = {0, 1, 1, 2, 2, 3, 3, 4};
+  nle_csr *W = graph_from_edges(5, edges, 4);
+  nle_spectral_result *r = NULL;
+  nle_spectral_input in = {NULL, NULL, W};
+  ((double *)W->val)[0] = 2.0; /* W[1,2] = 2, W[2,1] = 1 */
+  nle_test(nle_spectral_embed(ctx, NLE_SPECTRAL_LE, &in, NULL, &r) == NLE_ERR_VALUE &&
+           strstr(nle_ctx_error(ctx), "not symmetric"));
+  ((double *)W->val)[0] = -1.0;
+  nle_test(nle_spectral_embed(ctx, NLE_SPECTRAL_LE, &in, NULL, &r) == NLE_ERR_VALUE);
+  ((double *)W->val)[0] = 1.0;
+  nle_spectral_opts o;
+  nle_spectral_opts_init(&o);
+  o.dim = 4;
+  nle_test(nle_spectral_embed(ctx, NLE_SPECTRAL_LE, &in, &o, &r) == NLE_ERR_ARG && strstr(nle_ctx_error(ctx), "4 dimensions"));
+  nle_spectral_opts_init(&o);
+  o.laplacian = (nle_laplacian_kind)7;
+  nle_test(nle_spectral_embed(ctx, NLE_SPECTRAL_LE, &in, &o, &r) == NLE_ERR_ARG && strstr(nle_ctx_error(ctx), "laplacian"));
+  nle_matf *Y = test_random_matf(20, 3, 1);
+  nle_spectral_input pts = {Y, NULL, NULL};
+  nle_spectral_opts_init(&o);
+  o.k = 20;
+  nle_test(nle_spectral_embed(ctx, NLE_SPECTRAL_LE, &pts, &o, &r) == NLE_ERR_ARG && strstr(nle_ctx_error(ctx), "k = 20"));
+  nle_spectral_input both = {Y, NULL, W};
+  nle_test(nle_spectral_embed(ctx, NLE_SPECTRAL_LE, &both, NULL, &r) == NLE_ERR_ARG && !r);
+  nle_matf_free(&Y);
+  nle_csr_free(&W);
+  nle_ctx_free(&ctx);
+}
+
+const nle_test_case spectral_method_tests[] = {
+    {"le/slides_laplacian", slides_laplacian},
+    {"le/cycle_and_path", cycle_and_path},
+    {"le/against_dense_pencil", le_against_dense_pencil},
+    {"le/normalisations_agree", normalisations_agree},
+    {"le/disconnected_graph", disconnected_graph},
+    {"le/same_for_threads", same_for_threads},
+    {"le/bad_input", bad_input},
+    {NULL, NULL}};
