@@ -4,6 +4,7 @@
  * values come from the library. */
 #include "cli.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,10 +53,23 @@ static const spectral_command commands[] = {
      "  --laplacian NAME     random-walk (default: L v = lambda D v, V^T D V = I),\n"
      "                       symmetric (I - D^-1/2 W D^-1/2, U^T U = I),\n"
      "                       unnormalised (D - W, F^T F = I, as the slides)\n"},
+    {"lle", NLE_SPECTRAL_LLE,
+     "Locally linear embedding (lecture slides 002; Roweis and Saul 2000): each point\n"
+     "reconstructed from its k neighbours (weights summing to 1), then the d\n"
+     "bottom eigenvectors after the constant one of (I - W)^T (I - W), scaled so\n"
+     "that sum_i x_i = 0 and (1/N) sum_i x_i x_i^T = I (the slides' constraints).\n",
+     "  --reg R              the local Gram matrix's regulariser, times its trace\n"
+     "                       (default 1e-3)\n"},
+    {"isomap", NLE_SPECTRAL_ISOMAP,
+     "Isomap (lecture slides 002; Tenenbaum, de Silva and Langford 2000): geodesic\n"
+     "distances along the kNN graph (Dijkstra from every point), then classical\n"
+     "MDS of their squares: X = V Lambda^1/2 of the top d eigenpairs.\n",
+     "  --landmarks L        landmark Isomap: geodesics from L landmarks only, the\n"
+     "                       rest placed by triangulation (default 0: all points)\n"},
 };
 
 enum { OPT_AFFINITY = OPT_COMMAND_BASE, OPT_SIGMA, OPT_TUNING, OPT_SYMMETRIZE, OPT_COMPONENTS, OPT_AFFINITIES,
-       OPT_SOLVER, OPT_TOL, OPT_LAPLACIAN };
+       OPT_SOLVER, OPT_TOL, OPT_LAPLACIAN, OPT_REG, OPT_LANDMARKS };
 
 /* value = parse(arg) or a usage error naming the values name(0), name(1)... */
 static int parse_name(const char *command, const char *option, const char *arg, int (*parse)(const char *),
@@ -79,7 +93,9 @@ static void print_json(const char *command, const char *input, double read_secon
          nle_eigen_solver_name(r->solver_used), read_seconds, r->knn_seconds, r->graph_seconds, r->eigen_seconds,
          r->total_seconds);
   for (int i = 0; i < r->n_eigenvalues; i++) printf("%s%.12g", i ? ", " : "", r->eigenvalues[i]);
-  printf("]}\n");
+  printf("]");
+  if (!isnan(r->residual_variance)) printf(", \"residual_variance\": %.8g", r->residual_variance);
+  printf("}\n");
 }
 
 int cmd_spectral(int argc, char **argv, const char *command) {
@@ -97,6 +113,7 @@ int cmd_spectral(int argc, char **argv, const char *command) {
       {"symmetrize", required_argument, 0, OPT_SYMMETRIZE}, {"components", required_argument, 0, OPT_COMPONENTS},
       {"affinities", required_argument, 0, OPT_AFFINITIES}, {"solver", required_argument, 0, OPT_SOLVER},
       {"tol", required_argument, 0, OPT_TOL}, {"laplacian", required_argument, 0, OPT_LAPLACIAN},
+      {"reg", required_argument, 0, OPT_REG}, {"landmarks", required_argument, 0, OPT_LANDMARKS},
       CLI_KNN_OPTIONS, CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
   cli_env env;
   if (cli_env_init(&env, command, help)) return 1;
@@ -151,6 +168,14 @@ int cmd_spectral(int argc, char **argv, const char *command) {
     case OPT_TOL:
       if (!cli_parse_double(optarg, &x) || !(x >= 0 && x < 1)) env.rc = cli_usage_error(command, "--tol takes a number in [0, 1)");
       else o.tol = x;
+      break;
+    case OPT_REG:
+      if (!cli_parse_double(optarg, &x) || !(x >= 0)) env.rc = cli_usage_error(command, "--reg takes a number >= 0");
+      else o.reg = x;
+      break;
+    case OPT_LANDMARKS:
+      if (cli_parse_int(optarg, 0, 1 << 30, &v)) o.landmarks = (int)v;
+      else env.rc = cli_usage_error(command, "--landmarks takes an integer >= 0");
       break;
     case OPT_AFFINITIES: affinities = optarg; break;
     default: env.rc = 2; break;

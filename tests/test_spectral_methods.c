@@ -322,6 +322,201 @@ static void bad_input(void) {
   nle_ctx_free(&ctx);
 }
 
+/* ---- LLE ------------------------------------------------------------- */
+
+static nle_spectral_result *lle_of(nle_ctx *ctx, const nle_matf *Y, int k, double reg, nle_eigen_solver solver) {
+  nle_spectral_opts o;
+  nle_spectral_opts_init(&o);
+  o.k = k;
+  o.reg = reg;
+  o.solver = solver;
+  o.knn_method = NLE_KNN_EXACT;
+  nle_spectral_input in = {Y, NULL, NULL};
+  nle_spectral_result *r = NULL;
+  if (nle_spectral_embed(ctx, NLE_SPECTRAL_LLE, &in, &o, &r)) printf("  %s\n", nle_ctx_error(ctx));
+  return r;
+}
+
+/* A dense LLE written out here: the weights from the Lagrange (KKT) system
+ * [G 1; 1^T 0] [w; mu] = [0; 1] by LAPACK dgesv (the library solves
+ * G w = 1 by its own Cholesky and normalises), M = (I - W)^T (I - W) by
+ * explicit products, its bottom eigenpairs by dsyevd, scaled by sqrt N. */
+static void reference_lle(const nle_matf *Y, const nle_csr *knn, double reg, size_t d, double *vals, double *X) {
+  size_t n = Y->rows, D = Y->cols;
+  double *W = calloc(n * n, sizeof(double)), *M = calloc(n * n, sizeof(double)), *ev = malloc(n * sizeof(double));
+  for (size_t i = 0; i < n; i++) {
+    int k = (int)(knn->rowptr[i + 1] - knn->rowptr[i]);
+    double *A = calloc((size_t)(k + 1) * (size_t)(k + 1), sizeof(double)), *b = calloc((size_t)k + 1, sizeof(double));
+    lapack_int *piv = malloc(((size_t)k + 1) * sizeof(lapack_int));
+    double trace = 0;
+    for (int a = 0; a < k; a++)
+      for (int c = 0; c < k; c++) {
+        double g = 0;
+        for (size_t t = 0; t < D; t++)
+          g += ((double)Y->data[(size_t)knn->colind[knn->rowptr[i] + a] * D + t] - Y->data[i * D + t]) *
+               ((double)Y->data[(size_t)knn->colind[knn->rowptr[i] + c] * D + t] - Y->data[i * D + t]);
+        A[a * (k + 1) + c] = g;
+      }
+    for (int a = 0; a < k; a++) trace += A[a * (k + 1) + a];
+    for (int a = 0; a < k; a++) {
+      A[a * (k + 1) + a] += reg * trace;
+      A[a * (k + 1) + k] = A[k * (k + 1) + a] = 1.0;
+    }
+    b[k] = 1.0;
+    if (LAPACKE_dgesv(LAPACK_ROW_MAJOR, k + 1, 1, A, k + 1, piv, b, 1)) exit(2);
+    for (int a = 0; a < k; a++) W[i * n + (size_t)knn->colind[knn->rowptr[i] + a]] = b[a];
+    free(A);
+    free(b);
+    free(piv);
+  }
+  for (size_t a = 0; a < n; a++) /* M = (I - W)^T (I - W) */
+    for (size_t c = 0; c < n; c++) {
+      double v = 0;
+      for (size_t i = 0; i < n; i++) v += ((i == a) - W[i * n + a]) * ((i == c) - W[i * n + c]);
+      M[a * n + c] = v;
+    }
+  if (LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'V', 'U', (lapack_int)n, M, (lapack_int)n, ev)) exit(2);
+  for (size_t t = 0; t <= d; t++) vals[t] = ev[t];
+  for (size_t i = 0; i < n; i++)
+    for (size_t t = 0; t < d; t++) X[i * d + t] = sqrt((double)n) * M[i * n + t + 1];
+  free(W);
+  free(M);
+  free(ev);
+}
+
+/* Swiss-roll-like points in 3-D: LLE by the library (dense and sparse)
+ * against the reference above: eigenvalues to 1e-8 relative plus 1e-14
+ * absolute (M's norm is O(1) and its bottom eigenvalues ~1e-8: double
+ * precision's floor, eps ||M||, is the absolute term), directions to 1e-6;
+ * the slides' constraints sum_i x_i = 0 and (1/N) X^T X = I to 1e-9. */
+static void lle_against_reference(void) {
+  nle_ctx *ctx = test_ctx(2);
+  enum { N = 300, K = 8, DIM = 2 };
+  nle_matf *Y = test_random_matf(N, 3, 33);
+  for (size_t i = 0; i < N; i++) { /* roll the first two coordinates */
+    double t = 3 + 6 * (Y->data[i * 3] + 0.5);
+    Y->data[i * 3] = (float)(t * cos(t) / 4), Y->data[i * 3 + 1] = (float)(t * sin(t) / 4);
+  }
+  nle_knn_opts ko;
+  nle_knn_opts_init(&ko);
+  ko.k = K;
+  nle_csr *knn = NULL;
+  nle_test_ok(nle_knn_exact(ctx, Y, &ko, &knn));
+  double ref[DIM + 1], *X = malloc(N * DIM * sizeof(double));
+  reference_lle(Y, knn, 1e-3, DIM, ref, X);
+  for (int solver = 0; solver < 2; solver++) {
+    nle_spectral_result *r = lle_of(ctx, Y, K, 1e-3, (nle_eigen_solver)solver);
+    nle_test(r != NULL);
+    if (!r) continue;
+    for (int t = 0; t <= DIM; t++)
+      if (!nle_test(fabs(r->eigenvalues[t] - ref[t]) <= 1e-8 * fabs(ref[t]) + 1e-14)) printf("  solver %d: %.12g vs %.12g\n", solver, r->eigenvalues[t], ref[t]);
+    for (int t = 0; t < DIM; t++) nle_test(column_cosine(r->X->data, X, N, DIM, t, t, DIM) > 1 - 1e-6);
+    for (int a = 0; a < DIM; a++) {
+      double sum = 0;
+      for (size_t i = 0; i < N; i++) sum += r->X->data[i * DIM + a];
+      if (!nle_test(fabs(sum) < 1e-9 * N)) printf("  solver %d: column %d sums to %g\n", solver, a, sum);
+      for (int b = 0; b < DIM; b++) {
+        double g = 0;
+        for (size_t i = 0; i < N; i++) g += r->X->data[i * DIM + a] * r->X->data[i * DIM + b];
+        nle_test(fabs(g / N - (a == b)) < 1e-9);
+      }
+    }
+    nle_spectral_result_free(&r);
+  }
+  free(X);
+  nle_csr_free(&knn);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
+/* The weights do not change under rotation, translation and uniform
+ * scaling of the data (the slides), so neither does the embedding. */
+static void lle_invariances(void) {
+  nle_ctx *ctx = test_ctx(3);
+  enum { N = 500 };
+  nle_matf *Y = test_random_matf(N, 3, 34), *Z = test_random_matf(N, 3, 34);
+  double c = cos(0.7), s = sin(0.7);
+  for (size_t i = 0; i < N; i++) {
+    double x = Y->data[i * 3], y = Y->data[i * 3 + 1];
+    Z->data[i * 3] = (float)(2.0 * (c * x - s * y) + 5.0);
+    Z->data[i * 3 + 1] = (float)(2.0 * (s * x + c * y) - 3.0);
+    Z->data[i * 3 + 2] = (float)(2.0 * Y->data[i * 3 + 2] + 1.0);
+  }
+  nle_spectral_result *a = lle_of(ctx, Y, 10, 1e-3, NLE_EIGEN_SPARSE), *b = lle_of(ctx, Z, 10, 1e-3, NLE_EIGEN_SPARSE);
+  nle_test(a && b);
+  if (a && b)
+    for (int t = 0; t < 2; t++) nle_test(column_cosine(a->X->data, b->X->data, N, 2, t, t, 2) > 1 - 1e-5);
+  nle_spectral_result_free(&a);
+  nle_spectral_result_free(&b);
+  nle_matf_free(&Y);
+  nle_matf_free(&Z);
+  nle_ctx_free(&ctx);
+}
+
+/* Points on a 2-D plane in R^5 (SPEC 4.5): the bottom eigenvector is
+ * constant (eigenvalue ~0) and the next two span an affine image of the
+ * plane's coordinates: regressing them on (1, u, v) leaves ~0. */
+static void lle_plane(void) {
+  nle_ctx *ctx = test_ctx(4);
+  enum { N = 400 };
+  nle_matf *P = test_random_matf(N, 2, 35), *Y = NULL;
+  nle_test_ok(nle_matf_alloc(ctx, N, 5, &Y));
+  const double basis[2][5] = {{0.3, -0.5, 0.2, 0.7, 0.1}, {0.6, 0.1, -0.4, 0.0, 0.5}};
+  for (size_t i = 0; i < N; i++)
+    for (int t = 0; t < 5; t++)
+      Y->data[i * 5 + t] = (float)(basis[0][t] * P->data[i * 2] + basis[1][t] * P->data[i * 2 + 1] + 0.25 * t);
+  nle_spectral_result *r = lle_of(ctx, Y, 8, 1e-6, NLE_EIGEN_DENSE);
+  nle_test(r != NULL);
+  if (r) {
+    nle_test(fabs(r->eigenvalues[0]) < 1e-12);
+    /* residual of each true coordinate regressed on (1, x1, x2): normal
+     * equations solved here */
+    for (int c = 0; c < 2; c++) {
+      double A[9] = {0}, b[3] = {0}, tot = 0, mean = 0;
+      for (size_t i = 0; i < N; i++) mean += P->data[i * 2 + c] / N;
+      for (size_t i = 0; i < N; i++) {
+        double f[3] = {1, r->X->data[i * 2], r->X->data[i * 2 + 1]};
+        for (int p = 0; p < 3; p++) {
+          b[p] += f[p] * P->data[i * 2 + c];
+          for (int q = 0; q < 3; q++) A[p * 3 + q] += f[p] * f[q];
+        }
+        tot += (P->data[i * 2 + c] - mean) * (P->data[i * 2 + c] - mean);
+      }
+      lapack_int piv[3];
+      if (LAPACKE_dgesv(LAPACK_ROW_MAJOR, 3, 1, A, 3, piv, b, 1)) exit(2);
+      double res = 0;
+      for (size_t i = 0; i < N; i++) {
+        double e = P->data[i * 2 + c] - (b[0] + b[1] * r->X->data[i * 2] + b[2] * r->X->data[i * 2 + 1]);
+        res += e * e;
+      }
+      if (!nle_test(res / tot < 1e-4)) printf("  coordinate %d: relative residual %g\n", c, res / tot);
+    }
+  }
+  nle_spectral_result_free(&r);
+  nle_matf_free(&P);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
+/* k > D without a regulariser is refused; LLE from affinities alone too. */
+static void lle_bad_input(void) {
+  nle_ctx *ctx = test_ctx(1);
+  nle_matf *Y = test_random_matf(50, 3, 2);
+  nle_spectral_result *r = lle_of(ctx, Y, 5, 0.0, NLE_EIGEN_AUTO);
+  nle_test(!r && strstr(nle_ctx_error(ctx), "k = 5 neighbours in 3 dimensions"));
+  const int edges[] = {0, 1, 1, 2, 2, 3, 3, 4};
+  nle_csr *W = graph_from_edges(5, edges, 4);
+  nle_spectral_input in = {NULL, NULL, W};
+  nle_spectral_opts o;
+  nle_spectral_opts_init(&o);
+  o.dim = 1;
+  nle_test(nle_spectral_embed(ctx, NLE_SPECTRAL_LLE, &in, &o, &r) == NLE_ERR_ARG && !r &&
+           strstr(nle_ctx_error(ctx), "need the points"));
+  nle_csr_free(&W);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
 const nle_test_case spectral_method_tests[] = {
     {"le/slides_laplacian", slides_laplacian},
     {"le/cycle_and_path", cycle_and_path},
@@ -330,4 +525,8 @@ const nle_test_case spectral_method_tests[] = {
     {"le/disconnected_graph", disconnected_graph},
     {"le/same_for_threads", same_for_threads},
     {"le/bad_input", bad_input},
+    {"lle/against_reference", lle_against_reference},
+    {"lle/invariances", lle_invariances},
+    {"lle/plane", lle_plane},
+    {"lle/bad_input", lle_bad_input},
     {NULL, NULL}};

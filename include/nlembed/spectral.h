@@ -38,9 +38,16 @@ NLE_API nle_status nle_laplacian_eigenmap(nle_ctx *ctx, const nle_csr *W, int d,
 /* The spectral embeddings (lecture slides 002; dissertation ch. 4), each an
  * eigenproblem on a neighbourhood graph of the data. */
 typedef enum {
-  NLE_SPECTRAL_LE = 0 /* Laplacian eigenmaps (slides "Laplacian eigenmaps";
-                         Belkin and Niyogi 2003): the d eigenvectors after
-                         the trivial one of the graph Laplacian */
+  NLE_SPECTRAL_LE = 0,    /* Laplacian eigenmaps (slides "Laplacian eigenmaps";
+                             Belkin and Niyogi 2003): the d eigenvectors after
+                             the trivial one of the graph Laplacian */
+  NLE_SPECTRAL_LLE = 1,   /* locally linear embedding (slides "Locally Linear
+                             Embeddings"; Roweis and Saul 2000): the bottom
+                             eigenvectors of (I - W)^T (I - W), W the
+                             reconstruction weights */
+  NLE_SPECTRAL_ISOMAP = 2 /* Isomap (slides "ISOMAP"; Tenenbaum, de Silva and
+                             Langford 2000): classical MDS of the graph's
+                             geodesic distances (Dijkstra) */
 } nle_spectral_method;
 
 /* Which Laplacian, and the normalisation of the embedding it gives (SPEC
@@ -94,6 +101,11 @@ typedef struct {
   nle_eigen_solver solver;       /* NLE_AUTO */
   double tol;                    /* Lanczos's relative tolerance (0: machine
                                     precision, the default) */
+  double reg;                    /* LLE: the local Gram matrix's regulariser,
+                                    relative to its trace (1e-3; used when
+                                    k > D, where the weights are not unique) */
+  int landmarks;                 /* Isomap: 0 (default) all points; L > 0:
+                                    landmark Isomap on L landmarks */
 } nle_spectral_opts;
 
 NLE_API void nle_spectral_opts_init(nle_spectral_opts *o);
@@ -109,12 +121,15 @@ typedef struct {
 
 typedef struct {
   nle_matd *X;            /* N x dim embedding */
-  double *eigenvalues;    /* n_eigenvalues, ascending, of the method's
-                             eigenproblem (LE: the trivial 0 first) */
+  double *eigenvalues;    /* n_eigenvalues of the method's eigenproblem, in
+                             the order of X's columns (LE, LLE: ascending,
+                             the trivial 0 first; Isomap: descending) */
   int n_eigenvalues;
   int components;         /* connected components of the graph */
   nle_knn_method knn_used;/* the search that ran (NLE_AUTO: none) */
   nle_eigen_solver solver_used;
+  double residual_variance;   /* Isomap: 1 - R^2 between geodesic and
+                                 embedding distances (NaN otherwise) */
   nle_spectral_opts resolved; /* the options as they ran, no NLE_AUTO left */
   size_t n;
   double knn_seconds, graph_seconds, eigen_seconds, total_seconds;
@@ -127,7 +142,7 @@ typedef struct {
 NLE_API nle_status nle_spectral_embed(nle_ctx *ctx, nle_spectral_method method, const nle_spectral_input *input,
                                       const nle_spectral_opts *opts, nle_spectral_result **result);
 NLE_API void nle_spectral_result_free(nle_spectral_result **result);
-/* Names: methods "le"; Laplacians "random-walk", "symmetric",
+/* Names: methods "le", "lle", "isomap"; Laplacians "random-walk", "symmetric",
  * "unnormalised"; policies "error", "allow" ("auto"); rules "average",
  * "union", "mutual"; solvers "dense", "sparse" ("auto"); and back (-1 if
  * unknown). */

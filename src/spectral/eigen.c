@@ -8,6 +8,7 @@
  * converge says so in a status; it never hands back what it has. Start
  * vectors come from the context's seed, so results repeat. */
 #include "eigen.h"
+#include "spectral_internal.h"
 
 #include <arpack/arpack.h>
 #include <lapacke.h>
@@ -131,4 +132,97 @@ void nle__fix_signs(double *V, size_t n, size_t count) {
     if (big < 0)
       for (size_t i = 0; i < n; i++) V[i * count + t] = -V[i * count + t];
   }
+}
+
+typedef struct {
+  nle_ctx *ctx;
+  const char *what;
+  cholmod_common *cc;
+  cholmod_factor *factor;
+  cholmod_dense *rhs;
+  size_t n;
+} inverse_op;
+
+static int apply_inverse(void *user, const double *x, double *y) {
+  inverse_op *op = user;
+  memcpy(op->rhs->x, x, op->n * sizeof(double));
+  cholmod_dense *sol = cholmod_l_solve(CHOLMOD_A, op->factor, op->rhs, op->cc);
+  if (!sol) {
+    nle__fail(op->ctx, NLE_ERR_NUMERIC, "%s: CHOLMOD solve failed (status %d)", op->what, op->cc->status);
+    return 1;
+  }
+  memcpy(y, sol->x, op->n * sizeof(double));
+  cholmod_l_free_dense(&sol, op->cc);
+  return 0;
+}
+
+/* CHOLMOD factor of M + shift I from our CSR (both triangles; CHOLMOD
+ * reads the upper one, our rows read as its columns). */
+static nle_status factor_shifted(nle_ctx *ctx, const char *what, cholmod_common *cc, const nle_csr *M, double shift,
+                                 cholmod_factor **factor) {
+  int64_t n = M->rows, upper = 0;
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t q = M->rowptr[i]; q < M->rowptr[i + 1]; q++) upper += M->colind[q] < i;
+  cholmod_sparse *A = cholmod_l_allocate_sparse((size_t)n, (size_t)n, (size_t)(upper + n), 1, 1, 1, CHOLMOD_REAL, cc);
+  if (!A) return nle__fail(ctx, NLE_ERR_NOMEM, "%s: CHOLMOD could not allocate the matrix", what);
+  nle__chol_int *Ap = A->p, *Ai = A->i;
+  double *Ax = A->x;
+  int64_t k = 0;
+  for (int64_t j = 0; j < n; j++) { /* column j: rows i < j (sorted), then the diagonal */
+    Ap[j] = k;
+    double diag = shift;
+    for (int64_t q = M->rowptr[j]; q < M->rowptr[j + 1]; q++) {
+      if (M->colind[q] < j) {
+        Ai[k] = M->colind[q];
+        Ax[k++] = nle_csr_value(M, q);
+      } else if (M->colind[q] == j) {
+        diag += nle_csr_value(M, q);
+      }
+    }
+    Ai[k] = j;
+    Ax[k++] = diag;
+  }
+  Ap[n] = k;
+  A->sorted = 0;
+  nle_status s = NLE_OK;
+  *factor = cholmod_l_analyze(A, cc);
+  if (!*factor || cc->status != CHOLMOD_OK)
+    s = nle__fail(ctx, cc->status == CHOLMOD_OUT_OF_MEMORY ? NLE_ERR_NOMEM : NLE_ERR_NUMERIC,
+                  "%s: CHOLMOD could not order the matrix (status %d)", what, cc->status);
+  else
+    s = nle__check_memory(ctx, cc->lnz * (sizeof(double) + sizeof(nle__chol_int)), "the Cholesky factor");
+  if (!s && (!cholmod_l_factorize(A, *factor, cc) || cc->status != CHOLMOD_OK))
+    s = nle__fail(ctx, cc->status == CHOLMOD_OUT_OF_MEMORY ? NLE_ERR_NOMEM : NLE_ERR_NUMERIC,
+                  "%s: Cholesky factorisation failed (CHOLMOD status %d%s)", what, cc->status,
+                  cc->status == CHOLMOD_NOT_POSDEF ? ": the matrix is not positive semi-definite" : "");
+  cholmod_l_free_sparse(&A, cc);
+  if (s) cholmod_l_free_factor(factor, cc);
+  return s;
+}
+
+nle_status nle__smallest_shift_invert(nle_ctx *ctx, const char *what, const nle_csr *M, double shift, int nev,
+                                      double tol, double *vals, double *vecs) {
+  size_t n = (size_t)M->rows;
+  cholmod_common cc;
+  cholmod_l_start(&cc);
+  cc.print = 0;
+  inverse_op op = {ctx, what, &cc, NULL, NULL, n};
+  nle_status s = factor_shifted(ctx, what, &cc, M, shift, &op.factor);
+  if (!s && !(op.rhs = cholmod_l_allocate_dense(n, 1, n, CHOLMOD_REAL, &cc)))
+    s = nle__fail(ctx, NLE_ERR_NOMEM, "%s: out of memory", what);
+  double *nu = s ? NULL : nle__malloc(ctx, (size_t)nev * sizeof(double), "eigenvalues");
+  double *Z = s || !vecs ? NULL : nle__malloc(ctx, n * (size_t)nev * sizeof(double), "eigenvectors");
+  if (!s && (!nu || (vecs && !Z))) s = NLE_ERR_NOMEM;
+  if (!s) s = nle__lanczos(ctx, what, n, apply_inverse, &op, nev, NLE__EIG_LARGEST, tol, nu, Z);
+  for (int t = 0; !s && t < nev; t++) { /* nu ascending = lambda descending */
+    int from = nev - 1 - t;
+    vals[t] = fmax(1.0 / nu[from] - shift, 0.0);
+    for (size_t i = 0; vecs && i < n; i++) vecs[i * (size_t)nev + (size_t)t] = Z[i * (size_t)nev + (size_t)from];
+  }
+  free(nu);
+  free(Z);
+  cholmod_l_free_dense(&op.rhs, &cc);
+  cholmod_l_free_factor(&op.factor, &cc);
+  cholmod_l_finish(&cc);
+  return s;
 }

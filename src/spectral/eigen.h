@@ -31,3 +31,11 @@ nle_status nle__eig_dense_general(nle_ctx *ctx, const char *what, size_t n, doub
 void nle__fix_signs(double *V, size_t n, size_t count);
 
 #endif
+
+/* The nev smallest eigenpairs of a sparse symmetric positive semi-definite
+ * M (CSR holding both triangles) by Lanczos on (M + shift I)^-1 through a
+ * CHOLMOD factor (shift-invert: the small end becomes the large, well
+ * separated end). shift > 0 keeps the factor definite; it must be far below
+ * the eigenvalues wanted (they come back as 1/nu - shift). */
+nle_status nle__smallest_shift_invert(nle_ctx *ctx, const char *what, const nle_csr *M, double shift, int nev,
+                                      double tol, double *vals, double *vecs);

@@ -24,7 +24,7 @@ typedef struct {
   nle_status (*embed)(nle_ctx *ctx, const nle__spectral_job *job, nle_spectral_result *r);
 } nle__spectral_method;
 
-extern const nle__spectral_method nle__spectral_le;
+extern const nle__spectral_method nle__spectral_le, nle__spectral_lle, nle__spectral_isomap;
 
 /* graph.c: W from the directed kNN graph (squared distances): weights as
  * o->affinity says, then symmetrised by o->rule; the diagonal left out. */

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const nle__spectral_method *const methods[] = {&nle__spectral_le};
-static const char *const method_names[] = {"le"};
+static const nle__spectral_method *const methods[] = {&nle__spectral_le, &nle__spectral_lle, &nle__spectral_isomap};
+static const char *const method_names[] = {"le", "lle", "isomap"};
 static const char *const laplacian_names[] = {"random-walk", "symmetric", "unnormalised"};
 static const char *const components_names[] = {"error", "allow"};
 static const char *const symmetrize_names[] = {"average", "union", "mutual"};
@@ -36,6 +36,8 @@ void nle_spectral_opts_init(nle_spectral_opts *o) {
   o->components = NLE_COMPONENTS_AUTO;
   o->solver = NLE_EIGEN_AUTO;
   o->tol = 0.0;
+  o->reg = 1e-3;
+  o->landmarks = 0;
 }
 
 void nle_spectral_result_free(nle_spectral_result **r) {
@@ -61,6 +63,8 @@ static nle_status check_opts(nle_ctx *ctx, nle_spectral_method method, const nle
                     : !named(nle_components_name(o->components)) ? "components"
                     : !named(nle_eigen_solver_name(o->solver))   ? "solver"
                     : !(o->tol >= 0 && o->tol < 1)               ? "tol (in [0, 1))"
+                    : !(o->reg >= 0 && isfinite(o->reg))         ? "reg (>= 0)"
+                    : o->landmarks < 0                           ? "landmarks (>= 0)"
                                                                  : NULL;
   return bad ? nle__fail(ctx, NLE_ERR_ARG, "spectral embedding: bad option %s", bad) : NLE_OK;
 }
@@ -109,6 +113,7 @@ nle_status nle_spectral_embed(nle_ctx *ctx, nle_spectral_method method, const nl
   nle_spectral_opts *o = &r->resolved;
   r->n = n;
   r->knn_used = NLE_KNN_AUTO;
+  r->residual_variance = NAN;
   if (o->components == NLE_COMPONENTS_AUTO) o->components = m->components;
   nle_csr *graph = NULL, *W = NULL;
   if (in->Y) s = nle_knn_graph(ctx, in->Y, o->k, o->knn_method, &o->knn_approx, &graph, &r->knn_used);
