@@ -44,6 +44,7 @@ typedef struct {
   nle_spectral_method method;
   const char *about;
   const char *options; /* the method's own lines of --help */
+  bool cluster;        /* spectral clustering: labels out, not an embedding */
 } spectral_command;
 
 static const spectral_command commands[] = {
@@ -52,24 +53,40 @@ static const spectral_command commands[] = {
      "eigenvectors after the trivial one of the kNN graph's Laplacian.\n",
      "  --laplacian NAME     random-walk (default: L v = lambda D v, V^T D V = I),\n"
      "                       symmetric (I - D^-1/2 W D^-1/2, U^T U = I),\n"
-     "                       unnormalised (D - W, F^T F = I, as the slides)\n"},
+     "                       unnormalised (D - W, F^T F = I, as the slides)\n", false},
     {"lle", NLE_SPECTRAL_LLE,
      "Locally linear embedding (lecture slides 002; Roweis and Saul 2000): each point\n"
      "reconstructed from its k neighbours (weights summing to 1), then the d\n"
      "bottom eigenvectors after the constant one of (I - W)^T (I - W), scaled so\n"
      "that sum_i x_i = 0 and (1/N) sum_i x_i x_i^T = I (the slides' constraints).\n",
      "  --reg R              the local Gram matrix's regulariser, times its trace\n"
-     "                       (default 1e-3)\n"},
+     "                       (default 1e-3)\n", false},
     {"isomap", NLE_SPECTRAL_ISOMAP,
      "Isomap (lecture slides 002; Tenenbaum, de Silva and Langford 2000): geodesic\n"
      "distances along the kNN graph (Dijkstra from every point), then classical\n"
      "MDS of their squares: X = V Lambda^1/2 of the top d eigenpairs.\n",
      "  --landmarks L        landmark Isomap: geodesics from L landmarks only, the\n"
-     "                       rest placed by triangulation (default 0: all points)\n"},
+     "                       rest placed by triangulation (default 0: all points)\n", false},
+    {"cluster", NLE_SPECTRAL_LE,
+     "Spectral clustering (dissertation eq. 4.19; lecture slides 002, \"Spirals\n"
+     "Again\"): the K - 1 eigenvectors after the trivial one of the kNN graph's\n"
+     "random-walk Laplacian (the bottom-K subspace), then k-means (k-means++\n"
+     "seeds, restarts). OUTPUT gets\n"
+     "one label per point (0..K-1); with labelled data the JSON line has the\n"
+     "clustering errors by matching (Hungarian) and by majority class. A graph\n"
+     "with several components is allowed (they are clusters).\n",
+     "  -c, --clusters K     number of clusters (default 2)\n"
+     "  --dims N             eigenvectors after the trivial one clustered (default\n"
+     "                       K - 1; K is eq. 4.19 literally)\n"
+     "  --normalize-rows     each point's eigenvector row to unit length first\n"
+     "                       (Ng, Jordan and Weiss); off by default, as eq. 4.19\n"
+     "  --restarts N         k-means runs from k-means++ seeds (10)\n"
+     "  --laplacian NAME     random-walk (default), symmetric, unnormalised\n",
+     true},
 };
 
 enum { OPT_AFFINITY = OPT_COMMAND_BASE, OPT_SIGMA, OPT_TUNING, OPT_SYMMETRIZE, OPT_COMPONENTS, OPT_AFFINITIES,
-       OPT_SOLVER, OPT_TOL, OPT_LAPLACIAN, OPT_REG, OPT_LANDMARKS };
+       OPT_SOLVER, OPT_TOL, OPT_LAPLACIAN, OPT_REG, OPT_LANDMARKS, OPT_DIMS, OPT_NORMALIZE_ROWS, OPT_RESTARTS };
 
 /* value = parse(arg) or a usage error naming the values name(0), name(1)... */
 static int parse_name(const char *command, const char *option, const char *arg, int (*parse)(const char *),
@@ -80,7 +97,8 @@ static int parse_name(const char *command, const char *option, const char *arg, 
   return 0;
 }
 
-static void print_json(const char *command, const char *input, double read_seconds, const nle_spectral_result *r) {
+static void print_json(const char *command, const char *input, double read_seconds, const nle_spectral_result *r,
+                       const char *extra) {
   const nle_spectral_opts *o = &r->resolved;
   char name[1200];
   cli_json_escape(input, name, sizeof name);
@@ -95,7 +113,7 @@ static void print_json(const char *command, const char *input, double read_secon
   for (int i = 0; i < r->n_eigenvalues; i++) printf("%s%.12g", i ? ", " : "", r->eigenvalues[i]);
   printf("]");
   if (!isnan(r->residual_variance)) printf(", \"residual_variance\": %.8g", r->residual_variance);
-  printf("}\n");
+  printf("%s}\n", extra);
 }
 
 int cmd_spectral(int argc, char **argv, const char *command) {
@@ -114,20 +132,40 @@ int cmd_spectral(int argc, char **argv, const char *command) {
       {"affinities", required_argument, 0, OPT_AFFINITIES}, {"solver", required_argument, 0, OPT_SOLVER},
       {"tol", required_argument, 0, OPT_TOL}, {"laplacian", required_argument, 0, OPT_LAPLACIAN},
       {"reg", required_argument, 0, OPT_REG}, {"landmarks", required_argument, 0, OPT_LANDMARKS},
+      {"clusters", required_argument, 0, 'c'}, {"dims", required_argument, 0, OPT_DIMS},
+      {"normalize-rows", no_argument, 0, OPT_NORMALIZE_ROWS}, {"restarts", required_argument, 0, OPT_RESTARTS},
       CLI_KNN_OPTIONS, CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
   cli_env env;
   if (cli_env_init(&env, command, help)) return 1;
   cli_knn_choice choice;
   cli_knn_choice_init(&choice);
   env.knn = &choice;
-  nle_spectral_opts o;
-  nle_spectral_opts_init(&o);
+  nle_cluster_opts co;
+  nle_cluster_opts_init(&co);
+  nle_spectral_opts o = co.spectral;
   const char *output = NULL, *affinities = NULL;
   long long v;
   double x;
   int c, value = 0;
-  while ((c = cli_next_option(&env, argc, argv, "o:d:k:", longopts)) != -1) {
+  while ((c = cli_next_option(&env, argc, argv, sc->cluster ? "o:d:k:c:" : "o:d:k:", longopts)) != -1) {
+    if (!sc->cluster && (c == 'c' || c == OPT_DIMS || c == OPT_NORMALIZE_ROWS || c == OPT_RESTARTS)) {
+      env.rc = cli_usage_error(command, "--%s is for nlembed cluster", c == 'c' ? "clusters" : c == OPT_DIMS ? "dims" : c == OPT_RESTARTS ? "restarts" : "normalize-rows");
+      continue;
+    }
     switch (c) {
+    case 'c':
+      if (cli_parse_int(optarg, 2, 1 << 20, &v)) co.clusters = (int)v;
+      else env.rc = cli_usage_error(command, "--clusters takes an integer >= 2, not \"%s\"", optarg);
+      break;
+    case OPT_DIMS:
+      if (cli_parse_int(optarg, 1, 1000, &v)) co.dims = (int)v;
+      else env.rc = cli_usage_error(command, "--dims takes an integer from 1 to 1000");
+      break;
+    case OPT_NORMALIZE_ROWS: co.normalize_rows = true; break;
+    case OPT_RESTARTS:
+      if (cli_parse_int(optarg, 1, 100000, &v)) co.restarts = (int)v;
+      else env.rc = cli_usage_error(command, "--restarts takes a positive integer");
+      break;
     case 'o': output = optarg; break;
     case 'd':
       if (cli_parse_int(optarg, 1, 1000, &v)) o.dim = (int)v;
@@ -201,21 +239,48 @@ int cmd_spectral(int argc, char **argv, const char *command) {
   if (!rc && !s && n_inputs) s = cli_load(&env, argv[optind], &ds);
   if (!rc && !s && affinities) s = nle_read_csr_mtx(env.ctx, affinities, &W);
   t_read = nle_time_seconds() - t_read;
+  nle_cluster_result *cres = NULL;
   if (!rc && !s) {
     nle_spectral_input in = {ds ? ds->X : NULL, NULL, W};
-    s = nle_spectral_embed(env.ctx, sc->method, &in, &o, &res);
+    co.spectral = o;
+    if (sc->cluster) {
+      s = nle_spectral_cluster(env.ctx, &in, &co, &cres);
+      if (!s) res = cres->embedding;
+    } else {
+      s = nle_spectral_embed(env.ctx, sc->method, &in, &o, &res);
+    }
   }
-  if (!rc && !s) s = nle_write_matd(env.ctx, output, res->X);
+  if (!rc && !s) s = sc->cluster ? nle_write_labels(env.ctx, output, cres->labels, (int64_t)cres->n)
+                                 : nle_write_matd(env.ctx, output, res->X);
+  /* clustering: the sizes, and the errors against the data's own labels */
+  char extra[4096] = "";
+  if (!rc && !s && sc->cluster) {
+    size_t len = (size_t)snprintf(extra, sizeof extra, ", \"clusters\": %d, \"inertia\": %.10g, \"kmeans_seconds\": %.3f, "
+                                  "\"sizes\": [", cres->clusters, cres->inertia, cres->kmeans_seconds);
+    for (int k = 0; k < cres->clusters && len < sizeof extra - 64; k++) {
+      size_t size = 0;
+      for (size_t i = 0; i < cres->n; i++) size += cres->labels[i] == k;
+      len += (size_t)snprintf(extra + len, sizeof extra - len, "%s%zu", k ? ", " : "", size);
+    }
+    len += (size_t)snprintf(extra + len, sizeof extra - len, "]");
+    if (ds && ds->labels) {
+      double matched = 0.0, majority = 0.0;
+      s = nle_clustering_error(env.ctx, cres->labels, ds->labels, cres->n, &matched, &majority);
+      if (!s) snprintf(extra + len, sizeof extra - len, ", \"error_matched\": %.6f, \"error_majority\": %.6f", matched,
+                       majority);
+    }
+  }
   if (!rc && s) rc = cli_fail(&env, s);
   if (!rc) rc = cli_commit(&env); /* the output whole, or none */
   if (!rc) {
     const char *input = ds ? ds->name : affinities;
-    print_json(command, input, t_read, res);
+    print_json(command, input, t_read, res, extra);
     cli_note(&env, "%s of %zu points: %d eigenvalues from %.3g (%s), %.2f s; wrote %s", command, res->n,
              res->n_eigenvalues, res->eigenvalues[0], nle_eigen_solver_name(res->solver_used), res->total_seconds,
              output);
   }
-  nle_spectral_result_free(&res);
+  if (cres) nle_cluster_result_free(&cres);
+  else nle_spectral_result_free(&res);
   nle_csr_free(&W);
   nle_dataset_free(&ds);
   cli_env_free(&env);

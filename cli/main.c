@@ -18,6 +18,8 @@ static const char *usage =
     "  ssne      symmetric SNE              tsne  t-SNE\n"
     "  sne       SNE (partial-Hessian optimisers, exact repulsion)\n"
     "  le        Laplacian eigenmaps (spectral; dense or Lanczos)\n"
+    "  lle       locally linear embedding      isomap  Isomap (geodesics + MDS)\n"
+    "  cluster   spectral clustering (eigenvectors + k-means), errors vs labels\n"
     "  transform out-of-sample maps of a saved embedding: F(y) for new data,\n"
     "            f(x) back to data space\n"
     "  metrics   quality of an embedding: kNN recall, trustworthiness,\n"
@@ -44,7 +46,7 @@ static int dispatch(const char *cmd, int argc, char **argv) {
   if (!strcmp(cmd, "plot")) return cmd_plot(argc, argv);
   if (!strcmp(cmd, "affinity")) return cmd_affinity(argc, argv);
   if (!strcmp(cmd, "transform")) return cmd_transform(argc, argv);
-  if (nle_spectral_method_parse(cmd) != -1) return cmd_spectral(argc, argv, cmd);
+  if (nle_spectral_method_parse(cmd) != -1 || !strcmp(cmd, "cluster")) return cmd_spectral(argc, argv, cmd);
   static const char *const embedders[] = {"ee", "tee", "ssne", "tsne", "sne"};
   for (size_t i = 0; i < sizeof embedders / sizeof *embedders; i++)
     if (!strcmp(cmd, embedders[i])) return cmd_embed(argc, argv, cmd);

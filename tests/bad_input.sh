@@ -236,6 +236,11 @@ expect_fail le_k_too_large "spectral embedding: k = 4 neighbours of 4 points" "$
 printf '%%%%MatrixMarket matrix coordinate real general\n3 3 4\n1 2 1\n2 1 2\n2 3 1\n3 2 1\n' > "$T/asym.mtx"
 expect_fail le_asymmetric "the affinity matrix: not symmetric: W[1, 2] = 1 but W[2, 1] = 2" "$o" -- $N le --affinities "$T/asym.mtx" -d 1 -o "$o"
 expect_fail le_bad_laplacian 'unknown --laplacian "normal"' "$o" -- $N le swissroll:100 --laplacian normal -o "$o"
+expect_fail lle_no_reg "lle: k = 5 neighbours in 3 dimensions make the weights not unique; a regulariser reg > 0 is needed" "$o" -- \
+  $N lle swissroll:300 -k 5 --reg 0 -o "$o"
+expect_fail lle_affinities_only "lle: the method needs the points themselves" "$o" -- $N lle --affinities "$T/aw.mtx" -o "$o"
+expect_fail cluster_option_elsewhere "--clusters is for nlembed cluster" "$o" -- $N le swissroll:100 --clusters 3 -o "$o"
+expect_fail cluster_one "--clusters takes an integer >= 2" "$o" -- $N cluster swissroll:100 -c 1 -o "$o"
 expect_fail unknown_command "unknown command" - -- $N frobnicate
 expect_fail unknown_option "unknown option or missing value: --frob" - -- $N pca --frob "$T/four.csv" -o "$o"
 

@@ -511,9 +511,166 @@ static void lle_bad_input(void) {
   nle_spectral_opts_init(&o);
   o.dim = 1;
   nle_test(nle_spectral_embed(ctx, NLE_SPECTRAL_LLE, &in, &o, &r) == NLE_ERR_ARG && !r &&
-           strstr(nle_ctx_error(ctx), "need the points"));
+           strstr(nle_ctx_error(ctx), "needs the points"));
   nle_csr_free(&W);
   nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
+/* ---- spectral clustering ---------------------------------------------- */
+
+/* The matched error by brute force over all assignments of clusters to
+ * classes (both in 0..m-1, m <= 7), and the majority error by counting. */
+static void brute_errors(const int32_t *lab, const int32_t *truth, size_t n, int m, double *matched, double *majority) {
+  int perm[8], best = 0;
+  for (int a = 0; a < m; a++) perm[a] = a;
+  for (;;) { /* lexicographic permutations */
+    int hit = 0;
+    for (size_t i = 0; i < n; i++) hit += perm[lab[i]] == truth[i];
+    best = hit > best ? hit : best;
+    int a = m - 2;
+    while (a >= 0 && perm[a] > perm[a + 1]) a--;
+    if (a < 0) break;
+    int b = m - 1;
+    while (perm[b] < perm[a]) b--;
+    int tmp = perm[a];
+    perm[a] = perm[b], perm[b] = tmp;
+    for (int x = a + 1, y = m - 1; x < y; x++, y--) tmp = perm[x], perm[x] = perm[y], perm[y] = tmp;
+  }
+  int maj = 0;
+  for (int c = 0; c < m; c++) {
+    int top = 0;
+    for (int t = 0; t < m; t++) {
+      int cnt = 0;
+      for (size_t i = 0; i < n; i++) cnt += lab[i] == c && truth[i] == t;
+      top = cnt > top ? cnt : top;
+    }
+    maj += top;
+  }
+  *matched = 1.0 - (double)best / (double)n;
+  *majority = 1.0 - (double)maj / (double)n;
+}
+
+/* Random labelings against brute force; a permutation of the truth is
+ * error 0; the majority error never exceeds the matched one. */
+static void clustering_error_brute_force(void) {
+  nle_ctx *ctx = test_ctx(1);
+  nle_rng r;
+  nle_rng_init(&r, 77, 0);
+  enum { N = 60 };
+  int32_t lab[N], truth[N];
+  for (int trial = 0; trial < 50; trial++) {
+    int m = 2 + trial % 6;
+    for (size_t i = 0; i < N; i++) {
+      truth[i] = (int32_t)(nle_rng_uniform(&r) * m);
+      lab[i] = nle_rng_uniform(&r) < 0.6 ? (truth[i] + 1) % m : (int32_t)(nle_rng_uniform(&r) * m);
+    }
+    double a, b, ra, rb;
+    nle_test_ok(nle_clustering_error(ctx, lab, truth, N, &a, &b));
+    brute_errors(lab, truth, N, m, &ra, &rb);
+    nle_test(fabs(a - ra) < 1e-12 && fabs(b - rb) < 1e-12 && b <= a + 1e-12);
+  }
+  for (size_t i = 0; i < N; i++) lab[i] = (truth[i] + 3) % 7, truth[i] %= 7;
+  for (size_t i = 0; i < N; i++) lab[i] = (truth[i] + 3) % 7;
+  double a, b;
+  nle_test_ok(nle_clustering_error(ctx, lab, truth, N, &a, &b));
+  nle_test(a == 0 && b == 0);
+  lab[0] = -1;
+  nle_test(nle_clustering_error(ctx, lab, truth, N, &a, &b) == NLE_ERR_ARG);
+  nle_ctx_free(&ctx);
+}
+
+/* k-means on four well-separated blobs recovers them (error 0), its
+ * inertia is the sum of squared distances to the clusters' means computed
+ * here, and the labels repeat for the seed. */
+static void kmeans_blobs(void) {
+  nle_ctx *ctx = test_ctx(5);
+  enum { N = 400, K = 4 };
+  nle_matd *X = NULL;
+  nle_test_ok(nle_matd_alloc(ctx, N, 2, &X));
+  nle_rng r;
+  nle_rng_init(&r, 5, 1);
+  int32_t truth[N], lab[N], again[N];
+  for (size_t i = 0; i < N; i++) {
+    truth[i] = (int32_t)(i % K);
+    X->data[2 * i] = 10.0 * (truth[i] % 2) + nle_rng_uniform(&r);
+    X->data[2 * i + 1] = 10.0 * (truth[i] / 2) + nle_rng_uniform(&r);
+  }
+  double inertia, inertia2, err, maj;
+  nle_test_ok(nle_kmeans(ctx, X, K, 5, 100, lab, &inertia));
+  nle_test_ok(nle_clustering_error(ctx, lab, truth, N, &err, &maj));
+  nle_test(err == 0);
+  double mean[K][2] = {{0}}, cnt[K] = {0}, want = 0;
+  for (size_t i = 0; i < N; i++) cnt[lab[i]]++, mean[lab[i]][0] += X->data[2 * i], mean[lab[i]][1] += X->data[2 * i + 1];
+  for (size_t i = 0; i < N; i++) {
+    double dx = X->data[2 * i] - mean[lab[i]][0] / cnt[lab[i]], dy = X->data[2 * i + 1] - mean[lab[i]][1] / cnt[lab[i]];
+    want += dx * dx + dy * dy;
+  }
+  nle_test_rel(inertia, want, 1e-10);
+  nle_ctx *ctx2 = test_ctx(5);
+  nle_test_ok(nle_kmeans(ctx2, X, K, 5, 100, again, &inertia2));
+  nle_test(!memcmp(lab, again, sizeof lab) && inertia == inertia2);
+  nle_test(nle_kmeans(ctx, X, N + 1, 5, 100, lab, &inertia) == NLE_ERR_ARG);
+  nle_matd_free(&X);
+  nle_ctx_free(&ctx);
+  nle_ctx_free(&ctx2);
+}
+
+/* Ideal clusters (SPEC 4.6): K separated blobs give K zero eigenvalues and
+ * error 0. Two interleaved spirals (the slides' "Spirals Again"): k-means
+ * on the coordinates fails, spectral clustering on a 4-NN graph does not
+ * (with 6 neighbours the sparse outer tips, whose neighbours all lie
+ * behind them, reach across the gap of pi to the other arm). */
+static void spectral_clustering_cases(void) {
+  nle_ctx *ctx = test_ctx(6);
+  enum { PER = 150, K = 3, N = PER * K };
+  nle_matf *Y = test_random_matf(N, 4, 12);
+  int32_t truth[N];
+  for (size_t i = 0; i < N; i++) truth[i] = (int32_t)(i / PER), Y->data[i * 4 + 1] += 50.0f * (float)(i / PER);
+  nle_cluster_opts co;
+  nle_cluster_opts_init(&co);
+  co.clusters = K;
+  co.spectral.k = 6;
+  nle_spectral_input in = {Y, NULL, NULL};
+  nle_cluster_result *r = NULL;
+  nle_test_ok(nle_spectral_cluster(ctx, &in, &co, &r));
+  double err = 1, maj = 1;
+  if (r) {
+    nle_test_ok(nle_clustering_error(ctx, r->labels, truth, N, &err, &maj));
+    nle_test(err == 0 && r->embedding->components == K);
+    for (int t = 0; t < K; t++) nle_test(fabs(r->embedding->eigenvalues[t]) < 1e-10);
+  }
+  nle_cluster_result_free(&r);
+  nle_matf_free(&Y);
+  /* two spirals, r = t, t in [1, 4 pi], the second turned by pi */
+  enum { S = 300 };
+  nle_matf *P = NULL;
+  nle_test_ok(nle_matf_alloc(ctx, 2 * S, 2, &P));
+  int32_t spiral[2 * S];
+  for (size_t i = 0; i < 2 * S; i++) {
+    double t = 1.0 + 4 * M_PI * (double)(i % S) / S, phase = i < S ? 0.0 : M_PI;
+    P->data[2 * i] = (float)(t * cos(t + phase)), P->data[2 * i + 1] = (float)(t * sin(t + phase));
+    spiral[i] = i >= S;
+  }
+  nle_matd *Pd = NULL;
+  nle_test_ok(nle_matd_alloc(ctx, 2 * S, 2, &Pd));
+  for (size_t i = 0; i < 4 * S; i++) Pd->data[i] = P->data[i];
+  int32_t lab[2 * S];
+  nle_test_ok(nle_kmeans(ctx, Pd, 2, 10, 300, lab, NULL));
+  nle_test_ok(nle_clustering_error(ctx, lab, spiral, 2 * S, &err, &maj));
+  nle_test(err > 0.2);
+  nle_spectral_input sp = {P, NULL, NULL};
+  co.clusters = 2;
+  co.spectral.k = 4;
+  nle_test_ok(nle_spectral_cluster(ctx, &sp, &co, &r));
+  if (r) {
+    nle_test_ok(nle_clustering_error(ctx, r->labels, spiral, 2 * S, &err, &maj));
+    if (!nle_test(err == 0)) printf("  spirals: error %g, %d components, eigenvalues %g %g\n", err, r->embedding->components,
+                                     r->embedding->eigenvalues[0], r->embedding->eigenvalues[1]);
+  }
+  nle_cluster_result_free(&r);
+  nle_matd_free(&Pd);
+  nle_matf_free(&P);
   nle_ctx_free(&ctx);
 }
 
@@ -529,4 +686,7 @@ const nle_test_case spectral_method_tests[] = {
     {"lle/invariances", lle_invariances},
     {"lle/plane", lle_plane},
     {"lle/bad_input", lle_bad_input},
+    {"cluster/error_brute_force", clustering_error_brute_force},
+    {"cluster/kmeans_blobs", kmeans_blobs},
+    {"cluster/spectral_cases", spectral_clustering_cases},
     {NULL, NULL}};

@@ -60,6 +60,14 @@ NLE_API nle_status nle_knn_recall(nle_ctx *ctx, const nle_csr *approx, const nle
 NLE_API nle_status nle_knn_accuracy_cv(nle_ctx *ctx, const nle_matd *X, const int32_t *labels,
                                        int k, int folds, double *out);
 
+/* Clustering error against reference labels (N each, >= 0): by the best
+ * one-to-one matching of clusters to classes (the Hungarian algorithm on
+ * the contingency table), and by each cluster's majority class (SPEC
+ * G06-9; the dissertation's sec. 4.5 uses both). In [0, 1]; the majority
+ * error is never above the matched one. */
+NLE_API nle_status nle_clustering_error(nle_ctx *ctx, const int32_t *labels, const int32_t *truth, size_t n,
+                                        double *matched, double *majority);
+
 #ifdef __cplusplus
 }
 #endif

@@ -158,6 +158,58 @@ NLE_API const char *nle_eigen_solver_name(nle_eigen_solver solver);
 NLE_API int nle_eigen_solver_parse(const char *name);
 
 /* ========================================================================== */
+/* Spectral: clustering                                                       */
+/* ========================================================================== */
+
+/* k-means (Lloyd) on the rows of X from k-means++ seeds (Arthur and
+ * Vassilvitskii 2007) drawn from the context's seed, `restarts` times, the
+ * run of least inertia kept (ties to the first): labels[N] in 0..k-1. */
+NLE_API nle_status nle_kmeans(nle_ctx *ctx, const nle_matd *X, int k, int restarts, int max_iters, int32_t *labels,
+                              double *inertia);
+
+typedef struct {
+  int clusters;               /* K >= 2 (2) */
+  int dims;                   /* eigenvectors after the trivial one that
+                                 k-means runs on; NLE_AUTO (default): K - 1,
+                                 the subspace of the K bottom eigenvectors
+                                 (scikit-learn's, and Ng et al.'s): on K
+                                 separate clusters it is their indicators,
+                                 error 0, where eq. 4.19's K after the
+                                 trivial one adds a direction that varies
+                                 inside clusters (4 separated blobs: error
+                                 0.365); dims = K is eq. 4.19 literally */
+  bool normalize_rows;        /* scale each point's row of eigenvectors to
+                                 unit length first (Ng, Jordan and Weiss
+                                 2002); false (default), as eq. 4.19 */
+  int restarts;               /* k-means runs (10) */
+  int max_iters;              /* Lloyd iterations per run (300) */
+  nle_spectral_opts spectral; /* the graph, the Laplacian and the solver, as
+                                 Laplacian eigenmaps takes them (dim is set
+                                 from dims); components NLE_AUTO: allowed
+                                 (components are clusters) */
+} nle_cluster_opts;
+
+NLE_API void nle_cluster_opts_init(nle_cluster_opts *o);
+
+typedef struct {
+  int32_t *labels;               /* N cluster labels in 0..K-1 */
+  size_t n;
+  int clusters;
+  double inertia;                /* k-means' sum of squared distances */
+  nle_spectral_result *embedding;/* the eigenvectors clustered and their
+                                    eigenvalues (owned) */
+  nle_cluster_opts resolved;
+  double kmeans_seconds;
+} nle_cluster_result;
+
+/* Spectral clustering: Laplacian eigenmaps of the input (nle_spectral_embed)
+ * into `dims` dimensions, then k-means. */
+NLE_API nle_status nle_spectral_cluster(nle_ctx *ctx, const nle_spectral_input *input, const nle_cluster_opts *opts,
+                                        nle_cluster_result **result);
+NLE_API void nle_cluster_result_free(nle_cluster_result **result);
+
+
+/* ========================================================================== */
 /* Spectral: PCA                                                              */
 /* ========================================================================== */
 

@@ -7,4 +7,4 @@ static nle_status isomap_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_s
   return nle__fail(ctx, NLE_ERR_UNSUPPORTED, "isomap: not written yet");
 }
 
-const nle__spectral_method nle__spectral_isomap = {"isomap", NLE_COMPONENTS_ERROR, isomap_embed};
+const nle__spectral_method nle__spectral_isomap = {"isomap", NLE_COMPONENTS_ERROR, false, isomap_embed};

@@ -250,4 +250,4 @@ static nle_status lle_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spec
   return s;
 }
 
-const nle__spectral_method nle__spectral_lle = {"lle", NLE_COMPONENTS_ERROR, lle_embed};
+const nle__spectral_method nle__spectral_lle = {"lle", NLE_COMPONENTS_ERROR, true, lle_embed};

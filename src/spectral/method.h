@@ -20,6 +20,7 @@ typedef struct {
 typedef struct {
   const char *name;
   nle_components_policy components; /* its policy when the options say auto */
+  bool needs_points;                /* the coordinates, not only a graph */
   /* Fills r->X, r->eigenvalues, r->n_eigenvalues and r->solver_used. */
   nle_status (*embed)(nle_ctx *ctx, const nle__spectral_job *job, nle_spectral_result *r);
 } nle__spectral_method;

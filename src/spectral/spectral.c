@@ -106,6 +106,9 @@ nle_status nle_spectral_embed(nle_ctx *ctx, nle_spectral_method method, const nl
   if (!s) s = check_input(ctx, in, opts, &n);
   if (s) return s;
   const nle__spectral_method *m = methods[method];
+  if (m->needs_points && !in->Y)
+    return nle__fail(ctx, NLE_ERR_ARG, "%s: the method needs the points themselves, not only a kNN graph or affinities",
+                     m->name);
   nle_spectral_result *r = nle__calloc(ctx, 1, sizeof *r, "the spectral result");
   if (!r) return NLE_ERR_NOMEM;
   double t_start = nle_time_seconds(), t0 = t_start;

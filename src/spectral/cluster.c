@@ -1,0 +1,193 @@
+/* cluster.c — spectral clustering (dissertation eq. 4.19: eigenvectors
+ * after the trivial one of L v = lambda D v, then k-means; by default K - 1
+ * of them, the bottom-K subspace: see nle_cluster_opts.dims;
+ * the lecture slides' "Spirals Again") and the k-means it ends with:
+ * Lloyd's iterations from k-means++ seeds (Arthur and Vassilvitskii 2007),
+ * restarted, the run of least inertia kept. Everything is drawn from the
+ * context's seed and runs in a fixed order: the same labels on any number
+ * of threads. */
+#include "method.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double sqdist(const double *a, const double *b, size_t d) {
+  double s = 0.0;
+  for (size_t t = 0; t < d; t++) s += (a[t] - b[t]) * (a[t] - b[t]);
+  return s;
+}
+
+/* k-means++: the first centre uniform, each next one drawn with
+ * probability proportional to the squared distance to the nearest centre
+ * so far. */
+static void seed_centres(const nle_matd *X, int k, nle_rng *rng, double *C, double *near) {
+  size_t n = X->rows, d = X->cols;
+  size_t first = (size_t)(nle_rng_uniform(rng) * (double)n);
+  if (first >= n) first = n - 1;
+  memcpy(C, X->data + first * d, d * sizeof(double));
+  for (size_t i = 0; i < n; i++) near[i] = sqdist(X->data + i * d, C, d);
+  for (int c = 1; c < k; c++) {
+    double total = 0.0;
+    for (size_t i = 0; i < n; i++) total += near[i];
+    double target = nle_rng_uniform(rng) * total, acc = 0.0;
+    size_t pick = n - 1;
+    for (size_t i = 0; i < n && total > 0; i++) {
+      acc += near[i];
+      if (acc > target) {
+        pick = i;
+        break;
+      }
+    }
+    if (!(total > 0)) pick = (size_t)c % n; /* every point on a centre already */
+    memcpy(C + (size_t)c * d, X->data + pick * d, d * sizeof(double));
+    for (size_t i = 0; i < n; i++) near[i] = fmin(near[i], sqdist(X->data + i * d, C + (size_t)c * d, d));
+  }
+}
+
+/* Lloyd's iterations until no label changes (or max_iters); an emptied
+ * cluster takes the point farthest from its centre. Returns the inertia. */
+static double lloyd(const nle_matd *X, int k, int max_iters, double *C, int32_t *lab, double *sum, double *cnt,
+                    double *near) {
+  size_t n = X->rows, d = X->cols;
+  for (size_t i = 0; i < n; i++) lab[i] = -1;
+  double inertia = 0.0;
+  for (int it = 0; it < max_iters; it++) {
+    int changed = 0;
+    inertia = 0.0;
+    for (size_t i = 0; i < n; i++) {
+      int32_t best = 0;
+      double bd = INFINITY;
+      for (int c = 0; c < k; c++) {
+        double dd = sqdist(X->data + i * d, C + (size_t)c * d, d);
+        if (dd < bd) bd = dd, best = c;
+      }
+      changed |= lab[i] != best;
+      lab[i] = best;
+      near[i] = bd;
+      inertia += bd;
+    }
+    if (!changed) break;
+    memset(sum, 0, (size_t)k * d * sizeof(double));
+    memset(cnt, 0, (size_t)k * sizeof(double));
+    for (size_t i = 0; i < n; i++) {
+      cnt[lab[i]] += 1.0;
+      for (size_t t = 0; t < d; t++) sum[(size_t)lab[i] * d + t] += X->data[i * d + t];
+    }
+    for (int c = 0; c < k; c++) {
+      if (cnt[c] > 0) {
+        for (size_t t = 0; t < d; t++) C[(size_t)c * d + t] = sum[(size_t)c * d + t] / cnt[c];
+      } else {
+        size_t far = 0;
+        for (size_t i = 1; i < n; i++) far = near[i] > near[far] ? i : far;
+        memcpy(C + (size_t)c * d, X->data + far * d, d * sizeof(double));
+        near[far] = 0.0;
+      }
+    }
+  }
+  return inertia;
+}
+
+nle_status nle_kmeans(nle_ctx *ctx, const nle_matd *X, int k, int restarts, int max_iters, int32_t *labels,
+                      double *inertia) {
+  size_t n = X->rows, d = X->cols;
+  if (k < 1 || (size_t)k > n || restarts < 1 || max_iters < 1 || d < 1)
+    return nle__fail(ctx, NLE_ERR_ARG, "k-means: %d clusters of %zu points, %d restarts, %d iterations (k in 1..N, "
+                     "the others >= 1)", k, n, restarts, max_iters);
+  for (size_t i = 0; i < n * d; i++)
+    if (!isfinite(X->data[i]))
+      return nle__fail(ctx, NLE_ERR_VALUE, "k-means: point %zu, coordinate %zu is not finite", i / d + 1, i % d + 1);
+  double *C = nle__malloc(ctx, (size_t)k * d * sizeof(double), "k-means"), *sum = nle__malloc(ctx, (size_t)k * d * sizeof(double), "k-means");
+  double *cnt = nle__malloc(ctx, (size_t)k * sizeof(double), "k-means"), *near = nle__malloc(ctx, n * sizeof(double), "k-means");
+  int32_t *lab = nle__malloc(ctx, n * sizeof(int32_t), "k-means");
+  nle_status s = C && sum && cnt && near && lab ? NLE_OK : NLE_ERR_NOMEM;
+  nle_rng rng;
+  nle_rng_init(&rng, nle_ctx_seed(ctx), 0x6b6d6e73ULL);
+  double best = INFINITY;
+  for (int r = 0; !s && r < restarts; r++) {
+    seed_centres(X, k, &rng, C, near);
+    double e = lloyd(X, k, max_iters, C, lab, sum, cnt, near);
+    if (e < best) {
+      best = e;
+      memcpy(labels, lab, n * sizeof(int32_t));
+    }
+  }
+  if (!s && inertia) *inertia = best;
+  free(C);
+  free(sum);
+  free(cnt);
+  free(near);
+  free(lab);
+  return s;
+}
+
+void nle_cluster_opts_init(nle_cluster_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->clusters = 2;
+  o->dims = NLE_AUTO;
+  o->normalize_rows = false;
+  o->restarts = 10;
+  o->max_iters = 300;
+  nle_spectral_opts_init(&o->spectral);
+}
+
+void nle_cluster_result_free(nle_cluster_result **r) {
+  if (!r || !*r) return;
+  free((*r)->labels);
+  nle_spectral_result_free(&(*r)->embedding);
+  free(*r);
+  *r = NULL;
+}
+
+nle_status nle_spectral_cluster(nle_ctx *ctx, const nle_spectral_input *in, const nle_cluster_opts *opts,
+                                nle_cluster_result **out) {
+  *out = NULL;
+  nle_cluster_opts defaults;
+  if (!opts) {
+    nle_cluster_opts_init(&defaults);
+    opts = &defaults;
+  }
+  if (opts->clusters < 2 || !(opts->dims == NLE_AUTO || opts->dims >= 1) || opts->restarts < 1 || opts->max_iters < 1)
+    return nle__fail(ctx, NLE_ERR_ARG, "spectral clustering: %d clusters (>= 2), %d dimensions (>= 1 or NLE_AUTO), "
+                     "%d restarts and %d iterations (>= 1)", opts->clusters, opts->dims, opts->restarts,
+                     opts->max_iters);
+  nle_cluster_result *r = nle__calloc(ctx, 1, sizeof *r, "the clustering");
+  if (!r) return NLE_ERR_NOMEM;
+  r->resolved = *opts;
+  nle_cluster_opts *o = &r->resolved;
+  if (o->dims == NLE_AUTO) o->dims = o->clusters - 1;
+  o->spectral.dim = o->dims;
+  /* components are clusters: a disconnected graph is what clustering wants */
+  if (o->spectral.components == NLE_COMPONENTS_AUTO) o->spectral.components = NLE_COMPONENTS_ALLOW;
+  nle_status s = nle_spectral_embed(ctx, NLE_SPECTRAL_LE, in, &o->spectral, &r->embedding);
+  if (!s) {
+    o->spectral = r->embedding->resolved;
+    r->n = r->embedding->n;
+    r->clusters = o->clusters;
+    if ((size_t)o->clusters > r->n)
+      s = nle__fail(ctx, NLE_ERR_ARG, "spectral clustering: %d clusters of %zu points", o->clusters, r->n);
+  }
+  nle_matd *Z = NULL;
+  if (!s) s = nle_matd_alloc(ctx, r->n, (size_t)o->dims, &Z);
+  if (!s) {
+    memcpy(Z->data, r->embedding->X->data, r->n * (size_t)o->dims * sizeof(double));
+    for (size_t i = 0; o->normalize_rows && i < r->n; i++) {
+      double norm = 0.0;
+      for (int t = 0; t < o->dims; t++) norm += Z->data[i * (size_t)o->dims + (size_t)t] * Z->data[i * (size_t)o->dims + (size_t)t];
+      norm = sqrt(norm);
+      for (int t = 0; norm > 0 && t < o->dims; t++) Z->data[i * (size_t)o->dims + (size_t)t] /= norm;
+    }
+    r->labels = nle__malloc(ctx, r->n * sizeof(int32_t), "the cluster labels");
+    if (!r->labels) s = NLE_ERR_NOMEM;
+  }
+  double t0 = nle_time_seconds();
+  if (!s) s = nle_kmeans(ctx, Z, o->clusters, o->restarts, o->max_iters, r->labels, &r->inertia);
+  r->kmeans_seconds = nle_time_seconds() - t0;
+  nle_matd_free(&Z);
+  if (s) {
+    nle_cluster_result_free(&r);
+    return s;
+  }
+  *out = r;
+  return NLE_OK;
+}
