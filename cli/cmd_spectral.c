@@ -31,8 +31,10 @@ static const char *help_fmt =
     "  --components NAME    a disconnected graph: error (default), allow\n"
     "  --affinities FILE    a precomputed symmetric affinity matrix (.mtx): no\n"
     "                       neighbour search; INPUT is then not needed\n"
-    "  --solver NAME        auto (LE: dense up to 400 points, else sparse), dense,\n"
-    "                       sparse (Lanczos)\n"
+    "  --solver NAME        auto (dense up to 400 points, else shift-invert when\n"
+    "                       the Cholesky factor stays sparse, else sparse),\n"
+    "                       dense, sparse (Lanczos), shift-invert (Lanczos on the\n"
+    "                       inverse through a CHOLMOD factor)\n"
     "  --tol T              Lanczos relative tolerance (default 0: machine\n"
     "                       precision)\n"
     "\n";
@@ -67,6 +69,15 @@ static const spectral_command commands[] = {
      "MDS of their squares: X = V Lambda^1/2 of the top d eigenpairs.\n",
      "  --landmarks L        landmark Isomap: geodesics from L landmarks only, the\n"
      "                       rest placed by triangulation (default 0: all points)\n", false},
+    {"diffmap", NLE_SPECTRAL_DIFFMAP,
+     "Diffusion maps (Coifman and Lafon 2006; named in the lecture slides 002): the\n"
+     "Markov chain P = D_a^-1 W_a on the kNN graph, W_a = Q^-a W Q^-a, and the\n"
+     "embedding mu_k^t psi_k of P's right eigenvectors after the constant one\n"
+     "(psi orthonormal under P's stationary distribution): Euclidean distances\n"
+     "in it are diffusion distances at time t.\n",
+     "  --alpha A            density normalisation in [0, 1]: 0 graph Laplacian,\n"
+     "                       1/2 Fokker-Planck, 1 Laplace-Beltrami (default 1)\n"
+     "  --time T             diffusion time t >= 0 (default 1)\n", false},
     {"cluster", NLE_SPECTRAL_LE,
      "Spectral clustering (dissertation eq. 4.19; lecture slides 002, \"Spirals\n"
      "Again\"): the K - 1 eigenvectors after the trivial one of the kNN graph's\n"
@@ -86,7 +97,7 @@ static const spectral_command commands[] = {
 };
 
 enum { OPT_AFFINITY = OPT_COMMAND_BASE, OPT_SIGMA, OPT_TUNING, OPT_SYMMETRIZE, OPT_COMPONENTS, OPT_AFFINITIES,
-       OPT_SOLVER, OPT_TOL, OPT_LAPLACIAN, OPT_REG, OPT_LANDMARKS, OPT_DIMS, OPT_NORMALIZE_ROWS, OPT_RESTARTS };
+       OPT_SOLVER, OPT_TOL, OPT_LAPLACIAN, OPT_REG, OPT_LANDMARKS, OPT_DIMS, OPT_NORMALIZE_ROWS, OPT_RESTARTS, OPT_ALPHA, OPT_TIME };
 
 /* value = parse(arg) or a usage error naming the values name(0), name(1)... */
 static int parse_name(const char *command, const char *option, const char *arg, int (*parse)(const char *),
@@ -134,6 +145,7 @@ int cmd_spectral(int argc, char **argv, const char *command) {
       {"reg", required_argument, 0, OPT_REG}, {"landmarks", required_argument, 0, OPT_LANDMARKS},
       {"clusters", required_argument, 0, 'c'}, {"dims", required_argument, 0, OPT_DIMS},
       {"normalize-rows", no_argument, 0, OPT_NORMALIZE_ROWS}, {"restarts", required_argument, 0, OPT_RESTARTS},
+      {"alpha", required_argument, 0, OPT_ALPHA}, {"time", required_argument, 0, OPT_TIME},
       CLI_KNN_OPTIONS, CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
   cli_env env;
   if (cli_env_init(&env, command, help)) return 1;
@@ -214,6 +226,14 @@ int cmd_spectral(int argc, char **argv, const char *command) {
     case OPT_LANDMARKS:
       if (cli_parse_int(optarg, 0, 1 << 30, &v)) o.landmarks = (int)v;
       else env.rc = cli_usage_error(command, "--landmarks takes an integer >= 0");
+      break;
+    case OPT_ALPHA:
+      if (!cli_parse_double(optarg, &x) || !(x >= 0 && x <= 1)) env.rc = cli_usage_error(command, "--alpha takes a number in [0, 1]");
+      else o.alpha = x;
+      break;
+    case OPT_TIME:
+      if (cli_parse_int(optarg, 0, 1 << 20, &v)) o.diffusion_time = (int)v;
+      else env.rc = cli_usage_error(command, "--time takes an integer >= 0");
       break;
     case OPT_AFFINITIES: affinities = optarg; break;
     default: env.rc = 2; break;

@@ -241,6 +241,7 @@ expect_fail lle_no_reg "lle: k = 5 neighbours in 3 dimensions make the weights n
 expect_fail lle_affinities_only "lle: the method needs the points themselves" "$o" -- $N lle --affinities "$T/aw.mtx" -o "$o"
 expect_fail cluster_option_elsewhere "--clusters is for nlembed cluster" "$o" -- $N le swissroll:100 --clusters 3 -o "$o"
 expect_fail cluster_one "--clusters takes an integer >= 2" "$o" -- $N cluster swissroll:100 -c 1 -o "$o"
+expect_fail diffmap_alpha "--alpha takes a number in [0, 1]" "$o" -- $N diffmap swissroll:100 --alpha 2 -o "$o"
 expect_fail unknown_command "unknown command" - -- $N frobnicate
 expect_fail unknown_option "unknown option or missing value: --frob" - -- $N pca --frob "$T/four.csv" -o "$o"
 

@@ -73,7 +73,7 @@ static void cycle_and_path(void) {
   int edges[2 * N];
   for (int i = 0; i < N; i++) edges[2 * i] = i, edges[2 * i + 1] = (i + 1) % N;
   nle_csr *C = graph_from_edges(N, edges, N), *P = graph_from_edges(N, edges, N - 1);
-  for (int solver = 0; solver < 2; solver++) {
+  for (int solver = 0; solver < 3; solver++) { /* dense, Lanczos, shift-invert */
     nle_spectral_result *r = embed_w(ctx, C, NLE_LAPLACIAN_UNNORMALISED, 2, (nle_eigen_solver)solver);
     nle_spectral_result *rw = embed_w(ctx, C, NLE_LAPLACIAN_RANDOM_WALK, 2, (nle_eigen_solver)solver);
     nle_test(r && rw);
@@ -157,7 +157,7 @@ static double column_cosine(const double *X, const double *R, size_t n, size_t c
 }
 
 /* Points in 5-D, k = 10: the front door's LE (random walk) from the points,
- * dense and sparse, against dsygvd on the pencil (L, D): eigenvalues to
+ * by each solver, against dsygvd on the pencil (L, D): eigenvalues to
  * 1e-8, each eigenvector's direction to 1e-6, V^T D V = I, and Brand's eq.
  * 3: lambda_t = sum_ij (v_it - v_jt)^2 W_ij / 2. */
 static void le_against_dense_pencil(void) {
@@ -170,7 +170,7 @@ static void le_against_dense_pencil(void) {
   double *deg = calloc(N, sizeof(double));
   for (size_t i = 0; i < N; i++)
     for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++) deg[i] += nle_csr_value(W, q);
-  for (int solver = 0; solver < 2; solver++) {
+  for (int solver = 0; solver < 3; solver++) { /* dense, Lanczos, shift-invert */
     nle_spectral_opts o;
     nle_spectral_opts_init(&o);
     o.k = K;
@@ -517,6 +517,83 @@ static void lle_bad_input(void) {
   nle_ctx_free(&ctx);
 }
 
+/* ---- diffusion maps ----------------------------------------------------- */
+
+/* The chain P = D_a^-1 W_a built here from the front door's own W (kNN,
+ * binary, average rule), its right eigenvectors by LAPACK's nonsymmetric
+ * dgeev (not through the symmetric form the library uses), sorted by
+ * eigenvalue, normalised so that psi_0 = 1 and psi^T D_a psi = sum D_a:
+ * the library's eigenvalues to 1e-9 and columns mu^t psi to 1e-6, for
+ * alpha 0, 1/2, 1 and t 0, 1, 3. */
+static void diffmap_against_dgeev(void) {
+  nle_ctx *ctx = test_ctx(7);
+  enum { N = 250, K = 8, DIM = 2 };
+  nle_matf *Y = test_random_matf(N, 3, 44);
+  nle_csr *W = knn_weights(ctx, Y, K);
+  const double alphas[3] = {0.0, 0.5, 1.0};
+  const int times[3] = {0, 1, 3};
+  for (int c = 0; c < 3; c++) {
+    double q[N] = {0}, da[N] = {0}, *P = calloc(N * N, sizeof(double));
+    for (size_t i = 0; i < N; i++)
+      for (int64_t p = W->rowptr[i]; p < W->rowptr[i + 1]; p++) q[i] += nle_csr_value(W, p);
+    for (size_t i = 0; i < N; i++)
+      for (int64_t p = W->rowptr[i]; p < W->rowptr[i + 1]; p++) {
+        size_t j = (size_t)W->colind[p];
+        P[i * N + j] = nle_csr_value(W, p) / pow(q[i] * q[j], alphas[c]);
+        da[i] += P[i * N + j];
+      }
+    double total = 0;
+    for (size_t i = 0; i < N; i++) {
+      total += da[i];
+      for (size_t j = 0; j < N; j++) P[i * N + j] /= da[i];
+    }
+    double *wr = malloc(N * sizeof(double)), *wi = malloc(N * sizeof(double)), *vr = malloc(N * N * sizeof(double));
+    if (LAPACKE_dgeev(LAPACK_ROW_MAJOR, 'N', 'V', N, P, N, wr, wi, NULL, N, vr, N)) exit(2);
+    int order[DIM + 1];
+    for (int t = 0; t <= DIM; t++) { /* the DIM + 1 largest, by selection */
+      int best = -1;
+      for (int e = 0; e < N; e++) {
+        int taken = 0;
+        for (int u = 0; u < t; u++) taken |= order[u] == e;
+        if (!taken && (best < 0 || wr[e] > wr[best])) best = e;
+      }
+      order[t] = best;
+    }
+    nle_spectral_opts o;
+    nle_spectral_opts_init(&o);
+    o.k = K;
+    o.dim = DIM;
+    o.knn_method = NLE_KNN_EXACT;
+    o.alpha = alphas[c];
+    o.diffusion_time = times[c];
+    nle_spectral_input in = {Y, NULL, NULL};
+    nle_spectral_result *r = NULL;
+    nle_test_ok(nle_spectral_embed(ctx, NLE_SPECTRAL_DIFFMAP, &in, &o, &r));
+    if (r) {
+      for (int t = 0; t <= DIM; t++) nle_test(fabs(r->eigenvalues[t] - wr[order[t]]) < 1e-9 && fabs(wi[order[t]]) < 1e-12);
+      for (int t = 0; t < DIM; t++) {
+        int e = order[t + 1];
+        double norm = 0;
+        for (size_t i = 0; i < N; i++) norm += vr[i * N + (size_t)e] * vr[i * N + (size_t)e] * da[i];
+        double scale = sqrt(total / norm) * pow(wr[e], times[c]), dot = 0;
+        for (size_t i = 0; i < N; i++) dot += r->X->data[i * DIM + (size_t)t] * vr[i * N + (size_t)e] * scale;
+        double xx = 0;
+        for (size_t i = 0; i < N; i++) xx += r->X->data[i * DIM + (size_t)t] * r->X->data[i * DIM + (size_t)t];
+        /* the same vector up to sign: |x . ref| = |x|^2 = |ref|^2 */
+        nle_test_rel(fabs(dot), xx, 1e-6);
+      }
+    }
+    nle_spectral_result_free(&r);
+    free(P);
+    free(wr);
+    free(wi);
+    free(vr);
+  }
+  nle_csr_free(&W);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
 /* ---- spectral clustering ---------------------------------------------- */
 
 /* The matched error by brute force over all assignments of clusters to
@@ -686,6 +763,7 @@ const nle_test_case spectral_method_tests[] = {
     {"lle/invariances", lle_invariances},
     {"lle/plane", lle_plane},
     {"lle/bad_input", lle_bad_input},
+    {"diffmap/against_dgeev", diffmap_against_dgeev},
     {"cluster/error_brute_force", clustering_error_brute_force},
     {"cluster/kmeans_blobs", kmeans_blobs},
     {"cluster/spectral_cases", spectral_clustering_cases},

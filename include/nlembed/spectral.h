@@ -45,9 +45,12 @@ typedef enum {
                              Embeddings"; Roweis and Saul 2000): the bottom
                              eigenvectors of (I - W)^T (I - W), W the
                              reconstruction weights */
-  NLE_SPECTRAL_ISOMAP = 2 /* Isomap (slides "ISOMAP"; Tenenbaum, de Silva and
-                             Langford 2000): classical MDS of the graph's
-                             geodesic distances (Dijkstra) */
+  NLE_SPECTRAL_ISOMAP = 2, /* Isomap (slides "ISOMAP"; Tenenbaum, de Silva and
+                              Langford 2000): classical MDS of the graph's
+                              geodesic distances (Dijkstra) */
+  NLE_SPECTRAL_DIFFMAP = 3 /* diffusion maps (Coifman and Lafon 2006; the
+                              slides name them): P's eigenvectors scaled by
+                              mu^t, distances = diffusion distances */
 } nle_spectral_method;
 
 /* Which Laplacian, and the normalisation of the embedding it gives (SPEC
@@ -78,9 +81,13 @@ typedef enum {
 } nle_symmetrize_rule;
 
 typedef enum {
-  NLE_EIGEN_AUTO = NLE_AUTO, /* the method's choice (LE: dense up to 400 points) */
+  NLE_EIGEN_AUTO = NLE_AUTO, /* the method's choice (LE: dense up to 400
+                                points, else shift-invert when the factor
+                                stays sparse, else Lanczos) */
   NLE_EIGEN_DENSE = 0,       /* LAPACK on the dense N x N matrix (under the cap) */
-  NLE_EIGEN_SPARSE = 1       /* ARPACK's Lanczos on the sparse matrix */
+  NLE_EIGEN_SPARSE = 1,      /* ARPACK's Lanczos on the sparse matrix */
+  NLE_EIGEN_SHIFT_INVERT = 2 /* Lanczos on the inverse through a CHOLMOD
+                                factor: the small end becomes well separated */
 } nle_eigen_solver;
 
 typedef struct {
@@ -106,6 +113,9 @@ typedef struct {
                                     k > D, where the weights are not unique) */
   int landmarks;                 /* Isomap: 0 (default) all points; L > 0:
                                     landmark Isomap on L landmarks */
+  double alpha;                  /* diffusion maps: the density normalisation
+                                    in [0, 1] (1, default: Laplace-Beltrami) */
+  int diffusion_time;            /* diffusion maps: t >= 0 (1) */
 } nle_spectral_opts;
 
 NLE_API void nle_spectral_opts_init(nle_spectral_opts *o);
@@ -123,7 +133,9 @@ typedef struct {
   nle_matd *X;            /* N x dim embedding */
   double *eigenvalues;    /* n_eigenvalues of the method's eigenproblem, in
                              the order of X's columns (LE, LLE: ascending,
-                             the trivial 0 first; Isomap: descending) */
+                             the trivial 0 first; Isomap: descending;
+                             diffusion maps: P's, descending, the
+                             trivial 1 first) */
   int n_eigenvalues;
   int components;         /* connected components of the graph */
   nle_knn_method knn_used;/* the search that ran (NLE_AUTO: none) */
@@ -142,7 +154,7 @@ typedef struct {
 NLE_API nle_status nle_spectral_embed(nle_ctx *ctx, nle_spectral_method method, const nle_spectral_input *input,
                                       const nle_spectral_opts *opts, nle_spectral_result **result);
 NLE_API void nle_spectral_result_free(nle_spectral_result **result);
-/* Names: methods "le", "lle", "isomap"; Laplacians "random-walk", "symmetric",
+/* Names: methods "le", "lle", "isomap", "diffmap"; Laplacians "random-walk", "symmetric",
  * "unnormalised"; policies "error", "allow" ("auto"); rules "average",
  * "union", "mutual"; solvers "dense", "sparse" ("auto"); and back (-1 if
  * unknown). */

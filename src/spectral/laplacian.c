@@ -26,6 +26,39 @@ static double laplacian_diag(const double *deg, int normalised, int64_t i) {
   return normalised ? 1.0 : deg[i];
 }
 
+nle_status nle__laplacian_fill(nle_ctx *ctx, const nle_csr *W, double *ratio) {
+  int64_t n = W->rows, upper = 0;
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++) upper += W->colind[q] > i;
+  cholmod_common cc;
+  cholmod_l_start(&cc);
+  cc.print = 0;
+  cholmod_sparse *A = cholmod_l_allocate_sparse((size_t)n, (size_t)n, (size_t)(upper + n), 1, 1, 1, CHOLMOD_PATTERN, &cc);
+  nle_status s = A ? NLE_OK : nle__fail(ctx, NLE_ERR_NOMEM, "Laplacian: CHOLMOD could not allocate it");
+  if (!s) {
+    nle__chol_int *Ap = A->p, *Ai = A->i;
+    int64_t k = 0;
+    for (int64_t j = 0; j < n; j++) {
+      Ap[j] = k;
+      for (int64_t q = W->rowptr[j]; q < W->rowptr[j + 1]; q++)
+        if (W->colind[q] < j) Ai[k++] = W->colind[q];
+      Ai[k++] = j;
+    }
+    Ap[n] = k;
+    A->sorted = 0;
+    cholmod_factor *L = cholmod_l_analyze(A, &cc);
+    if (!L || cc.status != CHOLMOD_OK)
+      s = nle__fail(ctx, cc.status == CHOLMOD_OUT_OF_MEMORY ? NLE_ERR_NOMEM : NLE_ERR_NUMERIC,
+                    "Laplacian: CHOLMOD could not order it (status %d)", cc.status);
+    else
+      *ratio = cc.lnz / (double)k;
+    cholmod_l_free_factor(&L, &cc);
+  }
+  cholmod_l_free_sparse(&A, &cc);
+  cholmod_l_finish(&cc);
+  return s;
+}
+
 nle_status nle__laplacian_factor(nle_ctx *ctx, cholmod_common *cc, const nle_csr *W, bool normalised, double scale,
                                  double shift, cholmod_factor **factor) {
   *factor = NULL;

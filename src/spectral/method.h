@@ -25,7 +25,15 @@ typedef struct {
   nle_status (*embed)(nle_ctx *ctx, const nle__spectral_job *job, nle_spectral_result *r);
 } nle__spectral_method;
 
-extern const nle__spectral_method nle__spectral_le, nle__spectral_lle, nle__spectral_isomap;
+extern const nle__spectral_method nle__spectral_le, nle__spectral_lle, nle__spectral_isomap, nle__spectral_diffmap;
+
+/* le.c: the nev smallest eigenpairs (ascending) of W's Laplacian of the
+ * given kind, dense or by Lanczos as `solver` says (auto: by size); U the
+ * eigenvectors of the symmetric form (u, not v = D^-1/2 u) row-major
+ * n x nev; inv_sqrt[n] receives D^-1/2 (0 for isolated points). */
+nle_status nle__laplacian_eigs(nle_ctx *ctx, const nle_csr *W, nle_laplacian_kind kind, int nev,
+                               nle_eigen_solver solver, double tol, double *vals, double *U, double *inv_sqrt,
+                               nle_eigen_solver *used);
 
 /* graph.c: W from the directed kNN graph (squared distances): weights as
  * o->affinity says, then symmetrised by o->rule; the diagonal left out. */

@@ -9,12 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const nle__spectral_method *const methods[] = {&nle__spectral_le, &nle__spectral_lle, &nle__spectral_isomap};
-static const char *const method_names[] = {"le", "lle", "isomap"};
+static const nle__spectral_method *const methods[] = {&nle__spectral_le, &nle__spectral_lle, &nle__spectral_isomap,
+                                                      &nle__spectral_diffmap};
+static const char *const method_names[] = {"le", "lle", "isomap", "diffmap"};
 static const char *const laplacian_names[] = {"random-walk", "symmetric", "unnormalised"};
 static const char *const components_names[] = {"error", "allow"};
 static const char *const symmetrize_names[] = {"average", "union", "mutual"};
-static const char *const solver_names[] = {"dense", "sparse"};
+static const char *const solver_names[] = {"dense", "sparse", "shift-invert"};
 
 NLE__ENUM_NAMES(nle_spectral_method_name, nle_spectral_method_parse, nle_spectral_method, method_names, false)
 NLE__ENUM_NAMES(nle_laplacian_name, nle_laplacian_parse, nle_laplacian_kind, laplacian_names, false)
@@ -38,6 +39,8 @@ void nle_spectral_opts_init(nle_spectral_opts *o) {
   o->tol = 0.0;
   o->reg = 1e-3;
   o->landmarks = 0;
+  o->alpha = 1.0;
+  o->diffusion_time = 1;
 }
 
 void nle_spectral_result_free(nle_spectral_result **r) {
@@ -65,6 +68,8 @@ static nle_status check_opts(nle_ctx *ctx, nle_spectral_method method, const nle
                     : !(o->tol >= 0 && o->tol < 1)               ? "tol (in [0, 1))"
                     : !(o->reg >= 0 && isfinite(o->reg))         ? "reg (>= 0)"
                     : o->landmarks < 0                           ? "landmarks (>= 0)"
+                    : !(o->alpha >= 0 && o->alpha <= 1)          ? "alpha (in [0, 1])"
+                    : o->diffusion_time < 0                      ? "diffusion_time (>= 0)"
                                                                  : NULL;
   return bad ? nle__fail(ctx, NLE_ERR_ARG, "spectral embedding: bad option %s", bad) : NLE_OK;
 }

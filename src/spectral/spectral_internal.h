@@ -17,6 +17,11 @@ typedef SuiteSparse_long nle__chol_int;
 nle_status nle__laplacian_factor(nle_ctx *ctx, cholmod_common *cc, const nle_csr *W, bool normalised, double scale,
                                  double shift, cholmod_factor **factor);
 
+/* The fill of the Laplacian's Cholesky factor, predicted by CHOLMOD's
+ * ordering without factorising: nonzeros of the factor over those of the
+ * matrix's upper triangle. */
+nle_status nle__laplacian_fill(nle_ctx *ctx, const nle_csr *W, double *ratio);
+
 /* The nev largest eigenvalues of D - W for a dense symmetric W, by Lanczos. */
 nle_status nle__laplacian_largest_dense(nle_ctx *ctx, const nle_matd *W, int nev, double *vals);
 
