@@ -63,6 +63,18 @@ static const spectral_command commands[] = {
      "that sum_i x_i = 0 and (1/N) sum_i x_i x_i^T = I (the slides' constraints).\n",
      "  --reg R              the local Gram matrix's regulariser, times its trace\n"
      "                       (default 1e-3)\n", false},
+    {"ltsa", NLE_SPECTRAL_LTSA,
+     "Local tangent space alignment (Zhang and Zha 2004; named in the lecture\n"
+     "slides 002): each neighbourhood's tangent coordinates (local PCA), aligned\n"
+     "by the bottom eigenvectors of one sparse matrix; sum_i x_i = 0 and\n"
+     "(1/N) X^T X = I, as LLE.\n",
+     "", false},
+    {"hlle", NLE_SPECTRAL_HLLE,
+     "Hessian LLE (Donoho and Grimes 2003; named in the lecture slides 002): the\n"
+     "null space of a local Hessian estimator on each neighbourhood's tangent\n"
+     "coordinates; needs k >= 1 + d + d(d+1)/2; sum_i x_i = 0 and\n"
+     "(1/N) X^T X = I, as LLE.\n",
+     "", false},
     {"isomap", NLE_SPECTRAL_ISOMAP,
      "Isomap (lecture slides 002; Tenenbaum, de Silva and Langford 2000): geodesic\n"
      "distances along the kNN graph (Dijkstra from every point), then classical\n"

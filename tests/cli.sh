@@ -141,7 +141,11 @@ else bad cluster_labels_and_error "$(head -c 300 "$T/stdout")"; fi
 expect_ok diffmap_swissroll $N diffmap swissroll:800 -k 10 --alpha 0.5 --time 2 -o "$T/dm.npy" --quiet
 if grep -q '"eigenvalues": \[1,' "$T/stdout"; then ok diffmap_trivial_one; else bad diffmap_trivial_one "$(head -c 300 "$T/stdout")"; fi
 
-for cmd in pca knn affinity ee tee ssne tsne sne metrics plot transform le lle isomap diffmap cluster; do
+for m in ltsa hlle; do
+  expect_ok "${m}_swissroll" $N $m swissroll:600 -k 10 -o "$T/$m.npy" --quiet
+done
+
+for cmd in pca knn affinity ee tee ssne tsne sne metrics plot transform le lle ltsa hlle isomap diffmap cluster; do
   if $N $cmd --help | grep -q "Usage: nlembed $cmd"; then ok "help_$cmd"; else bad "help_$cmd" "no usage"; fi
 done
 
@@ -180,8 +184,9 @@ for t in 1 2; do
   $N lle $fm --threads $t -o "$T/det_lle_$t.npy" --quiet > /dev/null
   $N cluster $fm -c 10 --threads $t -o "$T/det_cl_$t.txt" --quiet > /dev/null
   $N diffmap $fm --threads $t -o "$T/det_dm_$t.npy" --quiet > /dev/null
+  $N hlle $fm --threads $t -o "$T/det_hlle_$t.npy" --quiet > /dev/null
 done
-for f in pca_@.npy knn_@.mtx knna_@.mtx aff_@.mtx tsne_@.npy tee_@.npy ee_@.npy ssne_@.npy sne_@.npy tr_@.npy met_@.json plot_@.png le_@.npy lle_@.npy cl_@.txt dm_@.npy; do
+for f in pca_@.npy knn_@.mtx knna_@.mtx aff_@.mtx tsne_@.npy tee_@.npy ee_@.npy ssne_@.npy sne_@.npy tr_@.npy met_@.json plot_@.png le_@.npy lle_@.npy cl_@.txt dm_@.npy hlle_@.npy; do
   a="$T/det_${f/@/1}" b="$T/det_${f/@/2}"
   if [ -s "$a" ] && cmp -s "$a" "$b"; then ok "threads_same_${f%%_@*}"
   else bad "threads_same_${f%%_@*}" "$(basename "$a") and $(basename "$b") differ or are missing"; fi
@@ -211,7 +216,7 @@ if cc -std=c11 $san -Iinclude "$T/readme.c" -o "$T/readme" $links 2> "$T/cc_err"
   && grep -q "^5000 points, E [0-9.]*, 450 iterations" "$T/readme_out"; then ok readme_library_example
 else bad readme_library_example "$(head -c 300 "$T/cc_err") $(head -c 300 "$T/readme_out" 2>/dev/null)"; fi
 
-for cmd in ee tee ssne tsne sne pca knn affinity metrics plot transform le lle isomap diffmap cluster; do
+for cmd in ee tee ssne tsne sne pca knn affinity metrics plot transform le lle ltsa hlle isomap diffmap cluster; do
   if $N $cmd --help | grep -qF "(default 80% of RAM)"; then ok "help_percent_$cmd"; else bad "help_percent_$cmd" "$($N $cmd --help | grep -F max-memory)"; fi
 done
 if $N --help | grep -q "Commands:" && $N --version | grep -q '^nlembed [0-9]'; then ok help_and_version; else bad help_and_version "missing"; fi

@@ -517,6 +517,119 @@ static void lle_bad_input(void) {
   nle_ctx_free(&ctx);
 }
 
+/* ---- LTSA and Hessian LLE ---------------------------------------------- */
+
+/* Dense references written here with LAPACK for the local steps: the
+ * tangent coordinates from dsyevd on each neighbourhood's centred Gram
+ * matrix, Hessian LLE's orthonormal design by dgeqrf/dorgqr (not the
+ * library's Jacobi and Gram-Schmidt), M = sum_i S_i B_i S_i^T dense, its
+ * bottom eigenvectors by dsyevd, scaled to (1/N) X^T X = I. */
+static void reference_alignment(const nle_matf *Y, const nle_csr *knn, int hessian, size_t d, double *vals,
+                                double *X) {
+  size_t n = Y->rows, D = Y->cols, dp = d * (d + 1) / 2, cols = 1 + d + dp;
+  double *M = calloc(n * n, sizeof(double)), *ev = malloc(n * sizeof(double));
+  int32_t nb[64];
+  for (size_t i = 0; i < n; i++) { /* the neighbourhood: the point, then its neighbours */
+    int k = (int)(knn->rowptr[i + 1] - knn->rowptr[i]) + 1;
+    nb[0] = (int32_t)i;
+    for (int a = 1; a < k; a++) nb[a] = knn->colind[knn->rowptr[i] + a - 1];
+    double *Z = calloc((size_t)k * D, sizeof(double)), *C = calloc((size_t)k * (size_t)k, sizeof(double));
+    double *w = malloc((size_t)k * sizeof(double)), *B = calloc((size_t)k * (size_t)k, sizeof(double));
+    for (size_t t = 0; t < D; t++) {
+      double mean = 0;
+      for (int a = 0; a < k; a++) mean += (double)Y->data[(size_t)nb[a] * D + t] / k;
+      for (int a = 0; a < k; a++) Z[(size_t)a * D + t] = Y->data[(size_t)nb[a] * D + t] - mean;
+    }
+    for (int a = 0; a < k; a++)
+      for (int c = 0; c < k; c++)
+        for (size_t t = 0; t < D; t++) C[a * k + c] += Z[(size_t)a * D + t] * Z[(size_t)c * D + t];
+    if (LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'V', 'U', k, C, k, w)) exit(2); /* ascending: top d at k-1, k-2, ... */
+    if (!hessian) {
+      for (int a = 0; a < k; a++)
+        for (int c = 0; c < k; c++) {
+          double g = 1.0 / k;
+          for (size_t t = 0; t < d; t++) g += C[a * k + (k - 1 - (int)t)] * C[c * k + (k - 1 - (int)t)];
+          B[a * k + c] = (a == c) - g;
+        }
+    } else {
+      double *A = calloc((size_t)k * cols, sizeof(double)), tau[64];
+      for (int a = 0; a < k; a++) {
+        size_t c = 0;
+        A[(size_t)a * cols + c++] = 1.0;
+        for (size_t t = 0; t < d; t++) A[(size_t)a * cols + c++] = C[a * k + (k - 1 - (int)t)];
+        for (size_t t = 0; t < d; t++)
+          for (size_t u = t; u < d; u++) A[(size_t)a * cols + c++] = C[a * k + (k - 1 - (int)t)] * C[a * k + (k - 1 - (int)u)];
+      }
+      if (LAPACKE_dgeqrf(LAPACK_ROW_MAJOR, k, (lapack_int)cols, A, (lapack_int)cols, tau) ||
+          LAPACKE_dorgqr(LAPACK_ROW_MAJOR, k, (lapack_int)cols, (lapack_int)cols, A, (lapack_int)cols, tau))
+        exit(2);
+      for (int a = 0; a < k; a++)
+        for (int c = 0; c < k; c++)
+          for (size_t p = 1 + d; p < cols; p++) B[a * k + c] += A[(size_t)a * cols + p] * A[(size_t)c * cols + p];
+      free(A);
+    }
+    for (int a = 0; a < k; a++)
+      for (int c = 0; c < k; c++) M[(size_t)nb[a] * n + (size_t)nb[c]] += B[a * k + c];
+    free(Z);
+    free(C);
+    free(w);
+    free(B);
+  }
+  if (LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'V', 'U', (lapack_int)n, M, (lapack_int)n, ev)) exit(2);
+  for (size_t t = 0; t <= d; t++) vals[t] = ev[t];
+  for (size_t i = 0; i < n; i++)
+    for (size_t t = 0; t < d; t++) X[i * d + t] = sqrt((double)n) * M[i * n + t + 1];
+  free(M);
+  free(ev);
+}
+
+/* A rolled sheet in 3-D: LTSA and Hessian LLE by the library (dense and
+ * shift-invert) against the references above: eigenvalues to 1e-8
+ * relative + 1e-13, directions to 1e-6. Then a plane in R^5: both recover
+ * an affine image of the plane's coordinates (regression residual ~0). */
+static void ltsa_hlle_against_reference(void) {
+  nle_ctx *ctx = test_ctx(8);
+  enum { N = 300, K = 10, DIM = 2 };
+  nle_matf *Y = test_random_matf(N, 3, 71);
+  for (size_t i = 0; i < N; i++) {
+    double t = 3 + 6 * (Y->data[i * 3] + 0.5);
+    Y->data[i * 3] = (float)(t * cos(t) / 4), Y->data[i * 3 + 1] = (float)(t * sin(t) / 4);
+  }
+  nle_knn_opts ko;
+  nle_knn_opts_init(&ko);
+  ko.k = K;
+  nle_csr *knn = NULL;
+  nle_test_ok(nle_knn_exact(ctx, Y, &ko, &knn));
+  const nle_spectral_method methods[2] = {NLE_SPECTRAL_LTSA, NLE_SPECTRAL_HLLE};
+  for (int m = 0; m < 2; m++) {
+    double ref[DIM + 1], *X = malloc(N * DIM * sizeof(double));
+    reference_alignment(Y, knn, m, DIM, ref, X);
+    for (int solver = 0; solver < 2; solver++) {
+      nle_spectral_opts o;
+      nle_spectral_opts_init(&o);
+      o.k = K;
+      o.knn_method = NLE_KNN_EXACT;
+      o.solver = solver ? NLE_EIGEN_SHIFT_INVERT : NLE_EIGEN_DENSE;
+      nle_spectral_input in = {Y, NULL, NULL};
+      nle_spectral_result *r = NULL;
+      nle_test_ok(nle_spectral_embed(ctx, methods[m], &in, &o, &r));
+      if (!r) continue;
+      for (int t = 0; t <= DIM; t++)
+        if (!nle_test(fabs(r->eigenvalues[t] - ref[t]) <= 1e-8 * fabs(ref[t]) + 1e-13))
+          printf("  %s, solver %d: %.12g vs %.12g\n", nle_spectral_method_name(methods[m]), solver, r->eigenvalues[t], ref[t]);
+      for (int t = 0; t < DIM; t++)
+        if (!nle_test(column_cosine(r->X->data, X, N, DIM, t, t, DIM) > 1 - 1e-6))
+          printf("  %s, solver %d, column %d: cosine %.12g; eigenvalues %g %g %g\n", nle_spectral_method_name(methods[m]),
+                 solver, t, column_cosine(r->X->data, X, N, DIM, t, t, DIM), ref[0], ref[1], ref[2]);
+      nle_spectral_result_free(&r);
+    }
+    free(X);
+  }
+  nle_csr_free(&knn);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
 /* ---- diffusion maps ----------------------------------------------------- */
 
 /* The chain P = D_a^-1 W_a built here from the front door's own W (kNN,
@@ -763,6 +876,7 @@ const nle_test_case spectral_method_tests[] = {
     {"lle/invariances", lle_invariances},
     {"lle/plane", lle_plane},
     {"lle/bad_input", lle_bad_input},
+    {"ltsa/hlle_against_reference", ltsa_hlle_against_reference},
     {"diffmap/against_dgeev", diffmap_against_dgeev},
     {"cluster/error_brute_force", clustering_error_brute_force},
     {"cluster/kmeans_blobs", kmeans_blobs},

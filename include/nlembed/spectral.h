@@ -48,9 +48,13 @@ typedef enum {
   NLE_SPECTRAL_ISOMAP = 2, /* Isomap (slides "ISOMAP"; Tenenbaum, de Silva and
                               Langford 2000): classical MDS of the graph's
                               geodesic distances (Dijkstra) */
-  NLE_SPECTRAL_DIFFMAP = 3 /* diffusion maps (Coifman and Lafon 2006; the
-                              slides name them): P's eigenvectors scaled by
-                              mu^t, distances = diffusion distances */
+  NLE_SPECTRAL_DIFFMAP = 3, /* diffusion maps (Coifman and Lafon 2006; the
+                               slides name them): P's eigenvectors scaled by
+                               mu^t, distances = diffusion distances */
+  NLE_SPECTRAL_LTSA = 4,    /* local tangent space alignment (Zhang and Zha
+                               2004; named in the slides) */
+  NLE_SPECTRAL_HLLE = 5     /* Hessian LLE (Donoho and Grimes 2003; named in
+                               the slides) */
 } nle_spectral_method;
 
 /* Which Laplacian, and the normalisation of the embedding it gives (SPEC
@@ -132,7 +136,8 @@ typedef struct {
 typedef struct {
   nle_matd *X;            /* N x dim embedding */
   double *eigenvalues;    /* n_eigenvalues of the method's eigenproblem, in
-                             the order of X's columns (LE, LLE: ascending,
+                             the order of X's columns (LE, the LLE family:
+                             ascending,
                              the trivial 0 first; Isomap: descending;
                              diffusion maps: P's, descending, the
                              trivial 1 first) */
@@ -154,7 +159,7 @@ typedef struct {
 NLE_API nle_status nle_spectral_embed(nle_ctx *ctx, nle_spectral_method method, const nle_spectral_input *input,
                                       const nle_spectral_opts *opts, nle_spectral_result **result);
 NLE_API void nle_spectral_result_free(nle_spectral_result **result);
-/* Names: methods "le", "lle", "isomap", "diffmap"; Laplacians "random-walk", "symmetric",
+/* Names: methods "le", "lle", "isomap", "diffmap", "ltsa", "hlle"; Laplacians "random-walk", "symmetric",
  * "unnormalised"; policies "error", "allow" ("auto"); rules "average",
  * "union", "mutual"; solvers "dense", "sparse" ("auto"); and back (-1 if
  * unknown). */

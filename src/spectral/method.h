@@ -25,7 +25,8 @@ typedef struct {
   nle_status (*embed)(nle_ctx *ctx, const nle__spectral_job *job, nle_spectral_result *r);
 } nle__spectral_method;
 
-extern const nle__spectral_method nle__spectral_le, nle__spectral_lle, nle__spectral_isomap, nle__spectral_diffmap;
+extern const nle__spectral_method nle__spectral_le, nle__spectral_lle, nle__spectral_isomap, nle__spectral_diffmap,
+    nle__spectral_ltsa, nle__spectral_hlle;
 
 /* le.c: the nev smallest eigenpairs (ascending) of W's Laplacian of the
  * given kind, dense or by Lanczos as `solver` says (auto: by size); U the
@@ -34,6 +35,35 @@ extern const nle__spectral_method nle__spectral_le, nle__spectral_lle, nle__spec
 nle_status nle__laplacian_eigs(nle_ctx *ctx, const nle_csr *W, nle_laplacian_kind kind, int nev,
                                nle_eigen_solver solver, double tol, double *vals, double *U, double *inv_sqrt,
                                nle_eigen_solver *used);
+
+/* alignment.c: the LLE family's local models. local() fills, for point
+ * i, at most max_m indices idx and the m x m block (row-major, stride m)
+ * of its contribution to M, using `scratch` (scratch_doubles); returns m,
+ * or -1 for a degenerate neighbourhood. */
+typedef struct {
+  const char *name;
+  const void *model;
+  int max_m;
+  size_t scratch_doubles;
+  int (*local)(const void *model, const nle__spectral_job *job, size_t i, int32_t *idx, double *block,
+               double *scratch);
+} nle__local_model;
+/* M = sum_i S_i B_i S_i^T, its d + 1 bottom eigenpairs (dense up to 400
+ * points, else shift-invert), the constant one dropped, the embedding held
+ * to sum_i x_i = 0 and (1/N) X^T X = I. */
+nle_status nle__alignment_embed(nle_ctx *ctx, const nle__spectral_job *job, const nle__local_model *lm,
+                                nle_spectral_result *r);
+/* Eigenpairs of the symmetric n x n A (destroyed) by cyclic Jacobi,
+ * values descending, vectors the columns of V (row-major): for the small
+ * local matrices, no BLAS inside parallel loops. */
+void nle__jacobi_eig(double *A, int n, double *vals, double *V);
+/* The neighbourhood of point i (the point, then its m - 1 neighbours) in
+ * idx, and its tangent directions: in scratch, after the centred m x D
+ * coordinates and their m x m Gram matrix, its eigenvectors V (m x m,
+ * columns by descending eigenvalue) and the m eigenvalues. */
+void nle__tangent_space(const nle__spectral_job *job, size_t i, int m, int32_t *idx, double *scratch);
+/* lle.c: the largest row length of the kNN graph. */
+int nle__max_row(const nle_csr *knn);
 
 /* graph.c: W from the directed kNN graph (squared distances): weights as
  * o->affinity says, then symmetrised by o->rule; the diagonal left out. */

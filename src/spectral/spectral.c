@@ -10,8 +10,9 @@
 #include <string.h>
 
 static const nle__spectral_method *const methods[] = {&nle__spectral_le, &nle__spectral_lle, &nle__spectral_isomap,
-                                                      &nle__spectral_diffmap};
-static const char *const method_names[] = {"le", "lle", "isomap", "diffmap"};
+                                                      &nle__spectral_diffmap, &nle__spectral_ltsa,
+                                                      &nle__spectral_hlle};
+static const char *const method_names[] = {"le", "lle", "isomap", "diffmap", "ltsa", "hlle"};
 static const char *const laplacian_names[] = {"random-walk", "symmetric", "unnormalised"};
 static const char *const components_names[] = {"error", "allow"};
 static const char *const symmetrize_names[] = {"average", "union", "mutual"};

@@ -1,0 +1,250 @@
+/* alignment.c — what the LLE family shares (LLE, Hessian LLE, LTSA): each
+ * point's local model contributes a small symmetric block on its
+ * neighbourhood's indices to one sparse alignment matrix
+ *   M = sum_i S_i B_i S_i^T,
+ * whose bottom eigenvectors after the constant one are the embedding
+ * (Zhang and Zha 2004 call this the alignment; LLE's B_i is v v^T with
+ * v = (1, -w)). The blocks are computed in parallel into fixed slots and
+ * summed in a fixed order (the same bits for any thread count); the
+ * eigenpairs come densely or by shift-invert Lanczos on a CHOLMOD factor;
+ * the embedding is held to the lecture slides' LLE constraints
+ * sum_i x_i = 0, (1/N) X^T X = I for the whole family. */
+#include "method.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { DENSE_MAX_N = 400, POINT_BLOCK = 256 };
+
+void nle__jacobi_eig(double *A, int n, double *vals, double *V) {
+  for (int i = 0; i < n * n; i++) V[i] = (i % (n + 1)) == 0;
+  for (int sweep = 0; sweep < 60; sweep++) {
+    double off = 0.0, diag = 0.0;
+    for (int p = 0; p < n; p++) {
+      diag += A[p * n + p] * A[p * n + p];
+      for (int q = p + 1; q < n; q++) off += A[p * n + q] * A[p * n + q];
+    }
+    if (off <= 1e-30 * diag || off == 0.0) break;
+    for (int p = 0; p < n; p++)
+      for (int q = p + 1; q < n; q++) {
+        if (A[p * n + q] == 0.0) continue;
+        double theta = (A[q * n + q] - A[p * n + p]) / (2.0 * A[p * n + q]);
+        double t = (theta >= 0 ? 1.0 : -1.0) / (fabs(theta) + sqrt(theta * theta + 1.0));
+        double c = 1.0 / sqrt(t * t + 1.0), s = t * c;
+        for (int k = 0; k < n; k++) { /* A = J^T A J */
+          double akp = A[k * n + p], akq = A[k * n + q];
+          A[k * n + p] = c * akp - s * akq;
+          A[k * n + q] = s * akp + c * akq;
+        }
+        for (int k = 0; k < n; k++) {
+          double apk = A[p * n + k], aqk = A[q * n + k];
+          A[p * n + k] = c * apk - s * aqk;
+          A[q * n + k] = s * apk + c * aqk;
+        }
+        for (int k = 0; k < n; k++) {
+          double vkp = V[k * n + p], vkq = V[k * n + q];
+          V[k * n + p] = c * vkp - s * vkq;
+          V[k * n + q] = s * vkp + c * vkq;
+        }
+      }
+  }
+  /* sort descending, columns with their values (selection: n is small) */
+  for (int i = 0; i < n; i++) vals[i] = A[i * n + i];
+  for (int a = 0; a < n; a++) {
+    int best = a;
+    for (int b = a + 1; b < n; b++) best = vals[b] > vals[best] ? b : best;
+    if (best == a) continue;
+    double t = vals[a];
+    vals[a] = vals[best], vals[best] = t;
+    for (int k = 0; k < n; k++) t = V[k * n + a], V[k * n + a] = V[k * n + best], V[k * n + best] = t;
+  }
+}
+
+void nle__tangent_space(const nle__spectral_job *job, size_t i, int m, int32_t *idx, double *scratch) {
+  const nle_csr *knn = job->knn;
+  size_t D = job->Y->cols;
+  double *Z = scratch, *C = Z + (size_t)m * D, *V = C + (size_t)m * (size_t)m, *vals = V + (size_t)m * (size_t)m;
+  idx[0] = (int32_t)i;
+  for (int a = 1; a < m; a++) idx[a] = knn->colind[knn->rowptr[i] + a - 1];
+  for (size_t t = 0; t < D; t++) { /* the neighbourhood about its mean */
+    double mean = 0.0;
+    for (int a = 0; a < m; a++) mean += job->Y->data[(size_t)idx[a] * D + t];
+    mean /= m;
+    for (int a = 0; a < m; a++) Z[(size_t)a * D + t] = job->Y->data[(size_t)idx[a] * D + t] - mean;
+  }
+  for (int a = 0; a < m; a++)
+    for (int c = 0; c <= a; c++) {
+      double g = 0.0;
+      for (size_t t = 0; t < D; t++) g += Z[(size_t)a * D + t] * Z[(size_t)c * D + t];
+      C[a * m + c] = C[c * m + a] = g;
+    }
+  nle__jacobi_eig(C, m, vals, V);
+}
+
+typedef struct {
+  const nle__local_model *lm;
+  const nle__spectral_job *job;
+  int32_t *idx;   /* N x max_m */
+  int *m;         /* N */
+  double *blocks; /* N x max_m^2 */
+} blocks_job;
+
+static int blocks_block(void *job, size_t b, void *scratch) {
+  const blocks_job *j = job;
+  size_t n = (size_t)j->job->knn->rows, mm = (size_t)j->lm->max_m, i1 = (b + 1) * POINT_BLOCK < n ? (b + 1) * POINT_BLOCK : n;
+  for (size_t i = b * POINT_BLOCK; i < i1; i++)
+    j->m[i] = j->lm->local(j->lm->model, j->job, i, j->idx + i * mm, j->blocks + i * mm * mm, scratch);
+  return 0;
+}
+
+typedef struct {
+  int32_t col;
+  double v;
+} term;
+
+static int cmp_term(const void *a, const void *b) {
+  int32_t x = ((const term *)a)->col, y = ((const term *)b)->col;
+  return (x > y) - (x < y);
+}
+
+/* M = sum_i S_i B_i S_i^T as CSR: every block entry a triplet in its row,
+ * rows sorted by column and duplicates summed in the order of the points. */
+static nle_status assemble(nle_ctx *ctx, size_t n, int max_m, const int32_t *idx, const int *m, const double *blocks,
+                           nle_csr **M) {
+  size_t mm = (size_t)max_m;
+  int64_t *count = nle__calloc(ctx, n + 1, sizeof(int64_t), "the alignment matrix");
+  int64_t *start = nle__malloc(ctx, (n + 1) * sizeof(int64_t), "the alignment matrix");
+  if (!count || !start) {
+    free(count);
+    free(start);
+    return NLE_ERR_NOMEM;
+  }
+  for (size_t i = 0; i < n; i++)
+    for (int a = 0; a < m[i]; a++) count[idx[i * mm + (size_t)a]] += m[i];
+  start[0] = 0;
+  for (size_t i = 0; i < n; i++) start[i + 1] = start[i] + count[i];
+  term *t = nle__malloc(ctx, (size_t)(start[n] ? start[n] : 1) * sizeof(term), "the alignment matrix");
+  nle_status s = t ? NLE_OK : NLE_ERR_NOMEM;
+  if (!s) {
+    memset(count, 0, (n + 1) * sizeof(int64_t));
+    for (size_t i = 0; i < n; i++)
+      for (int a = 0; a < m[i]; a++) {
+        int32_t row = idx[i * mm + (size_t)a];
+        for (int c = 0; c < m[i]; c++)
+          t[start[row] + count[row]++] = (term){idx[i * mm + (size_t)c], blocks[i * mm * mm + (size_t)a * mm + (size_t)c]};
+      }
+  }
+  int64_t nnz = 0;
+  for (size_t i = 0; !s && i < n; i++) {
+    term *row = t + start[i];
+    /* the same input sorts the same way: the same sums for any thread count */
+    qsort(row, (size_t)count[i], sizeof(term), cmp_term);
+    int64_t k = 0;
+    for (int64_t a = 0; a < count[i]; a++) {
+      if (k && row[k - 1].col == row[a].col) row[k - 1].v += row[a].v;
+      else row[k++] = row[a];
+    }
+    count[i] = k;
+    nnz += k;
+  }
+  if (!s) s = nle_csr_alloc(ctx, (int64_t)n, (int64_t)n, nnz, NLE_F64, M);
+  for (size_t i = 0, k = 0; !s && i < n; i++) {
+    for (int64_t a = 0; a < count[i]; a++, k++) {
+      (*M)->colind[k] = t[start[i] + a].col;
+      ((double *)(*M)->val)[k] = t[start[i] + a].v;
+    }
+    (*M)->rowptr[i + 1] = (int64_t)k;
+  }
+  free(count);
+  free(start);
+  free(t);
+  return s;
+}
+
+/* The slides' constraints made exact: M's bottom eigenvalues sit within
+ * ~1e-8 of each other on manifold data, where any eigensolver's vectors
+ * carry errors of eps ||M|| / gap ~ 1e-8 along the constant one; the
+ * columns are centred (projected off the null vector M 1 = 0, known
+ * exactly), orthonormalised by modified Gram-Schmidt run twice, and scaled
+ * by sqrt N: sum_i x_i = 0, (1/N) X^T X = I. */
+static void constrain(double *X, size_t n, size_t d) {
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t t = 0; t < d; t++) {
+      double mean = 0.0;
+      for (size_t i = 0; i < n; i++) mean += X[i * d + t];
+      mean /= (double)n;
+      for (size_t i = 0; i < n; i++) X[i * d + t] -= mean;
+      for (size_t p = 0; p < t; p++) {
+        double dot = 0.0, pp = 0.0;
+        for (size_t i = 0; i < n; i++) dot += X[i * d + t] * X[i * d + p], pp += X[i * d + p] * X[i * d + p];
+        for (size_t i = 0; i < n; i++) X[i * d + t] -= dot / pp * X[i * d + p];
+      }
+      double norm = 0.0;
+      for (size_t i = 0; i < n; i++) norm += X[i * d + t] * X[i * d + t];
+      double scale = sqrt((double)n / norm);
+      for (size_t i = 0; i < n; i++) X[i * d + t] *= scale;
+    }
+}
+
+nle_status nle__alignment_embed(nle_ctx *ctx, const nle__spectral_job *job, const nle__local_model *lm,
+                                nle_spectral_result *r) {
+  const nle_spectral_opts *o = job->o;
+  size_t n = (size_t)job->knn->rows, d = (size_t)o->dim, nev = d + 1, mm = (size_t)lm->max_m;
+  nle_status s = nle__check_memory(ctx, (double)n * (double)mm * (double)mm * sizeof(double), "the local blocks");
+  if (s) return s;
+  blocks_job bj = {lm, job, nle__malloc(ctx, n * mm * sizeof(int32_t), "the local blocks"),
+                   nle__malloc(ctx, n * sizeof(int), "the local blocks"),
+                   nle__malloc(ctx, n * mm * mm * sizeof(double), "the local blocks")};
+  if (!bj.idx || !bj.m || !bj.blocks) s = NLE_ERR_NOMEM;
+  if (!s)
+    s = nle__for_blocks(ctx, lm->name, (n + POINT_BLOCK - 1) / POINT_BLOCK,
+                        nle__threads_for(ctx, (double)n * (double)mm * (double)mm * (double)job->Y->cols),
+                        lm->scratch_doubles * sizeof(double), blocks_block, &bj);
+  for (size_t i = 0; !s && i < n; i++)
+    if (bj.m[i] < 0)
+      s = nle__fail(ctx, NLE_ERR_NUMERIC, "%s: the local model of point %zu failed (a degenerate neighbourhood)",
+                    lm->name, i + 1);
+  nle_csr *M = NULL;
+  if (!s) s = assemble(ctx, n, lm->max_m, bj.idx, bj.m, bj.blocks, &M);
+  free(bj.idx);
+  free(bj.m);
+  free(bj.blocks);
+  double *vals = nle__malloc(ctx, nev * sizeof(double), "eigenvalues");
+  double *U = nle__malloc(ctx, n * nev * sizeof(double), "eigenvectors");
+  if (!s && (!vals || !U)) s = NLE_ERR_NOMEM;
+  r->solver_used = o->solver != NLE_EIGEN_AUTO ? o->solver : n <= DENSE_MAX_N ? NLE_EIGEN_DENSE : NLE_EIGEN_SHIFT_INVERT;
+  if (r->solver_used == NLE_EIGEN_SPARSE) r->solver_used = NLE_EIGEN_SHIFT_INVERT; /* the small end needs the inverse */
+  if (!s && r->solver_used == NLE_EIGEN_DENSE) {
+    s = nle__check_memory(ctx, (double)n * (double)n * sizeof(double), "the dense alignment matrix");
+    double *A = s ? NULL : nle__calloc(ctx, n * n, sizeof(double), "the dense alignment matrix");
+    if (!s && !A) s = NLE_ERR_NOMEM;
+    for (size_t i = 0; !s && i < n; i++)
+      for (int64_t q = M->rowptr[i]; q < M->rowptr[i + 1]; q++) A[i * n + (size_t)M->colind[q]] = nle_csr_value(M, q);
+    if (!s) s = nle__eig_dense(ctx, lm->name, n, A, 0, nev, vals, U);
+    free(A);
+  } else if (!s) {
+    /* M is positive semi-definite with M 1 = 0; the shift sits far below
+     * the small eigenvalues asked for (1e-4 to 1e-10 of the top on
+     * manifold data) yet keeps the factor definite. */
+    double diag = 0.0;
+    for (size_t i = 0; i < n; i++)
+      for (int64_t q = M->rowptr[i]; q < M->rowptr[i + 1]; q++)
+        if ((size_t)M->colind[q] == i) diag = fmax(diag, nle_csr_value(M, q));
+    s = nle__smallest_shift_invert(ctx, lm->name, M, 1e-12 * (diag > 0 ? diag : 1.0), (int)nev, o->tol, vals, U);
+  }
+  if (!s) s = nle_matd_alloc(ctx, n, d, &r->X);
+  for (size_t i = 0; !s && i < n; i++)
+    for (size_t t = 0; t < d; t++) r->X->data[i * d + t] = U[i * nev + t + 1];
+  if (!s) constrain(r->X->data, n, d);
+  if (!s) nle__fix_signs(r->X->data, n, d);
+  if (!s) {
+    r->eigenvalues = vals;
+    r->n_eigenvalues = (int)nev;
+    vals = NULL;
+  }
+  nle_csr_free(&M);
+  free(vals);
+  free(U);
+  return s;
+}
