@@ -98,67 +98,72 @@ static int blocks_block(void *job, size_t b, void *scratch) {
   return 0;
 }
 
-typedef struct {
-  int32_t col;
-  double v;
-} term;
-
-static int cmp_term(const void *a, const void *b) {
-  int32_t x = ((const term *)a)->col, y = ((const term *)b)->col;
+/* M = sum_i S_i B_i S_i^T as CSR. The points that touch each row are
+ * listed first (a CSR of row -> (point, slot) pairs, in point order);
+ * then each row is summed into a dense accumulator in that order, its
+ * columns collected once and sorted: the same sums for any thread count,
+ * and no sort over all the triplets. */
+static int cmp_int32(const void *a, const void *b) {
+  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
   return (x > y) - (x < y);
 }
 
-/* M = sum_i S_i B_i S_i^T as CSR: every block entry a triplet in its row,
- * rows sorted by column and duplicates summed in the order of the points. */
 static nle_status assemble(nle_ctx *ctx, size_t n, int max_m, const int32_t *idx, const int *m, const double *blocks,
                            nle_csr **M) {
   size_t mm = (size_t)max_m;
-  int64_t *count = nle__calloc(ctx, n + 1, sizeof(int64_t), "the alignment matrix");
-  int64_t *start = nle__malloc(ctx, (n + 1) * sizeof(int64_t), "the alignment matrix");
-  if (!count || !start) {
-    free(count);
-    free(start);
-    return NLE_ERR_NOMEM;
-  }
+  int64_t *start = nle__calloc(ctx, n + 1, sizeof(int64_t), "the alignment matrix");
+  if (!start) return NLE_ERR_NOMEM;
   for (size_t i = 0; i < n; i++)
-    for (int a = 0; a < m[i]; a++) count[idx[i * mm + (size_t)a]] += m[i];
-  start[0] = 0;
-  for (size_t i = 0; i < n; i++) start[i + 1] = start[i] + count[i];
-  term *t = nle__malloc(ctx, (size_t)(start[n] ? start[n] : 1) * sizeof(term), "the alignment matrix");
-  nle_status s = t ? NLE_OK : NLE_ERR_NOMEM;
+    for (int a = 0; a < m[i]; a++) start[idx[i * mm + (size_t)a] + 1]++;
+  for (size_t i = 0; i < n; i++) start[i + 1] += start[i];
+  int64_t *touch = nle__malloc(ctx, (size_t)(start[n] ? start[n] : 1) * sizeof(int64_t), "the alignment matrix");
+  int64_t *fill = nle__malloc(ctx, n * sizeof(int64_t), "the alignment matrix");
+  double *acc = nle__calloc(ctx, n, sizeof(double), "the alignment matrix");
+  int32_t *cols = nle__malloc(ctx, n * sizeof(int32_t), "the alignment matrix");
+  char *seen = nle__calloc(ctx, n, 1, "the alignment matrix");
+  nle_status s = touch && fill && acc && cols && seen ? NLE_OK : NLE_ERR_NOMEM;
   if (!s) {
-    memset(count, 0, (n + 1) * sizeof(int64_t));
-    for (size_t i = 0; i < n; i++)
-      for (int a = 0; a < m[i]; a++) {
-        int32_t row = idx[i * mm + (size_t)a];
-        for (int c = 0; c < m[i]; c++)
-          t[start[row] + count[row]++] = (term){idx[i * mm + (size_t)c], blocks[i * mm * mm + (size_t)a * mm + (size_t)c]};
-      }
+    memcpy(fill, start, n * sizeof(int64_t));
+    for (size_t i = 0; i < n; i++) /* (point i, its slot a) touches row idx[i][a] */
+      for (int a = 0; a < m[i]; a++) touch[fill[idx[i * mm + (size_t)a]]++] = (int64_t)(i * mm + (size_t)a);
   }
+  /* two passes: count each row's columns, then fill them */
+  nle_csr *out = NULL;
   int64_t nnz = 0;
-  for (size_t i = 0; !s && i < n; i++) {
-    term *row = t + start[i];
-    /* the same input sorts the same way: the same sums for any thread count */
-    qsort(row, (size_t)count[i], sizeof(term), cmp_term);
-    int64_t k = 0;
-    for (int64_t a = 0; a < count[i]; a++) {
-      if (k && row[k - 1].col == row[a].col) row[k - 1].v += row[a].v;
-      else row[k++] = row[a];
+  for (int pass = 0; !s && pass < 2; pass++) {
+    for (size_t row = 0; row < n; row++) {
+      size_t ncols = 0;
+      for (int64_t p = start[row]; p < start[row + 1]; p++) {
+        size_t i = (size_t)touch[p] / mm, a = (size_t)touch[p] % mm;
+        const double *brow = blocks + i * mm * mm + a * (size_t)m[i];
+        for (int c = 0; c < m[i]; c++) {
+          int32_t col = idx[i * mm + (size_t)c];
+          if (!seen[col]) seen[col] = 1, cols[ncols++] = col;
+          acc[col] += brow[c];
+        }
+      }
+      qsort(cols, ncols, sizeof(int32_t), cmp_int32);
+      if (pass) {
+        int64_t k = out->rowptr[row];
+        for (size_t c = 0; c < ncols; c++) {
+          out->colind[k + (int64_t)c] = cols[c];
+          ((double *)out->val)[k + (int64_t)c] = acc[cols[c]];
+        }
+        out->rowptr[row + 1] = k + (int64_t)ncols;
+      } else {
+        nnz += (int64_t)ncols;
+      }
+      for (size_t c = 0; c < ncols; c++) acc[cols[c]] = 0.0, seen[cols[c]] = 0;
     }
-    count[i] = k;
-    nnz += k;
+    if (!pass) s = nle_csr_alloc(ctx, (int64_t)n, (int64_t)n, nnz, NLE_F64, &out);
   }
-  if (!s) s = nle_csr_alloc(ctx, (int64_t)n, (int64_t)n, nnz, NLE_F64, M);
-  for (size_t i = 0, k = 0; !s && i < n; i++) {
-    for (int64_t a = 0; a < count[i]; a++, k++) {
-      (*M)->colind[k] = t[start[i] + a].col;
-      ((double *)(*M)->val)[k] = t[start[i] + a].v;
-    }
-    (*M)->rowptr[i + 1] = (int64_t)k;
-  }
-  free(count);
   free(start);
-  free(t);
+  free(touch);
+  free(fill);
+  free(acc);
+  free(cols);
+  free(seen);
+  *M = out;
   return s;
 }
 
@@ -197,6 +202,7 @@ nle_status nle__alignment_embed(nle_ctx *ctx, const nle__spectral_job *job, cons
                    nle__malloc(ctx, n * sizeof(int), "the local blocks"),
                    nle__malloc(ctx, n * mm * mm * sizeof(double), "the local blocks")};
   if (!bj.idx || !bj.m || !bj.blocks) s = NLE_ERR_NOMEM;
+  double t0 = nle_time_seconds(), t_blocks = 0, t_assemble = 0;
   if (!s)
     s = nle__for_blocks(ctx, lm->name, (n + POINT_BLOCK - 1) / POINT_BLOCK,
                         nle__threads_for(ctx, (double)n * (double)mm * (double)mm * (double)job->Y->cols),
@@ -206,7 +212,11 @@ nle_status nle__alignment_embed(nle_ctx *ctx, const nle__spectral_job *job, cons
       s = nle__fail(ctx, NLE_ERR_NUMERIC, "%s: the local model of point %zu failed (a degenerate neighbourhood)",
                     lm->name, i + 1);
   nle_csr *M = NULL;
+  t_blocks = nle_time_seconds() - t0;
+  t0 = nle_time_seconds();
   if (!s) s = assemble(ctx, n, lm->max_m, bj.idx, bj.m, bj.blocks, &M);
+  t_assemble = nle_time_seconds() - t0;
+  t0 = nle_time_seconds();
   free(bj.idx);
   free(bj.m);
   free(bj.blocks);
@@ -233,6 +243,9 @@ nle_status nle__alignment_embed(nle_ctx *ctx, const nle__spectral_job *job, cons
         if ((size_t)M->colind[q] == i) diag = fmax(diag, nle_csr_value(M, q));
     s = nle__smallest_shift_invert(ctx, lm->name, M, 1e-12 * (diag > 0 ? diag : 1.0), (int)nev, o->tol, vals, U);
   }
+  if (!s)
+    nle__log(ctx, 1, "%s: local blocks %.3f s, alignment matrix %.3f s (%lld nonzeros), eigenpairs %.3f s", lm->name,
+             t_blocks, t_assemble, (long long)M->nnz, nle_time_seconds() - t0);
   if (!s) s = nle_matd_alloc(ctx, n, d, &r->X);
   for (size_t i = 0; !s && i < n; i++)
     for (size_t t = 0; t < d; t++) r->X->data[i * d + t] = U[i * nev + t + 1];
