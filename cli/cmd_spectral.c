@@ -21,6 +21,11 @@ static const char *help_fmt =
     "  -o, --output FILE    the embedding (.npy, .csv, .tsv, .txt)\n"
     "  -d, --dim N          embedding dimension (default 2)\n"
     "  -k, --neighbors K    neighbours per point, not counting the point (10)\n"
+    "  --pca N              search the neighbours among N principal components,\n"
+    "                       then re-rank the candidates by their distances in\n"
+    "                       INPUT (default auto: 50 when N > 5,000 points and\n"
+    "                       D > 100, else 0: the search runs in INPUT itself)\n"
+    "  --pca-candidates C   candidates per point from the components (7 k)\n"
     "%s"
     "  --affinity NAME      weights on the kNN graph: binary (default), gaussian,\n"
     "                       inverse, self-tuning\n"
@@ -109,7 +114,7 @@ static const spectral_command commands[] = {
 };
 
 enum { OPT_AFFINITY = OPT_COMMAND_BASE, OPT_SIGMA, OPT_TUNING, OPT_SYMMETRIZE, OPT_COMPONENTS, OPT_AFFINITIES,
-       OPT_SOLVER, OPT_TOL, OPT_LAPLACIAN, OPT_REG, OPT_LANDMARKS, OPT_DIMS, OPT_NORMALIZE_ROWS, OPT_RESTARTS, OPT_ALPHA, OPT_TIME };
+       OPT_SOLVER, OPT_TOL, OPT_LAPLACIAN, OPT_REG, OPT_LANDMARKS, OPT_DIMS, OPT_NORMALIZE_ROWS, OPT_RESTARTS, OPT_ALPHA, OPT_TIME, OPT_PCA, OPT_PCA_CANDIDATES };
 
 /* value = parse(arg) or a usage error naming the values name(0), name(1)... */
 static int parse_name(const char *command, const char *option, const char *arg, int (*parse)(const char *),
@@ -128,11 +133,11 @@ static void print_json(const char *command, const char *input, double read_secon
   printf("{\"command\": \"%s\", \"input\": \"%s\", \"n\": %zu, \"dim\": %d, \"k\": %d, \"knn_method\": \"%s\", "
          "\"affinity\": \"%s\", \"symmetrize\": \"%s\", \"laplacian\": \"%s\", \"components\": %d, "
          "\"solver\": \"%s\", \"read_seconds\": %.3f, \"knn_seconds\": %.3f, \"graph_seconds\": %.3f, "
-         "\"eigen_seconds\": %.3f, \"total_seconds\": %.3f, \"eigenvalues\": [",
+         "\"eigen_seconds\": %.3f, \"total_seconds\": %.3f, \"pca\": %d, \"pca_candidates\": %d, \"eigenvalues\": [",
          command, name, r->n, o->dim, o->k, nle_knn_method_name(o->knn_method), nle_affinity_kind_name(o->affinity),
          nle_symmetrize_name(o->symmetrize), nle_laplacian_name(o->laplacian), r->components,
          nle_eigen_solver_name(r->solver_used), read_seconds, r->knn_seconds, r->graph_seconds, r->eigen_seconds,
-         r->total_seconds);
+         r->total_seconds, o->pca_dims, o->pca_candidates);
   for (int i = 0; i < r->n_eigenvalues; i++) printf("%s%.12g", i ? ", " : "", r->eigenvalues[i]);
   printf("]");
   if (!isnan(r->residual_variance)) printf(", \"residual_variance\": %.8g", r->residual_variance);
@@ -158,6 +163,7 @@ int cmd_spectral(int argc, char **argv, const char *command) {
       {"clusters", required_argument, 0, 'c'}, {"dims", required_argument, 0, OPT_DIMS},
       {"normalize-rows", no_argument, 0, OPT_NORMALIZE_ROWS}, {"restarts", required_argument, 0, OPT_RESTARTS},
       {"alpha", required_argument, 0, OPT_ALPHA}, {"time", required_argument, 0, OPT_TIME},
+      {"pca", required_argument, 0, OPT_PCA}, {"pca-candidates", required_argument, 0, OPT_PCA_CANDIDATES},
       CLI_KNN_OPTIONS, CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
   cli_env env;
   if (cli_env_init(&env, command, help)) return 1;
@@ -246,6 +252,15 @@ int cmd_spectral(int argc, char **argv, const char *command) {
     case OPT_TIME:
       if (cli_parse_int(optarg, 0, 1 << 20, &v)) o.diffusion_time = (int)v;
       else env.rc = cli_usage_error(command, "--time takes an integer >= 0");
+      break;
+    case OPT_PCA:
+      if (!strcmp(optarg, "auto")) o.pca_dims = NLE_AUTO;
+      else if (cli_parse_int(optarg, 0, 100000, &v)) o.pca_dims = (int)v;
+      else env.rc = cli_usage_error(command, "--pca takes an integer >= 0 or auto");
+      break;
+    case OPT_PCA_CANDIDATES:
+      if (cli_parse_int(optarg, 1, 1 << 20, &v)) o.pca_candidates = (int)v;
+      else env.rc = cli_usage_error(command, "--pca-candidates takes a positive integer");
       break;
     case OPT_AFFINITIES: affinities = optarg; break;
     default: env.rc = 2; break;

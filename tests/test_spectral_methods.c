@@ -290,6 +290,38 @@ static void same_for_threads(void) {
   nle_matf_free(&Y);
 }
 
+/* The neighbour search among principal components: with every point a
+ * candidate, the re-ranking by distances in Y is the exact search, so the
+ * embedding is the exact one's bit for bit; on wide data (N > 5,000,
+ * D > 100) the automatic recipe is 50 components and 7 k candidates. */
+static void pca_candidates(void) {
+  nle_ctx *ctx = test_ctx(9);
+  nle_matf *Y = test_random_matf(600, 20, 17);
+  nle_spectral_input in = {Y, NULL, NULL};
+  nle_spectral_opts o;
+  nle_spectral_opts_init(&o);
+  o.knn_method = NLE_KNN_EXACT;
+  o.pca_dims = 0;
+  nle_spectral_result *a = NULL, *b = NULL;
+  nle_test_ok(nle_spectral_embed(ctx, NLE_SPECTRAL_LE, &in, &o, &a));
+  o.pca_dims = 5;
+  o.pca_candidates = 599;
+  nle_test_ok(nle_spectral_embed(ctx, NLE_SPECTRAL_LE, &in, &o, &b));
+  nle_test(a && b && b->resolved.pca_dims == 5 && !memcmp(a->X->data, b->X->data, 600 * 2 * sizeof(double)));
+  nle_spectral_result_free(&a);
+  nle_spectral_result_free(&b);
+  nle_matf_free(&Y);
+  Y = test_random_matf(5100, 101, 18);
+  nle_spectral_input wide = {Y, NULL, NULL};
+  nle_spectral_opts_init(&o);
+  o.solver = NLE_EIGEN_SPARSE;
+  nle_test_ok(nle_spectral_embed(ctx, NLE_SPECTRAL_LE, &wide, &o, &a));
+  nle_test(a && a->resolved.pca_dims == 50 && a->resolved.pca_candidates == 70 && a->pca_seconds > 0);
+  nle_spectral_result_free(&a);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
 /* Bad input: an asymmetric or negative W, k or dim too large, bad options. */
 static void bad_input(void) {
   nle_ctx *ctx = test_ctx(1);
@@ -871,6 +903,7 @@ const nle_test_case spectral_method_tests[] = {
     {"le/normalisations_agree", normalisations_agree},
     {"le/disconnected_graph", disconnected_graph},
     {"le/same_for_threads", same_for_threads},
+    {"le/pca_candidates", pca_candidates},
     {"le/bad_input", bad_input},
     {"lle/against_reference", lle_against_reference},
     {"lle/invariances", lle_invariances},

@@ -100,6 +100,13 @@ typedef struct {
                                     point itself (10) */
   nle_knn_method knn_method;     /* NLE_AUTO (default) */
   nle_knn_approx_opts knn_approx;/* approx: its options (k is set from k) */
+  int pca_dims;                  /* search the neighbours among this many
+                                    principal components, then re-rank the
+                                    candidates by their distances in Y;
+                                    NLE_AUTO (default): 50 when N > 5,000 and
+                                    D > 100, else 0 (search in Y) */
+  int pca_candidates;            /* candidates per point from the components
+                                    (NLE_AUTO: 3 k) */
   nle_symmetrize_rule symmetrize;/* NLE_SYMMETRIZE_AVERAGE */
   nle_affinity_kind affinity;    /* weights on the graph (NLE_AFF_BINARY: 1 per
                                     listed neighbour, the default) */
@@ -144,6 +151,7 @@ typedef struct {
   int n_eigenvalues;
   int components;         /* connected components of the graph */
   nle_knn_method knn_used;/* the search that ran (NLE_AUTO: none) */
+  double pca_seconds;     /* the search's PCA (0 when none) */
   nle_eigen_solver solver_used;
   double residual_variance;   /* Isomap: 1 - R^2 between geodesic and
                                  embedding distances (NaN otherwise) */

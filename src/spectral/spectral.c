@@ -30,6 +30,8 @@ void nle_spectral_opts_init(nle_spectral_opts *o) {
   o->k = 10;
   o->knn_method = NLE_KNN_AUTO;
   nle_knn_approx_opts_init(&o->knn_approx);
+  o->pca_dims = NLE_AUTO;
+  o->pca_candidates = NLE_AUTO;
   o->symmetrize = NLE_SYMMETRIZE_AVERAGE;
   o->affinity = NLE_AFF_BINARY;
   o->sigma = NLE_AUTO;
@@ -69,6 +71,8 @@ static nle_status check_opts(nle_ctx *ctx, nle_spectral_method method, const nle
                     : !(o->tol >= 0 && o->tol < 1)               ? "tol (in [0, 1))"
                     : !(o->reg >= 0 && isfinite(o->reg))         ? "reg (>= 0)"
                     : o->landmarks < 0                           ? "landmarks (>= 0)"
+                    : !(o->pca_dims == NLE_AUTO || o->pca_dims >= 0) ? "pca_dims (>= 0 or NLE_AUTO)"
+                    : !(o->pca_candidates == NLE_AUTO || o->pca_candidates >= o->k) ? "pca_candidates (>= k or NLE_AUTO)"
                     : !(o->alpha >= 0 && o->alpha <= 1)          ? "alpha (in [0, 1])"
                     : o->diffusion_time < 0                      ? "diffusion_time (>= 0)"
                                                                  : NULL;
@@ -99,6 +103,44 @@ static nle_status check_input(nle_ctx *ctx, const nle_spectral_input *in, const 
   return NLE_OK;
 }
 
+/* The recipe of the nonlinear embeddings' front door (embed_recipe.c):
+ * on wide data, candidates from 50 principal components re-ranked by their
+ * distances in Y. First 20,000 Fashion-MNIST images, k = 14: the exact
+ * search in 784 dimensions took 3.4 s; 7 k candidates from 50 components,
+ * re-ranked, 1.0 s with 0.997 of the exact neighbours (3 k: 0.955, and
+ * LE's second eigenvalue 19% off, where 7 k leaves it 2.4% off). */
+enum { PCA_MIN_N = 5000, PCA_MIN_D = 100, PCA_DIMS = 50, PCA_CANDIDATES_PER_K = 7 };
+
+/* The directed kNN graph of the points, in Y or among components. */
+static nle_status neighbours(nle_ctx *ctx, const nle_matf *Y, nle_spectral_opts *o, nle_spectral_result *r,
+                             nle_csr **graph) {
+  size_t n = Y->rows, D = Y->cols;
+  if (o->pca_dims == NLE_AUTO) o->pca_dims = n > PCA_MIN_N && D > PCA_MIN_D ? PCA_DIMS : 0;
+  if ((size_t)o->pca_dims >= D) o->pca_dims = 0; /* no narrower than the data */
+  if (o->pca_candidates == NLE_AUTO) o->pca_candidates = o->pca_dims ? PCA_CANDIDATES_PER_K * o->k : o->k;
+  if ((size_t)o->pca_candidates >= n) o->pca_candidates = (int)n - 1;
+  if (!o->pca_dims) return nle_knn_graph(ctx, Y, o->k, o->knn_method, &o->knn_approx, graph, &r->knn_used);
+  double t0 = nle_time_seconds();
+  nle_pca_opts po;
+  nle_pca_opts_init(&po);
+  po.n_components = o->pca_dims;
+  nle_pca_model *pm = NULL;
+  nle_matd *Zd = NULL;
+  nle_matf *Z = NULL;
+  nle_csr *cand = NULL;
+  nle_status s = nle_pca_fit(ctx, Y, &po, &pm);
+  if (!s) s = nle_pca_transform(ctx, pm, Y, &Zd);
+  if (!s) s = nle_matd_to_matf(ctx, Zd, &Z);
+  nle_matd_free(&Zd);
+  nle_pca_model_free(&pm);
+  r->pca_seconds = nle_time_seconds() - t0;
+  if (!s) s = nle_knn_graph(ctx, Z, o->pca_candidates, o->knn_method, &o->knn_approx, &cand, &r->knn_used);
+  if (!s) s = nle_knn_rerank(ctx, Y, cand, o->k, graph);
+  nle_csr_free(&cand);
+  nle_matf_free(&Z);
+  return s;
+}
+
 nle_status nle_spectral_embed(nle_ctx *ctx, nle_spectral_method method, const nle_spectral_input *in,
                               const nle_spectral_opts *opts, nle_spectral_result **out) {
   *out = NULL;
@@ -125,7 +167,8 @@ nle_status nle_spectral_embed(nle_ctx *ctx, nle_spectral_method method, const nl
   r->residual_variance = NAN;
   if (o->components == NLE_COMPONENTS_AUTO) o->components = m->components;
   nle_csr *graph = NULL, *W = NULL;
-  if (in->Y) s = nle_knn_graph(ctx, in->Y, o->k, o->knn_method, &o->knn_approx, &graph, &r->knn_used);
+  if (in->Y) s = neighbours(ctx, in->Y, o, r, &graph);
+  else o->pca_dims = o->pca_candidates = 0;
   if (o->knn_method == NLE_KNN_AUTO) o->knn_method = r->knn_used;
   r->knn_seconds = nle_time_seconds() - t0;
   t0 = nle_time_seconds();
