@@ -244,6 +244,8 @@ expect_fail cluster_one "--clusters takes an integer >= 2" "$o" -- $N cluster sw
 expect_fail diffmap_alpha "--alpha takes a number in [0, 1]" "$o" -- $N diffmap swissroll:100 --alpha 2 -o "$o"
 expect_fail hlle_few_neighbours "hlle: k = 6 neighbours; Hessian LLE in 3 dimensions needs k >= d + d(d+1)/2 = 9" "$o" -- \
   $N hlle swissroll:1000 -k 6 -d 3 -o "$o"
+expect_fail isomap_affinities "isomap: the method needs distances: give the points or a kNN graph, not affinities" "$o" -- $N isomap --affinities "$T/aw.mtx" -o "$o"
+expect_fail isomap_memory_cap "Isomap's N x N geodesic matrix" "$o" -- $N isomap swissroll:20000 --max-memory 64M -o "$o"
 expect_fail unknown_command "unknown command" - -- $N frobnicate
 expect_fail unknown_option "unknown option or missing value: --frob" - -- $N pca --frob "$T/four.csv" -o "$o"
 

@@ -144,6 +144,8 @@ if grep -q '"eigenvalues": \[1,' "$T/stdout"; then ok diffmap_trivial_one; else 
 for m in ltsa hlle; do
   expect_ok "${m}_swissroll" $N $m swissroll:600 -k 10 -o "$T/$m.npy" --quiet
 done
+expect_ok isomap_swissroll $N isomap swissroll:800 -k 10 -o "$T/iso.npy" --quiet
+if grep -q '"residual_variance": ' "$T/stdout"; then ok isomap_residual_variance; else bad isomap_residual_variance "$(head -c 300 "$T/stdout")"; fi
 
 for cmd in pca knn affinity ee tee ssne tsne sne metrics plot transform le lle ltsa hlle isomap diffmap cluster; do
   if $N $cmd --help | grep -q "Usage: nlembed $cmd"; then ok "help_$cmd"; else bad "help_$cmd" "no usage"; fi
@@ -185,8 +187,9 @@ for t in 1 2; do
   $N cluster $fm -c 10 --threads $t -o "$T/det_cl_$t.txt" --quiet > /dev/null
   $N diffmap $fm --threads $t -o "$T/det_dm_$t.npy" --quiet > /dev/null
   $N hlle $fm --threads $t -o "$T/det_hlle_$t.npy" --quiet > /dev/null
+  $N isomap fashion-mnist:1500 --threads $t -o "$T/det_iso_$t.npy" --quiet > /dev/null
 done
-for f in pca_@.npy knn_@.mtx knna_@.mtx aff_@.mtx tsne_@.npy tee_@.npy ee_@.npy ssne_@.npy sne_@.npy tr_@.npy met_@.json plot_@.png le_@.npy lle_@.npy cl_@.txt dm_@.npy hlle_@.npy; do
+for f in pca_@.npy knn_@.mtx knna_@.mtx aff_@.mtx tsne_@.npy tee_@.npy ee_@.npy ssne_@.npy sne_@.npy tr_@.npy met_@.json plot_@.png le_@.npy lle_@.npy cl_@.txt dm_@.npy hlle_@.npy iso_@.npy; do
   a="$T/det_${f/@/1}" b="$T/det_${f/@/2}"
   if [ -s "$a" ] && cmp -s "$a" "$b"; then ok "threads_same_${f%%_@*}"
   else bad "threads_same_${f%%_@*}" "$(basename "$a") and $(basename "$b") differ or are missing"; fi

@@ -1,4 +1,202 @@
-/* test_isomap.c — Isomap against independent references (being written). */
+/* test_isomap.c — Isomap against independent references (SPEC 4.2, 4.4):
+ * a curve's geodesics are its chord lengths; Dijkstra against
+ * Floyd-Warshall written here; on a complete graph Isomap is classical MDS,
+ * checked against LAPACK on the double-centred squared distances; the
+ * policy for disconnected graphs, the memory cap, thread invariance. */
 #include "harness.h"
+#include "../src/spectral/method.h"
 
-const nle_test_case isomap_tests[] = {{NULL, NULL}};
+#include <lapacke.h>
+#include <stdlib.h>
+#include <string.h>
+
+static nle_spectral_result *isomap_of(nle_ctx *ctx, const nle_matf *Y, int k, int dim, nle_eigen_solver solver) {
+  nle_spectral_opts o;
+  nle_spectral_opts_init(&o);
+  o.k = k;
+  o.dim = dim;
+  o.solver = solver;
+  o.knn_method = NLE_KNN_EXACT;
+  nle_spectral_input in = {Y, NULL, NULL};
+  nle_spectral_result *r = NULL;
+  if (nle_spectral_embed(ctx, NLE_SPECTRAL_ISOMAP, &in, &o, &r)) printf("  %s\n", nle_ctx_error(ctx));
+  return r;
+}
+
+/* Points along an arc of a planar spiral, in order, close enough that
+ * each point's 2 nearest neighbours are the next and the previous: the
+ * graph is the path, geodesics are sums of chords, and 1-D Isomap is the
+ * cumulative chord length up to sign and translation (exact). */
+static void curve_chord_length(void) {
+  nle_ctx *ctx = test_ctx(1);
+  enum { N = 200 };
+  nle_matf *Y = NULL;
+  nle_test_ok(nle_matf_alloc(ctx, N, 2, &Y));
+  for (size_t i = 0; i < N; i++) {
+    double t = 1.0 + 2.0 * (double)i / N;
+    Y->data[2 * i] = (float)(t * cos(t)), Y->data[2 * i + 1] = (float)(t * sin(t));
+  }
+  nle_spectral_result *r = isomap_of(ctx, Y, 2, 1, NLE_EIGEN_DENSE);
+  nle_test(r != NULL);
+  if (r) {
+    double s[N], mean = 0, dot = 0;
+    s[0] = 0;
+    for (size_t i = 1; i < N; i++)
+      s[i] = s[i - 1] + hypot((double)Y->data[2 * i] - Y->data[2 * i - 2], (double)Y->data[2 * i + 1] - Y->data[2 * i - 1]);
+    for (size_t i = 0; i < N; i++) mean += s[i] / N;
+    for (size_t i = 0; i < N; i++) dot += (s[i] - mean) * r->X->data[i];
+    double sign = dot < 0 ? -1 : 1, worst = 0;
+    for (size_t i = 0; i < N; i++) worst = fmax(worst, fabs(sign * r->X->data[i] - (s[i] - mean)));
+    if (!nle_test(worst < 1e-6 * s[N - 1])) printf("  worst deviation %g of %g\n", worst, s[N - 1]);
+    nle_test(r->residual_variance < 1e-10);
+  }
+  nle_spectral_result_free(&r);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
+/* Dijkstra from every vertex against Floyd-Warshall on a random sparse
+ * weighted graph (symmetric, some vertices unreachable). */
+static void dijkstra_vs_floyd(void) {
+  enum { N = 60, E = 150 };
+  nle_rng rng;
+  nle_rng_init(&rng, 3, 0);
+  double *F = malloc(N * N * sizeof(double));
+  for (size_t i = 0; i < N * N; i++) F[i] = i % (N + 1) == 0 ? 0.0 : INFINITY;
+  int ei[E], ej[E];
+  double ew[E];
+  for (int e = 0; e < E; e++) {
+    ei[e] = (int)(nle_rng_uniform(&rng) * (N - 5)), ej[e] = (int)(nle_rng_uniform(&rng) * (N - 5)); /* the last 5 isolated */
+    ew[e] = 0.1 + nle_rng_uniform(&rng);
+    if (ei[e] != ej[e]) {
+      F[ei[e] * N + ej[e]] = fmin(F[ei[e] * N + ej[e]], ew[e]);
+      F[ej[e] * N + ei[e]] = F[ei[e] * N + ej[e]];
+    }
+  }
+  nle_csr *G = NULL;
+  nle_test_ok(nle_csr_alloc(NULL, N, N, 2 * E, NLE_F64, &G));
+  int64_t k = 0;
+  for (int i = 0; i < N; i++) { /* every stored edge, both ways, duplicates kept */
+    G->rowptr[i] = k;
+    for (int e = 0; e < E; e++) {
+      if (ei[e] == ej[e]) continue;
+      if (ei[e] == i) G->colind[k] = ej[e], ((double *)G->val)[k++] = ew[e];
+      else if (ej[e] == i) G->colind[k] = ei[e], ((double *)G->val)[k++] = ew[e];
+    }
+  }
+  G->rowptr[N] = k;
+  G->nnz = k;
+  for (int m = 0; m < N; m++)
+    for (int i = 0; i < N; i++)
+      for (int j = 0; j < N; j++) F[i * N + j] = fmin(F[i * N + j], F[i * N + m] + F[m * N + j]);
+  double dist[N];
+  void *heap = malloc(nle__dijkstra_scratch(G));
+  int same = 1;
+  for (int s = 0; s < N; s++) {
+    nle__dijkstra(G, s, dist, heap);
+    for (int v = 0; v < N; v++)
+      same &= (isinf(dist[v]) && isinf(F[s * N + v])) || fabs(dist[v] - F[s * N + v]) <= 1e-12 * fmax(1.0, F[s * N + v]);
+  }
+  nle_test(same);
+  free(heap);
+  free(F);
+  nle_csr_free(&G);
+}
+
+/* k = N - 1: every pair is an edge, and where the straight line is the
+ * shortest path (points in general position in the plane) the geodesics
+ * are the Euclidean distances: Isomap is classical MDS. Against LAPACK's
+ * dsyevd on B = -1/2 J D^2 J built here: the two eigenvalues to 1e-6
+ * relative (the library keeps S in single precision), the configuration
+ * recovered up to a rigid motion (Procrustes in the test), dense and
+ * Lanczos. The slides' 5-point path |i - j|: B's eigenvalue 10. */
+static void complete_graph_is_mds(void) {
+  nle_ctx *ctx = test_ctx(2);
+  enum { N = 60 };
+  nle_matf *Y = test_random_matf(N, 2, 5);
+  double *B = malloc(N * N * sizeof(double)), w[N], D2[N][N];
+  for (size_t i = 0; i < N; i++)
+    for (size_t j = 0; j < N; j++) {
+      double dx = (double)Y->data[2 * i] - Y->data[2 * j], dy = (double)Y->data[2 * i + 1] - Y->data[2 * j + 1];
+      D2[i][j] = dx * dx + dy * dy;
+    }
+  double rm[N] = {0}, gm = 0;
+  for (size_t i = 0; i < N; i++) {
+    for (size_t j = 0; j < N; j++) rm[i] += D2[i][j] / N;
+    gm += rm[i] / N;
+  }
+  for (size_t i = 0; i < N; i++)
+    for (size_t j = 0; j < N; j++) B[i * N + j] = -0.5 * (D2[i][j] - rm[i] - rm[j] + gm);
+  if (LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'N', 'U', N, B, N, w)) exit(2);
+  for (int solver = 0; solver < 2; solver++) {
+    nle_spectral_result *r = isomap_of(ctx, Y, N - 1, 2, solver ? NLE_EIGEN_SPARSE : NLE_EIGEN_DENSE);
+    nle_test(r != NULL);
+    if (!r) continue;
+    nle_test_rel(r->eigenvalues[0], w[N - 1], 1e-6);
+    nle_test_rel(r->eigenvalues[1], w[N - 2], 1e-6);
+    /* Procrustes: the embedding's distances equal the data's */
+    double worst = 0;
+    for (size_t i = 0; i < N; i++)
+      for (size_t j = 0; j < N; j++) {
+        double dx = r->X->data[2 * i] - r->X->data[2 * j], dy = r->X->data[2 * i + 1] - r->X->data[2 * j + 1];
+        worst = fmax(worst, fabs(sqrt(dx * dx + dy * dy) - sqrt(D2[i][j])));
+      }
+    nle_test(worst < 1e-5);
+    nle_spectral_result_free(&r);
+  }
+  free(B);
+  nle_matf_free(&Y);
+  /* the slides' path: 5 points on a line, |i - j| */
+  nle_matf *P = NULL;
+  nle_test_ok(nle_matf_alloc(ctx, 5, 1, &P));
+  for (int i = 0; i < 5; i++) P->data[i] = (float)i;
+  nle_spectral_result *r = isomap_of(ctx, P, 4, 1, NLE_EIGEN_DENSE);
+  nle_test(r && fabs(r->eigenvalues[0] - 10.0) < 1e-9);
+  nle_spectral_result_free(&r);
+  nle_matf_free(&P);
+  nle_ctx_free(&ctx);
+}
+
+/* Disconnected graphs, affinities alone, the memory cap, and the same bits
+ * for 1 and 2 threads. */
+static void policies_and_threads(void) {
+  nle_ctx *ctx = test_ctx(3);
+  enum { PER = 80 };
+  nle_matf *Y = test_random_matf(2 * PER, 3, 6);
+  for (size_t i = PER; i < 2 * PER; i++) Y->data[i * 3] += 100.0f;
+  nle_spectral_opts o;
+  nle_spectral_opts_init(&o);
+  o.k = 5;
+  o.components = NLE_COMPONENTS_ALLOW;
+  nle_spectral_input in = {Y, NULL, NULL};
+  nle_spectral_result *r = NULL;
+  nle_test(nle_spectral_embed(ctx, NLE_SPECTRAL_ISOMAP, &in, &o, &r) == NLE_ERR_VALUE && !r &&
+           strstr(nle_ctx_error(ctx), "2 connected components") && strstr(nle_ctx_error(ctx), "infinite"));
+  nle_matf_free(&Y);
+  Y = test_random_matf(3000, 3, 7);
+  nle_spectral_input pts = {Y, NULL, NULL};
+  nle_ctx_set_max_memory(ctx, 8 << 20); /* the kNN search fits, the 3,000^2 geodesics do not */
+  nle_spectral_opts_init(&o);
+  nle_status got = nle_spectral_embed(ctx, NLE_SPECTRAL_ISOMAP, &pts, &o, &r);
+  if (!nle_test(got == NLE_ERR_MEMCAP && strstr(nle_ctx_error(ctx), "geodesic")))
+    printf("  status %d: %s\n", (int)got, nle_ctx_error(ctx));
+  nle_ctx_free(&ctx);
+  nle_spectral_result *t[2] = {NULL, NULL};
+  for (int th = 0; th < 2; th++) {
+    nle_ctx *c = test_ctx(3);
+    nle_ctx_set_threads(c, th + 1);
+    nle_test_ok(nle_spectral_embed(c, NLE_SPECTRAL_ISOMAP, &pts, NULL, &t[th]));
+    nle_ctx_free(&c);
+  }
+  nle_test(t[0] && t[1] && !memcmp(t[0]->X->data, t[1]->X->data, 3000 * 2 * sizeof(double)));
+  nle_spectral_result_free(&t[0]);
+  nle_spectral_result_free(&t[1]);
+  nle_matf_free(&Y);
+}
+
+const nle_test_case isomap_tests[] = {
+    {"isomap/curve_chord_length", curve_chord_length},
+    {"isomap/dijkstra_vs_floyd", dijkstra_vs_floyd},
+    {"isomap/complete_graph_is_mds", complete_graph_is_mds},
+    {"isomap/policies_and_threads", policies_and_threads},
+    {NULL, NULL}};

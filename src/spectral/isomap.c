@@ -1,10 +1,285 @@
-/* isomap.c — placeholder while the method is written: refuses with a status. */
+/* isomap.c — Isomap (lecture slides 002, "ISOMAP (Algorithm
+ * Description)"; Tenenbaum, de Silva and Langford 2000): geodesic
+ * distances along the neighbourhood graph, then classical MDS of them.
+ *   1. The undirected kNN graph, edges weighted by their Euclidean length
+ *      (an edge when either point lists the other, as scikit-learn's);
+ *   2. d_G by Dijkstra from every point (binary heap; sources in parallel,
+ *      each independent: the same bits on any thread count). The slides'
+ *      Floyd-Warshall update is the O(N^3) alternative; its d_X in the
+ *      update is a typo for d_G;
+ *   3. classical MDS (slides "Classic Metric MDS"): B = -1/2 J S J for the
+ *      squared geodesics S, X = V Lambda^1/2 of B's top d eigenpairs.
+ * S is kept as an N x N float matrix (half a double one) and B is never
+ * formed: its product with a vector centres S's implicitly (row means,
+ * grand mean), accumulating in double. A disconnected graph has infinite
+ * geodesics, which MDS cannot take: refused whatever the policy (SPEC
+ * G06-10). */
 #include "method.h"
 
-static nle_status isomap_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spectral_result *r) {
-  (void)job;
-  (void)r;
-  return nle__fail(ctx, NLE_ERR_UNSUPPORTED, "isomap: not written yet");
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { DENSE_MAX_N = 400, SOURCE_BLOCK = 16, ROW_BLOCK = 256 };
+
+typedef struct {
+  double d;
+  int32_t v;
+} heap_item;
+
+/* Binary min-heap on d (ties by vertex, for a fixed order). */
+static void heap_push(heap_item *h, size_t *n, heap_item x) {
+  size_t i = (*n)++;
+  while (i > 0) {
+    size_t p = (i - 1) / 2;
+    if (h[p].d < x.d || (h[p].d == x.d && h[p].v <= x.v)) break;
+    h[i] = h[p];
+    i = p;
+  }
+  h[i] = x;
 }
 
-const nle__spectral_method nle__spectral_isomap = {"isomap", NLE_COMPONENTS_ERROR, false, isomap_embed};
+static heap_item heap_pop(heap_item *h, size_t *n) {
+  heap_item top = h[0], last = h[--*n];
+  size_t i = 0;
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= *n) break;
+    if (c + 1 < *n && (h[c + 1].d < h[c].d || (h[c + 1].d == h[c].d && h[c + 1].v < h[c].v))) c++;
+    if (last.d < h[c].d || (last.d == h[c].d && last.v <= h[c].v)) break;
+    h[i] = h[c];
+    i = c;
+  }
+  h[i] = last;
+  return top;
+}
+
+void nle__dijkstra(const nle_csr *G, int32_t source, double *dist, void *heap_scratch) {
+  heap_item *h = heap_scratch;
+  size_t n = (size_t)G->rows, len = 0;
+  for (size_t i = 0; i < n; i++) dist[i] = INFINITY;
+  dist[source] = 0.0;
+  heap_push(h, &len, (heap_item){0.0, source});
+  while (len) {
+    heap_item it = heap_pop(h, &len);
+    if (it.d > dist[it.v]) continue; /* a stale entry */
+    for (int64_t q = G->rowptr[it.v]; q < G->rowptr[it.v + 1]; q++) {
+      int32_t u = G->colind[q];
+      double nd = it.d + nle_csr_value(G, q);
+      if (nd < dist[u]) {
+        dist[u] = nd;
+        heap_push(h, &len, (heap_item){nd, u});
+      }
+    }
+  }
+}
+
+size_t nle__dijkstra_scratch(const nle_csr *G) { return ((size_t)G->nnz + (size_t)G->rows + 1) * sizeof(heap_item); }
+
+/* The undirected graph with Euclidean edge lengths: the union of both
+ * directions of the kNN graph (which holds squared distances; a length is
+ * the same both ways, so either copy serves). */
+static nle_status geodesic_graph(nle_ctx *ctx, const nle_csr *knn, nle_csr **G) {
+  nle_csr *sq = NULL; /* the kNN graph's squared lengths as doubles */
+  nle_status s = nle_csr_alloc(ctx, knn->rows, knn->cols, knn->nnz, NLE_F64, &sq);
+  if (s) return s;
+  memcpy(sq->rowptr, knn->rowptr, ((size_t)knn->rows + 1) * sizeof(int64_t));
+  memcpy(sq->colind, knn->colind, (size_t)knn->nnz * sizeof(int32_t));
+  for (int64_t q = 0; q < knn->nnz; q++) ((double *)sq->val)[q] = nle_csr_value(knn, q);
+  nle_csr *T = NULL;
+  s = nle_csr_transpose(ctx, sq, &T);
+  /* merge row i of sq and of T (both carry squared lengths) */
+  int64_t n = knn->rows;
+  int64_t *rowptr = s ? NULL : nle__calloc(ctx, (size_t)n + 1, sizeof(int64_t), "the geodesic graph");
+  int32_t *mark = s ? NULL : nle__malloc(ctx, (size_t)n * sizeof(int32_t), "the geodesic graph");
+  if (!s && (!rowptr || !mark)) s = NLE_ERR_NOMEM;
+  for (int64_t i = 0; !s && i < n; i++) mark[i] = -1;
+  nle_csr *out = NULL;
+  for (int pass = 0; !s && pass < 2; pass++) {
+    for (int64_t i = 0; i < n; i++) {
+      int64_t k = pass ? out->rowptr[i] : 0;
+      const nle_csr *src[2] = {sq, T};
+      for (int w = 0; w < 2; w++)
+        for (int64_t q = src[w]->rowptr[i]; q < src[w]->rowptr[i + 1]; q++) {
+          int32_t j = src[w]->colind[q];
+          if (j == i || mark[j] == (int32_t)i) continue;
+          mark[j] = (int32_t)i;
+          if (pass) {
+            out->colind[k] = j;
+            ((double *)out->val)[k] = sqrt(nle_csr_value(src[w], q));
+          }
+          k++;
+        }
+      if (!pass) rowptr[i + 1] = rowptr[i] + k;
+    }
+    for (int64_t i = 0; i < n; i++) mark[i] = -1;
+    if (!pass) {
+      s = nle_csr_alloc(ctx, n, n, rowptr[n], NLE_F64, &out);
+      if (!s) memcpy(out->rowptr, rowptr, ((size_t)n + 1) * sizeof(int64_t));
+    }
+  }
+  free(rowptr);
+  free(mark);
+  nle_csr_free(&sq);
+  nle_csr_free(&T);
+  if (s) nle_csr_free(&out);
+  *G = out;
+  return s;
+}
+
+typedef struct {
+  const nle_csr *G;
+  float *S; /* N x N squared geodesics */
+  size_t n;
+  int infinite; /* set when a source reaches fewer than all points */
+} geodesic_job;
+
+static int geodesic_block(void *job, size_t b, void *scratch) {
+  geodesic_job *j = job;
+  double *dist = scratch;
+  void *heap = dist + j->n;
+  size_t s1 = (b + 1) * SOURCE_BLOCK < j->n ? (b + 1) * SOURCE_BLOCK : j->n;
+  for (size_t src = b * SOURCE_BLOCK; src < s1; src++) {
+    nle__dijkstra(j->G, (int32_t)src, dist, heap);
+    float *row = j->S + src * j->n;
+    for (size_t v = 0; v < j->n; v++) {
+      if (isinf(dist[v])) j->infinite = 1;
+      row[v] = (float)(dist[v] * dist[v]);
+    }
+  }
+  return 0;
+}
+
+/* y = B x = -1/2 (S x - r (1.x) - 1 (r.x) + m 1 (1.x)), r the row means of
+ * the symmetric S and m their mean. */
+typedef struct {
+  nle_ctx *ctx;
+  const float *S;
+  const double *rmean;
+  double gmean;
+  size_t n;
+  const double *x;
+  double *y;
+  double sum_x, r_dot_x;
+} mds_op;
+
+static int mds_block(void *job, size_t b, void *scratch) {
+  (void)scratch;
+  mds_op *op = job;
+  size_t i1 = (b + 1) * ROW_BLOCK < op->n ? (b + 1) * ROW_BLOCK : op->n;
+  for (size_t i = b * ROW_BLOCK; i < i1; i++) {
+    const float *row = op->S + i * op->n;
+    double v = 0.0;
+    for (size_t j = 0; j < op->n; j++) v += (double)row[j] * op->x[j];
+    op->y[i] = -0.5 * (v - op->rmean[i] * op->sum_x - op->r_dot_x + op->gmean * op->sum_x);
+  }
+  return 0;
+}
+
+static int mds_apply(void *user, const double *x, double *y) {
+  mds_op *op = user;
+  op->x = x;
+  op->y = y;
+  op->sum_x = op->r_dot_x = 0.0;
+  for (size_t j = 0; j < op->n; j++) op->sum_x += x[j], op->r_dot_x += op->rmean[j] * x[j];
+  return nle__for_blocks(op->ctx, "Isomap", (op->n + ROW_BLOCK - 1) / ROW_BLOCK,
+                         nle__threads_for(op->ctx, (double)op->n * (double)op->n), 0, mds_block, op) != NLE_OK;
+}
+
+static nle_status isomap_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spectral_result *r) {
+  const nle_spectral_opts *o = job->o;
+  if (!job->knn)
+    return nle__fail(ctx, NLE_ERR_ARG, "isomap: geodesics need distances: give the points or a kNN graph, not "
+                     "affinities");
+  if (job->components > 1)
+    return nle__fail(ctx, NLE_ERR_VALUE, "isomap: the neighbourhood graph has %d connected components: the geodesics "
+                     "between them are infinite (a larger k joins them)", job->components);
+  if (o->landmarks > 0)
+    return nle__fail(ctx, NLE_ERR_UNSUPPORTED, "isomap: landmark Isomap (landmarks = %d) is not available yet; "
+                     "landmarks = 0 runs the full method", o->landmarks);
+  size_t n = (size_t)job->knn->rows, d = (size_t)o->dim;
+  double need = (double)n * (double)n * sizeof(float);
+  nle_status s = nle__check_memory(ctx, need, "Isomap's N x N geodesic matrix");
+  if (s) return s;
+  nle_csr *G = NULL;
+  s = geodesic_graph(ctx, job->knn, &G);
+  geodesic_job gj = {G, s ? NULL : nle__malloc(ctx, n * n * sizeof(float), "Isomap's geodesic matrix"), n, 0};
+  if (!s && !gj.S) s = NLE_ERR_NOMEM;
+  if (!s)
+    s = nle__for_blocks(ctx, "Isomap geodesics", (n + SOURCE_BLOCK - 1) / SOURCE_BLOCK,
+                        nle__threads_for(ctx, (double)n * (double)G->nnz * 20.0),
+                        n * sizeof(double) + nle__dijkstra_scratch(G), geodesic_block, &gj);
+  if (!s && gj.infinite)
+    s = nle__fail(ctx, NLE_ERR_VALUE, "isomap: some geodesics are infinite (a disconnected graph)");
+  double *rmean = s ? NULL : nle__calloc(ctx, n, sizeof(double), "Isomap");
+  if (!s && !rmean) s = NLE_ERR_NOMEM;
+  double gmean = 0.0;
+  for (size_t i = 0; !s && i < n; i++) {
+    double sum = 0.0;
+    for (size_t j = 0; j < n; j++) sum += gj.S[i * n + j];
+    rmean[i] = sum / (double)n;
+    gmean += rmean[i];
+  }
+  gmean /= (double)n;
+  double *vals = nle__malloc(ctx, d * sizeof(double), "eigenvalues"), *U = nle__malloc(ctx, n * d * sizeof(double), "eigenvectors");
+  if (!s && (!vals || !U)) s = NLE_ERR_NOMEM;
+  r->solver_used = o->solver != NLE_EIGEN_AUTO ? o->solver : n <= DENSE_MAX_N ? NLE_EIGEN_DENSE : NLE_EIGEN_SPARSE;
+  if (r->solver_used == NLE_EIGEN_SHIFT_INVERT) r->solver_used = NLE_EIGEN_SPARSE; /* B's top end needs no inverse */
+  double *asc = nle__malloc(ctx, d * sizeof(double), "eigenvalues"), *Z = nle__malloc(ctx, n * d * sizeof(double), "eigenvectors");
+  if (!s && (!asc || !Z)) s = NLE_ERR_NOMEM;
+  if (!s && r->solver_used == NLE_EIGEN_DENSE) {
+    s = nle__check_memory(ctx, (double)n * (double)n * sizeof(double), "Isomap's dense B");
+    double *B = s ? NULL : nle__malloc(ctx, n * n * sizeof(double), "Isomap's dense B");
+    if (!s && !B) s = NLE_ERR_NOMEM;
+    for (size_t i = 0; !s && i < n; i++)
+      for (size_t j = 0; j < n; j++) B[i * n + j] = -0.5 * (gj.S[i * n + j] - rmean[i] - rmean[j] + gmean);
+    if (!s) s = nle__eig_dense(ctx, "isomap", n, B, n - d, d, asc, Z);
+    free(B);
+  } else if (!s) {
+    mds_op op = {ctx, gj.S, rmean, gmean, n, NULL, NULL, 0.0, 0.0};
+    s = nle__lanczos(ctx, "isomap", n, mds_apply, &op, (int)d, NLE__EIG_LARGEST, o->tol, asc, Z);
+  }
+  for (size_t t = 0; !s && t < d; t++) { /* descending, as X's columns */
+    vals[t] = asc[d - 1 - t];
+    if (!(vals[t] > 0))
+      s = nle__fail(ctx, NLE_ERR_NUMERIC, "isomap: eigenvalue %zu of the double-centred geodesics is %g, not positive: "
+                    "fewer than %zu dimensions are Euclidean", t + 1, vals[t], d);
+    for (size_t i = 0; !s && i < n; i++) U[i * d + t] = Z[i * d + (d - 1 - t)];
+  }
+  if (!s) s = nle_matd_alloc(ctx, n, d, &r->X);
+  for (size_t i = 0; !s && i < n; i++)
+    for (size_t t = 0; t < d; t++) r->X->data[i * d + t] = U[i * d + t] * sqrt(vals[t]);
+  if (!s) nle__fix_signs(r->X->data, n, d);
+  /* residual variance 1 - R^2 between geodesic and embedding distances
+   * over the pairs i < j (Tenenbaum et al.'s figure 2) */
+  if (!s) {
+    double sg = 0, se = 0, sgg = 0, see = 0, sge = 0, pairs = 0;
+    for (size_t i = 0; i < n; i++)
+      for (size_t j = i + 1; j < n; j++) {
+        double g = sqrt((double)gj.S[i * n + j]), e2 = 0.0;
+        for (size_t t = 0; t < d; t++) {
+          double diff = r->X->data[i * d + t] - r->X->data[j * d + t];
+          e2 += diff * diff;
+        }
+        double e = sqrt(e2);
+        sg += g, se += e, sgg += g * g, see += e * e, sge += g * e, pairs += 1;
+      }
+    double cov = sge / pairs - sg * se / (pairs * pairs), vg = sgg / pairs - sg * sg / (pairs * pairs),
+           ve = see / pairs - se * se / (pairs * pairs);
+    r->residual_variance = vg > 0 && ve > 0 ? 1.0 - cov * cov / (vg * ve) : NAN;
+    r->eigenvalues = vals;
+    r->n_eigenvalues = (int)d;
+    vals = NULL;
+  }
+  nle_csr_free(&G);
+  free(gj.S);
+  free(rmean);
+  free(vals);
+  free(U);
+  free(asc);
+  free(Z);
+  return s;
+}
+
+const nle__spectral_method nle__spectral_isomap = {"isomap", NLE_COMPONENTS_ERROR, false, true, isomap_embed};

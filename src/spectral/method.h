@@ -21,6 +21,7 @@ typedef struct {
   const char *name;
   nle_components_policy components; /* its policy when the options say auto */
   bool needs_points;                /* the coordinates, not only a graph */
+  bool needs_distances;             /* points or a kNN graph: not affinities */
   /* Fills r->X, r->eigenvalues, r->n_eigenvalues and r->solver_used. */
   nle_status (*embed)(nle_ctx *ctx, const nle__spectral_job *job, nle_spectral_result *r);
 } nle__spectral_method;
@@ -62,6 +63,12 @@ void nle__jacobi_eig(double *A, int n, double *vals, double *V);
  * coordinates and their m x m Gram matrix, its eigenvectors V (m x m,
  * columns by descending eigenvalue) and the m eigenvalues. */
 void nle__tangent_space(const nle__spectral_job *job, size_t i, int m, int32_t *idx, double *scratch);
+/* isomap.c: shortest path lengths from `source` over the graph G (edge
+ * lengths its values, >= 0) by Dijkstra with a binary heap: dist[N]
+ * (INFINITY where unreachable); heap_scratch of nle__dijkstra_scratch(G)
+ * bytes. */
+void nle__dijkstra(const nle_csr *G, int32_t source, double *dist, void *heap_scratch);
+size_t nle__dijkstra_scratch(const nle_csr *G);
 /* lle.c: the largest row length of the kNN graph. */
 int nle__max_row(const nle_csr *knn);
 

@@ -157,6 +157,9 @@ nle_status nle_spectral_embed(nle_ctx *ctx, nle_spectral_method method, const nl
   if (m->needs_points && !in->Y)
     return nle__fail(ctx, NLE_ERR_ARG, "%s: the method needs the points themselves, not only a kNN graph or affinities",
                      m->name);
+  if (m->needs_distances && in->affinities)
+    return nle__fail(ctx, NLE_ERR_ARG, "%s: the method needs distances: give the points or a kNN graph, not affinities",
+                     m->name);
   nle_spectral_result *r = nle__calloc(ctx, 1, sizeof *r, "the spectral result");
   if (!r) return NLE_ERR_NOMEM;
   double t_start = nle_time_seconds(), t0 = t_start;
