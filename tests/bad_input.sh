@@ -245,7 +245,7 @@ expect_fail diffmap_alpha "--alpha takes a number in [0, 1]" "$o" -- $N diffmap 
 expect_fail hlle_few_neighbours "hlle: k = 6 neighbours; Hessian LLE in 3 dimensions needs k >= d + d(d+1)/2 = 9" "$o" -- \
   $N hlle swissroll:1000 -k 6 -d 3 -o "$o"
 expect_fail isomap_affinities "isomap: the method needs distances: give the points or a kNN graph, not affinities" "$o" -- $N isomap --affinities "$T/aw.mtx" -o "$o"
-expect_fail isomap_memory_cap "Isomap's N x N geodesic matrix" "$o" -- $N isomap swissroll:20000 --max-memory 64M -o "$o"
+expect_fail isomap_memory_cap "isomap: the N x N geodesic matrix needs 1.49 GiB, over the memory cap (0.06 GiB); landmark Isomap needs L x N (landmarks = L, --landmarks L)" "$o" -- $N isomap swissroll:20000 --max-memory 64M -o "$o"
 expect_fail unknown_command "unknown command" - -- $N frobnicate
 expect_fail unknown_option "unknown option or missing value: --frob" - -- $N pca --frob "$T/four.csv" -o "$o"
 

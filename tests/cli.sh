@@ -145,6 +145,7 @@ for m in ltsa hlle; do
   expect_ok "${m}_swissroll" $N $m swissroll:600 -k 10 -o "$T/$m.npy" --quiet
 done
 expect_ok isomap_swissroll $N isomap swissroll:800 -k 10 -o "$T/iso.npy" --quiet
+expect_ok isomap_landmarks $N isomap swissroll:3000 -k 10 --landmarks 100 -o "$T/isol.npy" --quiet
 if grep -q '"residual_variance": ' "$T/stdout"; then ok isomap_residual_variance; else bad isomap_residual_variance "$(head -c 300 "$T/stdout")"; fi
 
 for cmd in pca knn affinity ee tee ssne tsne sne metrics plot transform le lle ltsa hlle isomap diffmap cluster; do

@@ -194,7 +194,55 @@ static void policies_and_threads(void) {
   nle_matf_free(&Y);
 }
 
+/* Landmark Isomap (de Silva and Tenenbaum 2004): with every point a
+ * landmark it is full Isomap (the triangulation of a landmark returns its
+ * own MDS coordinates); on exactly Euclidean geodesics (points in the
+ * plane, the complete graph) 10 landmarks of 300 place every point where
+ * full Isomap does up to a rigid motion (their exactness claim: the
+ * frame is the landmarks' principal axes), so all distances agree;
+ * L <= d is refused. */
+static void landmarks(void) {
+  nle_ctx *ctx = test_ctx(4);
+  enum { N = 300 };
+  nle_matf *Y = test_random_matf(N, 2, 9);
+  nle_spectral_opts o;
+  nle_spectral_opts_init(&o);
+  o.knn_method = NLE_KNN_EXACT;
+  o.solver = NLE_EIGEN_DENSE;
+  o.k = N - 1;
+  nle_spectral_input in = {Y, NULL, NULL};
+  nle_spectral_result *full = NULL, *all = NULL, *some = NULL;
+  nle_test_ok(nle_spectral_embed(ctx, NLE_SPECTRAL_ISOMAP, &in, &o, &full));
+  o.landmarks = N;
+  nle_test_ok(nle_spectral_embed(ctx, NLE_SPECTRAL_ISOMAP, &in, &o, &all));
+  o.landmarks = 10;
+  nle_test_ok(nle_spectral_embed(ctx, NLE_SPECTRAL_ISOMAP, &in, &o, &some));
+  if (full && all && some) {
+    double extent = 0, worst_all = 0, worst_some = 0;
+    for (size_t i = 0; i < N * 2; i++) extent = fmax(extent, fabs(full->X->data[i]));
+    for (size_t i = 0; i < N * 2; i++) worst_all = fmax(worst_all, fabs(all->X->data[i] - full->X->data[i]));
+    for (size_t i = 0; i < N; i++) /* a rigid motion apart: compare the distances */
+      for (size_t j = 0; j < i; j++) {
+        double a = hypot(some->X->data[2 * i] - some->X->data[2 * j], some->X->data[2 * i + 1] - some->X->data[2 * j + 1]);
+        double b = hypot(full->X->data[2 * i] - full->X->data[2 * j], full->X->data[2 * i + 1] - full->X->data[2 * j + 1]);
+        worst_some = fmax(worst_some, fabs(a - b));
+      }
+    nle_test(worst_all < 1e-9 * extent);
+    if (!nle_test(worst_some < 1e-5 * extent)) printf("  10 landmarks: worst %g of extent %g\n", worst_some, extent);
+    nle_test_rel(all->eigenvalues[0], full->eigenvalues[0], 1e-12);
+  }
+  nle_spectral_result_free(&full);
+  nle_spectral_result_free(&all);
+  nle_spectral_result_free(&some);
+  o.landmarks = 2;
+  nle_test(nle_spectral_embed(ctx, NLE_SPECTRAL_ISOMAP, &in, &o, &some) == NLE_ERR_ARG &&
+           strstr(nle_ctx_error(ctx), "2 landmarks for 2 dimensions"));
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
 const nle_test_case isomap_tests[] = {
+    {"isomap/landmarks", landmarks},
     {"isomap/curve_chord_length", curve_chord_length},
     {"isomap/dijkstra_vs_floyd", dijkstra_vs_floyd},
     {"isomap/complete_graph_is_mds", complete_graph_is_mds},

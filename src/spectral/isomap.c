@@ -151,6 +151,29 @@ static int geodesic_block(void *job, size_t b, void *scratch) {
   return 0;
 }
 
+typedef struct {
+  const nle_csr *G;
+  const int32_t *landmark; /* the first `count` of a permutation */
+  float *S;                /* count x N squared geodesics */
+  size_t n, count;
+  int infinite;
+} landmark_job;
+
+static int landmark_block(void *job, size_t b, void *scratch) {
+  landmark_job *j = job;
+  double *dist = scratch;
+  void *heap = dist + j->n;
+  for (size_t a = b * SOURCE_BLOCK; a < (b + 1) * SOURCE_BLOCK && a < j->count; a++) {
+    nle__dijkstra(j->G, j->landmark[a], dist, heap);
+    float *row = j->S + a * j->n;
+    for (size_t v = 0; v < j->n; v++) {
+      if (isinf(dist[v])) j->infinite = 1;
+      row[v] = (float)(dist[v] * dist[v]);
+    }
+  }
+  return 0;
+}
+
 /* y = B x = -1/2 (S x - r (1.x) - 1 (r.x) + m 1 (1.x)), r the row means of
  * the symmetric S and m their mean. */
 typedef struct {
@@ -187,6 +210,119 @@ static int mds_apply(void *user, const double *x, double *y) {
                          nle__threads_for(op->ctx, (double)op->n * (double)op->n), 0, mds_block, op) != NLE_OK;
 }
 
+/* Residual variance 1 - R^2 between geodesic and embedding distances
+ * (Tenenbaum et al.'s figure 2), accumulated pair by pair. */
+typedef struct {
+  double sg, se, sgg, see, sge, pairs;
+} residual_acc;
+
+static void residual_add(residual_acc *a, const double *X, size_t d, size_t i, size_t j, double g2) {
+  double g = sqrt(g2), e2 = 0.0;
+  for (size_t t = 0; t < d; t++) {
+    double diff = X[i * d + t] - X[j * d + t];
+    e2 += diff * diff;
+  }
+  double e = sqrt(e2);
+  a->sg += g, a->se += e, a->sgg += g * g, a->see += e * e, a->sge += g * e, a->pairs += 1;
+}
+
+static double residual_variance(const residual_acc *a) {
+  double p = a->pairs, cov = a->sge / p - a->sg * a->se / (p * p), vg = a->sgg / p - a->sg * a->sg / (p * p),
+         ve = a->see / p - a->se * a->se / (p * p);
+  return vg > 0 && ve > 0 ? 1.0 - cov * cov / (vg * ve) : NAN;
+}
+
+/* Landmark Isomap (de Silva and Tenenbaum 2004, "Sparse multidimensional
+ * scaling using landmark points"; the dissertation's sec. 4.2 calls it a
+ * Nystrom approximation of Isomap): L landmarks drawn at random from the
+ * context's seed (their paper finds random choice as good as MaxMin once
+ * L is a few times d, and it lets the L Dijkstra runs go in parallel),
+ * geodesics from the landmarks only (L x N), classical MDS of the
+ * landmarks' L x L block, and every point placed by distance-based
+ * triangulation: x = -1/2 L# (delta_x - delta_mean), the rows of L# being
+ * v_k / sqrt(lambda_k) (their eq. 3). O(L N log N) time, O(L N) memory. */
+static nle_status landmark_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spectral_result *r) {
+  const nle_spectral_opts *o = job->o;
+  size_t n = (size_t)job->knn->rows, d = (size_t)o->dim, L = (size_t)o->landmarks;
+  if (L <= d || L > n)
+    return nle__fail(ctx, NLE_ERR_ARG, "isomap: %zu landmarks for %zu dimensions of %zu points (d < L <= N)", L, d, n);
+  nle_status s = nle__check_memory(ctx, (double)L * (double)n * sizeof(float), "landmark Isomap's L x N geodesics");
+  if (s) return s;
+  /* L distinct landmarks, a partial Fisher-Yates shuffle */
+  int32_t *perm = nle__malloc(ctx, n * sizeof(int32_t), "the landmarks");
+  if (!perm) return NLE_ERR_NOMEM;
+  nle_rng rng;
+  nle_rng_init(&rng, nle_ctx_seed(ctx), 0x6c6d6b73ULL);
+  for (size_t i = 0; i < n; i++) perm[i] = (int32_t)i;
+  for (size_t i = 0; i < L; i++) {
+    size_t j = i + (size_t)(nle_rng_uniform(&rng) * (double)(n - i));
+    if (j >= n) j = n - 1;
+    int32_t t = perm[i];
+    perm[i] = perm[j], perm[j] = t;
+  }
+  nle_csr *G = NULL;
+  s = geodesic_graph(ctx, job->knn, &G);
+  landmark_job lj = {G, perm, s ? NULL : nle__malloc(ctx, L * n * sizeof(float), "landmark Isomap's geodesics"), n, L,
+                     0};
+  if (!s && !lj.S) s = NLE_ERR_NOMEM;
+  if (!s)
+    s = nle__for_blocks(ctx, "Isomap geodesics", (L + SOURCE_BLOCK - 1) / SOURCE_BLOCK,
+                        nle__threads_for(ctx, (double)L * (double)G->nnz * 20.0),
+                        n * sizeof(double) + nle__dijkstra_scratch(G), landmark_block, &lj);
+  if (!s && lj.infinite) s = nle__fail(ctx, NLE_ERR_VALUE, "isomap: some geodesics are infinite (a disconnected graph)");
+  /* classical MDS of the landmarks: B_L = -1/2 J Delta_L J */
+  double *B = s ? NULL : nle__malloc(ctx, L * L * sizeof(double), "landmark MDS");
+  double *mean = s ? NULL : nle__calloc(ctx, L, sizeof(double), "landmark MDS");
+  double *asc = nle__malloc(ctx, d * sizeof(double), "eigenvalues"), *V = nle__malloc(ctx, L * d * sizeof(double), "eigenvectors");
+  if (!s && (!B || !mean || !asc || !V)) s = NLE_ERR_NOMEM;
+  double gm = 0.0;
+  for (size_t a = 0; !s && a < L; a++) {
+    for (size_t b = 0; b < L; b++) mean[a] += lj.S[a * n + (size_t)perm[b]];
+    mean[a] /= (double)L;
+    gm += mean[a] / (double)L;
+  }
+  for (size_t a = 0; !s && a < L; a++)
+    for (size_t b = 0; b < L; b++) B[a * L + b] = -0.5 * (lj.S[a * n + (size_t)perm[b]] - mean[a] - mean[b] + gm);
+  if (!s) s = nle__eig_dense(ctx, "landmark isomap", L, B, L - d, d, asc, V);
+  double *vals = s ? NULL : nle__malloc(ctx, d * sizeof(double), "eigenvalues");
+  if (!s && !vals) s = NLE_ERR_NOMEM;
+  for (size_t t = 0; !s && t < d; t++) {
+    vals[t] = asc[d - 1 - t];
+    if (!(vals[t] > 0))
+      s = nle__fail(ctx, NLE_ERR_NUMERIC, "isomap: landmark eigenvalue %zu is %g, not positive: fewer than %zu "
+                    "dimensions are Euclidean", t + 1, vals[t], d);
+  }
+  /* triangulation: x_t = -1/2 sum_a v_at / sqrt(lambda_t) (delta_a(x) - mean_a) */
+  if (!s) s = nle_matd_alloc(ctx, n, d, &r->X);
+  for (size_t i = 0; !s && i < n; i++)
+    for (size_t t = 0; t < d; t++) {
+      double v = 0.0;
+      for (size_t a = 0; a < L; a++) v += V[a * d + (d - 1 - t)] * ((double)lj.S[a * n + i] - mean[a]);
+      r->X->data[i * d + t] = -0.5 * v / sqrt(vals[t]);
+    }
+  if (!s) nle__fix_signs(r->X->data, n, d);
+  r->solver_used = NLE_EIGEN_DENSE;
+  if (!s) { /* residual variance over the landmark-to-point pairs */
+    residual_acc acc = {0};
+    for (size_t a = 0; a < L; a++)
+      for (size_t i = 0; i < n; i++)
+        if (i != (size_t)perm[a]) residual_add(&acc, r->X->data, d, (size_t)perm[a], i, lj.S[a * n + i]);
+    r->residual_variance = residual_variance(&acc);
+    r->eigenvalues = vals;
+    r->n_eigenvalues = (int)d;
+    vals = NULL;
+  }
+  nle_csr_free(&G);
+  free(perm);
+  free(lj.S);
+  free(B);
+  free(mean);
+  free(asc);
+  free(V);
+  free(vals);
+  return s;
+}
+
 static nle_status isomap_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spectral_result *r) {
   const nle_spectral_opts *o = job->o;
   if (!job->knn)
@@ -195,13 +331,14 @@ static nle_status isomap_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_s
   if (job->components > 1)
     return nle__fail(ctx, NLE_ERR_VALUE, "isomap: the neighbourhood graph has %d connected components: the geodesics "
                      "between them are infinite (a larger k joins them)", job->components);
-  if (o->landmarks > 0)
-    return nle__fail(ctx, NLE_ERR_UNSUPPORTED, "isomap: landmark Isomap (landmarks = %d) is not available yet; "
-                     "landmarks = 0 runs the full method", o->landmarks);
   size_t n = (size_t)job->knn->rows, d = (size_t)o->dim;
+  if (o->landmarks > 0) return landmark_embed(ctx, job, r);
   double need = (double)n * (double)n * sizeof(float);
   nle_status s = nle__check_memory(ctx, need, "Isomap's N x N geodesic matrix");
-  if (s) return s;
+  if (s)
+    return nle__fail(ctx, s, "isomap: the N x N geodesic matrix needs %.2f GiB, over the memory cap (%.2f GiB); "
+                     "landmark Isomap needs L x N (landmarks = L, --landmarks L)", need / 1073741824.0,
+                     (double)nle_ctx_max_memory(ctx) / 1073741824.0);
   nle_csr *G = NULL;
   s = geodesic_graph(ctx, job->knn, &G);
   geodesic_job gj = {G, s ? NULL : nle__malloc(ctx, n * n * sizeof(float), "Isomap's geodesic matrix"), n, 0};
@@ -251,23 +388,12 @@ static nle_status isomap_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_s
   for (size_t i = 0; !s && i < n; i++)
     for (size_t t = 0; t < d; t++) r->X->data[i * d + t] = U[i * d + t] * sqrt(vals[t]);
   if (!s) nle__fix_signs(r->X->data, n, d);
-  /* residual variance 1 - R^2 between geodesic and embedding distances
-   * over the pairs i < j (Tenenbaum et al.'s figure 2) */
+  /* the residual variance over the pairs i < j */
   if (!s) {
-    double sg = 0, se = 0, sgg = 0, see = 0, sge = 0, pairs = 0;
+    residual_acc acc = {0};
     for (size_t i = 0; i < n; i++)
-      for (size_t j = i + 1; j < n; j++) {
-        double g = sqrt((double)gj.S[i * n + j]), e2 = 0.0;
-        for (size_t t = 0; t < d; t++) {
-          double diff = r->X->data[i * d + t] - r->X->data[j * d + t];
-          e2 += diff * diff;
-        }
-        double e = sqrt(e2);
-        sg += g, se += e, sgg += g * g, see += e * e, sge += g * e, pairs += 1;
-      }
-    double cov = sge / pairs - sg * se / (pairs * pairs), vg = sgg / pairs - sg * sg / (pairs * pairs),
-           ve = see / pairs - se * se / (pairs * pairs);
-    r->residual_variance = vg > 0 && ve > 0 ? 1.0 - cov * cov / (vg * ve) : NAN;
+      for (size_t j = i + 1; j < n; j++) residual_add(&acc, r->X->data, d, i, j, gj.S[i * n + j]);
+    r->residual_variance = residual_variance(&acc);
     r->eigenvalues = vals;
     r->n_eigenvalues = (int)d;
     vals = NULL;
