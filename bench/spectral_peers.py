@@ -1,0 +1,80 @@
+"""spectral_peers.py — one scikit-learn run for bench/spectral_peers.sh, in
+its own process so that its peak memory is its own: prints one JSON line
+with the seconds (neighbour search included), the peak RSS and, where
+scikit-learn exposes them, the eigenvalues. Also the data sets: `gen`
+writes the Swiss roll and its true coordinates, `fmnist N` the first N
+Fashion-MNIST images and labels; `score` compares embeddings with the
+truth (Procrustes with scale, and an affine fit)."""
+import json
+import resource
+import sys
+import time
+
+import numpy as np
+
+
+def swiss_roll(n, out):
+    # t = 1.5 pi (1 + 2u), height 21 u', points (t cos t, h, t sin t): the
+    # scikit-learn generator's shape, drawn here with numpy's seed 0. The
+    # true coordinates: the arc length along the spiral and the height.
+    rng = np.random.default_rng(0)
+    t = 1.5 * np.pi * (1 + 2 * rng.random(n))
+    h = 21 * rng.random(n)
+    np.save(f"{out}/roll{n}.npy", np.c_[t * np.cos(t), h, t * np.sin(t)].astype(np.float32))
+    arc = 0.5 * (t * np.sqrt(1 + t * t) + np.arcsinh(t))
+    np.save(f"{out}/roll{n}_true.npy", np.c_[arc, h])
+
+
+def fashion(n, out):
+    sys.path.insert(0, "bench")
+    import fmnist
+    np.save(f"{out}/fm{n}.npy", fmnist.images()[:n].astype(np.float32))
+    np.save(f"{out}/fm{n}_labels.npy", fmnist.labels()[:n].astype(np.int32))
+
+
+def run(method, path, k, out_path):
+    from sklearn.cluster import SpectralClustering
+    from sklearn.manifold import Isomap, LocallyLinearEmbedding, SpectralEmbedding
+    X = np.load(path).astype(np.float64)
+    t0 = time.time()
+    eig = None
+    if method == "le":  # scikit-learn's n_neighbors counts the point itself
+        Y = SpectralEmbedding(n_components=2, affinity="nearest_neighbors", n_neighbors=k + 1,
+                              random_state=0).fit_transform(X)
+    elif method == "cluster":
+        Y = SpectralClustering(n_clusters=10, affinity="nearest_neighbors", n_neighbors=k + 1, assign_labels="kmeans",
+                               random_state=0).fit_predict(X)
+    elif method == "isomap":
+        m = Isomap(n_neighbors=k, n_components=2)
+        Y = m.fit_transform(X)
+        eig = m.kernel_pca_.eigenvalues_.tolist()
+    else:
+        kind = {"lle": "standard", "ltsa": "ltsa", "hlle": "hessian"}[method]
+        Y = LocallyLinearEmbedding(n_components=2, n_neighbors=k, method=kind, random_state=0).fit_transform(X)
+    seconds = time.time() - t0
+    np.save(out_path, Y)
+    print(json.dumps({"seconds": seconds, "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                      "eigenvalues": eig}))
+
+
+def score(truth_path, emb_path):
+    T = np.load(truth_path)
+    Y = np.load(emb_path)
+    A, B = T - T.mean(0), Y - Y.mean(0)
+    U, S, Vt = np.linalg.svd(B.T @ A)
+    procrustes = np.linalg.norm(A - (S.sum() / (B * B).sum()) * B @ (U @ Vt)) / np.linalg.norm(A)
+    F = np.c_[np.ones(len(Y)), Y]
+    affine = np.linalg.norm(T - F @ np.linalg.lstsq(F, T, rcond=None)[0]) / np.linalg.norm(A)
+    print(f"{procrustes:.4f} {affine:.4f}")
+
+
+if __name__ == "__main__":
+    cmd = sys.argv[1]
+    if cmd == "gen":
+        swiss_roll(int(sys.argv[2]), sys.argv[3])
+    elif cmd == "fmnist":
+        fashion(int(sys.argv[2]), sys.argv[3])
+    elif cmd == "score":
+        score(sys.argv[2], sys.argv[3])
+    else:
+        run(cmd, sys.argv[2], int(sys.argv[3]), sys.argv[4])
