@@ -49,7 +49,7 @@ def run(method, path, k, out_path):
         Y = m.fit_transform(X)
         eig = m.kernel_pca_.eigenvalues_.tolist()
     else:
-        kind = {"lle": "standard", "ltsa": "ltsa", "hlle": "hessian"}[method]
+        kind = {"lle": "standard", "mlle": "modified", "ltsa": "ltsa", "hlle": "hessian"}[method]
         Y = LocallyLinearEmbedding(n_components=2, n_neighbors=k, method=kind, random_state=0).fit_transform(X)
     seconds = time.time() - t0
     np.save(out_path, Y)

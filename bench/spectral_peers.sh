@@ -5,7 +5,7 @@
 # included; nlembed's from the shell, process start and reading included),
 # peak RSS, and the quality of the map.
 #   Swiss roll (bench/spectral_peers.py: t = 1.5 pi (1 + 2u), h = 21 u',
-#   numpy seed 0), k = 12: LE, LLE, LTSA, Hessian LLE, Isomap; Procrustes
+#   numpy seed 0), k = 12: LE, LLE, modified LLE, LTSA, Hessian LLE, Isomap; Procrustes
 #   error and affine-fit residual against the true (arc length, height).
 #   Fashion-MNIST's first 20,000 images, k = 14 (scikit-learn's
 #   n_neighbors = 15 counts the point itself): LE and spectral clustering
@@ -37,7 +37,7 @@ echo "== Swiss roll, k = 12 (nlembed $("$NLEMBED" --version | cut -d' ' -f2), $(
 row method N tool seconds peak "Procrustes affine ratio"
 for n in $SIZES; do
   "$PY" bench/spectral_peers.py gen "$n" "$OUT"
-  for m in le lle ltsa hlle isomap; do
+  for m in le lle mlle ltsa hlle isomap; do
     [ "$m" = isomap ] && [ "$n" -gt "$ISOMAP_MAX" ] && continue
     read -r ns nm <<< "$(nle_run "$OUT/roll${n}_nle_$m.npy" "$m" "$OUT/roll$n.npy" -k 12)"
     read -r ss sm <<< "$(sk_run "$m" "$OUT/roll$n.npy" 12 "$OUT/roll${n}_sk_$m.npy")"

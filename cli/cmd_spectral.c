@@ -68,6 +68,13 @@ static const spectral_command commands[] = {
      "that sum_i x_i = 0 and (1/N) sum_i x_i x_i^T = I (the slides' constraints).\n",
      "  --reg R              the local Gram matrix's regulariser, times its trace\n"
      "                       (default 1e-3)\n", false},
+    {"mlle", NLE_SPECTRAL_MLLE,
+     "Modified LLE (Zhang and Wang 2007; named in the lecture slides 002): several\n"
+     "weight vectors per point (the local Gram matrix's bottom eigenvectors,\n"
+     "their number from the median spectral ratio), where LLE's one is\n"
+     "ill-determined for k > d; sum_i x_i = 0 and (1/N) X^T X = I, as LLE.\n",
+     "  --reg R              the regularised weights' regulariser, times the local\n"
+     "                       Gram matrix's trace (default 1e-3)\n", false},
     {"ltsa", NLE_SPECTRAL_LTSA,
      "Local tangent space alignment (Zhang and Zha 2004; named in the lecture\n"
      "slides 002): each neighbourhood's tangent coordinates (local PCA), aligned\n"

@@ -21,6 +21,7 @@ static const char *usage =
     "  lle       locally linear embedding      isomap  Isomap (geodesics + MDS)\n"
     "  diffmap   diffusion maps (alpha normalisation, diffusion time)\n"
     "  ltsa      local tangent space alignment  hlle  Hessian LLE\n"
+    "  mlle      modified LLE (multiple weights per point)\n"
     "  cluster   spectral clustering (eigenvectors + k-means), errors vs labels\n"
     "  transform out-of-sample maps of a saved embedding: F(y) for new data,\n"
     "            f(x) back to data space\n"

@@ -141,14 +141,14 @@ else bad cluster_labels_and_error "$(head -c 300 "$T/stdout")"; fi
 expect_ok diffmap_swissroll $N diffmap swissroll:800 -k 10 --alpha 0.5 --time 2 -o "$T/dm.npy" --quiet
 if grep -q '"eigenvalues": \[1,' "$T/stdout"; then ok diffmap_trivial_one; else bad diffmap_trivial_one "$(head -c 300 "$T/stdout")"; fi
 
-for m in ltsa hlle; do
+for m in mlle ltsa hlle; do
   expect_ok "${m}_swissroll" $N $m swissroll:600 -k 10 -o "$T/$m.npy" --quiet
 done
 expect_ok isomap_swissroll $N isomap swissroll:800 -k 10 -o "$T/iso.npy" --quiet
 expect_ok isomap_landmarks $N isomap swissroll:3000 -k 10 --landmarks 100 -o "$T/isol.npy" --quiet
 if grep -q '"residual_variance": ' "$T/stdout"; then ok isomap_residual_variance; else bad isomap_residual_variance "$(head -c 300 "$T/stdout")"; fi
 
-for cmd in pca knn affinity ee tee ssne tsne sne metrics plot transform le lle ltsa hlle isomap diffmap cluster; do
+for cmd in pca knn affinity ee tee ssne tsne sne metrics plot transform le lle mlle ltsa hlle isomap diffmap cluster; do
   if $N $cmd --help | grep -q "Usage: nlembed $cmd"; then ok "help_$cmd"; else bad "help_$cmd" "no usage"; fi
 done
 
@@ -220,7 +220,7 @@ if cc -std=c11 $san -Iinclude "$T/readme.c" -o "$T/readme" $links 2> "$T/cc_err"
   && grep -q "^5000 points, E [0-9.]*, 450 iterations" "$T/readme_out"; then ok readme_library_example
 else bad readme_library_example "$(head -c 300 "$T/cc_err") $(head -c 300 "$T/readme_out" 2>/dev/null)"; fi
 
-for cmd in ee tee ssne tsne sne pca knn affinity metrics plot transform le lle ltsa hlle isomap diffmap cluster; do
+for cmd in ee tee ssne tsne sne pca knn affinity metrics plot transform le lle mlle ltsa hlle isomap diffmap cluster; do
   if $N $cmd --help | grep -qF "(default 80% of RAM)"; then ok "help_percent_$cmd"; else bad "help_percent_$cmd" "$($N $cmd --help | grep -F max-memory)"; fi
 done
 if $N --help | grep -q "Commands:" && $N --version | grep -q '^nlembed [0-9]'; then ok help_and_version; else bad help_and_version "missing"; fi

@@ -485,43 +485,55 @@ static void lle_invariances(void) {
   nle_ctx_free(&ctx);
 }
 
+/* Points on a 2-D plane in R^5 (an affine image of the plane's
+ * coordinates P): the LLE family recovers an affine image of P. */
+static nle_matf *plane_in_r5(nle_ctx *ctx, const nle_matf *P) {
+  nle_matf *Y = NULL;
+  nle_test_ok(nle_matf_alloc(ctx, P->rows, 5, &Y));
+  const double basis[2][5] = {{0.3, -0.5, 0.2, 0.7, 0.1}, {0.6, 0.1, -0.4, 0.0, 0.5}};
+  for (size_t i = 0; i < P->rows; i++)
+    for (int t = 0; t < 5; t++)
+      Y->data[i * 5 + t] = (float)(basis[0][t] * P->data[i * 2] + basis[1][t] * P->data[i * 2 + 1] + 0.25 * t);
+  return Y;
+}
+
+/* The residual of P's coordinate c regressed on (1, X's two columns), by
+ * the normal equations, over P's variance. */
+static double affine_residual(const nle_matf *P, const double *X, int c) {
+  size_t n = P->rows;
+  double A[9] = {0}, b[3] = {0}, tot = 0, mean = 0, res = 0;
+  for (size_t i = 0; i < n; i++) mean += P->data[i * 2 + c] / (double)n;
+  for (size_t i = 0; i < n; i++) {
+    double f[3] = {1, X[i * 2], X[i * 2 + 1]};
+    for (int p = 0; p < 3; p++) {
+      b[p] += f[p] * P->data[i * 2 + c];
+      for (int q = 0; q < 3; q++) A[p * 3 + q] += f[p] * f[q];
+    }
+    tot += (P->data[i * 2 + c] - mean) * (P->data[i * 2 + c] - mean);
+  }
+  lapack_int piv[3];
+  if (LAPACKE_dgesv(LAPACK_ROW_MAJOR, 3, 1, A, 3, piv, b, 1)) exit(2);
+  for (size_t i = 0; i < n; i++) {
+    double e = P->data[i * 2 + c] - (b[0] + b[1] * X[i * 2] + b[2] * X[i * 2 + 1]);
+    res += e * e;
+  }
+  return res / tot;
+}
+
 /* Points on a 2-D plane in R^5 (SPEC 4.5): the bottom eigenvector is
  * constant (eigenvalue ~0) and the next two span an affine image of the
  * plane's coordinates: regressing them on (1, u, v) leaves ~0. */
 static void lle_plane(void) {
   nle_ctx *ctx = test_ctx(4);
   enum { N = 400 };
-  nle_matf *P = test_random_matf(N, 2, 35), *Y = NULL;
-  nle_test_ok(nle_matf_alloc(ctx, N, 5, &Y));
-  const double basis[2][5] = {{0.3, -0.5, 0.2, 0.7, 0.1}, {0.6, 0.1, -0.4, 0.0, 0.5}};
-  for (size_t i = 0; i < N; i++)
-    for (int t = 0; t < 5; t++)
-      Y->data[i * 5 + t] = (float)(basis[0][t] * P->data[i * 2] + basis[1][t] * P->data[i * 2 + 1] + 0.25 * t);
+  nle_matf *P = test_random_matf(N, 2, 35), *Y = plane_in_r5(ctx, P);
   nle_spectral_result *r = lle_of(ctx, Y, 8, 1e-6, NLE_EIGEN_DENSE);
   nle_test(r != NULL);
   if (r) {
     nle_test(fabs(r->eigenvalues[0]) < 1e-12);
-    /* residual of each true coordinate regressed on (1, x1, x2): normal
-     * equations solved here */
     for (int c = 0; c < 2; c++) {
-      double A[9] = {0}, b[3] = {0}, tot = 0, mean = 0;
-      for (size_t i = 0; i < N; i++) mean += P->data[i * 2 + c] / N;
-      for (size_t i = 0; i < N; i++) {
-        double f[3] = {1, r->X->data[i * 2], r->X->data[i * 2 + 1]};
-        for (int p = 0; p < 3; p++) {
-          b[p] += f[p] * P->data[i * 2 + c];
-          for (int q = 0; q < 3; q++) A[p * 3 + q] += f[p] * f[q];
-        }
-        tot += (P->data[i * 2 + c] - mean) * (P->data[i * 2 + c] - mean);
-      }
-      lapack_int piv[3];
-      if (LAPACKE_dgesv(LAPACK_ROW_MAJOR, 3, 1, A, 3, piv, b, 1)) exit(2);
-      double res = 0;
-      for (size_t i = 0; i < N; i++) {
-        double e = P->data[i * 2 + c] - (b[0] + b[1] * r->X->data[i * 2] + b[2] * r->X->data[i * 2 + 1]);
-        res += e * e;
-      }
-      if (!nle_test(res / tot < 1e-4)) printf("  coordinate %d: relative residual %g\n", c, res / tot);
+      double res = affine_residual(P, r->X->data, c);
+      if (!nle_test(res < 1e-4)) printf("  coordinate %d: relative residual %g\n", c, res);
     }
   }
   nle_spectral_result_free(&r);
@@ -658,6 +670,47 @@ static void ltsa_hlle_against_reference(void) {
     free(X);
   }
   nle_csr_free(&knn);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
+/* Modified LLE: on points of a plane in R^5 (k = 10 > d, where LLE's
+ * weights are not unique; reg 1e-6) the embedding from either solver is
+ * an affine image of the plane's coordinates (regression residual < 1e-6
+ * of their variance) and three eigenvalues are ~0; k <= d is refused. */
+static void mlle_plane_and_solvers(void) {
+  nle_ctx *ctx = test_ctx(10);
+  enum { N = 400 };
+  nle_matf *P = test_random_matf(N, 2, 36), *Y = plane_in_r5(ctx, P);
+  nle_spectral_result *r[2] = {NULL, NULL};
+  for (int solver = 0; solver < 2; solver++) {
+    nle_spectral_opts o;
+    nle_spectral_opts_init(&o);
+    o.k = 10;
+    o.reg = 1e-6;
+    o.knn_method = NLE_KNN_EXACT;
+    o.solver = solver ? NLE_EIGEN_SHIFT_INVERT : NLE_EIGEN_DENSE;
+    nle_spectral_input in = {Y, NULL, NULL};
+    nle_test_ok(nle_spectral_embed(ctx, NLE_SPECTRAL_MLLE, &in, &o, &r[solver]));
+  }
+  for (int solver = 0; r[0] && r[1] && solver < 2; solver++) {
+    /* the plane's two coordinates span M's null space beside the constant:
+     * three eigenvalues ~0, the embedding any basis of it */
+    for (int t = 0; t < 3; t++) nle_test(fabs(r[solver]->eigenvalues[t]) < 1e-9);
+    for (int c = 0; c < 2; c++) {
+      double res = affine_residual(P, r[solver]->X->data, c);
+      if (!nle_test(res < 1e-6)) printf("  solver %d, coordinate %d: relative residual %g\n", solver, c, res);
+    }
+  }
+  nle_spectral_result_free(&r[0]);
+  nle_spectral_result_free(&r[1]);
+  nle_spectral_opts o;
+  nle_spectral_opts_init(&o);
+  o.k = 2;
+  nle_spectral_input in = {Y, NULL, NULL};
+  nle_spectral_result *bad = NULL;
+  nle_test(nle_spectral_embed(ctx, NLE_SPECTRAL_MLLE, &in, &o, &bad) != NLE_OK && !bad);
+  nle_matf_free(&P);
   nle_matf_free(&Y);
   nle_ctx_free(&ctx);
 }
@@ -910,6 +963,7 @@ const nle_test_case spectral_method_tests[] = {
     {"lle/plane", lle_plane},
     {"lle/bad_input", lle_bad_input},
     {"ltsa/hlle_against_reference", ltsa_hlle_against_reference},
+    {"mlle/plane_and_solvers", mlle_plane_and_solvers},
     {"diffmap/against_dgeev", diffmap_against_dgeev},
     {"cluster/error_brute_force", clustering_error_brute_force},
     {"cluster/kmeans_blobs", kmeans_blobs},

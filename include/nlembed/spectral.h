@@ -53,8 +53,10 @@ typedef enum {
                                mu^t, distances = diffusion distances */
   NLE_SPECTRAL_LTSA = 4,    /* local tangent space alignment (Zhang and Zha
                                2004; named in the slides) */
-  NLE_SPECTRAL_HLLE = 5     /* Hessian LLE (Donoho and Grimes 2003; named in
+  NLE_SPECTRAL_HLLE = 5,    /* Hessian LLE (Donoho and Grimes 2003; named in
                                the slides) */
+  NLE_SPECTRAL_MLLE = 6     /* modified LLE (Zhang and Wang 2007; named in the
+                               slides and the dissertation's sec. 4.2) */
 } nle_spectral_method;
 
 /* Which Laplacian, and the normalisation of the embedding it gives (SPEC
@@ -167,7 +169,7 @@ typedef struct {
 NLE_API nle_status nle_spectral_embed(nle_ctx *ctx, nle_spectral_method method, const nle_spectral_input *input,
                                       const nle_spectral_opts *opts, nle_spectral_result **result);
 NLE_API void nle_spectral_result_free(nle_spectral_result **result);
-/* Names: methods "le", "lle", "isomap", "diffmap", "ltsa", "hlle"; Laplacians "random-walk", "symmetric",
+/* Names: methods "le", "lle", "isomap", "diffmap", "ltsa", "hlle", "mlle"; Laplacians "random-walk", "symmetric",
  * "unnormalised"; policies "error", "allow" ("auto"); rules "average",
  * "union", "mutual"; solvers "dense", "sparse" ("auto"); and back (-1 if
  * unknown). */

@@ -27,7 +27,7 @@ typedef struct {
 } nle__spectral_method;
 
 extern const nle__spectral_method nle__spectral_le, nle__spectral_lle, nle__spectral_isomap, nle__spectral_diffmap,
-    nle__spectral_ltsa, nle__spectral_hlle;
+    nle__spectral_ltsa, nle__spectral_hlle, nle__spectral_mlle;
 
 /* le.c: the nev smallest eigenpairs (ascending) of W's Laplacian of the
  * given kind, dense or by Lanczos as `solver` says (auto: by size); U the

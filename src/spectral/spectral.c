@@ -11,8 +11,8 @@
 
 static const nle__spectral_method *const methods[] = {&nle__spectral_le, &nle__spectral_lle, &nle__spectral_isomap,
                                                       &nle__spectral_diffmap, &nle__spectral_ltsa,
-                                                      &nle__spectral_hlle};
-static const char *const method_names[] = {"le", "lle", "isomap", "diffmap", "ltsa", "hlle"};
+                                                      &nle__spectral_hlle, &nle__spectral_mlle};
+static const char *const method_names[] = {"le", "lle", "isomap", "diffmap", "ltsa", "hlle", "mlle"};
 static const char *const laplacian_names[] = {"random-walk", "symmetric", "unnormalised"};
 static const char *const components_names[] = {"error", "allow"};
 static const char *const symmetrize_names[] = {"average", "union", "mutual"};
