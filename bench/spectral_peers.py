@@ -57,6 +57,20 @@ def run(method, path, k, out_path):
                       "eigenvalues": eig}))
 
 
+def le_eigenvalues(path, k):
+    """The 3 smallest eigenvalues of the symmetric normalised Laplacian of
+    scikit-learn's SpectralEmbedding affinity (kneighbors_graph with the
+    point itself, (A + A^T) / 2; scipy's laplacian ignores the diagonal),
+    by ARPACK shift-invert as scikit-learn runs it, at full precision."""
+    from scipy.sparse import csgraph
+    from scipy.sparse.linalg import eigsh
+    from sklearn.neighbors import kneighbors_graph
+    X = np.load(path).astype(np.float64)
+    A = kneighbors_graph(X, k + 1, include_self=True)
+    L = csgraph.laplacian(0.5 * (A + A.T), normed=True)
+    print(json.dumps(np.sort(-eigsh(-L, k=3, sigma=1.0, which="LM", tol=0)[0]).tolist()))
+
+
 def score(truth_path, emb_path):
     T = np.load(truth_path)
     Y = np.load(emb_path)
@@ -74,6 +88,8 @@ if __name__ == "__main__":
         swiss_roll(int(sys.argv[2]), sys.argv[3])
     elif cmd == "fmnist":
         fashion(int(sys.argv[2]), sys.argv[3])
+    elif cmd == "le_eigenvalues":
+        le_eigenvalues(sys.argv[2], int(sys.argv[3]))
     elif cmd == "score":
         score(sys.argv[2], sys.argv[3])
     else:

@@ -70,6 +70,7 @@ PY
 )
   row cluster $n "nle-$search" "$ns" "$nm" "$err"
 done
+echo "scikit-learn's LE eigenvalues on its own graph (the exact search's): $("$PY" bench/spectral_peers.py le_eigenvalues "$OUT/fm$n.npy" 14)"
 read -r ss sm <<< "$(sk_run le "$OUT/fm$n.npy" 14 "$OUT/fm_sk_le.npy")"
 row le $n scikit "$ss" "$sm" ""
 read -r ss sm <<< "$(sk_run cluster "$OUT/fm$n.npy" 14 "$OUT/fm_sk_cl.npy")"
