@@ -14,12 +14,10 @@ static const char *help_fmt =
     "       nlembed %s [options] --affinities W.mtx -o OUTPUT\n"
     "\n"
     "%s\n"
-    "Writes the N x d embedding (.npy float64, or text) and prints one JSON line\n"
-    "with the eigenvalues and the time of each stage on stdout.\n"
+    "%s"
     "\n"
     "Options:\n"
-    "  -o, --output FILE    the embedding (.npy, .csv, .tsv, .txt)\n"
-    "  -d, --dim N          embedding dimension (default 2)\n"
+    "%s"
     "  -k, --neighbors K    neighbours per point, not counting the point (10)\n"
     "  --pca N              search the neighbours among N principal components,\n"
     "                       then re-rank the candidates by their distances in\n"
@@ -106,10 +104,8 @@ static const spectral_command commands[] = {
      "Spectral clustering (dissertation eq. 4.19; lecture slides 002, \"Spirals\n"
      "Again\"): the K - 1 eigenvectors after the trivial one of the kNN graph's\n"
      "random-walk Laplacian (the bottom-K subspace), then k-means (k-means++\n"
-     "seeds, restarts). OUTPUT gets\n"
-     "one label per point (0..K-1); with labelled data the JSON line has the\n"
-     "clustering errors by matching (Hungarian) and by majority class. A graph\n"
-     "with several components is allowed (they are clusters).\n",
+     "seeds, restarts). A graph with several components is allowed (they are\n"
+     "clusters).\n",
      "  -c, --clusters K     number of clusters (default 2)\n"
      "  --dims N             eigenvectors after the trivial one clustered (default\n"
      "                       K - 1; K is eq. 4.19 literally)\n"
@@ -157,7 +153,19 @@ int cmd_spectral(int argc, char **argv, const char *command) {
     if (!strcmp(command, commands[i].name)) sc = &commands[i];
   if (!sc) return 2;
   char help[8192];
-  snprintf(help, sizeof help, help_fmt, command, command, sc->about, sc->options);
+  static const char *const writes[2] = {
+      "Writes the N x d embedding (.npy float64, or text) and prints one JSON line\n"
+      "with the eigenvalues and the time of each stage on stdout.\n",
+      "Writes one cluster label per point (0..K-1; .txt, .csv or int32 .npy) and\n"
+      "prints one JSON line with the eigenvalues, the cluster sizes and the time of\n"
+      "each stage on stdout; with labelled data, the clustering errors by\n"
+      "matching (Hungarian) and by majority class.\n"};
+  static const char *const output_lines[2] = {
+      "  -o, --output FILE    the embedding (.npy, .csv, .tsv, .txt)\n"
+      "  -d, --dim N          embedding dimension (default 2)\n",
+      "  -o, --output FILE    the labels (.txt, .csv, .npy)\n"};
+  snprintf(help, sizeof help, help_fmt, command, command, sc->about, writes[sc->cluster], output_lines[sc->cluster],
+           sc->options);
   strncat(help, help_tail, sizeof help - strlen(help) - 1);
   static const struct option longopts[] = {
       {"output", required_argument, 0, 'o'}, {"dim", required_argument, 0, 'd'},
@@ -187,6 +195,10 @@ int cmd_spectral(int argc, char **argv, const char *command) {
   while ((c = cli_next_option(&env, argc, argv, sc->cluster ? "o:d:k:c:" : "o:d:k:", longopts)) != -1) {
     if (!sc->cluster && (c == 'c' || c == OPT_DIMS || c == OPT_NORMALIZE_ROWS || c == OPT_RESTARTS)) {
       env.rc = cli_usage_error(command, "--%s is for nlembed cluster", c == 'c' ? "clusters" : c == OPT_DIMS ? "dims" : c == OPT_RESTARTS ? "restarts" : "normalize-rows");
+      continue;
+    }
+    if (sc->cluster && c == 'd') {
+      env.rc = cli_usage_error(command, "-d is for the embeddings; nlembed cluster takes --dims");
       continue;
     }
     switch (c) {
