@@ -19,6 +19,8 @@ static const char *help_fmt =
     "Options:\n"
     "%s"
     "  -k, --neighbors K    neighbours per point, not counting the point (10)\n"
+    "  --radius R           epsilon-ball neighbourhoods instead: every point within\n"
+    "                       distance R (exact, O(N^2 D)); default 0: k nearest\n"
     "  --pca N              search the neighbours among N principal components,\n"
     "                       then re-rank the candidates by their distances in\n"
     "                       INPUT (default auto: 50 when N > 5,000 points and\n"
@@ -117,7 +119,7 @@ static const spectral_command commands[] = {
 };
 
 enum { OPT_AFFINITY = OPT_COMMAND_BASE, OPT_SIGMA, OPT_TUNING, OPT_SYMMETRIZE, OPT_COMPONENTS, OPT_AFFINITIES,
-       OPT_SOLVER, OPT_TOL, OPT_LAPLACIAN, OPT_REG, OPT_LANDMARKS, OPT_DIMS, OPT_NORMALIZE_ROWS, OPT_RESTARTS, OPT_ALPHA, OPT_TIME, OPT_PCA, OPT_PCA_CANDIDATES };
+       OPT_SOLVER, OPT_TOL, OPT_LAPLACIAN, OPT_REG, OPT_LANDMARKS, OPT_DIMS, OPT_NORMALIZE_ROWS, OPT_RESTARTS, OPT_ALPHA, OPT_TIME, OPT_PCA, OPT_PCA_CANDIDATES, OPT_RADIUS };
 
 /* value = parse(arg) or a usage error naming the values name(0), name(1)... */
 static int parse_name(const char *command, const char *option, const char *arg, int (*parse)(const char *),
@@ -179,6 +181,7 @@ int cmd_spectral(int argc, char **argv, const char *command) {
       {"normalize-rows", no_argument, 0, OPT_NORMALIZE_ROWS}, {"restarts", required_argument, 0, OPT_RESTARTS},
       {"alpha", required_argument, 0, OPT_ALPHA}, {"time", required_argument, 0, OPT_TIME},
       {"pca", required_argument, 0, OPT_PCA}, {"pca-candidates", required_argument, 0, OPT_PCA_CANDIDATES},
+      {"radius", required_argument, 0, OPT_RADIUS},
       CLI_KNN_OPTIONS, CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
   cli_env env;
   if (cli_env_init(&env, command, help)) return 1;
@@ -271,6 +274,10 @@ int cmd_spectral(int argc, char **argv, const char *command) {
     case OPT_TIME:
       if (cli_parse_int(optarg, 0, 1 << 20, &v)) o.diffusion_time = (int)v;
       else env.rc = cli_usage_error(command, "--time takes an integer >= 0");
+      break;
+    case OPT_RADIUS:
+      if (!cli_parse_double(optarg, &x) || !(x > 0)) env.rc = cli_usage_error(command, "--radius takes a positive number");
+      else o.radius = x;
       break;
     case OPT_PCA:
       if (!strcmp(optarg, "auto")) o.pca_dims = NLE_AUTO;

@@ -242,6 +242,7 @@ expect_fail lle_affinities_only "lle: the method needs the points themselves" "$
 expect_fail cluster_option_elsewhere "--clusters is for nlembed cluster" "$o" -- $N le swissroll:100 --clusters 3 -o "$o"
 expect_fail cluster_one "--clusters takes an integer >= 2" "$o" -- $N cluster swissroll:100 -c 1 -o "$o"
 expect_fail cluster_dim "-d is for the embeddings; nlembed cluster takes --dims" "$o" -- $N cluster swissroll:100 -d 3 -o "$o"
+expect_fail radius_too_small "has no neighbour within radius 1e-06" "$o" -- $N le swissroll:200 --radius 1e-6 -o "$o"
 expect_fail diffmap_alpha "--alpha takes a number in [0, 1]" "$o" -- $N diffmap swissroll:100 --alpha 2 -o "$o"
 expect_fail hlle_few_neighbours "hlle: k = 6 neighbours; Hessian LLE in 3 dimensions needs k >= d + d(d+1)/2 = 9" "$o" -- \
   $N hlle swissroll:1000 -k 6 -d 3 -o "$o"

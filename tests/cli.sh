@@ -146,6 +146,7 @@ for m in mlle ltsa hlle; do
 done
 expect_ok isomap_swissroll $N isomap swissroll:800 -k 10 -o "$T/iso.npy" --quiet
 expect_ok isomap_landmarks $N isomap swissroll:3000 -k 10 --landmarks 100 -o "$T/isol.npy" --quiet
+expect_ok isomap_radius $N isomap swissroll:1000 --radius 4 -o "$T/isor.npy" --quiet
 if grep -q '"residual_variance": ' "$T/stdout"; then ok isomap_residual_variance; else bad isomap_residual_variance "$(head -c 300 "$T/stdout")"; fi
 
 for cmd in pca knn affinity ee tee ssne tsne sne metrics plot transform le lle mlle ltsa hlle isomap diffmap cluster; do

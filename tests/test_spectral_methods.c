@@ -322,6 +322,40 @@ static void pca_candidates(void) {
   nle_ctx_free(&ctx);
 }
 
+/* Epsilon balls (the slides' "within a fixed radius"): on points equally
+ * spaced around a circle, a radius between the nearest two neighbours'
+ * distance and the next gives the graph of k = 2, so the same embedding
+ * bit for bit; a radius below every distance is refused naming the point
+ * and its nearest distance. */
+static void radius_graph(void) {
+  nle_ctx *ctx = test_ctx(11);
+  enum { N = 60 };
+  nle_matf *Y = NULL;
+  nle_test_ok(nle_matf_alloc(ctx, N, 2, &Y));
+  for (size_t i = 0; i < N; i++)
+    Y->data[2 * i] = (float)(10 * cos(2 * M_PI * i / N)), Y->data[2 * i + 1] = (float)(10 * sin(2 * M_PI * i / N));
+  double chord = 20 * sin(M_PI / N); /* neighbours at chord, the next at about 2 chord */
+  nle_spectral_input in = {Y, NULL, NULL};
+  nle_spectral_opts o;
+  nle_spectral_opts_init(&o);
+  o.k = 2;
+  o.knn_method = NLE_KNN_EXACT;
+  o.solver = NLE_EIGEN_DENSE;
+  nle_spectral_result *a = NULL, *b = NULL;
+  nle_test_ok(nle_spectral_embed(ctx, NLE_SPECTRAL_LE, &in, &o, &a));
+  o.radius = 1.5 * chord;
+  nle_test_ok(nle_spectral_embed(ctx, NLE_SPECTRAL_LE, &in, &o, &b));
+  nle_test(a && b && !memcmp(a->X->data, b->X->data, N * 2 * sizeof(double)) &&
+           !memcmp(a->eigenvalues, b->eigenvalues, 3 * sizeof(double)));
+  nle_spectral_result_free(&a);
+  nle_spectral_result_free(&b);
+  o.radius = 0.5 * chord;
+  nle_test(nle_spectral_embed(ctx, NLE_SPECTRAL_LE, &in, &o, &a) == NLE_ERR_VALUE && !a &&
+           strstr(nle_ctx_error(ctx), "point 1 has no neighbour within radius"));
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
 /* Bad input: an asymmetric or negative W, k or dim too large, bad options. */
 static void bad_input(void) {
   nle_ctx *ctx = test_ctx(1);
@@ -957,6 +991,7 @@ const nle_test_case spectral_method_tests[] = {
     {"le/disconnected_graph", disconnected_graph},
     {"le/same_for_threads", same_for_threads},
     {"le/pca_candidates", pca_candidates},
+    {"le/radius_graph", radius_graph},
     {"le/bad_input", bad_input},
     {"lle/against_reference", lle_against_reference},
     {"lle/invariances", lle_invariances},

@@ -100,6 +100,10 @@ typedef struct {
   int dim;                       /* embedding dimension d >= 1 (2) */
   int k;                         /* neighbours per point, not counting the
                                     point itself (10) */
+  double radius;                 /* > 0: epsilon-ball neighbourhoods instead,
+                                    every point within this distance (the
+                                    slides' "within a fixed radius"; brute
+                                    force, O(N^2 D)); 0 (default): k nearest */
   nle_knn_method knn_method;     /* NLE_AUTO (default) */
   nle_knn_approx_opts knn_approx;/* approx: its options (k is set from k) */
   int pca_dims;                  /* search the neighbours among this many

@@ -31,6 +31,17 @@ int nle__fault_memalign(void **p, size_t align, size_t n);
 #define posix_memalign(p, a, n) nle__fault_memalign(p, a, n)
 #endif
 
+/* |a - b|^2 of two float points of d coordinates, accumulated in double:
+ * the reference distance of the exact searches. */
+static inline double nle__sqdist_fd(const float *a, const float *b, size_t d) {
+  double s = 0.0;
+  for (size_t j = 0; j < d; j++) {
+    double t = (double)a[j] - (double)b[j];
+    s += t * t;
+  }
+  return s;
+}
+
 /* names[value] for 0 <= value < count, "auto" for NLE_AUTO when the enum
  * has it, else "unknown"; and back, -1 for an unknown name or NULL
  * (src/core/names.c). NLE__COUNT: the entries of a static array. */

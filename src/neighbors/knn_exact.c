@@ -52,14 +52,7 @@ static int cand_cmp(const void *a, const void *b) {
 }
 
 /* Squared distance accumulated in double: the re-ranking reference. */
-static double sqdist(const float *a, const float *b, size_t d) {
-  double s = 0.0;
-  for (size_t j = 0; j < d; j++) {
-    double t = (double)a[j] - (double)b[j];
-    s += t * t;
-  }
-  return s;
-}
+#define sqdist nle__sqdist_fd
 
 typedef struct {
   const nle_matf *Y;  /* the reference points, for exact distances */

@@ -201,3 +201,85 @@ double *nle__degrees(nle_ctx *ctx, const nle_csr *W) {
       if (W->colind[q] != i) deg[i] += nle_csr_value(W, q);
   return deg;
 }
+
+/* ---- epsilon-ball neighbourhoods (the slides' "within a fixed radius") -- */
+
+typedef struct {
+  const nle_matf *Y;
+  double r2;
+  int64_t *count; /* per row: neighbours within the radius (pass 1) */
+  nle_csr *G;     /* pass 2: filled */
+  double *nearest; /* per row: the nearest other point's squared distance */
+} radius_job;
+
+enum { RADIUS_BLOCK = 64 };
+
+typedef struct {
+  float d2;
+  int32_t j;
+} neighbour;
+
+static int cmp_neighbour(const void *a, const void *b) {
+  const neighbour *x = a, *y = b;
+  return x->d2 < y->d2 ? -1 : x->d2 > y->d2 ? 1 : (x->j > y->j) - (x->j < y->j);
+}
+
+static int radius_block(void *job, size_t b, void *scratch) {
+  radius_job *j = job;
+  size_t n = j->Y->rows, D = j->Y->cols, i1 = (b + 1) * RADIUS_BLOCK < n ? (b + 1) * RADIUS_BLOCK : n;
+  neighbour *row = scratch;
+  for (size_t i = b * RADIUS_BLOCK; i < i1; i++) {
+    int64_t m = 0;
+    double nearest = INFINITY;
+    for (size_t k = 0; k < n; k++) {
+      if (k == i) continue;
+      double d2 = nle__sqdist_fd(j->Y->data + i * D, j->Y->data + k * D, D);
+      nearest = fmin(nearest, d2);
+      if (d2 <= j->r2) {
+        if (j->G) row[m] = (neighbour){(float)d2, (int32_t)k};
+        m++;
+      }
+    }
+    if (!j->G) {
+      j->count[i] = m;
+      j->nearest[i] = nearest;
+      continue;
+    }
+    qsort(row, (size_t)m, sizeof(neighbour), cmp_neighbour); /* as the kNN graphs: by distance, ties by index */
+    int64_t q0 = j->G->rowptr[i];
+    for (int64_t a = 0; a < m; a++) {
+      j->G->colind[q0 + a] = row[a].j;
+      ((float *)j->G->val)[q0 + a] = row[a].d2;
+    }
+  }
+  return 0;
+}
+
+nle_status nle__radius_graph(nle_ctx *ctx, const nle_matf *Y, double radius, nle_csr **out) {
+  *out = NULL;
+  size_t n = Y->rows;
+  radius_job j = {Y, radius * radius, nle__malloc(ctx, n * sizeof(int64_t), "the radius graph"), NULL,
+                  nle__malloc(ctx, n * sizeof(double), "the radius graph")};
+  nle_status s = j.count && j.nearest ? NLE_OK : NLE_ERR_NOMEM;
+  double work = (double)n * (double)n * (double)Y->cols;
+  size_t blocks = (n + RADIUS_BLOCK - 1) / RADIUS_BLOCK;
+  if (!s) s = nle__for_blocks(ctx, "radius graph", blocks, nle__threads_for(ctx, work), 0, radius_block, &j);
+  int64_t nnz = 0, widest = 0;
+  for (size_t i = 0; !s && i < n; i++) {
+    if (j.count[i] == 0)
+      s = nle__fail(ctx, NLE_ERR_VALUE, "spectral graph: point %zu has no neighbour within radius %g (its nearest is "
+                    "at %g): a larger radius, or k nearest neighbours", i + 1, radius, sqrt(j.nearest[i]));
+    nnz += j.count[i];
+    widest = j.count[i] > widest ? j.count[i] : widest;
+  }
+  if (!s) s = nle_csr_alloc(ctx, (int64_t)n, (int64_t)n, nnz, NLE_F32, &j.G);
+  for (size_t i = 0; !s && i < n; i++) j.G->rowptr[i + 1] = j.G->rowptr[i] + j.count[i];
+  if (!s)
+    s = nle__for_blocks(ctx, "radius graph", blocks, nle__threads_for(ctx, work), (size_t)widest * sizeof(neighbour),
+                        radius_block, &j);
+  free(j.count);
+  free(j.nearest);
+  if (s) nle_csr_free(&j.G);
+  *out = j.G;
+  return s;
+}

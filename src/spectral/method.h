@@ -75,6 +75,11 @@ int nle__max_row(const nle_csr *knn);
 /* graph.c: W from the directed kNN graph (squared distances): weights as
  * o->affinity says, then symmetrised by o->rule; the diagonal left out. */
 nle_status nle__spectral_weights(nle_ctx *ctx, const nle_csr *knn, const nle_spectral_opts *o, nle_csr **W);
+/* The epsilon-ball graph of the points (lecture slides 002: "within a
+ * fixed radius"): every other point within `radius`, as a kNN graph holds
+ * its neighbours (squared distances, sorted, ties by index); brute force,
+ * O(N^2 D). A point with no neighbour in reach is an error naming it. */
+nle_status nle__radius_graph(nle_ctx *ctx, const nle_matf *Y, double radius, nle_csr **G);
 /* Whether A is symmetric (the same value at (i, j) and (j, i), to 1e-12
  * relative); names the first asymmetric pair otherwise. */
 nle_status nle__csr_check_symmetric(nle_ctx *ctx, const nle_csr *A, const char *what);

@@ -60,6 +60,7 @@ static nle_status check_opts(nle_ctx *ctx, nle_spectral_method method, const nle
   const char *bad = !named(nle_spectral_method_name(method))     ? "method"
                     : o->dim < 1                                 ? "dim (>= 1)"
                     : o->k < 1                                   ? "k (>= 1)"
+                    : !(o->radius >= 0 && isfinite(o->radius))   ? "radius (>= 0)"
                     : !named(nle_knn_method_name(o->knn_method)) ? "knn_method"
                     : !named(nle_symmetrize_name(o->symmetrize)) ? "symmetrize"
                     : !named(nle_affinity_kind_name(o->affinity))? "affinity"
@@ -92,7 +93,7 @@ static nle_status check_input(nle_ctx *ctx, const nle_spectral_input *in, const 
   if (*n < 3) return nle__fail(ctx, NLE_ERR_ARG, "spectral embedding: %zu points; at least 3 are needed", *n);
   if ((size_t)o->dim + 1 >= *n)
     return nle__fail(ctx, NLE_ERR_ARG, "spectral embedding: %d dimensions of %zu points (at most N - 2)", o->dim, *n);
-  if (in->Y && (size_t)o->k >= *n)
+  if (in->Y && !(o->radius > 0) && (size_t)o->k >= *n)
     return nle__fail(ctx, NLE_ERR_ARG, "spectral embedding: k = %d neighbours of %zu points (at most N - 1)", o->k,
                      *n);
   if (in->affinities) {
@@ -119,6 +120,11 @@ static nle_status neighbours(nle_ctx *ctx, const nle_matf *Y, nle_spectral_opts 
   if ((size_t)o->pca_dims >= D) o->pca_dims = 0; /* no narrower than the data */
   if (o->pca_candidates == NLE_AUTO) o->pca_candidates = o->pca_dims ? PCA_CANDIDATES_PER_K * o->k : o->k;
   if ((size_t)o->pca_candidates >= n) o->pca_candidates = (int)n - 1;
+  if (o->radius > 0) { /* the epsilon ball: every neighbour in reach, exactly */
+    o->pca_dims = o->pca_candidates = 0;
+    r->knn_used = NLE_KNN_EXACT;
+    return nle__radius_graph(ctx, Y, o->radius, graph);
+  }
   if (!o->pca_dims) return nle_knn_graph(ctx, Y, o->k, o->knn_method, &o->knn_approx, graph, &r->knn_used);
   double t0 = nle_time_seconds();
   nle_pca_opts po;
