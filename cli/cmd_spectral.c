@@ -42,6 +42,7 @@ static const char *help_fmt =
     "                       inverse through a CHOLMOD factor)\n"
     "  --tol T              Lanczos relative tolerance (default 0: machine\n"
     "                       precision)\n"
+    "%s"
     "\n";
 /* after the formatted part: these hold literal percent signs */
 static const char *help_tail = CLI_KNN_HELP "\n" CLI_COMMON_HELP;
@@ -119,7 +120,7 @@ static const spectral_command commands[] = {
 };
 
 enum { OPT_AFFINITY = OPT_COMMAND_BASE, OPT_SIGMA, OPT_TUNING, OPT_SYMMETRIZE, OPT_COMPONENTS, OPT_AFFINITIES,
-       OPT_SOLVER, OPT_TOL, OPT_LAPLACIAN, OPT_REG, OPT_LANDMARKS, OPT_DIMS, OPT_NORMALIZE_ROWS, OPT_RESTARTS, OPT_ALPHA, OPT_TIME, OPT_PCA, OPT_PCA_CANDIDATES, OPT_RADIUS };
+       OPT_SOLVER, OPT_TOL, OPT_LAPLACIAN, OPT_REG, OPT_LANDMARKS, OPT_DIMS, OPT_NORMALIZE_ROWS, OPT_RESTARTS, OPT_ALPHA, OPT_TIME, OPT_PCA, OPT_PCA_CANDIDATES, OPT_RADIUS, OPT_SAVE_MODEL, OPT_MODEL_DATA };
 
 /* value = parse(arg) or a usage error naming the values name(0), name(1)... */
 static int parse_name(const char *command, const char *option, const char *arg, int (*parse)(const char *),
@@ -166,8 +167,15 @@ int cmd_spectral(int argc, char **argv, const char *command) {
       "  -o, --output FILE    the embedding (.npy, .csv, .tsv, .txt)\n"
       "  -d, --dim N          embedding dimension (default 2)\n",
       "  -o, --output FILE    the labels (.txt, .csv, .npy)\n"};
+  static const char *const model_lines[2] = {
+      "  --save-model FILE    also write a model file for `nlembed transform`: new\n"
+      "                       points placed by the method's out-of-sample map\n"
+      "                       (docs/transform.md); needs INPUT\n"
+      "  --model-data MODE    copy (default): the training data goes into the model\n"
+      "                       file; reference: only its source and a checksum\n",
+      ""};
   snprintf(help, sizeof help, help_fmt, command, command, sc->about, writes[sc->cluster], output_lines[sc->cluster],
-           sc->options);
+           sc->options, model_lines[sc->cluster]);
   strncat(help, help_tail, sizeof help - strlen(help) - 1);
   static const struct option longopts[] = {
       {"output", required_argument, 0, 'o'}, {"dim", required_argument, 0, 'd'},
@@ -181,7 +189,8 @@ int cmd_spectral(int argc, char **argv, const char *command) {
       {"normalize-rows", no_argument, 0, OPT_NORMALIZE_ROWS}, {"restarts", required_argument, 0, OPT_RESTARTS},
       {"alpha", required_argument, 0, OPT_ALPHA}, {"time", required_argument, 0, OPT_TIME},
       {"pca", required_argument, 0, OPT_PCA}, {"pca-candidates", required_argument, 0, OPT_PCA_CANDIDATES},
-      {"radius", required_argument, 0, OPT_RADIUS},
+      {"radius", required_argument, 0, OPT_RADIUS}, {"save-model", required_argument, 0, OPT_SAVE_MODEL},
+      {"model-data", required_argument, 0, OPT_MODEL_DATA},
       CLI_KNN_OPTIONS, CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
   cli_env env;
   if (cli_env_init(&env, command, help)) return 1;
@@ -191,13 +200,19 @@ int cmd_spectral(int argc, char **argv, const char *command) {
   nle_cluster_opts co;
   nle_cluster_opts_init(&co);
   nle_spectral_opts o = co.spectral;
-  const char *output = NULL, *affinities = NULL;
+  const char *output = NULL, *affinities = NULL, *save_model = NULL;
+  bool copy_data = true;
   long long v;
   double x;
   int c, value = 0;
   while ((c = cli_next_option(&env, argc, argv, sc->cluster ? "o:d:k:c:" : "o:d:k:", longopts)) != -1) {
     if (!sc->cluster && (c == 'c' || c == OPT_DIMS || c == OPT_NORMALIZE_ROWS || c == OPT_RESTARTS)) {
       env.rc = cli_usage_error(command, "--%s is for nlembed cluster", c == 'c' ? "clusters" : c == OPT_DIMS ? "dims" : c == OPT_RESTARTS ? "restarts" : "normalize-rows");
+      continue;
+    }
+    if (sc->cluster && (c == OPT_SAVE_MODEL || c == OPT_MODEL_DATA)) {
+      env.rc = cli_usage_error(command, "--%s is for the embeddings (nlembed cluster keeps no model)",
+                               c == OPT_SAVE_MODEL ? "save-model" : "model-data");
       continue;
     }
     if (sc->cluster && c == 'd') {
@@ -289,6 +304,11 @@ int cmd_spectral(int argc, char **argv, const char *command) {
       else env.rc = cli_usage_error(command, "--pca-candidates takes a positive integer");
       break;
     case OPT_AFFINITIES: affinities = optarg; break;
+    case OPT_SAVE_MODEL: save_model = optarg; break;
+    case OPT_MODEL_DATA:
+      if (!strcmp(optarg, "copy") || !strcmp(optarg, "reference")) copy_data = !strcmp(optarg, "copy");
+      else env.rc = cli_usage_error(command, "--model-data takes copy or reference, not \"%s\"", optarg);
+      break;
     default: env.rc = 2; break;
     }
   }
@@ -303,8 +323,12 @@ int cmd_spectral(int argc, char **argv, const char *command) {
     rc = cli_usage_error(command, affinities ? "expected no INPUT with --affinities, got %d" : "expected one INPUT, got %d",
                          n_inputs);
   if (!rc && !output) rc = cli_usage_error(command, "no output file (-o FILE)");
+  if (!rc && save_model && !n_inputs)
+    rc = cli_usage_error(command, "--save-model needs the INPUT data (new points are placed by their distances to it)");
   nle_status s = NLE_OK;
   if (!rc) s = nle_check_output(env.ctx, output, NLE_OUTPUT_DENSE);
+  if (!rc && !s && save_model) s = nle_check_output(env.ctx, save_model, 0);
+  o.keep_model = save_model != NULL;
   nle_dataset *ds = NULL;
   nle_csr *W = NULL;
   nle_spectral_result *res = NULL;
@@ -325,6 +349,10 @@ int cmd_spectral(int argc, char **argv, const char *command) {
   }
   if (!rc && !s) s = sc->cluster ? nle_write_labels(env.ctx, output, cres->labels, (int64_t)cres->n)
                                  : nle_write_matd(env.ctx, output, res->X);
+  if (!rc && !s && save_model) {
+    snprintf(res->model->source, sizeof res->model->source, "%s", argv[optind]);
+    s = nle_spectral_model_save(env.ctx, res->model, save_model, copy_data);
+  }
   /* clustering: the sizes, and the errors against the data's own labels */
   char extra[4096] = "";
   if (!rc && !s && sc->cluster) {

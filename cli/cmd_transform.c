@@ -1,6 +1,8 @@
 /* cmd_transform.c — `nlembed transform`: the out-of-sample maps of a saved
  * embedding (EE paper sec. 4.5): F(y) for new data points, or with --inverse
- * f(x) from new embedding points back to data space. */
+ * f(x) from new embedding points back to data space; and those of a saved
+ * spectral embedding (the Nystrom formulas, LLE's weights), the model
+ * file's kind telling which. */
 #include "cli.h"
 
 #include <stdio.h>
@@ -11,7 +13,11 @@ static const char *help =
     "Usage: nlembed transform [options] MODEL INPUT -o OUTPUT\n"
     "\n"
     "Maps new points with a model saved by `nlembed ee|tee|ssne|tsne|sne\n"
-    "--save-model MODEL` (EE paper sec. 4.5). Each new data point y is placed at\n"
+    "--save-model MODEL` (EE paper sec. 4.5), or by `nlembed le|lle|mlle|ltsa|\n"
+    "hlle|isomap|diffmap --save-model MODEL` (the spectral methods' out-of-sample\n"
+    "maps: Nystrom's formula for LE, diffusion maps and Isomap, reconstruction\n"
+    "weights for the LLE family; docs/transform.md). Each new data point y is\n"
+    "placed by an EE-family model at\n"
     "the x minimising the training objective augmented with y, every training\n"
     "point kept where it is, starting from the x of its nearest training point;\n"
     "its affinities to its k nearest training points are built as in training\n"
@@ -34,6 +40,42 @@ static const char *help =
     "\n" CLI_COMMON_HELP;
 
 enum { OPT_INVERSE = OPT_COMMAND_BASE, OPT_MAX_ITERS_T, OPT_DATA, OPT_REPULSION_T };
+
+/* A spectral model's map of the points in `input`. */
+static int spectral_transform(cli_env *env, const char *model_path, const char *input, const char *data,
+                              const char *output) {
+  nle_spectral_model *m = NULL;
+  nle_dataset *train = NULL, *ds = NULL;
+  nle_matd *X = NULL;
+  double t0 = nle_time_seconds();
+  nle_status s = nle_spectral_model_load(env->ctx, model_path, &m);
+  if (!s && (!m->Y || data)) { /* the model names its training data, or the user gives it again */
+    s = nle_dataset_read(env->ctx, data ? data : m->source, &env->read, &train);
+    if (!s) s = nle_spectral_model_attach_data(env->ctx, m, train->X);
+  }
+  if (!s) s = cli_load(env, input, &ds);
+  if (!s) s = nle_spectral_transform(env->ctx, m, ds->X, &X);
+  if (!s) s = nle_write_matd(env->ctx, output, X);
+  int rc = s ? cli_fail(env, s) : cli_commit(env); /* every output of the run, or none */
+  if (!rc) {
+    double secs = nle_time_seconds() - t0;
+    char model_name[1200], input_name[1200];
+    cli_json_escape(model_path, model_name, sizeof model_name);
+    cli_json_escape(input, input_name, sizeof input_name);
+    printf("{\"command\": \"transform\", \"model\": \"%s\", \"input\": \"%s\", \"n\": %zu, \"map\": \"%s\", "
+           "\"model_kind\": \"%s\", \"training_points\": %zu, \"seconds\": %.3f}\n",
+           model_name, input_name, X->rows, m->method == NLE_SPECTRAL_LE || m->method == NLE_SPECTRAL_DIFFMAP ||
+           m->method == NLE_SPECTRAL_ISOMAP ? "nystrom" : "reconstruction weights",
+           nle_spectral_method_name(m->method), m->n, secs);
+    cli_note(env, "mapped %zu points with the %s model of %zu training points in %.2f s; wrote %s", X->rows,
+             nle_spectral_method_name(m->method), m->n, secs, output);
+  }
+  nle_matd_free(&X);
+  nle_dataset_free(&ds);
+  nle_dataset_free(&train);
+  nle_spectral_model_free(&m);
+  return rc;
+}
 
 int cmd_transform(int argc, char **argv) {
   static const struct option longopts[] = {
@@ -74,6 +116,16 @@ int cmd_transform(int argc, char **argv) {
   if (!rc && !output) rc = cli_usage_error("transform", "no output file (-o FILE)");
   nle_status s = NLE_OK;
   if (!rc) s = nle_check_output(env.ctx, output, NLE_OUTPUT_DENSE);
+  char kind[32] = "";
+  if (!rc && !s) s = nle_file_kind(env.ctx, argv[optind], kind, sizeof kind);
+  if (!rc && !s && !strcmp(kind, "spectral-model")) {
+    if (inverse || to.max_iters != NLE_AUTO || to.engine != NLE_REPULSION_AUTO)
+      rc = cli_usage_error("transform", "--inverse, --max-iters and --repulsion are for EE-family models, not a "
+                           "spectral model");
+    else rc = spectral_transform(&env, argv[optind], argv[optind + 1], data, output);
+    cli_env_free(&env);
+    return rc;
+  }
   nle_trained *t = NULL;
   nle_dataset *train = NULL, *ds = NULL;
   nle_matd *Xin = NULL;

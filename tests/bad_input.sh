@@ -248,6 +248,23 @@ expect_fail hlle_few_neighbours "hlle: k = 6 neighbours; Hessian LLE in 3 dimens
   $N hlle swissroll:1000 -k 6 -d 3 -o "$o"
 expect_fail isomap_affinities "isomap: the method needs distances: give the points or a kNN graph, not affinities" "$o" -- $N isomap --affinities "$T/aw.mtx" -o "$o"
 expect_fail isomap_memory_cap "isomap: the N x N geodesic matrix needs 1.49 GiB, over the memory cap (0.06 GiB); landmark Isomap needs L x N (landmarks = L, --landmarks L)" "$o" -- $N isomap swissroll:20000 --max-memory 64M -o "$o"
+# ---- spectral models: what a spectral model does not take, and the maps' own errors
+$N le swissroll:400 --radius 5 -o "$T/sle.npy" --save-model "$T/sle.nle" --model-data reference --quiet > /dev/null
+expect_fail spectral_transform_inverse "--inverse, --max-iters and --repulsion are for EE-family models, not a spectral model" "$o" -- \
+  $N transform "$T/sle.nle" "$T/sle.npy" --inverse -o "$o"
+expect_fail spectral_transform_columns "spectral transform: new points have 2 columns, the training data 3" "$o" -- \
+  $N transform "$T/sle.nle" spiral:50 -o "$o"
+printf '1000,1000,1000\n0,5,0\n' > "$T/far.csv"
+expect_fail spectral_transform_no_edge "spectral transform: new point 1 has no edge to the training points" "$o" -- \
+  $N transform "$T/sle.nle" "$T/far.csv" -o "$o"
+expect_fail spectral_transform_wrong_data "is not the data the model was trained on" "$o" -- \
+  $N transform "$T/sle.nle" swissroll:50 --data swissroll:401 -o "$o"
+expect_fail spectral_save_model_affinities "--save-model needs the INPUT data" "$o:$T/m.nle" -- \
+  $N le --affinities "$T/aw.mtx" -o "$o" --save-model "$T/m.nle"
+expect_fail cluster_save_model "--save-model is for the embeddings" "$o:$T/m.nle" -- \
+  $N cluster swissroll:300 -o "$o" --save-model "$T/m.nle"
+expect_fail spectral_model_data_name "--model-data takes copy or reference" "$o:$T/m.nle" -- \
+  $N lle swissroll:300 -o "$o" --save-model "$T/m.nle" --model-data link
 expect_fail unknown_command "unknown command" - -- $N frobnicate
 expect_fail unknown_option "unknown option or missing value: --frob" - -- $N pca --frob "$T/four.csv" -o "$o"
 

@@ -149,6 +149,17 @@ expect_ok isomap_landmarks $N isomap swissroll:3000 -k 10 --landmarks 100 -o "$T
 expect_ok isomap_radius $N isomap swissroll:1000 --radius 4 -o "$T/isor.npy" --quiet
 if grep -q '"residual_variance": ' "$T/stdout"; then ok isomap_residual_variance; else bad isomap_residual_variance "$(head -c 300 "$T/stdout")"; fi
 
+# ---- spectral models: each method's map of its own training points is its
+# embedding (the Nystrom identity; a referenced model finds its data again)
+for m in le lle isomap diffmap; do
+  expect_ok "${m}_save_model" $N $m swissroll:700 -o "$T/sm_$m.npy" --save-model "$T/sm_$m.nle" --model-data reference --quiet
+  expect_ok "${m}_transform" $N transform "$T/sm_$m.nle" swissroll:700 -o "$T/smt_$m.npy" --quiet
+  if /usr/bin/python3 -c "import numpy as np, sys; a, b = np.load(sys.argv[1]), np.load(sys.argv[2]); sys.exit(not np.abs(a - b).max() <= 1e-6 * np.abs(a).max())" "$T/sm_$m.npy" "$T/smt_$m.npy" 2> /dev/null
+  then ok "${m}_transform_training_points"; else bad "${m}_transform_training_points" "the map of the training points is not the embedding"; fi
+done
+if grep -q '"model_kind": "diffmap"' "$T/stdout" && grep -q '"map": "nystrom"' "$T/stdout"; then ok spectral_transform_json
+else bad spectral_transform_json "$(cat "$T/stdout")"; fi
+
 for cmd in pca knn affinity ee tee ssne tsne sne metrics plot transform le lle mlle ltsa hlle isomap diffmap cluster; do
   if $N $cmd --help | grep -q "Usage: nlembed $cmd"; then ok "help_$cmd"; else bad "help_$cmd" "no usage"; fi
 done
@@ -184,14 +195,15 @@ for t in 1 2; do
   $N transform "$T/det_$t.nle" fashion-mnist:5600 --threads $t -o "$T/det_tr_$t.npy" --quiet > /dev/null
   $N metrics $fm "$T/det_tsne_$t.npy" --threads $t --quiet | sed 's/"seconds": [0-9.]*//' > "$T/det_met_$t.json"
   $N plot "$T/det_tsne_1.npy" --labels $fm --threads $t -o "$T/det_plot_$t.png" --quiet > /dev/null
-  $N le $fm --threads $t -o "$T/det_le_$t.npy" --quiet > /dev/null
+  $N le $fm --threads $t -o "$T/det_le_$t.npy" --save-model "$T/det_le_$t.nle" --quiet > /dev/null
+  $N transform "$T/det_le_$t.nle" fashion-mnist:5600 --threads $t -o "$T/det_letr_$t.npy" --quiet > /dev/null
   $N lle $fm --threads $t -o "$T/det_lle_$t.npy" --quiet > /dev/null
   $N cluster $fm -c 10 --threads $t -o "$T/det_cl_$t.txt" --quiet > /dev/null
   $N diffmap $fm --threads $t -o "$T/det_dm_$t.npy" --quiet > /dev/null
   $N hlle $fm --threads $t -o "$T/det_hlle_$t.npy" --quiet > /dev/null
   $N isomap fashion-mnist:1500 --threads $t -o "$T/det_iso_$t.npy" --quiet > /dev/null
 done
-for f in pca_@.npy knn_@.mtx knna_@.mtx aff_@.mtx tsne_@.npy tee_@.npy ee_@.npy ssne_@.npy sne_@.npy tr_@.npy met_@.json plot_@.png le_@.npy lle_@.npy cl_@.txt dm_@.npy hlle_@.npy iso_@.npy; do
+for f in pca_@.npy knn_@.mtx knna_@.mtx aff_@.mtx tsne_@.npy tee_@.npy ee_@.npy ssne_@.npy sne_@.npy tr_@.npy met_@.json plot_@.png le_@.npy letr_@.npy lle_@.npy cl_@.txt dm_@.npy hlle_@.npy iso_@.npy; do
   a="$T/det_${f/@/1}" b="$T/det_${f/@/2}"
   if [ -s "$a" ] && cmp -s "$a" "$b"; then ok "threads_same_${f%%_@*}"
   else bad "threads_same_${f%%_@*}" "$(basename "$a") and $(basename "$b") differ or are missing"; fi

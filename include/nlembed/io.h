@@ -138,6 +138,10 @@ NLE_API FILE *nle_output_stream(nle_output *out);
 NLE_API nle_status nle_output_close(nle_ctx *ctx, nle_output **out);
 NLE_API void nle_output_abort(nle_output **out);
 
+/* The kind of one of nlembed's own binary files (a saved model "model",
+ * a spectral model "spectral-model", a checkpoint), from its header. */
+NLE_API nle_status nle_file_kind(nle_ctx *ctx, const char *path, char *kind, size_t cap);
+
 #ifdef __cplusplus
 }
 #endif

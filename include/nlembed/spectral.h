@@ -133,6 +133,10 @@ typedef struct {
   double alpha;                  /* diffusion maps: the density normalisation
                                     in [0, 1] (1, default: Laplace-Beltrami) */
   int diffusion_time;            /* diffusion maps: t >= 0 (1) */
+  bool keep_model;               /* true: result->model for out-of-sample
+                                    maps (nle_spectral_transform) and
+                                    nle_spectral_model_save; needs the
+                                    points Y (false) */
 } nle_spectral_opts;
 
 NLE_API void nle_spectral_opts_init(nle_spectral_opts *o);
@@ -161,9 +165,13 @@ typedef struct {
   nle_eigen_solver solver_used;
   double residual_variance;   /* Isomap: 1 - R^2 between geodesic and
                                  embedding distances (NaN otherwise) */
-  nle_spectral_opts resolved; /* the options as they ran, no NLE_AUTO left */
+  nle_spectral_opts resolved; /* the options as they ran, no NLE_AUTO left
+                                 (a Gaussian's automatic sigma: the width
+                                 used) */
   size_t n;
   double knn_seconds, graph_seconds, eigen_seconds, total_seconds;
+  struct nle_spectral_model *model; /* keep_model: the out-of-sample model
+                                       (owned here; NULL otherwise) */
 } nle_spectral_result;
 
 /* The method's embedding of the input: the neighbourhood graph, its
@@ -173,6 +181,78 @@ typedef struct {
 NLE_API nle_status nle_spectral_embed(nle_ctx *ctx, nle_spectral_method method, const nle_spectral_input *input,
                                       const nle_spectral_opts *opts, nle_spectral_result **result);
 NLE_API void nle_spectral_result_free(nle_spectral_result **result);
+/* ========================================================================== */
+/* Spectral: out-of-sample maps                                               */
+/* ========================================================================== */
+
+/* What a new point y needs to be placed in a spectral embedding without
+ * solving the eigenproblem again (Bengio et al. 2004, "Out-of-sample
+ * extensions for LLE, Isomap, MDS, Eigenmaps, and spectral clustering"; the
+ * Nystrom formula). y's edges to the training points are built as the
+ * training graph's were: its k nearest training points (searched as
+ * training searched, among the same principal components when it did), and
+ * the training points that would list y among their own k nearest (y
+ * closer than their k-th neighbour), weighted and symmetrised by the same
+ * rule; with an epsilon ball, every training point within the radius. A
+ * training point given again is not its own neighbour (distance 0), so its
+ * edges are its training edges and every map below returns its training
+ * embedding.
+ *   LE (random walk):  x_t(y) = sum_n w(y,n) x_t(n) / ((1 - lambda_t) d_y)
+ *      symmetric:      x_t(y) = sum_n w(y,n) x_t(n) / sqrt(d_n) /
+ *                               ((1 - lambda_t) sqrt(d_y))
+ *      unnormalised:   x_t(y) = sum_n w(y,n) x_t(n) / (d_y - lambda_t)
+ *   diffusion maps:    x_t(y) = sum_n p_a(y,n) x_t(n) / mu_t, with
+ *                      p_a(y,n) proportional to w(y,n) / q_n^alpha
+ *   Isomap:            x_t(y) = -1/(2 lambda_t) sum_l x_t(l) (g(y,l)^2 -
+ *                      mean_l), g the geodesic from y through its edges
+ *                      (Dijkstra), l over the landmarks (all points for
+ *                      Isomap): landmark MDS's triangulation (de Silva and
+ *                      Tenenbaum 2004), which classical MDS's eigenvectors
+ *                      satisfy at every training point
+ *   LLE, MLLE, HLLE, LTSA: x(y) = sum_j w_j x(n_j), w the regularised
+ *                      reconstruction weights of y from its k nearest
+ *                      training points (LLE's; slides "Locally Linear
+ *                      Embeddings"); a training point's own x. */
+typedef struct nle_spectral_model {
+  nle_spectral_method method;
+  nle_spectral_opts opts;  /* as trained (resolved) */
+  size_t n, D, dim;
+  nle_matf *Y;             /* training data (NULL when loaded without it) */
+  nle_matd *X;             /* the N x dim training embedding */
+  double *eigenvalues;     /* as the result's */
+  int n_eigenvalues;
+  float *reach;            /* N: squared distance within which a training
+                              point lists a new point (its k-th neighbour's,
+                              or the radius squared) */
+  double *scale;           /* self-tuning: each point's scale (else NULL) */
+  double *degrees;         /* LE, diffusion maps: W's degrees (else NULL) */
+  nle_csr *geodesic_graph; /* Isomap: the undirected graph, edge lengths */
+  int32_t *landmarks;      /* Isomap: the n_landmarks points of the MDS */
+  double *landmark_mean;   /* ... and the mean squared geodesic of each */
+  size_t n_landmarks;
+  /* the neighbour search among principal components, when training ran
+   * there: its mean and components, and Y projected (derived) */
+  double *pca_mean, *pca_components;
+  float *candidate_reach;  /* N: the squared distance there to each point's
+                              last candidate (a new point is a training
+                              point's candidate within it) */
+  nle_matf *pca_Y;
+  uint64_t data_hash;      /* of Y, to check a re-attached copy */
+  char source[1024];       /* where Y came from (the CLI's input) */
+} nle_spectral_model;
+
+/* The M x dim embedding of new points (M x D, D the training data's). */
+NLE_API nle_status nle_spectral_transform(nle_ctx *ctx, const nle_spectral_model *model, const nle_matf *Ynew,
+                                          nle_matd **Xnew);
+/* The model file (nlembed's binary container, kind "spectral-model",
+ * written atomically): the training data copied in, or (copy_data false)
+ * referenced by model->source and checked by a hash when re-attached. */
+NLE_API nle_status nle_spectral_model_save(nle_ctx *ctx, const nle_spectral_model *model, const char *path,
+                                           bool copy_data);
+NLE_API nle_status nle_spectral_model_load(nle_ctx *ctx, const char *path, nle_spectral_model **model);
+NLE_API nle_status nle_spectral_model_attach_data(nle_ctx *ctx, nle_spectral_model *model, const nle_matf *Y);
+NLE_API void nle_spectral_model_free(nle_spectral_model **model);
+
 /* Names: methods "le", "lle", "isomap", "diffmap", "ltsa", "hlle", "mlle"; Laplacians "random-walk", "symmetric",
  * "unnormalised"; policies "error", "allow" ("auto"); rules "average",
  * "union", "mutual"; solvers "dense", "sparse" ("auto"); and back (-1 if

@@ -31,6 +31,16 @@ int nle__fault_memalign(void **p, size_t align, size_t n);
 #define posix_memalign(p, a, n) nle__fault_memalign(p, a, n)
 #endif
 
+/* Y's points on `dims` principal components (a saved model's mean[D] and
+ * components[dims x D]), as floats: new points searched where training
+ * searched. */
+nle_status nle__pca_project(nle_ctx *ctx, int dims, size_t D, const double *mean, const double *components,
+                            const nle_matf *Y, nle_matf **P);
+
+/* FNV-1a of Y's bytes and shape: a saved model's check that training data
+ * given back to it is the data it was trained on. */
+uint64_t nle__hash_floats(const nle_matf *Y);
+
 /* |a - b|^2 of two float points of d coordinates, accumulated in double:
  * the reference distance of the exact searches. */
 static inline double nle__sqdist_fd(const float *a, const float *b, size_t d) {

@@ -110,3 +110,10 @@ nle_status nle_matd_select_rows(nle_ctx *ctx, const nle_matd *in, const int64_t 
            in->cols * sizeof(double));
   return NLE_OK;
 }
+
+uint64_t nle__hash_floats(const nle_matf *Y) {
+  uint64_t h = 1469598103934665603ULL; /* FNV-1a over the bytes */
+  const unsigned char *b = (const unsigned char *)Y->data;
+  for (size_t i = 0; i < Y->rows * Y->cols * sizeof(float); i++) h = (h ^ b[i]) * 1099511628211ULL;
+  return h ^ ((uint64_t)Y->rows << 32) ^ (uint64_t)Y->cols;
+}

@@ -55,6 +55,8 @@ nle_status nle__rec_get(nle_ctx *ctx, const nle__rec_file *f, const char *name, 
                         const void **data);
 nle_status nle__rec_text(nle_ctx *ctx, const nle__rec_file *f, const char *name, char *out, size_t cap);
 void nle__rec_free(nle__rec_file *f);
+/* A copy of record `name` (count doubles, all finite). */
+nle_status nle__rec_copy_doubles(nle_ctx *ctx, const nle__rec_file *f, const char *name, size_t count, double **dst);
 
 /* Reads a whole file into memory (checked against the memory cap). */
 nle_status nle__read_file(nle_ctx *ctx, const char *path, uint8_t **buf, size_t *len);

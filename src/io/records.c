@@ -15,6 +15,8 @@
  * read. */
 #include "io_internal.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,5 +204,33 @@ nle_status nle__rec_text(nle_ctx *ctx, const nle__rec_file *f, const char *name,
   if (len >= cap) return nle__fail(ctx, NLE_ERR_FORMAT, "%s: record '%s' is too long", f->path, name);
   memcpy(out, data, len);
   out[len] = '\0';
+  return NLE_OK;
+}
+
+nle_status nle__rec_copy_doubles(nle_ctx *ctx, const nle__rec_file *f, const char *name, size_t count, double **dst) {
+  const void *src;
+  nle_status s = nle__rec_get(ctx, f, name, 'd', count, &src);
+  if (s) return s;
+  *dst = nle__malloc(ctx, (count ? count : 1) * sizeof(double), name);
+  if (!*dst) return NLE_ERR_NOMEM;
+  if (count) memcpy(*dst, src, count * sizeof(double));
+  for (size_t i = 0; i < count; i++)
+    if (!isfinite((*dst)[i])) return nle__fail(ctx, NLE_ERR_FORMAT, "%s: record '%s' has a non-finite value", f->path, name);
+  return NLE_OK;
+}
+
+nle_status nle_file_kind(nle_ctx *ctx, const char *path, char *kind, size_t cap) {
+  if (cap) kind[0] = '\0';
+  FILE *fp = fopen(path, "rb");
+  if (!fp) return nle__fail(ctx, NLE_ERR_IO, "%s: cannot open (%s)", path, strerror(errno));
+  char head[8 + KIND_LEN];
+  size_t got = fread(head, 1, sizeof head, fp);
+  fclose(fp);
+  if (got < sizeof head || memcmp(head, "NLEMBED", 8) != 0)
+    return nle__fail(ctx, NLE_ERR_FORMAT, "%s: not an nlembed model file", path);
+  char name[KIND_LEN + 1];
+  memcpy(name, head + 8, KIND_LEN);
+  name[KIND_LEN] = '\0';
+  if (cap) snprintf(kind, cap, "%s", name);
   return NLE_OK;
 }

@@ -10,13 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t hash_floats(const nle_matf *Y) {
-  uint64_t h = 1469598103934665603ULL; /* FNV-1a over the bytes */
-  const unsigned char *b = (const unsigned char *)Y->data;
-  for (size_t i = 0; i < Y->rows * Y->cols * sizeof(float); i++) h = (h ^ b[i]) * 1099511628211ULL;
-  return h ^ ((uint64_t)Y->rows << 32) ^ (uint64_t)Y->cols;
-}
-
 void nle_trained_free(nle_trained **t) {
   if (!t || !*t) return;
   nle_matf_free(&(*t)->Y);
@@ -129,7 +122,7 @@ nle_status nle_trained_new(nle_ctx *ctx, const nle_trained_spec *spec, const nle
   if (!s) {
     memcpy(t->Y->data, Y->data, n * Y->cols * sizeof(float));
     memcpy(t->X->data, X->data, n * X->cols * sizeof(double));
-    t->data_hash = hash_floats(Y);
+    t->data_hash = nle__hash_floats(Y);
     for (size_t i = 0; i < n; i++) {
       int64_t q0 = knn->rowptr[i], q1 = knn->rowptr[i + 1];
       t->radius[i] = q1 > q0 ? nle_csr_value(knn, q1 - 1) : 0.0;
@@ -152,17 +145,7 @@ nle_status nle_trained_new(nle_ctx *ctx, const nle_trained_spec *spec, const nle
 }
 
 nle_status nle__trained_project(nle_ctx *ctx, const nle_trained *t, const nle_matf *Y, nle_matf **P) {
-  nle_pca_model pm;
-  memset(&pm, 0, sizeof pm);
-  pm.n_components = t->pca_dims;
-  pm.dim = (int32_t)t->D;
-  pm.mean = t->pca_mean;
-  pm.components = t->pca_components;
-  nle_matd *Pd = NULL;
-  nle_status s = nle_pca_transform(ctx, &pm, Y, &Pd);
-  if (!s) s = nle_matd_to_matf(ctx, Pd, P);
-  nle_matd_free(&Pd);
-  return s;
+  return nle__pca_project(ctx, t->pca_dims, t->D, t->pca_mean, t->pca_components, Y, P);
 }
 
 /* The training data on the model's components, once: new points' searches
@@ -206,18 +189,6 @@ nle_status nle_trained_save(nle_ctx *ctx, const nle_trained *t, const char *path
   return nle__afile_commit(ctx, &af);
 }
 
-static nle_status copy_record(nle_ctx *ctx, const nle__rec_file *f, const char *name, size_t count, double **dst) {
-  const void *src;
-  nle_status s = nle__rec_get(ctx, f, name, 'd', count, &src);
-  if (s) return s;
-  *dst = nle__malloc(ctx, count * sizeof(double), name);
-  if (!*dst) return NLE_ERR_NOMEM;
-  memcpy(*dst, src, count * sizeof(double));
-  for (size_t i = 0; i < count; i++)
-    if (!isfinite((*dst)[i])) return nle__fail(ctx, NLE_ERR_FORMAT, "%s: record '%s' has a non-finite value", f->path, name);
-  return NLE_OK;
-}
-
 nle_status nle_trained_load(nle_ctx *ctx, const char *path, nle_trained **out) {
   *out = NULL;
   nle__rec_file f;
@@ -249,20 +220,20 @@ nle_status nle_trained_load(nle_ctx *ctx, const char *path, nle_trained **out) {
   if (!s) s = nle_matd_alloc(ctx, n, d, &t->X);
   if (!s) {
     double *x = NULL;
-    s = copy_record(ctx, &f, "X", n * d, &x);
+    s = nle__rec_copy_doubles(ctx, &f, "X", n * d, &x);
     if (!s) memcpy(t->X->data, x, n * d * sizeof(double));
     free(x);
   }
-  if (!s) s = copy_record(ctx, &f, "radius", n, &t->radius);
-  if (!s && ints[TR_HAS_BETA]) s = copy_record(ctx, &f, "beta", n, &t->beta);
-  if (!s && ints[TR_HAS_BETA]) s = copy_record(ctx, &f, "log_z", n, &t->log_z);
-  if (!s && t->kind != NLE_MODEL_EE && t->kind != NLE_MODEL_TEE) s = copy_record(ctx, &f, "z_rows", n, &t->z_rows);
+  if (!s) s = nle__rec_copy_doubles(ctx, &f, "radius", n, &t->radius);
+  if (!s && ints[TR_HAS_BETA]) s = nle__rec_copy_doubles(ctx, &f, "beta", n, &t->beta);
+  if (!s && ints[TR_HAS_BETA]) s = nle__rec_copy_doubles(ctx, &f, "log_z", n, &t->log_z);
+  if (!s && t->kind != NLE_MODEL_EE && t->kind != NLE_MODEL_TEE) s = nle__rec_copy_doubles(ctx, &f, "z_rows", n, &t->z_rows);
   if (!s && ints[TR_HAS_Y]) {
     const void *y;
     s = nle__rec_get(ctx, &f, "Y", 'f', n * D, &y);
     if (!s) s = nle_matf_alloc(ctx, n, D, &t->Y);
     if (!s) memcpy(t->Y->data, y, n * D * sizeof(float));
-    if (!s && hash_floats(t->Y) != t->data_hash) s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: training data damaged", path);
+    if (!s && nle__hash_floats(t->Y) != t->data_hash) s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: training data damaged", path);
   }
   if (!s && nle__rec_has(&f, "pca")) { /* absent from models trained without it */
     const void *pv;
@@ -273,9 +244,9 @@ nle_status nle_trained_load(nle_ctx *ctx, const char *path, nle_trained **out) {
     if (!s) {
       t->pca_dims = (int)pca[0];
       t->pca_candidates = (int)pca[1];
-      s = copy_record(ctx, &f, "pca_mean", D, &t->pca_mean);
+      s = nle__rec_copy_doubles(ctx, &f, "pca_mean", D, &t->pca_mean);
     }
-    if (!s) s = copy_record(ctx, &f, "pca_components", (size_t)t->pca_dims * D, &t->pca_components);
+    if (!s) s = nle__rec_copy_doubles(ctx, &f, "pca_components", (size_t)t->pca_dims * D, &t->pca_components);
     if (!s) s = project_training(ctx, t);
   }
   if (!s) s = trained_finish(ctx, t);
@@ -289,7 +260,7 @@ nle_status nle_trained_load(nle_ctx *ctx, const char *path, nle_trained **out) {
 }
 
 nle_status nle_trained_attach_data(nle_ctx *ctx, nle_trained *t, const nle_matf *Y) {
-  if (Y->rows != t->X->rows || Y->cols != t->D || hash_floats(Y) != t->data_hash)
+  if (Y->rows != t->X->rows || Y->cols != t->D || nle__hash_floats(Y) != t->data_hash)
     return nle__fail(ctx, NLE_ERR_VALUE,
                      "the training data (%zu x %zu) is not the data the model was trained on (%zu x %zu, %s)", Y->rows,
                      Y->cols, t->X->rows, t->D, t->source);

@@ -29,34 +29,40 @@ static nle_status median_kth_distance(nle_ctx *ctx, const nle_csr *knn, double *
   return NLE_OK;
 }
 
-/* Row i's weight of its neighbour at squared distance d2 (self-tuning: the
- * neighbour j's own scale in scale[j]). */
-static double weight(const nle_spectral_opts *o, double d2, double sigma, const double *scale, int64_t i, int64_t j) {
+nle_status nle__resolve_sigma(nle_ctx *ctx, const nle_csr *knn, nle_spectral_opts *o) {
+  return o->affinity == NLE_AFF_GAUSSIAN && o->sigma == NLE_AUTO ? median_kth_distance(ctx, knn, &o->sigma) : NLE_OK;
+}
+
+double nle__affinity_weight(const nle_spectral_opts *o, double d2, double scale_i, double scale_j) {
   switch (o->affinity) {
-  case NLE_AFF_GAUSSIAN: return exp(-d2 / (2.0 * sigma * sigma));
+  case NLE_AFF_GAUSSIAN: return exp(-d2 / (2.0 * o->sigma * o->sigma));
   case NLE_AFF_INVERSE: return 1.0 / sqrt(d2);
-  case NLE_AFF_SELF_TUNING: return exp(-d2 / (scale[i] * scale[j]));
+  case NLE_AFF_SELF_TUNING: return exp(-d2 / (scale_i * scale_j));
   default: return 1.0;
   }
 }
 
-/* The directed weights A on the kNN graph's pattern. */
-static nle_status directed_weights(nle_ctx *ctx, const nle_csr *knn, const nle_spectral_opts *o, nle_csr **A) {
+nle_status nle__self_tuning_scales(nle_ctx *ctx, const nle_csr *knn, int tuning_k, double **scale) {
   int64_t n = knn->rows;
-  double sigma = o->sigma;
-  double *scale = NULL;
-  nle_status s = NLE_OK;
-  if (o->affinity == NLE_AFF_GAUSSIAN && sigma == NLE_AUTO) s = median_kth_distance(ctx, knn, &sigma);
-  if (!s && o->affinity == NLE_AFF_SELF_TUNING) {
-    if (!(scale = nle__malloc(ctx, (size_t)n * sizeof(double), "self-tuning scales"))) return NLE_ERR_NOMEM;
-    for (int64_t i = 0; !s && i < n; i++) {
-      int64_t len = knn->rowptr[i + 1] - knn->rowptr[i], t = o->tuning_k < len ? o->tuning_k : len;
-      scale[i] = t > 0 ? sqrt(nle_csr_value(knn, knn->rowptr[i] + t - 1)) : 0.0;
-      if (!(scale[i] > 0))
-        s = nle__fail(ctx, NLE_ERR_VALUE, "spectral graph: point %lld's self-tuning scale is 0 (its %d nearest "
-                      "neighbours are duplicates of it)", (long long)i + 1, o->tuning_k);
+  if (!(*scale = nle__malloc(ctx, (size_t)n * sizeof(double), "self-tuning scales"))) return NLE_ERR_NOMEM;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t len = knn->rowptr[i + 1] - knn->rowptr[i], t = tuning_k < len ? tuning_k : len;
+    (*scale)[i] = t > 0 ? sqrt(nle_csr_value(knn, knn->rowptr[i] + t - 1)) : 0.0;
+    if (!((*scale)[i] > 0)) {
+      free(*scale);
+      *scale = NULL;
+      return nle__fail(ctx, NLE_ERR_VALUE, "spectral graph: point %lld's self-tuning scale is 0 (its %d nearest "
+                       "neighbours are duplicates of it)", (long long)i + 1, tuning_k);
     }
   }
+  return NLE_OK;
+}
+
+/* The directed weights A on the kNN graph's pattern (o->sigma resolved). */
+static nle_status directed_weights(nle_ctx *ctx, const nle_csr *knn, const nle_spectral_opts *o, nle_csr **A) {
+  int64_t n = knn->rows;
+  double *scale = NULL;
+  nle_status s = o->affinity == NLE_AFF_SELF_TUNING ? nle__self_tuning_scales(ctx, knn, o->tuning_k, &scale) : NLE_OK;
   if (!s) s = nle_csr_alloc(ctx, n, knn->cols, knn->nnz, NLE_F64, A);
   for (int64_t i = 0; !s && i < n; i++) {
     (*A)->rowptr[i + 1] = knn->rowptr[i + 1];
@@ -66,7 +72,8 @@ static nle_status directed_weights(nle_ctx *ctx, const nle_csr *knn, const nle_s
         s = nle__fail(ctx, NLE_ERR_VALUE, "spectral graph: points %lld and %lld coincide: the inverse-distance "
                       "affinity is infinite there", (long long)i + 1, (long long)knn->colind[q] + 1);
       (*A)->colind[q] = knn->colind[q];
-      ((double *)(*A)->val)[q] = weight(o, d2, sigma, scale, i, knn->colind[q]);
+      ((double *)(*A)->val)[q] =
+          nle__affinity_weight(o, d2, scale ? scale[i] : 0.0, scale ? scale[knn->colind[q]] : 0.0);
     }
   }
   free(scale);
@@ -84,7 +91,7 @@ static int cmp_entry(const void *x, const void *y) {
   return (a > b) - (a < b);
 }
 
-static double combine(nle_symmetrize_rule rule, double a, double at) {
+double nle__symmetrize_pair(nle_symmetrize_rule rule, double a, double at) {
   int has_a = !isnan(a), has_at = !isnan(at);
   switch (rule) {
   case NLE_SYMMETRIZE_UNION: return has_a && has_at ? fmax(a, at) : has_a ? a : at;
@@ -125,7 +132,7 @@ nle_status nle__spectral_weights(nle_ctx *ctx, const nle_csr *knn, const nle_spe
           if (!isnan(row[b].a)) va = row[b].a;
           if (!isnan(row[b].at)) vt = row[b].at;
         }
-        double w = combine(o->symmetrize, va, vt);
+        double w = nle__symmetrize_pair(o->symmetrize, va, vt);
         if (!isnan(w)) {
           if (pass) {
             out->colind[k] = row[a].col;

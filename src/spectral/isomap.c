@@ -55,12 +55,16 @@ static heap_item heap_pop(heap_item *h, size_t *n) {
   return top;
 }
 
-void nle__dijkstra(const nle_csr *G, int32_t source, double *dist, void *heap_scratch) {
+void nle__dijkstra_from(const nle_csr *G, size_t count, const int32_t *sources, const double *start, double *dist,
+                        void *heap_scratch) {
   heap_item *h = heap_scratch;
   size_t n = (size_t)G->rows, len = 0;
   for (size_t i = 0; i < n; i++) dist[i] = INFINITY;
-  dist[source] = 0.0;
-  heap_push(h, &len, (heap_item){0.0, source});
+  for (size_t a = 0; a < count; a++)
+    if (start[a] < dist[sources[a]]) {
+      dist[sources[a]] = start[a];
+      heap_push(h, &len, (heap_item){start[a], sources[a]});
+    }
   while (len) {
     heap_item it = heap_pop(h, &len);
     if (it.d > dist[it.v]) continue; /* a stale entry */
@@ -75,12 +79,17 @@ void nle__dijkstra(const nle_csr *G, int32_t source, double *dist, void *heap_sc
   }
 }
 
-size_t nle__dijkstra_scratch(const nle_csr *G) { return ((size_t)G->nnz + (size_t)G->rows + 1) * sizeof(heap_item); }
+void nle__dijkstra(const nle_csr *G, int32_t source, double *dist, void *heap_scratch) {
+  const double zero = 0.0;
+  nle__dijkstra_from(G, 1, &source, &zero, dist, heap_scratch);
+}
+
+size_t nle__dijkstra_scratch(const nle_csr *G) { return ((size_t)G->nnz + 2 * (size_t)G->rows + 1) * sizeof(heap_item); }
 
 /* The undirected graph with Euclidean edge lengths: the union of both
  * directions of the kNN graph (which holds squared distances; a length is
  * the same both ways, so either copy serves). */
-static nle_status geodesic_graph(nle_ctx *ctx, const nle_csr *knn, nle_csr **G) {
+nle_status nle__geodesic_graph(nle_ctx *ctx, const nle_csr *knn, nle_csr **G) {
   nle_csr *sq = NULL; /* the kNN graph's squared lengths as doubles */
   nle_status s = nle_csr_alloc(ctx, knn->rows, knn->cols, knn->nnz, NLE_F64, &sq);
   if (s) return s;
@@ -261,7 +270,7 @@ static nle_status landmark_embed(nle_ctx *ctx, const nle__spectral_job *job, nle
     perm[i] = perm[j], perm[j] = t;
   }
   nle_csr *G = NULL;
-  s = geodesic_graph(ctx, job->knn, &G);
+  s = nle__geodesic_graph(ctx, job->knn, &G);
   landmark_job lj = {G, perm, s ? NULL : nle__malloc(ctx, L * n * sizeof(float), "landmark Isomap's geodesics"), n, L,
                      0};
   if (!s && !lj.S) s = NLE_ERR_NOMEM;
@@ -312,6 +321,13 @@ static nle_status landmark_embed(nle_ctx *ctx, const nle__spectral_job *job, nle
     r->n_eigenvalues = (int)d;
     vals = NULL;
   }
+  if (!s && job->model) { /* out-of-sample: the landmarks, their mean squared geodesics, the graph */
+    nle_spectral_model *md = job->model;
+    md->landmarks = perm, perm = NULL;
+    md->landmark_mean = mean, mean = NULL;
+    md->n_landmarks = L;
+    md->geodesic_graph = G, G = NULL;
+  }
   nle_csr_free(&G);
   free(perm);
   free(lj.S);
@@ -340,7 +356,7 @@ static nle_status isomap_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_s
                      "landmark Isomap needs L x N (landmarks = L, --landmarks L)", need / 1073741824.0,
                      (double)nle_ctx_max_memory(ctx) / 1073741824.0);
   nle_csr *G = NULL;
-  s = geodesic_graph(ctx, job->knn, &G);
+  s = nle__geodesic_graph(ctx, job->knn, &G);
   geodesic_job gj = {G, s ? NULL : nle__malloc(ctx, n * n * sizeof(float), "Isomap's geodesic matrix"), n, 0};
   if (!s && !gj.S) s = NLE_ERR_NOMEM;
   if (!s)
@@ -397,6 +413,11 @@ static nle_status isomap_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_s
     r->eigenvalues = vals;
     r->n_eigenvalues = (int)d;
     vals = NULL;
+  }
+  if (!s && job->model) { /* out-of-sample: every point a landmark */
+    job->model->landmark_mean = rmean, rmean = NULL;
+    job->model->n_landmarks = n;
+    job->model->geodesic_graph = G, G = NULL;
   }
   nle_csr_free(&G);
   free(gj.S);

@@ -47,20 +47,12 @@ static int cholesky_solve(double *G, double *b, int k) {
   return 1;
 }
 
-/* LLE's block for point i: v v^T on (i, its neighbours), v = (1, -w),
- * w the regularised reconstruction weights. scratch: k D + k^2 + k. */
-static int lle_local(const void *model, const nle__spectral_job *job, size_t i, int32_t *idx, double *block,
-                     double *scratch) {
-  (void)model;
-  const nle_csr *knn = job->knn;
-  size_t D = job->Y->cols;
-  int64_t q0 = knn->rowptr[i];
-  int k = (int)(knn->rowptr[i + 1] - q0), m = k + 1;
-  double *Z = scratch, *G = Z + (size_t)k * D, *w = G + (size_t)k * (size_t)k;
-  const float *yi = job->Y->data + i * D;
+void nle__barycentre_weights(const float *y, const float *Y, size_t D, const int32_t *idx, int k, double reg,
+                             double *scratch, double *w) {
+  double *Z = scratch, *G = Z + (size_t)k * D;
   for (int a = 0; a < k; a++) {
-    const float *ya = job->Y->data + (size_t)knn->colind[q0 + a] * D;
-    for (size_t t = 0; t < D; t++) Z[(size_t)a * D + t] = (double)ya[t] - (double)yi[t];
+    const float *ya = Y + (size_t)idx[a] * D;
+    for (size_t t = 0; t < D; t++) Z[(size_t)a * D + t] = (double)ya[t] - (double)y[t];
   }
   double trace = 0.0;
   for (int a = 0; a < k; a++)
@@ -72,17 +64,31 @@ static int lle_local(const void *model, const nle__spectral_job *job, size_t i, 
   for (int a = 0; a < k; a++) trace += G[a * k + a];
   /* a point at its neighbours' position (duplicates): trace 0, the
    * regulariser alone, uniform weights */
-  double reg = job->o->reg, r = trace > 0 ? reg * trace : (reg > 0 ? reg : 1.0);
+  double r = trace > 0 ? reg * trace : (reg > 0 ? reg : 1.0);
   for (int a = 0; a < k; a++) G[a * k + a] += r, w[a] = 1.0;
   if (!cholesky_solve(G, w, k))
     for (int a = 0; a < k; a++) w[a] = 1.0; /* reg = 0 and a singular G: the centroid */
   double sum = 0.0;
   for (int a = 0; a < k; a++) sum += w[a];
+  for (int a = 0; a < k; a++) w[a] /= sum;
+}
+
+/* LLE's block for point i: v v^T on (i, its neighbours), v = (1, -w),
+ * w the regularised reconstruction weights. scratch: k D + k^2 + k. */
+static int lle_local(const void *model, const nle__spectral_job *job, size_t i, int32_t *idx, double *block,
+                     double *scratch) {
+  (void)model;
+  const nle_csr *knn = job->knn;
+  size_t D = job->Y->cols;
+  int64_t q0 = knn->rowptr[i];
+  int k = (int)(knn->rowptr[i + 1] - q0), m = k + 1;
+  double *w = scratch + (size_t)k * D + (size_t)k * (size_t)k;
+  nle__barycentre_weights(job->Y->data + i * D, job->Y->data, D, knn->colind + q0, k, job->o->reg, scratch, w);
   idx[0] = (int32_t)i;
   for (int a = 0; a < k; a++) idx[a + 1] = knn->colind[q0 + a];
   for (int a = 0; a < m; a++)
     for (int c = 0; c < m; c++) {
-      double va = a ? -w[a - 1] / sum : 1.0, vc = c ? -w[c - 1] / sum : 1.0;
+      double va = a ? -w[a - 1] : 1.0, vc = c ? -w[c - 1] : 1.0;
       block[a * m + c] = va * vc;
     }
   return m;

@@ -15,6 +15,8 @@ typedef struct {
   const nle_csr *knn;
   const nle_csr *W;
   int components;
+  nle_spectral_model *model; /* keep_model: what the method adds to the
+                                out-of-sample model (else NULL) */
 } nle__spectral_job;
 
 typedef struct {
@@ -68,7 +70,19 @@ void nle__tangent_space(const nle__spectral_job *job, size_t i, int m, int32_t *
  * (INFINITY where unreachable); heap_scratch of nle__dijkstra_scratch(G)
  * bytes. */
 void nle__dijkstra(const nle_csr *G, int32_t source, double *dist, void *heap_scratch);
+/* The same from several sources at start distances (a new point's edges):
+ * dist[v] = min_a start[a] + d_G(sources[a], v). */
+void nle__dijkstra_from(const nle_csr *G, size_t count, const int32_t *sources, const double *start, double *dist,
+                        void *heap_scratch);
+/* The undirected graph of the kNN graph (an edge when either lists the
+ * other), its values the Euclidean lengths. */
+nle_status nle__geodesic_graph(nle_ctx *ctx, const nle_csr *knn, nle_csr **G);
 size_t nle__dijkstra_scratch(const nle_csr *G);
+/* lle.c: the reconstruction weights w[k] (summing to 1) of y from the k
+ * rows idx of Y (N x D): the local Gram system with reg x its trace added
+ * to the diagonal (the centroid where it is singular); scratch k D + k^2. */
+void nle__barycentre_weights(const float *y, const float *Y, size_t D, const int32_t *idx, int k, double reg,
+                             double *scratch, double *w);
 /* lle.c: the largest row length of the kNN graph. */
 int nle__max_row(const nle_csr *knn);
 
@@ -80,10 +94,30 @@ nle_status nle__spectral_weights(nle_ctx *ctx, const nle_csr *knn, const nle_spe
  * its neighbours (squared distances, sorted, ties by index); brute force,
  * O(N^2 D). A point with no neighbour in reach is an error naming it. */
 nle_status nle__radius_graph(nle_ctx *ctx, const nle_matf *Y, double radius, nle_csr **G);
+/* A Gaussian's automatic width (o->sigma NLE_AUTO): the median over points
+ * of the distance to their k-th neighbour; other affinities unchanged. */
+nle_status nle__resolve_sigma(nle_ctx *ctx, const nle_csr *knn, nle_spectral_opts *o);
+/* The weight of an edge of squared length d2 (o->sigma resolved; the
+ * self-tuning scales of its two ends). */
+double nle__affinity_weight(const nle_spectral_opts *o, double d2, double scale_i, double scale_j);
+/* Each point's self-tuning scale: the distance to its tuning_k-th
+ * neighbour (Zelnik-Manor and Perona 2004); 0 is an error naming it. */
+nle_status nle__self_tuning_scales(nle_ctx *ctx, const nle_csr *knn, int tuning_k, double **scale);
+/* W_ij from A_ij and A_ji (NAN when absent) by the rule; NAN: no edge. */
+double nle__symmetrize_pair(nle_symmetrize_rule rule, double a, double at);
 /* Whether A is symmetric (the same value at (i, j) and (j, i), to 1e-12
  * relative); names the first asymmetric pair otherwise. */
 nle_status nle__csr_check_symmetric(nle_ctx *ctx, const nle_csr *A, const char *what);
 /* Degrees of W, its diagonal left out. */
 double *nle__degrees(nle_ctx *ctx, const nle_csr *W);
+
+/* model.c: the out-of-sample model of a finished run (r's embedding and
+ * eigenvalues, the graph's reach, scales and degrees; the method has added
+ * its own parts and the search its components). */
+nle_status nle__spectral_model_finish(nle_ctx *ctx, nle_spectral_model *m, nle_spectral_method method,
+                                      const nle_spectral_opts *o, const nle_matf *Y, const nle_csr *knn,
+                                      const nle_csr *W, const nle_spectral_result *r);
+/* Points on the model's search components (float). */
+nle_status nle__spectral_project(nle_ctx *ctx, const nle_spectral_model *m, const nle_matf *Y, nle_matf **P);
 
 #endif

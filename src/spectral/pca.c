@@ -377,3 +377,18 @@ nle_status nle_pca_transform(nle_ctx *ctx, const nle_pca_model *m, const nle_mat
     }
   return NLE_OK;
 }
+
+nle_status nle__pca_project(nle_ctx *ctx, int dims, size_t D, const double *mean, const double *components,
+                            const nle_matf *Y, nle_matf **P) {
+  nle_pca_model pm;
+  memset(&pm, 0, sizeof pm);
+  pm.n_components = dims;
+  pm.dim = (int32_t)D;
+  pm.mean = (double *)mean;
+  pm.components = (double *)components;
+  nle_matd *Pd = NULL;
+  nle_status s = nle_pca_transform(ctx, &pm, Y, &Pd);
+  if (!s) s = nle_matd_to_matf(ctx, Pd, P);
+  nle_matd_free(&Pd);
+  return s;
+}

@@ -50,6 +50,7 @@ void nle_spectral_result_free(nle_spectral_result **r) {
   if (!r || !*r) return;
   nle_matd_free(&(*r)->X);
   free((*r)->eigenvalues);
+  nle_spectral_model_free(&(*r)->model);
   free(*r);
   *r = NULL;
 }
@@ -114,7 +115,7 @@ enum { PCA_MIN_N = 5000, PCA_MIN_D = 100, PCA_DIMS = 50, PCA_CANDIDATES_PER_K = 
 
 /* The directed kNN graph of the points, in Y or among components. */
 static nle_status neighbours(nle_ctx *ctx, const nle_matf *Y, nle_spectral_opts *o, nle_spectral_result *r,
-                             nle_csr **graph) {
+                             nle_spectral_model *model, nle_csr **graph) {
   size_t n = Y->rows, D = Y->cols;
   if (o->pca_dims == NLE_AUTO) o->pca_dims = n > PCA_MIN_N && D > PCA_MIN_D ? PCA_DIMS : 0;
   if ((size_t)o->pca_dims >= D) o->pca_dims = 0; /* no narrower than the data */
@@ -138,9 +139,18 @@ static nle_status neighbours(nle_ctx *ctx, const nle_matf *Y, nle_spectral_opts 
   if (!s) s = nle_pca_transform(ctx, pm, Y, &Zd);
   if (!s) s = nle_matd_to_matf(ctx, Zd, &Z);
   nle_matd_free(&Zd);
+  if (!s && model) { /* new points are searched for on the same components */
+    model->pca_mean = pm->mean, pm->mean = NULL;
+    model->pca_components = pm->components, pm->components = NULL;
+  }
   nle_pca_model_free(&pm);
   r->pca_seconds = nle_time_seconds() - t0;
   if (!s) s = nle_knn_graph(ctx, Z, o->pca_candidates, o->knn_method, &o->knn_approx, &cand, &r->knn_used);
+  if (!s && model && !(model->candidate_reach = nle__malloc(ctx, n * sizeof(float), "the model's candidates")))
+    s = NLE_ERR_NOMEM;
+  for (size_t i = 0; !s && model && i < n; i++) /* sorted rows: the last candidate is the farthest */
+    model->candidate_reach[i] = cand->rowptr[i + 1] > cand->rowptr[i]
+                                    ? (float)nle_csr_value(cand, cand->rowptr[i + 1] - 1) : 0.0f;
   if (!s) s = nle_knn_rerank(ctx, Y, cand, o->k, graph);
   nle_csr_free(&cand);
   nle_matf_free(&Z);
@@ -176,12 +186,18 @@ nle_status nle_spectral_embed(nle_ctx *ctx, nle_spectral_method method, const nl
   r->residual_variance = NAN;
   if (o->components == NLE_COMPONENTS_AUTO) o->components = m->components;
   nle_csr *graph = NULL, *W = NULL;
-  if (in->Y) s = neighbours(ctx, in->Y, o, r, &graph);
+  if (o->keep_model && !in->Y)
+    s = nle__fail(ctx, NLE_ERR_ARG, "%s: keep_model needs the points (new points are placed by their distances to "
+                  "them), not only a kNN graph or affinities", m->name);
+  if (!s && o->keep_model && !(r->model = nle__calloc(ctx, 1, sizeof *r->model, "the spectral model")))
+    s = NLE_ERR_NOMEM;
+  if (!s && in->Y) s = neighbours(ctx, in->Y, o, r, r->model, &graph);
   else o->pca_dims = o->pca_candidates = 0;
   if (o->knn_method == NLE_KNN_AUTO) o->knn_method = r->knn_used;
   r->knn_seconds = nle_time_seconds() - t0;
   t0 = nle_time_seconds();
   const nle_csr *knn = in->knn ? in->knn : graph;
+  if (!s && knn) s = nle__resolve_sigma(ctx, knn, o);
   if (!s && knn) s = nle__spectral_weights(ctx, knn, o, &W);
   const nle_csr *weights = in->affinities ? in->affinities : W;
   int64_t comps = s ? 0 : nle__csr_components(ctx, weights);
@@ -194,9 +210,10 @@ nle_status nle_spectral_embed(nle_ctx *ctx, nle_spectral_method method, const nl
                   m->name, (long long)comps);
   r->graph_seconds = nle_time_seconds() - t0;
   t0 = nle_time_seconds();
-  nle__spectral_job job = {o, in->Y, knn, weights, (int)comps};
+  nle__spectral_job job = {o, in->Y, knn, weights, (int)comps, r->model};
   if (!s) s = m->embed(ctx, &job, r);
   r->eigen_seconds = nle_time_seconds() - t0;
+  if (!s && r->model) s = nle__spectral_model_finish(ctx, r->model, method, o, in->Y, knn, weights, r);
   nle_csr_free(&graph);
   nle_csr_free(&W);
   r->total_seconds = nle_time_seconds() - t_start;

@@ -1,0 +1,268 @@
+/* model.c — a spectral embedding as an object for its out-of-sample maps
+ * (Bengio et al. 2004; the maps are in transform.c): what the front door
+ * keeps of a run (the training points and embedding, the eigenvalues, each
+ * point's neighbourhood reach, the degrees or geodesic graph the method's
+ * Nystrom formula needs), saved to and loaded from nlembed's CRC-checked
+ * record file, and given back its training data. */
+#include "method.h"
+#include "../io/io_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void nle_spectral_model_free(nle_spectral_model **m) {
+  if (!m || !*m) return;
+  nle_spectral_model *p = *m;
+  nle_matf_free(&p->Y);
+  nle_matd_free(&p->X);
+  free(p->eigenvalues);
+  free(p->reach);
+  free(p->scale);
+  free(p->degrees);
+  nle_csr_free(&p->geodesic_graph);
+  free(p->landmarks);
+  free(p->landmark_mean);
+  free(p->pca_mean);
+  free(p->pca_components);
+  free(p->candidate_reach);
+  nle_matf_free(&p->pca_Y);
+  free(p);
+  *m = NULL;
+}
+
+nle_status nle__spectral_project(nle_ctx *ctx, const nle_spectral_model *m, const nle_matf *Y, nle_matf **P) {
+  return nle__pca_project(ctx, m->opts.pca_dims, m->D, m->pca_mean, m->pca_components, Y, P);
+}
+
+/* The training points on the search's components, once per model. */
+static nle_status project_training(nle_ctx *ctx, nle_spectral_model *m) {
+  nle_matf_free(&m->pca_Y);
+  return m->opts.pca_dims > 0 && m->Y ? nle__spectral_project(ctx, m, m->Y, &m->pca_Y) : NLE_OK;
+}
+
+static bool uses_degrees(nle_spectral_method method) {
+  return method == NLE_SPECTRAL_LE || method == NLE_SPECTRAL_DIFFMAP;
+}
+
+nle_status nle__spectral_model_finish(nle_ctx *ctx, nle_spectral_model *m, nle_spectral_method method,
+                                      const nle_spectral_opts *o, const nle_matf *Y, const nle_csr *knn,
+                                      const nle_csr *W, const nle_spectral_result *r) {
+  size_t n = Y->rows;
+  m->method = method;
+  m->opts = *o;
+  m->opts.keep_model = false;
+  m->n = n;
+  m->D = Y->cols;
+  m->dim = r->X->cols;
+  m->data_hash = nle__hash_floats(Y);
+  nle_status s = nle_matf_alloc(ctx, n, Y->cols, &m->Y);
+  if (!s) memcpy(m->Y->data, Y->data, n * Y->cols * sizeof(float));
+  if (!s) s = nle_matd_alloc(ctx, n, r->X->cols, &m->X);
+  if (!s) memcpy(m->X->data, r->X->data, n * r->X->cols * sizeof(double));
+  m->n_eigenvalues = r->n_eigenvalues;
+  if (!s && !(m->eigenvalues = nle__malloc(ctx, (size_t)r->n_eigenvalues * sizeof(double), "the model's eigenvalues")))
+    s = NLE_ERR_NOMEM;
+  if (!s) memcpy(m->eigenvalues, r->eigenvalues, (size_t)r->n_eigenvalues * sizeof(double));
+  if (!s && !(m->reach = nle__malloc(ctx, n * sizeof(float), "the model's neighbourhoods"))) s = NLE_ERR_NOMEM;
+  for (size_t i = 0; !s && i < n; i++) /* sorted rows: the k-th neighbour is the last */
+    m->reach[i] = o->radius > 0 ? (float)(o->radius * o->radius)
+                                : knn->rowptr[i + 1] > knn->rowptr[i] ? (float)nle_csr_value(knn, knn->rowptr[i + 1] - 1)
+                                                                     : 0.0f;
+  if (!s && o->affinity == NLE_AFF_SELF_TUNING) s = nle__self_tuning_scales(ctx, knn, o->tuning_k, &m->scale);
+  if (!s && uses_degrees(method) && !(m->degrees = nle__degrees(ctx, W))) s = NLE_ERR_NOMEM;
+  if (!s) s = project_training(ctx, m);
+  return s;
+}
+
+/* ---- the model file ---- */
+
+enum { SM_METHOD, SM_N, SM_D, SM_DIM, SM_K, SM_HAS_Y, SM_HASH, SM_AFFINITY, SM_SYMMETRIZE, SM_LAPLACIAN,
+       SM_TUNING_K, SM_TIME, SM_PCA_DIMS, SM_PCA_CANDIDATES, SM_LANDMARKS, SM_ALL_LANDMARKS, SM_EIGENVALUES,
+       SM_INTS };
+enum { SM_RADIUS, SM_SIGMA, SM_REG, SM_ALPHA, SM_DOUBLES };
+
+nle_status nle_spectral_model_save(nle_ctx *ctx, const nle_spectral_model *m, const char *path, bool copy_data) {
+  if (!m->Y && copy_data) return nle__fail(ctx, NLE_ERR_ARG, "spectral model: no training data to copy");
+  const nle_spectral_opts *o = &m->opts;
+  size_t n = m->n;
+  int64_t ints[SM_INTS] = {m->method, (int64_t)n, (int64_t)m->D, (int64_t)m->dim, o->k, copy_data != 0,
+                           (int64_t)m->data_hash, o->affinity, o->symmetrize, o->laplacian, o->tuning_k,
+                           o->diffusion_time, o->pca_dims, o->pca_candidates, (int64_t)m->n_landmarks,
+                           m->landmarks == NULL, m->n_eigenvalues};
+  double doubles[SM_DOUBLES] = {o->radius, o->sigma, o->reg, o->alpha};
+  nle__afile af;
+  nle_status s = nle__rec_open(ctx, path, "spectral-model", &af);
+  if (s) return s;
+  nle__rec_put_text(&af, "source", m->source);
+  nle__rec_put(&af, "ints", 'l', ints, SM_INTS);
+  nle__rec_put(&af, "doubles", 'd', doubles, SM_DOUBLES);
+  nle__rec_put(&af, "X", 'd', m->X->data, n * m->dim);
+  nle__rec_put(&af, "eigenvalues", 'd', m->eigenvalues, (uint64_t)m->n_eigenvalues);
+  nle__rec_put(&af, "reach", 'f', m->reach, n);
+  if (m->scale) nle__rec_put(&af, "scale", 'd', m->scale, n);
+  if (m->degrees) nle__rec_put(&af, "degrees", 'd', m->degrees, n);
+  if (m->geodesic_graph) {
+    const nle_csr *G = m->geodesic_graph;
+    nle__rec_put(&af, "graph_rowptr", 'l', G->rowptr, n + 1);
+    nle__rec_put(&af, "graph_colind", 'i', G->colind, (uint64_t)G->nnz);
+    nle__rec_put(&af, "graph_length", 'd', G->val, (uint64_t)G->nnz);
+    nle__rec_put(&af, "landmark_mean", 'd', m->landmark_mean, m->n_landmarks);
+    if (m->landmarks) nle__rec_put(&af, "landmarks", 'i', m->landmarks, m->n_landmarks);
+  }
+  if (o->pca_dims > 0) {
+    nle__rec_put(&af, "pca_mean", 'd', m->pca_mean, m->D);
+    nle__rec_put(&af, "pca_components", 'd', m->pca_components, (uint64_t)o->pca_dims * m->D);
+    nle__rec_put(&af, "candidate_reach", 'f', m->candidate_reach, n);
+  }
+  if (copy_data) nle__rec_put(&af, "Y", 'f', m->Y->data, n * m->D);
+  return nle__afile_commit(ctx, &af);
+}
+
+/* The header's values, in range, into m (the rest is checked as read). */
+static nle_status read_header(nle_ctx *ctx, const char *path, const int64_t *iv, const double *dv,
+                              nle_spectral_model *m) {
+  nle_spectral_opts *o = &m->opts;
+  nle_spectral_opts_init(o);
+  int64_t n = iv[SM_N];
+  bool ok = iv[SM_METHOD] >= 0 && iv[SM_METHOD] <= NLE_SPECTRAL_MLLE && n >= 3 && n <= INT32_MAX && iv[SM_D] >= 1 &&
+            iv[SM_D] <= INT32_MAX && iv[SM_DIM] >= 1 && iv[SM_DIM] < n && iv[SM_K] >= 1 && iv[SM_K] < n &&
+            iv[SM_AFFINITY] >= 0 && iv[SM_AFFINITY] <= 16 && iv[SM_SYMMETRIZE] >= 0 &&
+            iv[SM_SYMMETRIZE] <= NLE_SYMMETRIZE_MUTUAL && iv[SM_LAPLACIAN] >= 0 &&
+            iv[SM_LAPLACIAN] <= NLE_LAPLACIAN_UNNORMALISED && iv[SM_TUNING_K] >= 1 && iv[SM_TUNING_K] < n &&
+            iv[SM_TIME] >= 0 && iv[SM_TIME] <= 1000000 && iv[SM_PCA_DIMS] >= 0 && iv[SM_PCA_DIMS] <= iv[SM_D] &&
+            iv[SM_PCA_CANDIDATES] >= 0 && iv[SM_PCA_CANDIDATES] < n && iv[SM_LANDMARKS] >= 0 &&
+            iv[SM_LANDMARKS] <= n && iv[SM_EIGENVALUES] >= iv[SM_DIM] && iv[SM_EIGENVALUES] <= iv[SM_DIM] + 1 &&
+            (iv[SM_PCA_DIMS] == 0 || iv[SM_PCA_CANDIDATES] >= iv[SM_K]) && dv[SM_RADIUS] >= 0 &&
+            (dv[SM_SIGMA] > 0 || dv[SM_SIGMA] == NLE_AUTO) && dv[SM_REG] >= 0 && dv[SM_ALPHA] >= 0 &&
+            dv[SM_ALPHA] <= 1 && isfinite(dv[SM_RADIUS]) && isfinite(dv[SM_REG]);
+  if (!ok) return nle__fail(ctx, NLE_ERR_FORMAT, "%s: damaged spectral model header", path);
+  m->method = (nle_spectral_method)iv[SM_METHOD];
+  m->n = (size_t)n, m->D = (size_t)iv[SM_D], m->dim = (size_t)iv[SM_DIM];
+  m->data_hash = (uint64_t)iv[SM_HASH];
+  m->n_landmarks = (size_t)iv[SM_LANDMARKS];
+  m->n_eigenvalues = (int)iv[SM_EIGENVALUES];
+  o->dim = (int)iv[SM_DIM], o->k = (int)iv[SM_K];
+  o->affinity = (nle_affinity_kind)iv[SM_AFFINITY];
+  o->symmetrize = (nle_symmetrize_rule)iv[SM_SYMMETRIZE];
+  o->laplacian = (nle_laplacian_kind)iv[SM_LAPLACIAN];
+  o->tuning_k = (int)iv[SM_TUNING_K], o->diffusion_time = (int)iv[SM_TIME];
+  o->pca_dims = (int)iv[SM_PCA_DIMS], o->pca_candidates = (int)iv[SM_PCA_CANDIDATES];
+  o->radius = dv[SM_RADIUS], o->sigma = dv[SM_SIGMA], o->reg = dv[SM_REG], o->alpha = dv[SM_ALPHA];
+  o->landmarks = iv[SM_ALL_LANDMARKS] ? 0 : (int)iv[SM_LANDMARKS];
+  if (strcmp(nle_affinity_kind_name(o->affinity), "unknown") == 0)
+    return nle__fail(ctx, NLE_ERR_FORMAT, "%s: damaged spectral model header (affinity)", path);
+  return NLE_OK;
+}
+
+/* A copy of record `name` (count floats, each finite and >= 0). */
+static nle_status read_floats(nle_ctx *ctx, const nle__rec_file *f, const char *name, size_t count, float **dst) {
+  const void *src;
+  nle_status s = nle__rec_get(ctx, f, name, 'f', count, &src);
+  if (!s && !(*dst = nle__malloc(ctx, (count ? count : 1) * sizeof(float), name))) s = NLE_ERR_NOMEM;
+  if (!s && count) memcpy(*dst, src, count * sizeof(float));
+  for (size_t i = 0; !s && i < count; i++)
+    if (!((*dst)[i] >= 0) || !isfinite((*dst)[i]))
+      s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: record '%s' has a negative or non-finite value", f->path, name);
+  return s;
+}
+
+static nle_status read_ints(nle_ctx *ctx, const nle__rec_file *f, const char *name, size_t count, int64_t bound,
+                            int32_t **dst) {
+  const void *src;
+  nle_status s = nle__rec_get(ctx, f, name, 'i', count, &src);
+  if (!s && !(*dst = nle__malloc(ctx, (count ? count : 1) * sizeof(int32_t), name))) s = NLE_ERR_NOMEM;
+  if (!s && count) memcpy(*dst, src, count * sizeof(int32_t));
+  for (size_t i = 0; !s && i < count; i++)
+    if ((*dst)[i] < 0 || (*dst)[i] >= bound)
+      s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: record '%s' has an index out of range", f->path, name);
+  return s;
+}
+
+static nle_status read_graph(nle_ctx *ctx, const nle__rec_file *f, size_t n, nle_csr **G) {
+  const void *rp = NULL, *len = NULL;
+  int32_t *col = NULL;
+  nle_status s = nle__rec_get(ctx, f, "graph_rowptr", 'l', n + 1, &rp);
+  const int64_t *rowptr = rp;
+  int64_t nnz = s ? 0 : rowptr[n];
+  for (size_t i = 0; !s && i < n; i++)
+    if (rowptr[0] != 0 || rowptr[i + 1] < rowptr[i] || nnz > INT32_MAX * (int64_t)8)
+      s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: damaged geodesic graph", f->path);
+  if (!s) s = read_ints(ctx, f, "graph_colind", (size_t)nnz, (int64_t)n, &col);
+  if (!s) s = nle__rec_get(ctx, f, "graph_length", 'd', (uint64_t)nnz, &len);
+  if (!s) s = nle_csr_alloc(ctx, (int64_t)n, (int64_t)n, nnz, NLE_F64, G);
+  if (!s) {
+    memcpy((*G)->rowptr, rowptr, (n + 1) * sizeof(int64_t));
+    memcpy((*G)->colind, col, (size_t)nnz * sizeof(int32_t));
+    memcpy((*G)->val, len, (size_t)nnz * sizeof(double));
+    for (int64_t q = 0; !s && q < nnz; q++)
+      if (!(((double *)(*G)->val)[q] >= 0) || !isfinite(((double *)(*G)->val)[q]))
+        s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: damaged geodesic graph (edge length)", f->path);
+  }
+  free(col);
+  return s;
+}
+
+nle_status nle_spectral_model_load(nle_ctx *ctx, const char *path, nle_spectral_model **out) {
+  *out = NULL;
+  nle__rec_file f;
+  nle_status s = nle__rec_read(ctx, path, "spectral-model", &f);
+  if (s) return s;
+  nle_spectral_model *m = nle__calloc(ctx, 1, sizeof *m, "the spectral model");
+  const void *iv = NULL, *dv = NULL;
+  s = m ? nle__rec_get(ctx, &f, "ints", 'l', SM_INTS, &iv) : NLE_ERR_NOMEM;
+  if (!s) s = nle__rec_get(ctx, &f, "doubles", 'd', SM_DOUBLES, &dv);
+  if (!s) s = nle__rec_text(ctx, &f, "source", m->source, sizeof m->source);
+  if (!s) s = read_header(ctx, path, iv, dv, m);
+  size_t n = m && !s ? m->n : 0;
+  double *x = NULL;
+  if (!s) s = nle__rec_copy_doubles(ctx, &f, "X", n * m->dim, &x);
+  if (!s) s = nle_matd_alloc(ctx, n, m->dim, &m->X);
+  if (!s) memcpy(m->X->data, x, n * m->dim * sizeof(double));
+  free(x);
+  if (!s) s = nle__rec_copy_doubles(ctx, &f, "eigenvalues", (size_t)m->n_eigenvalues, &m->eigenvalues);
+  if (!s) s = read_floats(ctx, &f, "reach", n, &m->reach);
+  if (!s && m->opts.affinity == NLE_AFF_SELF_TUNING) s = nle__rec_copy_doubles(ctx, &f, "scale", n, &m->scale);
+  if (!s && uses_degrees(m->method)) s = nle__rec_copy_doubles(ctx, &f, "degrees", n, &m->degrees);
+  if (!s && m->method == NLE_SPECTRAL_ISOMAP) {
+    s = read_graph(ctx, &f, n, &m->geodesic_graph);
+    if (!s && m->n_landmarks < m->dim + 1) s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: damaged landmark record", path);
+    if (!s) s = nle__rec_copy_doubles(ctx, &f, "landmark_mean", m->n_landmarks, &m->landmark_mean);
+    if (!s && m->opts.landmarks > 0) s = read_ints(ctx, &f, "landmarks", m->n_landmarks, (int64_t)n, &m->landmarks);
+    if (!s && !m->opts.landmarks && m->n_landmarks != n)
+      s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: damaged landmark record", path);
+  }
+  if (!s && m->opts.pca_dims > 0) {
+    s = nle__rec_copy_doubles(ctx, &f, "pca_mean", m->D, &m->pca_mean);
+    if (!s) s = nle__rec_copy_doubles(ctx, &f, "pca_components", (size_t)m->opts.pca_dims * m->D, &m->pca_components);
+    if (!s) s = read_floats(ctx, &f, "candidate_reach", n, &m->candidate_reach);
+  }
+  if (!s && nle__rec_has(&f, "Y")) {
+    const void *y;
+    s = nle__rec_get(ctx, &f, "Y", 'f', n * m->D, &y);
+    if (!s) s = nle_matf_alloc(ctx, n, m->D, &m->Y);
+    if (!s) memcpy(m->Y->data, y, n * m->D * sizeof(float));
+    if (!s && nle__hash_floats(m->Y) != m->data_hash)
+      s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: training data damaged", path);
+  }
+  if (!s) s = project_training(ctx, m);
+  nle__rec_free(&f);
+  if (s) {
+    nle_spectral_model_free(&m);
+    return nle__name_error(ctx, path);
+  }
+  *out = m;
+  return NLE_OK;
+}
+
+nle_status nle_spectral_model_attach_data(nle_ctx *ctx, nle_spectral_model *m, const nle_matf *Y) {
+  if (Y->rows != m->n || Y->cols != m->D || nle__hash_floats(Y) != m->data_hash)
+    return nle__fail(ctx, NLE_ERR_VALUE,
+                     "the training data (%zu x %zu) is not the data the model was trained on (%zu x %zu, %s)", Y->rows,
+                     Y->cols, m->n, m->D, m->source);
+  nle_matf_free(&m->Y);
+  nle_status s = nle_matf_alloc(ctx, Y->rows, Y->cols, &m->Y);
+  if (!s) memcpy(m->Y->data, Y->data, Y->rows * Y->cols * sizeof(float));
+  if (!s) s = project_training(ctx, m);
+  return s;
+}
