@@ -192,7 +192,8 @@ NLE_API void nle_spectral_result_free(nle_spectral_result **result);
  * training graph's were: its k nearest training points (searched as
  * training searched, among the same principal components when it did), and
  * the training points that would list y among their own k nearest (y
- * closer than their k-th neighbour), weighted and symmetrised by the same
+ * closer than their k-th neighbour and, with the component search, among
+ * their candidates there), weighted and symmetrised by the same
  * rule; with an epsilon ball, every training point within the radius. A
  * training point given again is not its own neighbour (distance 0), so its
  * edges are its training edges and every map below returns its training

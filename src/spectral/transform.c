@@ -36,6 +36,7 @@ typedef struct {
   nle_matd *out;
   size_t candidates;         /* forward candidates per point, the point itself included */
   size_t lle_k, lle_scratch; /* neighbours the scratch's Gram system holds; doubles */
+  bool forward_only;         /* the LLE family: no reverse edges needed */
   int bad_point;             /* -1, or the first point without an edge (its row) */
   double bad_nearest;
 } oos_job;
@@ -117,6 +118,8 @@ static size_t find_edges(const oos_job *j, size_t q, double *sd, nle__pair *heap
     edges[count++] = (edge){(int32_t)heap[a].i, (float)heap[a].d, 1, 0};
   }
   qsort(edges, count, sizeof *edges, cmp_edge);
+  *n_forward = nf;
+  if (j->forward_only) return count; /* reconstruction weights: y's own neighbours only */
   /* reverse: the training points whose reach y falls in */
   size_t listed = count;
   for (size_t i = 0; i < n; i++) {
@@ -132,7 +135,6 @@ static size_t find_edges(const oos_job *j, size_t q, double *sd, nle__pair *heap
     else edges[count++] = key;
   }
   qsort(edges, count, sizeof *edges, cmp_edge);
-  *n_forward = nf;
   return count;
 }
 
@@ -234,7 +236,7 @@ static int oos_block(void *job, size_t b, void *scratch) {
       ok = kernel_map(j, edges, count, fwd, nf, x);
     }
     if (!ok) {
-#pragma omp critical(nle_spectral_oos)
+#pragma omp critical
       if (j->bad_point < 0 || (int)q < j->bad_point) {
         j->bad_point = (int)q;
         double nearest = INFINITY;
@@ -267,7 +269,7 @@ nle_status nle_spectral_transform(nle_ctx *ctx, const nle_spectral_model *m, con
                     m->method != NLE_SPECTRAL_ISOMAP;
   size_t lle_k = lle_family ? k : 0;
   oos_job j = {ctx, m, Ynew, Qs ? Qs : Ynew, m->opts.pca_dims > 0 ? m->pca_Y : m->Y, *Xnew, C, lle_k,
-               lle_k * m->D + lle_k * lle_k, -1, 0.0};
+               lle_k * m->D + lle_k * lle_k, lle_family, -1, 0.0};
   if (!s && !j.S) s = nle__fail(ctx, NLE_ERR_ARG, "spectral transform: the model's projected training data is missing");
   size_t scratch = (3 * n + j.lle_scratch + n) * sizeof(double) + C * sizeof(nle__pair) + n * sizeof(edge) +
                    (2 * n + 2) * sizeof(int32_t) +
