@@ -28,7 +28,10 @@ static const char *help_fmt =
     "  --pca-candidates C   candidates per point from the components (7 k)\n"
     "%s"
     "  --affinity NAME      weights on the kNN graph: binary (default), gaussian,\n"
-    "                       inverse, self-tuning\n"
+    "                       inverse, self-tuning, entropic\n"
+    "  --perplexity P       entropic: each point's p_{m|n} over its k neighbours\n"
+    "                       at perplexity P (default k / 3; -k 90 --perplexity 30\n"
+    "                       is t-SNE's graph)\n"
     "  --sigma S            gaussian: width in input units (default: the median\n"
     "                       distance to the k-th neighbour)\n"
     "  --tuning-k N         self-tuning: the neighbour that sets each scale (7)\n"
@@ -120,7 +123,7 @@ static const spectral_command commands[] = {
 };
 
 enum { OPT_AFFINITY = OPT_COMMAND_BASE, OPT_SIGMA, OPT_TUNING, OPT_SYMMETRIZE, OPT_COMPONENTS, OPT_AFFINITIES,
-       OPT_SOLVER, OPT_TOL, OPT_LAPLACIAN, OPT_REG, OPT_LANDMARKS, OPT_DIMS, OPT_NORMALIZE_ROWS, OPT_RESTARTS, OPT_ALPHA, OPT_TIME, OPT_PCA, OPT_PCA_CANDIDATES, OPT_RADIUS, OPT_SAVE_MODEL, OPT_MODEL_DATA };
+       OPT_SOLVER, OPT_TOL, OPT_LAPLACIAN, OPT_REG, OPT_LANDMARKS, OPT_DIMS, OPT_NORMALIZE_ROWS, OPT_RESTARTS, OPT_ALPHA, OPT_TIME, OPT_PCA, OPT_PCA_CANDIDATES, OPT_RADIUS, OPT_SAVE_MODEL, OPT_MODEL_DATA, OPT_PERPLEXITY };
 
 /* value = parse(arg) or a usage error naming the values name(0), name(1)... */
 static int parse_name(const char *command, const char *option, const char *arg, int (*parse)(const char *),
@@ -147,6 +150,8 @@ static void print_json(const char *command, const char *input, double read_secon
   for (int i = 0; i < r->n_eigenvalues; i++) printf("%s%.12g", i ? ", " : "", r->eigenvalues[i]);
   printf("]");
   if (!isnan(r->residual_variance)) printf(", \"residual_variance\": %.8g", r->residual_variance);
+  if (o->affinity == NLE_AFF_GAUSSIAN) printf(", \"sigma\": %.10g", o->sigma); /* the width used */
+  if (o->affinity == NLE_AFF_ENTROPIC) printf(", \"perplexity\": %.10g", o->perplexity);
   printf("%s}\n", extra);
 }
 
@@ -190,7 +195,7 @@ int cmd_spectral(int argc, char **argv, const char *command) {
       {"alpha", required_argument, 0, OPT_ALPHA}, {"time", required_argument, 0, OPT_TIME},
       {"pca", required_argument, 0, OPT_PCA}, {"pca-candidates", required_argument, 0, OPT_PCA_CANDIDATES},
       {"radius", required_argument, 0, OPT_RADIUS}, {"save-model", required_argument, 0, OPT_SAVE_MODEL},
-      {"model-data", required_argument, 0, OPT_MODEL_DATA},
+      {"model-data", required_argument, 0, OPT_MODEL_DATA}, {"perplexity", required_argument, 0, OPT_PERPLEXITY},
       CLI_KNN_OPTIONS, CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
   cli_env env;
   if (cli_env_init(&env, command, help)) return 1;
@@ -265,6 +270,10 @@ int cmd_spectral(int argc, char **argv, const char *command) {
     case OPT_SIGMA:
       if (!cli_parse_double(optarg, &x) || !(x > 0)) env.rc = cli_usage_error(command, "--sigma takes a positive number");
       else o.sigma = x;
+      break;
+    case OPT_PERPLEXITY:
+      if (!cli_parse_double(optarg, &x) || !(x > 1)) env.rc = cli_usage_error(command, "--perplexity takes a number above 1");
+      else o.perplexity = x;
       break;
     case OPT_TUNING:
       if (cli_parse_int(optarg, 1, 1 << 20, &v)) o.tuning_k = (int)v;

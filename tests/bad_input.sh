@@ -265,6 +265,10 @@ expect_fail cluster_save_model "--save-model is for the embeddings" "$o:$T/m.nle
   $N cluster swissroll:300 -o "$o" --save-model "$T/m.nle"
 expect_fail spectral_model_data_name "--model-data takes copy or reference" "$o:$T/m.nle" -- \
   $N lle swissroll:300 -o "$o" --save-model "$T/m.nle" --model-data link
+expect_fail spectral_perplexity_k "le: perplexity 12 needs more than it in neighbours: k = 10" "$o" -- \
+  $N le swissroll:300 --affinity entropic --perplexity 12 -o "$o"
+expect_fail spectral_perplexity_range "--perplexity takes a number above 1" "$o" -- \
+  $N diffmap swissroll:300 --affinity entropic --perplexity 0.5 -o "$o"
 expect_fail unknown_command "unknown command" - -- $N frobnicate
 expect_fail unknown_option "unknown option or missing value: --frob" - -- $N pca --frob "$T/four.csv" -o "$o"
 

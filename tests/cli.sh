@@ -157,6 +157,11 @@ for m in le lle isomap diffmap; do
   if /usr/bin/python3 -c "import numpy as np, sys; a, b = np.load(sys.argv[1]), np.load(sys.argv[2]); sys.exit(not np.abs(a - b).max() <= 1e-6 * np.abs(a).max())" "$T/sm_$m.npy" "$T/smt_$m.npy" 2> /dev/null
   then ok "${m}_transform_training_points"; else bad "${m}_transform_training_points" "the map of the training points is not the embedding"; fi
 done
+expect_ok le_entropic $N le swissroll:700 --affinity entropic -k 30 --perplexity 10 -o "$T/sm_lee.npy" --save-model "$T/sm_lee.nle" --quiet
+expect_ok le_entropic_transform $N transform "$T/sm_lee.nle" swissroll:700 -o "$T/smt_lee.npy" --quiet
+if /usr/bin/python3 -c "import numpy as np, sys; a, b = np.load(sys.argv[1]), np.load(sys.argv[2]); sys.exit(not np.abs(a - b).max() <= 1e-6 * np.abs(a).max())" "$T/sm_lee.npy" "$T/smt_lee.npy" 2> /dev/null
+then ok le_entropic_transform_training_points; else bad le_entropic_transform_training_points "the map of the training points is not the embedding"; fi
+$N transform "$T/sm_diffmap.nle" swissroll:700 -o "$T/smt_diffmap.npy" --quiet > "$T/stdout" 2> /dev/null
 if grep -q '"model_kind": "diffmap"' "$T/stdout" && grep -q '"map": "nystrom"' "$T/stdout"; then ok spectral_transform_json
 else bad spectral_transform_json "$(cat "$T/stdout")"; fi
 

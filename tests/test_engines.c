@@ -336,7 +336,7 @@ static void names_round_trip(void) {
     nle_test(parse_fn("auto") == ((has_auto) ? NLE_AUTO : -1) && parse_fn("nonesuch") == -1 &&     \
              parse_fn(NULL) == -1);                                                               \
   } while (0)
-  ROUND_TRIP(nle_affinity_kind_name, nle_affinity_kind_parse, nle_affinity_kind, NLE_AFF_SELF_TUNING + 1, 0);
+  ROUND_TRIP(nle_affinity_kind_name, nle_affinity_kind_parse, nle_affinity_kind, NLE_AFF_ENTROPIC + 1, 0);
   ROUND_TRIP(nle_root_method_name, nle_root_method_parse, nle_root_method, NLE_ROOT_HOUSEHOLDER + 1, 0);
   ROUND_TRIP(nle_ea_order_name, nle_ea_order_parse, nle_ea_order, NLE_ORDER_BOUNDS + 1, 0);
   ROUND_TRIP(nle_wneg_name, nle_wneg_parse, nle_wneg_kind, NLE_WNEG_KNN + 1, 0);

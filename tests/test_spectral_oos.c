@@ -77,6 +77,10 @@ static void training_points(void) {
        "diffmap"},
       {NLE_SPECTRAL_DIFFMAP, NLE_LAPLACIAN_RANDOM_WALK, NLE_AFF_BINARY, NLE_SYMMETRIZE_UNION, 0, 0.5, 0, 3, 10,
        "diffmap a=0.5 t=3"},
+      {NLE_SPECTRAL_LE, NLE_LAPLACIAN_RANDOM_WALK, NLE_AFF_ENTROPIC, NLE_SYMMETRIZE_AVERAGE, 0, 1, 0, 1, 15,
+       "le entropic"},
+      {NLE_SPECTRAL_DIFFMAP, NLE_LAPLACIAN_RANDOM_WALK, NLE_AFF_ENTROPIC, NLE_SYMMETRIZE_UNION, 0, 1, 0, 1, 15,
+       "diffmap entropic"},
       {NLE_SPECTRAL_ISOMAP, NLE_LAPLACIAN_RANDOM_WALK, NLE_AFF_BINARY, NLE_SYMMETRIZE_AVERAGE, 0, 1, 0, 1, 10,
        "isomap"},
       {NLE_SPECTRAL_ISOMAP, NLE_LAPLACIAN_RANDOM_WALK, NLE_AFF_BINARY, NLE_SYMMETRIZE_AVERAGE, 0, 1, 60, 1, 10,
@@ -302,7 +306,9 @@ static void model_file_and_threads(void) {
     nle_spectral_opts_init(&o);
     o.knn_method = NLE_KNN_EXACT;
     o.landmarks = methods[m] == NLE_SPECTRAL_ISOMAP ? 80 : 0;
-    o.affinity = methods[m] == NLE_SPECTRAL_DIFFMAP ? NLE_AFF_SELF_TUNING : NLE_AFF_BINARY;
+    o.affinity = methods[m] == NLE_SPECTRAL_DIFFMAP ? NLE_AFF_SELF_TUNING
+                 : methods[m] == NLE_SPECTRAL_LE     ? NLE_AFF_ENTROPIC
+                                                     : NLE_AFF_BINARY;
     nle_spectral_result *r = fit(ctx, methods[m], Y, &o);
     if (!nle_test(r != NULL)) continue;
     nle_matd *X[3] = {NULL, NULL, NULL};
@@ -347,6 +353,106 @@ static void model_file_and_threads(void) {
   nle_matf_free(&Y);
   nle_matf_free(&Q);
   nle_matf_free(&other);
+  nle_ctx_free(&ctx);
+}
+
+/* The entropic graph (--affinity entropic) against the public pieces put
+ * together here: nle_entropic_affinities on the exact kNN graph, then
+ * (P + P^T) / 2 by nle_affinity_symmetrize, given as affinities: the same
+ * eigenvalues and embedding. Then a new point's p_{n|y} is calibrated to the
+ * perplexity: at a training point the map is its embedding (above), and a
+ * point near one maps near it. */
+static void entropic_graph(void) {
+  nle_ctx *ctx = test_ctx(23);
+  nle_matf *Y = roll(400, 61);
+  nle_spectral_opts o;
+  nle_spectral_opts_init(&o);
+  o.k = 30;
+  o.perplexity = 10;
+  o.affinity = NLE_AFF_ENTROPIC;
+  o.knn_method = NLE_KNN_EXACT;
+  nle_spectral_result *r = fit(ctx, NLE_SPECTRAL_LE, Y, &o), *ref = NULL;
+  nle_csr *knn = NULL, *W = NULL;
+  nle_knn_opts ko;
+  nle_knn_opts_init(&ko);
+  ko.k = 30;
+  nle_ea_opts eo;
+  nle_ea_opts_init(&eo);
+  eo.perplexity = 10;
+  nle_ea_result *ea = NULL;
+  nle_test_ok(nle_knn_exact(ctx, Y, &ko, &knn));
+  nle_test(nle_entropic_affinities(ctx, knn, &eo, &ea) >= 0);
+  if (ea) nle_test_ok(nle_affinity_symmetrize(ctx, ea->P, false, &W));
+  nle_spectral_opts_init(&o);
+  nle_spectral_input in = {NULL, NULL, W};
+  if (W) nle_test_ok(nle_spectral_embed(ctx, NLE_SPECTRAL_LE, &in, &o, &ref));
+  if (nle_test(r && ref)) {
+    for (int t = 0; t < 3; t++) nle_test_rel(r->eigenvalues[t], ref->eigenvalues[t], 1e-10);
+    double worst = 0.0;
+    for (size_t i = 0; i < 400 * 2; i++) worst = fmax(worst, fabs(r->X->data[i] - ref->X->data[i]));
+    if (!nle_test(worst < 1e-8)) printf("  entropic graph's embedding off the reference by %g\n", worst);
+    /* a new point's map against the Nystrom formula assembled here: its 30
+     * nearest (nle_knn_query), its p_{n|y} by the library's root finder
+     * (nle_entropic_affinities on that 1 x N graph), p_{y|n} from the
+     * training beta_n and n's own neighbours, averaged; then
+     * x_t = sum_n w x_t(n) / ((1 - lambda_t) d_y) */
+    nle_matf *Q = NULL;
+    nle_matd *X = NULL;
+    nle_csr *qk = NULL;
+    nle_ea_result *qa = NULL;
+    nle_test_ok(nle_matf_alloc(ctx, 1, 3, &Q));
+    for (int c = 0; c < 3; c++) Q->data[c] = 0.5f * (Y->data[21 + c] + Y->data[3 * knn->colind[knn->rowptr[7]] + c]) + 0.1f;
+    nle_test_ok(nle_knn_query(ctx, Y, Q, 30, &qk));
+    eo.order = NLE_ORDER_BOUNDS; /* query points: each from its own bounds */
+    nle_test(nle_entropic_affinities(ctx, qk, &eo, &qa) >= 0);
+    double *w = calloc(400, sizeof(double));
+    for (int64_t q = 0; qa && q < 30; q++) w[qk->colind[q]] += 0.5 * nle_csr_value(qa->P, q);
+    for (int n = 0; n < 400; n++) { /* does n list y? y nearer than n's 30th */
+      double d2 = 0;
+      for (int c = 0; c < 3; c++) d2 += pow((double)Q->data[c] - (double)Y->data[3 * n + c], 2);
+      if (!((float)d2 <= nle_csr_value(knn, knn->rowptr[n + 1] - 1))) continue;
+      double z = 0;
+      for (int64_t q = knn->rowptr[n]; q < knn->rowptr[n + 1]; q++) z += exp(-ea->beta[n] * nle_csr_value(knn, q));
+      w[n] += 0.5 * exp(-ea->beta[n] * (double)(float)d2) / z;
+    }
+    double dy = 0, want[2] = {0, 0};
+    for (int n = 0; n < 400; n++) {
+      dy += w[n];
+      for (int t = 0; t < 2; t++) want[t] += w[n] * r->X->data[2 * n + t];
+    }
+    if (nle_test_ok(nle_spectral_transform(ctx, r->model, Q, &X))) {
+      double worst = 0, scale = 0;
+      for (int t = 0; t < 2; t++) {
+        want[t] /= (1 - r->eigenvalues[t + 1]) * dy;
+        worst = fmax(worst, fabs(X->data[t] - want[t]));
+        scale = fmax(scale, fabs(want[t]));
+      }
+      if (!nle_test(worst < 1e-7 * scale)) printf("  entropic map %g off the formula assembled here (of %g)\n", worst, scale);
+    }
+    free(w);
+    nle_csr_free(&qk);
+    nle_ea_result_free(&qa);
+    nle_matd_free(&X);
+    nle_matf_free(&Q);
+  }
+  /* the perplexity needs more neighbours; entropic needs k nearest */
+  nle_spectral_opts_init(&o);
+  o.affinity = NLE_AFF_ENTROPIC;
+  o.perplexity = 12;
+  nle_spectral_input pts = {Y, NULL, NULL};
+  nle_spectral_result *bad = NULL;
+  nle_test(nle_spectral_embed(ctx, NLE_SPECTRAL_LE, &pts, &o, &bad) == NLE_ERR_ARG && !bad);
+  nle_test(strstr(nle_ctx_error(ctx), "perplexity 12 needs more than it in neighbours: k = 10") != NULL);
+  o.perplexity = NLE_AUTO;
+  o.radius = 3;
+  nle_test(nle_spectral_embed(ctx, NLE_SPECTRAL_LE, &pts, &o, &bad) == NLE_ERR_ARG && !bad);
+  nle_test(strstr(nle_ctx_error(ctx), "entropic affinities need k nearest neighbours") != NULL);
+  nle_spectral_result_free(&r);
+  nle_spectral_result_free(&ref);
+  nle_ea_result_free(&ea);
+  nle_csr_free(&knn);
+  nle_csr_free(&W);
+  nle_matf_free(&Y);
   nle_ctx_free(&ctx);
 }
 
@@ -395,6 +501,7 @@ const nle_test_case spectral_oos_tests[] = {
     {"spectral_oos/isomap_line", isomap_line},
     {"spectral_oos/lle_barycentric", lle_barycentric},
     {"spectral_oos/model_file_and_threads", model_file_and_threads},
+    {"spectral_oos/entropic_graph", entropic_graph},
     {"spectral_oos/bad_input", bad_input},
     {NULL, NULL},
 };

@@ -107,8 +107,11 @@ typedef enum {
   NLE_AFF_GAUSSIAN = 0,   /* exp(-d^2 / (2 sigma^2)), one sigma */
   NLE_AFF_BINARY = 1,     /* 1 on the kNN graph */
   NLE_AFF_INVERSE = 2,    /* 1 / |y_n - y_m| (kernel eigenmaps seed) */
-  NLE_AFF_SELF_TUNING = 3 /* exp(-d^2 / (sigma_n sigma_m)), sigma_n = distance
+  NLE_AFF_SELF_TUNING = 3,/* exp(-d^2 / (sigma_n sigma_m)), sigma_n = distance
                              to the k-th neighbour (Zelnik-Manor and Perona) */
+  NLE_AFF_ENTROPIC = 4    /* p_{m|n} at a perplexity (dissertation ch. 2):
+                             nle_entropic_affinities; the spectral methods'
+                             graphs take it, nle_affinity_graph does not */
 } nle_affinity_kind;
 
 typedef struct {

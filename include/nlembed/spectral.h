@@ -120,6 +120,10 @@ typedef struct {
                                     (NLE_AUTO: the median distance to the
                                     k-th neighbour) */
   int tuning_k;                  /* NLE_AFF_SELF_TUNING: its neighbour (7) */
+  double perplexity;             /* NLE_AFF_ENTROPIC: each point's p_{m|n}
+                                    over its k neighbours at this perplexity
+                                    (dissertation ch. 2), in (1, k);
+                                    NLE_AUTO (default): k / 3 */
   nle_laplacian_kind laplacian;  /* LE: NLE_LAPLACIAN_RANDOM_WALK */
   nle_components_policy components; /* NLE_AUTO (default): the method's own */
   nle_eigen_solver solver;       /* NLE_AUTO */
@@ -226,6 +230,8 @@ typedef struct nle_spectral_model {
                               point lists a new point (its k-th neighbour's,
                               or the radius squared) */
   double *scale;           /* self-tuning: each point's scale (else NULL) */
+  double *beta, *log_z;    /* entropic: each point's precision and the log
+                              of its normaliser over its k neighbours */
   double *degrees;         /* LE, diffusion maps: W's degrees (else NULL) */
   nle_csr *geodesic_graph; /* Isomap: the undirected graph, edge lengths */
   int32_t *landmarks;      /* Isomap: the n_landmarks points of the MDS */

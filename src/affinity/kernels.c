@@ -119,6 +119,9 @@ nle_status nle_affinity_graph(nle_ctx *ctx, const nle_csr *knn, const nle_affini
   int64_t n = knn->rows, k = n ? knn->rowptr[1] - knn->rowptr[0] : 0;
   if (opts->kind == NLE_AFF_GAUSSIAN && !(opts->sigma > 0.0 && isfinite(opts->sigma)))
     return nle__fail(ctx, NLE_ERR_ARG, "Gaussian affinities: sigma = %g must be positive", opts->sigma);
+  if (opts->kind == NLE_AFF_ENTROPIC)
+    return nle__fail(ctx, NLE_ERR_ARG, "entropic affinities need a perplexity: nle_entropic_affinities, not "
+                     "nle_affinity_graph");
   if (opts->kind == NLE_AFF_SELF_TUNING && (opts->tuning_k < 1 || opts->tuning_k > k))
     return nle__fail(ctx, NLE_ERR_ARG, "self-tuning affinities: neighbour %d must be in [1, k = %lld]",
                      opts->tuning_k, (long long)k);
@@ -150,6 +153,7 @@ nle_status nle_affinity_graph(nle_ctx *ctx, const nle_csr *knn, const nle_affini
         *v = d2 == 0.0 ? 1.0 : ss > 0.0 ? exp(-d2 / ss) : 0.0;
         break;
       }
+      case NLE_AFF_ENTROPIC: break; /* refused above */
       }
     }
   free(scale);

@@ -2,7 +2,7 @@
  * bindings and the messages: index = enum value (nlembed/affinity.h). */
 #include "affinity_internal.h"
 
-static const char *const kind_names[] = {"gaussian", "binary", "inverse", "self-tuning"};
+static const char *const kind_names[] = {"gaussian", "binary", "inverse", "self-tuning", "entropic"};
 static const char *const root_names[] = {"halley", "euler", "newton", "bisection",
                                          "brent",  "ridder", "classic", "householder"};
 static const char *const order_names[] = {"mst", "msp", "density", "sequential", "random", "bounds"};

@@ -58,10 +58,29 @@ nle_status nle__self_tuning_scales(nle_ctx *ctx, const nle_csr *knn, int tuning_
   return NLE_OK;
 }
 
+nle_status nle__entropic_weights(nle_ctx *ctx, const nle_csr *knn, double perplexity, nle_csr **A, double **beta) {
+  nle_ea_opts eo;
+  nle_ea_opts_init(&eo);
+  eo.perplexity = perplexity;
+  nle_ea_result *ea = NULL;
+  nle_status s = nle_entropic_affinities(ctx, knn, &eo, &ea);
+  if (s == NLE_WARN_NOT_CONVERGED) s = NLE_OK; /* off its perplexity by more than tol: still usable */
+  if (!s && A) s = nle_csr_alloc(ctx, knn->rows, knn->cols, knn->nnz, NLE_F64, A);
+  if (!s && A) {
+    memcpy((*A)->rowptr, ea->P->rowptr, ((size_t)knn->rows + 1) * sizeof(int64_t));
+    memcpy((*A)->colind, ea->P->colind, (size_t)knn->nnz * sizeof(int32_t));
+    for (int64_t q = 0; q < knn->nnz; q++) ((double *)(*A)->val)[q] = nle_csr_value(ea->P, q);
+  }
+  if (!s && beta) *beta = ea->beta, ea->beta = NULL;
+  nle_ea_result_free(&ea);
+  return s;
+}
+
 /* The directed weights A on the kNN graph's pattern (o->sigma resolved). */
 static nle_status directed_weights(nle_ctx *ctx, const nle_csr *knn, const nle_spectral_opts *o, nle_csr **A) {
   int64_t n = knn->rows;
   double *scale = NULL;
+  if (o->affinity == NLE_AFF_ENTROPIC) return nle__entropic_weights(ctx, knn, o->perplexity, A, NULL);
   nle_status s = o->affinity == NLE_AFF_SELF_TUNING ? nle__self_tuning_scales(ctx, knn, o->tuning_k, &scale) : NLE_OK;
   if (!s) s = nle_csr_alloc(ctx, n, knn->cols, knn->nnz, NLE_F64, A);
   for (int64_t i = 0; !s && i < n; i++) {

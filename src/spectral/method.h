@@ -103,6 +103,9 @@ double nle__affinity_weight(const nle_spectral_opts *o, double d2, double scale_
 /* Each point's self-tuning scale: the distance to its tuning_k-th
  * neighbour (Zelnik-Manor and Perona 2004); 0 is an error naming it. */
 nle_status nle__self_tuning_scales(nle_ctx *ctx, const nle_csr *knn, int tuning_k, double **scale);
+/* Entropic affinities on the kNN graph: the directed p_{m|n} as A (or
+ * NULL), each point's precision beta_n (or NULL). */
+nle_status nle__entropic_weights(nle_ctx *ctx, const nle_csr *knn, double perplexity, nle_csr **A, double **beta);
 /* W_ij from A_ij and A_ji (NAN when absent) by the rule; NAN: no edge. */
 double nle__symmetrize_pair(nle_symmetrize_rule rule, double a, double at);
 /* Whether A is symmetric (the same value at (i, j) and (j, i), to 1e-12

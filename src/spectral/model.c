@@ -19,6 +19,8 @@ void nle_spectral_model_free(nle_spectral_model **m) {
   free(p->eigenvalues);
   free(p->reach);
   free(p->scale);
+  free(p->beta);
+  free(p->log_z);
   free(p->degrees);
   nle_csr_free(&p->geodesic_graph);
   free(p->landmarks);
@@ -70,6 +72,16 @@ nle_status nle__spectral_model_finish(nle_ctx *ctx, nle_spectral_model *m, nle_s
                                 : knn->rowptr[i + 1] > knn->rowptr[i] ? (float)nle_csr_value(knn, knn->rowptr[i + 1] - 1)
                                                                      : 0.0f;
   if (!s && o->affinity == NLE_AFF_SELF_TUNING) s = nle__self_tuning_scales(ctx, knn, o->tuning_k, &m->scale);
+  if (!s && o->affinity == NLE_AFF_ENTROPIC) {
+    s = nle__entropic_weights(ctx, knn, o->perplexity, NULL, &m->beta);
+    if (!s && !(m->log_z = nle__malloc(ctx, n * sizeof(double), "the model's normalisers"))) s = NLE_ERR_NOMEM;
+    for (size_t i = 0; !s && i < n; i++) { /* log sum_m exp(-beta d_nm^2), shifted by the nearest */
+      int64_t q0 = knn->rowptr[i], q1 = knn->rowptr[i + 1];
+      double d0 = nle_csr_value(knn, q0), sum = 0.0;
+      for (int64_t q = q0; q < q1; q++) sum += exp(-m->beta[i] * (nle_csr_value(knn, q) - d0));
+      m->log_z[i] = log(sum) - m->beta[i] * d0;
+    }
+  }
   if (!s && uses_degrees(method) && !(m->degrees = nle__degrees(ctx, W))) s = NLE_ERR_NOMEM;
   if (!s) s = project_training(ctx, m);
   return s;
@@ -80,7 +92,7 @@ nle_status nle__spectral_model_finish(nle_ctx *ctx, nle_spectral_model *m, nle_s
 enum { SM_METHOD, SM_N, SM_D, SM_DIM, SM_K, SM_HAS_Y, SM_HASH, SM_AFFINITY, SM_SYMMETRIZE, SM_LAPLACIAN,
        SM_TUNING_K, SM_TIME, SM_PCA_DIMS, SM_PCA_CANDIDATES, SM_LANDMARKS, SM_ALL_LANDMARKS, SM_EIGENVALUES,
        SM_INTS };
-enum { SM_RADIUS, SM_SIGMA, SM_REG, SM_ALPHA, SM_DOUBLES };
+enum { SM_RADIUS, SM_SIGMA, SM_REG, SM_ALPHA, SM_PERPLEXITY, SM_DOUBLES };
 
 nle_status nle_spectral_model_save(nle_ctx *ctx, const nle_spectral_model *m, const char *path, bool copy_data) {
   if (!m->Y && copy_data) return nle__fail(ctx, NLE_ERR_ARG, "spectral model: no training data to copy");
@@ -90,7 +102,7 @@ nle_status nle_spectral_model_save(nle_ctx *ctx, const nle_spectral_model *m, co
                            (int64_t)m->data_hash, o->affinity, o->symmetrize, o->laplacian, o->tuning_k,
                            o->diffusion_time, o->pca_dims, o->pca_candidates, (int64_t)m->n_landmarks,
                            m->landmarks == NULL, m->n_eigenvalues};
-  double doubles[SM_DOUBLES] = {o->radius, o->sigma, o->reg, o->alpha};
+  double doubles[SM_DOUBLES] = {o->radius, o->sigma, o->reg, o->alpha, o->perplexity};
   nle__afile af;
   nle_status s = nle__rec_open(ctx, path, "spectral-model", &af);
   if (s) return s;
@@ -101,6 +113,10 @@ nle_status nle_spectral_model_save(nle_ctx *ctx, const nle_spectral_model *m, co
   nle__rec_put(&af, "eigenvalues", 'd', m->eigenvalues, (uint64_t)m->n_eigenvalues);
   nle__rec_put(&af, "reach", 'f', m->reach, n);
   if (m->scale) nle__rec_put(&af, "scale", 'd', m->scale, n);
+  if (m->beta) {
+    nle__rec_put(&af, "beta", 'd', m->beta, n);
+    nle__rec_put(&af, "log_z", 'd', m->log_z, n);
+  }
   if (m->degrees) nle__rec_put(&af, "degrees", 'd', m->degrees, n);
   if (m->geodesic_graph) {
     const nle_csr *G = m->geodesic_graph;
@@ -149,6 +165,9 @@ static nle_status read_header(nle_ctx *ctx, const char *path, const int64_t *iv,
   o->tuning_k = (int)iv[SM_TUNING_K], o->diffusion_time = (int)iv[SM_TIME];
   o->pca_dims = (int)iv[SM_PCA_DIMS], o->pca_candidates = (int)iv[SM_PCA_CANDIDATES];
   o->radius = dv[SM_RADIUS], o->sigma = dv[SM_SIGMA], o->reg = dv[SM_REG], o->alpha = dv[SM_ALPHA];
+  o->perplexity = dv[SM_PERPLEXITY];
+  if (o->affinity == NLE_AFF_ENTROPIC && !(o->perplexity > 1 && o->perplexity < o->k))
+    return nle__fail(ctx, NLE_ERR_FORMAT, "%s: damaged spectral model header (perplexity)", path);
   o->landmarks = iv[SM_ALL_LANDMARKS] ? 0 : (int)iv[SM_LANDMARKS];
   if (strcmp(nle_affinity_kind_name(o->affinity), "unknown") == 0)
     return nle__fail(ctx, NLE_ERR_FORMAT, "%s: damaged spectral model header (affinity)", path);
@@ -223,6 +242,8 @@ nle_status nle_spectral_model_load(nle_ctx *ctx, const char *path, nle_spectral_
   if (!s) s = nle__rec_copy_doubles(ctx, &f, "eigenvalues", (size_t)m->n_eigenvalues, &m->eigenvalues);
   if (!s) s = read_floats(ctx, &f, "reach", n, &m->reach);
   if (!s && m->opts.affinity == NLE_AFF_SELF_TUNING) s = nle__rec_copy_doubles(ctx, &f, "scale", n, &m->scale);
+  if (!s && m->opts.affinity == NLE_AFF_ENTROPIC) s = nle__rec_copy_doubles(ctx, &f, "beta", n, &m->beta);
+  if (!s && m->opts.affinity == NLE_AFF_ENTROPIC) s = nle__rec_copy_doubles(ctx, &f, "log_z", n, &m->log_z);
   if (!s && uses_degrees(m->method)) s = nle__rec_copy_doubles(ctx, &f, "degrees", n, &m->degrees);
   if (!s && m->method == NLE_SPECTRAL_ISOMAP) {
     s = read_graph(ctx, &f, n, &m->geodesic_graph);

@@ -36,6 +36,7 @@ void nle_spectral_opts_init(nle_spectral_opts *o) {
   o->affinity = NLE_AFF_BINARY;
   o->sigma = NLE_AUTO;
   o->tuning_k = 7;
+  o->perplexity = NLE_AUTO;
   o->laplacian = NLE_LAPLACIAN_RANDOM_WALK;
   o->components = NLE_COMPONENTS_AUTO;
   o->solver = NLE_EIGEN_AUTO;
@@ -67,6 +68,8 @@ static nle_status check_opts(nle_ctx *ctx, nle_spectral_method method, const nle
                     : !named(nle_affinity_kind_name(o->affinity))? "affinity"
                     : !(o->sigma == NLE_AUTO || (o->sigma > 0 && isfinite(o->sigma))) ? "sigma (> 0 or NLE_AUTO)"
                     : o->tuning_k < 1                            ? "tuning_k (>= 1)"
+                    : !(o->perplexity == NLE_AUTO || (o->perplexity > 1 && isfinite(o->perplexity)))
+                                                                 ? "perplexity (> 1 or NLE_AUTO)"
                     : !named(nle_laplacian_name(o->laplacian))   ? "laplacian"
                     : !named(nle_components_name(o->components)) ? "components"
                     : !named(nle_eigen_solver_name(o->solver))   ? "solver"
@@ -185,6 +188,14 @@ nle_status nle_spectral_embed(nle_ctx *ctx, nle_spectral_method method, const nl
   r->knn_used = NLE_KNN_AUTO;
   r->residual_variance = NAN;
   if (o->components == NLE_COMPONENTS_AUTO) o->components = m->components;
+  if (o->affinity == NLE_AFF_ENTROPIC) {
+    if (o->perplexity == NLE_AUTO) o->perplexity = o->k / 3.0;
+    if (o->radius > 0)
+      s = nle__fail(ctx, NLE_ERR_ARG, "%s: entropic affinities need k nearest neighbours, not a radius", m->name);
+    else if (!(o->perplexity > 1 && o->perplexity < o->k))
+      s = nle__fail(ctx, NLE_ERR_ARG, "%s: perplexity %g needs more than it in neighbours: k = %d (k = 3 x perplexity "
+                    "is usual)", m->name, o->perplexity, o->k);
+  }
   nle_csr *graph = NULL, *W = NULL;
   if (o->keep_model && !in->Y)
     s = nle__fail(ctx, NLE_ERR_ARG, "%s: keep_model needs the points (new points are placed by their distances to "

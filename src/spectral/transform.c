@@ -138,9 +138,25 @@ static size_t find_edges(const oos_job *j, size_t q, double *sd, nle__pair *heap
   return count;
 }
 
+/* The precision of y's entropic p_{n|y} over its forward squared distances
+ * d[0..k) (ascending): bisection on log beta inside the bounds of the
+ * dissertation's theorem 2.2.2 (eqs. 2.9-2.11), to the training tolerance's
+ * order; equal distances: beta 0 (uniform). */
+static double calibrate_beta(const double *d, int k, double perplexity) {
+  double lo, hi;
+  if (nle_ea_bounds(d, k, perplexity, nle_ea_p1(k, perplexity), &lo, &hi)) return 0.0;
+  double target = log(perplexity);
+  for (int it = 0; it < 200 && hi - lo > 1e-13 * fmax(1.0, fabs(lo)); it++) {
+    double mid = 0.5 * (lo + hi);
+    if (nle_ea_entropy(d, k, exp(mid)) > target) lo = mid; /* the entropy falls as beta grows */
+    else hi = mid;
+  }
+  return exp(0.5 * (lo + hi));
+}
+
 /* LE and diffusion maps: the Nystrom formulas of spectral.h. */
 static int kernel_map(const oos_job *j, const edge *edges, size_t count, const int32_t *fwd, size_t nf,
-                      double *x) {
+                      int32_t self, double *dfwd, double *x) {
   const nle_spectral_model *m = j->m;
   const nle_spectral_opts *o = &m->opts;
   size_t d = m->dim;
@@ -151,13 +167,31 @@ static int kernel_map(const oos_job *j, const edge *edges, size_t count, const i
     const edge *e = bsearch(&key, edges, count, sizeof *edges, cmp_edge);
     scale_y = sqrt((double)e->d2);
   }
+  double beta_y = 0.0, log_z_y = 0.0; /* entropic: y's p_{n|y} = exp(-beta_y d - log_z_y) */
+  if (o->affinity == NLE_AFF_ENTROPIC && nf) {
+    for (size_t a = 0; a < nf; a++) {
+      const edge key = {fwd[a], 0, 0, 0};
+      dfwd[a] = (double)((const edge *)bsearch(&key, edges, count, sizeof *edges, cmp_edge))->d2;
+    }
+    /* a training point given again has its training calibration */
+    beta_y = self >= 0 ? m->beta[self] : calibrate_beta(dfwd, (int)nf, o->perplexity);
+    double sum = 0.0;
+    for (size_t a = 0; a < nf; a++) sum += exp(-beta_y * (dfwd[a] - dfwd[0]));
+    log_z_y = log(sum) - beta_y * dfwd[0];
+  }
   double deg = 0.0, norm = 0.0;
   for (size_t t = 0; t < d; t++) x[t] = 0.0;
   for (size_t a = 0; a < count; a++) {
     const edge *e = &edges[a];
     double sj = m->scale ? m->scale[e->j] : 0.0;
-    double w_fwd = e->forward ? nle__affinity_weight(o, e->d2, scale_y, sj) : NAN;
-    double w_rev = e->reverse ? nle__affinity_weight(o, e->d2, sj, scale_y) : NAN;
+    double w_fwd, w_rev;
+    if (o->affinity == NLE_AFF_ENTROPIC) {
+      w_fwd = e->forward ? exp(-beta_y * e->d2 - log_z_y) : NAN;
+      w_rev = e->reverse ? exp(-m->beta[e->j] * e->d2 - m->log_z[e->j]) : NAN;
+    } else {
+      w_fwd = e->forward ? nle__affinity_weight(o, e->d2, scale_y, sj) : NAN;
+      w_rev = e->reverse ? nle__affinity_weight(o, e->d2, sj, scale_y) : NAN;
+    }
     double w = nle__symmetrize_pair(o->symmetrize, w_fwd, w_rev);
     if (isnan(w) || !(w > 0) || !(m->degrees[e->j] > 0)) continue;
     deg += w;
@@ -233,7 +267,7 @@ static int oos_block(void *job, size_t b, void *scratch) {
     } else if (ok && m->method == NLE_SPECTRAL_ISOMAP) {
       isomap_map(j, edges, count, self, dist, dheap, src, start, x);
     } else if (ok) {
-      ok = kernel_map(j, edges, count, fwd, nf, x);
+      ok = kernel_map(j, edges, count, fwd, nf, self, start, x);
     }
     if (!ok) {
 #pragma omp critical
