@@ -369,7 +369,45 @@ static void knn_scale_range(void) {
   nle_ctx_free(&ctx);
 }
 
+/* The k-d tree (low-dimensional data) against the GEMM search: the same
+ * lists, bit for bit, ties by index included: random points in 2, 3, 5 and
+ * 8 dimensions, and a grid with duplicates (every distance tied many
+ * times); the graph (self left out) and queries from elsewhere; 1 and 2
+ * threads. */
+static void kdtree_vs_gemm(void) {
+  const size_t dims[] = {2, 3, 5, 8, 2};
+  for (size_t c = 0; c < 5; c++) {
+    size_t n = 2500, d = dims[c];
+    nle_matf *Y = test_random_matf(n, d, 100 + c), *Q = test_random_matf(300, d, 200 + c);
+    if (c == 4) /* a 25 x 50 grid, each node twice: ties everywhere */
+      for (size_t i = 0; i < n; i++) Y->data[2 * i] = (float)((i / 2) % 25), Y->data[2 * i + 1] = (float)((i / 2) / 25);
+    for (int threads = 1; threads <= 2; threads++) {
+      nle_ctx *ctx = test_ctx(5);
+      nle_ctx_set_threads(ctx, threads);
+      for (int query = 0; query < 2; query++) {
+        nle_csr *a = NULL, *b = NULL;
+        int k = c == 4 ? 9 : 15;
+        nle_test_ok(nle__knn_kdtree(ctx, Y, query ? Q : NULL, k, &a));
+        nle_test_ok(nle__knn_gemm(ctx, Y, query ? Q : NULL, k, &b));
+        if (nle_test(a && b && a->nnz == b->nnz)) {
+          int same = !memcmp(a->colind, b->colind, (size_t)a->nnz * sizeof(int32_t)) &&
+                     !memcmp(a->val, b->val, (size_t)a->nnz * sizeof(float));
+          if (!nle_test(same)) printf("  d = %zu%s, %s: the k-d tree's lists differ from the GEMM search's\n", d,
+                                      c == 4 ? " (grid)" : "", query ? "queries" : "graph");
+        }
+        nle_csr_free(&a);
+        nle_csr_free(&b);
+      }
+      nle_ctx_free(&ctx);
+    }
+    nle_matf_free(&Y);
+    nle_matf_free(&Q);
+  }
+  nle_test(nle__knn_kdtree_pays(20000, 3) && !nle__knn_kdtree_pays(20000, 50));
+}
+
 const nle_test_case neighbors_tests[] = {{"neighbors/knn_query_vs_naive", knn_query_vs_naive},
+                                         {"neighbors/kdtree_vs_gemm", kdtree_vs_gemm},
     {"neighbors/knn_scale_range", knn_scale_range},
                                          {"neighbors/knn_rerank_queries_vs_naive", knn_rerank_queries_vs_naive},
                                          {"neighbors/knn_rerank_vs_naive", knn_rerank_vs_naive},

@@ -199,6 +199,14 @@ nle_status nle__knn_check_range(nle_ctx *ctx, const nle_matf *Y, const nle_matf 
  * range (the test nle__knn_check_range applies; searches that centre their
  * data anyway call that only when this fails, for its message). */
 bool nle__knn_range_ok(double max_sq);
+/* Exact kNN by a k-d tree (knn_kdtree.c) for low-dimensional points: the
+ * k nearest of Y's rows to each row of Q (Q NULL: the kNN graph of Y, self
+ * left out), the same lists as the GEMM search. _pays: where it is the
+ * faster (nle_knn_exact and nle_knn_query then use it). */
+nle_status nle__knn_kdtree(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, int k, nle_csr **graph);
+bool nle__knn_kdtree_pays(size_t n, size_t d);
+/* The GEMM search whatever the dimension (for the tests' comparison). */
+nle_status nle__knn_gemm(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, int k, nle_csr **graph);
 /* nle_knn_rerank for queries: the k nearest of each query's candidates (an
  * M x N graph into Y's rows) by their squared distances between Q and Y. */
 nle_status nle__knn_rerank_queries(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, const nle_csr *candidates,

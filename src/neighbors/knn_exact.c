@@ -306,7 +306,13 @@ nle_status nle_knn_exact(nle_ctx *ctx, const nle_matf *Y, const nle_knn_opts *op
     return nle__fail(ctx, NLE_ERR_ARG, "k = %d must be at least 1 and below the number of points N = %zu",
                      opts->k, n);
   if (n > INT32_MAX) return nle__fail(ctx, NLE_ERR_ARG, "kNN supports at most 2^31 - 1 points");
+  if (nle__knn_kdtree_pays(n, Y->cols)) return nle__knn_kdtree(ctx, Y, NULL, opts->k, graph);
   return knn_search(ctx, Y, Y, opts->k, graph);
+}
+
+nle_status nle__knn_gemm(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, int k, nle_csr **graph) {
+  *graph = NULL;
+  return knn_search(ctx, Y, Q ? Q : Y, k, graph);
 }
 
 nle_status nle_knn_query(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, int k, nle_csr **graph) {
@@ -318,6 +324,7 @@ nle_status nle_knn_query(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, int
                      Y->rows);
   if (Y->rows > INT32_MAX) return nle__fail(ctx, NLE_ERR_ARG, "kNN supports at most 2^31 - 1 points");
   if (Q->rows == 0) return nle_csr_alloc(ctx, 0, (int64_t)Y->rows, 0, NLE_F32, graph);
+  if (nle__knn_kdtree_pays(Y->rows, Y->cols)) return nle__knn_kdtree(ctx, Y, Q, k, graph);
   return knn_search(ctx, Y, Q, k, graph);
 }
 
