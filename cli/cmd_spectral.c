@@ -11,7 +11,9 @@
 
 static const char *help_fmt =
     "Usage: nlembed %s [options] INPUT -o OUTPUT\n"
-    "       nlembed %s [options] --affinities W.mtx -o OUTPUT\n"
+    "       nlembed %s [options] --affinities W.mtx|W.npy -o OUTPUT\n"
+    "       nlembed %s [options] --distances D.npy|G.mtx -o OUTPUT\n"
+    "       nlembed %s [options] --knn G.mtx -o OUTPUT\n"
     "\n"
     "%s\n"
     "%s"
@@ -37,8 +39,15 @@ static const char *help_fmt =
     "  --tuning-k N         self-tuning: the neighbour that sets each scale (7)\n"
     "  --symmetrize RULE    average (default: (A + A^T) / 2), union, mutual\n"
     "  --components NAME    a disconnected graph: error (default), allow\n"
-    "  --affinities FILE    a precomputed symmetric affinity matrix (.mtx): no\n"
-    "                       neighbour search; INPUT is then not needed\n"
+    "  --affinities FILE    a precomputed symmetric affinity matrix (.mtx sparse, or\n"
+    "                       dense .npy/text): no neighbour search, no INPUT\n"
+    "  --distances FILE     precomputed distances instead of INPUT: a dense N x N\n"
+    "                       matrix (.npy or text; each row's k nearest, or those\n"
+    "                       within --radius) or a sparse graph (.mtx; its rows as\n"
+    "                       the neighbourhoods); not for the LLE family, which\n"
+    "                       needs the points\n"
+    "  --knn FILE           a kNN graph as `nlembed knn -o G.mtx` writes it (squared\n"
+    "                       distances), instead of INPUT\n"
     "  --solver NAME        auto (dense up to 400 points, else shift-invert when\n"
     "                       the Cholesky factor stays sparse, else sparse),\n"
     "                       dense, sparse (Lanczos), shift-invert (Lanczos on the\n"
@@ -123,7 +132,7 @@ static const spectral_command commands[] = {
 };
 
 enum { OPT_AFFINITY = OPT_COMMAND_BASE, OPT_SIGMA, OPT_TUNING, OPT_SYMMETRIZE, OPT_COMPONENTS, OPT_AFFINITIES,
-       OPT_SOLVER, OPT_TOL, OPT_LAPLACIAN, OPT_REG, OPT_LANDMARKS, OPT_DIMS, OPT_NORMALIZE_ROWS, OPT_RESTARTS, OPT_ALPHA, OPT_TIME, OPT_PCA, OPT_PCA_CANDIDATES, OPT_RADIUS, OPT_SAVE_MODEL, OPT_MODEL_DATA, OPT_PERPLEXITY };
+       OPT_SOLVER, OPT_TOL, OPT_LAPLACIAN, OPT_REG, OPT_LANDMARKS, OPT_DIMS, OPT_NORMALIZE_ROWS, OPT_RESTARTS, OPT_ALPHA, OPT_TIME, OPT_PCA, OPT_PCA_CANDIDATES, OPT_RADIUS, OPT_SAVE_MODEL, OPT_MODEL_DATA, OPT_PERPLEXITY, OPT_DISTANCES, OPT_KNN_GRAPH };
 
 /* value = parse(arg) or a usage error naming the values name(0), name(1)... */
 static int parse_name(const char *command, const char *option, const char *arg, int (*parse)(const char *),
@@ -179,7 +188,7 @@ int cmd_spectral(int argc, char **argv, const char *command) {
       "  --model-data MODE    copy (default): the training data goes into the model\n"
       "                       file; reference: only its source and a checksum\n",
       ""};
-  snprintf(help, sizeof help, help_fmt, command, command, sc->about, writes[sc->cluster], output_lines[sc->cluster],
+  snprintf(help, sizeof help, help_fmt, command, command, command, command, sc->about, writes[sc->cluster], output_lines[sc->cluster],
            sc->options, model_lines[sc->cluster]);
   strncat(help, help_tail, sizeof help - strlen(help) - 1);
   static const struct option longopts[] = {
@@ -196,6 +205,7 @@ int cmd_spectral(int argc, char **argv, const char *command) {
       {"pca", required_argument, 0, OPT_PCA}, {"pca-candidates", required_argument, 0, OPT_PCA_CANDIDATES},
       {"radius", required_argument, 0, OPT_RADIUS}, {"save-model", required_argument, 0, OPT_SAVE_MODEL},
       {"model-data", required_argument, 0, OPT_MODEL_DATA}, {"perplexity", required_argument, 0, OPT_PERPLEXITY},
+      {"distances", required_argument, 0, OPT_DISTANCES}, {"knn", required_argument, 0, OPT_KNN_GRAPH},
       CLI_KNN_OPTIONS, CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
   cli_env env;
   if (cli_env_init(&env, command, help)) return 1;
@@ -205,7 +215,8 @@ int cmd_spectral(int argc, char **argv, const char *command) {
   nle_cluster_opts co;
   nle_cluster_opts_init(&co);
   nle_spectral_opts o = co.spectral;
-  const char *output = NULL, *affinities = NULL, *save_model = NULL;
+  const char *output = NULL, *affinities = NULL, *save_model = NULL, *distances = NULL;
+  bool squared = false; /* --knn: the graph's values are squared distances */
   bool copy_data = true;
   long long v;
   double x;
@@ -313,6 +324,8 @@ int cmd_spectral(int argc, char **argv, const char *command) {
       else env.rc = cli_usage_error(command, "--pca-candidates takes a positive integer");
       break;
     case OPT_AFFINITIES: affinities = optarg; break;
+    case OPT_DISTANCES: distances = optarg, squared = false; break;
+    case OPT_KNN_GRAPH: distances = optarg, squared = true; break;
     case OPT_SAVE_MODEL: save_model = optarg; break;
     case OPT_MODEL_DATA:
       if (!strcmp(optarg, "copy") || !strcmp(optarg, "reference")) copy_data = !strcmp(optarg, "copy");
@@ -328,9 +341,13 @@ int cmd_spectral(int argc, char **argv, const char *command) {
   o.knn_method = (nle_knn_method)choice.method;
   o.knn_approx = choice.approx;
   int rc = env.rc, n_inputs = argc - optind;
-  if (!rc && !((n_inputs == 1 && !affinities) || (n_inputs == 0 && affinities)))
-    rc = cli_usage_error(command, affinities ? "expected no INPUT with --affinities, got %d" : "expected one INPUT, got %d",
-                         n_inputs);
+  if (!rc && affinities && distances) rc = cli_usage_error(command, "give one of --affinities, --distances and --knn");
+  const char *given = affinities ? "--affinities" : squared ? "--knn" : "--distances";
+  if (!rc && squared && !(strlen(distances) > 4 && !strcmp(distances + strlen(distances) - 4, ".mtx")))
+    rc = cli_usage_error(command, "--knn takes a Matrix Market graph (.mtx) as nlembed knn writes it");
+  if (!rc && !((n_inputs == 1 && !affinities && !distances) || (n_inputs == 0 && (affinities || distances))))
+    rc = affinities || distances ? cli_usage_error(command, "expected no INPUT with %s, got %d", given, n_inputs)
+                                 : cli_usage_error(command, "expected one INPUT, got %d", n_inputs);
   if (!rc && !output) rc = cli_usage_error(command, "no output file (-o FILE)");
   if (!rc && save_model && !n_inputs)
     rc = cli_usage_error(command, "--save-model needs the INPUT data (new points are placed by their distances to it)");
@@ -343,11 +360,26 @@ int cmd_spectral(int argc, char **argv, const char *command) {
   nle_spectral_result *res = NULL;
   double t_read = nle_time_seconds();
   if (!rc && !s && n_inputs) s = cli_load(&env, argv[optind], &ds);
-  if (!rc && !s && affinities) s = nle_read_csr_mtx(env.ctx, affinities, &W);
+  nle_dataset *dense = NULL;
+  nle_csr *knn = NULL, *sparse = NULL;
+  const char *matrix = affinities ? affinities : distances;
+  size_t len = matrix ? strlen(matrix) : 0;
+  bool mtx = len > 4 && !strcmp(matrix + len - 4, ".mtx");
+  if (!rc && !s && matrix && mtx) s = nle_read_csr_mtx(env.ctx, matrix, affinities ? &W : &sparse);
+  if (!rc && !s && matrix && !mtx) s = cli_load(&env, matrix, &dense);
+  if (!rc && !s && affinities && !mtx) s = nle_csr_from_dense(env.ctx, dense->X, &W);
+  if (!rc && !s && distances)
+    s = mtx ? nle_knn_from_sparse_distances(env.ctx, sparse, squared, &knn)
+            : nle_knn_from_distances(env.ctx, dense->X, o.k, o.radius, &knn);
+  if (!rc && s && matrix && (distances || !mtx) && strncmp(nle_ctx_error(env.ctx), matrix, len) != 0) {
+    /* the conversion's message, with the file it is about */
+    fprintf(stderr, "nlembed %s: error: %s: %s\n", command, matrix, nle_ctx_error(env.ctx));
+    rc = s == NLE_ERR_ARG ? 2 : 1;
+  }
   t_read = nle_time_seconds() - t_read;
   nle_cluster_result *cres = NULL;
   if (!rc && !s) {
-    nle_spectral_input in = {ds ? ds->X : NULL, NULL, W};
+    nle_spectral_input in = {ds ? ds->X : NULL, knn, W};
     co.spectral = o;
     if (sc->cluster) {
       s = nle_spectral_cluster(env.ctx, &in, &co, &cres);
@@ -383,7 +415,7 @@ int cmd_spectral(int argc, char **argv, const char *command) {
   if (!rc && s) rc = cli_fail(&env, s);
   if (!rc) rc = cli_commit(&env); /* the output whole, or none */
   if (!rc) {
-    const char *input = ds ? ds->name : affinities;
+    const char *input = ds ? ds->name : matrix;
     print_json(command, input, t_read, res, extra);
     cli_note(&env, "%s of %zu points: %d eigenvalues from %.3g (%s), %.2f s; wrote %s", command, res->n,
              res->n_eigenvalues, res->eigenvalues[0], nle_eigen_solver_name(res->solver_used), res->total_seconds,
@@ -392,6 +424,9 @@ int cmd_spectral(int argc, char **argv, const char *command) {
   if (cres) nle_cluster_result_free(&cres);
   else nle_spectral_result_free(&res);
   nle_csr_free(&W);
+  nle_csr_free(&knn);
+  nle_csr_free(&sparse);
+  nle_dataset_free(&dense);
   nle_dataset_free(&ds);
   cli_env_free(&env);
   return rc;

@@ -265,6 +265,18 @@ expect_fail cluster_save_model "--save-model is for the embeddings" "$o:$T/m.nle
   $N cluster swissroll:300 -o "$o" --save-model "$T/m.nle"
 expect_fail spectral_model_data_name "--model-data takes copy or reference" "$o:$T/m.nle" -- \
   $N lle swissroll:300 -o "$o" --save-model "$T/m.nle" --model-data link
+/usr/bin/python3 -c "import numpy as np, sys; D = np.abs(np.subtract.outer(np.arange(6.0), np.arange(6.0))); np.save(sys.argv[4], D.astype(np.float32)); D[1, 2] = -3; np.save(sys.argv[1], D.astype(np.float32)); D[1, 2] = 1; D[0, 0] = 2; np.save(sys.argv[2], D.astype(np.float32)); A = np.ones((4, 4)); A[0, 1] = 2; np.save(sys.argv[3], A)" "$T/dneg.npy" "$T/ddiag.npy" "$T/aasym.npy" "$T/dgood.npy"
+expect_fail distances_negative "dneg.npy: distance matrix: entry (2, 3) is -3, not a finite value >= 0" "$o" -- \
+  $N isomap --distances "$T/dneg.npy" -k 2 -o "$o"
+expect_fail distances_diagonal "ddiag.npy: distance matrix: diagonal entry 1 is 2, not 0" "$o" -- \
+  $N isomap --distances "$T/ddiag.npy" -k 2 -o "$o"
+expect_fail distances_lle "lle: the method needs the points themselves" "$o" -- \
+  $N lle --distances "$T/dgood.npy" -k 2 -o "$o"
+expect_fail knn_not_mtx "--knn takes a Matrix Market graph (.mtx) as nlembed knn writes it" "$o" -- \
+  $N le --knn "$T/dneg.npy" -o "$o"
+expect_fail dense_affinities_asymmetric "not symmetric" "$o" -- $N le --affinities "$T/aasym.npy" -o "$o"
+expect_fail two_precomputed "give one of --affinities, --distances and --knn" "$o" -- \
+  $N le --affinities "$T/aasym.npy" --distances "$T/dneg.npy" -o "$o"
 expect_fail spectral_perplexity_k "le: perplexity 12 needs more than it in neighbours: k = 10" "$o" -- \
   $N le swissroll:300 --affinity entropic --perplexity 12 -o "$o"
 expect_fail spectral_perplexity_range "--perplexity takes a number above 1" "$o" -- \

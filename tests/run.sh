@@ -34,7 +34,9 @@ NLEMBED=./build/nlembed part cli bash tests/cli.sh
 echo "== the bad-input catalogue"
 NLEMBED=./build/nlembed part bad bash tests/bad_input.sh
 echo "== command-line tests and the catalogue under ASan+UBSan"
-NLEMBED=./build-asan/nlembed part cli_asan bash tests/cli.sh
+# (the thread-invariance block, a property of the algorithms, runs on the
+# optimised build only: under ASan it took 2 of the pass's 5 minutes)
+NLEMBED=./build-asan/nlembed CLI_SKIP_THREADS_SAME=1 part cli_asan bash tests/cli.sh
 NLEMBED=./build-asan/nlembed part bad_asan bash tests/bad_input.sh
 echo "== make install and a program built with pkg-config"
 part install bash tests/install.sh

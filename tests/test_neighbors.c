@@ -406,8 +406,99 @@ static void kdtree_vs_gemm(void) {
   nle_test(nle__knn_kdtree_pays(20000, 3) && !nle__knn_kdtree_pays(20000, 50));
 }
 
+/* Graphs from precomputed distances against the searches on the points:
+ * the dense matrix's k nearest are nle_knn_exact's (values: the squares of
+ * the float distances, to 1e-6), its radius rows every point within; a
+ * sparse graph of distances (the exact graph's, square-rooted) gives the
+ * exact graph back, and with squared values as they are; bad matrices
+ * named. */
+static void from_distances(void) {
+  nle_ctx *ctx = test_ctx(3);
+  enum { N = 300, K = 7 };
+  nle_matf *Y = test_random_matf(N, 4, 77), *D = NULL;
+  nle_test_ok(nle_matf_alloc(ctx, N, N, &D));
+  for (size_t i = 0; i < N; i++)
+    for (size_t j = 0; j < N; j++) D->data[i * N + j] = (float)sqrt(nle__sqdist_fd(Y->data + i * 4, Y->data + j * 4, 4));
+  nle_knn_opts ko;
+  nle_knn_opts_init(&ko);
+  ko.k = K;
+  nle_csr *exact = NULL, *g = NULL, *ball = NULL, *root = NULL, *back = NULL, *same = NULL;
+  nle_test_ok(nle_knn_exact(ctx, Y, &ko, &exact));
+  nle_test_ok(nle_knn_from_distances(ctx, D, K, 0.0, &g));
+  if (nle_test(exact && g && g->nnz == exact->nnz)) {
+    int idx = !memcmp(g->colind, exact->colind, (size_t)g->nnz * sizeof(int32_t)), close = 1;
+    for (int64_t q = 0; q < g->nnz; q++)
+      close &= fabs(nle_csr_value(g, q) - nle_csr_value(exact, q)) <= 1e-6 * nle_csr_value(exact, q);
+    nle_test(idx && close);
+  }
+  double reach = 0.0; /* every point's nearest within it */
+  for (size_t i = 0; i < N; i++) {
+    double nearest = INFINITY;
+    for (size_t j = 0; j < N; j++) nearest = j != i ? fmin(nearest, D->data[i * N + j]) : nearest;
+    reach = fmax(reach, nearest);
+  }
+  reach *= 1.01;
+  nle_test_ok(nle_knn_from_distances(ctx, D, K, reach, &ball));
+  for (int64_t i = 0; ball && i < N; i++) {
+    int64_t want = 0;
+    for (size_t j = 0; j < N; j++) want += j != (size_t)i && D->data[(size_t)i * N + j] <= reach;
+    nle_test(ball->rowptr[i + 1] - ball->rowptr[i] == want);
+  }
+  /* the exact graph as distances, and as it is (squared) */
+  nle_test_ok(nle_csr_alloc(ctx, N, N, exact->nnz, NLE_F64, &root));
+  memcpy(root->rowptr, exact->rowptr, (N + 1) * sizeof(int64_t));
+  for (int64_t q = 0; q < exact->nnz; q++) /* reversed in each row: the order must come back */
+    root->colind[q] = exact->colind[exact->rowptr[q / K] + K - 1 - q % K],
+    ((double *)root->val)[q] = sqrt(nle_csr_value(exact, exact->rowptr[q / K] + K - 1 - q % K));
+  nle_test_ok(nle_knn_from_sparse_distances(ctx, root, false, &back));
+  nle_test_ok(nle_knn_from_sparse_distances(ctx, exact, true, &same));
+  if (nle_test(back && same)) {
+    nle_test(!memcmp(back->colind, exact->colind, (size_t)exact->nnz * sizeof(int32_t)));
+    nle_test(!memcmp(same->colind, exact->colind, (size_t)exact->nnz * sizeof(int32_t)) &&
+             !memcmp(same->val, exact->val, (size_t)exact->nnz * sizeof(float)));
+    int close = 1;
+    for (int64_t q = 0; q < exact->nnz; q++)
+      close &= fabs(nle_csr_value(back, q) - nle_csr_value(exact, q)) <= 1e-6 * nle_csr_value(exact, q);
+    nle_test(close);
+  }
+  /* bad matrices */
+  nle_csr *bad = NULL;
+  D->data[3 * N + 5] = -1.0f;
+  nle_test(nle_knn_from_distances(ctx, D, K, 0.0, &bad) == NLE_ERR_VALUE && !bad);
+  nle_test(strstr(nle_ctx_error(ctx), "entry (4, 6) is -1") != NULL);
+  D->data[3 * N + 5] = D->data[5 * N + 3] * 1.5f;
+  nle_test(nle_knn_from_distances(ctx, D, K, 0.0, &bad) == NLE_ERR_VALUE && strstr(nle_ctx_error(ctx), "not symmetric"));
+  D->data[3 * N + 5] = D->data[5 * N + 3];
+  D->data[2 * N + 2] = 0.5f;
+  nle_test(nle_knn_from_distances(ctx, D, K, 0.0, &bad) == NLE_ERR_VALUE && strstr(nle_ctx_error(ctx), "diagonal entry 3"));
+  D->data[2 * N + 2] = 0.0f;
+  nle_test(nle_knn_from_distances(ctx, D, N, 0.0, &bad) == NLE_ERR_ARG);
+  nle_test(nle_knn_from_distances(ctx, D, K, 1e-9, &bad) == NLE_ERR_VALUE &&
+           strstr(nle_ctx_error(ctx), "point 1 has no neighbour within radius"));
+  nle_matf *W = test_random_matf(5, 3, 9);
+  nle_csr *sw = NULL;
+  W->data[4] = 0.0f;
+  nle_test_ok(nle_csr_from_dense(ctx, W, &sw));
+  nle_test(sw && sw->nnz == 14 && nle_csr_value(sw, 4) == (double)W->data[5]);
+  W->data[7] = NAN;
+  nle_csr_free(&sw);
+  nle_test(nle_csr_from_dense(ctx, W, &sw) == NLE_ERR_VALUE && strstr(nle_ctx_error(ctx), "entry (3, 2)"));
+  nle_csr_free(&sw);
+  nle_matf_free(&W);
+  nle_csr_free(&exact);
+  nle_csr_free(&g);
+  nle_csr_free(&ball);
+  nle_csr_free(&root);
+  nle_csr_free(&back);
+  nle_csr_free(&same);
+  nle_matf_free(&D);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
 const nle_test_case neighbors_tests[] = {{"neighbors/knn_query_vs_naive", knn_query_vs_naive},
                                          {"neighbors/kdtree_vs_gemm", kdtree_vs_gemm},
+                                         {"neighbors/from_distances", from_distances},
     {"neighbors/knn_scale_range", knn_scale_range},
                                          {"neighbors/knn_rerank_queries_vs_naive", knn_rerank_queries_vs_naive},
                                          {"neighbors/knn_rerank_vs_naive", knn_rerank_vs_naive},

@@ -153,6 +153,9 @@ NLE_API void nle_csr_free(nle_csr **m);
 NLE_API double nle_csr_value(const nle_csr *m, int64_t k);
 /* The transpose, rows sorted by column index. */
 NLE_API nle_status nle_csr_transpose(nle_ctx *ctx, const nle_csr *m, nle_csr **out);
+/* The non-zero entries of a dense matrix (non-finite entries refused,
+ * naming the first), as doubles. */
+NLE_API nle_status nle_csr_from_dense(nle_ctx *ctx, const nle_matf *A, nle_csr **out);
 /* Checks the structure: monotone rowptr, indices in range. NLE_ERR_FORMAT if
  * broken, with the first offending row in the error text. */
 NLE_API nle_status nle_csr_validate(nle_ctx *ctx, const nle_csr *m);

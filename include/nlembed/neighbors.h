@@ -74,6 +74,16 @@ typedef enum {
  * the method that ran. */
 NLE_API nle_status nle_knn_graph(nle_ctx *ctx, const nle_matf *Y, int k, nle_knn_method method,
                                  const nle_knn_approx_opts *approx, nle_csr **graph, nle_knn_method *used);
+/* A neighbourhood graph from precomputed distances (not squared), as the
+ * searches give one (squared distances, rows sorted, ties by index, no
+ * self): from a dense N x N matrix (finite, >= 0, zero diagonal, symmetric
+ * to 1e-6; the first bad entry named) each row's k nearest, or with
+ * radius > 0 every point within it (a point with none is an error naming
+ * it); from a sparse graph of distances, each row's entries as they are
+ * (the diagonal dropped; squared: its values are squared distances already,
+ * as nlembed knn writes them). */
+NLE_API nle_status nle_knn_from_distances(nle_ctx *ctx, const nle_matf *D, int k, double radius, nle_csr **graph);
+NLE_API nle_status nle_knn_from_sparse_distances(nle_ctx *ctx, const nle_csr *G, bool squared, nle_csr **graph);
 NLE_API const char *nle_knn_method_name(nle_knn_method m);
 /* "auto", "exact", "approx" back to the method (-1 if unknown). */
 NLE_API int nle_knn_method_parse(const char *name);

@@ -2,6 +2,8 @@
  * values. */
 #include "internal.h"
 
+#include <math.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -211,4 +213,25 @@ int64_t nle__csr_components(nle_ctx *ctx, const nle_csr *W) {
   free(queue);
   free(seen);
   return count;
+}
+
+nle_status nle_csr_from_dense(nle_ctx *ctx, const nle_matf *A, nle_csr **out) {
+  *out = NULL;
+  size_t n = A->rows, c = A->cols;
+  int64_t nnz = 0;
+  for (size_t i = 0; i < n * c; i++) {
+    if (!isfinite(A->data[i]))
+      return nle__fail(ctx, NLE_ERR_VALUE, "dense matrix: entry (%zu, %zu) is not finite", i / c + 1, i % c + 1);
+    nnz += A->data[i] != 0.0f;
+  }
+  nle_status s = nle_csr_alloc(ctx, (int64_t)n, (int64_t)c, nnz, NLE_F64, out);
+  for (size_t i = 0, at = 0; !s && i < n; i++) {
+    for (size_t j = 0; j < c; j++)
+      if (A->data[i * c + j] != 0.0f) {
+        (*out)->colind[at] = (int32_t)j;
+        ((double *)(*out)->val)[at++] = A->data[i * c + j];
+      }
+    (*out)->rowptr[i + 1] = (int64_t)at;
+  }
+  return s;
 }
