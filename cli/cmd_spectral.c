@@ -187,7 +187,11 @@ int cmd_spectral(int argc, char **argv, const char *command) {
       "                       (docs/transform.md); needs INPUT\n"
       "  --model-data MODE    copy (default): the training data goes into the model\n"
       "                       file; reference: only its source and a checksum\n",
-      ""};
+      "  --save-model FILE    also write a model file for `nlembed transform`: new\n"
+      "                       points labelled by the nearest cluster centre after\n"
+      "                       Laplacian eigenmaps' out-of-sample map; needs INPUT\n"
+      "  --model-data MODE    copy (default): the training data goes into the model\n"
+      "                       file; reference: only its source and a checksum\n"};
   snprintf(help, sizeof help, help_fmt, command, command, command, command, sc->about, writes[sc->cluster], output_lines[sc->cluster],
            sc->options, model_lines[sc->cluster]);
   strncat(help, help_tail, sizeof help - strlen(help) - 1);
@@ -224,11 +228,6 @@ int cmd_spectral(int argc, char **argv, const char *command) {
   while ((c = cli_next_option(&env, argc, argv, sc->cluster ? "o:d:k:c:" : "o:d:k:", longopts)) != -1) {
     if (!sc->cluster && (c == 'c' || c == OPT_DIMS || c == OPT_NORMALIZE_ROWS || c == OPT_RESTARTS)) {
       env.rc = cli_usage_error(command, "--%s is for nlembed cluster", c == 'c' ? "clusters" : c == OPT_DIMS ? "dims" : c == OPT_RESTARTS ? "restarts" : "normalize-rows");
-      continue;
-    }
-    if (sc->cluster && (c == OPT_SAVE_MODEL || c == OPT_MODEL_DATA)) {
-      env.rc = cli_usage_error(command, "--%s is for the embeddings (nlembed cluster keeps no model)",
-                               c == OPT_SAVE_MODEL ? "save-model" : "model-data");
       continue;
     }
     if (sc->cluster && c == 'd') {

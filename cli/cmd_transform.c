@@ -47,6 +47,7 @@ static int spectral_transform(cli_env *env, const char *model_path, const char *
   nle_spectral_model *m = NULL;
   nle_dataset *train = NULL, *ds = NULL;
   nle_matd *X = NULL;
+  int32_t *labels = NULL;
   double t0 = nle_time_seconds();
   nle_status s = nle_spectral_model_load(env->ctx, model_path, &m);
   if (!s && (!m->Y || data)) { /* the model names its training data, or the user gives it again */
@@ -55,7 +56,13 @@ static int spectral_transform(cli_env *env, const char *model_path, const char *
   }
   if (!s) s = cli_load(env, input, &ds);
   if (!s) s = nle_spectral_transform(env->ctx, m, ds->X, &X);
-  if (!s) s = nle_write_matd(env->ctx, output, X);
+  if (!s && m->centres) { /* a clustering's model: the labels of the nearest centres */
+    if (!(labels = malloc((X->rows ? X->rows : 1) * sizeof(int32_t)))) s = NLE_ERR_NOMEM;
+    if (!s) s = nle_spectral_assign(env->ctx, m, X, labels);
+    if (!s) s = nle_write_labels(env->ctx, output, labels, (int64_t)X->rows);
+  } else if (!s) {
+    s = nle_write_matd(env->ctx, output, X);
+  }
   int rc = s ? cli_fail(env, s) : cli_commit(env); /* every output of the run, or none */
   if (!rc) {
     double secs = nle_time_seconds() - t0;
@@ -64,13 +71,16 @@ static int spectral_transform(cli_env *env, const char *model_path, const char *
     cli_json_escape(input, input_name, sizeof input_name);
     printf("{\"command\": \"transform\", \"model\": \"%s\", \"input\": \"%s\", \"n\": %zu, \"map\": \"%s\", "
            "\"model_kind\": \"%s\", \"training_points\": %zu, \"seconds\": %.3f}\n",
-           model_name, input_name, X->rows, m->method == NLE_SPECTRAL_LE || m->method == NLE_SPECTRAL_DIFFMAP ||
-           m->method == NLE_SPECTRAL_ISOMAP ? "nystrom" : "reconstruction weights",
-           nle_spectral_method_name(m->method), m->n, secs);
+           model_name, input_name, X->rows,
+           m->centres ? "nystrom, nearest centre"
+           : m->method == NLE_SPECTRAL_LE || m->method == NLE_SPECTRAL_DIFFMAP || m->method == NLE_SPECTRAL_ISOMAP
+               ? "nystrom" : "reconstruction weights",
+           m->centres ? "cluster" : nle_spectral_method_name(m->method), m->n, secs);
     cli_note(env, "mapped %zu points with the %s model of %zu training points in %.2f s; wrote %s", X->rows,
-             nle_spectral_method_name(m->method), m->n, secs, output);
+             m->centres ? "cluster" : nle_spectral_method_name(m->method), m->n, secs, output);
   }
   nle_matd_free(&X);
+  free(labels);
   nle_dataset_free(&ds);
   nle_dataset_free(&train);
   nle_spectral_model_free(&m);

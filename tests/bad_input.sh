@@ -261,8 +261,6 @@ expect_fail spectral_transform_wrong_data "is not the data the model was trained
   $N transform "$T/sle.nle" swissroll:50 --data swissroll:401 -o "$o"
 expect_fail spectral_save_model_affinities "--save-model needs the INPUT data" "$o:$T/m.nle" -- \
   $N le --affinities "$T/aw.mtx" -o "$o" --save-model "$T/m.nle"
-expect_fail cluster_save_model "--save-model is for the embeddings" "$o:$T/m.nle" -- \
-  $N cluster swissroll:300 -o "$o" --save-model "$T/m.nle"
 expect_fail spectral_model_data_name "--model-data takes copy or reference" "$o:$T/m.nle" -- \
   $N lle swissroll:300 -o "$o" --save-model "$T/m.nle" --model-data link
 /usr/bin/python3 -c "import numpy as np, sys; D = np.abs(np.subtract.outer(np.arange(6.0), np.arange(6.0))); np.save(sys.argv[4], D.astype(np.float32)); D[1, 2] = -3; np.save(sys.argv[1], D.astype(np.float32)); D[1, 2] = 1; D[0, 0] = 2; np.save(sys.argv[2], D.astype(np.float32)); A = np.ones((4, 4)); A[0, 1] = 2; np.save(sys.argv[3], A)" "$T/dneg.npy" "$T/ddiag.npy" "$T/aasym.npy" "$T/dgood.npy"

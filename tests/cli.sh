@@ -171,6 +171,12 @@ $N pca swissroll:500 -d 3 -o "$T/sr500.npy" --quiet > /dev/null 2>&1
 expect_ok le_dense_distances $N le --distances "$T/srd.npy" -k 10 -o "$T/pdd.npy" --quiet
 expect_ok le_dense_affinities $N le --affinities "$T/srd.npy" -o "$T/pda.npy" --components allow --quiet
 
+# spectral clustering's model: the training points get their own labels back
+expect_ok cluster_save_model $N cluster blobs:800:5:4 -c 4 -o "$T/cl.txt" --save-model "$T/cl.nle" --quiet
+expect_ok cluster_transform $N transform "$T/cl.nle" blobs:800:5:4 -o "$T/cl2.txt" --quiet
+if [ -s "$T/cl.txt" ] && cmp -s "$T/cl.txt" "$T/cl2.txt" && grep -q '"model_kind": "cluster"' "$T/stdout"; then
+  ok cluster_transform_labels; else bad cluster_transform_labels "labels differ: $(cat "$T/stdout")"; fi
+
 expect_ok le_entropic $N le swissroll:700 --affinity entropic -k 30 --perplexity 10 -o "$T/sm_lee.npy" --save-model "$T/sm_lee.nle" --quiet
 expect_ok le_entropic_transform $N transform "$T/sm_lee.nle" swissroll:700 -o "$T/smt_lee.npy" --quiet
 if /usr/bin/python3 -c "import numpy as np, sys; a, b = np.load(sys.argv[1]), np.load(sys.argv[2]); sys.exit(not np.abs(a - b).max() <= 1e-6 * np.abs(a).max())" "$T/sm_lee.npy" "$T/smt_lee.npy" 2> /dev/null

@@ -456,6 +456,79 @@ static void entropic_graph(void) {
   nle_ctx_free(&ctx);
 }
 
+/* Spectral clustering's model: LE's map then the nearest centre. On four
+ * separated blobs the training points get their k-means labels back, new
+ * points from each blob the label of its training points, and the same
+ * after a round trip through the file; a model that is not a clustering's
+ * is refused. */
+static void cluster_assign(void) {
+  nle_ctx *ctx = test_ctx(29);
+  enum { N = 800, M = 40 };
+  nle_matf *Y = NULL, *Q = NULL;
+  nle_test_ok(nle_matf_alloc(ctx, N, 5, &Y));
+  nle_test_ok(nle_matf_alloc(ctx, M, 5, &Q));
+  nle_rng rng;
+  nle_rng_init(&rng, 29, 3);
+  for (size_t i = 0; i < N + M; i++) { /* blob i % 4 at 10 e_(i % 4) */
+    float *row = i < N ? Y->data + i * 5 : Q->data + (i - N) * 5;
+    for (int c = 0; c < 5; c++) row[c] = (float)(nle_rng_normal(&rng) + (c == (int)(i % 4) ? 10.0 : 0.0));
+  }
+  nle_cluster_opts co;
+  nle_cluster_opts_init(&co);
+  co.clusters = 4;
+  co.spectral.keep_model = true;
+  co.spectral.knn_method = NLE_KNN_EXACT;
+  nle_spectral_input in = {Y, NULL, NULL};
+  nle_cluster_result *r = NULL;
+  nle_test_ok(nle_spectral_cluster(ctx, &in, &co, &r));
+  nle_matd *X = NULL, *Xq = NULL;
+  int32_t lab[N], labq[M], labq2[M];
+  nle_spectral_model *m = r ? r->embedding->model : NULL, *loaded = NULL;
+  if (nle_test(m && m->centres && m->clusters == 4)) {
+    double mean[4][3] = {{0}}, count[4] = {0}, worst = 0.0; /* the centres: each cluster's mean row */
+    for (int i = 0; i < N; i++) {
+      count[r->labels[i]] += 1;
+      for (int t = 0; t < 3; t++) mean[r->labels[i]][t] += r->embedding->X->data[i * 3 + t];
+    }
+    for (int c = 0; c < 4; c++)
+      for (int t = 0; t < 3; t++) worst = fmax(worst, fabs(mean[c][t] / count[c] - m->centres[c * 3 + t]));
+    nle_test(m->dim == 3 && worst < 1e-12);
+    nle_test_ok(nle_spectral_transform(ctx, m, Y, &X));
+    nle_test_ok(nle_spectral_assign(ctx, m, X, lab));
+    nle_test(!memcmp(lab, r->labels, sizeof lab));
+    nle_test_ok(nle_spectral_transform(ctx, m, Q, &Xq));
+    nle_test_ok(nle_spectral_assign(ctx, m, Xq, labq));
+    int right = 1;
+    for (int q = 0; q < M; q++) right &= labq[q] == r->labels[(N + q) % 4]; /* point j % 4 is blob j % 4 */
+    nle_test(right);
+    const char *path = test_path("cluster.nle");
+    nle_test_ok(nle_spectral_model_save(ctx, m, path, true));
+    if (nle_test_ok(nle_spectral_model_load(ctx, path, &loaded))) {
+      nle_matd_free(&Xq);
+      nle_test_ok(nle_spectral_transform(ctx, loaded, Q, &Xq));
+      nle_test_ok(nle_spectral_assign(ctx, loaded, Xq, labq2));
+      nle_test(!memcmp(labq, labq2, sizeof labq));
+    }
+  }
+  /* an embedding's model has no centres */
+  nle_spectral_opts o;
+  nle_spectral_opts_init(&o);
+  o.components = NLE_COMPONENTS_ALLOW; /* four blobs, four components */
+  nle_spectral_result *le = fit(ctx, NLE_SPECTRAL_LE, Y, &o);
+  if (nle_test(le && X)) {
+    nle_test(nle_spectral_assign(ctx, le->model, X, lab) == NLE_ERR_ARG);
+    nle_test(strstr(nle_ctx_error(ctx), "not a clustering's") != NULL);
+  }
+  nle_spectral_result_free(&le);
+  nle_spectral_model_free(&loaded);
+  nle_matd_free(&X);
+  nle_matd_free(&Xq);
+  nle_cluster_result_free(&r);
+  nle_matf_free(&Y);
+  nle_matf_free(&Q);
+  nle_ctx_free(&ctx);
+}
+
 static void bad_input(void) {
   nle_ctx *ctx = test_ctx(19);
   nle_matf *Y = roll(200, 51), *wide = test_random_matf(3, 4, 52), *far = NULL;
@@ -502,6 +575,7 @@ const nle_test_case spectral_oos_tests[] = {
     {"spectral_oos/lle_barycentric", lle_barycentric},
     {"spectral_oos/model_file_and_threads", model_file_and_threads},
     {"spectral_oos/entropic_graph", entropic_graph},
+    {"spectral_oos/cluster_assign", cluster_assign},
     {"spectral_oos/bad_input", bad_input},
     {NULL, NULL},
 };

@@ -244,6 +244,12 @@ typedef struct nle_spectral_model {
                               last candidate (a new point is a training
                               point's candidate within it) */
   nle_matf *pca_Y;
+  /* spectral clustering's model (nle_spectral_cluster with keep_model): the
+   * k-means centres of its clusters (the means of their rows of the
+   * embedding, unit rows when normalize_rows) */
+  double *centres;         /* clusters x dim, or NULL */
+  int clusters;
+  bool normalize_rows;
   uint64_t data_hash;      /* of Y, to check a re-attached copy */
   char source[1024];       /* where Y came from (the CLI's input) */
 } nle_spectral_model;
@@ -251,6 +257,11 @@ typedef struct nle_spectral_model {
 /* The M x dim embedding of new points (M x D, D the training data's). */
 NLE_API nle_status nle_spectral_transform(nle_ctx *ctx, const nle_spectral_model *model, const nle_matf *Ynew,
                                           nle_matd **Xnew);
+/* Spectral clustering's out-of-sample labels: the cluster of the nearest
+ * centre to each row of X (M x dim, from nle_spectral_transform with a
+ * clustering's model; rows made unit first when the clustering did). */
+NLE_API nle_status nle_spectral_assign(nle_ctx *ctx, const nle_spectral_model *model, const nle_matd *X,
+                                       int32_t *labels);
 /* The model file (nlembed's binary container, kind "spectral-model",
  * written atomically): the training data copied in, or (copy_data false)
  * referenced by model->source and checked by a hash when re-attached. */

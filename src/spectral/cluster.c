@@ -183,6 +183,22 @@ nle_status nle_spectral_cluster(nle_ctx *ctx, const nle_spectral_input *in, cons
   double t0 = nle_time_seconds();
   if (!s) s = nle_kmeans(ctx, Z, o->clusters, o->restarts, o->max_iters, r->labels, &r->inertia);
   r->kmeans_seconds = nle_time_seconds() - t0;
+  nle_spectral_model *md = r->embedding ? r->embedding->model : NULL;
+  if (!s && md) { /* the out-of-sample model: each cluster's mean row */
+    size_t d = (size_t)o->dims, K = (size_t)o->clusters;
+    double *count = nle__calloc(ctx, K, sizeof(double), "the clusters");
+    md->centres = nle__calloc(ctx, K * d, sizeof(double), "the cluster centres");
+    if (!count || !md->centres) s = NLE_ERR_NOMEM;
+    for (size_t i = 0; !s && i < r->n; i++) {
+      count[r->labels[i]] += 1.0;
+      for (size_t t = 0; t < d; t++) md->centres[(size_t)r->labels[i] * d + t] += Z->data[i * d + t];
+    }
+    for (size_t c = 0; !s && c < K; c++)
+      for (size_t t = 0; t < d; t++) md->centres[c * d + t] /= count[c] > 0 ? count[c] : 1.0;
+    md->clusters = o->clusters;
+    md->normalize_rows = o->normalize_rows;
+    free(count);
+  }
   nle_matd_free(&Z);
   if (s) {
     nle_cluster_result_free(&r);

@@ -28,6 +28,7 @@ void nle_spectral_model_free(nle_spectral_model **m) {
   free(p->pca_mean);
   free(p->pca_components);
   free(p->candidate_reach);
+  free(p->centres);
   nle_matf_free(&p->pca_Y);
   free(p);
   *m = NULL;
@@ -130,6 +131,11 @@ nle_status nle_spectral_model_save(nle_ctx *ctx, const nle_spectral_model *m, co
     nle__rec_put(&af, "pca_mean", 'd', m->pca_mean, m->D);
     nle__rec_put(&af, "pca_components", 'd', m->pca_components, (uint64_t)o->pca_dims * m->D);
     nle__rec_put(&af, "candidate_reach", 'f', m->candidate_reach, n);
+  }
+  if (m->centres) {
+    int64_t cl[2] = {m->clusters, m->normalize_rows};
+    nle__rec_put(&af, "clusters", 'l', cl, 2);
+    nle__rec_put(&af, "centres", 'd', m->centres, (uint64_t)m->clusters * m->dim);
   }
   if (copy_data) nle__rec_put(&af, "Y", 'f', m->Y->data, n * m->D);
   return nle__afile_commit(ctx, &af);
@@ -257,6 +263,17 @@ nle_status nle_spectral_model_load(nle_ctx *ctx, const char *path, nle_spectral_
     s = nle__rec_copy_doubles(ctx, &f, "pca_mean", m->D, &m->pca_mean);
     if (!s) s = nle__rec_copy_doubles(ctx, &f, "pca_components", (size_t)m->opts.pca_dims * m->D, &m->pca_components);
     if (!s) s = read_floats(ctx, &f, "candidate_reach", n, &m->candidate_reach);
+  }
+  if (!s && nle__rec_has(&f, "clusters")) { /* a spectral clustering's model */
+    const void *cv;
+    s = nle__rec_get(ctx, &f, "clusters", 'l', 2, &cv);
+    const int64_t *cl = cv;
+    if (!s && (m->method != NLE_SPECTRAL_LE || cl[0] < 2 || cl[0] > (int64_t)n || (cl[1] != 0 && cl[1] != 1)))
+      s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: damaged clustering record", path);
+    if (!s) {
+      m->clusters = (int)cl[0], m->normalize_rows = cl[1] != 0;
+      s = nle__rec_copy_doubles(ctx, &f, "centres", (size_t)m->clusters * m->dim, &m->centres);
+    }
   }
   if (!s && nle__rec_has(&f, "Y")) {
     const void *y;

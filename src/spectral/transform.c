@@ -283,6 +283,26 @@ static int oos_block(void *job, size_t b, void *scratch) {
   return 0;
 }
 
+nle_status nle_spectral_assign(nle_ctx *ctx, const nle_spectral_model *m, const nle_matd *X, int32_t *labels) {
+  if (!m->centres) return nle__fail(ctx, NLE_ERR_ARG, "spectral assign: the model is not a clustering's");
+  size_t d = m->dim;
+  if (X->cols != d)
+    return nle__fail(ctx, NLE_ERR_ARG, "spectral assign: %zu columns for centres of %zu", X->cols, d);
+  for (size_t i = 0; i < X->rows; i++) {
+    const double *x = X->data + i * d;
+    double norm = 0.0, best = INFINITY;
+    for (size_t t = 0; m->normalize_rows && t < d; t++) norm += x[t] * x[t];
+    norm = m->normalize_rows && norm > 0 ? 1.0 / sqrt(norm) : 1.0;
+    labels[i] = 0;
+    for (int c = 0; c < m->clusters; c++) { /* the nearest centre, ties to the first */
+      double e = 0.0;
+      for (size_t t = 0; t < d; t++) e += (x[t] * norm - m->centres[(size_t)c * d + t]) * (x[t] * norm - m->centres[(size_t)c * d + t]);
+      if (e < best) best = e, labels[i] = c;
+    }
+  }
+  return NLE_OK;
+}
+
 nle_status nle_spectral_transform(nle_ctx *ctx, const nle_spectral_model *m, const nle_matf *Ynew, nle_matd **Xnew) {
   *Xnew = NULL;
   if (!m->Y) return nle__fail(ctx, NLE_ERR_ARG, "spectral transform: the model's training data is not attached");
