@@ -366,14 +366,16 @@ int cmd_spectral(int argc, char **argv, const char *command) {
   bool mtx = len > 4 && !strcmp(matrix + len - 4, ".mtx");
   if (!rc && !s && matrix && mtx) s = nle_read_csr_mtx(env.ctx, matrix, affinities ? &W : &sparse);
   if (!rc && !s && matrix && !mtx) s = cli_load(&env, matrix, &dense);
-  if (!rc && !s && affinities && !mtx) s = nle_csr_from_dense(env.ctx, dense->X, &W);
+  /* the readers name the file; the conversions only the matrix, so the
+   * file goes before their message */
+  nle_status converted = NLE_OK;
+  if (!rc && !s && affinities && !mtx) converted = nle_csr_from_dense(env.ctx, dense->X, &W);
   if (!rc && !s && distances)
-    s = mtx ? nle_knn_from_sparse_distances(env.ctx, sparse, squared, &knn)
-            : nle_knn_from_distances(env.ctx, dense->X, o.k, o.radius, &knn);
-  if (!rc && s && matrix && (distances || !mtx) && strncmp(nle_ctx_error(env.ctx), matrix, len) != 0) {
-    /* the conversion's message, with the file it is about */
+    converted = mtx ? nle_knn_from_sparse_distances(env.ctx, sparse, squared, &knn)
+                    : nle_knn_from_distances(env.ctx, dense->X, o.k, o.radius, &knn);
+  if (converted) {
     fprintf(stderr, "nlembed %s: error: %s: %s\n", command, matrix, nle_ctx_error(env.ctx));
-    rc = s == NLE_ERR_ARG ? 2 : 1;
+    rc = converted == NLE_ERR_ARG ? 2 : 1;
   }
   t_read = nle_time_seconds() - t_read;
   nle_cluster_result *cres = NULL;

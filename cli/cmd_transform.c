@@ -71,10 +71,7 @@ static int spectral_transform(cli_env *env, const char *model_path, const char *
     cli_json_escape(input, input_name, sizeof input_name);
     printf("{\"command\": \"transform\", \"model\": \"%s\", \"input\": \"%s\", \"n\": %zu, \"map\": \"%s\", "
            "\"model_kind\": \"%s\", \"training_points\": %zu, \"seconds\": %.3f}\n",
-           model_name, input_name, X->rows,
-           m->centres ? "nystrom, nearest centre"
-           : m->method == NLE_SPECTRAL_LE || m->method == NLE_SPECTRAL_DIFFMAP || m->method == NLE_SPECTRAL_ISOMAP
-               ? "nystrom" : "reconstruction weights",
+           model_name, input_name, X->rows, nle_spectral_model_map(m),
            m->centres ? "cluster" : nle_spectral_method_name(m->method), m->n, secs);
     cli_note(env, "mapped %zu points with the %s model of %zu training points in %.2f s; wrote %s", X->rows,
              m->centres ? "cluster" : nle_spectral_method_name(m->method), m->n, secs, output);

@@ -257,6 +257,9 @@ typedef struct nle_spectral_model {
 /* The M x dim embedding of new points (M x D, D the training data's). */
 NLE_API nle_status nle_spectral_transform(nle_ctx *ctx, const nle_spectral_model *model, const nle_matf *Ynew,
                                           nle_matd **Xnew);
+/* The model's map in words: "nystrom", "reconstruction weights" (the LLE
+ * family) or "nystrom, nearest centre" (a clustering's). */
+NLE_API const char *nle_spectral_model_map(const nle_spectral_model *model);
 /* Spectral clustering's out-of-sample labels: the cluster of the nearest
  * centre to each row of X (M x dim, from nle_spectral_transform with a
  * clustering's model; rows made unit first when the clustering did). */

@@ -439,50 +439,69 @@ static void point_scales(const nle_csr *g, int k, double perplexity, double *sca
   }
 }
 
+/* One row: e[0..k) its sorted squared distances (shifted by the nearest in
+ * place), from the starting log beta `start` (NAN: middle of the bounds);
+ * writes p[0..k) (normalised), *beta and *degenerate; w: k + 1 doubles. */
+static root_result solve_row(const nle_ea_opts *o, double log_k, double p1, double *e, int k, double start, double *p,
+                             double *w, double *beta, int *degenerate) {
+  root_result r = {NAN, 0, 0, 0, 1, 0.0};
+  int ties = nearest_ties(e, k);
+  /* No beta reaches K when at least K neighbours share the nearest distance
+   * (e.g. K exact duplicates): the limit beta -> infinity is uniform over
+   * those ties, beta = 0 when all k are tied. */
+  *degenerate = (double)ties >= o->perplexity;
+  if (*degenerate) {
+    for (int t = 0; t < k; t++) p[t] = t < ties ? 1.0 / ties : 0.0;
+    double lo, hi;
+    *beta = ties == k || nle_ea_bounds(e, k, o->perplexity, p1, &lo, &hi) ? 0.0 : exp(hi);
+    return r;
+  }
+  double d0 = e[0], lo, hi;
+  for (int t = 0; t < k; t++) e[t] -= d0;
+  nle_ea_bounds(e, k, o->perplexity, p1, &lo, &hi);
+  double x = (isfinite(start) && start > lo && start < hi) ? start : 0.5 * (lo + hi);
+  if (o->root == NLE_ROOT_CLASSIC) r = solve_classic(e, k, log_k, o, w);
+  else if (o->root == NLE_ROOT_BRENT || o->root == NLE_ROOT_RIDDER) r = solve_bracketing(e, k, log_k, lo, hi, x, o, w);
+  else r = solve_safeguarded(e, k, log_k, lo, hi, x, o, w);
+  /* P from the weights of the last evaluation when it was at the solution
+   * (always, for the safeguarded solvers), otherwise afresh. */
+  double z = 0.0;
+  if (w[k] != r.alpha) evaluate(e, k, r.alpha, log_k, w);
+  for (int t = 0; t < k; t++) z += w[t];
+  for (int t = 0; t < k; t++) p[t] = w[t] / z;
+  *beta = exp(r.alpha);
+  return r;
+}
+
+double nle__ea_row(const double *d, int k, double perplexity, double start, double *p, double *scratch) {
+  nle_ea_opts o;
+  nle_ea_opts_init(&o);
+  o.perplexity = perplexity;
+  double *e = scratch, *w = e + k, beta = 0.0;
+  int degenerate;
+  memcpy(e, d, (size_t)k * sizeof(double));
+  solve_row(&o, log(perplexity), nle_ea_p1(k, perplexity), e, k, start, p, w, &beta, &degenerate);
+  return beta;
+}
+
 /* Solves point i from the starting log beta `start` (NAN: middle of the
  * bounds); writes beta, P's row and the statistics. */
 static void solve_point(ea_job *j, int64_t i, double start, double *e, double *w) {
-  int k = j->k;
+  int k = j->k, degenerate;
   int64_t row = j->knn->rowptr[i];
   double *p = (double *)j->res->P->val + row;
   if (j->knn->dtype == NLE_F32)
     for (int t = 0; t < k; t++) e[t] = ((const float *)j->knn->val)[row + t];
   else
     memcpy(e, (const double *)j->knn->val + row, (size_t)k * sizeof(double));
-  int ties = nearest_ties(e, k);
-  /* No beta reaches K when at least K neighbours share the nearest distance
-   * (e.g. K exact duplicates): the limit beta -> infinity is uniform over
-   * those ties, beta = 0 when all k are tied. */
-  if ((double)ties >= j->o->perplexity) {
-    for (int t = 0; t < k; t++) p[t] = t < ties ? 1.0 / ties : 0.0;
-    double lo, hi;
-    j->res->beta[i] = ties == k || nle_ea_bounds(e, k, j->o->perplexity, j->p1, &lo, &hi) ? 0.0 : exp(hi);
-    j->alpha[i] = NAN;
-    j->degenerate[i] = 1;
-    j->converged[i] = 1;
-    return;
-  }
-  double d0 = e[0], lo, hi;
-  for (int t = 0; t < k; t++) e[t] -= d0;
-  nle_ea_bounds(e, k, j->o->perplexity, j->p1, &lo, &hi);
-  double x = (isfinite(start) && start > lo && start < hi) ? start : 0.5 * (lo + hi);
-  root_result r;
-  if (j->o->root == NLE_ROOT_CLASSIC) r = solve_classic(e, k, j->log_k, j->o, w);
-  else if (j->o->root == NLE_ROOT_BRENT || j->o->root == NLE_ROOT_RIDDER)
-    r = solve_bracketing(e, k, j->log_k, lo, hi, x, j->o, w);
-  else r = solve_safeguarded(e, k, j->log_k, lo, hi, x, j->o, w);
-  /* P from the weights of the last evaluation when it was at the solution
-   * (always, for the safeguarded solvers), otherwise afresh. */
-  double beta = exp(r.alpha), z = 0.0;
-  if (w[k] != r.alpha) evaluate(e, k, r.alpha, j->log_k, w);
-  for (int t = 0; t < k; t++) z += w[t];
-  for (int t = 0; t < k; t++) p[t] = w[t] / z;
-  j->res->beta[i] = beta;
-  j->alpha[i] = r.alpha;
+  root_result r = solve_row(j->o, j->log_k, j->p1, e, k, start, p, w, &j->res->beta[i], &degenerate);
+  j->degenerate[i] = (uint8_t)degenerate;
+  j->converged[i] = (uint8_t)r.converged;
+  j->alpha[i] = degenerate ? NAN : r.alpha;
+  if (degenerate) return;
   j->steps[i] = r.steps;
   j->evals[i] = r.evals;
   j->bisected[i] = (uint8_t)r.bisected;
-  j->converged[i] = (uint8_t)r.converged;
   j->error[i] = r.error;
 }
 

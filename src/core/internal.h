@@ -40,6 +40,11 @@ nle_status nle__pca_project(nle_ctx *ctx, int dims, size_t D, const double *mean
 /* FNV-1a of Y's bytes and shape: a saved model's check that training data
  * given back to it is the data it was trained on. */
 uint64_t nle__hash_floats(const nle_matf *Y);
+/* A saved model given its training data back: a copy of Y into *dst (the
+ * old one freed) when Y has the model's shape n x D and hash, else an
+ * error naming both shapes and the model's source. */
+nle_status nle__attach_training_data(nle_ctx *ctx, const nle_matf *Y, size_t n, size_t D, uint64_t hash,
+                                     const char *source, nle_matf **dst);
 
 /* |a - b|^2 of two float points of d coordinates, accumulated in double:
  * the reference distance of the exact searches. */
@@ -181,6 +186,28 @@ static inline int nle__pair_greater(nle__pair a, nle__pair b) {
 static inline int nle__pair_cmp(const void *a, const void *b) {
   nle__pair x = *(const nle__pair *)a, y = *(const nle__pair *)b;
   return nle__pair_greater(x, y) - nle__pair_greater(y, x);
+}
+
+/* Offers x to the bounded max-heap h[0..*len) of at most cap entries: the
+ * cap smallest pairs seen so far, the largest at h[0]. */
+static inline void nle__pair_heap_offer(nle__pair *h, size_t *len, size_t cap, nle__pair x) {
+  size_t c;
+  if (*len < cap) { /* room: sift up */
+    for (c = (*len)++; c > 0 && nle__pair_greater(x, h[(c - 1) / 2]); c = (c - 1) / 2) h[c] = h[(c - 1) / 2];
+    h[c] = x;
+    return;
+  }
+  if (!nle__pair_greater(h[0], x)) return;
+  for (c = 0;;) { /* replace the largest, sift down */
+    size_t l = 2 * c + 1, big = c;
+    nle__pair bv = x;
+    if (l < cap && nle__pair_greater(h[l], bv)) big = l, bv = h[l];
+    if (l + 1 < cap && nle__pair_greater(h[l + 1], bv)) big = l + 1;
+    if (big == c) break;
+    h[c] = h[big];
+    c = big;
+  }
+  h[c] = x;
 }
 
 /* A locality order of the points of square W: reverse Cuthill-McKee over the

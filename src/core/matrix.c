@@ -111,6 +111,18 @@ nle_status nle_matd_select_rows(nle_ctx *ctx, const nle_matd *in, const int64_t 
   return NLE_OK;
 }
 
+nle_status nle__attach_training_data(nle_ctx *ctx, const nle_matf *Y, size_t n, size_t D, uint64_t hash,
+                                     const char *source, nle_matf **dst) {
+  if (Y->rows != n || Y->cols != D || nle__hash_floats(Y) != hash)
+    return nle__fail(ctx, NLE_ERR_VALUE,
+                     "the training data (%zu x %zu) is not the data the model was trained on (%zu x %zu, %s)", Y->rows,
+                     Y->cols, n, D, source);
+  nle_matf_free(dst);
+  nle_status s = nle_matf_alloc(ctx, n, D, dst);
+  if (!s) memcpy((*dst)->data, Y->data, n * D * sizeof(float));
+  return s;
+}
+
 uint64_t nle__hash_floats(const nle_matf *Y) {
   uint64_t h = 1469598103934665603ULL; /* FNV-1a over the bytes */
   const unsigned char *b = (const unsigned char *)Y->data;

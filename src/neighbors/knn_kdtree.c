@@ -28,13 +28,6 @@ typedef struct {
   int32_t count, depth;
 } kd_tree;
 
-typedef struct {
-  float d;
-  int32_t i;
-} kd_cand;
-
-static inline int kd_greater(kd_cand a, kd_cand b) { return a.d > b.d || (a.d == b.d && a.i > b.i); }
-
 static float coordinate(const kd_tree *t, int32_t at, size_t axis) {
   return t->Y->data[(size_t)t->perm[at] * t->Y->cols + axis];
 }
@@ -104,37 +97,11 @@ typedef struct {
   nle_csr *graph;
 } kd_job;
 
-static void heap_offer(kd_cand *h, int *len, int k, kd_cand c) {
-  if (*len < k) { /* sift up */
-    int i = (*len)++;
-    while (i > 0 && kd_greater(c, h[(i - 1) / 2])) h[i] = h[(i - 1) / 2], i = (i - 1) / 2;
-    h[i] = c;
-    return;
-  }
-  if (!kd_greater(h[0], c)) return;
-  int p = 0;
-  for (;;) {
-    int l = 2 * p + 1, m = p;
-    kd_cand best = c;
-    if (l < k && kd_greater(h[l], best)) m = l, best = h[l];
-    if (l + 1 < k && kd_greater(h[l + 1], best)) m = l + 1;
-    if (m == p) break;
-    h[p] = h[m];
-    p = m;
-  }
-  h[p] = c;
-}
-
-static int cand_order(const void *a, const void *b) {
-  kd_cand x = *(const kd_cand *)a, y = *(const kd_cand *)b;
-  return kd_greater(x, y) - kd_greater(y, x);
-}
-
 /* Depth-first, the nearer child first; a box is skipped when it lies
  * beyond the k-th candidate (a small margin for the float rounding of the
  * candidates' distances, so that equal distances, whose order is by index,
  * are never skipped). */
-static void search(const kd_job *j, const float *q, int32_t self_index, kd_cand *h, int *len, int32_t *stack,
+static void search(const kd_job *j, const float *q, int32_t self_index, nle__pair *h, size_t *len, int32_t *stack,
                    double *stack_d) {
   const kd_tree *t = j->t;
   size_t D = t->Y->cols;
@@ -143,13 +110,14 @@ static void search(const kd_job *j, const float *q, int32_t self_index, kd_cand 
   while (top) {
     int32_t node = stack[--top];
     double bd = stack_d[top];
-    if (*len == j->k && bd > (double)h[0].d * (1.0 + 1e-6)) continue;
+    if (*len == (size_t)j->k && bd > h[0].d * (1.0 + 1e-6)) continue;
     const kd_node *nd = &t->nodes[node];
     if (nd->left < 0) {
       for (int32_t at = nd->lo; at < nd->hi; at++) {
         int32_t p = t->perm[at];
         if (p == self_index) continue;
-        heap_offer(h, len, j->k, (kd_cand){(float)nle__sqdist_fd(q, t->Y->data + (size_t)p * D, D), p});
+        /* the float-rounded distance, as the GEMM search's */
+        nle__pair_heap_offer(h, len, (size_t)j->k, (nle__pair){(float)nle__sqdist_fd(q, t->Y->data + (size_t)p * D, D), p});
       }
       continue;
     }
@@ -164,19 +132,19 @@ static int kd_block(void *job, size_t b, void *scratch) {
   const kd_job *j = job;
   const kd_tree *t = j->t;
   size_t m = j->Q->rows, q1 = (b + 1) * QUERY_BLOCK < m ? (b + 1) * QUERY_BLOCK : m, D = j->Q->cols;
-  kd_cand *h = scratch;
+  nle__pair *h = scratch;
   int32_t *stack = (int32_t *)(h + j->k);
   double *stack_d = (double *)(stack + 2 * (t->depth + 2)); /* 8 (depth + 2) bytes on: aligned */
   for (size_t at = b * QUERY_BLOCK; at < q1; at++) {
     /* the graph's points in tree order: neighbours in turn share the path */
     size_t q = j->self ? (size_t)t->perm[at] : at;
-    int len = 0;
+    size_t len = 0;
     search(j, j->Q->data + q * D, j->self ? (int32_t)q : -1, h, &len, stack, stack_d);
-    qsort(h, (size_t)len, sizeof *h, cand_order);
+    qsort(h, len, sizeof *h, nle__pair_cmp);
     size_t out = q * (size_t)j->k;
-    for (int c = 0; c < len; c++) {
-      j->graph->colind[out + (size_t)c] = h[c].i;
-      ((float *)j->graph->val)[out + (size_t)c] = h[c].d;
+    for (size_t c = 0; c < len; c++) {
+      j->graph->colind[out + c] = (int32_t)h[c].i;
+      ((float *)j->graph->val)[out + c] = (float)h[c].d;
     }
   }
   return 0;
@@ -207,7 +175,7 @@ nle_status nle__knn_kdtree(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, i
   for (size_t i = 0; !s && i <= m; i++) (*graph)->rowptr[i] = (int64_t)i * k;
   kd_job job = {&t, Q, self, k, *graph};
   /* scratch: the heap, then the stack of nodes and of their box distances */
-  size_t scratch = (size_t)k * sizeof(kd_cand) + 2 * ((size_t)t.depth + 2) * (sizeof(int32_t) + sizeof(double));
+  size_t scratch = (size_t)k * sizeof(nle__pair) + 2 * ((size_t)t.depth + 2) * (sizeof(int32_t) + sizeof(double));
   if (!s)
     s = nle__for_blocks(ctx, "exact kNN (k-d tree)", (m + QUERY_BLOCK - 1) / QUERY_BLOCK,
                         nle__threads_for(ctx, (double)m * (double)k * 64.0 * (double)d), scratch, kd_block, &job);

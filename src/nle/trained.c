@@ -260,13 +260,6 @@ nle_status nle_trained_load(nle_ctx *ctx, const char *path, nle_trained **out) {
 }
 
 nle_status nle_trained_attach_data(nle_ctx *ctx, nle_trained *t, const nle_matf *Y) {
-  if (Y->rows != t->X->rows || Y->cols != t->D || nle__hash_floats(Y) != t->data_hash)
-    return nle__fail(ctx, NLE_ERR_VALUE,
-                     "the training data (%zu x %zu) is not the data the model was trained on (%zu x %zu, %s)", Y->rows,
-                     Y->cols, t->X->rows, t->D, t->source);
-  nle_matf_free(&t->Y);
-  nle_status s = nle_matf_alloc(ctx, Y->rows, Y->cols, &t->Y);
-  if (!s) memcpy(t->Y->data, Y->data, Y->rows * Y->cols * sizeof(float));
-  if (!s) s = project_training(ctx, t);
-  return s;
+  nle_status s = nle__attach_training_data(ctx, Y, t->X->rows, t->D, t->data_hash, t->source, &t->Y);
+  return s ? s : project_training(ctx, t);
 }

@@ -58,15 +58,17 @@ nle_status nle__self_tuning_scales(nle_ctx *ctx, const nle_csr *knn, int tuning_
   return NLE_OK;
 }
 
-nle_status nle__entropic_weights(nle_ctx *ctx, const nle_csr *knn, double perplexity, nle_csr **A, double **beta) {
+/* Entropic affinities on the kNN graph: the directed p_{m|n} as A, each
+ * point's precision beta_n into *beta (when not NULL). */
+static nle_status entropic_weights(nle_ctx *ctx, const nle_csr *knn, double perplexity, nle_csr **A, double **beta) {
   nle_ea_opts eo;
   nle_ea_opts_init(&eo);
   eo.perplexity = perplexity;
   nle_ea_result *ea = NULL;
   nle_status s = nle_entropic_affinities(ctx, knn, &eo, &ea);
   if (s == NLE_WARN_NOT_CONVERGED) s = NLE_OK; /* off its perplexity by more than tol: still usable */
-  if (!s && A) s = nle_csr_alloc(ctx, knn->rows, knn->cols, knn->nnz, NLE_F64, A);
-  if (!s && A) {
+  if (!s) s = nle_csr_alloc(ctx, knn->rows, knn->cols, knn->nnz, NLE_F64, A);
+  if (!s) {
     memcpy((*A)->rowptr, ea->P->rowptr, ((size_t)knn->rows + 1) * sizeof(int64_t));
     memcpy((*A)->colind, ea->P->colind, (size_t)knn->nnz * sizeof(int32_t));
     for (int64_t q = 0; q < knn->nnz; q++) ((double *)(*A)->val)[q] = nle_csr_value(ea->P, q);
@@ -77,10 +79,11 @@ nle_status nle__entropic_weights(nle_ctx *ctx, const nle_csr *knn, double perple
 }
 
 /* The directed weights A on the kNN graph's pattern (o->sigma resolved). */
-static nle_status directed_weights(nle_ctx *ctx, const nle_csr *knn, const nle_spectral_opts *o, nle_csr **A) {
+static nle_status directed_weights(nle_ctx *ctx, const nle_csr *knn, const nle_spectral_opts *o, nle_csr **A,
+                                   double **beta) {
   int64_t n = knn->rows;
   double *scale = NULL;
-  if (o->affinity == NLE_AFF_ENTROPIC) return nle__entropic_weights(ctx, knn, o->perplexity, A, NULL);
+  if (o->affinity == NLE_AFF_ENTROPIC) return entropic_weights(ctx, knn, o->perplexity, A, beta);
   nle_status s = o->affinity == NLE_AFF_SELF_TUNING ? nle__self_tuning_scales(ctx, knn, o->tuning_k, &scale) : NLE_OK;
   if (!s) s = nle_csr_alloc(ctx, n, knn->cols, knn->nnz, NLE_F64, A);
   for (int64_t i = 0; !s && i < n; i++) {
@@ -119,10 +122,11 @@ double nle__symmetrize_pair(nle_symmetrize_rule rule, double a, double at) {
   }
 }
 
-nle_status nle__spectral_weights(nle_ctx *ctx, const nle_csr *knn, const nle_spectral_opts *o, nle_csr **W) {
+nle_status nle__spectral_weights(nle_ctx *ctx, const nle_csr *knn, const nle_spectral_opts *o, nle_csr **W,
+                                 double **beta) {
   *W = NULL;
   nle_csr *A = NULL, *AT = NULL;
-  nle_status s = directed_weights(ctx, knn, o, &A);
+  nle_status s = directed_weights(ctx, knn, o, &A, beta);
   if (!s) s = nle_csr_transpose(ctx, A, &AT);
   int64_t n = knn->rows, cap = 0;
   for (int64_t i = 0; !s && i < n; i++) {

@@ -87,8 +87,10 @@ void nle__barycentre_weights(const float *y, const float *Y, size_t D, const int
 int nle__max_row(const nle_csr *knn);
 
 /* graph.c: W from the directed kNN graph (squared distances): weights as
- * o->affinity says, then symmetrised by o->rule; the diagonal left out. */
-nle_status nle__spectral_weights(nle_ctx *ctx, const nle_csr *knn, const nle_spectral_opts *o, nle_csr **W);
+ * o->affinity says, then symmetrised by o->rule; the diagonal left out.
+ * Entropic weights: each point's beta into *beta when beta is not NULL. */
+nle_status nle__spectral_weights(nle_ctx *ctx, const nle_csr *knn, const nle_spectral_opts *o, nle_csr **W,
+                                 double **beta);
 /* The epsilon-ball graph of the points (lecture slides 002: "within a
  * fixed radius"): every other point within `radius`, as a kNN graph holds
  * its neighbours (squared distances, sorted, ties by index); brute force,
@@ -103,9 +105,6 @@ double nle__affinity_weight(const nle_spectral_opts *o, double d2, double scale_
 /* Each point's self-tuning scale: the distance to its tuning_k-th
  * neighbour (Zelnik-Manor and Perona 2004); 0 is an error naming it. */
 nle_status nle__self_tuning_scales(nle_ctx *ctx, const nle_csr *knn, int tuning_k, double **scale);
-/* Entropic affinities on the kNN graph: the directed p_{m|n} as A (or
- * NULL), each point's precision beta_n (or NULL). */
-nle_status nle__entropic_weights(nle_ctx *ctx, const nle_csr *knn, double perplexity, nle_csr **A, double **beta);
 /* W_ij from A_ij and A_ji (NAN when absent) by the rule; NAN: no edge. */
 double nle__symmetrize_pair(nle_symmetrize_rule rule, double a, double at);
 /* Whether A is symmetric (the same value at (i, j) and (j, i), to 1e-12
@@ -116,7 +115,8 @@ double *nle__degrees(nle_ctx *ctx, const nle_csr *W);
 
 /* model.c: the out-of-sample model of a finished run (r's embedding and
  * eigenvalues, the graph's reach, scales and degrees; the method has added
- * its own parts and the search its components). */
+ * its own parts, the search its components and the entropic weights their
+ * betas). */
 nle_status nle__spectral_model_finish(nle_ctx *ctx, nle_spectral_model *m, nle_spectral_method method,
                                       const nle_spectral_opts *o, const nle_matf *Y, const nle_csr *knn,
                                       const nle_csr *W, const nle_spectral_result *r);

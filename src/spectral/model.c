@@ -73,9 +73,8 @@ nle_status nle__spectral_model_finish(nle_ctx *ctx, nle_spectral_model *m, nle_s
                                 : knn->rowptr[i + 1] > knn->rowptr[i] ? (float)nle_csr_value(knn, knn->rowptr[i + 1] - 1)
                                                                      : 0.0f;
   if (!s && o->affinity == NLE_AFF_SELF_TUNING) s = nle__self_tuning_scales(ctx, knn, o->tuning_k, &m->scale);
-  if (!s && o->affinity == NLE_AFF_ENTROPIC) {
-    s = nle__entropic_weights(ctx, knn, o->perplexity, NULL, &m->beta);
-    if (!s && !(m->log_z = nle__malloc(ctx, n * sizeof(double), "the model's normalisers"))) s = NLE_ERR_NOMEM;
+  if (!s && m->beta) { /* entropic: the betas came with the weights */
+    if (!(m->log_z = nle__malloc(ctx, n * sizeof(double), "the model's normalisers"))) s = NLE_ERR_NOMEM;
     for (size_t i = 0; !s && i < n; i++) { /* log sum_m exp(-beta d_nm^2), shifted by the nearest */
       int64_t q0 = knn->rowptr[i], q1 = knn->rowptr[i + 1];
       double d0 = nle_csr_value(knn, q0), sum = 0.0;
@@ -84,8 +83,7 @@ nle_status nle__spectral_model_finish(nle_ctx *ctx, nle_spectral_model *m, nle_s
     }
   }
   if (!s && uses_degrees(method) && !(m->degrees = nle__degrees(ctx, W))) s = NLE_ERR_NOMEM;
-  if (!s) s = project_training(ctx, m);
-  return s;
+  return s; /* pca_Y: the search's own projection, kept by the front door */
 }
 
 /* ---- the model file ---- */
@@ -294,13 +292,6 @@ nle_status nle_spectral_model_load(nle_ctx *ctx, const char *path, nle_spectral_
 }
 
 nle_status nle_spectral_model_attach_data(nle_ctx *ctx, nle_spectral_model *m, const nle_matf *Y) {
-  if (Y->rows != m->n || Y->cols != m->D || nle__hash_floats(Y) != m->data_hash)
-    return nle__fail(ctx, NLE_ERR_VALUE,
-                     "the training data (%zu x %zu) is not the data the model was trained on (%zu x %zu, %s)", Y->rows,
-                     Y->cols, m->n, m->D, m->source);
-  nle_matf_free(&m->Y);
-  nle_status s = nle_matf_alloc(ctx, Y->rows, Y->cols, &m->Y);
-  if (!s) memcpy(m->Y->data, Y->data, Y->rows * Y->cols * sizeof(float));
-  if (!s) s = project_training(ctx, m);
-  return s;
+  nle_status s = nle__attach_training_data(ctx, Y, m->n, m->D, m->data_hash, m->source, &m->Y);
+  return s ? s : project_training(ctx, m);
 }

@@ -156,6 +156,7 @@ static nle_status neighbours(nle_ctx *ctx, const nle_matf *Y, nle_spectral_opts 
                                     ? (float)nle_csr_value(cand, cand->rowptr[i + 1] - 1) : 0.0f;
   if (!s) s = nle_knn_rerank(ctx, Y, cand, o->k, graph);
   nle_csr_free(&cand);
+  if (!s && model) model->pca_Y = Z, Z = NULL; /* the training points where new points are searched */
   nle_matf_free(&Z);
   return s;
 }
@@ -209,7 +210,7 @@ nle_status nle_spectral_embed(nle_ctx *ctx, nle_spectral_method method, const nl
   t0 = nle_time_seconds();
   const nle_csr *knn = in->knn ? in->knn : graph;
   if (!s && knn) s = nle__resolve_sigma(ctx, knn, o);
-  if (!s && knn) s = nle__spectral_weights(ctx, knn, o, &W);
+  if (!s && knn) s = nle__spectral_weights(ctx, knn, o, &W, r->model ? &r->model->beta : NULL);
   const nle_csr *weights = in->affinities ? in->affinities : W;
   int64_t comps = s ? 0 : nle__csr_components(ctx, weights);
   if (comps < 0) s = NLE_ERR_NOMEM;

@@ -15,6 +15,7 @@
  * Points are independent: blocks of them in parallel, the same bits on any
  * number of threads. */
 #include "method.h"
+#include "../affinity/affinity_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -41,6 +42,16 @@ typedef struct {
   double bad_nearest;
 } oos_job;
 
+/* The LLE family maps by reconstruction weights, from y's own neighbours;
+ * the others by Nystrom's formula over both directions of its edges. */
+static bool uses_weights(nle_spectral_method method) {
+  return method != NLE_SPECTRAL_LE && method != NLE_SPECTRAL_DIFFMAP && method != NLE_SPECTRAL_ISOMAP;
+}
+
+const char *nle_spectral_model_map(const nle_spectral_model *m) {
+  return m->centres ? "nystrom, nearest centre" : uses_weights(m->method) ? "reconstruction weights" : "nystrom";
+}
+
 static int cmp_edge(const void *a, const void *b) {
   int32_t x = ((const edge *)a)->j, y = ((const edge *)b)->j;
   return (x > y) - (x < y);
@@ -50,26 +61,7 @@ static int cmp_edge(const void *a, const void *b) {
  * max-heap), then sorted ascending; returns how many (min(C, n)). */
 static size_t smallest(const double *sd, size_t n, size_t C, nle__pair *heap) {
   size_t len = 0;
-  for (size_t i = 0; i < n; i++) {
-    nle__pair x = {sd[i], (int64_t)i};
-    if (len < C) {
-      size_t c = len++;
-      while (c > 0 && nle__pair_greater(x, heap[(c - 1) / 2])) heap[c] = heap[(c - 1) / 2], c = (c - 1) / 2;
-      heap[c] = x;
-    } else if (nle__pair_greater(heap[0], x)) { /* replace the largest, sift down */
-      size_t c = 0;
-      for (;;) {
-        size_t l = 2 * c + 1, big = c;
-        nle__pair bv = x;
-        if (l < len && nle__pair_greater(heap[l], bv)) big = l, bv = heap[l];
-        if (l + 1 < len && nle__pair_greater(heap[l + 1], bv)) big = l + 1;
-        if (big == c) break;
-        heap[c] = heap[big];
-        c = big;
-      }
-      heap[c] = x;
-    }
-  }
+  for (size_t i = 0; i < n; i++) nle__pair_heap_offer(heap, &len, C, (nle__pair){sd[i], (int64_t)i});
   qsort(heap, len, sizeof *heap, nle__pair_cmp);
   return len;
 }
@@ -138,25 +130,11 @@ static size_t find_edges(const oos_job *j, size_t q, double *sd, nle__pair *heap
   return count;
 }
 
-/* The precision of y's entropic p_{n|y} over its forward squared distances
- * d[0..k) (ascending): bisection on log beta inside the bounds of the
- * dissertation's theorem 2.2.2 (eqs. 2.9-2.11), to the training tolerance's
- * order; equal distances: beta 0 (uniform). */
-static double calibrate_beta(const double *d, int k, double perplexity) {
-  double lo, hi;
-  if (nle_ea_bounds(d, k, perplexity, nle_ea_p1(k, perplexity), &lo, &hi)) return 0.0;
-  double target = log(perplexity);
-  for (int it = 0; it < 200 && hi - lo > 1e-13 * fmax(1.0, fabs(lo)); it++) {
-    double mid = 0.5 * (lo + hi);
-    if (nle_ea_entropy(d, k, exp(mid)) > target) lo = mid; /* the entropy falls as beta grows */
-    else hi = mid;
-  }
-  return exp(0.5 * (lo + hi));
-}
-
-/* LE and diffusion maps: the Nystrom formulas of spectral.h. */
+/* LE and diffusion maps: the Nystrom formulas of spectral.h. Scratch:
+ * pw[count] (entropic: each forward edge's p_{n|y}), dfwd[nf] and p[nf],
+ * ea[2 nf + 1]. */
 static int kernel_map(const oos_job *j, const edge *edges, size_t count, const int32_t *fwd, size_t nf,
-                      int32_t self, double *dfwd, double *x) {
+                      int32_t self, double *pw, double *dfwd, double *p, double *ea, double *x) {
   const nle_spectral_model *m = j->m;
   const nle_spectral_opts *o = &m->opts;
   size_t d = m->dim;
@@ -167,17 +145,17 @@ static int kernel_map(const oos_job *j, const edge *edges, size_t count, const i
     const edge *e = bsearch(&key, edges, count, sizeof *edges, cmp_edge);
     scale_y = sqrt((double)e->d2);
   }
-  double beta_y = 0.0, log_z_y = 0.0; /* entropic: y's p_{n|y} = exp(-beta_y d - log_z_y) */
-  if (o->affinity == NLE_AFF_ENTROPIC && nf) {
+  if (o->affinity == NLE_AFF_ENTROPIC && nf) { /* y's own row, solved as training solved its rows */
     for (size_t a = 0; a < nf; a++) {
       const edge key = {fwd[a], 0, 0, 0};
       dfwd[a] = (double)((const edge *)bsearch(&key, edges, count, sizeof *edges, cmp_edge))->d2;
     }
-    /* a training point given again has its training calibration */
-    beta_y = self >= 0 ? m->beta[self] : calibrate_beta(dfwd, (int)nf, o->perplexity);
-    double sum = 0.0;
-    for (size_t a = 0; a < nf; a++) sum += exp(-beta_y * (dfwd[a] - dfwd[0]));
-    log_z_y = log(sum) - beta_y * dfwd[0];
+    /* a training point given again starts at its training root, and stops there */
+    nle__ea_row(dfwd, (int)nf, o->perplexity, self >= 0 ? log(m->beta[self]) : NAN, p, ea);
+    for (size_t a = 0; a < nf; a++) {
+      const edge key = {fwd[a], 0, 0, 0};
+      pw[(const edge *)bsearch(&key, edges, count, sizeof *edges, cmp_edge) - edges] = p[a];
+    }
   }
   double deg = 0.0, norm = 0.0;
   for (size_t t = 0; t < d; t++) x[t] = 0.0;
@@ -186,7 +164,7 @@ static int kernel_map(const oos_job *j, const edge *edges, size_t count, const i
     double sj = m->scale ? m->scale[e->j] : 0.0;
     double w_fwd, w_rev;
     if (o->affinity == NLE_AFF_ENTROPIC) {
-      w_fwd = e->forward ? exp(-beta_y * e->d2 - log_z_y) : NAN;
+      w_fwd = e->forward ? pw[a] : NAN;
       w_rev = e->reverse ? exp(-m->beta[e->j] * e->d2 - m->log_z[e->j]) : NAN;
     } else {
       w_fwd = e->forward ? nle__affinity_weight(o, e->d2, scale_y, sj) : NAN;
@@ -230,46 +208,57 @@ static void isomap_map(const oos_job *j, const edge *edges, size_t count, int32_
   for (size_t t = 0; t < d; t++) x[t] *= -0.5 / m->eigenvalues[t];
 }
 
-static int oos_block(void *job, size_t b, void *scratch) {
-  oos_job *j = job;
+/* y's map by the method's formula into x (sd: the block's scratch, its
+ * distances first); 1, or 0 when y has no usable edge, -1 out of memory. An
+ * epsilon ball may hold more neighbours than the scratch's LLE system:
+ * *big (grown as needed, freed by the caller) takes them. */
+static int map_point(const oos_job *j, size_t q, double **big, size_t *big_k, double *x, double *sd) {
   const nle_spectral_model *m = j->m;
-  size_t n = m->n, d = m->dim, M = j->Ynew->rows, q1 = (b + 1) * POINT_BLOCK < M ? (b + 1) * POINT_BLOCK : M;
-  double *sd = scratch, *dist = sd + n, *start = dist + n, *lle = start + n, *w = lle + j->lle_scratch;
+  size_t n = m->n, d = m->dim;
+  double *dist = sd + n, *start = dist + n, *lle = start + n, *w = lle + j->lle_scratch;
   nle__pair *heap = (nle__pair *)(w + n);
   edge *edges = (edge *)(heap + j->candidates);
   int32_t *fwd = (int32_t *)(edges + n), *src = fwd + n;
   void *dheap = src + n + (n & 1);
-  for (size_t q = b * POINT_BLOCK; q < q1; q++) {
-    double *x = j->out->data + q * d;
-    size_t nf = 0;
-    int32_t self;
-    size_t count = find_edges(j, q, sd, heap, edges, fwd, &nf, &self);
-    bool lle_family = m->method != NLE_SPECTRAL_LE && m->method != NLE_SPECTRAL_DIFFMAP &&
-                      m->method != NLE_SPECTRAL_ISOMAP;
-    if (lle_family && self >= 0) { /* its own reconstruction: weight 1 on itself */
-      memcpy(x, m->X->data + (size_t)self * d, d * sizeof(double));
-      continue;
-    }
-    int ok = count > 0;
-    if (ok && lle_family) {
-      /* an epsilon ball may hold more neighbours than the scratch */
-      double *big = nf > j->lle_k ? malloc((nf * m->D + nf * nf) * sizeof(double)) : NULL;
-      if (nf > j->lle_k && !big) {
-        nle__fail(j->ctx, NLE_ERR_NOMEM, "spectral transform: out of memory (%zu neighbours)", nf);
-        return 1;
-      }
-      nle__barycentre_weights(j->Ynew->data + q * m->D, m->Y->data, m->D, fwd, (int)nf, m->opts.reg,
-                              big ? big : lle, w);
-      free(big);
-      for (size_t t = 0; t < d; t++) x[t] = 0.0;
-      for (size_t a = 0; a < nf; a++)
-        for (size_t t = 0; t < d; t++) x[t] += w[a] * m->X->data[(size_t)fwd[a] * d + t];
-    } else if (ok && m->method == NLE_SPECTRAL_ISOMAP) {
-      isomap_map(j, edges, count, self, dist, dheap, src, start, x);
-    } else if (ok) {
-      ok = kernel_map(j, edges, count, fwd, nf, self, start, x);
-    }
-    if (!ok) {
+  size_t nf = 0;
+  int32_t self;
+  size_t count = find_edges(j, q, sd, heap, edges, fwd, &nf, &self);
+  if (j->forward_only && self >= 0) { /* its own reconstruction: weight 1 on itself */
+    memcpy(x, m->X->data + (size_t)self * d, d * sizeof(double));
+    return 1;
+  }
+  if (!count) return 0;
+  if (m->method == NLE_SPECTRAL_ISOMAP) {
+    isomap_map(j, edges, count, self, dist, dheap, src, start, x);
+    return 1;
+  }
+  if (!j->forward_only) return kernel_map(j, edges, count, fwd, nf, self, dist, start, w, lle, x);
+  if (nf > j->lle_k && nf > *big_k) {
+    double *grown = realloc(*big, (nf * m->D + nf * nf) * sizeof(double));
+    if (!grown) return -1;
+    *big = grown, *big_k = nf;
+  }
+  nle__barycentre_weights(j->Ynew->data + q * m->D, m->Y->data, m->D, fwd, (int)nf, m->opts.reg,
+                          nf > j->lle_k ? *big : lle, w);
+  for (size_t t = 0; t < d; t++) x[t] = 0.0;
+  for (size_t a = 0; a < nf; a++)
+    for (size_t t = 0; t < d; t++) x[t] += w[a] * m->X->data[(size_t)fwd[a] * d + t];
+  return 1;
+}
+
+static int oos_block(void *job, size_t b, void *scratch) {
+  oos_job *j = job;
+  const nle_spectral_model *m = j->m;
+  size_t n = m->n, d = m->dim, M = j->Ynew->rows, q1 = (b + 1) * POINT_BLOCK < M ? (b + 1) * POINT_BLOCK : M;
+  double *sd = scratch, *big = NULL;
+  size_t big_k = 0;
+  int failed = 0;
+  for (size_t q = b * POINT_BLOCK; q < q1 && !failed; q++) {
+    int ok = map_point(j, q, &big, &big_k, j->out->data + q * d, sd);
+    if (ok < 0) {
+      nle__fail(j->ctx, NLE_ERR_NOMEM, "spectral transform: out of memory for a ball of neighbours");
+      failed = 1;
+    } else if (!ok) {
 #pragma omp critical
       if (j->bad_point < 0 || (int)q < j->bad_point) {
         j->bad_point = (int)q;
@@ -277,10 +266,11 @@ static int oos_block(void *job, size_t b, void *scratch) {
         for (size_t i = 0; i < n; i++) nearest = fmin(nearest, sd[i]);
         j->bad_nearest = sqrt(nearest);
       }
-      return 1;
+      failed = 1;
     }
   }
-  return 0;
+  free(big);
+  return failed;
 }
 
 nle_status nle_spectral_assign(nle_ctx *ctx, const nle_spectral_model *m, const nle_matd *X, int32_t *labels) {
@@ -319,11 +309,12 @@ nle_status nle_spectral_transform(nle_ctx *ctx, const nle_spectral_model *m, con
   if (!s) s = nle_matd_alloc(ctx, M, m->dim, Xnew);
   size_t C = (m->opts.pca_dims > 0 ? (size_t)m->opts.pca_candidates : k) + 1;
   if (C > n) C = n;
-  bool lle_family = m->method != NLE_SPECTRAL_LE && m->method != NLE_SPECTRAL_DIFFMAP &&
-                    m->method != NLE_SPECTRAL_ISOMAP;
+  bool lle_family = uses_weights(m->method);
   size_t lle_k = lle_family ? k : 0;
-  oos_job j = {ctx, m, Ynew, Qs ? Qs : Ynew, m->opts.pca_dims > 0 ? m->pca_Y : m->Y, *Xnew, C, lle_k,
-               lle_k * m->D + lle_k * lle_k, lle_family, -1, 0.0};
+  /* the LLE family's Gram system, or the entropic row solver's scratch */
+  size_t extra = lle_family ? lle_k * m->D + lle_k * lle_k : m->opts.affinity == NLE_AFF_ENTROPIC ? 2 * k + 1 : 0;
+  oos_job j = {ctx, m, Ynew, Qs ? Qs : Ynew, m->opts.pca_dims > 0 ? m->pca_Y : m->Y, *Xnew, C, lle_k, extra,
+               lle_family, -1, 0.0};
   if (!s && !j.S) s = nle__fail(ctx, NLE_ERR_ARG, "spectral transform: the model's projected training data is missing");
   size_t scratch = (3 * n + j.lle_scratch + n) * sizeof(double) + C * sizeof(nle__pair) + n * sizeof(edge) +
                    (2 * n + 2) * sizeof(int32_t) +
