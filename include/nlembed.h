@@ -45,6 +45,7 @@
 #include "nlembed/neighbors.h"
 #include "nlembed/affinity.h"
 #include "nlembed/spectral.h"
+#include "nlembed/mds.h"
 #include "nlembed/nbody.h"
 #include "nlembed/nonlinear.h"
 #include "nlembed/metrics.h"

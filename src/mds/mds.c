@@ -1,0 +1,281 @@
+/* mds.c — nle_mds, the front door of the MDS family (lecture slides 002,
+ * "Classic Metric MDS" to "Non-Metric MDS"; SPEC G06-1..G06-4): checks the
+ * options and the dissimilarities, builds the N x N matrix the SMACOF
+ * family iterates on (under the memory cap, else the error points to
+ * landmark MDS), starts it from the classical solution, and reports the
+ * slides' stress measures. */
+#include "mds_internal.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const method_names[] = {"classical", "metric", "sammon", "nonmetric", "landmark"};
+static const char *const ties_names[] = {"primary", "secondary"};
+
+NLE__ENUM_NAMES(nle_mds_method_name, nle_mds_method_parse, nle_mds_method, method_names, false)
+NLE__ENUM_NAMES(nle_mds_ties_name, nle_mds_ties_parse, nle_mds_ties, ties_names, false)
+
+void nle_mds_opts_init(nle_mds_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->dim = 2;
+  o->starts = 4;
+  o->max_iter = 300;
+  o->tol = 1e-6;
+  o->ties = NLE_TIES_PRIMARY;
+  o->landmarks = NLE_AUTO;
+}
+
+void nle_mds_result_free(nle_mds_result **r) {
+  if (!r || !*r) return;
+  nle_matd_free(&(*r)->X);
+  free((*r)->eigenvalues);
+  free((*r)->history);
+  nle_projection_model_free(&(*r)->model);
+  free(*r);
+  *r = NULL;
+}
+
+/* A dissimilarity matrix the slides' M can be: square, symmetric, zero
+ * diagonal, finite and non-negative, not all zero; the first offending
+ * entry named. */
+static nle_status check_dissimilarities(nle_ctx *ctx, const nle_matd *M, const char *what) {
+  size_t n = M->rows;
+  if (M->cols != n) return nle__fail(ctx, NLE_ERR_VALUE, "%s is %zu x %zu, not square", what, M->rows, M->cols);
+  bool any = false;
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < n; j++) {
+      double v = M->data[i * n + j], t = M->data[j * n + i];
+      if (!isfinite(v))
+        return nle__fail(ctx, NLE_ERR_VALUE, "%s: entry (%zu, %zu) is %g, not finite", what, i + 1, j + 1, v);
+      if (v < 0) return nle__fail(ctx, NLE_ERR_VALUE, "%s: entry (%zu, %zu) is %g, negative", what, i + 1, j + 1, v);
+      if (i == j && v != 0)
+        return nle__fail(ctx, NLE_ERR_VALUE, "%s: diagonal entry (%zu, %zu) is %g, not 0", what, i + 1, i + 1, v);
+      if (j > i && fabs(v - t) > 1e-12 * fmax(fabs(v), fabs(t)))
+        return nle__fail(ctx, NLE_ERR_VALUE, "%s is not symmetric: (%zu, %zu) is %.17g but (%zu, %zu) is %.17g", what,
+                         i + 1, j + 1, v, j + 1, i + 1, t);
+      any = any || v > 0;
+    }
+  if (!any) return nle__fail(ctx, NLE_ERR_VALUE, "%s: every dissimilarity is 0", what);
+  return NLE_OK;
+}
+
+static nle_status check_points(nle_ctx *ctx, const nle_matf *Y) {
+  size_t n = Y->rows * Y->cols;
+  for (size_t e = 0; e < n; e++)
+    if (!isfinite(Y->data[e]))
+      return nle__fail(ctx, NLE_ERR_VALUE, "points: row %zu, column %zu is %g, not finite", e / Y->cols + 1,
+                       e % Y->cols + 1, (double)Y->data[e]);
+  return NLE_OK;
+}
+
+/* Euclidean distances of the rows of Y, N x N floats, by blocks of a
+ * GEMM (|a|^2 + |b|^2 - 2 a.b, in double for the small distances). */
+typedef struct {
+  const nle_matf *Y;
+  const double *norms;
+  float *delta;
+} distance_job;
+
+enum { DIST_BLOCK = 256 };
+
+static int distance_block(void *job, size_t b, void *scratch) {
+  distance_job *j = job;
+  size_t n = j->Y->rows, D = j->Y->cols, i0 = b * DIST_BLOCK, rows = n - i0 < DIST_BLOCK ? n - i0 : DIST_BLOCK;
+  double *A = scratch, *G = A + DIST_BLOCK * D, *Bm = G + DIST_BLOCK * DIST_BLOCK;
+  for (size_t r = 0; r < rows * D; r++) A[r] = j->Y->data[i0 * D + r];
+  for (size_t c0 = 0; c0 < n; c0 += DIST_BLOCK) {
+    size_t cols = n - c0 < DIST_BLOCK ? n - c0 : DIST_BLOCK;
+    for (size_t r = 0; r < cols * D; r++) Bm[r] = j->Y->data[c0 * D + r];
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)cols, (int)D, 1.0, A, (int)D, Bm, (int)D,
+                0.0, G, (int)DIST_BLOCK);
+    for (size_t r = 0; r < rows; r++)
+      for (size_t c = 0; c < cols; c++) {
+        size_t i = i0 + r, k = c0 + c;
+        double d2 = j->norms[i] + j->norms[k] - 2.0 * G[r * DIST_BLOCK + c];
+        j->delta[i * n + k] = i == k ? 0.0f : (float)sqrt(d2 > 0 ? d2 : 0.0);
+      }
+  }
+  return 0;
+}
+
+static nle_status build_dissimilarities(nle_ctx *ctx, const nle_mds_input *in, float **out) {
+  size_t n = in->Y ? in->Y->rows : in->dissimilarities->rows;
+  double bytes = (double)n * (double)n * sizeof(float);
+  nle_status s = nle__check_memory(ctx, bytes, "the N x N dissimilarities");
+  if (s)
+    return nle__fail(ctx, s, "the N x N dissimilarities of %zu points need %.2f GiB, over the memory cap (%.2f GiB): "
+                     "landmark MDS needs only L x N (nlembed lmds, NLE_MDS_LANDMARK)", n, bytes / 1073741824.0,
+                     (double)nle__memory_cap(ctx) / 1073741824.0);
+  float *delta = nle__malloc(ctx, n * n * sizeof(float), "the N x N dissimilarities");
+  if (!delta) return NLE_ERR_NOMEM;
+  if (in->dissimilarities) {
+    for (size_t e = 0; e < n * n; e++) delta[e] = (float)in->dissimilarities->data[e];
+  } else {
+    size_t D = in->Y->cols;
+    double *norms = nle__malloc(ctx, n * sizeof(double), "the points' norms");
+    if (!norms) s = NLE_ERR_NOMEM;
+    for (size_t i = 0; !s && i < n; i++) {
+      double v = 0;
+      for (size_t t = 0; t < D; t++) v += (double)in->Y->data[i * D + t] * in->Y->data[i * D + t];
+      norms[i] = v;
+    }
+    distance_job job = {in->Y, norms, delta};
+    if (!s)
+      s = nle__for_blocks(ctx, "MDS dissimilarities", (n + DIST_BLOCK - 1) / DIST_BLOCK,
+                          nle__threads_for(ctx, (double)n * (double)n * (double)D),
+                          (2 * DIST_BLOCK * D + DIST_BLOCK * DIST_BLOCK) * sizeof(double), distance_block, &job);
+    free(norms);
+  }
+  if (s) {
+    free(delta);
+    return s;
+  }
+  *out = delta;
+  return NLE_OK;
+}
+
+void nle__mds_measures(nle_ctx *ctx, const float *delta, size_t n, const nle_matd *X, double *stress1,
+                       double *normalized, double *sammon, double *raw) {
+  (void)ctx;
+  size_t d = X->cols;
+  double num = 0, sum_d2 = 0, sum_delta2 = 0, sam = 0, sum_delta = 0;
+#pragma omp parallel for schedule(dynamic, 16) reduction(+ : num, sum_d2, sum_delta2, sam, sum_delta) \
+    num_threads(nle__threads_for(ctx, (double)n * (double)n * (double)d))
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = i + 1; j < n; j++) {
+      double d2 = 0;
+      for (size_t t = 0; t < d; t++) {
+        double diff = X->data[i * d + t] - X->data[j * d + t];
+        d2 += diff * diff;
+      }
+      double dist = sqrt(d2), dl = delta[i * n + j], e = (dl - dist) * (dl - dist);
+      num += e, sum_d2 += d2, sum_delta2 += dl * dl, sum_delta += dl;
+      sam += dl > 0 ? e / dl : 0.0;
+    }
+  if (stress1) *stress1 = sum_d2 > 0 ? sqrt(num / sum_d2) : NAN;
+  if (normalized) *normalized = sum_delta2 > 0 ? sqrt(num / sum_delta2) : NAN;
+  if (sammon) *sammon = sum_delta > 0 ? sam / sum_delta : NAN;
+  if (raw) *raw = num;
+}
+
+nle_status nle_mds_stress(nle_ctx *ctx, const nle_matd *M, const nle_matd *X, double *stress1, double *normalized,
+                          double *sammon) {
+  if (!M || !X) return nle__fail(ctx, NLE_ERR_ARG, "nle_mds_stress: NULL argument");
+  nle_status s = check_dissimilarities(ctx, M, "dissimilarities");
+  if (s) return s;
+  if (X->rows != M->rows)
+    return nle__fail(ctx, NLE_ERR_ARG, "nle_mds_stress: %zu points for %zu dissimilarities", X->rows, M->rows);
+  nle_mds_input in = {NULL, M, NULL};
+  float *delta = NULL;
+  s = build_dissimilarities(ctx, &in, &delta);
+  if (s) return s;
+  nle__mds_measures(ctx, delta, M->rows, X, stress1, normalized, sammon, NULL);
+  free(delta);
+  return NLE_OK;
+}
+
+static nle_status check_input(nle_ctx *ctx, nle_mds_method method, const nle_mds_input *in, const nle_mds_opts *o) {
+  if (!in || (!in->Y == !in->dissimilarities))
+    return nle__fail(ctx, NLE_ERR_ARG, "mds: give either the points or a dissimilarity matrix");
+  if ((int)method < 0 || (int)method >= (int)NLE__COUNT(method_names))
+    return nle__fail(ctx, NLE_ERR_ARG, "mds: unknown method %d", (int)method);
+  nle_status s = in->Y ? check_points(ctx, in->Y) : check_dissimilarities(ctx, in->dissimilarities, "dissimilarities");
+  if (s) return s;
+  size_t n = in->Y ? in->Y->rows : in->dissimilarities->rows;
+  if (o->dim < 1 || (size_t)o->dim >= n)
+    return nle__fail(ctx, NLE_ERR_ARG, "mds: %d components of %zu points (1 <= dim < N)", o->dim, n);
+  if (o->starts < 1 || o->max_iter < 1 || !(o->tol >= 0))
+    return nle__fail(ctx, NLE_ERR_ARG, "mds: starts (%d) and max_iter (%d) must be >= 1, tol (%g) >= 0", o->starts,
+                     o->max_iter, o->tol);
+  if ((int)o->ties < 0 || (int)o->ties > 1) return nle__fail(ctx, NLE_ERR_ARG, "mds: unknown ties rule %d", o->ties);
+  if (o->init && (o->init->rows != n || o->init->cols != (size_t)o->dim))
+    return nle__fail(ctx, NLE_ERR_ARG, "mds: the start is %zu x %zu, not %zu x %d", o->init->rows, o->init->cols, n,
+                     o->dim);
+  if (in->weights) {
+    if (method != NLE_MDS_METRIC)
+      return nle__fail(ctx, NLE_ERR_ARG, "mds: weights are for metric MDS, not %s", method_names[method]);
+    if (in->weights->rows != n || in->weights->cols != n)
+      return nle__fail(ctx, NLE_ERR_VALUE, "weights: %zu x %zu for %zu points", in->weights->rows, in->weights->cols,
+                       n);
+    for (size_t i = 0; i < n; i++)
+      for (size_t j = 0; j < n; j++) {
+        double w = in->weights->data[i * n + j];
+        if (!(w >= 0) || !isfinite(w) || w != in->weights->data[j * n + i])
+          return nle__fail(ctx, NLE_ERR_VALUE, "weights: entry (%zu, %zu) is %g: weights are finite, non-negative "
+                           "and symmetric", i + 1, j + 1, w);
+      }
+  }
+  if (o->keep_model && !in->Y && (method == NLE_MDS_CLASSICAL || method == NLE_MDS_LANDMARK))
+    return nle__fail(ctx, NLE_ERR_ARG, "mds: the out-of-sample map needs the points, not a dissimilarity matrix");
+  return NLE_OK;
+}
+
+/* Sammon's stress divides by every delta: a zero off the diagonal (two
+ * copies of a point) is refused, naming the pair (SPEC §4.3). */
+static nle_status check_sammon(nle_ctx *ctx, const float *delta, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = i + 1; j < n; j++)
+      if (!(delta[i * n + j] > 0))
+        return nle__fail(ctx, NLE_ERR_VALUE, "sammon: points %zu and %zu are at distance 0 (duplicates): Sammon's "
+                         "stress divides by every distance; remove the duplicates", i + 1, j + 1);
+  return NLE_OK;
+}
+
+nle_status nle_mds(nle_ctx *ctx, nle_mds_method method, const nle_mds_input *input, const nle_mds_opts *opts,
+                   nle_mds_result **result) {
+  if (!result) return nle__fail(ctx, NLE_ERR_ARG, "nle_mds: NULL result");
+  *result = NULL;
+  nle_mds_opts o;
+  if (opts) o = *opts;
+  else nle_mds_opts_init(&o);
+  nle_status s = check_input(ctx, method, input, &o);
+  if (s) return s;
+  size_t n = input->Y ? input->Y->rows : input->dissimilarities->rows;
+  if (o.landmarks == NLE_AUTO) o.landmarks = n < 1000 ? (int)n : 1000;
+  if (o.init) o.starts = 1;
+  double t0 = nle_time_seconds();
+  nle_mds_result *r = nle__calloc(ctx, 1, sizeof *r, "the MDS result");
+  if (!r) return NLE_ERR_NOMEM;
+  r->n = n;
+  r->negative_count = 0;
+  r->raw_stress = r->stress1 = r->normalized_stress = r->sammon_stress = r->start_stress = NAN;
+  bool opened = nle__stage_begin(ctx, method_names[method]);
+  if (method == NLE_MDS_CLASSICAL) s = nle__mds_classical(ctx, input, &o, r);
+  else if (method == NLE_MDS_LANDMARK) s = nle__mds_landmark(ctx, input, &o, r);
+  float *delta = NULL;
+  if (!s && (method != NLE_MDS_LANDMARK || input->dissimilarities || n <= 20000))
+    s = build_dissimilarities(ctx, input, &delta);
+  if (!s && method == NLE_MDS_SAMMON) s = check_sammon(ctx, delta, n);
+  if (!s && method != NLE_MDS_CLASSICAL && method != NLE_MDS_LANDMARK) {
+    nle__dissim S = {n, delta, input->weights ? input->weights->data : NULL, method == NLE_MDS_SAMMON};
+    nle_matd *start = NULL;
+    if (!o.init) { /* the classical solution, as the slides' first start */
+      nle_mds_opts co = o;
+      co.keep_model = false;
+      s = nle__mds_classical(ctx, input, &co, r);
+      start = r->X, r->X = NULL;
+    }
+    if (!s) s = nle__mds_smacof(ctx, method, &S, &o, o.init ? o.init : start, r);
+    nle_matd_free(&start);
+  }
+  if (!s && delta) {
+    double raw;
+    nle__mds_measures(ctx, delta, n, r->X, method == NLE_MDS_NONMETRIC ? NULL : &r->stress1, &r->normalized_stress,
+                      &r->sammon_stress, &raw);
+    if (method == NLE_MDS_CLASSICAL || method == NLE_MDS_LANDMARK) r->raw_stress = raw;
+    if (method == NLE_MDS_NONMETRIC) r->normalized_stress = r->sammon_stress = NAN; /* delta's scale is not X's */
+  }
+  nle__stage_end(ctx, opened);
+  free(delta);
+  if (s) {
+    nle_mds_result_free(&r);
+    return s;
+  }
+  r->resolved = o;
+  r->resolved.init = NULL;
+  r->seconds = nle_time_seconds() - t0;
+  *result = r;
+  return NLE_OK;
+}

@@ -1,0 +1,59 @@
+/* mds_internal.h — what the distance and kernel methods share (src/mds/):
+ * the dissimilarities the SMACOF family iterates on, classical MDS, the
+ * kernels and the projection model. */
+#ifndef NLE_MDS_INTERNAL_H
+#define NLE_MDS_INTERNAL_H
+
+#include "../core/internal.h"
+#include "../spectral/eigen.h"
+
+/* The rows of the dissimilarity matrix the SMACOF passes read: N x N
+ * floats (both triangles), and the weights: the user's N x N, Sammon's
+ * 1 / delta, or none (all 1). */
+typedef struct {
+  size_t n;
+  const float *delta;
+  const double *weights;
+  bool sammon;
+} nle__dissim;
+
+static inline double nle__dissim_weight(const nle__dissim *S, size_t i, size_t j) {
+  if (S->weights) return S->weights[i * S->n + j];
+  return S->sammon ? 1.0 / (double)S->delta[i * S->n + j] : 1.0;
+}
+
+/* classical.c: classical MDS of points (their PCA scores) or of a
+ * dissimilarity matrix (B = -1/2 J M J, dense up to 2,000 points, else
+ * Lanczos on the implicit B): fills r->X, r->eigenvalues and the spectrum
+ * fields. */
+nle_status nle__mds_classical(nle_ctx *ctx, const nle_mds_input *in, const nle_mds_opts *o, nle_mds_result *r);
+nle_status nle__mds_landmark(nle_ctx *ctx, const nle_mds_input *in, const nle_mds_opts *o, nle_mds_result *r);
+
+/* smacof.c: the runs of metric, Sammon or non-metric MDS from `start`
+ * (the classical solution) and o->starts - 1 random configurations; the
+ * best into r (X, history, iterations, best_start, raw_stress, stress1
+ * for non-metric). */
+nle_status nle__mds_smacof(nle_ctx *ctx, nle_mds_method method, const nle__dissim *S, const nle_mds_opts *o,
+                           const nle_matd *start, nle_mds_result *r);
+
+/* Stress measures of X against S's delta (sums over i < j). */
+void nle__mds_measures(nle_ctx *ctx, const float *delta, size_t n, const nle_matd *X, double *stress1,
+                       double *normalized, double *sammon, double *raw);
+
+/* kernel.c: the kernel between rows a and b of D coordinates. */
+double nle__kernel_value(const nle_pdkernel *k, const float *a, const float *b, size_t D);
+/* The automatic gamma of kernel k for the points Y (k->gamma NLE_AUTO). */
+nle_status nle__kernel_resolve(nle_ctx *ctx, const nle_matf *Y, nle_pdkernel *k);
+/* The dense N x N kernel matrix of Y (Gaussian: GEMM for the distances),
+ * row-major doubles, in parallel. */
+nle_status nle__kernel_matrix(nle_ctx *ctx, const nle_matf *Y, const nle_pdkernel *k, double **K);
+/* Rows a..b of the kernel between Q (M x D) and the reference points R
+ * (m x D) into out (M x m). */
+nle_status nle__kernel_cross(nle_ctx *ctx, const nle_matf *Q, const nle_matf *R, const nle_pdkernel *k, double *out);
+
+/* projection.c: a new model with its arrays allocated (R copied from Y
+ * when not NULL). */
+nle_status nle__projection_new(nle_ctx *ctx, const char *method, nle_map_kind map, size_t m, size_t D, size_t dim,
+                               const nle_matf *R, nle_projection_model **out);
+
+#endif

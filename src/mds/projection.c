@@ -1,0 +1,196 @@
+/* projection.c — the out-of-sample maps of the distance and kernel methods
+ * (nlembed/mds.h): x(y) = A phi(y), phi linear, triangulation (landmark
+ * MDS; de Silva and Tenenbaum 2004, eq. 3) or a centred kernel row (kernel
+ * PCA and kernel LDA; dissertation eq. 4.18 applied to y's row), and its
+ * file. */
+#include "mds_internal.h"
+#include "../io/io_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+nle_status nle__projection_new(nle_ctx *ctx, const char *method, nle_map_kind map, size_t m, size_t D, size_t dim,
+                               const nle_matf *R, nle_projection_model **out) {
+  nle_projection_model *p = nle__calloc(ctx, 1, sizeof *p, "the projection model");
+  if (!p) return NLE_ERR_NOMEM;
+  snprintf(p->method, sizeof p->method, "%s", method);
+  p->map = map, p->m = m, p->D = D, p->dim = dim;
+  nle_pdkernel_init(&p->kernel);
+  size_t cols = map == NLE_MAP_LINEAR ? D : m;
+  p->mean = nle__calloc(ctx, cols ? cols : 1, sizeof(double), "the projection model");
+  p->A = nle__calloc(ctx, dim * cols, sizeof(double), "the projection model");
+  nle_status s = p->mean && p->A ? NLE_OK : NLE_ERR_NOMEM;
+  if (!s && R) s = nle_matf_alloc(ctx, R->rows, R->cols, &p->R);
+  if (!s && R) memcpy(p->R->data, R->data, R->rows * R->cols * sizeof(float));
+  if (s) {
+    nle_projection_model_free(&p);
+    return s;
+  }
+  *out = p;
+  return NLE_OK;
+}
+
+void nle_projection_model_free(nle_projection_model **p) {
+  if (!p || !*p) return;
+  nle_matf_free(&(*p)->R);
+  free((*p)->mean);
+  free((*p)->A);
+  free(*p);
+  *p = NULL;
+}
+
+/* x = A phi for every row of Phi (M x cols). */
+static nle_status apply_map(nle_ctx *ctx, const nle_projection_model *p, const double *Phi, size_t M, size_t cols,
+                            nle_matd **X) {
+  nle_status s = nle_matd_alloc(ctx, M, p->dim, X);
+  for (size_t i = 0; !s && i < M; i++)
+    for (size_t t = 0; t < p->dim; t++) {
+      double v = 0;
+      for (size_t l = 0; l < cols; l++) v += p->A[t * cols + l] * Phi[i * cols + l];
+      (*X)->data[i * p->dim + t] = v;
+    }
+  return s;
+}
+
+/* The kernel map's phi from y's kernel row (in place). */
+static void centre_kernel_rows(const nle_projection_model *p, double *K, size_t M) {
+  for (size_t i = 0; i < M; i++) {
+    double *row = K + i * p->m, mean_y = 0;
+    for (size_t l = 0; l < p->m; l++) mean_y += row[l];
+    mean_y /= (double)p->m;
+    for (size_t l = 0; l < p->m; l++) row[l] = row[l] - p->mean[l] - mean_y + p->grand;
+  }
+}
+
+nle_status nle_projection_transform(nle_ctx *ctx, const nle_projection_model *p, const nle_matf *Y, nle_matd **X) {
+  if (!p || !Y || !X) return nle__fail(ctx, NLE_ERR_ARG, "transform: NULL argument");
+  *X = NULL;
+  if (Y->cols != p->D)
+    return nle__fail(ctx, NLE_ERR_VALUE, "transform: new points have %zu columns, the model was trained on %zu",
+                     Y->cols, p->D);
+  for (size_t e = 0; e < Y->rows * Y->cols; e++)
+    if (!isfinite(Y->data[e]))
+      return nle__fail(ctx, NLE_ERR_VALUE, "transform: row %zu, column %zu is %g, not finite", e / Y->cols + 1,
+                       e % Y->cols + 1, (double)Y->data[e]);
+  if (p->map != NLE_MAP_LINEAR && (!p->R || p->kernel.kind == NLE_PDK_PRECOMPUTED))
+    return nle__fail(ctx, NLE_ERR_ARG, "transform: the %s model has no reference points (a precomputed kernel: give "
+                     "the new points' kernel rows)", p->method);
+  size_t M = Y->rows, D = p->D, cols = p->map == NLE_MAP_LINEAR ? D : p->m;
+  nle_status s = nle__check_memory(ctx, (double)M * (double)cols * sizeof(double), "the new points' features");
+  double *Phi = s ? NULL : nle__malloc(ctx, (M ? M : 1) * cols * sizeof(double), "the new points' features");
+  if (!s && !Phi) s = NLE_ERR_NOMEM;
+  if (!s && p->map == NLE_MAP_LINEAR) {
+    for (size_t i = 0; i < M; i++)
+      for (size_t c = 0; c < D; c++) Phi[i * D + c] = (double)Y->data[i * D + c] - p->mean[c];
+  } else if (!s && p->map == NLE_MAP_TRIANGULATION) {
+    for (size_t i = 0; i < M; i++)
+      for (size_t l = 0; l < p->m; l++) {
+        double d2 = 0;
+        for (size_t c = 0; c < D; c++) {
+          double diff = (double)Y->data[i * D + c] - p->R->data[l * D + c];
+          d2 += diff * diff;
+        }
+        Phi[i * p->m + l] = -0.5 * (d2 - p->mean[l]);
+      }
+  } else if (!s) {
+    s = nle__kernel_cross(ctx, Y, p->R, &p->kernel, Phi);
+    if (!s) centre_kernel_rows(p, Phi, M);
+  }
+  if (!s) s = apply_map(ctx, p, Phi, M, cols, X);
+  free(Phi);
+  return s;
+}
+
+nle_status nle_projection_transform_kernel(nle_ctx *ctx, const nle_projection_model *p, const nle_matd *Knew,
+                                           nle_matd **X) {
+  if (!p || !Knew || !X) return nle__fail(ctx, NLE_ERR_ARG, "transform: NULL argument");
+  *X = NULL;
+  if (p->map != NLE_MAP_KERNEL) return nle__fail(ctx, NLE_ERR_ARG, "transform: the %s model is not a kernel map", p->method);
+  if (Knew->cols != p->m)
+    return nle__fail(ctx, NLE_ERR_VALUE, "transform: kernel rows of %zu values for %zu training points", Knew->cols,
+                     p->m);
+  size_t M = Knew->rows;
+  double *Phi = nle__malloc(ctx, (M ? M : 1) * p->m * sizeof(double), "the new points' kernel rows");
+  if (!Phi) return NLE_ERR_NOMEM;
+  memcpy(Phi, Knew->data, M * p->m * sizeof(double));
+  centre_kernel_rows(p, Phi, M);
+  nle_status s = apply_map(ctx, p, Phi, M, p->m, X);
+  free(Phi);
+  return s;
+}
+
+enum { PM_MAP, PM_M, PM_D, PM_DIM, PM_KERNEL, PM_DEGREE, PM_NEIGHBORS, PM_INTS };
+enum { PM_GRAND, PM_GAMMA, PM_COEF0, PM_DOUBLES };
+
+nle_status nle_projection_model_save(nle_ctx *ctx, const nle_projection_model *p, const char *path) {
+  size_t cols = p->map == NLE_MAP_LINEAR ? p->D : p->m;
+  int64_t ints[PM_INTS] = {p->map, (int64_t)p->m, (int64_t)p->D, (int64_t)p->dim, p->kernel.kind, p->kernel.degree,
+                           p->kernel.neighbors};
+  double doubles[PM_DOUBLES] = {p->grand, p->kernel.gamma, p->kernel.coef0};
+  nle__afile af;
+  nle_status s = nle__rec_open(ctx, path, "projection-model", &af);
+  if (s) return s;
+  nle__rec_put_text(&af, "method", p->method);
+  nle__rec_put(&af, "ints", 'l', ints, PM_INTS);
+  nle__rec_put(&af, "doubles", 'd', doubles, PM_DOUBLES);
+  nle__rec_put(&af, "mean", 'd', p->mean, cols);
+  nle__rec_put(&af, "A", 'd', p->A, p->dim * cols);
+  if (p->R) nle__rec_put(&af, "R", 'f', p->R->data, p->m * p->D);
+  return nle__afile_commit(ctx, &af);
+}
+
+nle_status nle_projection_model_load(nle_ctx *ctx, const char *path, nle_projection_model **out) {
+  *out = NULL;
+  nle__rec_file f;
+  nle_status s = nle__rec_read(ctx, path, "projection-model", &f);
+  if (s) return s;
+  const void *iv = NULL, *dv = NULL;
+  char method[16] = "";
+  s = nle__rec_get(ctx, &f, "ints", 'l', PM_INTS, &iv);
+  if (!s) s = nle__rec_get(ctx, &f, "doubles", 'd', PM_DOUBLES, &dv);
+  if (!s) s = nle__rec_text(ctx, &f, "method", method, sizeof method);
+  const int64_t *I = iv;
+  const double *Dv = dv;
+  if (!s && !(I[PM_MAP] >= 0 && I[PM_MAP] <= NLE_MAP_KERNEL && I[PM_M] >= 0 && I[PM_M] <= INT32_MAX && I[PM_D] >= 1 &&
+              I[PM_D] <= INT32_MAX && I[PM_DIM] >= 1 && I[PM_DIM] <= 100000 && I[PM_KERNEL] >= 0 &&
+              I[PM_KERNEL] <= NLE_PDK_PRECOMPUTED && I[PM_DEGREE] >= 1 && I[PM_DEGREE] <= 100 &&
+              I[PM_NEIGHBORS] >= 0 && (I[PM_MAP] == NLE_MAP_LINEAR || I[PM_M] >= 1) && isfinite(Dv[PM_GRAND]) &&
+              isfinite(Dv[PM_GAMMA]) && isfinite(Dv[PM_COEF0])))
+    s = nle__fail(ctx, NLE_ERR_FORMAT, "damaged projection model header");
+  nle_projection_model *p = NULL;
+  if (!s)
+    s = nle__projection_new(ctx, method, (nle_map_kind)I[PM_MAP], (size_t)I[PM_M], (size_t)I[PM_D],
+                            (size_t)I[PM_DIM], NULL, &p);
+  size_t cols = p ? (p->map == NLE_MAP_LINEAR ? p->D : p->m) : 0;
+  double *mean = NULL, *A = NULL;
+  if (!s) {
+    p->grand = Dv[PM_GRAND];
+    p->kernel.kind = (nle_pdkernel_kind)I[PM_KERNEL], p->kernel.degree = (int)I[PM_DEGREE];
+    p->kernel.neighbors = (int)I[PM_NEIGHBORS], p->kernel.gamma = Dv[PM_GAMMA], p->kernel.coef0 = Dv[PM_COEF0];
+    s = nle__rec_copy_doubles(ctx, &f, "mean", cols, &mean);
+  }
+  if (!s) s = nle__rec_copy_doubles(ctx, &f, "A", p->dim * cols, &A);
+  if (!s) {
+    free(p->mean), free(p->A);
+    p->mean = mean, p->A = A, mean = A = NULL;
+  }
+  if (!s && nle__rec_has(&f, "R")) {
+    const void *r;
+    s = nle__rec_get(ctx, &f, "R", 'f', p->m * p->D, &r);
+    if (!s) s = nle_matf_alloc(ctx, p->m, p->D, &p->R);
+    if (!s) memcpy(p->R->data, r, p->m * p->D * sizeof(float));
+    for (size_t e = 0; !s && e < p->m * p->D; e++)
+      if (!isfinite(p->R->data[e])) s = nle__fail(ctx, NLE_ERR_FORMAT, "damaged reference points");
+  }
+  if (!s && p->map != NLE_MAP_LINEAR && !p->R && p->kernel.kind != NLE_PDK_PRECOMPUTED)
+    s = nle__fail(ctx, NLE_ERR_FORMAT, "the model's reference points are missing");
+  free(mean), free(A);
+  nle__rec_free(&f);
+  if (s) {
+    nle_projection_model_free(&p);
+    return nle__name_error(ctx, path);
+  }
+  *out = p;
+  return NLE_OK;
+}

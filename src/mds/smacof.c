@@ -1,0 +1,508 @@
+/* smacof.c — metric, Sammon and non-metric MDS by SMACOF (de Leeuw 1977;
+ * Borg and Groenen, "Modern Multidimensional Scaling", ch. 8-9): the
+ * stress sum_{i<j} w_ij (delta_ij - d_ij(X))^2 is majorised at Z by the
+ * quadratic tr X^T V X - 2 tr X^T B(Z) Z + const, V the Laplacian of the
+ * weights and B(Z)_ij = -w_ij delta_ij / d_ij(Z), so any X that lowers the
+ * quadratic lowers the stress: the iteration is monotone by construction.
+ *   Unweighted: V+ = J / N, the Guttman transform X = B(Z) Z / N.
+ *   Weighted (Sammon's w = 1/delta, or the user's): V X = B(Z) Z by
+ *   conjugate gradients started at Z, preconditioned by V's diagonal. CG's
+ *   iterates lower the quadratic from its value at Z, so even an inexact
+ *   solve keeps the stress monotone, and no N x N pseudo-inverse is
+ *   formed (it converges to the exact transform: up to N - 1 steps).
+ *   Non-metric (slides "Non-Metric MDS"): the disparities are the
+ *   pool-adjacent-violators fit of d(X) in the order of delta (ties:
+ *   primary, each tie block in the order of d(X); secondary, pooled
+ *   first), scaled to sum_{i<j} dhat^2 = N(N-1)/2, then one Guttman step
+ *   towards them; its stress is Kruskal's stress-1 of d(X) and dhat.
+ * Every pass is O(N^2 d) over the rows of the N x N matrix, in parallel,
+ * summed in row order (the same bits for any number of threads). */
+#include "mds_internal.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { ROWS_PER_BLOCK = 32, CG_MAX_STEPS = 20 };
+#define CG_TOL 1e-8
+
+/* One pass over the rows at Z (d x n, transposed): G = B(Z) Z, the
+ * weighted stress of each row, and (weighted) VZ = V Z. */
+typedef struct {
+  const nle__dissim *S;
+  const float *delta; /* S->delta, or the disparities */
+  bool weighted;
+  size_t d;
+  const double *Zt;
+  double *G, *VZ, *row_stress;
+} pass_job;
+
+NLE_HOT static void pass_row(const pass_job *p, size_t i, double *d2, double *c, double *w) {
+  size_t n = p->S->n, d = p->d;
+  const float *drow = p->delta + i * n;
+  for (size_t j = 0; j < n; j++) d2[j] = 0.0;
+  for (size_t t = 0; t < d; t++) {
+    const double *z = p->Zt + t * n;
+    double zi = z[i];
+    for (size_t j = 0; j < n; j++) d2[j] += (zi - z[j]) * (zi - z[j]);
+  }
+  double stress = 0.0, csum = 0.0, wsum = 0.0;
+  if (!p->weighted) {
+    for (size_t j = 0; j < n; j++) {
+      double dist = sqrt(d2[j]), dl = drow[j];
+      c[j] = dist > 0 ? dl / dist : 0.0;
+      stress += (dl - dist) * (dl - dist);
+      csum += c[j];
+    }
+    stress -= (double)drow[i] * drow[i]; /* j = i: delta 0, d 0 */
+  } else {
+    for (size_t j = 0; j < n; j++) w[j] = j == i ? 0.0 : nle__dissim_weight(p->S, i, j);
+    for (size_t j = 0; j < n; j++) {
+      double dist = sqrt(d2[j]), dl = drow[j];
+      c[j] = dist > 0 ? w[j] * dl / dist : 0.0;
+      stress += w[j] * (dl - dist) * (dl - dist);
+      csum += c[j], wsum += w[j];
+    }
+  }
+  p->row_stress[i] = stress;
+  for (size_t t = 0; t < d; t++) {
+    const double *z = p->Zt + t * n;
+    double acc = 0.0, accw = 0.0;
+    for (size_t j = 0; j < n; j++) acc += c[j] * z[j];
+    p->G[i * d + t] = csum * z[i] - acc;
+    if (p->weighted) {
+      for (size_t j = 0; j < n; j++) accw += w[j] * z[j];
+      p->VZ[i * d + t] = wsum * z[i] - accw;
+    }
+  }
+}
+
+static int pass_block(void *job, size_t b, void *scratch) {
+  pass_job *p = job;
+  size_t n = p->S->n, i1 = (b + 1) * ROWS_PER_BLOCK < n ? (b + 1) * ROWS_PER_BLOCK : n;
+  double *d2 = scratch, *c = d2 + n, *w = c + n;
+  for (size_t i = b * ROWS_PER_BLOCK; i < i1; i++) pass_row(p, i, d2, c, w);
+  return 0;
+}
+
+/* q = V v for the weights' Laplacian (v as n x d rows, Vt its transpose). */
+typedef struct {
+  const nle__dissim *S;
+  size_t d;
+  const double *vt, *degree;
+  double *q;
+} laplacian_job;
+
+NLE_HOT static int laplacian_block(void *job, size_t b, void *scratch) {
+  laplacian_job *p = job;
+  size_t n = p->S->n, d = p->d, i1 = (b + 1) * ROWS_PER_BLOCK < n ? (b + 1) * ROWS_PER_BLOCK : n;
+  double *w = scratch;
+  for (size_t i = b * ROWS_PER_BLOCK; i < i1; i++) {
+    for (size_t j = 0; j < n; j++) w[j] = j == i ? 0.0 : nle__dissim_weight(p->S, i, j);
+    for (size_t t = 0; t < d; t++) {
+      const double *v = p->vt + t * n;
+      double acc = 0.0;
+      for (size_t j = 0; j < n; j++) acc += w[j] * v[j];
+      p->q[i * d + t] = p->degree[i] * v[i] - acc;
+    }
+  }
+  return 0;
+}
+
+static void transpose(const double *X, size_t n, size_t d, double *Xt) {
+  for (size_t i = 0; i < n; i++)
+    for (size_t t = 0; t < d; t++) Xt[t * n + i] = X[i * d + t];
+}
+
+static void centre(double *X, size_t n, size_t d) {
+  for (size_t t = 0; t < d; t++) {
+    double m = 0;
+    for (size_t i = 0; i < n; i++) m += X[i * d + t];
+    m /= (double)n;
+    for (size_t i = 0; i < n; i++) X[i * d + t] -= m;
+  }
+}
+
+static double dot(const double *a, const double *b, size_t len) {
+  double s = 0;
+  for (size_t e = 0; e < len; e++) s += a[e] * b[e];
+  return s;
+}
+
+/* A run's working arrays. */
+typedef struct {
+  nle_ctx *ctx;
+  const nle__dissim *S;
+  size_t n, d;
+  int threads;
+  double *Zt, *G, *VZ, *row_stress, *degree;
+  double *r, *z, *p, *q, *pt; /* CG */
+} work;
+
+static nle_status run_pass(work *wk, const double *Z, const float *delta, bool weighted, double *stress) {
+  transpose(Z, wk->n, wk->d, wk->Zt);
+  pass_job job = {wk->S, delta, weighted, wk->d, wk->Zt, wk->G, wk->VZ, wk->row_stress};
+  nle_status s = nle__for_blocks(wk->ctx, NULL, (wk->n + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK, wk->threads,
+                                 3 * wk->n * sizeof(double), pass_block, &job);
+  double total = 0;
+  for (size_t i = 0; i < wk->n; i++) total += wk->row_stress[i];
+  *stress = 0.5 * total; /* each pair counted from both rows */
+  return s;
+}
+
+/* X: from Z (in X) towards the solution of V X = G by preconditioned CG. */
+static nle_status cg_solve(work *wk, double *X) {
+  size_t n = wk->n, d = wk->d, len = n * d;
+  for (size_t e = 0; e < len; e++) wk->r[e] = wk->G[e] - wk->VZ[e];
+  double r0 = sqrt(dot(wk->r, wk->r, len)), rz = 0;
+  if (!(r0 > 0)) return NLE_OK;
+  for (size_t e = 0; e < len; e++) wk->z[e] = wk->degree[e / d] > 0 ? wk->r[e] / wk->degree[e / d] : 0.0;
+  centre(wk->z, n, d); /* J diag(V)^-1 J: the preconditioner on V's range */
+  memcpy(wk->p, wk->z, len * sizeof(double));
+  rz = dot(wk->r, wk->z, len);
+  for (int step = 0; step < CG_MAX_STEPS; step++) {
+    transpose(wk->p, n, d, wk->pt);
+    laplacian_job lj = {wk->S, d, wk->pt, wk->degree, wk->q};
+    nle_status s = nle__for_blocks(wk->ctx, NULL, (n + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK, wk->threads,
+                                   n * sizeof(double), laplacian_block, &lj);
+    if (s) return s;
+    double pq = dot(wk->p, wk->q, len);
+    if (!(pq > 0)) break;
+    double alpha = rz / pq;
+    for (size_t e = 0; e < len; e++) X[e] += alpha * wk->p[e], wk->r[e] -= alpha * wk->q[e];
+    if (sqrt(dot(wk->r, wk->r, len)) <= CG_TOL * r0) break;
+    for (size_t e = 0; e < len; e++) wk->z[e] = wk->degree[e / d] > 0 ? wk->r[e] / wk->degree[e / d] : 0.0;
+    centre(wk->z, n, d);
+    double rz_new = dot(wk->r, wk->z, len), beta = rz_new / rz;
+    rz = rz_new;
+    for (size_t e = 0; e < len; e++) wk->p[e] = wk->z[e] + beta * wk->p[e];
+  }
+  return NLE_OK;
+}
+
+/* ---- non-metric: the pairs in the order of delta, and PAV ---- */
+
+/* Pair p of the packed upper triangle (row i, column j > i). */
+static inline void pair_of(uint64_t p, size_t n, size_t *i, size_t *j) {
+  double nn = (double)n;
+  size_t r = (size_t)floor(nn - 0.5 - sqrt((nn - 0.5) * (nn - 0.5) - 2.0 * (double)p));
+  /* rounding can miss by one either way */
+  while (r > 0 && (uint64_t)r * (2 * n - r - 1) / 2 > p) r--;
+  while ((uint64_t)(r + 1) * (2 * n - r - 2) / 2 <= p) r++;
+  *i = r;
+  *j = r + 1 + (size_t)(p - (uint64_t)r * (2 * n - r - 1) / 2);
+}
+
+/* Stable LSD radix sort of the pair indices by their (non-negative) float
+ * keys: ties keep the index order. */
+static nle_status sort_pairs(nle_ctx *ctx, const float *delta, size_t n, uint64_t pairs, uint32_t **order_out,
+                             float **keys_out) {
+  uint32_t *ord = nle__malloc(ctx, pairs * sizeof(uint32_t), "non-metric MDS's order"),
+           *ord2 = nle__malloc(ctx, pairs * sizeof(uint32_t), "non-metric MDS's order");
+  float *key = nle__malloc(ctx, pairs * sizeof(float), "non-metric MDS's order"),
+        *key2 = nle__malloc(ctx, pairs * sizeof(float), "non-metric MDS's order");
+  size_t *count = nle__malloc(ctx, 65537 * sizeof(size_t), "non-metric MDS's order");
+  if (!ord || !ord2 || !key || !key2 || !count) {
+    free(ord), free(ord2), free(key), free(key2), free(count);
+    return NLE_ERR_NOMEM;
+  }
+  uint64_t p = 0;
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = i + 1; j < n; j++, p++) ord[p] = (uint32_t)p, key[p] = delta[i * n + j];
+  for (int pass = 0; pass < 2; pass++) {
+    int shift = 16 * pass;
+    memset(count, 0, 65537 * sizeof(size_t));
+    for (uint64_t e = 0; e < pairs; e++) {
+      uint32_t bits;
+      memcpy(&bits, key + e, 4);
+      count[((bits >> shift) & 0xffff) + 1]++;
+    }
+    for (size_t b = 1; b <= 65536; b++) count[b] += count[b - 1];
+    for (uint64_t e = 0; e < pairs; e++) {
+      uint32_t bits;
+      memcpy(&bits, key + e, 4);
+      size_t at = count[(bits >> shift) & 0xffff]++;
+      ord2[at] = ord[e], key2[at] = key[e];
+    }
+    uint32_t *to = ord;
+    ord = ord2, ord2 = to;
+    float *tk = key;
+    key = key2, key2 = tk;
+  }
+  free(ord2), free(key2), free(count);
+  *order_out = ord, *keys_out = key;
+  return NLE_OK;
+}
+
+typedef struct {
+  double sum, weight;
+} pav_block;
+
+/* Pool-adjacent-violators on y[0..m) with weights w (NULL: 1): the
+ * blocks of the fit on `stack` (their weighted sums and weights) and, when
+ * ends is not NULL, where each block ends. */
+static void pav(size_t m, const double *y, const double *w, pav_block *stack, size_t *ends, size_t *len_out) {
+  size_t top = 0;
+  for (size_t e = 0; e < m; e++) {
+    double we = w ? w[e] : 1.0;
+    stack[top].sum = y[e] * we, stack[top].weight = we;
+    if (ends) ends[top] = e + 1;
+    top++;
+    while (top > 1 && stack[top - 2].sum * stack[top - 1].weight > stack[top - 1].sum * stack[top - 2].weight) {
+      stack[top - 2].sum += stack[top - 1].sum, stack[top - 2].weight += stack[top - 1].weight;
+      if (ends) ends[top - 2] = ends[top - 1];
+      top--;
+    }
+  }
+  *len_out = top;
+}
+
+void nle_isotonic(size_t n, const double *y, const double *w, double *z) {
+  pav_block *stack = malloc(n * sizeof *stack);
+  size_t *ends = malloc(n * sizeof *ends), top = 0;
+  if (!stack || !ends) { /* no memory: z = y (a valid call never crashes) */
+    free(stack), free(ends);
+    if (z != y) memmove(z, y, n * sizeof *z);
+    return;
+  }
+  pav(n, y, w, stack, ends, &top);
+  size_t e = 0;
+  for (size_t b = 0; b < top; b++) {
+    double v = stack[b].weight > 0 ? stack[b].sum / stack[b].weight : y[e];
+    for (; e < ends[b]; e++) z[e] = v;
+  }
+  free(stack), free(ends);
+}
+
+/* Non-metric state: the order of the pairs, their sorted keys (to find the
+ * tie blocks), the distances in that order and the disparities. */
+typedef struct {
+  uint64_t pairs;
+  uint32_t *order;
+  float *keys;
+  double *y;       /* d(X) in order, then the fitted disparities */
+  double *tw;      /* secondary: tie-block weights */
+  size_t *tstart;  /* secondary: the tie blocks' starts (blocks + 1) */
+  size_t blocks;
+  pav_block *stack;
+  double *block_mean; /* secondary: PAV's input, one per tie block */
+  float *dhat;     /* N x N, the scaled disparities for the Guttman step */
+} nonmetric_state;
+
+typedef struct {
+  double d, key;
+  uint32_t p;
+} tie_item;
+
+static int tie_cmp(const void *a, const void *b) {
+  const tie_item *x = a, *y = b;
+  return x->d < y->d ? -1 : x->d > y->d ? 1 : x->p < y->p ? -1 : x->p > y->p;
+}
+
+static nle_status nonmetric_init(nle_ctx *ctx, const nle__dissim *S, nle_mds_ties ties, nonmetric_state *st) {
+  size_t n = S->n;
+  memset(st, 0, sizeof *st);
+  st->pairs = (uint64_t)n * (n - 1) / 2;
+  if (st->pairs >= UINT32_MAX)
+    return nle__fail(ctx, NLE_ERR_ARG, "non-metric MDS: %zu points are %llu pairs, over 2^32", n,
+                     (unsigned long long)st->pairs);
+  nle_status s = nle__check_memory(ctx, (double)st->pairs * 40.0 + (double)n * n * 4.0, "non-metric MDS's pairs");
+  if (s) return s;
+  s = sort_pairs(ctx, S->delta, n, st->pairs, &st->order, &st->keys);
+  if (s) return s;
+  st->y = nle__malloc(ctx, st->pairs * sizeof(double), "non-metric MDS's disparities");
+  st->stack = nle__malloc(ctx, st->pairs * sizeof(pav_block), "non-metric MDS's PAV");
+  st->dhat = nle__malloc(ctx, n * n * sizeof(float), "non-metric MDS's disparities");
+  if (!st->y || !st->stack || !st->dhat) return NLE_ERR_NOMEM;
+  for (size_t i = 0; i < n; i++) st->dhat[i * n + i] = 0.0f;
+  /* the tie blocks: runs of equal keys */
+  size_t blocks = 0;
+  for (uint64_t e = 0; e < st->pairs; e++)
+    if (e == 0 || st->keys[e] != st->keys[e - 1]) blocks++;
+  st->blocks = blocks;
+  if (ties == NLE_TIES_SECONDARY || blocks < st->pairs) {
+    st->tstart = nle__malloc(ctx, (blocks + 1) * sizeof(size_t), "the tie blocks");
+    st->tw = nle__malloc(ctx, blocks * sizeof(double), "the tie blocks");
+    st->block_mean = nle__malloc(ctx, blocks * sizeof(double), "the tie blocks");
+    if (!st->tstart || !st->tw || !st->block_mean) return NLE_ERR_NOMEM;
+    size_t b = 0;
+    for (uint64_t e = 0; e < st->pairs; e++)
+      if (e == 0 || st->keys[e] != st->keys[e - 1]) st->tstart[b++] = e;
+    st->tstart[blocks] = st->pairs;
+  }
+  return NLE_OK;
+}
+
+static void nonmetric_free(nonmetric_state *st) {
+  free(st->order), free(st->keys), free(st->y), free(st->tw), free(st->tstart), free(st->stack), free(st->block_mean);
+  free(st->dhat);
+}
+
+/* The disparities of X: returns Kruskal's stress-1 and leaves st->dhat
+ * (scaled) ready for the Guttman step. */
+static double nonmetric_disparities(nonmetric_state *st, const double *X, size_t n, size_t d, nle_mds_ties ties) {
+  uint64_t P = st->pairs;
+  for (uint64_t e = 0; e < P; e++) {
+    size_t i, j;
+    pair_of(st->order[e], n, &i, &j);
+    double d2 = 0;
+    for (size_t t = 0; t < d; t++) d2 += (X[i * d + t] - X[j * d + t]) * (X[i * d + t] - X[j * d + t]);
+    st->y[e] = sqrt(d2);
+  }
+  if (ties == NLE_TIES_PRIMARY && st->tstart) { /* each tie block in the order of d(X) */
+    tie_item *buf = NULL;
+    size_t cap = 0;
+    for (size_t b = 0; b < st->blocks; b++) {
+      size_t a = st->tstart[b], z = st->tstart[b + 1], m = z - a;
+      if (m < 2) continue;
+      if (m > cap) {
+        tie_item *nb = realloc(buf, m * sizeof *buf);
+        if (!nb) break; /* no memory: the block keeps its order (a valid, if weaker, fit) */
+        buf = nb, cap = m;
+      }
+      for (size_t e = 0; e < m; e++) buf[e].d = st->y[a + e], buf[e].p = st->order[a + e];
+      qsort(buf, m, sizeof *buf, tie_cmp);
+      for (size_t e = 0; e < m; e++) st->y[a + e] = buf[e].d, st->order[a + e] = buf[e].p;
+    }
+    free(buf);
+  }
+  double sum_d2 = 0;
+  for (uint64_t e = 0; e < P; e++) sum_d2 += st->y[e] * st->y[e];
+  /* PAV: on the pairs (primary), or on the tie blocks' means (secondary) */
+  size_t top;
+  double num = 0, sum_h2 = 0;
+  if (ties == NLE_TIES_SECONDARY) {
+    for (size_t b = 0; b < st->blocks; b++) {
+      double sum = 0;
+      for (size_t e = st->tstart[b]; e < st->tstart[b + 1]; e++) sum += st->y[e];
+      st->tw[b] = (double)(st->tstart[b + 1] - st->tstart[b]);
+      st->block_mean[b] = sum / st->tw[b];
+    }
+    pav(st->blocks, st->block_mean, st->tw, st->stack, NULL, &top);
+    size_t b = 0;
+    for (size_t k = 0; k < top; k++) {
+      double v = st->stack[k].sum / st->stack[k].weight, filled = 0;
+      while (b < st->blocks && filled < st->stack[k].weight) {
+        for (size_t e = st->tstart[b]; e < st->tstart[b + 1]; e++) {
+          num += (v - st->y[e]) * (v - st->y[e]);
+          st->y[e] = v;
+        }
+        filled += st->tw[b++];
+      }
+    }
+  } else {
+    pav(P, st->y, NULL, st->stack, NULL, &top);
+    uint64_t e = 0;
+    for (size_t k = 0; k < top; k++) {
+      double v = st->stack[k].sum / st->stack[k].weight;
+      for (uint64_t stop = e + (uint64_t)st->stack[k].weight; e < stop; e++) {
+        num += (v - st->y[e]) * (v - st->y[e]);
+        st->y[e] = v;
+      }
+    }
+  }
+  for (uint64_t e = 0; e < P; e++) sum_h2 += st->y[e] * st->y[e];
+  double scale = sum_h2 > 0 ? sqrt((double)P / sum_h2) : 1.0;
+  for (uint64_t e = 0; e < P; e++) {
+    size_t i, j;
+    pair_of(st->order[e], n, &i, &j);
+    st->dhat[i * n + j] = st->dhat[j * n + i] = (float)(st->y[e] * scale);
+  }
+  return sum_d2 > 0 ? sqrt(num / sum_d2) : NAN;
+}
+
+/* A random start of the dissimilarities' scale: E d^2 = 2 d sigma^2. */
+static void random_start(nle_rng *rng, const nle__dissim *S, size_t d, double *X) {
+  size_t n = S->n;
+  double ss = 0;
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < n; j++) ss += (double)S->delta[i * n + j] * S->delta[i * n + j];
+  double sigma = sqrt(ss / ((double)n * (double)(n - 1)) / (2.0 * (double)d));
+  for (size_t e = 0; e < n * d; e++) X[e] = sigma * nle_rng_normal(rng);
+}
+
+nle_status nle__mds_smacof(nle_ctx *ctx, nle_mds_method method, const nle__dissim *S, const nle_mds_opts *o,
+                           const nle_matd *start, nle_mds_result *r) {
+  size_t n = S->n, d = (size_t)o->dim, len = n * d;
+  bool nonmetric = method == NLE_MDS_NONMETRIC, weighted = !nonmetric && (S->weights || S->sammon);
+  work wk = {ctx, S, n, d, nle__threads_for(ctx, (double)n * (double)n * (double)d), NULL, NULL, NULL, NULL, NULL,
+             NULL, NULL, NULL, NULL, NULL};
+  double *X = nle__malloc(ctx, len * sizeof(double), "SMACOF"), *best = nle__malloc(ctx, len * sizeof(double), "SMACOF");
+  double *hist = nle__malloc(ctx, ((size_t)o->max_iter + 1) * sizeof(double), "SMACOF's history");
+  wk.Zt = nle__malloc(ctx, len * sizeof(double), "SMACOF");
+  wk.G = nle__malloc(ctx, len * sizeof(double), "SMACOF");
+  wk.row_stress = nle__malloc(ctx, n * sizeof(double), "SMACOF");
+  nle_status s = X && best && hist && wk.Zt && wk.G && wk.row_stress ? NLE_OK : NLE_ERR_NOMEM;
+  if (!s && weighted) {
+    wk.VZ = nle__malloc(ctx, len * sizeof(double), "SMACOF");
+    wk.degree = nle__calloc(ctx, n, sizeof(double), "SMACOF");
+    wk.r = nle__malloc(ctx, len * sizeof(double), "SMACOF");
+    wk.z = nle__malloc(ctx, len * sizeof(double), "SMACOF");
+    wk.p = nle__malloc(ctx, len * sizeof(double), "SMACOF");
+    wk.q = nle__malloc(ctx, len * sizeof(double), "SMACOF");
+    wk.pt = nle__malloc(ctx, len * sizeof(double), "SMACOF");
+    if (!wk.VZ || !wk.degree || !wk.r || !wk.z || !wk.p || !wk.q || !wk.pt) s = NLE_ERR_NOMEM;
+    for (size_t i = 0; !s && i < n; i++)
+      for (size_t j = 0; j < n; j++)
+        if (j != i) wk.degree[i] += nle__dissim_weight(S, i, j);
+  }
+  nonmetric_state st;
+  memset(&st, 0, sizeof st);
+  if (!s && nonmetric) s = nonmetric_init(ctx, S, o->ties, &st);
+  nle_rng rng;
+  nle_rng_init(&rng, nle_ctx_seed(ctx), 0x736d6163ULL);
+  double best_stress = INFINITY;
+  for (int run = 0; !s && run < o->starts; run++) {
+    if (run == 0) memcpy(X, start->data, len * sizeof(double));
+    else random_start(&rng, S, d, X);
+    centre(X, n, d);
+    double prev = NAN, cur = NAN;
+    int it = 0;
+    for (;; it++) { /* the objective at X, then (unless done) the step */
+      if (nonmetric) cur = nonmetric_disparities(&st, X, n, d, o->ties);
+      else s = run_pass(&wk, X, S->delta, weighted, &cur);
+      if (s) break;
+      hist[it] = cur;
+      if ((it > 0 && !(prev - cur >= o->tol * prev)) || it == o->max_iter) break;
+      double ignored;
+      if (nonmetric) s = run_pass(&wk, X, st.dhat, false, &ignored); /* one Guttman step towards dhat */
+      else if (weighted) s = cg_solve(&wk, X);
+      if (s) break;
+      if (!weighted)
+        for (size_t e = 0; e < len; e++) X[e] = wk.G[e] / (double)n;
+      prev = cur;
+      s = nle__progress_inner(ctx, "SMACOF", ((double)run + (double)it / o->max_iter) / o->starts);
+      if (s) break;
+    }
+    if (s) break;
+    if (cur < best_stress) {
+      best_stress = cur;
+      memcpy(best, X, len * sizeof(double));
+      free(r->history);
+      r->history = nle__malloc(ctx, ((size_t)it + 1) * sizeof(double), "SMACOF's history");
+      if (!r->history) {
+        s = NLE_ERR_NOMEM;
+        break;
+      }
+      memcpy(r->history, hist, ((size_t)it + 1) * sizeof(double));
+      r->iterations = it;
+      r->best_start = run;
+      r->start_stress = hist[0];
+    }
+    r->starts_run = run + 1;
+  }
+  if (!s) {
+    nle_matd_free(&r->X);
+    s = nle_matd_alloc(ctx, n, d, &r->X);
+  }
+  if (!s) {
+    memcpy(r->X->data, best, len * sizeof(double));
+    r->raw_stress = nonmetric ? NAN : best_stress;
+    if (nonmetric) r->stress1 = best_stress;
+  }
+  if (nonmetric) nonmetric_free(&st);
+  free(X), free(best), free(hist), free(wk.Zt), free(wk.G), free(wk.row_stress), free(wk.VZ), free(wk.degree);
+  free(wk.r), free(wk.z), free(wk.p), free(wk.q), free(wk.pt);
+  return s;
+}
