@@ -16,7 +16,9 @@ static const char *help =
     "--save-model MODEL` (EE paper sec. 4.5), or by `nlembed le|lle|mlle|ltsa|\n"
     "hlle|isomap|diffmap --save-model MODEL` (the spectral methods' out-of-sample\n"
     "maps: Nystrom's formula for LE, diffusion maps and Isomap, reconstruction\n"
-    "weights for the LLE family; docs/transform.md). Each new data point y is\n"
+    "weights for the LLE family; docs/transform.md), or by `nlembed cmds|lmds|\n"
+    "kpca|lda|klda --save-model MODEL` (triangulation, centred kernel rows, the\n"
+    "linear map). Each new data point y is\n"
     "placed by an EE-family model at\n"
     "the x minimising the training objective augmented with y, every training\n"
     "point kept where it is, starting from the x of its nearest training point;\n"
@@ -84,6 +86,35 @@ static int spectral_transform(cli_env *env, const char *model_path, const char *
   return rc;
 }
 
+/* A distance or kernel method's map (classical or landmark MDS, kernel
+ * PCA, LDA, kernel LDA): x = A phi(y). */
+static int projection_transform(cli_env *env, const char *model_path, const char *input, const char *output) {
+  nle_projection_model *m = NULL;
+  nle_dataset *ds = NULL;
+  nle_matd *X = NULL;
+  double t0 = nle_time_seconds();
+  nle_status s = nle_projection_model_load(env->ctx, model_path, &m);
+  if (!s) s = cli_load(env, input, &ds);
+  if (!s) s = nle_projection_transform(env->ctx, m, ds->X, &X);
+  if (!s) s = nle_write_matd(env->ctx, output, X);
+  int rc = s ? cli_fail(env, s) : cli_commit(env);
+  if (!rc) {
+    static const char *const maps[] = {"linear", "triangulation", "centred kernel"};
+    double secs = nle_time_seconds() - t0;
+    char model_name[1200], input_name[1200];
+    cli_json_escape(model_path, model_name, sizeof model_name);
+    cli_json_escape(input, input_name, sizeof input_name);
+    printf("{\"command\": \"transform\", \"model\": \"%s\", \"input\": \"%s\", \"n\": %zu, \"map\": \"%s\", "
+           "\"model_kind\": \"%s\", \"reference_points\": %zu, \"seconds\": %.3f}\n",
+           model_name, input_name, X->rows, maps[m->map], m->method, m->m, secs);
+    cli_note(env, "mapped %zu points with the %s model in %.2f s; wrote %s", X->rows, m->method, secs, output);
+  }
+  nle_matd_free(&X);
+  nle_dataset_free(&ds);
+  nle_projection_model_free(&m);
+  return rc;
+}
+
 int cmd_transform(int argc, char **argv) {
   static const struct option longopts[] = {
       {"output", required_argument, 0, 'o'}, {"inverse", no_argument, 0, OPT_INVERSE},
@@ -130,6 +161,13 @@ int cmd_transform(int argc, char **argv) {
       rc = cli_usage_error("transform", "--inverse, --max-iters and --repulsion are for EE-family models, not a "
                            "spectral model");
     else rc = spectral_transform(&env, argv[optind], argv[optind + 1], data, output);
+    cli_env_free(&env);
+    return rc;
+  }
+  if (!rc && !s && !strcmp(kind, "projection-model")) {
+    if (inverse || data || to.max_iters != NLE_AUTO || to.engine != NLE_REPULSION_AUTO)
+      rc = cli_usage_error("transform", "--inverse, --data, --max-iters and --repulsion are not for a %s model", kind);
+    else rc = projection_transform(&env, argv[optind], argv[optind + 1], output);
     cli_env_free(&env);
     return rc;
   }

@@ -48,7 +48,10 @@ NLE_HOT static void pass_row(const pass_job *p, size_t i, double *d2, double *c,
     for (size_t j = 0; j < n; j++) d2[j] += (zi - z[j]) * (zi - z[j]);
   }
   double stress = 0.0, csum = 0.0, wsum = 0.0;
+  /* omp simd: the row's sums vectorised (their order fixed per row, so
+   * the bits do not depend on the threads) */
   if (!p->weighted) {
+#pragma omp simd reduction(+ : stress, csum)
     for (size_t j = 0; j < n; j++) {
       double dist = sqrt(d2[j]), dl = drow[j];
       c[j] = dist > 0 ? dl / dist : 0.0;
@@ -58,6 +61,7 @@ NLE_HOT static void pass_row(const pass_job *p, size_t i, double *d2, double *c,
     stress -= (double)drow[i] * drow[i]; /* j = i: delta 0, d 0 */
   } else {
     for (size_t j = 0; j < n; j++) w[j] = j == i ? 0.0 : nle__dissim_weight(p->S, i, j);
+#pragma omp simd reduction(+ : stress, csum, wsum)
     for (size_t j = 0; j < n; j++) {
       double dist = sqrt(d2[j]), dl = drow[j];
       c[j] = dist > 0 ? w[j] * dl / dist : 0.0;
@@ -69,9 +73,11 @@ NLE_HOT static void pass_row(const pass_job *p, size_t i, double *d2, double *c,
   for (size_t t = 0; t < d; t++) {
     const double *z = p->Zt + t * n;
     double acc = 0.0, accw = 0.0;
+#pragma omp simd reduction(+ : acc)
     for (size_t j = 0; j < n; j++) acc += c[j] * z[j];
     p->G[i * d + t] = csum * z[i] - acc;
     if (p->weighted) {
+#pragma omp simd reduction(+ : accw)
       for (size_t j = 0; j < n; j++) accw += w[j] * z[j];
       p->VZ[i * d + t] = wsum * z[i] - accw;
     }
@@ -103,6 +109,7 @@ NLE_HOT static int laplacian_block(void *job, size_t b, void *scratch) {
     for (size_t t = 0; t < d; t++) {
       const double *v = p->vt + t * n;
       double acc = 0.0;
+#pragma omp simd reduction(+ : acc)
       for (size_t j = 0; j < n; j++) acc += w[j] * v[j];
       p->q[i * d + t] = p->degree[i] * v[i] - acc;
     }
@@ -183,19 +190,12 @@ static nle_status cg_solve(work *wk, double *X) {
 
 /* ---- non-metric: the pairs in the order of delta, and PAV ---- */
 
-/* Pair p of the packed upper triangle (row i, column j > i). */
-static inline void pair_of(uint64_t p, size_t n, size_t *i, size_t *j) {
-  double nn = (double)n;
-  size_t r = (size_t)floor(nn - 0.5 - sqrt((nn - 0.5) * (nn - 0.5) - 2.0 * (double)p));
-  /* rounding can miss by one either way */
-  while (r > 0 && (uint64_t)r * (2 * n - r - 1) / 2 > p) r--;
-  while ((uint64_t)(r + 1) * (2 * n - r - 2) / 2 <= p) r++;
-  *i = r;
-  *j = r + 1 + (size_t)(p - (uint64_t)r * (2 * n - r - 1) / 2);
-}
+/* The pairs i < j as (i << 16) | j: non-metric MDS keeps N <= 65,536
+ * (its O(N^2) pairs would not fit memory beyond). */
+enum { PAIR_SHIFT = 16, PAIR_MASK = 0xffff, NONMETRIC_MAX_N = 65536, GUTTMAN_CHUNKS = 16 };
 
-/* Stable LSD radix sort of the pair indices by their (non-negative) float
- * keys: ties keep the index order. */
+/* Stable LSD radix sort of the pairs by their (non-negative) float
+ * dissimilarities: ties keep the (i, j) order. */
 static nle_status sort_pairs(nle_ctx *ctx, const float *delta, size_t n, uint64_t pairs, uint32_t **order_out,
                              float **keys_out) {
   uint32_t *ord = nle__malloc(ctx, pairs * sizeof(uint32_t), "non-metric MDS's order"),
@@ -209,7 +209,7 @@ static nle_status sort_pairs(nle_ctx *ctx, const float *delta, size_t n, uint64_
   }
   uint64_t p = 0;
   for (size_t i = 0; i < n; i++)
-    for (size_t j = i + 1; j < n; j++, p++) ord[p] = (uint32_t)p, key[p] = delta[i * n + j];
+    for (size_t j = i + 1; j < n; j++, p++) ord[p] = (uint32_t)(i << PAIR_SHIFT | j), key[p] = delta[i * n + j];
   for (int pass = 0; pass < 2; pass++) {
     int shift = 16 * pass;
     memset(count, 0, 65537 * sizeof(size_t));
@@ -275,19 +275,20 @@ void nle_isotonic(size_t n, const double *y, const double *w, double *z) {
   free(stack), free(ends);
 }
 
-/* Non-metric state: the order of the pairs, their sorted keys (to find the
- * tie blocks), the distances in that order and the disparities. */
+/* Non-metric state: the pairs in the order of delta, the tie blocks, the
+ * distances d(X) and the disparities in that order. */
 typedef struct {
   uint64_t pairs;
   uint32_t *order;
-  float *keys;
-  double *y;       /* d(X) in order, then the fitted disparities */
+  float *dist;     /* d(X) */
+  double *y;       /* the disparities */
   double *tw;      /* secondary: tie-block weights */
-  size_t *tstart;  /* secondary: the tie blocks' starts (blocks + 1) */
+  size_t *tstart;  /* the tie blocks' starts (blocks + 1) */
   size_t blocks;
   pav_block *stack;
   double *block_mean; /* secondary: PAV's input, one per tie block */
-  float *dhat;     /* N x N, the scaled disparities for the Guttman step */
+  double scale;    /* dhat's scaling to sum dhat^2 = N (N - 1) / 2 */
+  double *parts;   /* the Guttman step's partial sums, one per chunk */
 } nonmetric_state;
 
 typedef struct {
@@ -300,52 +301,55 @@ static int tie_cmp(const void *a, const void *b) {
   return x->d < y->d ? -1 : x->d > y->d ? 1 : x->p < y->p ? -1 : x->p > y->p;
 }
 
-static nle_status nonmetric_init(nle_ctx *ctx, const nle__dissim *S, nle_mds_ties ties, nonmetric_state *st) {
+static nle_status nonmetric_init(nle_ctx *ctx, const nle__dissim *S, nle_mds_ties ties, size_t d,
+                                 nonmetric_state *st) {
   size_t n = S->n;
   memset(st, 0, sizeof *st);
   st->pairs = (uint64_t)n * (n - 1) / 2;
-  if (st->pairs >= UINT32_MAX)
-    return nle__fail(ctx, NLE_ERR_ARG, "non-metric MDS: %zu points are %llu pairs, over 2^32", n,
-                     (unsigned long long)st->pairs);
-  nle_status s = nle__check_memory(ctx, (double)st->pairs * 40.0 + (double)n * n * 4.0, "non-metric MDS's pairs");
+  if (n > NONMETRIC_MAX_N)
+    return nle__fail(ctx, NLE_ERR_ARG, "non-metric MDS: %zu points, over %d (its %llu pairs would not fit memory)", n,
+                     NONMETRIC_MAX_N, (unsigned long long)st->pairs);
+  nle_status s = nle__check_memory(ctx, (double)st->pairs * 40.0, "non-metric MDS's pairs");
   if (s) return s;
-  s = sort_pairs(ctx, S->delta, n, st->pairs, &st->order, &st->keys);
+  float *keys = NULL;
+  s = sort_pairs(ctx, S->delta, n, st->pairs, &st->order, &keys);
   if (s) return s;
+  st->dist = nle__malloc(ctx, st->pairs * sizeof(float), "non-metric MDS's distances");
   st->y = nle__malloc(ctx, st->pairs * sizeof(double), "non-metric MDS's disparities");
   st->stack = nle__malloc(ctx, st->pairs * sizeof(pav_block), "non-metric MDS's PAV");
-  st->dhat = nle__malloc(ctx, n * n * sizeof(float), "non-metric MDS's disparities");
-  if (!st->y || !st->stack || !st->dhat) return NLE_ERR_NOMEM;
-  for (size_t i = 0; i < n; i++) st->dhat[i * n + i] = 0.0f;
-  /* the tie blocks: runs of equal keys */
+  st->parts = nle__malloc(ctx, GUTTMAN_CHUNKS * n * d * sizeof(double), "non-metric MDS's Guttman step");
+  s = st->dist && st->y && st->stack && st->parts ? NLE_OK : NLE_ERR_NOMEM;
+  /* the tie blocks: runs of equal dissimilarities */
   size_t blocks = 0;
-  for (uint64_t e = 0; e < st->pairs; e++)
-    if (e == 0 || st->keys[e] != st->keys[e - 1]) blocks++;
+  for (uint64_t e = 0; !s && e < st->pairs; e++)
+    if (e == 0 || keys[e] != keys[e - 1]) blocks++;
   st->blocks = blocks;
-  if (ties == NLE_TIES_SECONDARY || blocks < st->pairs) {
+  if (!s && (ties == NLE_TIES_SECONDARY || blocks < st->pairs)) {
     st->tstart = nle__malloc(ctx, (blocks + 1) * sizeof(size_t), "the tie blocks");
-    st->tw = nle__malloc(ctx, blocks * sizeof(double), "the tie blocks");
-    st->block_mean = nle__malloc(ctx, blocks * sizeof(double), "the tie blocks");
-    if (!st->tstart || !st->tw || !st->block_mean) return NLE_ERR_NOMEM;
+    st->tw = nle__malloc(ctx, (blocks ? blocks : 1) * sizeof(double), "the tie blocks");
+    st->block_mean = nle__malloc(ctx, (blocks ? blocks : 1) * sizeof(double), "the tie blocks");
+    if (!st->tstart || !st->tw || !st->block_mean) s = NLE_ERR_NOMEM;
     size_t b = 0;
-    for (uint64_t e = 0; e < st->pairs; e++)
-      if (e == 0 || st->keys[e] != st->keys[e - 1]) st->tstart[b++] = e;
-    st->tstart[blocks] = st->pairs;
+    for (uint64_t e = 0; !s && e < st->pairs; e++)
+      if (e == 0 || keys[e] != keys[e - 1]) st->tstart[b++] = e;
+    if (!s) st->tstart[blocks] = st->pairs;
   }
-  return NLE_OK;
+  free(keys);
+  return s;
 }
 
 static void nonmetric_free(nonmetric_state *st) {
-  free(st->order), free(st->keys), free(st->y), free(st->tw), free(st->tstart), free(st->stack), free(st->block_mean);
-  free(st->dhat);
+  free(st->order), free(st->dist), free(st->y), free(st->tw), free(st->tstart), free(st->stack), free(st->block_mean);
+  free(st->parts);
 }
 
-/* The disparities of X: returns Kruskal's stress-1 and leaves st->dhat
- * (scaled) ready for the Guttman step. */
-static double nonmetric_disparities(nonmetric_state *st, const double *X, size_t n, size_t d, nle_mds_ties ties) {
+/* The disparities of X: returns Kruskal's stress-1, st->y the fitted
+ * disparities (their scaling in st->scale). */
+static double nonmetric_disparities(nonmetric_state *st, const double *X, size_t d, nle_mds_ties ties) {
   uint64_t P = st->pairs;
+  double sum_d2 = 0;
   for (uint64_t e = 0; e < P; e++) {
-    size_t i, j;
-    pair_of(st->order[e], n, &i, &j);
+    size_t i = st->order[e] >> PAIR_SHIFT, j = st->order[e] & PAIR_MASK;
     double d2 = 0;
     for (size_t t = 0; t < d; t++) d2 += (X[i * d + t] - X[j * d + t]) * (X[i * d + t] - X[j * d + t]);
     st->y[e] = sqrt(d2);
@@ -367,8 +371,7 @@ static double nonmetric_disparities(nonmetric_state *st, const double *X, size_t
     }
     free(buf);
   }
-  double sum_d2 = 0;
-  for (uint64_t e = 0; e < P; e++) sum_d2 += st->y[e] * st->y[e];
+  for (uint64_t e = 0; e < P; e++) st->dist[e] = (float)st->y[e], sum_d2 += st->y[e] * st->y[e];
   /* PAV: on the pairs (primary), or on the tie blocks' means (secondary) */
   size_t top;
   double num = 0, sum_h2 = 0;
@@ -403,13 +406,51 @@ static double nonmetric_disparities(nonmetric_state *st, const double *X, size_t
     }
   }
   for (uint64_t e = 0; e < P; e++) sum_h2 += st->y[e] * st->y[e];
-  double scale = sum_h2 > 0 ? sqrt((double)P / sum_h2) : 1.0;
-  for (uint64_t e = 0; e < P; e++) {
-    size_t i, j;
-    pair_of(st->order[e], n, &i, &j);
-    st->dhat[i * n + j] = st->dhat[j * n + i] = (float)(st->y[e] * scale);
-  }
+  st->scale = sum_h2 > 0 ? sqrt((double)P / sum_h2) : 1.0;
   return sum_d2 > 0 ? sqrt(num / sum_d2) : NAN;
+}
+
+/* The Guttman step towards the disparities, pair by pair (each pair once):
+ * G_i = sum_j (dhat_ij / d_ij) (x_i - x_j), in GUTTMAN_CHUNKS fixed chunks
+ * of the pairs (their partial sums added in chunk order: the same bits for
+ * any number of threads). */
+typedef struct {
+  const nonmetric_state *st;
+  const double *X;
+  size_t n, d;
+} guttman_job;
+
+static int guttman_chunk(void *job, size_t c, void *scratch) {
+  (void)scratch;
+  const guttman_job *g = job;
+  const nonmetric_state *st = g->st;
+  size_t d = g->d;
+  double *G = st->parts + c * g->n * d;
+  memset(G, 0, g->n * d * sizeof(double));
+  uint64_t e0 = st->pairs * c / GUTTMAN_CHUNKS, e1 = st->pairs * (c + 1) / GUTTMAN_CHUNKS;
+  for (uint64_t e = e0; e < e1; e++) {
+    if (!(st->dist[e] > 0)) continue;
+    size_t i = st->order[e] >> PAIR_SHIFT, j = st->order[e] & PAIR_MASK;
+    double b = st->scale * st->y[e] / st->dist[e];
+    for (size_t t = 0; t < d; t++) {
+      double diff = b * (g->X[i * d + t] - g->X[j * d + t]);
+      G[i * d + t] += diff, G[j * d + t] -= diff;
+    }
+  }
+  return 0;
+}
+
+static nle_status nonmetric_step(nle_ctx *ctx, const nonmetric_state *st, double *X, size_t n, size_t d) {
+  guttman_job job = {st, X, n, d};
+  nle_status s = nle__for_blocks(ctx, NULL, GUTTMAN_CHUNKS, nle__threads_for(ctx, (double)st->pairs * 4), 0,
+                                 guttman_chunk, &job);
+  if (s) return s;
+  for (size_t e = 0; e < n * d; e++) {
+    double g = 0;
+    for (size_t c = 0; c < GUTTMAN_CHUNKS; c++) g += st->parts[c * n * d + e];
+    X[e] = g / (double)n;
+  }
+  return NLE_OK;
 }
 
 /* A random start of the dissimilarities' scale: E d^2 = 2 d sigma^2. */
@@ -449,7 +490,7 @@ nle_status nle__mds_smacof(nle_ctx *ctx, nle_mds_method method, const nle__dissi
   }
   nonmetric_state st;
   memset(&st, 0, sizeof st);
-  if (!s && nonmetric) s = nonmetric_init(ctx, S, o->ties, &st);
+  if (!s && nonmetric) s = nonmetric_init(ctx, S, o->ties, d, &st);
   nle_rng rng;
   nle_rng_init(&rng, nle_ctx_seed(ctx), 0x736d6163ULL);
   double best_stress = INFINITY;
@@ -460,16 +501,15 @@ nle_status nle__mds_smacof(nle_ctx *ctx, nle_mds_method method, const nle__dissi
     double prev = NAN, cur = NAN;
     int it = 0;
     for (;; it++) { /* the objective at X, then (unless done) the step */
-      if (nonmetric) cur = nonmetric_disparities(&st, X, n, d, o->ties);
+      if (nonmetric) cur = nonmetric_disparities(&st, X, d, o->ties);
       else s = run_pass(&wk, X, S->delta, weighted, &cur);
       if (s) break;
       hist[it] = cur;
       if ((it > 0 && !(prev - cur >= o->tol * prev)) || it == o->max_iter) break;
-      double ignored;
-      if (nonmetric) s = run_pass(&wk, X, st.dhat, false, &ignored); /* one Guttman step towards dhat */
+      if (nonmetric) s = nonmetric_step(ctx, &st, X, n, d); /* one Guttman step towards dhat */
       else if (weighted) s = cg_solve(&wk, X);
       if (s) break;
-      if (!weighted)
+      if (!weighted && !nonmetric)
         for (size_t e = 0; e < len; e++) X[e] = wk.G[e] / (double)n;
       prev = cur;
       s = nle__progress_inner(ctx, "SMACOF", ((double)run + (double)it / o->max_iter) / o->starts);
