@@ -301,6 +301,15 @@ int cmd_mds(int argc, char **argv, const char *command) {
   }
   if (!rc && !s) s = nle_write_matd(env.ctx, output, X);
   if (!rc && !s && save_model) s = nle_projection_model_save(env.ctx, model, save_model);
+  /* the library names the matrix; the user needs the file */
+  const char *err = nle_ctx_error(env.ctx);
+  const char *file = !s || !err ? NULL
+                     : !strncmp(err, "dissimilarities", 15) || !strncmp(err, "kernel matrix", 13) ? matrix
+                     : !strncmp(err, "weights", 7) ? weights : NULL;
+  if (!rc && s && file) {
+    fprintf(stderr, "nlembed %s: error: %s: %s\n", command, file, err);
+    rc = s == NLE_ERR_ARG ? 2 : 1;
+  }
   if (!rc && s) rc = cli_fail(&env, s);
   if (!rc) rc = cli_commit(&env); /* every output of the run, or none */
   if (!rc) {

@@ -273,6 +273,32 @@ expect_fail distances_lle "lle: the method needs the points themselves" "$o" -- 
 expect_fail knn_not_mtx "--knn takes a Matrix Market graph (.mtx) as nlembed knn writes it" "$o" -- \
   $N le --knn "$T/dneg.npy" -o "$o"
 expect_fail dense_affinities_asymmetric "not symmetric" "$o" -- $N le --affinities "$T/aasym.npy" -o "$o"
+# the distance and kernel methods: dissimilarity matrices, labels, the cap
+/usr/bin/python3 -c "
+import numpy as np, sys
+t = sys.argv[1]
+D = np.abs(np.subtract.outer(np.arange(5.0), np.arange(5.0)))
+np.save(t + '/mds_rect.npy', D[:4]); np.save(t + '/mds_good.npy', D); A = D.copy(); A[0, 3] = 7; np.save(t + '/mds_asym.npy', A)
+A = D.copy(); A[2, 2] = 1; np.save(t + '/mds_diag.npy', A); A = D.copy(); A[1, 4] = A[4, 1] = -2; np.save(t + '/mds_neg.npy', A)
+A = D.copy(); A[1, 3] = A[3, 1] = np.nan; np.save(t + '/mds_nan.npy', A); np.save(t + '/mds_zero.npy', np.zeros((5, 5)))
+Y = np.random.default_rng(1).standard_normal((40, 3)).astype(np.float32); Y[7] = Y[2]; np.save(t + '/mds_dups.npy', Y)
+Y[:, 1] = 1; np.save(t + '/lda_const.npy', Y); np.save(t + '/lda_lab2.npy', (np.arange(40) % 2).astype(np.int32))
+np.save(t + '/lda_one.npy', np.zeros(40, np.int32))" "$T"
+expect_fail mds_not_square "mds_rect.npy: dissimilarities is 4 x 5, not square" "$o" -- $N mds --distances "$T/mds_rect.npy" -o "$o"
+expect_fail mds_asymmetric "mds_asym.npy: dissimilarities is not symmetric: (1, 4) is 7 but (4, 1) is 3" "$o" -- $N cmds --distances "$T/mds_asym.npy" -o "$o"
+expect_fail mds_diagonal "mds_diag.npy: dissimilarities: diagonal entry (3, 3) is 1, not 0" "$o" -- $N nmds --distances "$T/mds_diag.npy" -o "$o"
+expect_fail mds_negative "mds_neg.npy: dissimilarities: entry (2, 5) is -2, negative" "$o" -- $N sammon --distances "$T/mds_neg.npy" -o "$o"
+expect_fail mds_nan "mds_nan.npy: byte 192 (row 1, column 3): NaN value" "$o" -- $N lmds --distances "$T/mds_nan.npy" -o "$o"
+expect_fail mds_all_zero "mds_zero.npy: dissimilarities: every dissimilarity is 0" "$o" -- $N cmds --distances "$T/mds_zero.npy" -o "$o"
+expect_fail mds_too_many_dims "mds: 5 components of 5 points (1 <= dim < N)" "$o" -- $N mds --distances "$T/mds_good.npy" -d 5 -o "$o"
+expect_fail sammon_duplicates "sammon: points 3 and 8 are at distance 0 (duplicates)" "$o" -- $N sammon "$T/mds_dups.npy" -o "$o"
+expect_fail mds_memory_cap "over the memory cap (0.06 GiB): landmark MDS needs only L x N (nlembed lmds" "$o" -- $N mds swissroll:20000 --max-memory 64M -o "$o"
+expect_fail lda_singular "lda: the total scatter T has rank 2 < D = 3 (constant or collinear features): give a ridge" "$o" -- $N lda "$T/lda_const.npy" --labels "$T/lda_lab2.npy" -o "$o"
+expect_fail lda_one_class "labels: one class only: LDA needs at least 2" "$o" -- $N lda "$T/mds_dups.npy" --labels "$T/lda_one.npy" -o "$o"
+expect_fail lda_no_labels "has no labels: give them with --labels SOURCE" "$o" -- $N lda "$T/mds_dups.npy" -o "$o"
+expect_fail lda_too_many_dims "lda: 2 components from 2 classes: at most C - 1 = 1 are useful" "$o" -- $N lda "$T/mds_dups.npy" --labels "$T/lda_lab2.npy" -d 2 -o "$o"
+expect_fail kpca_sparse_polynomial "kpca: a sparse kernel (neighbors 10) is Gaussian" "$o" -- $N kpca "$T/mds_dups.npy" --kernel polynomial --neighbors 10 -o "$o"
+expect_fail mds_option_elsewhere "--landmarks is not an option of nlembed mds" "$o" -- $N mds "$T/mds_dups.npy" --landmarks 10 -o "$o"
 expect_fail two_precomputed "give one of --affinities, --distances and --knn" "$o" -- \
   $N le --affinities "$T/aasym.npy" --distances "$T/dneg.npy" -o "$o"
 expect_fail spectral_perplexity_k "le: perplexity 12 needs more than it in neighbours: k = 10" "$o" -- \

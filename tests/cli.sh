@@ -185,6 +185,45 @@ $N transform "$T/sm_diffmap.nle" swissroll:700 -o "$T/smt_diffmap.npy" --quiet >
 if grep -q '"model_kind": "diffmap"' "$T/stdout" && grep -q '"map": "nystrom"' "$T/stdout"; then ok spectral_transform_json
 else bad spectral_transform_json "$(cat "$T/stdout")"; fi
 
+# ---- distance and kernel methods
+same_arrays() { # same_arrays A B REL: the two .npy arrays agree to REL of their extent
+  /usr/bin/python3 -c "import numpy as np, sys; a, b = np.load(sys.argv[1]), np.load(sys.argv[2]); sys.exit(not (a.shape == b.shape and np.abs(a - b).max() <= float(sys.argv[3]) * np.abs(a).max()))" "$@" 2> /dev/null
+}
+/usr/bin/python3 -c "
+import numpy as np, sys
+rng = np.random.default_rng(0); Y = rng.standard_normal((60, 3)).astype(np.float32)
+np.save(sys.argv[1] + '/mds_pts.npy', Y)
+D = np.sqrt(((Y[:, None, :].astype(np.float64) - Y[None, :, :]) ** 2).sum(-1)); np.save(sys.argv[1] + '/mds_d.npy', D)" "$T"
+expect_ok cmds_points $N cmds "$T/mds_pts.npy" -o "$T/cm1.npy" --quiet
+ev_points=$(grep -o '"eigenvalues": \[[^]]*\]' "$T/stdout")
+expect_ok cmds_distances $N cmds --distances "$T/mds_d.npy" -o "$T/cm2.npy" --quiet
+if grep -q '"negative_eigenvalues": 0, "spectrum_complete": true' "$T/stdout" && same_arrays "$T/cm1.npy" "$T/cm2.npy" 1e-5; then
+  ok cmds_points_equal_distances; else bad cmds_points_equal_distances "$ev_points / $(cat "$T/stdout")"; fi
+for m in mds sammon nmds; do
+  expect_ok "${m}_distances" $N $m --distances "$T/mds_d.npy" --starts 2 -o "$T/$m.npy" --quiet
+  if grep -q '"starts": 2' "$T/stdout" && grep -q '"stress1": 0\.' "$T/stdout"; then ok "${m}_json"; else bad "${m}_json" "$(cat "$T/stdout")"; fi
+done
+expect_ok nmds_secondary $N nmds blobs:150:4:3 --ties secondary -o "$T/nm2.npy" --quiet
+if grep -q '"ties": "secondary"' "$T/stdout"; then ok nmds_ties_json; else bad nmds_ties_json "$(cat "$T/stdout")"; fi
+expect_ok lmds_model $N lmds swissroll:3000 --landmarks 100 -o "$T/lm.npy" --save-model "$T/lm.nle" --quiet
+expect_ok lmds_transform $N transform "$T/lm.nle" swissroll:3000 -o "$T/lmt.npy" --quiet
+if grep -q '"map": "triangulation"' "$T/stdout" && same_arrays "$T/lm.npy" "$T/lmt.npy" 1e-9; then ok lmds_transform_training
+else bad lmds_transform_training "$(cat "$T/stdout")"; fi
+for m in kpca lda klda; do
+  expect_ok "${m}_model" $N $m blobs:300:5:4 -o "$T/$m.npy" --save-model "$T/$m.nle" --quiet
+  expect_ok "${m}_transform" $N transform "$T/$m.nle" blobs:300:5:4 -o "$T/${m}t.npy" --quiet
+  if same_arrays "$T/$m.npy" "$T/${m}t.npy" 1e-6; then ok "${m}_transform_training"; else bad "${m}_transform_training" "$(cat "$T/stdout")"; fi
+done
+# all C - 1 = 3 axes (in 2-D the blobs overlap: scikit-learn's LDA scores 0.807 there too)
+expect_ok lda_three_axes $N lda blobs:300:5:4 -d 3 -o "$T/lda3.npy" --quiet
+expect_ok lda_separates $N metrics blobs:300:5:4 "$T/lda3.npy" -k 10 --quiet
+if grep -q '"knn_accuracy": 0\.9[5-9]\|"knn_accuracy": 1\.0' "$T/stdout"; then ok lda_knn_accuracy; else bad lda_knn_accuracy "$(cat "$T/stdout")"; fi
+expect_ok kpca_sparse $N kpca swissroll:2000 --neighbors 30 -o "$T/kps.npy" --quiet
+if grep -q '"sparse": true' "$T/stdout"; then ok kpca_sparse_json; else bad kpca_sparse_json "$(cat "$T/stdout")"; fi
+
+for cmd in cmds mds sammon nmds lmds kpca lda klda; do
+  if $N $cmd --help | grep -q "Usage: nlembed $cmd"; then ok "help_$cmd"; else bad "help_$cmd" "no usage"; fi
+done
 for cmd in pca knn affinity ee tee ssne tsne sne metrics plot transform le lle mlle ltsa hlle isomap diffmap cluster; do
   if $N $cmd --help | grep -q "Usage: nlembed $cmd"; then ok "help_$cmd"; else bad "help_$cmd" "no usage"; fi
 done

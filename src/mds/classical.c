@@ -13,8 +13,10 @@
 
 enum { DENSE_MAX_N = 2000, ROW_BLOCK = 64 };
 
-/* Below this fraction of the largest |lambda| an eigenvalue counts as 0. */
-#define ZERO_EIGENVALUE 1e-9
+/* Below this fraction of the largest |lambda| an eigenvalue counts as 0:
+ * dissimilarities read from single-precision data carry rounding noise of
+ * about 1e-7 of it. */
+#define ZERO_EIGENVALUE 1e-6
 
 /* The spectrum of B beyond the embedding: count and mass of its negative
  * eigenvalues (the input is not Euclidean) and the positive mass. */
