@@ -192,7 +192,7 @@ static nle_status cg_solve(work *wk, double *X) {
 
 /* The pairs i < j as (i << 16) | j: non-metric MDS keeps N <= 65,536
  * (its O(N^2) pairs would not fit memory beyond). */
-enum { PAIR_SHIFT = 16, PAIR_MASK = 0xffff, NONMETRIC_MAX_N = 65536, GUTTMAN_CHUNKS = 16 };
+enum { PAIR_SHIFT = 16, PAIR_MASK = 0xffff, NONMETRIC_MAX_N = 65536, GUTTMAN_CHUNKS = 16, PAV_CHUNKS = 16 };
 
 /* Stable LSD radix sort of the pairs by their (non-negative) float
  * dissimilarities: ties keep the (i, j) order. */
@@ -243,19 +243,33 @@ typedef struct {
  * blocks of the fit on `stack` (their weighted sums and weights) and, when
  * ends is not NULL, where each block ends. */
 static void pav(size_t m, const double *y, const double *w, pav_block *stack, size_t *ends, size_t *len_out) {
-  size_t top = 0;
-  for (size_t e = 0; e < m; e++) {
-    double we = w ? w[e] : 1.0;
-    stack[top].sum = y[e] * we, stack[top].weight = we;
-    if (ends) ends[top] = e + 1;
-    top++;
-    while (top > 1 && stack[top - 2].sum * stack[top - 1].weight > stack[top - 1].sum * stack[top - 2].weight) {
-      stack[top - 2].sum += stack[top - 1].sum, stack[top - 2].weight += stack[top - 1].weight;
-      if (ends) ends[top - 2] = ends[top - 1];
-      top--;
-    }
+  if (!m) {
+    *len_out = 0;
+    return;
   }
-  *len_out = top;
+  /* the open block in registers; finished blocks on the stack (a store
+   * followed at once by its load would stall every step) */
+  size_t top = 0, end = 1;
+  double cs = y[0] * (w ? w[0] : 1.0), cw = w ? w[0] : 1.0;
+  for (size_t e = 1; e < m; e++) {
+    double nw = w ? w[e] : 1.0, ns = y[e] * nw;
+    if (cs * nw <= ns * cw) { /* in order: close the open block */
+      stack[top].sum = cs, stack[top].weight = cw;
+      if (ends) ends[top] = end;
+      top++;
+      cs = ns, cw = nw;
+    } else { /* a violation: pool, then with earlier blocks while they violate */
+      cs += ns, cw += nw;
+      while (top > 0 && stack[top - 1].sum * cw > cs * stack[top - 1].weight) {
+        top--;
+        cs += stack[top].sum, cw += stack[top].weight;
+      }
+    }
+    end = e + 1;
+  }
+  stack[top].sum = cs, stack[top].weight = cw;
+  if (ends) ends[top] = end;
+  *len_out = top + 1;
 }
 
 void nle_isotonic(size_t n, const double *y, const double *w, double *z) {
@@ -343,11 +357,58 @@ static void nonmetric_free(nonmetric_state *st) {
   free(st->parts);
 }
 
+/* PAV of st->y in place, in parallel: each of PAV_CHUNKS fixed chunks
+ * pooled on its own, then PAV over the chunks' blocks in order (a pool of
+ * a chunk is a pool of the whole: the whole's level sets are unions of
+ * the chunks'), then the levels written back, chunk by chunk; num[c] the
+ * chunk's sum of (fit - y)^2. The same bits for any number of threads. */
+static void chunked_pav(nonmetric_state *st, int threads, double *num) {
+  uint64_t P = st->pairs;
+  size_t blocks[PAV_CHUNKS];
+#pragma omp parallel for schedule(static, 1) num_threads(threads)
+  for (size_t c = 0; c < PAV_CHUNKS; c++) {
+    uint64_t e0 = P * c / PAV_CHUNKS, e1 = P * (c + 1) / PAV_CHUNKS;
+    pav(e1 - e0, st->y + e0, NULL, st->stack + e0, NULL, &blocks[c]);
+  }
+  size_t top = 0; /* the merge, in place: it never writes past what it has read */
+  for (size_t c = 0; c < PAV_CHUNKS; c++) {
+    const pav_block *b = st->stack + P * c / PAV_CHUNKS;
+    for (size_t k = 0; k < blocks[c]; k++) {
+      st->stack[top++] = b[k];
+      while (top > 1 && st->stack[top - 2].sum * st->stack[top - 1].weight >
+                            st->stack[top - 1].sum * st->stack[top - 2].weight) {
+        st->stack[top - 2].sum += st->stack[top - 1].sum, st->stack[top - 2].weight += st->stack[top - 1].weight;
+        top--;
+      }
+    }
+  }
+  /* each chunk's first block: where its first element falls */
+  size_t first[PAV_CHUNKS];
+  uint64_t start[PAV_CHUNKS], at = 0;
+  for (size_t k = 0, c = 0; k < top && c < PAV_CHUNKS; k++) {
+    uint64_t end = at + (uint64_t)st->stack[k].weight;
+    while (c < PAV_CHUNKS && P * c / PAV_CHUNKS < end) first[c] = k, start[c] = at, c++;
+    at = end;
+  }
+#pragma omp parallel for schedule(static, 1) num_threads(threads)
+  for (size_t c = 0; c < PAV_CHUNKS; c++) {
+    uint64_t e = P * c / PAV_CHUNKS, e1 = P * (c + 1) / PAV_CHUNKS, stop = start[c];
+    double sq = 0;
+    for (size_t k = first[c]; e < e1; k++) {
+      double v = st->stack[k].sum / st->stack[k].weight;
+      stop += (uint64_t)st->stack[k].weight;
+      for (; e < e1 && e < stop; e++) sq += (v - st->y[e]) * (v - st->y[e]), st->y[e] = v;
+    }
+    num[c] = sq;
+  }
+}
+
 /* The disparities of X: returns Kruskal's stress-1, st->y the fitted
  * disparities (their scaling in st->scale). */
-static double nonmetric_disparities(nonmetric_state *st, const double *X, size_t d, nle_mds_ties ties) {
+static double nonmetric_disparities(nonmetric_state *st, const double *X, size_t d, nle_mds_ties ties, int threads) {
   uint64_t P = st->pairs;
   double sum_d2 = 0;
+#pragma omp parallel for schedule(static) num_threads(threads)
   for (uint64_t e = 0; e < P; e++) {
     size_t i = st->order[e] >> PAIR_SHIFT, j = st->order[e] & PAIR_MASK;
     double d2 = 0;
@@ -371,7 +432,12 @@ static double nonmetric_disparities(nonmetric_state *st, const double *X, size_t
     }
     free(buf);
   }
-  for (uint64_t e = 0; e < P; e++) st->dist[e] = (float)st->y[e], sum_d2 += st->y[e] * st->y[e];
+  double part_d2[PAV_CHUNKS] = {0}, part_num[PAV_CHUNKS] = {0}, part_h2[PAV_CHUNKS] = {0};
+#pragma omp parallel for schedule(static, 1) num_threads(threads)
+  for (size_t c = 0; c < PAV_CHUNKS; c++)
+    for (uint64_t e = P * c / PAV_CHUNKS; e < P * (c + 1) / PAV_CHUNKS; e++)
+      st->dist[e] = (float)st->y[e], part_d2[c] += st->y[e] * st->y[e];
+  for (size_t c = 0; c < PAV_CHUNKS; c++) sum_d2 += part_d2[c];
   /* PAV: on the pairs (primary), or on the tie blocks' means (secondary) */
   size_t top;
   double num = 0, sum_h2 = 0;
@@ -395,17 +461,13 @@ static double nonmetric_disparities(nonmetric_state *st, const double *X, size_t
       }
     }
   } else {
-    pav(P, st->y, NULL, st->stack, NULL, &top);
-    uint64_t e = 0;
-    for (size_t k = 0; k < top; k++) {
-      double v = st->stack[k].sum / st->stack[k].weight;
-      for (uint64_t stop = e + (uint64_t)st->stack[k].weight; e < stop; e++) {
-        num += (v - st->y[e]) * (v - st->y[e]);
-        st->y[e] = v;
-      }
-    }
+    chunked_pav(st, threads, part_num);
+    for (size_t c = 0; c < PAV_CHUNKS; c++) num += part_num[c];
   }
-  for (uint64_t e = 0; e < P; e++) sum_h2 += st->y[e] * st->y[e];
+#pragma omp parallel for schedule(static, 1) num_threads(threads)
+  for (size_t c = 0; c < PAV_CHUNKS; c++)
+    for (uint64_t e = P * c / PAV_CHUNKS; e < P * (c + 1) / PAV_CHUNKS; e++) part_h2[c] += st->y[e] * st->y[e];
+  for (size_t c = 0; c < PAV_CHUNKS; c++) sum_h2 += part_h2[c];
   st->scale = sum_h2 > 0 ? sqrt((double)P / sum_h2) : 1.0;
   return sum_d2 > 0 ? sqrt(num / sum_d2) : NAN;
 }
@@ -501,7 +563,7 @@ nle_status nle__mds_smacof(nle_ctx *ctx, nle_mds_method method, const nle__dissi
     double prev = NAN, cur = NAN;
     int it = 0;
     for (;; it++) { /* the objective at X, then (unless done) the step */
-      if (nonmetric) cur = nonmetric_disparities(&st, X, d, o->ties);
+      if (nonmetric) cur = nonmetric_disparities(&st, X, d, o->ties, wk.threads);
       else s = run_pass(&wk, X, S->delta, weighted, &cur);
       if (s) break;
       hist[it] = cur;
