@@ -25,7 +25,7 @@
 #include <string.h>
 
 enum { ROWS_PER_BLOCK = 32, CG_MAX_STEPS = 20 };
-#define CG_TOL 1e-8
+#define CG_TOL 1e-2
 
 /* One pass over the rows at Z (d x n, transposed): G = B(Z) Z, the
  * weighted stress of each row, and (weighted) VZ = V Z. */
