@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -195,6 +196,21 @@ void *nle__malloc(nle_ctx *ctx, size_t bytes, const char *what) {
     char b[32];
     nle__fail(ctx, NLE_ERR_NOMEM, "out of memory allocating %s for %s",
               nle__format_bytes((double)bytes, b, sizeof b), what);
+  }
+  return p;
+}
+
+void *nle__malloc_huge(size_t bytes) {
+  enum { HUGE_PAGE = 2 << 20 };
+  void *p = NULL;
+  if (bytes >= HUGE_PAGE) {
+    bytes = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    if (posix_memalign(&p, HUGE_PAGE, bytes)) return NULL;
+#ifdef MADV_HUGEPAGE
+    (void)madvise(p, bytes, MADV_HUGEPAGE); /* advice only: a kernel without THP keeps small pages */
+#endif
+  } else if (posix_memalign(&p, 64, bytes ? bytes : 64)) {
+    return NULL;
   }
   return p;
 }

@@ -139,6 +139,12 @@ nle_status nle__check_memory(nle_ctx *ctx, double bytes, const char *what);
 /* malloc/calloc that record NLE_ERR_NOMEM in ctx on failure (ctx may be NULL). */
 void *nle__malloc(nle_ctx *ctx, size_t bytes, const char *what);
 void *nle__calloc(nle_ctx *ctx, size_t count, size_t size, const char *what);
+/* A large buffer aligned to 2 MiB and asked for transparent huge pages
+ * (from 2 MiB; below, 64-byte aligned): an N x N matrix or an FFT grid
+ * then takes one page fault per 2 MiB instead of per 4 KiB, which in a
+ * virtual machine costs as much as filling it. Freed by free(); NULL when
+ * out of memory (nothing recorded). */
+void *nle__malloc_huge(size_t bytes);
 
 /* Progress: returns NLE_ERR_CANCELLED (recorded) when the callback asks to
  * stop. Inside a frame the fraction maps into the frame's range and the

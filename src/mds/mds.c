@@ -11,6 +11,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The methods' table, in nle_mds_method's order: the direct ones solve an
+ * eigenproblem (classical.c), the SMACOF family iterates on the N x N
+ * dissimilarities from the classical solution (smacof.c). */
+typedef struct {
+  nle_status (*direct)(nle_ctx *ctx, const nle_mds_input *in, const nle_mds_opts *o, nle_mds_result *r);
+  bool sammon_weights; /* SMACOF with w = 1 / delta */
+  bool nonmetric;      /* disparities by PAV */
+} mds_method;
+
+static const mds_method methods[] = {
+    {nle__mds_classical, false, false}, {NULL, false, false}, {NULL, true, false}, {NULL, false, true},
+    {nle__mds_landmark, false, false}};
 static const char *const method_names[] = {"classical", "metric", "sammon", "nonmetric", "landmark"};
 static const char *const ties_names[] = {"primary", "secondary"};
 
@@ -108,8 +120,8 @@ static nle_status build_dissimilarities(nle_ctx *ctx, const nle_mds_input *in, f
     return nle__fail(ctx, s, "the N x N dissimilarities of %zu points need %.2f GiB, over the memory cap (%.2f GiB): "
                      "landmark MDS needs only L x N (nlembed lmds, NLE_MDS_LANDMARK)", n, bytes / 1073741824.0,
                      (double)nle__memory_cap(ctx) / 1073741824.0);
-  float *delta = nle__malloc(ctx, n * n * sizeof(float), "the N x N dissimilarities");
-  if (!delta) return NLE_ERR_NOMEM;
+  float *delta = nle__malloc_huge(n * n * sizeof(float));
+  if (!delta) return nle__fail(ctx, NLE_ERR_NOMEM, "out of memory for the N x N dissimilarities");
   if (in->dissimilarities) {
     for (size_t e = 0; e < n * n; e++) delta[e] = (float)in->dissimilarities->data[e];
   } else {
@@ -241,15 +253,17 @@ nle_status nle_mds(nle_ctx *ctx, nle_mds_method method, const nle_mds_input *inp
   r->n = n;
   r->negative_count = 0;
   r->raw_stress = r->stress1 = r->normalized_stress = r->sammon_stress = r->start_stress = NAN;
+  const mds_method *m = &methods[method];
   bool opened = nle__stage_begin(ctx, method_names[method]);
-  if (method == NLE_MDS_CLASSICAL) s = nle__mds_classical(ctx, input, &o, r);
-  else if (method == NLE_MDS_LANDMARK) s = nle__mds_landmark(ctx, input, &o, r);
+  if (m->direct) s = m->direct(ctx, input, &o, r);
+  /* the N x N matrix: the SMACOF family's, and the direct methods' stress
+   * measures (from points only where it is small: they need every pair) */
   float *delta = NULL;
-  if (!s && (method != NLE_MDS_LANDMARK || input->dissimilarities || n <= 20000))
+  if (!s && (!m->direct || input->dissimilarities || n <= 20000))
     s = build_dissimilarities(ctx, input, &delta);
-  if (!s && method == NLE_MDS_SAMMON) s = check_sammon(ctx, delta, n);
-  if (!s && method != NLE_MDS_CLASSICAL && method != NLE_MDS_LANDMARK) {
-    nle__dissim S = {n, delta, input->weights ? input->weights->data : NULL, method == NLE_MDS_SAMMON};
+  if (!s && m->sammon_weights) s = check_sammon(ctx, delta, n);
+  if (!s && !m->direct) {
+    nle__dissim S = {n, delta, input->weights ? input->weights->data : NULL, m->sammon_weights};
     nle_matd *start = NULL;
     if (!o.init) { /* the classical solution, as the slides' first start */
       nle_mds_opts co = o;
@@ -257,15 +271,13 @@ nle_status nle_mds(nle_ctx *ctx, nle_mds_method method, const nle_mds_input *inp
       s = nle__mds_classical(ctx, input, &co, r);
       start = r->X, r->X = NULL;
     }
-    if (!s) s = nle__mds_smacof(ctx, method, &S, &o, o.init ? o.init : start, r);
+    if (!s) s = nle__mds_smacof(ctx, m->nonmetric, &S, &o, o.init ? o.init : start, r);
     nle_matd_free(&start);
   }
-  if (!s && delta) {
+  if (!s && delta && !m->nonmetric) { /* non-metric: its stress-1 is against the disparities */
     double raw;
-    nle__mds_measures(ctx, delta, n, r->X, method == NLE_MDS_NONMETRIC ? NULL : &r->stress1, &r->normalized_stress,
-                      &r->sammon_stress, &raw);
-    if (method == NLE_MDS_CLASSICAL || method == NLE_MDS_LANDMARK) r->raw_stress = raw;
-    if (method == NLE_MDS_NONMETRIC) r->normalized_stress = r->sammon_stress = NAN; /* delta's scale is not X's */
+    nle__mds_measures(ctx, delta, n, r->X, &r->stress1, &r->normalized_stress, &r->sammon_stress, &raw);
+    if (m->direct) r->raw_stress = raw;
   }
   nle__stage_end(ctx, opened);
   free(delta);

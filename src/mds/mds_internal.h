@@ -29,11 +29,11 @@ static inline double nle__dissim_weight(const nle__dissim *S, size_t i, size_t j
 nle_status nle__mds_classical(nle_ctx *ctx, const nle_mds_input *in, const nle_mds_opts *o, nle_mds_result *r);
 nle_status nle__mds_landmark(nle_ctx *ctx, const nle_mds_input *in, const nle_mds_opts *o, nle_mds_result *r);
 
-/* smacof.c: the runs of metric, Sammon or non-metric MDS from `start`
- * (the classical solution) and o->starts - 1 random configurations; the
- * best into r (X, history, iterations, best_start, raw_stress, stress1
- * for non-metric). */
-nle_status nle__mds_smacof(nle_ctx *ctx, nle_mds_method method, const nle__dissim *S, const nle_mds_opts *o,
+/* smacof.c: the runs of metric or Sammon MDS (S's weights say which) or
+ * non-metric MDS from `start` (the classical solution) and o->starts - 1
+ * random configurations; the best into r (X, history, iterations,
+ * best_start, raw_stress; stress1 for non-metric). */
+nle_status nle__mds_smacof(nle_ctx *ctx, bool nonmetric, const nle__dissim *S, const nle_mds_opts *o,
                            const nle_matd *start, nle_mds_result *r);
 
 /* Stress measures of X against S's delta (sums over i < j). */

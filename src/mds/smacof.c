@@ -525,10 +525,10 @@ static void random_start(nle_rng *rng, const nle__dissim *S, size_t d, double *X
   for (size_t e = 0; e < n * d; e++) X[e] = sigma * nle_rng_normal(rng);
 }
 
-nle_status nle__mds_smacof(nle_ctx *ctx, nle_mds_method method, const nle__dissim *S, const nle_mds_opts *o,
+nle_status nle__mds_smacof(nle_ctx *ctx, bool nonmetric, const nle__dissim *S, const nle_mds_opts *o,
                            const nle_matd *start, nle_mds_result *r) {
   size_t n = S->n, d = (size_t)o->dim, len = n * d;
-  bool nonmetric = method == NLE_MDS_NONMETRIC, weighted = !nonmetric && (S->weights || S->sammon);
+  bool weighted = !nonmetric && (S->weights || S->sammon);
   work wk = {ctx, S, n, d, nle__threads_for(ctx, (double)n * (double)n * (double)d), NULL, NULL, NULL, NULL, NULL,
              NULL, NULL, NULL, NULL, NULL};
   double *X = nle__malloc(ctx, len * sizeof(double), "SMACOF"), *best = nle__malloc(ctx, len * sizeof(double), "SMACOF");

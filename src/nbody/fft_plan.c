@@ -7,7 +7,6 @@
 
 #include <pthread.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 
 static int default_max_nodes(size_t d) { return d == 1 ? 1 << 16 : d == 2 ? 1024 : 128; }
 
@@ -42,21 +41,7 @@ nle_status nle__fft_resolve_opts(nle_ctx *ctx, const nle_fft_opts *opts, size_t 
  * kilobytes) at a time, one 4 KiB page per element, and the TLB misses made
  * grids of millions of nodes cost far more per node than small ones. Freed
  * by free(). */
-float *nle__fft_grid_alloc(size_t floats) {
-  enum { HUGE_PAGE = 2 << 20 };
-  size_t bytes = floats * sizeof(float);
-  void *p = NULL;
-  if (bytes >= HUGE_PAGE) {
-    bytes = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
-    if (posix_memalign(&p, HUGE_PAGE, bytes)) return NULL;
-#ifdef MADV_HUGEPAGE
-    (void)madvise(p, bytes, MADV_HUGEPAGE); /* advice only: a kernel without THP keeps small pages */
-#endif
-  } else if (posix_memalign(&p, 64, bytes ? bytes : 64)) {
-    return NULL;
-  }
-  return p;
-}
+float *nle__fft_grid_alloc(size_t floats) { return nle__malloc_huge(floats * sizeof(float)); }
 
 nle__fft_ws *nle__fft_ws_new(void) { return calloc(1, sizeof(nle__fft_ws)); }
 
