@@ -181,6 +181,46 @@ static void within_whiten(const int32_t *labels, const size_t *counts, int C, si
   }
 }
 
+/* The top d discriminant directions of H p = lambda T p for H = M M^T of
+ * rank <= C (M: m x C) and T (m x m, positive definite, overwritten by its
+ * Cholesky factor): T Z = M by Cholesky, the C x C problem M^T Z a =
+ * lambda a, p = Z a / sqrt(lambda) (T-orthonormal). O(m^3 / 3 + m^2 C)
+ * instead of a generalised m x m eigenproblem. vals[d] descending, P the
+ * directions as the rows of a d x m matrix. */
+static nle_status reduced_discriminants(nle_ctx *ctx, const char *what, size_t m, double *T, const double *M,
+                                        size_t C, size_t d, double *vals, double *P) {
+  double *Z = nle__malloc(ctx, m * C * sizeof(double), what), *G = nle__malloc(ctx, C * C * sizeof(double), what),
+         *gv = nle__malloc(ctx, C * sizeof(double), what), *ga = nle__malloc(ctx, C * d * sizeof(double), what);
+  nle_status s = Z && G && gv && ga ? NLE_OK : NLE_ERR_NOMEM;
+  if (!s) {
+    memcpy(Z, M, m * C * sizeof(double));
+    lapack_int info = LAPACKE_dposv(LAPACK_ROW_MAJOR, 'U', (lapack_int)m, (lapack_int)C, T, (lapack_int)m, Z,
+                                    (lapack_int)C);
+    if (info) s = nle__fail(ctx, NLE_ERR_NUMERIC, "%s: the total scatter is not positive definite (LAPACK %d)", what,
+                            (int)info);
+  }
+  if (!s) {
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)C, (int)C, (int)m, 1.0, M, (int)C, Z, (int)C, 0.0, G,
+                (int)C);
+    for (size_t a = 0; a < C; a++)
+      for (size_t b = 0; b < a; b++) G[a * C + b] = G[b * C + a] = 0.5 * (G[a * C + b] + G[b * C + a]);
+    s = nle__eig_dense(ctx, what, C, G, C - d, d, gv, ga);
+  }
+  for (size_t t = 0; !s && t < d; t++) {
+    vals[t] = gv[d - 1 - t];
+    if (!(vals[t] > 0))
+      s = nle__fail(ctx, NLE_ERR_NUMERIC, "%s: eigenvalue %zu is %g: fewer than %zu discriminant directions", what,
+                    t + 1, vals[t], d);
+    for (size_t i = 0; !s && i < m; i++) {
+      double v = 0;
+      for (size_t c = 0; c < C; c++) v += Z[i * C + c] * ga[c * d + (d - 1 - t)];
+      P[t * m + i] = v / sqrt(vals[t]);
+    }
+  }
+  free(Z), free(G), free(gv), free(ga);
+  return s;
+}
+
 nle_status nle_lda(nle_ctx *ctx, const nle_matf *Y, const int32_t *labels, const nle_lda_opts *opts,
                    nle_lda_result **result) {
   if (!result) return nle__fail(ctx, NLE_ERR_ARG, "nle_lda: NULL result");
@@ -195,48 +235,44 @@ nle_status nle_lda(nle_ctx *ctx, const nle_matf *Y, const int32_t *labels, const
   size_t n = Y ? Y->rows : 0, D = Y ? Y->cols : 0, d = (size_t)o.dim;
   if (!s && d > D) s = nle__fail(ctx, NLE_ERR_ARG, "lda: %zu components of %zu-dimensional points", d, D);
   double t0 = nle_time_seconds();
-  double *mean = NULL, *centres = NULL, *Sb = NULL, *T = NULL, *E = NULL, *vals = NULL, *vecs = NULL;
+  double *mean = NULL, *centres = NULL, *Mc = NULL, *T = NULL, *E = NULL;
+  lapack_int *piv = NULL;
   nle_lda_result *r = s ? NULL : nle__calloc(ctx, 1, sizeof *r, "the LDA result");
   if (!s && !r) s = NLE_ERR_NOMEM;
-  if (!s) s = nle__check_memory(ctx, 12.0 * (double)D * D * sizeof(double), "LDA's D x D scatters");
+  if (!s) s = nle__check_memory(ctx, 3.0 * (double)D * D * sizeof(double), "LDA's D x D scatters");
   if (!s) s = means(ctx, Y, labels, C, counts, &mean, &centres);
   if (!s) {
-    Sb = nle__malloc(ctx, D * D * sizeof(double), "S_b");
+    Mc = nle__malloc(ctx, D * (size_t)C * sizeof(double), "the class means");
     T = nle__malloc(ctx, D * D * sizeof(double), "T");
-    E = nle__malloc(ctx, D * D * sizeof(double), "T's spectrum");
-    vals = nle__malloc(ctx, D * sizeof(double), "eigenvalues");
-    vecs = nle__malloc(ctx, D * d * sizeof(double), "eigenvectors");
-    if (!Sb || !T || !E || !vals || !vecs) s = NLE_ERR_NOMEM;
+    E = nle__malloc(ctx, D * D * sizeof(double), "T's factor");
+    piv = nle__malloc(ctx, D * sizeof(lapack_int), "T's pivots");
+    r->eigenvalues = nle__malloc(ctx, d * sizeof(double), "eigenvalues");
+    if (!Mc || !T || !E || !piv || !r->eigenvalues) s = NLE_ERR_NOMEM;
+    else r->n_eigenvalues = (int)d;
   }
-  if (!s) {
-    between(mean, centres, counts, C, D, Sb);
+  if (!s) { /* S_b = Mc Mc^T (eq. 4.14), Mc's column k sqrt(N_k) (mu_k - mu) */
+    for (size_t a = 0; a < D; a++)
+      for (int c = 0; c < C; c++) Mc[a * (size_t)C + (size_t)c] = sqrt((double)counts[c]) * (centres[(size_t)c * D + a] - mean[a]);
     s = scatter(ctx, Y, labels, mean, NULL, T);
   }
-  if (!s) { /* T's rank: its eigenvalues above 1e-10 of the largest */
+  if (!s) { /* T's rank: pivoted Cholesky, pivots above 1e-10 of the largest diagonal */
+    double big = 0;
+    for (size_t a = 0; a < D; a++) big = fmax(big, T[a * D + a]);
     memcpy(E, T, D * D * sizeof(double));
-    s = nle__eig_dense(ctx, "lda", D, E, 0, D, vals, NULL);
-    int rank = 0;
-    for (size_t t = 0; !s && t < D; t++) rank += vals[t] > 1e-10 * vals[D - 1];
-    r->rank = rank;
-    if (!s && rank < (int)D && o.ridge == 0)
+    lapack_int rank = 0;
+    lapack_int info = LAPACKE_dpstrf(LAPACK_ROW_MAJOR, 'U', (lapack_int)D, E, (lapack_int)D, piv, &rank, 1e-10 * big);
+    if (info < 0) s = nle__fail(ctx, NLE_ERR_NUMERIC, "lda: LAPACK dpstrf failed (%d)", (int)info);
+    r->rank = (int)rank;
+    if (!s && (size_t)rank < D && o.ridge == 0)
       s = nle__fail(ctx, NLE_ERR_VALUE, "lda: the total scatter T has rank %d < D = %zu (constant or collinear "
                     "features): give a ridge (--ridge R adds R to T's diagonal) or fewer dimensions (e.g. PCA "
-                    "first)", rank, D);
+                    "first)", (int)rank, D);
   }
   for (size_t t = 0; !s && t < D; t++) T[t * D + t] += o.ridge;
-  if (!s) s = nle__eig_dense_general(ctx, "lda", D, Sb, T, D - d, d, vals, vecs);
-  if (!s) {
-    r->eigenvalues = nle__malloc(ctx, d * sizeof(double), "eigenvalues");
-    r->n_eigenvalues = (int)d;
-    if (!r->eigenvalues) s = NLE_ERR_NOMEM;
-  }
   if (!s) s = nle__projection_new(ctx, "lda", NLE_MAP_LINEAR, 0, D, d, NULL, &r->model);
+  if (!s) s = reduced_discriminants(ctx, "lda", D, T, Mc, (size_t)C, d, r->eigenvalues, r->model->A);
   if (!s) {
     memcpy(r->model->mean, mean, D * sizeof(double));
-    for (size_t t = 0; t < d; t++) {
-      r->eigenvalues[t] = vals[d - 1 - t];
-      for (size_t c = 0; c < D; c++) r->model->A[t * D + c] = vecs[c * d + (d - 1 - t)];
-    }
     s = nle_projection_transform(ctx, r->model, Y, &r->X);
   }
   if (!s) {
@@ -247,7 +283,7 @@ nle_status nle_lda(nle_ctx *ctx, const nle_matf *Y, const int32_t *labels, const
     if (!o.keep_model) nle_projection_model_free(&r->model);
     r->seconds = nle_time_seconds() - t0;
   }
-  free(counts), free(mean), free(centres), free(Sb), free(T), free(E), free(vals), free(vecs);
+  free(counts), free(mean), free(centres), free(Mc), free(T), free(E), free(piv);
   if (s) {
     nle_lda_result_free(&r);
     return s;
@@ -273,7 +309,7 @@ nle_status nle_klda(nle_ctx *ctx, const nle_matf *Y, const int32_t *labels, cons
   size_t n = Y ? Y->rows : 0, d = (size_t)o.dim, Cn = (size_t)C;
   double t0 = nle_time_seconds();
   if (!s) s = nle__check_memory(ctx, 2.0 * (double)n * n * sizeof(double), "kernel LDA's two N x N matrices");
-  double *K = NULL, *T = NULL, *m = NULL, *M = NULL, *Z = NULL, *G = NULL, *gv = NULL, *gvec = NULL, g = 0;
+  double *K = NULL, *T = NULL, *m = NULL, *M = NULL, g = 0;
   nle_lda_result *r = s ? NULL : nle__calloc(ctx, 1, sizeof *r, "the kernel LDA result");
   if (!s && !r) s = NLE_ERR_NOMEM;
   if (!s) s = nle__kernel_matrix(ctx, Y, &o.kernel, &K);
@@ -281,11 +317,9 @@ nle_status nle_klda(nle_ctx *ctx, const nle_matf *Y, const int32_t *labels, cons
     T = nle__malloc(ctx, n * n * sizeof(double), "kernel LDA's T");
     m = nle__calloc(ctx, n, sizeof(double), "the kernel's means");
     M = nle__calloc(ctx, n * Cn, sizeof(double), "the class means");
-    Z = nle__malloc(ctx, n * Cn * sizeof(double), "kernel LDA");
-    G = nle__malloc(ctx, Cn * Cn * sizeof(double), "kernel LDA");
-    gv = nle__malloc(ctx, Cn * sizeof(double), "kernel LDA");
-    gvec = nle__malloc(ctx, Cn * d * sizeof(double), "kernel LDA");
-    if (!T || !m || !M || !Z || !G || !gv || !gvec) s = NLE_ERR_NOMEM;
+    r->eigenvalues = nle__malloc(ctx, d * sizeof(double), "eigenvalues");
+    if (!T || !m || !M || !r->eigenvalues) s = NLE_ERR_NOMEM;
+    else r->n_eigenvalues = (int)d;
   }
   if (!s) { /* centre K in place (eq. 4.18), keeping the means for new points */
     for (size_t i = 0; i < n; i++) {
@@ -310,40 +344,11 @@ nle_status nle_klda(nle_ctx *ctx, const nle_matf *Y, const int32_t *labels, cons
     for (size_t i = 0; i < n; i++)
       for (size_t c = 0; c < Cn; c++) M[i * Cn + c] /= sqrt((double)counts[c]);
   }
-  if (!s) { /* Z = T^-1 M by Cholesky */
-    memcpy(Z, M, n * Cn * sizeof(double));
-    lapack_int info = LAPACKE_dposv(LAPACK_ROW_MAJOR, 'U', (lapack_int)n, (lapack_int)Cn, T, (lapack_int)n, Z,
-                                    (lapack_int)Cn);
-    if (info) s = nle__fail(ctx, NLE_ERR_NUMERIC, "klda: K^2 + ridge I is not positive definite (LAPACK %d)", (int)info);
-  }
-  if (!s) { /* the C x C problem M^T T^-1 M a = lambda a */
-    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)Cn, (int)Cn, (int)n, 1.0, M, (int)Cn, Z, (int)Cn, 0.0,
-                G, (int)Cn);
-    for (size_t a = 0; a < Cn; a++)
-      for (size_t b = 0; b < a; b++) G[a * Cn + b] = G[b * Cn + a] = 0.5 * (G[a * Cn + b] + G[b * Cn + a]);
-    s = nle__eig_dense(ctx, "klda", Cn, G, Cn - d, d, gv, gvec);
-  }
-  if (!s) {
-    r->eigenvalues = nle__malloc(ctx, d * sizeof(double), "eigenvalues");
-    if (!r->eigenvalues) s = NLE_ERR_NOMEM;
-    else r->n_eigenvalues = (int)d;
-  }
-  for (size_t t = 0; !s && t < d; t++) {
-    r->eigenvalues[t] = gv[d - 1 - t];
-    if (!(r->eigenvalues[t] > 0))
-      s = nle__fail(ctx, NLE_ERR_NUMERIC, "klda: eigenvalue %zu is %g: fewer than %zu discriminant directions", t + 1,
-                    r->eigenvalues[t], d);
-  }
   if (!s) s = nle__projection_new(ctx, "klda", NLE_MAP_KERNEL, n, Y->cols, d, Y, &r->model);
-  if (!s) { /* p_t = T^-1 M a_t / sqrt(lambda_t); X = K-bar P */
+  if (!s) s = reduced_discriminants(ctx, "klda", n, T, M, Cn, d, r->eigenvalues, r->model->A);
+  if (!s) { /* X = K-bar P */
     r->model->kernel = o.kernel, r->model->grand = g;
     memcpy(r->model->mean, m, n * sizeof(double));
-    for (size_t t = 0; t < d; t++)
-      for (size_t i = 0; i < n; i++) {
-        double v = 0;
-        for (size_t c = 0; c < Cn; c++) v += Z[i * Cn + c] * gvec[c * d + (d - 1 - t)];
-        r->model->A[t * n + i] = v / sqrt(r->eigenvalues[t]);
-      }
     s = nle_matd_alloc(ctx, n, d, &r->X);
   }
   if (!s) {
@@ -355,7 +360,7 @@ nle_status nle_klda(nle_ctx *ctx, const nle_matf *Y, const int32_t *labels, cons
     if (!o.keep_model) nle_projection_model_free(&r->model);
     r->seconds = nle_time_seconds() - t0;
   }
-  free(counts), free(K), free(T), free(m), free(M), free(Z), free(G), free(gv), free(gvec);
+  free(counts), free(K), free(T), free(m), free(M);
   if (s) {
     nle_lda_result_free(&r);
     return s;

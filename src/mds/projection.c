@@ -6,9 +6,12 @@
 #include "mds_internal.h"
 #include "../io/io_internal.h"
 
+#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+enum { TRANSFORM_ROWS = 1024 };
 
 nle_status nle__projection_new(nle_ctx *ctx, const char *method, nle_map_kind map, size_t m, size_t D, size_t dim,
                                const nle_matf *R, nle_projection_model **out) {
@@ -40,17 +43,12 @@ void nle_projection_model_free(nle_projection_model **p) {
   *p = NULL;
 }
 
-/* x = A phi for every row of Phi (M x cols). */
-static nle_status apply_map(nle_ctx *ctx, const nle_projection_model *p, const double *Phi, size_t M, size_t cols,
-                            nle_matd **X) {
-  nle_status s = nle_matd_alloc(ctx, M, p->dim, X);
-  for (size_t i = 0; !s && i < M; i++)
-    for (size_t t = 0; t < p->dim; t++) {
-      double v = 0;
-      for (size_t l = 0; l < cols; l++) v += p->A[t * cols + l] * Phi[i * cols + l];
-      (*X)->data[i * p->dim + t] = v;
-    }
-  return s;
+/* x = A phi for the rows of Phi (M x cols) into X's rows from `first`. */
+static void apply_map(const nle_projection_model *p, const double *Phi, size_t M, size_t cols, nle_matd *X,
+                      size_t first) {
+  if (M)
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)p->dim, (int)cols, 1.0, Phi, (int)cols, p->A,
+                (int)cols, 0.0, X->data + first * p->dim, (int)p->dim);
 }
 
 /* The kernel map's phi from y's kernel row (in place). */
@@ -76,29 +74,51 @@ nle_status nle_projection_transform(nle_ctx *ctx, const nle_projection_model *p,
   if (p->map != NLE_MAP_LINEAR && (!p->R || p->kernel.kind == NLE_PDK_PRECOMPUTED))
     return nle__fail(ctx, NLE_ERR_ARG, "transform: the %s model has no reference points (a precomputed kernel: give "
                      "the new points' kernel rows)", p->method);
+  /* by blocks of rows: the features of a block (rows x cols) at a time,
+   * then one GEMM */
   size_t M = Y->rows, D = p->D, cols = p->map == NLE_MAP_LINEAR ? D : p->m;
-  nle_status s = nle__check_memory(ctx, (double)M * (double)cols * sizeof(double), "the new points' features");
-  double *Phi = s ? NULL : nle__malloc(ctx, (M ? M : 1) * cols * sizeof(double), "the new points' features");
+  size_t block = M < TRANSFORM_ROWS ? (M ? M : 1) : TRANSFORM_ROWS;
+  nle_status s = nle__check_memory(ctx, (double)block * (double)cols * sizeof(double), "the new points' features");
+  double *Phi = s ? NULL : nle__malloc(ctx, block * cols * sizeof(double), "the new points' features");
+  double *rnorm = NULL;
   if (!s && !Phi) s = NLE_ERR_NOMEM;
-  if (!s && p->map == NLE_MAP_LINEAR) {
-    for (size_t i = 0; i < M; i++)
-      for (size_t c = 0; c < D; c++) Phi[i * D + c] = (double)Y->data[i * D + c] - p->mean[c];
-  } else if (!s && p->map == NLE_MAP_TRIANGULATION) {
-    for (size_t i = 0; i < M; i++)
-      for (size_t l = 0; l < p->m; l++) {
-        double d2 = 0;
-        for (size_t c = 0; c < D; c++) {
-          double diff = (double)Y->data[i * D + c] - p->R->data[l * D + c];
-          d2 += diff * diff;
-        }
-        Phi[i * p->m + l] = -0.5 * (d2 - p->mean[l]);
-      }
-  } else if (!s) {
-    s = nle__kernel_cross(ctx, Y, p->R, &p->kernel, Phi);
-    if (!s) centre_kernel_rows(p, Phi, M);
+  if (!s) s = nle_matd_alloc(ctx, M, p->dim, X);
+  if (!s && p->map == NLE_MAP_TRIANGULATION) {
+    if (!(rnorm = nle__malloc(ctx, p->m * sizeof(double), "the landmarks' norms"))) s = NLE_ERR_NOMEM;
+    for (size_t l = 0; !s && l < p->m; l++) {
+      double v = 0;
+      for (size_t c = 0; c < D; c++) v += (double)p->R->data[l * D + c] * p->R->data[l * D + c];
+      rnorm[l] = v;
+    }
   }
-  if (!s) s = apply_map(ctx, p, Phi, M, cols, X);
+  nle_pdkernel linear;
+  nle_pdkernel_init(&linear);
+  linear.kind = NLE_PDK_LINEAR;
+  for (size_t r0 = 0; !s && r0 < M; r0 += block) {
+    size_t rows = M - r0 < block ? M - r0 : block;
+    nle_matf view = {rows, D, Y->data + r0 * D};
+    if (p->map == NLE_MAP_LINEAR) {
+      for (size_t i = 0; i < rows; i++)
+        for (size_t c = 0; c < D; c++) Phi[i * D + c] = (double)view.data[i * D + c] - p->mean[c];
+    } else if (p->map == NLE_MAP_TRIANGULATION) { /* -1/2 (|y - r_l|^2 - mean_l) from the inner products */
+      s = nle__kernel_cross(ctx, &view, p->R, &linear, Phi);
+      for (size_t i = 0; !s && i < rows; i++) {
+        double ny = 0;
+        for (size_t c = 0; c < D; c++) ny += (double)view.data[i * D + c] * view.data[i * D + c];
+        for (size_t l = 0; l < p->m; l++) {
+          double d2 = ny + rnorm[l] - 2.0 * Phi[i * p->m + l];
+          Phi[i * p->m + l] = -0.5 * ((d2 > 0 ? d2 : 0.0) - p->mean[l]);
+        }
+      }
+    } else {
+      s = nle__kernel_cross(ctx, &view, p->R, &p->kernel, Phi);
+      if (!s) centre_kernel_rows(p, Phi, rows);
+    }
+    if (!s) apply_map(p, Phi, rows, cols, *X, r0);
+  }
   free(Phi);
+  free(rnorm);
+  if (s) nle_matd_free(X);
   return s;
 }
 
@@ -115,7 +135,8 @@ nle_status nle_projection_transform_kernel(nle_ctx *ctx, const nle_projection_mo
   if (!Phi) return NLE_ERR_NOMEM;
   memcpy(Phi, Knew->data, M * p->m * sizeof(double));
   centre_kernel_rows(p, Phi, M);
-  nle_status s = apply_map(ctx, p, Phi, M, p->m, X);
+  nle_status s = nle_matd_alloc(ctx, M, p->dim, X);
+  if (!s) apply_map(p, Phi, M, p->m, *X, 0);
   free(Phi);
   return s;
 }
@@ -150,24 +171,24 @@ nle_status nle_projection_model_load(nle_ctx *ctx, const char *path, nle_project
   s = nle__rec_get(ctx, &f, "ints", 'l', PM_INTS, &iv);
   if (!s) s = nle__rec_get(ctx, &f, "doubles", 'd', PM_DOUBLES, &dv);
   if (!s) s = nle__rec_text(ctx, &f, "method", method, sizeof method);
-  const int64_t *I = iv;
+  const int64_t *hdr = iv;
   const double *Dv = dv;
-  if (!s && !(I[PM_MAP] >= 0 && I[PM_MAP] <= NLE_MAP_KERNEL && I[PM_M] >= 0 && I[PM_M] <= INT32_MAX && I[PM_D] >= 1 &&
-              I[PM_D] <= INT32_MAX && I[PM_DIM] >= 1 && I[PM_DIM] <= 100000 && I[PM_KERNEL] >= 0 &&
-              I[PM_KERNEL] <= NLE_PDK_PRECOMPUTED && I[PM_DEGREE] >= 1 && I[PM_DEGREE] <= 100 &&
-              I[PM_NEIGHBORS] >= 0 && (I[PM_MAP] == NLE_MAP_LINEAR || I[PM_M] >= 1) && isfinite(Dv[PM_GRAND]) &&
+  if (!s && !(hdr[PM_MAP] >= 0 && hdr[PM_MAP] <= NLE_MAP_KERNEL && hdr[PM_M] >= 0 && hdr[PM_M] <= INT32_MAX && hdr[PM_D] >= 1 &&
+              hdr[PM_D] <= INT32_MAX && hdr[PM_DIM] >= 1 && hdr[PM_DIM] <= 100000 && hdr[PM_KERNEL] >= 0 &&
+              hdr[PM_KERNEL] <= NLE_PDK_PRECOMPUTED && hdr[PM_DEGREE] >= 1 && hdr[PM_DEGREE] <= 100 &&
+              hdr[PM_NEIGHBORS] >= 0 && (hdr[PM_MAP] == NLE_MAP_LINEAR || hdr[PM_M] >= 1) && isfinite(Dv[PM_GRAND]) &&
               isfinite(Dv[PM_GAMMA]) && isfinite(Dv[PM_COEF0])))
     s = nle__fail(ctx, NLE_ERR_FORMAT, "damaged projection model header");
   nle_projection_model *p = NULL;
   if (!s)
-    s = nle__projection_new(ctx, method, (nle_map_kind)I[PM_MAP], (size_t)I[PM_M], (size_t)I[PM_D],
-                            (size_t)I[PM_DIM], NULL, &p);
+    s = nle__projection_new(ctx, method, (nle_map_kind)hdr[PM_MAP], (size_t)hdr[PM_M], (size_t)hdr[PM_D],
+                            (size_t)hdr[PM_DIM], NULL, &p);
   size_t cols = p ? (p->map == NLE_MAP_LINEAR ? p->D : p->m) : 0;
   double *mean = NULL, *A = NULL;
   if (!s) {
     p->grand = Dv[PM_GRAND];
-    p->kernel.kind = (nle_pdkernel_kind)I[PM_KERNEL], p->kernel.degree = (int)I[PM_DEGREE];
-    p->kernel.neighbors = (int)I[PM_NEIGHBORS], p->kernel.gamma = Dv[PM_GAMMA], p->kernel.coef0 = Dv[PM_COEF0];
+    p->kernel.kind = (nle_pdkernel_kind)hdr[PM_KERNEL], p->kernel.degree = (int)hdr[PM_DEGREE];
+    p->kernel.neighbors = (int)hdr[PM_NEIGHBORS], p->kernel.gamma = Dv[PM_GAMMA], p->kernel.coef0 = Dv[PM_COEF0];
     s = nle__rec_copy_doubles(ctx, &f, "mean", cols, &mean);
   }
   if (!s) s = nle__rec_copy_doubles(ctx, &f, "A", p->dim * cols, &A);
