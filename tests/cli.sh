@@ -209,7 +209,7 @@ expect_ok lmds_model $N lmds swissroll:3000 --landmarks 100 -o "$T/lm.npy" --sav
 expect_ok lmds_transform $N transform "$T/lm.nle" swissroll:3000 -o "$T/lmt.npy" --quiet
 if grep -q '"map": "triangulation"' "$T/stdout" && same_arrays "$T/lm.npy" "$T/lmt.npy" 1e-9; then ok lmds_transform_training
 else bad lmds_transform_training "$(cat "$T/stdout")"; fi
-for m in kpca lda klda; do
+for m in cmds kpca lda klda; do
   expect_ok "${m}_model" $N $m blobs:300:5:4 -o "$T/$m.npy" --save-model "$T/$m.nle" --quiet
   expect_ok "${m}_transform" $N transform "$T/$m.nle" blobs:300:5:4 -o "$T/${m}t.npy" --quiet
   if same_arrays "$T/$m.npy" "$T/${m}t.npy" 1e-6; then ok "${m}_transform_training"; else bad "${m}_transform_training" "$(cat "$T/stdout")"; fi
