@@ -69,7 +69,8 @@ typedef struct {
 struct nle_projection_model;
 
 typedef struct {
-  nle_matd *X;            /* N x dim, centred */
+  nle_matd *X;            /* N x dim, centred (landmark MDS: the landmarks'
+                             centroid at 0) */
   double *eigenvalues;    /* classical/landmark: B's top dim, descending (the
                              SMACOF family: those of its classical start) */
   int n_eigenvalues;

@@ -130,12 +130,6 @@ nle_status nle__kernel_resolve(nle_ctx *ctx, const nle_matf *Y, nle_pdkernel *k)
   return NLE_OK;
 }
 
-double nle__kernel_value(const nle_pdkernel *k, const float *a, const float *b, size_t D) {
-  double dot = 0, na = 0, nb = 0;
-  for (size_t c = 0; c < D; c++) dot += (double)a[c] * b[c], na += (double)a[c] * a[c], nb += (double)b[c] * b[c];
-  return kernel_of(k, dot, na, nb);
-}
-
 /* Rows of Q against R by DGEMM blocks (inner products), then the kernel. */
 typedef struct {
   const nle_matf *Q, *R;

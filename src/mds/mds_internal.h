@@ -40,15 +40,13 @@ nle_status nle__mds_smacof(nle_ctx *ctx, bool nonmetric, const nle__dissim *S, c
 void nle__mds_measures(nle_ctx *ctx, const float *delta, size_t n, const nle_matd *X, double *stress1,
                        double *normalized, double *sammon, double *raw);
 
-/* kernel.c: the kernel between rows a and b of D coordinates. */
-double nle__kernel_value(const nle_pdkernel *k, const float *a, const float *b, size_t D);
-/* The automatic gamma of kernel k for the points Y (k->gamma NLE_AUTO). */
+/* kpca.c: the automatic gamma of kernel k for the points Y (k->gamma NLE_AUTO). */
 nle_status nle__kernel_resolve(nle_ctx *ctx, const nle_matf *Y, nle_pdkernel *k);
 /* The dense N x N kernel matrix of Y (Gaussian: GEMM for the distances),
  * row-major doubles, in parallel. */
 nle_status nle__kernel_matrix(nle_ctx *ctx, const nle_matf *Y, const nle_pdkernel *k, double **K);
-/* Rows a..b of the kernel between Q (M x D) and the reference points R
- * (m x D) into out (M x m). */
+/* The kernel between the rows of Q (M x D) and the reference points R
+ * (m x D) into out (M x m, row-major), by blocks of DGEMM in parallel. */
 nle_status nle__kernel_cross(nle_ctx *ctx, const nle_matf *Q, const nle_matf *R, const nle_pdkernel *k, double *out);
 
 /* projection.c: a new model with its arrays allocated (R copied from Y

@@ -306,7 +306,7 @@ typedef struct {
 } nonmetric_state;
 
 typedef struct {
-  double d, key;
+  double d;
   uint32_t p;
 } tie_item;
 
