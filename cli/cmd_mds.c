@@ -334,8 +334,8 @@ int cmd_mds(int argc, char **argv, const char *command) {
       print_number("raw_stress", mr->raw_stress);
       if (mc->method != NLE_MDS_CLASSICAL && mc->method != NLE_MDS_LANDMARK) {
         print_number("start_stress", mr->start_stress);
-        printf(", \"iterations\": %d, \"starts\": %d, \"best_start\": %d", mr->iterations, mr->starts_run,
-               mr->best_start);
+        printf(", \"iterations\": %d, \"starts\": %d, \"best_start\": %d, \"starts_abandoned\": %d", mr->iterations,
+               mr->starts_run, mr->best_start, mr->starts_abandoned);
         if (mc->method == NLE_MDS_NONMETRIC) printf(", \"ties\": \"%s\"", nle_mds_ties_name(mr->resolved.ties));
       }
     } else if (kr) {

@@ -207,10 +207,16 @@ static void french_iterative(void) {
   nle_mds_result_free(&r);
   /* several starts keep the least stress, never above the classical start's */
   o.starts = 4, o.tol = 1e-6, o.max_iter = 300;
+  nle_mds_result *one = NULL;
   if (nle_test_ok(nle_mds(ctx, NLE_MDS_METRIC, &in, &o, &r))) {
     nle_test(r->starts_run == 4 && r->raw_stress <= 250671.708 * (1 + 1e-4));
+    /* the later starts, abandoned or not, leave the classical start's run as it was */
+    o.starts = 1;
+    if (r->best_start == 0 && nle_test_ok(nle_mds(ctx, NLE_MDS_METRIC, &in, &o, &one)))
+      nle_test(memcmp(one->X->data, r->X->data, 20 * sizeof(double)) == 0 && one->iterations == r->iterations);
   }
   nle_mds_result_free(&r);
+  nle_mds_result_free(&one);
   nle_matd_free(&T);
   nle_ctx_free(&ctx);
 }

@@ -90,6 +90,9 @@ typedef struct {
   double sammon_stress;     /* sum (delta - d)^2 / delta / sum delta */
   double start_stress;      /* the kept run's objective at its start */
   int iterations, best_start, starts_run;
+  int starts_abandoned;     /* later starts stopped once even their present
+                               rate of decrease, kept up for every remaining
+                               iteration, would not beat the best start */
   double *history;          /* the kept run's objective at its start and
                                after each iteration (iterations + 1) */
   nle_mds_opts resolved;

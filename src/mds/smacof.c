@@ -568,6 +568,14 @@ nle_status nle__mds_smacof(nle_ctx *ctx, bool nonmetric, const nle__dissim *S, c
       if (s) break;
       hist[it] = cur;
       if ((it > 0 && !(prev - cur >= o->tol * prev)) || it == o->max_iter) break;
+      /* a later start is abandoned once its present rate of decrease, kept
+       * up for every remaining iteration, would not take it below the best
+       * start's stress (the decrease per iteration shrinks as SMACOF
+       * converges) */
+      if (run > 0 && it > 0 && cur - (prev - cur) * (double)(o->max_iter - it) > best_stress) {
+        r->starts_abandoned++;
+        break;
+      }
       if (nonmetric) s = nonmetric_step(ctx, &st, X, n, d); /* one Guttman step towards dhat */
       else if (weighted) s = cg_solve(&wk, X);
       if (s) break;
