@@ -130,12 +130,14 @@ nle_status nle__kernel_resolve(nle_ctx *ctx, const nle_matf *Y, nle_pdkernel *k)
   return NLE_OK;
 }
 
-/* Rows of Q against R by DGEMM blocks (inner products), then the kernel. */
+/* Rows of Q against R by DGEMM blocks (inner products in double), then
+ * what the caller asked of each pair. */
 typedef struct {
   const nle_matf *Q, *R;
+  nle__pair_output what;
   const nle_pdkernel *k;
   const double *qn, *rn;
-  double *out;
+  void *out;
 } cross_job;
 
 static int cross_block(void *job, size_t b, void *scratch) {
@@ -149,10 +151,21 @@ static int cross_block(void *job, size_t b, void *scratch) {
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)cols, (int)D, 1.0, A, (int)D, Bm, (int)D,
                 0.0, G, KBLOCK);
     for (size_t r = 0; r < rows; r++) {
-      double *out = j->out + (i0 + r) * m + c0;
-      if (j->k->kind == NLE_PDK_GAUSSIAN) gaussian_row(j->k->gamma, G + r * KBLOCK, j->qn[i0 + r], j->rn + c0, cols, out);
-      else
-        for (size_t c = 0; c < cols; c++) out[c] = kernel_of(j->k, G[r * KBLOCK + c], j->qn[i0 + r], j->rn[c0 + c]);
+      const double *g = G + r * KBLOCK, *rn = j->rn + c0;
+      double qn = j->qn[i0 + r];
+      size_t at = (i0 + r) * m + c0;
+      if (j->what == NLE__PAIR_KERNEL && j->k->kind == NLE_PDK_GAUSSIAN) {
+        gaussian_row(j->k->gamma, g, qn, rn, cols, (double *)j->out + at);
+      } else if (j->what == NLE__PAIR_KERNEL) {
+        for (size_t c = 0; c < cols; c++) ((double *)j->out)[at + c] = kernel_of(j->k, g[c], qn, rn[c]);
+      } else {
+        for (size_t c = 0; c < cols; c++) {
+          double d2 = qn + rn[c] - 2.0 * g[c];
+          d2 = d2 > 0 ? d2 : 0.0;
+          if (j->what == NLE__PAIR_SQDIST) ((double *)j->out)[at + c] = d2;
+          else ((float *)j->out)[at + c] = (float)sqrt(d2);
+        }
+      }
     }
   }
   return 0;
@@ -167,12 +180,13 @@ static double *squared_norms(nle_ctx *ctx, const nle_matf *Y) {
   return v;
 }
 
-nle_status nle__kernel_cross(nle_ctx *ctx, const nle_matf *Q, const nle_matf *R, const nle_pdkernel *k, double *out) {
+nle_status nle__pairwise(nle_ctx *ctx, const nle_matf *Q, const nle_matf *R, nle__pair_output what,
+                         const nle_pdkernel *k, void *out) {
   double *qn = squared_norms(ctx, Q), *rn = squared_norms(ctx, R);
   nle_status s = qn && rn ? NLE_OK : NLE_ERR_NOMEM;
-  cross_job job = {Q, R, k, qn, rn, out};
+  cross_job job = {Q, R, what, k, qn, rn, out};
   if (!s)
-    s = nle__for_blocks(ctx, "kernel", (Q->rows + KBLOCK - 1) / KBLOCK,
+    s = nle__for_blocks(ctx, "pairs", (Q->rows + KBLOCK - 1) / KBLOCK,
                         nle__threads_for(ctx, (double)Q->rows * (double)R->rows * (double)Q->cols),
                         (2 * KBLOCK * Q->cols + KBLOCK * KBLOCK) * sizeof(double), cross_block, &job);
   free(qn), free(rn);
@@ -189,7 +203,7 @@ nle_status nle__kernel_matrix(nle_ctx *ctx, const nle_matf *Y, const nle_pdkerne
                      bytes / 1073741824.0, (double)nle__memory_cap(ctx) / 1073741824.0);
   *K = nle__malloc_huge(n * n * sizeof(double));
   if (!*K) return nle__fail(ctx, NLE_ERR_NOMEM, "out of memory for the N x N kernel matrix");
-  s = nle__kernel_cross(ctx, Y, Y, k, *K);
+  s = nle__pairwise(ctx, Y, Y, NLE__PAIR_KERNEL, k, *K);
   if (s) free(*K), *K = NULL;
   return s;
 }
@@ -201,6 +215,7 @@ typedef struct {
   const nle_csr *W;
   const double *m;
   double g;
+  int threads;
 } centred_kernel;
 
 static int centred_apply(void *user, const double *x, double *y) {
@@ -209,7 +224,7 @@ static int centred_apply(void *user, const double *x, double *y) {
   if (c->K) cblas_dsymv(CblasRowMajor, CblasUpper, (int)n, 1.0, c->K, (int)n, x, 1, 0.0, y, 1);
   else {
     const double *v = c->W->val;
-#pragma omp parallel for schedule(static) if (n > 20000)
+#pragma omp parallel for schedule(static) num_threads(c->threads)
     for (size_t i = 0; i < n; i++) {
       double acc = x[i]; /* k(x, x) = 1 */
       for (int64_t q = c->W->rowptr[i]; q < c->W->rowptr[i + 1]; q++) acc += v[q] * x[c->W->colind[q]];
@@ -271,11 +286,8 @@ nle_status nle_kpca(nle_ctx *ctx, const nle_matf *Y, const nle_matd *Kin, const 
       return nle__fail(ctx, NLE_ERR_VALUE, "kernel matrix: entry (%zu, %zu) is %g: a kernel matrix is finite and "
                        "symmetric", i + 1, j + 1, Kin->data[e]);
   }
-  for (size_t e = 0; !pre && e < n * Y->cols; e++)
-    if (!isfinite(Y->data[e]))
-      return nle__fail(ctx, NLE_ERR_VALUE, "points: row %zu, column %zu is %g, not finite", e / Y->cols + 1,
-                       e % Y->cols + 1, (double)Y->data[e]);
-  if (!pre) s = nle__kernel_resolve(ctx, Y, &o.kernel);
+  if (!pre) s = nle__check_finite_rows(ctx, "points", Y);
+  if (!pre && !s) s = nle__kernel_resolve(ctx, Y, &o.kernel);
   if (s) return s;
   double t0 = nle_time_seconds();
   nle_kpca_result *r = nle__calloc(ctx, 1, sizeof *r, "the kernel PCA result");
@@ -311,7 +323,7 @@ nle_status nle_kpca(nle_ctx *ctx, const nle_matf *Y, const nle_matd *Kin, const 
     }
   }
   double t1 = nle_time_seconds();
-  centred_kernel op = {n, K, W, m, g};
+  centred_kernel op = {n, K, W, m, g, W ? nle__threads_for(ctx, (double)W->nnz) : 1};
   if (!s && K && n <= DENSE_MAX_N) { /* small: the centred matrix itself */
     double *C = nle__malloc(ctx, n * n * sizeof(double), "the centred kernel");
     if (!C) s = NLE_ERR_NOMEM;
@@ -323,21 +335,8 @@ nle_status nle_kpca(nle_ctx *ctx, const nle_matf *Y, const nle_matd *Kin, const 
     s = nle__lanczos(ctx, "kernel PCA", n, centred_apply, &op, (int)d, NLE__EIG_LARGEST, 0.0, asc, V);
   }
   r->eigen_seconds = nle_time_seconds() - t1;
-  if (!s) {
-    r->eigenvalues = nle__malloc(ctx, d * sizeof(double), "eigenvalues");
-    if (!r->eigenvalues) s = NLE_ERR_NOMEM;
-    else r->n_eigenvalues = (int)d;
-  }
-  for (size_t t = 0; !s && t < d; t++) {
-    r->eigenvalues[t] = asc[d - 1 - t];
-    if (!(r->eigenvalues[t] > 0))
-      s = nle__fail(ctx, NLE_ERR_NUMERIC, "kpca: eigenvalue %zu of the centred kernel is %g, not positive: the kernel "
-                    "has fewer than %zu useful directions", t + 1, r->eigenvalues[t], d);
-  }
-  if (!s) s = nle_matd_alloc(ctx, n, d, &r->X);
-  for (size_t i = 0; !s && i < n; i++)
-    for (size_t t = 0; t < d; t++) r->X->data[i * d + t] = V[i * d + (d - 1 - t)] * sqrt(r->eigenvalues[t]);
-  if (!s) nle__fix_signs(r->X->data, n, d);
+  if (!s) s = nle__scale_eigenvectors(ctx, "kpca", n, d, asc, d - 1, V, d, &r->eigenvalues, &r->X);
+  if (r->eigenvalues) r->n_eigenvalues = (int)d;
   if (!s && o.keep_model) { /* x(y) = Lambda^-1/2 V^T k-bar(y): a training point gets its row of X back */
     s = nle__projection_new(ctx, "kpca", NLE_MAP_KERNEL, n, Y->cols, d, Y, &r->model);
     if (!s) {

@@ -120,38 +120,39 @@ static nle_status means(nle_ctx *ctx, const nle_matf *Y, const int32_t *labels, 
   return NLE_OK;
 }
 
-/* S_b = sum_k N_k (mu_k - mu)(mu_k - mu)^T (eq. 4.14). */
-static void between(const double *mean, const double *centres, const size_t *counts, int C, size_t D, double *Sb) {
-  memset(Sb, 0, D * D * sizeof(double));
-  for (int c = 0; c < C; c++)
-    for (size_t a = 0; a < D; a++) {
-      double u = centres[(size_t)c * D + a] - mean[a];
-      for (size_t b = 0; b < D; b++) Sb[a * D + b] += (double)counts[c] * u * (centres[(size_t)c * D + b] - mean[b]);
-    }
+/* Mc (D x C), column k sqrt(N_k) (mu_k - mu): S_b = sum_k N_k (mu_k -
+ * mu)(mu_k - mu)^T = Mc Mc^T (eq. 4.14), of rank <= C - 1. */
+static void class_offsets(const double *mean, const double *centres, const size_t *counts, int C, size_t D,
+                          double *Mc) {
+  for (size_t a = 0; a < D; a++)
+    for (int c = 0; c < C; c++)
+      Mc[a * (size_t)C + (size_t)c] = sqrt((double)counts[c]) * (centres[(size_t)c * D + a] - mean[a]);
 }
 
 nle_status nle_scatter(nle_ctx *ctx, const nle_matf *Y, const int32_t *labels, double *Sb, double *Sw, double *St) {
   if (!Y || !labels) return nle__fail(ctx, NLE_ERR_ARG, "nle_scatter: NULL argument");
   int C = 0;
   size_t *counts = NULL;
-  double *mean = NULL, *centres = NULL;
+  double *mean = NULL, *centres = NULL, *Mc = NULL;
+  size_t D = Y->cols;
   nle_status s = class_counts(ctx, labels, Y->rows, &C, &counts);
   if (!s) s = means(ctx, Y, labels, C, counts, &mean, &centres);
-  if (!s && Sb) between(mean, centres, counts, C, Y->cols, Sb);
+  if (!s && Sb && !(Mc = nle__malloc(ctx, D * (size_t)C * sizeof(double), "the class means"))) s = NLE_ERR_NOMEM;
+  if (!s && Sb) {
+    class_offsets(mean, centres, counts, C, D, Mc);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)D, (int)D, C, 1.0, Mc, C, Mc, C, 0.0, Sb, (int)D);
+  }
   if (!s && Sw) s = scatter(ctx, Y, labels, mean, centres, Sw);
   if (!s && St) s = scatter(ctx, Y, labels, mean, NULL, St);
-  free(counts), free(mean), free(centres);
+  free(counts), free(mean), free(centres), free(Mc);
   return s;
 }
 
 static nle_status check_common(nle_ctx *ctx, const char *what, const nle_matf *Y, const int32_t *labels,
                                nle_lda_opts *o, int *C, size_t **counts) {
   if (!Y || !labels) return nle__fail(ctx, NLE_ERR_ARG, "%s: NULL points or labels", what);
-  for (size_t e = 0; e < Y->rows * Y->cols; e++)
-    if (!isfinite(Y->data[e]))
-      return nle__fail(ctx, NLE_ERR_VALUE, "points: row %zu, column %zu is %g, not finite", e / Y->cols + 1,
-                       e % Y->cols + 1, (double)Y->data[e]);
-  nle_status s = class_counts(ctx, labels, Y->rows, C, counts);
+  nle_status s = nle__check_finite_rows(ctx, "points", Y);
+  if (!s) s = class_counts(ctx, labels, Y->rows, C, counts);
   if (s) return s;
   if (o->dim == NLE_AUTO) o->dim = *C - 1 < 2 ? *C - 1 : 2;
   if (o->dim < 1 || o->dim > *C - 1)
@@ -162,23 +163,26 @@ static nle_status check_common(nle_ctx *ctx, const char *what, const nle_matf *Y
   return NLE_OK;
 }
 
-/* Rows of A (dim x cols) scaled so the within-class covariance of X = Phi
- * A^T is the identity, and signed as nle__fix_signs signs X; X filled. */
-static void within_whiten(const int32_t *labels, const size_t *counts, int C, size_t n, size_t dim, double *X,
-                          double *A, size_t cols) {
+/* Each axis of X (and its row of the map A, dim x cols) scaled so that
+ * the within-class covariance S_w / (N - C) of X is I, then signed as
+ * nle__fix_signs signs. */
+static nle_status within_whiten(nle_ctx *ctx, const int32_t *labels, const size_t *counts, int C, nle_matd *X,
+                                double *A, size_t cols) {
+  size_t n = X->rows, dim = X->cols;
+  double *cm = nle__malloc(ctx, (size_t)C * sizeof(double), "the class means");
+  if (!cm) return NLE_ERR_NOMEM;
   for (size_t t = 0; t < dim; t++) {
-    double *cm = calloc((size_t)C, sizeof(double)), sw = 0;
-    if (!cm) continue; /* no memory: that axis keeps T's scale */
-    for (size_t i = 0; i < n; i++) cm[labels[i]] += X[i * dim + t] / (double)counts[labels[i]];
-    for (size_t i = 0; i < n; i++) sw += (X[i * dim + t] - cm[labels[i]]) * (X[i * dim + t] - cm[labels[i]]);
-    free(cm);
-    double scale = sw > 0 && n > (size_t)C ? sqrt((double)(n - (size_t)C) / sw) : 1.0, big = 0;
-    for (size_t i = 0; i < n; i++)
-      if (fabs(X[i * dim + t]) > fabs(big)) big = X[i * dim + t];
-    if (big < 0) scale = -scale;
-    for (size_t i = 0; i < n; i++) X[i * dim + t] *= scale;
+    double sw = 0, *x = X->data;
+    memset(cm, 0, (size_t)C * sizeof(double));
+    for (size_t i = 0; i < n; i++) cm[labels[i]] += x[i * dim + t] / (double)counts[labels[i]];
+    for (size_t i = 0; i < n; i++) sw += (x[i * dim + t] - cm[labels[i]]) * (x[i * dim + t] - cm[labels[i]]);
+    double scale = sw > 0 && n > (size_t)C ? sqrt((double)(n - (size_t)C) / sw) : 1.0;
+    for (size_t i = 0; i < n; i++) x[i * dim + t] *= scale;
     for (size_t c = 0; c < cols; c++) A[t * cols + c] *= scale;
   }
+  free(cm);
+  nle__fix_signs_map(X, A, cols);
+  return NLE_OK;
 }
 
 /* The top d discriminant directions of H p = lambda T p for H = M M^T of
@@ -250,9 +254,8 @@ nle_status nle_lda(nle_ctx *ctx, const nle_matf *Y, const int32_t *labels, const
     if (!Mc || !T || !E || !piv || !r->eigenvalues) s = NLE_ERR_NOMEM;
     else r->n_eigenvalues = (int)d;
   }
-  if (!s) { /* S_b = Mc Mc^T (eq. 4.14), Mc's column k sqrt(N_k) (mu_k - mu) */
-    for (size_t a = 0; a < D; a++)
-      for (int c = 0; c < C; c++) Mc[a * (size_t)C + (size_t)c] = sqrt((double)counts[c]) * (centres[(size_t)c * D + a] - mean[a]);
+  if (!s) {
+    class_offsets(mean, centres, counts, C, D, Mc);
     s = scatter(ctx, Y, labels, mean, NULL, T);
   }
   if (!s) { /* T's rank: pivoted Cholesky, pivots above 1e-10 of the largest diagonal */
@@ -276,7 +279,9 @@ nle_status nle_lda(nle_ctx *ctx, const nle_matf *Y, const int32_t *labels, const
     s = nle_projection_transform(ctx, r->model, Y, &r->X);
   }
   if (!s) {
-    within_whiten(labels, counts, C, n, d, r->X->data, r->model->A, D);
+    s = within_whiten(ctx, labels, counts, C, r->X, r->model->A, D);
+  }
+  if (!s) {
     r->classes = C;
     r->n = n;
     r->resolved = o;
@@ -354,7 +359,9 @@ nle_status nle_klda(nle_ctx *ctx, const nle_matf *Y, const int32_t *labels, cons
   if (!s) {
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)d, (int)n, 1.0, K, (int)n, r->model->A, (int)n,
                 0.0, r->X->data, (int)d);
-    within_whiten(labels, counts, C, n, d, r->X->data, r->model->A, n);
+    s = within_whiten(ctx, labels, counts, C, r->X, r->model->A, n);
+  }
+  if (!s) {
     r->classes = C, r->n = n, r->rank = -1;
     r->resolved = o;
     if (!o.keep_model) nle_projection_model_free(&r->model);

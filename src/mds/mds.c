@@ -6,7 +6,6 @@
  * slides' stress measures. */
 #include "mds_internal.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,43 +72,13 @@ static nle_status check_dissimilarities(nle_ctx *ctx, const nle_matd *M, const c
   return NLE_OK;
 }
 
-static nle_status check_points(nle_ctx *ctx, const nle_matf *Y) {
+nle_status nle__check_finite_rows(nle_ctx *ctx, const char *what, const nle_matf *Y) {
   size_t n = Y->rows * Y->cols;
   for (size_t e = 0; e < n; e++)
     if (!isfinite(Y->data[e]))
-      return nle__fail(ctx, NLE_ERR_VALUE, "points: row %zu, column %zu is %g, not finite", e / Y->cols + 1,
+      return nle__fail(ctx, NLE_ERR_VALUE, "%s: row %zu, column %zu is %g, not finite", what, e / Y->cols + 1,
                        e % Y->cols + 1, (double)Y->data[e]);
   return NLE_OK;
-}
-
-/* Euclidean distances of the rows of Y, N x N floats, by blocks of a
- * GEMM (|a|^2 + |b|^2 - 2 a.b, in double for the small distances). */
-typedef struct {
-  const nle_matf *Y;
-  const double *norms;
-  float *delta;
-} distance_job;
-
-enum { DIST_BLOCK = 256 };
-
-static int distance_block(void *job, size_t b, void *scratch) {
-  distance_job *j = job;
-  size_t n = j->Y->rows, D = j->Y->cols, i0 = b * DIST_BLOCK, rows = n - i0 < DIST_BLOCK ? n - i0 : DIST_BLOCK;
-  double *A = scratch, *G = A + DIST_BLOCK * D, *Bm = G + DIST_BLOCK * DIST_BLOCK;
-  for (size_t r = 0; r < rows * D; r++) A[r] = j->Y->data[i0 * D + r];
-  for (size_t c0 = 0; c0 < n; c0 += DIST_BLOCK) {
-    size_t cols = n - c0 < DIST_BLOCK ? n - c0 : DIST_BLOCK;
-    for (size_t r = 0; r < cols * D; r++) Bm[r] = j->Y->data[c0 * D + r];
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)cols, (int)D, 1.0, A, (int)D, Bm, (int)D,
-                0.0, G, (int)DIST_BLOCK);
-    for (size_t r = 0; r < rows; r++)
-      for (size_t c = 0; c < cols; c++) {
-        size_t i = i0 + r, k = c0 + c;
-        double d2 = j->norms[i] + j->norms[k] - 2.0 * G[r * DIST_BLOCK + c];
-        j->delta[i * n + k] = i == k ? 0.0f : (float)sqrt(d2 > 0 ? d2 : 0.0);
-      }
-  }
-  return 0;
 }
 
 static nle_status build_dissimilarities(nle_ctx *ctx, const nle_mds_input *in, float **out) {
@@ -124,21 +93,9 @@ static nle_status build_dissimilarities(nle_ctx *ctx, const nle_mds_input *in, f
   if (!delta) return nle__fail(ctx, NLE_ERR_NOMEM, "out of memory for the N x N dissimilarities");
   if (in->dissimilarities) {
     for (size_t e = 0; e < n * n; e++) delta[e] = (float)in->dissimilarities->data[e];
-  } else {
-    size_t D = in->Y->cols;
-    double *norms = nle__malloc(ctx, n * sizeof(double), "the points' norms");
-    if (!norms) s = NLE_ERR_NOMEM;
-    for (size_t i = 0; !s && i < n; i++) {
-      double v = 0;
-      for (size_t t = 0; t < D; t++) v += (double)in->Y->data[i * D + t] * in->Y->data[i * D + t];
-      norms[i] = v;
-    }
-    distance_job job = {in->Y, norms, delta};
-    if (!s)
-      s = nle__for_blocks(ctx, "MDS dissimilarities", (n + DIST_BLOCK - 1) / DIST_BLOCK,
-                          nle__threads_for(ctx, (double)n * (double)n * (double)D),
-                          (2 * DIST_BLOCK * D + DIST_BLOCK * DIST_BLOCK) * sizeof(double), distance_block, &job);
-    free(norms);
+  } else { /* Euclidean distances of the points, the diagonal exactly 0 */
+    s = nle__pairwise(ctx, in->Y, in->Y, NLE__PAIR_DIST_FLOAT, NULL, delta);
+    for (size_t i = 0; !s && i < n; i++) delta[i * n + i] = 0.0f;
   }
   if (s) {
     free(delta);
@@ -193,7 +150,7 @@ static nle_status check_input(nle_ctx *ctx, nle_mds_method method, const nle_mds
     return nle__fail(ctx, NLE_ERR_ARG, "mds: give either the points or a dissimilarity matrix");
   if ((int)method < 0 || (int)method >= (int)NLE__COUNT(method_names))
     return nle__fail(ctx, NLE_ERR_ARG, "mds: unknown method %d", (int)method);
-  nle_status s = in->Y ? check_points(ctx, in->Y) : check_dissimilarities(ctx, in->dissimilarities, "dissimilarities");
+  nle_status s = in->Y ? nle__check_finite_rows(ctx, "points", in->Y) : check_dissimilarities(ctx, in->dissimilarities, "dissimilarities");
   if (s) return s;
   size_t n = in->Y ? in->Y->rows : in->dissimilarities->rows;
   if (o->dim < 1 || (size_t)o->dim >= n)

@@ -22,12 +22,21 @@ static inline double nle__dissim_weight(const nle__dissim *S, size_t i, size_t j
   return S->sammon ? 1.0 / (double)S->delta[i * S->n + j] : 1.0;
 }
 
+/* mds.c: an error naming the first entry of Y that is not finite. */
+nle_status nle__check_finite_rows(nle_ctx *ctx, const char *what, const nle_matf *Y);
+
 /* classical.c: classical MDS of points (their PCA scores) or of a
  * dissimilarity matrix (B = -1/2 J M J, dense up to 2,000 points, else
  * Lanczos on the implicit B): fills r->X, r->eigenvalues and the spectrum
  * fields. */
 nle_status nle__mds_classical(nle_ctx *ctx, const nle_mds_input *in, const nle_mds_opts *o, nle_mds_result *r);
 nle_status nle__mds_landmark(nle_ctx *ctx, const nle_mds_input *in, const nle_mds_opts *o, nle_mds_result *r);
+/* X = V_d Lambda_d^1/2 from the top d eigenpairs (ascending in asc, the
+ * top one at `last`; the vectors the columns of V, n x cols), signed by
+ * nle__fix_signs, and the d eigenvalues descending into *vals; an
+ * eigenvalue that is not positive is an error naming `what`. */
+nle_status nle__scale_eigenvectors(nle_ctx *ctx, const char *what, size_t n, size_t d, const double *asc, size_t last,
+                                   const double *V, size_t cols, double **vals, nle_matd **X);
 
 /* smacof.c: the runs of metric or Sammon MDS (S's weights say which) or
  * non-metric MDS from `start` (the classical solution) and o->starts - 1
@@ -45,12 +54,19 @@ nle_status nle__kernel_resolve(nle_ctx *ctx, const nle_matf *Y, nle_pdkernel *k)
 /* The dense N x N kernel matrix of Y (Gaussian: GEMM for the distances),
  * row-major doubles, in parallel. */
 nle_status nle__kernel_matrix(nle_ctx *ctx, const nle_matf *Y, const nle_pdkernel *k, double **K);
-/* The kernel between the rows of Q (M x D) and the reference points R
- * (m x D) into out (M x m, row-major), by blocks of DGEMM in parallel. */
-nle_status nle__kernel_cross(nle_ctx *ctx, const nle_matf *Q, const nle_matf *R, const nle_pdkernel *k, double *out);
+/* Every pair of a row of Q (M x D) and a row of R (m x D), into out (M x
+ * m, row-major), by blocks of DGEMM in double, in parallel: the kernel k's
+ * values or the squared distances (doubles), or the distances (floats). */
+typedef enum { NLE__PAIR_KERNEL, NLE__PAIR_SQDIST, NLE__PAIR_DIST_FLOAT } nle__pair_output;
+nle_status nle__pairwise(nle_ctx *ctx, const nle_matf *Q, const nle_matf *R, nle__pair_output what,
+                         const nle_pdkernel *k, void *out);
 
 /* projection.c: a new model with its arrays allocated (R copied from Y
  * when not NULL). */
+/* Each axis of X flipped, with its row of the map A (X->cols x cols), so
+ * that X's largest-magnitude coordinate on it is positive (nle__fix_signs'
+ * rule, the map kept consistent: a training point maps to its row). */
+void nle__fix_signs_map(nle_matd *X, double *A, size_t cols);
 nle_status nle__projection_new(nle_ctx *ctx, const char *method, nle_map_kind map, size_t m, size_t D, size_t dim,
                                const nle_matf *R, nle_projection_model **out);
 

@@ -34,6 +34,18 @@ nle_status nle__projection_new(nle_ctx *ctx, const char *method, nle_map_kind ma
   return NLE_OK;
 }
 
+void nle__fix_signs_map(nle_matd *X, double *A, size_t cols) {
+  size_t n = X->rows, d = X->cols;
+  for (size_t t = 0; t < d; t++) {
+    double big = 0.0;
+    for (size_t i = 0; i < n; i++)
+      if (fabs(X->data[i * d + t]) > fabs(big)) big = X->data[i * d + t];
+    if (big >= 0) continue;
+    for (size_t i = 0; i < n; i++) X->data[i * d + t] = -X->data[i * d + t];
+    for (size_t c = 0; c < cols; c++) A[t * cols + c] = -A[t * cols + c];
+  }
+}
+
 void nle_projection_model_free(nle_projection_model **p) {
   if (!p || !*p) return;
   nle_matf_free(&(*p)->R);
@@ -67,10 +79,8 @@ nle_status nle_projection_transform(nle_ctx *ctx, const nle_projection_model *p,
   if (Y->cols != p->D)
     return nle__fail(ctx, NLE_ERR_VALUE, "transform: new points have %zu columns, the model was trained on %zu",
                      Y->cols, p->D);
-  for (size_t e = 0; e < Y->rows * Y->cols; e++)
-    if (!isfinite(Y->data[e]))
-      return nle__fail(ctx, NLE_ERR_VALUE, "transform: row %zu, column %zu is %g, not finite", e / Y->cols + 1,
-                       e % Y->cols + 1, (double)Y->data[e]);
+  nle_status s = nle__check_finite_rows(ctx, "transform", Y);
+  if (s) return s;
   if (p->map != NLE_MAP_LINEAR && (!p->R || p->kernel.kind == NLE_PDK_PRECOMPUTED))
     return nle__fail(ctx, NLE_ERR_ARG, "transform: the %s model has no reference points (a precomputed kernel: give "
                      "the new points' kernel rows)", p->method);
@@ -78,46 +88,27 @@ nle_status nle_projection_transform(nle_ctx *ctx, const nle_projection_model *p,
    * then one GEMM */
   size_t M = Y->rows, D = p->D, cols = p->map == NLE_MAP_LINEAR ? D : p->m;
   size_t block = M < TRANSFORM_ROWS ? (M ? M : 1) : TRANSFORM_ROWS;
-  nle_status s = nle__check_memory(ctx, (double)block * (double)cols * sizeof(double), "the new points' features");
+  s = nle__check_memory(ctx, (double)block * (double)cols * sizeof(double), "the new points' features");
   double *Phi = s ? NULL : nle__malloc(ctx, block * cols * sizeof(double), "the new points' features");
-  double *rnorm = NULL;
   if (!s && !Phi) s = NLE_ERR_NOMEM;
   if (!s) s = nle_matd_alloc(ctx, M, p->dim, X);
-  if (!s && p->map == NLE_MAP_TRIANGULATION) {
-    if (!(rnorm = nle__malloc(ctx, p->m * sizeof(double), "the landmarks' norms"))) s = NLE_ERR_NOMEM;
-    for (size_t l = 0; !s && l < p->m; l++) {
-      double v = 0;
-      for (size_t c = 0; c < D; c++) v += (double)p->R->data[l * D + c] * p->R->data[l * D + c];
-      rnorm[l] = v;
-    }
-  }
-  nle_pdkernel linear;
-  nle_pdkernel_init(&linear);
-  linear.kind = NLE_PDK_LINEAR;
   for (size_t r0 = 0; !s && r0 < M; r0 += block) {
     size_t rows = M - r0 < block ? M - r0 : block;
     nle_matf view = {rows, D, Y->data + r0 * D};
     if (p->map == NLE_MAP_LINEAR) {
       for (size_t i = 0; i < rows; i++)
         for (size_t c = 0; c < D; c++) Phi[i * D + c] = (double)view.data[i * D + c] - p->mean[c];
-    } else if (p->map == NLE_MAP_TRIANGULATION) { /* -1/2 (|y - r_l|^2 - mean_l) from the inner products */
-      s = nle__kernel_cross(ctx, &view, p->R, &linear, Phi);
-      for (size_t i = 0; !s && i < rows; i++) {
-        double ny = 0;
-        for (size_t c = 0; c < D; c++) ny += (double)view.data[i * D + c] * view.data[i * D + c];
-        for (size_t l = 0; l < p->m; l++) {
-          double d2 = ny + rnorm[l] - 2.0 * Phi[i * p->m + l];
-          Phi[i * p->m + l] = -0.5 * ((d2 > 0 ? d2 : 0.0) - p->mean[l]);
-        }
-      }
+    } else if (p->map == NLE_MAP_TRIANGULATION) { /* -1/2 (|y - r_l|^2 - mean_l) */
+      s = nle__pairwise(ctx, &view, p->R, NLE__PAIR_SQDIST, NULL, Phi);
+      for (size_t i = 0; !s && i < rows; i++)
+        for (size_t l = 0; l < p->m; l++) Phi[i * p->m + l] = -0.5 * (Phi[i * p->m + l] - p->mean[l]);
     } else {
-      s = nle__kernel_cross(ctx, &view, p->R, &p->kernel, Phi);
+      s = nle__pairwise(ctx, &view, p->R, NLE__PAIR_KERNEL, &p->kernel, Phi);
       if (!s) centre_kernel_rows(p, Phi, rows);
     }
     if (!s) apply_map(p, Phi, rows, cols, *X, r0);
   }
   free(Phi);
-  free(rnorm);
   if (s) nle_matd_free(X);
   return s;
 }

@@ -289,6 +289,11 @@ void nle_isotonic(size_t n, const double *y, const double *w, double *z) {
   free(stack), free(ends);
 }
 
+typedef struct {
+  double d;
+  uint32_t p;
+} tie_item;
+
 /* Non-metric state: the pairs in the order of delta, the tie blocks, the
  * distances d(X) and the disparities in that order. */
 typedef struct {
@@ -302,13 +307,9 @@ typedef struct {
   pav_block *stack;
   double *block_mean; /* secondary: PAV's input, one per tie block */
   double scale;    /* dhat's scaling to sum dhat^2 = N (N - 1) / 2 */
+  tie_item *ties;  /* primary: room for the largest tie block */
   double *parts;   /* the Guttman step's partial sums, one per chunk */
 } nonmetric_state;
-
-typedef struct {
-  double d;
-  uint32_t p;
-} tie_item;
 
 static int tie_cmp(const void *a, const void *b) {
   const tie_item *x = a, *y = b;
@@ -347,6 +348,11 @@ static nle_status nonmetric_init(nle_ctx *ctx, const nle__dissim *S, nle_mds_tie
     for (uint64_t e = 0; !s && e < st->pairs; e++)
       if (e == 0 || keys[e] != keys[e - 1]) st->tstart[b++] = e;
     if (!s) st->tstart[blocks] = st->pairs;
+    size_t largest = 0;
+    for (size_t k = 0; !s && k < blocks; k++)
+      if (st->tstart[k + 1] - st->tstart[k] > largest) largest = st->tstart[k + 1] - st->tstart[k];
+    if (!s && ties == NLE_TIES_PRIMARY && !(st->ties = nle__malloc(ctx, largest * sizeof(tie_item), "the tie blocks")))
+      s = NLE_ERR_NOMEM;
   }
   free(keys);
   return s;
@@ -354,7 +360,7 @@ static nle_status nonmetric_init(nle_ctx *ctx, const nle__dissim *S, nle_mds_tie
 
 static void nonmetric_free(nonmetric_state *st) {
   free(st->order), free(st->dist), free(st->y), free(st->tw), free(st->tstart), free(st->stack), free(st->block_mean);
-  free(st->parts);
+  free(st->parts), free(st->ties);
 }
 
 /* PAV of st->y in place, in parallel: each of PAV_CHUNKS fixed chunks
@@ -415,23 +421,14 @@ static double nonmetric_disparities(nonmetric_state *st, const double *X, size_t
     for (size_t t = 0; t < d; t++) d2 += (X[i * d + t] - X[j * d + t]) * (X[i * d + t] - X[j * d + t]);
     st->y[e] = sqrt(d2);
   }
-  if (ties == NLE_TIES_PRIMARY && st->tstart) { /* each tie block in the order of d(X) */
-    tie_item *buf = NULL;
-    size_t cap = 0;
+  if (ties == NLE_TIES_PRIMARY && st->ties) /* each tie block in the order of d(X) */
     for (size_t b = 0; b < st->blocks; b++) {
-      size_t a = st->tstart[b], z = st->tstart[b + 1], m = z - a;
+      size_t a = st->tstart[b], m = st->tstart[b + 1] - a;
       if (m < 2) continue;
-      if (m > cap) {
-        tie_item *nb = realloc(buf, m * sizeof *buf);
-        if (!nb) break; /* no memory: the block keeps its order (a valid, if weaker, fit) */
-        buf = nb, cap = m;
-      }
-      for (size_t e = 0; e < m; e++) buf[e].d = st->y[a + e], buf[e].p = st->order[a + e];
-      qsort(buf, m, sizeof *buf, tie_cmp);
-      for (size_t e = 0; e < m; e++) st->y[a + e] = buf[e].d, st->order[a + e] = buf[e].p;
+      for (size_t e = 0; e < m; e++) st->ties[e].d = st->y[a + e], st->ties[e].p = st->order[a + e];
+      qsort(st->ties, m, sizeof *st->ties, tie_cmp);
+      for (size_t e = 0; e < m; e++) st->y[a + e] = st->ties[e].d, st->order[a + e] = st->ties[e].p;
     }
-    free(buf);
-  }
   double part_d2[PAV_CHUNKS] = {0}, part_num[PAV_CHUNKS] = {0}, part_h2[PAV_CHUNKS] = {0};
 #pragma omp parallel for schedule(static, 1) num_threads(threads)
   for (size_t c = 0; c < PAV_CHUNKS; c++)
@@ -515,14 +512,13 @@ static nle_status nonmetric_step(nle_ctx *ctx, const nonmetric_state *st, double
   return NLE_OK;
 }
 
-/* A random start of the dissimilarities' scale: E d^2 = 2 d sigma^2. */
-static void random_start(nle_rng *rng, const nle__dissim *S, size_t d, double *X) {
+/* The spread of a random start of the dissimilarities' scale: its
+ * coordinates N(0, sigma^2) give E d^2 = 2 d sigma^2 = mean delta^2. */
+static double random_start_sigma(const nle__dissim *S, size_t d) {
   size_t n = S->n;
   double ss = 0;
-  for (size_t i = 0; i < n; i++)
-    for (size_t j = 0; j < n; j++) ss += (double)S->delta[i * n + j] * S->delta[i * n + j];
-  double sigma = sqrt(ss / ((double)n * (double)(n - 1)) / (2.0 * (double)d));
-  for (size_t e = 0; e < n * d; e++) X[e] = sigma * nle_rng_normal(rng);
+  for (size_t e = 0; e < n * n; e++) ss += (double)S->delta[e] * S->delta[e];
+  return sqrt(ss / ((double)n * (double)(n - 1)) / (2.0 * (double)d));
 }
 
 nle_status nle__mds_smacof(nle_ctx *ctx, bool nonmetric, const nle__dissim *S, const nle_mds_opts *o,
@@ -555,10 +551,12 @@ nle_status nle__mds_smacof(nle_ctx *ctx, bool nonmetric, const nle__dissim *S, c
   if (!s && nonmetric) s = nonmetric_init(ctx, S, o->ties, d, &st);
   nle_rng rng;
   nle_rng_init(&rng, nle_ctx_seed(ctx), 0x736d6163ULL);
+  double sigma = o->starts > 1 ? random_start_sigma(S, d) : 0.0;
   double best_stress = INFINITY;
   for (int run = 0; !s && run < o->starts; run++) {
     if (run == 0) memcpy(X, start->data, len * sizeof(double));
-    else random_start(&rng, S, d, X);
+    else
+      for (size_t e = 0; e < len; e++) X[e] = sigma * nle_rng_normal(&rng);
     centre(X, n, d);
     double prev = NAN, cur = NAN;
     int it = 0;

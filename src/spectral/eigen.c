@@ -124,6 +124,34 @@ nle_status nle__eig_dense_general(nle_ctx *ctx, const char *what, size_t n, doub
   return s;
 }
 
+enum { CENTRED_ROWS = 64 };
+
+static int centred_block(void *job, size_t b, void *scratch) {
+  (void)scratch;
+  nle__centred_op *op = job;
+  size_t i1 = (b + 1) * CENTRED_ROWS < op->n ? (b + 1) * CENTRED_ROWS : op->n;
+  for (size_t i = b * CENTRED_ROWS; i < i1; i++) {
+    double v = 0.0;
+    if (op->S) {
+      const float *row = op->S + i * op->n;
+      for (size_t j = 0; j < op->n; j++) v += (double)row[j] * op->x[j];
+    } else {
+      const double *row = op->delta + i * op->n;
+      for (size_t j = 0; j < op->n; j++) v += row[j] * row[j] * op->x[j];
+    }
+    op->y[i] = -0.5 * (v - op->rmean[i] * op->sum_x - op->r_dot_x + op->gmean * op->sum_x);
+  }
+  return 0;
+}
+
+int nle__centred_apply(void *user, const double *x, double *y) {
+  nle__centred_op *op = user;
+  op->x = x, op->y = y, op->sum_x = op->r_dot_x = 0.0;
+  for (size_t j = 0; j < op->n; j++) op->sum_x += x[j], op->r_dot_x += op->rmean[j] * x[j];
+  return nle__for_blocks(op->ctx, "classical MDS", (op->n + CENTRED_ROWS - 1) / CENTRED_ROWS,
+                         nle__threads_for(op->ctx, (double)op->n * (double)op->n), 0, centred_block, op) != NLE_OK;
+}
+
 void nle__fix_signs(double *V, size_t n, size_t count) {
   for (size_t t = 0; t < count; t++) {
     double big = 0.0;

@@ -26,6 +26,24 @@ nle_status nle__eig_dense(nle_ctx *ctx, const char *what, size_t n, double *A, s
  * (both overwritten), by dsygvd: the vectors are B-orthonormal. */
 nle_status nle__eig_dense_general(nle_ctx *ctx, const char *what, size_t n, double *A, double *B, size_t first,
                                   size_t count, double *vals, double *vecs);
+/* y = B x for B = -1/2 J M J (classical MDS, slides "Classic Metric MDS"),
+ * M symmetric of squared distances held as their squares in float (S) or
+ * as distances in double (delta, squared on the fly), never forming B:
+ * B x = -1/2 (M x - r (1.x) - 1 (r.x) + g 1 (1.x)), r M's row means and g
+ * their mean; rows in fixed blocks in parallel. For nle__lanczos. */
+typedef struct {
+  nle_ctx *ctx;
+  const float *S;
+  const double *delta;
+  const double *rmean;
+  double gmean;
+  size_t n;
+  const double *x; /* the product's operands, set by nle__centred_apply */
+  double *y;
+  double sum_x, r_dot_x;
+} nle__centred_op;
+int nle__centred_apply(void *user, const double *x, double *y);
+
 /* Each column's largest-magnitude entry made positive: results that do not
  * depend on a solver's arbitrary signs. */
 void nle__fix_signs(double *V, size_t n, size_t count);

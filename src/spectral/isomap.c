@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { DENSE_MAX_N = 400, SOURCE_BLOCK = 16, ROW_BLOCK = 256 };
+enum { DENSE_MAX_N = 400, SOURCE_BLOCK = 16 };
 
 typedef struct {
   double d;
@@ -181,42 +181,6 @@ static int landmark_block(void *job, size_t b, void *scratch) {
     }
   }
   return 0;
-}
-
-/* y = B x = -1/2 (S x - r (1.x) - 1 (r.x) + m 1 (1.x)), r the row means of
- * the symmetric S and m their mean. */
-typedef struct {
-  nle_ctx *ctx;
-  const float *S;
-  const double *rmean;
-  double gmean;
-  size_t n;
-  const double *x;
-  double *y;
-  double sum_x, r_dot_x;
-} mds_op;
-
-static int mds_block(void *job, size_t b, void *scratch) {
-  (void)scratch;
-  mds_op *op = job;
-  size_t i1 = (b + 1) * ROW_BLOCK < op->n ? (b + 1) * ROW_BLOCK : op->n;
-  for (size_t i = b * ROW_BLOCK; i < i1; i++) {
-    const float *row = op->S + i * op->n;
-    double v = 0.0;
-    for (size_t j = 0; j < op->n; j++) v += (double)row[j] * op->x[j];
-    op->y[i] = -0.5 * (v - op->rmean[i] * op->sum_x - op->r_dot_x + op->gmean * op->sum_x);
-  }
-  return 0;
-}
-
-static int mds_apply(void *user, const double *x, double *y) {
-  mds_op *op = user;
-  op->x = x;
-  op->y = y;
-  op->sum_x = op->r_dot_x = 0.0;
-  for (size_t j = 0; j < op->n; j++) op->sum_x += x[j], op->r_dot_x += op->rmean[j] * x[j];
-  return nle__for_blocks(op->ctx, "Isomap", (op->n + ROW_BLOCK - 1) / ROW_BLOCK,
-                         nle__threads_for(op->ctx, (double)op->n * (double)op->n), 0, mds_block, op) != NLE_OK;
 }
 
 /* Residual variance 1 - R^2 between geodesic and embedding distances
@@ -390,8 +354,8 @@ static nle_status isomap_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_s
     if (!s) s = nle__eig_dense(ctx, "isomap", n, B, n - d, d, asc, Z);
     free(B);
   } else if (!s) {
-    mds_op op = {ctx, gj.S, rmean, gmean, n, NULL, NULL, 0.0, 0.0};
-    s = nle__lanczos(ctx, "isomap", n, mds_apply, &op, (int)d, NLE__EIG_LARGEST, o->tol, asc, Z);
+    nle__centred_op op = {ctx, gj.S, NULL, rmean, gmean, n, NULL, NULL, 0.0, 0.0};
+    s = nle__lanczos(ctx, "isomap", n, nle__centred_apply, &op, (int)d, NLE__EIG_LARGEST, o->tol, asc, Z);
   }
   for (size_t t = 0; !s && t < d; t++) { /* descending, as X's columns */
     vals[t] = asc[d - 1 - t];
