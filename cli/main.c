@@ -28,6 +28,7 @@ static const char *usage =
     "  lmds      landmark MDS (triangulation; also of 70,000 points)\n"
     "  kpca      kernel PCA (Gaussian, polynomial, linear, precomputed, sparse kNN)\n"
     "  lda       linear discriminant analysis  klda  kernel LDA\n"
+    "  kem       kernel eigenmaps: a continuous map G(x) and its inverse\n"
     "  transform out-of-sample maps of a saved embedding: F(y) for new data,\n"
     "            f(x) back to data space\n"
     "  metrics   quality of an embedding: kNN recall, trustworthiness,\n"
@@ -56,6 +57,7 @@ static int dispatch(const char *cmd, int argc, char **argv) {
   if (!strcmp(cmd, "transform")) return cmd_transform(argc, argv);
   if (nle_spectral_method_parse(cmd) != -1 || !strcmp(cmd, "cluster")) return cmd_spectral(argc, argv, cmd);
   if (cmd_mds_has(cmd)) return cmd_mds(argc, argv, cmd);
+  if (!strcmp(cmd, "kem")) return cmd_kem(argc, argv);
   static const char *const embedders[] = {"ee", "tee", "ssne", "tsne", "sne"};
   for (size_t i = 0; i < sizeof embedders / sizeof *embedders; i++)
     if (!strcmp(cmd, embedders[i])) return cmd_embed(argc, argv, cmd);

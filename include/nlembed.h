@@ -46,6 +46,7 @@
 #include "nlembed/affinity.h"
 #include "nlembed/spectral.h"
 #include "nlembed/mds.h"
+#include "nlembed/kem.h"
 #include "nlembed/nbody.h"
 #include "nlembed/nonlinear.h"
 #include "nlembed/metrics.h"

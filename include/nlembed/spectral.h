@@ -96,6 +96,21 @@ typedef enum {
                                 factor: the small end becomes well separated */
 } nle_eigen_solver;
 
+/* Where Locally Linear Landmarks puts its landmarks (dissertation sec. 4.4,
+ * SPEC G07-5); every landmark is a data point. */
+typedef enum {
+  NLE_LANDMARKS_RANDOM = 0,  /* uniformly at random (the default; "our
+                                experiments confirm" it works best) */
+  NLE_LANDMARKS_THINNED = 1, /* L + M at random, then one point of each of the
+                                M closest pairs dropped (M = L / 10: the
+                                dissertation leaves M open) */
+  NLE_LANDMARKS_KMEANS = 2,  /* k-means with L centres (20 Lloyd iterations),
+                                each snapped to its nearest data point */
+  NLE_LANDMARKS_MINMAX = 3   /* farthest-point (de Silva and Tenenbaum 2004):
+                                each next landmark the point farthest from
+                                those chosen, from a random first */
+} nle_landmark_method;
+
 typedef struct {
   int dim;                       /* embedding dimension d >= 1 (2) */
   int k;                         /* neighbours per point, not counting the
@@ -133,7 +148,19 @@ typedef struct {
                                     relative to its trace (1e-3; used when
                                     k > D, where the weights are not unique) */
   int landmarks;                 /* Isomap: 0 (default) all points; L > 0:
-                                    landmark Isomap on L landmarks */
+                                    landmark Isomap on L landmarks. LE (and
+                                    spectral clustering): L > 0 solves by
+                                    Locally Linear Landmarks (dissertation
+                                    ch. 4, algorithm 3): X = X~ Z from the
+                                    L x L pencil (Z L Z^T, Z D Z^T) */
+  int kz;                        /* LLL: landmarks reconstructing each point
+                                    (K_Z); NLE_AUTO (default): max(d + 1, 5)
+                                    capped at L and D + 1 (SPEC G07-1) */
+  nle_landmark_method landmark_method; /* LLL: NLE_LANDMARKS_RANDOM */
+  bool landmark_graph;           /* LLL baseline "LE (Z)" (dissertation sec.
+                                    4.8): the eigenproblem of the graph among
+                                    the landmarks only (its weights as W's),
+                                    then X = X~ Z; false (default): LLL */
   double alpha;                  /* diffusion maps: the density normalisation
                                     in [0, 1] (1, default: Laplace-Beltrami) */
   int diffusion_time;            /* diffusion maps: t >= 0 (1) */
@@ -174,6 +201,16 @@ typedef struct {
                                  used) */
   size_t n;
   double knn_seconds, graph_seconds, eigen_seconds, total_seconds;
+  /* LLL (landmarks > 0): the landmarks, their embedding X~ (L x dim; a
+   * landmark's row of X), the reconstruction error ||Y - Y~ Z||_F / ||Y -
+   * mean||_F (NaN without points), the seconds for Z and for the reduced
+   * pencil, and whether its scale matrix was singular (solved in its
+   * range) */
+  int32_t *landmark_index;
+  nle_matd *landmark_X;
+  size_t n_landmarks;
+  double reconstruction_error, z_seconds, reduce_seconds;
+  bool reduced_singular;
   struct nle_spectral_model *model; /* keep_model: the out-of-sample model
                                        (owned here; NULL otherwise) */
 } nle_spectral_result;
@@ -234,7 +271,11 @@ typedef struct nle_spectral_model {
                               of its normaliser over its k neighbours */
   double *degrees;         /* LE, diffusion maps: W's degrees (else NULL) */
   nle_csr *geodesic_graph; /* Isomap: the undirected graph, edge lengths */
-  int32_t *landmarks;      /* Isomap: the n_landmarks points of the MDS */
+  int32_t *landmarks;      /* Isomap: the n_landmarks points of the MDS;
+                              LE by LLL: its landmarks */
+  nle_matd *landmark_X;    /* LE by LLL: X~ (n_landmarks x dim); a new
+                              point x0 = X~^T z0, z0 its weights from its
+                              opts.kz nearest landmarks (eq. 4.8) */
   double *landmark_mean;   /* ... and the mean squared geodesic of each */
   size_t n_landmarks;
   /* the neighbour search among principal components, when training ran
@@ -258,7 +299,8 @@ typedef struct nle_spectral_model {
 NLE_API nle_status nle_spectral_transform(nle_ctx *ctx, const nle_spectral_model *model, const nle_matf *Ynew,
                                           nle_matd **Xnew);
 /* The model's map in words: "nystrom", "reconstruction weights" (the LLE
- * family) or "nystrom, nearest centre" (a clustering's). */
+ * family), "landmark weights" (LLL), or either with ", nearest centre" (a
+ * clustering's). */
 NLE_API const char *nle_spectral_model_map(const nle_spectral_model *model);
 /* Spectral clustering's out-of-sample labels: the cluster of the nearest
  * centre to each row of X (M x dim, from nle_spectral_transform with a
@@ -274,6 +316,36 @@ NLE_API nle_status nle_spectral_model_load(nle_ctx *ctx, const char *path, nle_s
 NLE_API nle_status nle_spectral_model_attach_data(nle_ctx *ctx, nle_spectral_model *model, const nle_matf *Y);
 NLE_API void nle_spectral_model_free(nle_spectral_model **model);
 
+/* ========================================================================== */
+/* Spectral: Locally Linear Landmarks (dissertation ch. 4)                    */
+/* ========================================================================== */
+
+/* L distinct landmarks of the N x D points by the method (seeded by the
+ * context): idx[L], ascending. */
+NLE_API nle_status nle_landmarks_select(nle_ctx *ctx, const nle_matf *Y, size_t L, nle_landmark_method method,
+                                        int32_t *idx);
+/* The reconstruction weights Z (dissertation eqs. 4.6-4.8) of every row of
+ * Q from its kz nearest of the landmark points Yl (L x D), as an M x L CSR
+ * (double values, kz per row, columns ascending): the local Gram matrix
+ * with reg x its trace added to the diagonal (SPEC G07-2; reg 0 is allowed
+ * when the Gram matrix is definite), each row summing to 1; a point that
+ * coincides with a landmark gets that landmark alone. Invariant to
+ * rotating, translating and scaling the data. *error (may be NULL): ||Q -
+ * Z Yl||_F / ||Q - mean||_F. */
+NLE_API nle_status nle_lll_weights(nle_ctx *ctx, const nle_matf *Yl, const nle_matf *Q, int kz, double reg,
+                                   nle_csr **Z, double *error);
+/* Locally Linear Landmarks on the generic pencil (dissertation eq. 4.1,
+ * SPEC G07-6): min (or max) tr(X A X^T) s.t. X B X^T = I over X = X~ Z,
+ * i.e. the L x L pencil A~ = Z^T A Z, B~ = Z^T B Z here (Z as
+ * nle_lll_weights gives it, N x L), never forming an N x N matrix. A and
+ * B: sparse symmetric N x N plus a diagonal each (either part may be
+ * NULL; B's absent entirely means I). nev eigenpairs at the smallest
+ * (largest when `largest`) end, values ascending into vals, X~ (L x nev)
+ * into *Xl and X = Z X~ (N x nev) into *X (either may be NULL). */
+NLE_API nle_status nle_lll_solve(nle_ctx *ctx, const nle_csr *Z, const nle_csr *A, const double *A_diag,
+                                 const nle_csr *B, const double *B_diag, int nev, bool largest, double *vals,
+                                 nle_matd **Xl, nle_matd **X);
+
 /* Names: methods "le", "lle", "isomap", "diffmap", "ltsa", "hlle", "mlle"; Laplacians "random-walk", "symmetric",
  * "unnormalised"; policies "error", "allow" ("auto"); rules "average",
  * "union", "mutual"; solvers "dense", "sparse" ("auto"); and back (-1 if
@@ -288,6 +360,9 @@ NLE_API const char *nle_symmetrize_name(nle_symmetrize_rule rule);
 NLE_API int nle_symmetrize_parse(const char *name);
 NLE_API const char *nle_eigen_solver_name(nle_eigen_solver solver);
 NLE_API int nle_eigen_solver_parse(const char *name);
+/* Landmark methods "random", "thinned", "kmeans", "minmax". */
+NLE_API const char *nle_landmark_method_name(nle_landmark_method method);
+NLE_API int nle_landmark_method_parse(const char *name);
 
 /* ========================================================================== */
 /* Spectral: clustering                                                       */

@@ -44,6 +44,32 @@ typedef struct {
 } nle__centred_op;
 int nle__centred_apply(void *user, const double *x, double *y);
 
+/* The reduced generalised eigenproblem A v = lambda B v that Locally Linear
+ * Landmarks (dissertation eqs. 4.4-4.5: A~ = Z A Z^T, B~ = Z B Z^T) and
+ * kernel eigenmaps (Brand eq. 8: (Z W Z^T, Z D Z^T)) share (SPEC G07-20):
+ * A symmetric, B symmetric positive semi-definite, both dense n x n
+ * row-major (not modified). nev eigenpairs at `end` of the spectrum, values
+ * ascending, vectors the B-orthonormal columns of the row-major n x nev
+ * vecs (may be NULL). B = R^T R by Cholesky (Brand eqs. 9-11); where B is
+ * singular or its reciprocal condition is below 1e-12 (Brand's affine
+ * pencil on homogeneous coordinates, SPEC G07-16), the problem is solved
+ * in B's numerical range through its eigendecomposition (Brand's footnote
+ * 1) and info says so. Dense LAPACK up to a few thousand; larger, Lanczos:
+ * shift-invert through the factors of B and A + shift B for the smallest
+ * end, regular on R^-T A R^-1 for the largest. */
+typedef struct {
+  bool singular;      /* B was (numerically) singular: solved in its range */
+  size_t rank;        /* the dimension solved in (n unless singular) */
+  double b_rcond;     /* B's reciprocal condition number (LAPACK's estimate,
+                         or smallest / largest eigenvalue when singular) */
+  bool lanczos;       /* solved by Lanczos rather than dense LAPACK */
+} nle__pencil_info;
+nle_status nle__pencil_solve(nle_ctx *ctx, const char *what, size_t n, const double *A, const double *B, int nev,
+                             nle__eig_end end, double *vals, double *vecs, nle__pencil_info *info);
+/* The largest order solved densely (2,500; tests lower it to reach the
+ * Lanczos route on small problems). */
+extern size_t nle__pencil_dense_max;
+
 /* Each column's largest-magnitude entry made positive: results that do not
  * depend on a solver's arbitrary signs. */
 void nle__fix_signs(double *V, size_t n, size_t count);

@@ -158,6 +158,7 @@ nle_status nle__laplacian_eigs(nle_ctx *ctx, const nle_csr *W, nle_laplacian_kin
 
 static nle_status le_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spectral_result *r) {
   const nle_spectral_opts *o = job->o;
+  if (o->landmarks > 0) return nle__lll_embed(ctx, job, r);
   const nle_csr *W = job->W;
   size_t n = (size_t)W->rows, d = (size_t)o->dim, nev = d + 1;
   double *inv_sqrt = nle__malloc(ctx, n * sizeof(double), "degrees");

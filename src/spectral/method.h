@@ -17,6 +17,8 @@ typedef struct {
   int components;
   nle_spectral_model *model; /* keep_model: what the method adds to the
                                 out-of-sample model (else NULL) */
+  const nle_matf *pca_Y;     /* the points on the search's principal
+                                components (NULL when it searched in Y) */
 } nle__spectral_job;
 
 typedef struct {
@@ -85,6 +87,17 @@ void nle__barycentre_weights(const float *y, const float *Y, size_t D, const int
                              double *scratch, double *w);
 /* lle.c: the largest row length of the kNN graph. */
 int nle__max_row(const nle_csr *knn);
+
+/* lll.c: Laplacian eigenmaps by Locally Linear Landmarks (o->landmarks >
+ * 0; dissertation eqs. 4.9-4.10): fills r as le_embed does, plus the
+ * landmarks, their X~ and the reconstruction error. */
+nle_status nle__lll_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spectral_result *r);
+/* lll.c: x0 = X~^T z0 for each new point (finite, the training data's
+ * columns; eq. 4.8 and sec. 4.3 "Out-of-sample mapping"): its landmarks
+ * searched as training searched them. */
+nle_status nle__lll_transform(nle_ctx *ctx, const nle_spectral_model *m, const nle_matf *Ynew, nle_matd **Xnew);
+/* K_Z as it runs: NLE_AUTO is max(d + 1, 5) capped at D + 1; at most L. */
+int nle__lll_kz(const nle_spectral_opts *o, size_t L, size_t D);
 
 /* graph.c: W from the directed kNN graph (squared distances): weights as
  * o->affinity says, then symmetrised by o->rule; the diagonal left out.

@@ -24,6 +24,7 @@ void nle_spectral_model_free(nle_spectral_model **m) {
   free(p->degrees);
   nle_csr_free(&p->geodesic_graph);
   free(p->landmarks);
+  nle_matd_free(&p->landmark_X);
   free(p->landmark_mean);
   free(p->pca_mean);
   free(p->pca_components);
@@ -83,6 +84,13 @@ nle_status nle__spectral_model_finish(nle_ctx *ctx, nle_spectral_model *m, nle_s
     }
   }
   if (!s && uses_degrees(method) && !(m->degrees = nle__degrees(ctx, W))) s = NLE_ERR_NOMEM;
+  if (!s && r->landmark_X) { /* LLL: the landmarks and X~ carry the map */
+    m->n_landmarks = r->n_landmarks;
+    if (!(m->landmarks = nle__malloc(ctx, r->n_landmarks * sizeof(int32_t), "the model's landmarks"))) s = NLE_ERR_NOMEM;
+    if (!s) memcpy(m->landmarks, r->landmark_index, r->n_landmarks * sizeof(int32_t));
+    if (!s) s = nle_matd_alloc(ctx, r->n_landmarks, m->dim, &m->landmark_X);
+    if (!s) memcpy(m->landmark_X->data, r->landmark_X->data, r->n_landmarks * m->dim * sizeof(double));
+  }
   return s; /* pca_Y: the search's own projection, kept by the front door */
 }
 
@@ -129,6 +137,12 @@ nle_status nle_spectral_model_save(nle_ctx *ctx, const nle_spectral_model *m, co
     nle__rec_put(&af, "pca_mean", 'd', m->pca_mean, m->D);
     nle__rec_put(&af, "pca_components", 'd', m->pca_components, (uint64_t)o->pca_dims * m->D);
     nle__rec_put(&af, "candidate_reach", 'f', m->candidate_reach, n);
+  }
+  if (m->landmark_X) {
+    int64_t lll[2] = {(int64_t)m->n_landmarks, o->kz};
+    nle__rec_put(&af, "lll", 'l', lll, 2);
+    nle__rec_put(&af, "lll_landmarks", 'i', m->landmarks, m->n_landmarks);
+    nle__rec_put(&af, "lll_X", 'd', m->landmark_X->data, m->n_landmarks * m->dim);
   }
   if (m->centres) {
     int64_t cl[2] = {m->clusters, m->normalize_rows};
@@ -261,6 +275,23 @@ nle_status nle_spectral_model_load(nle_ctx *ctx, const char *path, nle_spectral_
     s = nle__rec_copy_doubles(ctx, &f, "pca_mean", m->D, &m->pca_mean);
     if (!s) s = nle__rec_copy_doubles(ctx, &f, "pca_components", (size_t)m->opts.pca_dims * m->D, &m->pca_components);
     if (!s) s = read_floats(ctx, &f, "candidate_reach", n, &m->candidate_reach);
+  }
+  if (!s && nle__rec_has(&f, "lll")) { /* Laplacian eigenmaps by LLL */
+    const void *lv;
+    double *xl = NULL;
+    s = nle__rec_get(ctx, &f, "lll", 'l', 2, &lv);
+    const int64_t *lll = lv;
+    if (!s && (m->method != NLE_SPECTRAL_LE || lll[0] <= (int64_t)m->dim || lll[0] > (int64_t)n || lll[1] < 1 ||
+               lll[1] > lll[0]))
+      s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: damaged landmark record", path);
+    if (!s) {
+      m->n_landmarks = (size_t)lll[0], m->opts.landmarks = (int)lll[0], m->opts.kz = (int)lll[1];
+      s = read_ints(ctx, &f, "lll_landmarks", m->n_landmarks, (int64_t)n, &m->landmarks);
+    }
+    if (!s) s = nle__rec_copy_doubles(ctx, &f, "lll_X", m->n_landmarks * m->dim, &xl);
+    if (!s) s = nle_matd_alloc(ctx, m->n_landmarks, m->dim, &m->landmark_X);
+    if (!s) memcpy(m->landmark_X->data, xl, m->n_landmarks * m->dim * sizeof(double));
+    free(xl);
   }
   if (!s && nle__rec_has(&f, "clusters")) { /* a spectral clustering's model */
     const void *cv;

@@ -43,6 +43,8 @@ void nle_spectral_opts_init(nle_spectral_opts *o) {
   o->tol = 0.0;
   o->reg = 1e-3;
   o->landmarks = 0;
+  o->kz = NLE_AUTO;
+  o->landmark_method = NLE_LANDMARKS_RANDOM;
   o->alpha = 1.0;
   o->diffusion_time = 1;
 }
@@ -51,6 +53,8 @@ void nle_spectral_result_free(nle_spectral_result **r) {
   if (!r || !*r) return;
   nle_matd_free(&(*r)->X);
   free((*r)->eigenvalues);
+  free((*r)->landmark_index);
+  nle_matd_free(&(*r)->landmark_X);
   nle_spectral_model_free(&(*r)->model);
   free(*r);
   *r = NULL;
@@ -76,6 +80,8 @@ static nle_status check_opts(nle_ctx *ctx, nle_spectral_method method, const nle
                     : !(o->tol >= 0 && o->tol < 1)               ? "tol (in [0, 1))"
                     : !(o->reg >= 0 && isfinite(o->reg))         ? "reg (>= 0)"
                     : o->landmarks < 0                           ? "landmarks (>= 0)"
+                    : !(o->kz == NLE_AUTO || o->kz >= 1)         ? "kz (>= 1 or NLE_AUTO)"
+                    : !named(nle_landmark_method_name(o->landmark_method)) ? "landmark_method"
                     : !(o->pca_dims == NLE_AUTO || o->pca_dims >= 0) ? "pca_dims (>= 0 or NLE_AUTO)"
                     : !(o->pca_candidates == NLE_AUTO || o->pca_candidates >= o->k) ? "pca_candidates (>= k or NLE_AUTO)"
                     : !(o->alpha >= 0 && o->alpha <= 1)          ? "alpha (in [0, 1])"
@@ -118,7 +124,7 @@ enum { PCA_MIN_N = 5000, PCA_MIN_D = 100, PCA_DIMS = 50, PCA_CANDIDATES_PER_K = 
 
 /* The directed kNN graph of the points, in Y or among components. */
 static nle_status neighbours(nle_ctx *ctx, const nle_matf *Y, nle_spectral_opts *o, nle_spectral_result *r,
-                             nle_spectral_model *model, nle_csr **graph) {
+                             nle_spectral_model *model, nle_csr **graph, nle_matf **projected) {
   size_t n = Y->rows, D = Y->cols;
   if (o->pca_dims == NLE_AUTO) o->pca_dims = n > PCA_MIN_N && D > PCA_MIN_D ? PCA_DIMS : 0;
   if ((size_t)o->pca_dims >= D) o->pca_dims = 0; /* no narrower than the data */
@@ -156,7 +162,7 @@ static nle_status neighbours(nle_ctx *ctx, const nle_matf *Y, nle_spectral_opts 
                                     ? (float)nle_csr_value(cand, cand->rowptr[i + 1] - 1) : 0.0f;
   if (!s) s = nle_knn_rerank(ctx, Y, cand, o->k, graph);
   nle_csr_free(&cand);
-  if (!s && model) model->pca_Y = Z, Z = NULL; /* the training points where new points are searched */
+  if (!s) *projected = Z, Z = NULL; /* the points where new points (and LLL's landmarks) are searched */
   nle_matf_free(&Z);
   return s;
 }
@@ -188,7 +194,11 @@ nle_status nle_spectral_embed(nle_ctx *ctx, nle_spectral_method method, const nl
   r->n = n;
   r->knn_used = NLE_KNN_AUTO;
   r->residual_variance = NAN;
-  if (o->components == NLE_COMPONENTS_AUTO) o->components = m->components;
+  r->reconstruction_error = NAN;
+  /* LLL joins components through Z: the reduced pencil is what must be
+   * connected (the dissertation's K_W = 1 runs, sec. 4.8.1) */
+  if (o->components == NLE_COMPONENTS_AUTO) o->components = o->landmarks > 0 && method == NLE_SPECTRAL_LE
+                                                                ? NLE_COMPONENTS_ALLOW : m->components;
   if (o->affinity == NLE_AFF_ENTROPIC) {
     if (o->perplexity == NLE_AUTO) o->perplexity = o->k / 3.0;
     if (o->radius > 0)
@@ -198,12 +208,13 @@ nle_status nle_spectral_embed(nle_ctx *ctx, nle_spectral_method method, const nl
                     "is usual)", m->name, o->perplexity, o->k);
   }
   nle_csr *graph = NULL, *W = NULL;
+  nle_matf *projected = NULL;
   if (o->keep_model && !in->Y)
     s = nle__fail(ctx, NLE_ERR_ARG, "%s: keep_model needs the points (new points are placed by their distances to "
                   "them), not only a kNN graph or affinities", m->name);
   if (!s && o->keep_model && !(r->model = nle__calloc(ctx, 1, sizeof *r->model, "the spectral model")))
     s = NLE_ERR_NOMEM;
-  if (!s && in->Y) s = neighbours(ctx, in->Y, o, r, r->model, &graph);
+  if (!s && in->Y) s = neighbours(ctx, in->Y, o, r, r->model, &graph, &projected);
   else o->pca_dims = o->pca_candidates = 0;
   if (o->knn_method == NLE_KNN_AUTO) o->knn_method = r->knn_used;
   r->knn_seconds = nle_time_seconds() - t0;
@@ -222,10 +233,12 @@ nle_status nle_spectral_embed(nle_ctx *ctx, nle_spectral_method method, const nl
                   m->name, (long long)comps);
   r->graph_seconds = nle_time_seconds() - t0;
   t0 = nle_time_seconds();
-  nle__spectral_job job = {o, in->Y, knn, weights, (int)comps, r->model};
+  nle__spectral_job job = {o, in->Y, knn, weights, (int)comps, r->model, projected};
   if (!s) s = m->embed(ctx, &job, r);
   r->eigen_seconds = nle_time_seconds() - t0;
+  if (!s && r->model) r->model->pca_Y = projected, projected = NULL;
   if (!s && r->model) s = nle__spectral_model_finish(ctx, r->model, method, o, in->Y, knn, weights, r);
+  nle_matf_free(&projected);
   nle_csr_free(&graph);
   nle_csr_free(&W);
   r->total_seconds = nle_time_seconds() - t_start;

@@ -49,6 +49,7 @@ static bool uses_weights(nle_spectral_method method) {
 }
 
 const char *nle_spectral_model_map(const nle_spectral_model *m) {
+  if (m->landmark_X) return m->centres ? "landmark weights, nearest centre" : "landmark weights";
   return m->centres ? "nystrom, nearest centre" : uses_weights(m->method) ? "reconstruction weights" : "nystrom";
 }
 
@@ -303,6 +304,7 @@ nle_status nle_spectral_transform(nle_ctx *ctx, const nle_spectral_model *m, con
     if (!isfinite(Ynew->data[i]))
       return nle__fail(ctx, NLE_ERR_VALUE, "spectral transform: new point %zu, column %zu is not finite",
                        i / Ynew->cols + 1, i % Ynew->cols + 1);
+  if (m->landmark_X) return nle__lll_transform(ctx, m, Ynew, Xnew);
   size_t n = m->n, M = Ynew->rows, k = (size_t)m->opts.k;
   nle_matf *Qs = NULL;
   nle_status s = m->opts.pca_dims > 0 ? nle__spectral_project(ctx, m, Ynew, &Qs) : NLE_OK;

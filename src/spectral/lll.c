@@ -1,0 +1,518 @@
+/* lll.c — Locally Linear Landmarks (dissertation ch. 4; Vladymyrov and
+ * Carreira-Perpinan, ECML 2013): a spectral problem min tr(X A X^T) s.t.
+ * X B X^T = I on N points (eq. 4.1) restricted to X = X~ Z, Z the weights
+ * that reconstruct each point from its K_Z nearest landmarks (eqs. 4.2-4.8):
+ * the L x L pencil A~ = Z A Z^T, B~ = Z B Z^T (eq. 4.5), which still sees
+ * every point and every edge, solved by the reduced-pencil solver Brand's
+ * kernel eigenmaps share (pencil.c, SPEC G07-20); X = X~ Z for every point
+ * and x0 = X~ z0 for a new one. Here Z is held transposed, N x L, one row
+ * per point. */
+#include "method.h"
+#include "spectral_internal.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { ROW_BLOCK = 1024, LANDMARK_BLOCK = 16 };
+/* Candidates per reconstructing landmark when the nearest landmarks are
+ * searched among principal components and re-ranked in the data (as the
+ * graph's own search: 7 per neighbour). */
+enum { CANDIDATES_PER_KZ = 7 };
+
+/* ------------------------------------------------------------------------ */
+/* Z: the reconstruction weights (eqs. 4.6-4.8)                               */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+  const nle_matf *Yl, *Q;
+  const nle_csr *near; /* M x L: each point's landmarks, nearest first */
+  int kz;
+  double reg;
+  nle_csr *Z;
+  double *err, *spread; /* per block: squared residuals, squared spread */
+  const double *mean;
+} weights_job;
+
+static int weights_block(void *job, size_t b, void *scratch) {
+  weights_job *j = job;
+  size_t D = j->Q->cols, m = j->Q->rows, i1 = (b + 1) * ROW_BLOCK < m ? (b + 1) * ROW_BLOCK : m;
+  int kz = j->kz;
+  double *w = scratch, *work = w + kz;
+  int32_t *idx = (int32_t *)(work + (size_t)kz * D + (size_t)kz * kz);
+  double err = 0.0, spread = 0.0;
+  double *zval = j->Z->val;
+  for (size_t i = b * ROW_BLOCK; i < i1; i++) {
+    const float *q = j->Q->data + i * D;
+    int64_t q0 = j->near->rowptr[i];
+    for (int a = 0; a < kz; a++) idx[a] = j->near->colind[q0 + a];
+    if (nle_csr_value(j->near, q0) == 0.0) { /* on a landmark: that landmark alone (SPEC G07-2) */
+      for (int a = 0; a < kz; a++) w[a] = a == 0;
+    } else {
+      nle__barycentre_weights(q, j->Yl->data, D, idx, kz, j->reg, work, w);
+    }
+    /* columns ascending (insertion sort of kz pairs) */
+    for (int a = 1; a < kz; a++)
+      for (int c = a; c > 0 && idx[c - 1] > idx[c]; c--) {
+        int32_t t = idx[c];
+        idx[c] = idx[c - 1], idx[c - 1] = t;
+        double u = w[c];
+        w[c] = w[c - 1], w[c - 1] = u;
+      }
+    int64_t at = (int64_t)i * kz;
+    for (int a = 0; a < kz; a++) j->Z->colind[at + a] = idx[a], zval[at + a] = w[a];
+    for (size_t t = 0; t < D; t++) {
+      double r = q[t], c = q[t] - j->mean[t];
+      for (int a = 0; a < kz; a++) r -= w[a] * j->Yl->data[(size_t)idx[a] * D + t];
+      err += r * r, spread += c * c;
+    }
+  }
+  j->err[b] = err, j->spread[b] = spread;
+  return 0;
+}
+
+/* The weights of Q's rows from the landmarks `near` lists (first kz of each
+ * row, nearest first). */
+static nle_status weights_from(nle_ctx *ctx, const nle_matf *Yl, const nle_matf *Q, const nle_csr *near, int kz,
+                               double reg, nle_csr **Z, double *error) {
+  size_t m = Q->rows, D = Q->cols, blocks = (m + ROW_BLOCK - 1) / ROW_BLOCK;
+  weights_job j = {Yl, Q, near, kz, reg, NULL, NULL, NULL, NULL};
+  double *mean = nle__calloc(ctx, D, sizeof(double), "the points' mean");
+  j.err = nle__calloc(ctx, blocks, sizeof(double), "LLL weights");
+  j.spread = nle__calloc(ctx, blocks, sizeof(double), "LLL weights");
+  nle_status s = mean && j.err && j.spread ? NLE_OK : NLE_ERR_NOMEM;
+  for (size_t i = 0; !s && i < m; i++)
+    for (size_t t = 0; t < D; t++) mean[t] += Q->data[i * D + t];
+  for (size_t t = 0; !s && t < D; t++) mean[t] /= (double)m;
+  j.mean = mean;
+  if (!s) s = nle_csr_alloc(ctx, (int64_t)m, (int64_t)Yl->rows, (int64_t)m * kz, NLE_F64, &j.Z);
+  for (size_t i = 0; !s && i <= m; i++) j.Z->rowptr[i] = (int64_t)i * kz;
+  size_t scratch = (size_t)kz * (1 + D + (size_t)kz) * sizeof(double) + (size_t)kz * sizeof(int32_t);
+  if (!s)
+    s = nle__for_blocks(ctx, "LLL weights", blocks, nle__threads_for(ctx, (double)m * (double)D * kz * kz), scratch,
+                        weights_block, &j);
+  if (!s && error) {
+    double e = 0.0, sp = 0.0;
+    for (size_t b = 0; b < blocks; b++) e += j.err[b], sp += j.spread[b];
+    *error = sp > 0 ? sqrt(e / sp) : 0.0;
+  }
+  if (!s) *Z = j.Z, j.Z = NULL;
+  nle_csr_free(&j.Z);
+  free(mean), free(j.err), free(j.spread);
+  return s;
+}
+
+static nle_status check_finite(nle_ctx *ctx, const nle_matf *M, const char *what) {
+  for (size_t i = 0; i < M->rows * M->cols; i++)
+    if (!isfinite(M->data[i]))
+      return nle__fail(ctx, NLE_ERR_VALUE, "LLL: %s: row %zu, column %zu is not finite", what, i / M->cols + 1,
+                       i % M->cols + 1);
+  return NLE_OK;
+}
+
+nle_status nle_lll_weights(nle_ctx *ctx, const nle_matf *Yl, const nle_matf *Q, int kz, double reg, nle_csr **Z,
+                           double *error) {
+  *Z = NULL;
+  if (!Yl || !Q || Yl->cols != Q->cols || Yl->rows < 1)
+    return nle__fail(ctx, NLE_ERR_ARG, "LLL weights: landmarks and points must be given with the same columns");
+  if (kz < 1 || (size_t)kz > Yl->rows)
+    return nle__fail(ctx, NLE_ERR_ARG, "LLL weights: kz = %d of %zu landmarks (1..L)", kz, Yl->rows);
+  if (!(reg >= 0 && isfinite(reg))) return nle__fail(ctx, NLE_ERR_ARG, "LLL weights: reg = %g (>= 0)", reg);
+  nle_status s = check_finite(ctx, Yl, "a landmark");
+  if (!s) s = check_finite(ctx, Q, "a point");
+  nle_csr *near = NULL;
+  if (!s) s = nle_knn_query(ctx, Yl, Q, kz, &near);
+  if (!s) s = weights_from(ctx, Yl, Q, near, kz, reg, Z, error);
+  nle_csr_free(&near);
+  return s;
+}
+
+typedef struct {
+  const nle_matf *Yl, *Q;
+  const nle_csr *cand;
+  int kz;
+  nle_csr *near;
+} rerank_job;
+
+/* The kz nearest of each point's candidate landmarks by their distances in
+ * the data (ties by index). */
+static int rerank_block(void *job, size_t b, void *scratch) {
+  rerank_job *j = job;
+  nle__pair *p = scratch;
+  size_t D = j->Q->cols, m = j->Q->rows, i1 = (b + 1) * ROW_BLOCK < m ? (b + 1) * ROW_BLOCK : m;
+  float *val = j->near->val;
+  for (size_t i = b * ROW_BLOCK; i < i1; i++) {
+    const float *q = j->Q->data + i * D;
+    int64_t c0 = j->cand->rowptr[i], nc = j->cand->rowptr[i + 1] - c0;
+    for (int64_t c = 0; c < nc; c++) {
+      const float *l = j->Yl->data + (size_t)j->cand->colind[c0 + c] * D;
+      double e = 0.0;
+      for (size_t t = 0; t < D; t++) e += ((double)q[t] - l[t]) * ((double)q[t] - l[t]);
+      p[c] = (nle__pair){e, j->cand->colind[c0 + c]};
+    }
+    for (int a = 0; a < j->kz; a++) { /* partial selection: kz is small */
+      int64_t best = a;
+      for (int64_t c = a + 1; c < nc; c++)
+        if (nle__pair_greater(p[best], p[c])) best = c;
+      nle__pair t = p[a];
+      p[a] = p[best], p[best] = t;
+      j->near->colind[(int64_t)i * j->kz + a] = (int32_t)p[a].i;
+      val[(int64_t)i * j->kz + a] = (float)p[a].d;
+    }
+  }
+  return 0;
+}
+
+/* Each point's kz nearest landmarks: exactly (GEMM), or, when the points
+ * have principal components (Pl, Pq), among CANDIDATES_PER_KZ kz found
+ * there and re-ranked in the data: at a million points, 10,000 landmarks
+ * and D = 784, the exact search is 8e12 flops (SPEC G07-3). */
+static nle_status nearest_landmarks(nle_ctx *ctx, const nle_matf *Yl, const nle_matf *Q, const nle_matf *Pl,
+                                    const nle_matf *Pq, int kz, nle_csr **near) {
+  size_t L = Yl->rows, m = Q->rows;
+  int nc = kz * CANDIDATES_PER_KZ;
+  if (!Pl || (size_t)nc >= L) return nle_knn_query(ctx, Yl, Q, kz, near);
+  nle_csr *cand = NULL;
+  nle_status s = nle_knn_query(ctx, Pl, Pq, nc, &cand);
+  rerank_job j = {Yl, Q, cand, kz, NULL};
+  if (!s) s = nle_csr_alloc(ctx, (int64_t)m, (int64_t)L, (int64_t)m * kz, NLE_F32, &j.near);
+  for (size_t i = 0; !s && i <= m; i++) j.near->rowptr[i] = (int64_t)i * kz;
+  if (!s)
+    s = nle__for_blocks(ctx, "LLL landmark search", (m + ROW_BLOCK - 1) / ROW_BLOCK,
+                        nle__threads_for(ctx, (double)m * nc * (double)Q->cols), (size_t)nc * sizeof(nle__pair),
+                        rerank_block, &j);
+  if (!s) *near = j.near, j.near = NULL;
+  nle_csr_free(&j.near);
+  nle_csr_free(&cand);
+  return s;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The reduced matrices Z^T (A + diag) Z, never N x N                         */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+  const nle_csr *Z, *Zt, *A, *P;
+  const double *diag;
+  double alpha;
+  size_t L;
+  int64_t *count; /* pass 1: P's row lengths */
+  nle_csr *Pout;  /* pass 2: P's entries */
+  double *out;
+} reduce_job;
+
+/* Row n of P = A Z (the landmarks reached in one step of A from n's
+ * landmarks), into a dense accumulator with a list of the touched
+ * columns; pass 1 counts them, pass 2 writes them (ascending n order of
+ * A's row: the same bits for any thread count). */
+static int product_block(void *job, size_t b, void *scratch) {
+  reduce_job *j = job;
+  const nle_csr *A = j->A, *Z = j->Z;
+  double *acc = scratch;
+  int32_t *touched = (int32_t *)(acc + j->L);
+  size_t n = (size_t)A->rows, i1 = (b + 1) * ROW_BLOCK < n ? (b + 1) * ROW_BLOCK : n;
+  const double *zv = Z->val;
+  memset(acc, 0, j->L * sizeof(double)); /* the scratch comes uninitialised; rows leave it zero */
+  for (size_t i = b * ROW_BLOCK; i < i1; i++) {
+    int64_t nt = 0;
+    for (int64_t q = A->rowptr[i]; q < A->rowptr[i + 1]; q++) {
+      int64_t mrow = A->colind[q];
+      double a = j->alpha * nle_csr_value(A, q);
+      for (int64_t r = Z->rowptr[mrow]; r < Z->rowptr[mrow + 1]; r++) {
+        int32_t c = Z->colind[r];
+        if (acc[c] == 0.0 && !(a * zv[r] == 0.0)) {
+          /* first touch (an exactly cancelled sum is touched again: harmless) */
+          touched[nt++] = c;
+        }
+        acc[c] += a * zv[r];
+      }
+    }
+    if (!j->Pout) {
+      j->count[i] = nt;
+    } else {
+      int64_t at = j->Pout->rowptr[i];
+      double *pv = j->Pout->val;
+      for (int64_t t = 0; t < nt; t++) {
+        int32_t c = touched[t];
+        if (at < j->Pout->rowptr[i + 1]) j->Pout->colind[at] = c, pv[at++] = acc[c];
+      }
+      while (at < j->Pout->rowptr[i + 1]) j->Pout->colind[at] = 0, pv[at++] = 0.0; /* unreachable padding */
+    }
+    for (int64_t t = 0; t < nt; t++) acc[touched[t]] = 0.0;
+  }
+  return 0;
+}
+
+/* Rows a of out = Z^T P + Z^T diag Z: over the points n that landmark a
+ * reconstructs (Zt's row a, ascending n). */
+static int reduce_block(void *job, size_t b, void *scratch) {
+  (void)scratch;
+  reduce_job *j = job;
+  const nle_csr *Z = j->Z, *Zt = j->Zt, *P = j->P;
+  size_t L = j->L, a1 = (b + 1) * LANDMARK_BLOCK < L ? (b + 1) * LANDMARK_BLOCK : L;
+  const double *zv = Z->val, *ztv = Zt->val, *pv = P ? P->val : NULL;
+  for (size_t a = b * LANDMARK_BLOCK; a < a1; a++) {
+    double *row = j->out + a * L;
+    memset(row, 0, L * sizeof(double));
+    for (int64_t q = Zt->rowptr[a]; q < Zt->rowptr[a + 1]; q++) {
+      int64_t n = Zt->colind[q];
+      double za = ztv[q];
+      if (P)
+        for (int64_t r = P->rowptr[n]; r < P->rowptr[n + 1]; r++) row[P->colind[r]] += za * pv[r];
+      if (j->diag) {
+        double zd = za * j->diag[n];
+        for (int64_t r = Z->rowptr[n]; r < Z->rowptr[n + 1]; r++) row[Z->colind[r]] += zd * zv[r];
+      }
+    }
+  }
+  return 0;
+}
+
+/* out (L x L) = Z^T (alpha A + diag(diag)) Z; A (N x N, symmetric) or
+ * diag may be NULL. */
+static nle_status reduce(nle_ctx *ctx, const nle_csr *Z, const nle_csr *Zt, const nle_csr *A, double alpha,
+                         const double *diag, double *out) {
+  size_t n = (size_t)Z->rows, L = (size_t)Z->cols, blocks = (n + ROW_BLOCK - 1) / ROW_BLOCK;
+  reduce_job j = {Z, Zt, A, NULL, diag, alpha, L, NULL, NULL, out};
+  nle_status s = NLE_OK;
+  nle_csr *P = NULL;
+  if (A) {
+    size_t scratch = L * (sizeof(double) + sizeof(int32_t));
+    int threads = nle__threads_for(ctx, (double)A->nnz * (double)Z->nnz / (double)n);
+    if (!(j.count = nle__malloc(ctx, n * sizeof(int64_t), "LLL's A Z"))) s = NLE_ERR_NOMEM;
+    if (!s) s = nle__for_blocks(ctx, "LLL reduced matrix", blocks, threads, scratch, product_block, &j);
+    int64_t total = 0;
+    for (size_t i = 0; !s && i < n; i++) total += j.count[i];
+    if (!s) s = nle_csr_alloc(ctx, (int64_t)n, (int64_t)L, total, NLE_F64, &P);
+    for (size_t i = 0; !s && i < n; i++) P->rowptr[i + 1] = P->rowptr[i] + j.count[i];
+    j.Pout = P;
+    if (!s) s = nle__for_blocks(ctx, "LLL reduced matrix", blocks, threads, scratch, product_block, &j);
+    j.P = P;
+  }
+  if (!s)
+    s = nle__for_blocks(ctx, "LLL reduced matrix", (L + LANDMARK_BLOCK - 1) / LANDMARK_BLOCK,
+                        nle__threads_for(ctx, (double)(P ? P->nnz : 0) * Z->nnz / (double)n + (double)Z->nnz * 8),
+                        0, reduce_block, &j);
+  free(j.count);
+  nle_csr_free(&P);
+  return s;
+}
+
+/* X = Z Xl (N x c from L x c). */
+static nle_status expand(nle_ctx *ctx, const nle_csr *Z, const nle_matd *Xl, nle_matd **X) {
+  size_t n = (size_t)Z->rows, c = Xl->cols;
+  nle_status s = nle_matd_alloc(ctx, n, c, X);
+  const double *zv = Z->val;
+  for (size_t i = 0; !s && i < n; i++) {
+    double *x = (*X)->data + i * c;
+    memset(x, 0, c * sizeof(double));
+    for (int64_t r = Z->rowptr[i]; r < Z->rowptr[i + 1]; r++)
+      for (size_t t = 0; t < c; t++) x[t] += zv[r] * Xl->data[(size_t)Z->colind[r] * c + t];
+  }
+  return s;
+}
+
+static nle_status check_weights(nle_ctx *ctx, const nle_csr *Z, size_t n) {
+  if (!Z || Z->dtype != NLE_F64 || (size_t)Z->rows != n || Z->cols < 1)
+    return nle__fail(ctx, NLE_ERR_ARG, "LLL: Z must be the N x L double weights nle_lll_weights gives (N = %zu)", n);
+  return NLE_OK;
+}
+
+/* The reduced pencil (Z^T (alpha A + diag A) Z, Z^T (B + diag B) Z) (B and
+ * its diagonal both absent: I) and its nev eigenpairs at one end: vals,
+ * X~ (L x nev, signs fixed). */
+static nle_status lll_pencil(nle_ctx *ctx, const nle_csr *Z, const nle_csr *A, double alpha, const double *A_diag,
+                             const nle_csr *B, const double *B_diag, int nev, bool largest, double *vals,
+                             nle_matd **Xl, nle__pencil_info *info) {
+  size_t n = (size_t)Z->rows, L = (size_t)Z->cols;
+  nle_status s = nle__check_memory(ctx, 4.0 * (double)L * (double)L * sizeof(double), "LLL's reduced L x L pencil");
+  if (s) return s;
+  nle_csr *Zt = NULL;
+  double *At = nle__malloc(ctx, L * L * sizeof(double), "LLL's reduced A");
+  double *Bt = nle__malloc(ctx, L * L * sizeof(double), "LLL's reduced B");
+  double *ones = NULL;
+  s = At && Bt ? NLE_OK : NLE_ERR_NOMEM;
+  if (!s) s = nle_csr_transpose(ctx, Z, &Zt);
+  if (!s) s = reduce(ctx, Z, Zt, A, alpha, A_diag, At);
+  if (!s && !B && !B_diag) { /* B = I */
+    if (!(ones = nle__malloc(ctx, n * sizeof(double), "LLL's B"))) s = NLE_ERR_NOMEM;
+    for (size_t i = 0; !s && i < n; i++) ones[i] = 1.0;
+  }
+  if (!s) s = reduce(ctx, Z, Zt, B, 1.0, ones ? ones : B_diag, Bt);
+  if (!s) s = nle_matd_alloc(ctx, L, (size_t)nev, Xl);
+  if (!s)
+    s = nle__pencil_solve(ctx, "LLL", L, At, Bt, nev, largest ? NLE__EIG_LARGEST : NLE__EIG_SMALLEST, vals,
+                          (*Xl)->data, info);
+  if (!s) nle__fix_signs((*Xl)->data, L, (size_t)nev);
+  if (s) nle_matd_free(Xl);
+  nle_csr_free(&Zt);
+  free(At), free(Bt), free(ones);
+  return s;
+}
+
+nle_status nle_lll_solve(nle_ctx *ctx, const nle_csr *Z, const nle_csr *A, const double *A_diag, const nle_csr *B,
+                         const double *B_diag, int nev, bool largest, double *vals, nle_matd **Xl, nle_matd **X) {
+  if (Xl) *Xl = NULL;
+  if (X) *X = NULL;
+  size_t n = Z ? (size_t)Z->rows : 0, L = Z ? (size_t)Z->cols : 0;
+  nle_status s = check_weights(ctx, Z, n);
+  if (s) return s;
+  if ((A && (A->rows != (int64_t)n || A->cols != (int64_t)n)) || (B && (B->rows != (int64_t)n || B->cols != (int64_t)n)))
+    return nle__fail(ctx, NLE_ERR_ARG, "LLL: A and B must be N x N with N = %zu, Z's rows", n);
+  if (nev < 1 || (size_t)nev > L)
+    return nle__fail(ctx, NLE_ERR_ARG, "LLL: %d eigenpairs of %zu landmarks (1..L)", nev, L);
+  nle_matd *V = NULL;
+  s = lll_pencil(ctx, Z, A, 1.0, A_diag, B, B_diag, nev, largest, vals, &V, NULL);
+  if (!s && X) s = expand(ctx, Z, V, X);
+  if (!s && Xl) *Xl = V, V = NULL;
+  nle_matd_free(&V);
+  return s;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Laplacian eigenmaps through LLL (eqs. 4.9-4.10), and the LE(Z) baseline   */
+/* ------------------------------------------------------------------------ */
+
+int nle__lll_kz(const nle_spectral_opts *o, size_t L, size_t D) {
+  int kz = o->kz;
+  if (kz == NLE_AUTO) {
+    kz = o->dim + 1 > 5 ? o->dim + 1 : 5;
+    if (D > 0 && (size_t)kz > D + 1) kz = (int)D + 1;
+  }
+  if ((size_t)kz > L) kz = (int)L;
+  return kz;
+}
+
+/* The graph among the landmarks alone (the "LE (Z)" baseline, dissertation
+ * sec. 4.8: the dissertation does not say how it was built, SPEC G07-10):
+ * their own k nearest (k capped at L - 1), weighted and symmetrised as W. */
+static nle_status landmark_graph(nle_ctx *ctx, const nle_matf *Yl, const nle_spectral_opts *o, nle_csr **Wl) {
+  nle_spectral_opts lo = *o;
+  if ((size_t)lo.k >= Yl->rows) lo.k = (int)Yl->rows - 1;
+  nle_knn_opts ko = {lo.k};
+  nle_csr *g = NULL;
+  nle_status s = nle_knn_exact(ctx, Yl, &ko, &g);
+  if (!s) s = nle__spectral_weights(ctx, g, &lo, Wl, NULL);
+  nle_csr_free(&g);
+  return s;
+}
+
+/* The identity weights of the landmarks themselves (for LE(Z)'s own
+ * pencil on the landmark graph). */
+static nle_status identity_weights(nle_ctx *ctx, size_t L, nle_csr **I_L) {
+  nle_status s = nle_csr_alloc(ctx, (int64_t)L, (int64_t)L, (int64_t)L, NLE_F64, I_L);
+  for (size_t i = 0; !s && i < L; i++) {
+    (*I_L)->rowptr[i + 1] = (int64_t)i + 1;
+    (*I_L)->colind[i] = (int32_t)i;
+    ((double *)(*I_L)->val)[i] = 1.0;
+  }
+  return s;
+}
+
+nle_status nle__lll_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spectral_result *r) {
+  const nle_spectral_opts *o = job->o;
+  const nle_matf *Y = job->Y;
+  if (!Y)
+    return nle__fail(ctx, NLE_ERR_ARG, "le: Locally Linear Landmarks (landmarks > 0) needs the points: Z reconstructs "
+                     "each from its nearest landmarks");
+  size_t n = Y->rows, D = Y->cols, L = (size_t)o->landmarks, d = (size_t)o->dim, nev = d + 1;
+  if (L < nev || L > n)
+    return nle__fail(ctx, NLE_ERR_ARG, "le: %zu landmarks for %zu dimensions of %zu points (d + 1 <= L <= N)", L, d,
+                     n);
+  int kz = nle__lll_kz(o, L, D);
+  if (o->kz != NLE_AUTO && o->kz < 1)
+    return nle__fail(ctx, NLE_ERR_ARG, "le: kz = %d landmarks per point (>= 1)", o->kz);
+  double t0 = nle_time_seconds();
+  nle_matf *Yl = NULL, *Pl = NULL;
+  nle_csr *near = NULL, *Z = NULL, *Wl = NULL, *Zl = NULL;
+  nle_matd *Xl = NULL;
+  double *deg = NULL;
+  int32_t *idx = nle__malloc(ctx, L * sizeof(int32_t), "the landmarks");
+  nle_status s = idx ? NLE_OK : NLE_ERR_NOMEM;
+  /* landmark choice among the search's principal components when the
+   * front door made them (the k-means and MinMax passes are N L D) */
+  const nle_matf *space = job->pca_Y ? job->pca_Y : Y;
+  if (!s) s = nle_landmarks_select(ctx, space, L, o->landmark_method, idx);
+  if (!s) s = nle_matf_alloc(ctx, L, D, &Yl);
+  for (size_t a = 0; !s && a < L; a++) memcpy(Yl->data + a * D, Y->data + (size_t)idx[a] * D, D * sizeof(float));
+  if (!s && job->pca_Y) {
+    size_t p = job->pca_Y->cols;
+    s = nle_matf_alloc(ctx, L, p, &Pl);
+    for (size_t a = 0; !s && a < L; a++)
+      memcpy(Pl->data + a * p, job->pca_Y->data + (size_t)idx[a] * p, p * sizeof(float));
+  }
+  if (!s) s = nearest_landmarks(ctx, Yl, Y, Pl, job->pca_Y, kz, &near);
+  if (!s) s = weights_from(ctx, Yl, Y, near, kz, o->reg, &Z, &r->reconstruction_error);
+  r->z_seconds = nle_time_seconds() - t0;
+  t0 = nle_time_seconds();
+  /* LE's pencil (Z (D - W) Z^T, Z D Z^T), eq. 4.10: A = -W plus the
+   * diagonal D; the unnormalised Laplacian's B is I. LE(Z): the same
+   * pencil on the landmarks' own graph, Z = I there. */
+  const nle_csr *Wp = job->W, *Zp = Z;
+  if (!s && o->landmark_graph) s = landmark_graph(ctx, Yl, o, &Wl);
+  if (!s && o->landmark_graph) s = identity_weights(ctx, L, &Zl), Wp = Wl, Zp = Zl;
+  double *vals = s ? NULL : nle__malloc(ctx, nev * sizeof(double), "eigenvalues");
+  if (!s && !vals) s = NLE_ERR_NOMEM;
+  if (!s && !(deg = nle__degrees(ctx, Wp))) s = NLE_ERR_NOMEM;
+  nle__pencil_info info = {0};
+  bool unnormalised = o->laplacian == NLE_LAPLACIAN_UNNORMALISED;
+  if (!s) s = lll_pencil(ctx, Zp, Wp, -1.0, deg, NULL, unnormalised ? NULL : deg, (int)nev, false, vals, &Xl, &info);
+  r->reduce_seconds = nle_time_seconds() - t0;
+  nle_matd *X = NULL;
+  if (!s) s = expand(ctx, Z, Xl, &X);
+  double *full_deg = NULL;
+  if (!s && o->laplacian == NLE_LAPLACIAN_SYMMETRIC && !(full_deg = nle__degrees(ctx, job->W))) s = NLE_ERR_NOMEM;
+  if (!s) s = nle_matd_alloc(ctx, n, d, &r->X);
+  for (size_t i = 0; !s && i < n; i++) {
+    double scale = full_deg ? sqrt(full_deg[i]) : 1.0; /* symmetric: u = D^1/2 v */
+    for (size_t t = 0; t < d; t++) r->X->data[i * d + t] = scale * X->data[i * nev + t + 1];
+  }
+  if (!s) s = nle_matd_alloc(ctx, L, d, &r->landmark_X);
+  for (size_t a = 0; !s && a < L; a++)
+    for (size_t t = 0; t < d; t++) r->landmark_X->data[a * d + t] = Xl->data[a * nev + t + 1];
+  if (!s) {
+    r->eigenvalues = vals, vals = NULL;
+    r->n_eigenvalues = (int)nev;
+    r->landmark_index = idx, idx = NULL;
+    r->n_landmarks = L;
+    r->reduced_singular = info.singular;
+    r->solver_used = info.lanczos ? NLE_EIGEN_SHIFT_INVERT : NLE_EIGEN_DENSE;
+    r->resolved.kz = kz;
+    nle__log(ctx, 1, "le: LLL with %zu landmarks, kz = %d: reconstruction error %.4f, Z %.2f s, pencil %.2f s%s", L,
+             kz, r->reconstruction_error, r->z_seconds, r->reduce_seconds,
+             info.singular ? " (singular B~: solved in its range)" : "");
+  }
+  free(vals), free(full_deg);
+  nle_matd_free(&X);
+  free(idx);
+  nle_matf_free(&Yl), nle_matf_free(&Pl);
+  nle_csr_free(&near), nle_csr_free(&Z), nle_csr_free(&Wl), nle_csr_free(&Zl);
+  nle_matd_free(&Xl);
+  free(deg);
+  return s;
+}
+
+/* Landmark rows of the model's training points (and of their projection
+ * when the model searched among components). */
+nle_status nle__lll_transform(nle_ctx *ctx, const nle_spectral_model *m, const nle_matf *Ynew, nle_matd **Xnew) {
+  size_t L = m->n_landmarks, D = m->D;
+  nle_matf *Yl = NULL, *Pl = NULL, *Pq = NULL;
+  nle_csr *near = NULL, *Z = NULL;
+  nle_status s = nle_matf_alloc(ctx, L, D, &Yl);
+  for (size_t a = 0; !s && a < L; a++)
+    memcpy(Yl->data + a * D, m->Y->data + (size_t)m->landmarks[a] * D, D * sizeof(float));
+  if (!s && m->opts.pca_dims > 0 && m->pca_Y) {
+    size_t p = m->pca_Y->cols;
+    s = nle_matf_alloc(ctx, L, p, &Pl);
+    for (size_t a = 0; !s && a < L; a++)
+      memcpy(Pl->data + a * p, m->pca_Y->data + (size_t)m->landmarks[a] * p, p * sizeof(float));
+    if (!s) s = nle__spectral_project(ctx, m, Ynew, &Pq);
+  }
+  if (!s) s = nearest_landmarks(ctx, Yl, Ynew, Pl, Pq, m->opts.kz, &near);
+  if (!s) s = weights_from(ctx, Yl, Ynew, near, m->opts.kz, m->opts.reg, &Z, NULL);
+  if (!s) s = expand(ctx, Z, m->landmark_X, Xnew);
+  nle_matf_free(&Yl), nle_matf_free(&Pl), nle_matf_free(&Pq);
+  nle_csr_free(&near), nle_csr_free(&Z);
+  return s;
+}
