@@ -18,7 +18,8 @@ static const char *help =
     "maps: Nystrom's formula for LE, diffusion maps and Isomap, reconstruction\n"
     "weights for the LLE family; docs/transform.md), or by `nlembed cmds|lmds|\n"
     "kpca|lda|klda --save-model MODEL` (triangulation, centred kernel rows, the\n"
-    "linear map). Each new data point y is\n"
+    "linear map), or by `nlembed kem --save-model MODEL` (G(x); with --inverse\n"
+    "G+(y), docs/kem.md). Each new data point y is\n"
     "placed by an EE-family model at\n"
     "the x minimising the training objective augmented with y, every training\n"
     "point kept where it is, starting from the x of its nearest training point;\n"
@@ -115,6 +116,38 @@ static int projection_transform(cli_env *env, const char *model_path, const char
   return rc;
 }
 
+/* A kernel eigenmap's map (Brand 2003): G(x) of eq. 17/18, or with
+ * --inverse G+(y) (nlembed/kem.h). */
+static int kem_transform(cli_env *env, const char *model_path, const char *input, bool inverse, const char *output) {
+  nle_kem_model *m = NULL;
+  nle_dataset *ds = NULL;
+  nle_matd *Yin = NULL, *X = NULL;
+  double t0 = nle_time_seconds();
+  nle_status s = nle_kem_model_load(env->ctx, model_path, &m);
+  if (!s && inverse) s = cli_load_embedding(env, input, &Yin);
+  if (!s && !inverse) s = cli_load(env, input, &ds);
+  if (!s) s = inverse ? nle_kem_inverse(env->ctx, m, Yin, &X) : nle_kem_transform(env->ctx, m, ds->X, &X);
+  if (!s) s = nle_write_matd(env->ctx, output, X);
+  int rc = s ? cli_fail(env, s) : cli_commit(env); /* every output of the run, or none */
+  if (!rc) {
+    double secs = nle_time_seconds() - t0;
+    char model_name[1200], input_name[1200];
+    cli_json_escape(model_path, model_name, sizeof model_name);
+    cli_json_escape(input, input_name, sizeof input_name);
+    printf("{\"command\": \"transform\", \"model\": \"%s\", \"input\": \"%s\", \"n\": %zu, \"map\": \"%s\", "
+           "\"model_kind\": \"kem\", \"variant\": \"%s\", \"kernels\": %zu, \"seconds\": %.3f}\n",
+           model_name, input_name, X->rows, inverse ? "G+(y)" : "G(x)", nle_kem_variant_name(m->variant), m->kernels,
+           secs);
+    cli_note(env, "mapped %zu points with %s of the kernel eigenmap in %.2f s; wrote %s", X->rows,
+             inverse ? "G+(y)" : "G(x)", secs, output);
+  }
+  nle_matd_free(&Yin);
+  nle_matd_free(&X);
+  nle_dataset_free(&ds);
+  nle_kem_model_free(&m);
+  return rc;
+}
+
 int cmd_transform(int argc, char **argv) {
   static const struct option longopts[] = {
       {"output", required_argument, 0, 'o'}, {"inverse", no_argument, 0, OPT_INVERSE},
@@ -168,6 +201,13 @@ int cmd_transform(int argc, char **argv) {
     if (inverse || data || to.max_iters != NLE_AUTO || to.engine != NLE_REPULSION_AUTO)
       rc = cli_usage_error("transform", "--inverse, --data, --max-iters and --repulsion are not for a %s model", kind);
     else rc = projection_transform(&env, argv[optind], argv[optind + 1], output);
+    cli_env_free(&env);
+    return rc;
+  }
+  if (!rc && !s && !strcmp(kind, "kem-model")) {
+    if (data || to.max_iters != NLE_AUTO || to.engine != NLE_REPULSION_AUTO)
+      rc = cli_usage_error("transform", "--data, --max-iters and --repulsion are not for a %s model", kind);
+    else rc = kem_transform(&env, argv[optind], argv[optind + 1], inverse, output);
     cli_env_free(&env);
     return rc;
   }
