@@ -59,6 +59,19 @@ static const char *help_fmt =
 /* after the formatted part: these hold literal percent signs */
 static const char *help_tail = CLI_KNN_HELP "\n" CLI_COMMON_HELP;
 
+/* Locally Linear Landmarks' options, for le and cluster (docs/lll.md). */
+#define LLL_HELP                                                                      \
+  "  --landmarks L        Locally Linear Landmarks (dissertation ch. 4): solve\n"      \
+  "                       on L landmarks, X = X~ Z, every point reconstructed\n"     \
+  "                       from its nearest landmarks (default 0: exact)\n"           \
+  "  --kz K               LLL: landmarks per point (default max(d + 1, 5),\n"        \
+  "                       at most L and D + 1)\n"                                    \
+  "  --landmark-method M  LLL: random (default), thinned, kmeans, minmax\n"          \
+  "  --landmark-graph     LLL's baseline LE(Z): the landmarks' own kNN graph\n"      \
+  "                       instead of Z W Z^T (for comparisons)\n"                   \
+  "  --reg R              LLL: the weights' regulariser, times the local Gram\n"     \
+  "                       matrix's trace (default 1e-3)\n"
+
 typedef struct {
   const char *name;
   nle_spectral_method method;
@@ -73,7 +86,8 @@ static const spectral_command commands[] = {
      "eigenvectors after the trivial one of the kNN graph's Laplacian.\n",
      "  --laplacian NAME     random-walk (default: L v = lambda D v, V^T D V = I),\n"
      "                       symmetric (I - D^-1/2 W D^-1/2, U^T U = I),\n"
-     "                       unnormalised (D - W, F^T F = I, as the slides)\n", false},
+     "                       unnormalised (D - W, F^T F = I, as the slides)\n"
+     LLL_HELP, false},
     {"lle", NLE_SPECTRAL_LLE,
      "Locally linear embedding (lecture slides 002; Roweis and Saul 2000): each point\n"
      "reconstructed from its k neighbours (weights summing to 1), then the d\n"
@@ -127,18 +141,88 @@ static const spectral_command commands[] = {
      "  --normalize-rows     each point's eigenvector row to unit length first\n"
      "                       (Ng, Jordan and Weiss); off by default, as eq. 4.19\n"
      "  --restarts N         k-means runs from k-means++ seeds (10)\n"
-     "  --laplacian NAME     random-walk (default), symmetric, unnormalised\n",
+     "  --laplacian NAME     random-walk (default), symmetric, unnormalised\n"
+     "  --no-warm-start      LLL: k-means restarts on all points, not on the\n"
+     "                       landmarks first (sec. 4.7.1)\n"
+     "  --sweep-sigma LIST   model selection (sec. 4.5): cluster with Gaussian\n"
+     "                       weights for each sigma in LIST (a,b,c or lo:hi:n,\n"
+     "                       n log-spaced values) and each k of --sweep-k LIST;\n"
+     "                       the graph (and with --landmarks, Z) made once;\n"
+     "                       every cell's errors against the labels in the JSON\n"
+     "                       line, the best cell's labels into -o\n"
+     "  --sweep-k LIST       the neighbour counts of the sweep (a,b,c or\n"
+     "                       lo:hi:n, rounded)\n"
+     LLL_HELP,
      true},
 };
 
 enum { OPT_AFFINITY = OPT_COMMAND_BASE, OPT_SIGMA, OPT_TUNING, OPT_SYMMETRIZE, OPT_COMPONENTS, OPT_AFFINITIES,
-       OPT_SOLVER, OPT_TOL, OPT_LAPLACIAN, OPT_REG, OPT_LANDMARKS, OPT_DIMS, OPT_NORMALIZE_ROWS, OPT_RESTARTS, OPT_ALPHA, OPT_TIME, OPT_PCA, OPT_PCA_CANDIDATES, OPT_RADIUS, OPT_SAVE_MODEL, OPT_MODEL_DATA, OPT_PERPLEXITY, OPT_DISTANCES, OPT_KNN_GRAPH };
+       OPT_SOLVER, OPT_TOL, OPT_LAPLACIAN, OPT_REG, OPT_LANDMARKS, OPT_DIMS, OPT_NORMALIZE_ROWS, OPT_RESTARTS, OPT_ALPHA, OPT_TIME, OPT_PCA, OPT_PCA_CANDIDATES, OPT_RADIUS, OPT_SAVE_MODEL, OPT_MODEL_DATA, OPT_PERPLEXITY, OPT_DISTANCES, OPT_KNN_GRAPH, OPT_KZ, OPT_LANDMARK_METHOD, OPT_LANDMARK_GRAPH, OPT_NO_WARM_START, OPT_SWEEP_SIGMA, OPT_SWEEP_K };
+
+enum { SWEEP_MAX = 64 };
+
+/* "a,b,c" or "lo:hi:n" (n values log-spaced from lo to hi) into v; the
+ * count, or 0 when malformed. */
+static size_t parse_list(const char *arg, double *v) {
+  double lo, hi;
+  int count, used = 0;
+  if (sscanf(arg, "%lf:%lf:%d%n", &lo, &hi, &count, &used) == 3 && arg[used] == '\0') {
+    if (!(lo > 0 && hi >= lo && count >= 1 && count <= SWEEP_MAX)) return 0;
+    for (int i = 0; i < count; i++) v[i] = count == 1 ? lo : lo * pow(hi / lo, (double)i / (count - 1));
+    return (size_t)count;
+  }
+  size_t m = 0;
+  for (const char *p = arg; *p && m < SWEEP_MAX; m++) {
+    char *end;
+    v[m] = strtod(p, &end);
+    if (end == p || !(v[m] > 0) || !isfinite(v[m])) return 0;
+    p = *end == ',' ? end + 1 : end;
+    if (*end && *end != ',') return 0;
+  }
+  return m;
+}
+
+/* nlembed cluster --sweep-sigma --sweep-k: one JSON line with every
+ * cell, the best cell's labels into the output. */
+static int run_sweep(cli_env *env, const char *command, const nle_dataset *ds, const nle_cluster_opts *co,
+                     const double *sigmas, size_t n_sigma, const double *kv, size_t n_k, const char *output,
+                     double t_read) {
+  int ks[SWEEP_MAX];
+  for (size_t b = 0; b < n_k; b++) ks[b] = (int)lround(kv[b]);
+  nle_sweep_result *r = NULL;
+  nle_status s = nle_cluster_sweep(env->ctx, ds->X, ds->labels, co, sigmas, n_sigma, ks, n_k, &r);
+  if (!s) s = nle_write_labels(env->ctx, output, r->labels, (int64_t)r->n);
+  int rc = s ? cli_fail(env, s) : cli_commit(env);
+  if (!rc) {
+    char name[1200];
+    cli_json_escape(ds->name, name, sizeof name);
+    const nle_sweep_cell *b = &r->cells[r->best];
+    printf("{\"command\": \"%s\", \"input\": \"%s\", \"n\": %zu, \"clusters\": %d, \"landmarks\": %d, "
+           "\"read_seconds\": %.3f, \"setup_seconds\": %.3f, \"total_seconds\": %.3f, \"best\": {\"sigma\": %.10g, "
+           "\"k\": %d, \"error_majority\": %.6f, \"error_matched\": %.6f}, \"cells\": [",
+           command, name, r->n, co->clusters, co->spectral.landmarks, t_read, r->setup_seconds, r->total_seconds,
+           b->sigma, b->k, b->error_majority, b->error_matched);
+    for (size_t c = 0; c < r->n_cells; c++) {
+      char em[32], ex[32];
+      cli_json_number(em, sizeof em, "%.6f", r->cells[c].error_majority);
+      cli_json_number(ex, sizeof ex, "%.6f", r->cells[c].error_matched);
+      printf("%s{\"sigma\": %.10g, \"k\": %d, \"error_majority\": %s, \"error_matched\": %s, \"components\": %d, "
+             "\"seconds\": %.3f}", c ? ", " : "", r->cells[c].sigma, r->cells[c].k, em, ex, r->cells[c].components,
+             r->cells[c].seconds);
+    }
+    printf("]}\n");
+    cli_note(env, "%s: %zu cells in %.2f s (setup %.2f s); best sigma %g, k %d: majority error %.4f; wrote %s",
+             command, r->n_cells, r->total_seconds, r->setup_seconds, b->sigma, b->k, b->error_majority, output);
+  }
+  nle_sweep_result_free(&r);
+  return rc;
+}
 
 /* value = parse(arg) or a usage error naming the values name(0), name(1)... */
 static int parse_name(const char *command, const char *option, const char *arg, int (*parse)(const char *),
                       int *value) {
   int v = parse(arg);
-  if (v == -1) return cli_usage_error(command, "unknown --%s \"%s\" (see nlembed %s --help)", option, arg, command);
+  if (v == -1) return cli_usage_error(command, "unknown --%s \"%s\"", option, arg);
   *value = v;
   return 0;
 }
@@ -161,6 +245,11 @@ static void print_json(const char *command, const char *input, double read_secon
   if (!isnan(r->residual_variance)) printf(", \"residual_variance\": %.8g", r->residual_variance);
   if (o->affinity == NLE_AFF_GAUSSIAN) printf(", \"sigma\": %.10g", o->sigma); /* the width used */
   if (o->affinity == NLE_AFF_ENTROPIC) printf(", \"perplexity\": %.10g", o->perplexity);
+  if (r->landmark_X)
+    printf(", \"landmarks\": %zu, \"kz\": %d, \"landmark_method\": \"%s\", \"landmark_graph\": %s, "
+           "\"reconstruction_error\": %.6g, \"z_seconds\": %.3f, \"reduce_seconds\": %.3f, \"reduced_singular\": %s",
+           r->n_landmarks, o->kz, nle_landmark_method_name(o->landmark_method), o->landmark_graph ? "true" : "false",
+           r->reconstruction_error, r->z_seconds, r->reduce_seconds, r->reduced_singular ? "true" : "false");
   printf("%s}\n", extra);
 }
 
@@ -210,6 +299,9 @@ int cmd_spectral(int argc, char **argv, const char *command) {
       {"radius", required_argument, 0, OPT_RADIUS}, {"save-model", required_argument, 0, OPT_SAVE_MODEL},
       {"model-data", required_argument, 0, OPT_MODEL_DATA}, {"perplexity", required_argument, 0, OPT_PERPLEXITY},
       {"distances", required_argument, 0, OPT_DISTANCES}, {"knn", required_argument, 0, OPT_KNN_GRAPH},
+      {"kz", required_argument, 0, OPT_KZ}, {"landmark-method", required_argument, 0, OPT_LANDMARK_METHOD},
+      {"landmark-graph", no_argument, 0, OPT_LANDMARK_GRAPH}, {"no-warm-start", no_argument, 0, OPT_NO_WARM_START},
+      {"sweep-sigma", required_argument, 0, OPT_SWEEP_SIGMA}, {"sweep-k", required_argument, 0, OPT_SWEEP_K},
       CLI_KNN_OPTIONS, CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
   cli_env env;
   if (cli_env_init(&env, command, help)) return 1;
@@ -222,12 +314,26 @@ int cmd_spectral(int argc, char **argv, const char *command) {
   const char *output = NULL, *affinities = NULL, *save_model = NULL, *distances = NULL;
   bool squared = false; /* --knn: the graph's values are squared distances */
   bool copy_data = true;
+  double sigmas[SWEEP_MAX], kvals[SWEEP_MAX];
+  size_t n_sigma = 0, n_k = 0;
   long long v;
   double x;
   int c, value = 0;
   while ((c = cli_next_option(&env, argc, argv, sc->cluster ? "o:d:k:c:" : "o:d:k:", longopts)) != -1) {
-    if (!sc->cluster && (c == 'c' || c == OPT_DIMS || c == OPT_NORMALIZE_ROWS || c == OPT_RESTARTS)) {
-      env.rc = cli_usage_error(command, "--%s is for nlembed cluster", c == 'c' ? "clusters" : c == OPT_DIMS ? "dims" : c == OPT_RESTARTS ? "restarts" : "normalize-rows");
+    if (c == OPT_LANDMARKS && sc->method != NLE_SPECTRAL_LE && sc->method != NLE_SPECTRAL_ISOMAP) {
+      env.rc = cli_usage_error(command, "--landmarks is for le and cluster (Locally Linear Landmarks) and isomap "
+                               "(landmark Isomap); the dissertation's sec. 4.10 leaves LLE and its family out");
+      break;
+    }
+    if (sc->method != NLE_SPECTRAL_LE && (c == OPT_KZ || c == OPT_LANDMARK_METHOD || c == OPT_LANDMARK_GRAPH)) {
+      env.rc = cli_usage_error(command, "--%s is for Locally Linear Landmarks (nlembed le and cluster; the "
+                               "dissertation's sec. 4.10 leaves Isomap, MDS and LLE out)",
+                               c == OPT_KZ ? "kz" : c == OPT_LANDMARK_METHOD ? "landmark-method" : "landmark-graph");
+      break;
+    }
+    if (!sc->cluster && (c == 'c' || c == OPT_DIMS || c == OPT_NORMALIZE_ROWS || c == OPT_RESTARTS ||
+                         c == OPT_NO_WARM_START || c == OPT_SWEEP_SIGMA || c == OPT_SWEEP_K)) {
+      env.rc = cli_usage_error(command, "--%s is for nlembed cluster", c == 'c' ? "clusters" : c == OPT_DIMS ? "dims" : c == OPT_RESTARTS ? "restarts" : c == OPT_NO_WARM_START ? "no-warm-start" : c == OPT_SWEEP_SIGMA ? "sweep-sigma" : c == OPT_SWEEP_K ? "sweep-k" : "normalize-rows");
       continue;
     }
     if (sc->cluster && c == 'd') {
@@ -244,6 +350,17 @@ int cmd_spectral(int argc, char **argv, const char *command) {
       else env.rc = cli_usage_error(command, "--dims takes an integer from 1 to 1000");
       break;
     case OPT_NORMALIZE_ROWS: co.normalize_rows = true; break;
+    case OPT_NO_WARM_START: co.warm_start = false; break;
+    case OPT_SWEEP_SIGMA:
+      if (!(n_sigma = parse_list(optarg, sigmas)))
+        env.rc = cli_usage_error(command, "--sweep-sigma takes positive numbers a,b,c or lo:hi:n (n <= %d), not \"%s\"",
+                                 SWEEP_MAX, optarg);
+      break;
+    case OPT_SWEEP_K:
+      if (!(n_k = parse_list(optarg, kvals)))
+        env.rc = cli_usage_error(command, "--sweep-k takes positive integers a,b,c or lo:hi:n (n <= %d), not \"%s\"",
+                                 SWEEP_MAX, optarg);
+      break;
     case OPT_RESTARTS:
       if (cli_parse_int(optarg, 1, 100000, &v)) co.restarts = (int)v;
       else env.rc = cli_usage_error(command, "--restarts takes a positive integer");
@@ -301,6 +418,17 @@ int cmd_spectral(int argc, char **argv, const char *command) {
       if (cli_parse_int(optarg, 0, 1 << 30, &v)) o.landmarks = (int)v;
       else env.rc = cli_usage_error(command, "--landmarks takes an integer >= 0");
       break;
+    case OPT_KZ:
+      if (cli_parse_int(optarg, 1, 1 << 20, &v)) o.kz = (int)v;
+      else env.rc = cli_usage_error(command, "--kz takes a positive integer");
+      break;
+    case OPT_LANDMARK_METHOD: {
+      int m = 0;
+      env.rc = parse_name(command, "landmark-method", optarg, nle_landmark_method_parse, &m);
+      o.landmark_method = (nle_landmark_method)m;
+      break;
+    }
+    case OPT_LANDMARK_GRAPH: o.landmark_graph = true; break;
     case OPT_ALPHA:
       if (!cli_parse_double(optarg, &x) || !(x >= 0 && x <= 1)) env.rc = cli_usage_error(command, "--alpha takes a number in [0, 1]");
       else o.alpha = x;
@@ -344,7 +472,9 @@ int cmd_spectral(int argc, char **argv, const char *command) {
   const char *given = affinities ? "--affinities" : squared ? "--knn" : "--distances";
   if (!rc && squared && !(strlen(distances) > 4 && !strcmp(distances + strlen(distances) - 4, ".mtx")))
     rc = cli_usage_error(command, "--knn takes a Matrix Market graph (.mtx) as nlembed knn writes it");
-  if (!rc && !((n_inputs == 1 && !affinities && !distances) || (n_inputs == 0 && (affinities || distances))))
+  /* INPUT with --knn or --affinities: the points for what needs coordinates (LLL) */
+  bool with_points = n_inputs == 1 && (affinities || squared);
+  if (!rc && !with_points && !((n_inputs == 1 && !affinities && !distances) || (n_inputs == 0 && (affinities || distances))))
     rc = affinities || distances ? cli_usage_error(command, "expected no INPUT with %s, got %d", given, n_inputs)
                                  : cli_usage_error(command, "expected one INPUT, got %d", n_inputs);
   if (!rc && !output) rc = cli_usage_error(command, "no output file (-o FILE)");
@@ -378,6 +508,19 @@ int cmd_spectral(int argc, char **argv, const char *command) {
     rc = converted == NLE_ERR_ARG ? 2 : 1;
   }
   t_read = nle_time_seconds() - t_read;
+  if (!rc && !s && (n_sigma || n_k)) { /* model selection: its own run and output */
+    if (!n_sigma || !n_k) rc = cli_usage_error(command, "give both --sweep-sigma and --sweep-k");
+    else if (!ds || matrix) rc = cli_usage_error(command, "the sweep needs INPUT points, not a precomputed graph");
+    else if (!ds->labels) rc = cli_usage_error(command, "the sweep scores each cell against labels: give them with --labels SOURCE");
+    if (!rc) {
+      co.spectral = o;
+      rc = run_sweep(&env, command, ds, &co, sigmas, n_sigma, kvals, n_k, output, t_read);
+    }
+    nle_dataset_free(&dense);
+    nle_dataset_free(&ds);
+    cli_env_free(&env);
+    return rc;
+  }
   nle_cluster_result *cres = NULL;
   if (!rc && !s) {
     nle_spectral_input in = {ds ? ds->X : NULL, knn, W};
@@ -399,7 +542,8 @@ int cmd_spectral(int argc, char **argv, const char *command) {
   char extra[4096] = "";
   if (!rc && !s && sc->cluster) {
     size_t len = (size_t)snprintf(extra, sizeof extra, ", \"clusters\": %d, \"inertia\": %.10g, \"kmeans_seconds\": %.3f, "
-                                  "\"sizes\": [", cres->clusters, cres->inertia, cres->kmeans_seconds);
+                                  "\"warm_started\": %s, \"sizes\": [", cres->clusters, cres->inertia, cres->kmeans_seconds,
+                                  cres->warm_started ? "true" : "false");
     for (int k = 0; k < cres->clusters && len < sizeof extra - 64; k++) {
       size_t size = 0;
       for (size_t i = 0; i < cres->n; i++) size += cres->labels[i] == k;

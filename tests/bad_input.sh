@@ -299,6 +299,26 @@ expect_fail lda_no_labels "has no labels: give them with --labels SOURCE" "$o" -
 expect_fail lda_too_many_dims "lda: 2 components from 2 classes: at most C - 1 = 1 are useful" "$o" -- $N lda "$T/mds_dups.npy" --labels "$T/lda_lab2.npy" -d 2 -o "$o"
 expect_fail kpca_sparse_polynomial "kpca: a sparse kernel (neighbors 10) is Gaussian" "$o" -- $N kpca "$T/mds_dups.npy" --kernel polynomial --neighbors 10 -o "$o"
 expect_fail mds_option_elsewhere "--landmarks is not an option of nlembed mds" "$o" -- $N mds "$T/mds_dups.npy" --landmarks 10 -o "$o"
+# kernel eigenmaps: options out of range, too few points, NaN and duplicate
+# points, a model given what it does not take
+expect_fail kem_bad_variant '--variant takes raw, affine, reweighted or stochastic, not "best"' "$o" -- $N kem swissroll:300 --variant best -o "$o"
+expect_fail kem_bad_sigma '--sigma takes a positive number, not "-1"' "$o" -- $N kem swissroll:300 --sigma -1 -o "$o"
+expect_fail kem_too_few "kem: 40 points are too few for k = 40 neighbours" "$o" -- $N kem "$T/mds_dups.npy" -k 40 -o "$o"
+expect_fail kem_kernels "kem: 41 kernels for 40 points" "$o" -- $N kem "$T/mds_dups.npy" --kernels 41 -o "$o"
+expect_fail kem_nan "mds_nan.npy: byte 192 (row 1, column 3): NaN value" "$o" -- $N kem "$T/mds_nan.npy" -k 2 -o "$o"
+expect_fail kem_duplicates "kem: points 3 and 8 coincide: the inverse-distance affinity is infinite there" "$o" -- $N kem "$T/mds_dups.npy" -o "$o"
+$N kem swissroll:300 --kernels 8 -o "$T/kem_ok.npy" --save-model "$T/kem_ok.nle" --quiet > /dev/null
+expect_fail kem_model_data "--data, --max-iters and --repulsion are not for a kem-model model" "$o" -- $N transform "$T/kem_ok.nle" swissroll:300 --data swissroll:300 -o "$o"
+expect_fail kem_model_columns "kem transform: the points have 4 columns, the model was trained on 3" "$o" -- $N transform "$T/kem_ok.nle" blobs:50:4:2 -o "$o"
+expect_fail kem_inverse_columns "kem inverse: the points have 3 columns, the embedding has 2" "$o" -- $N transform "$T/kem_ok.nle" --inverse swissroll:50 -o "$o"
+# Locally Linear Landmarks: options out of range or for the wrong method
+expect_fail lll_too_many "le: 501 landmarks for 2 dimensions of 300 points (d + 1 <= L <= N)" "$o" -- $N le swissroll:300 --landmarks 501 -o "$o"
+expect_fail lll_kz_zero "--kz takes a positive integer" "$o" -- $N le swissroll:300 --landmarks 50 --kz 0 -o "$o"
+expect_fail lll_bad_method 'unknown --landmark-method "far"' "$o" -- $N le swissroll:300 --landmarks 50 --landmark-method far -o "$o"
+expect_fail lll_not_lle "--landmarks is for le and cluster (Locally Linear Landmarks) and isomap" "$o" -- $N lle swissroll:300 --landmarks 50 -o "$o"
+expect_fail lll_kz_isomap "--kz is for Locally Linear Landmarks" "$o" -- $N isomap swissroll:300 --kz 5 -o "$o"
+$N knn swissroll:300 -o "$T/lll_bad_g.mtx" --quiet > /dev/null
+expect_fail lll_needs_points "Locally Linear Landmarks (landmarks > 0) needs the points" "$o" -- $N le --knn "$T/lll_bad_g.mtx" --landmarks 50 -o "$o"
 expect_fail two_precomputed "give one of --affinities, --distances and --knn" "$o" -- \
   $N le --affinities "$T/aasym.npy" --distances "$T/dneg.npy" -o "$o"
 expect_fail spectral_perplexity_k "le: perplexity 12 needs more than it in neighbours: k = 10" "$o" -- \

@@ -220,6 +220,46 @@ expect_ok lda_separates $N metrics blobs:300:5:4 "$T/lda3.npy" -k 10 --quiet
 if grep -q '"knn_accuracy": 0\.9[5-9]\|"knn_accuracy": 1\.0' "$T/stdout"; then ok lda_knn_accuracy; else bad lda_knn_accuracy "$(cat "$T/stdout")"; fi
 expect_ok kpca_sparse $N kpca swissroll:2000 --neighbors 30 -o "$T/kps.npy" --quiet
 if grep -q '"sparse": true' "$T/stdout"; then ok kpca_sparse_json; else bad kpca_sparse_json "$(cat "$T/stdout")"; fi
+# kernel eigenmaps: the map at the training points is the embedding (eq. 18),
+# the inverse maps back near the data, the affine pencil is reported
+# singular, and the same bits on 1 and 2 threads
+expect_ok kem_model $N kem swissroll:1500 --kernels 32 -o "$T/kem.npy" --save-model "$T/kem.nle" --quiet
+if grep -q '"variant": "reweighted"' "$T/stdout" && grep -q '"eigenvalues": \[1,' "$T/stdout"; then ok kem_json
+else bad kem_json "$(cat "$T/stdout")"; fi
+expect_ok kem_transform $N transform "$T/kem.nle" swissroll:1500 -o "$T/kemt.npy" --quiet
+if grep -q '"map": "G(x)"' "$T/stdout" && same_arrays "$T/kem.npy" "$T/kemt.npy" 1e-9; then ok kem_transform_training
+else bad kem_transform_training "$(cat "$T/stdout")"; fi
+expect_ok kem_inverse $N transform "$T/kem.nle" --inverse "$T/kem.npy" -o "$T/kemi.npy" --quiet
+if grep -q '"map": "G+(y)"' "$T/stdout" && /usr/bin/python3 -c "import numpy as np,sys; a=np.load(sys.argv[1]); assert a.shape == (1500, 3)" "$T/kemi.npy"
+then ok kem_inverse_shape; else bad kem_inverse_shape "$(cat "$T/stdout")"; fi
+expect_ok kem_affine $N kem swissroll:600 --variant affine --kernels 16 -o "$T/kema.npy" --quiet
+if grep -q '"pencil_singular": true' "$T/stdout"; then ok kem_affine_singular; else bad kem_affine_singular "$(cat "$T/stdout")"; fi
+expect_ok kem_lpp $N kem fashion-mnist:500 --lpp --variant affine --weights gaussian -o "$T/keml.npy" --quiet
+expect_ok kem_local_pca $N kem fashion-mnist:800 --kernels 16 --local-dims 5 --plus-identity -o "$T/kemf.npy" --quiet
+for t in 1 2; do $N kem fashion-mnist:1200 --kernels 24 --threads $t -o "$T/det_kem_$t.npy" --quiet > /dev/null; done
+if [ -s "$T/det_kem_1.npy" ] && cmp -s "$T/det_kem_1.npy" "$T/det_kem_2.npy"; then ok threads_same_kem
+else bad threads_same_kem "det_kem_1.npy and det_kem_2.npy differ or are missing"; fi
+if $N kem --help | grep -q "Usage: nlembed kem" && $N kem --help | grep -qF "(default 80% of RAM)"; then ok help_kem
+else bad help_kem "no usage"; fi
+# Locally Linear Landmarks: LE and clustering on landmarks, the saved model
+# maps the training points to their rows (x0 = X~ z0), a given kNN graph
+# with the points gives the same embedding as the search
+expect_ok lll_le $N le swissroll:2000 --landmarks 150 --kz 4 -o "$T/lll.npy" --save-model "$T/lll.nle" --quiet
+if grep -q '"landmarks": 150, "kz": 4' "$T/stdout" && grep -q '"reconstruction_error": 0\.0' "$T/stdout"; then ok lll_json
+else bad lll_json "$(cat "$T/stdout")"; fi
+expect_ok lll_transform $N transform "$T/lll.nle" swissroll:2000 -o "$T/lllt.npy" --quiet
+if grep -q '"map": "landmark weights"' "$T/stdout" && same_arrays "$T/lll.npy" "$T/lllt.npy" 1e-12; then ok lll_transform_training
+else bad lll_transform_training "$(cat "$T/stdout")"; fi
+expect_ok lll_knn_given $N knn swissroll:2000 -o "$T/lll_g.mtx" --quiet
+expect_ok lll_points_and_graph $N le swissroll:2000 --knn "$T/lll_g.mtx" --landmarks 150 --kz 4 -o "$T/lllg.npy" --quiet
+if same_arrays "$T/lll.npy" "$T/lllg.npy" 1e-12; then ok lll_points_and_graph_same; else bad lll_points_and_graph_same "differ"; fi
+expect_ok lll_cluster $N cluster blobs:3000:5:4 -c 4 --landmarks 200 --landmark-method kmeans -o "$T/lllc.txt" --quiet
+if grep -q '"warm_started": true' "$T/stdout" && grep -q '"error_matched": 0\.0' "$T/stdout"; then ok lll_cluster_json
+else bad lll_cluster_json "$(cat "$T/stdout")"; fi
+expect_ok lll_baseline $N le swissroll:2000 --landmarks 150 --landmark-graph -o "$T/lllz.npy" --quiet
+if grep -q '"landmark_graph": true' "$T/stdout"; then ok lll_baseline_json; else bad lll_baseline_json "$(cat "$T/stdout")"; fi
+if $N le --help | grep -q -- "--landmark-method M" && $N cluster --help | grep -q -- "--no-warm-start"; then ok help_lll
+else bad help_lll "no LLL options in --help"; fi
 
 for cmd in cmds mds sammon nmds lmds kpca lda klda; do
   if $N $cmd --help | grep -q "Usage: nlembed $cmd"; then ok "help_$cmd"; else bad "help_$cmd" "no usage"; fi

@@ -157,6 +157,31 @@ static void weights_invariances(void) {
     for (int64_t q = Z->rowptr[i]; q < Z->rowptr[i + 1]; q++) sum += nle_csr_value(Z, q);
     nle_test(fabs(sum - 1) < 1e-12);
   }
+  /* each row against eq. 4.7-4.8 solved here from the differences */
+  double worst_w = 0;
+  for (size_t i = 0; Z && i < N; i++) {
+    int64_t q0 = Z->rowptr[i];
+    bool on_landmark = false;
+    for (int a = 0; a < KZ; a++) on_landmark |= nle_csr_value(Z, q0 + a) == 1.0;
+    if (on_landmark) continue;
+    double G[KZ * KZ], w[KZ], tr = 0, sum = 0;
+    for (int a = 0; a < KZ; a++)
+      for (int c = 0; c < KZ; c++) {
+        G[a * KZ + c] = 0;
+        for (int t = 0; t < 3; t++)
+          G[a * KZ + c] += ((double)Y->data[i * 3 + t] - Yl->data[Z->colind[q0 + a] * 3 + t]) *
+                           ((double)Y->data[i * 3 + t] - Yl->data[Z->colind[q0 + c] * 3 + t]);
+      }
+    for (int a = 0; a < KZ; a++) tr += G[a * KZ + a];
+    for (int a = 0; a < KZ; a++) G[a * KZ + a] += 1e-3 * tr, w[a] = 1;
+    LAPACKE_dposv(LAPACK_ROW_MAJOR, 'U', KZ, 1, G, KZ, w, 1);
+    for (int a = 0; a < KZ; a++) sum += w[a];
+    for (int a = 0; a < KZ; a++) worst_w = fmax(worst_w, fabs(w[a] / sum - nle_csr_value(Z, q0 + a)));
+  }
+  /* the library's Gram matrices come from float squared distances (eq. 4.7
+   * as (d_a + d_c - |l_a - l_c|^2) / 2): ~1e-7 relative, times the
+   * regularised system's condition (K_Z = 6 > D + 1) */
+  if (!nle_test(worst_w < 1e-4)) printf("  worst weight difference %g\n", worst_w);
   for (size_t a = 0; Z && a < L; a++) { /* the landmark alone, weight 1 */
     size_t i = (size_t)idx[a];
     for (int64_t q = Z->rowptr[i]; q < Z->rowptr[i + 1]; q++)
@@ -424,6 +449,233 @@ static void landmark_methods(void) {
   nle_ctx_free(&ctx);
 }
 
+/* The sweep's cells against separate runs with the same options: the
+ * graph cut from the largest k and the landmarks and Z made once give the
+ * same clusterings as each run making its own (sec. 4.5); the best cell
+ * is the least majority error; LLL's and exact sweeps both. */
+static void sweep_reuses(void) {
+  nle_ctx *ctx = test_ctx(10);
+  nle_dataset *ds = NULL;
+  nle_test_ok(nle_dataset_read(ctx, "blobs:600:4:3", NULL, &ds));
+  if (!ds) return;
+  static const double sigmas[] = {0.7, 3.0};
+  static const int ks[] = {6, 15};
+  for (int landmarks = 0; landmarks <= 60; landmarks += 60) {
+    nle_cluster_opts co;
+    nle_cluster_opts_init(&co);
+    co.clusters = 3;
+    co.spectral.knn_method = NLE_KNN_EXACT;
+    co.spectral.landmarks = landmarks;
+    nle_sweep_result *r = NULL;
+    nle_test_ok(nle_cluster_sweep(ctx, ds->X, ds->labels, &co, sigmas, 2, ks, 2, &r));
+    if (!r) continue;
+    double best = INFINITY;
+    for (size_t c = 0; c < 4; c++) {
+      nle_cluster_opts one = co;
+      one.spectral.k = ks[c % 2], one.spectral.sigma = sigmas[c / 2], one.spectral.affinity = NLE_AFF_GAUSSIAN;
+      nle_spectral_input in = {ds->X, NULL, NULL};
+      nle_cluster_result *cr = NULL;
+      nle_test_ok(nle_spectral_cluster(ctx, &in, &one, &cr));
+      double matched = -1, majority = -1;
+      if (cr) nle_clustering_error(ctx, cr->labels, ds->labels, 600, &matched, &majority);
+      nle_test(r->cells[c].sigma == sigmas[c / 2] && r->cells[c].k == ks[c % 2]);
+      nle_test(r->cells[c].error_majority == majority && r->cells[c].error_matched == matched);
+      best = fmin(best, majority);
+      nle_cluster_result_free(&cr);
+    }
+    nle_test(r->cells[r->best].error_majority == best);
+    nle_sweep_result_free(&r);
+  }
+  nle_cluster_opts co;
+  nle_cluster_opts_init(&co);
+  nle_sweep_result *r = NULL;
+  static const int bad_k[] = {600};
+  nle_test(nle_cluster_sweep(ctx, ds->X, ds->labels, &co, sigmas, 2, bad_k, 1, &r) == NLE_ERR_ARG && !r);
+  nle_dataset_free(&ds);
+  nle_ctx_free(&ctx);
+}
+
+/* |correlation| of two columns (n rows, strides). */
+static double abs_corr(const double *a, size_t sa, const double *b, size_t sb, size_t n) {
+  double ma = 0, mb = 0, ab = 0, aa = 0, bb = 0;
+  for (size_t i = 0; i < n; i++) ma += a[i * sa] / n, mb += b[i * sb] / n;
+  for (size_t i = 0; i < n; i++) {
+    double x = a[i * sa] - ma, y = b[i * sb] - mb;
+    ab += x * y, aa += x * x, bb += y * y;
+  }
+  return fabs(ab) / sqrt(aa * bb);
+}
+
+/* Points on a 2-D affine plane in R^10 are reconstructed exactly by 3
+ * landmarks each (SPEC 4.7), so PCA and LDA by LLL (the factored pencil,
+ * eqs. 4.13 and 4.16-4.17) equal the exact ones: PCA's eigenvalues those of
+ * the scatter matrix with sqrt(lambda) X the principal projections; LDA's
+ * those of S_b v = lambda S_t v in the plane's coordinates (S_t/S_b has
+ * rank 2 in R^10: B~ singular, solved in its range). */
+static void factored_exact_on_plane(void) {
+  nle_ctx *ctx = test_ctx(11);
+  enum { N = 300, L = 40, D = 10 };
+  nle_matd *P = test_random_matd(N, 2, 1.0, 5), *A = test_random_matd(2, D, 1.0, 6);
+  nle_matf *Y = NULL;
+  nle_matf_alloc(NULL, N, D, &Y);
+  int32_t cls[N];
+  for (size_t i = 0; i < N; i++) {
+    cls[i] = P->data[i * 2] > 0.3 ? 0 : P->data[i * 2 + 1] > 0 ? 1 : 2;
+    P->data[i * 2] += 2.0 * cls[i]; /* classes apart along the first axis */
+    for (size_t t = 0; t < D; t++) Y->data[i * D + t] = (float)(P->data[i * 2] * A->data[t] + P->data[i * 2 + 1] * A->data[D + t] + t);
+  }
+  int32_t idx[L];
+  nle_test_ok(nle_landmarks_select(ctx, Y, L, NLE_LANDMARKS_MINMAX, idx));
+  nle_matf *Yl = rows_of(Y, idx, L);
+  nle_csr *Z = NULL;
+  double err = 1;
+  nle_test_ok(nle_lll_weights(ctx, Yl, Y, 3, 0.0, &Z, &err));
+  nle_test(err < 1e-5); /* float data */
+  /* F = centred Y (as doubles), the plane's centred coordinates */
+  nle_matd *F = NULL, *Pc = NULL;
+  nle_matd_alloc(NULL, N, D, &F), nle_matd_alloc(NULL, N, 2, &Pc);
+  double mean[D] = {0}, pm[2] = {0};
+  for (size_t i = 0; i < N; i++) {
+    for (size_t t = 0; t < D; t++) mean[t] += Y->data[i * D + t] / (double)N;
+    for (size_t t = 0; t < 2; t++) pm[t] += P->data[i * 2 + t] / N;
+  }
+  for (size_t i = 0; i < N; i++) {
+    for (size_t t = 0; t < D; t++) F->data[i * D + t] = Y->data[i * D + t] - mean[t];
+    for (size_t t = 0; t < 2; t++) Pc->data[i * 2 + t] = P->data[i * 2 + t] - pm[t];
+  }
+  /* PCA: the scatter matrix's top two eigenpairs */
+  double S[D * D] = {0}, w[D];
+  for (size_t i = 0; i < N; i++)
+    for (size_t a = 0; a < D; a++)
+      for (size_t b = 0; b < D; b++) S[a * D + b] += F->data[i * D + a] * F->data[i * D + b];
+  LAPACKE_dsyev(LAPACK_ROW_MAJOR, 'V', 'U', D, S, D, w);
+  double vals[2];
+  nle_matd *X = NULL;
+  nle_test_ok(nle_lll_factored(ctx, Z, F, NULL, NULL, 2, true, vals, NULL, &X));
+  for (int t = 0; t < 2; t++) if (!nle_test(fabs(vals[t] - w[D - 2 + t]) < 1e-5 * w[D - 1])) printf("  %g %g\n", vals[t], w[D - 2 + t]);
+  for (int t = 0; X && t < 2; t++) { /* X's column t ~ the projection on eigenvector D - 2 + t */
+    double proj[N];
+    for (size_t i = 0; i < N; i++) {
+      proj[i] = 0;
+      for (size_t a = 0; a < D; a++) proj[i] += F->data[i * D + a] * S[a * D + D - 2 + t];
+    }
+    nle_test(abs_corr(X->data + t, 2, proj, 1, N) > 1 - 1e-8);
+  }
+  nle_matd_free(&X);
+  /* LDA: S_b = sum_k N_k mu_k mu_k^T and S_t = F^T F, in R^10 (rank 2) */
+  nle_matd *Sb = NULL, *St = NULL;
+  nle_matd_alloc(NULL, D, D, &Sb), nle_matd_alloc(NULL, D, D, &St);
+  memset(Sb->data, 0, sizeof(double) * D * D);
+  double mu[3][D] = {{0}}, cnt[3] = {0}, mu2[3][2] = {{0}};
+  for (size_t i = 0; i < N; i++) {
+    cnt[cls[i]]++;
+    for (size_t t = 0; t < D; t++) mu[cls[i]][t] += F->data[i * D + t];
+    for (size_t t = 0; t < 2; t++) mu2[cls[i]][t] += Pc->data[i * 2 + t];
+  }
+  double sb2[4] = {0}, st2[4] = {0};
+  for (int k = 0; k < 3; k++) {
+    for (size_t a = 0; a < D; a++)
+      for (size_t b = 0; b < D; b++) Sb->data[a * D + b] += mu[k][a] * mu[k][b] / cnt[k];
+    for (int a = 0; a < 2; a++)
+      for (int b = 0; b < 2; b++) sb2[a * 2 + b] += mu2[k][a] * mu2[k][b] / cnt[k];
+  }
+  for (size_t i = 0; i < N; i++) {
+    for (size_t a = 0; a < D; a++)
+      for (size_t b = 0; b < D; b++) St->data[a * D + b] = (i ? St->data[a * D + b] : 0) + F->data[i * D + a] * F->data[i * D + b];
+    for (int a = 0; a < 2; a++)
+      for (int b = 0; b < 2; b++) st2[a * 2 + b] += Pc->data[i * 2 + a] * Pc->data[i * 2 + b];
+  }
+  double lw[2];
+  LAPACKE_dsygv(LAPACK_ROW_MAJOR, 1, 'V', 'U', 2, sb2, 2, st2, 2, lw); /* ascending; sb2 holds the vectors */
+  nle_test_ok(nle_lll_factored(ctx, Z, F, Sb, St, 2, true, vals, NULL, &X));
+  for (int t = 0; t < 2; t++) nle_test(fabs(vals[t] - lw[t]) < 1e-5);
+  for (int t = 0; X && t < 2; t++) { /* X holds the dual coefficients P: the map is M = P F (eq. 4.16's M = P Y^T) */
+    double proj[N], m[D] = {0}, lll[N];
+    for (size_t i = 0; i < N; i++) proj[i] = Pc->data[i * 2] * sb2[t] + Pc->data[i * 2 + 1] * sb2[2 + t];
+    for (size_t i = 0; i < N; i++)
+      for (size_t a = 0; a < D; a++) m[a] += X->data[i * 2 + t] * F->data[i * D + a];
+    for (size_t i = 0; i < N; i++) {
+      lll[i] = 0;
+      for (size_t a = 0; a < D; a++) lll[i] += F->data[i * D + a] * m[a];
+    }
+    nle_test(abs_corr(lll, 1, proj, 1, N) > 1 - 1e-6);
+  }
+  nle_matd_free(&X), nle_matd_free(&Sb), nle_matd_free(&St), nle_matd_free(&F), nle_matd_free(&Pc);
+  nle_matd_free(&P), nle_matd_free(&A);
+  nle_csr_free(&Z);
+  nle_matf_free(&Y), nle_matf_free(&Yl);
+  nle_ctx_free(&ctx);
+}
+
+/* Kernel PCA by LLL: a Gaussian kernel against Z^T J K J Z and Z^T Z
+ * formed densely here; the linear kernel equals PCA by the factored
+ * pencil. */
+static void kernel_pca_reference(void) {
+  nle_ctx *ctx = test_ctx(12);
+  enum { N = 150, L = 25, KZ = 4, NEV = 3 };
+  nle_matf *Y = test_random_matf(N, 3, 14);
+  int32_t idx[L];
+  nle_test_ok(nle_landmarks_select(ctx, Y, L, NLE_LANDMARKS_RANDOM, idx));
+  nle_matf *Yl = rows_of(Y, idx, L);
+  nle_csr *Z = NULL;
+  nle_test_ok(nle_lll_weights(ctx, Yl, Y, KZ, 1e-3, &Z, NULL));
+  double *K = malloc(N * N * sizeof(double)), *Zd = calloc(N * L, sizeof(double)), rm[N], gm = 0;
+  for (size_t i = 0; i < N; i++)
+    for (size_t j = 0; j < N; j++) {
+      double e = 0;
+      for (int t = 0; t < 3; t++) e += ((double)Y->data[i * 3 + t] - Y->data[j * 3 + t]) * ((double)Y->data[i * 3 + t] - Y->data[j * 3 + t]);
+      K[i * N + j] = exp(-0.5 * e);
+    }
+  for (size_t i = 0; i < N; i++) {
+    rm[i] = 0;
+    for (size_t j = 0; j < N; j++) rm[i] += K[i * N + j] / N;
+    gm += rm[i] / N;
+  }
+  for (size_t i = 0; i < N; i++)
+    for (size_t j = 0; j < N; j++) K[i * N + j] += -rm[i] - rm[j] + gm;
+  for (size_t i = 0; Z && i < N; i++)
+    for (int64_t q = Z->rowptr[i]; q < Z->rowptr[i + 1]; q++) Zd[i * L + Z->colind[q]] = nle_csr_value(Z, q);
+  double At[L * L] = {0}, Bt[L * L] = {0}, ref[L], vals[NEV];
+  for (size_t a = 0; a < L; a++)
+    for (size_t c = 0; c < L; c++)
+      for (size_t i = 0; i < N; i++) {
+        Bt[a * L + c] += Zd[i * L + a] * Zd[i * L + c];
+        double kz = 0;
+        for (size_t j = 0; j < N; j++) kz += K[i * N + j] * Zd[j * L + c];
+        At[a * L + c] += Zd[i * L + a] * kz;
+      }
+  dense_pencil(L, At, Bt, ref);
+  nle_pdkernel k;
+  nle_pdkernel_init(&k);
+  k.kind = NLE_PDK_GAUSSIAN, k.gamma = 0.5;
+  nle_matd *X = NULL, *Xl = NULL;
+  nle_test_ok(nle_lll_kernel_pca(ctx, Z, Y, &k, NEV, vals, &Xl, &X));
+  for (int t = 0; t < NEV; t++) nle_test(fabs(vals[t] - ref[L - NEV + t]) < 1e-9 * ref[L - 1]);
+  double res, orth;
+  if (Xl) pencil_residuals(L, At, Bt, NEV, vals, Xl->data, &res, &orth);
+  nle_test(Xl && res < 1e-8 && orth < 1e-9);
+  nle_matd_free(&X), nle_matd_free(&Xl);
+  /* linear kernel = PCA by the factored pencil */
+  nle_matd *F = NULL;
+  nle_matd_alloc(NULL, N, 3, &F);
+  double mean[3] = {0}, v2[NEV];
+  for (size_t i = 0; i < N; i++)
+    for (int t = 0; t < 3; t++) mean[t] += Y->data[i * 3 + t] / (double)N;
+  for (size_t i = 0; i < N; i++)
+    for (int t = 0; t < 3; t++) F->data[i * 3 + t] = Y->data[i * 3 + t] - mean[t];
+  k.kind = NLE_PDK_LINEAR;
+  nle_test_ok(nle_lll_kernel_pca(ctx, Z, Y, &k, NEV, vals, NULL, NULL));
+  nle_test_ok(nle_lll_factored(ctx, Z, F, NULL, NULL, NEV, true, v2, NULL, NULL));
+  for (int t = 0; t < NEV; t++) nle_test(fabs(vals[t] - v2[t]) < 1e-9 * v2[NEV - 1]);
+  k.kind = NLE_PDK_PRECOMPUTED;
+  nle_test(nle_lll_kernel_pca(ctx, Z, Y, &k, NEV, vals, NULL, NULL) == NLE_ERR_ARG);
+  nle_matd_free(&F);
+  free(K), free(Zd);
+  nle_csr_free(&Z);
+  nle_matf_free(&Y), nle_matf_free(&Yl);
+  nle_ctx_free(&ctx);
+}
+
 const nle_test_case lll_tests[] = {
     {"lll/pencil_against_dsygvd", pencil_against_dsygvd},
     {"lll/weights_invariances", weights_invariances},
@@ -431,4 +683,7 @@ const nle_test_case lll_tests[] = {
     {"lll/le_through_landmarks", le_through_landmarks},
     {"lll/ideal_clusters", ideal_clusters},
     {"lll/landmark_methods", landmark_methods},
+    {"lll/sweep_reuses", sweep_reuses},
+    {"lll/factored_exact_on_plane", factored_exact_on_plane},
+    {"lll/kernel_pca_reference", kernel_pca_reference},
     {NULL, NULL}};

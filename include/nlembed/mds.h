@@ -147,6 +147,17 @@ typedef struct {
 } nle_pdkernel;
 
 NLE_API void nle_pdkernel_init(nle_pdkernel *k);
+/* Kernel PCA by Locally Linear Landmarks (dissertation sec. 4.6.3, eq.
+ * 4.18): the nev largest eigenpairs (ascending in vals) of the L x L
+ * pencil (Z^T K-bar Z, Z^T Z), K-bar the centred kernel matrix of the
+ * points Y (a dense kernel: Gaussian, polynomial or linear), Z their LLL
+ * weights (N x L, nle_lll_weights); K-bar never formed (its rows in
+ * blocks, the centring as a rank-2 update). X~ (L x nev) into *Xl and the
+ * dual coefficients X = Z X~ into *X (either may be NULL); the points'
+ * kernel principal components are X sqrt(lambda). O(N^2 D) time as kernel
+ * PCA itself, O(L^2) memory instead of O(N^2). */
+NLE_API nle_status nle_lll_kernel_pca(nle_ctx *ctx, const nle_csr *Z, const nle_matf *Y, const nle_pdkernel *kernel,
+                                      int nev, double *vals, nle_matd **Xl, nle_matd **X);
 NLE_API const char *nle_pdkernel_name(nle_pdkernel_kind kind);
 NLE_API int nle_pdkernel_parse(const char *name);
 

@@ -174,7 +174,10 @@ NLE_API void nle_spectral_opts_init(nle_spectral_opts *o);
 
 /* One of: points Y (N x D; the kNN graph is built), a kNN graph (as
  * nle_knn_exact makes: squared distances, no self), or a symmetric
- * non-negative affinity matrix W (N x N; used as it is). */
+ * non-negative affinity matrix W (N x N; used as it is). A graph may come
+ * with its points: the graph is used, the points serve what needs
+ * coordinates (LLL's landmarks and Z; any affinity then works with LLL,
+ * SPEC G07-6). */
 typedef struct {
   const nle_matf *Y;
   const nle_csr *knn;
@@ -346,6 +349,19 @@ NLE_API nle_status nle_lll_solve(nle_ctx *ctx, const nle_csr *Z, const nle_csr *
                                  const nle_csr *B, const double *B_diag, int nev, bool largest, double *vals,
                                  nle_matd **Xl, nle_matd **X);
 
+/* The same for dense A and B of low rank, given by a factor: A = F M_A F^T
+ * with F (N x p) and M_A (p x p, symmetric; NULL: I), B = F M_B F^T (M_B
+ * NULL: B = I, the N x N identity). Then A~ = G M_A G^T and B~ = G M_B
+ * G^T with G = Z^T F (L x p): O(N K_Z p + L^2 p), never N x N
+ * (dissertation sec. 4.6: PCA is F = Y centred, M_A = I, B = I (eq. 4.13,
+ * the largest end); LDA is F = Y centred, M_A = S_b, M_B = S_t (eqs.
+ * 4.16-4.17: B~ has rank <= D, singular for L > D, solved in its range);
+ * linear kernel PCA is PCA). X holds the dual coefficients P: PCA's
+ * projections are X sqrt(lambda) (eq. 4.13), LDA's map is M = X^T F. */
+NLE_API nle_status nle_lll_factored(nle_ctx *ctx, const nle_csr *Z, const nle_matd *F, const nle_matd *MA,
+                                    const nle_matd *MB, int nev, bool largest, double *vals, nle_matd **Xl,
+                                    nle_matd **X);
+
 /* Names: methods "le", "lle", "isomap", "diffmap", "ltsa", "hlle", "mlle"; Laplacians "random-walk", "symmetric",
  * "unnormalised"; policies "error", "allow" ("auto"); rules "average",
  * "union", "mutual"; solvers "dense", "sparse" ("auto"); and back (-1 if
@@ -389,6 +405,12 @@ typedef struct {
                                  unit length first (Ng, Jordan and Weiss
                                  2002); false (default), as eq. 4.19 */
   int restarts;               /* k-means runs (10) */
+  bool warm_start;            /* with LLL (spectral.landmarks > 0): the
+                                 restarts run on the landmarks' rows X~, the
+                                 best one's centres start one k-means on all
+                                 N points (dissertation sec. 4.7.1: O(m L K^2
+                                 + N K^2) for m restarts, not O(m N K^2));
+                                 true (default); rows normalised alike */
   int max_iters;              /* Lloyd iterations per run (300) */
   nle_spectral_opts spectral; /* the graph, the Laplacian and the solver, as
                                  Laplacian eigenmaps takes them (dim is set
@@ -403,6 +425,7 @@ typedef struct {
   size_t n;
   int clusters;
   double inertia;                /* k-means' sum of squared distances */
+  bool warm_started;             /* k-means started from the landmarks' */
   nle_spectral_result *embedding;/* the eigenvectors clustered and their
                                     eigenvalues (owned) */
   nle_cluster_opts resolved;
@@ -414,6 +437,37 @@ typedef struct {
 NLE_API nle_status nle_spectral_cluster(nle_ctx *ctx, const nle_spectral_input *input, const nle_cluster_opts *opts,
                                         nle_cluster_result **result);
 NLE_API void nle_cluster_result_free(nle_cluster_result **result);
+
+/* Model selection for spectral clustering over Gaussian widths sigma and
+ * neighbour counts K_W (dissertation sec. 4.5 and fig. 4.14): the kNN
+ * graph searched once at the largest K_W (each smaller one its rows'
+ * first K_W) and, with LLL (spectral.landmarks > 0), the landmarks and Z
+ * computed once and reused in every cell (Z depends on the data only;
+ * B~ = Z D Z^T changes with sigma and K_W and is not reused, SPEC G07-4).
+ * Each cell is scored against the labels: the majority-class error (as
+ * fig. 4.14) and the matched (Hungarian) error. */
+typedef struct {
+  double sigma;
+  int k;
+  double error_majority, error_matched; /* NAN when the cell failed */
+  double seconds;                       /* the cell's weights, eigenproblem
+                                           and k-means */
+  int components;
+} nle_sweep_cell;
+
+typedef struct {
+  nle_sweep_cell *cells;  /* n_sigma x n_k, sigma-major */
+  size_t n_cells, best;   /* best: least majority error (ties: the first) */
+  int32_t *labels;        /* the best cell's clustering (N) */
+  size_t n;
+  double setup_seconds;   /* the graph, and LLL's landmarks and Z, once */
+  double total_seconds;
+} nle_sweep_result;
+
+NLE_API nle_status nle_cluster_sweep(nle_ctx *ctx, const nle_matf *Y, const int32_t *truth,
+                                     const nle_cluster_opts *opts, const double *sigmas, size_t n_sigma,
+                                     const int *ks, size_t n_k, nle_sweep_result **result);
+NLE_API void nle_sweep_result_free(nle_sweep_result **result);
 
 
 /* ========================================================================== */

@@ -121,12 +121,47 @@ nle_status nle_kmeans(nle_ctx *ctx, const nle_matd *X, int k, int restarts, int 
   return s;
 }
 
+/* Unit rows (Ng, Jordan and Weiss), a zero row left as it is. */
+static void normalise_rows(nle_matd *Z) {
+  for (size_t i = 0; i < Z->rows; i++) {
+    double norm = 0.0, *z = Z->data + i * Z->cols;
+    for (size_t t = 0; t < Z->cols; t++) norm += z[t] * z[t];
+    norm = sqrt(norm);
+    for (size_t t = 0; norm > 0 && t < Z->cols; t++) z[t] /= norm;
+  }
+}
+
+/* Dissertation sec. 4.7.1: the restarts on the L landmark rows, then one
+ * Lloyd run on all N from the best restart's centres. */
+static nle_status warm_kmeans(nle_ctx *ctx, const nle_matd *Z, const nle_matd *Xl, int k, int restarts,
+                              int max_iters, int32_t *labels, double *inertia) {
+  size_t n = Z->rows, d = Z->cols, L = Xl->rows;
+  if ((size_t)k > L) return nle_kmeans(ctx, Z, k, restarts, max_iters, labels, inertia);
+  int32_t *lab_l = nle__malloc(ctx, L * sizeof(int32_t), "k-means");
+  double *C = nle__calloc(ctx, (size_t)k * d, sizeof(double), "k-means");
+  double *sum = nle__malloc(ctx, (size_t)k * d * sizeof(double), "k-means");
+  double *cnt = nle__calloc(ctx, (size_t)k, sizeof(double), "k-means");
+  double *near = nle__malloc(ctx, n * sizeof(double), "k-means");
+  nle_status s = lab_l && C && sum && cnt && near ? NLE_OK : NLE_ERR_NOMEM;
+  if (!s) s = nle_kmeans(ctx, Xl, k, restarts, max_iters, lab_l, NULL);
+  for (size_t a = 0; !s && a < L; a++) {
+    cnt[lab_l[a]] += 1.0;
+    for (size_t t = 0; t < d; t++) C[(size_t)lab_l[a] * d + t] += Xl->data[a * d + t];
+  }
+  for (int c = 0; !s && c < k; c++)
+    for (size_t t = 0; t < d; t++) C[(size_t)c * d + t] /= cnt[c] > 0 ? cnt[c] : 1.0;
+  if (!s) *inertia = lloyd(Z, k, max_iters, C, labels, sum, cnt, near);
+  free(lab_l), free(C), free(sum), free(cnt), free(near);
+  return s;
+}
+
 void nle_cluster_opts_init(nle_cluster_opts *o) {
   memset(o, 0, sizeof *o);
   o->clusters = 2;
   o->dims = NLE_AUTO;
   o->normalize_rows = false;
   o->restarts = 10;
+  o->warm_start = true;
   o->max_iters = 300;
   nle_spectral_opts_init(&o->spectral);
 }
@@ -141,6 +176,11 @@ void nle_cluster_result_free(nle_cluster_result **r) {
 
 nle_status nle_spectral_cluster(nle_ctx *ctx, const nle_spectral_input *in, const nle_cluster_opts *opts,
                                 nle_cluster_result **out) {
+  return nle__spectral_cluster_with(ctx, in, opts, NULL, out);
+}
+
+nle_status nle__spectral_cluster_with(nle_ctx *ctx, const nle_spectral_input *in, const nle_cluster_opts *opts,
+                                      const nle__lll_basis *basis, nle_cluster_result **out) {
   *out = NULL;
   nle_cluster_opts defaults;
   if (!opts) {
@@ -159,7 +199,7 @@ nle_status nle_spectral_cluster(nle_ctx *ctx, const nle_spectral_input *in, cons
   o->spectral.dim = o->dims;
   /* components are clusters: a disconnected graph is what clustering wants */
   if (o->spectral.components == NLE_COMPONENTS_AUTO) o->spectral.components = NLE_COMPONENTS_ALLOW;
-  nle_status s = nle_spectral_embed(ctx, NLE_SPECTRAL_LE, in, &o->spectral, &r->embedding);
+  nle_status s = nle__spectral_embed_with(ctx, NLE_SPECTRAL_LE, in, &o->spectral, basis, &r->embedding);
   if (!s) {
     o->spectral = r->embedding->resolved;
     r->n = r->embedding->n;
@@ -169,19 +209,24 @@ nle_status nle_spectral_cluster(nle_ctx *ctx, const nle_spectral_input *in, cons
   }
   nle_matd *Z = NULL;
   if (!s) s = nle_matd_alloc(ctx, r->n, (size_t)o->dims, &Z);
+  nle_matd *Xl = NULL;
+  const nle_matd *landmark_rows = r && r->embedding ? r->embedding->landmark_X : NULL;
+  if (!s && landmark_rows && o->warm_start) s = nle_matd_alloc(ctx, landmark_rows->rows, landmark_rows->cols, &Xl);
+  if (!s && Xl) {
+    memcpy(Xl->data, landmark_rows->data, Xl->rows * Xl->cols * sizeof(double));
+    if (o->normalize_rows) normalise_rows(Xl);
+  }
   if (!s) {
     memcpy(Z->data, r->embedding->X->data, r->n * (size_t)o->dims * sizeof(double));
-    for (size_t i = 0; o->normalize_rows && i < r->n; i++) {
-      double norm = 0.0;
-      for (int t = 0; t < o->dims; t++) norm += Z->data[i * (size_t)o->dims + (size_t)t] * Z->data[i * (size_t)o->dims + (size_t)t];
-      norm = sqrt(norm);
-      for (int t = 0; norm > 0 && t < o->dims; t++) Z->data[i * (size_t)o->dims + (size_t)t] /= norm;
-    }
+    if (o->normalize_rows) normalise_rows(Z);
     r->labels = nle__malloc(ctx, r->n * sizeof(int32_t), "the cluster labels");
     if (!r->labels) s = NLE_ERR_NOMEM;
   }
   double t0 = nle_time_seconds();
-  if (!s) s = nle_kmeans(ctx, Z, o->clusters, o->restarts, o->max_iters, r->labels, &r->inertia);
+  if (!s && Xl) s = warm_kmeans(ctx, Z, Xl, o->clusters, o->restarts, o->max_iters, r->labels, &r->inertia);
+  else if (!s) s = nle_kmeans(ctx, Z, o->clusters, o->restarts, o->max_iters, r->labels, &r->inertia);
+  r->warm_started = Xl != NULL;
+  nle_matd_free(&Xl);
   r->kmeans_seconds = nle_time_seconds() - t0;
   nle_spectral_model *md = r->embedding ? r->embedding->model : NULL;
   if (!s && md) { /* the out-of-sample model: each cluster's mean row */

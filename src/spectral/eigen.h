@@ -51,7 +51,7 @@ int nle__centred_apply(void *user, const double *x, double *y);
  * row-major (not modified). nev eigenpairs at `end` of the spectrum, values
  * ascending, vectors the B-orthonormal columns of the row-major n x nev
  * vecs (may be NULL). B = R^T R by Cholesky (Brand eqs. 9-11); where B is
- * singular or its reciprocal condition is below 1e-12 (Brand's affine
+ * singular or its reciprocal condition is below 1e-10 (Brand's affine
  * pencil on homogeneous coordinates, SPEC G07-16), the problem is solved
  * in B's numerical range through its eigendecomposition (Brand's footnote
  * 1) and info says so. Dense LAPACK up to a few thousand; larger, Lanczos:

@@ -54,13 +54,18 @@ void nle__barycentre_weights(const float *y, const float *Y, size_t D, const int
     const float *ya = Y + (size_t)idx[a] * D;
     for (size_t t = 0; t < D; t++) Z[(size_t)a * D + t] = (double)ya[t] - (double)y[t];
   }
-  double trace = 0.0;
   for (int a = 0; a < k; a++)
     for (int c = 0; c <= a; c++) {
       double g = 0.0;
       for (size_t t = 0; t < D; t++) g += Z[(size_t)a * D + t] * Z[(size_t)c * D + t];
       G[a * k + c] = G[c * k + a] = g;
     }
+  nle__gram_weights(G, k, reg, w);
+}
+
+
+void nle__gram_weights(double *G, int k, double reg, double *w) {
+  double trace = 0.0;
   for (int a = 0; a < k; a++) trace += G[a * k + a];
   /* a point at its neighbours' position (duplicates): trace 0, the
    * regulariser alone, uniform weights */

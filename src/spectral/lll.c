@@ -19,7 +19,13 @@ enum { ROW_BLOCK = 1024, LANDMARK_BLOCK = 16 };
 /* Candidates per reconstructing landmark when the nearest landmarks are
  * searched among principal components and re-ranked in the data (as the
  * graph's own search: 7 per neighbour). */
-enum { CANDIDATES_PER_KZ = 7 };
+enum { CANDIDATES_PER_KZ = 7, CANDIDATES_MAX_EXTRA = 100 };
+/* The landmarks' distance matrix for the Gram matrices up to 1 GiB
+ * (11,585 landmarks); beyond, each point's Gram matrix from its
+ * differences. */
+#define DELTA_MAX_BYTES 1073741824.0
+/* A Z held dense up to 2 GiB. */
+#define DENSE_P_MAX_BYTES 2147483648.0
 
 /* ------------------------------------------------------------------------ */
 /* Z: the reconstruction weights (eqs. 4.6-4.8)                               */
@@ -33,6 +39,7 @@ typedef struct {
   nle_csr *Z;
   double *err, *spread; /* per block: squared residuals, squared spread */
   const double *mean;
+  const double *delta;  /* L x L squared distances between landmarks, or NULL */
 } weights_job;
 
 static int weights_block(void *job, size_t b, void *scratch) {
@@ -49,6 +56,23 @@ static int weights_block(void *job, size_t b, void *scratch) {
     for (int a = 0; a < kz; a++) idx[a] = j->near->colind[q0 + a];
     if (nle_csr_value(j->near, q0) == 0.0) { /* on a landmark: that landmark alone (SPEC G07-2) */
       for (int a = 0; a < kz; a++) w[a] = a == 0;
+    } else if (j->delta) {
+      /* eq. 4.7 without the D-dimensional differences: (y - l_a).(y - l_c)
+       * = (|y - l_a|^2 + |y - l_c|^2 - |l_a - l_c|^2) / 2, every term a
+       * squared distance of the local scale (no cancellation of norms) */
+      size_t L = j->Yl->rows;
+      double *dist = work + (size_t)kz * kz; /* |y - l_a|^2 in double: O(K_Z D), not the search's floats */
+      for (int a = 0; a < kz; a++) {
+        const float *l = j->Yl->data + (size_t)idx[a] * D;
+        double e = 0.0;
+        for (size_t t = 0; t < D; t++) e += ((double)q[t] - l[t]) * ((double)q[t] - l[t]);
+        dist[a] = e;
+      }
+      for (int a = 0; a < kz; a++)
+        for (int c = 0; c <= a; c++)
+          work[a * kz + c] = work[c * kz + a] =
+              0.5 * (dist[a] + dist[c] - j->delta[(size_t)idx[a] * L + (size_t)idx[c]]);
+      nle__gram_weights(work, kz, j->reg, w);
     } else {
       nle__barycentre_weights(q, j->Yl->data, D, idx, kz, j->reg, work, w);
     }
@@ -72,12 +96,38 @@ static int weights_block(void *job, size_t b, void *scratch) {
   return 0;
 }
 
+/* The landmarks' squared distances |l_a|^2 + |l_c|^2 - 2 l_a.l_c in double
+ * by one DGEMM: O(L^2 D) once instead of O(N K_Z^2 D) for the local Gram
+ * matrices (the dissertation's dominant term, sec. 4.3). In double the
+ * norms' cancellation costs ~1e-16 |l|^2, far below the local scale. */
+static nle_status landmark_distances(nle_ctx *ctx, const nle_matf *Yl, double **delta) {
+  size_t L = Yl->rows, D = Yl->cols;
+  double *Ld = nle__malloc(ctx, L * D * sizeof(double), "the landmarks");
+  double *nrm = nle__malloc(ctx, L * sizeof(double), "the landmarks");
+  *delta = nle__malloc(ctx, L * L * sizeof(double), "the landmarks' distances");
+  if (!Ld || !nrm || !*delta) {
+    free(Ld), free(nrm), free(*delta);
+    *delta = NULL;
+    return NLE_ERR_NOMEM;
+  }
+  for (size_t i = 0; i < L * D; i++) Ld[i] = Yl->data[i];
+  cblas_dsyrk(CblasRowMajor, CblasUpper, CblasNoTrans, (int)L, (int)D, 1.0, Ld, (int)D, 0.0, *delta, (int)L);
+  for (size_t a = 0; a < L; a++) nrm[a] = (*delta)[a * L + a];
+  for (size_t a = 0; a < L; a++) {
+    (*delta)[a * L + a] = 0.0;
+    for (size_t c = a + 1; c < L; c++)
+      (*delta)[a * L + c] = (*delta)[c * L + a] = fmax(nrm[a] + nrm[c] - 2.0 * (*delta)[a * L + c], 0.0);
+  }
+  free(Ld), free(nrm);
+  return NLE_OK;
+}
+
 /* The weights of Q's rows from the landmarks `near` lists (first kz of each
  * row, nearest first). */
 static nle_status weights_from(nle_ctx *ctx, const nle_matf *Yl, const nle_matf *Q, const nle_csr *near, int kz,
                                double reg, nle_csr **Z, double *error) {
   size_t m = Q->rows, D = Q->cols, blocks = (m + ROW_BLOCK - 1) / ROW_BLOCK;
-  weights_job j = {Yl, Q, near, kz, reg, NULL, NULL, NULL, NULL};
+  weights_job j = {Yl, Q, near, kz, reg, NULL, NULL, NULL, NULL, NULL};
   double *mean = nle__calloc(ctx, D, sizeof(double), "the points' mean");
   j.err = nle__calloc(ctx, blocks, sizeof(double), "LLL weights");
   j.spread = nle__calloc(ctx, blocks, sizeof(double), "LLL weights");
@@ -86,6 +136,11 @@ static nle_status weights_from(nle_ctx *ctx, const nle_matf *Yl, const nle_matf 
     for (size_t t = 0; t < D; t++) mean[t] += Q->data[i * D + t];
   for (size_t t = 0; !s && t < D; t++) mean[t] /= (double)m;
   j.mean = mean;
+  double *delta = NULL;
+  if (!s && kz > 1 && (double)Yl->rows * (double)Yl->rows * sizeof(double) <= DELTA_MAX_BYTES &&
+      (double)m * kz * kz * (double)D > (double)Yl->rows * (double)Yl->rows * (double)D / 8)
+    s = landmark_distances(ctx, Yl, &delta);
+  j.delta = delta;
   if (!s) s = nle_csr_alloc(ctx, (int64_t)m, (int64_t)Yl->rows, (int64_t)m * kz, NLE_F64, &j.Z);
   for (size_t i = 0; !s && i <= m; i++) j.Z->rowptr[i] = (int64_t)i * kz;
   size_t scratch = (size_t)kz * (1 + D + (size_t)kz) * sizeof(double) + (size_t)kz * sizeof(int32_t);
@@ -99,7 +154,7 @@ static nle_status weights_from(nle_ctx *ctx, const nle_matf *Yl, const nle_matf 
   }
   if (!s) *Z = j.Z, j.Z = NULL;
   nle_csr_free(&j.Z);
-  free(mean), free(j.err), free(j.spread);
+  free(mean), free(j.err), free(j.spread), free(delta);
   return s;
 }
 
@@ -171,8 +226,10 @@ static int rerank_block(void *job, size_t b, void *scratch) {
 static nle_status nearest_landmarks(nle_ctx *ctx, const nle_matf *Yl, const nle_matf *Q, const nle_matf *Pl,
                                     const nle_matf *Pq, int kz, nle_csr **near) {
   size_t L = Yl->rows, m = Q->rows;
-  int nc = kz * CANDIDATES_PER_KZ;
-  if (!Pl || (size_t)nc >= L) return nle_knn_query(ctx, Yl, Q, kz, near);
+  int nc = kz * CANDIDATES_PER_KZ < kz + CANDIDATES_MAX_EXTRA ? kz * CANDIDATES_PER_KZ : kz + CANDIDATES_MAX_EXTRA;
+  /* re-ranking costs nc D per point at scalar speed, the exact search L D
+   * at GEMM speed: candidates only pay well below L */
+  if (!Pl || (size_t)nc * 8 >= L) return nle_knn_query(ctx, Yl, Q, kz, near);
   nle_csr *cand = NULL;
   nle_status s = nle_knn_query(ctx, Pl, Pq, nc, &cand);
   rerank_job j = {Yl, Q, cand, kz, NULL};
@@ -199,6 +256,8 @@ typedef struct {
   size_t L;
   int64_t *count; /* pass 1: P's row lengths */
   nle_csr *Pout;  /* pass 2: P's entries */
+  double *dense;  /* or P dense, N x L (when nearly every landmark is
+                     reached from every point) */
   double *out;
 } reduce_job;
 
@@ -213,6 +272,17 @@ static int product_block(void *job, size_t b, void *scratch) {
   int32_t *touched = (int32_t *)(acc + j->L);
   size_t n = (size_t)A->rows, i1 = (b + 1) * ROW_BLOCK < n ? (b + 1) * ROW_BLOCK : n;
   const double *zv = Z->val;
+  if (j->dense) { /* straight into P's rows (zeroed) */
+    for (size_t i = b * ROW_BLOCK; i < i1; i++) {
+      double *row = j->dense + i * j->L;
+      for (int64_t q = A->rowptr[i]; q < A->rowptr[i + 1]; q++) {
+        int64_t mrow = A->colind[q];
+        double a = j->alpha * nle_csr_value(A, q);
+        for (int64_t r = Z->rowptr[mrow]; r < Z->rowptr[mrow + 1]; r++) row[Z->colind[r]] += a * zv[r];
+      }
+    }
+    return 0;
+  }
   memset(acc, 0, j->L * sizeof(double)); /* the scratch comes uninitialised; rows leave it zero */
   for (size_t i = b * ROW_BLOCK; i < i1; i++) {
     int64_t nt = 0;
@@ -258,8 +328,13 @@ static int reduce_block(void *job, size_t b, void *scratch) {
     for (int64_t q = Zt->rowptr[a]; q < Zt->rowptr[a + 1]; q++) {
       int64_t n = Zt->colind[q];
       double za = ztv[q];
-      if (P)
+      if (j->dense) {
+        const double *prow = j->dense + (size_t)n * L;
+#pragma omp simd
+        for (size_t c = 0; c < L; c++) row[c] += za * prow[c];
+      } else if (P) {
         for (int64_t r = P->rowptr[n]; r < P->rowptr[n + 1]; r++) row[P->colind[r]] += za * pv[r];
+      }
       if (j->diag) {
         double zd = za * j->diag[n];
         for (int64_t r = Z->rowptr[n]; r < Z->rowptr[n + 1]; r++) row[Z->colind[r]] += zd * zv[r];
@@ -274,10 +349,26 @@ static int reduce_block(void *job, size_t b, void *scratch) {
 static nle_status reduce(nle_ctx *ctx, const nle_csr *Z, const nle_csr *Zt, const nle_csr *A, double alpha,
                          const double *diag, double *out) {
   size_t n = (size_t)Z->rows, L = (size_t)Z->cols, blocks = (n + ROW_BLOCK - 1) / ROW_BLOCK;
-  reduce_job j = {Z, Zt, A, NULL, diag, alpha, L, NULL, NULL, out};
+  reduce_job j = {Z, Zt, A, NULL, diag, alpha, L, NULL, NULL, NULL, out};
   nle_status s = NLE_OK;
   nle_csr *P = NULL;
-  if (A) {
+  /* P = A Z dense when the rows' upper bound min(L, |A_n| K_Z) says most
+   * landmarks are reached anyway: its product with Z^T is then a stream
+   * of length-L axpys instead of scattered adds (fig. 4.5's 60,000
+   * points, K_W = 200, K_Z = 50, L = 450: 7.2 -> s) */
+  double reach = 0.0;
+  for (size_t i = 0; A && i < n; i++) {
+    double kz = (double)(Z->rowptr[i + 1] - Z->rowptr[i]), row = 0.0;
+    for (int64_t q = A->rowptr[i]; q < A->rowptr[i + 1]; q++)
+      row += (double)(Z->rowptr[A->colind[q] + 1] - Z->rowptr[A->colind[q]]);
+    reach += fmin(row, (double)L);
+    (void)kz;
+  }
+  if (A && reach >= 0.5 * (double)n * (double)L && (double)n * (double)L * sizeof(double) <= DENSE_P_MAX_BYTES) {
+    if (!(j.dense = nle__calloc(ctx, n * L, sizeof(double), "LLL's A Z"))) return NLE_ERR_NOMEM;
+    s = nle__for_blocks(ctx, "LLL reduced matrix", blocks, nle__threads_for(ctx, (double)A->nnz * 8.0), 0,
+                        product_block, &j);
+  } else if (A) {
     size_t scratch = L * (sizeof(double) + sizeof(int32_t));
     int threads = nle__threads_for(ctx, (double)A->nnz * (double)Z->nnz / (double)n);
     if (!(j.count = nle__malloc(ctx, n * sizeof(int64_t), "LLL's A Z"))) s = NLE_ERR_NOMEM;
@@ -295,6 +386,7 @@ static nle_status reduce(nle_ctx *ctx, const nle_csr *Z, const nle_csr *Zt, cons
                         nle__threads_for(ctx, (double)(P ? P->nnz : 0) * Z->nnz / (double)n + (double)Z->nnz * 8),
                         0, reduce_block, &j);
   free(j.count);
+  free(j.dense);
   nle_csr_free(&P);
   return s;
 }
@@ -370,6 +462,94 @@ nle_status nle_lll_solve(nle_ctx *ctx, const nle_csr *Z, const nle_csr *A, const
   return s;
 }
 
+/* G = Z^T F (L x p), one landmark row at a time over the points it
+ * reconstructs (ascending: the same bits for any thread count). */
+typedef struct {
+  const nle_csr *Zt;
+  const nle_matd *F;
+  double *G;
+} factor_job;
+
+static int factor_block(void *job, size_t b, void *scratch) {
+  (void)scratch;
+  factor_job *j = job;
+  size_t L = (size_t)j->Zt->rows, p = j->F->cols, a1 = (b + 1) * LANDMARK_BLOCK < L ? (b + 1) * LANDMARK_BLOCK : L;
+  const double *zv = j->Zt->val;
+  for (size_t a = b * LANDMARK_BLOCK; a < a1; a++) {
+    double *g = j->G + a * p;
+    memset(g, 0, p * sizeof(double));
+    for (int64_t q = j->Zt->rowptr[a]; q < j->Zt->rowptr[a + 1]; q++) {
+      const double *f = j->F->data + (size_t)j->Zt->colind[q] * p;
+      for (size_t t = 0; t < p; t++) g[t] += zv[q] * f[t];
+    }
+  }
+  return 0;
+}
+
+/* out = G M G^T (M NULL: I), L x L. */
+static nle_status sandwich(nle_ctx *ctx, const double *G, size_t L, size_t p, const nle_matd *M, double *out) {
+  if (!M) {
+    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasNoTrans, (int)L, (int)p, 1.0, G, (int)p, 0.0, out, (int)L);
+  } else {
+    double *T = nle__malloc(ctx, L * p * sizeof(double), "LLL's G M");
+    if (!T) return NLE_ERR_NOMEM;
+    cblas_dsymm(CblasRowMajor, CblasRight, CblasUpper, (int)L, (int)p, 1.0, M->data, (int)p, G, (int)p, 0.0, T,
+                (int)p);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)L, (int)L, (int)p, 1.0, T, (int)p, G, (int)p, 0.0, out,
+                (int)L);
+    free(T);
+  }
+  for (size_t a = 0; a < L; a++) /* both triangles, exactly symmetric */
+    for (size_t c = a + 1; c < L; c++) out[c * L + a] = out[a * L + c];
+  return NLE_OK;
+}
+
+nle_status nle_lll_factored(nle_ctx *ctx, const nle_csr *Z, const nle_matd *F, const nle_matd *MA, const nle_matd *MB,
+                            int nev, bool largest, double *vals, nle_matd **Xl, nle_matd **X) {
+  if (Xl) *Xl = NULL;
+  if (X) *X = NULL;
+  size_t n = Z ? (size_t)Z->rows : 0, L = Z ? (size_t)Z->cols : 0;
+  nle_status s = check_weights(ctx, Z, n);
+  if (s) return s;
+  size_t p = F ? F->cols : 0;
+  if (!F || F->rows != n || p < 1 || (MA && (MA->rows != p || MA->cols != p)) || (MB && (MB->rows != p || MB->cols != p)))
+    return nle__fail(ctx, NLE_ERR_ARG, "LLL: F must be N x p (N = %zu) and M_A, M_B p x p", n);
+  if (nev < 1 || (size_t)nev > L)
+    return nle__fail(ctx, NLE_ERR_ARG, "LLL: %d eigenpairs of %zu landmarks (1..L)", nev, L);
+  if ((s = nle__check_memory(ctx, 4.0 * (double)L * (double)L * sizeof(double), "LLL's reduced L x L pencil")))
+    return s;
+  nle_csr *Zt = NULL;
+  nle_matd *V = NULL;
+  double *G = nle__malloc(ctx, L * p * sizeof(double), "LLL's Z^T F");
+  double *At = nle__malloc(ctx, L * L * sizeof(double), "LLL's reduced A");
+  double *Bt = nle__malloc(ctx, L * L * sizeof(double), "LLL's reduced B");
+  double *ones = NULL;
+  s = G && At && Bt ? NLE_OK : NLE_ERR_NOMEM;
+  if (!s) s = nle_csr_transpose(ctx, Z, &Zt);
+  factor_job fj = {Zt, F, G};
+  if (!s)
+    s = nle__for_blocks(ctx, "LLL reduced matrix", (L + LANDMARK_BLOCK - 1) / LANDMARK_BLOCK,
+                        nle__threads_for(ctx, (double)Z->nnz * (double)p), 0, factor_block, &fj);
+  if (!s) s = sandwich(ctx, G, L, p, MA, At);
+  if (!s && MB) s = sandwich(ctx, G, L, p, MB, Bt);
+  if (!s && !MB) { /* B = I: B~ = Z^T Z */
+    if (!(ones = nle__malloc(ctx, n * sizeof(double), "LLL's B"))) s = NLE_ERR_NOMEM;
+    for (size_t i = 0; !s && i < n; i++) ones[i] = 1.0;
+    if (!s) s = reduce(ctx, Z, Zt, NULL, 1.0, ones, Bt);
+  }
+  if (!s) s = nle_matd_alloc(ctx, L, (size_t)nev, &V);
+  if (!s)
+    s = nle__pencil_solve(ctx, "LLL", L, At, Bt, nev, largest ? NLE__EIG_LARGEST : NLE__EIG_SMALLEST, vals, V->data,
+                          NULL);
+  if (!s) nle__fix_signs(V->data, L, (size_t)nev);
+  if (!s && X) s = expand(ctx, Z, V, X);
+  if (!s && Xl) *Xl = V, V = NULL;
+  nle_matd_free(&V);
+  nle_csr_free(&Zt);
+  free(G), free(At), free(Bt), free(ones);
+  return s;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Laplacian eigenmaps through LLL (eqs. 4.9-4.10), and the LE(Z) baseline   */
 /* ------------------------------------------------------------------------ */
@@ -410,6 +590,50 @@ static nle_status identity_weights(nle_ctx *ctx, size_t L, nle_csr **I_L) {
   return s;
 }
 
+nle_status nle__lll_basis_build(nle_ctx *ctx, const nle_matf *Y, const nle_matf *P, size_t L, int kz,
+                                nle_landmark_method method, double reg, int32_t **landmarks, nle_csr **Z,
+                                double *error) {
+  size_t D = Y->cols;
+  *landmarks = NULL, *Z = NULL;
+  nle_matf *Yl = NULL, *Pl = NULL;
+  nle_csr *near = NULL;
+  int32_t *idx = nle__malloc(ctx, L * sizeof(int32_t), "the landmarks");
+  nle_status s = idx ? NLE_OK : NLE_ERR_NOMEM;
+  if (!s) s = nle_landmarks_select(ctx, P ? P : Y, L, method, idx);
+  if (!s) s = nle_matf_alloc(ctx, L, D, &Yl);
+  for (size_t a = 0; !s && a < L; a++) memcpy(Yl->data + a * D, Y->data + (size_t)idx[a] * D, D * sizeof(float));
+  if (!s && P) {
+    size_t p = P->cols;
+    s = nle_matf_alloc(ctx, L, p, &Pl);
+    for (size_t a = 0; !s && a < L; a++) memcpy(Pl->data + a * p, P->data + (size_t)idx[a] * p, p * sizeof(float));
+  }
+  if (!s) s = nearest_landmarks(ctx, Yl, Y, Pl, P, kz, &near);
+  if (!s) s = weights_from(ctx, Yl, Y, near, kz, reg, Z, error);
+  if (!s) *landmarks = idx, idx = NULL;
+  free(idx);
+  nle_matf_free(&Yl), nle_matf_free(&Pl);
+  nle_csr_free(&near);
+  return s;
+}
+
+/* The reconstruction error of given weights (a sweep's Z, made here). */
+static double weights_error(const nle_csr *Z, const nle_matf *Yl, const nle_matf *Y) {
+  size_t n = Y->rows, D = Y->cols;
+  double e = 0.0, spread = 0.0;
+  const double *zv = Z->val;
+  for (size_t t = 0; t < D; t++) {
+    double mean = 0.0;
+    for (size_t i = 0; i < n; i++) mean += Y->data[i * D + t];
+    mean /= (double)n;
+    for (size_t i = 0; i < n; i++) {
+      double r = Y->data[i * D + t], c = r - mean;
+      for (int64_t q = Z->rowptr[i]; q < Z->rowptr[i + 1]; q++) r -= zv[q] * Yl->data[(size_t)Z->colind[q] * D + t];
+      e += r * r, spread += c * c;
+    }
+  }
+  return spread > 0 ? sqrt(e / spread) : 0.0;
+}
+
 nle_status nle__lll_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spectral_result *r) {
   const nle_spectral_opts *o = job->o;
   const nle_matf *Y = job->Y;
@@ -424,32 +648,29 @@ nle_status nle__lll_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spectr
   if (o->kz != NLE_AUTO && o->kz < 1)
     return nle__fail(ctx, NLE_ERR_ARG, "le: kz = %d landmarks per point (>= 1)", o->kz);
   double t0 = nle_time_seconds();
-  nle_matf *Yl = NULL, *Pl = NULL;
-  nle_csr *near = NULL, *Z = NULL, *Wl = NULL, *Zl = NULL;
+  nle_matf *Yl = NULL;
+  nle_csr *Z = NULL, *Wl = NULL, *Zl = NULL;
   nle_matd *Xl = NULL;
   double *deg = NULL;
-  int32_t *idx = nle__malloc(ctx, L * sizeof(int32_t), "the landmarks");
-  nle_status s = idx ? NLE_OK : NLE_ERR_NOMEM;
-  /* landmark choice among the search's principal components when the
-   * front door made them (the k-means and MinMax passes are N L D) */
-  const nle_matf *space = job->pca_Y ? job->pca_Y : Y;
-  if (!s) s = nle_landmarks_select(ctx, space, L, o->landmark_method, idx);
+  int32_t *idx = NULL;
+  nle_status s = NLE_OK;
+  if (job->Z) { /* given (a sweep's): its landmarks, its own K_Z */
+    kz = (int)(job->Z->nnz / (int64_t)n);
+    if (!(idx = nle__malloc(ctx, L * sizeof(int32_t), "the landmarks"))) s = NLE_ERR_NOMEM;
+    else memcpy(idx, job->landmarks, L * sizeof(int32_t));
+  } else { /* landmarks and their search among the principal components the front door made, if it did */
+    s = nle__lll_basis_build(ctx, Y, job->pca_Y, L, kz, o->landmark_method, o->reg, &idx, &Z, &r->reconstruction_error);
+  }
   if (!s) s = nle_matf_alloc(ctx, L, D, &Yl);
   for (size_t a = 0; !s && a < L; a++) memcpy(Yl->data + a * D, Y->data + (size_t)idx[a] * D, D * sizeof(float));
-  if (!s && job->pca_Y) {
-    size_t p = job->pca_Y->cols;
-    s = nle_matf_alloc(ctx, L, p, &Pl);
-    for (size_t a = 0; !s && a < L; a++)
-      memcpy(Pl->data + a * p, job->pca_Y->data + (size_t)idx[a] * p, p * sizeof(float));
-  }
-  if (!s) s = nearest_landmarks(ctx, Yl, Y, Pl, job->pca_Y, kz, &near);
-  if (!s) s = weights_from(ctx, Yl, Y, near, kz, o->reg, &Z, &r->reconstruction_error);
+  if (!s && job->Z) r->reconstruction_error = weights_error(job->Z, Yl, Y);
+  const nle_csr *Zu = job->Z ? job->Z : Z;
   r->z_seconds = nle_time_seconds() - t0;
   t0 = nle_time_seconds();
   /* LE's pencil (Z (D - W) Z^T, Z D Z^T), eq. 4.10: A = -W plus the
    * diagonal D; the unnormalised Laplacian's B is I. LE(Z): the same
    * pencil on the landmarks' own graph, Z = I there. */
-  const nle_csr *Wp = job->W, *Zp = Z;
+  const nle_csr *Wp = job->W, *Zp = Zu;
   if (!s && o->landmark_graph) s = landmark_graph(ctx, Yl, o, &Wl);
   if (!s && o->landmark_graph) s = identity_weights(ctx, L, &Zl), Wp = Wl, Zp = Zl;
   double *vals = s ? NULL : nle__malloc(ctx, nev * sizeof(double), "eigenvalues");
@@ -460,7 +681,7 @@ nle_status nle__lll_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spectr
   if (!s) s = lll_pencil(ctx, Zp, Wp, -1.0, deg, NULL, unnormalised ? NULL : deg, (int)nev, false, vals, &Xl, &info);
   r->reduce_seconds = nle_time_seconds() - t0;
   nle_matd *X = NULL;
-  if (!s) s = expand(ctx, Z, Xl, &X);
+  if (!s) s = expand(ctx, Zu, Xl, &X);
   double *full_deg = NULL;
   if (!s && o->laplacian == NLE_LAPLACIAN_SYMMETRIC && !(full_deg = nle__degrees(ctx, job->W))) s = NLE_ERR_NOMEM;
   if (!s) s = nle_matd_alloc(ctx, n, d, &r->X);
@@ -486,8 +707,8 @@ nle_status nle__lll_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spectr
   free(vals), free(full_deg);
   nle_matd_free(&X);
   free(idx);
-  nle_matf_free(&Yl), nle_matf_free(&Pl);
-  nle_csr_free(&near), nle_csr_free(&Z), nle_csr_free(&Wl), nle_csr_free(&Zl);
+  nle_matf_free(&Yl);
+  nle_csr_free(&Z), nle_csr_free(&Wl), nle_csr_free(&Zl);
   nle_matd_free(&Xl);
   free(deg);
   return s;

@@ -19,6 +19,8 @@ typedef struct {
                                 out-of-sample model (else NULL) */
   const nle_matf *pca_Y;     /* the points on the search's principal
                                 components (NULL when it searched in Y) */
+  const int32_t *landmarks;  /* LLL: given landmarks and Z (or NULL) */
+  const nle_csr *Z;
 } nle__spectral_job;
 
 typedef struct {
@@ -85,6 +87,10 @@ size_t nle__dijkstra_scratch(const nle_csr *G);
  * to the diagonal (the centroid where it is singular); scratch k D + k^2. */
 void nle__barycentre_weights(const float *y, const float *Y, size_t D, const int32_t *idx, int k, double reg,
                              double *scratch, double *w);
+/* lle.c: the same weights from the local Gram matrix G (k x k, destroyed):
+ * reg x its trace added to the diagonal, G w = 1, w summing to 1 (the
+ * centroid where G stays singular). */
+void nle__gram_weights(double *G, int k, double reg, double *w);
 /* lle.c: the largest row length of the kNN graph. */
 int nle__max_row(const nle_csr *knn);
 
@@ -96,6 +102,31 @@ nle_status nle__lll_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spectr
  * columns; eq. 4.8 and sec. 4.3 "Out-of-sample mapping"): its landmarks
  * searched as training searched them. */
 nle_status nle__lll_transform(nle_ctx *ctx, const nle_spectral_model *m, const nle_matf *Ynew, nle_matd **Xnew);
+/* LLL's landmarks (ascending rows of Y) and their weights Z (N x L), known
+ * beforehand: Z depends on the data, not on the graph or its weights, so
+ * a sweep over those reuses it (dissertation sec. 4.5, SPEC G07-4). */
+typedef struct {
+  const int32_t *landmarks;
+  const nle_csr *Z;
+} nle__lll_basis;
+/* spectral.c: nle_spectral_embed with LLL's basis given (or NULL). */
+nle_status nle__spectral_embed_with(nle_ctx *ctx, nle_spectral_method method, const nle_spectral_input *in,
+                                    const nle_spectral_opts *opts, const nle__lll_basis *basis,
+                                    nle_spectral_result **out);
+/* spectral.c: the directed kNN graph of the points as the front door
+ * builds it (in Y, or among principal components re-ranked in Y: then the
+ * projected points into *projected), o's automatic search options
+ * resolved; r receives the search used and the PCA's seconds. */
+nle_status nle__spectral_neighbours(nle_ctx *ctx, const nle_matf *Y, nle_spectral_opts *o, nle_spectral_result *r,
+                                   nle_spectral_model *model, nle_csr **graph, nle_matf **projected);
+/* lll.c: L landmarks by the method (in `space`, Y or its projection P)
+ * and each point's weights Z over its kz nearest. */
+nle_status nle__lll_basis_build(nle_ctx *ctx, const nle_matf *Y, const nle_matf *P, size_t L, int kz,
+                                nle_landmark_method method, double reg, int32_t **landmarks, nle_csr **Z,
+                                double *error);
+/* cluster.c: nle_spectral_cluster with LLL's basis given (or NULL). */
+nle_status nle__spectral_cluster_with(nle_ctx *ctx, const nle_spectral_input *in, const nle_cluster_opts *opts,
+                                      const nle__lll_basis *basis, nle_cluster_result **out);
 /* K_Z as it runs: NLE_AUTO is max(d + 1, 5) capped at D + 1; at most L. */
 int nle__lll_kz(const nle_spectral_opts *o, size_t L, size_t D);
 

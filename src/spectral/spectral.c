@@ -91,14 +91,17 @@ static nle_status check_opts(nle_ctx *ctx, nle_spectral_method method, const nle
 }
 
 static nle_status check_input(nle_ctx *ctx, const nle_spectral_input *in, const nle_spectral_opts *o, size_t *n) {
-  int given = (in->Y != NULL) + (in->knn != NULL) + (in->affinities != NULL);
-  if (given != 1)
-    return nle__fail(ctx, NLE_ERR_ARG, "spectral embedding: give exactly one of points, a kNN graph or affinities "
-                     "(%d given)", given);
+  int graphs = (in->knn != NULL) + (in->affinities != NULL);
+  if (graphs > 1 || (graphs == 0 && !in->Y))
+    return nle__fail(ctx, NLE_ERR_ARG, "spectral embedding: give points, a kNN graph or affinities (a graph may come "
+                     "with the points; %d graphs given)", graphs);
   const nle_csr *g = in->knn ? in->knn : in->affinities;
   if (g && g->rows != g->cols)
     return nle__fail(ctx, NLE_ERR_ARG, "spectral embedding: the %s must be N x N, not %lld x %lld",
                      in->knn ? "kNN graph" : "affinity matrix", (long long)g->rows, (long long)g->cols);
+  if (g && in->Y && (int64_t)in->Y->rows != g->rows)
+    return nle__fail(ctx, NLE_ERR_ARG, "spectral embedding: %zu points but the %s has %lld rows", in->Y->rows,
+                     in->knn ? "kNN graph" : "affinity matrix", (long long)g->rows);
   *n = in->Y ? in->Y->rows : (size_t)g->rows;
   if (*n < 3) return nle__fail(ctx, NLE_ERR_ARG, "spectral embedding: %zu points; at least 3 are needed", *n);
   if ((size_t)o->dim + 1 >= *n)
@@ -122,9 +125,43 @@ static nle_status check_input(nle_ctx *ctx, const nle_spectral_input *in, const 
  * LE's second eigenvalue 19% off, where 7 k leaves it 2.4% off). */
 enum { PCA_MIN_N = 5000, PCA_MIN_D = 100, PCA_DIMS = 50, PCA_CANDIDATES_PER_K = 7 };
 
+/* Y on its o->pca_dims first principal components (float), into
+ * *projected; the PCA's mean and components to the model when given. */
+static nle_status project(nle_ctx *ctx, const nle_matf *Y, const nle_spectral_opts *o, nle_spectral_result *r,
+                          nle_spectral_model *model, nle_matf **projected) {
+  double t0 = nle_time_seconds();
+  nle_pca_opts po;
+  nle_pca_opts_init(&po);
+  po.n_components = o->pca_dims;
+  nle_pca_model *pm = NULL;
+  nle_matd *Zd = NULL;
+  nle_status s = nle_pca_fit(ctx, Y, &po, &pm);
+  if (!s) s = nle_pca_transform(ctx, pm, Y, &Zd);
+  if (!s) s = nle_matd_to_matf(ctx, Zd, projected);
+  nle_matd_free(&Zd);
+  if (!s && model) { /* new points are searched for on the same components */
+    model->pca_mean = pm->mean, pm->mean = NULL;
+    model->pca_components = pm->components, pm->components = NULL;
+  }
+  nle_pca_model_free(&pm);
+  r->pca_seconds = nle_time_seconds() - t0;
+  return s;
+}
+
+/* Points that came with their graph: only LLL's landmark search needs
+ * them on principal components (the same rule as the graph's search). */
+static nle_status landmark_space(nle_ctx *ctx, const nle_matf *Y, nle_spectral_opts *o, nle_spectral_result *r,
+                                 nle_matf **projected) {
+  size_t n = Y->rows, D = Y->cols;
+  if (o->pca_dims == NLE_AUTO) o->pca_dims = n > PCA_MIN_N && D > PCA_MIN_D ? PCA_DIMS : 0;
+  if ((size_t)o->pca_dims >= D) o->pca_dims = 0;
+  o->pca_candidates = 0;
+  return o->pca_dims ? project(ctx, Y, o, r, NULL, projected) : NLE_OK;
+}
+
 /* The directed kNN graph of the points, in Y or among components. */
-static nle_status neighbours(nle_ctx *ctx, const nle_matf *Y, nle_spectral_opts *o, nle_spectral_result *r,
-                             nle_spectral_model *model, nle_csr **graph, nle_matf **projected) {
+nle_status nle__spectral_neighbours(nle_ctx *ctx, const nle_matf *Y, nle_spectral_opts *o, nle_spectral_result *r,
+                                   nle_spectral_model *model, nle_csr **graph, nle_matf **projected) {
   size_t n = Y->rows, D = Y->cols;
   if (o->pca_dims == NLE_AUTO) o->pca_dims = n > PCA_MIN_N && D > PCA_MIN_D ? PCA_DIMS : 0;
   if ((size_t)o->pca_dims >= D) o->pca_dims = 0; /* no narrower than the data */
@@ -136,24 +173,9 @@ static nle_status neighbours(nle_ctx *ctx, const nle_matf *Y, nle_spectral_opts 
     return nle__radius_graph(ctx, Y, o->radius, graph);
   }
   if (!o->pca_dims) return nle_knn_graph(ctx, Y, o->k, o->knn_method, &o->knn_approx, graph, &r->knn_used);
-  double t0 = nle_time_seconds();
-  nle_pca_opts po;
-  nle_pca_opts_init(&po);
-  po.n_components = o->pca_dims;
-  nle_pca_model *pm = NULL;
-  nle_matd *Zd = NULL;
   nle_matf *Z = NULL;
   nle_csr *cand = NULL;
-  nle_status s = nle_pca_fit(ctx, Y, &po, &pm);
-  if (!s) s = nle_pca_transform(ctx, pm, Y, &Zd);
-  if (!s) s = nle_matd_to_matf(ctx, Zd, &Z);
-  nle_matd_free(&Zd);
-  if (!s && model) { /* new points are searched for on the same components */
-    model->pca_mean = pm->mean, pm->mean = NULL;
-    model->pca_components = pm->components, pm->components = NULL;
-  }
-  nle_pca_model_free(&pm);
-  r->pca_seconds = nle_time_seconds() - t0;
+  nle_status s = project(ctx, Y, o, r, model, &Z);
   if (!s) s = nle_knn_graph(ctx, Z, o->pca_candidates, o->knn_method, &o->knn_approx, &cand, &r->knn_used);
   if (!s && model && !(model->candidate_reach = nle__malloc(ctx, n * sizeof(float), "the model's candidates")))
     s = NLE_ERR_NOMEM;
@@ -169,6 +191,12 @@ static nle_status neighbours(nle_ctx *ctx, const nle_matf *Y, nle_spectral_opts 
 
 nle_status nle_spectral_embed(nle_ctx *ctx, nle_spectral_method method, const nle_spectral_input *in,
                               const nle_spectral_opts *opts, nle_spectral_result **out) {
+  return nle__spectral_embed_with(ctx, method, in, opts, NULL, out);
+}
+
+nle_status nle__spectral_embed_with(nle_ctx *ctx, nle_spectral_method method, const nle_spectral_input *in,
+                                    const nle_spectral_opts *opts, const nle__lll_basis *basis,
+                                    nle_spectral_result **out) {
   *out = NULL;
   nle_spectral_opts defaults;
   if (!opts) {
@@ -214,7 +242,11 @@ nle_status nle_spectral_embed(nle_ctx *ctx, nle_spectral_method method, const nl
                   "them), not only a kNN graph or affinities", m->name);
   if (!s && o->keep_model && !(r->model = nle__calloc(ctx, 1, sizeof *r->model, "the spectral model")))
     s = NLE_ERR_NOMEM;
-  if (!s && in->Y) s = neighbours(ctx, in->Y, o, r, r->model, &graph, &projected);
+  if (!s && o->keep_model && !in->knn && in->affinities)
+    s = nle__fail(ctx, NLE_ERR_ARG, "%s: keep_model needs the kNN graph (new points are placed by their distances), "
+                  "not affinities", m->name);
+  if (!s && in->Y && !in->knn && !in->affinities) s = nle__spectral_neighbours(ctx, in->Y, o, r, r->model, &graph, &projected);
+  else if (!s && in->Y && o->landmarks > 0 && method == NLE_SPECTRAL_LE && !basis) s = landmark_space(ctx, in->Y, o, r, &projected);
   else o->pca_dims = o->pca_candidates = 0;
   if (o->knn_method == NLE_KNN_AUTO) o->knn_method = r->knn_used;
   r->knn_seconds = nle_time_seconds() - t0;
@@ -233,7 +265,8 @@ nle_status nle_spectral_embed(nle_ctx *ctx, nle_spectral_method method, const nl
                   m->name, (long long)comps);
   r->graph_seconds = nle_time_seconds() - t0;
   t0 = nle_time_seconds();
-  nle__spectral_job job = {o, in->Y, knn, weights, (int)comps, r->model, projected};
+  nle__spectral_job job = {o, in->Y, knn, weights, (int)comps, r->model, projected, basis ? basis->landmarks : NULL,
+                           basis ? basis->Z : NULL};
   if (!s) s = m->embed(ctx, &job, r);
   r->eigen_seconds = nle_time_seconds() - t0;
   if (!s && r->model) r->model->pca_Y = projected, projected = NULL;
