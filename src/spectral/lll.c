@@ -42,7 +42,7 @@ typedef struct {
   const double *delta;  /* L x L squared distances between landmarks, or NULL */
 } weights_job;
 
-static int weights_block(void *job, size_t b, void *scratch) {
+NLE_HOT static int weights_block(void *job, size_t b, void *scratch) {
   weights_job *j = job;
   size_t D = j->Q->cols, m = j->Q->rows, i1 = (b + 1) * ROW_BLOCK < m ? (b + 1) * ROW_BLOCK : m;
   int kz = j->kz;
@@ -192,7 +192,7 @@ typedef struct {
 
 /* The kz nearest of each point's candidate landmarks by their distances in
  * the data (ties by index). */
-static int rerank_block(void *job, size_t b, void *scratch) {
+NLE_HOT static int rerank_block(void *job, size_t b, void *scratch) {
   rerank_job *j = job;
   nle__pair *p = scratch;
   size_t D = j->Q->cols, m = j->Q->rows, i1 = (b + 1) * ROW_BLOCK < m ? (b + 1) * ROW_BLOCK : m;
@@ -201,9 +201,12 @@ static int rerank_block(void *job, size_t b, void *scratch) {
     const float *q = j->Q->data + i * D;
     int64_t c0 = j->cand->rowptr[i], nc = j->cand->rowptr[i + 1] - c0;
     for (int64_t c = 0; c < nc; c++) {
+      /* float, vectorised: a ranking (the Gram matrices recompute the kz
+       * kept in double) */
       const float *l = j->Yl->data + (size_t)j->cand->colind[c0 + c] * D;
-      double e = 0.0;
-      for (size_t t = 0; t < D; t++) e += ((double)q[t] - l[t]) * ((double)q[t] - l[t]);
+      float e = 0.0f;
+#pragma omp simd reduction(+ : e)
+      for (size_t t = 0; t < D; t++) e += (q[t] - l[t]) * (q[t] - l[t]);
       p[c] = (nle__pair){e, j->cand->colind[c0 + c]};
     }
     for (int a = 0; a < j->kz; a++) { /* partial selection: kz is small */
