@@ -44,6 +44,18 @@ static const char *help =
 
 enum { OPT_INVERSE = OPT_COMMAND_BASE, OPT_MAX_ITERS_T, OPT_DATA, OPT_REPULSION_T };
 
+/* The JSON line of a map run: model, input, count, map and kind, then
+ * `extra` (", \"key\": value" pairs), the seconds. */
+static void print_map_json(const char *model_path, const char *input, size_t n, const char *map, const char *kind,
+                           const char *extra, double secs) {
+  char model_name[1200], input_name[1200];
+  cli_json_escape(model_path, model_name, sizeof model_name);
+  cli_json_escape(input, input_name, sizeof input_name);
+  printf("{\"command\": \"transform\", \"model\": \"%s\", \"input\": \"%s\", \"n\": %zu, \"map\": \"%s\", "
+         "\"model_kind\": \"%s\"%s, \"seconds\": %.3f}\n",
+         model_name, input_name, n, map, kind, extra, secs);
+}
+
 /* A spectral model's map of the points in `input`. */
 static int spectral_transform(cli_env *env, const char *model_path, const char *input, const char *data,
                               const char *output) {
@@ -69,13 +81,10 @@ static int spectral_transform(cli_env *env, const char *model_path, const char *
   int rc = s ? cli_fail(env, s) : cli_commit(env); /* every output of the run, or none */
   if (!rc) {
     double secs = nle_time_seconds() - t0;
-    char model_name[1200], input_name[1200];
-    cli_json_escape(model_path, model_name, sizeof model_name);
-    cli_json_escape(input, input_name, sizeof input_name);
-    printf("{\"command\": \"transform\", \"model\": \"%s\", \"input\": \"%s\", \"n\": %zu, \"map\": \"%s\", "
-           "\"model_kind\": \"%s\", \"training_points\": %zu, \"seconds\": %.3f}\n",
-           model_name, input_name, X->rows, nle_spectral_model_map(m),
-           m->centres ? "cluster" : nle_spectral_method_name(m->method), m->n, secs);
+    char extra[64];
+    snprintf(extra, sizeof extra, ", \"training_points\": %zu", m->n);
+    print_map_json(model_path, input, X->rows, nle_spectral_model_map(m),
+                   m->centres ? "cluster" : nle_spectral_method_name(m->method), extra, secs);
     cli_note(env, "mapped %zu points with the %s model of %zu training points in %.2f s; wrote %s", X->rows,
              m->centres ? "cluster" : nle_spectral_method_name(m->method), m->n, secs, output);
   }
@@ -102,12 +111,9 @@ static int projection_transform(cli_env *env, const char *model_path, const char
   if (!rc) {
     static const char *const maps[] = {"linear", "triangulation", "centred kernel"};
     double secs = nle_time_seconds() - t0;
-    char model_name[1200], input_name[1200];
-    cli_json_escape(model_path, model_name, sizeof model_name);
-    cli_json_escape(input, input_name, sizeof input_name);
-    printf("{\"command\": \"transform\", \"model\": \"%s\", \"input\": \"%s\", \"n\": %zu, \"map\": \"%s\", "
-           "\"model_kind\": \"%s\", \"reference_points\": %zu, \"seconds\": %.3f}\n",
-           model_name, input_name, X->rows, maps[m->map], m->method, m->m, secs);
+    char extra[64];
+    snprintf(extra, sizeof extra, ", \"reference_points\": %zu", m->m);
+    print_map_json(model_path, input, X->rows, maps[m->map], m->method, extra, secs);
     cli_note(env, "mapped %zu points with the %s model in %.2f s; wrote %s", X->rows, m->method, secs, output);
   }
   nle_matd_free(&X);
@@ -131,13 +137,10 @@ static int kem_transform(cli_env *env, const char *model_path, const char *input
   int rc = s ? cli_fail(env, s) : cli_commit(env); /* every output of the run, or none */
   if (!rc) {
     double secs = nle_time_seconds() - t0;
-    char model_name[1200], input_name[1200];
-    cli_json_escape(model_path, model_name, sizeof model_name);
-    cli_json_escape(input, input_name, sizeof input_name);
-    printf("{\"command\": \"transform\", \"model\": \"%s\", \"input\": \"%s\", \"n\": %zu, \"map\": \"%s\", "
-           "\"model_kind\": \"kem\", \"variant\": \"%s\", \"kernels\": %zu, \"seconds\": %.3f}\n",
-           model_name, input_name, X->rows, inverse ? "G+(y)" : "G(x)", nle_kem_variant_name(m->variant), m->kernels,
-           secs);
+    char extra[128];
+    snprintf(extra, sizeof extra, ", \"variant\": \"%s\", \"kernels\": %zu", nle_kem_variant_name(m->variant),
+             m->kernels);
+    print_map_json(model_path, input, X->rows, inverse ? "G+(y)" : "G(x)", "kem", extra, secs);
     cli_note(env, "mapped %zu points with %s of the kernel eigenmap in %.2f s; wrote %s", X->rows,
              inverse ? "G+(y)" : "G(x)", secs, output);
   }
@@ -240,17 +243,14 @@ int cmd_transform(int argc, char **argv) {
   if (!rc) rc = cli_commit(&env); /* every output of the run, or none */
   if (!rc) {
     double secs = nle_time_seconds() - t0;
-    char model_name[1200], input_name[1200];
-    cli_json_escape(argv[optind], model_name, sizeof model_name);
-    cli_json_escape(argv[optind + 1], input_name, sizeof input_name);
-    printf("{\"command\": \"transform\", \"model\": \"%s\", \"input\": \"%s\", \"n\": %zu, \"map\": \"%s\", "
-           "\"model_kind\": \"%s\", \"training_points\": %zu",
-           model_name, input_name, m, inverse ? "f(x)" : "F(y)", nle_model_name(t->kind), t->X->rows);
+    char extra[256];
+    int len = snprintf(extra, sizeof extra, ", \"training_points\": %zu", t->X->rows);
     if (tr)
-      printf(", \"max_iters\": %d, \"repulsion\": \"%s\", \"weights_seconds\": %.3f, \"optimize_seconds\": %.3f",
-             tr->resolved.max_iters, nle_repulsion_name(tr->resolved.engine), tr->weights_seconds,
-             tr->optimize_seconds);
-    printf(", \"seconds\": %.3f}\n", secs);
+      snprintf(extra + len, sizeof extra - (size_t)len,
+               ", \"max_iters\": %d, \"repulsion\": \"%s\", \"weights_seconds\": %.3f, \"optimize_seconds\": %.3f",
+               tr->resolved.max_iters, nle_repulsion_name(tr->resolved.engine), tr->weights_seconds,
+               tr->optimize_seconds);
+    print_map_json(argv[optind], argv[optind + 1], m, inverse ? "f(x)" : "F(y)", nle_model_name(t->kind), extra, secs);
     cli_note(&env, "mapped %zu points with %s (%s of %zu training points) in %.2f s; wrote %s", m,
              inverse ? "f(x)" : "F(y)", nle_model_name(t->kind), t->X->rows, secs, output);
   }

@@ -7,7 +7,7 @@
  * rows (nle__pairwise), O(N^2 (D + K_Z) + N K_Z L) time and O(B N + L^2)
  * memory. */
 #include "mds_internal.h"
-#include "../spectral/eigen.h"
+#include "../spectral/method.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -58,14 +58,12 @@ nle_status nle_lll_kernel_pca(nle_ctx *ctx, const nle_csr *Z, const nle_matf *Y,
   nle_pdkernel k = *kernel;
   s = nle__kernel_resolve(ctx, Y, &k);
   double *A = nle__calloc(ctx, L * L, sizeof(double), "LLL's reduced A");
-  double *B = nle__calloc(ctx, L * L, sizeof(double), "LLL's reduced B");
   double *sv = nle__calloc(ctx, L, sizeof(double), "LLL kernel PCA");
   double *rv = nle__calloc(ctx, L, sizeof(double), "LLL kernel PCA");
   double *Kb = nle__malloc(ctx, (size_t)KBLOCK * n * sizeof(double), "a block of kernel rows");
   double *P = nle__malloc(ctx, (size_t)KBLOCK * L * sizeof(double), "LLL kernel PCA");
   double *rowsum = nle__malloc(ctx, KBLOCK * sizeof(double), "LLL kernel PCA");
-  nle_matd *V = NULL;
-  if (!s && !(A && B && sv && rv && Kb && P && rowsum)) s = NLE_ERR_NOMEM;
+  if (!s && !(A && sv && rv && Kb && P && rowsum)) s = NLE_ERR_NOMEM;
   const double *zv = Z->val;
   double total = 0.0;
   for (size_t i0 = 0; !s && i0 < n; i0 += KBLOCK) {
@@ -85,7 +83,6 @@ nle_status nle_lll_kernel_pca(nle_ctx *ctx, const nle_csr *Z, const nle_matf *Y,
         for (size_t c = 0; c < L; c++) A[a * L + c] += z * P[i * L + c];
         rv[a] += z * rowsum[i];
         sv[a] += z;
-        for (int64_t u = Z->rowptr[row]; u < Z->rowptr[row + 1]; u++) B[a * L + (size_t)Z->colind[u]] += z * zv[u];
       }
     }
   }
@@ -97,20 +94,8 @@ nle_status nle_lll_kernel_pca(nle_ctx *ctx, const nle_csr *Z, const nle_matf *Y,
     for (size_t a = 0; a < L; a++)
       for (size_t c = a + 1; c < L; c++) A[a * L + c] = A[c * L + a] = 0.5 * (A[a * L + c] + A[c * L + a]);
   }
-  if (!s) s = nle_matd_alloc(ctx, L, (size_t)nev, &V);
-  if (!s) s = nle__pencil_solve(ctx, "LLL kernel PCA", L, A, B, nev, NLE__EIG_LARGEST, vals, V->data, NULL);
-  if (!s) nle__fix_signs(V->data, L, (size_t)nev);
-  if (!s && X) { /* X = Z X~ */
-    s = nle_matd_alloc(ctx, n, (size_t)nev, X);
-    for (size_t i = 0; !s && i < n; i++) {
-      double *x = (*X)->data + i * (size_t)nev;
-      memset(x, 0, (size_t)nev * sizeof(double));
-      for (int64_t q = Z->rowptr[i]; q < Z->rowptr[i + 1]; q++)
-        for (int t = 0; t < nev; t++) x[t] += zv[q] * V->data[(size_t)Z->colind[q] * (size_t)nev + (size_t)t];
-    }
-  }
-  if (!s && Xl) *Xl = V, V = NULL;
-  nle_matd_free(&V);
-  free(A), free(B), free(sv), free(rv), free(Kb), free(P), free(rowsum);
+  /* B = I: the reduced pencil's scale is Z^T Z */
+  if (!s) s = nle__lll_solve_reduced(ctx, Z, A, NULL, nev, true, vals, Xl, X, NULL);
+  free(A), free(sv), free(rv), free(Kb), free(P), free(rowsum);
   return s;
 }

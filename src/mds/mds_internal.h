@@ -63,10 +63,6 @@ nle_status nle__pairwise(nle_ctx *ctx, const nle_matf *Q, const nle_matf *R, nle
 
 /* projection.c: a new model with its arrays allocated (R copied from Y
  * when not NULL). */
-/* Each axis of X flipped, with its row of the map A (X->cols x cols), so
- * that X's largest-magnitude coordinate on it is positive (nle__fix_signs'
- * rule, the map kept consistent: a training point maps to its row). */
-void nle__fix_signs_map(nle_matd *X, double *A, size_t cols);
 nle_status nle__projection_new(nle_ctx *ctx, const char *method, nle_map_kind map, size_t m, size_t D, size_t dim,
                                const nle_matf *R, nle_projection_model **out);
 

@@ -34,18 +34,6 @@ nle_status nle__projection_new(nle_ctx *ctx, const char *method, nle_map_kind ma
   return NLE_OK;
 }
 
-void nle__fix_signs_map(nle_matd *X, double *A, size_t cols) {
-  size_t n = X->rows, d = X->cols;
-  for (size_t t = 0; t < d; t++) {
-    double big = 0.0;
-    for (size_t i = 0; i < n; i++)
-      if (fabs(X->data[i * d + t]) > fabs(big)) big = X->data[i * d + t];
-    if (big >= 0) continue;
-    for (size_t i = 0; i < n; i++) X->data[i * d + t] = -X->data[i * d + t];
-    for (size_t c = 0; c < cols; c++) A[t * cols + c] = -A[t * cols + c];
-  }
-}
-
 void nle_projection_model_free(nle_projection_model **p) {
   if (!p || !*p) return;
   nle_matf_free(&(*p)->R);

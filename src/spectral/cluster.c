@@ -131,6 +131,20 @@ static void normalise_rows(nle_matd *Z) {
   }
 }
 
+/* C (k x d) = each label's mean row of X (a label no row has: 0); count
+ * (k) is scratch. */
+static void label_means(const nle_matd *X, const int32_t *lab, int k, double *C, double *count) {
+  size_t d = X->cols;
+  memset(C, 0, (size_t)k * d * sizeof(double));
+  memset(count, 0, (size_t)k * sizeof(double));
+  for (size_t i = 0; i < X->rows; i++) {
+    count[lab[i]] += 1.0;
+    for (size_t t = 0; t < d; t++) C[(size_t)lab[i] * d + t] += X->data[i * d + t];
+  }
+  for (int c = 0; c < k; c++)
+    for (size_t t = 0; t < d; t++) C[(size_t)c * d + t] /= count[c] > 0 ? count[c] : 1.0;
+}
+
 /* Dissertation sec. 4.7.1: the restarts on the L landmark rows, then one
  * Lloyd run on all N from the best restart's centres. */
 static nle_status warm_kmeans(nle_ctx *ctx, const nle_matd *Z, const nle_matd *Xl, int k, int restarts,
@@ -138,18 +152,13 @@ static nle_status warm_kmeans(nle_ctx *ctx, const nle_matd *Z, const nle_matd *X
   size_t n = Z->rows, d = Z->cols, L = Xl->rows;
   if ((size_t)k > L) return nle_kmeans(ctx, Z, k, restarts, max_iters, labels, inertia);
   int32_t *lab_l = nle__malloc(ctx, L * sizeof(int32_t), "k-means");
-  double *C = nle__calloc(ctx, (size_t)k * d, sizeof(double), "k-means");
+  double *C = nle__malloc(ctx, (size_t)k * d * sizeof(double), "k-means");
   double *sum = nle__malloc(ctx, (size_t)k * d * sizeof(double), "k-means");
-  double *cnt = nle__calloc(ctx, (size_t)k, sizeof(double), "k-means");
+  double *cnt = nle__malloc(ctx, (size_t)k * sizeof(double), "k-means");
   double *near = nle__malloc(ctx, n * sizeof(double), "k-means");
   nle_status s = lab_l && C && sum && cnt && near ? NLE_OK : NLE_ERR_NOMEM;
   if (!s) s = nle_kmeans(ctx, Xl, k, restarts, max_iters, lab_l, NULL);
-  for (size_t a = 0; !s && a < L; a++) {
-    cnt[lab_l[a]] += 1.0;
-    for (size_t t = 0; t < d; t++) C[(size_t)lab_l[a] * d + t] += Xl->data[a * d + t];
-  }
-  for (int c = 0; !s && c < k; c++)
-    for (size_t t = 0; t < d; t++) C[(size_t)c * d + t] /= cnt[c] > 0 ? cnt[c] : 1.0;
+  if (!s) label_means(Xl, lab_l, k, C, cnt);
   if (!s) *inertia = lloyd(Z, k, max_iters, C, labels, sum, cnt, near);
   free(lab_l), free(C), free(sum), free(cnt), free(near);
   return s;
@@ -231,15 +240,10 @@ nle_status nle__spectral_cluster_with(nle_ctx *ctx, const nle_spectral_input *in
   nle_spectral_model *md = r->embedding ? r->embedding->model : NULL;
   if (!s && md) { /* the out-of-sample model: each cluster's mean row */
     size_t d = (size_t)o->dims, K = (size_t)o->clusters;
-    double *count = nle__calloc(ctx, K, sizeof(double), "the clusters");
-    md->centres = nle__calloc(ctx, K * d, sizeof(double), "the cluster centres");
+    double *count = nle__malloc(ctx, K * sizeof(double), "the clusters");
+    md->centres = nle__malloc(ctx, K * d * sizeof(double), "the cluster centres");
     if (!count || !md->centres) s = NLE_ERR_NOMEM;
-    for (size_t i = 0; !s && i < r->n; i++) {
-      count[r->labels[i]] += 1.0;
-      for (size_t t = 0; t < d; t++) md->centres[(size_t)r->labels[i] * d + t] += Z->data[i * d + t];
-    }
-    for (size_t c = 0; !s && c < K; c++)
-      for (size_t t = 0; t < d; t++) md->centres[c * d + t] /= count[c] > 0 ? count[c] : 1.0;
+    if (!s) label_means(Z, r->labels, o->clusters, md->centres, count);
     md->clusters = o->clusters;
     md->normalize_rows = o->normalize_rows;
     free(count);

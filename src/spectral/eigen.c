@@ -162,6 +162,18 @@ void nle__fix_signs(double *V, size_t n, size_t count) {
   }
 }
 
+void nle__fix_signs_map(nle_matd *X, double *A, size_t cols) {
+  size_t n = X->rows, d = X->cols;
+  for (size_t t = 0; t < d; t++) {
+    double big = 0.0;
+    for (size_t i = 0; i < n; i++)
+      if (fabs(X->data[i * d + t]) > fabs(big)) big = X->data[i * d + t];
+    if (big >= 0) continue;
+    for (size_t i = 0; i < n; i++) X->data[i * d + t] = -X->data[i * d + t];
+    for (size_t c = 0; c < cols; c++) A[t * cols + c] = -A[t * cols + c];
+  }
+}
+
 typedef struct {
   nle_ctx *ctx;
   const char *what;

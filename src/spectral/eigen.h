@@ -73,6 +73,10 @@ extern size_t nle__pencil_dense_max;
 /* Each column's largest-magnitude entry made positive: results that do not
  * depend on a solver's arbitrary signs. */
 void nle__fix_signs(double *V, size_t n, size_t count);
+/* Each axis of X flipped, with its row of the map A (X->cols x cols), so
+ * that X's largest-magnitude coordinate on it is positive (nle__fix_signs'
+ * rule, the map kept consistent: a training point maps to its row). */
+void nle__fix_signs_map(nle_matd *X, double *A, size_t cols);
 
 #endif
 

@@ -199,14 +199,7 @@ static nle_status transformational(nle_ctx *ctx, const nle_csr *W, const double 
       }
     /* signs: each coordinate's largest-magnitude entry positive, the map's
      * row flipped alongside (the results do not depend on LAPACK's signs) */
-    for (int t = 0; t < dim; t++) {
-      double big = 0;
-      for (size_t i = 0; i < n; i++)
-        if (fabs(r->X->data[i * (size_t)dim + (size_t)t]) > fabs(big)) big = r->X->data[i * (size_t)dim + (size_t)t];
-      if (big >= 0) continue;
-      for (size_t i = 0; i < n; i++) r->X->data[i * (size_t)dim + (size_t)t] *= -1;
-      for (size_t c = 0; c < cols; c++) map->G[(size_t)t * cols + c] *= -1;
-    }
+    nle__fix_signs_map(r->X, map->G, cols);
     /* eq. 5 distortion sum_k sum_ij (y_ik - y_jk)^2 W_ij / 2, Y scaled to
      * trace(Y D Y^T) = d (SPEC G07-17): the figure of Brand's fig. 1 */
     double tr = 0, dist = 0;

@@ -358,14 +358,13 @@ static nle_status reduce(nle_ctx *ctx, const nle_csr *Z, const nle_csr *Zt, cons
   /* P = A Z dense when the rows' upper bound min(L, |A_n| K_Z) says most
    * landmarks are reached anyway: its product with Z^T is then a stream
    * of length-L axpys instead of scattered adds (fig. 4.5's 60,000
-   * points, K_W = 200, K_Z = 50, L = 450: 7.2 -> s) */
+   * points, K_W = 200, K_Z = 50, L = 450: 7.2 -> 5.5 s) */
   double reach = 0.0;
   for (size_t i = 0; A && i < n; i++) {
-    double kz = (double)(Z->rowptr[i + 1] - Z->rowptr[i]), row = 0.0;
+    double row = 0.0;
     for (int64_t q = A->rowptr[i]; q < A->rowptr[i + 1]; q++)
       row += (double)(Z->rowptr[A->colind[q] + 1] - Z->rowptr[A->colind[q]]);
     reach += fmin(row, (double)L);
-    (void)kz;
   }
   if (A && reach >= 0.5 * (double)n * (double)L && (double)n * (double)L * sizeof(double) <= DENSE_P_MAX_BYTES) {
     if (!(j.dense = nle__calloc(ctx, n * L, sizeof(double), "LLL's A Z"))) return NLE_ERR_NOMEM;
@@ -408,41 +407,70 @@ static nle_status expand(nle_ctx *ctx, const nle_csr *Z, const nle_matd *Xl, nle
   return s;
 }
 
-static nle_status check_weights(nle_ctx *ctx, const nle_csr *Z, size_t n) {
-  if (!Z || Z->dtype != NLE_F64 || (size_t)Z->rows != n || Z->cols < 1)
-    return nle__fail(ctx, NLE_ERR_ARG, "LLL: Z must be the N x L double weights nle_lll_weights gives (N = %zu)", n);
-  return NLE_OK;
+/* Z's shape and the number of eigenpairs, for the public solvers. */
+static nle_status check_pencil(nle_ctx *ctx, const nle_csr *Z, int nev) {
+  if (!Z || Z->dtype != NLE_F64 || Z->rows < 1 || Z->cols < 1)
+    return nle__fail(ctx, NLE_ERR_ARG, "LLL: Z must be the N x L double weights nle_lll_weights gives");
+  if (nev < 1 || nev > Z->cols)
+    return nle__fail(ctx, NLE_ERR_ARG, "LLL: %d eigenpairs of %lld landmarks (1..L)", nev, (long long)Z->cols);
+  return nle__check_memory(ctx, 4.0 * (double)Z->cols * (double)Z->cols * sizeof(double), "LLL's reduced L x L pencil");
+}
+
+/* out = Z^T Z (B = I's reduced matrix). */
+static nle_status weights_gram(nle_ctx *ctx, const nle_csr *Z, const nle_csr *Zt, double *out) {
+  size_t n = (size_t)Z->rows;
+  double *ones = nle__malloc(ctx, n * sizeof(double), "LLL's B");
+  if (!ones) return NLE_ERR_NOMEM;
+  for (size_t i = 0; i < n; i++) ones[i] = 1.0;
+  nle_status s = reduce(ctx, Z, Zt, NULL, 1.0, ones, out);
+  free(ones);
+  return s;
+}
+
+nle_status nle__lll_solve_reduced(nle_ctx *ctx, const nle_csr *Z, const double *At, const double *Bt, int nev,
+                                  bool largest, double *vals, nle_matd **Xl, nle_matd **X, nle__pencil_info *info) {
+  size_t L = (size_t)Z->cols;
+  nle_matd *V = NULL;
+  nle_csr *Zt = NULL;
+  double *own = NULL;
+  nle_status s = NLE_OK;
+  if (!Bt) { /* B = I */
+    if (!(own = nle__malloc(ctx, L * L * sizeof(double), "LLL's reduced B"))) return NLE_ERR_NOMEM;
+    s = nle_csr_transpose(ctx, Z, &Zt);
+    if (!s) s = weights_gram(ctx, Z, Zt, own);
+    Bt = own;
+  }
+  if (!s) s = nle_matd_alloc(ctx, L, (size_t)nev, &V);
+  if (!s)
+    s = nle__pencil_solve(ctx, "LLL", L, At, Bt, nev, largest ? NLE__EIG_LARGEST : NLE__EIG_SMALLEST, vals, V->data,
+                          info);
+  if (!s) nle__fix_signs(V->data, L, (size_t)nev);
+  if (!s && X) s = expand(ctx, Z, V, X);
+  if (!s && Xl) *Xl = V, V = NULL;
+  nle_matd_free(&V);
+  nle_csr_free(&Zt);
+  free(own);
+  return s;
 }
 
 /* The reduced pencil (Z^T (alpha A + diag A) Z, Z^T (B + diag B) Z) (B and
  * its diagonal both absent: I) and its nev eigenpairs at one end: vals,
- * X~ (L x nev, signs fixed). */
+ * X~ (L x nev, signs fixed), and X = Z X~ when asked. */
 static nle_status lll_pencil(nle_ctx *ctx, const nle_csr *Z, const nle_csr *A, double alpha, const double *A_diag,
                              const nle_csr *B, const double *B_diag, int nev, bool largest, double *vals,
-                             nle_matd **Xl, nle__pencil_info *info) {
-  size_t n = (size_t)Z->rows, L = (size_t)Z->cols;
-  nle_status s = nle__check_memory(ctx, 4.0 * (double)L * (double)L * sizeof(double), "LLL's reduced L x L pencil");
-  if (s) return s;
+                             nle_matd **Xl, nle_matd **X, nle__pencil_info *info) {
+  size_t L = (size_t)Z->cols;
+  bool identity = !B && !B_diag;
   nle_csr *Zt = NULL;
   double *At = nle__malloc(ctx, L * L * sizeof(double), "LLL's reduced A");
-  double *Bt = nle__malloc(ctx, L * L * sizeof(double), "LLL's reduced B");
-  double *ones = NULL;
-  s = At && Bt ? NLE_OK : NLE_ERR_NOMEM;
+  double *Bt = identity ? NULL : nle__malloc(ctx, L * L * sizeof(double), "LLL's reduced B");
+  nle_status s = At && (identity || Bt) ? NLE_OK : NLE_ERR_NOMEM;
   if (!s) s = nle_csr_transpose(ctx, Z, &Zt);
   if (!s) s = reduce(ctx, Z, Zt, A, alpha, A_diag, At);
-  if (!s && !B && !B_diag) { /* B = I */
-    if (!(ones = nle__malloc(ctx, n * sizeof(double), "LLL's B"))) s = NLE_ERR_NOMEM;
-    for (size_t i = 0; !s && i < n; i++) ones[i] = 1.0;
-  }
-  if (!s) s = reduce(ctx, Z, Zt, B, 1.0, ones ? ones : B_diag, Bt);
-  if (!s) s = nle_matd_alloc(ctx, L, (size_t)nev, Xl);
-  if (!s)
-    s = nle__pencil_solve(ctx, "LLL", L, At, Bt, nev, largest ? NLE__EIG_LARGEST : NLE__EIG_SMALLEST, vals,
-                          (*Xl)->data, info);
-  if (!s) nle__fix_signs((*Xl)->data, L, (size_t)nev);
-  if (s) nle_matd_free(Xl);
+  if (!s && !identity) s = reduce(ctx, Z, Zt, B, 1.0, B_diag, Bt);
+  if (!s) s = nle__lll_solve_reduced(ctx, Z, At, Bt, nev, largest, vals, Xl, X, info);
   nle_csr_free(&Zt);
-  free(At), free(Bt), free(ones);
+  free(At), free(Bt);
   return s;
 }
 
@@ -450,19 +478,12 @@ nle_status nle_lll_solve(nle_ctx *ctx, const nle_csr *Z, const nle_csr *A, const
                          const double *B_diag, int nev, bool largest, double *vals, nle_matd **Xl, nle_matd **X) {
   if (Xl) *Xl = NULL;
   if (X) *X = NULL;
-  size_t n = Z ? (size_t)Z->rows : 0, L = Z ? (size_t)Z->cols : 0;
-  nle_status s = check_weights(ctx, Z, n);
+  nle_status s = check_pencil(ctx, Z, nev);
   if (s) return s;
-  if ((A && (A->rows != (int64_t)n || A->cols != (int64_t)n)) || (B && (B->rows != (int64_t)n || B->cols != (int64_t)n)))
-    return nle__fail(ctx, NLE_ERR_ARG, "LLL: A and B must be N x N with N = %zu, Z's rows", n);
-  if (nev < 1 || (size_t)nev > L)
-    return nle__fail(ctx, NLE_ERR_ARG, "LLL: %d eigenpairs of %zu landmarks (1..L)", nev, L);
-  nle_matd *V = NULL;
-  s = lll_pencil(ctx, Z, A, 1.0, A_diag, B, B_diag, nev, largest, vals, &V, NULL);
-  if (!s && X) s = expand(ctx, Z, V, X);
-  if (!s && Xl) *Xl = V, V = NULL;
-  nle_matd_free(&V);
-  return s;
+  int64_t n = Z->rows;
+  if ((A && (A->rows != n || A->cols != n)) || (B && (B->rows != n || B->cols != n)))
+    return nle__fail(ctx, NLE_ERR_ARG, "LLL: A and B must be N x N with N = %lld, Z's rows", (long long)n);
+  return lll_pencil(ctx, Z, A, 1.0, A_diag, B, B_diag, nev, largest, vals, Xl, X, NULL);
 }
 
 /* G = Z^T F (L x p), one landmark row at a time over the points it
@@ -511,23 +532,16 @@ nle_status nle_lll_factored(nle_ctx *ctx, const nle_csr *Z, const nle_matd *F, c
                             int nev, bool largest, double *vals, nle_matd **Xl, nle_matd **X) {
   if (Xl) *Xl = NULL;
   if (X) *X = NULL;
-  size_t n = Z ? (size_t)Z->rows : 0, L = Z ? (size_t)Z->cols : 0;
-  nle_status s = check_weights(ctx, Z, n);
+  nle_status s = check_pencil(ctx, Z, nev);
   if (s) return s;
-  size_t p = F ? F->cols : 0;
+  size_t n = (size_t)Z->rows, L = (size_t)Z->cols, p = F ? F->cols : 0;
   if (!F || F->rows != n || p < 1 || (MA && (MA->rows != p || MA->cols != p)) || (MB && (MB->rows != p || MB->cols != p)))
     return nle__fail(ctx, NLE_ERR_ARG, "LLL: F must be N x p (N = %zu) and M_A, M_B p x p", n);
-  if (nev < 1 || (size_t)nev > L)
-    return nle__fail(ctx, NLE_ERR_ARG, "LLL: %d eigenpairs of %zu landmarks (1..L)", nev, L);
-  if ((s = nle__check_memory(ctx, 4.0 * (double)L * (double)L * sizeof(double), "LLL's reduced L x L pencil")))
-    return s;
   nle_csr *Zt = NULL;
-  nle_matd *V = NULL;
   double *G = nle__malloc(ctx, L * p * sizeof(double), "LLL's Z^T F");
   double *At = nle__malloc(ctx, L * L * sizeof(double), "LLL's reduced A");
-  double *Bt = nle__malloc(ctx, L * L * sizeof(double), "LLL's reduced B");
-  double *ones = NULL;
-  s = G && At && Bt ? NLE_OK : NLE_ERR_NOMEM;
+  double *Bt = MB ? nle__malloc(ctx, L * L * sizeof(double), "LLL's reduced B") : NULL;
+  s = G && At && (!MB || Bt) ? NLE_OK : NLE_ERR_NOMEM;
   if (!s) s = nle_csr_transpose(ctx, Z, &Zt);
   factor_job fj = {Zt, F, G};
   if (!s)
@@ -535,21 +549,9 @@ nle_status nle_lll_factored(nle_ctx *ctx, const nle_csr *Z, const nle_matd *F, c
                         nle__threads_for(ctx, (double)Z->nnz * (double)p), 0, factor_block, &fj);
   if (!s) s = sandwich(ctx, G, L, p, MA, At);
   if (!s && MB) s = sandwich(ctx, G, L, p, MB, Bt);
-  if (!s && !MB) { /* B = I: B~ = Z^T Z */
-    if (!(ones = nle__malloc(ctx, n * sizeof(double), "LLL's B"))) s = NLE_ERR_NOMEM;
-    for (size_t i = 0; !s && i < n; i++) ones[i] = 1.0;
-    if (!s) s = reduce(ctx, Z, Zt, NULL, 1.0, ones, Bt);
-  }
-  if (!s) s = nle_matd_alloc(ctx, L, (size_t)nev, &V);
-  if (!s)
-    s = nle__pencil_solve(ctx, "LLL", L, At, Bt, nev, largest ? NLE__EIG_LARGEST : NLE__EIG_SMALLEST, vals, V->data,
-                          NULL);
-  if (!s) nle__fix_signs(V->data, L, (size_t)nev);
-  if (!s && X) s = expand(ctx, Z, V, X);
-  if (!s && Xl) *Xl = V, V = NULL;
-  nle_matd_free(&V);
+  if (!s) s = nle__lll_solve_reduced(ctx, Z, At, Bt, nev, largest, vals, Xl, X, NULL); /* MB NULL: B = I */
   nle_csr_free(&Zt);
-  free(G), free(At), free(Bt), free(ones);
+  free(G), free(At), free(Bt);
   return s;
 }
 
@@ -619,24 +621,6 @@ nle_status nle__lll_basis_build(nle_ctx *ctx, const nle_matf *Y, const nle_matf 
   return s;
 }
 
-/* The reconstruction error of given weights (a sweep's Z, made here). */
-static double weights_error(const nle_csr *Z, const nle_matf *Yl, const nle_matf *Y) {
-  size_t n = Y->rows, D = Y->cols;
-  double e = 0.0, spread = 0.0;
-  const double *zv = Z->val;
-  for (size_t t = 0; t < D; t++) {
-    double mean = 0.0;
-    for (size_t i = 0; i < n; i++) mean += Y->data[i * D + t];
-    mean /= (double)n;
-    for (size_t i = 0; i < n; i++) {
-      double r = Y->data[i * D + t], c = r - mean;
-      for (int64_t q = Z->rowptr[i]; q < Z->rowptr[i + 1]; q++) r -= zv[q] * Yl->data[(size_t)Z->colind[q] * D + t];
-      e += r * r, spread += c * c;
-    }
-  }
-  return spread > 0 ? sqrt(e / spread) : 0.0;
-}
-
 nle_status nle__lll_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spectral_result *r) {
   const nle_spectral_opts *o = job->o;
   const nle_matf *Y = job->Y;
@@ -648,8 +632,6 @@ nle_status nle__lll_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spectr
     return nle__fail(ctx, NLE_ERR_ARG, "le: %zu landmarks for %zu dimensions of %zu points (d + 1 <= L <= N)", L, d,
                      n);
   int kz = nle__lll_kz(o, L, D);
-  if (o->kz != NLE_AUTO && o->kz < 1)
-    return nle__fail(ctx, NLE_ERR_ARG, "le: kz = %d landmarks per point (>= 1)", o->kz);
   double t0 = nle_time_seconds();
   nle_matf *Yl = NULL;
   nle_csr *Z = NULL, *Wl = NULL, *Zl = NULL;
@@ -657,39 +639,47 @@ nle_status nle__lll_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spectr
   double *deg = NULL;
   int32_t *idx = NULL;
   nle_status s = NLE_OK;
-  if (job->Z) { /* given (a sweep's): its landmarks, its own K_Z */
-    kz = (int)(job->Z->nnz / (int64_t)n);
+  const nle__lll_basis *given = job->basis;
+  if (given) { /* a sweep's: its landmarks, its own K_Z and error */
+    kz = (int)(given->Z->nnz / (int64_t)n);
+    r->reconstruction_error = given->error;
     if (!(idx = nle__malloc(ctx, L * sizeof(int32_t), "the landmarks"))) s = NLE_ERR_NOMEM;
-    else memcpy(idx, job->landmarks, L * sizeof(int32_t));
+    else memcpy(idx, given->landmarks, L * sizeof(int32_t));
   } else { /* landmarks and their search among the principal components the front door made, if it did */
     s = nle__lll_basis_build(ctx, Y, job->pca_Y, L, kz, o->landmark_method, o->reg, &idx, &Z, &r->reconstruction_error);
   }
-  if (!s) s = nle_matf_alloc(ctx, L, D, &Yl);
-  for (size_t a = 0; !s && a < L; a++) memcpy(Yl->data + a * D, Y->data + (size_t)idx[a] * D, D * sizeof(float));
-  if (!s && job->Z) r->reconstruction_error = weights_error(job->Z, Yl, Y);
-  const nle_csr *Zu = job->Z ? job->Z : Z;
+  const nle_csr *Zu = given ? given->Z : Z;
   r->z_seconds = nle_time_seconds() - t0;
   t0 = nle_time_seconds();
   /* LE's pencil (Z (D - W) Z^T, Z D Z^T), eq. 4.10: A = -W plus the
    * diagonal D; the unnormalised Laplacian's B is I. LE(Z): the same
    * pencil on the landmarks' own graph, Z = I there. */
   const nle_csr *Wp = job->W, *Zp = Zu;
-  if (!s && o->landmark_graph) s = landmark_graph(ctx, Yl, o, &Wl);
-  if (!s && o->landmark_graph) s = identity_weights(ctx, L, &Zl), Wp = Wl, Zp = Zl;
+  if (!s && o->landmark_graph) {
+    s = nle_matf_alloc(ctx, L, D, &Yl);
+    for (size_t a = 0; !s && a < L; a++) memcpy(Yl->data + a * D, Y->data + (size_t)idx[a] * D, D * sizeof(float));
+    if (!s) s = landmark_graph(ctx, Yl, o, &Wl);
+    if (!s) s = identity_weights(ctx, L, &Zl), Wp = Wl, Zp = Zl;
+  }
   double *vals = s ? NULL : nle__malloc(ctx, nev * sizeof(double), "eigenvalues");
   if (!s && !vals) s = NLE_ERR_NOMEM;
   if (!s && !(deg = nle__degrees(ctx, Wp))) s = NLE_ERR_NOMEM;
   nle__pencil_info info = {0};
   bool unnormalised = o->laplacian == NLE_LAPLACIAN_UNNORMALISED;
-  if (!s) s = lll_pencil(ctx, Zp, Wp, -1.0, deg, NULL, unnormalised ? NULL : deg, (int)nev, false, vals, &Xl, &info);
+  if (!s) s = lll_pencil(ctx, Zp, Wp, -1.0, deg, NULL, unnormalised ? NULL : deg, (int)nev, false, vals, &Xl, NULL, &info);
   r->reduce_seconds = nle_time_seconds() - t0;
   nle_matd *X = NULL;
   if (!s) s = expand(ctx, Zu, Xl, &X);
+  /* symmetric: u = D^1/2 v with W's degrees (the pencil's, unless LE(Z)) */
   double *full_deg = NULL;
-  if (!s && o->laplacian == NLE_LAPLACIAN_SYMMETRIC && !(full_deg = nle__degrees(ctx, job->W))) s = NLE_ERR_NOMEM;
+  const double *sym_deg = NULL;
+  if (!s && o->laplacian == NLE_LAPLACIAN_SYMMETRIC) {
+    if (o->landmark_graph && !(full_deg = nle__degrees(ctx, job->W))) s = NLE_ERR_NOMEM;
+    sym_deg = o->landmark_graph ? full_deg : deg;
+  }
   if (!s) s = nle_matd_alloc(ctx, n, d, &r->X);
   for (size_t i = 0; !s && i < n; i++) {
-    double scale = full_deg ? sqrt(full_deg[i]) : 1.0; /* symmetric: u = D^1/2 v */
+    double scale = sym_deg ? sqrt(sym_deg[i]) : 1.0;
     for (size_t t = 0; t < d; t++) r->X->data[i * d + t] = scale * X->data[i * nev + t + 1];
   }
   if (!s) s = nle_matd_alloc(ctx, L, d, &r->landmark_X);

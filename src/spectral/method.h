@@ -19,8 +19,8 @@ typedef struct {
                                 out-of-sample model (else NULL) */
   const nle_matf *pca_Y;     /* the points on the search's principal
                                 components (NULL when it searched in Y) */
-  const int32_t *landmarks;  /* LLL: given landmarks and Z (or NULL) */
-  const nle_csr *Z;
+  const struct nle__lll_basis *basis; /* LLL: its landmarks and Z made
+                                         beforehand (a sweep's), or NULL */
 } nle__spectral_job;
 
 typedef struct {
@@ -28,6 +28,11 @@ typedef struct {
   nle_components_policy components; /* its policy when the options say auto */
   bool needs_points;                /* the coordinates, not only a graph */
   bool needs_distances;             /* points or a kNN graph: not affinities */
+  bool by_landmarks;                /* solved by Locally Linear Landmarks when
+                                       opts landmarks > 0 (lll.c): the
+                                       front door allows a disconnected
+                                       graph (Z joins its pieces) and puts
+                                       given-graph points on components */
   /* Fills r->X, r->eigenvalues, r->n_eigenvalues and r->solver_used. */
   nle_status (*embed)(nle_ctx *ctx, const nle__spectral_job *job, nle_spectral_result *r);
 } nle__spectral_method;
@@ -102,12 +107,14 @@ nle_status nle__lll_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spectr
  * columns; eq. 4.8 and sec. 4.3 "Out-of-sample mapping"): its landmarks
  * searched as training searched them. */
 nle_status nle__lll_transform(nle_ctx *ctx, const nle_spectral_model *m, const nle_matf *Ynew, nle_matd **Xnew);
-/* LLL's landmarks (ascending rows of Y) and their weights Z (N x L), known
- * beforehand: Z depends on the data, not on the graph or its weights, so
- * a sweep over those reuses it (dissertation sec. 4.5, SPEC G07-4). */
-typedef struct {
+/* LLL's landmarks (ascending rows of Y), their weights Z (N x L) and its
+ * reconstruction error, known beforehand: Z depends on the data, not on
+ * the graph or its weights, so a sweep over those reuses it (dissertation
+ * sec. 4.5, SPEC G07-4). */
+typedef struct nle__lll_basis {
   const int32_t *landmarks;
   const nle_csr *Z;
+  double error;
 } nle__lll_basis;
 /* spectral.c: nle_spectral_embed with LLL's basis given (or NULL). */
 nle_status nle__spectral_embed_with(nle_ctx *ctx, nle_spectral_method method, const nle_spectral_input *in,
@@ -127,6 +134,12 @@ nle_status nle__lll_basis_build(nle_ctx *ctx, const nle_matf *Y, const nle_matf 
 /* cluster.c: nle_spectral_cluster with LLL's basis given (or NULL). */
 nle_status nle__spectral_cluster_with(nle_ctx *ctx, const nle_spectral_input *in, const nle_cluster_opts *opts,
                                       const nle__lll_basis *basis, nle_cluster_result **out);
+/* lll.c: the nev eigenpairs at one end of the reduced pencil (At, Bt),
+ * both L x L (Bt NULL: Z^T Z, the case B = I), signs fixed: vals, X~ into
+ * *Xl and X = Z X~ into *X (either may be NULL). Shared by LLL's solvers
+ * and kernel PCA by LLL (src/mds/kpca_lll.c). */
+nle_status nle__lll_solve_reduced(nle_ctx *ctx, const nle_csr *Z, const double *At, const double *Bt, int nev,
+                                  bool largest, double *vals, nle_matd **Xl, nle_matd **X, nle__pencil_info *info);
 /* K_Z as it runs: NLE_AUTO is max(d + 1, 5) capped at D + 1; at most L. */
 int nle__lll_kz(const nle_spectral_opts *o, size_t L, size_t D);
 

@@ -31,12 +31,6 @@ static void symmetrize(double *C, size_t n) {
     for (size_t j = i + 1; j < n; j++) C[i * n + j] = C[j * n + i] = 0.5 * (C[i * n + j] + C[j * n + i]);
 }
 
-/* Eigenpairs [first, first + count) of the dense symmetric C (destroyed). */
-static nle_status dense_range(nle_ctx *ctx, const char *what, size_t n, double *C, size_t first, size_t count,
-                              double *vals, double *U) {
-  return nle__eig_dense(ctx, what, n, C, first, count, vals, U);
-}
-
 /* The Lanczos operators on C = R^-T A R^-1 (B = R^T R, R upper, row-major):
  * regular, or shift-invert (C + s I)^-1 = R (A + s B)^-1 R^T, F the
  * Cholesky factor of A + s B. */
@@ -88,7 +82,7 @@ static nle_status solve_cholesky(nle_ctx *ctx, const char *what, size_t n, const
       cblas_dtrsm(CblasRowMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit, (int)n, (int)n, 1.0, R, (int)n,
                   C, (int)n);
       symmetrize(C, n);
-      s = dense_range(ctx, what, n, C, end == NLE__EIG_SMALLEST ? 0 : n - (size_t)nev, (size_t)nev, vals, U);
+      s = nle__eig_dense(ctx, what, n, C, end == NLE__EIG_SMALLEST ? 0 : n - (size_t)nev, (size_t)nev, vals, U);
     }
     free(C);
   } else {
@@ -173,7 +167,7 @@ static nle_status solve_range(nle_ctx *ctx, const char *what, size_t n, const do
     cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)r, (int)r, (int)n, 1.0, Q, (int)r, AP, (int)r, 0.0, C,
                 (int)r);
     symmetrize(C, r);
-    s = dense_range(ctx, what, r, C, end == NLE__EIG_SMALLEST ? 0 : r - (size_t)nev, (size_t)nev, vals, U);
+    s = nle__eig_dense(ctx, what, r, C, end == NLE__EIG_SMALLEST ? 0 : r - (size_t)nev, (size_t)nev, vals, U);
   }
   if (!s && vecs)
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, nev, (int)r, 1.0, Q, (int)r, U, nev, 0.0, vecs,

@@ -125,6 +125,13 @@ static nle_status check_input(nle_ctx *ctx, const nle_spectral_input *in, const 
  * LE's second eigenvalue 19% off, where 7 k leaves it 2.4% off). */
 enum { PCA_MIN_N = 5000, PCA_MIN_D = 100, PCA_DIMS = 50, PCA_CANDIDATES_PER_K = 7 };
 
+/* The components the search runs among: NLE_AUTO by the recipe above;
+ * none when not narrower than the data. */
+static void resolve_pca_dims(nle_spectral_opts *o, const nle_matf *Y) {
+  if (o->pca_dims == NLE_AUTO) o->pca_dims = Y->rows > PCA_MIN_N && Y->cols > PCA_MIN_D ? PCA_DIMS : 0;
+  if ((size_t)o->pca_dims >= Y->cols) o->pca_dims = 0;
+}
+
 /* Y on its o->pca_dims first principal components (float), into
  * *projected; the PCA's mean and components to the model when given. */
 static nle_status project(nle_ctx *ctx, const nle_matf *Y, const nle_spectral_opts *o, nle_spectral_result *r,
@@ -152,9 +159,7 @@ static nle_status project(nle_ctx *ctx, const nle_matf *Y, const nle_spectral_op
  * them on principal components (the same rule as the graph's search). */
 static nle_status landmark_space(nle_ctx *ctx, const nle_matf *Y, nle_spectral_opts *o, nle_spectral_result *r,
                                  nle_matf **projected) {
-  size_t n = Y->rows, D = Y->cols;
-  if (o->pca_dims == NLE_AUTO) o->pca_dims = n > PCA_MIN_N && D > PCA_MIN_D ? PCA_DIMS : 0;
-  if ((size_t)o->pca_dims >= D) o->pca_dims = 0;
+  resolve_pca_dims(o, Y);
   o->pca_candidates = 0;
   return o->pca_dims ? project(ctx, Y, o, r, NULL, projected) : NLE_OK;
 }
@@ -162,9 +167,8 @@ static nle_status landmark_space(nle_ctx *ctx, const nle_matf *Y, nle_spectral_o
 /* The directed kNN graph of the points, in Y or among components. */
 nle_status nle__spectral_neighbours(nle_ctx *ctx, const nle_matf *Y, nle_spectral_opts *o, nle_spectral_result *r,
                                    nle_spectral_model *model, nle_csr **graph, nle_matf **projected) {
-  size_t n = Y->rows, D = Y->cols;
-  if (o->pca_dims == NLE_AUTO) o->pca_dims = n > PCA_MIN_N && D > PCA_MIN_D ? PCA_DIMS : 0;
-  if ((size_t)o->pca_dims >= D) o->pca_dims = 0; /* no narrower than the data */
+  size_t n = Y->rows;
+  resolve_pca_dims(o, Y);
   if (o->pca_candidates == NLE_AUTO) o->pca_candidates = o->pca_dims ? PCA_CANDIDATES_PER_K * o->k : o->k;
   if ((size_t)o->pca_candidates >= n) o->pca_candidates = (int)n - 1;
   if (o->radius > 0) { /* the epsilon ball: every neighbour in reach, exactly */
@@ -225,8 +229,8 @@ nle_status nle__spectral_embed_with(nle_ctx *ctx, nle_spectral_method method, co
   r->reconstruction_error = NAN;
   /* LLL joins components through Z: the reduced pencil is what must be
    * connected (the dissertation's K_W = 1 runs, sec. 4.8.1) */
-  if (o->components == NLE_COMPONENTS_AUTO) o->components = o->landmarks > 0 && method == NLE_SPECTRAL_LE
-                                                                ? NLE_COMPONENTS_ALLOW : m->components;
+  bool lll = m->by_landmarks && o->landmarks > 0;
+  if (o->components == NLE_COMPONENTS_AUTO) o->components = lll ? NLE_COMPONENTS_ALLOW : m->components;
   if (o->affinity == NLE_AFF_ENTROPIC) {
     if (o->perplexity == NLE_AUTO) o->perplexity = o->k / 3.0;
     if (o->radius > 0)
@@ -246,7 +250,7 @@ nle_status nle__spectral_embed_with(nle_ctx *ctx, nle_spectral_method method, co
     s = nle__fail(ctx, NLE_ERR_ARG, "%s: keep_model needs the kNN graph (new points are placed by their distances), "
                   "not affinities", m->name);
   if (!s && in->Y && !in->knn && !in->affinities) s = nle__spectral_neighbours(ctx, in->Y, o, r, r->model, &graph, &projected);
-  else if (!s && in->Y && o->landmarks > 0 && method == NLE_SPECTRAL_LE && !basis) s = landmark_space(ctx, in->Y, o, r, &projected);
+  else if (!s && in->Y && lll && !basis) s = landmark_space(ctx, in->Y, o, r, &projected);
   else o->pca_dims = o->pca_candidates = 0;
   if (o->knn_method == NLE_KNN_AUTO) o->knn_method = r->knn_used;
   r->knn_seconds = nle_time_seconds() - t0;
@@ -265,8 +269,7 @@ nle_status nle__spectral_embed_with(nle_ctx *ctx, nle_spectral_method method, co
                   m->name, (long long)comps);
   r->graph_seconds = nle_time_seconds() - t0;
   t0 = nle_time_seconds();
-  nle__spectral_job job = {o, in->Y, knn, weights, (int)comps, r->model, projected, basis ? basis->landmarks : NULL,
-                           basis ? basis->Z : NULL};
+  nle__spectral_job job = {o, in->Y, knn, weights, (int)comps, r->model, projected, basis};
   if (!s) s = m->embed(ctx, &job, r);
   r->eigen_seconds = nle_time_seconds() - t0;
   if (!s && r->model) r->model->pca_Y = projected, projected = NULL;

@@ -79,7 +79,7 @@ nle_status nle_cluster_sweep(nle_ctx *ctx, const nle_matf *Y, const int32_t *tru
   if (!s && L > 0)
     s = nle__lll_basis_build(ctx, Y, projected, L, nle__lll_kz(&so, L, Y->cols), so.landmark_method, so.reg,
                              &landmarks, &Z, &err);
-  nle__lll_basis basis = {landmarks, Z};
+  nle__lll_basis basis = {landmarks, Z, err};
   r->setup_seconds = nle_time_seconds() - t_start;
   double best = INFINITY;
   for (size_t b = 0; !s && b < n_k; b++) {
