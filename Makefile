@@ -12,6 +12,12 @@ PREFIX   ?= /usr/local
 BLAS_INC ?= /usr/include/x86_64-linux-gnu/openblas-pthread
 CAIRO_CFLAGS := $(shell pkg-config --cflags cairo 2>/dev/null)
 CAIRO_LIBS   := $(shell pkg-config --libs cairo 2>/dev/null || echo -lcairo)
+# HDF5 (.h5, .h5ad; Debian's serial flavour) and libmatio (.mat) for the
+# readers, with Debian's paths when pkg-config does not know them.
+HDF5_CFLAGS  := $(shell pkg-config --cflags hdf5-serial 2>/dev/null || pkg-config --cflags hdf5 2>/dev/null || echo -I/usr/include/hdf5/serial)
+HDF5_LIBS    := $(shell pkg-config --libs hdf5-serial 2>/dev/null || pkg-config --libs hdf5 2>/dev/null || echo -lhdf5_serial)
+MATIO_CFLAGS := $(shell pkg-config --cflags matio 2>/dev/null)
+MATIO_LIBS   := $(shell pkg-config --libs matio 2>/dev/null || echo -lmatio)
 
 VERSION := $(shell sed -n 's/^\#define NLE_VERSION_STRING "\(.*\)"/\1/p' include/nlembed/core.h)
 SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
@@ -22,7 +28,7 @@ SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
 CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fopenmp -fPIC -fvisibility=hidden -fno-math-errno -g \
            -MMD -MP $(OPT) $(SAN) -Iinclude -I$(BLAS_INC) $(EXTRA_CFLAGS)
 # The library's dependencies; cairo is the tool's alone (its plots).
-DEPLIBS := -lcholmod -larpack -lfftw3f -llapacke -lopenblas -lz -lm
+DEPLIBS := $(MATIO_LIBS) $(HDF5_LIBS) -lcholmod -larpack -lfftw3f -llapacke -lopenblas -lz -lm
 LDLIBS  := $(DEPLIBS)
 LDFLAGS := -fopenmp $(SAN) $(EXTRA_LDFLAGS)
 
@@ -50,6 +56,7 @@ $(BUILD)/%.o: %.c $(FLAGS_STAMP)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/cli/plot.o: CFLAGS += $(CAIRO_CFLAGS)
+$(BUILD)/src/io/hdf5.o $(BUILD)/src/io/matfile.o $(BUILD)/tests/test_formats.o: CFLAGS += $(HDF5_CFLAGS) $(MATIO_CFLAGS)
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
 
@@ -67,6 +74,18 @@ $(BUILD)/libnlembed.so: $(SHARED)
 
 $(BUILD)/nlembed: $(CLI_OBJ) $(BUILD)/libnlembed.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(CAIRO_LIBS) $(LDLIBS)
+
+# `nlembed view`'s page script (viewer/dist/nlembed-view.js, which
+# ./setup.sh builds with node and npm) as a C array in the tool; without it
+# the array is empty and `nlembed view` says how to build it. The stamp
+# records which of the two was compiled.
+VIEWER_JS := $(wildcard viewer/dist/nlembed-view.js)
+$(shell echo '$(VIEWER_JS)' | cmp -s - $(BUILD)/.viewer || echo '$(VIEWER_JS)' > $(BUILD)/.viewer)
+$(BUILD)/viewer_bundle.c: viewer/to_c.sh $(BUILD)/.viewer $(VIEWER_JS)
+	sh viewer/to_c.sh $(VIEWER_JS) > $@.tmp && mv $@.tmp $@
+$(BUILD)/viewer_bundle.o: $(BUILD)/viewer_bundle.c $(FLAGS_STAMP)
+	$(CC) $(CFLAGS) -c $< -o $@
+$(BUILD)/nlembed: $(BUILD)/viewer_bundle.o
 
 $(BUILD)/test_runner: $(TEST_OBJ) $(BUILD)/libnlembed.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -103,13 +122,13 @@ asan:
 	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" all
 
 # libFuzzer targets, one per reader (clang).
-FUZZ_TARGETS := text npy idx gunzip container
+FUZZ_TARGETS := text npy idx gunzip container npz mtx hdf5 mat
 fuzz:
 	$(MAKE) CC=clang BUILD=build-fuzz OPT="-O1 -fno-omit-frame-pointer" \
 	  SAN="-fsanitize=fuzzer-no-link,address,undefined" EXTRA_CFLAGS="-Wno-unused-command-line-argument -Wno-pass-failed" \
 	  build-fuzz/libnlembed.a
 	@for t in $(FUZZ_TARGETS); do \
-	  clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude \
+	  clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude $(HDF5_CFLAGS) $(MATIO_CFLAGS) \
 	    fuzz/fuzz_$$t.c build-fuzz/libnlembed.a -o build-fuzz/fuzz_$$t \
 	    -fopenmp $(LDLIBS) || exit 1; done
 

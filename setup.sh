@@ -14,10 +14,14 @@ cd "$(dirname "$0")"
 # Build and run-time needs. The sparse/FFT/eigen libraries are for the methods
 # that build on this foundation; installing them now keeps set-up one step.
 PACKAGES=(build-essential pkg-config libopenblas-dev liblapacke-dev libsuitesparse-dev
-          libarpack2-dev libfftw3-dev zlib1g-dev libcairo2-dev dataset-fashion-mnist)
+          libarpack2-dev libfftw3-dev zlib1g-dev libcairo2-dev libhdf5-dev libmatio-dev dataset-fashion-mnist)
 # The test suite compares outputs with numpy under Debian's /usr/bin/python3
-# and runs the libFuzzer targets (clang).
-TEST_PACKAGES=(python3-numpy clang)
+# (and writes .h5ad, .npz and .mat files with anndata, h5py and scipy),
+# runs the libFuzzer targets (clang) and opens `nlembed view`'s pages in a
+# headless browser (chromium, tests/viewer.sh); the Python package's tests
+# run scikit-learn's estimator checks under pytest, with tqdm's progress bars.
+TEST_PACKAGES=(python3-numpy python3-scipy python3-h5py python3-anndata python3-sklearn python3-pytest python3-tqdm
+               clang chromium)
 BENCH_PACKAGES=(python3-numpy python3-sklearn python3-pynndescent hyperfine time r-cran-rtsne r-cran-uwot umap-learn)
 
 install_missing() {
@@ -33,7 +37,21 @@ install_missing() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# `nlembed view`'s page script (viewer/): node and npm (Debian's, unless some
+# npm is already there), the locked npm packages, one bundle that make then
+# compiles into the tool. Without them the tool still builds, and `view`
+# says how to get the viewer.
+build_viewer() {
+  command -v npm > /dev/null || install_missing nodejs npm || true
+  if ! command -v npm > /dev/null; then echo "setup: no npm: nlembed is built without its viewer" >&2; return 0; fi
+  ( cd viewer &&
+    { { [ -f node_modules/.package-lock.json ] && [ ! package-lock.json -nt node_modules/.package-lock.json ]; } ||
+      npm ci --no-audit --no-fund --loglevel=error; } &&
+    node build.mjs > /dev/null ) || echo "setup: the viewer did not build: nlembed is built without it" >&2
+}
+
 build() {
+  build_viewer
   make -j"$(nproc)" -s all
 }
 

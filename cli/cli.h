@@ -11,7 +11,7 @@
 /* Options every command accepts; the long-option values start at 1000. */
 enum {
   OPT_THREADS = 1000, OPT_SEED, OPT_LABELS, OPT_QUIET, OPT_VERBOSE, OPT_MAX_MEMORY, OPT_HELP,
-  OPT_DELIMITER, OPT_HEADER, OPT_LABEL_COLUMN, OPT_COMMAND_BASE = 1100
+  OPT_DELIMITER, OPT_HEADER, OPT_LABEL_COLUMN, OPT_TRANSPOSE, OPT_COMMAND_BASE = 1100
 };
 
 #define CLI_COMMON_OPTIONS                                             \
@@ -24,13 +24,15 @@ enum {
   {"help", no_argument, 0, OPT_HELP},                                 \
   {"delimiter", required_argument, 0, OPT_DELIMITER},                 \
   {"header", required_argument, 0, OPT_HEADER},                       \
-  {"label-column", required_argument, 0, OPT_LABEL_COLUMN}
+  {"label-column", required_argument, 0, OPT_LABEL_COLUMN},          \
+  {"transpose", no_argument, 0, OPT_TRANSPOSE}
 
 #define CLI_COMMON_HELP                                                                  \
   "Common options:\n"                                                                    \
   "  --threads N          threads to use (default: all cores)\n"                         \
   "  --seed S             seed of every random choice (default 1)\n"                     \
-  "  --labels SOURCE      labels: a one-column file or a dataset name\n"                 \
+  "  --labels SOURCE      labels: a one-column file, a dataset name, or a column\n"    \
+  "                       inside a file: data.h5ad:obs/cell_type, data.npz:y\n"        \
   "  --max-memory SIZE    cap on one dense allocation, e.g. 8G (default 80% of RAM)\n"   \
   "  --quiet              no progress or summary on stderr\n"                            \
   "  --verbose            more detail on stderr\n"                                       \
@@ -39,6 +41,8 @@ enum {
   "  --label-column N     text input column holding labels: 1-based, last, none, or\n"  \
   "                       auto (default: the column a header names label, class,\n"    \
   "                       target, or y without an x)\n"                                 \
+  "  --transpose          read INPUT's columns as the points (a genes x cells\n"     \
+  "                       matrix; a 10x folder is read cells as points already)\n"  \
   "  --help               this help\n"
 
 struct cli_knn_choice;
@@ -86,6 +90,21 @@ int cli_usage_error(const char *command, const char *fmt, ...) __attribute__((fo
 nle_status cli_load(cli_env *env, const char *source, nle_dataset **ds);
 /* Loads an embedding (any readable format) as doubles. */
 nle_status cli_load_embedding(cli_env *env, const char *source, nle_matd **X);
+
+/* --metric NAME (NULL: not given, euclidean) into *metric; a usage error's
+ * exit code for a bad name (affinities only where the command takes them
+ * as its input). */
+int cli_metric_parse(const char *command, const char *name, bool with_affinities, nle_metric *metric);
+/* The dataset ds (read with sparse_ok) as the metric reads it, for a
+ * command that builds a neighbour graph of k: *Y the dense points it
+ * searches itself (rows made unit for cosine and correlation, then in
+ * *owned), or *graph searched here (sparse rows; precomputed distances,
+ * dense or a sparse graph). A square symmetric matrix with a zero diagonal
+ * is refused when no metric was named (metric_name NULL); k <= 0: the
+ * command takes no graph, and only dense input. 0, or the exit code after
+ * printing the error. */
+int cli_metric_input(cli_env *env, const char *source, const char *metric_name, nle_metric metric,
+                     const nle_dataset *ds, int k, const nle_matf **Y, nle_matf **owned, nle_csr **graph);
 
 /* Summary lines for the user on stderr unless --quiet. */
 void cli_note(cli_env *env, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -155,6 +174,8 @@ bool cmd_mds_has(const char *command);
 int cmd_knn(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
+/* nlembed view: an interactive HTML page (viewer/). */
+int cmd_view(int argc, char **argv);
 int cmd_affinity(int argc, char **argv);
 int cmd_transform(int argc, char **argv);
 /* ee, tee, ssne, tsne, sne */

@@ -33,6 +33,12 @@ static const char *help_fmt =
     "  -k, --neighbors K    kNN graph size (auto: 3 x perplexity, 12 with --sigma)\n"
     "  --sigma S            W+ = Gaussian affinities exp(-d^2 / 2 S^2) on the kNN\n"
     "                       graph instead of entropic ones\n"
+    "  --metric NAME        euclidean (default), cosine or correlation (the rows made\n"
+    "                       unit, correlation centred first; sparse INPUT searched\n"
+    "                       as it is), or precomputed: INPUT is an N x N distance\n"
+    "                       matrix, or a sparse graph of distances (.mtx, .npz);\n"
+    "                       a square symmetric INPUT with a zero diagonal needs it\n"
+    "                       named\n"
     "  --pca N              search neighbours among the first N principal components\n"
     "                       of INPUT, then re-rank them by their INPUT distances\n"
     "                       (auto: 50 when D > 100 and N > 5,000; 0: off)\n"
@@ -114,7 +120,8 @@ static const char *help_tail = CLI_KNN_HELP "\n" CLI_COMMON_HELP;
 /* What the command line fills: the library's options and the CLI's own. */
 typedef struct {
   nle_embed_opts eo;
-  const char *output, *init, *save_labels, *save_model, *affinities, *trace, *path_prefix, *checkpoint, *resume;
+  const char *output, *init, *save_labels, *save_model, *affinities, *trace, *path_prefix, *checkpoint, *resume,
+      *metric;
   int model_data_copy;
 } embed_args;
 
@@ -227,6 +234,7 @@ static const embed_option table[] = {
     {"model-data", 0, V_NAME, AT(model_data_copy), 0, 0, 0, 0, model_data_names, FOR_ALL,
      "--model-data takes copy or reference"},
     {"affinities", 0, V_TEXT, AT(affinities), 0, 0, 0, 0, NULL, FOR_ALL, NULL},
+    {"metric", 0, V_TEXT, AT(metric), 0, 0, 0, 0, NULL, FOR_ALL, NULL},
 };
 enum { N_OPTIONS = sizeof table / sizeof *table, OPTION_KEY0 = OPT_COMMAND_BASE };
 
@@ -478,6 +486,8 @@ int cmd_embed(int argc, char **argv, const char *name) {
   if (!rc && !(n_inputs == 1 || (a.affinities && n_inputs == 0)))
     rc = cli_usage_error(name, "expected one INPUT%s, got %d", a.affinities ? " or none" : "", n_inputs);
   const char *input = n_inputs == 1 ? argv[optind] : a.affinities;
+  nle_metric metric = NLE_METRIC_EUCLIDEAN;
+  if (!rc) rc = cli_metric_parse(name, a.metric, false, &metric);
   const char *init = a.init ? a.init : "auto";
   /* a name of the library's (but "given": that is a file's content), or a file */
   const char *init_file = NULL;
@@ -508,7 +518,20 @@ int cmd_embed(int argc, char **argv, const char *name) {
   nle_matd *X0 = NULL;
   nle_embed_result *res = NULL;
   double t_read = nle_time_seconds();
+  env.read.sparse_ok = true; /* sparse rows: their graph searched below */
   if (!rc && !s && n_inputs) s = cli_load(&env, argv[optind], &ds);
+  /* the points nle_embed searches, or the graph searched here (sparse rows,
+   * precomputed distances) */
+  const nle_matf *points = NULL;
+  nle_matf *unit_rows = NULL;
+  nle_csr *graph = NULL;
+  if (!rc && !s && ds) {
+    rc = cli_metric_input(&env, argv[optind], a.metric, metric, ds, nle_embed_knn_size(&a.eo), &points, &unit_rows,
+                          &graph);
+    if (!rc && graph && (a.save_model || a.eo.wneg != NLE_WNEG_UNIFORM || a.eo.init == NLE_INIT_PCA))
+      rc = cli_usage_error(name, "--save-model, --wneg sqdist|knn and --init pca need dense points, not %s",
+                           ds->sparse ? "a sparse matrix" : "precomputed distances");
+  }
   if (!rc && !s && a.affinities) s = nle_read_csr_mtx(env.ctx, a.affinities, &A);
   if (!rc && !s && A && nle_affinity_check(env.ctx, A) && A->rows == A->cols) {
     fprintf(stderr, "nlembed %s: error: %s: %s\n", name, a.affinities, nle_ctx_error(env.ctx));
@@ -517,12 +540,14 @@ int cmd_embed(int argc, char **argv, const char *name) {
   t_read = nle_time_seconds() - t_read;
   if (!rc && !s && a.save_labels && !ds->labels)
     rc = cli_usage_error(name, "%s has no labels to save (give them with --labels)", argv[optind]);
-  if (!rc && !s && A && (A->rows != A->cols || A->rows < 3 || (ds && (size_t)A->rows != ds->X->rows))) {
+  size_t npts = ds ? (ds->X ? ds->X->rows : (size_t)ds->sparse->rows) : A ? (size_t)A->rows : 0;
+  if (!rc && !s && A && graph)
+    rc = cli_usage_error(name, "--affinities go with INPUT points, not a graph of INPUT");
+  if (!rc && !s && A && (A->rows != A->cols || A->rows < 3 || (ds && (size_t)A->rows != npts))) {
     fprintf(stderr, "nlembed %s: error: %s: the affinities must be N x N with N >= 3%s, not %lld x %lld\n", name,
             a.affinities, ds ? " and N the number of INPUT points" : "", (long long)A->rows, (long long)A->cols);
     rc = 1;
   }
-  size_t npts = ds ? ds->X->rows : A ? (size_t)A->rows : 0;
   if (!rc && !s && init_file) {
     s = cli_load_embedding(&env, init_file, &X0);
     if (!s && (X0->rows != npts || X0->cols != (size_t)a.eo.dim)) {
@@ -560,12 +585,10 @@ int cmd_embed(int argc, char **argv, const char *name) {
   a.eo.keep_model = a.save_model != NULL;
   if (!rc && !s && a.eo.checkpoint) cli_catch_interrupts();
   if (!rc && !s) {
-    nle_embed_input in = {.Y = ds ? ds->X : NULL, .affinities = A, .source = input, .release_Y = release_points,
-                          .release_user = ds};
+    nle_embed_input in = {.Y = points, .knn = graph, .affinities = A, .source = input,
+                          .release_Y = points == (ds ? ds->X : NULL) ? release_points : NULL, .release_user = ds};
     s = nle_embed(env.ctx, &in, &a.eo, &res);
-    /* a fixed-rate run ends at its iteration count by design: no note */
-    if (s > 0 && !(s == NLE_WARN_NOT_CONVERGED && res->resolved.step == NLE_STEP_FIXED_RATE))
-      cli_note(&env, "%s", nle_ctx_error(env.ctx));
+    if (s > 0) cli_note(&env, "%s", nle_ctx_error(env.ctx));
     if (s > 0) s = NLE_OK;
     if (!s && pw.failed) {
       fprintf(stderr, "nlembed %s: error: %s\n", env.command, pw.error);
@@ -597,6 +620,8 @@ int cmd_embed(int argc, char **argv, const char *name) {
   nle_embed_result_free(&res);
   nle_matd_free(&X0);
   nle_csr_free(&A);
+  nle_csr_free(&graph);
+  nle_matf_free(&unit_rows);
   nle_dataset_free(&ds);
   cli_env_free(&env);
   return rc;

@@ -21,7 +21,12 @@ typedef struct {
 
 #define MDS_INPUT_HELP                                                                  \
   "  --distances FILE     a dissimilarity matrix instead of INPUT: N x N (.npy or\n"    \
-  "                       text), symmetric, zero diagonal, finite, >= 0\n"
+  "                       text), symmetric, zero diagonal, finite, >= 0\n"             \
+  "  --metric NAME        euclidean (default), cosine or correlation (INPUT's rows\n"  \
+  "                       made unit, correlation centred first), or precomputed\n"    \
+  "                       (INPUT is the dissimilarity matrix, as --distances); a\n"   \
+  "                       square symmetric INPUT with a zero diagonal needs it\n"     \
+  "                       named\n"
 #define SMACOF_HELP                                                                     \
   "  --starts N           runs: the first from classical MDS, the others from\n"      \
   "                       random configurations (seeded); least stress kept (4)\n"     \
@@ -107,7 +112,7 @@ static const char *help_fmt =
 enum {
   OPT_DISTANCES_M = OPT_COMMAND_BASE, OPT_STARTS, OPT_MAX_ITER, OPT_TOL_M, OPT_INIT, OPT_WEIGHTS, OPT_TIES,
   OPT_LANDMARKS_M, OPT_KERNEL, OPT_GAMMA, OPT_DEGREE, OPT_COEF0, OPT_NEIGHBORS_K, OPT_KERNEL_MATRIX, OPT_RIDGE,
-  OPT_SAVE_MODEL_M
+  OPT_SAVE_MODEL_M, OPT_METRIC_M
 };
 
 /* An option this command does not take. */
@@ -115,7 +120,7 @@ static bool takes(const mds_command *mc, int c) {
   bool mds = mc->fam == FAMILY_MDS, smacof = mds && mc->method != NLE_MDS_CLASSICAL && mc->method != NLE_MDS_LANDMARK;
   bool kernel = mc->fam == FAMILY_KPCA || mc->fam == FAMILY_KLDA;
   switch (c) {
-  case OPT_DISTANCES_M: return mds;
+  case OPT_DISTANCES_M: case OPT_METRIC_M: return mds;
   case OPT_STARTS: case OPT_MAX_ITER: case OPT_TOL_M: case OPT_INIT: return smacof;
   case OPT_WEIGHTS: return mds && mc->method == NLE_MDS_METRIC;
   case OPT_TIES: return mds && mc->method == NLE_MDS_NONMETRIC;
@@ -161,7 +166,7 @@ int cmd_mds(int argc, char **argv, const char *command) {
   strncat(help, CLI_COMMON_HELP, sizeof help - strlen(help) - 1);
   static const struct option longopts[] = {
       {"output", required_argument, 0, 'o'}, {"dim", required_argument, 0, 'd'},
-      {"distances", required_argument, 0, OPT_DISTANCES_M}, {"starts", required_argument, 0, OPT_STARTS},
+      {"distances", required_argument, 0, OPT_DISTANCES_M}, {"metric", required_argument, 0, OPT_METRIC_M}, {"starts", required_argument, 0, OPT_STARTS},
       {"max-iter", required_argument, 0, OPT_MAX_ITER}, {"tol", required_argument, 0, OPT_TOL_M},
       {"init", required_argument, 0, OPT_INIT}, {"weights", required_argument, 0, OPT_WEIGHTS},
       {"ties", required_argument, 0, OPT_TIES}, {"landmarks", required_argument, 0, OPT_LANDMARKS_M},
@@ -179,7 +184,7 @@ int cmd_mds(int argc, char **argv, const char *command) {
   nle_lda_opts lo;
   nle_lda_opts_init(&lo);
   const char *output = NULL, *distances = NULL, *init = NULL, *weights = NULL, *kernel_matrix = NULL,
-             *save_model = NULL;
+             *save_model = NULL, *metric_name = NULL;
   int dim = NLE_AUTO, c;
   long long v;
   double x;
@@ -196,6 +201,7 @@ int cmd_mds(int argc, char **argv, const char *command) {
       else env.rc = cli_usage_error(command, "-d takes a positive integer, not \"%s\"", optarg);
       break;
     case OPT_DISTANCES_M: distances = optarg; break;
+    case OPT_METRIC_M: metric_name = optarg; break;
     case OPT_INIT: init = optarg; break;
     case OPT_WEIGHTS: weights = optarg; break;
     case OPT_KERNEL_MATRIX: kernel_matrix = optarg; break;
@@ -254,6 +260,15 @@ int cmd_mds(int argc, char **argv, const char *command) {
     return 0;
   }
   int rc = env.rc, n_inputs = argc - optind;
+  nle_metric metric = NLE_METRIC_EUCLIDEAN;
+  if (!rc) rc = cli_metric_parse(command, metric_name, false, &metric);
+  if (!rc && metric_name && distances) rc = cli_usage_error(command, "give one of --metric and --distances");
+  if (!rc && save_model && (metric == NLE_METRIC_COSINE || metric == NLE_METRIC_CORRELATION))
+    rc = cli_usage_error(command, "--save-model with --metric %s: the map takes Euclidean points", metric_name);
+  if (!rc && metric == NLE_METRIC_PRECOMPUTED && n_inputs == 1) { /* INPUT is the matrix */
+    distances = argv[optind++];
+    n_inputs = 0;
+  }
   const char *matrix = distances ? distances : kernel_matrix;
   if (!rc && !((n_inputs == 1 && !matrix) || (n_inputs == 0 && matrix)))
     rc = matrix ? cli_usage_error(command, "expected no INPUT with --%s, got %d", distances ? "distances" : "kernel-matrix",
@@ -270,6 +285,11 @@ int cmd_mds(int argc, char **argv, const char *command) {
   nle_matd *M = NULL, *W = NULL, *X0 = NULL;
   double t_read = nle_time_seconds();
   if (!rc && !s && n_inputs) s = cli_load(&env, argv[optind], &ds);
+  const nle_matf *points = ds ? ds->X : NULL;
+  nle_matf *unit_rows = NULL;
+  nle_csr *no_graph = NULL;
+  if (!rc && !s && ds && mc->fam == FAMILY_MDS)
+    rc = cli_metric_input(&env, argv[optind], metric_name, metric, ds, 0, &points, &unit_rows, &no_graph);
   if (!rc && !s && matrix) s = cli_load_embedding(&env, matrix, &M);
   if (!rc && !s && weights) s = cli_load_embedding(&env, weights, &W);
   if (!rc && !s && init) s = cli_load_embedding(&env, init, &X0);
@@ -285,7 +305,7 @@ int cmd_mds(int argc, char **argv, const char *command) {
     if (mc->fam == FAMILY_MDS) {
       if (dim != NLE_AUTO) mo.dim = dim;
       mo.init = X0, mo.keep_model = save_model != NULL;
-      nle_mds_input in = {ds ? ds->X : NULL, M, W};
+      nle_mds_input in = {points, M, W};
       s = nle_mds(env.ctx, mc->method, &in, &mo, &mr);
       if (!s) X = mr->X, model = mr->model;
     } else if (mc->fam == FAMILY_KPCA) {
@@ -366,6 +386,7 @@ int cmd_mds(int argc, char **argv, const char *command) {
   nle_matd_free(&M);
   nle_matd_free(&W);
   nle_matd_free(&X0);
+  nle_matf_free(&unit_rows);
   nle_dataset_free(&ds);
   cli_env_free(&env);
   return rc;

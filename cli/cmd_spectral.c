@@ -41,6 +41,11 @@ static const char *help_fmt =
     "  --components NAME    a disconnected graph: error (default), allow\n"
     "  --affinities FILE    a precomputed symmetric affinity matrix (.mtx sparse, or\n"
     "                       dense .npy/text): no neighbour search, no INPUT\n"
+    "  --metric NAME        euclidean (default), cosine or correlation (the rows made\n"
+    "                       unit, correlation centred first; sparse INPUT searched\n"
+    "                       as it is), or precomputed (INPUT holds distances, as\n"
+    "                       --distances INPUT); a square symmetric INPUT with a\n"
+    "                       zero diagonal needs it named\n"
     "  --distances FILE     precomputed distances instead of INPUT: a dense N x N\n"
     "                       matrix (.npy or text; each row's k nearest, or those\n"
     "                       within --radius) or a sparse graph (.mtx; its rows as\n"
@@ -157,7 +162,7 @@ static const spectral_command commands[] = {
 };
 
 enum { OPT_AFFINITY = OPT_COMMAND_BASE, OPT_SIGMA, OPT_TUNING, OPT_SYMMETRIZE, OPT_COMPONENTS, OPT_AFFINITIES,
-       OPT_SOLVER, OPT_TOL, OPT_LAPLACIAN, OPT_REG, OPT_LANDMARKS, OPT_DIMS, OPT_NORMALIZE_ROWS, OPT_RESTARTS, OPT_ALPHA, OPT_TIME, OPT_PCA, OPT_PCA_CANDIDATES, OPT_RADIUS, OPT_SAVE_MODEL, OPT_MODEL_DATA, OPT_PERPLEXITY, OPT_DISTANCES, OPT_KNN_GRAPH, OPT_KZ, OPT_LANDMARK_METHOD, OPT_LANDMARK_GRAPH, OPT_NO_WARM_START, OPT_SWEEP_SIGMA, OPT_SWEEP_K };
+       OPT_SOLVER, OPT_TOL, OPT_LAPLACIAN, OPT_REG, OPT_LANDMARKS, OPT_DIMS, OPT_NORMALIZE_ROWS, OPT_RESTARTS, OPT_ALPHA, OPT_TIME, OPT_PCA, OPT_PCA_CANDIDATES, OPT_RADIUS, OPT_SAVE_MODEL, OPT_MODEL_DATA, OPT_PERPLEXITY, OPT_DISTANCES, OPT_KNN_GRAPH, OPT_KZ, OPT_LANDMARK_METHOD, OPT_LANDMARK_GRAPH, OPT_NO_WARM_START, OPT_SWEEP_SIGMA, OPT_SWEEP_K, OPT_METRIC };
 
 enum { SWEEP_MAX = 64 };
 
@@ -302,6 +307,7 @@ int cmd_spectral(int argc, char **argv, const char *command) {
       {"kz", required_argument, 0, OPT_KZ}, {"landmark-method", required_argument, 0, OPT_LANDMARK_METHOD},
       {"landmark-graph", no_argument, 0, OPT_LANDMARK_GRAPH}, {"no-warm-start", no_argument, 0, OPT_NO_WARM_START},
       {"sweep-sigma", required_argument, 0, OPT_SWEEP_SIGMA}, {"sweep-k", required_argument, 0, OPT_SWEEP_K},
+      {"metric", required_argument, 0, OPT_METRIC},
       CLI_KNN_OPTIONS, CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
   cli_env env;
   if (cli_env_init(&env, command, help)) return 1;
@@ -311,7 +317,7 @@ int cmd_spectral(int argc, char **argv, const char *command) {
   nle_cluster_opts co;
   nle_cluster_opts_init(&co);
   nle_spectral_opts o = co.spectral;
-  const char *output = NULL, *affinities = NULL, *save_model = NULL, *distances = NULL;
+  const char *output = NULL, *affinities = NULL, *save_model = NULL, *distances = NULL, *metric_name = NULL;
   bool squared = false; /* --knn: the graph's values are squared distances */
   bool copy_data = true;
   double sigmas[SWEEP_MAX], kvals[SWEEP_MAX];
@@ -451,6 +457,7 @@ int cmd_spectral(int argc, char **argv, const char *command) {
       else env.rc = cli_usage_error(command, "--pca-candidates takes a positive integer");
       break;
     case OPT_AFFINITIES: affinities = optarg; break;
+    case OPT_METRIC: metric_name = optarg; break;
     case OPT_DISTANCES: distances = optarg, squared = false; break;
     case OPT_KNN_GRAPH: distances = optarg, squared = true; break;
     case OPT_SAVE_MODEL: save_model = optarg; break;
@@ -468,6 +475,13 @@ int cmd_spectral(int argc, char **argv, const char *command) {
   o.knn_method = (nle_knn_method)choice.method;
   o.knn_approx = choice.approx;
   int rc = env.rc, n_inputs = argc - optind;
+  nle_metric metric = NLE_METRIC_EUCLIDEAN;
+  if (!rc) rc = cli_metric_parse(command, metric_name, false, &metric);
+  if (!rc && metric_name && (affinities || distances))
+    rc = cli_usage_error(command, "--metric reads INPUT; --affinities, --distances and --knn are read as they are");
+  if (!rc && save_model && (metric == NLE_METRIC_COSINE || metric == NLE_METRIC_CORRELATION))
+    rc = cli_usage_error(command, "--save-model with --metric %s: the model's map takes Euclidean points (use the "
+                         "Python or C estimator, which normalises new points)", metric_name);
   if (!rc && affinities && distances) rc = cli_usage_error(command, "give one of --affinities, --distances and --knn");
   const char *given = affinities ? "--affinities" : squared ? "--knn" : "--distances";
   if (!rc && squared && !(strlen(distances) > 4 && !strcmp(distances + strlen(distances) - 4, ".mtx")))
@@ -488,7 +502,20 @@ int cmd_spectral(int argc, char **argv, const char *command) {
   nle_csr *W = NULL;
   nle_spectral_result *res = NULL;
   double t_read = nle_time_seconds();
+  /* INPUT alone: sparse rows and precomputed distances searched into the
+   * graph here, points (made unit for cosine) searched by the method */
+  bool graph_from_input = n_inputs == 1 && !affinities && !distances;
+  env.read.sparse_ok = graph_from_input;
   if (!rc && !s && n_inputs) s = cli_load(&env, argv[optind], &ds);
+  const nle_matf *points = ds ? ds->X : NULL;
+  nle_matf *unit_rows = NULL;
+  nle_csr *input_graph = NULL;
+  if (!rc && !s && graph_from_input) {
+    rc = cli_metric_input(&env, argv[optind], metric_name, metric, ds, o.k, &points, &unit_rows, &input_graph);
+    if (!rc && input_graph && save_model)
+      rc = cli_usage_error(command, "--save-model needs dense points, not %s",
+                           ds->sparse ? "a sparse matrix" : "precomputed distances");
+  }
   nle_dataset *dense = NULL;
   nle_csr *knn = NULL, *sparse = NULL;
   const char *matrix = affinities ? affinities : distances;
@@ -510,7 +537,8 @@ int cmd_spectral(int argc, char **argv, const char *command) {
   t_read = nle_time_seconds() - t_read;
   if (!rc && !s && (n_sigma || n_k)) { /* model selection: its own run and output */
     if (!n_sigma || !n_k) rc = cli_usage_error(command, "give both --sweep-sigma and --sweep-k");
-    else if (!ds || matrix) rc = cli_usage_error(command, "the sweep needs INPUT points, not a precomputed graph");
+    else if (!ds || matrix || input_graph || unit_rows)
+      rc = cli_usage_error(command, "the sweep needs INPUT points, not a precomputed graph");
     else if (!ds->labels) rc = cli_usage_error(command, "the sweep scores each cell against labels: give them with --labels SOURCE");
     if (!rc) {
       co.spectral = o;
@@ -518,12 +546,14 @@ int cmd_spectral(int argc, char **argv, const char *command) {
     }
     nle_dataset_free(&dense);
     nle_dataset_free(&ds);
+    nle_matf_free(&unit_rows);
+    nle_csr_free(&input_graph);
     cli_env_free(&env);
     return rc;
   }
   nle_cluster_result *cres = NULL;
   if (!rc && !s) {
-    nle_spectral_input in = {ds ? ds->X : NULL, knn, W};
+    nle_spectral_input in = {input_graph ? NULL : points, input_graph ? input_graph : knn, W};
     co.spectral = o;
     if (sc->cluster) {
       s = nle_spectral_cluster(env.ctx, &in, &co, &cres);
@@ -571,6 +601,8 @@ int cmd_spectral(int argc, char **argv, const char *command) {
   nle_csr_free(&W);
   nle_csr_free(&knn);
   nle_csr_free(&sparse);
+  nle_csr_free(&input_graph);
+  nle_matf_free(&unit_rows);
   nle_dataset_free(&dense);
   nle_dataset_free(&ds);
   cli_env_free(&env);

@@ -201,6 +201,7 @@ static int common_option(cli_env *env, int opt, const char *arg) {
     else if (cli_parse_int(arg, 1, 1 << 20, &v)) env->read.label_column = (int)v - 1;
     else return cli_usage_error(env->command, "--label-column takes a 1-based column, last, none or auto"), -1;
     return 1;
+  case OPT_TRANSPOSE: env->read.transpose = true; return 1;
   default: return 0;
   }
 }
@@ -267,7 +268,10 @@ nle_status cli_load(cli_env *env, const char *source, nle_dataset **ds) {
   int64_t n;
   int32_t classes;
   char **names;
-  s = nle_labels_read(env->ctx, env->labels_source, &env->read, (int64_t)(*ds)->X->rows, &labels, &n, &classes, &names);
+  int64_t rows = (*ds)->X ? (int64_t)(*ds)->X->rows : (*ds)->sparse->rows;
+  nle_read_opts label_opts = env->read;
+  label_opts.transpose = false; /* --transpose is INPUT's */
+  s = nle_labels_read(env->ctx, env->labels_source, &label_opts, rows, &labels, &n, &classes, &names);
   if (s) {
     nle_dataset_free(ds);
     return s;
@@ -401,4 +405,51 @@ void cli_json_escape(const char *s, char *buf, size_t len) {
     }
   }
   if (len) buf[n < len ? n : len - 1] = '\0';
+}
+
+/* --- --metric ---------------------------------------------------------------- */
+
+int cli_metric_parse(const char *command, const char *name, bool with_affinities, nle_metric *metric) {
+  *metric = NLE_METRIC_EUCLIDEAN;
+  if (!name) return 0;
+  int m = nle_metric_parse(name);
+  if (m < 0 || (m == NLE_METRIC_AFFINITIES && !with_affinities))
+    return cli_usage_error(command, "--metric takes euclidean, cosine, correlation or precomputed%s, not '%s'",
+                           with_affinities ? " or affinities" : "", name);
+  *metric = (nle_metric)m;
+  return 0;
+}
+
+int cli_metric_input(cli_env *env, const char *source, const char *metric_name, nle_metric metric,
+                     const nle_dataset *ds, int k, const nle_matf **Y, nle_matf **owned, nle_csr **graph) {
+  *Y = NULL;
+  *owned = NULL;
+  *graph = NULL;
+  if (!metric_name && ds->X && nle_looks_like_distances(ds->X)) {
+    fprintf(stderr,
+            "nlembed %s: error: %s is a %zu x %zu symmetric matrix with a zero diagonal: give --metric precomputed "
+            "to use it as distances, or --metric euclidean to embed its rows as points\n",
+            env->command, source, ds->X->rows, ds->X->cols);
+    return 1;
+  }
+  nle_status s = NLE_OK;
+  bool rows = metric != NLE_METRIC_PRECOMPUTED && metric != NLE_METRIC_AFFINITIES;
+  if (rows && ds->X) {
+    if (metric == NLE_METRIC_EUCLIDEAN) *Y = ds->X;
+    else if (!(s = nle_metric_rows(env->ctx, ds->X, metric, owned))) *Y = *owned;
+  } else if (k > 0) {
+    nle_knn_method method = env->knn ? env->knn->method : NLE_KNN_AUTO;
+    const nle_knn_approx_opts *approx = env->knn ? &env->knn->approx : NULL;
+    s = nle_metric_graph(env->ctx, metric, ds->X, ds->sparse, k, method, approx, graph, NULL);
+  } else {
+    fprintf(stderr, "nlembed %s: error: %s: this command takes dense %s\n", env->command, source,
+            rows ? "points" : "distances");
+    return 2;
+  }
+  if (s) {
+    nle_matf_free(owned);
+    *Y = NULL;
+    return cli_fail(env, s);
+  }
+  return 0;
 }

@@ -34,6 +34,8 @@ static const char *usage =
     "  metrics   quality of an embedding: kNN recall, trustworthiness,\n"
     "            continuity, kNN classification accuracy (one JSON line)\n"
     "  plot      scatter plot of a 2-D embedding (PNG or SVG)\n"
+    "  view      interactive page of a 2-D embedding (one HTML file: WebGL, hover,\n"
+    "            images, lasso selection, search)\n"
     "\n"
     "Inputs: CSV/TSV/text, NumPy .npy, IDX (MNIST format), any of them gzip'ed;\n"
     "or a dataset name: fashion-mnist (70,000 x 784, Debian's dataset-fashion-mnist),\n"
@@ -53,6 +55,7 @@ static int dispatch(const char *cmd, int argc, char **argv) {
   if (!strcmp(cmd, "knn")) return cmd_knn(argc, argv);
   if (!strcmp(cmd, "metrics")) return cmd_metrics(argc, argv);
   if (!strcmp(cmd, "plot")) return cmd_plot(argc, argv);
+  if (!strcmp(cmd, "view")) return cmd_view(argc, argv);
   if (!strcmp(cmd, "affinity")) return cmd_affinity(argc, argv);
   if (!strcmp(cmd, "transform")) return cmd_transform(argc, argv);
   if (nle_spectral_method_parse(cmd) != -1 || !strcmp(cmd, "cluster")) return cmd_spectral(argc, argv, cmd);

@@ -2,17 +2,21 @@
 # run.sh — builds the libFuzzer targets and runs each reader's for SECONDS
 # (default 600), two at a time, from small seed inputs made here.
 #   fuzz/run.sh [SECONDS] [TARGET...]     targets: text npy idx gunzip container
-# The container seeds (a saved model and a checkpoint) need build/nlembed.
+#                                         npz mtx hdf5 mat
+# The container seeds (a saved model and a checkpoint) need build/nlembed;
+# the npz seeds Debian's /usr/bin/python3 with numpy and scipy (without them
+# that target starts from nothing). The hdf5 and mat targets read recipes
+# (fuzz_hdf5.c): their seeds are bytes from a fixed pseudo-random sequence.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 secs=${1:-600}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(text npy idx gunzip container)
+[ ${#targets[@]} -eq 0 ] && targets=(text npy idx gunzip container npz mtx hdf5 mat)
 make -s fuzz
 work=${FUZZ_WORK:-build-fuzz/work}
-mkdir -p "$work"/{text,npy,idx,gunzip,container}/corpus
+mkdir -p "$work"/{text,npy,idx,gunzip,container,npz,mtx,hdf5,mat}/corpus
 
 # Seeds: one small valid input of each kind the reader handles.
 printf 'x,y,label\n1,2,a\n3.5,-4e3,b\n' > "$work/text/corpus/header.csv"
@@ -40,6 +44,38 @@ gzip -c < "$work/idx/corpus/images" > "$work/gunzip/corpus/idx.gz"
 { printf 'a' | gzip -c; printf 'b' | gzip -c; } > "$work/gunzip/corpus/members.gz"
 { cat "$work/npy/corpus/f4.npy"; printf 'trailing'; } | gzip -c > "$work/gunzip/corpus/npy.gz"
 gzip -c < "$work/text/corpus/header.csv" > "$work/gunzip/corpus/csv.gz"
+# Matrix Market data: coordinate (general, symmetric pattern), array; the
+# first byte of each fuzz input is the target's switches
+printf '\x00%%%%MatrixMarket matrix coordinate real general\n%% c\n3 2 3\n1 1 1.5\n3 2 -2\n2 1 4\n' > "$work/mtx/corpus/coo"
+printf '\x03%%%%MatrixMarket matrix coordinate pattern symmetric\n3 3 2\n2 1\n3 3\n' > "$work/mtx/corpus/sym"
+printf '\x00%%%%MatrixMarket matrix array integer general\n2 2\n1\n2\n3\n4\n' > "$work/mtx/corpus/array"
+/usr/bin/python3 - "$work" > /dev/null 2>&1 <<'PY' || echo "fuzz: no npz seeds (/usr/bin/python3 with numpy and scipy)"
+import sys, io, numpy as np, scipy.sparse as sp
+w = sys.argv[1]
+X = np.array([[1.5, 0, 2], [0, 0, -3]], np.float32)
+S = sp.csr_matrix(X)
+def seed(target, name, data, switches=0):
+    open(f"{w}/{target}/corpus/{name}", "wb").write(bytes([switches]) + data)
+def npz(save, *args, **kw):
+    b = io.BytesIO(); save(b, *args, **kw); return b.getvalue()
+seed("npz", "savez", npz(np.savez, X=X), 4)
+seed("npz", "compressed", npz(np.savez_compressed, X=X, y=np.arange(2)), 4)
+seed("npz", "csr", npz(sp.save_npz, S))
+seed("npz", "coo", npz(sp.save_npz, S.tocoo(), compressed=False), 1)
+PY
+recipe() { # LENGTH SEED: bytes of a linear congruential sequence
+  local i x=$2 b out=""
+  for ((i = 0; i < $1; i++)); do
+    x=$(((x * 1103515245 + 12345) % 2147483648))
+    printf -v b '\\%03o' $(((x >> 16) & 255))
+    out+=$b
+  done
+  printf "$out"
+}
+for i in 1 2 3 4 5 6; do
+  recipe $((40 * i)) "$i" > "$work/hdf5/corpus/recipe$i"
+  recipe $((20 * i)) "$((i + 10))" > "$work/mat/corpus/recipe$i"
+done
 if [ -x build/nlembed ]; then
   build/nlembed tsne blobs:40:3:2 -p 5 --max-iters 20 -o "$work/container/seed.npy" \
     --save-model "$work/container/corpus/model.nle" --quiet > /dev/null

@@ -47,6 +47,7 @@
 #include "nlembed/spectral.h"
 #include "nlembed/mds.h"
 #include "nlembed/kem.h"
+#include "nlembed/estimator.h"
 #include "nlembed/nbody.h"
 #include "nlembed/nonlinear.h"
 #include "nlembed/metrics.h"

@@ -328,4 +328,94 @@ expect_fail spectral_perplexity_range "--perplexity takes a number above 1" "$o"
 expect_fail unknown_command "unknown command" - -- $N frobnicate
 expect_fail unknown_option "unknown option or missing value: --frob" - -- $N pca --frob "$T/four.csv" -o "$o"
 
+# ---- --metric: a distance matrix is not embedded as points unless named;
+# a bad metric name; a non-square matrix as distances
+/usr/bin/python3 -c "
+import numpy as np
+Y = np.random.default_rng(1).normal(size=(50, 3))
+D = np.sqrt(((Y[:, None] - Y[None]) ** 2).sum(-1))
+np.save('$T/dist50.npy', D.astype(np.float32)); np.save('$T/pts50.npy', Y.astype(np.float32))"
+o="$T/metric_out.npy"
+expect_fail metric_distances_unnamed "give --metric precomputed" "$o" -- $N tsne "$T/dist50.npy" -p 5 -o "$o"
+expect_fail metric_distances_unnamed_mds "give --metric precomputed" "$o" -- $N sammon "$T/dist50.npy" -o "$o"
+expect_fail metric_unknown "--metric takes euclidean, cosine, correlation or precomputed" "$o" -- $N le "$T/pts50.npy" --metric manhattan -o "$o"
+expect_fail metric_precomputed_not_square "50 x 3" "$o" -- $N tsne "$T/pts50.npy" --metric precomputed -p 5 -o "$o"
+expect_fail metric_with_distances "give one of --metric and --distances" "$o" -- $N mds --distances "$T/dist50.npy" --metric cosine -o "$o"
+
+# containers and sparse data (HDF5 and .h5ad, .npz, .mat, Matrix Market data,
+# 10x folders): the array inside named, or what is there listed; damaged,
+# truncated and unsupported files refused naming the file and the part
+if /usr/bin/python3 - "$T" > "$T/fmt_make.log" 2>&1 <<'PY'
+import sys, io, gzip, zipfile, numpy as np, scipy.sparse as sp, scipy.io as sio, h5py
+t = sys.argv[1] + "/fmt_"
+X = np.array([[1, 0, 2], [0, 3, 0]], np.float32)
+with h5py.File(t + "cells.h5ad", "w") as f:
+    f.attrs["encoding-type"] = "anndata"
+    f["X"] = X
+    for col, codes in (("cell_type", [0, 0]), ("donor", [0, -1])):
+        g = f.create_group("obs/" + col); g.attrs["encoding-type"] = "categorical"
+        g["codes"] = np.array(codes, np.int8); g["categories"] = np.array([b"B"], dtype=h5py.string_dtype())
+with h5py.File(t + "two.h5", "w") as f:
+    f["a"] = X; f["b/c"] = X
+    f["table"] = np.zeros(2, dtype=[("x", "<f4"), ("y", "<i4")])
+    f["nan"] = np.array([[1, 2], [np.nan, 4]])
+open(t + "cut.h5", "wb").write(open(t + "two.h5", "rb").read()[:1500])
+open(t + "cut.h5.gz", "wb").write(gzip.compress(open(t + "two.h5", "rb").read()))
+np.savez(t + "two.npz", X=X, y=np.arange(2))
+open(t + "cut.npz", "wb").write(open(t + "two.npz", "rb").read()[:-30])
+with zipfile.ZipFile(t + "notes.npz", "w") as z:
+    z.writestr("notes.txt", "hello")
+b = io.BytesIO(); sp.save_npz(b, sp.bsr_matrix(X)); open(t + "bsr.npz", "wb").write(b.getvalue())
+sio.savemat(t + "two.mat", {"X": X.astype(np.float64), "Y": X.T.astype(np.float64), "note": "text"})
+open(t + "cut.mat", "wb").write(open(t + "two.mat", "rb").read()[:200])
+open(t + "misnamed.h5", "w").write("1,2\n3,4\n")
+open(t + "pickle.bin", "wb").write(b"\x80\x04\x95" + bytes(20))
+PY
+then ok fmt_fixtures; else bad fmt_fixtures "$(tail -c 300 "$T/fmt_make.log")"; fi
+printf '%%%%MatrixMarket matrix coordinate real general\n3 3 3\n1 2 0.5\n2 2 1\n1 2 0.5\n' > "$T/fmt_dup.mtx"
+printf '%%%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n' > "$T/fmt_short.mtx"
+printf '%%%%MatrixMarket matrix coordinate integer general\n100000 100000 2\n1 1 1\n100000 3 4\n' > "$T/fmt_wide.mtx"
+mkdir -p "$T/fmt_folder"
+expect_fail h5ad_no_such_path "fmt_cells.h5ad: nothing named 'obs/celltype' inside (obs holds: cell_type, donor)" "$o" -- \
+  $N pca "$T/fmt_cells.h5ad:obs/celltype" -o "$o"
+expect_fail h5ad_labels_column "fmt_cells.h5ad: name the label column as $T/fmt_cells.h5ad:obs/COLUMN (obs columns: cell_type, donor)" "$o" -- \
+  $N pca "$T/fmt_cells.h5ad" --labels "$T/fmt_cells.h5ad" -o "$o"
+expect_fail h5ad_label_missing "fmt_cells.h5ad:obs/donor: point 1 has no category (a missing value)" "$o" -- \
+  $N pca "$T/fmt_cells.h5ad" --labels "$T/fmt_cells.h5ad:obs/donor" -o "$o"
+expect_fail h5ad_labels_as_data "fmt_cells.h5ad:obs/cell_type: a categorical column, not data (labels? give them with --labels" "$o" -- \
+  $N pca "$T/fmt_cells.h5ad:obs/cell_type" -o "$o"
+expect_fail hdf5_several "fmt_two.h5: 3 candidates: name one as $T/fmt_two.h5:PATH (/a, /b/c, /nan)" "$o" -- \
+  $N pca "$T/fmt_two.h5" -o "$o"
+expect_fail hdf5_compound "fmt_two.h5:table: compound (a table of fields) values are not supported" "$o" -- \
+  $N pca "$T/fmt_two.h5:table" -o "$o"
+expect_fail hdf5_nan "fmt_two.h5:/nan: element [1, 0]: NaN value" "$o" -- $N pca "$T/fmt_two.h5:/nan" -o "$o"
+expect_fail hdf5_group "fmt_two.h5: 'b' is a group, not an array: name one inside it (it holds: c)" "$o" -- \
+  $N pca "$T/fmt_two.h5:b" -o "$o"
+expect_fail hdf5_truncated "fmt_cut.h5: not a readable HDF5 file (corrupt or truncated?) (HDF5: truncated file" "$o" -- \
+  $N pca "$T/fmt_cut.h5" -o "$o"
+expect_fail hdf5_gzipped "fmt_cut.h5.gz: a gzip'ed HDF5, .mat or .npz file: decompress it first" "$o" -- \
+  $N pca "$T/fmt_cut.h5.gz" -o "$o"
+expect_fail hdf5_misnamed "fmt_misnamed.h5: not an HDF5 file (no HDF5 signature): damaged or misnamed?" "$o" -- \
+  $N pca "$T/fmt_misnamed.h5" -o "$o"
+expect_fail npz_several "fmt_two.npz: 2 arrays: name one as $T/fmt_two.npz:KEY (X, y)" "$o" -- $N pca "$T/fmt_two.npz" -o "$o"
+expect_fail npz_no_key "fmt_two.npz: no array 'z' in it (it holds: X, y)" "$o" -- $N pca "$T/fmt_two.npz:z" -o "$o"
+expect_fail npz_truncated "(corrupt or truncated zip archive)" "$o" -- $N pca "$T/fmt_cut.npz" -o "$o"
+expect_fail npz_not_npy "fmt_notes.npz: member 'notes.txt' is not a .npy array (not a NumPy .npz archive)" "$o" -- \
+  $N pca "$T/fmt_notes.npz" -o "$o"
+expect_fail npz_bsr "fmt_bsr.npz: sparse format 'bsr' is not supported (csr, csc, coo)" "$o" -- $N pca "$T/fmt_bsr.npz" -o "$o"
+expect_fail mat_several "fmt_two.mat: 2 candidate variables: name one as $T/fmt_two.mat:NAME (X, Y)" "$o" -- \
+  $N pca "$T/fmt_two.mat" -o "$o"
+expect_fail mat_char "fmt_two.mat:note: a char array, not a numeric matrix" "$o" -- $N pca "$T/fmt_two.mat:note" -o "$o"
+expect_fail mat_truncated "fmt_cut.mat: byte 128: a variable of" "$o" -- $N pca "$T/fmt_cut.mat" -o "$o"
+expect_fail mtx_data_duplicate "fmt_dup.mtx: line 5: entry (1, 2) given twice" "$o" -- $N pca "$T/fmt_dup.mtx" -o "$o"
+expect_fail mtx_data_short "fmt_short.mtx: the values end at entry (2, 2) of the 2 x 2 matrix (truncated?)" "$o" -- \
+  $N pca "$T/fmt_short.mtx" -o "$o"
+expect_fail sparse_over_cap "fmt_wide.mtx: the sparse 100000 x 100000 matrix made dense needs 37.3 GiB, over the memory cap" "$o" -- \
+  $N pca "$T/fmt_wide.mtx" --max-memory 1G -o "$o"
+expect_fail name_in_plain_file "four.csv: not an HDF5, .mat or .npz file: there is no 'X' inside it" "$o" -- \
+  $N pca "$T/four.csv:X" -o "$o"
+expect_fail folder_not_10x "fmt_folder: a folder, and not one of 10x Genomics data (no matrix.mtx or matrix.mtx.gz in it)" "$o" -- \
+  $N pca "$T/fmt_folder" -o "$o"
+expect_fail pickle_refused "fmt_pickle.bin: a Python pickle (not read, being unsafe" "$o" -- $N pca "$T/fmt_pickle.bin" -o "$o"
+
 finish

@@ -341,6 +341,118 @@ if cc -std=c11 $san -Iinclude "$T/readme.c" -o "$T/readme" $links 2> "$T/cc_err"
   && grep -q "^5000 points, E [0-9.]*, 450 iterations" "$T/readme_out"; then ok readme_library_example
 else bad readme_library_example "$(head -c 300 "$T/cc_err") $(head -c 300 "$T/readme_out" 2>/dev/null)"; fi
 
+# ---- --metric: cosine is Euclidean on rows made unit, precomputed distances
+# are the points' own, sparse rows are searched as the dense ones
+/usr/bin/python3 - "$T" <<'PY'
+import sys, numpy as np, scipy.sparse as sp
+T = sys.argv[1]
+rng = np.random.default_rng(5)
+Y = rng.normal(size=(240, 6)); Y[:, 0] += 2.0
+np.save(f"{T}/mY.npy", Y.astype(np.float32))
+U = Y / np.linalg.norm(Y, axis=1, keepdims=True)
+np.save(f"{T}/mU.npy", U.astype(np.float32))
+D = np.sqrt(((Y[:, None] - Y[None]) ** 2).sum(-1))
+np.save(f"{T}/mD.npy", D.astype(np.float32))
+S = sp.random(240, 400, density=0.03, random_state=7, format="csr", dtype=np.float64)
+S = S + sp.csr_matrix((np.ones(240), (np.arange(240), rng.integers(0, 400, 240))), shape=(240, 400))
+sp.save_npz(f"{T}/mS.npz", S.tocsr())
+np.save(f"{T}/mSdense.npy", S.toarray().astype(np.float32))
+PY
+same_up_to_sign() { # two embeddings, column by column up to sign, within tol
+  /usr/bin/python3 -c "
+import sys, numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+ok = a.shape == b.shape and all(min(abs(a[:, j] - b[:, j]).max(), abs(a[:, j] + b[:, j]).max()) <= float(sys.argv[3]) * (1 + abs(a[:, j]).max()) for j in range(a.shape[1]))
+sys.exit(0 if ok else 1)" "$1" "$2" "$3"
+}
+$N le "$T/mY.npy" --metric cosine -k 10 -o "$T/m_le_cos.npy" --quiet > /dev/null
+$N le "$T/mU.npy" -k 10 -o "$T/m_le_unit.npy" --quiet > /dev/null
+if same_up_to_sign "$T/m_le_cos.npy" "$T/m_le_unit.npy" 1e-5; then ok metric_cosine_is_unit_rows
+else bad metric_cosine_is_unit_rows "le --metric cosine differs from le of the rows made unit"; fi
+$N cmds "$T/mD.npy" --metric precomputed -o "$T/m_cmds_d.npy" --quiet > /dev/null
+$N cmds "$T/mY.npy" -o "$T/m_cmds_y.npy" --quiet > /dev/null
+if same_up_to_sign "$T/m_cmds_d.npy" "$T/m_cmds_y.npy" 1e-4; then ok metric_precomputed_cmds
+else bad metric_precomputed_cmds "cmds of the distances differs from cmds of the points"; fi
+$N isomap "$T/mD.npy" --metric precomputed -k 8 -o "$T/m_iso_d.npy" --quiet > /dev/null
+$N isomap "$T/mY.npy" -k 8 -o "$T/m_iso_y.npy" --quiet > /dev/null
+if same_up_to_sign "$T/m_iso_d.npy" "$T/m_iso_y.npy" 1e-4; then ok metric_precomputed_isomap
+else bad metric_precomputed_isomap "isomap of the distances differs from isomap of the points"; fi
+expect_ok metric_precomputed_tsne $N tsne "$T/mD.npy" --metric precomputed -p 10 --max-iters 100 -o "$T/m_ts_d.npy" --quiet
+$N le "$T/mS.npz" --metric cosine -k 10 -o "$T/m_le_sparse.npy" --quiet > /dev/null
+$N le "$T/mSdense.npy" --metric cosine -k 10 -o "$T/m_le_sdense.npy" --quiet > /dev/null
+if same_up_to_sign "$T/m_le_sparse.npy" "$T/m_le_sdense.npy" 1e-4; then ok metric_sparse_cosine_as_dense
+else bad metric_sparse_cosine_as_dense "le of the sparse rows differs from le of the same rows dense"; fi
+expect_ok metric_sparse_tsne $N tsne "$T/mS.npz" --metric cosine -p 10 --max-iters 100 -o "$T/m_ts_s.npy" --quiet
+
+# ---- knn --metric on sparse rows (searched sparse, never densified): the
+# lists and squared distances of scikit-learn's brute-force search (cosine:
+# 2 (1 - cos), correlation: 2 (1 - r), euclidean: d^2), the dense rows' lists
+# under the same metric, approx against exact, the same bits at 1 and 2
+# threads, a zero row refused by number
+/usr/bin/python3 - "$T" <<'PY'
+import sys, numpy as np, scipy.sparse as sp
+from sklearn.neighbors import NearestNeighbors
+T = sys.argv[1]
+rng = np.random.default_rng(11)
+S = sp.random(400, 300, density=0.04, random_state=3, format="csr", dtype=np.float64)
+S = (S + sp.csr_matrix((rng.random(400) + 0.5, (np.arange(400), rng.integers(0, 300, 400))), shape=(400, 300))).tocsr()
+S.sort_indices()
+sp.save_npz(f"{T}/kS.npz", S)
+np.save(f"{T}/kSdense.npy", S.toarray().astype(np.float32))
+for metric in ("cosine", "correlation", "euclidean"):
+    d, i = NearestNeighbors(n_neighbors=7, metric=metric, algorithm="brute").fit(S.toarray()).kneighbors(S.toarray())
+    np.save(f"{T}/kref_{metric}_i.npy", i[:, 1:])
+    np.save(f"{T}/kref_{metric}_d.npy", (d[:, 1:] ** 2 if metric == "euclidean" else 2 * d[:, 1:]))
+Z = S.tolil()
+Z[17, :] = 0
+sp.save_npz(f"{T}/kZ.npz", Z.tocsr())
+Y = rng.normal(size=(150, 4))
+np.save(f"{T}/kY.npy", Y.astype(np.float32))
+np.save(f"{T}/kD.npy", np.sqrt(((Y[:, None] - Y[None]) ** 2).sum(-1)).astype(np.float32))
+PY
+for metric in cosine correlation euclidean; do
+  expect_ok "knn_sparse_$metric" $N knn "$T/kS.npz" --metric $metric -k 6 --method exact -o "$T/k_$metric.npy" \
+    --distances "$T/k_${metric}_d.npy" --quiet
+  if grep -q "\"sparse\": true, \"nnz\": [0-9]*, \"k\": 6, \"metric\": \"$metric\", \"method\": \"exact\"" "$T/stdout" &&
+     /usr/bin/python3 -c "
+import sys, numpy as np
+T, m = sys.argv[1], sys.argv[2]
+i, d = np.load(f'{T}/k_{m}.npy'), np.load(f'{T}/k_{m}_d.npy')
+ri, rd = np.load(f'{T}/kref_{m}_i.npy'), np.load(f'{T}/kref_{m}_d.npy')
+same = np.mean(i == ri)
+sys.exit(0 if same > 0.99 and np.allclose(d, rd, rtol=1e-5, atol=1e-6) else 1)" "$T" $metric; then
+    ok "knn_sparse_${metric}_vs_sklearn"
+  else bad "knn_sparse_${metric}_vs_sklearn" "$(cat "$T/stdout")"; fi
+done
+$N knn "$T/kSdense.npy" --metric cosine -k 6 --method exact -o "$T/k_dense_cos.npy" --quiet > /dev/null
+if /usr/bin/python3 -c "
+import sys, numpy as np
+sys.exit(0 if np.mean(np.load(sys.argv[1]) == np.load(sys.argv[2])) > 0.99 else 1)" "$T/k_dense_cos.npy" "$T/k_cosine.npy"
+then ok knn_sparse_cosine_as_dense; else bad knn_sparse_cosine_as_dense "the dense rows' lists differ"; fi
+for t in 1 2; do
+  $N knn "$T/kS.npz" --metric cosine -k 6 --method exact --threads $t -o "$T/k_t$t.mtx" --quiet > /dev/null
+  $N knn "$T/kS.npz" --metric cosine -k 6 --method approx --threads $t -o "$T/ka_t$t.mtx" --quiet > /dev/null
+done
+if cmp -s "$T/k_t1.mtx" "$T/k_t2.mtx" && cmp -s "$T/ka_t1.mtx" "$T/ka_t2.mtx"; then ok knn_sparse_threads_same_bits
+else bad knn_sparse_threads_same_bits "1 and 2 threads differ"; fi
+expect_ok knn_sparse_approx $N knn "$T/kS.npz" --metric cosine -k 6 --method approx -o "$T/k_approx.npy" --quiet
+if /usr/bin/python3 -c "
+import sys, numpy as np
+a, e = np.load(sys.argv[1]), np.load(sys.argv[2])
+sys.exit(0 if np.mean([len(set(x) & set(y)) / 6 for x, y in zip(a, e)]) >= 0.9 else 1)" "$T/k_approx.npy" "$T/k_cosine.npy"
+then ok knn_sparse_approx_recall; else bad knn_sparse_approx_recall "recall below 0.9"; fi
+expect_fail knn_sparse_zero_row "row 18 of the data is all zeros: its cosine distance is undefined" "$T/kz.npy" -- \
+  $N knn "$T/kZ.npz" --metric cosine -k 6 -o "$T/kz.npy"
+expect_ok knn_sparse_zero_row_euclidean $N knn "$T/kZ.npz" -k 6 -o "$T/kz.npy" --quiet
+$N knn "$T/kD.npy" --metric precomputed -k 5 -o "$T/k_pre.npy" --quiet > /dev/null
+$N knn "$T/kY.npy" -k 5 --method exact -o "$T/k_pts.npy" --quiet > /dev/null
+if /usr/bin/python3 -c "
+import sys, numpy as np
+sys.exit(0 if np.mean(np.load(sys.argv[1]) == np.load(sys.argv[2])) > 0.99 else 1)" "$T/k_pre.npy" "$T/k_pts.npy"
+then ok knn_precomputed_as_points; else bad knn_precomputed_as_points "the distances' lists differ from the points'"; fi
+expect_fail knn_distances_unnamed "symmetric matrix with a zero diagonal: give --metric precomputed" "$T/k_pre2.npy" -- \
+  $N knn "$T/kD.npy" -k 5 -o "$T/k_pre2.npy"
+
 for cmd in ee tee ssne tsne sne pca knn affinity metrics plot transform le lle mlle ltsa hlle isomap diffmap cluster; do
   if $N $cmd --help | grep -qF "(default 80% of RAM)"; then ok "help_percent_$cmd"; else bad "help_percent_$cmd" "$($N $cmd --help | grep -F max-memory)"; fi
 done

@@ -50,9 +50,10 @@ if cc -std=c11 "$T/example.c" -o "$T/example" $(pkg-config --cflags --libs nlemb
   && LD_LIBRARY_PATH=$prefix/lib ldd "$T/example" | grep -q "libnlembed.so.${version%%.*} => $prefix/lib/"; then
   ok pkg_config_shared
 else bad pkg_config_shared "$(head -c 300 "$T/cc_err") $(head -c 300 "$T/out" 2> /dev/null)"; fi
+# (the private libraries' folders too: Debian keeps libhdf5 in one of its own)
 # shellcheck disable=SC2046
 if cc -std=c11 "$T/example.c" -o "$T/example_static" $(pkg-config --cflags nlembed) "$prefix/lib/libnlembed.a" \
-  $(pkg-config --static --libs-only-other --libs-only-l nlembed | sed 's/-lnlembed//') 2> "$T/cc_err" \
+  $(pkg-config --static --libs-only-L --libs-only-other --libs-only-l nlembed | sed 's/-lnlembed//') 2> "$T/cc_err" \
   && "$T/example_static" > "$T/out" 2>&1 && grep -q "^5000 points, E [0-9.]*, 450 iterations" "$T/out" \
   && ! ldd "$T/example_static" | grep -q libnlembed; then
   ok pkg_config_static

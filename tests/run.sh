@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # run.sh — the whole test suite on what `make` built: unit tests, the
 # command-line tests and the bad-input catalogue under the optimised and the
-# ASan+UBSan builds (made here), the install test, then every fuzz target for
-# FUZZ_SECONDS (5) each. Ends with one line, "N passed, N failed".
+# ASan+UBSan builds (made here), the file formats end to end, the map viewer
+# in a real browser, the Python package, the install test, then every fuzz
+# target for FUZZ_SECONDS (5) each. Ends with one line, "N passed, N failed".
 # `./setup.sh test` installs the packages it needs and runs it; so does
 # `make check`.
 set -u
@@ -38,13 +39,20 @@ echo "== command-line tests and the catalogue under ASan+UBSan"
 # optimised build only: under ASan it took 2 of the pass's 5 minutes)
 NLEMBED=./build-asan/nlembed CLI_SKIP_THREADS_SAME=1 part cli_asan bash tests/cli.sh
 NLEMBED=./build-asan/nlembed part bad_asan bash tests/bad_input.sh
+echo "== file formats end to end (AnnData, HDF5, .npz, MATLAB, 10x) from the tools users write them with"
+NLEMBED=./build/nlembed part formats bash tests/formats.sh
+NLEMBED=./build-asan/nlembed part formats_asan bash tests/formats.sh
+echo "== the map viewer in Debian's chromium (playwright-core)"
+NLEMBED=./build/nlembed part viewer bash tests/viewer.sh
+echo "== the Python package (pytest; scikit-learn's estimator checks)"
+BUILD=build part python bash tests/python.sh
 echo "== make install and a program built with pkg-config"
 part install bash tests/install.sh
 echo "== fuzzing: every reader and container, ${FUZZ_SECONDS:-5} s each"
 rm -rf build-fuzz/work
 part fuzz bash fuzz/run.sh "${FUZZ_SECONDS:-5}"
 passed=0 failed=$exits
-for name in unit asan cli bad cli_asan bad_asan install fuzz; do
+for name in unit asan cli bad cli_asan bad_asan formats formats_asan viewer python install fuzz; do
   read -r p f < <(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' "$log.$name" | tail -n 1)
   if [ -z "${p:-}" ]; then
     echo "run: the $name part ended without its summary line (crashed?)"

@@ -32,6 +32,15 @@ typedef struct {
    * Labels may be integers or strings (strings are numbered in sorted order
    * and kept as class names). */
   int label_column;
+  /* Reads the matrix transposed: its columns are the points (default
+   * false). A folder of 10x Genomics files (matrix.mtx, features x cells) is
+   * read with its cells as the points; transpose then gives the features. */
+  bool transpose;
+  /* Sparse files (CSR/CSC/COO in .h5ad, HDF5, .npz, .mat, Matrix Market
+   * coordinates) stay sparse in nle_dataset.sparse (default false: they are
+   * densified into X when N x D floats fit under the memory cap, else
+   * NLE_ERR_MEMCAP). */
+  bool sparse_ok;
 } nle_read_opts;
 
 #define NLE_LABEL_AUTO NLE_AUTO
@@ -41,7 +50,11 @@ typedef struct {
 NLE_API void nle_read_opts_init(nle_read_opts *o);
 
 typedef struct {
-  nle_matf *X;         /* N x D points */
+  nle_matf *X;         /* N x D points, or NULL when sparse is set */
+  nle_csr *sparse;     /* N x D points as a CSR with float values, columns
+                          sorted, no repeated entries; only with the read
+                          option sparse_ok (exactly one of X and sparse is
+                          set) */
   int32_t *labels;     /* N labels or NULL */
   int32_t n_classes;   /* 1 + largest label (0 when no labels) */
   char **class_names;  /* n_classes names or NULL */
@@ -49,14 +62,24 @@ typedef struct {
 } nle_dataset;
 
 /* Reads points from a file or a built-in dataset name.
- *   files:  CSV/TSV/whitespace text, NumPy .npy (float32/64, uint8, int32/64,
- *           C or Fortran order), IDX (MNIST format), any of these gzip'ed; the
- *           format is recognised from the content, not the name.
+ *   files:  CSV/TSV/whitespace text, NumPy .npy (float32/64, (u)int8-64, bool,
+ *           C or Fortran order), IDX (MNIST format), Matrix Market
+ *           (coordinate: sparse; array: dense), any of these gzip'ed; HDF5
+ *           and AnnData .h5ad, NumPy .npz (np.savez, scipy.sparse.save_npz),
+ *           MATLAB .mat (v5, v7, v7.3); the format is recognised from the
+ *           content, not the name.
+ *   inside: "FILE:NAME" names an array inside an HDF5 file ("data.h5:/g/x",
+ *           "cells.h5ad:obsm/X_pca"), a .npz member ("a.npz:key") or a .mat
+ *           variable ("b.mat:X"). Without a name: an .h5ad's X, else the
+ *           file's only two-dimensional numeric array (several: an error
+ *           listing them).
+ *   folder: a folder of 10x Genomics files (matrix.mtx[.gz]): cells as points.
  *   names:  "fashion-mnist" (Debian's dataset-fashion-mnist: 70,000 x 784 with
  *           labels), "fashion-mnist-train", "fashion-mnist-test"; synthetic
  *           "swissroll:N", "spiral:N", "blobs:N" (seeded by the context).
  * Rejects NaN/Inf, ragged rows, empty and truncated files with NLE_ERR_FORMAT
- * or NLE_ERR_VALUE and an error text naming the file and the line/offset. */
+ * or NLE_ERR_VALUE and an error text naming the file and the line/offset (or
+ * the array inside it). */
 NLE_API nle_status nle_dataset_read(nle_ctx *ctx, const char *source,
                                     const nle_read_opts *opts, nle_dataset **out);
 NLE_API void nle_dataset_free(nle_dataset **ds);
@@ -64,8 +87,10 @@ NLE_API void nle_dataset_free(nle_dataset **ds);
 /* Reads labels (one integer or string per point) from a file of any supported
  * format with a single column, from a data file's label column (opts'
  * label_column, or the header's label column with NLE_LABEL_AUTO; opts NULL:
- * single columns only), or from a dataset name. When expected_n > 0 a
- * different count is an error. */
+ * single columns only), from a column inside a container
+ * ("cells.h5ad:obs/cell_type": categorical, string, integer or boolean
+ * columns; "a.npz:y"; "b.mat:y"), or from a dataset name. When
+ * expected_n > 0 a different count is an error. */
 NLE_API nle_status nle_labels_read(nle_ctx *ctx, const char *source, const nle_read_opts *opts, int64_t expected_n,
                                    int32_t **labels, int64_t *n, int32_t *n_classes, char ***class_names);
 NLE_API void nle_class_names_free(char ***names, int32_t n_classes);

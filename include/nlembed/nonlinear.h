@@ -496,6 +496,10 @@ typedef struct {
 } nle_embed_opts;
 
 NLE_API void nle_embed_opts_init(nle_embed_opts *o);
+/* The kNN graph's size nle_embed builds with these options (k, or the
+ * recipe's: 3 x perplexity, 12 for Gaussian W+): for a caller that searches
+ * the graph itself (sparse rows, precomputed distances). */
+NLE_API int nle_embed_knn_size(const nle_embed_opts *o);
 
 /* Seconds per stage of a run. */
 typedef struct {

@@ -4,7 +4,10 @@
 #define NLE_IO_INTERNAL_H
 
 #include "../core/internal.h"
+#include "binary.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 
 /* An output file being written under a temporary name in its final folder. */
@@ -103,6 +106,102 @@ nle_status nle__idx_extent(nle_ctx *ctx, const char *name, const uint8_t *head, 
 /* The errors of the whole lines in head, the start of a longer text (text.c). */
 nle_status nle__probe_text(nle_ctx *ctx, const char *name, const char *head, size_t len,
                            const nle_read_opts *opts);
+
+/* What a .npy header says (npy.c): the element type, the order, the shape
+ * as N x D ((N,) is N x 1, more dimensions flattened) and where the data
+ * start; parsed from the whole array's bytes. */
+typedef struct {
+  elem_kind kind;
+  int size, big, fortran;
+  uint64_t rows, cols;
+  size_t data; /* byte offset of the first element */
+} nle__npy_header;
+nle_status nle__npy_header_parse(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t len,
+                                 nle__npy_header *h);
+
+/* NULL when x is a finite value within float range, else what it is (the
+ * readers' common refusal of NaN and infinities). */
+static inline const char *nle__float_problem(double x) {
+  if (isnan(x)) return "NaN";
+  if (!isfinite(x) || fabs(x) > FLT_MAX) return "infinite (or beyond float range)";
+  return NULL;
+}
+
+/* ---- Containers: files holding named arrays (HDF5 and .h5ad, .mat, .npz).
+ * A source "FILE:NAME" names one inside; without NAME the reader takes the
+ * default (an .h5ad's X, else the only 2-D numeric array). */
+typedef enum { NLE__PLAIN = 0, NLE__HDF5, NLE__MATFILE, NLE__ZIP } nle__container;
+/* The container the first bytes announce (NLE__PLAIN: none). */
+nle__container nle__container_of(const uint8_t *head, size_t len);
+enum {
+  NLE__READ_LABELS = 1, /* for nle_labels_read: a label column (an .h5ad's
+                           obs/NAME; a MATLAB row vector taken as a column) */
+  NLE__READ_MATLAB = 2  /* HDF5 laid out by MATLAB (v7.3): variables
+                           transposed, sparse as data/ir/jc */
+};
+/* hdf5.c: a file by path, or a memory image (name for the messages). */
+nle_status nle__read_hdf5(nle_ctx *ctx, const char *path, const char *inner, const nle_read_opts *opts, int flags,
+                          nle_dataset **out);
+nle_status nle__parse_hdf5(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t len, const char *inner,
+                           const nle_read_opts *opts, int flags, nle_dataset **out);
+/* HDF5's printing of its error stack (on by default) switched off, and the
+ * caller's handler put back (hdf5.c; libmatio reads v7.3 through HDF5); the
+ * pair also holds the lock that lets one thread at a time into libhdf5
+ * (Debian's serial build is not thread-safe). Not nested. */
+typedef struct {
+  void (*fn)(void);
+  void *data;
+} nle__hdf5_quiet;
+void nle__hdf5_quiet_begin(nle__hdf5_quiet *q);
+void nle__hdf5_quiet_end(const nle__hdf5_quiet *q);
+/* Off again, inside a begin/end pair (after a library that switched it on). */
+void nle__hdf5_silence(void);
+/* matfile.c: MATLAB v5/v7/v7.3 through libmatio (v7.3 through hdf5.c when
+ * libmatio cannot open it); a buffer goes through a memory file. */
+nle_status nle__read_mat(nle_ctx *ctx, const char *path, const char *inner, const nle_read_opts *opts, int flags,
+                         nle_dataset **out);
+nle_status nle__parse_mat(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t len, const char *inner,
+                          const nle_read_opts *opts, int flags, nle_dataset **out);
+/* npz.c: a zip of .npy members (np.savez, np.savez_compressed) or a
+ * scipy.sparse.save_npz matrix. */
+nle_status nle__parse_npz(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t len, const char *inner,
+                          const nle_read_opts *opts, int flags, nle_dataset **out);
+/* mtx.c: a Matrix Market file as data (coordinate: sparse; array: dense). */
+nle_status nle__parse_mtx(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t len, int transpose,
+                          const nle_read_opts *opts, nle_dataset **out);
+/* Whether head is the start of a Matrix Market file with a header this
+ * reader takes (the gzip judge's probe). */
+nle_status nle__probe_mtx(nle_ctx *ctx, const char *name, const uint8_t *head, size_t len);
+
+/* ---- Sparse data (sparse.c). A dataset holding no matrix yet. */
+nle_status nle__dataset_shell(nle_ctx *ctx, const char *name, nle_dataset **out);
+/* Finishes a dataset from M, a compressed sparse matrix as read (float
+ * values, each already checked finite; structure unchecked), and takes M:
+ * the matrix A is M (by_columns 0: M's rows are A's rows) or M^T (by_columns
+ * 1: M is A stored by columns); the dataset is A, or A^T when transpose.
+ * Checks the pointers and indices, sorts each row's columns, refuses
+ * repeated entries, then keeps it sparse (sparse_ok) or densifies it under
+ * the memory cap. */
+nle_status nle__dataset_from_sparse(nle_ctx *ctx, const char *name, nle_csr *M, int by_columns, int transpose,
+                                    int sparse_ok, nle_dataset **out);
+/* A rows x cols CSR (float) from n (i, j, v) triplets (0-based, in range),
+ * each row's columns sorted. A position given twice is refused with its two
+ * entries' input indices in dup[0] < dup[1] (NLE_ERR_VALUE, nothing
+ * recorded: the caller names them). */
+nle_status nle__csr_from_triplets(nle_ctx *ctx, int64_t rows, int64_t cols, int64_t n, const int32_t *i,
+                                  const int32_t *j, const float *v, nle_csr **out, int64_t dup[2]);
+/* ds->X replaced by its transpose (rows become columns); ds unchanged on
+ * failure. */
+nle_status nle__dataset_transpose(nle_ctx *ctx, nle_dataset *ds);
+
+/* A list of names for messages ("a, b, c, ... (12 in all)"): the first few
+ * are kept, all are counted. */
+typedef struct {
+  char text[400];
+  int count, shown;
+} nle__name_list;
+void nle__name_list_add(nle__name_list *l, const char *name);
+const char *nle__name_list_text(nle__name_list *l);
 
 /* .npy writers (npy.c). */
 nle_status nle__write_npy_f64(nle_ctx *ctx, const char *path, const double *a, int64_t r, int64_t c);

@@ -133,3 +133,283 @@ nle_status nle_read_csr_mtx(nle_ctx *ctx, const char *path, nle_csr **out) {
   free(buf);
   return s;
 }
+
+/* ---- Matrix Market files as data ------------------------------------------
+ * coordinate: a sparse dataset (10x Genomics' matrix.mtx among them); array:
+ * a dense one, stored by columns. The buffer is read in place (not written
+ * to); each line is copied out before it is parsed. */
+
+typedef struct {
+  const char *name;
+  const uint8_t *buf;
+  size_t len, pos;
+  int64_t lineno;
+  char line[256];
+} mm_reader;
+
+/* The next line into r->line; 0 at the end, -1 when too long. */
+static int mm_next(mm_reader *r) {
+  if (r->pos >= r->len) return 0;
+  const uint8_t *start = r->buf + r->pos, *nl = memchr(start, '\n', r->len - r->pos);
+  size_t n = nl ? (size_t)(nl - start) : r->len - r->pos;
+  r->pos += n + (nl ? 1 : 0);
+  r->lineno++;
+  if (n && start[n - 1] == '\r') n--;
+  if (n >= sizeof r->line) return -1;
+  memcpy(r->line, start, n);
+  r->line[n] = '\0';
+  return 1;
+}
+
+typedef struct {
+  int coordinate, pattern, symmetry; /* symmetry: 0 general, 1 symmetric, -1 skew-symmetric */
+} mm_header;
+
+static nle_status mm_banner(nle_ctx *ctx, const char *name, const char *line, mm_header *h) {
+  char object[32] = "", format[32] = "", field[32] = "", symmetry[32] = "";
+  int n = sscanf(line, "%%%%MatrixMarket %31s %31s %31s %31s", object, format, field, symmetry);
+  if (n != 4 || strcasecmp(object, "matrix"))
+    return nle__fail(ctx, NLE_ERR_FORMAT, "%s: line 1: expected '%%%%MatrixMarket matrix FORMAT FIELD SYMMETRY'", name);
+  h->coordinate = !strcasecmp(format, "coordinate");
+  if (!h->coordinate && strcasecmp(format, "array"))
+    return nle__fail(ctx, NLE_ERR_FORMAT, "%s: line 1: Matrix Market format '%.31s' (coordinate or array)", name, format);
+  h->pattern = !strcasecmp(field, "pattern");
+  if (!h->pattern && strcasecmp(field, "real") && strcasecmp(field, "integer") && strcasecmp(field, "double"))
+    return nle__fail(ctx, NLE_ERR_UNSUPPORTED, "%s: line 1: Matrix Market field '%.31s' is not read (real, integer, pattern)",
+                     name, field);
+  if (h->pattern && !h->coordinate)
+    return nle__fail(ctx, NLE_ERR_FORMAT, "%s: line 1: a pattern matrix must be in coordinate format", name);
+  if (!strcasecmp(symmetry, "general")) h->symmetry = 0;
+  else if (!strcasecmp(symmetry, "symmetric")) h->symmetry = 1;
+  else if (!strcasecmp(symmetry, "skew-symmetric")) h->symmetry = -1;
+  else
+    return nle__fail(ctx, NLE_ERR_UNSUPPORTED, "%s: line 1: Matrix Market symmetry '%.31s' is not read (general, symmetric, skew-symmetric)",
+                     name, symmetry);
+  return NLE_OK;
+}
+
+nle_status nle__probe_mtx(nle_ctx *ctx, const char *name, const uint8_t *head, size_t len) {
+  mm_reader r = {name, head, len, 0, 0, ""};
+  mm_header h;
+  int got = mm_next(&r);
+  if (got < 0) return nle__fail(ctx, NLE_ERR_FORMAT, "%s: line 1: too long for a Matrix Market header", name);
+  return mm_banner(ctx, name, r.line, &h);
+}
+
+/* Where entry k's line was: the lines of the entries, as runs. */
+typedef struct {
+  int64_t *at; /* pairs (first entry of a run, its line) */
+  size_t count, cap;
+} mm_runs;
+
+static int mm_run_add(mm_runs *runs, int64_t k, int64_t line) {
+  if (runs->count == runs->cap) {
+    size_t cap = runs->cap ? runs->cap * 2 : 16;
+    int64_t *grown = realloc(runs->at, cap * 2 * sizeof *grown);
+    if (!grown) return 0;
+    runs->at = grown;
+    runs->cap = cap;
+  }
+  runs->at[2 * runs->count] = k;
+  runs->at[2 * runs->count + 1] = line;
+  runs->count++;
+  return 1;
+}
+
+static int64_t mm_line_of(const mm_runs *runs, int64_t k) {
+  size_t r = 0;
+  while (r + 1 < runs->count && runs->at[2 * (r + 1)] <= k) r++;
+  return runs->count ? runs->at[2 * r + 1] + (k - runs->at[2 * r]) : 0;
+}
+
+/* The next data line (blank lines and comments skipped): 1, 0 at the end. */
+static int mm_data_line(nle_ctx *ctx, mm_reader *r, nle_status *s) {
+  int got;
+  while ((got = mm_next(r)) > 0) {
+    const char *p = r->line + strspn(r->line, " \t");
+    if (*p && *p != '%') return 1;
+  }
+  if (got < 0) *s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: line %lld: too long for Matrix Market data", r->name, (long long)r->lineno);
+  return 0;
+}
+
+static int mm_number(const char **p, double *v) {
+  char *end;
+  errno = 0;
+  *v = strtod(*p, &end);
+  if (end == *p || (*end && *end != ' ' && *end != '\t')) return 0;
+  *p = end + strspn(end, " \t");
+  return 1;
+}
+
+static int mm_index(const char **p, int64_t *v) {
+  char *end;
+  errno = 0;
+  long long x = strtoll(*p, &end, 10);
+  if (end == *p || errno || (*end && *end != ' ' && *end != '\t')) return 0;
+  *v = x;
+  *p = end + strspn(end, " \t");
+  return 1;
+}
+
+static nle_status mm_coordinate(nle_ctx *ctx, mm_reader *r, const mm_header *h, int64_t rows, int64_t cols,
+                                int64_t nnz, int transpose, int sparse_ok, nle_dataset **out) {
+  const char *name = r->name;
+  int64_t cap = h->symmetry ? 2 * nnz : nnz;
+  nle_status s = nle__check_memory(ctx, (double)cap * 12 + (h->symmetry ? (double)nnz * 8 : 0), "the Matrix Market entries");
+  if (s) return nle__fail_prefix(ctx, name);
+  size_t room = (size_t)(cap ? cap : 1);
+  int32_t *ri = malloc(room * sizeof *ri), *ci = malloc(room * sizeof *ci);
+  float *v = malloc(room * sizeof *v);
+  int64_t *mirror_of = h->symmetry ? malloc(room * sizeof *mirror_of) : NULL;
+  mm_runs runs = {NULL, 0, 0};
+  if (!ri || !ci || !v || (h->symmetry && !mirror_of)) s = nle__fail(ctx, NLE_ERR_NOMEM, "%s: out of memory", name);
+  int64_t count = 0, last_line = -2;
+  while (!s && mm_data_line(ctx, r, &s)) {
+    if (count == nnz) {
+      s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: line %lld: more entries than the %lld announced", name,
+                    (long long)r->lineno, (long long)nnz);
+      break;
+    }
+    const char *p = r->line + strspn(r->line, " \t");
+    int64_t i, j;
+    double x = 1.0;
+    if (!mm_index(&p, &i) || !mm_index(&p, &j) || (!h->pattern && !mm_number(&p, &x)) || *p) {
+      s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: line %lld: expected 'row column%s'", name, (long long)r->lineno,
+                    h->pattern ? "" : " value");
+    } else if (i < 1 || j < 1 || i > rows || j > cols) {
+      s = nle__fail(ctx, NLE_ERR_VALUE, "%s: line %lld: entry (%lld, %lld) outside the %lld x %lld matrix", name,
+                    (long long)r->lineno, (long long)i, (long long)j, (long long)rows, (long long)cols);
+    } else if (nle__float_problem(x)) {
+      s = nle__fail(ctx, NLE_ERR_VALUE, "%s: line %lld: %s value", name, (long long)r->lineno, nle__float_problem(x));
+    } else if (h->symmetry && j > i) {
+      s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: line %lld: entry (%lld, %lld) above the diagonal of a %s matrix", name,
+                    (long long)r->lineno, (long long)i, (long long)j, h->symmetry > 0 ? "symmetric" : "skew-symmetric");
+    } else if (h->symmetry < 0 && i == j) {
+      s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: line %lld: a diagonal entry in a skew-symmetric matrix", name,
+                    (long long)r->lineno);
+    } else {
+      if (r->lineno != last_line + 1 && !mm_run_add(&runs, count, r->lineno))
+        s = nle__fail(ctx, NLE_ERR_NOMEM, "%s: out of memory", name);
+      last_line = r->lineno;
+      ri[count] = (int32_t)((transpose ? j : i) - 1);
+      ci[count] = (int32_t)((transpose ? i : j) - 1);
+      v[count] = (float)x;
+      count++;
+    }
+  }
+  if (!s && count < nnz)
+    s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: %lld entries announced, %lld found (truncated?)", name, (long long)nnz,
+                  (long long)count);
+  int64_t total = count;
+  for (int64_t k = 0; !s && h->symmetry && k < count; k++)
+    if (ri[k] != ci[k]) {
+      ri[total] = ci[k];
+      ci[total] = ri[k];
+      v[total] = h->symmetry > 0 ? v[k] : -v[k];
+      mirror_of[total - count] = k;
+      total++;
+    }
+  nle_csr *M = NULL;
+  int64_t dup[2];
+  if (!s) {
+    s = nle__csr_from_triplets(ctx, transpose ? cols : rows, transpose ? rows : cols, total, ri, ci, v, &M, dup);
+    if (s == NLE_ERR_VALUE && dup[0] >= 0) {
+      int64_t a = dup[0] < count ? dup[0] : mirror_of[dup[0] - count];
+      int64_t b = dup[1] < count ? dup[1] : mirror_of[dup[1] - count];
+      int64_t later = a > b ? a : b;
+      int64_t ei = (transpose ? ci[later] : ri[later]) + 1, ej = (transpose ? ri[later] : ci[later]) + 1;
+      s = nle__fail(ctx, NLE_ERR_VALUE, "%s: line %lld: entry (%lld, %lld) given twice", name,
+                    (long long)mm_line_of(&runs, later), (long long)ei, (long long)ej);
+    }
+  }
+  free(ri);
+  free(ci);
+  free(v);
+  free(mirror_of);
+  free(runs.at);
+  if (s) return s;
+  return nle__dataset_from_sparse(ctx, name, M, 0, 0, sparse_ok, out);
+}
+
+static nle_status mm_array(nle_ctx *ctx, mm_reader *r, const mm_header *h, int64_t rows, int64_t cols,
+                           int transpose, nle_dataset **out) {
+  const char *name = r->name;
+  nle_dataset *ds;
+  nle_status s = nle__dataset_new(ctx, name, (size_t)(transpose ? cols : rows), (size_t)(transpose ? rows : cols), &ds);
+  if (s) return s;
+  float *X = ds->X->data;
+  size_t stride = ds->X->cols;
+  /* by columns; a symmetric matrix gives its lower triangle, a
+   * skew-symmetric one below the diagonal */
+  for (int64_t j = 0; !s && j < cols; j++)
+    for (int64_t i = h->symmetry > 0 ? j : h->symmetry < 0 ? j + 1 : 0; !s && i < rows; i++) {
+      double x;
+      const char *p = r->line;
+      if (!mm_data_line(ctx, r, &s)) {
+        if (!s)
+          s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: the values end at entry (%lld, %lld) of the %lld x %lld matrix (truncated?)",
+                        name, (long long)i + 1, (long long)j + 1, (long long)rows, (long long)cols);
+        break;
+      }
+      p = r->line + strspn(r->line, " \t");
+      if (!mm_number(&p, &x) || *p) {
+        s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: line %lld: expected one value", name, (long long)r->lineno);
+      } else if (nle__float_problem(x)) {
+        s = nle__fail(ctx, NLE_ERR_VALUE, "%s: line %lld: %s value", name, (long long)r->lineno, nle__float_problem(x));
+      } else {
+        size_t a = (size_t)(transpose ? j : i), b = (size_t)(transpose ? i : j);
+        X[a * stride + b] = (float)x;
+        if (h->symmetry) X[b * stride + a] = (float)(h->symmetry > 0 ? x : -x);
+      }
+    }
+  if (!s && mm_data_line(ctx, r, &s))
+    s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: line %lld: more values than the %lld x %lld matrix holds", name,
+                  (long long)r->lineno, (long long)rows, (long long)cols);
+  if (s) {
+    nle_dataset_free(&ds);
+    return s;
+  }
+  *out = ds;
+  return NLE_OK;
+}
+
+nle_status nle__parse_mtx(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t len, int transpose,
+                          const nle_read_opts *opts, nle_dataset **out) {
+  *out = NULL;
+  mm_reader r = {name, buf, len, 0, 0, ""};
+  mm_header h;
+  if (mm_next(&r) < 0) return nle__fail(ctx, NLE_ERR_FORMAT, "%s: line 1: too long for a Matrix Market header", name);
+  nle_status s = mm_banner(ctx, name, r.line, &h);
+  if (s) return s;
+  if (!mm_data_line(ctx, &r, &s))
+    return s ? s : nle__fail(ctx, NLE_ERR_FORMAT, "%s: no size line after the Matrix Market header", name);
+  const char *p = r.line + strspn(r.line, " \t");
+  int64_t rows = 0, cols = 0, nnz = 0;
+  if (!mm_index(&p, &rows) || !mm_index(&p, &cols) || (h.coordinate && !mm_index(&p, &nnz)) || *p)
+    return nle__fail(ctx, NLE_ERR_FORMAT, "%s: line %lld: expected 'rows columns%s'", name, (long long)r.lineno,
+                     h.coordinate ? " entries" : "");
+  if (rows < 1 || cols < 1 || nnz < 0 || rows > INT32_MAX || cols > INT32_MAX)
+    return nle__fail(ctx, NLE_ERR_FORMAT, "%s: line %lld: a matrix of %lld x %lld%s", name, (long long)r.lineno,
+                     (long long)rows, (long long)cols, nnz < 0 ? " with a negative count of entries" : "");
+  if (h.symmetry && rows != cols)
+    return nle__fail(ctx, NLE_ERR_FORMAT, "%s: line %lld: a %s matrix of %lld x %lld, not square", name,
+                     (long long)r.lineno, h.symmetry > 0 ? "symmetric" : "skew-symmetric", (long long)rows,
+                     (long long)cols);
+  /* every entry takes a line of at least 4 bytes ("1 1\n"), every value 2:
+   * what the file cannot hold is refused before anything is allocated */
+  size_t left = len - r.pos;
+  if (h.coordinate ? (uint64_t)nnz > left / 4 + 1 : (double)rows * (double)cols / (h.symmetry ? 2.0 : 1.0) > (double)left / 2 + 1)
+    return h.coordinate
+               ? nle__fail(ctx, NLE_ERR_FORMAT, "%s: line %lld: %lld entries announced, more than the %zu bytes after it hold (truncated?)",
+                           name, (long long)r.lineno, (long long)nnz, left)
+               : nle__fail(ctx, NLE_ERR_FORMAT, "%s: line %lld: %lld x %lld values announced, more than the %zu bytes after it hold (truncated?)",
+                           name, (long long)r.lineno, (long long)rows, (long long)cols, left);
+  nle_read_opts defaults;
+  if (!opts) {
+    nle_read_opts_init(&defaults);
+    opts = &defaults;
+  }
+  return h.coordinate ? mm_coordinate(ctx, &r, &h, rows, cols, nnz, transpose, opts->sparse_ok, out)
+                      : mm_array(ctx, &r, &h, rows, cols, transpose, out);
+}

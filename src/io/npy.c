@@ -52,14 +52,7 @@ static int parse_descr(const char *p, const char *end, elem_kind *kind, int *siz
   return 1;
 }
 
-/* What the header says: the element type, the order, the shape as N x D
- * and where the data start. */
-typedef struct {
-  elem_kind kind;
-  int size, big, fortran;
-  uint64_t rows, cols;
-  size_t data; /* byte offset of the first element */
-} npy_header;
+typedef nle__npy_header npy_header;
 
 /* Parses the header from buf (len bytes of the file's start) and checks the
  * shape against the file's full length. */
@@ -134,6 +127,11 @@ static nle_status parse_header(nle_ctx *ctx, const char *name, const uint8_t *bu
   h->cols = cols;
   h->data = data;
   return NLE_OK;
+}
+
+nle_status nle__npy_header_parse(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t len,
+                                 nle__npy_header *h) {
+  return parse_header(ctx, name, buf, len, len, h);
 }
 
 /* Rows [r0, r0 + count) of a C-order array from src (their bytes) into X,

@@ -13,6 +13,8 @@ void nle_read_opts_init(nle_read_opts *o) {
   o->delimiter = 0;
   o->header = NLE_HEADER_AUTO;
   o->label_column = NLE_LABEL_AUTO;
+  o->transpose = false;
+  o->sparse_ok = false;
 }
 
 /* A line of the buffer: [begin, end) without the newline and '\r'. */

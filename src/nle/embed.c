@@ -492,6 +492,10 @@ nle_status nle_embed(nle_ctx *ctx, const nle_embed_input *in, const nle_embed_op
   if (!s) s = plan_stage(ctx, &w);
   if (!s) s = run_stage(ctx, &w);
   nle_status warning = s > 0 ? s : NLE_OK;
+  /* a fixed-rate schedule ends at its iteration count by design (the t-SNE
+   * codes' recipe): the run did what was planned, no warning for any
+   * caller to explain away */
+  if (warning == NLE_WARN_NOT_CONVERGED && o->step == NLE_STEP_FIXED_RATE) warning = NLE_OK;
   if (s > 0) s = NLE_OK;
   if (!s) s = check_result(ctx, r);
   if (!s && opts->keep_model) s = keep_model(ctx, &w);

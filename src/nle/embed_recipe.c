@@ -184,16 +184,26 @@ static nle_repulsion auto_engine(nle_model_kind kind, nle_wneg_kind wneg, size_t
   return kind == NLE_MODEL_EE || kind == NLE_MODEL_SSNE ? NLE_REPULSION_FGT : NLE_REPULSION_BH;
 }
 
-nle_status nle__embed_resolve_early(nle_ctx *ctx, const nle_embed_input *in, size_t n, size_t D, nle_embed_opts *o) {
-  nle_model_kind m = o->model;
-  int gaussian_wplus = !AUTO(o->sigma);
+/* The affinities' perplexity and the graph's k, the recipe's when auto. */
+static void resolve_graph_size(nle_embed_opts *o) {
   /* The Gaussian kernel's recall falls with N as it crowds the map; small
    * neighbourhoods hold it up (bench/default_sweep.sh on Fashion-MNIST, EE:
    * recall@10 at perplexity 5 / 15 / 30 0.288 / 0.260 / 0.238 at 5,000
    * points, 0.170 / 0.142 / 0.128 at 20,000, trustworthiness within 1%;
    * s-SNE 0.289 / 0.256 / 0.237 and SNE 0.296 / - / 0.245 at 5,000). */
-  if (AUTO(o->perplexity)) o->perplexity = gaussian_kernel(m) ? GAUSSIAN_PERPLEXITY : 30.0;
-  if (AUTO(o->k)) o->k = gaussian_wplus ? 12 : (int)ceil(3.0 * o->perplexity);
+  if (AUTO(o->perplexity)) o->perplexity = gaussian_kernel(o->model) ? GAUSSIAN_PERPLEXITY : 30.0;
+  if (AUTO(o->k)) o->k = !AUTO(o->sigma) ? 12 : (int)ceil(3.0 * o->perplexity);
+}
+
+int nle_embed_knn_size(const nle_embed_opts *o) {
+  nle_embed_opts r = *o;
+  resolve_graph_size(&r);
+  return r.k;
+}
+
+nle_status nle__embed_resolve_early(nle_ctx *ctx, const nle_embed_input *in, size_t n, size_t D, nle_embed_opts *o) {
+  nle_model_kind m = o->model;
+  resolve_graph_size(o);
   if (AUTO(o->pca_dims))
     o->pca_dims = in->Y && !in->knn && !in->affinities && n > AUTO_PCA_MIN_N && D > AUTO_PCA_MIN_D ? AUTO_PCA_DIMS : 0;
   if (o->pca_dims >= (int)D) o->pca_dims = 0; /* nothing to reduce */

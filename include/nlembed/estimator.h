@@ -1,0 +1,101 @@
+/* nlembed/estimator.h — every method behind one handle whose options are
+ * set by name: what bindings (the Python package) and programs that choose
+ * the method at run time use instead of each front door's options struct.
+ * An estimator holds its options, runs its method's front door
+ * (nle_embed, nle_spectral_embed, nle_spectral_cluster, nle_mds, nle_kpca,
+ * nle_lda, nle_klda, nle_kem_fit, nle_pca_fit), keeps the embedding and the
+ * model for new points, and saves and loads that model as the method's own
+ * file. A binding then mirrors no struct and decides nothing: every check
+ * and every automatic choice stays in the library. Part of the public
+ * header: include <nlembed.h>. */
+#ifndef NLEMBED_ESTIMATOR_H
+#define NLEMBED_ESTIMATOR_H
+
+#include "core.h"
+#include "neighbors.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct nle_estimator nle_estimator;
+
+/* A new estimator of `method`, a command name of the tool: "tsne", "tee",
+ * "ee", "ssne", "sne", "pca", "le", "lle", "mlle", "ltsa", "hlle",
+ * "isomap", "diffmap", "cluster", "cmds", "mds", "sammon", "nmds", "lmds",
+ * "kpca", "lda", "klda", "kem". Its options are the method's defaults. The
+ * estimator keeps ctx (which must outlive it) for every later call. */
+NLE_API nle_status nle_estimator_new(nle_ctx *ctx, const char *method, nle_estimator **e);
+NLE_API void nle_estimator_free(nle_estimator **e);
+NLE_API const char *nle_estimator_method(const nle_estimator *e);
+
+/* Options by name, as the tool's long options spell them ("perplexity",
+ * "learning-rate"; '_' may stand for '-'), values as text: a number, a
+ * name ("auto", "fft", "cosine"), "true"/"false" for switches. An unknown
+ * name, or a value of the wrong kind, is NLE_ERR_VALUE naming the option
+ * and what it takes; ranges are checked by the method at fit, naming the
+ * option too. "metric" (nle_metric of neighbors.h, default euclidean) and "keep-model"
+ * (true: the model for transform and save; default true) are every
+ * method's. */
+NLE_API nle_status nle_estimator_set(nle_estimator *e, const char *name, const char *value);
+/* The option's value as text ("auto" for an automatic one) into buf; after
+ * a fit, the value the run resolved. */
+NLE_API nle_status nle_estimator_get(const nle_estimator *e, const char *name, char *buf, size_t cap);
+/* The method's option names, i = 0, 1, ... (NULL past the last). */
+NLE_API const char *nle_estimator_option(const nle_estimator *e, int i);
+/* The method names, i = 0, 1, ... (NULL past the last). */
+NLE_API const char *nle_estimator_method_name(int i);
+
+/* The input of a fit: exactly one of Y (dense N x D rows) and sparse (an
+ * N x D CSR); labels where the method takes them (lda, klda: required;
+ * others: ignored). The metric option says what the matrix holds: points
+ * (euclidean, cosine, correlation), distances (precomputed) or affinities.
+ * Zero-initialise it ({0}) before filling the fields you use. */
+typedef struct {
+  const nle_matf *Y;
+  const nle_csr *sparse;
+  const int32_t *labels;
+  const char *source;   /* where the data came from, kept in a model that
+                           references its data (or NULL) */
+  const nle_matd *init; /* N x d start instead of the init option's (the
+                           nonlinear embeddings; the SMACOF family's one
+                           run), or NULL */
+  const nle_matd *weights; /* metric MDS: N x N weights w_ij, or NULL */
+} nle_estimator_input;
+
+/* Fits the method to the input (the caller's arrays are not kept). A
+ * warning (> 0) leaves a usable fit; its text is in nle_ctx_error. A
+ * second fit replaces the first. */
+NLE_API nle_status nle_estimator_fit(nle_estimator *e, const nle_estimator_input *input);
+/* The fitted embedding (N x d; owned by the estimator; NULL before a fit). */
+NLE_API const nle_matd *nle_estimator_embedding(const nle_estimator *e);
+/* Cluster labels of a clustering ("cluster"; NULL otherwise), n of them. */
+NLE_API const int32_t *nle_estimator_labels(const nle_estimator *e, size_t *n);
+/* What the fit reported, as one JSON object: the method, the options as
+ * they ran (every automatic choice resolved), timings, and the method's
+ * figures (eigenvalues, stress, the optimiser's iterations and objective
+ * ...); "{}" before a fit. Owned by the estimator. */
+NLE_API const char *nle_estimator_report(const nle_estimator *e);
+
+/* New points (M x D, as the fit's input; rows made unit as the metric
+ * says) through the fitted model: F(y) for the nonlinear embeddings, the
+ * Nystrom/weights maps of the spectral methods, the projections of PCA,
+ * the MDS family, kernel PCA and LDA, G(x) of kernel eigenmaps. Errors
+ * name what the method lacks (a model fitted on distances). */
+NLE_API nle_status nle_estimator_transform(nle_estimator *e, const nle_matf *Ynew, nle_matd **X);
+/* The reverse map back to data space where the method has one (EE's f(x),
+ * kernel eigenmaps' G+, PCA's): M x d in, M x D out. */
+NLE_API nle_status nle_estimator_inverse(nle_estimator *e, const nle_matd *X, nle_matf **Y);
+/* Out-of-sample cluster labels of new points ("cluster"). */
+NLE_API nle_status nle_estimator_predict(nle_estimator *e, const nle_matf *Ynew, int32_t *labels);
+
+/* The fitted model as the method's own model file (what `nlembed
+ * transform` reads), training data copied in; and back: an estimator of
+ * the file's method, fitted, able to transform. */
+NLE_API nle_status nle_estimator_save(nle_estimator *e, const char *path);
+NLE_API nle_status nle_estimator_load(nle_ctx *ctx, const char *path, nle_estimator **e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NLEMBED_ESTIMATOR_H */

@@ -1,0 +1,535 @@
+"""The estimators: one scikit-learn class per library method, generated from
+one table (METHODS below). A class stores its parameters and nothing else;
+fit() makes an nle_estimator of its method, sets every parameter that is
+not None by the library option's name, as text, and lets the library check
+it, choose what is automatic and run. None always means "the library's
+default" (its choice, reported in report_["options"] after a fit).
+
+Parameter names: those a scikit-learn, umap-learn or openTSNE user knows
+where the library has the same thing (n_components -> dim, n_neighbors ->
+neighbors, max_iter -> max-iters, early_exaggeration -> exaggeration, ...);
+every other parameter is the library option of the same name with '-' as
+'_' (pca_candidates -> pca-candidates), except lambda_value -> lambda (a
+Python keyword, and a name ending in '_' reads as a fitted attribute to
+scikit-learn)."""
+
+import numbers
+import os
+import re
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_array, check_is_fitted
+
+from . import _core
+
+# --- the table -------------------------------------------------------------------------
+
+# A parameter is "python_name" (its library option: the name with '_' as
+# '-'), "python_name:library-option", or "python_name:@field" for an array
+# that goes in the fit's input (nle_estimator_input's init, weights).
+# A method's row: its library name, the class, its kind, what it is, its
+# parameters, whether it has a reverse map (inverse_transform: EE's and
+# t-EE's f(x), defined with wneg="sqdist"; PCA's; kernel eigenmaps' G+(y))
+# and a map for new points (transform: all but the SMACOF family, whose
+# fits keep no model).
+KNN = ["knn_method", "trees", "leaf_size", "max_candidates", "knn_iters", "knn_delta", "pca", "pca_candidates"]
+
+EMBED_MAIN = ["n_components:dim", "perplexity", "n_neighbors:neighbors", "init", "learning_rate",
+              "max_iter:max-iters", "early_exaggeration:exaggeration",
+              "early_exaggeration_iter:exaggeration-iters"]
+EMBED_REST = ["final_learning_rate", "momentum", "gains", "init_scale", "tol", "x_tol", "time_budget",
+              "lambda_value:lambda", "repulsion", "theta", "fft_order", "fft_box", "fgt_order", "fgt_reach",
+              "accuracy_iters", "optimizer", "step", "kappa", "sdm_tol", "sdm_iters", "c1", "shrink"] + KNN
+EE_ONLY = ["wneg", "wneg_dims", "homotopy", "lambda_start", "lambda_bounds"]
+SIGMA = ["sigma"]
+
+GRAPH = ["n_neighbors:neighbors", "radius", "affinity", "perplexity", "sigma", "tuning_k", "symmetrize",
+         "components", "eigen_solver:solver", "tol"] + KNN
+LLL = ["landmarks", "kz", "landmark_method", "landmark_graph", "reg"]
+SMACOF = ["n_init:starts", "max_iter:max-iter", "tol", "init:@init"]
+KERNEL = ["kernel", "gamma", "degree", "coef0", "kernel_neighbors"]
+
+# What every class takes besides its method's options: the library's
+# common options and the context's settings.
+COMMON = ["metric", "keep_model"]
+CONTEXT = ["random_state", "n_jobs", "verbose", "max_memory"]
+
+
+class _Spec:
+    def __init__(self, method, cls, kind, about, params, inverse=False, transform=True, array_init=False):
+        self.method = method
+        self.cls = cls
+        self.kind = kind  # "embedding", "cluster" or "supervised"
+        self.about = about
+        self.params = []  # (python name, library option)
+        for p in params + COMMON:
+            py, _, libname = p.partition(":")
+            self.params.append((py, libname or py.replace("_", "-")))
+        self.inverse = inverse
+        self.transform = transform  # a map for new points
+        # parameters that may be arrays, which the fit's input then carries:
+        # the "@" ones, and init where the option also takes a name
+        self.arrays = {py for py, libname in self.params if libname.startswith("@")}
+        if array_init:
+            self.arrays.add("init")
+
+
+METHODS = [
+    _Spec("tsne", "TSNE", "embedding",
+          "t-SNE (van der Maaten and Hinton 2008) with nlembed's defaults: entropic affinities on the kNN "
+          "graph, fixed-rate steps with early exaggeration, FFT-interpolated repulsion for large N",
+          EMBED_MAIN + SIGMA + EMBED_REST, array_init=True),
+    _Spec("tee", "TEE", "embedding", "t-distributed elastic embedding (t-EE)",
+          EMBED_MAIN + SIGMA + EMBED_REST + EE_ONLY, inverse=True, array_init=True),
+    _Spec("ee", "EE", "embedding", "the elastic embedding (Carreira-Perpinan 2010)",
+          EMBED_MAIN + SIGMA + EMBED_REST + EE_ONLY, inverse=True, array_init=True),
+    _Spec("ssne", "SSNE", "embedding", "symmetric SNE", EMBED_MAIN + SIGMA + EMBED_REST, array_init=True),
+    _Spec("sne", "SNE", "embedding", "stochastic neighbour embedding (Hinton and Roweis 2003)",
+          EMBED_MAIN + EMBED_REST, array_init=True),
+    _Spec("pca", "PCA", "embedding", "principal component analysis, exact or randomised",
+          ["n_components:dim", "center", "whiten", "svd_solver:solver", "n_oversamples:oversample",
+           "iterated_power:power-iters"], inverse=True),
+    _Spec("le", "LaplacianEigenmaps", "embedding",
+          "Laplacian eigenmaps (Belkin and Niyogi 2003), exact or by Locally Linear Landmarks",
+          ["n_components:dim"] + GRAPH + ["laplacian"] + LLL),
+    _Spec("lle", "LLE", "embedding", "locally linear embedding (Roweis and Saul 2000)",
+          ["n_components:dim"] + GRAPH + ["reg"]),
+    _Spec("mlle", "MLLE", "embedding", "modified LLE (Zhang and Wang 2007)",
+          ["n_components:dim"] + GRAPH + ["reg"]),
+    _Spec("ltsa", "LTSA", "embedding", "local tangent space alignment (Zhang and Zha 2004)",
+          ["n_components:dim"] + GRAPH),
+    _Spec("hlle", "HLLE", "embedding", "Hessian LLE (Donoho and Grimes 2003)",
+          ["n_components:dim"] + GRAPH),
+    _Spec("isomap", "Isomap", "embedding",
+          "Isomap (Tenenbaum, de Silva and Langford 2000), or landmark Isomap with landmarks > 0",
+          ["n_components:dim"] + GRAPH + ["landmarks"]),
+    _Spec("diffmap", "DiffusionMaps", "embedding", "diffusion maps (Coifman and Lafon 2006)",
+          ["n_components:dim"] + GRAPH + ["alpha", "time"]),
+    _Spec("cluster", "SpectralClustering", "cluster",
+          "spectral clustering: the random-walk Laplacian's eigenvectors, then k-means",
+          ["n_clusters:clusters", "dims", "normalize_rows", "n_init:restarts", "warm_start",
+           "max_iter:max-iters"] + GRAPH + ["laplacian"] + LLL, transform=False),
+    _Spec("cmds", "ClassicalMDS", "embedding", "classical (Torgerson) MDS; of points, their PCA scores",
+          ["n_components:dim"]),
+    _Spec("mds", "MDS", "embedding", "metric MDS by SMACOF", ["n_components:dim"] + SMACOF + ["weights:@weights"],
+          transform=False),
+    _Spec("sammon", "Sammon", "embedding", "Sammon's mapping by SMACOF", ["n_components:dim"] + SMACOF, transform=False),
+    _Spec("nmds", "NonMetricMDS", "embedding", "non-metric MDS by SMACOF with monotone regression",
+          ["n_components:dim"] + SMACOF + ["ties"], transform=False),
+    _Spec("lmds", "LandmarkMDS", "embedding", "landmark MDS (de Silva and Tenenbaum 2004)",
+          ["n_components:dim", "landmarks"]),
+    _Spec("kpca", "KernelPCA", "embedding", "kernel PCA with implicit centring", ["n_components:dim"] + KERNEL),
+    _Spec("lda", "LDA", "supervised", "linear discriminant analysis", ["n_components:dim", "ridge"]),
+    _Spec("klda", "KernelLDA", "supervised", "kernel LDA (Baudat and Anouar 2000)",
+          ["n_components:dim", "ridge"] + KERNEL),
+    _Spec("kem", "KernelEigenmaps", "embedding",
+          "kernel eigenmaps (Brand 2003): a continuous map G(x) and its inverse",
+          ["n_components:dim", "n_neighbors:neighbors", "weights", "heat_t", "symmetrize", "plus_identity",
+           "kernels", "sigma", "local_dims", "local_points", "truncate", "variant", "lpp", "inverse_steps",
+           "inverse_width"], inverse=True),
+]
+
+# What fit sets from the input (restored when a fit fails).
+_INPUT_ATTRIBUTES = ("n_features_in_", "feature_names_in_")
+
+# Figures of the report made attributes (when the report has them).
+REPORT_ATTRIBUTES = {
+    "eigenvalues": "eigenvalues_",
+    "iterations": "n_iter_",
+    "E": "objective_",
+    "raw_stress": "stress_",
+    "stress1": "stress1_",
+    "normalized_stress": "normalized_stress_",
+    "sammon_stress": "sammon_stress_",
+    "explained_variance": "explained_variance_",
+    "inertia": "inertia_",
+    "residual_variance": "residual_variance_",
+    "reconstruction_error": "reconstruction_error_",
+    "distortion": "distortion_",
+}
+# E of the SNE family is KL(P || Q).
+KL_METHODS = ("tsne", "ssne", "sne")
+
+
+# --- what the parameters become ------------------------------------------------------------
+
+
+def _option_text(cls_name, py, value):
+    """A parameter's value as the library reads it."""
+    if isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        return repr(float(value))
+    if isinstance(value, str):
+        return value
+    raise ValueError(f"{cls_name}: parameter {py}={value!r}: expected a number, a name, True/False or None")
+
+
+def _seed(random_state):
+    if random_state is None:
+        return None  # the library's default, 1
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(np.iinfo(np.int32).max))
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(np.iinfo(np.int32).max))
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, (bool, np.bool_)):
+        if random_state < 0 or random_state >= 2**64:
+            raise ValueError(f"random_state={random_state}: expected an integer in [0, 2^64)")
+        return int(random_state)
+    raise ValueError(f"random_state={random_state!r}: expected None, an integer or a numpy RandomState")
+
+
+def _threads(n_jobs):
+    if n_jobs is None or n_jobs == -1:
+        return 0  # every core
+    if not isinstance(n_jobs, numbers.Integral) or isinstance(n_jobs, (bool, np.bool_)) or n_jobs == 0:
+        raise ValueError(f"n_jobs={n_jobs!r}: expected None, a positive integer or a negative one (-1: all cores)")
+    if n_jobs < 0:  # joblib's convention: -2 = all cores but one
+        return max(1, (os.cpu_count() or 1) + 1 + int(n_jobs))
+    return int(n_jobs)
+
+
+def _verbosity(verbose):
+    if verbose is None or verbose is False:
+        return 0
+    if verbose is True:
+        return 1
+    if isinstance(verbose, numbers.Integral) and verbose >= 0:
+        return min(int(verbose), 3)
+    raise ValueError(f"verbose={verbose!r}: expected True/False or an integer 0-3")
+
+
+_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([KMGTkmgt]?)(?:[iI]?[bB])?\s*$")
+
+
+def _max_memory(max_memory):
+    """Bytes, or "8G", "512M", "1.5T" as the tool's --max-memory."""
+    if max_memory is None:
+        return None
+    if isinstance(max_memory, numbers.Integral) and not isinstance(max_memory, (bool, np.bool_)) and max_memory > 0:
+        return int(max_memory)
+    if isinstance(max_memory, str):
+        m = _SIZE.match(max_memory)
+        if m:
+            v = float(m.group(1)) * 1024 ** " KMGT".index((m.group(2) or " ").upper())
+            if 1 <= v <= 1e18:
+                return int(v)
+    raise ValueError(f"max_memory={max_memory!r}: expected bytes (an integer > 0) or a size such as '8G'")
+
+
+# --- the base class -------------------------------------------------------------------------
+
+
+class NlembedEstimator(BaseEstimator):
+    """What every generated class shares: fit through the library, the
+    report's figures as attributes, transform of new points, pickling
+    through the model file. Not used directly."""
+
+    _spec = None
+
+    # -- the handle and its options
+
+    def _arrays(self):
+        """The parameters given as arrays, which go in the fit's input:
+        init (N x n_components, a start) and weights (metric MDS's N x N)."""
+        arrays = {}
+        for py, libname in self._spec.params:
+            value = getattr(self, py)
+            if value is not None and py in self._spec.arrays and not isinstance(value, str):
+                arrays[py] = check_array(value, dtype=np.float64, order="C", input_name=py)
+        return arrays
+
+    def _new_handle(self):
+        """An nle_estimator of the method with this object's parameters set
+        (arrays aside: they go in the fit's input)."""
+        handle = _core.Estimator(self._spec.method)
+        for py, libname in self._spec.params:
+            value = getattr(self, py)
+            if value is None or (py in self._spec.arrays and not isinstance(value, str)):
+                continue
+            if libname.startswith("@"):
+                raise ValueError(f"{type(self).__name__}: parameter {py} takes an array (or None), not {value!r}")
+            if py == "affinity" and value == "precomputed":  # scikit-learn's spelling of metric="affinities"
+                if self.metric not in (None, "affinities"):
+                    raise ValueError(f"{type(self).__name__}: affinity='precomputed' takes the input as affinities;"
+                                     f" metric={self.metric!r} says otherwise")
+                handle.set("metric", "affinities")
+                continue
+            try:
+                handle.set(libname, _option_text(type(self).__name__, py, value))
+            except ValueError as e:
+                raise ValueError(f"{e} (parameter {py})") from None
+        return handle
+
+    def _configure(self, handle, seed=False):
+        """The context's settings from the parameters; the seed at fit only
+        (a transform keeps the fit's)."""
+        handle.configure(threads=_threads(self.n_jobs), seed=_seed(self.random_state) if seed else None,
+                         verbosity=_verbosity(self.verbose), max_memory=_max_memory(self.max_memory))
+
+    def _explain(self, error):
+        """A library message naming options by their library names, with the
+        Python names of the renamed ones it mentions."""
+        text = str(error)
+        renamed = [(py, libname) for py, libname in self._spec.params
+                   if py != libname.replace("-", "_") and re.search(rf"(?<![\w-]){re.escape(libname)}(?![\w-])", text)]
+        if not renamed:
+            return error
+        hint = ", ".join(f"{libname} is parameter {py}" for py, libname in renamed)
+        return type(error)(f"{text} [{type(self).__name__}: {hint}]")
+
+    def library_options(self):
+        """The library's options of this method as text: after a fit, the
+        values the run resolved (every automatic choice made); before, the
+        values this object's parameters give (None: the library's defaults)."""
+        handle = getattr(self, "_handle", None) or self._new_handle()
+        return {name: handle.get(name) for name in handle.options()}
+
+    # -- input
+
+    def _check_X(self, X, reset):
+        """X as the library takes it: float32 (or a float64 CSR), C order,
+        finite; the array itself when it already is."""
+        return self._validate_data(X, reset=reset, accept_sparse="csr", dtype=[np.float32, np.float64],
+                                   order="C", accept_large_sparse=True)
+
+    # -- fit
+
+    def _fit(self, X, y=None):
+        kept = {k: self.__dict__[k] for k in _INPUT_ATTRIBUTES if k in self.__dict__}
+        try:
+            labels = classes = None
+            if self._spec.kind == "supervised":
+                X, y = self._validate_data(X, y, accept_sparse="csr", dtype=[np.float32, np.float64], order="C",
+                                           y_numeric=False, multi_output=False)
+                check_classification_targets(y)
+                classes, labels = np.unique(y, return_inverse=True)
+            else:
+                X = self._check_X(X, reset=True)
+            arrays = self._arrays()
+            handle = self._new_handle()
+            self._configure(handle, seed=True)
+            try:
+                warning = handle.fit(X, labels=labels, verbose=_verbosity(self.verbose), **arrays)
+            except (ValueError, MemoryError) as e:
+                raise self._explain(e) from None
+        except BaseException:
+            # a failed or interrupted fit leaves the estimator as it was
+            for k in _INPUT_ATTRIBUTES:
+                self.__dict__.pop(k, None)
+            self.__dict__.update(kept)
+            raise
+        if classes is not None:
+            self.classes_ = classes
+        _core.warn(warning)
+        self._handle = handle
+        self.embedding_ = handle.embedding()
+        self.report_ = handle.report()
+        for key, attr in REPORT_ATTRIBUTES.items():
+            value = self.report_.get(key)
+            if value is not None:
+                setattr(self, attr, np.asarray(value) if isinstance(value, list) else value)
+        if self._spec.method in KL_METHODS and self.report_.get("E") is not None:
+            self.kl_divergence_ = self.report_["E"]
+        if getattr(self, "explained_variance_", None) is not None and self.report_.get("total_variance"):
+            self.explained_variance_ratio_ = self.explained_variance_ / self.report_["total_variance"]
+        return self
+
+    # -- new points
+
+    def _model(self):
+        check_is_fitted(self, "embedding_")
+        handle = getattr(self, "_handle", None)
+        if handle is None:
+            raise ValueError(f"{type(self).__name__}: this fit kept no model for new points (fitted on "
+                             f"precomputed input, or with keep_model=False)")
+        self._configure(handle)
+        return handle
+
+    def _new_points(self, X):
+        handle = self._model()
+        X = self._check_X(X, reset=False)
+        if sp.issparse(X):
+            X = X.toarray()  # the maps take dense rows
+        return handle, X
+
+    # -- pickling: the model file's bytes
+
+    def __getstate__(self):
+        state = dict(super().__getstate__())
+        handle = state.pop("_handle", None)
+        if handle is not None:
+            try:
+                state["_model_file"] = handle.save_bytes()
+            except ValueError:  # a fit with no model: the attributes only
+                state["_model_file"] = None
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        data = state.pop("_model_file", None)
+        super().__setstate__(state)
+        if data is not None:
+            handle = _core.Estimator.load_bytes(data)
+            # the model file does not keep the metric new points are compared by
+            metric = self.__dict__.get("report_", {}).get("options", {}).get("metric")
+            if metric:
+                handle.set("metric", metric)
+            self._handle = handle
+
+    def _more_tags(self):
+        return {"_xfail_checks": dict(_XFAIL.get(self._spec.method, {}))}
+
+
+class _Embedding(NlembedEstimator, TransformerMixin):
+    def fit(self, X, y=None):
+        """Fits the method to X (N x D points; an N x N matrix of distances
+        with metric="precomputed", of affinities with metric="affinities";
+        a scipy sparse matrix where the method takes one). y is ignored."""
+        return self._fit(X, y)
+
+    def fit_transform(self, X, y=None):
+        """fit(X) and the embedding of X (embedding_)."""
+        return self._fit(X, y).embedding_
+
+
+class _Transform:
+    def transform(self, X):
+        """New points through the fitted model (the method's map for new
+        points, see docs/transform.md): an M x n_components array."""
+        handle, X = self._new_points(X)
+        try:
+            return handle.transform(X, verbose=_verbosity(self.verbose))
+        except (ValueError, MemoryError) as e:
+            raise self._explain(e) from None
+
+
+class _Inverse:
+    def inverse_transform(self, X):
+        """Points of the embedding (M x n_components) back to data space
+        through the method's reverse map: an M x D float32 array."""
+        handle = self._model()
+        X = check_array(X, dtype=np.float64, order="C", input_name="X")
+        if X.shape[1] != self.embedding_.shape[1]:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__}.inverse_transform "
+                             f"expects {self.embedding_.shape[1]} (n_components)")
+        try:
+            return handle.inverse(X, verbose=_verbosity(self.verbose))
+        except (ValueError, MemoryError) as e:
+            raise self._explain(e) from None
+
+
+class _Supervised(NlembedEstimator, TransformerMixin):
+    def fit(self, X, y):
+        """Fits the method to X (N x D points) with their class labels y."""
+        return self._fit(X, y)
+
+    def fit_transform(self, X, y):
+        return self._fit(X, y).embedding_
+
+    def _more_tags(self):
+        tags = super()._more_tags()
+        tags["requires_y"] = True
+        return tags
+
+
+class _Clustering(NlembedEstimator, ClusterMixin):
+    def fit(self, X, y=None):
+        """Clusters X: labels_ (N cluster indices), embedding_ (the spectral
+        coordinates they were clustered in). y is ignored."""
+        self._fit(X, y)
+        self.labels_ = self._handle.labels().astype(np.int32)
+        return self
+
+    def predict(self, X):
+        """Cluster labels of new points: the nearest centre after the
+        spectral map of new points."""
+        handle, X = self._new_points(X)
+        try:
+            return handle.predict(X, verbose=_verbosity(self.verbose))
+        except (ValueError, MemoryError) as e:
+            raise self._explain(e) from None
+
+
+# --- checks of scikit-learn that cannot hold, with the reason ----------------------------------
+
+_ONE_SAMPLE = ("the library refuses a single point, with its own words ('nle_embed: 1 points; an embedding needs "
+               "at least 3', 'PCA needs at least 2 points, got 1'); the check wants scikit-learn's ('1 sample', "
+               "'n_samples = 1')")
+_NEW_POINTS = ("transform(X) places X as new points through the out-of-sample map F(y) (each optimised against "
+               "the fitted embedding), so it does not return fit_transform's coordinates of the training points "
+               "(scikit-learn's TSNE has no transform at all); the maps are tested in test_transform.py")
+_BLOBS = ("Isomap needs a connected neighbourhood graph (geodesics between separated pieces are infinite); the "
+          "check's data are separated blobs and the library refuses them, naming k (scikit-learn's Isomap joins "
+          "the pieces by their nearest pairs, a choice nlembed does not make)")
+_ONE_CLUSTER = ("the check sets n_clusters = 1; the library takes at least 2 clusters (one cluster is every point, "
+                "no spectral problem) and refuses 1, naming the option")
+
+_XFAIL = {method: {"check_fit2d_1sample": _ONE_SAMPLE} for method in
+          ("tsne", "tee", "ee", "ssne", "sne", "pca", "le", "lle", "mlle", "ltsa", "hlle", "isomap", "diffmap",
+           "cluster", "cmds", "mds", "sammon", "nmds", "lmds", "kpca", "kem")}
+for _m in ("tsne", "tee", "ee", "ssne", "sne"):
+    _XFAIL[_m].update(check_transformer_general=_NEW_POINTS, check_transformer_data_not_an_array=_NEW_POINTS)
+_XFAIL["isomap"].update({c: _BLOBS for c in (
+    "check_pipeline_consistency", "check_estimators_nan_inf", "check_estimators_pickle",
+    "check_transformer_data_not_an_array", "check_transformer_general", "check_transformer_preserve_dtypes")})
+_XFAIL["isomap"]["check_fit2d_1feature"] = (
+    "the check's 10 points are fewer than the 13 the blob data's k = 12 needs, and the library's message ('k = 12 "
+    "neighbours of 10 points') is not the '1 feature(s)' the check wants")
+_XFAIL["cluster"].update({c: _ONE_CLUSTER for c in (
+    "check_methods_subset_invariance", "check_fit2d_1feature", "check_dict_unchanged",
+    "check_dont_overwrite_parameters", "check_fit2d_predict1d")})
+_XFAIL["cluster"]["check_non_transformer_estimators_n_iter"] = (
+    "the library's report of a clustering has no k-means iteration count for n_iter_ "
+    "(a change of the library is requested)")
+
+
+# --- making the classes ------------------------------------------------------------------------
+
+
+def _init_source(params):
+    """An explicit __init__ (scikit-learn reads its signature): every
+    parameter stored as given, nothing checked."""
+    names = [py for py, _ in params] + CONTEXT
+    first, rest = names[0], names[1:]
+    lines = [f"def __init__(self, {first}=None, *, " + ", ".join(f"{n}=None" if n != "verbose" else "verbose=0"
+                                                               for n in rest) + "):"]
+    lines += [f"    self.{n} = {n}" for n in names]
+    return "\n".join(lines) + "\n"
+
+
+def _doc(spec):
+    lines = [f"nlembed's {spec.about} (`nlembed {spec.method}`), as a scikit-learn estimator.", "",
+             "Parameters (None: the library's default or automatic choice; see `nlembed "
+             f"{spec.method} --help` for each option's meaning and range)", "----------"]
+    for py, libname in spec.params:
+        if libname.startswith("@"):
+            lines.append(f"{py} : an array, passed in the fit's input (nle_estimator_input.{libname[1:]})")
+        elif py in spec.arrays:
+            lines.append(f"{py} : library option {libname} (a name), or an array passed in the fit's input")
+        else:
+            lines.append(f"{py} : library option {libname}")
+    lines += ["random_state : None (the library's seed 1), an int seed, or a numpy RandomState/Generator",
+              "n_jobs : threads; None or -1: every core",
+              "verbose : 0 silent; 1 (True) a progress bar and the library's summary lines; 2-3 more detail",
+              "max_memory : cap on one dense allocation, bytes or '8G'; None: 80% of RAM"]
+    return "\n".join(lines)
+
+
+def _make(spec):
+    base = {"embedding": _Embedding, "cluster": _Clustering, "supervised": _Supervised}[spec.kind]
+    bases = (base,) + ((_Transform,) if spec.transform else ()) + ((_Inverse,) if spec.inverse else ())
+    namespace = {}
+    exec(_init_source(spec.params), namespace)  # noqa: S102 - our own table
+    init = namespace["__init__"]
+    init.__qualname__ = f"{spec.cls}.__init__"
+    return type(spec.cls, bases, {"__init__": init, "__doc__": _doc(spec), "_spec": spec,
+                                  "__module__": "nlembed"})
+
+
+CLASSES = {spec.cls: _make(spec) for spec in METHODS}

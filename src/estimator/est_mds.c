@@ -1,0 +1,252 @@
+/* est_mds.c — the estimator families of the distance and kernel methods:
+ * the MDS family (classical, metric, Sammon, non-metric, landmark), kernel
+ * PCA, LDA and kernel LDA; their maps x = A phi(y) and the
+ * "projection-model" file they share with PCA (the file's method names the
+ * estimator it loads into). */
+#include "estimator_internal.h"
+
+#include "../core/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const mds_methods[] = {"cmds", "mds", "sammon", "nmds", "lmds", NULL};
+static const char *const kpca_methods[] = {"kpca", NULL};
+static const char *const lda_methods[] = {"lda", "klda", NULL};
+
+static int mds_variant(const char *method) {
+  static const char *const names[] = {"cmds", "mds", "sammon", "nmds", "lmds"};
+  for (int i = 0; i < 5; i++)
+    if (!strcmp(method, names[i])) return i; /* nle_mds_method's order */
+  return -1;
+}
+static int one_variant(const char *method) { return strcmp(method, "klda") ? 0 : 1; }
+
+static void mds_init(void *opts, int variant) {
+  (void)variant;
+  nle_mds_opts_init(opts);
+}
+static void kpca_init(void *opts, int variant) {
+  (void)variant;
+  nle_kpca_opts_init(opts);
+}
+static void lda_init(void *opts, int variant) {
+  (void)variant;
+  nle_lda_opts_init(opts);
+}
+
+NLE__ENUM_NAME_OF(nle_mds_ties_name, nle_mds_ties)
+NLE__ENUM_NAME_OF(nle_pdkernel_name, nle_pdkernel_kind)
+
+#define O_INT(T, n, f, a) {n, NLE__OPT_INT, offsetof(T, f), a, NULL, NULL}
+#define O_REAL(T, n, f, a) {n, NLE__OPT_REAL, offsetof(T, f), a, NULL, NULL}
+#define KERNEL_OPTIONS(T)                                                                                  \
+  {"kernel", NLE__OPT_ENUM, offsetof(T, kernel.kind), false, nle_pdkernel_name_of, nle_pdkernel_parse}, \
+      O_REAL(T, "gamma", kernel.gamma, true), O_REAL(T, "coef0", kernel.coef0, false),                   \
+      O_INT(T, "degree", kernel.degree, false), O_INT(T, "kernel-neighbors", kernel.neighbors, false)
+
+static const nle__option mds_options[] = {
+    O_INT(nle_mds_opts, "dim", dim, false),
+    O_INT(nle_mds_opts, "starts", starts, false),
+    O_INT(nle_mds_opts, "max-iter", max_iter, false),
+    O_REAL(nle_mds_opts, "tol", tol, false),
+    {"ties", NLE__OPT_ENUM, offsetof(nle_mds_opts, ties), false, nle_mds_ties_name_of, nle_mds_ties_parse},
+    O_INT(nle_mds_opts, "landmarks", landmarks, true),
+    {NULL, 0, 0, false, NULL, NULL}};
+
+static const nle__option kpca_options[] = {O_INT(nle_kpca_opts, "dim", dim, false), KERNEL_OPTIONS(nle_kpca_opts),
+                                           {NULL, 0, 0, false, NULL, NULL}};
+
+static const nle__option lda_options[] = {O_INT(nle_lda_opts, "dim", dim, true),
+                                          O_REAL(nle_lda_opts, "ridge", ridge, true), KERNEL_OPTIONS(nle_lda_opts),
+                                          {NULL, 0, 0, false, NULL, NULL}};
+
+#define SMACOF (NLE__FOR(NLE_MDS_METRIC) | NLE__FOR(NLE_MDS_SAMMON) | NLE__FOR(NLE_MDS_NONMETRIC))
+static const nle__option_scope mds_scopes[] = {{"starts", SMACOF},
+                                               {"max-iter", SMACOF},
+                                               {"tol", SMACOF},
+                                               {"ties", NLE__FOR(NLE_MDS_NONMETRIC)},
+                                               {"landmarks", NLE__FOR(NLE_MDS_LANDMARK)},
+                                               {NULL, 0}};
+static const nle__option_scope lda_scopes[] = {{"kernel", NLE__FOR(1)},      {"gamma", NLE__FOR(1)},
+                                               {"coef0", NLE__FOR(1)},       {"degree", NLE__FOR(1)},
+                                               {"kernel-neighbors", NLE__FOR(1)}, {NULL, 0}};
+
+/* These take points or whole matrices, never a neighbour graph. */
+static nle_status no_graph(nle_estimator *e, const nle__est_input *in) {
+  if (in->knn || in->affinities)
+    return nle__fail(e->ctx, NLE_ERR_ARG, "%s: takes dense points or a dense N x N matrix, not %s", e->method,
+                     in->knn ? "a sparse matrix or graph" : "affinities");
+  return NLE_OK;
+}
+
+static nle_status take_model(nle_estimator *e, nle_projection_model **model) {
+  e->model = *model;
+  *model = NULL;
+  return NLE_OK;
+}
+
+static nle_status mds_fit(nle_estimator *e, const nle__est_input *in) {
+  nle_status s = no_graph(e, in);
+  if (s) return s;
+  nle_mds_opts o = *(const nle_mds_opts *)e->opts;
+  o.keep_model = e->keep_model && in->Y && (e->variant == NLE_MDS_CLASSICAL || e->variant == NLE_MDS_LANDMARK);
+  nle_matd *delta = NULL;
+  if (in->distances) s = nle_matf_to_matd(e->ctx, in->distances, &delta);
+  if (s) return s;
+  o.init = in->init;
+  nle_mds_input mi = {.Y = delta ? NULL : in->Y, .dissimilarities = delta, .weights = in->weights};
+  nle_mds_result *r = NULL;
+  s = nle_mds(e->ctx, (nle_mds_method)e->variant, &mi, &o, &r);
+  nle_matd_free(&delta);
+  if (s < 0) return s;
+  nle_status k = nle__est_keep_X(e, r->X);
+  if (!k) k = nle__est_keep_resolved(e, &r->resolved);
+  if (!k) {
+    take_model(e, &r->model);
+    nle__json *j = &e->report;
+    nle__est_report_options(e, &r->resolved);
+    nle__json_numbers(j, "eigenvalues", r->eigenvalues, (size_t)r->n_eigenvalues);
+    nle__json_number(j, "raw_stress", r->raw_stress);
+    nle__json_number(j, "stress1", r->stress1);
+    nle__json_number(j, "normalized_stress", r->normalized_stress);
+    nle__json_number(j, "sammon_stress", r->sammon_stress);
+    nle__json_printf(j, ", \"iterations\": %d, \"starts_run\": %d, \"best_start\": %d, \"negative_count\": %d",
+                     r->iterations, r->starts_run, r->best_start, r->negative_count);
+    nle__json_printf(j, ", \"seconds\": {\"total\": %.3f}", r->seconds);
+  }
+  nle_mds_result_free(&r);
+  return k ? k : s;
+}
+
+static nle_status kpca_fit(nle_estimator *e, const nle__est_input *in) {
+  nle_status s = no_graph(e, in);
+  if (s) return s;
+  nle_kpca_opts o = *(const nle_kpca_opts *)e->opts;
+  if (in->distances) return nle__fail(e->ctx, NLE_ERR_ARG, "kpca: takes points, or kernel precomputed and the kernel");
+  /* kernel precomputed: the N x N input is the kernel matrix K */
+  bool given = o.kernel.kind == NLE_PDK_PRECOMPUTED;
+  nle_matd *K = NULL;
+  if (given && (s = nle_matf_to_matd(e->ctx, in->Y, &K))) return s;
+  o.keep_model = e->keep_model && !given;
+  nle_kpca_result *r = NULL;
+  s = nle_kpca(e->ctx, given ? NULL : in->Y, K, &o, &r);
+  nle_matd_free(&K);
+  if (s < 0) return s;
+  nle_status k = nle__est_keep_X(e, r->X);
+  if (!k) k = nle__est_keep_resolved(e, &r->resolved);
+  if (!k) {
+    take_model(e, &r->model);
+    nle__est_report_options(e, &r->resolved);
+    nle__json_numbers(&e->report, "eigenvalues", r->eigenvalues, (size_t)r->n_eigenvalues);
+    nle__json_printf(&e->report, ", \"sparse\": %s, \"seconds\": {\"kernel\": %.3f, \"eigen\": %.3f, \"total\": %.3f}",
+                     r->sparse ? "true" : "false", r->kernel_seconds, r->eigen_seconds, r->seconds);
+  }
+  nle_kpca_result_free(&r);
+  return k ? k : s;
+}
+
+static nle_status lda_fit(nle_estimator *e, const nle__est_input *in) {
+  nle_status s = no_graph(e, in);
+  if (s) return s;
+  if (!in->Y || in->distances) return nle__fail(e->ctx, NLE_ERR_ARG, "%s: takes points", e->method);
+  if (!in->labels) return nle__fail(e->ctx, NLE_ERR_ARG, "%s: needs the labels of the points", e->method);
+  nle_lda_opts o = *(const nle_lda_opts *)e->opts;
+  o.keep_model = e->keep_model;
+  nle_lda_result *r = NULL;
+  s = e->variant ? nle_klda(e->ctx, in->Y, in->labels, &o, &r) : nle_lda(e->ctx, in->Y, in->labels, &o, &r);
+  if (s < 0) return s;
+  nle_status k = nle__est_keep_X(e, r->X);
+  if (!k) k = nle__est_keep_resolved(e, &r->resolved);
+  if (!k) {
+    take_model(e, &r->model);
+    nle__est_report_options(e, &r->resolved);
+    nle__json_numbers(&e->report, "eigenvalues", r->eigenvalues, (size_t)r->n_eigenvalues);
+    nle__json_printf(&e->report, ", \"classes\": %d, \"rank\": %d, \"seconds\": {\"total\": %.3f}", r->classes,
+                     r->rank, r->seconds);
+  }
+  nle_lda_result_free(&r);
+  return k ? k : s;
+}
+
+static nle_status transform(nle_estimator *e, const nle_matf *Y, nle_matd **X) {
+  return nle_projection_transform(e->ctx, e->model, Y, X);
+}
+
+static nle_status save(nle_estimator *e, const char *path) {
+  return nle_projection_model_save(e->ctx, e->model, path);
+}
+
+/* The file's method ("classical", "landmark", "kpca", "lda", "klda",
+ * "pca") names the estimator. */
+static nle_status load(nle_estimator *e, const char *path) {
+  nle_projection_model *p = NULL;
+  nle_status s = nle_projection_model_load(e->ctx, path, &p);
+  if (s) return s;
+  e->model = p;
+  const char *method = !strcmp(p->method, "classical") ? "cmds" : !strcmp(p->method, "landmark") ? "lmds" : p->method;
+  s = nle__est_become(e, method);
+  if (s) return s;
+  e->D = p->D;
+  /* the options the map carries */
+  if (e->family == &nle__family_kpca) {
+    nle_kpca_opts *o = e->opts;
+    o->dim = (int)p->dim;
+    o->kernel = p->kernel;
+  } else if (e->family == &nle__family_lda) {
+    nle_lda_opts *o = e->opts;
+    o->dim = (int)p->dim;
+    o->kernel = p->kernel;
+  } else if (e->family == &nle__family_mds) {
+    ((nle_mds_opts *)e->opts)->dim = (int)p->dim;
+  } else if (e->family == &nle__family_pca) {
+    ((nle_pca_opts *)e->opts)->n_components = (int)p->dim;
+  }
+  return NLE_OK;
+}
+
+static void free_model(void **model) {
+  nle_projection_model *p = *model;
+  nle_projection_model_free(&p);
+  *model = NULL;
+}
+
+const nle__family nle__family_mds = {
+    .methods = mds_methods,
+    .variant_of = mds_variant,
+    .opts_size = sizeof(nle_mds_opts),
+    .opts_init = mds_init,
+    .options = mds_options,
+    .scopes = mds_scopes,
+    .fit = mds_fit,
+    .transform = transform,
+    .file_kind = "projection-model",
+    .save = save,
+    .load = load,
+    .free_model = free_model,
+};
+
+const nle__family nle__family_kpca = {
+    .methods = kpca_methods,
+    .variant_of = one_variant,
+    .opts_size = sizeof(nle_kpca_opts),
+    .opts_init = kpca_init,
+    .options = kpca_options,
+    .fit = kpca_fit,
+    .transform = transform,
+    .save = save,
+    .free_model = free_model,
+};
+
+const nle__family nle__family_lda = {
+    .methods = lda_methods,
+    .variant_of = one_variant,
+    .opts_size = sizeof(nle_lda_opts),
+    .opts_init = lda_init,
+    .options = lda_options,
+    .scopes = lda_scopes, /* the kernel is kernel LDA's */
+    .fit = lda_fit,
+    .transform = transform,
+    .save = save,
+    .free_model = free_model,
+};

@@ -1,0 +1,128 @@
+/* est_pca.c — the estimator family of PCA: nle_pca_fit, its map kept as
+ * a linear "projection-model" x = A (y - mean) (A the components, divided
+ * by the square roots of their variances when whitened) and the reverse
+ * map y = mean + A^+ x. */
+#include "estimator_internal.h"
+
+#include "../core/internal.h"
+#include "../mds/mds_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+static const char *const methods[] = {"pca", NULL};
+
+static int variant_of(const char *method) {
+  (void)method;
+  return 0;
+}
+
+static void opts_init(void *opts, int variant) {
+  (void)variant;
+  nle_pca_opts_init(opts);
+}
+
+NLE__ENUM_NAME_OF(nle_pca_solver_name, nle_pca_solver)
+
+static const nle__option options[] = {
+    {"dim", NLE__OPT_INT, offsetof(nle_pca_opts, n_components), false, NULL, NULL},
+    {"center", NLE__OPT_BOOL, offsetof(nle_pca_opts, center), false, NULL, NULL},
+    {"whiten", NLE__OPT_BOOL, offsetof(nle_pca_opts, whiten), false, NULL, NULL},
+    {"solver", NLE__OPT_ENUM, offsetof(nle_pca_opts, solver), true, nle_pca_solver_name_of, nle_pca_solver_parse},
+    {"oversample", NLE__OPT_INT, offsetof(nle_pca_opts, oversample), false, NULL, NULL},
+    {"power-iters", NLE__OPT_INT, offsetof(nle_pca_opts, power_iters), false, NULL, NULL},
+    {NULL, 0, 0, false, NULL, NULL}};
+
+/* The PCA model as the linear map the projection model files hold. */
+static nle_status as_projection(nle_ctx *ctx, const nle_pca_model *m, nle_projection_model **out) {
+  size_t D = (size_t)m->dim, d = (size_t)m->n_components;
+  nle_status s = nle__projection_new(ctx, "pca", NLE_MAP_LINEAR, 0, D, d, NULL, out);
+  if (s) return s;
+  nle_projection_model *p = *out;
+  memcpy(p->mean, m->mean, D * sizeof *p->mean);
+  for (size_t t = 0; t < d; t++) {
+    double scale = m->whiten && m->explained_variance[t] > 0 ? 1.0 / sqrt(m->explained_variance[t]) : 1.0;
+    for (size_t j = 0; j < D; j++) p->A[t * D + j] = scale * m->components[t * D + j];
+  }
+  return NLE_OK;
+}
+
+static nle_status fit(nle_estimator *e, const nle__est_input *in) {
+  if (!in->Y || in->distances) return nle__fail(e->ctx, NLE_ERR_ARG, "pca: takes dense points");
+  const nle_pca_opts *o = e->opts;
+  nle_pca_model *m = NULL;
+  nle_status s = nle_pca_fit(e->ctx, in->Y, o, &m);
+  nle_matd *X = NULL;
+  if (!s) s = nle_pca_transform(e->ctx, m, in->Y, &X);
+  if (!s) s = nle__est_keep_resolved(e, o);
+  if (!s) {
+    ((nle_pca_opts *)e->resolved)->solver = m->solver_used;
+    e->X = X;
+    X = NULL;
+    if (e->keep_model) {
+      nle_projection_model *p = NULL;
+      s = as_projection(e->ctx, m, &p);
+      e->model = p;
+    }
+  }
+  if (!s) {
+    nle__est_report_options(e, e->resolved);
+    nle__json_numbers(&e->report, "explained_variance", m->explained_variance, (size_t)m->n_components);
+    nle__json_number(&e->report, "total_variance", m->total_variance);
+  }
+  nle_matd_free(&X);
+  nle_pca_model_free(&m);
+  return s;
+}
+
+static nle_status transform(nle_estimator *e, const nle_matf *Y, nle_matd **X) {
+  return nle_projection_transform(e->ctx, e->model, Y, X);
+}
+
+/* y = mean + A^+ x: A's rows are orthogonal, so A^+ = A^T diag(1 / |a_t|^2). */
+static nle_status inverse(nle_estimator *e, const nle_matd *X, nle_matf **Y) {
+  const nle_projection_model *p = e->model;
+  size_t D = p->D, d = p->dim;
+  nle_status s = nle_matf_alloc(e->ctx, X->rows, D, Y);
+  if (s) return s;
+  double norms[64 + 1];
+  double *norm2 = d <= 64 ? norms : NULL;
+  if (!norm2) return nle__fail(e->ctx, NLE_ERR_ARG, "pca: inverse of more than 64 components");
+  for (size_t t = 0; t < d; t++) {
+    double n2 = 0;
+    for (size_t j = 0; j < D; j++) n2 += p->A[t * D + j] * p->A[t * D + j];
+    norm2[t] = n2 > 0 ? n2 : 1;
+  }
+  for (size_t i = 0; i < X->rows; i++) {
+    float *y = (*Y)->data + i * D;
+    for (size_t j = 0; j < D; j++) {
+      double v = p->mean[j];
+      for (size_t t = 0; t < d; t++) v += X->data[i * d + t] / norm2[t] * p->A[t * D + j];
+      y[j] = (float)v;
+    }
+  }
+  return NLE_OK;
+}
+
+static nle_status save(nle_estimator *e, const char *path) {
+  return nle_projection_model_save(e->ctx, e->model, path);
+}
+
+static void free_model(void **model) {
+  nle_projection_model *p = *model;
+  nle_projection_model_free(&p);
+  *model = NULL;
+}
+
+const nle__family nle__family_pca = {
+    .methods = methods,
+    .variant_of = variant_of,
+    .opts_size = sizeof(nle_pca_opts),
+    .opts_init = opts_init,
+    .options = options,
+    .fit = fit,
+    .transform = transform,
+    .inverse = inverse,
+    .save = save,
+    .free_model = free_model,
+};

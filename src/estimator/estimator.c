@@ -1,0 +1,582 @@
+/* estimator.c — the estimator's front door: a method by name, its options
+ * by name (the family's table), the input made by the metric (rows made
+ * unit, sparse rows or precomputed distances searched into a kNN graph,
+ * dense affinities made sparse), the fit through the family's front door,
+ * the report, and the model file. */
+#include "estimator_internal.h"
+
+#include "../core/internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const nle__family *const families[] = {&nle__family_embed, &nle__family_pca,  &nle__family_spectral,
+                                              &nle__family_cluster, &nle__family_mds, &nle__family_kpca,
+                                              &nle__family_lda, &nle__family_kem};
+enum { N_FAMILIES = sizeof families / sizeof *families };
+
+/* --- JSON ----------------------------------------------------------------- */
+
+void nle__json_printf(nle__json *j, const char *fmt, ...) {
+  if (j->failed) return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    size_t room = j->cap - j->len;
+    int n = vsnprintf(j->text ? j->text + j->len : NULL, j->text ? room : 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+      j->failed = true;
+      return;
+    }
+    if (j->text && (size_t)n < room) {
+      j->len += (size_t)n;
+      return;
+    }
+    size_t cap = j->cap ? j->cap : 256;
+    while (cap < j->len + (size_t)n + 1) cap *= 2;
+    char *t = realloc(j->text, cap);
+    if (!t) {
+      j->failed = true;
+      return;
+    }
+    j->text = t;
+    j->cap = cap;
+  }
+}
+
+void nle__json_number(nle__json *j, const char *key, double v) {
+  if (isfinite(v)) nle__json_printf(j, ", \"%s\": %.10g", key, v);
+  else nle__json_printf(j, ", \"%s\": null", key);
+}
+
+/* The inside of a JSON string: quotes, backslashes and control bytes
+ * escaped. */
+static void json_escaped(nle__json *j, const char *s) {
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') nle__json_printf(j, "\\%c", c);
+    else if (c < 0x20) nle__json_printf(j, "\\u%04x", c);
+    else nle__json_printf(j, "%c", c);
+  }
+}
+
+void nle__json_string(nle__json *j, const char *key, const char *v) {
+  nle__json_printf(j, ", \"%s\": \"", key);
+  json_escaped(j, v ? v : "");
+  nle__json_printf(j, "\"");
+}
+
+void nle__json_numbers(nle__json *j, const char *key, const double *v, size_t n) {
+  nle__json_printf(j, ", \"%s\": [", key);
+  for (size_t i = 0; i < n; i++) {
+    if (isfinite(v[i])) nle__json_printf(j, "%s%.10g", i ? ", " : "", v[i]);
+    else nle__json_printf(j, "%snull", i ? ", " : "");
+  }
+  nle__json_printf(j, "]");
+}
+
+/* --- methods and options --------------------------------------------------- */
+
+const char *nle_estimator_method_name(int i) {
+  for (int f = 0; f < N_FAMILIES; f++)
+    for (const char *const *m = families[f]->methods; *m; m++)
+      if (i-- == 0) return *m;
+  return NULL;
+}
+
+static const nle__family *family_of(const char *method) {
+  for (int f = 0; f < N_FAMILIES; f++)
+    for (const char *const *m = families[f]->methods; *m; m++)
+      if (!strcmp(*m, method)) return families[f];
+  return NULL;
+}
+
+/* Every method's own options follow these two. */
+static const char *const common_options[] = {"metric", "keep-model"};
+enum { N_COMMON = 2 };
+
+/* Whether the estimator's method takes the option (its family's scopes). */
+static bool takes(const nle_estimator *e, const nle__option *o) {
+  for (const nle__option_scope *sc = e->family->scopes; sc && sc->name; sc++)
+    if (!strcmp(sc->name, o->name)) return (sc->variants & NLE__FOR(e->variant)) != 0;
+  return true;
+}
+
+const char *nle_estimator_option(const nle_estimator *e, int i) {
+  if (!e || i < 0) return NULL;
+  if (i < N_COMMON) return common_options[i];
+  for (const nle__option *o = e->family->options; o->name; o++)
+    if (takes(e, o) && i-- == N_COMMON) return o->name;
+  return NULL;
+}
+
+/* The option's name with '_' read as '-', into buf. */
+static void canonical(const char *name, char *buf, size_t cap) {
+  size_t i = 0;
+  for (; name[i] && i + 1 < cap; i++) buf[i] = name[i] == '_' ? '-' : name[i];
+  buf[i] = '\0';
+}
+
+/* The method's option of that name; NULL with the error set (naming the
+ * methods that take it, when other methods of the family do). */
+static const nle__option *find_option(const nle_estimator *e, const char *name) {
+  for (const nle__option *o = e->family->options; o->name; o++) {
+    if (strcmp(o->name, name)) continue;
+    if (takes(e, o)) return o;
+    char list[256];
+    size_t used = 0;
+    list[0] = '\0';
+    for (const nle__option_scope *sc = e->family->scopes; sc->name; sc++)
+      if (!strcmp(sc->name, name))
+        for (const char *const *m = e->family->methods; *m && used < sizeof list; m++)
+          if (sc->variants & NLE__FOR(e->family->variant_of(*m)))
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", used ? ", " : "", *m);
+    nle__fail(e->ctx, NLE_ERR_VALUE, "%s: option %s is for %s", e->method, name, list);
+    return NULL;
+  }
+  nle__fail(e->ctx, NLE_ERR_VALUE, "%s: no option '%s'", e->method, name);
+  return NULL;
+}
+
+nle_status nle_estimator_new(nle_ctx *ctx, const char *method, nle_estimator **out) {
+  if (!ctx || !method || !out) return ctx ? nle__fail(ctx, NLE_ERR_ARG, "estimator: NULL argument") : NLE_ERR_ARG;
+  *out = NULL;
+  const nle__family *f = family_of(method);
+  if (!f) {
+    char list[512];
+    size_t used = 0;
+    list[0] = '\0';
+    for (int i = 0; nle_estimator_method_name(i) && used < sizeof list; i++)
+      used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", nle_estimator_method_name(i));
+    return nle__fail(ctx, NLE_ERR_VALUE, "estimator: unknown method '%s' (one of %s)", method, list);
+  }
+  nle_estimator *e = calloc(1, sizeof *e);
+  if (e) e->opts = calloc(1, f->opts_size);
+  if (!e || !e->opts) {
+    free(e);
+    return nle__fail(ctx, NLE_ERR_NOMEM, "estimator: out of memory");
+  }
+  e->ctx = ctx;
+  e->family = f;
+  e->variant = f->variant_of(method);
+  snprintf(e->method, sizeof e->method, "%s", method);
+  f->opts_init(e->opts, e->variant);
+  e->metric = NLE_METRIC_EUCLIDEAN;
+  e->keep_model = true;
+  *out = e;
+  return NLE_OK;
+}
+
+/* What a fit leaves, released before the next and at the end. */
+static void release_fit(nle_estimator *e) {
+  nle_matd_free(&e->X);
+  free(e->labels);
+  e->labels = NULL;
+  free(e->resolved);
+  e->resolved = NULL;
+  if (e->model) e->family->free_model(&e->model);
+  free(e->report.text);
+  e->report = (nle__json){0};
+  e->fitted = false;
+}
+
+static void release_input(nle_estimator *e) {
+  nle_matf_free(&e->Y_metric);
+  nle_csr_free(&e->knn_built);
+  nle_csr_free(&e->affinities_built);
+}
+
+void nle_estimator_free(nle_estimator **pe) {
+  if (!pe || !*pe) return;
+  nle_estimator *e = *pe;
+  release_fit(e);
+  release_input(e);
+  free(e->opts);
+  free(e);
+  *pe = NULL;
+}
+
+const char *nle_estimator_method(const nle_estimator *e) { return e ? e->method : NULL; }
+
+nle_status nle__est_become(nle_estimator *e, const char *method) {
+  const nle__family *f = family_of(method);
+  if (!f) return nle__fail(e->ctx, NLE_ERR_FORMAT, "a model of an unknown method '%s'", method);
+  void *opts = calloc(1, f->opts_size);
+  if (!opts) return nle__fail(e->ctx, NLE_ERR_NOMEM, "%s: out of memory", method);
+  free(e->opts);
+  e->opts = opts;
+  e->family = f;
+  e->variant = f->variant_of(method);
+  snprintf(e->method, sizeof e->method, "%s", method);
+  f->opts_init(e->opts, e->variant);
+  return NLE_OK;
+}
+
+static nle_status bad_value(nle_estimator *e, const nle__option *o, const char *value) {
+  const char *takes = o->kind == NLE__OPT_INT ? "an integer" : o->kind == NLE__OPT_REAL ? "a number" : "true or false";
+  if (o->kind == NLE__OPT_ENUM) {
+    char list[512];
+    size_t used = 0;
+    list[0] = '\0';
+    for (int v = 0; used < sizeof list && strcmp(o->enum_name(v), "unknown"); v++)
+      used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", v ? ", " : "", o->enum_name(v));
+    return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: option %s takes %s%s, not '%s'", e->method, o->name,
+                     o->auto_ok ? "auto, " : "", list, value);
+  }
+  return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: option %s takes %s%s, not '%s'", e->method, o->name, takes,
+                   o->auto_ok ? " or auto" : "", value);
+}
+
+static bool parse_bool(const char *s, bool *out) {
+  if (!strcmp(s, "true") || !strcmp(s, "1") || !strcmp(s, "yes")) *out = true;
+  else if (!strcmp(s, "false") || !strcmp(s, "0") || !strcmp(s, "no")) *out = false;
+  else return false;
+  return true;
+}
+
+nle_status nle_estimator_set(nle_estimator *e, const char *name, const char *value) {
+  if (!e || !name || !value) return e ? nle__fail(e->ctx, NLE_ERR_ARG, "estimator_set: NULL argument") : NLE_ERR_ARG;
+  char key[64];
+  canonical(name, key, sizeof key);
+  if (!strcmp(key, "metric")) {
+    int m = nle_metric_parse(value);
+    if (m < 0)
+      return nle__fail(e->ctx, NLE_ERR_VALUE,
+                       "%s: option metric takes euclidean, cosine, correlation, precomputed or affinities, not '%s'",
+                       e->method, value);
+    e->metric = (nle_metric)m;
+    return NLE_OK;
+  }
+  if (!strcmp(key, "keep-model")) {
+    if (!parse_bool(value, &e->keep_model))
+      return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: option keep-model takes true or false, not '%s'", e->method, value);
+    return NLE_OK;
+  }
+  const nle__option *o = find_option(e, key);
+  if (!o) return NLE_ERR_VALUE;
+  char *field = (char *)e->opts + o->offset;
+  bool is_auto = !strcmp(value, "auto");
+  if (is_auto && !o->auto_ok) return bad_value(e, o, value);
+  char *end = NULL;
+  switch (o->kind) {
+  case NLE__OPT_INT: {
+    if (is_auto) {
+      *(int *)field = NLE_AUTO;
+      return NLE_OK;
+    }
+    long long v = strtoll(value, &end, 10);
+    if (end == value || *end || v < -2147483647LL || v > 2147483647LL) return bad_value(e, o, value);
+    *(int *)field = (int)v;
+    return NLE_OK;
+  }
+  case NLE__OPT_REAL: {
+    if (is_auto) {
+      *(double *)field = NLE_AUTO;
+      return NLE_OK;
+    }
+    double v = strtod(value, &end);
+    if (end == value || *end || !isfinite(v)) return bad_value(e, o, value);
+    *(double *)field = v;
+    return NLE_OK;
+  }
+  case NLE__OPT_BOOL: {
+    bool b;
+    if (!parse_bool(value, &b)) return bad_value(e, o, value);
+    *(bool *)field = b;
+    return NLE_OK;
+  }
+  case NLE__OPT_ENUM: {
+    int v = o->enum_parse(value);
+    if (v == -1 || (v == NLE_AUTO && !o->auto_ok)) return bad_value(e, o, value);
+    *(int *)field = v;
+    return NLE_OK;
+  }
+  }
+  return NLE_ERR_ARG;
+}
+
+/* The value of option o in the struct at base, as text. */
+static void option_text(const nle__option *o, const void *base, char *buf, size_t cap) {
+  const char *field = (const char *)base + o->offset;
+  switch (o->kind) {
+  case NLE__OPT_INT: {
+    int v = *(const int *)field;
+    if (v == NLE_AUTO) snprintf(buf, cap, "auto");
+    else snprintf(buf, cap, "%d", v);
+    return;
+  }
+  case NLE__OPT_REAL: {
+    double v = *(const double *)field;
+    if (v == NLE_AUTO) snprintf(buf, cap, "auto");
+    else snprintf(buf, cap, "%.17g", v);
+    return;
+  }
+  case NLE__OPT_BOOL: snprintf(buf, cap, "%s", *(const bool *)field ? "true" : "false"); return;
+  case NLE__OPT_ENUM: {
+    int v = *(const int *)field;
+    snprintf(buf, cap, "%s", v == NLE_AUTO ? "auto" : o->enum_name(v));
+    return;
+  }
+  }
+}
+
+nle_status nle_estimator_get(const nle_estimator *e, const char *name, char *buf, size_t cap) {
+  if (!e || !name || !buf || !cap) return NLE_ERR_ARG;
+  char key[64];
+  canonical(name, key, sizeof key);
+  if (!strcmp(key, "metric")) {
+    snprintf(buf, cap, "%s", nle_metric_name(e->metric));
+    return NLE_OK;
+  }
+  if (!strcmp(key, "keep-model")) {
+    snprintf(buf, cap, "%s", e->keep_model ? "true" : "false");
+    return NLE_OK;
+  }
+  const nle__option *o = find_option(e, key);
+  if (!o) return NLE_ERR_VALUE;
+  option_text(o, e->resolved ? e->resolved : e->opts, buf, cap);
+  return NLE_OK;
+}
+
+/* --- shared by the families ------------------------------------------------ */
+
+nle_status nle__est_need_model(nle_estimator *e, const char *what) {
+  if (!e->fitted) return nle__fail(e->ctx, NLE_ERR_ARG, "%s: %s before a fit", e->method, what);
+  if (!e->model && e->input_kind)
+    return nle__fail(e->ctx, NLE_ERR_ARG, "%s: a fit on %s input keeps no model: %s takes a fit on dense points",
+                     e->method, e->input_kind, what);
+  if (!e->model)
+    return nle__fail(e->ctx, NLE_ERR_ARG, "%s: %s needs the model of a fit with keep-model true", e->method, what);
+  return NLE_OK;
+}
+
+nle_status nle__est_keep_resolved(nle_estimator *e, const void *resolved) {
+  free(e->resolved);
+  e->resolved = malloc(e->family->opts_size);
+  if (!e->resolved) return nle__fail(e->ctx, NLE_ERR_NOMEM, "%s: out of memory", e->method);
+  memcpy(e->resolved, resolved, e->family->opts_size);
+  return NLE_OK;
+}
+
+void nle__est_report_options(nle_estimator *e, const void *opts) {
+  nle__json_printf(&e->report, ", \"options\": {\"metric\": \"%s\"", nle_metric_name(e->metric));
+  for (const nle__option *o = e->family->options; o->name; o++) {
+    if (!takes(e, o)) continue;
+    char v[64];
+    option_text(o, opts, v, sizeof v);
+    if (o->kind == NLE__OPT_ENUM || !strcmp(v, "auto")) nle__json_string(&e->report, o->name, v);
+    else nle__json_printf(&e->report, ", \"%s\": %s", o->name, v);
+  }
+  nle__json_printf(&e->report, "}");
+}
+
+nle_status nle__est_keep_X(nle_estimator *e, const nle_matd *X) {
+  nle_matd_free(&e->X);
+  nle_status s = nle_matd_alloc(e->ctx, X->rows, X->cols, &e->X);
+  if (s) return s;
+  memcpy(e->X->data, X->data, X->rows * X->cols * sizeof *X->data);
+  return NLE_OK;
+}
+
+nle_status nle__est_metric_rows(nle_estimator *e, const nle_matf *Y, nle_matf **copy, const nle_matf **use) {
+  *copy = NULL;
+  *use = Y;
+  if (e->metric == NLE_METRIC_EUCLIDEAN) return NLE_OK;
+  if (e->metric != NLE_METRIC_COSINE && e->metric != NLE_METRIC_CORRELATION)
+    return nle__fail(e->ctx, NLE_ERR_ARG, "%s: new points cannot be mapped by a model fitted on %s input", e->method,
+                     nle_metric_name(e->metric));
+  nle_status s = nle_metric_rows(e->ctx, Y, e->metric, copy);
+  if (!s) *use = *copy;
+  return s;
+}
+
+/* --- fit -------------------------------------------------------------------- */
+
+static bool rows_metric(nle_metric m) {
+  return m == NLE_METRIC_EUCLIDEAN || m == NLE_METRIC_COSINE || m == NLE_METRIC_CORRELATION;
+}
+
+/* The input made by the metric into what the family's front door takes. */
+static nle_status prepare_input(nle_estimator *e, const nle_estimator_input *input, nle__est_input *in) {
+  nle_ctx *ctx = e->ctx;
+  const nle_matf *Y = input->Y;
+  const nle_csr *S = input->sparse;
+  if (!Y == !S) return nle__fail(ctx, NLE_ERR_ARG, "%s: fit takes exactly one of dense Y and sparse input", e->method);
+  size_t n = Y ? Y->rows : (size_t)S->rows, D = Y ? Y->cols : (size_t)S->cols;
+  if (n == 0 || D == 0) return nle__fail(ctx, NLE_ERR_VALUE, "%s: the input is empty (%zu x %zu)", e->method, n, D);
+  if (Y && !Y->data) return nle__fail(ctx, NLE_ERR_ARG, "%s: Y has no data", e->method);
+  if (S) {
+    nle_status s = nle_csr_validate(ctx, S);
+    if (s) return s;
+  }
+  bool starts = e->family == &nle__family_embed || (e->family == &nle__family_mds && e->variant != NLE_MDS_CLASSICAL &&
+                                                    e->variant != NLE_MDS_LANDMARK);
+  if (input->init && !starts) return nle__fail(ctx, NLE_ERR_ARG, "%s: takes no given start (init)", e->method);
+  if (input->weights && !(e->family == &nle__family_mds && e->variant == NLE_MDS_METRIC))
+    return nle__fail(ctx, NLE_ERR_ARG, "%s: takes no weights (metric MDS does)", e->method);
+  *in = (nle__est_input){
+      .labels = input->labels, .source = input->source, .init = input->init, .weights = input->weights, .n = n};
+  e->n = n;
+  e->D = D;
+  e->input_kind = S && rows_metric(e->metric) ? "sparse rows" : !rows_metric(e->metric) ? nle_metric_name(e->metric) : NULL;
+  int k = e->family->graph_k ? e->family->graph_k(e, n) : 0;
+  bool rows = e->metric == NLE_METRIC_EUCLIDEAN || e->metric == NLE_METRIC_COSINE ||
+              e->metric == NLE_METRIC_CORRELATION;
+  if (!rows && n != D)
+    return nle__fail(ctx, NLE_ERR_VALUE, "%s: metric %s takes an N x N matrix, not %zu x %zu", e->method,
+                     nle_metric_name(e->metric), n, D);
+  if (rows && Y) { /* points: the method searches them itself */
+    const nle_matf *use;
+    nle_status s = nle__est_metric_rows(e, Y, &e->Y_metric, &use);
+    in->Y = use;
+    return s;
+  }
+  if (e->metric == NLE_METRIC_AFFINITIES) {
+    if (S) {
+      in->affinities = S;
+      return NLE_OK;
+    }
+    nle_status s = nle_csr_from_dense(ctx, Y, &e->affinities_built);
+    in->affinities = e->affinities_built;
+    return s;
+  }
+  if (Y) in->distances = Y; /* precomputed: the MDS family takes them whole */
+  if (k <= 0) {
+    if (Y) return NLE_OK;
+    return nle__fail(ctx, NLE_ERR_ARG, "%s: takes dense %s, not a sparse matrix%s", e->method,
+                     rows ? "points" : "distances",
+                     e->family == &nle__family_spectral ? " (the method needs the points themselves)" : "");
+  }
+  nle_status s = nle_metric_graph(ctx, e->metric, Y, S, k, NLE_KNN_AUTO, NULL, &e->knn_built, NULL);
+  in->knn = e->knn_built;
+  return s;
+}
+
+nle_status nle_estimator_fit(nle_estimator *e, const nle_estimator_input *input) {
+  if (!e || !input) return e ? nle__fail(e->ctx, NLE_ERR_ARG, "estimator_fit: NULL argument") : NLE_ERR_ARG;
+  release_fit(e);
+  nle__est_input in;
+  nle_status s = prepare_input(e, input, &in);
+  if (s >= 0) {
+    nle__json_printf(&e->report, "{\"method\": \"%s\", \"n\": %zu, \"D\": %zu", e->method, e->n, e->D);
+    s = e->family->fit(e, &in);
+    nle__json_printf(&e->report, "}");
+  }
+  release_input(e);
+  if (s < 0) {
+    release_fit(e);
+    return s;
+  }
+  if (e->report.failed) return nle__fail(e->ctx, NLE_ERR_NOMEM, "%s: out of memory for the report", e->method);
+  e->fitted = true;
+  return s;
+}
+
+const nle_matd *nle_estimator_embedding(const nle_estimator *e) { return e && e->fitted ? e->X : NULL; }
+
+const int32_t *nle_estimator_labels(const nle_estimator *e, size_t *n) {
+  if (n) *n = e && e->labels ? e->n : 0;
+  return e && e->fitted ? e->labels : NULL;
+}
+
+const char *nle_estimator_report(const nle_estimator *e) {
+  return e && e->fitted && e->report.text ? e->report.text : "{}";
+}
+
+/* --- new points ------------------------------------------------------------- */
+
+static nle_status check_new_points(nle_estimator *e, const char *what, size_t rows, size_t cols, size_t want) {
+  if (cols != want)
+    return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: %s takes rows of %zu values (as the fit), not %zu", e->method, what,
+                     want, cols);
+  if (rows == 0) return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: %s of no rows", e->method, what);
+  return NLE_OK;
+}
+
+nle_status nle_estimator_transform(nle_estimator *e, const nle_matf *Ynew, nle_matd **X) {
+  if (!e || !Ynew || !X) return e ? nle__fail(e->ctx, NLE_ERR_ARG, "transform: NULL argument") : NLE_ERR_ARG;
+  *X = NULL;
+  nle_status s = nle__est_need_model(e, "transform");
+  if (!s) s = check_new_points(e, "transform", Ynew->rows, Ynew->cols, e->D);
+  if (s) return s;
+  if (!e->family->transform)
+    return nle__fail(e->ctx, NLE_ERR_ARG, "%s: has no map for new points", e->method);
+  nle_matf *copy;
+  const nle_matf *use;
+  s = nle__est_metric_rows(e, Ynew, &copy, &use);
+  if (!s) s = e->family->transform(e, use, X);
+  nle_matf_free(&copy);
+  return s;
+}
+
+nle_status nle_estimator_inverse(nle_estimator *e, const nle_matd *X, nle_matf **Y) {
+  if (!e || !X || !Y) return e ? nle__fail(e->ctx, NLE_ERR_ARG, "inverse: NULL argument") : NLE_ERR_ARG;
+  *Y = NULL;
+  nle_status s = nle__est_need_model(e, "inverse");
+  if (!s && e->X) s = check_new_points(e, "inverse", X->rows, X->cols, e->X->cols);
+  if (s) return s;
+  if (!e->family->inverse)
+    return nle__fail(e->ctx, NLE_ERR_ARG, "%s: has no map from the embedding back to the data", e->method);
+  return e->family->inverse(e, X, Y);
+}
+
+nle_status nle_estimator_predict(nle_estimator *e, const nle_matf *Ynew, int32_t *labels) {
+  if (!e || !Ynew || !labels) return e ? nle__fail(e->ctx, NLE_ERR_ARG, "predict: NULL argument") : NLE_ERR_ARG;
+  if (!e->family->predict) return nle__fail(e->ctx, NLE_ERR_ARG, "%s: is not a clustering", e->method);
+  nle_matd *X = NULL;
+  nle_status s = nle_estimator_transform(e, Ynew, &X);
+  if (s >= 0) {
+    nle_status p = e->family->predict(e, X, labels);
+    if (p) s = p;
+  }
+  nle_matd_free(&X);
+  return s;
+}
+
+/* --- model files ------------------------------------------------------------ */
+
+nle_status nle_estimator_save(nle_estimator *e, const char *path) {
+  if (!e || !path) return e ? nle__fail(e->ctx, NLE_ERR_ARG, "save: NULL argument") : NLE_ERR_ARG;
+  nle_status s = nle__est_need_model(e, "save");
+  if (s) return s;
+  return e->family->save(e, path);
+}
+
+nle_status nle_estimator_load(nle_ctx *ctx, const char *path, nle_estimator **out) {
+  if (!ctx || !path || !out) return ctx ? nle__fail(ctx, NLE_ERR_ARG, "load: NULL argument") : NLE_ERR_ARG;
+  *out = NULL;
+  char kind[64];
+  nle_status s = nle_file_kind(ctx, path, kind, sizeof kind);
+  if (s) return s;
+  const nle__family *f = NULL;
+  for (int i = 0; i < N_FAMILIES && !f; i++)
+    if (families[i]->file_kind && !strcmp(families[i]->file_kind, kind)) f = families[i];
+  if (!f) return nle__fail(ctx, NLE_ERR_FORMAT, "%s: a %s file, not a model an estimator loads", path, kind);
+  /* the family's first method until the file says which */
+  s = nle_estimator_new(ctx, f->methods[0], out);
+  if (s) return s;
+  nle_estimator *e = *out;
+  s = f->load(e, path);
+  if (s) {
+    nle_estimator_free(out);
+    return s;
+  }
+  if (!e->resolved) s = nle__est_keep_resolved(e, e->opts);
+  if (!s) {
+    nle__json_printf(&e->report, "{\"method\": \"%s\", \"n\": %zu, \"D\": %zu, \"loaded\": true", e->method, e->n,
+                     e->D);
+    nle__json_string(&e->report, "file", path);
+    nle__est_report_options(e, e->resolved);
+    nle__json_printf(&e->report, "}");
+  }
+  if (!s && e->report.failed) s = nle__fail(ctx, NLE_ERR_NOMEM, "%s: out of memory", path);
+  if (s) {
+    nle_estimator_free(out);
+    return s;
+  }
+  e->fitted = true;
+  return NLE_OK;
+}

@@ -1,0 +1,139 @@
+/* estimator_internal.h — what the estimator's front door (estimator.c) and
+ * its method families (one file each: est_embed.c, est_spectral.c,
+ * est_mds.c, est_kem.c, est_pca.c) share: the option tables by name, the
+ * family type table, the input as the metric made it, and a JSON builder. */
+#ifndef NLE_ESTIMATOR_INTERNAL_H
+#define NLE_ESTIMATOR_INTERNAL_H
+
+#include "nlembed.h"
+#include "nlembed/estimator.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+
+/* An option by name: the tool's long option, the kind of its value, where
+ * it lives in the family's options struct. Ranges are the front doors'
+ * checks (each names the option); the table only reads the text. */
+typedef enum { NLE__OPT_INT, NLE__OPT_REAL, NLE__OPT_BOOL, NLE__OPT_ENUM } nle__opt_kind;
+
+typedef struct {
+  const char *name;
+  nle__opt_kind kind;
+  size_t offset;
+  bool auto_ok;                     /* "auto" is NLE_AUTO */
+  const char *(*enum_name)(int);    /* NLE__OPT_ENUM */
+  int (*enum_parse)(const char *);  /* -1 if unknown (NLE_AUTO for "auto") */
+} nle__option;
+
+/* The methods of a family that take an option (bit 1 << variant), for the
+ * options that are not every method's; the rest are. */
+typedef struct {
+  const char *name;
+  unsigned variants;
+} nle__option_scope;
+
+#define NLE__FOR(v) (1u << (unsigned)(v))
+
+/* An int-typed wrapper of a public name function of an enum. */
+#define NLE__ENUM_NAME_OF(fn, type) \
+  static const char *fn##_of(int v) { return fn((type)v); }
+
+/* JSON text grown as it is written (out of memory: `failed`, the text
+ * cut). */
+typedef struct {
+  char *text;
+  size_t len, cap;
+  bool failed;
+} nle__json;
+
+void nle__json_printf(nle__json *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* ", \"key\": value" with the number as JSON allows (null when not finite). */
+void nle__json_number(nle__json *j, const char *key, double v);
+void nle__json_string(nle__json *j, const char *key, const char *v);
+/* ", \"key\": [v0, v1, ...]" */
+void nle__json_numbers(nle__json *j, const char *key, const double *v, size_t n);
+
+/* The fit's input as the metric made it: at most one of the three. */
+typedef struct {
+  const nle_matf *Y;          /* points (rows made unit for cosine and
+                                 correlation) */
+  const nle_csr *knn;         /* a kNN graph of squared distances (sparse
+                                 points searched, or precomputed distances) */
+  const nle_csr *affinities;  /* W */
+  const nle_matf *distances;  /* precomputed dense distances (N x N), kept
+                                 for the families that take them whole */
+  const int32_t *labels;
+  const char *source;
+  const nle_matd *init;       /* a given start, or NULL */
+  const nle_matd *weights;    /* metric MDS's weights, or NULL */
+  size_t n;
+} nle__est_input;
+
+struct nle__family;
+
+struct nle_estimator {
+  nle_ctx *ctx;
+  const struct nle__family *family;
+  int variant;               /* the family's method value */
+  char method[16];
+  void *opts;                /* the family's options struct */
+  void *resolved;            /* after a fit: the options as they ran */
+  nle_metric metric;
+  bool keep_model;
+  bool fitted;
+  const char *input_kind;    /* the fit's input when not dense points ("sparse
+                                rows", "precomputed", "affinities"), else NULL */
+  size_t n, D;
+  nle_matd *X;               /* the embedding (owned) */
+  int32_t *labels;           /* a clustering's (owned) */
+  void *model;               /* the family's out-of-sample model (owned) */
+  nle__json report;
+  /* the input converted by the metric, owned while fitting */
+  nle_matf *Y_metric;
+  nle_csr *knn_built, *affinities_built;
+};
+
+typedef struct nle__family {
+  const char *const *methods;       /* NULL-terminated */
+  int (*variant_of)(const char *method);
+  size_t opts_size;
+  void (*opts_init)(void *opts, int variant);
+  const nle__option *options;       /* {NULL}-terminated */
+  const nle__option_scope *scopes;  /* {NULL}-terminated, or NULL */
+  /* the kNN size the family's graph uses (for sparse points and
+   * precomputed distances, searched before the front door), or 0 when the
+   * family takes no graph */
+  int (*graph_k)(const nle_estimator *e, size_t n);
+  /* runs the front door: sets e->X, e->model (keep_model), e->resolved and
+   * the report's family fields */
+  nle_status (*fit)(nle_estimator *e, const nle__est_input *in);
+  nle_status (*transform)(nle_estimator *e, const nle_matf *Y, nle_matd **X);
+  nle_status (*inverse)(nle_estimator *e, const nle_matd *X, nle_matf **Y);
+  nle_status (*predict)(nle_estimator *e, const nle_matd *X, int32_t *labels);
+  const char *file_kind;            /* its model file's kind */
+  nle_status (*save)(nle_estimator *e, const char *path);
+  /* reads the model file: sets e->model, e->variant, e->X and e->resolved */
+  nle_status (*load)(nle_estimator *e, const char *path);
+  void (*free_model)(void **model);
+} nle__family;
+
+extern const nle__family nle__family_embed, nle__family_spectral, nle__family_cluster, nle__family_mds,
+    nle__family_kpca, nle__family_lda, nle__family_kem, nle__family_pca;
+
+/* The estimator made one of `method` (a loaded file said which), options
+ * at their defaults; the model it holds is kept (the families sharing a
+ * file kind free models alike). */
+nle_status nle__est_become(nle_estimator *e, const char *method);
+/* A transform needs a fitted model: NLE_ERR_ARG naming what is missing. */
+nle_status nle__est_need_model(nle_estimator *e, const char *what);
+/* e->resolved as a copy of the options struct the run reported. */
+nle_status nle__est_keep_resolved(nle_estimator *e, const void *resolved);
+/* The options' values into the report, from `opts` (the resolved ones). */
+void nle__est_report_options(nle_estimator *e, const void *opts);
+/* A copy of the embedding into e->X. */
+nle_status nle__est_keep_X(nle_estimator *e, const nle_matd *X);
+/* Rows of new points as the metric compares them (a copy for cosine and
+ * correlation, else Y itself in *use). */
+nle_status nle__est_metric_rows(nle_estimator *e, const nle_matf *Y, nle_matf **copy, const nle_matf **use);
+
+#endif /* NLE_ESTIMATOR_INTERNAL_H */

@@ -1,0 +1,331 @@
+/* test_estimator.c — the by-name estimator (include/nlembed/estimator.h)
+ * against the front doors it wraps: the same options give the same bits
+ * as nle_embed and nle_spectral_embed called directly; every option's text
+ * reads back as set; PCA's reverse map inverts its map at full rank; cosine
+ * equals Euclidean on rows made unit; classical MDS of the precomputed
+ * Euclidean distances equals it on the points; model files round trip for
+ * every family with a map; errors name the option. */
+#include "harness.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* K well-separated Gaussian blobs in D dimensions, labels in truth. */
+static nle_matf *blobs(size_t n, size_t D, int K, int32_t *truth, uint64_t seed) {
+  nle_matf *Y = test_random_matf(n, D, seed);
+  for (size_t i = 0; i < n; i++) {
+    int c = (int)(i % (size_t)K);
+    if (truth) truth[i] = c;
+    Y->data[i * D + (size_t)c % D] += 12.0f * (float)(1 + c / (int)D);
+  }
+  return Y;
+}
+
+/* A status that must not be an error; the context's text when it is. */
+#define fits(ctx, call) (nle_test((call) >= 0) || (printf("  %s\n", nle_ctx_error(ctx)), 0))
+
+static bool same_matd(const nle_matd *a, const nle_matd *b) {
+  return a && b && a->rows == b->rows && a->cols == b->cols &&
+         !memcmp(a->data, b->data, a->rows * a->cols * sizeof *a->data);
+}
+
+/* Every method: its options read back as set; an unknown option and a bad
+ * value are errors naming them. */
+static void options_round_trip(void) {
+  nle_ctx *ctx = test_ctx(1);
+  int methods = 0;
+  for (int m = 0; nle_estimator_method_name(m); m++, methods++) {
+    nle_estimator *e = NULL;
+    if (!nle_test_ok(nle_estimator_new(ctx, nle_estimator_method_name(m), &e))) continue;
+    int options = 0;
+    for (int i = 0; nle_estimator_option(e, i); i++, options++) {
+      const char *name = nle_estimator_option(e, i);
+      char before[128], after[128];
+      nle_test_ok(nle_estimator_get(e, name, before, sizeof before));
+      nle_test_ok(nle_estimator_set(e, name, before));
+      nle_test_ok(nle_estimator_get(e, name, after, sizeof after));
+      if (!nle_test(!strcmp(before, after))) printf("  %s %s: '%s' then '%s'\n", nle_estimator_method_name(m), name, before, after);
+    }
+    nle_test(options >= 3);
+    nle_test(nle_estimator_set(e, "no-such-option", "1") == NLE_ERR_VALUE);
+    nle_test(strstr(nle_ctx_error(ctx), "no-such-option") != NULL);
+    nle_test(nle_estimator_set(e, "metric", "manhattan") == NLE_ERR_VALUE);
+    nle_test(strstr(nle_ctx_error(ctx), "metric") != NULL);
+    nle_estimator_free(&e);
+  }
+  nle_test(methods == 23);
+  nle_estimator *e = NULL;
+  nle_test(nle_estimator_new(ctx, "umap", &e) == NLE_ERR_VALUE && !e);
+  nle_test(strstr(nle_ctx_error(ctx), "umap") != NULL);
+  nle_test_ok(nle_estimator_new(ctx, "tsne", &e));
+  nle_test(nle_estimator_set(e, "perplexity", "thirty") == NLE_ERR_VALUE);
+  nle_test(strstr(nle_ctx_error(ctx), "perplexity") != NULL);
+  nle_test(nle_estimator_set(e, "repulsion", "fmm") == NLE_ERR_VALUE);
+  nle_test(strstr(nle_ctx_error(ctx), "fft") != NULL); /* the names it takes */
+  nle_test_ok(nle_estimator_set(e, "learning_rate", "150")); /* '_' for '-' */
+  char v[64];
+  nle_test_ok(nle_estimator_get(e, "learning-rate", v, sizeof v));
+  nle_test(!strcmp(v, "150"));
+  nle_estimator_free(&e);
+  /* an option of another method of the family names the methods taking it */
+  nle_test_ok(nle_estimator_new(ctx, "le", &e));
+  nle_test(nle_estimator_set(e, "alpha", "0.5") == NLE_ERR_VALUE);
+  nle_test(strstr(nle_ctx_error(ctx), "alpha is for diffmap") != NULL);
+  for (int i = 0; nle_estimator_option(e, i); i++) nle_test(strcmp(nle_estimator_option(e, i), "alpha"));
+  nle_estimator_free(&e);
+  nle_test_ok(nle_estimator_new(ctx, "diffmap", &e));
+  nle_test_ok(nle_estimator_set(e, "alpha", "0.5"));
+  nle_estimator_free(&e);
+  nle_ctx_free(&ctx);
+}
+
+/* t-SNE through the estimator is nle_embed with the same options, bit for
+ * bit, and its report carries the resolved choices. */
+static void tsne_as_front_door(void) {
+  nle_ctx *ctx = test_ctx(3);
+  nle_matf *Y = blobs(300, 5, 3, NULL, 3);
+  nle_estimator *e = NULL;
+  nle_test_ok(nle_estimator_new(ctx, "tsne", &e));
+  nle_test_ok(nle_estimator_set(e, "perplexity", "12"));
+  nle_test_ok(nle_estimator_set(e, "max-iters", "150"));
+  nle_estimator_input in = {.Y = Y};
+  nle_status s = nle_estimator_fit(e, &in);
+  nle_test(s >= 0);
+  nle_embed_opts o;
+  nle_embed_opts_init(&o);
+  o.perplexity = 12;
+  o.opt.max_iters = 150;
+  nle_embed_input ei = {.Y = Y};
+  nle_embed_result *r = NULL;
+  nle_test(nle_embed(ctx, &ei, &o, &r) >= 0);
+  nle_test(same_matd(nle_estimator_embedding(e), r->X));
+  char k[32];
+  nle_test_ok(nle_estimator_get(e, "neighbors", k, sizeof k)); /* resolved: 3 x perplexity */
+  nle_test(!strcmp(k, "36"));
+  const char *rep = nle_estimator_report(e);
+  nle_test(strstr(rep, "\"method\": \"tsne\"") && strstr(rep, "\"neighbors\": 36") && strstr(rep, "\"iterations\""));
+  /* new points: a training point maps near its own embedding */
+  nle_matd *X = NULL;
+  nle_matf *Y0 = NULL;
+  int64_t first = 0;
+  nle_test_ok(nle_matf_select_rows(ctx, Y, &first, 1, &Y0));
+  fits(ctx, nle_estimator_transform(e, Y0, &X));
+  nle_embed_result_free(&r);
+  /* a given start is nle_embed's init_X */
+  nle_matd *X0 = test_random_matd(300, 2, 1e-4, 4);
+  in.init = X0;
+  nle_test(nle_estimator_fit(e, &in) >= 0);
+  o.init = NLE_INIT_GIVEN;
+  o.init_X = X0;
+  nle_test(nle_embed(ctx, &ei, &o, &r) >= 0);
+  nle_test(same_matd(nle_estimator_embedding(e), r->X));
+  nle_embed_result_free(&r);
+  nle_matd_free(&X0);
+  nle_matd_free(&X);
+  nle_matf_free(&Y0);
+  nle_matf_free(&Y);
+  nle_estimator_free(&e);
+  nle_ctx_free(&ctx);
+}
+
+/* PCA at full rank: the reverse map gives the points back; whitened
+ * scores have unit variance. */
+static void pca_inverse(void) {
+  nle_ctx *ctx = test_ctx(5);
+  nle_matf *Y = test_random_matf(200, 4, 5);
+  for (size_t i = 0; i < 200; i++) Y->data[i * 4] = 3 * Y->data[i * 4] + 1;
+  nle_estimator *e = NULL;
+  nle_test_ok(nle_estimator_new(ctx, "pca", &e));
+  nle_test_ok(nle_estimator_set(e, "dim", "4"));
+  nle_estimator_input in = {.Y = Y};
+  nle_test_ok(nle_estimator_fit(e, &in));
+  nle_matf *back = NULL;
+  nle_test_ok(nle_estimator_inverse(e, nle_estimator_embedding(e), &back));
+  double worst = 0;
+  for (size_t i = 0; back && i < 800; i++) worst = fmax(worst, fabs(back->data[i] - Y->data[i]));
+  nle_test(back && worst < 1e-4);
+  nle_matf_free(&back);
+  nle_test_ok(nle_estimator_set(e, "whiten", "true"));
+  nle_test_ok(nle_estimator_set(e, "dim", "2"));
+  nle_test_ok(nle_estimator_fit(e, &in));
+  const nle_matd *X = nle_estimator_embedding(e);
+  for (size_t t = 0; t < 2; t++) {
+    double m = 0, v = 0;
+    for (size_t i = 0; i < 200; i++) m += X->data[i * 2 + t] / 200;
+    for (size_t i = 0; i < 200; i++) v += (X->data[i * 2 + t] - m) * (X->data[i * 2 + t] - m) / 199;
+    nle_test_rel(v, 1.0, 1e-6);
+  }
+  nle_matd *X2 = NULL;
+  nle_test_ok(nle_estimator_transform(e, Y, &X2));
+  double diff = 0;
+  for (size_t i = 0; X2 && i < 400; i++) diff = fmax(diff, fabs(X2->data[i] - X->data[i]));
+  nle_test(X2 && diff < 1e-5);
+  nle_matd_free(&X2);
+  nle_matf_free(&Y);
+  nle_estimator_free(&e);
+  nle_ctx_free(&ctx);
+}
+
+/* Cosine is Euclidean on rows made unit: Laplacian eigenmaps of both agree
+ * bit for bit; a zero row is refused under cosine. */
+static void cosine_is_unit_rows(void) {
+  nle_ctx *ctx = test_ctx(7);
+  nle_matf *Y = test_random_matf(240, 6, 7);
+  for (size_t i = 0; i < 240; i++) Y->data[i * 6] += 2.0f; /* angles, not lengths, tell the rows apart */
+  nle_matf *U = NULL;
+  nle_test_ok(nle_matf_select_rows(ctx, Y, (int64_t[]){0}, 1, &U)); /* shape only */
+  nle_matf_free(&U);
+  nle_test_ok(nle_matf_alloc(ctx, 240, 6, &U));
+  for (size_t i = 0; i < 240; i++) {
+    double n2 = 0;
+    for (size_t j = 0; j < 6; j++) n2 += (double)Y->data[i * 6 + j] * Y->data[i * 6 + j];
+    for (size_t j = 0; j < 6; j++) U->data[i * 6 + j] = (float)(Y->data[i * 6 + j] / sqrt(n2));
+  }
+  nle_estimator *a = NULL, *b = NULL;
+  nle_test_ok(nle_estimator_new(ctx, "le", &a));
+  nle_test_ok(nle_estimator_new(ctx, "le", &b));
+  nle_test_ok(nle_estimator_set(a, "metric", "cosine"));
+  nle_estimator_input ia = {.Y = Y}, ib = {.Y = U};
+  fits(ctx, nle_estimator_fit(a, &ia));
+  fits(ctx, nle_estimator_fit(b, &ib));
+  const nle_matd *Xa = nle_estimator_embedding(a), *Xb = nle_estimator_embedding(b);
+  double diff = 0;
+  for (size_t i = 0; Xa && Xb && i < 480; i++) diff = fmax(diff, fabs(fabs(Xa->data[i]) - fabs(Xb->data[i])));
+  nle_test(Xa && Xb && diff < 1e-6);
+  for (size_t j = 0; j < 6; j++) Y->data[17 * 6 + j] = 0;
+  nle_test(nle_estimator_fit(a, &ia) == NLE_ERR_VALUE);
+  nle_test(strstr(nle_ctx_error(ctx), "row 18") != NULL); /* 1-based, as the readers count */
+  nle_test(nle_estimator_embedding(a) == NULL); /* a failed fit leaves none */
+  nle_matf_free(&U);
+  nle_matf_free(&Y);
+  nle_estimator_free(&a);
+  nle_estimator_free(&b);
+  nle_ctx_free(&ctx);
+}
+
+/* Classical MDS of the precomputed Euclidean distances equals classical
+ * MDS of the points (up to each column's sign); a non-square matrix is
+ * refused under precomputed. */
+static void precomputed_distances(void) {
+  nle_ctx *ctx = test_ctx(9);
+  size_t n = 80;
+  nle_matf *Y = test_random_matf(n, 3, 9), *Dm = NULL;
+  nle_test_ok(nle_matf_alloc(ctx, n, n, &Dm));
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < n; j++) {
+      double s = 0;
+      for (size_t t = 0; t < 3; t++) s += pow((double)Y->data[i * 3 + t] - Y->data[j * 3 + t], 2);
+      Dm->data[i * n + j] = (float)sqrt(s);
+    }
+  nle_estimator *a = NULL, *b = NULL;
+  nle_test_ok(nle_estimator_new(ctx, "cmds", &a));
+  nle_test_ok(nle_estimator_new(ctx, "cmds", &b));
+  nle_test_ok(nle_estimator_set(b, "metric", "precomputed"));
+  nle_estimator_input ia = {.Y = Y}, ib = {.Y = Dm};
+  nle_test(nle_estimator_fit(a, &ia) >= 0);
+  nle_test(nle_estimator_fit(b, &ib) >= 0);
+  const nle_matd *Xa = nle_estimator_embedding(a), *Xb = nle_estimator_embedding(b);
+  double diff = 0;
+  for (size_t i = 0; Xa && Xb && i < 2 * n; i++) diff = fmax(diff, fabs(fabs(Xa->data[i]) - fabs(Xb->data[i])));
+  nle_test(Xa && Xb && diff < 1e-4);
+  /* Isomap on precomputed distances: a kNN graph from them */
+  nle_estimator *c = NULL;
+  nle_test_ok(nle_estimator_new(ctx, "isomap", &c));
+  nle_test_ok(nle_estimator_set(c, "metric", "precomputed"));
+  nle_test(nle_estimator_fit(c, &ib) >= 0);
+  nle_test(nle_estimator_fit(c, &ia) == NLE_ERR_VALUE); /* 80 x 3 is no distance matrix */
+  nle_test(strstr(nle_ctx_error(ctx), "80 x 3") != NULL);
+  nle_estimator_free(&c);
+  nle_matf_free(&Dm);
+  nle_matf_free(&Y);
+  nle_estimator_free(&a);
+  nle_estimator_free(&b);
+  nle_ctx_free(&ctx);
+}
+
+/* Save, load, transform: the loaded estimator maps new points as the
+ * fitted one did, for each family with a model file. */
+static void model_files_round_trip(void) {
+  nle_ctx *ctx = test_ctx(11);
+  int32_t truth[300];
+  /* one connected cloud for the embeddings, separated blobs for the
+   * clustering and LDA */
+  nle_matf *cloud = test_random_matf(300, 5, 10), *Yb = blobs(300, 5, 3, truth, 11), *Q = test_random_matf(7, 5, 12);
+  static const char *const methods[] = {"tsne", "ee", "le", "isomap", "lle", "cluster", "pca", "cmds", "lmds",
+                                        "kpca", "kem", "lda"};
+  for (size_t m = 0; m < sizeof methods / sizeof *methods; m++) {
+    nle_estimator *e = NULL, *back = NULL;
+    nle_test_ok(nle_estimator_new(ctx, methods[m], &e));
+    if (!strcmp(methods[m], "tsne") || !strcmp(methods[m], "ee")) nle_test_ok(nle_estimator_set(e, "max-iters", "60"));
+    if (!strcmp(methods[m], "cluster")) nle_test_ok(nle_estimator_set(e, "clusters", "3"));
+    bool labelled = !strcmp(methods[m], "cluster") || !strcmp(methods[m], "lda");
+    const nle_matf *Y = labelled ? Yb : cloud;
+    nle_estimator_input in = {.Y = Y, .labels = truth};
+    if (!fits(ctx, nle_estimator_fit(e, &in))) printf("  (%s)\n", methods[m]);
+    nle_matd *X1 = NULL, *X2 = NULL;
+    fits(ctx, nle_estimator_transform(e, Q, &X1));
+    const char *path = test_path("estimator.model");
+    nle_test_ok(nle_estimator_save(e, path));
+    nle_test_ok(nle_estimator_load(ctx, path, &back));
+    if (back) {
+      nle_test(!strcmp(nle_estimator_method(back), methods[m]));
+      fits(ctx, nle_estimator_transform(back, Q, &X2));
+      if (!nle_test(same_matd(X1, X2))) printf("  %s: transform differs after loading\n", methods[m]);
+    }
+    if (!strcmp(methods[m], "cluster")) {
+      double matched = 1, majority = 1;
+      size_t n = 0;
+      const int32_t *labels = nle_estimator_labels(e, &n);
+      nle_test(labels && n == 300);
+      if (labels) nle_test_ok(nle_clustering_error(ctx, labels, truth, 300, &matched, &majority));
+      nle_test(matched == 0);
+      int32_t predicted[300];
+      nle_test(nle_estimator_predict(back, Y, predicted) >= 0);
+      nle_test(labels && !memcmp(predicted, labels, sizeof predicted));
+    }
+    nle_matd_free(&X1);
+    nle_matd_free(&X2);
+    nle_estimator_free(&back);
+    nle_estimator_free(&e);
+  }
+  nle_matf_free(&Q);
+  nle_matf_free(&Yb);
+  nle_matf_free(&cloud);
+  nle_ctx_free(&ctx);
+}
+
+/* What a method cannot do is an error saying so, before or after a fit. */
+static void refusals(void) {
+  nle_ctx *ctx = test_ctx(13);
+  nle_matf *Y = test_random_matf(60, 3, 13);
+  nle_estimator *e = NULL;
+  nle_test_ok(nle_estimator_new(ctx, "lda", &e));
+  nle_estimator_input in = {.Y = Y};
+  nle_test(nle_estimator_fit(e, &in) == NLE_ERR_ARG); /* no labels */
+  nle_test(strstr(nle_ctx_error(ctx), "labels") != NULL);
+  nle_matd *X = NULL;
+  nle_test(nle_estimator_transform(e, Y, &X) == NLE_ERR_ARG && !X); /* not fitted */
+  nle_estimator_free(&e);
+  nle_test_ok(nle_estimator_new(ctx, "le", &e));
+  nle_test(nle_estimator_fit(e, &(nle_estimator_input){0}) == NLE_ERR_ARG);
+  nle_test(nle_estimator_fit(e, &in) >= 0);
+  nle_matf *back = NULL;
+  nle_test(nle_estimator_inverse(e, nle_estimator_embedding(e), &back) == NLE_ERR_ARG && !back);
+  nle_matf *wrong = test_random_matf(4, 2, 14);
+  nle_test(nle_estimator_transform(e, wrong, &X) == NLE_ERR_VALUE && !X);
+  nle_matf_free(&wrong);
+  nle_estimator_free(&e);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
+const nle_test_case estimator_tests[] = {
+    {"estimator/options_round_trip", options_round_trip},
+    {"estimator/tsne_as_front_door", tsne_as_front_door},
+    {"estimator/pca_inverse", pca_inverse},
+    {"estimator/cosine_is_unit_rows", cosine_is_unit_rows},
+    {"estimator/precomputed_distances", precomputed_distances},
+    {"estimator/model_files_round_trip", model_files_round_trip},
+    {"estimator/refusals", refusals},
+    {NULL, NULL},
+};
