@@ -388,9 +388,7 @@ static void sparse_approx_recall(void) {
 
 static void sparse_threads_identical(void) {
   nle_csr *X = tfidf_docs(1500, 3000, 20, 22);
-  /* (no exact duplicates: the dense approximate search's GEMM rounding
-   * depends on a candidate's place in its block, which follows thread
-   * timing, and exact ties then fall either way) */
+  /* (exact duplicates under the approximate search: approx_duplicates_identical) */
   nle_matf *Y = random_rows_opt(1500, 60, 0.3, true, false, 23);
   for (size_t t = 0; t < 3; t++)
     for (int method = NLE_KNN_EXACT; method <= NLE_KNN_APPROX; method++) {
@@ -413,6 +411,37 @@ static void sparse_threads_identical(void) {
     }
   nle_matf_free(&Y);
   nle_csr_free(&X);
+}
+
+/* Exact duplicates under the dense approximate search at 2 threads: the
+ * NN-descent joins see their candidates in index order, so ties between a
+ * pair's GEMM roundings fall the same way every run (they followed thread
+ * timing before: 1 entry in 22,500 differed in about half the runs). */
+static void approx_duplicates_identical(void) {
+  nle_matf *Y = random_rows_opt(2500, 60, 0.3, true, false, 29), *U = NULL;
+  for (size_t i = 0; i < 40; i++) /* 40 rows repeated elsewhere */
+    memcpy(Y->data + (1000 + i * 30) * 60, Y->data + i * 60, 60 * sizeof(float));
+  nle_csr *first = NULL;
+  for (int run = 0; run < 6; run++) {
+    nle_ctx *ctx = test_ctx(7);
+    nle_ctx_set_threads(ctx, run == 0 ? 1 : 2);
+    if (!U) nle_test_ok(nle_metric_rows(ctx, Y, NLE_METRIC_COSINE, &U));
+    nle_csr *g = NULL;
+    nle_test_ok(nle_knn_approx(ctx, U, &(nle_knn_approx_opts){.k = 9, .n_trees = NLE_AUTO, .leaf_size = NLE_AUTO,
+                                                              .max_candidates = NLE_AUTO, .max_iters = NLE_AUTO,
+                                                              .delta = 0.001},
+                               &g));
+    if (!first) first = g;
+    else {
+      nle_test(g && !memcmp(first->colind, g->colind, (size_t)g->nnz * 4) &&
+               !memcmp(first->val, g->val, (size_t)g->nnz * 4));
+      nle_csr_free(&g);
+    }
+    nle_ctx_free(&ctx);
+  }
+  nle_csr_free(&first);
+  nle_matf_free(&U);
+  nle_matf_free(&Y);
 }
 
 /* ---- refusals, names, the memory cap, cancellation ----------------------- */
@@ -549,6 +578,7 @@ const nle_test_case knn_sparse_tests[] = {{"knn_sparse/exact_vs_brute", sparse_e
                                           {"knn_sparse/query_vs_brute", sparse_query_vs_brute},
                                           {"knn_sparse/approx_recall", sparse_approx_recall},
                                           {"knn_sparse/threads_identical", sparse_threads_identical},
+                                          {"knn_sparse/approx_duplicates_identical", approx_duplicates_identical},
                                           {"knn_sparse/refusals", sparse_refusals},
                                           {"knn_sparse/auto", sparse_auto},
 #ifdef NLE_ALLOC_FAULTS

@@ -361,6 +361,11 @@ static int sample_block(void *job, size_t b, void *scratch) {
   return 0;
 }
 
+static int cmp_index(const void *a, const void *b) {
+  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
+}
+
 /* Local join at u: every pair (new, new) and (new, old) of u's candidates. */
 static int join_block(void *job, size_t b, void *scratch) {
   nnd_job *j = job;
@@ -372,9 +377,15 @@ static int join_block(void *job, size_t b, void *scratch) {
   for (int64_t u = (int64_t)b * NODE_BLOCK; u < u1; u++) {
     int nn = j->fresh->count[u], no = j->old->count[u];
     if (nn == 0) continue;
-    const int32_t *fresh = j->fresh->idx + u * mc;
+    /* The lists are heaps whose layout follows the order of the pushes
+     * (thread timing), and a pair's GEMM distance can differ in its last bit
+     * with its place in the block: sorted, the block is the same every run. */
+    int32_t fresh[512];
+    memcpy(fresh, j->fresh->idx + u * mc, (size_t)nn * sizeof(int32_t));
+    qsort(fresh, (size_t)nn, sizeof(int32_t), cmp_index);
     memcpy(all, fresh, (size_t)nn * sizeof(int32_t));
     memcpy(all + nn, j->old->idx + u * mc, (size_t)no * sizeof(int32_t));
+    qsort(all + nn, (size_t)no, sizeof(int32_t), cmp_index);
     int m = nn + no;
     block_distances(j->P, fresh, nn, all, m, ga, gb, out);
     for (int a = 0; a < nn; a++)
