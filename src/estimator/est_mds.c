@@ -169,11 +169,11 @@ static nle_status lda_fit(nle_estimator *e, const nle__est_input *in) {
   return k ? k : s;
 }
 
-static nle_status transform(nle_estimator *e, const nle_matf *Y, nle_matd **X) {
+nle_status nle__est_projection_transform(nle_estimator *e, const nle_matf *Y, nle_matd **X) {
   return nle_projection_transform(e->ctx, e->model, Y, X);
 }
 
-static nle_status save(nle_estimator *e, const char *path) {
+nle_status nle__est_projection_save(nle_estimator *e, const char *path) {
   return nle_projection_model_save(e->ctx, e->model, path);
 }
 
@@ -205,7 +205,7 @@ static nle_status load(nle_estimator *e, const char *path) {
   return NLE_OK;
 }
 
-static void free_model(void **model) {
+void nle__est_projection_free(void **model) {
   nle_projection_model *p = *model;
   nle_projection_model_free(&p);
   *model = NULL;
@@ -219,11 +219,11 @@ const nle__family nle__family_mds = {
     .options = mds_options,
     .scopes = mds_scopes,
     .fit = mds_fit,
-    .transform = transform,
+    .transform = nle__est_projection_transform,
     .file_kind = "projection-model",
-    .save = save,
+    .save = nle__est_projection_save,
     .load = load,
-    .free_model = free_model,
+    .free_model = nle__est_projection_free,
 };
 
 const nle__family nle__family_kpca = {
@@ -233,9 +233,9 @@ const nle__family nle__family_kpca = {
     .opts_init = kpca_init,
     .options = kpca_options,
     .fit = kpca_fit,
-    .transform = transform,
-    .save = save,
-    .free_model = free_model,
+    .transform = nle__est_projection_transform,
+    .save = nle__est_projection_save,
+    .free_model = nle__est_projection_free,
 };
 
 const nle__family nle__family_lda = {
@@ -246,7 +246,7 @@ const nle__family nle__family_lda = {
     .options = lda_options,
     .scopes = lda_scopes, /* the kernel is kernel LDA's */
     .fit = lda_fit,
-    .transform = transform,
-    .save = save,
-    .free_model = free_model,
+    .transform = nle__est_projection_transform,
+    .save = nle__est_projection_save,
+    .free_model = nle__est_projection_free,
 };

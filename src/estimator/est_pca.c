@@ -8,6 +8,7 @@
 #include "../mds/mds_internal.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const methods[] = {"pca", NULL};
@@ -75,19 +76,17 @@ static nle_status fit(nle_estimator *e, const nle__est_input *in) {
   return s;
 }
 
-static nle_status transform(nle_estimator *e, const nle_matf *Y, nle_matd **X) {
-  return nle_projection_transform(e->ctx, e->model, Y, X);
-}
-
 /* y = mean + A^+ x: A's rows are orthogonal, so A^+ = A^T diag(1 / |a_t|^2). */
 static nle_status inverse(nle_estimator *e, const nle_matd *X, nle_matf **Y) {
   const nle_projection_model *p = e->model;
   size_t D = p->D, d = p->dim;
   nle_status s = nle_matf_alloc(e->ctx, X->rows, D, Y);
   if (s) return s;
-  double norms[64 + 1];
-  double *norm2 = d <= 64 ? norms : NULL;
-  if (!norm2) return nle__fail(e->ctx, NLE_ERR_ARG, "pca: inverse of more than 64 components");
+  double *norm2 = malloc(d * sizeof *norm2);
+  if (!norm2) {
+    nle_matf_free(Y);
+    return nle__fail(e->ctx, NLE_ERR_NOMEM, "pca: out of memory");
+  }
   for (size_t t = 0; t < d; t++) {
     double n2 = 0;
     for (size_t j = 0; j < D; j++) n2 += p->A[t * D + j] * p->A[t * D + j];
@@ -101,17 +100,8 @@ static nle_status inverse(nle_estimator *e, const nle_matd *X, nle_matf **Y) {
       y[j] = (float)v;
     }
   }
+  free(norm2);
   return NLE_OK;
-}
-
-static nle_status save(nle_estimator *e, const char *path) {
-  return nle_projection_model_save(e->ctx, e->model, path);
-}
-
-static void free_model(void **model) {
-  nle_projection_model *p = *model;
-  nle_projection_model_free(&p);
-  *model = NULL;
 }
 
 const nle__family nle__family_pca = {
@@ -121,8 +111,8 @@ const nle__family nle__family_pca = {
     .opts_init = opts_init,
     .options = options,
     .fit = fit,
-    .transform = transform,
+    .transform = nle__est_projection_transform,
     .inverse = inverse,
-    .save = save,
-    .free_model = free_model,
+    .save = nle__est_projection_save,
+    .free_model = nle__est_projection_free,
 };

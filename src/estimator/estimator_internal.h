@@ -124,6 +124,11 @@ extern const nle__family nle__family_embed, nle__family_spectral, nle__family_cl
  * at their defaults; the model it holds is kept (the families sharing a
  * file kind free models alike). */
 nle_status nle__est_become(nle_estimator *e, const char *method);
+/* The families whose model is a projection model (MDS, kernel PCA, LDA,
+ * PCA) map, save and free it alike (est_mds.c). */
+nle_status nle__est_projection_transform(nle_estimator *e, const nle_matf *Y, nle_matd **X);
+nle_status nle__est_projection_save(nle_estimator *e, const char *path);
+void nle__est_projection_free(void **model);
 /* A transform needs a fitted model: NLE_ERR_ARG naming what is missing. */
 nle_status nle__est_need_model(nle_estimator *e, const char *what);
 /* e->resolved as a copy of the options struct the run reported. */
