@@ -116,6 +116,7 @@ int cli_env_init(cli_env *env, const char *command, const char *help) {
     fprintf(stderr, "nlembed %s: error: out of memory\n", command);
     return 1;
   }
+  nle_ctx_set_option_spelling(env->ctx, NLE_SPELL_CLI); /* messages say --components allow */
   nle_read_opts_init(&env->read);
   env->t0 = nle_time_seconds();
   nle_outputs_begin(env->ctx); /* committed by cli_commit once the run succeeded */

@@ -250,7 +250,41 @@ static void errors_printable(void) {
   nle_ctx_free(&ctx);
 }
 
+/* Options named in messages come out in the caller's spelling: the C API's
+ * names (estimator options, '-' as '_'), the tool's flags, or the markers
+ * left for a binding; text that only looks like a marker is kept. */
+static void messages_spell_options(void) {
+  nle_ctx *ctx = nle_ctx_new();
+  const char *text = "give {@ridge} or {@components=allow} or {@lambda-start=1e-3} or {@k}; {@Bad} {@x y} {@}";
+  nle__fail(ctx, NLE_ERR_ARG, "%s", text);
+  nle_test(!strcmp(nle_ctx_error(ctx),
+                   "give ridge or components=allow or lambda_start=1e-3 or k; {@Bad} {@x y} {@}"));
+  nle_ctx_set_option_spelling(ctx, NLE_SPELL_CLI);
+  nle__fail(ctx, NLE_ERR_ARG, "%s", text);
+  nle_test(!strcmp(nle_ctx_error(ctx),
+                   "give --ridge or --components allow or --lambda-start 1e-3 or -k; {@Bad} {@x y} {@}"));
+  nle_ctx_set_option_spelling(ctx, NLE_SPELL_MARKED);
+  nle__fail(ctx, NLE_ERR_ARG, "%s", text);
+  nle_test(!strcmp(nle_ctx_error(ctx), text));
+  /* warnings: recorded with their kind, spelled, counted past the kept ones */
+  nle_ctx_set_option_spelling(ctx, NLE_SPELL_CLI);
+  nle_test(nle_ctx_warning_count(ctx) == 0 && !strcmp(nle_ctx_warning(ctx, 0, NULL), ""));
+  nle__warn(ctx, NLE_WARN_CONVERGENCE, "stopped at %d iterations: raise {@max-iters}", 7);
+  nle_warning_kind kind = NLE_WARN_GENERAL;
+  nle_test(nle_ctx_warning_count(ctx) == 1);
+  nle_test(!strcmp(nle_ctx_warning(ctx, 0, &kind), "stopped at 7 iterations: raise --max-iters"));
+  nle_test(kind == NLE_WARN_CONVERGENCE);
+  for (int i = 0; i < NLE_WARNINGS_KEPT + 3; i++) nle__warn(ctx, NLE_WARN_GENERAL, "w%d", i);
+  nle_test(nle_ctx_warning_count(ctx) == NLE_WARNINGS_KEPT + 4);
+  nle_test(!strcmp(nle_ctx_warning(ctx, NLE_WARNINGS_KEPT - 1, &kind), "w14") && kind == NLE_WARN_GENERAL);
+  nle_test(!strcmp(nle_ctx_warning(ctx, NLE_WARNINGS_KEPT, NULL), ""));
+  nle_ctx_clear_warnings(ctx);
+  nle_test(nle_ctx_warning_count(ctx) == 0);
+  nle_ctx_free(&ctx);
+}
+
 const nle_test_case core_tests[] = {
+    {"core/messages_spell_options", messages_spell_options},
     {"core/rng_reproducible", rng_reproducible},
     {"core/rng_distributions", rng_distributions},
     {"core/rng_sample_and_shuffle", rng_sample_and_shuffle},

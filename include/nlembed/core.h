@@ -104,6 +104,36 @@ NLE_API const char *nle_ctx_error(const nle_ctx *ctx);
 /* Status of the last error (NLE_OK if none). */
 NLE_API nle_status nle_ctx_last_status(const nle_ctx *ctx);
 
+/* How messages (errors, warnings, log lines) name the options a user set.
+ * The library writes an option as a marker, {@NAME} or {@NAME=VALUE}, NAME
+ * being the option's name in the estimator API and the tool (the tool's
+ * long option, e.g. "lambda-start"); the context renders it for its client:
+ *   NLE_SPELL_C (default)  lambda_start, components=allow  (the names
+ *                          nle_estimator_set takes, '-' as '_')
+ *   NLE_SPELL_CLI          --lambda-start, --components allow (a one-letter
+ *                          name as -k)
+ *   NLE_SPELL_MARKED       the markers left in, for a binding that renders
+ *                          them with its own names (Python's n_neighbors). */
+typedef enum { NLE_SPELL_C = 0, NLE_SPELL_CLI = 1, NLE_SPELL_MARKED = 2 } nle_option_spelling;
+NLE_API void nle_ctx_set_option_spelling(nle_ctx *ctx, nle_option_spelling spelling);
+
+/* Warnings: what the user should know about a run that succeeded (a
+ * disconnected graph joined, a scale that exploded, an optimiser stopped
+ * early). Each is recorded in the context (the first NLE_WARNINGS_KEPT of a
+ * run; the count goes on) and sent to the log callback at level 0 as
+ * "warning: TEXT". A binding reads them after a call to raise its own. */
+#define NLE_WARNINGS_KEPT 16
+typedef enum {
+  NLE_WARN_GENERAL = 0,
+  NLE_WARN_CONVERGENCE = 1 /* about the optimiser's or eigensolver's stop */
+} nle_warning_kind;
+/* Warnings recorded since the context was made or last cleared. */
+NLE_API int nle_ctx_warning_count(const nle_ctx *ctx);
+/* Text of warning i (0-based, < min(count, NLE_WARNINGS_KEPT)), "" outside;
+ * its kind in *kind when kind is not NULL. */
+NLE_API const char *nle_ctx_warning(const nle_ctx *ctx, int i, nle_warning_kind *kind);
+NLE_API void nle_ctx_clear_warnings(nle_ctx *ctx);
+
 /* ========================================================================== */
 /* Core: dense matrices (row-major)                                           */
 /* ========================================================================== */

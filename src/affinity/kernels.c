@@ -103,8 +103,8 @@ static nle_status gaussian_not_vanished(nle_ctx *ctx, const nle_csr *knn, const 
                      "Gaussian affinities: sigma = %g leaves every weight 0 (exp(-d^2 / 2 sigma^2) underflows; the "
                      "median distance to the nearest neighbour is %.3g): use a sigma near that, or a perplexity",
                      sigma, median);
-  nle__log(ctx, 0,
-           "warning: Gaussian affinities: sigma = %g leaves %lld of %lld points with no weight (the median distance "
+  nle__warn(ctx, NLE_WARN_GENERAL,
+           "Gaussian affinities: {@sigma=%g} leaves %lld of %lld points with no weight (the median distance "
            "to the nearest neighbour is %.3g)", sigma, (long long)isolated, (long long)n, median);
   return NLE_OK;
 }

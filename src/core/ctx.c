@@ -104,8 +104,98 @@ void nle__printable(const char *in, char *out, size_t cap) {
   out[o] = '\0';
 }
 
+/* One marker {@name} or {@name=value} at in (after "{@"): its name and
+ * value spans, and the length of the whole marker; 0 when in does not hold
+ * one (a file name with "{@" in it is left as it is). */
+static size_t marker_at(const char *in, size_t *name_len, const char **value, size_t *value_len) {
+  size_t n = 2;
+  while ((in[n] >= 'a' && in[n] <= 'z') || (in[n] >= '0' && in[n] <= '9') || in[n] == '-' || in[n] == '_') n++;
+  *name_len = n - 2;
+  if (!*name_len) return 0;
+  *value = NULL;
+  *value_len = 0;
+  if (in[n] == '=') {
+    *value = in + n + 1;
+    while (in[n] && in[n] != '}' && in[n] != '{') n++;
+    *value_len = (size_t)(in + n - *value);
+  }
+  return in[n] == '}' ? n + 1 : 0;
+}
+
+void nle__spell_options(const char *in, nle_option_spelling spelling, char *out, size_t cap) {
+  size_t o = 0;
+  if (!cap) return;
+  while (*in && o + 1 < cap) {
+    size_t name_len, value_len, len = 0;
+    const char *value;
+    if (in[0] == '{' && in[1] == '@' && spelling != NLE_SPELL_MARKED)
+      len = marker_at(in, &name_len, &value, &value_len);
+    if (!len) {
+      out[o++] = *in++;
+      continue;
+    }
+    char name[64];
+    size_t n = name_len < sizeof name - 1 ? name_len : sizeof name - 1;
+    memcpy(name, in + 2, n);
+    name[n] = '\0';
+    int w;
+    if (spelling == NLE_SPELL_CLI)
+      w = snprintf(out + o, cap - o, value ? "%s%s %.*s" : "%s%s", n == 1 ? "-" : "--", name, (int)value_len,
+                   value ? value : "");
+    else {
+      for (char *c = name; *c; c++)
+        if (*c == '-') *c = '_';
+      w = snprintf(out + o, cap - o, value ? "%s=%.*s" : "%s", name, (int)value_len, value ? value : "");
+    }
+    if (w < 0 || (size_t)w >= cap - o) break;
+    o += (size_t)w;
+    in += len;
+  }
+  out[o] = '\0';
+}
+
 static void set_error(nle_ctx *ctx, const char *raw) {
-  nle__printable(raw, ctx->error, sizeof ctx->error);
+  char spelled[NLE__ERROR_LEN];
+  nle__spell_options(raw, ctx->spelling, spelled, sizeof spelled);
+  nle__printable(spelled, ctx->error, sizeof ctx->error);
+}
+
+void nle_ctx_set_option_spelling(nle_ctx *ctx, nle_option_spelling spelling) {
+  if (ctx && spelling >= NLE_SPELL_C && spelling <= NLE_SPELL_MARKED) ctx->spelling = spelling;
+}
+
+int nle_ctx_warning_count(const nle_ctx *ctx) { return ctx ? ctx->warning_count : 0; }
+
+const char *nle_ctx_warning(const nle_ctx *ctx, int i, nle_warning_kind *kind) {
+  if (!ctx || i < 0 || i >= ctx->warning_count || i >= NLE_WARNINGS_KEPT) return "";
+  if (kind) *kind = ctx->warnings[i].kind;
+  return ctx->warnings[i].text;
+}
+
+void nle_ctx_clear_warnings(nle_ctx *ctx) {
+  if (ctx) ctx->warning_count = 0;
+}
+
+void nle__warn(nle_ctx *ctx, nle_warning_kind kind, const char *fmt, ...) {
+  if (!ctx) return;
+  char raw[512], spelled[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(raw, sizeof raw, fmt, ap);
+  va_end(ap);
+  nle__spell_options(raw, ctx->spelling, spelled, sizeof spelled);
+  if (ctx->warning_count < NLE_WARNINGS_KEPT) {
+    struct nle__warning *w = &ctx->warnings[ctx->warning_count];
+    w->kind = kind;
+    nle__printable(spelled, w->text, sizeof w->text);
+  }
+  ctx->warning_count++;
+  if (ctx->log && ctx->verbosity >= 0) {
+    char line[sizeof raw + 16], shown[sizeof line];
+    snprintf(line, sizeof line, "warning: %s", spelled);
+    nle__printable(line, shown, sizeof shown);
+    ctx->log(ctx->log_user, 0, shown);
+  }
 }
 
 nle_status nle__fail(nle_ctx *ctx, nle_status s, const char *fmt, ...) {
@@ -158,8 +248,9 @@ void nle__log(nle_ctx *ctx, int level, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
-  char shown[sizeof line];
-  nle__printable(line, shown, sizeof shown);
+  char spelled[sizeof line], shown[sizeof line];
+  nle__spell_options(line, ctx->spelling, spelled, sizeof spelled);
+  nle__printable(spelled, shown, sizeof shown);
   ctx->log(ctx->log_user, level, shown);
 }
 

@@ -98,6 +98,12 @@ struct nle_ctx {
   double frame_lo, frame_hi, frame_fraction;
   nle_status last_status;
   char error[NLE__ERROR_LEN];
+  nle_option_spelling spelling;
+  int warning_count;
+  struct nle__warning {
+    nle_warning_kind kind;
+    char text[512];
+  } warnings[NLE_WARNINGS_KEPT];
   /* An open output transaction: completed files (temporary, final path)
    * waiting for nle_outputs_commit. */
   int outputs_open;
@@ -116,6 +122,11 @@ void nle__outputs_discard(nle_ctx *ctx);
 nle_status nle__fail(nle_ctx *ctx, nle_status s, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void nle__clear_error(nle_ctx *ctx);
+/* Records a warning (see nle_ctx_warning) and logs it at level 0 as
+ * "warning: ...". Options in the text as markers, {@name} or {@name=value}. */
+void nle__warn(nle_ctx *ctx, nle_warning_kind kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* in, with its option markers rendered in the given spelling, into out[cap]. */
+void nle__spell_options(const char *in, nle_option_spelling spelling, char *out, size_t cap);
 /* Puts "prefix: " (e.g. a file name) in front of the recorded error text and
  * returns the recorded status. */
 /* in, with control bytes and broken UTF-8 shown as \xNN, into out[cap] */

@@ -72,7 +72,7 @@ static nle_status attractive_weights(nle_ctx *ctx, const nle_csr *graph, const n
     nle_ea_result *ea = NULL;
     s = nle_entropic_affinities(ctx, graph, &eo, &ea);
     if (s > 0) {
-      nle__log(ctx, 0, "warning: %s", nle_ctx_error(ctx));
+      nle__warn(ctx, NLE_WARN_CONVERGENCE, "%s", nle_ctx_error(ctx));
       s = NLE_OK;
     }
     if (!s) {
@@ -275,8 +275,10 @@ static nle_status weights_stage(nle_ctx *ctx, embed_work *w) {
     r->components = (int)comps;
     nle_csr_free(&S);
     if (!s && r->components > 1)
-      nle__log(ctx, 0, "warning: W+ has %d connected components: they drift apart on their own, and a spectral "
-               "start puts each at one point (a larger k or perplexity joins them)", r->components);
+      nle__warn(ctx, NLE_WARN_GENERAL,
+                "W+ has %d connected components: they drift apart on their own, and a spectral start puts each at one "
+                "point (a larger {@neighbors} or {@perplexity} joins them)",
+                r->components);
   }
   if (!s && o->wneg == NLE_WNEG_SQDIST)
     s = o->engine == NLE_REPULSION_EXACT ? nle_repulsive_dense(ctx, in->Y, o->wneg, &w->Wsq)
@@ -319,7 +321,7 @@ static nle_status bounds_stage(nle_ctx *ctx, embed_work *w) {
     nle__log(ctx, 0, "lambda* bounds: %.4g <= lambda* <= %.4g (EE paper eqs. 11-12, %s)", r->lambda_lower,
              r->lambda_upper, w->Wfeat ? "Lanczos and Gershgorin" : dense ? "dense eigenvalues" : "Lanczos");
   else if (!(o->homotopy_steps > 0 && AUTO(o->lambda_start))) {
-    nle__log(ctx, 0, "warning: no lambda* bounds: %s", nle_ctx_error(ctx));
+    nle__warn(ctx, NLE_WARN_GENERAL, "no lambda* bounds: %s", nle_ctx_error(ctx));
     r->lambda_lower = r->lambda_upper = NAN;
     s = NLE_OK;
   }
@@ -413,8 +415,10 @@ static nle_status check_result(nle_ctx *ctx, nle_embed_result *r) {
     return nle__fail(ctx, NLE_ERR_NUMERIC, "nle_embed: the embedding has non-finite coordinates after %d iterations",
                      r->report.iterations);
   if (r->map_extent > 1e5)
-    nle__log(ctx, 0, "warning: the map reaches |x| = %.3g: its scale exploded (well-separated clusters drift apart; "
-             "a smaller learning rate or lambda keeps them in view)", r->map_extent);
+    nle__warn(ctx, NLE_WARN_GENERAL,
+              "the map reaches |x| = %.3g: its scale exploded (well-separated clusters drift apart; a smaller "
+              "{@learning-rate} or {@lambda} keeps them in view)",
+              r->map_extent);
   return NLE_OK;
 }
 

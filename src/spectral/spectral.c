@@ -264,8 +264,8 @@ nle_status nle__spectral_embed_with(nle_ctx *ctx, nle_spectral_method method, co
   r->components = (int)comps;
   if (!s && comps > 1 && o->components == NLE_COMPONENTS_ERROR)
     s = nle__fail(ctx, NLE_ERR_VALUE,
-                  "%s: the neighbourhood graph has %lld connected components; the method needs one (a larger k joins "
-                  "them; components = allow embeds them side by side)",
+                  "%s: the neighbourhood graph has %lld connected components; the method needs one (a larger {@neighbors} joins "
+                  "them; {@components=allow} embeds them side by side)",
                   m->name, (long long)comps);
   r->graph_seconds = nle_time_seconds() - t0;
   t0 = nle_time_seconds();
