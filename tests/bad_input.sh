@@ -179,7 +179,7 @@ expect_fail txn_affinity_betas "output folder $T/none does not exist" "$T/keep.m
 # a disk that fills while the model is written (a 16 KiB file size limit;
 # the output before it fits): neither file is put in place
 expect_fail txn_model_disk_full "m.nle: write failed: File too large" "$T/keep.npy:$T/m.nle" -- \
-  bash -c 'trap "" XFSZ; ulimit -f 16; exec "$@"' _ $N tsne swissroll:300 --max-iters 20 -o "$T/keep.npy" --save-model "$T/m.nle"
+  bash -c 'trap "" XFSZ; ulimit -f 16; exec "$@"' _ $N tsne swissroll:300 --max-iters 20 --quiet -o "$T/keep.npy" --save-model "$T/m.nle"
 expect_fail txn_transform_ext 'x.png: unknown output extension ".png"' - -- $N transform "$T/none.nle" spiral:10 -o "$T/x.png"
 sh -c 'exit 0' & dead_pid=$!
 wait $dead_pid
