@@ -289,7 +289,7 @@ int cmd_mds(int argc, char **argv, const char *command) {
   nle_matf *unit_rows = NULL;
   nle_csr *no_graph = NULL;
   if (!rc && !s && ds && mc->fam == FAMILY_MDS)
-    rc = cli_metric_input(&env, argv[optind], metric_name, metric, ds, 0, &points, &unit_rows, &no_graph);
+    rc = cli_metric_input(&env, argv[optind], metric_name, metric, ds, 0, &points, &unit_rows, &no_graph, NULL);
   if (!rc && !s && matrix) s = cli_load_embedding(&env, matrix, &M);
   if (!rc && !s && weights) s = cli_load_embedding(&env, weights, &W);
   if (!rc && !s && init) s = cli_load_embedding(&env, init, &X0);
