@@ -20,8 +20,9 @@ typedef struct {
 } mds_command;
 
 #define MDS_INPUT_HELP                                                                  \
-  "  --distances FILE     a dissimilarity matrix instead of INPUT: N x N (.npy or\n"    \
-  "                       text), symmetric, zero diagonal, finite, >= 0\n"             \
+  "  --distances FILE     a dissimilarity matrix instead of INPUT: N x N (any dense\n"  \
+  "                       input: .npy, text, .npz, .h5, .mat, ...), symmetric,\n"     \
+  "                       zero diagonal, finite, >= 0\n"                               \
   "  --metric NAME        euclidean (default), cosine or correlation (INPUT's rows\n"  \
   "                       made unit, correlation centred first), or precomputed\n"    \
   "                       (INPUT is the dissimilarity matrix, as --distances); a\n"   \

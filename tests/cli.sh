@@ -472,5 +472,15 @@ for cmd in ee tee ssne tsne sne pca knn affinity metrics plot transform le lle m
   if $N $cmd --help | grep -qF "(default 80% of RAM)"; then ok "help_percent_$cmd"; else bad "help_percent_$cmd" "$($N $cmd --help | grep -F max-memory)"; fi
 done
 if $N --help | grep -q "Commands:" && $N --version | grep -q '^nlembed [0-9]'; then ok help_and_version; else bad help_and_version "missing"; fi
+# --help names every input the readers take (issue 34 item 12): the formats
+# of docs/formats.md's input table, and each such file read as --help says
+missing=""
+for word in CSV .npy .npz save_npz IDX "Matrix Market" .mtx HDF5 .h5ad "10x .h5" MATLAB .mat "10x" gzip FILE:NAME; do
+  $N --help | grep -qF -- "$word" || missing="$missing '$word'"
+done
+for row in text "NumPy \`.npy\`" IDX "Matrix Market" gzip "HDF5, AnnData" "NumPy \`.npz\`" "MATLAB \`.mat\`" "10x Genomics folder"; do
+  grep -q "^| $row " docs/formats.md || missing="$missing (docs/formats.md has no row '$row': keep this list and --help in step)"
+done
+if [ -z "$missing" ]; then ok help_lists_inputs; else bad help_lists_inputs "--help lacks$missing"; fi
 
 finish
