@@ -107,12 +107,15 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
 	  -e 's|@PRIVATE@|$(DEPLIBS) -fopenmp|' nlembed.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/nlembed.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
+	  -e 's|@PRIVATE@|$(DEPLIBS) -fopenmp|' nlembed-static.pc.in \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/nlembed-static.pc
 	install -m 755 $(BUILD)/nlembed $(DESTDIR)$(PREFIX)/bin/
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/lib/libnlembed.a $(DESTDIR)$(PREFIX)/lib/libnlembed.so* \
 	  $(DESTDIR)$(PREFIX)/include/nlembed.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/nlembed.pc \
-	  $(DESTDIR)$(PREFIX)/include/nlembed/*.h \
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig/nlembed-static.pc $(DESTDIR)$(PREFIX)/include/nlembed/*.h \
 	  $(DESTDIR)$(PREFIX)/bin/nlembed
 
 # Address and undefined-behaviour sanitizers, in a build folder of their own,
@@ -145,7 +148,7 @@ clean:
 help:
 	@echo "make              library, tool and tests in build/ (NATIVE=1: tuned for this CPU)"
 	@echo "make check        the whole test suite (tests/run.sh)"
-	@echo "make install      PREFIX=/usr/local (and DESTDIR): library, header, nlembed.pc, tool"
+	@echo "make install      PREFIX=/usr/local (and DESTDIR): library, header, nlembed.pc and nlembed-static.pc, tool"
 	@echo "make asan         the same with ASan+UBSan in build-asan/"
 	@echo "make fuzz         libFuzzer targets in build-fuzz/ (clang)"
 	@echo "make bench        benchmark programs in build/ (see bench/)"

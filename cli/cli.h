@@ -101,10 +101,13 @@ int cli_metric_parse(const char *command, const char *name, bool with_affinities
  * *owned), or *graph searched here (sparse rows; precomputed distances,
  * dense or a sparse graph). A square symmetric matrix with a zero diagonal
  * is refused when no metric was named (metric_name NULL); k <= 0: the
- * command takes no graph, and only dense input. 0, or the exit code after
- * printing the error. */
+ * command takes no graph, and only dense input. *search_seconds (may be
+ * NULL): the time of the search made here, which the caller reports as
+ * kNN time, not reading time. 0, or the exit code after printing the
+ * error. */
 int cli_metric_input(cli_env *env, const char *source, const char *metric_name, nle_metric metric,
-                     const nle_dataset *ds, int k, const nle_matf **Y, nle_matf **owned, nle_csr **graph);
+                     const nle_dataset *ds, int k, const nle_matf **Y, nle_matf **owned, nle_csr **graph,
+                     double *search_seconds);
 
 /* Summary lines for the user on stderr unless --quiet. */
 void cli_note(cli_env *env, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

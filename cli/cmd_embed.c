@@ -361,7 +361,7 @@ static const char *name_of(const cli_name *names, int value) {
 
 /* The JSON line: every resolved choice and the time of every stage. */
 static void print_json(cli_env *env, const char *title, const char *input, double read_seconds,
-                       const nle_embed_result *r) {
+                       double search_seconds, const nle_embed_result *r) {
   const nle_embed_opts *o = &r->resolved;
   char source[1200], e0[32], e[32], lower[32], upper[32], extent[32];
   cli_json_escape(input, source, sizeof source);
@@ -388,10 +388,10 @@ static void print_json(cli_env *env, const char *title, const char *input, doubl
          o->opt.max_iters, o->opt.tol, o->opt.x_tol, o->homotopy_steps, o->lambda_start,
          o->init == NLE_INIT_GIVEN ? "file" : nle_init_name(o->init),
          r->report.iterations, r->report.evaluations, e0, e, r->report.converged ? "true" : "false", lower, upper,
-         r->components, extent, read_seconds, r->seconds.pca, r->seconds.knn, r->seconds.affinities, r->seconds.init,
-         r->seconds.plan, r->seconds.optimize, r->seconds.total, title, o->perplexity,
+         r->components, extent, read_seconds, r->seconds.pca, r->seconds.knn + search_seconds, r->seconds.affinities,
+         r->seconds.init, r->seconds.plan, r->seconds.optimize, r->seconds.total + search_seconds, title, o->perplexity,
          o->homotopy_steps > 0 ? "homotopy, " : "", o->step == NLE_STEP_FIXED_RATE ? "fixed-rate gd" : name_of(optimizer_names, o->opt.kind),
-         r->report.iterations, r->seconds.total);
+         r->report.iterations, r->seconds.total + search_seconds);
 }
 
 /* The data points go as soon as the library is done with them (the labels
@@ -525,9 +525,10 @@ int cmd_embed(int argc, char **argv, const char *name) {
   const nle_matf *points = NULL;
   nle_matf *unit_rows = NULL;
   nle_csr *graph = NULL;
+  double t_search = 0.0; /* that search's time: kNN time, not reading time */
   if (!rc && !s && ds) {
     rc = cli_metric_input(&env, argv[optind], a.metric, metric, ds, nle_embed_knn_size(&a.eo), &points, &unit_rows,
-                          &graph);
+                          &graph, &t_search);
     if (!rc && graph && (a.save_model || a.eo.wneg != NLE_WNEG_UNIFORM || a.eo.init == NLE_INIT_PCA))
       rc = cli_usage_error(name, "--save-model, --wneg sqdist|knn and --init pca need dense points, not %s",
                            ds->sparse ? "a sparse matrix" : "precomputed distances");
@@ -537,7 +538,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
     fprintf(stderr, "nlembed %s: error: %s: %s\n", name, a.affinities, nle_ctx_error(env.ctx));
     rc = 1;
   }
-  t_read = nle_time_seconds() - t_read;
+  t_read = nle_time_seconds() - t_read - t_search;
   if (!rc && !s && a.save_labels && !ds->labels)
     rc = cli_usage_error(name, "%s has no labels to save (give them with --labels)", argv[optind]);
   size_t npts = ds ? (ds->X ? ds->X->rows : (size_t)ds->sparse->rows) : A ? (size_t)A->rows : 0;
@@ -611,10 +612,10 @@ int cmd_embed(int argc, char **argv, const char *name) {
   if (!rc && s) rc = cli_fail(&env, s);
   if (!rc) rc = cli_commit(&env); /* every output of the run, or none */
   if (!rc) {
-    print_json(&env, titles[kind], ds ? ds->name : input, t_read, res);
+    print_json(&env, titles[kind], ds ? ds->name : input, t_read, t_search, res);
     cli_note(&env, "%s of %zu points: E %.6g -> %.6g in %d iterations (%d evaluations), %.2f s; wrote %s",
              titles[kind], npts, res->report.E0, res->report.E, res->report.iterations, res->report.evaluations,
-             res->seconds.total, a.output);
+             res->seconds.total + t_search, a.output);
   }
   if (trace_file) fclose(trace_file);
   nle_embed_result_free(&res);

@@ -20,8 +20,9 @@ typedef struct {
 } mds_command;
 
 #define MDS_INPUT_HELP                                                                  \
-  "  --distances FILE     a dissimilarity matrix instead of INPUT: N x N (.npy or\n"    \
-  "                       text), symmetric, zero diagonal, finite, >= 0\n"             \
+  "  --distances FILE     a dissimilarity matrix instead of INPUT: N x N (any dense\n"  \
+  "                       input: .npy, text, .npz, .h5, .mat, ...), symmetric,\n"     \
+  "                       zero diagonal, finite, >= 0\n"                               \
   "  --metric NAME        euclidean (default), cosine or correlation (INPUT's rows\n"  \
   "                       made unit, correlation centred first), or precomputed\n"    \
   "                       (INPUT is the dissimilarity matrix, as --distances); a\n"   \
@@ -289,7 +290,7 @@ int cmd_mds(int argc, char **argv, const char *command) {
   nle_matf *unit_rows = NULL;
   nle_csr *no_graph = NULL;
   if (!rc && !s && ds && mc->fam == FAMILY_MDS)
-    rc = cli_metric_input(&env, argv[optind], metric_name, metric, ds, 0, &points, &unit_rows, &no_graph);
+    rc = cli_metric_input(&env, argv[optind], metric_name, metric, ds, 0, &points, &unit_rows, &no_graph, NULL);
   if (!rc && !s && matrix) s = cli_load_embedding(&env, matrix, &M);
   if (!rc && !s && weights) s = cli_load_embedding(&env, weights, &W);
   if (!rc && !s && init) s = cli_load_embedding(&env, init, &X0);

@@ -40,17 +40,18 @@ static const char *help_fmt =
     "  --symmetrize RULE    average (default: (A + A^T) / 2), union, mutual\n"
     "  --components NAME    a disconnected graph: error (default), allow\n"
     "  --affinities FILE    a precomputed symmetric affinity matrix (.mtx sparse, or\n"
-    "                       dense .npy/text): no neighbour search, no INPUT\n"
+    "                       any dense input: .npy, text, ...): no neighbour search,\n"
+    "                       no INPUT\n"
     "  --metric NAME        euclidean (default), cosine or correlation (the rows made\n"
     "                       unit, correlation centred first; sparse INPUT searched\n"
     "                       as it is), or precomputed (INPUT holds distances, as\n"
     "                       --distances INPUT); a square symmetric INPUT with a\n"
     "                       zero diagonal needs it named\n"
     "  --distances FILE     precomputed distances instead of INPUT: a dense N x N\n"
-    "                       matrix (.npy or text; each row's k nearest, or those\n"
-    "                       within --radius) or a sparse graph (.mtx; its rows as\n"
-    "                       the neighbourhoods); not for the LLE family, which\n"
-    "                       needs the points\n"
+    "                       matrix (.npy, text or any dense input; each row's k\n"
+    "                       nearest, or those within --radius) or a sparse graph\n"
+    "                       (.mtx; its rows as the neighbourhoods); not for the\n"
+    "                       LLE family, which needs the points\n"
     "  --knn FILE           a kNN graph as `nlembed knn -o G.mtx` writes it (squared\n"
     "                       distances), instead of INPUT\n"
     "  --solver NAME        auto (dense up to 400 points, else shift-invert when\n"
@@ -232,8 +233,8 @@ static int parse_name(const char *command, const char *option, const char *arg, 
   return 0;
 }
 
-static void print_json(const char *command, const char *input, double read_seconds, const nle_spectral_result *r,
-                       const char *extra) {
+static void print_json(const char *command, const char *input, double read_seconds, double search_seconds,
+                       const nle_spectral_result *r, const char *extra) {
   const nle_spectral_opts *o = &r->resolved;
   char name[1200];
   cli_json_escape(input, name, sizeof name);
@@ -243,8 +244,8 @@ static void print_json(const char *command, const char *input, double read_secon
          "\"eigen_seconds\": %.3f, \"total_seconds\": %.3f, \"pca\": %d, \"pca_candidates\": %d, \"eigenvalues\": [",
          command, name, r->n, o->dim, o->k, nle_knn_method_name(o->knn_method), nle_affinity_kind_name(o->affinity),
          nle_symmetrize_name(o->symmetrize), nle_laplacian_name(o->laplacian), r->components,
-         nle_eigen_solver_name(r->solver_used), read_seconds, r->knn_seconds, r->graph_seconds, r->eigen_seconds,
-         r->total_seconds, o->pca_dims, o->pca_candidates);
+         nle_eigen_solver_name(r->solver_used), read_seconds, r->knn_seconds + search_seconds, r->graph_seconds,
+         r->eigen_seconds, r->total_seconds + search_seconds, o->pca_dims, o->pca_candidates);
   for (int i = 0; i < r->n_eigenvalues; i++) printf("%s%.12g", i ? ", " : "", r->eigenvalues[i]);
   printf("]");
   if (!isnan(r->residual_variance)) printf(", \"residual_variance\": %.8g", r->residual_variance);
@@ -510,8 +511,10 @@ int cmd_spectral(int argc, char **argv, const char *command) {
   const nle_matf *points = ds ? ds->X : NULL;
   nle_matf *unit_rows = NULL;
   nle_csr *input_graph = NULL;
+  double t_search = 0.0; /* searches made here: kNN time, not reading time */
   if (!rc && !s && graph_from_input) {
-    rc = cli_metric_input(&env, argv[optind], metric_name, metric, ds, o.k, &points, &unit_rows, &input_graph);
+    rc = cli_metric_input(&env, argv[optind], metric_name, metric, ds, o.k, &points, &unit_rows, &input_graph,
+                          &t_search);
     if (!rc && input_graph && save_model)
       rc = cli_usage_error(command, "--save-model needs dense points, not %s",
                            ds->sparse ? "a sparse matrix" : "precomputed distances");
@@ -527,14 +530,17 @@ int cmd_spectral(int argc, char **argv, const char *command) {
    * file goes before their message */
   nle_status converted = NLE_OK;
   if (!rc && !s && affinities && !mtx) converted = nle_csr_from_dense(env.ctx, dense->X, &W);
-  if (!rc && !s && distances)
+  if (!rc && !s && distances) {
+    double t = nle_time_seconds();
     converted = mtx ? nle_knn_from_sparse_distances(env.ctx, sparse, squared, &knn)
                     : nle_knn_from_distances(env.ctx, dense->X, o.k, o.radius, &knn);
+    t_search += nle_time_seconds() - t;
+  }
   if (converted) {
     fprintf(stderr, "nlembed %s: error: %s: %s\n", command, matrix, nle_ctx_error(env.ctx));
     rc = converted == NLE_ERR_ARG ? 2 : 1;
   }
-  t_read = nle_time_seconds() - t_read;
+  t_read = nle_time_seconds() - t_read - t_search;
   if (!rc && !s && (n_sigma || n_k)) { /* model selection: its own run and output */
     if (!n_sigma || !n_k) rc = cli_usage_error(command, "give both --sweep-sigma and --sweep-k");
     else if (!ds || matrix || input_graph || unit_rows)
@@ -591,10 +597,10 @@ int cmd_spectral(int argc, char **argv, const char *command) {
   if (!rc) rc = cli_commit(&env); /* the output whole, or none */
   if (!rc) {
     const char *input = ds ? ds->name : matrix;
-    print_json(command, input, t_read, res, extra);
+    print_json(command, input, t_read, t_search, res, extra);
     cli_note(&env, "%s of %zu points: %d eigenvalues from %.3g (%s), %.2f s; wrote %s", command, res->n,
-             res->n_eigenvalues, res->eigenvalues[0], nle_eigen_solver_name(res->solver_used), res->total_seconds,
-             output);
+             res->n_eigenvalues, res->eigenvalues[0], nle_eigen_solver_name(res->solver_used),
+             res->total_seconds + t_search, output);
   }
   if (cres) nle_cluster_result_free(&cres);
   else nle_spectral_result_free(&res);

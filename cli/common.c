@@ -422,8 +422,10 @@ int cli_metric_parse(const char *command, const char *name, bool with_affinities
 }
 
 int cli_metric_input(cli_env *env, const char *source, const char *metric_name, nle_metric metric,
-                     const nle_dataset *ds, int k, const nle_matf **Y, nle_matf **owned, nle_csr **graph) {
+                     const nle_dataset *ds, int k, const nle_matf **Y, nle_matf **owned, nle_csr **graph,
+                     double *search_seconds) {
   *Y = NULL;
+  if (search_seconds) *search_seconds = 0.0;
   *owned = NULL;
   *graph = NULL;
   if (!metric_name && ds->X && nle_looks_like_distances(ds->X)) {
@@ -441,7 +443,9 @@ int cli_metric_input(cli_env *env, const char *source, const char *metric_name, 
   } else if (k > 0) {
     nle_knn_method method = env->knn ? env->knn->method : NLE_KNN_AUTO;
     const nle_knn_approx_opts *approx = env->knn ? &env->knn->approx : NULL;
+    double t = nle_time_seconds();
     s = nle_metric_graph(env->ctx, metric, ds->X, ds->sparse, k, method, approx, graph, NULL);
+    if (search_seconds) *search_seconds = nle_time_seconds() - t;
   } else {
     fprintf(stderr, "nlembed %s: error: %s: this command takes dense %s\n", env->command, source,
             rows ? "points" : "distances");

@@ -49,6 +49,9 @@ gzip -c < "$work/text/corpus/header.csv" > "$work/gunzip/corpus/csv.gz"
 printf '\x00%%%%MatrixMarket matrix coordinate real general\n%% c\n3 2 3\n1 1 1.5\n3 2 -2\n2 1 4\n' > "$work/mtx/corpus/coo"
 printf '\x03%%%%MatrixMarket matrix coordinate pattern symmetric\n3 3 2\n2 1\n3 3\n' > "$work/mtx/corpus/sym"
 printf '\x00%%%%MatrixMarket matrix array integer general\n2 2\n1\n2\n3\n4\n' > "$work/mtx/corpus/array"
+# a few bytes announcing an enormous matrix, densified and kept sparse
+printf '\x00%%%%MatrixMarket matrix coordinate real general\n2000000000 2000000000 3\n1 1 1\n2 2 1\n3 3 1\n' > "$work/mtx/corpus/huge"
+printf '\x01%%%%MatrixMarket matrix coordinate real general\n20000000 3 2\n1 1 1\n2 2 1\n' > "$work/mtx/corpus/tall"
 /usr/bin/python3 - "$work" > /dev/null 2>&1 <<'PY' || echo "fuzz: no npz seeds (/usr/bin/python3 with numpy and scipy)"
 import sys, io, numpy as np, scipy.sparse as sp
 w = sys.argv[1]
@@ -62,6 +65,9 @@ seed("npz", "savez", npz(np.savez, X=X), 4)
 seed("npz", "compressed", npz(np.savez_compressed, X=X, y=np.arange(2)), 4)
 seed("npz", "csr", npz(sp.save_npz, S))
 seed("npz", "coo", npz(sp.save_npz, S.tocoo(), compressed=False), 1)
+huge = sp.coo_matrix((np.ones(2, np.float32), ([0, 1], [0, 1])), shape=(2000000000, 3))
+seed("npz", "huge_coo", npz(sp.save_npz, huge, compressed=False), 0)
+seed("npz", "huge_csc", npz(sp.save_npz, huge.tocsc(), compressed=False), 1)
 PY
 recipe() { # LENGTH SEED: bytes of a linear congruential sequence
   local i x=$2 b out=""

@@ -418,4 +418,53 @@ expect_fail folder_not_10x "fmt_folder: a folder, and not one of 10x Genomics da
   $N pca "$T/fmt_folder" -o "$o"
 expect_fail pickle_refused "fmt_pickle.bin: a Python pickle (not read, being unsafe" "$o" -- $N pca "$T/fmt_pickle.bin" -o "$o"
 
+# ---- a few bytes announcing an enormous matrix (issue 34 item 18): refused
+# at once, naming the file, before any row pointer is allocated; densified
+# by its dense size, kept sparse (knn) by the CSR it would build
+printf '%%%%MatrixMarket matrix coordinate real general\n2000000000 2000000000 3\n1 1 1.0\n2 2 1.0\n3 3 1.0\n' > "$T/huge.mtx"
+printf '%%%%MatrixMarket matrix coordinate real general\n200000000 200000000 3\n1 1 1.0\n2 2 1.0\n3 3 1.0\n' > "$T/huge2.mtx"
+mkdir -p "$T/huge_10x"
+printf '%%%%MatrixMarket matrix coordinate integer general\n3 2000000000 3\n1 1 1\n2 2 1\n3 3 1\n' > "$T/huge_10x/matrix.mtx"
+/usr/bin/python3 - "$T" <<'PY'
+import sys, numpy as np, scipy.sparse as sp, scipy.io as sio, h5py
+T = sys.argv[1]
+R = 2000000000
+i = np.arange(3); v = np.ones(3, np.float32)
+sp.save_npz(f"{T}/huge_coo.npz", sp.coo_matrix((v, (i, i)), shape=(R, R)), compressed=False)
+csc = sp.csc_matrix((v, (i, i)), shape=(R, 3))
+sp.save_npz(f"{T}/huge_csc.npz", csc, compressed=False)
+sio.savemat(f"{T}/huge.mat", {"X": csc})
+with h5py.File(f"{T}/huge.h5ad", "w") as f:
+    f.attrs["encoding-type"] = "anndata"; f.attrs["encoding-version"] = "0.1.0"
+    g = f.create_group("X"); g.attrs["encoding-type"] = "csc_matrix"; g.attrs["encoding-version"] = "0.1.0"
+    g.attrs["shape"] = np.array([R, 3])
+    g["data"] = csc.data; g["indices"] = csc.indices; g["indptr"] = csc.indptr
+    f.create_group("obs")
+PY
+huge_fail() { # NAME SUBSTRING command...: refused, and both runs of expect_fail within 5 s
+  local name=$1 want=$2 t0 t1
+  shift 2
+  t0=$(date +%s%N)
+  expect_fail "$name" "$want" "$o" -- "$@"
+  t1=$(date +%s%N)
+  if [ $(( (t1 - t0) / 1000000 )) -lt 5000 ]; then ok "${name}_fast"
+  else bad "${name}_fast" "two refusals took $(( (t1 - t0) / 1000000 )) ms"; fi
+}
+huge_fail huge_mtx_dense "huge.mtx: the sparse 2000000000 x 2000000000 matrix made dense needs" $N pca "$T/huge.mtx" -d 2 -o "$o"
+huge_fail huge2_mtx_dense "huge2.mtx: the sparse 200000000 x 200000000 matrix made dense needs" $N pca "$T/huge2.mtx" -d 2 -o "$o"
+huge_fail huge_mtx_sparse "huge.mtx: the sparse 2000000000 x 2000000000 matrix (3 entries) as CSR needs 29.8 GiB, over the memory cap of 4.0 GiB" \
+  $N knn "$T/huge.mtx" --max-memory 4G -o "$o"
+huge_fail huge_10x_dense "matrix.mtx: the sparse 2000000000 x 3 matrix made dense needs" $N pca "$T/huge_10x" -o "$o"
+huge_fail huge_npz_coo_dense "huge_coo.npz: the sparse 2000000000 x 2000000000 matrix made dense needs" $N pca "$T/huge_coo.npz" -o "$o"
+huge_fail huge_npz_coo_sparse "huge_coo.npz: the sparse 2000000000 x 2000000000 matrix (3 entries) as CSR needs" \
+  $N knn "$T/huge_coo.npz" --max-memory 4G -o "$o"
+huge_fail huge_npz_csc_sparse "huge_csc.npz: the sparse 2000000000 x 3 matrix (3 entries) as CSR needs" \
+  $N knn "$T/huge_csc.npz" --max-memory 4G -o "$o"
+huge_fail huge_mat_dense "huge.mat:X: the sparse 2000000000 x 3 matrix made dense needs" $N pca "$T/huge.mat" -o "$o"
+huge_fail huge_mat_sparse "huge.mat:X: the sparse 2000000000 x 3 matrix (3 entries) as CSR needs" \
+  $N knn "$T/huge.mat" --max-memory 4G -o "$o"
+huge_fail huge_h5ad_dense "huge.h5ad:X: the sparse 2000000000 x 3 matrix made dense needs" $N pca "$T/huge.h5ad" -o "$o"
+huge_fail huge_h5ad_sparse "huge.h5ad:X: the sparse 2000000000 x 3 matrix (3 entries) as CSR needs" \
+  $N knn "$T/huge.h5ad" --max-memory 4G -o "$o"
+
 finish

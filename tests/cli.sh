@@ -383,6 +383,27 @@ $N le "$T/mSdense.npy" --metric cosine -k 10 -o "$T/m_le_sdense.npy" --quiet > /
 if same_up_to_sign "$T/m_le_sparse.npy" "$T/m_le_sdense.npy" 1e-4; then ok metric_sparse_cosine_as_dense
 else bad metric_sparse_cosine_as_dense "le of the sparse rows differs from le of the same rows dense"; fi
 expect_ok metric_sparse_tsne $N tsne "$T/mS.npz" --metric cosine -p 10 --max-iters 100 -o "$T/m_ts_s.npy" --quiet
+# the search of sparse rows (or of precomputed distances) made before the
+# library runs is kNN time, not reading time: knn_seconds is never 0.000
+# for it, and total_seconds covers it (issue 34 item 13)
+/usr/bin/python3 -c "
+import sys, numpy as np, scipy.sparse as sp
+sp.save_npz(sys.argv[1], sp.random(1500, 4000, density=0.03, random_state=3, format='csr', dtype=np.float32))" "$T/kt.npz"
+# (counted once: read_seconds + total_seconds within the process's wall time)
+for run in "tsne --max-iters 2 -p 10" "le" "cluster -c 3" "isomap --metric precomputed"; do
+  input="$T/kt.npz"; [ "${run#isomap}" != "$run" ] && input="$T/mD.npy"
+  # shellcheck disable=SC2086
+  if /usr/bin/python3 -c "
+import json, subprocess, sys, time
+t = time.monotonic()
+out = subprocess.run(sys.argv[1:], capture_output=True, text=True).stdout
+wall = time.monotonic() - t
+print(out, wall)
+j = json.loads(out)
+sys.exit(0 if j['knn_seconds'] > 0 and j['total_seconds'] >= j['knn_seconds'] and
+         j['read_seconds'] + j['total_seconds'] <= wall + 0.002 else 1)" $N $run "$input" -o "$T/kt_out.txt" --quiet > "$T/stdout"
+  then ok "sparse_search_is_knn_time_${run%% *}"; else bad "sparse_search_is_knn_time_${run%% *}" "$(head -c 600 "$T/stdout")"; fi
+done
 
 # ---- knn --metric on sparse rows (searched sparse, never densified): the
 # lists and squared distances of scikit-learn's brute-force search (cosine:
@@ -457,5 +478,15 @@ for cmd in ee tee ssne tsne sne pca knn affinity metrics plot transform le lle m
   if $N $cmd --help | grep -qF "(default 80% of RAM)"; then ok "help_percent_$cmd"; else bad "help_percent_$cmd" "$($N $cmd --help | grep -F max-memory)"; fi
 done
 if $N --help | grep -q "Commands:" && $N --version | grep -q '^nlembed [0-9]'; then ok help_and_version; else bad help_and_version "missing"; fi
+# --help names every input the readers take (issue 34 item 12): the formats
+# of docs/formats.md's input table, and each such file read as --help says
+missing=""
+for word in CSV .npy .npz save_npz IDX "Matrix Market" .mtx HDF5 .h5ad "10x .h5" MATLAB .mat "10x" gzip FILE:NAME; do
+  $N --help | grep -qF -- "$word" || missing="$missing '$word'"
+done
+for row in text "NumPy \`.npy\`" IDX "Matrix Market" gzip "HDF5, AnnData" "NumPy \`.npz\`" "MATLAB \`.mat\`" "10x Genomics folder"; do
+  grep -q "^| $row " docs/formats.md || missing="$missing (docs/formats.md has no row '$row': keep this list and --help in step)"
+done
+if [ -z "$missing" ]; then ok help_lists_inputs; else bad help_lists_inputs "--help lacks$missing"; fi
 
 finish

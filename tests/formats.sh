@@ -4,7 +4,9 @@
 # numpy): AnnData .h5ad (dense X, CSR and CSC X, categorical obs labels), a
 # plain HDF5 file, scipy.sparse.save_npz and np.savez archives, MATLAB files
 # from scipy.io.savemat (dense and sparse), a 10x Genomics folder (matrix.mtx
-# of genes x cells, gzip'ed, with its barcodes and features). Each is read by
+# of genes x cells, gzip'ed, with its barcodes and features), Matrix Market
+# files of every symmetry and field from scipy.io.mmwrite (compared with
+# scipy.io.mmread's values). Each is read by
 # `nlembed pca` and the result compared with the same matrix read from .npy
 # (bit for bit) and with numpy's PCA (up to each component's sign); labels
 # from obs go through --labels FILE.h5ad:obs/COLUMN to pca, metrics and
@@ -59,6 +61,32 @@ with gzip.open(t + "/tenx/barcodes.tsv.gz", "wt") as f:
 with gzip.open(t + "/tenx/features.tsv.gz", "wt") as f:
     f.write("".join(f"ENSG{j}\tgene{j}\tGene Expression\n" for j in range(d)))
 sio.mmwrite(t + "/plain.mtx", sp.coo_matrix(C))
+# Matrix Market's symmetries and fields as scipy.io.mmwrite writes them,
+# dense (array) and sparse (coordinate); each file's reference is what
+# scipy.io.mmread reads back from it (a skew-symmetric file stores the lower
+# triangle: the upper one is its negative)
+m = 40
+L = np.tril(sp.random(m, m, density=0.3, random_state=11).toarray(), -1) * 4 - 1
+L[np.tril(np.ones((m, m)), -1) == 0] = 0
+skew, sym = L - L.T, L + L.T + np.diag(rng.uniform(1, 2, m))
+Pg = (sp.random(m, m, density=0.2, random_state=12) != 0).astype(np.float64)
+mm = {"mm_skew_coo": (sp.coo_matrix(skew), dict(symmetry="skew-symmetric")),
+      "mm_skew_array": (skew, dict(symmetry="skew-symmetric")),
+      "mm_sym_coo": (sp.coo_matrix(sym), dict(symmetry="symmetric")),
+      "mm_sym_array": (sym, dict(symmetry="symmetric")),
+      "mm_pattern_general": (sp.coo_matrix(Pg), dict(field="pattern", symmetry="general")),
+      "mm_pattern_sym": (sp.coo_matrix(((Pg + Pg.T) != 0).astype(np.float64)), dict(field="pattern", symmetry="symmetric")),
+      "mm_int_skew_coo": (sp.coo_matrix(np.round(skew * 7).astype(np.int64)), dict(field="integer", symmetry="skew-symmetric")),
+      "mm_int_sym_array": (np.round(sym * 7).astype(np.int64), dict(field="integer", symmetry="symmetric")),
+      "mm_int_general_array": (np.round(skew * 7 + L * 3).astype(np.int64), dict(field="integer", symmetry="general"))}
+for name, (a, kw) in mm.items():
+    sio.mmwrite(t + "/" + name + ".mtx", a, **kw)
+    head = open(t + "/" + name + ".mtx").readline().split()
+    assert head[3:] == [kw.get("field", "real"), kw["symmetry"]], (name, head)
+    back = sio.mmread(t + "/" + name + ".mtx")
+    back = back.toarray() if sp.issparse(back) else np.asarray(back)
+    assert (kw["symmetry"] != "skew-symmetric") or (np.abs(back + back.T).max() == 0 and np.abs(back).max() > 0), name
+    np.save(t + "/" + name + "_mmread.npy", back.astype(np.float32))
 PY
 then ok make_files; else bad make_files "$(tail -c 600 "$T/make.log")"; fi
 
@@ -107,6 +135,10 @@ pca_matches mat_dense "$T/dense.mat" "$T/X.npy"
 pca_matches mat_sparse "$T/sparse.mat:C" "$T/C.npy"
 pca_matches tenx_folder "$T/tenx" "$T/C.npy"
 pca_matches mtx_plain "$T/plain.mtx" "$T/C.npy"
+for f in mm_skew_coo mm_skew_array mm_sym_coo mm_sym_array mm_pattern_general mm_pattern_sym mm_int_skew_coo \
+  mm_int_sym_array mm_int_general_array; do
+  pca_matches "$f" "$T/$f.mtx" "$T/${f}_mmread.npy"
+done
 
 # ---- labels inside the files
 expect_ok labels_categorical $N pca "$T/dense.h5ad" -d 2 -o "$T/lab_pca.npy" --labels "$T/dense.h5ad:obs/cell_type" \

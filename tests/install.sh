@@ -50,14 +50,19 @@ if cc -std=c11 "$T/example.c" -o "$T/example" $(pkg-config --cflags --libs nlemb
   && LD_LIBRARY_PATH=$prefix/lib ldd "$T/example" | grep -q "libnlembed.so.${version%%.*} => $prefix/lib/"; then
   ok pkg_config_shared
 else bad pkg_config_shared "$(head -c 300 "$T/cc_err") $(head -c 300 "$T/out" 2> /dev/null)"; fi
-# (the private libraries' folders too: Debian keeps libhdf5 in one of its own)
+# the README's static recipe as it is written, with libnlembed.so beside
+# libnlembed.a: no libnlembed.so in the program's needs (NEEDED) nor in
+# ldd's list, and it runs with the installed folder off the search path
 # shellcheck disable=SC2046
-if cc -std=c11 "$T/example.c" -o "$T/example_static" $(pkg-config --cflags nlembed) "$prefix/lib/libnlembed.a" \
-  $(pkg-config --static --libs-only-L --libs-only-other --libs-only-l nlembed | sed 's/-lnlembed//') 2> "$T/cc_err" \
-  && "$T/example_static" > "$T/out" 2>&1 && grep -q "^5000 points, E [0-9.]*, 450 iterations" "$T/out" \
-  && ! ldd "$T/example_static" | grep -q libnlembed; then
+if cc -std=c11 "$T/example.c" -o "$T/example_static" $(pkg-config --cflags --libs nlembed-static) 2> "$T/cc_err" \
+  && [ -f "$prefix/lib/libnlembed.so" ] && ! objdump -p "$T/example_static" | grep NEEDED | grep -q libnlembed \
+  && ! LD_LIBRARY_PATH=$prefix/lib ldd "$T/example_static" | grep -q libnlembed \
+  && "$T/example_static" > "$T/out" 2>&1 && grep -q "^5000 points, E [0-9.]*, 450 iterations" "$T/out"; then
   ok pkg_config_static
-else bad pkg_config_static "$(head -c 300 "$T/cc_err") $(head -c 300 "$T/out" 2> /dev/null)"; fi
+else bad pkg_config_static "$(head -c 300 "$T/cc_err") $(objdump -p "$T/example_static" 2> /dev/null | grep NEEDED | tr -s ' \n' ' ') $(head -c 300 "$T/out" 2> /dev/null)"; fi
+# and the README's recipe is the one tested
+if grep -q 'pkg-config --cflags --libs nlembed-static' README.md; then ok readme_static_recipe
+else bad readme_static_recipe "README.md does not give the static recipe tested here"; fi
 if "$prefix/bin/nlembed" --version | grep -qx "nlembed $version"; then ok installed_tool
 else bad installed_tool "$("$prefix/bin/nlembed" --version 2>&1 | head -c 200)"; fi
 finish

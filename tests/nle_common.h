@@ -11,11 +11,15 @@ nle_matd *random_x(size_t n, size_t d, double scale, uint64_t seed);
 /* Largest |analytic - central difference| relative to the gradient's scale. */
 double gradient_error(nle_ctx *ctx, nle_model *m, nle_matd *X);
 
-/* The byte-flip sweep of issue 19 over a container file: how many damaged
- * copies `load` accepted (every 97th byte flipped in turn; *tried counts). */
+/* The byte-flip sweep of issues 19 and 39 over a container file: how many
+ * damaged copies `load` accepted (every bit of the 48-byte header, then
+ * every 97th byte, flipped in turn; *tried counts; -1: no such file). */
 typedef nle_status (*file_loader)(nle_ctx *ctx, const char *path);
 int damaged_copies_accepted(nle_ctx *ctx, const char *path, file_loader load, int *tried);
 nle_status load_checkpoint_file(nle_ctx *ctx, const char *path);
 nle_status load_model_file(nle_ctx *ctx, const char *path);
+nle_status load_spectral_model_file(nle_ctx *ctx, const char *path);
+nle_status load_kem_model_file(nle_ctx *ctx, const char *path);
+nle_status load_projection_model_file(nle_ctx *ctx, const char *path);
 
 #endif

@@ -435,6 +435,129 @@ static void fashion_mnist(void) {
 }
 
 
+/* A Fashion-MNIST IDX file in dir, gzip'ed by zlib's own writer: a header
+ * announcing `total` records of `per` bytes (3 dimensions when per > 1)
+ * followed by only `held` of them, record i's byte b = (7 i + b) mod 251
+ * (labels: i mod 10). */
+static void write_fake_idx(const char *dir, const char *file, uint32_t total, uint32_t per, uint32_t held) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", dir, file);
+  gzFile gz = gzopen(path, "wb1");
+  uint8_t head[16] = {0, 0, 0x08, per > 1 ? 3 : 1};
+  for (int k = 0; k < 4; k++) head[4 + k] = (uint8_t)(total >> (24 - 8 * k));
+  if (per > 1) head[11] = head[15] = 28;
+  gzwrite(gz, head, per > 1 ? 16 : 8);
+  uint8_t rec[784];
+  for (uint32_t i = 0; i < held; i++) {
+    for (uint32_t b = 0; b < per; b++) rec[b] = per > 1 ? (uint8_t)((7 * i + b) % 251) : (uint8_t)(i % 10);
+    gzwrite(gz, rec, per);
+  }
+  gzclose(gz);
+}
+
+/* A gzip file of raw[0, len) whose deflate data (stored, level 0) end at a
+ * multiple of 8 KiB, the size of zlib's gzread input buffer: the trailer's
+ * CRC-32 then starts a buffer of its own, so zlib has not checked it when the
+ * last record is out, and a reader that stops there never would. crc_xor
+ * damages the stored CRC-32. */
+static void write_gzip_trailer_apart(const char *path, const uint8_t *raw, size_t len, uint32_t crc_xor) {
+  z_stream z;
+  memset(&z, 0, sizeof z);
+  deflateInit2(&z, 0, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY);
+  uLong cap = deflateBound(&z, (uLong)len);
+  uint8_t *def = malloc(cap);
+  z.next_in = (Bytef *)raw, z.avail_in = (uInt)len, z.next_out = def, z.avail_out = (uInt)cap;
+  deflate(&z, Z_FINISH);
+  size_t dlen = cap - z.avail_out, pad = (8192 - (11 + dlen) % 8192) % 8192;
+  deflateEnd(&z);
+  /* header with a file name (flag 0x08) of `pad` bytes to place the end */
+  uint8_t head[10] = {0x1f, 0x8b, 8, 0x08, 0, 0, 0, 0, 0, 0xff}, tail[8];
+  uint32_t crc = (uint32_t)crc32(0, raw, (uInt)len) ^ crc_xor, size = (uint32_t)len;
+  for (int k = 0; k < 4; k++) tail[k] = (uint8_t)(crc >> (8 * k)), tail[4 + k] = (uint8_t)(size >> (8 * k));
+  FILE *f = fopen(path, "wb");
+  fwrite(head, 1, sizeof head, f);
+  for (size_t i = 0; i < pad; i++) fputc('p', f);
+  fputc(0, f);
+  fwrite(def, 1, dlen, f);
+  fwrite(tail, 1, sizeof tail, f);
+  fclose(f);
+  free(def);
+}
+
+/* fashion-mnist:N reads the first N records only (issue 34 item 15): a
+ * training file that announces 60,000 images but holds 300 serves
+ * fashion-mnist:300, and a memory cap that 300 rows fit holds it; the cap's
+ * message names the N asked for. The split order and the values against
+ * the files' bytes as written above. */
+static void fashion_head(void) {
+  const char *dir = test_path("fashion");
+  char dir_copy[512];
+  snprintf(dir_copy, sizeof dir_copy, "%s", dir);
+  mkdir(dir_copy, 0700);
+  write_fake_idx(dir_copy, "train-images-idx3-ubyte.gz", 60000, 784, 300);
+  write_fake_idx(dir_copy, "train-labels-idx1-ubyte.gz", 60000, 1, 300);
+  write_fake_idx(dir_copy, "t10k-images-idx3-ubyte.gz", 10000, 784, 10000);
+  write_fake_idx(dir_copy, "t10k-labels-idx1-ubyte.gz", 10000, 1, 10000);
+  char *old = getenv("NLE_FASHION_MNIST_DIR") ? strdup(getenv("NLE_FASHION_MNIST_DIR")) : NULL;
+  setenv("NLE_FASHION_MNIST_DIR", dir_copy, 1);
+  nle_ctx *ctx = test_ctx(1);
+  nle_ctx_set_max_memory(ctx, 2u << 20); /* 300 rows: 0.9 MiB; 60,000: 179 MiB */
+  nle_dataset *ds = NULL;
+  nle_test_ok(nle_dataset_read(ctx, "fashion-mnist:300", NULL, &ds));
+  if (ds) {
+    int same = ds->X->rows == 300 && ds->X->cols == 784;
+    for (size_t i = 0; same && i < 300; i++) {
+      same &= ds->labels[i] == (int32_t)(i % 10);
+      for (size_t b = 0; b < 784; b++) same &= ds->X->data[i * 784 + b] == (float)((7 * i + b) % 251);
+    }
+    nle_test(same);
+  }
+  nle_dataset_free(&ds);
+  /* one record more than the file holds: refused naming the file and the byte */
+  nle_test(nle_dataset_read(ctx, "fashion-mnist:301", NULL, &ds) == NLE_ERR_FORMAT);
+  if (!nle_test(strstr(nle_ctx_error(ctx), "train-images-idx3-ubyte.gz: byte 235216: truncated IDX data")))
+    printf("  message \"%s\"\n", nle_ctx_error(ctx));
+  /* the cap's message names the size asked for */
+  nle_test(nle_dataset_read(ctx, "fashion-mnist:20000", NULL, &ds) == NLE_ERR_MEMCAP);
+  if (!nle_test(strstr(nle_ctx_error(ctx), "a 20000 x 784 float matrix")))
+    printf("  message \"%s\"\n", nle_ctx_error(ctx));
+  /* the test split alone, then after the training split */
+  nle_ctx_set_max_memory(ctx, (size_t)1 << 30);
+  nle_test_ok(nle_dataset_read(ctx, "fashion-mnist-test", NULL, &ds));
+  if (ds) nle_test(ds->X->rows == 10000 && ds->labels[9999] == 9 && ds->X->data[9999 * 784 + 5] == (float)((7 * 9999 + 5) % 251));
+  nle_dataset_free(&ds);
+  nle_test(nle_dataset_read(ctx, "fashion-mnist:60001", NULL, &ds) == NLE_ERR_FORMAT);
+  write_fake_idx(dir_copy, "train-images-idx3-ubyte.gz", 60000, 784, 60000);
+  write_fake_idx(dir_copy, "train-labels-idx1-ubyte.gz", 60000, 1, 60000);
+  nle_test_ok(nle_dataset_read(ctx, "fashion-mnist:60002", NULL, &ds));
+  if (ds)
+    nle_test(ds->X->rows == 60002 && ds->X->data[59999 * 784 + 3] == (float)((7 * 59999 + 3) % 251) &&
+             ds->X->data[60001 * 784 + 3] == (float)((7 * 1 + 3) % 251) && ds->labels[60001] == 1);
+  nle_dataset_free(&ds);
+  /* a whole split read to its end: the gzip trailer's CRC-32 is checked,
+   * also where zlib had not reached it with the last record */
+  char path[1024];
+  snprintf(path, sizeof path, "%s/t10k-images-idx3-ubyte.gz", dir_copy);
+  size_t len = 16 + (size_t)10000 * 784;
+  uint8_t *raw = malloc(len);
+  memcpy(raw, (const uint8_t[16]){0, 0, 8, 3, 0, 0, 0x27, 0x10, 0, 0, 0, 28, 0, 0, 0, 28}, 16);
+  for (size_t i = 0; i < 10000; i++)
+    for (size_t b = 0; b < 784; b++) raw[16 + i * 784 + b] = (uint8_t)((7 * i + b) % 251);
+  for (uint32_t damage = 0; damage <= 1; damage++) {
+    write_gzip_trailer_apart(path, raw, len, damage << 20);
+    nle_status s = nle_dataset_read(ctx, "fashion-mnist-test", NULL, &ds);
+    nle_test(damage ? s == NLE_ERR_FORMAT : s == NLE_OK && ds->X->data[9999 * 784 + 5] == (float)((7 * 9999 + 5) % 251));
+    if (damage && !nle_test(strstr(nle_ctx_error(ctx), "t10k-images-idx3-ubyte.gz: corrupt compressed data (incorrect data check)")))
+      printf("  message \"%s\"\n", nle_ctx_error(ctx));
+    nle_dataset_free(&ds);
+  }
+  free(raw);
+  nle_ctx_free(&ctx);
+  if (old) setenv("NLE_FASHION_MNIST_DIR", old, 1);
+  else unsetenv("NLE_FASHION_MNIST_DIR");
+  free(old);
+}
+
 /* Matrix Market: what nle_write_csr_mtx writes reads back exactly; symmetric
  * and pattern files expand; malformed files are refused with their line. */
 static void mtx_round_trip(void) {
@@ -654,4 +777,4 @@ const nle_test_case io_tests[] = {{"io/label_names_with_spaces", label_names_wit
     {"io/npy_roundtrip", npy_roundtrip}, {"io/idx_and_gzip", idx_and_gzip},
     {"io/gzip_judged_from_start", gzip_judged_from_start},
     {"io/atomic_output", atomic_output}, {"io/output_transactions", output_transactions}, {"io/synthetic_datasets", synthetic_datasets},
-    {"io/fashion_mnist", fashion_mnist}, {NULL, NULL}};
+    {"io/fashion_mnist", fashion_mnist}, {"io/fashion_head", fashion_head}, {NULL, NULL}};

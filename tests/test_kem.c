@@ -4,6 +4,7 @@
  * the properties of the kernel basis (14)-(18), invariances, and the
  * inverse map's round trips. */
 #include "harness.h"
+#include "nle_common.h"
 #include "../src/spectral/kem_internal.h"
 
 #include <lapacke.h>
@@ -723,6 +724,12 @@ static void model_file_and_threads(void) {
     nle_kem_model *m = NULL;
     nle_matd *Y1 = NULL, *Y2 = NULL, *B1 = NULL, *B2 = NULL;
     if (nle_test_ok(nle_kem_model_save(ctx, r->model, path)) && nle_test_ok(nle_kem_model_load(ctx, path, &m))) {
+      { /* every header bit and every 97th byte damaged: each copy refused */
+        char original[4096]; /* test_path's buffer is reused by the copies */
+        snprintf(original, sizeof original, "%s", path);
+        int tried = 0, accepted = damaged_copies_accepted(ctx, original, load_kem_model_file, &tried);
+        if (!nle_test(tried > 384 && accepted == 0)) printf("  kem model: %d of %d damaged copies accepted\n", accepted, tried);
+      }
       char kind[32];
       nle_test(nle_file_kind(ctx, path, kind, sizeof kind) == NLE_OK && !strcmp(kind, "kem-model"));
       nle_test_ok(nle_kem_transform(ctx, r->model, X, &Y1));

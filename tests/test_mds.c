@@ -3,6 +3,7 @@
  * (reference_values.py, pure Python: the French train-time table), brute
  * force (PAV), dense references computed here (LAPACK) and invariances. */
 #include "harness.h"
+#include "nle_common.h"
 
 #include <lapacke.h>
 #include <math.h>
@@ -385,6 +386,12 @@ static void landmark_exact(void) {
     }
     const char *path = test_path("landmark.model");
     nle_test_ok(nle_projection_model_save(ctx, r->model, path));
+    { /* every header bit and every 97th byte damaged: each copy refused */
+      char original[4096]; /* test_path's buffer is reused by the copies */
+      snprintf(original, sizeof original, "%s", path);
+      int tried = 0, accepted = damaged_copies_accepted(ctx, original, load_projection_model_file, &tried);
+      if (!nle_test(tried > 384 && accepted == 0)) printf("  projection model: %d of %d damaged copies accepted\n", accepted, tried);
+    }
     if (nle_test_ok(nle_projection_model_load(ctx, path, &loaded)) &&
         nle_test_ok(nle_projection_transform(ctx, loaded, Q, &Xq)))
       for (size_t q = 0; q < 5; q++)

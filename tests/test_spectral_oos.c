@@ -7,6 +7,7 @@
  * and extrapolating; LLE's map is the barycentric combination computed
  * here by LAPACK; the model file round trip, thread invariance, bad input. */
 #include "harness.h"
+#include "nle_common.h"
 
 #include <lapacke.h>
 #include <stdlib.h>
@@ -331,6 +332,12 @@ static void model_file_and_threads(void) {
       nle_test_ok(nle_spectral_model_attach_data(ctx, ref, Y));
       nle_test_ok(nle_spectral_transform(ctx, ref, Q, &X[2]));
       nle_test(X[0] && X[2] && !memcmp(X[0]->data, X[2]->data, 50 * 2 * sizeof(double)));
+    }
+    { /* every header bit and every 97th byte damaged: each copy refused */
+      char original[4096]; /* test_path's buffer is reused by the copies */
+      snprintf(original, sizeof original, "%s", with);
+      int tried = 0, accepted = damaged_copies_accepted(ctx, original, load_spectral_model_file, &tried);
+      if (!nle_test(tried > 384 && accepted == 0)) printf("  spectral model: %d of %d damaged copies accepted\n", accepted, tried);
     }
     /* one flipped byte in the middle of the file: a CRC names the damage */
     FILE *f = fopen(with, "r+b");

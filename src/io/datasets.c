@@ -2,63 +2,102 @@
  * seeded synthetic sets (Swiss roll, spiral, Gaussian blobs). */
 #include "io_internal.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #define FASHION_DIR_DEFAULT "/usr/share/datasets/fashion-mnist"
 
 static const char *fashion_classes[10] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                                           "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
 
-static nle_status read_idx_file(nle_ctx *ctx, const char *dir, const char *file, nle_dataset **out) {
+/* zlib's reason for a failed read, without the path it puts first */
+static const char *gz_reason(gzFile gz, const char *path, int *err) {
+  const char *msg = gzerror(gz, err);
+  size_t len = strlen(path);
+  return !strncmp(msg, path, len) && !strncmp(msg + len, ": ", 2) ? msg + len + 2 : msg;
+}
+
+/* The first n records of a Fashion-MNIST IDX file (gzip'ed as Debian ships
+ * it; a plain file reads too) into dst, n x cols bytes made floats: the
+ * header must announce `total` records of `cols` unsigned bytes each, and
+ * inflation stops after the n records asked for, so fashion-mnist:N holds
+ * N rows and inflates only theirs. */
+static nle_status read_idx_head(nle_ctx *ctx, const char *dir, const char *file, size_t total, size_t cols,
+                                size_t n, float *dst) {
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", dir, file);
-  uint8_t *buf;
-  size_t len;
-  nle_status s = nle__read_file(ctx, path, &buf, &len);
-  if (s == NLE_ERR_IO)
-    return nle__fail_suffix(ctx, " (install Debian's dataset-fashion-mnist, or set NLE_FASHION_MNIST_DIR)");
-  if (s) return s;
-  s = nle__parse_buffer(ctx, path, buf, len, NULL, 0, out);
-  free(buf);
+  gzFile gz = gzopen(path, "rb");
+  if (!gz)
+    return nle__fail(ctx, NLE_ERR_IO, "%s: cannot open: %s (install Debian's dataset-fashion-mnist, or set "
+                     "NLE_FASHION_MNIST_DIR)", path, strerror(errno));
+  nle_status s = NLE_OK;
+  /* magic: two zero bytes, type 0x08 (unsigned bytes), the dimensions:
+   * records, then 28 x 28 for the images */
+  int ndim = cols == 1 ? 1 : 3;
+  uint8_t head[16], chunk[1 << 16];
+  size_t head_len = 4 + 4 * (size_t)ndim, done = 0;
+  int got = gzread(gz, head, (unsigned)head_len), err = Z_OK;
+  /* zlib inflates ahead: a damaged stream (its CRC-32 too, in a small file)
+   * may show at the first read */
+  if (got < 0) s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: corrupt compressed data (%s)", path, gz_reason(gz, path, &err));
+  uint64_t per = 1;
+  for (int i = 1; got == (int)head_len && i < ndim; i++) per *= load_uint(head + 4 + 4 * i, 4, 1);
+  if (!s && (got != (int)head_len || head[0] || head[1] || head[2] != 0x08 || head[3] != ndim ||
+      load_uint(head + 4, 4, 1) != total || per != cols))
+    s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: byte 0: not Fashion-MNIST's IDX header (%d dimensions of unsigned "
+                  "bytes: %zu records of %zu values)", path, ndim, total, cols);
+  size_t want = n * cols;
+  while (!s && done < want) {
+    size_t part = want - done < sizeof chunk ? want - done : sizeof chunk;
+    got = gzread(gz, chunk, (unsigned)part);
+    if (got <= 0) {
+      const char *msg = gz_reason(gz, path, &err);
+      s = err != Z_OK && err != Z_BUF_ERROR
+              ? nle__fail(ctx, NLE_ERR_FORMAT, "%s: corrupt compressed data (%s)", path, msg)
+              : nle__fail(ctx, NLE_ERR_FORMAT, "%s: byte %zu: truncated IDX data (record %zu of the %zu read)", path,
+                          head_len + done, done / cols, n);
+      break;
+    }
+    for (int b = 0; b < got; b++) dst[done + (size_t)b] = (float)chunk[b];
+    done += (size_t)got;
+  }
+  /* all of it read: on to the end, where zlib checks the CRC-32 */
+  if (!s && n == total && (gzread(gz, chunk, 1) < 0 || (gzerror(gz, &err), err != Z_OK)))
+    s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: corrupt compressed data (%s)", path, gz_reason(gz, path, &err));
+  gzclose(gz);
   return s;
 }
 
-/* Reads one split ("train" or "t10k") into rows [offset, offset + n) of ds. */
-static nle_status read_fashion_split(nle_ctx *ctx, const char *dir, const char *split, nle_dataset *ds,
+/* Records [0, n) of one split ("train" or "t10k", `total` records) into
+ * rows [offset, offset + n) of ds. */
+static nle_status read_fashion_split(nle_ctx *ctx, const char *dir, const char *split, size_t total, nle_dataset *ds,
                                      size_t offset, size_t n) {
   char file[64];
-  nle_dataset *img = NULL, *lab = NULL;
   snprintf(file, sizeof file, "%s-images-idx3-ubyte.gz", split);
-  nle_status s = read_idx_file(ctx, dir, file, &img);
-  if (!s) {
-    snprintf(file, sizeof file, "%s-labels-idx1-ubyte.gz", split);
-    s = read_idx_file(ctx, dir, file, &lab);
+  nle_status s = read_idx_head(ctx, dir, file, total, 784, n, ds->X->data + offset * 784);
+  float *lab = NULL;
+  if (!s && !(lab = nle__malloc(ctx, n * sizeof *lab, "labels"))) s = NLE_ERR_NOMEM;
+  snprintf(file, sizeof file, "%s-labels-idx1-ubyte.gz", split);
+  if (!s) s = read_idx_head(ctx, dir, file, total, 1, n, lab);
+  for (size_t i = 0; !s && i < n; i++) {
+    if (lab[i] > 9)
+      s = nle__fail(ctx, NLE_ERR_FORMAT, "%s/%s: byte %zu: label %zu is %g, expected 0-9", dir, file, 8 + i, i,
+                    lab[i]);
+    ds->labels[offset + i] = (int32_t)lab[i];
   }
-  if (!s && (img->X->rows != n || img->X->cols != 784 || lab->X->rows != n || lab->X->cols != 1))
-    s = nle__fail(ctx, NLE_ERR_FORMAT, "%s/%s-*: expected %zu images of 28 x 28 and as many labels",
-                  dir, split, n);
-  if (!s) {
-    memcpy(ds->X->data + offset * 784, img->X->data, n * 784 * sizeof(float));
-    for (size_t i = 0; i < n; i++) {
-      float v = lab->X->data[i];
-      if (v < 0 || v > 9) {
-        s = nle__fail(ctx, NLE_ERR_FORMAT, "%s/%s-labels: label %zu is %g, expected 0-9", dir, split, i, v);
-        break;
-      }
-      ds->labels[offset + i] = (int32_t)v;
-    }
-  }
-  nle_dataset_free(&img);
-  nle_dataset_free(&lab);
+  free(lab);
   return s;
 }
 
-static nle_status load_fashion(nle_ctx *ctx, const char *name, int train, int test, nle_dataset **out) {
+/* Rows [first, first + n) of the 70,000 (train then test), first 0 or
+ * 60,000: only those rows are allocated and inflated, so the memory cap and
+ * its message see the size asked for. */
+static nle_status load_fashion(nle_ctx *ctx, const char *name, size_t first, size_t n, nle_dataset **out) {
   const char *dir = getenv("NLE_FASHION_MNIST_DIR");
   if (!dir || !*dir) dir = FASHION_DIR_DEFAULT;
-  size_t n = (train ? 60000 : 0) + (test ? 10000 : 0);
   nle_status s = nle__dataset_new(ctx, name, n, 784, out);
   if (s) return s;
   nle_dataset *ds = *out;
@@ -68,8 +107,9 @@ static nle_status load_fashion(nle_ctx *ctx, const char *name, int train, int te
   ds->n_classes = 10;
   for (int c = 0; !s && c < 10; c++)
     if (!(ds->class_names[c] = strdup(fashion_classes[c]))) s = nle__fail(ctx, NLE_ERR_NOMEM, "out of memory");
-  if (!s && train) s = read_fashion_split(ctx, dir, "train", ds, 0, 60000);
-  if (!s && test) s = read_fashion_split(ctx, dir, "t10k", ds, train ? 60000 : 0, 10000);
+  size_t train = first < 60000 ? (n < 60000 - first ? n : 60000 - first) : 0;
+  if (!s && train) s = read_fashion_split(ctx, dir, "train", 60000, ds, 0, train);
+  if (!s && n > train) s = read_fashion_split(ctx, dir, "t10k", 10000, ds, train, n - train);
   if (s) nle_dataset_free(out);
   return s;
 }
@@ -151,17 +191,14 @@ static nle_status load_fashion_head(nle_ctx *ctx, const char *source, nle_datase
   long long n = strtoll(source + 14, &end, 10);
   if (end == source + 14 || *end || n < 1 || n > 70000)
     return nle__fail(ctx, NLE_ERR_ARG, "%s: expected fashion-mnist:N with N in [1, 70000]", source);
-  nle_status s = load_fashion(ctx, source, 1, n > 60000, out);
-  if (s) return s;
-  (*out)->X->rows = (size_t)n; /* the first N rows; the buffers keep their size */
-  return NLE_OK;
+  return load_fashion(ctx, source, 0, (size_t)n, out);
 }
 
 int nle__dataset_builtin(nle_ctx *ctx, const char *source, nle_dataset **out, nle_status *status) {
   if (!strncmp(source, "fashion-mnist:", 14)) *status = load_fashion_head(ctx, source, out);
-  else if (!strcmp(source, "fashion-mnist")) *status = load_fashion(ctx, source, 1, 1, out);
-  else if (!strcmp(source, "fashion-mnist-train")) *status = load_fashion(ctx, source, 1, 0, out);
-  else if (!strcmp(source, "fashion-mnist-test")) *status = load_fashion(ctx, source, 0, 1, out);
+  else if (!strcmp(source, "fashion-mnist")) *status = load_fashion(ctx, source, 0, 70000, out);
+  else if (!strcmp(source, "fashion-mnist-train")) *status = load_fashion(ctx, source, 0, 60000, out);
+  else if (!strcmp(source, "fashion-mnist-test")) *status = load_fashion(ctx, source, 60000, 10000, out);
   else if (!strncmp(source, "swissroll:", 10)) *status = make_synthetic(ctx, source, "swissroll", out);
   else if (!strncmp(source, "spiral:", 7)) *status = make_synthetic(ctx, source, "spiral", out);
   else if (!strncmp(source, "blobs:", 6)) *status = make_synthetic(ctx, source, "blobs", out);

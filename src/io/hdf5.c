@@ -574,6 +574,9 @@ static nle_status read_sparse(reader *r, hid_t g, const sparse_layout *L, const 
   nle_csr *M = NULL;
   char full[PATH_CAP + 200];
   snprintf(full, sizeof full, "%s:%s", r->name, where);
+  /* the dataset: rows x cols, read the other way round for 10x and transposed */
+  int flip = r->transpose != L->tenx;
+  if (!s) s = nle__sparse_fits(r->ctx, full, flip ? cols : rows, flip ? rows : cols, nv, r->sparse_ok);
   if (!s && (s = nle_csr_alloc(r->ctx, major, minor, nv, NLE_F32, &M)) == NLE_ERR_MEMCAP) nle__fail_prefix(r->ctx, full);
   if (!s && H5Dread(dp, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, M->rowptr) < 0)
     s = fail(r, NLE_ERR_FORMAT, w, "cannot read it");

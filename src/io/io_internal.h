@@ -184,6 +184,13 @@ nle_status nle__dataset_shell(nle_ctx *ctx, const char *name, nle_dataset **out)
  * the memory cap. */
 nle_status nle__dataset_from_sparse(nle_ctx *ctx, const char *name, nle_csr *M, int by_columns, int transpose,
                                     int sparse_ok, nle_dataset **out);
+/* Before a sparse reader allocates anything for a dataset of rows x cols
+ * (the dataset's orientation) with nnz entries: what it will hold must fit
+ * the memory cap: rows x cols floats when it will be densified (not
+ * sparse_ok), and the CSR built (rows + 1 pointers and their cursors, the
+ * entries). So a 100-byte header announcing 2,000,000,000 rows is refused
+ * at once, naming the file, rather than after gigabytes of row pointers. */
+nle_status nle__sparse_fits(nle_ctx *ctx, const char *name, int64_t rows, int64_t cols, int64_t nnz, int sparse_ok);
 /* A rows x cols CSR (float) from n (i, j, v) triplets (0-based, in range),
  * each row's columns sorted. A position given twice is refused with its two
  * entries' input indices in dup[0] < dup[1] (NLE_ERR_VALUE, nothing

@@ -143,7 +143,10 @@ static nle_status read_sparse(nle_ctx *ctx, const char *where, const matvar_t *v
     return fail(ctx, NLE_ERR_FORMAT, where, "%zu entries announced, %u row indices and %u values stored", nnz,
                 sp->nir, sp->ndata);
   nle_csr *M = NULL;
-  nle_status s = nle_csr_alloc(ctx, (int64_t)cols, (int64_t)rows, (int64_t)nnz, NLE_F32, &M);
+  nle_status s = nle__sparse_fits(ctx, where, (int64_t)(opts->transpose ? cols : rows),
+                                  (int64_t)(opts->transpose ? rows : cols), (int64_t)nnz, opts->sparse_ok);
+  if (s) return s;
+  s = nle_csr_alloc(ctx, (int64_t)cols, (int64_t)rows, (int64_t)nnz, NLE_F32, &M);
   if (s) return s == NLE_ERR_MEMCAP ? nle__fail_prefix(ctx, where) : s;
   for (size_t c = 0; c <= cols; c++) M->rowptr[c] = sp->jc[c];
   float *val = M->val;

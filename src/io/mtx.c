@@ -256,7 +256,9 @@ static nle_status mm_coordinate(nle_ctx *ctx, mm_reader *r, const mm_header *h, 
                                 int64_t nnz, int transpose, int sparse_ok, nle_dataset **out) {
   const char *name = r->name;
   int64_t cap = h->symmetry ? 2 * nnz : nnz;
-  nle_status s = nle__check_memory(ctx, (double)cap * 12 + (h->symmetry ? (double)nnz * 8 : 0), "the Matrix Market entries");
+  nle_status s = nle__sparse_fits(ctx, name, transpose ? cols : rows, transpose ? rows : cols, cap, sparse_ok);
+  if (s) return s;
+  s = nle__check_memory(ctx, (double)cap * 12 + (h->symmetry ? (double)nnz * 8 : 0), "the Matrix Market entries");
   if (s) return nle__fail_prefix(ctx, name);
   size_t room = (size_t)(cap ? cap : 1);
   int32_t *ri = malloc(room * sizeof *ri), *ci = malloc(room * sizeof *ci);

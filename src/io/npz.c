@@ -288,6 +288,8 @@ static nle_status read_sparse(archive *a, const nle_read_opts *opts, nle_dataset
   if (!s) s = open_array(a, "data", &data);
   if (!s) s = check_vector(a, &data, -1, 0);
   int64_t nnz = s ? 0 : (int64_t)data.h.rows;
+  if (!s) s = nle__sparse_fits(a->ctx, a->name, opts->transpose ? cols : rows, opts->transpose ? rows : cols, nnz,
+                               opts->sparse_ok);
   if (!s) s = open_array(a, coo ? "row" : "indices", &ia);
   if (!s) s = check_vector(a, &ia, nnz, 1);
   int64_t major = csc ? cols : rows, minor = csc ? rows : cols;

@@ -119,6 +119,8 @@ nle_status nle__rec_read(nle_ctx *ctx, const char *path, const char *kind, nle__
                   version);
   else if (version >= 2 && (f->len < HEADER_LEN || crc_of(0, f->buf, HEADER_V1) != crc))
     s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: the file's header is damaged (checksum mismatch)", path);
+  else if (version >= 2 && memcmp(f->buf + HEADER_V1 + 4, ZEROS, 4) != 0) /* outside the CRC: checked as written */
+    s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: the file's header is damaged (its last 4 bytes are not zero)", path);
   else if (strncmp(kind_read, kind, KIND_LEN) != 0)
     s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: an nlembed %s file, not a %s", path, shown, kind);
   size_t pos = header, cap = 0;

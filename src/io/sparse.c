@@ -115,6 +115,31 @@ static nle_status check_structure(nle_ctx *ctx, const char *name, const nle_csr 
   return NLE_OK;
 }
 
+/* Densified, the rows x cols matrix must fit the memory cap. */
+static nle_status dense_fits(nle_ctx *ctx, const char *name, int64_t rows, int64_t cols) {
+  char what[96];
+  snprintf(what, sizeof what, "the sparse %lld x %lld matrix made dense", (long long)rows, (long long)cols);
+  nle_status s = nle__check_memory(ctx, (double)rows * (double)cols * sizeof(float), what);
+  if (s) {
+    nle__fail_prefix(ctx, name);
+    nle__fail_suffix(ctx, " (readers that take sparse data keep it sparse: the embedding commands)");
+  }
+  return s;
+}
+
+nle_status nle__sparse_fits(nle_ctx *ctx, const char *name, int64_t rows, int64_t cols, int64_t nnz, int sparse_ok) {
+  if (!sparse_ok && dense_fits(ctx, name, rows, cols)) return NLE_ERR_MEMCAP;
+  /* the row pointers and the cursors that fill them (rows + 1 each), the
+   * entries with their input order: a header's size the entries cannot
+   * back is refused by its cost, not after building it */
+  char what[128];
+  snprintf(what, sizeof what, "the sparse %lld x %lld matrix (%lld entries) as CSR", (long long)rows,
+           (long long)cols, (long long)nnz);
+  nle_status s = nle__check_memory(ctx, ((double)rows + 1) * 16.0 + (double)nnz * 16.0, what);
+  if (s) nle__fail_prefix(ctx, name);
+  return s;
+}
+
 nle_status nle__dataset_from_sparse(nle_ctx *ctx, const char *name, nle_csr *M, int by_columns, int transpose,
                                     int sparse_ok, nle_dataset **out) {
   *out = NULL;
@@ -148,15 +173,7 @@ nle_status nle__dataset_from_sparse(nle_ctx *ctx, const char *name, nle_csr *M, 
     ds->sparse = M;
     M = NULL;
   } else if (!s) {
-    double bytes = (double)M->rows * (double)M->cols * sizeof(float);
-    char what[96];
-    snprintf(what, sizeof what, "the sparse %lld x %lld matrix made dense", (long long)M->rows,
-             (long long)M->cols);
-    s = nle__check_memory(ctx, bytes, what);
-    if (s) {
-      nle__fail_prefix(ctx, name);
-      nle__fail_suffix(ctx, " (readers that take sparse data keep it sparse: the embedding commands)");
-    }
+    s = dense_fits(ctx, name, M->rows, M->cols);
     if (!s) s = nle_matf_alloc(ctx, (size_t)M->rows, (size_t)M->cols, &ds->X);
     const float *val = M ? M->val : NULL;
     for (int64_t r = 0; !s && r < M->rows; r++)
