@@ -6,6 +6,8 @@
 #include "nlembed.h"
 
 #include <getopt.h>
+#include <limits.h>
+#include <math.h>
 #include <stdbool.h>
 
 /* Options every command accepts; the long-option values start at 1000. */
@@ -78,6 +80,9 @@ int cli_interrupted(void);
 
 /* Prints "nlembed CMD: error: MESSAGE" (one line) and returns the exit code. */
 int cli_fail(cli_env *env, nle_status s);
+/* The same for an error about the matrix read from `source` (a file): its
+ * name goes in front unless the message starts with it. */
+int cli_fail_in(cli_env *env, nle_status s, const char *source);
 /* Renames every file the run wrote into place (the output transaction opened
  * by cli_env_init); 0, or cli_fail's exit code. */
 int cli_commit(cli_env *env);
@@ -114,6 +119,22 @@ void cli_note(cli_env *env, const char *fmt, ...) __attribute__((format(printf, 
 
 bool cli_parse_int(const char *s, long long lo, long long hi, long long *out);
 bool cli_parse_double(const char *s, double *out);
+/* An option's number, checked by one rule (docs/design.md): a range refuses
+ * only what cannot work (non-finite, <= 0 where a positive number is
+ * needed, more than the field or the code can hold), never a magnitude
+ * outside a window; what depends on the data (k against N) is the
+ * library's check. On a bad value: a usage error naming the option (as
+ * `option`, e.g. "--landmarks"), the value and the rule it breaks, and the
+ * exit code; else 0. auto_ok: "auto" gives NLE_AUTO. */
+int cli_int_arg(const char *command, const char *option, const char *arg, long long lo, long long hi, bool auto_ok,
+                long long *out);
+/* A finite number in the range from lo to hi, each end open or closed
+ * (-INFINITY / INFINITY: no bound on that side). */
+int cli_real_arg(const char *command, const char *option, const char *arg, double lo, bool lo_open, double hi,
+                 bool hi_open, bool auto_ok, double *out);
+/* The same into an int field (hi at most INT_MAX) or a double field. */
+int cli_int_field(const char *command, const char *option, const char *arg, long long lo, long long hi, bool auto_ok,
+                  int *field);
 /* s as the inside of a JSON string (quotes, backslashes and control bytes
  * escaped), into buf (cut short to fit). */
 void cli_json_escape(const char *s, char *buf, size_t len);

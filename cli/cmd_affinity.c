@@ -64,18 +64,15 @@ int cmd_affinity(int argc, char **argv) {
   const char *method = "exact";
   int entropic = 1, conditional = 0, normalize = 0, k = 0;
   const char *output = NULL, *betas = NULL;
-  long long v;
   int c, idx;
   while ((c = cli_next_option(&env, argc, argv, "o:p:k:", longopts)) != -1) {
     switch (c) {
     case 'o': output = optarg; break;
     case 'p':
-      if (!cli_parse_double(optarg, &eo.perplexity) || eo.perplexity <= 1)
-        env.rc = cli_usage_error("affinity", "--perplexity takes a number above 1");
+      env.rc = cli_real_arg("affinity", "--perplexity", optarg, 1, true, INFINITY, false, false, &eo.perplexity);
       break;
     case 'k':
-      if (cli_parse_int(optarg, 1, 1 << 20, &v)) k = (int)v;
-      else env.rc = cli_usage_error("affinity", "-k takes a positive integer");
+      env.rc = cli_int_field("affinity", "-k", optarg, 1, INT_MAX, false, &k);
       break;
     case OPT_KIND:
       if (!strcmp(optarg, "entropic")) entropic = 1; /* nle_entropic_affinities, not a kernel of nle_affinity_graph */
@@ -91,22 +88,20 @@ int cmd_affinity(int argc, char **argv) {
       else eo.order = (nle_ea_order)idx;
       break;
     case OPT_KAPPA:
-      if (cli_parse_int(optarg, 1, 1 << 20, &v)) eo.kappa = (int)v;
-      else env.rc = cli_usage_error("affinity", "--kappa takes a positive integer");
+      env.rc = cli_int_field("affinity", "--kappa", optarg, 1, INT_MAX, false, &eo.kappa);
       break;
     case OPT_TOL:
-      if (!cli_parse_double(optarg, &eo.tol) || eo.tol <= 0) env.rc = cli_usage_error("affinity", "--tol takes a positive number");
+      env.rc = cli_real_arg("affinity", "--tol", optarg, 0, true, INFINITY, false, false, &eo.tol);
       break;
     case OPT_COND: conditional = 1; break;
     case OPT_NO_RESCALE: eo.rescale = false; break;
     case OPT_NORM: normalize = 1; break;
     case OPT_BETAS: betas = optarg; break;
     case OPT_SIGMA:
-      if (!cli_parse_double(optarg, &ao.sigma) || ao.sigma <= 0) env.rc = cli_usage_error("affinity", "--sigma takes a positive number");
+      env.rc = cli_real_arg("affinity", "--sigma", optarg, 0, true, INFINITY, false, false, &ao.sigma);
       break;
     case OPT_TUNING:
-      if (cli_parse_int(optarg, 1, 1 << 20, &v)) ao.tuning_k = (int)v;
-      else env.rc = cli_usage_error("affinity", "--tuning-k takes a positive integer");
+      env.rc = cli_int_field("affinity", "--tuning-k", optarg, 1, INT_MAX, false, &ao.tuning_k);
       break;
     default: env.rc = 2; break;
     }
@@ -120,7 +115,11 @@ int cmd_affinity(int argc, char **argv) {
   if (!rc && !output) rc = cli_usage_error("affinity", "no output file (-o FILE.mtx)");
   if (!rc && betas && !entropic) rc = cli_usage_error("affinity", "--betas goes with --kind entropic");
   if (!rc && conditional && !entropic) rc = cli_usage_error("affinity", "--conditional goes with --kind entropic");
-  if (k == 0) k = entropic ? (int)ceil(3.0 * eo.perplexity) : 15;
+  /* the automatic k = 3 x perplexity in double: a perplexity past what an
+   * int holds is refused below by the points, not converted out of range */
+  bool k_auto = k == 0;
+  double k_wanted = k_auto ? (entropic ? ceil(3.0 * eo.perplexity) : 15) : k;
+  k = k_wanted < INT_MAX ? (int)k_wanted : INT_MAX;
   nle_status s = NLE_OK;
   if (!rc) s = nle_check_output(env.ctx, output, NLE_OUTPUT_MTX);
   if (!rc && !s && betas) s = nle_check_output(env.ctx, betas, NLE_OUTPUT_DENSE);
@@ -129,9 +128,13 @@ int cmd_affinity(int argc, char **argv) {
   nle_ea_result *ea = NULL;
   double t_knn = 0, t_aff = 0;
   if (!rc && !s) s = cli_load(&env, argv[optind], &ds);
-  if (!rc && !s && (size_t)k >= ds->X->rows) {
-    fprintf(stderr, "nlembed affinity: error: %s: k = %d neighbours need more than %zu points (lower -k or the perplexity)\n",
-            argv[optind], k, ds->X->rows);
+  if (!rc && !s && k_wanted >= (double)ds->X->rows) {
+    if (k_auto && entropic)
+      fprintf(stderr, "nlembed affinity: error: %s: k = 3 x --perplexity %g = %g neighbours need more than %zu points "
+              "(a smaller --perplexity, or -k)\n", argv[optind], eo.perplexity, k_wanted, ds->X->rows);
+    else
+      fprintf(stderr, "nlembed affinity: error: %s: -k %d neighbours need more than %zu points\n", argv[optind], k,
+              ds->X->rows);
     rc = 1;
   }
   if (!rc && !s) {

@@ -151,12 +151,13 @@ static const cli_name model_data_names[] = {{"copy", 1}, {"reference", 0}, {NULL
 
 typedef enum {
   V_INT,   /* an integer in [lo, hi] */
-  V_REAL,  /* a finite number in [lo, hi] (open at lo when lo_open) */
+  V_REAL,  /* a finite number from lo to hi (open at lo, at hi as `open` says) */
   V_TEXT,  /* a string kept as given */
   V_FLAG,  /* no argument: stores `lo` != 0 as a bool */
   V_NAME   /* one of `names` */
 } value_kind;
 
+enum { OPEN_LO = 1, OPEN_HI = 2 };
 enum { FOR_EE = 1, FOR_TEE = 2, FOR_SSNE = 4, FOR_TSNE = 8, FOR_SNE = 16, FOR_ALL = 31 };
 
 typedef struct {
@@ -165,69 +166,70 @@ typedef struct {
   value_kind kind;
   size_t offset;        /* into embed_args */
   double lo, hi;
-  bool lo_open, auto_ok;
+  int open; /* V_REAL: OPEN_LO (x > lo) and OPEN_HI (x < hi) */
+  bool auto_ok;
   const cli_name *names;
   int models;           /* FOR_* of the commands that take it */
   const char *error;    /* "--x takes ..." or, for the wrong model, "--x is for ..." */
 } embed_option;
 
 #define AT(field) offsetof(embed_args, field)
-#define BIG 1e9
+#define BIG INFINITY /* any finite number: a range refuses only what cannot work */
 static const embed_option table[] = {
     {"output", 'o', V_TEXT, AT(output), 0, 0, 0, 0, NULL, FOR_ALL, NULL},
     {"dim", 'd', V_INT, AT(eo.dim), 1, 64, 0, 0, NULL, FOR_ALL, "-d takes 1-64"},
     {"perplexity", 'p', V_REAL, AT(eo.perplexity), 1, BIG, 1, 1, NULL, FOR_ALL, "--perplexity takes a number above 1 or auto"},
-    {"neighbors", 'k', V_INT, AT(eo.k), 2, 1 << 20, 0, 1, NULL, FOR_ALL, "-k takes an integer >= 2"},
+    {"neighbors", 'k', V_INT, AT(eo.k), 2, INT_MAX, 0, 1, NULL, FOR_ALL, "-k takes an integer >= 2"},
     {"sigma", 0, V_REAL, AT(eo.sigma), 0, BIG, 1, 1, NULL, FOR_ALL & ~FOR_SNE,
      "--sigma takes a positive width|--sigma is for ee, tee, ssne and tsne (SNE needs conditional P)"},
-    {"pca", 0, V_INT, AT(eo.pca_dims), 0, 100000, 0, 1, NULL, FOR_ALL, "--pca takes an integer >= 0 or auto"},
-    {"pca-candidates", 0, V_INT, AT(eo.pca_candidates), 0, 1 << 20, 0, 1, NULL, FOR_ALL,
+    {"pca", 0, V_INT, AT(eo.pca_dims), 0, INT_MAX, 0, 1, NULL, FOR_ALL, "--pca takes an integer >= 0 or auto"},
+    {"pca-candidates", 0, V_INT, AT(eo.pca_candidates), 0, INT_MAX, 0, 1, NULL, FOR_ALL,
      "--pca-candidates takes an integer >= 0 or auto"},
-    {"lambda", 0, V_REAL, AT(eo.lambda), 1e-12, BIG, 0, 1, NULL, FOR_ALL, "--lambda takes a positive number or auto"},
+    {"lambda", 0, V_REAL, AT(eo.lambda), 0, BIG, 1, 1, NULL, FOR_ALL, "--lambda takes a positive number or auto"},
     {"wneg", 0, V_NAME, AT(eo.wneg), 0, 0, 0, 0, wneg_names, FOR_EE | FOR_TEE,
      "--wneg takes uniform, sqdist or knn|--wneg is for ee and tee"},
-    {"wneg-dims", 0, V_INT, AT(eo.wneg_dims), 1, 1000, 0, 0, NULL, FOR_EE | FOR_TEE,
-     "--wneg-dims takes an integer from 1 to 1000|--wneg-dims is for ee and tee"},
+    {"wneg-dims", 0, V_INT, AT(eo.wneg_dims), 1, INT_MAX, 0, 0, NULL, FOR_EE | FOR_TEE,
+     "--wneg-dims takes an integer >= 1|--wneg-dims is for ee and tee"},
     {"repulsion", 0, V_NAME, AT(eo.engine), 0, 0, 0, 0, engine_names, FOR_ALL, "--repulsion takes"},
     {"theta", 0, V_REAL, AT(eo.theta), 0, BIG, 1, 0, NULL, FOR_ALL, "--theta takes a positive number"},
     {"fft-order", 0, V_INT, AT(eo.fft.order), 1, 12, 0, 0, NULL, FOR_ALL, "--fft-order takes an integer from 1 to 12"},
     {"fft-box", 0, V_REAL, AT(eo.fft.box_width), 0, BIG, 1, 1, NULL, FOR_ALL, "--fft-box takes a positive number or auto"},
     {"fgt-order", 0, V_INT, AT(eo.fgt.order), 1, 12, 0, 0, NULL, FOR_ALL, "--fgt-order takes an integer from 1 to 12"},
     {"fgt-reach", 0, V_INT, AT(eo.fgt.reach), 1, 12, 0, 0, NULL, FOR_ALL, "--fgt-reach takes an integer from 1 to 12"},
-    {"accuracy-iters", 0, V_INT, AT(eo.opt.accuracy_iters), 0, 1e8, 0, 0, NULL, FOR_ALL,
+    {"accuracy-iters", 0, V_INT, AT(eo.opt.accuracy_iters), 0, INT_MAX, 0, 0, NULL, FOR_ALL,
      "--accuracy-iters takes an integer >= 0"},
     {"optimizer", 0, V_NAME, AT(eo.opt.kind), 0, 0, 0, 0, optimizer_names, FOR_ALL,
      "--optimizer takes"},
     {"step", 0, V_NAME, AT(eo.step), 0, 0, 0, 0, step_names, FOR_ALL, "--step takes auto, fixed or line-search"},
-    {"kappa", 0, V_INT, AT(eo.opt.kappa), 0, 1 << 20, 0, 0, NULL, FOR_ALL, "--kappa takes an integer >= 0"},
+    {"kappa", 0, V_INT, AT(eo.opt.kappa), 0, INT_MAX, 0, 0, NULL, FOR_ALL, "--kappa takes an integer >= 0"},
     {"sdm-tol", 0, V_REAL, AT(eo.opt.sdm_tol), 0, BIG, 1, 0, NULL, FOR_ALL, "--sdm-tol takes a positive number"},
-    {"sdm-iters", 0, V_INT, AT(eo.opt.sdm_iters), 1, 100000, 0, 0, NULL, FOR_ALL, "--sdm-iters takes an integer >= 1"},
-    {"c1", 0, V_REAL, AT(eo.opt.c1), 0, 1, 1, 0, NULL, FOR_ALL, "--c1 takes a number in (0, 1)"},
-    {"shrink", 0, V_REAL, AT(eo.opt.shrink), 0, 1, 1, 0, NULL, FOR_ALL, "--shrink takes a number in (0, 1)"},
+    {"sdm-iters", 0, V_INT, AT(eo.opt.sdm_iters), 1, INT_MAX, 0, 0, NULL, FOR_ALL, "--sdm-iters takes an integer >= 1"},
+    {"c1", 0, V_REAL, AT(eo.opt.c1), 0, 1, OPEN_LO | OPEN_HI, 0, NULL, FOR_ALL, "--c1 takes a number in (0, 1)"},
+    {"shrink", 0, V_REAL, AT(eo.opt.shrink), 0, 1, OPEN_LO | OPEN_HI, 0, NULL, FOR_ALL, "--shrink takes a number in (0, 1)"},
     {"learning-rate", 0, V_REAL, AT(eo.opt.learning_rate), 0, BIG, 1, 1, NULL, FOR_ALL,
      "--learning-rate takes a positive number or auto"},
     {"final-learning-rate", 0, V_REAL, AT(eo.opt.learning_rate_final), 0, BIG, 1, 1, NULL, FOR_ALL,
      "--final-learning-rate takes a positive number or auto"},
-    {"momentum", 0, V_REAL, AT(eo.opt.momentum), 0, 0.999999999, 0, 1, NULL, FOR_ALL, "--momentum takes a number in [0, 1)"},
+    {"momentum", 0, V_REAL, AT(eo.opt.momentum), 0, 1, OPEN_HI, 1, NULL, FOR_ALL, "--momentum takes a number in [0, 1)"},
     {"exaggeration", 0, V_REAL, AT(eo.opt.exaggeration), 1, BIG, 0, 1, NULL, FOR_ALL, "--exaggeration takes a number >= 1"},
-    {"exaggeration-iters", 0, V_INT, AT(eo.opt.exaggeration_iters), 0, 1e8, 0, 1, NULL, FOR_ALL,
+    {"exaggeration-iters", 0, V_INT, AT(eo.opt.exaggeration_iters), 0, INT_MAX, 0, 1, NULL, FOR_ALL,
      "--exaggeration-iters takes an integer >= 0"},
     {"no-gains", 0, V_FLAG, AT(eo.opt.gains), 0, 0, 0, 0, NULL, FOR_ALL, NULL},
     {"init", 0, V_TEXT, AT(init), 0, 0, 0, 0, NULL, FOR_ALL, NULL},
-    {"init-scale", 0, V_REAL, AT(eo.init_scale), 1e-12, BIG, 0, 0, NULL, FOR_ALL, "--init-scale takes a positive number"},
-    {"max-iters", 0, V_INT, AT(eo.opt.max_iters), 0, 1e8, 0, 1, NULL, FOR_ALL, "--max-iters takes an integer >= 0"},
+    {"init-scale", 0, V_REAL, AT(eo.init_scale), 0, BIG, 1, 0, NULL, FOR_ALL, "--init-scale takes a positive number"},
+    {"max-iters", 0, V_INT, AT(eo.opt.max_iters), 0, INT_MAX, 0, 1, NULL, FOR_ALL, "--max-iters takes an integer >= 0"},
     {"tol", 0, V_REAL, AT(eo.opt.tol), 0, BIG, 0, 1, NULL, FOR_ALL, "--tol takes a number >= 0"},
     {"x-tol", 0, V_REAL, AT(eo.opt.x_tol), 0, BIG, 0, 1, NULL, FOR_ALL, "--x-tol takes a number >= 0"},
     {"time-budget", 0, V_REAL, AT(eo.opt.time_budget), 0, BIG, 0, 0, NULL, FOR_ALL, "--time-budget takes seconds >= 0"},
-    {"homotopy", 0, V_INT, AT(eo.homotopy_steps), 0, 100000, 0, 1, NULL, FOR_EE | FOR_TEE,
+    {"homotopy", 0, V_INT, AT(eo.homotopy_steps), 0, INT_MAX, 0, 1, NULL, FOR_EE | FOR_TEE,
      "--homotopy takes a number of lambda values|--homotopy is for ee and tee (lambda is 1 in the SNE family)"},
-    {"lambda-start", 0, V_REAL, AT(eo.lambda_start), 1e-12, BIG, 0, 1, NULL, FOR_EE | FOR_TEE,
+    {"lambda-start", 0, V_REAL, AT(eo.lambda_start), 0, BIG, 1, 1, NULL, FOR_EE | FOR_TEE,
      "--lambda-start takes a positive number|--lambda-start is for ee and tee"},
     {"path-prefix", 0, V_TEXT, AT(path_prefix), 0, 0, 0, 0, NULL, FOR_EE | FOR_TEE, "|--path-prefix is for ee and tee"},
     {"trace", 0, V_TEXT, AT(trace), 0, 0, 0, 0, NULL, FOR_ALL, NULL},
     {"save-labels", 0, V_TEXT, AT(save_labels), 0, 0, 0, 0, NULL, FOR_ALL, NULL},
     {"checkpoint", 0, V_TEXT, AT(checkpoint), 0, 0, 0, 0, NULL, FOR_ALL, NULL},
-    {"checkpoint-every", 0, V_INT, AT(eo.checkpoint_every), 1, 1e8, 0, 0, NULL, FOR_ALL,
+    {"checkpoint-every", 0, V_INT, AT(eo.checkpoint_every), 1, INT_MAX, 0, 0, NULL, FOR_ALL,
      "--checkpoint-every takes an integer >= 1"},
     {"resume", 0, V_TEXT, AT(resume), 0, 0, 0, 0, NULL, FOR_ALL, NULL},
     {"save-model", 0, V_TEXT, AT(save_model), 0, 0, 0, 0, NULL, FOR_ALL, NULL},
@@ -244,10 +246,6 @@ static int option_error(const char *command, const embed_option *e, bool wrong_m
   const char *bar = strchr(e->error, '|');
   if (wrong_model) return cli_usage_error(command, "%s", bar ? bar + 1 : e->error);
   int len = bar ? (int)(bar - e->error) : (int)strlen(e->error);
-  if (e->kind == V_REAL) /* the accepted range, so a value out of it says how far */
-    return cli_usage_error(command, "%.*s (accepted: %g %s x <= %g)", len, e->error, e->lo, e->lo_open ? "<" : "<=",
-                           e->hi);
-  if (e->kind == V_INT) return cli_usage_error(command, "%.*s (accepted: %g to %g)", len, e->error, e->lo, e->hi);
   if (e->kind == V_NAME && len >= 5 && !strncmp(e->error + len - 5, "takes", 5)) { /* the names, from the table */
     char list[256];
     size_t used = 0, count = 0;
@@ -264,8 +262,9 @@ static int option_error(const char *command, const embed_option *e, bool wrong_m
 static int parse_option(const char *command, int model_bit, const embed_option *e, const char *arg, embed_args *a) {
   char *field = (char *)a + e->offset;
   if (!(e->models & model_bit)) return option_error(command, e, true);
-  long long v;
-  double x;
+  char spelled[64]; /* as the user may have typed it: -d, --lambda */
+  snprintf(spelled, sizeof spelled, "%s%s", e->short_name ? "-" : "--",
+           e->short_name ? (char[]){e->short_name, '\0'} : e->name);
   switch (e->kind) {
   case V_TEXT: *(const char **)field = arg; return 0;
   case V_FLAG: *(bool *)field = e->lo != 0; return 0;
@@ -280,16 +279,10 @@ static int parse_option(const char *command, int model_bit, const embed_option *
       return 0;
     }
     return option_error(command, e, false);
-  case V_INT:
-    if (e->auto_ok && !strcmp(arg, "auto")) *(int *)field = NLE_AUTO;
-    else if (cli_parse_int(arg, (long long)e->lo, (long long)e->hi, &v)) *(int *)field = (int)v;
-    else return option_error(command, e, false);
-    return 0;
+  case V_INT: return cli_int_field(command, spelled, arg, (long long)e->lo, (long long)e->hi, e->auto_ok, (int *)field);
   case V_REAL:
-    if (e->auto_ok && !strcmp(arg, "auto")) *(double *)field = NLE_AUTO;
-    else if (cli_parse_double(arg, &x) && (e->lo_open ? x > e->lo : x >= e->lo) && x <= e->hi) *(double *)field = x;
-    else return option_error(command, e, false);
-    return 0;
+    return cli_real_arg(command, spelled, arg, e->lo, e->open & OPEN_LO, e->hi, e->open & OPEN_HI, e->auto_ok,
+                        (double *)field);
   }
   return 2;
 }
@@ -392,6 +385,15 @@ static void print_json(cli_env *env, const char *title, const char *input, doubl
          r->seconds.init, r->seconds.plan, r->seconds.optimize, r->seconds.total + search_seconds, title, o->perplexity,
          o->homotopy_steps > 0 ? "homotopy, " : "", o->step == NLE_STEP_FIXED_RATE ? "fixed-rate gd" : name_of(optimizer_names, o->opt.kind),
          r->report.iterations, r->seconds.total + search_seconds);
+}
+
+/* The k of a graph searched here (sparse rows, precomputed distances):
+ * the recipe's, an automatic one at most the other N - 1 points as
+ * nle_embed itself resolves it. */
+static int graph_size(const nle_embed_opts *o, const nle_dataset *ds) {
+  int k = nle_embed_knn_size(o);
+  size_t n = ds->X ? ds->X->rows : (size_t)ds->sparse->rows;
+  return o->k == NLE_AUTO && n > 1 && (size_t)k >= n ? (int)(n - 1) : k;
 }
 
 /* The data points go as soon as the library is done with them (the labels
@@ -527,7 +529,7 @@ int cmd_embed(int argc, char **argv, const char *name) {
   nle_csr *graph = NULL;
   double t_search = 0.0; /* that search's time: kNN time, not reading time */
   if (!rc && !s && ds) {
-    rc = cli_metric_input(&env, argv[optind], a.metric, metric, ds, nle_embed_knn_size(&a.eo), &points, &unit_rows,
+    rc = cli_metric_input(&env, argv[optind], a.metric, metric, ds, graph_size(&a.eo, ds), &points, &unit_rows,
                           &graph, &t_search);
     if (!rc && graph && (a.save_model || a.eo.wneg != NLE_WNEG_UNIFORM || a.eo.init == NLE_INIT_PCA))
       rc = cli_usage_error(name, "--save-model, --wneg sqdist|knn and --init pca need dense points, not %s",

@@ -70,14 +70,12 @@ int cmd_knn(int argc, char **argv) {
   cli_knn_choice_init(&choice);
   env.knn = &choice;
   const char *output = NULL, *dist_out = NULL, *method = "exact", *metric_name = NULL;
-  long long v;
   int c;
   while ((c = cli_next_option(&env, argc, argv, "o:k:", longopts)) != -1) {
     switch (c) {
     case 'o': output = optarg; break;
     case 'k':
-      if (cli_parse_int(optarg, 1, 1 << 20, &v)) o.k = (int)v;
-      else env.rc = cli_usage_error("knn", "-k takes a positive integer, not \"%s\"", optarg);
+      env.rc = cli_int_field("knn", "-k", optarg, 1, INT_MAX, false, &o.k);
       break;
     case OPT_DISTANCES: dist_out = optarg; break;
     case OPT_METRIC: metric_name = optarg; break;

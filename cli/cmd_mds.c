@@ -187,7 +187,6 @@ int cmd_mds(int argc, char **argv, const char *command) {
   const char *output = NULL, *distances = NULL, *init = NULL, *weights = NULL, *kernel_matrix = NULL,
              *save_model = NULL, *metric_name = NULL;
   int dim = NLE_AUTO, c;
-  long long v;
   double x;
   while ((c = cli_next_option(&env, argc, argv, "o:d:", longopts)) != -1) {
     if (!takes(mc, c)) {
@@ -198,8 +197,7 @@ int cmd_mds(int argc, char **argv, const char *command) {
     switch (c) {
     case 'o': output = optarg; break;
     case 'd':
-      if (cli_parse_int(optarg, 1, 100000, &v)) dim = (int)v;
-      else env.rc = cli_usage_error(command, "-d takes a positive integer, not \"%s\"", optarg);
+      env.rc = cli_int_field(command, "-d", optarg, 1, INT_MAX, false, &dim);
       break;
     case OPT_DISTANCES_M: distances = optarg; break;
     case OPT_METRIC_M: metric_name = optarg; break;
@@ -208,24 +206,20 @@ int cmd_mds(int argc, char **argv, const char *command) {
     case OPT_KERNEL_MATRIX: kernel_matrix = optarg; break;
     case OPT_SAVE_MODEL_M: save_model = optarg; break;
     case OPT_STARTS:
-      if (cli_parse_int(optarg, 1, 10000, &v)) mo.starts = (int)v;
-      else env.rc = cli_usage_error(command, "--starts takes a positive integer");
+      env.rc = cli_int_field(command, "--starts", optarg, 1, INT_MAX, false, &mo.starts);
       break;
     case OPT_MAX_ITER:
-      if (cli_parse_int(optarg, 1, 100000000, &v)) mo.max_iter = (int)v;
-      else env.rc = cli_usage_error(command, "--max-iter takes a positive integer");
+      env.rc = cli_int_field(command, "--max-iter", optarg, 1, INT_MAX, false, &mo.max_iter);
       break;
     case OPT_TOL_M:
-      if (cli_parse_double(optarg, &x) && x >= 0 && x < 1) mo.tol = x;
-      else env.rc = cli_usage_error(command, "--tol takes a number in [0, 1)");
+      env.rc = cli_real_arg(command, "--tol", optarg, 0, false, 1, true, false, &mo.tol);
       break;
     case OPT_TIES:
       if (nle_mds_ties_parse(optarg) >= 0) mo.ties = (nle_mds_ties)nle_mds_ties_parse(optarg);
       else env.rc = cli_usage_error(command, "--ties takes primary or secondary, not \"%s\"", optarg);
       break;
     case OPT_LANDMARKS_M:
-      if (cli_parse_int(optarg, 2, 1 << 30, &v)) mo.landmarks = (int)v;
-      else env.rc = cli_usage_error(command, "--landmarks takes an integer >= 2");
+      env.rc = cli_int_field(command, "--landmarks", optarg, 2, INT_MAX, false, &mo.landmarks);
       break;
     case OPT_KERNEL: {
       int k = nle_pdkernel_parse(optarg);
@@ -234,24 +228,22 @@ int cmd_mds(int argc, char **argv, const char *command) {
       break;
     }
     case OPT_GAMMA:
-      if (cli_parse_double(optarg, &x) && x > 0) ko.kernel.gamma = lo.kernel.gamma = x;
-      else env.rc = cli_usage_error(command, "--gamma takes a positive number");
+      if (!(env.rc = cli_real_arg(command, "--gamma", optarg, 0, true, INFINITY, false, false, &x)))
+        ko.kernel.gamma = lo.kernel.gamma = x;
       break;
     case OPT_DEGREE:
-      if (cli_parse_int(optarg, 1, 100, &v)) ko.kernel.degree = lo.kernel.degree = (int)v;
-      else env.rc = cli_usage_error(command, "--degree takes an integer from 1 to 100");
+      if (!(env.rc = cli_int_field(command, "--degree", optarg, 1, INT_MAX, false, &ko.kernel.degree)))
+        lo.kernel.degree = ko.kernel.degree;
       break;
     case OPT_COEF0:
-      if (cli_parse_double(optarg, &x)) ko.kernel.coef0 = lo.kernel.coef0 = x;
-      else env.rc = cli_usage_error(command, "--coef0 takes a number");
+      if (!(env.rc = cli_real_arg(command, "--coef0", optarg, -INFINITY, false, INFINITY, false, false, &x)))
+        ko.kernel.coef0 = lo.kernel.coef0 = x;
       break;
     case OPT_NEIGHBORS_K:
-      if (cli_parse_int(optarg, 0, 1 << 20, &v)) ko.kernel.neighbors = (int)v;
-      else env.rc = cli_usage_error(command, "--neighbors takes an integer >= 0");
+      env.rc = cli_int_field(command, "--neighbors", optarg, 0, INT_MAX, false, &ko.kernel.neighbors);
       break;
     case OPT_RIDGE:
-      if (cli_parse_double(optarg, &x) && x >= 0) lo.ridge = x;
-      else env.rc = cli_usage_error(command, "--ridge takes a number >= 0");
+      env.rc = cli_real_arg(command, "--ridge", optarg, 0, false, INFINITY, false, false, &lo.ridge);
       break;
     default: env.rc = 2; break;
     }

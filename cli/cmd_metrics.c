@@ -57,20 +57,16 @@ int cmd_metrics(int argc, char **argv) {
     switch (c) {
     case 'o': output = optarg; break;
     case 'k':
-      if (cli_parse_int(optarg, 1, 1 << 20, &v)) o.k = (int)v;
-      else env.rc = cli_usage_error("metrics", "-k takes a positive integer");
+      env.rc = cli_int_field("metrics", "-k", optarg, 1, INT_MAX, false, &o.k);
       break;
     case OPT_SUBSAMPLE:
-      if (cli_parse_int(optarg, 0, INT64_MAX, &v)) o.subsample = v;
-      else env.rc = cli_usage_error("metrics", "--subsample takes a count (0 = all)");
+      if (!(env.rc = cli_int_arg("metrics", "--subsample", optarg, 0, INT64_MAX, false, &v))) o.subsample = v;
       break;
     case OPT_FOLDS:
-      if (cli_parse_int(optarg, 2, 1000, &v)) o.cv_folds = (int)v;
-      else env.rc = cli_usage_error("metrics", "--folds takes 2-1000");
+      env.rc = cli_int_field("metrics", "--folds", optarg, 2, INT_MAX, false, &o.cv_folds);
       break;
     case OPT_CVK:
-      if (cli_parse_int(optarg, 1, 10000, &v)) o.cv_k = (int)v;
-      else env.rc = cli_usage_error("metrics", "--cv-k takes 1-10000");
+      env.rc = cli_int_field("metrics", "--cv-k", optarg, 1, INT_MAX, false, &o.cv_k);
       break;
     case OPT_SAVE_SUB: save_sub = optarg; break;
     case OPT_WITHIN: o.within_subsample = true; break;

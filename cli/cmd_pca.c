@@ -40,14 +40,12 @@ int cmd_pca(int argc, char **argv) {
   nle_pca_opts o;
   nle_pca_opts_init(&o);
   const char *output = NULL, *save_labels = NULL;
-  long long v;
   int c;
   while ((c = cli_next_option(&env, argc, argv, "o:d:", longopts)) != -1) {
     switch (c) {
     case 'o': output = optarg; break;
     case 'd':
-      if (cli_parse_int(optarg, 1, 1 << 20, &v)) o.n_components = (int)v;
-      else env.rc = cli_usage_error("pca", "-d takes a positive integer, not \"%s\"", optarg);
+      env.rc = cli_int_field("pca", "-d", optarg, 1, INT_MAX, false, &o.n_components);
       break;
     case OPT_SOLVER:
       if (nle_pca_solver_parse(optarg) != -1) o.solver = (nle_pca_solver)nle_pca_solver_parse(optarg);
@@ -56,12 +54,10 @@ int cmd_pca(int argc, char **argv) {
     case OPT_WHITEN: o.whiten = true; break;
     case OPT_NO_CENTER: o.center = false; break;
     case OPT_POWER:
-      if (cli_parse_int(optarg, 0, 100, &v)) o.power_iters = (int)v;
-      else env.rc = cli_usage_error("pca", "--power-iters takes 0-100");
+      env.rc = cli_int_field("pca", "--power-iters", optarg, 0, INT_MAX, false, &o.power_iters);
       break;
     case OPT_OVERSAMPLE:
-      if (cli_parse_int(optarg, 0, 10000, &v)) o.oversample = (int)v;
-      else env.rc = cli_usage_error("pca", "--oversample takes 0-10000");
+      env.rc = cli_int_field("pca", "--oversample", optarg, 0, INT_MAX, false, &o.oversample);
       break;
     case OPT_SAVE_LABELS: save_labels = optarg; break;
     default: env.rc = 2; break;

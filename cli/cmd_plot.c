@@ -39,7 +39,6 @@ int cmd_plot(int argc, char **argv) {
   cli_plot_opts_init(&o);
   const char *output = NULL, *title = NULL, *info[8];
   int n_info = 0;
-  long long v;
   int c;
   while ((c = cli_next_option(&env, argc, argv, "o:", longopts)) != -1) {
     switch (c) {
@@ -51,17 +50,15 @@ int cmd_plot(int argc, char **argv) {
       break;
     case OPT_WIDTH:
     case OPT_HEIGHT:
-      if (!cli_parse_int(optarg, 100, 20000, &v)) env.rc = cli_usage_error("plot", "--width/--height take 100-20000");
-      else if (c == OPT_WIDTH) o.width = (int)v;
-      else o.height = (int)v;
+      /* 32767: the largest side of a cairo image surface */
+      env.rc = cli_int_field("plot", c == OPT_WIDTH ? "--width" : "--height", optarg, 1, 32767, false,
+                             c == OPT_WIDTH ? &o.width : &o.height);
       break;
     case OPT_SIZE:
-      if (!cli_parse_double(optarg, &o.point_size) || o.point_size <= 0 || o.point_size > 100)
-        env.rc = cli_usage_error("plot", "--point-size takes a radius in (0, 100]");
+      env.rc = cli_real_arg("plot", "--point-size", optarg, 0, true, INFINITY, false, false, &o.point_size);
       break;
     case OPT_ALPHA:
-      if (!cli_parse_double(optarg, &o.alpha) || o.alpha <= 0 || o.alpha > 1)
-        env.rc = cli_usage_error("plot", "--alpha takes a value in (0, 1]");
+      env.rc = cli_real_arg("plot", "--alpha", optarg, 0, true, 1, false, false, &o.alpha);
       break;
     case OPT_NO_LEGEND: o.legend = false; break;
     default: env.rc = 2; break;

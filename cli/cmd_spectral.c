@@ -167,13 +167,14 @@ enum { OPT_AFFINITY = OPT_COMMAND_BASE, OPT_SIGMA, OPT_TUNING, OPT_SYMMETRIZE, O
 
 enum { SWEEP_MAX = 64 };
 
-/* "a,b,c" or "lo:hi:n" (n values log-spaced from lo to hi) into v; the
- * count, or 0 when malformed. */
-static size_t parse_list(const char *arg, double *v) {
+/* "a,b,c" or "lo:hi:n" (n values log-spaced from lo to hi) into v, each
+ * positive and at most `most` (what the field holds: INT_MAX for the k of
+ * --sweep-k, rounded to an int); the count, or 0 when malformed. */
+static size_t parse_list(const char *arg, double most, double *v) {
   double lo, hi;
   int count, used = 0;
   if (sscanf(arg, "%lf:%lf:%d%n", &lo, &hi, &count, &used) == 3 && arg[used] == '\0') {
-    if (!(lo > 0 && hi >= lo && count >= 1 && count <= SWEEP_MAX)) return 0;
+    if (!(lo > 0 && hi >= lo && hi <= most && isfinite(hi) && count >= 1 && count <= SWEEP_MAX)) return 0;
     for (int i = 0; i < count; i++) v[i] = count == 1 ? lo : lo * pow(hi / lo, (double)i / (count - 1));
     return (size_t)count;
   }
@@ -181,7 +182,7 @@ static size_t parse_list(const char *arg, double *v) {
   for (const char *p = arg; *p && m < SWEEP_MAX; m++) {
     char *end;
     v[m] = strtod(p, &end);
-    if (end == p || !(v[m] > 0) || !isfinite(v[m])) return 0;
+    if (end == p || !(v[m] > 0) || !(v[m] <= most) || !isfinite(v[m])) return 0;
     p = *end == ',' ? end + 1 : end;
     if (*end && *end != ',') return 0;
   }
@@ -323,8 +324,6 @@ int cmd_spectral(int argc, char **argv, const char *command) {
   bool copy_data = true;
   double sigmas[SWEEP_MAX], kvals[SWEEP_MAX];
   size_t n_sigma = 0, n_k = 0;
-  long long v;
-  double x;
   int c, value = 0;
   while ((c = cli_next_option(&env, argc, argv, sc->cluster ? "o:d:k:c:" : "o:d:k:", longopts)) != -1) {
     if (c == OPT_LANDMARKS && sc->method != NLE_SPECTRAL_LE && sc->method != NLE_SPECTRAL_ISOMAP) {
@@ -349,37 +348,32 @@ int cmd_spectral(int argc, char **argv, const char *command) {
     }
     switch (c) {
     case 'c':
-      if (cli_parse_int(optarg, 2, 1 << 20, &v)) co.clusters = (int)v;
-      else env.rc = cli_usage_error(command, "--clusters takes an integer >= 2, not \"%s\"", optarg);
+      env.rc = cli_int_field(command, "--clusters", optarg, 2, INT_MAX, false, &co.clusters);
       break;
     case OPT_DIMS:
-      if (cli_parse_int(optarg, 1, 1000, &v)) co.dims = (int)v;
-      else env.rc = cli_usage_error(command, "--dims takes an integer from 1 to 1000");
+      env.rc = cli_int_field(command, "--dims", optarg, 1, INT_MAX, false, &co.dims);
       break;
     case OPT_NORMALIZE_ROWS: co.normalize_rows = true; break;
     case OPT_NO_WARM_START: co.warm_start = false; break;
     case OPT_SWEEP_SIGMA:
-      if (!(n_sigma = parse_list(optarg, sigmas)))
+      if (!(n_sigma = parse_list(optarg, INFINITY, sigmas)))
         env.rc = cli_usage_error(command, "--sweep-sigma takes positive numbers a,b,c or lo:hi:n (n <= %d), not \"%s\"",
                                  SWEEP_MAX, optarg);
       break;
     case OPT_SWEEP_K:
-      if (!(n_k = parse_list(optarg, kvals)))
-        env.rc = cli_usage_error(command, "--sweep-k takes positive integers a,b,c or lo:hi:n (n <= %d), not \"%s\"",
-                                 SWEEP_MAX, optarg);
+      if (!(n_k = parse_list(optarg, INT_MAX, kvals)))
+        env.rc = cli_usage_error(command, "--sweep-k takes positive integers up to %d, a,b,c or lo:hi:n (n <= %d), "
+                                 "not \"%s\"", INT_MAX, SWEEP_MAX, optarg);
       break;
     case OPT_RESTARTS:
-      if (cli_parse_int(optarg, 1, 100000, &v)) co.restarts = (int)v;
-      else env.rc = cli_usage_error(command, "--restarts takes a positive integer");
+      env.rc = cli_int_field(command, "--restarts", optarg, 1, INT_MAX, false, &co.restarts);
       break;
     case 'o': output = optarg; break;
     case 'd':
-      if (cli_parse_int(optarg, 1, 1000, &v)) o.dim = (int)v;
-      else env.rc = cli_usage_error(command, "-d takes an integer from 1 to 1000, not \"%s\"", optarg);
+      env.rc = cli_int_field(command, "-d", optarg, 1, INT_MAX, false, &o.dim);
       break;
     case 'k':
-      if (cli_parse_int(optarg, 1, 1 << 20, &v)) o.k = (int)v;
-      else env.rc = cli_usage_error(command, "-k takes a positive integer, not \"%s\"", optarg);
+      env.rc = cli_int_field(command, "-k", optarg, 1, INT_MAX, false, &o.k);
       break;
     case OPT_AFFINITY:
       if (!(env.rc = parse_name(command, "affinity", optarg, nle_affinity_kind_parse, &value)))
@@ -402,32 +396,25 @@ int cmd_spectral(int argc, char **argv, const char *command) {
         o.laplacian = (nle_laplacian_kind)value;
       break;
     case OPT_SIGMA:
-      if (!cli_parse_double(optarg, &x) || !(x > 0)) env.rc = cli_usage_error(command, "--sigma takes a positive number");
-      else o.sigma = x;
+      env.rc = cli_real_arg(command, "--sigma", optarg, 0, true, INFINITY, false, false, &o.sigma);
       break;
     case OPT_PERPLEXITY:
-      if (!cli_parse_double(optarg, &x) || !(x > 1)) env.rc = cli_usage_error(command, "--perplexity takes a number above 1");
-      else o.perplexity = x;
+      env.rc = cli_real_arg(command, "--perplexity", optarg, 1, true, INFINITY, false, false, &o.perplexity);
       break;
     case OPT_TUNING:
-      if (cli_parse_int(optarg, 1, 1 << 20, &v)) o.tuning_k = (int)v;
-      else env.rc = cli_usage_error(command, "--tuning-k takes a positive integer");
+      env.rc = cli_int_field(command, "--tuning-k", optarg, 1, INT_MAX, false, &o.tuning_k);
       break;
     case OPT_TOL:
-      if (!cli_parse_double(optarg, &x) || !(x >= 0 && x < 1)) env.rc = cli_usage_error(command, "--tol takes a number in [0, 1)");
-      else o.tol = x;
+      env.rc = cli_real_arg(command, "--tol", optarg, 0, false, 1, true, false, &o.tol);
       break;
     case OPT_REG:
-      if (!cli_parse_double(optarg, &x) || !(x >= 0)) env.rc = cli_usage_error(command, "--reg takes a number >= 0");
-      else o.reg = x;
+      env.rc = cli_real_arg(command, "--reg", optarg, 0, false, INFINITY, false, false, &o.reg);
       break;
     case OPT_LANDMARKS:
-      if (cli_parse_int(optarg, 0, 1 << 30, &v)) o.landmarks = (int)v;
-      else env.rc = cli_usage_error(command, "--landmarks takes an integer >= 0");
+      env.rc = cli_int_field(command, "--landmarks", optarg, 0, INT_MAX, false, &o.landmarks);
       break;
     case OPT_KZ:
-      if (cli_parse_int(optarg, 1, 1 << 20, &v)) o.kz = (int)v;
-      else env.rc = cli_usage_error(command, "--kz takes a positive integer");
+      env.rc = cli_int_field(command, "--kz", optarg, 1, INT_MAX, false, &o.kz);
       break;
     case OPT_LANDMARK_METHOD: {
       int m = 0;
@@ -437,25 +424,19 @@ int cmd_spectral(int argc, char **argv, const char *command) {
     }
     case OPT_LANDMARK_GRAPH: o.landmark_graph = true; break;
     case OPT_ALPHA:
-      if (!cli_parse_double(optarg, &x) || !(x >= 0 && x <= 1)) env.rc = cli_usage_error(command, "--alpha takes a number in [0, 1]");
-      else o.alpha = x;
+      env.rc = cli_real_arg(command, "--alpha", optarg, 0, false, 1, false, false, &o.alpha);
       break;
     case OPT_TIME:
-      if (cli_parse_int(optarg, 0, 1 << 20, &v)) o.diffusion_time = (int)v;
-      else env.rc = cli_usage_error(command, "--time takes an integer >= 0");
+      env.rc = cli_int_field(command, "--time", optarg, 0, INT_MAX, false, &o.diffusion_time);
       break;
     case OPT_RADIUS:
-      if (!cli_parse_double(optarg, &x) || !(x > 0)) env.rc = cli_usage_error(command, "--radius takes a positive number");
-      else o.radius = x;
+      env.rc = cli_real_arg(command, "--radius", optarg, 0, true, INFINITY, false, false, &o.radius);
       break;
     case OPT_PCA:
-      if (!strcmp(optarg, "auto")) o.pca_dims = NLE_AUTO;
-      else if (cli_parse_int(optarg, 0, 100000, &v)) o.pca_dims = (int)v;
-      else env.rc = cli_usage_error(command, "--pca takes an integer >= 0 or auto");
+      env.rc = cli_int_field(command, "--pca", optarg, 0, INT_MAX, true, &o.pca_dims);
       break;
     case OPT_PCA_CANDIDATES:
-      if (cli_parse_int(optarg, 1, 1 << 20, &v)) o.pca_candidates = (int)v;
-      else env.rc = cli_usage_error(command, "--pca-candidates takes a positive integer");
+      env.rc = cli_int_field(command, "--pca-candidates", optarg, 1, INT_MAX, false, &o.pca_candidates);
       break;
     case OPT_AFFINITIES: affinities = optarg; break;
     case OPT_METRIC: metric_name = optarg; break;
@@ -530,6 +511,7 @@ int cmd_spectral(int argc, char **argv, const char *command) {
    * file goes before their message */
   nle_status converted = NLE_OK;
   if (!rc && !s && affinities && !mtx) converted = nle_csr_from_dense(env.ctx, dense->X, &W);
+  if (!rc && !s && !converted && W) converted = nle_spectral_check_affinities(env.ctx, W);
   if (!rc && !s && distances) {
     double t = nle_time_seconds();
     converted = mtx ? nle_knn_from_sparse_distances(env.ctx, sparse, squared, &knn)

@@ -163,14 +163,12 @@ int cmd_transform(int argc, char **argv) {
   int inverse = 0, c;
   nle_transform_opts to;
   nle_transform_opts_init(&to);
-  long long v;
   while ((c = cli_next_option(&env, argc, argv, "o:", longopts)) != -1) {
     switch (c) {
     case 'o': output = optarg; break;
     case OPT_INVERSE: inverse = 1; break;
     case OPT_MAX_ITERS_T:
-      if (cli_parse_int(optarg, 0, 1000000, &v)) to.max_iters = (int)v;
-      else env.rc = cli_usage_error("transform", "--max-iters takes an integer >= 0");
+      env.rc = cli_int_field("transform", "--max-iters", optarg, 0, INT_MAX, false, &to.max_iters);
       break;
     case OPT_DATA: data = optarg; break;
     case OPT_REPULSION_T:

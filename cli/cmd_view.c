@@ -270,12 +270,10 @@ int cmd_view(int argc, char **argv) {
     case OPT_IMAGES: pg.images_source = optarg; break;
     case OPT_TITLE: pg.title = optarg; break;
     case OPT_SIZE:
-      if (!cli_parse_double(optarg, &pg.point_size) || pg.point_size <= 0 || pg.point_size > 100)
-        env.rc = cli_usage_error("view", "--point-size takes a diameter in (0, 100]");
+      env.rc = cli_real_arg("view", "--point-size", optarg, 0, true, INFINITY, false, false, &pg.point_size);
       break;
     case OPT_ALPHA:
-      if (!cli_parse_double(optarg, &pg.alpha) || pg.alpha <= 0 || pg.alpha > 1)
-        env.rc = cli_usage_error("view", "--alpha takes a value in (0, 1]");
+      env.rc = cli_real_arg("view", "--alpha", optarg, 0, true, 1, false, false, &pg.alpha);
       break;
     default: env.rc = 2; break;
     }

@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -152,7 +153,7 @@ static bool parse_size(const char *s, size_t *out) {
   }
   if (*end == 'i' || *end == 'I') end++;
   if (*end == 'B' || *end == 'b') end++;
-  if (*end || v * mult < 1 || v * mult > 1e18) return false;
+  if (*end || v * mult < 1 || !(v * mult < 0x1p64)) return false; /* what a size_t holds */
   *out = (size_t)(v * mult);
   return true;
 }
@@ -161,7 +162,10 @@ static int common_option(cli_env *env, int opt, const char *arg) {
   long long v;
   switch (opt) {
   case OPT_THREADS:
-    if (!cli_parse_int(arg, 0, 4096, &v)) return cli_usage_error(env->command, "--threads takes 0-4096, not \"%s\"", arg), -1;
+    /* 4096: the OpenMP runtime ends the process when the system refuses it
+     * a thread, which a count past the usual limits on processes (ulimit
+     * -u) would bring; 0 is all cores */
+    if (cli_int_arg(env->command, "--threads", arg, 0, 4096, false, &v)) return -1;
     nle_ctx_set_threads(env->ctx, (int)v);
     return 1;
   case OPT_SEED: {
@@ -199,7 +203,7 @@ static int common_option(cli_env *env, int opt, const char *arg) {
     if (!strcmp(arg, "last")) env->read.label_column = NLE_LABEL_LAST;
     else if (!strcmp(arg, "none")) env->read.label_column = NLE_LABEL_NONE;
     else if (!strcmp(arg, "auto")) env->read.label_column = NLE_LABEL_AUTO;
-    else if (cli_parse_int(arg, 1, 1 << 20, &v)) env->read.label_column = (int)v - 1;
+    else if (cli_parse_int(arg, 1, INT_MAX, &v)) env->read.label_column = (int)v - 1;
     else return cli_usage_error(env->command, "--label-column takes a 1-based column, last, none or auto"), -1;
     return 1;
   case OPT_TRANSPOSE: env->read.transpose = true; return 1;
@@ -248,6 +252,17 @@ int cli_fail(cli_env *env, nle_status s) {
   }
   fprintf(stderr, "nlembed %s: error: %s%s\n", env->command, *msg ? msg : nle_status_message(s),
           s == NLE_ERR_MEMCAP ? " (raise the cap with --max-memory)" : "");
+  return s == NLE_ERR_ARG ? 2 : 1;
+}
+
+int cli_fail_in(cli_env *env, nle_status s, const char *source) {
+  const char *msg = nle_ctx_error(env->ctx);
+  size_t len = strlen(source);
+  if (!*msg || s == NLE_ERR_CANCELLED || s == NLE_ERR_MEMCAP || s == NLE_ERR_NOMEM ||
+      (!strncmp(msg, source, len) && msg[len] == ':'))
+    return cli_fail(env, s);
+  if (progress.tty && !env->quiet) fputc('\n', stderr);
+  fprintf(stderr, "nlembed %s: error: %s: %s\n", env->command, source, msg);
   return s == NLE_ERR_ARG ? 2 : 1;
 }
 
@@ -326,6 +341,68 @@ bool cli_parse_double(const char *s, double *out) {
   return true;
 }
 
+/* The rule of a range as the messages say it: "an integer >= 2", "a
+ * number in [0, 1)", "a finite number > 0". */
+static void int_rule(long long lo, long long hi, bool above, char *buf, size_t len) {
+  if (hi >= INT_MAX && !above) snprintf(buf, len, "an integer >= %lld", lo);
+  else snprintf(buf, len, "an integer from %lld to %lld", lo, hi);
+}
+
+static void real_rule(double lo, bool lo_open, double hi, bool hi_open, char *buf, size_t len) {
+  if (isinf(lo) && isinf(hi)) snprintf(buf, len, "a finite number");
+  else if (isinf(hi)) snprintf(buf, len, "a finite number %s %.17g", lo_open ? ">" : ">=", lo);
+  else if (isinf(lo)) snprintf(buf, len, "a number %s %.17g", hi_open ? "<" : "<=", hi);
+  else snprintf(buf, len, "a number in %c%.17g, %.17g%c", lo_open ? '(' : '[', lo, hi, hi_open ? ')' : ']');
+}
+
+int cli_int_arg(const char *command, const char *option, const char *arg, long long lo, long long hi, bool auto_ok,
+                long long *out) {
+  if (auto_ok && !strcmp(arg, "auto")) {
+    *out = NLE_AUTO;
+    return 0;
+  }
+  char *end;
+  errno = 0;
+  long long v = strtoll(arg, &end, 10);
+  if (end != arg && !*end && !errno && v >= lo && v <= hi) {
+    *out = v;
+    return 0;
+  }
+  char rule[96];
+  /* above the top only when the text is a whole number past it (strtoll
+   * saturates with ERANGE) */
+  bool above = end != arg && !*end && (errno == ERANGE ? v > 0 : v > hi);
+  int_rule(lo, hi, above, rule, sizeof rule);
+  return cli_usage_error(command, "%s takes %s%s, not \"%s\"", option, rule, auto_ok ? " or auto" : "", arg);
+}
+
+int cli_int_field(const char *command, const char *option, const char *arg, long long lo, long long hi, bool auto_ok,
+                  int *field) {
+  long long v = 0;
+  int rc = cli_int_arg(command, option, arg, lo, hi < INT_MAX ? hi : INT_MAX, auto_ok, &v);
+  if (!rc) *field = (int)v;
+  return rc;
+}
+
+int cli_real_arg(const char *command, const char *option, const char *arg, double lo, bool lo_open, double hi,
+                 bool hi_open, bool auto_ok, double *out) {
+  if (auto_ok && !strcmp(arg, "auto")) {
+    *out = NLE_AUTO;
+    return 0;
+  }
+  char *end;
+  double v = strtod(arg, &end);
+  /* no errno test: an underflow to a tiny or zero value is judged by the
+   * range like any other (1e-400 is not > 0) */
+  if (end != arg && !*end && isfinite(v) && (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi)) {
+    *out = v;
+    return 0;
+  }
+  char rule[128];
+  real_rule(lo, lo_open, hi, hi_open, rule, sizeof rule);
+  return cli_usage_error(command, "%s takes %s%s, not \"%s\"", option, rule, auto_ok ? " or auto" : "", arg);
+}
+
 bool cli_json_string(const char *json, const char *key, char *buf, size_t len) {
   char pat[64];
   snprintf(pat, sizeof pat, "\"%s\": \"", key);
@@ -357,8 +434,6 @@ void cli_knn_choice_init(cli_knn_choice *c) {
 }
 
 static int knn_option(cli_env *env, cli_knn_choice *c, int opt, const char *arg) {
-  long long v;
-  double x;
   switch (opt) {
   case OPT_KNN_METHOD:
     if (nle_knn_method_parse(arg) == -1)
@@ -366,20 +441,12 @@ static int knn_option(cli_env *env, cli_knn_choice *c, int opt, const char *arg)
                              nle_knn_method_name(NLE_KNN_EXACT), nle_knn_method_name(NLE_KNN_APPROX)), -1;
     c->method = (nle_knn_method)nle_knn_method_parse(arg);
     return 1;
-  case OPT_TREES:
-  case OPT_LEAF:
+  case OPT_TREES: return cli_int_field(env->command, "--trees", arg, 1, INT_MAX, false, &c->approx.n_trees) ? -1 : 1;
+  case OPT_LEAF: return cli_int_field(env->command, "--leaf-size", arg, 1, INT_MAX, false, &c->approx.leaf_size) ? -1 : 1;
   case OPT_CANDIDATES:
-  case OPT_ITERS:
-    if (!cli_parse_int(arg, 1, 100000, &v)) return cli_usage_error(env->command, "neighbour-search options take positive integers"), -1;
-    if (opt == OPT_TREES) c->approx.n_trees = (int)v;
-    else if (opt == OPT_LEAF) c->approx.leaf_size = (int)v;
-    else if (opt == OPT_CANDIDATES) c->approx.max_candidates = (int)v;
-    else c->approx.max_iters = (int)v;
-    return 1;
-  case OPT_DELTA:
-    if (!cli_parse_double(arg, &x) || x < 0) return cli_usage_error(env->command, "--delta takes a number >= 0"), -1;
-    c->approx.delta = x;
-    return 1;
+    return cli_int_field(env->command, "--max-candidates", arg, 1, INT_MAX, false, &c->approx.max_candidates) ? -1 : 1;
+  case OPT_ITERS: return cli_int_field(env->command, "--iters", arg, 1, INT_MAX, false, &c->approx.max_iters) ? -1 : 1;
+  case OPT_DELTA: return cli_real_arg(env->command, "--delta", arg, 0, false, INFINITY, false, false, &c->approx.delta) ? -1 : 1;
   default: return 0;
   }
 }
@@ -454,7 +521,7 @@ int cli_metric_input(cli_env *env, const char *source, const char *metric_name, 
   if (s) {
     nle_matf_free(owned);
     *Y = NULL;
-    return cli_fail(env, s);
+    return cli_fail_in(env, s, source);
   }
   return 0;
 }

@@ -489,4 +489,28 @@ for row in text "NumPy \`.npy\`" IDX "Matrix Market" gzip "HDF5, AnnData" "NumPy
 done
 if [ -z "$missing" ]; then ok help_lists_inputs; else bad help_lists_inputs "--help lacks$missing"; fi
 
+# issue 34: valid small magnitudes run (a range refuses only what cannot work). Below the critical lambda the
+# minimiser of E is X = 0 (EE paper sec. 4.2): the map shrinks well below its 1e-4 start, and stays finite.
+expect_ok ee_lambda_tiny $N ee swissroll:300 -p 10 --lambda 1e-20 --max-iters 50 -o "$T/lt.npy" --quiet
+if /usr/bin/python3 -c "
+import json, sys, numpy as np
+X = np.load('$T/lt.npy'); line = json.loads(open('$T/stdout').read())
+assert np.isfinite(X).all() and line['lambda'] == 1e-20 and np.isfinite(line['E'])
+assert line['map_extent'] < 1e-5, line['map_extent']"; then ok ee_lambda_tiny_collapses; else bad ee_lambda_tiny_collapses "$(cat "$T/stdout")"; fi
+# the EE reference case's homotopy start (1e-4 over the sum of its squared distances) on raw squared distances
+expect_ok ee_lambda_start_tiny $N ee spiral:300 -p 10 --wneg sqdist --homotopy 3 --lambda-start 2.8e-18 --lambda 1e-4 \
+  --max-iters 30 -o "$T/ls.npy" --quiet
+if /usr/bin/python3 -c "
+import json, numpy as np
+X = np.load('$T/ls.npy'); line = json.loads(open('$T/stdout').read())
+assert np.isfinite(X).all() and X.std() > 0 and line['lambda_start'] == 2.8e-18 and np.isfinite(line['E'])"
+then ok ee_lambda_start_tiny_finite; else bad ee_lambda_start_tiny_finite "$(cat "$T/stdout")"; fi
+# a start so small its gradient is below the optimiser's tolerance: it runs, and says why the map did not move
+if $N ee swissroll:300 -p 10 --init-scale 1e-30 -o "$T/is.npy" 2> "$T/is.err" > /dev/null &&
+  grep -qF "warning: the optimiser stopped at its start: at --init-scale 1e-30 the gradient is below its tolerance" "$T/is.err"
+then ok ee_init_scale_tiny_warns; else bad ee_init_scale_tiny_warns "$(cat "$T/is.err")"; fi
+# the automatic k = 3 x perplexity is at most N - 1, as scikit-learn's TSNE: perplexity 30 on 60 points runs
+expect_ok tsne_auto_k_capped $N tsne spiral:60 -o "$T/k60.npy" --quiet
+if grep -q '"k": 59' "$T/stdout"; then ok tsne_auto_k_is_n_minus_1; else bad tsne_auto_k_is_n_minus_1 "$(cut -c1-200 "$T/stdout")"; fi
+
 finish

@@ -273,7 +273,7 @@ static void duplicates_and_constant(void) {
   nle_test(strstr(nle_ctx_error(ctx), "constant") != NULL);
   o.perplexity = 30; /* not below k */
   nle_test(nle_entropic_affinities(ctx, g, &o, &r) == NLE_ERR_ARG);
-  nle_test(strstr(nle_ctx_error(ctx), "perplexity 30 must be") != NULL);
+  nle_test(strstr(nle_ctx_error(ctx), "perplexity=30 must be") != NULL);
   nle_csr_free(&g);
   nle_matf_free(&Y);
   nle_ctx_free(&ctx);

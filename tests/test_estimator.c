@@ -194,7 +194,7 @@ static void cosine_is_unit_rows(void) {
   nle_test(Xa && Xb && diff < 1e-6);
   for (size_t j = 0; j < 6; j++) Y->data[17 * 6 + j] = 0;
   nle_test(nle_estimator_fit(a, &ia) == NLE_ERR_VALUE);
-  nle_test(strstr(nle_ctx_error(ctx), "row 18") != NULL); /* 1-based, as the readers count */
+  nle_test(strstr(nle_ctx_error(ctx), "row 17") != NULL); /* 0-based, as the .npy reader counts */
   nle_test(nle_estimator_embedding(a) == NULL); /* a failed fit leaves none */
   nle_matf_free(&U);
   nle_matf_free(&Y);
@@ -319,7 +319,65 @@ static void refusals(void) {
   nle_ctx_free(&ctx);
 }
 
+/* Messages name options by markers, so each client reads its own names
+ * (issue 34): a binding (NLE_SPELL_MARKED) gets {@neighbors=0}, never the
+ * field's name "k"; a value is shown as given, "auto" never as the
+ * sentinel's number; the option's rule in each message. */
+static void messages_name_options(void) {
+  nle_ctx *ctx = nle_ctx_new();
+  nle_ctx_set_option_spelling(ctx, NLE_SPELL_MARKED);
+  nle_matf *Y = blobs(60, 4, 3, NULL, 7);
+  nle_estimator_input in = {.Y = Y};
+  nle_estimator *e = NULL;
+  /* LaplacianEigenmaps(n_neighbors=0) */
+  nle_test_ok(nle_estimator_new(ctx, "le", &e));
+  nle_test_ok(nle_estimator_set(e, "neighbors", "0"));
+  nle_test(nle_estimator_fit(e, &in) == NLE_ERR_ARG);
+  nle_test(strstr(nle_ctx_error(ctx), "{@neighbors=0}: at least 1 neighbour") != NULL);
+  nle_test(strstr(nle_ctx_error(ctx), "option k") == NULL);
+  /* an option of another method, a bad value: by marker */
+  nle_test(nle_estimator_set(e, "alpha", "0.5") == NLE_ERR_VALUE);
+  nle_test(strstr(nle_ctx_error(ctx), "le: {@alpha} is for diffmap") != NULL);
+  nle_test(nle_estimator_set(e, "reg", "small") == NLE_ERR_VALUE);
+  nle_test(strstr(nle_ctx_error(ctx), "{@reg} takes a number, not 'small'") != NULL);
+  nle_estimator_free(&e);
+  /* SpectralClustering(n_clusters=1), dims left auto */
+  nle_test_ok(nle_estimator_new(ctx, "cluster", &e));
+  nle_test_ok(nle_estimator_set(e, "clusters", "1"));
+  nle_test(nle_estimator_fit(e, &in) == NLE_ERR_ARG);
+  nle_test(strstr(nle_ctx_error(ctx), "{@clusters=1}: at least 2") != NULL);
+  nle_test(strstr(nle_ctx_error(ctx), "-2147483648") == NULL);
+  nle_test_ok(nle_estimator_set(e, "clusters", "100"));
+  nle_test(nle_estimator_fit(e, &in) == NLE_ERR_ARG);
+  nle_test(strstr(nle_ctx_error(ctx), "{@clusters=100} of 60 points") != NULL);
+  nle_estimator_free(&e);
+  /* a spectral embedding's dim as NLE_AUTO (not a value it takes): "auto" */
+  nle_spectral_opts so;
+  nle_spectral_opts_init(&so);
+  so.dim = NLE_AUTO;
+  nle_spectral_input si = {Y, NULL, NULL};
+  nle_spectral_result *r = NULL;
+  nle_test(nle_spectral_embed(ctx, NLE_SPECTRAL_LE, &si, &so, &r) == NLE_ERR_ARG && !r);
+  nle_test(strstr(nle_ctx_error(ctx), "{@dim=auto} dimensions: at least 1") != NULL);
+  /* the C spelling of the same */
+  nle_ctx_set_option_spelling(ctx, NLE_SPELL_C);
+  nle_test(nle_spectral_embed(ctx, NLE_SPECTRAL_LE, &si, &so, &r) == NLE_ERR_ARG);
+  nle_test(strstr(nle_ctx_error(ctx), "dim=auto dimensions") != NULL);
+  /* an automatic k past the points is N - 1, not 3 x perplexity converted
+   * out of an int (TSNE(perplexity=1e9) on 60 points) */
+  nle_ctx_set_option_spelling(ctx, NLE_SPELL_MARKED);
+  nle_test_ok(nle_estimator_new(ctx, "tsne", &e));
+  nle_test_ok(nle_estimator_set(e, "perplexity", "1e9"));
+  nle_test(nle_estimator_fit(e, &in) == NLE_ERR_ARG);
+  nle_test(strstr(nle_ctx_error(ctx), "{@perplexity=1e+09} must be above 1 and below the number of neighbours, 59") !=
+           NULL);
+  nle_estimator_free(&e);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
 const nle_test_case estimator_tests[] = {
+    {"estimator/messages_name_options", messages_name_options},
     {"estimator/options_round_trip", options_round_trip},
     {"estimator/tsne_as_front_door", tsne_as_front_door},
     {"estimator/pca_inverse", pca_inverse},

@@ -697,7 +697,7 @@ static void hdf5_anndata(void) {
   /* label columns are not data */
   snprintf(src, sizeof src, "%s:obs/cell_type", path);
   nle_test(nle_dataset_read(ctx, src, NULL, &ds) == NLE_ERR_UNSUPPORTED &&
-           has(ctx, "dense.h5ad:obs/cell_type: a categorical column, not data (labels? give them with --labels"));
+           has(ctx, "dense.h5ad:obs/cell_type: a categorical column, not data (labels? give them with labels="));
   snprintf(src, sizeof src, "%s:obs/name", path);
   nle_test(nle_dataset_read(ctx, src, NULL, &ds) == NLE_ERR_UNSUPPORTED &&
            has(ctx, "dense.h5ad:obs/name: string values are not data (a label column?"));

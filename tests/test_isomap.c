@@ -236,7 +236,7 @@ static void landmarks(void) {
   nle_spectral_result_free(&some);
   o.landmarks = 2;
   nle_test(nle_spectral_embed(ctx, NLE_SPECTRAL_ISOMAP, &in, &o, &some) == NLE_ERR_ARG &&
-           strstr(nle_ctx_error(ctx), "2 landmarks for 2 dimensions"));
+           strstr(nle_ctx_error(ctx), "landmarks=2 for 2 dimensions"));
   nle_matf_free(&Y);
   nle_ctx_free(&ctx);
 }

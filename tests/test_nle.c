@@ -152,7 +152,7 @@ static void invariances_and_threads(void) {
   /* no sentinels: a zeroed theta or engine order is an error, not "default" */
   bad = test_model_spec(NLE_MODEL_EE, 1.0, P);
   bad.theta = 0;
-  nle_test(nle_model_new(one, &bad, &m) == NLE_ERR_ARG && strstr(nle_ctx_error(one), "theta = 0"));
+  nle_test(nle_model_new(one, &bad, &m) == NLE_ERR_ARG && strstr(nle_ctx_error(one), "theta=0"));
   bad = test_model_spec(NLE_MODEL_EE, 1.0, P);
   bad.fft.order = 0;
   nle_test(nle_model_new(one, &bad, &m) == NLE_ERR_ARG && strstr(nle_ctx_error(one), "FFT order 0"));

@@ -153,7 +153,7 @@ static void pca_transform_properties(void) {
   nle_test(nle_pca_fit(ctx, Y, &o, &m) == NLE_ERR_ARG && m == NULL);
   o.n_components = 2;
   o.solver = (nle_pca_solver)2; /* past NLE_PCA_RANDOMIZED */
-  nle_test(nle_pca_fit(ctx, Y, &o, &m) == NLE_ERR_ARG && m == NULL && strstr(nle_ctx_error(ctx), "solver 2"));
+  nle_test(nle_pca_fit(ctx, Y, &o, &m) == NLE_ERR_ARG && m == NULL && strstr(nle_ctx_error(ctx), "solver has no value 2"));
   nle_matf_free(&Y);
   nle_ctx_free(&ctx);
 }

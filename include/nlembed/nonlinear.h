@@ -89,7 +89,7 @@ NLE_API nle_status nle_model_eval(nle_ctx *ctx, nle_model *model, const nle_matd
  * SNE A with every row normalised to 1. */
 NLE_API nle_status nle_affinity_for_model(nle_ctx *ctx, const nle_csr *A, nle_model_kind kind, nle_csr **W);
 /* NLE_OK when A is square with finite entries >= 0; else the first bad
- * entry's row and column (1-based, as in a Matrix Market file). */
+ * entry's row and column (0-based, as the readers count). */
 NLE_API nle_status nle_affinity_check(nle_ctx *ctx, const nle_csr *A);
 /* Changes lambda (for the homotopy; an optimiser planned on the model stays valid). */
 NLE_API nle_status nle_model_set_lambda(nle_ctx *ctx, nle_model *model, double lambda);

@@ -184,6 +184,12 @@ typedef struct {
   const nle_csr *affinities;
 } nle_spectral_input;
 
+/* NLE_OK when W is an affinity matrix the spectral methods take: square,
+ * every entry finite and >= 0, symmetric; else the first bad entry by its
+ * 0-based row and column, as the readers count (a client that read W from
+ * a file puts the file's name in front). */
+NLE_API nle_status nle_spectral_check_affinities(nle_ctx *ctx, const nle_csr *W);
+
 typedef struct {
   nle_matd *X;            /* N x dim embedding */
   double *eigenvalues;    /* n_eigenvalues of the method's eigenproblem, in

@@ -426,7 +426,8 @@ static double warm_start(const ea_job *j, int64_t i, int64_t parent) {
  * means) the one whose rescaled warm starts were closest on Fashion-MNIST,
  * blobs and the Swiss roll. */
 static void point_scales(const nle_csr *g, int k, double perplexity, double *scale, int threads) {
-  int m = 2 * (int)ceil(perplexity) < k ? 2 * (int)ceil(perplexity) : k;
+  double twice = 2.0 * ceil(perplexity); /* in double: no int overflow for a huge perplexity */
+  int m = twice < (double)k ? (int)twice : k;
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (int64_t i = 0; i < g->rows; i++) {
     int64_t q = g->rowptr[i];
@@ -525,8 +526,8 @@ static nle_status check_graph(nle_ctx *ctx, const nle_csr *knn, const nle_ea_opt
   }
   if (!(o->perplexity > 1.0) || o->perplexity >= (double)kk || o->perplexity >= (double)knn->cols)
     return nle__fail(ctx, NLE_ERR_ARG,
-                     "perplexity %g must be above 1 and below the number of neighbours k = %lld and of points N = %lld "
-                     "(use k of about 3 x perplexity)",
+                     "{@perplexity=%g} must be above 1 and below the number of neighbours, %lld ({@neighbors}; "
+                     "about 3 x perplexity is usual), and of points, %lld",
                      o->perplexity, (long long)kk, (long long)knn->cols);
   if (!(o->tol > 0.0) || o->maxit < 1 || o->max_evals < 1)
     return nle__fail(ctx, NLE_ERR_ARG, "entropic affinities: tol, maxit and max_evals must be positive");

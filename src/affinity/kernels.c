@@ -118,12 +118,12 @@ nle_status nle_affinity_graph(nle_ctx *ctx, const nle_csr *knn, const nle_affini
   }
   int64_t n = knn->rows, k = n ? knn->rowptr[1] - knn->rowptr[0] : 0;
   if (opts->kind == NLE_AFF_GAUSSIAN && !(opts->sigma > 0.0 && isfinite(opts->sigma)))
-    return nle__fail(ctx, NLE_ERR_ARG, "Gaussian affinities: sigma = %g must be positive", opts->sigma);
+    return nle__fail(ctx, NLE_ERR_ARG, "Gaussian affinities: {@sigma=%s} must be a finite number > 0", nle__real_text(opts->sigma).s);
   if (opts->kind == NLE_AFF_ENTROPIC)
     return nle__fail(ctx, NLE_ERR_ARG, "entropic affinities need a perplexity: nle_entropic_affinities, not "
                      "nle_affinity_graph");
   if (opts->kind == NLE_AFF_SELF_TUNING && (opts->tuning_k < 1 || opts->tuning_k > k))
-    return nle__fail(ctx, NLE_ERR_ARG, "self-tuning affinities: neighbour %d must be in [1, k = %lld]",
+    return nle__fail(ctx, NLE_ERR_ARG, "self-tuning affinities: {@tuning-k=%d} must be in [1, k = %lld] (its neighbours)",
                      opts->tuning_k, (long long)k);
   double *scale = NULL;
   if (opts->kind == NLE_AFF_SELF_TUNING) {
@@ -175,7 +175,7 @@ static double row_sqdist(const nle_matf *Y, size_t i, size_t j) {
 nle_status nle_affinity_gaussian_dense(nle_ctx *ctx, const nle_matf *Y, double sigma, nle_matd **W) {
   *W = NULL;
   if (!(sigma > 0.0 && isfinite(sigma)))
-    return nle__fail(ctx, NLE_ERR_ARG, "Gaussian affinities: sigma = %g must be positive", sigma);
+    return nle__fail(ctx, NLE_ERR_ARG, "Gaussian affinities: {@sigma=%s} must be a finite number > 0", nle__real_text(sigma).s);
   nle_status s = nle_matd_alloc(ctx, Y->rows, Y->rows, W);
   if (s) return s;
   size_t n = Y->rows;
@@ -210,7 +210,7 @@ nle_status nle_affinity_check(nle_ctx *ctx, const nle_csr *A) {
     for (int64_t q = A->rowptr[i]; q < A->rowptr[i + 1]; q++)
       if (!(nle_csr_value(A, q) >= 0) || !isfinite(nle_csr_value(A, q)))
         return nle__fail(ctx, NLE_ERR_VALUE, "affinities: row %lld, column %lld holds %g; they must be finite and >= 0",
-                         (long long)i + 1, (long long)A->colind[q] + 1, nle_csr_value(A, q));
+                         (long long)i, (long long)A->colind[q], nle_csr_value(A, q));
   return NLE_OK;
 }
 
@@ -227,7 +227,7 @@ nle_status nle_affinity_for_model(nle_ctx *ctx, const nle_csr *A, nle_model_kind
         if (A->colind[q] != i) sum += nle_csr_value(A, q);
       if (!(sum > 0))
         s = nle__fail(ctx, NLE_ERR_VALUE, "affinities: row %lld has no positive weight off the diagonal (SNE "
-                                          "normalises every row)", (long long)i + 1);
+                                          "normalises every row)", (long long)i);
       (*W)->rowptr[i + 1] = A->rowptr[i + 1];
       for (int64_t q = A->rowptr[i]; !s && q < A->rowptr[i + 1]; q++) {
         (*W)->colind[q] = A->colind[q];

@@ -167,7 +167,7 @@ static nle_status order_sorted(nle_ctx *ctx, const nle_csr *g, int kappa, int ra
 nle_status nle__ea_order(nle_ctx *ctx, const nle_csr *knn, nle_ea_order kind, int kappa, int64_t *order,
                          int64_t *parent) {
   int64_t n = knn->rows, k = knn->rowptr[1] - knn->rowptr[0];
-  if (kappa < 1) return nle__fail(ctx, NLE_ERR_ARG, "order graph: kappa = %d must be at least 1", kappa);
+  if (kappa < 1) return nle__fail(ctx, NLE_ERR_ARG, "order graph: {@kappa=%d} must be at least 1", kappa);
   if (kappa > k) kappa = (int)k; /* the graph has no more neighbours to offer */
   switch (kind) {
   case NLE_ORDER_MST: return order_mst(ctx, knn, kappa, order, parent);

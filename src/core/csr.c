@@ -221,7 +221,7 @@ nle_status nle_csr_from_dense(nle_ctx *ctx, const nle_matf *A, nle_csr **out) {
   int64_t nnz = 0;
   for (size_t i = 0; i < n * c; i++) {
     if (!isfinite(A->data[i]))
-      return nle__fail(ctx, NLE_ERR_VALUE, "dense matrix: entry (%zu, %zu) is not finite", i / c + 1, i % c + 1);
+      return nle__fail(ctx, NLE_ERR_VALUE, "dense matrix: row %zu, column %zu is not finite", i / c, i % c);
     nnz += A->data[i] != 0.0f;
   }
   nle_status s = nle_csr_alloc(ctx, (int64_t)n, (int64_t)c, nnz, NLE_F64, out);

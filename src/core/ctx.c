@@ -84,6 +84,20 @@ static size_t utf8_sequence(const unsigned char *p) {
 /* Messages quote bytes read from files (a damaged name, a field that is not
  * a number); written raw to a terminal, control bytes and broken UTF-8 would
  * act on it. Every message and log line is made printable here, as \xNN. */
+nle__value_text nle__int_text(int v) {
+  nle__value_text t;
+  if (v == NLE_AUTO) snprintf(t.s, sizeof t.s, "auto");
+  else snprintf(t.s, sizeof t.s, "%d", v);
+  return t;
+}
+
+nle__value_text nle__real_text(double v) {
+  nle__value_text t;
+  if (v == (double)NLE_AUTO) snprintf(t.s, sizeof t.s, "auto");
+  else snprintf(t.s, sizeof t.s, "%g", v);
+  return t;
+}
+
 void nle__printable(const char *in, char *out, size_t cap) {
   size_t o = 0;
   const unsigned char *p = (const unsigned char *)in;

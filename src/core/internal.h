@@ -131,6 +131,14 @@ void nle__spell_options(const char *in, nle_option_spelling spelling, char *out,
  * returns the recorded status. */
 /* in, with control bytes and broken UTF-8 shown as \xNN, into out[cap] */
 void nle__printable(const char *in, char *out, size_t cap);
+/* An option's value as a message shows it: "auto" for NLE_AUTO (never the
+ * sentinel's number), else the number ("%d", "%g"). Use the member s in
+ * the printf call: nle__int_text(o->dims).s */
+typedef struct {
+  char s[32];
+} nle__value_text;
+nle__value_text nle__int_text(int v);
+nle__value_text nle__real_text(double v);
 nle_status nle__fail_prefix(nle_ctx *ctx, const char *prefix);
 /* The same unless the text already starts with "name:" (an error found while
  * reading a file, which may or may not have named it). */

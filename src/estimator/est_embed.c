@@ -98,14 +98,16 @@ static const nle__option_scope scopes[] = {
 
 /* The k the recipe gives, for a graph searched before nle_embed. */
 static int graph_k(const nle_estimator *e, size_t n) {
-  (void)n;
-  return nle_embed_knn_size(e->opts);
+  const nle_embed_opts *o = e->opts;
+  int k = nle_embed_knn_size(o);
+  /* an automatic k at most the other N - 1 points, as nle_embed resolves it */
+  return o->k == NLE_AUTO && n > 1 && (size_t)k >= n ? (int)(n - 1) : k;
 }
 
 static nle_status fit(nle_estimator *e, const nle__est_input *in) {
   nle_embed_opts o = *(const nle_embed_opts *)e->opts;
   if (o.init == NLE_INIT_GIVEN)
-    return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: option init takes pca, spectral, random or auto", e->method);
+    return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: {@init} takes pca, spectral, random or auto", e->method);
   if (in->distances && !in->knn) return nle__fail(e->ctx, NLE_ERR_ARG, "%s: distances without a graph", e->method);
   o.keep_model = e->keep_model && in->Y;
   if (in->init) {

@@ -134,7 +134,7 @@ static const nle__option *find_option(const nle_estimator *e, const char *name) 
         for (const char *const *m = e->family->methods; *m && used < sizeof list; m++)
           if (sc->variants & NLE__FOR(e->family->variant_of(*m)))
             used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", used ? ", " : "", *m);
-    nle__fail(e->ctx, NLE_ERR_VALUE, "%s: option %s is for %s", e->method, name, list);
+    nle__fail(e->ctx, NLE_ERR_VALUE, "%s: {@%s} is for %s", e->method, name, list);
     return NULL;
   }
   nle__fail(e->ctx, NLE_ERR_VALUE, "%s: no option '%s'", e->method, name);
@@ -223,10 +223,10 @@ static nle_status bad_value(nle_estimator *e, const nle__option *o, const char *
     list[0] = '\0';
     for (int v = 0; used < sizeof list && strcmp(o->enum_name(v), "unknown"); v++)
       used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", v ? ", " : "", o->enum_name(v));
-    return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: option %s takes %s%s, not '%s'", e->method, o->name,
+    return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: {@%s} takes %s%s, not '%s'", e->method, o->name,
                      o->auto_ok ? "auto, " : "", list, value);
   }
-  return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: option %s takes %s%s, not '%s'", e->method, o->name, takes,
+  return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: {@%s} takes %s%s, not '%s'", e->method, o->name, takes,
                    o->auto_ok ? " or auto" : "", value);
 }
 
@@ -245,14 +245,14 @@ nle_status nle_estimator_set(nle_estimator *e, const char *name, const char *val
     int m = nle_metric_parse(value);
     if (m < 0)
       return nle__fail(e->ctx, NLE_ERR_VALUE,
-                       "%s: option metric takes euclidean, cosine, correlation, precomputed or affinities, not '%s'",
+                       "%s: {@metric} takes euclidean, cosine, correlation, precomputed or affinities, not '%s'",
                        e->method, value);
     e->metric = (nle_metric)m;
     return NLE_OK;
   }
   if (!strcmp(key, "keep-model")) {
     if (!parse_bool(value, &e->keep_model))
-      return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: option keep-model takes true or false, not '%s'", e->method, value);
+      return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: {@keep-model} takes true or false, not '%s'", e->method, value);
     return NLE_OK;
   }
   const nle__option *o = find_option(e, key);
@@ -349,7 +349,7 @@ nle_status nle__est_need_model(nle_estimator *e, const char *what) {
     return nle__fail(e->ctx, NLE_ERR_ARG, "%s: a fit on %s input keeps no model: %s takes a fit on dense points",
                      e->method, e->input_kind, what);
   if (!e->model)
-    return nle__fail(e->ctx, NLE_ERR_ARG, "%s: %s needs the model of a fit with keep-model true", e->method, what);
+    return nle__fail(e->ctx, NLE_ERR_ARG, "%s: %s needs the model of a fit with {@keep-model=true}", e->method, what);
   return NLE_OK;
 }
 
@@ -426,7 +426,7 @@ static nle_status prepare_input(nle_estimator *e, const nle_estimator_input *inp
   bool rows = e->metric == NLE_METRIC_EUCLIDEAN || e->metric == NLE_METRIC_COSINE ||
               e->metric == NLE_METRIC_CORRELATION;
   if (!rows && n != D)
-    return nle__fail(ctx, NLE_ERR_VALUE, "%s: metric %s takes an N x N matrix, not %zu x %zu", e->method,
+    return nle__fail(ctx, NLE_ERR_VALUE, "%s: {@metric=%s} takes an N x N matrix, not %zu x %zu", e->method,
                      nle_metric_name(e->metric), n, D);
   if (rows && Y) { /* points: the method searches them itself */
     const nle_matf *use;

@@ -212,7 +212,7 @@ static nle_status transpose_dense(nle_ctx *ctx, const char *name, const nle_read
   nle_status s = NLE_OK;
   if ((*ds)->labels)
     s = nle__fail(ctx, NLE_ERR_ARG, "%s: the data have a label column: transposed, it would be a row (give "
-                  "--label-column none, or the labels apart)", name);
+                  "{@label-column=none}, or the labels apart)", name);
   if (!s) s = nle__dataset_transpose(ctx, *ds);
   if (s) nle_dataset_free(ds);
   return s;

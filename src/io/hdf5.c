@@ -635,7 +635,7 @@ static int old_categories(reader *r, const char *path, char *cats, size_t cap) {
 
 static nle_status categorical_as_data(reader *r, const char *path) {
   return nle__fail(r->ctx, NLE_ERR_UNSUPPORTED,
-                   "%s:%s: a categorical column, not data (labels? give them with --labels %s:%s)", r->name, path,
+                   "%s:%s: a categorical column, not data (labels? give them with {@labels=%s:%s})", r->name, path,
                    r->name, path);
 }
 
@@ -645,7 +645,7 @@ static nle_status read_dataset(reader *r, hid_t d, const char *path, nle_dataset
   nle_status s;
   if (t < 0) return fail(r, NLE_ERR_FORMAT, path, "cannot read its type");
   if (H5Tget_class(t) == H5T_STRING && !(r->flags & NLE__READ_LABELS)) {
-    s = fail(r, NLE_ERR_UNSUPPORTED, path, "string values are not data (a label column? give it with --labels %s:%s)",
+    s = fail(r, NLE_ERR_UNSUPPORTED, path, "string values are not data (a label column? give it with {@labels=%s:%s})",
              r->name, path);
   } else if (H5Tget_class(t) == H5T_STRING) {
     char **str = NULL;

@@ -214,8 +214,15 @@ static nle_status choose(nle_ctx *ctx, mat_t *mat, const char *name, int labels,
       if (!found.count) snprintf(chosen, cap, "%s", vn);
       nle__name_list_add(&found, vn);
     } else {
-      char note[160];
-      snprintf(note, sizeof note, "%.100s (%s)", vn, class_name(v->class_type));
+      /* the reason it does not fit, not only its class: "X (numeric)" for
+       * a complex or empty matrix said nothing */
+      char note[200];
+      const char *cls = class_name(v->class_type);
+      size_t r0 = v->dims && v->rank >= 1 ? v->dims[0] : 0, c0 = v->dims && v->rank >= 2 ? v->dims[1] : 0;
+      if (!real) snprintf(note, sizeof note, "%.100s (%s%s)", vn, v->isComplex ? "complex " : "", cls);
+      else if (v->rank != 2) snprintf(note, sizeof note, "%.100s (%s with %d dimensions, not 2)", vn, cls, v->rank);
+      else if (!r0 || !c0) snprintf(note, sizeof note, "%.100s (%s, empty: %zu x %zu)", vn, cls, r0, c0);
+      else snprintf(note, sizeof note, "%.100s (%s %zu x %zu, not a vector)", vn, cls, r0, c0);
       nle__name_list_add(&others, note);
     }
     Mat_VarFree(v);

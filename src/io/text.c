@@ -232,8 +232,8 @@ static nle_status parse_text(nle_ctx *ctx, const char *name, const char *buf, si
       trim_field(&t);
       nle_status st = nle__fail(ctx, NLE_ERR_FORMAT,
                                 "%s: line %lld: field %d (\"%.*s\") is not a number but %d other fields are: "
-                                "a header must name every column and a data row hold only numbers (--header "
-                                "yes or no says which; --label-column for a column of class names)",
+                                "a header must name every column and a data row hold only numbers "
+                                "({@header=yes} or {@header=no} says which; {@label-column} for a column of class names)",
                                 name, (long long)first.number, first_text + 1,
                                 (int)(t.e - t.b > 40 ? 40 : t.e - t.b), t.b, numbers);
       free(ff);
@@ -246,7 +246,7 @@ static nle_status parse_text(nle_ctx *ctx, const char *name, const char *buf, si
     field t = ff[named];
     trim_field(&t);
     if (!probe)
-      nle__log(ctx, 0, "note: %s: column %d (\"%.*s\") taken as the labels (--label-column none keeps it a feature)",
+      nle__log(ctx, 0, "note: %s: column %d (\"%.*s\") taken as the labels ({@label-column=none} keeps it a feature)",
              name, named + 1, (int)(t.e - t.b), t.b);
   }
   if (!probe)

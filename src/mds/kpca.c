@@ -100,7 +100,7 @@ static int cmp_double(const void *a, const void *b) {
 nle_status nle__kernel_resolve(nle_ctx *ctx, const nle_matf *Y, nle_pdkernel *k) {
   if (k->gamma != NLE_AUTO) {
     if (!(k->gamma > 0) || !isfinite(k->gamma))
-      return nle__fail(ctx, NLE_ERR_ARG, "kernel: gamma %g is not positive", k->gamma);
+      return nle__fail(ctx, NLE_ERR_ARG, "kernel: {@gamma=%g} must be a finite number > 0", k->gamma);
     return NLE_OK;
   }
   size_t n = Y->rows, D = Y->cols;
@@ -199,11 +199,18 @@ nle_status nle__kernel_matrix(nle_ctx *ctx, const nle_matf *Y, const nle_pdkerne
   nle_status s = nle__check_memory(ctx, bytes, "the N x N kernel matrix");
   if (s)
     return nle__fail(ctx, s, "the N x N kernel matrix of %zu points needs %.2f GiB, over the memory cap (%.2f GiB): "
-                     "a sparse kernel on the kNN graph needs N k (neighbors = k, --neighbors K)", n,
+                     "a sparse kernel on the kNN graph needs N k (a kernel's neighbour count k > 0)", n,
                      bytes / 1073741824.0, (double)nle__memory_cap(ctx) / 1073741824.0);
   *K = nle__malloc_huge(n * n * sizeof(double));
   if (!*K) return nle__fail(ctx, NLE_ERR_NOMEM, "out of memory for the N x N kernel matrix");
   s = nle__pairwise(ctx, Y, Y, NLE__PAIR_KERNEL, k, *K);
+  /* (gamma x.y + coef0)^degree overflows for a large degree or gamma: an
+   * overflow that happened is refused, naming what to lower */
+  for (size_t e = 0; !s && e < n * n; e++)
+    if (!isfinite((*K)[e]))
+      s = nle__fail(ctx, NLE_ERR_VALUE, "the %s kernel overflows at row %zu, column %zu (%g): a smaller {@gamma}%s",
+                    kernel_names[k->kind], e / n, e % n, (*K)[e],
+                    k->kind == NLE_PDK_POLYNOMIAL ? ", {@degree} or {@coef0}" : "");
   if (s) free(*K), *K = NULL;
   return s;
 }
@@ -271,11 +278,12 @@ nle_status nle_kpca(nle_ctx *ctx, const nle_matf *Y, const nle_matd *Kin, const 
   size_t n = pre ? Kin->rows : Y->rows;
   if (pre && Kin->cols != n) return nle__fail(ctx, NLE_ERR_VALUE, "kernel matrix: %zu x %zu, not square", n, Kin->cols);
   if (o.dim < 1 || (size_t)o.dim >= n)
-    return nle__fail(ctx, NLE_ERR_ARG, "kpca: %d components of %zu points (1 <= dim < N)", o.dim, n);
+    return nle__fail(ctx, NLE_ERR_ARG, "kpca: {@dim=%s} components of %zu points (1 <= dim < N)", nle__int_text(o.dim).s, n);
   if (o.kernel.neighbors < 0 || (o.kernel.neighbors > 0 && o.kernel.kind != NLE_PDK_GAUSSIAN))
-    return nle__fail(ctx, NLE_ERR_ARG, "kpca: a sparse kernel (neighbors %d) is Gaussian", o.kernel.neighbors);
-  if (o.kernel.kind == NLE_PDK_POLYNOMIAL && (o.kernel.degree < 1 || o.kernel.degree > 100))
-    return nle__fail(ctx, NLE_ERR_ARG, "kpca: polynomial degree %d (1..100)", o.kernel.degree);
+    return nle__fail(ctx, NLE_ERR_ARG, "kpca: a sparse kernel (on %d neighbours) is Gaussian, not {@kernel=%s}", o.kernel.neighbors,
+                     kernel_names[o.kernel.kind]);
+  if (o.kernel.kind == NLE_PDK_POLYNOMIAL && o.kernel.degree < 1)
+    return nle__fail(ctx, NLE_ERR_ARG, "kpca: polynomial {@degree=%d} must be >= 1", o.kernel.degree);
   if (o.keep_model && (pre || o.kernel.neighbors > 0))
     return nle__fail(ctx, NLE_ERR_ARG, "kpca: no out-of-sample map for a %s kernel (the dense kernels of points have "
                      "one)", pre ? "precomputed" : "sparse kNN");
@@ -283,8 +291,8 @@ nle_status nle_kpca(nle_ctx *ctx, const nle_matf *Y, const nle_matd *Kin, const 
   for (size_t e = 0; pre && e < n * n; e++) {
     size_t i = e / n, j = e % n;
     if (!isfinite(Kin->data[e]) || Kin->data[e] != Kin->data[j * n + i])
-      return nle__fail(ctx, NLE_ERR_VALUE, "kernel matrix: entry (%zu, %zu) is %g: a kernel matrix is finite and "
-                       "symmetric", i + 1, j + 1, Kin->data[e]);
+      return nle__fail(ctx, NLE_ERR_VALUE, "kernel matrix: row %zu, column %zu is %g: a kernel matrix is finite "
+                       "and symmetric", i, j, Kin->data[e]);
   }
   if (!pre) s = nle__check_finite_rows(ctx, "points", Y);
   if (!pre && !s) s = nle__kernel_resolve(ctx, Y, &o.kernel);

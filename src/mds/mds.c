@@ -59,13 +59,13 @@ static nle_status check_dissimilarities(nle_ctx *ctx, const nle_matd *M, const c
     for (size_t j = 0; j < n; j++) {
       double v = M->data[i * n + j], t = M->data[j * n + i];
       if (!isfinite(v))
-        return nle__fail(ctx, NLE_ERR_VALUE, "%s: entry (%zu, %zu) is %g, not finite", what, i + 1, j + 1, v);
-      if (v < 0) return nle__fail(ctx, NLE_ERR_VALUE, "%s: entry (%zu, %zu) is %g, negative", what, i + 1, j + 1, v);
+        return nle__fail(ctx, NLE_ERR_VALUE, "%s: row %zu, column %zu is %g, not finite", what, i, j, v);
+      if (v < 0) return nle__fail(ctx, NLE_ERR_VALUE, "%s: row %zu, column %zu is %g, negative", what, i, j, v);
       if (i == j && v != 0)
-        return nle__fail(ctx, NLE_ERR_VALUE, "%s: diagonal entry (%zu, %zu) is %g, not 0", what, i + 1, i + 1, v);
+        return nle__fail(ctx, NLE_ERR_VALUE, "%s: row %zu, column %zu (the diagonal) is %g, not 0", what, i, i, v);
       if (j > i && fabs(v - t) > 1e-12 * fmax(fabs(v), fabs(t)))
-        return nle__fail(ctx, NLE_ERR_VALUE, "%s is not symmetric: (%zu, %zu) is %.17g but (%zu, %zu) is %.17g", what,
-                         i + 1, j + 1, v, j + 1, i + 1, t);
+        return nle__fail(ctx, NLE_ERR_VALUE, "%s is not symmetric: row %zu, column %zu is %.17g but row %zu, "
+                         "column %zu is %.17g", what, i, j, v, j, i, t);
       any = any || v > 0;
     }
   if (!any) return nle__fail(ctx, NLE_ERR_VALUE, "%s: every dissimilarity is 0", what);
@@ -76,8 +76,8 @@ nle_status nle__check_finite_rows(nle_ctx *ctx, const char *what, const nle_matf
   size_t n = Y->rows * Y->cols;
   for (size_t e = 0; e < n; e++)
     if (!isfinite(Y->data[e]))
-      return nle__fail(ctx, NLE_ERR_VALUE, "%s: row %zu, column %zu is %g, not finite", what, e / Y->cols + 1,
-                       e % Y->cols + 1, (double)Y->data[e]);
+      return nle__fail(ctx, NLE_ERR_VALUE, "%s: row %zu, column %zu is %g, not finite", what, e / Y->cols,
+                       e % Y->cols, (double)Y->data[e]);
   return NLE_OK;
 }
 
@@ -154,11 +154,12 @@ static nle_status check_input(nle_ctx *ctx, nle_mds_method method, const nle_mds
   if (s) return s;
   size_t n = in->Y ? in->Y->rows : in->dissimilarities->rows;
   if (o->dim < 1 || (size_t)o->dim >= n)
-    return nle__fail(ctx, NLE_ERR_ARG, "mds: %d components of %zu points (1 <= dim < N)", o->dim, n);
-  if (o->starts < 1 || o->max_iter < 1 || !(o->tol >= 0))
-    return nle__fail(ctx, NLE_ERR_ARG, "mds: starts (%d) and max_iter (%d) must be >= 1, tol (%g) >= 0", o->starts,
-                     o->max_iter, o->tol);
-  if ((int)o->ties < 0 || (int)o->ties > 1) return nle__fail(ctx, NLE_ERR_ARG, "mds: unknown ties rule %d", o->ties);
+    return nle__fail(ctx, NLE_ERR_ARG, "mds: {@dim=%s} components of %zu points (1 <= dim < N)", nle__int_text(o->dim).s, n);
+  if (o->starts < 1) return nle__fail(ctx, NLE_ERR_ARG, "mds: {@starts=%s} must be >= 1", nle__int_text(o->starts).s);
+  if (o->max_iter < 1)
+    return nle__fail(ctx, NLE_ERR_ARG, "mds: {@max-iter=%s} must be >= 1", nle__int_text(o->max_iter).s);
+  if (!(o->tol >= 0 && o->tol < 1)) return nle__fail(ctx, NLE_ERR_ARG, "mds: {@tol=%g} must be in [0, 1)", o->tol);
+  if ((int)o->ties < 0 || (int)o->ties > 1) return nle__fail(ctx, NLE_ERR_ARG, "mds: {@ties} has no value %d", o->ties);
   if (o->init && (o->init->rows != n || o->init->cols != (size_t)o->dim))
     return nle__fail(ctx, NLE_ERR_ARG, "mds: the start is %zu x %zu, not %zu x %d", o->init->rows, o->init->cols, n,
                      o->dim);
@@ -172,8 +173,8 @@ static nle_status check_input(nle_ctx *ctx, nle_mds_method method, const nle_mds
       for (size_t j = 0; j < n; j++) {
         double w = in->weights->data[i * n + j];
         if (!(w >= 0) || !isfinite(w) || w != in->weights->data[j * n + i])
-          return nle__fail(ctx, NLE_ERR_VALUE, "weights: entry (%zu, %zu) is %g: weights are finite, non-negative "
-                           "and symmetric", i + 1, j + 1, w);
+          return nle__fail(ctx, NLE_ERR_VALUE, "weights: row %zu, column %zu is %g: weights are finite, "
+                           "non-negative and symmetric", i, j, w);
       }
   }
   if (o->keep_model && !in->Y && (method == NLE_MDS_CLASSICAL || method == NLE_MDS_LANDMARK))
@@ -187,8 +188,8 @@ static nle_status check_sammon(nle_ctx *ctx, const float *delta, size_t n) {
   for (size_t i = 0; i < n; i++)
     for (size_t j = i + 1; j < n; j++)
       if (!(delta[i * n + j] > 0))
-        return nle__fail(ctx, NLE_ERR_VALUE, "sammon: points %zu and %zu are at distance 0 (duplicates): Sammon's "
-                         "stress divides by every distance; remove the duplicates", i + 1, j + 1);
+        return nle__fail(ctx, NLE_ERR_VALUE, "sammon: rows %zu and %zu are at distance 0 (duplicates): Sammon's "
+                         "stress divides by every distance; remove the duplicates", i, j);
   return NLE_OK;
 }
 

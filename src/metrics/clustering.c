@@ -59,7 +59,7 @@ nle_status nle_clustering_error(nle_ctx *ctx, const int32_t *labels, const int32
   int32_t kc = 0, kt = 0;
   for (size_t i = 0; i < n; i++) {
     if (labels[i] < 0 || truth[i] < 0)
-      return nle__fail(ctx, NLE_ERR_ARG, "clustering error: point %zu has a negative label", i + 1);
+      return nle__fail(ctx, NLE_ERR_ARG, "clustering error: row %zu has a negative label", i);
     kc = labels[i] + 1 > kc ? labels[i] + 1 : kc;
     kt = truth[i] + 1 > kt ? truth[i] + 1 : kt;
   }

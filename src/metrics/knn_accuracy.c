@@ -17,7 +17,7 @@
 nle_status nle__stratified_folds(nle_ctx *ctx, const int32_t *labels, size_t n, int folds, int32_t *fold) {
   int32_t top = 0;
   for (size_t i = 0; i < n; i++) {
-    if (labels[i] < 0) return nle__fail(ctx, NLE_ERR_ARG, "kNN accuracy: label %zu is negative", i);
+    if (labels[i] < 0) return nle__fail(ctx, NLE_ERR_ARG, "kNN accuracy: the label of row %zu is negative", i);
     if (labels[i] > top) top = labels[i];
   }
   size_t nl = (size_t)top + 1;
@@ -44,7 +44,7 @@ nle_status nle__stratified_folds(nle_ctx *ctx, const int32_t *labels, size_t n, 
       start += count[c];
     }
     if (largest < folds)
-      s = nle__fail(ctx, NLE_ERR_ARG, "kNN accuracy: %d folds but no class has that many members", folds);
+      s = nle__fail(ctx, NLE_ERR_ARG, "kNN accuracy: {@folds=%d} but no class has that many members", folds);
   }
   for (size_t i = 0; !s && i < n; i++) {
     int64_t c = code[labels[i]];
@@ -215,9 +215,9 @@ nle_status nle_knn_accuracy_cv(nle_ctx *ctx, const nle_matd *X, const int32_t *l
                                double *out) {
   size_t n = X->rows, d = X->cols;
   if (folds < 2 || (size_t)folds > n)
-    return nle__fail(ctx, NLE_ERR_ARG, "kNN accuracy: %d folds for %zu points (need 2 <= folds <= N)", folds, n);
+    return nle__fail(ctx, NLE_ERR_ARG, "kNN accuracy: {@folds=%d} for %zu points (need 2 <= folds <= N)", folds, n);
   if (k < 1 || (double)k > (double)n * (folds - 1) / folds - 1)
-    return nle__fail(ctx, NLE_ERR_ARG, "kNN accuracy: k = %d is too large for %zu points in %d folds", k, n,
+    return nle__fail(ctx, NLE_ERR_ARG, "kNN accuracy: {@cv-k=%d} is too large for %zu points in %d folds", k, n,
                      folds);
   int32_t *fold = nle__malloc(ctx, n * sizeof(int32_t), "fold assignment");
   uint8_t *correct = nle__calloc(ctx, n, 1, "predictions");

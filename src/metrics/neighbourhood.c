@@ -172,7 +172,7 @@ static nle_status neighbourhood_scores(nle_ctx *ctx, const nle_matd *Y, const nl
 static nle_status check_k(nle_ctx *ctx, size_t m, int k) {
   if (k < 1 || 2.0 * k >= (double)m)
     return nle__fail(ctx, NLE_ERR_ARG,
-                     "neighbourhood size k = %d must be at least 1 and below half the %zu points used", k, m);
+                     "neighbourhood size {@neighbors=%d} must be at least 1 and below half the %zu points used", k, m);
   return NLE_OK;
 }
 

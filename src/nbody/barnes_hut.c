@@ -182,7 +182,7 @@ static nle_status sums_bh(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, do
   nle_status s = nle__kernel_sums_check(ctx, X, kernel, "Barnes-Hut");
   if (s) return s;
   if (!(theta >= 0.0) || !isfinite(theta))
-    return nle__fail(ctx, NLE_ERR_ARG, "Barnes-Hut: theta = %g must be finite and >= 0", theta);
+    return nle__fail(ctx, NLE_ERR_ARG, "Barnes-Hut: {@theta=%g} must be finite and >= 0", theta);
   size_t n = X->rows, d = X->cols;
   bh_tree t = {NULL, 0, 0, NULL, X, 1 << d};
   t.order = nle__malloc(ctx, n * sizeof(int64_t), "the Barnes-Hut tree");

@@ -486,9 +486,10 @@ nle_status nle_knn_approx(nle_ctx *ctx, const nle_matf *Y, const nle_knn_approx_
   size_t d = Y->cols;
   if (n < 2) return nle__fail(ctx, NLE_ERR_ARG, "kNN needs at least 2 points, got %lld", (long long)n);
   if (opts->k < 1 || opts->k >= n)
-    return nle__fail(ctx, NLE_ERR_ARG, "k = %d must be at least 1 and below the number of points N = %lld", opts->k,
+    return nle__fail(ctx, NLE_ERR_ARG, "{@neighbors=%d} must be at least 1 and below the number of points N = %lld", opts->k,
                      (long long)n);
-  if (opts->k > 1024) return nle__fail(ctx, NLE_ERR_ARG, "approximate kNN supports k <= 1024, got %d", opts->k);
+  if (opts->k > 1024) return nle__fail(ctx, NLE_ERR_ARG, "approximate kNN supports k <= 1024, not {@neighbors=%d} (the exact search takes any k)",
+                                          opts->k);
   if (n > INT32_MAX) return nle__fail(ctx, NLE_ERR_ARG, "kNN supports at most 2^31 - 1 points");
   if (!(opts->delta >= 0.0)) return nle__fail(ctx, NLE_ERR_ARG, "approximate kNN: delta must be >= 0");
   resolve_opts(opts, n, &o);

@@ -18,13 +18,13 @@ static nle_status check_dense(nle_ctx *ctx, const nle_matf *D, const char *what)
     for (size_t j = 0; j < n; j++) {
       float v = D->data[i * n + j], t = D->data[j * n + i];
       if (!isfinite(v) || v < 0)
-        return nle__fail(ctx, NLE_ERR_VALUE, "%s: entry (%zu, %zu) is %g, not a finite value >= 0", what, i + 1, j + 1,
+        return nle__fail(ctx, NLE_ERR_VALUE, "%s: row %zu, column %zu is %g, not a finite value >= 0", what, i, j,
                          (double)v);
       if (i == j && v != 0)
-        return nle__fail(ctx, NLE_ERR_VALUE, "%s: diagonal entry %zu is %g, not 0", what, i + 1, (double)v);
+        return nle__fail(ctx, NLE_ERR_VALUE, "%s: row %zu, column %zu (the diagonal) is %g, not 0", what, i, i, (double)v);
       if (j > i && fabsf(v - t) > 1e-6f * fmaxf(fabsf(v), fabsf(t)))
-        return nle__fail(ctx, NLE_ERR_VALUE, "%s: not symmetric: (%zu, %zu) is %g but (%zu, %zu) is %g", what, i + 1,
-                         j + 1, (double)v, j + 1, i + 1, (double)t);
+        return nle__fail(ctx, NLE_ERR_VALUE, "%s: not symmetric: row %zu, column %zu is %g but row %zu, column %zu is %g",
+                         what, i, j, (double)v, j, i, (double)t);
     }
   return NLE_OK;
 }
@@ -37,7 +37,8 @@ nle_status nle_knn_from_distances(nle_ctx *ctx, const nle_matf *D, int k, double
   if (s) return s;
   size_t n = D->rows;
   if (!(radius > 0) && (k < 1 || (size_t)k >= n))
-    return nle__fail(ctx, NLE_ERR_ARG, "distance matrix: k = %d neighbours of %zu points (1 <= k < N)", k, n);
+    return nle__fail(ctx, NLE_ERR_ARG, "distance matrix: {@neighbors=%d} neighbours of %zu points (1 <= k < N)", k,
+                     n);
   nle__pair *row = nle__malloc(ctx, n * sizeof(nle__pair), "a row of distances");
   int64_t *count = nle__calloc(ctx, n + 1, sizeof(int64_t), "the neighbourhood graph");
   if (!row || !count) s = NLE_ERR_NOMEM;
@@ -51,8 +52,8 @@ nle_status nle_knn_from_distances(nle_ctx *ctx, const nle_matf *D, int k, double
       }
     count[i + 1] = count[i] + (int64_t)(radius > 0 ? m : (size_t)k);
     if (radius > 0 && m == 0)
-      s = nle__fail(ctx, NLE_ERR_VALUE, "distance matrix: point %zu has no neighbour within radius %g (its nearest is "
-                    "at %g)", i + 1, radius, nearest);
+      s = nle__fail(ctx, NLE_ERR_VALUE, "distance matrix: row %zu has no neighbour within {@radius=%g} (its nearest "
+                    "is at %g)", i, radius, nearest);
   }
   if (!s) s = nle_csr_alloc(ctx, (int64_t)n, (int64_t)n, count[n], NLE_F32, graph);
   for (size_t i = 0; !s && i < n; i++) { /* by distance, ties by index, as the kNN searches */
@@ -85,11 +86,11 @@ nle_status nle_knn_from_sparse_distances(nle_ctx *ctx, const nle_csr *G, bool sq
     for (int64_t q = G->rowptr[i]; q < G->rowptr[i + 1]; q++) {
       double v = nle_csr_value(G, q);
       if (!isfinite(v) || v < 0)
-        return nle__fail(ctx, NLE_ERR_VALUE, "distance graph: entry (%lld, %d) is %g, not a finite value >= 0",
-                         (long long)i + 1, G->colind[q] + 1, v);
+        return nle__fail(ctx, NLE_ERR_VALUE, "distance graph: row %lld, column %d is %g, not a finite value >= 0",
+                         (long long)i, G->colind[q], v);
       m += G->colind[q] != i;
     }
-    if (m == 0) return nle__fail(ctx, NLE_ERR_VALUE, "distance graph: point %lld has no neighbour", (long long)i + 1);
+    if (m == 0) return nle__fail(ctx, NLE_ERR_VALUE, "distance graph: row %lld has no neighbour", (long long)i);
     widest = m > widest ? m : widest;
     nnz += m;
   }

@@ -303,7 +303,7 @@ nle_status nle_knn_exact(nle_ctx *ctx, const nle_matf *Y, const nle_knn_opts *op
   size_t n = Y->rows;
   if (n < 2) return nle__fail(ctx, NLE_ERR_ARG, "kNN needs at least 2 points, got %zu", n);
   if (opts->k < 1 || (size_t)opts->k >= n)
-    return nle__fail(ctx, NLE_ERR_ARG, "k = %d must be at least 1 and below the number of points N = %zu",
+    return nle__fail(ctx, NLE_ERR_ARG, "{@neighbors=%d} must be at least 1 and below the number of points N = %zu",
                      opts->k, n);
   if (n > INT32_MAX) return nle__fail(ctx, NLE_ERR_ARG, "kNN supports at most 2^31 - 1 points");
   if (nle__knn_kdtree_pays(n, Y->cols)) return nle__knn_kdtree(ctx, Y, NULL, opts->k, graph);
@@ -320,7 +320,7 @@ nle_status nle_knn_query(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, int
   if (Q->cols != Y->cols)
     return nle__fail(ctx, NLE_ERR_ARG, "kNN query: %zu columns for reference points of %zu", Q->cols, Y->cols);
   if (k < 1 || (size_t)k > Y->rows)
-    return nle__fail(ctx, NLE_ERR_ARG, "k = %d must be at least 1 and at most the N = %zu reference points", k,
+    return nle__fail(ctx, NLE_ERR_ARG, "{@neighbors=%d} must be at least 1 and at most the N = %zu reference points", k,
                      Y->rows);
   if (Y->rows > INT32_MAX) return nle__fail(ctx, NLE_ERR_ARG, "kNN supports at most 2^31 - 1 points");
   if (Q->rows == 0) return nle_csr_alloc(ctx, 0, (int64_t)Y->rows, 0, NLE_F32, graph);

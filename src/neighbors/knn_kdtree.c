@@ -161,7 +161,7 @@ nle_status nle__knn_kdtree(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, i
   int self = Q == NULL || Q == Y;
   if (!Q) Q = Y;
   if ((size_t)k > n - (size_t)self)
-    return nle__fail(ctx, NLE_ERR_ARG, "k = %d neighbours of %zu points", k, n);
+    return nle__fail(ctx, NLE_ERR_ARG, "{@neighbors=%d} neighbours of %zu points", k, n);
   nle_status range = nle__knn_check_range(ctx, Y, self ? NULL : Q);
   if (range) return range;
   size_t max_nodes = 2 * (n / (LEAF / 2) + 1) + 1;

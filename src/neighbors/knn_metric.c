@@ -43,7 +43,7 @@ nle_status nle_metric_rows(nle_ctx *ctx, const nle_matf *Y, nle_metric metric, n
     for (size_t j = 0; j < d; j++) {
       if (!isfinite(y[j])) {
         s = nle__fail(ctx, NLE_ERR_VALUE, "row %zu, column %zu of the data is %g: the %s distance needs finite values",
-                      i + 1, j + 1, (double)y[j], nle_metric_name(metric));
+                      i, j, (double)y[j], nle_metric_name(metric));
         break;
       }
       mean += y[j];
@@ -58,10 +58,10 @@ nle_status nle_metric_rows(nle_ctx *ctx, const nle_matf *Y, nle_metric metric, n
     if (!(sq > 0.0)) {
       bool zero = true;
       for (size_t j = 0; j < d && zero; j++) zero = y[j] == 0.0f;
-      s = zero ? nle__fail(ctx, NLE_ERR_VALUE, "row %zu of the data is all zeros: its %s distance is undefined", i + 1,
+      s = zero ? nle__fail(ctx, NLE_ERR_VALUE, "row %zu of the data is all zeros: its %s distance is undefined", i,
                            nle_metric_name(metric))
                : nle__fail(ctx, NLE_ERR_VALUE,
-                           "row %zu of the data is constant: its correlation distance is undefined", i + 1);
+                           "row %zu of the data is constant: its correlation distance is undefined", i);
       break;
     }
     double scale = 1.0 / sqrt(sq);

@@ -1056,7 +1056,7 @@ static nle_status sparse_exact_is_faster(nle_ctx *ctx, const sp_rows *R, int k, 
 static nle_status check_k(nle_ctx *ctx, int64_t n, int k) {
   if (n < 2) return nle__fail(ctx, NLE_ERR_ARG, "kNN needs at least 2 points, got %lld", (long long)n);
   if (k < 1 || k >= n)
-    return nle__fail(ctx, NLE_ERR_ARG, "k = %d must be at least 1 and below the number of points N = %lld", k,
+    return nle__fail(ctx, NLE_ERR_ARG, "{@neighbors=%d} must be at least 1 and below the number of points N = %lld", k,
                      (long long)n);
   return NLE_OK;
 }
@@ -1072,7 +1072,7 @@ nle_status nle_knn_sparse(nle_ctx *ctx, const nle_csr *X, int k, nle_metric metr
   s = check_k(ctx, X->rows, k);
   if (s) return s;
   if (method == NLE_KNN_APPROX && k > 1024)
-    return nle__fail(ctx, NLE_ERR_ARG, "approximate kNN supports k <= 1024, got %d", k);
+    return nle__fail(ctx, NLE_ERR_ARG, "approximate kNN supports k <= 1024, not {@neighbors=%d} (the exact search takes any k)", k);
   sp_rows R;
   s = sp_rows_prepare(ctx, X, metric, "the data", &R);
   if (s) return s;
@@ -1098,7 +1098,7 @@ nle_status nle_knn_sparse_query(nle_ctx *ctx, const nle_csr *X, const nle_csr *Q
     return nle__fail(ctx, NLE_ERR_ARG, "sparse kNN query: %lld columns for reference rows of %lld", (long long)Q->cols,
                      (long long)X->cols);
   if (k < 1 || k > X->rows)
-    return nle__fail(ctx, NLE_ERR_ARG, "k = %d must be at least 1 and at most the N = %lld reference points", k,
+    return nle__fail(ctx, NLE_ERR_ARG, "{@neighbors=%d} must be at least 1 and at most the N = %lld reference points", k,
                      (long long)X->rows);
   sp_rows R, Qr;
   s = sp_rows_prepare(ctx, X, metric, "the data", &R);

@@ -408,12 +408,20 @@ static nle_status run_stage(nle_ctx *ctx, embed_work *w) {
 /* A finite map, and a warning when its scale exploded. */
 static nle_status check_result(nle_ctx *ctx, nle_embed_result *r) {
   if (!(isfinite(r->report.E) && isfinite(r->report.E0)))
-    return nle__fail(ctx, NLE_ERR_NUMERIC, "nle_embed: E became %g after %d iterations (the initial scale, lambda or "
-                     "learning rate is too large for this data)", r->report.E, r->report.iterations);
+    return nle__fail(ctx, NLE_ERR_NUMERIC, "nle_embed: E became %g after %d iterations (the {@init-scale}, {@lambda} or "
+                     "{@learning-rate} is too large for this data)", r->report.E, r->report.iterations);
   r->map_extent = max_abs(r->X);
   if (!isfinite(r->map_extent))
     return nle__fail(ctx, NLE_ERR_NUMERIC, "nle_embed: the embedding has non-finite coordinates after %d iterations",
                      r->report.iterations);
+  /* A start scaled so small that its gradient is below the optimiser's
+   * tolerance sits at the stationary point X = 0: the run stops there. A
+   * valid request (the user's scale), but the map is the start. */
+  const nle_embed_opts *o = &r->resolved;
+  if (r->report.iterations == 0 && o->opt.max_iters > 0 && o->init != NLE_INIT_GIVEN && r->report.converged)
+    nle__warn(ctx, NLE_WARN_CONVERGENCE,
+              "the optimiser stopped at its start: at {@init-scale=%g} the gradient is below its tolerance (X = 0 is "
+              "stationary); a larger {@init-scale} lets the map unfold", o->init_scale);
   if (r->map_extent > 1e5)
     nle__warn(ctx, NLE_WARN_GENERAL,
               "the map reaches |x| = %.3g: its scale exploded (well-separated clusters drift apart; a smaller "

@@ -4,6 +4,7 @@
  * each). The pipeline that runs them is embed.c. */
 #include "embed_internal.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,65 +100,66 @@ nle_status nle__embed_check_opts(nle_ctx *ctx, const nle_embed_input *in, const 
   if (!in || (!in->Y && !in->knn && !in->affinities)) BAD("input: give data Y, a kNN graph or affinities");
   if (in->knn && in->affinities) BAD("input: a kNN graph or affinities, not both");
   if ((unsigned)o->model > NLE_MODEL_TEE) BAD("model %d is not one of ee, ssne, tsne, sne, tee", (int)o->model);
-  if (o->dim < 1 || o->dim > 64) BAD("dim %d outside 1..64", o->dim);
+  if (o->dim < 1 || o->dim > 64) BAD("{@dim=%s}: 1 to 64 dimensions", nle__int_text(o->dim).s);
   if (!AUTO(o->perplexity) && !(o->perplexity > 1 && isfinite(o->perplexity)))
-    BAD("perplexity %g must be NLE_AUTO or a number above 1", o->perplexity);
-  if (!AUTO(o->sigma) && !(o->sigma > 0 && isfinite(o->sigma))) BAD("sigma %g must be NLE_AUTO or positive", o->sigma);
-  if (!AUTO(o->sigma) && o->model == NLE_MODEL_SNE) BAD("sigma: SNE needs entropic (conditional) affinities");
-  if (!AUTO(o->k) && o->k < 2) BAD("k %d must be NLE_AUTO or at least 2", o->k);
+    BAD("{@perplexity=%g} must be a finite number above 1, or auto", o->perplexity);
+  if (!AUTO(o->sigma) && !(o->sigma > 0 && isfinite(o->sigma))) BAD("{@sigma=%g} must be a finite number > 0, or auto", o->sigma);
+  if (!AUTO(o->sigma) && o->model == NLE_MODEL_SNE) BAD("{@sigma}: SNE needs entropic (conditional) affinities");
+  if (!AUTO(o->k) && o->k < 2) BAD("{@neighbors=%d} must be at least 2, or auto", o->k);
   if (!AUTO(o->knn_method) && o->knn_method != NLE_KNN_EXACT && o->knn_method != NLE_KNN_APPROX)
-    BAD("knn_method %d is not NLE_AUTO, exact or approx", (int)o->knn_method);
-  if (!AUTO(o->pca_dims) && o->pca_dims < 0) BAD("pca_dims %d must be NLE_AUTO, 0 or positive", o->pca_dims);
+    BAD("{@knn-method} has no value %d (auto, exact or approx)", (int)o->knn_method);
+  if (!AUTO(o->pca_dims) && o->pca_dims < 0) BAD("{@pca=%d} must be 0 (off), a count, or auto", o->pca_dims);
   if (!AUTO(o->pca_candidates) && o->pca_candidates < 0)
-    BAD("pca_candidates %d must be NLE_AUTO, 0 or positive", o->pca_candidates);
-  if (!AUTO(o->lambda) && !(o->lambda > 0 && isfinite(o->lambda))) BAD("lambda %g must be NLE_AUTO or positive", o->lambda);
-  if ((unsigned)o->wneg > NLE_WNEG_KNN) BAD("wneg %d is not uniform, sqdist or knn", (int)o->wneg);
-  if (o->wneg != NLE_WNEG_UNIFORM && !is_unnormalised(o->model)) BAD("wneg: repulsive weights are for ee and tee");
-  if (o->wneg_dims < 1) BAD("wneg_dims %d must be positive", o->wneg_dims);
-  if (!AUTO(o->engine) && (unsigned)o->engine > NLE_REPULSION_FGT) BAD("engine %d is not a repulsion engine", (int)o->engine);
-  if (!(o->theta > 0)) BAD("theta %g must be positive", o->theta);
-  if (!AUTO(o->fft.box_width) && !(o->fft.box_width > 0)) BAD("fft.box_width %g must be NLE_AUTO or positive", o->fft.box_width);
-  if (!AUTO(o->opt.kind) && (unsigned)o->opt.kind > NLE_OPT_SDM) BAD("opt.kind %d is not an optimiser", (int)o->opt.kind);
-  if (!AUTO(o->opt.max_iters) && o->opt.max_iters < 0) BAD("opt.max_iters %d must be NLE_AUTO or >= 0", o->opt.max_iters);
-  if (!AUTO(o->opt.tol) && !(o->opt.tol >= 0)) BAD("opt.tol %g must be NLE_AUTO or >= 0", o->opt.tol);
-  if (!AUTO(o->opt.x_tol) && !(o->opt.x_tol >= 0)) BAD("opt.x_tol %g must be NLE_AUTO or >= 0", o->opt.x_tol);
+    BAD("{@pca-candidates=%d} must be 0 (off), a count, or auto", o->pca_candidates);
+  if (!AUTO(o->lambda) && !(o->lambda > 0 && isfinite(o->lambda))) BAD("{@lambda=%g} must be a finite number > 0, or auto", o->lambda);
+  if ((unsigned)o->wneg > NLE_WNEG_KNN) BAD("{@wneg} has no value %d (uniform, sqdist or knn)", (int)o->wneg);
+  if (o->wneg != NLE_WNEG_UNIFORM && !is_unnormalised(o->model)) BAD("{@wneg}: repulsive weights are for ee and tee");
+  if (o->wneg_dims < 1) BAD("{@wneg-dims=%s} must be at least 1", nle__int_text(o->wneg_dims).s);
+  if (!AUTO(o->engine) && (unsigned)o->engine > NLE_REPULSION_FGT) BAD("{@repulsion} has no value %d", (int)o->engine);
+  if (!(o->theta > 0)) BAD("{@theta=%s} must be > 0", nle__real_text(o->theta).s);
+  if (!AUTO(o->fft.box_width) && !(o->fft.box_width > 0)) BAD("{@fft-box=%g} must be > 0, or auto", o->fft.box_width);
+  if (!AUTO(o->opt.kind) && (unsigned)o->opt.kind > NLE_OPT_SDM) BAD("{@optimizer} has no value %d", (int)o->opt.kind);
+  if (!AUTO(o->opt.max_iters) && o->opt.max_iters < 0) BAD("{@max-iters=%d} must be >= 0, or auto", o->opt.max_iters);
+  if (!AUTO(o->opt.tol) && !(o->opt.tol >= 0)) BAD("{@tol=%g} must be >= 0, or auto", o->opt.tol);
+  if (!AUTO(o->opt.x_tol) && !(o->opt.x_tol >= 0)) BAD("{@x-tol=%g} must be >= 0, or auto", o->opt.x_tol);
   if (!AUTO(o->opt.learning_rate) && !(o->opt.learning_rate > 0 && isfinite(o->opt.learning_rate)))
-    BAD("opt.learning_rate %g must be NLE_AUTO or positive", o->opt.learning_rate);
+    BAD("{@learning-rate=%g} must be a finite number > 0, or auto", o->opt.learning_rate);
   if (!AUTO(o->opt.learning_rate_final) && !(o->opt.learning_rate_final > 0 && isfinite(o->opt.learning_rate_final)))
-    BAD("opt.learning_rate_final %g must be NLE_AUTO or positive", o->opt.learning_rate_final);
+    BAD("{@final-learning-rate=%g} must be a finite number > 0, or auto", o->opt.learning_rate_final);
   if (!AUTO(o->opt.momentum) && !(o->opt.momentum >= 0 && o->opt.momentum < 1))
-    BAD("opt.momentum %g must be NLE_AUTO or in [0, 1)", o->opt.momentum);
+    BAD("{@momentum=%g} must be in [0, 1), or auto", o->opt.momentum);
   if (!AUTO(o->opt.exaggeration) && !(o->opt.exaggeration >= 1 && isfinite(o->opt.exaggeration)))
-    BAD("opt.exaggeration %g must be NLE_AUTO or >= 1", o->opt.exaggeration);
+    BAD("{@exaggeration=%g} must be a finite number >= 1, or auto", o->opt.exaggeration);
   if (!AUTO(o->opt.exaggeration_iters) && o->opt.exaggeration_iters < 0)
-    BAD("opt.exaggeration_iters %d must be NLE_AUTO or >= 0", o->opt.exaggeration_iters);
+    BAD("{@exaggeration-iters=%d} must be >= 0, or auto", o->opt.exaggeration_iters);
   if (!AUTO(o->step) && o->step != NLE_STEP_LINE_SEARCH && o->step != NLE_STEP_FIXED_RATE)
-    BAD("step %d is not NLE_AUTO, line search or fixed rate", (int)o->step);
+    BAD("{@step} has no value %d (auto, fixed or line-search)", (int)o->step);
   int gd_or_auto = AUTO(o->opt.kind) || o->opt.kind == NLE_OPT_GD;
-  if (o->step == NLE_STEP_FIXED_RATE && !gd_or_auto) BAD("step: fixed-rate steps are gradient descent's (opt.kind gd)");
+  if (o->step == NLE_STEP_FIXED_RATE && !gd_or_auto) BAD("{@step=fixed}: fixed-rate steps are gradient descent's ({@optimizer=gd})");
   int rate_given = !AUTO(o->opt.learning_rate) || !AUTO(o->opt.learning_rate_final) || !AUTO(o->opt.momentum) ||
                    (!AUTO(o->opt.exaggeration) && o->opt.exaggeration > 1);
   if (rate_given && o->step == NLE_STEP_LINE_SEARCH)
-    BAD("opt.learning_rate, momentum and exaggeration are for fixed-rate steps, not a line search");
+    BAD("{@learning-rate}, {@momentum} and {@exaggeration} are for fixed-rate steps, not a line search");
   if (rate_given && !gd_or_auto)
-    BAD("opt.learning_rate, momentum and exaggeration are for fixed-rate gradient descent, not opt.kind %d",
-        (int)o->opt.kind);
-  if (!AUTO(o->homotopy_steps) && o->homotopy_steps < 0) BAD("homotopy_steps %d must be NLE_AUTO or >= 0", o->homotopy_steps);
+    BAD("{@learning-rate}, {@momentum} and {@exaggeration} are for fixed-rate gradient descent, not {@optimizer=%s}",
+        nle_opt_name(o->opt.kind));
+  if (!AUTO(o->homotopy_steps) && o->homotopy_steps < 0) BAD("{@homotopy=%d} must be >= 0, or auto", o->homotopy_steps);
   if (!AUTO(o->homotopy_steps) && o->homotopy_steps > 0 && !is_unnormalised(o->model))
-    BAD("homotopy_steps: the homotopy over lambda is for ee and tee (lambda is 1 in the SNE family)");
+    BAD("{@homotopy}: the homotopy over lambda is for ee and tee (lambda is 1 in the SNE family)");
   if (!AUTO(o->lambda_start) && !(o->lambda_start > 0 && isfinite(o->lambda_start)))
-    BAD("lambda_start %g must be NLE_AUTO or positive", o->lambda_start);
-  if (!AUTO(o->init) && (unsigned)o->init > NLE_INIT_GIVEN) BAD("init %d is not an initialisation", (int)o->init);
-  if (o->init == NLE_INIT_GIVEN && !o->init_X) BAD("init: NLE_INIT_GIVEN needs init_X");
-  if (o->init == NLE_INIT_PCA && !in->Y) BAD("init: a PCA start needs the data Y");
-  if (!(o->init_scale > 0 && isfinite(o->init_scale))) BAD("init_scale %g must be positive", o->init_scale);
-  if (o->checkpoint_every < 0) BAD("checkpoint_every %d must be >= 0", o->checkpoint_every);
-  if (!AUTO(o->lambda_bounds) && o->lambda_bounds != 0 && o->lambda_bounds != 1) BAD("lambda_bounds must be NLE_AUTO, 0 or 1");
-  if (o->keep_model && (!in->Y || in->affinities)) BAD("keep_model: a model needs the data Y and its kNN graph, not given affinities");
+    BAD("{@lambda-start=%g} must be a finite number > 0, or auto", o->lambda_start);
+  if (!AUTO(o->init) && (unsigned)o->init > NLE_INIT_GIVEN) BAD("{@init} has no value %d", (int)o->init);
+  if (o->init == NLE_INIT_GIVEN && !o->init_X) BAD("{@init}: a given start needs its coordinates (init_X)");
+  if (o->init == NLE_INIT_PCA && !in->Y) BAD("{@init=pca}: a PCA start needs the data points");
+  if (!(o->init_scale > 0 && isfinite(o->init_scale))) BAD("{@init-scale=%s} must be a finite number > 0", nle__real_text(o->init_scale).s);
+  if (o->checkpoint_every < 0) BAD("{@checkpoint-every=%s} must be >= 0", nle__int_text(o->checkpoint_every).s);
+  if (!AUTO(o->lambda_bounds) && o->lambda_bounds != 0 && o->lambda_bounds != 1) BAD("{@lambda-bounds=%d} must be 0, 1 or auto", o->lambda_bounds);
+  if (o->keep_model && (!in->Y || in->affinities)) BAD("a model for new points needs the data points and their kNN graph, not given affinities");
   if (o->keep_model && o->pca_dims > 0 && o->pca_candidates == 0)
-    BAD("keep_model: the model's neighbours are in Y's space; with pca_dims, keep the re-ranking (pca_candidates)");
-  if (o->wneg != NLE_WNEG_UNIFORM && !in->Y) BAD("wneg: squared-distance and kNN W- need the data Y");
-  if (o->wneg == NLE_WNEG_KNN && in->affinities) BAD("wneg: kNN W- needs a kNN graph, not affinities");
+    BAD("a model for new points searches neighbours in the data's space: with {@pca}, keep the re-ranking "
+        "({@pca-candidates} > 0)");
+  if (o->wneg != NLE_WNEG_UNIFORM && !in->Y) BAD("{@wneg}: squared-distance and kNN W- need the data points");
+  if (o->wneg == NLE_WNEG_KNN && in->affinities) BAD("{@wneg=knn}: kNN W- needs a kNN graph, not affinities");
   return NLE_OK;
 #undef BAD
 }
@@ -185,25 +187,32 @@ static nle_repulsion auto_engine(nle_model_kind kind, nle_wneg_kind wneg, size_t
 }
 
 /* The affinities' perplexity and the graph's k, the recipe's when auto. */
-static void resolve_graph_size(nle_embed_opts *o) {
+static void resolve_graph_size(nle_embed_opts *o, size_t n) {
   /* The Gaussian kernel's recall falls with N as it crowds the map; small
    * neighbourhoods hold it up (bench/default_sweep.sh on Fashion-MNIST, EE:
    * recall@10 at perplexity 5 / 15 / 30 0.288 / 0.260 / 0.238 at 5,000
    * points, 0.170 / 0.142 / 0.128 at 20,000, trustworthiness within 1%;
    * s-SNE 0.289 / 0.256 / 0.237 and SNE 0.296 / - / 0.245 at 5,000). */
   if (AUTO(o->perplexity)) o->perplexity = gaussian_kernel(o->model) ? GAUSSIAN_PERPLEXITY : 30.0;
-  if (AUTO(o->k)) o->k = !AUTO(o->sigma) ? 12 : (int)ceil(3.0 * o->perplexity);
+  if (AUTO(o->k)) {
+    /* 3 x perplexity in double: at most the other N - 1 points when N is
+     * known (scikit-learn's TSNE: min(N - 1, 3 perplexity + 1)), and never
+     * converted past what an int holds */
+    double k = !AUTO(o->sigma) ? 12.0 : ceil(3.0 * o->perplexity);
+    if (n > 1 && k > (double)(n - 1)) k = (double)(n - 1);
+    o->k = k < (double)INT_MAX ? (int)k : INT_MAX;
+  }
 }
 
 int nle_embed_knn_size(const nle_embed_opts *o) {
   nle_embed_opts r = *o;
-  resolve_graph_size(&r);
+  resolve_graph_size(&r, 0);
   return r.k;
 }
 
 nle_status nle__embed_resolve_early(nle_ctx *ctx, const nle_embed_input *in, size_t n, size_t D, nle_embed_opts *o) {
   nle_model_kind m = o->model;
-  resolve_graph_size(o);
+  resolve_graph_size(o, n);
   if (AUTO(o->pca_dims))
     o->pca_dims = in->Y && !in->knn && !in->affinities && n > AUTO_PCA_MIN_N && D > AUTO_PCA_MIN_D ? AUTO_PCA_DIMS : 0;
   if (o->pca_dims >= (int)D) o->pca_dims = 0; /* nothing to reduce */
@@ -248,11 +257,11 @@ nle_status nle__embed_resolve_early(nle_ctx *ctx, const nle_embed_input *in, siz
   nle_status s = nle__model_check_engine(ctx, m, o->wneg, o->engine, 1, (size_t)o->dim);
   if (s) return s;
   if (o->pca_candidates > 0 && (o->pca_candidates < o->k || (size_t)o->pca_candidates >= n))
-    return nle__fail(ctx, NLE_ERR_ARG, "nle_embed: pca_candidates %d must be at least k = %d and below the %zu points",
-                     o->pca_candidates, o->k, n);
+    return nle__fail(ctx, NLE_ERR_ARG, "nle_embed: {@pca-candidates=%d} must be at least the %d neighbours "
+                     "({@neighbors}) and below the %zu points", o->pca_candidates, o->k, n);
   if (!in->knn && !in->affinities && (size_t)o->k >= n)
-    return nle__fail(ctx, NLE_ERR_ARG, "nle_embed: k = %d neighbours need more than %zu points (lower k or the perplexity)",
-                     o->k, n);
+    return nle__fail(ctx, NLE_ERR_ARG, "nle_embed: {@neighbors=%d} neighbours need more than %zu points (a smaller "
+                     "{@neighbors} or {@perplexity})", o->k, n);
   return NLE_OK;
 }
 

@@ -69,7 +69,7 @@ nle_status nle_model_new(nle_ctx *ctx, const nle_model_spec *spec, nle_model **m
   if (!W || W->rows != W->cols || W->rows < 2)
     return nle__fail(ctx, NLE_ERR_ARG, "model: W+ must be a square matrix of at least 2 points");
   if (!(spec->lambda > 0.0) || !isfinite(spec->lambda))
-    return nle__fail(ctx, NLE_ERR_ARG, "model: lambda = %g must be positive and finite", spec->lambda);
+    return nle__fail(ctx, NLE_ERR_ARG, "model: {@lambda=%g} must be positive and finite", spec->lambda);
   if ((unsigned)spec->kind > NLE_MODEL_TEE) return nle__fail(ctx, NLE_ERR_ARG, "model: unknown kind %d", spec->kind);
   for (int64_t q = 0; q < W->nnz; q++) {
     double w = nle_csr_value(W, q);
@@ -90,7 +90,7 @@ nle_status nle_model_new(nle_ctx *ctx, const nle_model_spec *spec, nle_model **m
   if (unnormalised && spec->wneg == NLE_WNEG_KNN && (!spec->Wneg_sparse || spec->Wneg_sparse->rows != W->rows))
     return nle__fail(ctx, NLE_ERR_ARG, "model: sparse W- needs its N x N matrix");
   if (!(spec->theta > 0) || !isfinite(spec->theta))
-    return nle__fail(ctx, NLE_ERR_ARG, "model: theta = %g must be positive (nle_model_spec_init sets 0.5)", spec->theta);
+    return nle__fail(ctx, NLE_ERR_ARG, "model: {@theta=%g} must be positive (nle_model_spec_init sets 0.5)", spec->theta);
   if (spec->fft.order < 1 || spec->fft.order > 12 || spec->fgt.order < 1 || spec->fgt.order > 12)
     return nle__fail(ctx, NLE_ERR_ARG, "model: FFT order %d and FGT order %d must be in 1..12 (nle_model_spec_init "
                      "sets the defaults)", spec->fft.order, spec->fgt.order);
@@ -516,7 +516,7 @@ nle_status nle_model_eval(nle_ctx *ctx, nle_model *m, const nle_matd *X, double 
 
 nle_status nle_model_set_lambda(nle_ctx *ctx, nle_model *m, double lambda) {
   if (!(lambda > 0.0) || !isfinite(lambda))
-    return nle__fail(ctx, NLE_ERR_ARG, "model: lambda = %g must be positive and finite", lambda);
+    return nle__fail(ctx, NLE_ERR_ARG, "model: {@lambda=%g} must be positive and finite", lambda);
   m->spec.lambda = lambda;
   return NLE_OK;
 }
@@ -537,7 +537,7 @@ void nle__model_want_energy(nle_model *m, int want) { m->skip_energy = !want; }
 
 nle_status nle_model_set_exaggeration(nle_ctx *ctx, nle_model *m, double alpha) {
   if (!(alpha >= 1.0) || !isfinite(alpha))
-    return nle__fail(ctx, NLE_ERR_ARG, "model: exaggeration %g must be >= 1 and finite", alpha);
+    return nle__fail(ctx, NLE_ERR_ARG, "model: {@exaggeration=%g} must be >= 1 and finite", alpha);
   m->exaggeration = alpha;
   return NLE_OK;
 }

@@ -103,19 +103,30 @@ nle_status nle_opt_new(nle_ctx *ctx, nle_model *model, const nle_csr *Wp, const 
     nle_opt_opts_init(&defaults);
     opts = &defaults;
   }
+  /* each option by its marker, so every client reads its own name */
+#define BAD(...) return nle__fail(ctx, NLE_ERR_ARG, "optimiser: " __VA_ARGS__)
   bool final_ok = opts->learning_rate_final == NLE_AUTO || (opts->learning_rate_final > 0 && isfinite(opts->learning_rate_final));
-  if ((opts->fixed_rate && (!(opts->learning_rate > 0 && isfinite(opts->learning_rate)) || !final_ok ||
-                            opts->kind != NLE_OPT_GD)) ||
-      !(opts->momentum >= 0 && opts->momentum < 1) || !(opts->exaggeration >= 1) || opts->exaggeration_iters < 0 ||
-      opts->energy_every < 0)
-    return nle__fail(ctx, NLE_ERR_ARG, "optimiser: fixed rates go with gradient descent and are positive (the final "
-                                       "one or NLE_AUTO); momentum in [0, 1), exaggeration >= 1, energy_every >= 0");
+  if (opts->fixed_rate && opts->kind != NLE_OPT_GD) BAD("fixed rates go with gradient descent ({@optimizer=gd})");
+  if (opts->fixed_rate && !(opts->learning_rate > 0 && isfinite(opts->learning_rate)))
+    BAD("{@learning-rate=%g} must be a finite number > 0", opts->learning_rate);
+  if (opts->fixed_rate && !final_ok)
+    BAD("{@final-learning-rate=%g} must be a finite number > 0, or auto", opts->learning_rate_final);
+  if (!(opts->momentum >= 0 && opts->momentum < 1)) BAD("{@momentum=%g} must be in [0, 1)", opts->momentum);
+  if (!(opts->exaggeration >= 1)) BAD("{@exaggeration=%g} must be >= 1", opts->exaggeration);
+  if (opts->exaggeration_iters < 0) BAD("{@exaggeration-iters=%d} must be >= 0", opts->exaggeration_iters);
+  if (opts->energy_every < 0) BAD("energy_every %d must be >= 0", opts->energy_every);
   const nle__optimizer *type = nle__optimizer_find(opts->kind);
-  if (!type || opts->kappa < 0 || opts->memory < 1 || opts->max_iters < 0 || !(opts->tol >= 0) ||
-      !(opts->x_tol >= 0) ||
-      !(opts->c1 > 0 && opts->c1 < 1) || !(opts->shrink > 0 && opts->shrink < 1) || !(opts->sdm_tol > 0) ||
-      opts->sdm_iters < 1)
-    return nle__fail(ctx, NLE_ERR_ARG, "optimiser: invalid options");
+  if (!type) BAD("{@optimizer} has no value %d", (int)opts->kind);
+  if (opts->kappa < 0) BAD("{@kappa=%d} must be >= 0", opts->kappa);
+  if (opts->memory < 1) BAD("memory %d (L-BFGS pairs) must be >= 1", opts->memory);
+  if (opts->max_iters < 0) BAD("{@max-iters=%s} must be >= 0", nle__int_text(opts->max_iters).s);
+  if (!(opts->tol >= 0)) BAD("{@tol=%s} must be >= 0", nle__real_text(opts->tol).s);
+  if (!(opts->x_tol >= 0)) BAD("{@x-tol=%s} must be >= 0", nle__real_text(opts->x_tol).s);
+  if (!(opts->c1 > 0 && opts->c1 < 1)) BAD("{@c1=%g} must be in (0, 1)", opts->c1);
+  if (!(opts->shrink > 0 && opts->shrink < 1)) BAD("{@shrink=%g} must be in (0, 1)", opts->shrink);
+  if (!(opts->sdm_tol > 0)) BAD("{@sdm-tol=%g} must be > 0", opts->sdm_tol);
+  if (opts->sdm_iters < 1) BAD("{@sdm-iters=%d} must be >= 1", opts->sdm_iters);
+#undef BAD
   nle_opt *o = nle__calloc(ctx, 1, sizeof *o, "the optimiser");
   if (!o) return NLE_ERR_NOMEM;
   o->type = type;

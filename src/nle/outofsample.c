@@ -393,8 +393,7 @@ nle_status nle_transform(nle_ctx *ctx, const nle_trained *t, const nle_matf *Yne
                                              "options must be given");
   nle_transform_opts o = *opts;
   if (o.max_iters == NLE_AUTO) o.max_iters = 200;
-  if (o.max_iters < 0 || o.max_iters > 1000000)
-    return nle__fail(ctx, NLE_ERR_ARG, "nle_transform: max_iters %d must be NLE_AUTO or in 0..1000000", o.max_iters);
+  if (o.max_iters < 0) return nle__fail(ctx, NLE_ERR_ARG, "nle_transform: {@max-iters=%d} must be >= 0, or auto", o.max_iters);
   if (o.engine == NLE_REPULSION_AUTO) o.engine = t->engine;
   if ((unsigned)o.engine > NLE_REPULSION_FGT)
     return nle__fail(ctx, NLE_ERR_ARG, "nle_transform: engine %d is not a repulsion engine", (int)o.engine);
@@ -519,8 +518,8 @@ nle_status nle_trained_inverse(nle_ctx *ctx, const nle_trained *t, const nle_mat
   if (!t->Y) return nle__fail(ctx, NLE_ERR_ARG, "inverse map: the model's training data is not attached");
   if ((t->kind != NLE_MODEL_EE && t->kind != NLE_MODEL_TEE) || t->wneg != NLE_WNEG_SQDIST)
     return nle__fail(ctx, NLE_ERR_ARG,
-                     "inverse map f(x) is defined for EE and t-EE trained with W- of squared distances (--wneg "
-                     "sqdist; EE paper sec. 4.5): with other W- its minimum is at infinity");
+                     "inverse map f(x) is defined for EE and t-EE trained with W- of squared distances "
+                     "({@wneg=sqdist}; EE paper sec. 4.5): with other W- its minimum is at infinity");
   if (Xnew->cols != t->X->cols)
     return nle__fail(ctx, NLE_ERR_ARG, "inverse map: points have %zu columns, the embedding %zu", Xnew->cols,
                      t->X->cols);

@@ -96,7 +96,7 @@ nle_status nle_kmeans(nle_ctx *ctx, const nle_matd *X, int k, int restarts, int 
                      "the others >= 1)", k, n, restarts, max_iters);
   for (size_t i = 0; i < n * d; i++)
     if (!isfinite(X->data[i]))
-      return nle__fail(ctx, NLE_ERR_VALUE, "k-means: point %zu, coordinate %zu is not finite", i / d + 1, i % d + 1);
+      return nle__fail(ctx, NLE_ERR_VALUE, "k-means: row %zu, column %zu is not finite", i / d, i % d);
   double *C = nle__malloc(ctx, (size_t)k * d * sizeof(double), "k-means"), *sum = nle__malloc(ctx, (size_t)k * d * sizeof(double), "k-means");
   double *cnt = nle__malloc(ctx, (size_t)k * sizeof(double), "k-means"), *near = nle__malloc(ctx, n * sizeof(double), "k-means");
   int32_t *lab = nle__malloc(ctx, n * sizeof(int32_t), "k-means");
@@ -196,10 +196,27 @@ nle_status nle__spectral_cluster_with(nle_ctx *ctx, const nle_spectral_input *in
     nle_cluster_opts_init(&defaults);
     opts = &defaults;
   }
-  if (opts->clusters < 2 || !(opts->dims == NLE_AUTO || opts->dims >= 1) || opts->restarts < 1 || opts->max_iters < 1)
-    return nle__fail(ctx, NLE_ERR_ARG, "spectral clustering: %d clusters (>= 2), %d dimensions (>= 1 or NLE_AUTO), "
-                     "%d restarts and %d iterations (>= 1)", opts->clusters, opts->dims, opts->restarts,
-                     opts->max_iters);
+  /* each option by its marker, its value as given ("auto", never the
+   * sentinel's number), and the rule it breaks */
+  if (opts->clusters < 2)
+    return nle__fail(ctx, NLE_ERR_ARG, "spectral clustering: {@clusters=%s}: at least 2", nle__int_text(opts->clusters).s);
+  if (!(opts->dims == NLE_AUTO || opts->dims >= 1))
+    return nle__fail(ctx, NLE_ERR_ARG, "spectral clustering: {@dims=%d}: at least 1, or auto", opts->dims);
+  if (opts->restarts < 1)
+    return nle__fail(ctx, NLE_ERR_ARG, "spectral clustering: {@restarts=%s}: at least 1", nle__int_text(opts->restarts).s);
+  if (opts->max_iters < 1)
+    return nle__fail(ctx, NLE_ERR_ARG, "spectral clustering: {@max-iters=%s}: at least 1",
+                     nle__int_text(opts->max_iters).s);
+  /* the embedding below needs dims + 1 < N: said here in the options the
+   * caller gave (clusters, dims), not the embedding's dim */
+  const nle_csr *graph = in ? (in->knn ? in->knn : in->affinities) : NULL;
+  size_t n = in && in->Y ? in->Y->rows : graph ? (size_t)graph->rows : 0;
+  if (n && opts->dims == NLE_AUTO && (size_t)opts->clusters >= n)
+    return nle__fail(ctx, NLE_ERR_ARG, "spectral clustering: {@clusters=%d} of %zu points: at most N - 1 (the "
+                     "clusters are found in an embedding of clusters - 1 dimensions)", opts->clusters, n);
+  if (n && opts->dims != NLE_AUTO && (size_t)opts->dims + 1 >= n)
+    return nle__fail(ctx, NLE_ERR_ARG, "spectral clustering: {@dims=%d} dimensions of %zu points (at most N - 2)",
+                     opts->dims, n);
   nle_cluster_result *r = nle__calloc(ctx, 1, sizeof *r, "the clustering");
   if (!r) return NLE_ERR_NOMEM;
   r->resolved = *opts;
@@ -214,7 +231,7 @@ nle_status nle__spectral_cluster_with(nle_ctx *ctx, const nle_spectral_input *in
     r->n = r->embedding->n;
     r->clusters = o->clusters;
     if ((size_t)o->clusters > r->n)
-      s = nle__fail(ctx, NLE_ERR_ARG, "spectral clustering: %d clusters of %zu points", o->clusters, r->n);
+      s = nle__fail(ctx, NLE_ERR_ARG, "spectral clustering: {@clusters=%d} of %zu points", o->clusters, r->n);
   }
   nle_matd *Z = NULL;
   if (!s) s = nle_matd_alloc(ctx, r->n, (size_t)o->dims, &Z);

@@ -51,8 +51,8 @@ nle_status nle__self_tuning_scales(nle_ctx *ctx, const nle_csr *knn, int tuning_
     if (!((*scale)[i] > 0)) {
       free(*scale);
       *scale = NULL;
-      return nle__fail(ctx, NLE_ERR_VALUE, "spectral graph: point %lld's self-tuning scale is 0 (its %d nearest "
-                       "neighbours are duplicates of it)", (long long)i + 1, tuning_k);
+      return nle__fail(ctx, NLE_ERR_VALUE, "spectral graph: point (row) %lld's self-tuning scale is 0 (its "
+                       "{@tuning-k=%d} nearest neighbours are duplicates of it)", (long long)i, tuning_k);
     }
   }
   return NLE_OK;
@@ -91,8 +91,8 @@ static nle_status directed_weights(nle_ctx *ctx, const nle_csr *knn, const nle_s
     for (int64_t q = knn->rowptr[i]; !s && q < knn->rowptr[i + 1]; q++) {
       double d2 = nle_csr_value(knn, q);
       if (o->affinity == NLE_AFF_INVERSE && !(d2 > 0))
-        s = nle__fail(ctx, NLE_ERR_VALUE, "spectral graph: points %lld and %lld coincide: the inverse-distance "
-                      "affinity is infinite there", (long long)i + 1, (long long)knn->colind[q] + 1);
+        s = nle__fail(ctx, NLE_ERR_VALUE, "spectral graph: points (rows) %lld and %lld coincide: the "
+                      "inverse-distance affinity is infinite there", (long long)i, (long long)knn->colind[q]);
       (*A)->colind[q] = knn->colind[q];
       ((double *)(*A)->val)[q] =
           nle__affinity_weight(o, d2, scale ? scale[i] : 0.0, scale ? scale[knn->colind[q]] : 0.0);
@@ -211,8 +211,8 @@ nle_status nle__csr_check_symmetric(nle_ctx *ctx, const nle_csr *A, const char *
       if (!ok) {
         int64_t j = p < la && (r >= lb || a[p].col <= b[r].col) ? a[p].col : b[r].col;
         double wij = p < la && a[p].col == j ? a[p].a : 0.0, wji = r < lb && b[r].col == j ? b[r].a : 0.0;
-        s = nle__fail(ctx, NLE_ERR_VALUE, "%s: not symmetric: W[%lld, %lld] = %g but W[%lld, %lld] = %g", what,
-                      (long long)i + 1, (long long)j + 1, wij, (long long)j + 1, (long long)i + 1, wji);
+        s = nle__fail(ctx, NLE_ERR_VALUE, "%s: not symmetric: row %lld, column %lld holds %g but row %lld, "
+                      "column %lld holds %g", what, (long long)i, (long long)j, wij, (long long)j, (long long)i, wji);
       }
       p++, r++;
     }
@@ -297,8 +297,9 @@ nle_status nle__radius_graph(nle_ctx *ctx, const nle_matf *Y, double radius, nle
   int64_t nnz = 0, widest = 0;
   for (size_t i = 0; !s && i < n; i++) {
     if (j.count[i] == 0)
-      s = nle__fail(ctx, NLE_ERR_VALUE, "spectral graph: point %zu has no neighbour within radius %g (its nearest is "
-                    "at %g): a larger radius, or k nearest neighbours", i + 1, radius, sqrt(j.nearest[i]));
+      s = nle__fail(ctx, NLE_ERR_VALUE, "spectral graph: point (row) %zu has no neighbour within {@radius=%g} (its "
+                    "nearest is at %g): a larger radius, or k nearest neighbours ({@neighbors})", i, radius,
+                    sqrt(j.nearest[i]));
     nnz += j.count[i];
     widest = j.count[i] > widest ? j.count[i] : widest;
   }

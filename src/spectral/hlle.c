@@ -58,8 +58,8 @@ static nle_status hlle_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spe
   int k = nle__max_row(job->knn) + 1; /* neighbourhoods hold the point too */
   size_t d = (size_t)job->o->dim, dp = d * (d + 1) / 2;
   if ((size_t)k < 1 + d + dp)
-    return nle__fail(ctx, NLE_ERR_ARG, "hlle: k = %d neighbours; Hessian LLE in %zu dimensions needs k >= d + "
-                     "d(d+1)/2 = %zu", k - 1, d, d + dp);
+    return nle__fail(ctx, NLE_ERR_ARG, "hlle: {@neighbors=%d} neighbours; Hessian LLE in %zu dimensions needs k "
+                     ">= d + d(d+1)/2 = %zu", k - 1, d, d + dp);
   nle__local_model lm = {"hlle", NULL, k,
                          (size_t)k * job->Y->cols + 2 * (size_t)k * (size_t)k + (size_t)k + (size_t)k * (1 + d + dp),
                          hlle_local};

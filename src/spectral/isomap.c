@@ -218,7 +218,7 @@ static nle_status landmark_embed(nle_ctx *ctx, const nle__spectral_job *job, nle
   const nle_spectral_opts *o = job->o;
   size_t n = (size_t)job->knn->rows, d = (size_t)o->dim, L = (size_t)o->landmarks;
   if (L <= d || L > n)
-    return nle__fail(ctx, NLE_ERR_ARG, "isomap: %zu landmarks for %zu dimensions of %zu points (d < L <= N)", L, d, n);
+    return nle__fail(ctx, NLE_ERR_ARG, "isomap: {@landmarks=%zu} for %zu dimensions of %zu points (d < L <= N)", L, d, n);
   nle_status s = nle__check_memory(ctx, (double)L * (double)n * sizeof(float), "landmark Isomap's L x N geodesics");
   if (s) return s;
   /* L distinct landmarks, a partial Fisher-Yates shuffle */
@@ -317,7 +317,7 @@ static nle_status isomap_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_s
   nle_status s = nle__check_memory(ctx, need, "Isomap's N x N geodesic matrix");
   if (s)
     return nle__fail(ctx, s, "isomap: the N x N geodesic matrix needs %.2f GiB, over the memory cap (%.2f GiB); "
-                     "landmark Isomap needs L x N (landmarks = L, --landmarks L)", need / 1073741824.0,
+                     "landmark Isomap needs L x N ({@landmarks})", need / 1073741824.0,
                      (double)nle_ctx_max_memory(ctx) / 1073741824.0);
   nle_csr *G = NULL;
   s = nle__geodesic_graph(ctx, job->knn, &G);

@@ -139,8 +139,7 @@ static nle_status transformational(nle_ctx *ctx, const nle_csr *W, const double 
     for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++) deg[i] += nle_csr_value(W, q);
     deg[i] += plus_identity;
     if (!(deg[i] > 0))
-      s = nle__fail(ctx, NLE_ERR_VALUE, "kem: point %zu has no edge in W (degree 0): the pencil's D is singular",
-                    i + 1);
+      s = nle__fail(ctx, NLE_ERR_VALUE, "kem: row %zu of W has no edge (degree 0): the pencil's D is singular", i);
   }
   if (!s && affine) { /* z_i -> [z_i; 1] */
     for (size_t i = 0; i < n; i++) {
@@ -174,7 +173,7 @@ static nle_status transformational(nle_ctx *ctx, const nle_csr *W, const double 
     for (size_t i = 0; !s && i < n; i++)
       if (!(den[i] != 0) || !isfinite(den[i]))
         s = nle__fail(ctx, NLE_ERR_NUMERIC, "kem: the reweighting denominator v_1^T z is %g at point %zu (try the "
-                      "raw or affine variant)", den[i], i + 1);
+                      "raw or affine {@variant})", den[i], i);
   }
   if (!s && variant == NLE_KEM_STOCHASTIC) {
     /* eq. 12: the pencil again on Z K */
@@ -228,7 +227,7 @@ static nle_status transformational(nle_ctx *ctx, const nle_csr *W, const double 
 }
 
 static nle_status check_common(nle_ctx *ctx, const nle_kem_opts *o) {
-  if (o->dim < 1 || o->dim > 64) return nle__fail(ctx, NLE_ERR_ARG, "kem: dim must be in 1..64, not %d", o->dim);
+  if (o->dim < 1 || o->dim > 64) return nle__fail(ctx, NLE_ERR_ARG, "kem: {@dim=%s} must be 1 to 64 (the maps' fixed blocks)", nle__int_text(o->dim).s);
   if (o->variant != NLE_KEM_AUTO && (o->variant < NLE_KEM_RAW || o->variant > NLE_KEM_STOCHASTIC))
     return nle__fail(ctx, NLE_ERR_ARG, "kem: unknown variant %d", (int)o->variant);
   return NLE_OK;
@@ -310,7 +309,7 @@ static nle_status auto_sigma(nle_ctx *ctx, nle_kem_model *m, const nle_matf *X, 
     free(near);
   }
   if (!(*sigma > 0) || !isfinite(*sigma))
-    return nle__fail(ctx, NLE_ERR_VALUE, "kem: the kernel centres coincide: no automatic width (give sigma)");
+    return nle__fail(ctx, NLE_ERR_VALUE, "kem: the kernel centres coincide: no automatic width (give {@sigma})");
   return NLE_OK;
 }
 
@@ -364,37 +363,38 @@ static nle_status check_fit(nle_ctx *ctx, const nle_matf *X, const nle_kem_opts 
   nle_status s = check_common(ctx, o);
   if (s) return s;
   size_t n = X->rows, D = X->cols;
-  if (o->k < 1) return nle__fail(ctx, NLE_ERR_ARG, "kem: k must be >= 1, not %d", o->k);
+  if (o->k < 1) return nle__fail(ctx, NLE_ERR_ARG, "kem: {@neighbors=%s} must be >= 1", nle__int_text(o->k).s);
   if (o->weights != NLE_AFF_INVERSE && o->weights != NLE_AFF_GAUSSIAN && o->weights != NLE_AFF_BINARY)
-    return nle__fail(ctx, NLE_ERR_ARG, "kem: weights must be inverse, gaussian or binary");
+    return nle__fail(ctx, NLE_ERR_ARG, "kem: {@weights} must be inverse, gaussian or binary");
   if (o->heat_t != NLE_AUTO && !(o->heat_t > 0 && isfinite(o->heat_t)))
-    return nle__fail(ctx, NLE_ERR_ARG, "kem: heat_t must be > 0, not %g", o->heat_t);
+    return nle__fail(ctx, NLE_ERR_ARG, "kem: {@heat-t=%g} must be a finite number > 0, or auto", o->heat_t);
   if (o->kernels != NLE_AUTO && o->kernels < 1)
-    return nle__fail(ctx, NLE_ERR_ARG, "kem: kernels must be >= 1, not %d", o->kernels);
+    return nle__fail(ctx, NLE_ERR_ARG, "kem: {@kernels=%d} must be >= 1, or auto", o->kernels);
   if (o->sigma != NLE_AUTO && !(o->sigma > 0 && isfinite(o->sigma)))
-    return nle__fail(ctx, NLE_ERR_ARG, "kem: sigma must be > 0, not %g", o->sigma);
+    return nle__fail(ctx, NLE_ERR_ARG, "kem: {@sigma=%g} must be a finite number > 0, or auto", o->sigma);
   if (o->local_dims != NLE_AUTO && o->local_dims < 0)
-    return nle__fail(ctx, NLE_ERR_ARG, "kem: local_dims must be >= 0, not %d", o->local_dims);
+    return nle__fail(ctx, NLE_ERR_ARG, "kem: {@local-dims=%d} must be >= 0, or auto", o->local_dims);
   if (o->local_points != NLE_AUTO && o->local_points < 1)
-    return nle__fail(ctx, NLE_ERR_ARG, "kem: local_points must be >= 1, not %d", o->local_points);
-  if (o->inverse_steps < 0 || o->inverse_steps > 1000)
-    return nle__fail(ctx, NLE_ERR_ARG, "kem: inverse_steps must be in 0..1000, not %d", o->inverse_steps);
+    return nle__fail(ctx, NLE_ERR_ARG, "kem: {@local-points=%d} must be >= 1, or auto", o->local_points);
+  if (o->inverse_steps < 0)
+    return nle__fail(ctx, NLE_ERR_ARG, "kem: {@inverse-steps=%s} must be >= 0", nle__int_text(o->inverse_steps).s);
   if (!(o->inverse_width > 0 && isfinite(o->inverse_width)))
-    return nle__fail(ctx, NLE_ERR_ARG, "kem: inverse_width must be > 0, not %g", o->inverse_width);
+    return nle__fail(ctx, NLE_ERR_ARG, "kem: {@inverse-width=%s} must be a finite number > 0", nle__real_text(o->inverse_width).s);
   if (!(o->truncate >= 0 && o->truncate < 1e-2))
-    return nle__fail(ctx, NLE_ERR_ARG, "kem: truncate must be in [0, 0.01), not %g", o->truncate);
+    return nle__fail(ctx, NLE_ERR_ARG, "kem: {@truncate=%s} must be in [0, 0.01) (the map's derivative leaves the cut out)",
+                     nle__real_text(o->truncate).s);
   if (n < 2 || (size_t)o->k >= n)
-    return nle__fail(ctx, NLE_ERR_VALUE, "kem: %zu points are too few for k = %d neighbours (need more than k)", n,
+    return nle__fail(ctx, NLE_ERR_VALUE, "kem: %zu points are too few for {@neighbors=%d} neighbours (need more than k)", n,
                      o->k);
   if (D < 1) return nle__fail(ctx, NLE_ERR_VALUE, "kem: the points have no columns");
   if (o->kernels != NLE_AUTO && (size_t)o->kernels > n)
-    return nle__fail(ctx, NLE_ERR_VALUE, "kem: %d kernels for %zu points (the centres are data points)", o->kernels,
+    return nle__fail(ctx, NLE_ERR_VALUE, "kem: {@kernels=%d} for %zu points (the centres are data points)", o->kernels,
                      n);
   if (o->local_dims != NLE_AUTO && (size_t)o->local_dims > D)
-    return nle__fail(ctx, NLE_ERR_ARG, "kem: local_dims %d exceeds the data's %zu dimensions", o->local_dims, D);
+    return nle__fail(ctx, NLE_ERR_ARG, "kem: {@local-dims=%d} exceeds the data's %zu dimensions", o->local_dims, D);
   for (size_t e = 0; e < n * D; e++)
     if (!isfinite(X->data[e]))
-      return nle__fail(ctx, NLE_ERR_VALUE, "kem: point %zu has a non-finite value in column %zu", e / D + 1, e % D + 1);
+      return nle__fail(ctx, NLE_ERR_VALUE, "kem: row %zu, column %zu is not finite", e / D, e % D);
   return NLE_OK;
 }
 

@@ -259,8 +259,8 @@ static nle_status check_points(nle_ctx *ctx, const nle_kem_model *m, const nle_m
                      X->cols, m->D);
   for (size_t e = 0; e < X->rows * X->cols; e++)
     if (!isfinite(X->data[e]))
-      return nle__fail(ctx, NLE_ERR_VALUE, "%s: point %zu has a non-finite value in column %zu", what,
-                       e / X->cols + 1, e % X->cols + 1);
+      return nle__fail(ctx, NLE_ERR_VALUE, "%s: row %zu, column %zu is not finite", what, e / X->cols,
+                       e % X->cols);
   return NLE_OK;
 }
 
@@ -380,8 +380,8 @@ nle_status nle_kem_inverse(nle_ctx *ctx, const nle_kem_model *m, const nle_matd 
                      m->dim);
   for (size_t e = 0; e < Y->rows * Y->cols; e++)
     if (!isfinite(Y->data[e]))
-      return nle__fail(ctx, NLE_ERR_VALUE, "kem inverse: point %zu has a non-finite value in column %zu",
-                       e / Y->cols + 1, e % Y->cols + 1);
+      return nle__fail(ctx, NLE_ERR_VALUE, "kem inverse: row %zu, column %zu is not finite", e / Y->cols,
+                       e % Y->cols);
   nle_status s = nle_matd_alloc(ctx, Y->rows, m->D, X);
   map_job job = {m, NULL, Y, s ? NULL : (*X)->data, 2};
   if (!s) s = run_map(ctx, &job, Y->rows, "kem inverse");

@@ -191,7 +191,7 @@ nle_status nle_landmarks_select(nle_ctx *ctx, const nle_matf *Y, size_t L, nle_l
   size_t n = Y ? Y->rows : 0;
   if (!Y || !idx || !strcmp(nle_landmark_method_name(method), "unknown"))
     return nle__fail(ctx, NLE_ERR_ARG, "landmarks: bad argument (points, method or output)");
-  if (L < 1 || L > n) return nle__fail(ctx, NLE_ERR_ARG, "landmarks: %zu landmarks of %zu points (1..N)", L, n);
+  if (L < 1 || L > n) return nle__fail(ctx, NLE_ERR_ARG, "landmarks: {@landmarks=%zu} of %zu points (1..N)", L, n);
   nle_rng rng;
   nle_rng_init(&rng, nle_ctx_seed(ctx), 0x6c6c6c6dULL);
   switch (method) {

@@ -110,8 +110,8 @@ static nle_status lle_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spec
   int k = nle__max_row(job->knn);
   size_t D = job->Y->cols;
   if (job->o->reg == 0 && (size_t)k > D)
-    return nle__fail(ctx, NLE_ERR_ARG, "lle: k = %d neighbours in %zu dimensions make the weights not unique; a "
-                     "regulariser reg > 0 is needed", k, D);
+    return nle__fail(ctx, NLE_ERR_ARG, "lle: {@neighbors=%d} neighbours in %zu dimensions make the weights not "
+                     "unique; a regulariser {@reg} > 0 is needed", k, D);
   nle__local_model lm = {"lle", NULL, k + 1, (size_t)k * D + (size_t)k * (size_t)k + (size_t)k, lle_local};
   return nle__alignment_embed(ctx, job, &lm, r);
 }

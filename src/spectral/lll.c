@@ -161,8 +161,8 @@ static nle_status weights_from(nle_ctx *ctx, const nle_matf *Yl, const nle_matf 
 static nle_status check_finite(nle_ctx *ctx, const nle_matf *M, const char *what) {
   for (size_t i = 0; i < M->rows * M->cols; i++)
     if (!isfinite(M->data[i]))
-      return nle__fail(ctx, NLE_ERR_VALUE, "LLL: %s: row %zu, column %zu is not finite", what, i / M->cols + 1,
-                       i % M->cols + 1);
+      return nle__fail(ctx, NLE_ERR_VALUE, "LLL: %s: row %zu, column %zu is not finite", what, i / M->cols,
+                       i % M->cols);
   return NLE_OK;
 }
 
@@ -172,8 +172,8 @@ nle_status nle_lll_weights(nle_ctx *ctx, const nle_matf *Yl, const nle_matf *Q, 
   if (!Yl || !Q || Yl->cols != Q->cols || Yl->rows < 1)
     return nle__fail(ctx, NLE_ERR_ARG, "LLL weights: landmarks and points must be given with the same columns");
   if (kz < 1 || (size_t)kz > Yl->rows)
-    return nle__fail(ctx, NLE_ERR_ARG, "LLL weights: kz = %d of %zu landmarks (1..L)", kz, Yl->rows);
-  if (!(reg >= 0 && isfinite(reg))) return nle__fail(ctx, NLE_ERR_ARG, "LLL weights: reg = %g (>= 0)", reg);
+    return nle__fail(ctx, NLE_ERR_ARG, "LLL weights: {@kz=%d} of %zu landmarks (1..L)", kz, Yl->rows);
+  if (!(reg >= 0 && isfinite(reg))) return nle__fail(ctx, NLE_ERR_ARG, "LLL weights: {@reg=%g} must be a finite number >= 0", reg);
   nle_status s = check_finite(ctx, Yl, "a landmark");
   if (!s) s = check_finite(ctx, Q, "a point");
   nle_csr *near = NULL;
@@ -625,11 +625,11 @@ nle_status nle__lll_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spectr
   const nle_spectral_opts *o = job->o;
   const nle_matf *Y = job->Y;
   if (!Y)
-    return nle__fail(ctx, NLE_ERR_ARG, "le: Locally Linear Landmarks (landmarks > 0) needs the points: Z reconstructs "
+    return nle__fail(ctx, NLE_ERR_ARG, "le: Locally Linear Landmarks ({@landmarks} > 0) needs the points: Z reconstructs "
                      "each from its nearest landmarks");
   size_t n = Y->rows, D = Y->cols, L = (size_t)o->landmarks, d = (size_t)o->dim, nev = d + 1;
   if (L < nev || L > n)
-    return nle__fail(ctx, NLE_ERR_ARG, "le: %zu landmarks for %zu dimensions of %zu points (d + 1 <= L <= N)", L, d,
+    return nle__fail(ctx, NLE_ERR_ARG, "le: {@landmarks=%zu} for %zu dimensions of %zu points (d + 1 <= L <= N)", L, d,
                      n);
   int kz = nle__lll_kz(o, L, D);
   double t0 = nle_time_seconds();

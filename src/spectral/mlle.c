@@ -154,8 +154,8 @@ static nle_status mlle_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spe
   int k = nle__max_row(job->knn), d = job->o->dim;
   size_t n = (size_t)job->knn->rows, D = job->Y->cols;
   if (k <= d)
-    return nle__fail(ctx, NLE_ERR_ARG, "mlle: k = %d neighbours; modified LLE needs k > d = %d", k, d);
-  if (!(job->o->reg > 0)) return nle__fail(ctx, NLE_ERR_ARG, "mlle: the regulariser reg must be > 0");
+    return nle__fail(ctx, NLE_ERR_ARG, "mlle: {@neighbors=%d} neighbours; modified LLE needs k > d = %d ({@dim})", k, d);
+  if (!(job->o->reg > 0)) return nle__fail(ctx, NLE_ERR_ARG, "mlle: the regulariser {@reg} must be > 0");
   /* eta: the median over the points of the bottom-to-top eigenvalue ratio */
   ratio_job rj = {job, k, nle__malloc(ctx, n * sizeof(double), "MLLE's ratios")};
   if (!rj.ratio) return NLE_ERR_NOMEM;

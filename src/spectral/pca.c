@@ -313,12 +313,12 @@ nle_status nle_pca_fit(nle_ctx *ctx, const nle_matf *Y, const nle_pca_opts *opts
   if (n < 2) return nle__fail(ctx, NLE_ERR_ARG, "PCA needs at least 2 points, got %zu", n);
   size_t most = n < d ? n : d;
   if (opts->n_components < 1 || (size_t)opts->n_components > most)
-    return nle__fail(ctx, NLE_ERR_ARG, "PCA: %d components requested, must be in [1, min(N, D) = %zu]",
+    return nle__fail(ctx, NLE_ERR_ARG, "PCA: {@dim=%d} components requested, must be in [1, min(N, D) = %zu]",
                      opts->n_components, most);
-  if (opts->power_iters < 0 || opts->oversample < 0)
-    return nle__fail(ctx, NLE_ERR_ARG, "PCA: power iterations and oversampling must be >= 0");
+  if (opts->power_iters < 0) return nle__fail(ctx, NLE_ERR_ARG, "PCA: {@power-iters=%d} must be >= 0", opts->power_iters);
+  if (opts->oversample < 0) return nle__fail(ctx, NLE_ERR_ARG, "PCA: {@oversample=%d} must be >= 0", opts->oversample);
   if (!strcmp(nle_pca_solver_name(opts->solver), "unknown"))
-    return nle__fail(ctx, NLE_ERR_ARG, "PCA: solver %d is not NLE_PCA_AUTO, _EXACT or _RANDOMIZED", (int)opts->solver);
+    return nle__fail(ctx, NLE_ERR_ARG, "PCA: {@solver} has no value %d (auto, exact or randomized)", (int)opts->solver);
   nle_pca_solver solver = opts->solver == NLE_PCA_AUTO ? choose_solver(n, d, opts->n_components) : opts->solver;
   size_t l = (size_t)opts->n_components + (size_t)opts->oversample;
   double need = solver == NLE_PCA_EXACT ? (double)d * d * 8 * 1.5

@@ -62,32 +62,42 @@ void nle_spectral_result_free(nle_spectral_result **r) {
 
 static int named(const char *name) { return strcmp(name, "unknown") != 0; }
 
+/* Each option against what can work; a message names the option as a
+ * marker ({@neighbors=0}) so each client shows its own spelling. */
 static nle_status check_opts(nle_ctx *ctx, nle_spectral_method method, const nle_spectral_opts *o) {
-  const char *bad = !named(nle_spectral_method_name(method))     ? "method"
-                    : o->dim < 1                                 ? "dim (>= 1)"
-                    : o->k < 1                                   ? "k (>= 1)"
-                    : !(o->radius >= 0 && isfinite(o->radius))   ? "radius (>= 0)"
-                    : !named(nle_knn_method_name(o->knn_method)) ? "knn_method"
-                    : !named(nle_symmetrize_name(o->symmetrize)) ? "symmetrize"
-                    : !named(nle_affinity_kind_name(o->affinity))? "affinity"
-                    : !(o->sigma == NLE_AUTO || (o->sigma > 0 && isfinite(o->sigma))) ? "sigma (> 0 or NLE_AUTO)"
-                    : o->tuning_k < 1                            ? "tuning_k (>= 1)"
-                    : !(o->perplexity == NLE_AUTO || (o->perplexity > 1 && isfinite(o->perplexity)))
-                                                                 ? "perplexity (> 1 or NLE_AUTO)"
-                    : !named(nle_laplacian_name(o->laplacian))   ? "laplacian"
-                    : !named(nle_components_name(o->components)) ? "components"
-                    : !named(nle_eigen_solver_name(o->solver))   ? "solver"
-                    : !(o->tol >= 0 && o->tol < 1)               ? "tol (in [0, 1))"
-                    : !(o->reg >= 0 && isfinite(o->reg))         ? "reg (>= 0)"
-                    : o->landmarks < 0                           ? "landmarks (>= 0)"
-                    : !(o->kz == NLE_AUTO || o->kz >= 1)         ? "kz (>= 1 or NLE_AUTO)"
-                    : !named(nle_landmark_method_name(o->landmark_method)) ? "landmark_method"
-                    : !(o->pca_dims == NLE_AUTO || o->pca_dims >= 0) ? "pca_dims (>= 0 or NLE_AUTO)"
-                    : !(o->pca_candidates == NLE_AUTO || o->pca_candidates >= o->k) ? "pca_candidates (>= k or NLE_AUTO)"
-                    : !(o->alpha >= 0 && o->alpha <= 1)          ? "alpha (in [0, 1])"
-                    : o->diffusion_time < 0                      ? "diffusion_time (>= 0)"
-                                                                 : NULL;
-  return bad ? nle__fail(ctx, NLE_ERR_ARG, "spectral embedding: bad option %s", bad) : NLE_OK;
+#define BAD(...) return nle__fail(ctx, NLE_ERR_ARG, "spectral embedding: " __VA_ARGS__)
+#define INT_TEXT(v) nle__int_text(v).s
+#define REAL_TEXT(v) nle__real_text(v).s
+  if (!named(nle_spectral_method_name(method))) BAD("no method %d", (int)method);
+  if (o->dim < 1) BAD("{@dim=%s} dimensions: at least 1", INT_TEXT(o->dim));
+  if (o->k < 1) BAD("{@neighbors=%s}: at least 1 neighbour", INT_TEXT(o->k));
+  if (!(o->radius >= 0 && isfinite(o->radius))) BAD("{@radius=%s}: a finite radius >= 0", REAL_TEXT(o->radius));
+  if (!named(nle_knn_method_name(o->knn_method))) BAD("{@knn-method} has no value %d", (int)o->knn_method);
+  if (!named(nle_symmetrize_name(o->symmetrize))) BAD("{@symmetrize} has no value %d", (int)o->symmetrize);
+  if (!named(nle_affinity_kind_name(o->affinity))) BAD("{@affinity} has no value %d", (int)o->affinity);
+  if (!(o->sigma == NLE_AUTO || (o->sigma > 0 && isfinite(o->sigma))))
+    BAD("{@sigma=%s}: a finite width > 0, or auto", REAL_TEXT(o->sigma));
+  if (o->tuning_k < 1) BAD("{@tuning-k=%s}: at least 1", INT_TEXT(o->tuning_k));
+  if (!(o->perplexity == NLE_AUTO || (o->perplexity > 1 && isfinite(o->perplexity))))
+    BAD("{@perplexity=%s}: a finite number > 1, or auto", REAL_TEXT(o->perplexity));
+  if (!named(nle_laplacian_name(o->laplacian))) BAD("{@laplacian} has no value %d", (int)o->laplacian);
+  if (!named(nle_components_name(o->components))) BAD("{@components} has no value %d", (int)o->components);
+  if (!named(nle_eigen_solver_name(o->solver))) BAD("{@solver} has no value %d", (int)o->solver);
+  if (!(o->tol >= 0 && o->tol < 1)) BAD("{@tol=%s}: a number in [0, 1)", REAL_TEXT(o->tol));
+  if (!(o->reg >= 0 && isfinite(o->reg))) BAD("{@reg=%s}: a finite number >= 0", REAL_TEXT(o->reg));
+  if (o->landmarks < 0) BAD("{@landmarks=%s}: 0 (none) or a count", INT_TEXT(o->landmarks));
+  if (!(o->kz == NLE_AUTO || o->kz >= 1)) BAD("{@kz=%d}: at least 1, or auto", o->kz);
+  if (!named(nle_landmark_method_name(o->landmark_method)))
+    BAD("{@landmark-method} has no value %d", (int)o->landmark_method);
+  if (!(o->pca_dims == NLE_AUTO || o->pca_dims >= 0)) BAD("{@pca=%d}: 0 (off), a count, or auto", o->pca_dims);
+  if (!(o->pca_candidates == NLE_AUTO || o->pca_candidates >= o->k))
+    BAD("{@pca-candidates=%d}: at least the %d neighbours ({@neighbors}), or auto", o->pca_candidates, o->k);
+  if (!(o->alpha >= 0 && o->alpha <= 1)) BAD("{@alpha=%s}: a number in [0, 1]", REAL_TEXT(o->alpha));
+  if (o->diffusion_time < 0) BAD("{@time=%s}: at least 0", INT_TEXT(o->diffusion_time));
+  return NLE_OK;
+#undef BAD
+#undef INT_TEXT
+#undef REAL_TEXT
 }
 
 static nle_status check_input(nle_ctx *ctx, const nle_spectral_input *in, const nle_spectral_opts *o, size_t *n) {
@@ -105,16 +115,19 @@ static nle_status check_input(nle_ctx *ctx, const nle_spectral_input *in, const 
   *n = in->Y ? in->Y->rows : (size_t)g->rows;
   if (*n < 3) return nle__fail(ctx, NLE_ERR_ARG, "spectral embedding: %zu points; at least 3 are needed", *n);
   if ((size_t)o->dim + 1 >= *n)
-    return nle__fail(ctx, NLE_ERR_ARG, "spectral embedding: %d dimensions of %zu points (at most N - 2)", o->dim, *n);
-  if (in->Y && !(o->radius > 0) && (size_t)o->k >= *n)
-    return nle__fail(ctx, NLE_ERR_ARG, "spectral embedding: k = %d neighbours of %zu points (at most N - 1)", o->k,
+    return nle__fail(ctx, NLE_ERR_ARG, "spectral embedding: {@dim=%d} dimensions of %zu points (at most N - 2)", o->dim,
                      *n);
-  if (in->affinities) {
-    nle_status s = nle_affinity_check(ctx, in->affinities);
-    if (!s) s = nle__csr_check_symmetric(ctx, in->affinities, "spectral embedding: the affinity matrix");
-    return s;
-  }
+  if (in->Y && !(o->radius > 0) && (size_t)o->k >= *n)
+    return nle__fail(ctx, NLE_ERR_ARG, "spectral embedding: {@neighbors=%d} neighbours of %zu points (at most N - 1)",
+                     o->k, *n);
+  if (in->affinities) return nle_spectral_check_affinities(ctx, in->affinities);
   return NLE_OK;
+}
+
+nle_status nle_spectral_check_affinities(nle_ctx *ctx, const nle_csr *W) {
+  nle_status s = nle_affinity_check(ctx, W);
+  if (!s) s = nle__csr_check_symmetric(ctx, W, "affinities");
+  return s;
 }
 
 /* The recipe of the nonlinear embeddings' front door (embed_recipe.c):
@@ -234,20 +247,20 @@ nle_status nle__spectral_embed_with(nle_ctx *ctx, nle_spectral_method method, co
   if (o->affinity == NLE_AFF_ENTROPIC) {
     if (o->perplexity == NLE_AUTO) o->perplexity = o->k / 3.0;
     if (o->radius > 0)
-      s = nle__fail(ctx, NLE_ERR_ARG, "%s: entropic affinities need k nearest neighbours, not a radius", m->name);
+      s = nle__fail(ctx, NLE_ERR_ARG, "%s: entropic affinities need k nearest neighbours ({@neighbors}), not a {@radius}", m->name);
     else if (!(o->perplexity > 1 && o->perplexity < o->k))
-      s = nle__fail(ctx, NLE_ERR_ARG, "%s: perplexity %g needs more than it in neighbours: k = %d (k = 3 x perplexity "
-                    "is usual)", m->name, o->perplexity, o->k);
+      s = nle__fail(ctx, NLE_ERR_ARG, "%s: {@perplexity=%g} needs more than it in neighbours: {@neighbors=%d} (3 x "
+                    "perplexity is usual)", m->name, o->perplexity, o->k);
   }
   nle_csr *graph = NULL, *W = NULL;
   nle_matf *projected = NULL;
   if (o->keep_model && !in->Y)
-    s = nle__fail(ctx, NLE_ERR_ARG, "%s: keep_model needs the points (new points are placed by their distances to "
+    s = nle__fail(ctx, NLE_ERR_ARG, "%s: a model for new points needs the points (new points are placed by their distances to "
                   "them), not only a kNN graph or affinities", m->name);
   if (!s && o->keep_model && !(r->model = nle__calloc(ctx, 1, sizeof *r->model, "the spectral model")))
     s = NLE_ERR_NOMEM;
   if (!s && o->keep_model && !in->knn && in->affinities)
-    s = nle__fail(ctx, NLE_ERR_ARG, "%s: keep_model needs the kNN graph (new points are placed by their distances), "
+    s = nle__fail(ctx, NLE_ERR_ARG, "%s: a model for new points needs the kNN graph (new points are placed by their distances), "
                   "not affinities", m->name);
   if (!s && in->Y && !in->knn && !in->affinities) s = nle__spectral_neighbours(ctx, in->Y, o, r, r->model, &graph, &projected);
   else if (!s && in->Y && lll && !basis) s = landmark_space(ctx, in->Y, o, r, &projected);

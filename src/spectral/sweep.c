@@ -47,12 +47,12 @@ nle_status nle_cluster_sweep(nle_ctx *ctx, const nle_matf *Y, const int32_t *tru
   int kmax = 0;
   for (size_t a = 0; a < n_k; a++) {
     if (ks[a] < 1 || (size_t)ks[a] >= n)
-      return nle__fail(ctx, NLE_ERR_ARG, "sweep: k = %d for %zu points (1..N - 1)", ks[a], n);
+      return nle__fail(ctx, NLE_ERR_ARG, "sweep: k = %d ({@sweep-k}) for %zu points (1..N - 1)", ks[a], n);
     kmax = ks[a] > kmax ? ks[a] : kmax;
   }
   for (size_t a = 0; a < n_sigma; a++)
     if (!(sigmas[a] > 0 && isfinite(sigmas[a])))
-      return nle__fail(ctx, NLE_ERR_ARG, "sweep: sigma = %g (> 0)", sigmas[a]);
+      return nle__fail(ctx, NLE_ERR_ARG, "sweep: sigma = %g ({@sweep-sigma}) must be a finite number > 0", sigmas[a]);
   nle_cluster_opts defaults;
   if (!opts) nle_cluster_opts_init(&defaults), opts = &defaults;
   double t_start = nle_time_seconds();

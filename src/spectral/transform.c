@@ -302,8 +302,8 @@ nle_status nle_spectral_transform(nle_ctx *ctx, const nle_spectral_model *m, con
                      Ynew->cols, m->D);
   for (size_t i = 0; i < Ynew->rows * Ynew->cols; i++)
     if (!isfinite(Ynew->data[i]))
-      return nle__fail(ctx, NLE_ERR_VALUE, "spectral transform: new point %zu, column %zu is not finite",
-                       i / Ynew->cols + 1, i % Ynew->cols + 1);
+      return nle__fail(ctx, NLE_ERR_VALUE, "spectral transform: new points: row %zu, column %zu is not finite",
+                       i / Ynew->cols, i % Ynew->cols);
   if (m->landmark_X) return nle__lll_transform(ctx, m, Ynew, Xnew);
   size_t n = m->n, M = Ynew->rows, k = (size_t)m->opts.k;
   nle_matf *Qs = NULL;
@@ -327,8 +327,8 @@ nle_status nle_spectral_transform(nle_ctx *ctx, const nle_spectral_model *m, con
     s = nle__for_blocks(ctx, "spectral out-of-sample", (M + POINT_BLOCK - 1) / POINT_BLOCK,
                         nle__threads_for(ctx, (double)M * per_point), scratch, oos_block, &j);
   if (j.bad_point >= 0)
-    s = nle__fail(ctx, NLE_ERR_VALUE, "spectral transform: new point %d has no edge to the training points (its "
-                  "nearest is at %g%s)", j.bad_point + 1, j.bad_nearest,
+    s = nle__fail(ctx, NLE_ERR_VALUE, "spectral transform: new point (row) %d has no edge to the training points "
+                  "(its nearest is at %g%s)", j.bad_point, j.bad_nearest,
                   m->opts.radius > 0 ? ", beyond the radius" : "; its affinities underflow");
   nle_matf_free(&Qs);
   if (s) nle_matd_free(Xnew);
