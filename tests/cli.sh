@@ -148,6 +148,13 @@ expect_ok isomap_swissroll $N isomap swissroll:800 -k 10 -o "$T/iso.npy" --quiet
 expect_ok isomap_landmarks $N isomap swissroll:3000 -k 10 --landmarks 100 -o "$T/isol.npy" --quiet
 expect_ok isomap_radius $N isomap swissroll:1000 --radius 4 -o "$T/isor.npy" --quiet
 if grep -q '"residual_variance": ' "$T/stdout"; then ok isomap_residual_variance; else bad isomap_residual_variance "$(head -c 300 "$T/stdout")"; fi
+# a disconnected graph (three blobs at k = 5): joined by the 2 shortest edges between them, with a warning
+for m in isomap le lle; do
+  expect_ok ${m}_joins_components $N $m blobs:600:5:3 -k 5 -o "$T/join_$m.npy"
+  if grep -q 'warning: '$m': the neighbourhood graph has 3 connected components: joined by the 2 shortest edges' "$T/stderr" &&
+     grep -q '"components": 3, "components_policy": "join", "joined_edges": 2' "$T/stdout"; then ok ${m}_join_reported
+  else bad ${m}_join_reported "$(cat "$T/stderr" "$T/stdout")"; fi
+done
 
 # ---- spectral models: each method's map of its own training points is its
 # embedding (the Nystrom identity; a referenced model finds its data again)

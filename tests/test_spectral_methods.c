@@ -240,8 +240,9 @@ static void normalisations_agree(void) {
   nle_ctx_free(&ctx);
 }
 
-/* Three far-apart blobs at k = 5: three components. LE's default refuses,
- * naming the count and the option; allowed, the dense solve has three zero
+/* Three far-apart blobs at k = 5: three components. components = error
+ * refuses, naming the count and the options (the default joins them:
+ * isomap/join_against_reference); allowed, the dense solve has three zero
  * eigenvalues (SPEC 4.1.3) and each eigenvector is constant on every blob. */
 static void disconnected_graph(void) {
   nle_ctx *ctx = test_ctx(4);
@@ -252,6 +253,7 @@ static void disconnected_graph(void) {
   nle_spectral_opts o;
   nle_spectral_opts_init(&o);
   o.k = 5;
+  o.components = NLE_COMPONENTS_ERROR;
   nle_spectral_result *r = NULL;
   nle_test(nle_spectral_embed(ctx, NLE_SPECTRAL_LE, &in, &o, &r) == NLE_ERR_VALUE && !r &&
            strstr(nle_ctx_error(ctx), "3 connected components") && strstr(nle_ctx_error(ctx), "allow"));
