@@ -77,7 +77,8 @@ void nle__jacobi_eig(double *A, int n, double *vals, double *V);
 /* The neighbourhood of point i (the point, then its m - 1 neighbours) in
  * idx, and its tangent directions: in scratch, after the centred m x D
  * coordinates and their m x m Gram matrix, its eigenvectors V (m x m,
- * columns by descending eigenvalue) and the m eigenvalues. */
+ * orthonormal, columns by descending eigenvalue, all orthogonal to the
+ * constant vector but the last, which is it) and the m eigenvalues. */
 void nle__tangent_space(const nle__spectral_job *job, size_t i, int m, int32_t *idx, double *scratch);
 /* isomap.c: shortest path lengths from `source` over the graph G (edge
  * lengths its values, >= 0) by Dijkstra with a binary heap: dist[N]

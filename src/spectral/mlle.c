@@ -151,6 +151,9 @@ static int ratio_block(void *job, size_t b, void *scratch) {
 }
 
 static nle_status mlle_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spectral_result *r) {
+  if ((size_t)job->o->dim > job->Y->cols) /* scikit-learn refuses the same for the LLE family */
+    return nle__fail(ctx, NLE_ERR_ARG, "mlle: {@dim} = %d exceeds the data's %zu dimensions: a neighbourhood spans at most %zu "
+                     "tangent directions", job->o->dim, job->Y->cols, job->Y->cols);
   int k = nle__max_row(job->knn), d = job->o->dim;
   size_t n = (size_t)job->knn->rows, D = job->Y->cols;
   if (job->k <= d)
