@@ -465,6 +465,66 @@ static void join_against_reference(void) {
   nle_ctx_free(&ctx);
 }
 
+/* The spectral graph's symmetrisation rules (graph.c) against a dense
+ * brute force on an asymmetric directed graph: entropic affinities
+ * p_{m|n} (nle_entropic_affinities, tested on its own) differ from
+ * p_{n|m} wherever both exist, and the kNN pattern itself is asymmetric.
+ * average: (A + A^T) / 2; union: max where both, else the one present;
+ * mutual: min where both, else no edge. Every entry and every absence. */
+static void symmetrize_rules(void) {
+  nle_ctx *ctx = test_ctx(6);
+  enum { N = 70, K = 7 };
+  nle_matf *Y = test_random_matf(N, 3, 12);
+  for (size_t i = 0; i < N / 3; i++) Y->data[i * 3] *= 4.0f; /* uneven density: more asymmetry */
+  nle_csr *knn = NULL;
+  nle_test_ok(nle_knn_graph(ctx, Y, K, NLE_KNN_EXACT, NULL, &knn, NULL));
+  nle_ea_opts eo;
+  nle_ea_opts_init(&eo);
+  eo.perplexity = 3.0;
+  nle_ea_result *ea = NULL;
+  nle_status es = nle_entropic_affinities(ctx, knn, &eo, &ea);
+  nle_test(es == NLE_OK || es == NLE_WARN_NOT_CONVERGED);
+  double *A = malloc(N * N * sizeof(double));
+  for (int i = 0; i < N * N; i++) A[i] = NAN;
+  for (int64_t i = 0; ea && i < N; i++)
+    for (int64_t q = ea->P->rowptr[i]; q < ea->P->rowptr[i + 1]; q++) A[i * N + ea->P->colind[q]] = nle_csr_value(ea->P, q);
+  int asym = 0;
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < N; j++) asym += !isnan(A[i * N + j]) && !isnan(A[j * N + i]) && A[i * N + j] != A[j * N + i];
+  nle_test(asym > 20); /* the case exercises max and min */
+  for (int rule = 0; rule < 3; rule++) {
+    nle_spectral_opts o;
+    nle_spectral_opts_init(&o);
+    o.k = K, o.affinity = NLE_AFF_ENTROPIC, o.perplexity = 3.0, o.symmetrize = (nle_symmetrize_rule)rule;
+    nle_csr *W = NULL;
+    nle_test_ok(nle__spectral_weights(ctx, knn, &o, &W, NULL));
+    if (!W) continue;
+    double *got = malloc(N * N * sizeof(double));
+    for (int i = 0; i < N * N; i++) got[i] = NAN;
+    for (int64_t i = 0; i < N; i++)
+      for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++) got[i * N + W->colind[q]] = nle_csr_value(W, q);
+    int bad = 0;
+    for (int i = 0; i < N; i++)
+      for (int j = 0; j < N; j++) {
+        double a = A[i * N + j], at = A[j * N + i], want;
+        if (i == j) want = NAN;
+        else if (rule == NLE_SYMMETRIZE_AVERAGE) want = isnan(a) && isnan(at) ? NAN : 0.5 * ((isnan(a) ? 0 : a) + (isnan(at) ? 0 : at));
+        else if (rule == NLE_SYMMETRIZE_UNION) want = isnan(a) ? at : isnan(at) ? a : (a > at ? a : at);
+        else want = isnan(a) || isnan(at) ? NAN : (a < at ? a : at);
+        double g = got[i * N + j];
+        bad += isnan(want) != isnan(g) || (!isnan(want) && fabs(g - want) > 1e-15 * fmax(1.0, fabs(want)));
+      }
+    if (!nle_test(bad == 0)) printf("  rule %s: %d entries differ\n", nle_symmetrize_name((nle_symmetrize_rule)rule), bad);
+    free(got);
+    nle_csr_free(&W);
+  }
+  free(A);
+  nle_ea_result_free(&ea);
+  nle_csr_free(&knn);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
 const nle_test_case isomap_tests[] = {
     {"isomap/landmarks", landmarks},
     {"isomap/curve_chord_length", curve_chord_length},
@@ -473,4 +533,5 @@ const nle_test_case isomap_tests[] = {
     {"isomap/policies_and_threads", policies_and_threads},
     {"isomap/join_spanning_tree", join_spanning_tree},
     {"isomap/join_against_reference", join_against_reference},
+    {"graph/symmetrize_rules", symmetrize_rules},
     {NULL, NULL}};
