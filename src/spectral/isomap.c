@@ -12,8 +12,9 @@
  * S is kept as an N x N float matrix (half a double one) and B is never
  * formed: its product with a vector centres S's implicitly (row means,
  * grand mean), accumulating in double. A disconnected graph has infinite
- * geodesics, which MDS cannot take: refused whatever the policy (SPEC
- * G06-10). */
+ * geodesics, which MDS cannot take: the front door joins its components
+ * by the shortest edges between them (join.c; the default) or refuses
+ * (SPEC G06-10). */
 #include "method.h"
 
 #include <float.h>

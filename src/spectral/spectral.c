@@ -251,12 +251,13 @@ static nle_status components_policy(nle_ctx *ctx, const nle__spectral_method *m,
   r->joined_edges = count;
   *comps = nle__csr_components(ctx, W2);
   if (*comps < 0) return NLE_ERR_NOMEM;
-  const char *text = "%s: the neighbourhood graph has %lld connected components: joined by the %lld shortest edges "
+  const char *text = "%s: the neighbourhood graph has %lld connected components: joined by the %lld shortest edge%s "
                      "between them%s (a larger {@neighbors} joins them in the graph itself; {@components=error} "
                      "refuses)";
   const char *zero = *comps > 1 ? ", which the affinities weigh 0: the components stay apart" : "";
-  if (chosen) nle__log(ctx, 1, text, m->name, c, (long long)count, zero);
-  else nle__warn(ctx, NLE_WARN_GENERAL, text, m->name, c, (long long)count, zero);
+  const char *plural = count == 1 ? "" : "s";
+  if (chosen) nle__log(ctx, 1, text, m->name, c, (long long)count, plural, zero);
+  else nle__warn(ctx, NLE_WARN_GENERAL, text, m->name, c, (long long)count, plural, zero);
   return NLE_OK;
 }
 
