@@ -347,7 +347,7 @@ static void join_spanning_tree(void) {
   nle_test_ok(nle_csr_alloc(NULL, n, n, (int64_t)n * K, NLE_F64, &A));
   for (int i = 0; i < n; i++) {
     A->rowptr[i + 1] = (int64_t)(i + 1) * K;
-    for (int a = 0; a < K; a++) A->colind[i * K + a] = nn[i * K + a], ((double *)A->val)[i * K + a] = 1.0;
+    for (int a = 0; a < K; a++) A->colind[i * K + a] = nn[i * K + a], ((double *)A->val)[i * K + a] = ref_d2(Y, (size_t)i, (size_t)nn[i * K + a]);
   }
   for (int th = 1; th <= 2; th++) {
     nle_ctx *ctx = test_ctx(1);
@@ -367,6 +367,19 @@ static void join_spanning_tree(void) {
         same &= !cmp_edge_pairs(&got[e], &want[e]) && got[e].d2 == want[e].d2;
       nle_test(same);
       free(want);
+      /* the kNN graph with them: each row the old one with its new ends
+       * inserted where their lengths sort them */
+      nle_csr *J = NULL;
+      nle_test_ok(nle__knn_add_edges(ctx, A, got, count, &J));
+      int sorted = J && J->nnz == A->nnz + 2 * count, found = 0;
+      for (int64_t i = 0; sorted && i < n; i++)
+        for (int64_t q = J->rowptr[i] + 1; q < J->rowptr[i + 1]; q++)
+          sorted &= nle_csr_value(J, q - 1) <= nle_csr_value(J, q);
+      for (int64_t e = 0; J && e < count; e++)
+        for (int64_t q = J->rowptr[got[e].a]; q < J->rowptr[got[e].a + 1]; q++)
+          found += J->colind[q] == got[e].b && nle_csr_value(J, q) == got[e].d2;
+      nle_test(sorted && found == count);
+      nle_csr_free(&J);
     }
     free(got);
     nle_ctx_free(&ctx);

@@ -131,6 +131,7 @@ nle_status nle__join_components(nle_ctx *ctx, const nle__join_space *space, cons
       if (best_j[a] >= 0 && edge_before(best_d[a], i, best_j[a], pick[k].d2, pick[k].a, pick[k].b))
         pick[k] = (nle__join_edge){i, best_j[a], best_d[a]};
     }
+    int64_t before = added;
     for (int32_t k = 0; !s && k < c; k++) {
       if (k == largest || pick[k].a < 0) continue;
       int32_t ra = uf_find(parent, pick[k].a), rb = uf_find(parent, pick[k].b);
@@ -138,6 +139,8 @@ nle_status nle__join_components(nle_ctx *ctx, const nle__join_space *space, cons
       parent[ra < rb ? rb : ra] = ra < rb ? ra : rb;
       out[added++] = pick[k];
     }
+    if (!s && added == before) /* every component but one finds an edge out: cannot happen */
+      s = nle__fail(ctx, NLE_ERR_NUMERIC, "joining components: no edge between %d components (non-finite distances?)", c);
     if (!s) c = relabel(parent, label, id, n);
   }
   free(parent), free(label), free(id), free(query), free(best_d), free(best_j), free(size), free(pick);
