@@ -429,8 +429,22 @@ static void join_against_reference(void) {
   if (LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'V', 'U', N, B, N, w)) exit(2);
   nle_ctx *ctx = test_ctx(5);
   int warned = nle_ctx_warning_count(ctx);
-  nle_spectral_result *r = isomap_of(ctx, Y, K, 2, NLE_EIGEN_DENSE);
+  nle_spectral_result *r = NULL;
+  nle_spectral_opts io;
+  nle_spectral_opts_init(&io);
+  io.k = K, io.solver = NLE_EIGEN_DENSE, io.knn_method = NLE_KNN_EXACT, io.keep_model = true;
+  nle_spectral_input pts = {Y, NULL, NULL};
+  nle_test_ok(nle_spectral_embed(ctx, NLE_SPECTRAL_ISOMAP, &pts, &io, &r));
   nle_test(r && r->components == 4 && r->joined_edges == 3 && r->resolved.components == NLE_COMPONENTS_JOIN);
+  nle_matd *back = NULL; /* the training points placed again: their own embedding (new points meet each
+                            training point within its k-th neighbour, not within its joining edge) */
+  if (r) nle_test_ok(nle_spectral_transform(ctx, r->model, Y, &back));
+  if (r && back) {
+    double worst = 0;
+    for (size_t e = 0; e < N * 2; e++) worst = fmax(worst, fabs(back->data[e] - r->X->data[e]));
+    if (!nle_test(worst < 1e-6 * sqrt(r->eigenvalues[0]))) printf("  transform of the training points: %g off\n", worst);
+  }
+  nle_matd_free(&back);
   nle_test(nle_ctx_warning_count(ctx) == warned + 1 &&
            strstr(nle_ctx_warning(ctx, nle_ctx_warning_count(ctx) - 1, NULL), "joined by the 3 shortest edges"));
   if (r) {

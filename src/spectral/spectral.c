@@ -342,6 +342,13 @@ nle_status nle__spectral_embed_with(nle_ctx *ctx, nle_spectral_method method, co
   r->eigen_seconds = nle_time_seconds() - t0;
   if (!s && r->model) r->model->pca_Y = projected, projected = NULL;
   if (!s && r->model) s = nle__spectral_model_finish(ctx, r->model, method, o, in->Y, knn, weights, r);
+  /* a joined graph: new points meet each training point within its k-th
+   * neighbour (the graph before the join), as its own search found them;
+   * the joining edges stay the training points' own */
+  const nle_csr *unjoined = in->knn ? in->knn : graph;
+  for (int64_t i = 0; !s && r->model && joined && !(o->radius > 0) && i < unjoined->rows; i++)
+    if (unjoined->rowptr[i + 1] > unjoined->rowptr[i])
+      r->model->reach[i] = (float)nle_csr_value(unjoined, unjoined->rowptr[i + 1] - 1);
   nle_matf_free(&projected);
   nle_csr_free(&graph);
   nle_csr_free(&joined);
