@@ -155,6 +155,13 @@ for m in isomap le lle; do
      grep -q '"components": 3, "components_policy": "join", "joined_edges": 2' "$T/stdout"; then ok ${m}_join_reported
   else bad ${m}_join_reported "$(cat "$T/stderr" "$T/stdout")"; fi
 done
+# clustering keeps components apart (they are clusters) and kernel eigenmaps embed them as they are: both warn
+expect_ok cluster_components_warns $N cluster blobs:600:5:3 -k 5 --clusters 3 -o "$T/join_cl.npy"
+if grep -q 'warning: spectral clustering: the graph has 3 connected components: each falls whole in one cluster' "$T/stderr"; then
+  ok cluster_components_warning; else bad cluster_components_warning "$(cat "$T/stderr")"; fi
+expect_ok kem_components_warns $N kem blobs:600:5:3 -k 5 -o "$T/join_kem.npy"
+if grep -q 'warning: kem: the graph has 3 connected components' "$T/stderr"; then ok kem_components_warning
+else bad kem_components_warning "$(cat "$T/stderr")"; fi
 
 # ---- spectral models: each method's map of its own training points is its
 # embedding (the Nystrom identity; a referenced model finds its data again)
