@@ -38,7 +38,9 @@ static const char *help_fmt =
     "                       distance to the k-th neighbour)\n"
     "  --tuning-k N         self-tuning: the neighbour that sets each scale (7)\n"
     "  --symmetrize RULE    average (default: (A + A^T) / 2), union, mutual\n"
-    "  --components NAME    a disconnected graph: error (default), allow\n"
+    "  --components NAME    a disconnected graph: join (add the shortest edges\n"
+    "                       between its components), allow (side by side) or\n"
+    "                       error; the default is the method's (warns)\n"
     "  --affinities FILE    a precomputed symmetric affinity matrix (.mtx sparse, or\n"
     "                       any dense input: .npy, text, ...): no neighbour search,\n"
     "                       no INPUT\n"
@@ -241,12 +243,13 @@ static void print_json(const char *command, const char *input, double read_secon
   cli_json_escape(input, name, sizeof name);
   printf("{\"command\": \"%s\", \"input\": \"%s\", \"n\": %zu, \"dim\": %d, \"k\": %d, \"knn_method\": \"%s\", "
          "\"affinity\": \"%s\", \"symmetrize\": \"%s\", \"laplacian\": \"%s\", \"components\": %d, "
-         "\"solver\": \"%s\", \"read_seconds\": %.3f, \"knn_seconds\": %.3f, \"graph_seconds\": %.3f, "
+         "\"components_policy\": \"%s\", \"joined_edges\": %lld, \"solver\": \"%s\", \"read_seconds\": %.3f, \"knn_seconds\": %.3f, \"graph_seconds\": %.3f, "
          "\"eigen_seconds\": %.3f, \"total_seconds\": %.3f, \"pca\": %d, \"pca_candidates\": %d, \"eigenvalues\": [",
          command, name, r->n, o->dim, o->k, nle_knn_method_name(o->knn_method), nle_affinity_kind_name(o->affinity),
          nle_symmetrize_name(o->symmetrize), nle_laplacian_name(o->laplacian), r->components,
-         nle_eigen_solver_name(r->solver_used), read_seconds, r->knn_seconds + search_seconds, r->graph_seconds,
-         r->eigen_seconds, r->total_seconds + search_seconds, o->pca_dims, o->pca_candidates);
+         nle_components_name(o->components), (long long)r->joined_edges, nle_eigen_solver_name(r->solver_used),
+         read_seconds, r->knn_seconds + search_seconds, r->graph_seconds, r->eigen_seconds,
+         r->total_seconds + search_seconds, o->pca_dims, o->pca_candidates);
   for (int i = 0; i < r->n_eigenvalues; i++) printf("%s%.12g", i ? ", " : "", r->eigenvalues[i]);
   printf("]");
   if (!isnan(r->residual_variance)) printf(", \"residual_variance\": %.8g", r->residual_variance);

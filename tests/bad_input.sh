@@ -239,8 +239,10 @@ expect_fail metrics_swapped "the order is DATA EMBEDDING" "$T/msw.json" -- $N me
 expect_fail blobs_zero_dims "blobs:100:0: expected blobs:N[:D[:CLASSES]] with N in [1, 2^31), D in [1, 100000] and CLASSES in [1, 1000]" "$o" -- \
   $N pca blobs:100:0 -o "$o"
 # ---- spectral methods: a disconnected graph, sizes, a bad W, a bad name
-expect_fail le_disconnected "le: the neighbourhood graph has 3 connected components; the method needs one (a larger --neighbors joins them; --components allow" "$o" -- \
-  $N le blobs:600:5:3 -k 5 -o "$o"
+expect_fail le_disconnected "le: the neighbourhood graph has 3 connected components; --components error refuses it (a larger --neighbors joins them; --components join adds the shortest edges between them, --components allow" "$o" -- \
+  $N le blobs:600:5:3 -k 5 --components error -o "$o"
+expect_fail isomap_disconnected_allow "isomap: the neighbourhood graph has 3 connected components: --components allow leaves the geodesics between them infinite" "$o" -- \
+  $N isomap blobs:600:5:3 -k 5 --components allow -o "$o"
 expect_fail le_too_many_dims "spectral embedding: --dim 4 dimensions of 4 points" "$o" -- $N le "$T/four.csv" -d 4 -k 2 -o "$o"
 expect_fail le_k_too_large "spectral embedding: --neighbors 4 neighbours of 4 points" "$o" -- $N le "$T/four.csv" -d 1 -k 4 -o "$o"
 printf '%%%%MatrixMarket matrix coordinate real general\n3 3 4\n1 2 1\n2 1 2\n2 3 1\n3 2 1\n' > "$T/asym.mtx"

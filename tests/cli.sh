@@ -148,6 +148,20 @@ expect_ok isomap_swissroll $N isomap swissroll:800 -k 10 -o "$T/iso.npy" --quiet
 expect_ok isomap_landmarks $N isomap swissroll:3000 -k 10 --landmarks 100 -o "$T/isol.npy" --quiet
 expect_ok isomap_radius $N isomap swissroll:1000 --radius 4 -o "$T/isor.npy" --quiet
 if grep -q '"residual_variance": ' "$T/stdout"; then ok isomap_residual_variance; else bad isomap_residual_variance "$(head -c 300 "$T/stdout")"; fi
+# a disconnected graph (three blobs at k = 5): joined by the 2 shortest edges between them, with a warning
+for m in isomap le lle; do
+  expect_ok ${m}_joins_components $N $m blobs:600:5:3 -k 5 -o "$T/join_$m.npy"
+  if grep -q 'warning: '$m': the neighbourhood graph has 3 connected components: joined by the 2 shortest edges' "$T/stderr" &&
+     grep -q '"components": 3, "components_policy": "join", "joined_edges": 2' "$T/stdout"; then ok ${m}_join_reported
+  else bad ${m}_join_reported "$(cat "$T/stderr" "$T/stdout")"; fi
+done
+# clustering keeps components apart (they are clusters) and kernel eigenmaps embed them as they are: both warn
+expect_ok cluster_components_warns $N cluster blobs:600:5:3 -k 5 --clusters 3 -o "$T/join_cl.npy"
+if grep -q 'warning: spectral clustering: the graph has 3 connected components: each falls whole in one cluster' "$T/stderr"; then
+  ok cluster_components_warning; else bad cluster_components_warning "$(cat "$T/stderr")"; fi
+expect_ok kem_components_warns $N kem blobs:600:5:3 -k 5 -o "$T/join_kem.npy"
+if grep -q 'warning: kem: the graph has 3 connected components' "$T/stderr"; then ok kem_components_warning
+else bad kem_components_warning "$(cat "$T/stderr")"; fi
 
 # ---- spectral models: each method's map of its own training points is its
 # embedding (the Nystrom identity; a referenced model finds its data again)

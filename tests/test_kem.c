@@ -783,8 +783,56 @@ static void errors(void) {
   nle_ctx_free(&ctx);
 }
 
+/* A given heat_t is the seed's heat kernel W_ij = exp(-|x_i - x_j|^2 / t)
+ * (Brand, sec. 3 and 6; LPP's weights): W as the fit used it (averaged
+ * with its transpose, scaled so its largest entry is 1) against a brute
+ * force over each point's k nearest, written out here. */
+static void heat_t_is_the_seed_kernel(void) {
+  nle_ctx *ctx = test_ctx(3);
+  enum { N = 60, K = 6, D = 3 };
+  nle_matf *X = test_random_matf(N, D, 17);
+  const double t = 0.7;
+  nle_kem_opts o;
+  nle_kem_opts_init(&o);
+  o.k = K, o.weights = NLE_AFF_GAUSSIAN, o.heat_t = t, o.kernels = 10;
+  nle_kem_result *r = NULL;
+  nle_test_ok(nle_kem_fit(ctx, X, &o, &r));
+  double *A = calloc(N * N, sizeof(double)), *dist = malloc(N * sizeof(double));
+  for (int i = 0; i < N; i++) {
+    for (int j = 0; j < N; j++) {
+      double d2 = 0;
+      for (int c = 0; c < D; c++) d2 += ((double)X->data[i * D + c] - X->data[j * D + c]) * ((double)X->data[i * D + c] - X->data[j * D + c]);
+      dist[j] = j == i ? INFINITY : d2;
+    }
+    for (int a = 0; a < K; a++) { /* the a-th nearest, by selection */
+      int best = 0;
+      for (int j = 1; j < N; j++) best = dist[j] < dist[best] ? j : best;
+      A[i * N + best] = exp(-dist[best] / t); /* the seed's heat kernel */
+      dist[best] = INFINITY;
+    }
+  }
+  double top = 0;
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < N; j++) top = fmax(top, 0.5 * (A[i * N + j] + A[j * N + i]));
+  if (r) {
+    nle_test_rel(r->resolved.heat_t, t, 1e-15);
+    double *got = calloc(N * N, sizeof(double)), worst = 0;
+    for (int64_t i = 0; i < N; i++)
+      for (int64_t q = r->W->rowptr[i]; q < r->W->rowptr[i + 1]; q++) got[i * N + r->W->colind[q]] = nle_csr_value(r->W, q);
+    for (int i = 0; i < N; i++)
+      for (int j = 0; j < N; j++) worst = fmax(worst, fabs(got[i * N + j] - 0.5 * (A[i * N + j] + A[j * N + i]) / top));
+    if (!nle_test(worst < 1e-6)) printf("  worst weight error %g\n", worst);
+    free(got);
+  }
+  free(A), free(dist);
+  nle_kem_result_free(&r);
+  nle_matf_free(&X);
+  nle_ctx_free(&ctx);
+}
+
 const nle_test_case kem_tests[] = {
     {"kem/footnote2", footnote2},
+    {"kem/heat_t_is_the_seed_kernel", heat_t_is_the_seed_kernel},
     {"kem/brand_identities", brand_identities},
     {"kem/fig1_ordering", fig1_ordering},
     {"kem/variants_reference", variants_reference},

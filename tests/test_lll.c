@@ -676,8 +676,69 @@ static void kernel_pca_reference(void) {
   nle_ctx_free(&ctx);
 }
 
+/* k-means landmarks are the k-means centres snapped to data points: on
+ * four far-apart blobs of unequal sizes, Lloyd's iterations (written out
+ * here, started from one point of each blob) converge to the blob means,
+ * and each landmark must be the data point nearest its blob's mean. */
+static void kmeans_landmarks_are_centres(void) {
+  nle_ctx *ctx = test_ctx(9);
+  enum { L = 4, D = 3 };
+  const int sizes[L] = {50, 30, 20, 40};
+  size_t n = 0;
+  for (int c = 0; c < L; c++) n += (size_t)sizes[c];
+  nle_matf *Y = test_random_matf(n, D, 13);
+  int *truth = malloc(n * sizeof(int));
+  for (size_t i = 0, c = 0, left = (size_t)sizes[0]; i < n; i++, left--) {
+    if (!left) c++, left = (size_t)sizes[c];
+    truth[i] = (int)c;
+    for (int t = 0; t < D; t++) Y->data[i * D + t] += (float)(50.0 * (double)((c >> t) & 1) + 30.0 * (double)(c == 3) * (t == 2));
+  }
+  double C[L][D];
+  for (int c = 0, i = 0; c < L; i += sizes[c], c++)
+    for (int t = 0; t < D; t++) C[c][t] = Y->data[(size_t)i * D + t];
+  int *lab = malloc(n * sizeof(int));
+  for (int it = 0; it < 50; it++) { /* Lloyd: assign, then means */
+    double sum[L][D] = {{0}}, cnt[L] = {0};
+    for (size_t i = 0; i < n; i++) {
+      double best = INFINITY;
+      for (int c = 0; c < L; c++) {
+        double d2 = 0;
+        for (int t = 0; t < D; t++) d2 += (Y->data[i * D + t] - C[c][t]) * (Y->data[i * D + t] - C[c][t]);
+        if (d2 < best) best = d2, lab[i] = c;
+      }
+      cnt[lab[i]] += 1;
+      for (int t = 0; t < D; t++) sum[lab[i]][t] += Y->data[i * D + t];
+    }
+    for (int c = 0; c < L; c++)
+      for (int t = 0; t < D; t++) C[c][t] = sum[c][t] / cnt[c];
+  }
+  int same = 1;
+  for (size_t i = 0; i < n; i++) same &= lab[i] == truth[i];
+  nle_test(same); /* the reference found the blobs */
+  int want[L];
+  for (int c = 0; c < L; c++) { /* the point nearest each mean */
+    double best = INFINITY;
+    for (size_t i = 0; i < n; i++) {
+      double d2 = 0;
+      for (int t = 0; t < D; t++) d2 += (Y->data[i * D + t] - C[c][t]) * (Y->data[i * D + t] - C[c][t]);
+      if (d2 < best) best = d2, want[c] = (int)i;
+    }
+  }
+  int32_t idx[L];
+  nle_test_ok(nle_landmarks_select(ctx, Y, L, NLE_LANDMARKS_KMEANS, idx));
+  int found = 0;
+  for (int c = 0; c < L; c++)
+    for (int a = 0; a < L; a++) found += idx[a] == want[c];
+  if (!nle_test(found == L)) printf("  landmarks %d %d %d %d, nearest to the means %d %d %d %d\n", idx[0], idx[1], idx[2],
+                                    idx[3], want[0], want[1], want[2], want[3]);
+  free(truth), free(lab);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
 const nle_test_case lll_tests[] = {
     {"lll/pencil_against_dsygvd", pencil_against_dsygvd},
+    {"lll/kmeans_landmarks_are_centres", kmeans_landmarks_are_centres},
     {"lll/weights_invariances", weights_invariances},
     {"lll/reduced_pencil_brute_force", reduced_pencil_brute_force},
     {"lll/le_through_landmarks", le_through_landmarks},

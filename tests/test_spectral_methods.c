@@ -240,8 +240,9 @@ static void normalisations_agree(void) {
   nle_ctx_free(&ctx);
 }
 
-/* Three far-apart blobs at k = 5: three components. LE's default refuses,
- * naming the count and the option; allowed, the dense solve has three zero
+/* Three far-apart blobs at k = 5: three components. components = error
+ * refuses, naming the count and the options (the default joins them:
+ * isomap/join_against_reference); allowed, the dense solve has three zero
  * eigenvalues (SPEC 4.1.3) and each eigenvector is constant on every blob. */
 static void disconnected_graph(void) {
   nle_ctx *ctx = test_ctx(4);
@@ -252,6 +253,7 @@ static void disconnected_graph(void) {
   nle_spectral_opts o;
   nle_spectral_opts_init(&o);
   o.k = 5;
+  o.components = NLE_COMPONENTS_ERROR;
   nle_spectral_result *r = NULL;
   nle_test(nle_spectral_embed(ctx, NLE_SPECTRAL_LE, &in, &o, &r) == NLE_ERR_VALUE && !r &&
            strstr(nle_ctx_error(ctx), "3 connected components") && strstr(nle_ctx_error(ctx), "allow"));
@@ -712,6 +714,54 @@ static void ltsa_hlle_against_reference(void) {
   nle_ctx_free(&ctx);
 }
 
+
+/* Neighbourhoods of lower rank than d: points on a straight line in R^3
+ * (each neighbourhood spans one direction), d = 2. The tangent basis must
+ * stay orthogonal to the constant vector, or LTSA's blocks I - G G^T lose
+ * their semi-definiteness (the bottom eigenvalues were -2.5 here). The
+ * alignment matrix's eigenvalues are >= 0 to rounding, the first
+ * coordinate is the line's parameter (affine in it: every neighbourhood's
+ * tangent holds it), and d above the data's dimension is refused naming
+ * the option. */
+static void ltsa_rank_deficient(void) {
+  nle_ctx *ctx = test_ctx(8);
+  enum { N = 80 };
+  nle_matf *Y = NULL, *T = NULL;
+  nle_test_ok(nle_matf_alloc(ctx, N, 3, &Y));
+  nle_test_ok(nle_matf_alloc(ctx, N, 2, &T)); /* the parameter, and 0 (affine_residual's layout) */
+  memset(T->data, 0, sizeof(float) * N * 2);
+  nle_rng rng;
+  nle_rng_init(&rng, 8, 1);
+  const double dir[3] = {1.0, 2.0, 0.5};
+  for (size_t i = 0; i < N; i++) { /* increasing, irregular steps */
+    T->data[2 * i] = (float)((i ? T->data[2 * i - 2] : 0.0) + 0.05 + 0.1 * nle_rng_uniform(&rng));
+    for (int t = 0; t < 3; t++) Y->data[i * 3 + t] = (float)(T->data[2 * i] * dir[t]);
+  }
+  nle_spectral_opts o;
+  nle_spectral_opts_init(&o);
+  o.k = 6, o.dim = 2, o.solver = NLE_EIGEN_DENSE;
+  nle_spectral_input in = {Y, NULL, NULL};
+  nle_spectral_result *r = NULL;
+  nle_test_ok(nle_spectral_embed(ctx, NLE_SPECTRAL_LTSA, &in, &o, &r));
+  if (r) {
+    for (int t = 0; t < 3; t++)
+      if (!nle_test(r->eigenvalues[t] > -1e-10)) printf("  eigenvalue %d: %g\n", t, r->eigenvalues[t]);
+    double res = affine_residual(T, r->X->data, 0);
+    if (!nle_test(res < 1e-6)) printf("  first coordinate vs the line's parameter: relative residual %g\n", res);
+  }
+  nle_spectral_result_free(&r);
+  o.dim = 4;
+  for (int m = 0; m < 3; m++) {
+    nle_spectral_method method = m == 0 ? NLE_SPECTRAL_LTSA : m == 1 ? NLE_SPECTRAL_HLLE : NLE_SPECTRAL_MLLE;
+    o.k = 20;
+    nle_test(nle_spectral_embed(ctx, method, &in, &o, &r) == NLE_ERR_ARG && !r &&
+             strstr(nle_ctx_error(ctx), "dim = 4 exceeds the data's 3 dimensions"));
+  }
+  nle_matf_free(&Y);
+  nle_matf_free(&T);
+  nle_ctx_free(&ctx);
+}
+
 /* Modified LLE: on points of a plane in R^5 (k = 10 > d, where LLE's
  * weights are not unique; reg 1e-6) the embedding from either solver is
  * an affine image of the plane's coordinates (regression residual < 1e-6
@@ -1002,6 +1052,7 @@ const nle_test_case spectral_method_tests[] = {
     {"lle/plane", lle_plane},
     {"lle/bad_input", lle_bad_input},
     {"ltsa/hlle_against_reference", ltsa_hlle_against_reference},
+    {"ltsa/rank_deficient", ltsa_rank_deficient},
     {"mlle/plane_and_solvers", mlle_plane_and_solvers},
     {"diffmap/against_dgeev", diffmap_against_dgeev},
     {"cluster/error_brute_force", clustering_error_brute_force},

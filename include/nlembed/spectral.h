@@ -69,14 +69,19 @@ typedef enum {
   NLE_LAPLACIAN_UNNORMALISED = 2 /* (D - W) f = lambda f, F^T F = I (the slides) */
 } nle_laplacian_kind;
 
-/* What a method does with a graph of several connected components. */
+/* What a method does with a graph of several connected components. The
+ * defaults (NLE_AUTO) warn (nle_ctx_warning) and go on: Isomap joins,
+ * the others as their pages in docs/ say. */
 typedef enum {
   NLE_COMPONENTS_AUTO = NLE_AUTO, /* the method's own policy */
-  NLE_COMPONENTS_ERROR = 0, /* refuse, naming the count (LE's default: its
-                               eigenvectors would only tell the components
-                               apart) */
-  NLE_COMPONENTS_ALLOW = 1  /* go on: zero eigenvalues come once per
-                               component, and the embedding separates them */
+  NLE_COMPONENTS_ERROR = 0, /* refuse, naming the count */
+  NLE_COMPONENTS_ALLOW = 1, /* go on: zero eigenvalues come once per
+                               component, and the embedding separates them
+                               (Isomap cannot: infinite geodesics) */
+  NLE_COMPONENTS_JOIN = 2   /* add the shortest edges between components
+                               (a minimum spanning tree of them, exact: c - 1
+                               edges for c components; needs the points),
+                               then embed the joined graph */
 } nle_components_policy;
 
 /* How the directed kNN graph A becomes a symmetric W. */
@@ -199,7 +204,10 @@ typedef struct {
                              diffusion maps: P's, descending, the
                              trivial 1 first) */
   int n_eigenvalues;
-  int components;         /* connected components of the graph */
+  int components;         /* connected components of the graph (before
+                             any join) */
+  int64_t joined_edges;   /* edges the join policy added: components - 1
+                             when it joined, else 0 */
   nle_knn_method knn_used;/* the search that ran (NLE_AUTO: none) */
   double pca_seconds;     /* the search's PCA (0 when none) */
   nle_eigen_solver solver_used;

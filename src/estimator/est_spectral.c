@@ -113,7 +113,8 @@ static int cluster_graph_k(const nle_estimator *e, size_t n) {
 /* The report's figures of a spectral embedding. */
 static void report_spectral(nle__json *j, const nle_spectral_result *r) {
   nle__json_numbers(j, "eigenvalues", r->eigenvalues, (size_t)r->n_eigenvalues);
-  nle__json_printf(j, ", \"components\": %d", r->components);
+  nle__json_printf(j, ", \"components\": %d, \"joined_edges\": %lld", r->components, (long long)r->joined_edges);
+  nle__json_string(j, "components_policy", nle_components_name(r->resolved.components));
   nle__json_string(j, "knn", r->knn_used == NLE_KNN_AUTO ? "none" : nle_knn_method_name(r->knn_used));
   nle__json_string(j, "solver_used", nle_eigen_solver_name(r->solver_used));
   nle__json_number(j, "residual_variance", r->residual_variance);

@@ -80,6 +80,40 @@ void nle__tangent_space(const nle__spectral_job *job, size_t i, int m, int32_t *
       C[a * m + c] = C[c * m + a] = g;
     }
   nle__jacobi_eig(C, m, vals, V);
+  /* The centred Gram matrix has the constant vector in its null space.
+   * Where d exceeds the neighbourhood's rank (repeated points, d above its
+   * dimension) the columns beyond the rank are any null vectors, the
+   * constant among them, and G_i = [1/sqrt(m), V_i] stops being orthonormal
+   * (LTSA's I - G G^T then has negative eigenvalues). Columns in order made
+   * orthogonal to the constant and to each other (modified Gram-Schmidt,
+   * twice): those of positive eigenvalue are so already and stay; the one
+   * left with no norm (the constant's share) goes last, as the constant. */
+  double u = 1.0 / sqrt((double)m), *col = Z; /* Z is free now: m doubles */
+  int kept = 0, dropped = -1;
+  for (int c = 0; c < m; c++) {
+    for (int a = 0; a < m; a++) col[a] = V[a * m + c];
+    for (int pass = 0; pass < 2; pass++) {
+      double dot = 0.0;
+      for (int a = 0; a < m; a++) dot += col[a] * u;
+      for (int a = 0; a < m; a++) col[a] -= dot * u;
+      for (int p = 0; p < kept; p++) {
+        dot = 0.0;
+        for (int a = 0; a < m; a++) dot += col[a] * V[a * m + p];
+        for (int a = 0; a < m; a++) col[a] -= dot * V[a * m + p];
+      }
+    }
+    double norm = 0.0;
+    for (int a = 0; a < m; a++) norm += col[a] * col[a];
+    if (norm < 1e-16 || kept == m - 1) { /* the constant's direction */
+      dropped = c;
+      continue;
+    }
+    norm = 1.0 / sqrt(norm);
+    for (int a = 0; a < m; a++) V[a * m + kept] = col[a] * norm;
+    vals[kept++] = vals[c];
+  }
+  for (int a = 0; a < m; a++) V[a * m + m - 1] = u;
+  if (dropped >= 0) vals[m - 1] = 0.0;
 }
 
 typedef struct {
@@ -246,6 +280,18 @@ nle_status nle__alignment_embed(nle_ctx *ctx, const nle__spectral_job *job, cons
   if (!s)
     nle__log(ctx, 1, "%s: local blocks %.3f s, alignment matrix %.3f s (%lld nonzeros), eigenpairs %.3f s", lm->name,
              t_blocks, t_assemble, (long long)M->nnz, nle_time_seconds() - t0);
+  /* M is positive semi-definite by construction (a sum of PSD blocks):
+   * an eigenvalue below zero beyond rounding means a local model broke
+   * it, and its eigenvectors are no embedding. */
+  double top = 0.0;
+  for (size_t i = 0; !s && i < n; i++)
+    for (int64_t q = M->rowptr[i]; q < M->rowptr[i + 1]; q++)
+      if ((size_t)M->colind[q] == i) top = fmax(top, nle_csr_value(M, q));
+  for (size_t t = 0; !s && t < nev; t++)
+    if (!(vals[t] >= -1e-9 * top))
+      s = nle__fail(ctx, NLE_ERR_NUMERIC, "%s: the alignment matrix has eigenvalue %g (%zu of the smallest), below zero "
+                    "beyond rounding (%g): it is positive semi-definite by construction, so a local model is broken; no "
+                    "map from it ({@dim=%zu})", lm->name, vals[t], t + 1, -1e-9 * top, d);
   if (!s) s = nle_matd_alloc(ctx, n, d, &r->X);
   for (size_t i = 0; !s && i < n; i++)
     for (size_t t = 0; t < d; t++) r->X->data[i * d + t] = U[i * nev + t + 1];

@@ -223,9 +223,19 @@ nle_status nle__spectral_cluster_with(nle_ctx *ctx, const nle_spectral_input *in
   nle_cluster_opts *o = &r->resolved;
   if (o->dims == NLE_AUTO) o->dims = o->clusters - 1;
   o->spectral.dim = o->dims;
-  /* components are clusters: a disconnected graph is what clustering wants */
+  /* components are clusters: a disconnected graph is what clustering
+   * wants, kept apart (not joined), with a warning as scikit-learn's */
+  bool warn = o->spectral.components == NLE_COMPONENTS_AUTO && o->spectral.landmarks == 0;
   if (o->spectral.components == NLE_COMPONENTS_AUTO) o->spectral.components = NLE_COMPONENTS_ALLOW;
   nle_status s = nle__spectral_embed_with(ctx, NLE_SPECTRAL_LE, in, &o->spectral, basis, &r->embedding);
+  int c = s ? 0 : r->embedding->components;
+  if (warn && c > o->clusters)
+    nle__warn(ctx, NLE_WARN_GENERAL, "spectral clustering: the graph has %d connected components, more than the %d "
+              "clusters: the eigenvectors mix the components' indicators and k-means groups whole components (a larger "
+              "{@neighbors} joins them)", c, o->clusters);
+  else if (warn && c > 1)
+    nle__warn(ctx, NLE_WARN_GENERAL, "spectral clustering: the graph has %d connected components: each falls whole "
+              "in one cluster (a larger {@neighbors} joins them)", c);
   if (!s) {
     o->spectral = r->embedding->resolved;
     r->n = r->embedding->n;

@@ -55,15 +55,18 @@ static int hlle_local(const void *model, const nle__spectral_job *job, size_t i,
 }
 
 static nle_status hlle_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spectral_result *r) {
+  if ((size_t)job->o->dim > job->Y->cols) /* scikit-learn refuses the same for the LLE family */
+    return nle__fail(ctx, NLE_ERR_ARG, "hlle: {@dim=%d} exceeds the data's %zu dimensions: a neighbourhood spans at most %zu "
+                     "tangent directions", job->o->dim, job->Y->cols, job->Y->cols);
   int k = nle__max_row(job->knn) + 1; /* neighbourhoods hold the point too */
   size_t d = (size_t)job->o->dim, dp = d * (d + 1) / 2;
-  if ((size_t)k < 1 + d + dp)
+  if ((size_t)job->k + 1 < 1 + d + dp)
     return nle__fail(ctx, NLE_ERR_ARG, "hlle: {@neighbors=%d} neighbours; Hessian LLE in %zu dimensions needs k "
-                     ">= d + d(d+1)/2 = %zu", k - 1, d, d + dp);
+                     ">= d + d(d+1)/2 = %zu", job->k, d, d + dp);
   nle__local_model lm = {"hlle", NULL, k,
                          (size_t)k * job->Y->cols + 2 * (size_t)k * (size_t)k + (size_t)k + (size_t)k * (1 + d + dp),
                          hlle_local};
   return nle__alignment_embed(ctx, job, &lm, r);
 }
 
-const nle__spectral_method nle__spectral_hlle = {"hlle", NLE_COMPONENTS_ERROR, true, true, false, hlle_embed};
+const nle__spectral_method nle__spectral_hlle = {"hlle", NLE_COMPONENTS_JOIN, true, true, false, hlle_embed};

@@ -12,8 +12,9 @@
  * S is kept as an N x N float matrix (half a double one) and B is never
  * formed: its product with a vector centres S's implicitly (row means,
  * grand mean), accumulating in double. A disconnected graph has infinite
- * geodesics, which MDS cannot take: refused whatever the policy (SPEC
- * G06-10). */
+ * geodesics, which MDS cannot take: the front door joins its components
+ * by the shortest edges between them (join.c; the default) or refuses
+ * (SPEC G06-10). */
 #include "method.h"
 
 #include <float.h>
@@ -308,9 +309,10 @@ static nle_status isomap_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_s
   if (!job->knn)
     return nle__fail(ctx, NLE_ERR_ARG, "isomap: geodesics need distances: give the points or a kNN graph, not "
                      "affinities");
-  if (job->components > 1)
+  if (job->components > 1 && !job->joined) /* the front door refuses first; a direct caller's guard */
     return nle__fail(ctx, NLE_ERR_VALUE, "isomap: the neighbourhood graph has %d connected components: the geodesics "
-                     "between them are infinite (a larger k joins them)", job->components);
+                     "between them are infinite ({@components=join} or a larger {@neighbors} joins them)",
+                     job->components);
   size_t n = (size_t)job->knn->rows, d = (size_t)o->dim;
   if (o->landmarks > 0) return landmark_embed(ctx, job, r);
   double need = (double)n * (double)n * sizeof(float);
@@ -393,4 +395,4 @@ static nle_status isomap_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_s
   return s;
 }
 
-const nle__spectral_method nle__spectral_isomap = {"isomap", NLE_COMPONENTS_ERROR, false, true, false, isomap_embed};
+const nle__spectral_method nle__spectral_isomap = {"isomap", NLE_COMPONENTS_JOIN, false, true, false, isomap_embed};

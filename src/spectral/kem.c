@@ -478,8 +478,8 @@ nle_status nle_kem_fit(nle_ctx *ctx, const nle_matf *X, const nle_kem_opts *opts
     if (m->v1) memcpy(m->v1, map.v1, m->m * sizeof(double));
     r->components = (int)nle__csr_components(ctx, W);
     if (r->components > 1)
-      nle__log(ctx, 1, "kem: the graph has %d connected components: the embedding of each is arbitrary relative to "
-               "the others (raise k)", r->components);
+      nle__warn(ctx, NLE_WARN_GENERAL, "kem: the graph has %d connected components: the embedding of each is "
+                "arbitrary relative to the others (a larger {@neighbors} joins them)", r->components);
   }
   free(map.G), free(map.v1);
   t0 = nle_time_seconds();

@@ -34,13 +34,16 @@ static int ltsa_local(const void *model, const nle__spectral_job *job, size_t i,
 }
 
 static nle_status ltsa_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spectral_result *r) {
+  if ((size_t)job->o->dim > job->Y->cols) /* scikit-learn refuses the same for the LLE family */
+    return nle__fail(ctx, NLE_ERR_ARG, "ltsa: {@dim=%d} exceeds the data's %zu dimensions: a neighbourhood spans at most %zu "
+                     "tangent directions", job->o->dim, job->Y->cols, job->Y->cols);
   int k = nle__max_row(job->knn) + 1; /* neighbourhoods hold the point too */
-  if (k <= job->o->dim)
+  if (job->k + 1 <= job->o->dim)
     return nle__fail(ctx, NLE_ERR_ARG, "ltsa: k = %d neighbours cannot span a %d-dimensional tangent space (k >= d)",
-                     k - 1, job->o->dim);
+                     job->k, job->o->dim);
   nle__local_model lm = {"ltsa", NULL, k, (size_t)k * job->Y->cols + 2 * (size_t)k * (size_t)k + (size_t)k,
                          ltsa_local};
   return nle__alignment_embed(ctx, job, &lm, r);
 }
 
-const nle__spectral_method nle__spectral_ltsa = {"ltsa", NLE_COMPONENTS_ERROR, true, true, false, ltsa_embed};
+const nle__spectral_method nle__spectral_ltsa = {"ltsa", NLE_COMPONENTS_JOIN, true, true, false, ltsa_embed};

@@ -14,7 +14,12 @@ typedef struct {
   const nle_matf *Y;
   const nle_csr *knn;
   const nle_csr *W;
-  int components;
+  int components;             /* of W as the method gets it (after a join) */
+  int64_t joined;             /* edges the join policy added (0: none) */
+  int k;                      /* the largest row of the kNN graph before any
+                                 join: what bounds on k judge (a joined row
+                                 is one or more longer; scratch is sized by
+                                 nle__max_row(knn)) */
   nle_spectral_model *model; /* keep_model: what the method adds to the
                                 out-of-sample model (else NULL) */
   const nle_matf *pca_Y;     /* the points on the search's principal
@@ -72,7 +77,8 @@ void nle__jacobi_eig(double *A, int n, double *vals, double *V);
 /* The neighbourhood of point i (the point, then its m - 1 neighbours) in
  * idx, and its tangent directions: in scratch, after the centred m x D
  * coordinates and their m x m Gram matrix, its eigenvectors V (m x m,
- * columns by descending eigenvalue) and the m eigenvalues. */
+ * orthonormal, columns by descending eigenvalue, all orthogonal to the
+ * constant vector but the last, which is it) and the m eigenvalues. */
 void nle__tangent_space(const nle__spectral_job *job, size_t i, int m, int32_t *idx, double *scratch);
 /* isomap.c: shortest path lengths from `source` over the graph G (edge
  * lengths its values, >= 0) by Dijkstra with a binary heap: dist[N]
@@ -167,6 +173,27 @@ double nle__symmetrize_pair(nle_symmetrize_rule rule, double a, double at);
 /* Whether A is symmetric (the same value at (i, j) and (j, i), to 1e-12
  * relative); names the first asymmetric pair otherwise. */
 nle_status nle__csr_check_symmetric(nle_ctx *ctx, const nle_csr *A, const char *what);
+/* join.c: where the distances between any two points come from: the
+ * points (Euclidean) or, without them, an N x N distance matrix. */
+typedef struct {
+  const nle_matf *Y;
+  const nle_matf *distances;
+} nle__join_space;
+typedef struct {
+  int32_t a, b; /* its ends */
+  double d2;    /* its squared length */
+} nle__join_edge;
+/* The shortest edges that join W's connected components (positive weights):
+ * a minimum spanning tree of the components, exact (Boruvka; see join.c),
+ * c - 1 edges for c components, into *edges (malloc'd; *count of them). */
+nle_status nle__join_components(nle_ctx *ctx, const nle__join_space *space, const nle_csr *W, nle__join_edge **edges,
+                                int64_t *count);
+/* The squared distance between points i and j of the space. */
+double nle__join_distance2(const nle__join_space *space, size_t i, size_t j);
+/* The kNN graph with the edges added in both ends' rows, each where its
+ * squared length sorts it (the rows stay sorted). */
+nle_status nle__knn_add_edges(nle_ctx *ctx, const nle_csr *knn, const nle__join_edge *edges, int64_t count,
+                              nle_csr **out);
 /* Degrees of W, its diagonal left out. */
 double *nle__degrees(nle_ctx *ctx, const nle_csr *W);
 

@@ -151,10 +151,13 @@ static int ratio_block(void *job, size_t b, void *scratch) {
 }
 
 static nle_status mlle_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spectral_result *r) {
+  if ((size_t)job->o->dim > job->Y->cols) /* scikit-learn refuses the same for the LLE family */
+    return nle__fail(ctx, NLE_ERR_ARG, "mlle: {@dim=%d} exceeds the data's %zu dimensions: a neighbourhood spans at most %zu "
+                     "tangent directions", job->o->dim, job->Y->cols, job->Y->cols);
   int k = nle__max_row(job->knn), d = job->o->dim;
   size_t n = (size_t)job->knn->rows, D = job->Y->cols;
-  if (k <= d)
-    return nle__fail(ctx, NLE_ERR_ARG, "mlle: {@neighbors=%d} neighbours; modified LLE needs k > d = %d ({@dim})", k, d);
+  if (job->k <= d)
+    return nle__fail(ctx, NLE_ERR_ARG, "mlle: {@neighbors=%d} neighbours; modified LLE needs k > d = %d ({@dim})", job->k, d);
   if (!(job->o->reg > 0)) return nle__fail(ctx, NLE_ERR_ARG, "mlle: the regulariser {@reg} must be > 0");
   /* eta: the median over the points of the bottom-to-top eigenvalue ratio */
   ratio_job rj = {job, k, nle__malloc(ctx, n * sizeof(double), "MLLE's ratios")};
@@ -174,4 +177,4 @@ static nle_status mlle_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spe
   return nle__alignment_embed(ctx, job, &lm, r);
 }
 
-const nle__spectral_method nle__spectral_mlle = {"mlle", NLE_COMPONENTS_ERROR, true, true, false, mlle_embed};
+const nle__spectral_method nle__spectral_mlle = {"mlle", NLE_COMPONENTS_JOIN, true, true, false, mlle_embed};

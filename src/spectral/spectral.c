@@ -14,7 +14,7 @@ static const nle__spectral_method *const methods[] = {&nle__spectral_le, &nle__s
                                                       &nle__spectral_hlle, &nle__spectral_mlle};
 static const char *const method_names[] = {"le", "lle", "isomap", "diffmap", "ltsa", "hlle", "mlle"};
 static const char *const laplacian_names[] = {"random-walk", "symmetric", "unnormalised"};
-static const char *const components_names[] = {"error", "allow"};
+static const char *const components_names[] = {"error", "allow", "join"};
 static const char *const symmetrize_names[] = {"average", "union", "mutual"};
 static const char *const solver_names[] = {"dense", "sparse", "shift-invert"};
 
@@ -206,6 +206,74 @@ nle_status nle__spectral_neighbours(nle_ctx *ctx, const nle_matf *Y, nle_spectra
   return s;
 }
 
+/* A graph of several components (*comps > 1) under o->components: refused
+ * (error), embedded as it is (allow), or joined by the shortest edges
+ * between the components (join: *joined the kNN graph with them, *W its
+ * weights made again, *comps those weights' components). The defaults
+ * warn; a policy the caller chose is only logged. Joining needs the
+ * distances between any two points: given only a graph or affinities, the
+ * join falls back to allow, or is refused for Isomap (whose geodesics
+ * would be infinite). */
+static nle_status components_policy(nle_ctx *ctx, const nle__spectral_method *m, const nle_spectral_input *in,
+                                    const nle_csr *knn, nle_spectral_opts *o, bool chosen, nle_spectral_result *r,
+                                    nle_csr **joined, nle_csr **W, int64_t *comps) {
+  long long c = (long long)*comps;
+  bool isomap = m == &nle__spectral_isomap;
+  if (o->components == NLE_COMPONENTS_ERROR)
+    return nle__fail(ctx, NLE_ERR_VALUE,
+                     "%s: the neighbourhood graph has %lld connected components; {@components=error} refuses it (a "
+                     "larger {@neighbors} joins them; {@components=join} adds the shortest edges between them%s)",
+                     m->name, c, isomap ? "" : ", {@components=allow} embeds them side by side");
+  const char *why = o->components != NLE_COMPONENTS_JOIN ? NULL
+                    : in->affinities                      ? "given affinities"
+                    : !in->Y                              ? "a kNN graph without its points"
+                                                          : NULL;
+  if (why && isomap)
+    return nle__fail(ctx, NLE_ERR_VALUE,
+                     "isomap: the neighbourhood graph has %lld connected components, and %s give no distances to join "
+                     "them by (their geodesics would be infinite): give the points, or a graph of larger {@neighbors}",
+                     c, why);
+  if (o->components == NLE_COMPONENTS_ALLOW && isomap)
+    return nle__fail(ctx, NLE_ERR_VALUE,
+                     "isomap: the neighbourhood graph has %lld connected components: {@components=allow} leaves the "
+                     "geodesics between them infinite ({@components=join}, the default, joins them; or a larger "
+                     "{@neighbors})", c);
+  if (why) o->components = NLE_COMPONENTS_ALLOW; /* nothing to join by: side by side */
+  if (o->components == NLE_COMPONENTS_ALLOW) {
+    const char *text = "%s: the neighbourhood graph has %lld connected components%s%s: embedded side by side (the "
+                       "first coordinates tell the components apart; a larger {@neighbors} joins them, "
+                       "{@components=error} refuses)";
+    if (chosen && !why) nle__log(ctx, 1, text, m->name, c, "", "");
+    else nle__warn(ctx, NLE_WARN_GENERAL, text, m->name, c, why ? " and no distances to join them by: " : "",
+                   why ? why : "");
+    return NLE_OK;
+  }
+  nle__join_space space = {in->Y, NULL};
+  nle__join_edge *edges = NULL;
+  int64_t count = 0;
+  nle_status s = nle__join_components(ctx, &space, *W, &edges, &count);
+  if (!s) s = nle__knn_add_edges(ctx, knn, edges, count, joined);
+  free(edges);
+  nle_csr *W2 = NULL;
+  double **beta = r->model ? &r->model->beta : NULL;
+  if (beta) free(*beta), *beta = NULL; /* made again with the joined rows */
+  if (!s) s = nle__spectral_weights(ctx, *joined, o, &W2, beta);
+  if (s) return s;
+  nle_csr_free(W);
+  *W = W2;
+  r->joined_edges = count;
+  *comps = nle__csr_components(ctx, W2);
+  if (*comps < 0) return NLE_ERR_NOMEM;
+  const char *text = "%s: the neighbourhood graph has %lld connected components: joined by the %lld shortest edge%s "
+                     "between them%s (a larger {@neighbors} joins them in the graph itself; {@components=error} "
+                     "refuses)";
+  const char *zero = *comps > 1 ? ", which the affinities weigh 0: the components stay apart" : "";
+  const char *plural = count == 1 ? "" : "s";
+  if (chosen) nle__log(ctx, 1, text, m->name, c, (long long)count, plural, zero);
+  else nle__warn(ctx, NLE_WARN_GENERAL, text, m->name, c, (long long)count, plural, zero);
+  return NLE_OK;
+}
+
 nle_status nle_spectral_embed(nle_ctx *ctx, nle_spectral_method method, const nle_spectral_input *in,
                               const nle_spectral_opts *opts, nle_spectral_result **out) {
   return nle__spectral_embed_with(ctx, method, in, opts, NULL, out);
@@ -243,6 +311,7 @@ nle_status nle__spectral_embed_with(nle_ctx *ctx, nle_spectral_method method, co
   /* LLL joins components through Z: the reduced pencil is what must be
    * connected (the dissertation's K_W = 1 runs, sec. 4.8.1) */
   bool lll = m->by_landmarks && o->landmarks > 0;
+  bool chosen = o->components != NLE_COMPONENTS_AUTO; /* the caller's choice: logged, not warned */
   if (o->components == NLE_COMPONENTS_AUTO) o->components = lll ? NLE_COMPONENTS_ALLOW : m->components;
   if (o->affinity == NLE_AFF_ENTROPIC) {
     if (o->perplexity == NLE_AUTO) o->perplexity = o->k / 3.0;
@@ -275,20 +344,27 @@ nle_status nle__spectral_embed_with(nle_ctx *ctx, nle_spectral_method method, co
   int64_t comps = s ? 0 : nle__csr_components(ctx, weights);
   if (comps < 0) s = NLE_ERR_NOMEM;
   r->components = (int)comps;
-  if (!s && comps > 1 && o->components == NLE_COMPONENTS_ERROR)
-    s = nle__fail(ctx, NLE_ERR_VALUE,
-                  "%s: the neighbourhood graph has %lld connected components; the method needs one (a larger {@neighbors} joins "
-                  "them; {@components=allow} embeds them side by side)",
-                  m->name, (long long)comps);
+  nle_csr *joined = NULL;
+  int krow = knn ? nle__max_row(knn) : 0;
+  if (!s && comps > 1) s = components_policy(ctx, m, in, knn, o, chosen, r, &joined, &W, &comps);
+  if (joined) knn = joined, weights = W;
   r->graph_seconds = nle_time_seconds() - t0;
   t0 = nle_time_seconds();
-  nle__spectral_job job = {o, in->Y, knn, weights, (int)comps, r->model, projected, basis};
+  nle__spectral_job job = {o, in->Y, knn, weights, (int)comps, r->joined_edges, krow, r->model, projected, basis};
   if (!s) s = m->embed(ctx, &job, r);
   r->eigen_seconds = nle_time_seconds() - t0;
   if (!s && r->model) r->model->pca_Y = projected, projected = NULL;
   if (!s && r->model) s = nle__spectral_model_finish(ctx, r->model, method, o, in->Y, knn, weights, r);
+  /* a joined graph: new points meet each training point within its k-th
+   * neighbour (the graph before the join), as its own search found them;
+   * the joining edges stay the training points' own */
+  const nle_csr *unjoined = in->knn ? in->knn : graph;
+  for (int64_t i = 0; !s && r->model && joined && !(o->radius > 0) && i < unjoined->rows; i++)
+    if (unjoined->rowptr[i + 1] > unjoined->rowptr[i])
+      r->model->reach[i] = (float)nle_csr_value(unjoined, unjoined->rowptr[i + 1] - 1);
   nle_matf_free(&projected);
   nle_csr_free(&graph);
+  nle_csr_free(&joined);
   nle_csr_free(&W);
   r->total_seconds = nle_time_seconds() - t_start;
   if (s) {
