@@ -755,7 +755,7 @@ static void ltsa_rank_deficient(void) {
     nle_spectral_method method = m == 0 ? NLE_SPECTRAL_LTSA : m == 1 ? NLE_SPECTRAL_HLLE : NLE_SPECTRAL_MLLE;
     o.k = 20;
     nle_test(nle_spectral_embed(ctx, method, &in, &o, &r) == NLE_ERR_ARG && !r &&
-             strstr(nle_ctx_error(ctx), "dim = 4 exceeds the data's 3 dimensions"));
+             strstr(nle_ctx_error(ctx), "dim=4 exceeds the data's 3 dimensions"));
   }
   nle_matf_free(&Y);
   nle_matf_free(&T);
