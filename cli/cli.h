@@ -159,6 +159,7 @@ typedef struct {
   double alpha;       /* opacity in (0, 1]; 0 (default): chosen from N */
   const char *title;  /* title line, NULL for none */
   bool legend;        /* true (default): a legend when there are labels */
+  bool all;           /* false (default): frame the bulk, outliers marked at the edge; true: every point */
 } cli_plot_opts;
 void cli_plot_opts_init(cli_plot_opts *o);
 int cli_plot_scatter(cli_env *env, const char *path, const nle_matd *X, const int32_t *labels, int32_t n_classes,
