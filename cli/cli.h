@@ -165,6 +165,12 @@ void cli_plot_opts_init(cli_plot_opts *o);
 int cli_plot_scatter(cli_env *env, const char *path, const nle_matd *X, const int32_t *labels, int32_t n_classes,
                      char *const *class_names, const cli_plot_opts *o);
 
+/* `nlembed view`'s page script ($(BUILD)/viewer_bundle.c, made by
+ * viewer/to_c.sh); empty (length 0) when the tool was built without node and
+ * npm, which `nlembed --help` then says next to `view`. */
+extern const unsigned char nle_viewer_js[];
+extern const size_t nle_viewer_js_len;
+
 int cmd_pca(int argc, char **argv);
 int cmd_spectral(int argc, char **argv, const char *command);
 int cmd_mds(int argc, char **argv, const char *command);

@@ -110,7 +110,24 @@ expect_fail view_missing_labels "nope.txt: cannot open" "$p" -- $N view "$T/emb.
 expect_fail view_unwritable "$T/no/such/dir/page.html" - -- $N view "$T/emb.npy" -o "$T/no/such/dir/page.html"
 expect_fail view_extension "the page is written as .html or .htm" "$T/bad.png" -- $N view "$T/emb.npy" -o "$T/bad.png"
 expect_fail view_no_output "no output file" - -- $N view "$T/emb.npy"
-if $N view --help | grep -qF "(default 80% of RAM)" && $N --help | grep -q '^  view '; then ok view_help
+if $N view --help | grep -qF "(default 80% of RAM)" && $N --help | grep -q '^  view ' && ! $N --help | grep -q 'NOT IN THIS BUILD'
+then ok view_help
 else bad view_help "$($N view --help | head -3)"; fi
+
+# ---- the tool as a build without node makes it (no page script): the build
+# says so, `nlembed --help` says so next to view, and view refuses. Linked by
+# the Makefile's build/nlembed-noviewer from the objects of build/nlembed.
+if [ "$(realpath "$N")" = "$(realpath build/nlembed)" ]; then
+  rm -f build/nlembed-noviewer
+  make -s build/nlembed-noviewer > "$T/make.out" 2>&1
+  if grep -q "make: note: build/nlembed-noviewer is built without its viewer" "$T/make.out" \
+    && build/nlembed-noviewer --help | grep -A3 '^  view ' | grep -q 'NOT IN THIS BUILD: the tool was built without node and npm'
+  then ok view_noviewer_build_says_so
+  else bad view_noviewer_build_says_so "$(head -c 400 "$T/make.out")"; fi
+  expect_fail view_noviewer_refuses "built without the viewer: run ./setup.sh build" "$T/nv.html" -- \
+    build/nlembed-noviewer view "$T/emb.npy" -o "$T/nv.html"
+else
+  echo "skip view_noviewer_build_says_so: NLEMBED is not build/nlembed"
+fi
 
 finish
