@@ -39,13 +39,14 @@ np.save(d + "/lab499.npy", lab[:499])
 np.save(d + "/img10.npy", np.zeros((500, 10), np.float32))
 np.save(d + "/img499.npy", grey[:499])
 # a square grid (where its points must be drawn follows from the plot's size
-# alone), and the t-SNE with 3 points 8 extents away from its centre
+# alone), and the t-SNE with 3 points 8 extents away from its centre: beyond
+# the bulk across x alone, y alone, and both
 g = np.linspace(0, 3, 31)
 gx, gy = np.meshgrid(g, g)
 np.save(d + "/grid.npy", np.c_[gx.ravel(), gy.ravel()])
 emb = np.load(d + "/emb.npy")
 lo, hi = emb.min(0), emb.max(0)
-far = (lo + hi) / 2 + 8 * (hi - lo).max() * np.array([[1, 0.2], [-0.3, -1], [-0.7, 0.7]])
+far = (lo + hi) / 2 + 8 * (hi - lo).max() * np.array([[1, 0], [0, -1], [-0.7, 0.7]])
 np.save(d + "/outliers.npy", np.r_[emb, far])
 np.save(d + "/outliers_lab.npy", np.r_[lab, [0, 1, 2]].astype(np.int32))
 PY

@@ -357,11 +357,15 @@ async function gridProblems(page) {
   return squareMapProblems(img, await plotBox(page), 4, 4);
 }
 {
-  // With animation frames that never come, the first frame must still be
-  // drawn by the time the page has loaded (a screenshot taken then, as
-  // `chromium --screenshot` does, showed the legend and no points).
+  // With animation frames and resize observations that never come, the
+  // first frame must still be drawn by the time the page has loaded (a
+  // screenshot taken then, as `chromium --screenshot` does, showed the
+  // legend and no points).
   const still = await browser.newContext({ viewport: { width: 900, height: 700 } });
-  await still.addInitScript(() => { window.requestAnimationFrame = () => 0; });
+  await still.addInitScript(() => {
+    window.requestAnimationFrame = () => 0;
+    window.ResizeObserver = class { observe() {} unobserve() {} disconnect() {} };
+  });
   const page = await still.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
