@@ -96,8 +96,9 @@ if ! command -v node > /dev/null; then bad browser "node is not installed (./set
 elif [ ! -d viewer/node_modules/playwright-core ]; then bad browser "viewer/node_modules lacks playwright-core (npm ci in viewer/, as ./setup.sh does)"
 elif [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ]; then bad browser "no chromium (Debian's package chromium, a test package of ./setup.sh)"
 else
-  # driven by playwright, then plain `chromium --headless --screenshot`
-  for script in view screenshot; do
+  # the arithmetic under node, the page driven by playwright, then plain
+  # `chromium --headless --screenshot`
+  for script in units view screenshot; do
     node tests/viewer/$script.mjs "$T" > "$T/browser.out" 2>&1
     rc=$?
     while read -r line; do

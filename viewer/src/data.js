@@ -95,12 +95,37 @@ export function readPage() {
 // an ordinary map is framed by its whole extent as before. `nlembed plot`
 // frames its picture by the same rule (cli/plot.c, bulk_box).
 export const BULK_QUANTILE = 0.01, BULK_WIDEN = 0.5;
+
+// Moves the k-th smallest of v[from..to] to v[k] (elements below it before,
+// above it after): Hoare's quickselect with a median-of-three pivot, linear
+// time, where sorting a million coordinates took 0.3 s.
+export function selectKth(v, k, from = 0, to = v.length - 1) {
+  while (to > from) {
+    const mid = (from + to) >> 1;
+    const a = v[from], b = v[mid], c = v[to];
+    const pivot = a < b ? (b < c ? b : a < c ? c : a) : (a < c ? a : b < c ? c : b);
+    let i = from, j = to;
+    while (i <= j) {
+      while (v[i] < pivot) i++;
+      while (v[j] > pivot) j--;
+      if (i <= j) {
+        const t = v[i]; v[i] = v[j]; v[j] = t;
+        i++; j--;
+      }
+    }
+    if (k <= j) to = j;
+    else if (k >= i) from = i;
+    else return v[k];
+  }
+  return v[k];
+}
+
 export function bulkBox(xy, n) {
   const fence = (axis) => {
     const v = new Float32Array(n);
     for (let i = 0; i < n; i++) v[i] = xy[2 * i + axis];
-    v.sort();
-    const lo = v[Math.floor(BULK_QUANTILE * (n - 1))], hi = v[Math.floor((1 - BULK_QUANTILE) * (n - 1))];
+    const k0 = Math.floor(BULK_QUANTILE * (n - 1)), k1 = Math.floor((1 - BULK_QUANTILE) * (n - 1));
+    const lo = selectKth(v, k0), hi = selectKth(v, k1, k0);
     return [lo - BULK_WIDEN * (hi - lo), hi + BULK_WIDEN * (hi - lo)];
   };
   const [fx0, fx1] = fence(0), [fy0, fy1] = fence(1);
