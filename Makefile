@@ -72,8 +72,14 @@ $(BUILD)/libnlembed.so: $(SHARED)
 	ln -sf libnlembed.so.$(VERSION) $(BUILD)/libnlembed.so.$(SOMAJOR)
 	ln -sf libnlembed.so.$(VERSION) $@
 
-$(BUILD)/nlembed: $(CLI_OBJ) $(BUILD)/libnlembed.a
+# The tool, linked with the page script of `nlembed view` ($(1): the bundle,
+# empty when there is none, which the build then says).
+define link_tool
 	$(CC) $(LDFLAGS) -o $@ $^ $(CAIRO_LIBS) $(LDLIBS)
+	@$(if $(1),:,echo "make: note: $@ is built without its viewer (no viewer/dist/nlembed-view.js): 'nlembed view' will refuse to run; ./setup.sh build makes the bundle with node and npm (or: cd viewer && npm ci && node build.mjs), then make again" >&2)
+endef
+$(BUILD)/nlembed: $(CLI_OBJ) $(BUILD)/libnlembed.a
+	$(call link_tool,$(VIEWER_JS))
 
 # `nlembed view`'s page script (viewer/dist/nlembed-view.js, which
 # ./setup.sh builds with node and npm) as a C array in the tool; without it
@@ -86,6 +92,14 @@ $(BUILD)/viewer_bundle.c: viewer/to_c.sh $(BUILD)/.viewer $(VIEWER_JS)
 $(BUILD)/viewer_bundle.o: $(BUILD)/viewer_bundle.c $(FLAGS_STAMP)
 	$(CC) $(CFLAGS) -c $< -o $@
 $(BUILD)/nlembed: $(BUILD)/viewer_bundle.o
+# The same tool without the viewer, as a build without node makes it, for
+# tests/viewer.sh (not part of `all`).
+$(BUILD)/viewer_none.c: viewer/to_c.sh
+	sh viewer/to_c.sh > $@.tmp && mv $@.tmp $@
+$(BUILD)/viewer_none.o: $(BUILD)/viewer_none.c $(FLAGS_STAMP)
+	$(CC) $(CFLAGS) -c $< -o $@
+$(BUILD)/nlembed-noviewer: $(CLI_OBJ) $(BUILD)/libnlembed.a $(BUILD)/viewer_none.o
+	$(call link_tool,)
 
 $(BUILD)/test_runner: $(TEST_OBJ) $(BUILD)/libnlembed.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

@@ -1,9 +1,9 @@
 // view.mjs — `nlembed view`'s pages measured in headless chromium (Debian's,
 // software WebGL: SwiftShader), driven by playwright-core from
 // viewer/node_modules. For each page, REPS fresh loads:
-//   first frame   navigation start -> the scatter plot's first `draw` event
-//                 (regl-scatterplot publishes it after the frame that first
-//                 drew the points), as the page reports it (firstFrameMs)
+//   first frame   navigation start -> the frame that first drew the points
+//                 (its `drawing` event; the page draws it while its script
+//                 runs), as the page reports it (firstFrameMs)
 //   and its parts: HTML parsed until the script starts, base64 decoding and
 //   normalisation, creating the WebGL plot (context, shaders), draw() until
 //   its promise (state texture, spatial index).

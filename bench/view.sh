@@ -3,7 +3,7 @@
 # Fashion-MNIST, with the class names and the 28 x 28 images on hover) and at
 # 1,000,000 (a generated map: 12 classes of curved, stretched clusters), in
 # headless chromium with software WebGL (SwiftShader): time to first frame
-# (navigation start to the scatter plot's first `draw` event, which the page
+# (navigation start to the frame that first drew the points, which the page
 # reports) and its parts, frames per second while zooming, hover and lasso
 # latency, page size, the time `nlembed view` takes to write the page. The
 # Fashion-MNIST page's screenshot goes to docs/images/view-fashion-mnist.png.

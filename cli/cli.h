@@ -183,10 +183,17 @@ typedef struct {
   double alpha;       /* opacity in (0, 1]; 0 (default): chosen from N */
   const char *title;  /* title line, NULL for none */
   bool legend;        /* true (default): a legend when there are labels */
+  bool all;           /* false (default): frame the bulk, outliers marked at the edge; true: every point */
 } cli_plot_opts;
 void cli_plot_opts_init(cli_plot_opts *o);
 int cli_plot_scatter(cli_env *env, const char *path, const nle_matd *X, const int32_t *labels, int32_t n_classes,
                      char *const *class_names, const cli_plot_opts *o);
+
+/* `nlembed view`'s page script ($(BUILD)/viewer_bundle.c, made by
+ * viewer/to_c.sh); empty (length 0) when the tool was built without node and
+ * npm, which `nlembed --help` then says next to `view`. */
+extern const unsigned char nle_viewer_js[];
+extern const size_t nle_viewer_js_len;
 
 int cmd_pca(int argc, char **argv);
 int cmd_spectral(int argc, char **argv, const char *command);

@@ -22,9 +22,14 @@ static const char *help =
     "  --point-size R      point radius in pixels (default from N)\n"
     "  --alpha A           point opacity in (0, 1] (default from N)\n"
     "  --no-legend         no legend\n"
+    "  --extent E          bulk (default): frame the bulk of the points; points far\n"
+    "                      from the rest (outside the 1%-99% quantile range widened\n"
+    "                      by half its length, on either axis) are drawn as\n"
+    "                      triangles on the frame's edge pointing to them, and\n"
+    "                      counted under it; all: frame every point\n"
     "\n" CLI_COMMON_HELP;
 
-enum { OPT_TITLE = OPT_COMMAND_BASE, OPT_INFO, OPT_WIDTH, OPT_HEIGHT, OPT_SIZE, OPT_ALPHA, OPT_NO_LEGEND };
+enum { OPT_TITLE = OPT_COMMAND_BASE, OPT_INFO, OPT_WIDTH, OPT_HEIGHT, OPT_SIZE, OPT_ALPHA, OPT_NO_LEGEND, OPT_EXTENT };
 
 int cmd_plot(int argc, char **argv) {
   static const struct option longopts[] = {
@@ -32,6 +37,7 @@ int cmd_plot(int argc, char **argv) {
       {"info", required_argument, 0, OPT_INFO}, {"width", required_argument, 0, OPT_WIDTH},
       {"height", required_argument, 0, OPT_HEIGHT}, {"point-size", required_argument, 0, OPT_SIZE},
       {"alpha", required_argument, 0, OPT_ALPHA}, {"no-legend", no_argument, 0, OPT_NO_LEGEND},
+      {"extent", required_argument, 0, OPT_EXTENT},
       CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
   cli_env env;
   if (cli_env_init(&env, "plot", help)) return 1;
@@ -61,6 +67,10 @@ int cmd_plot(int argc, char **argv) {
       env.rc = cli_real_arg("plot", "--alpha", optarg, 0, true, 1, false, false, &o.alpha);
       break;
     case OPT_NO_LEGEND: o.legend = false; break;
+    case OPT_EXTENT:
+      if (!strcmp(optarg, "bulk") || !strcmp(optarg, "all")) o.all = !strcmp(optarg, "all");
+      else env.rc = cli_usage_error("plot", "--extent takes bulk or all, not \"%s\"", optarg);
+      break;
     default: env.rc = 2; break;
     }
   }

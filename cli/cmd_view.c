@@ -14,11 +14,6 @@
 #include <string.h>
 #include <strings.h>
 
-/* The page's script ($(BUILD)/viewer_bundle.c, made by viewer/to_c.sh); empty
- * when the tool was built without node and npm. */
-extern const unsigned char nle_viewer_js[];
-extern const size_t nle_viewer_js_len;
-
 static const char *help =
     "Usage: nlembed view [options] EMBEDDING -o PAGE.html\n"
     "\n"

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *usage =
+static const char *usage_head =
     "nlembed " NLE_VERSION_STRING " — nonlinear dimensionality reduction\n"
     "\n"
     "Usage: nlembed <command> [options] INPUT -o OUTPUT\n"
@@ -35,7 +35,8 @@ static const char *usage =
     "            continuity, kNN classification accuracy (one JSON line)\n"
     "  plot      scatter plot of a 2-D embedding (PNG or SVG)\n"
     "  view      interactive page of a 2-D embedding (one HTML file: WebGL, hover,\n"
-    "            images, lasso selection, search)\n"
+    "            images, lasso selection, search)\n";
+static const char *usage_tail =
     "\n"
     "Inputs (recognised from the content; docs/formats.md): CSV/TSV/text, NumPy\n"
     ".npy and .npz (also scipy.sparse's save_npz), IDX (MNIST format), Matrix Market\n"
@@ -59,6 +60,15 @@ static const char *usage =
     "  nlembed metrics fashion-mnist pca.npy\n"
     "  nlembed plot pca.npy --labels fashion-mnist -o pca.png\n";
 
+static void print_usage(FILE *f) {
+  fputs(usage_head, f);
+  if (nle_viewer_js_len == 0)
+    fputs("            NOT IN THIS BUILD: the tool was built without node and npm\n"
+          "            (./setup.sh build makes the page script, then make)\n",
+          f);
+  fputs(usage_tail, f);
+}
+
 static int dispatch(const char *cmd, int argc, char **argv) {
   if (!strcmp(cmd, "pca")) return cmd_pca(argc, argv);
   if (!strcmp(cmd, "knn")) return cmd_knn(argc, argv);
@@ -79,7 +89,7 @@ static int dispatch(const char *cmd, int argc, char **argv) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fputs(usage, stderr);
+    print_usage(stderr);
     return 2;
   }
   const char *cmd = argv[1];
@@ -89,7 +99,7 @@ int main(int argc, char **argv) {
     return dispatch(argv[2], 2, sub);
   }
   if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
-    fputs(usage, stdout);
+    print_usage(stdout);
     return 0;
   }
   if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {

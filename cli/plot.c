@@ -19,6 +19,7 @@ void cli_plot_opts_init(cli_plot_opts *o) {
   o->alpha = 0.0;
   o->title = NULL;
   o->legend = true;
+  o->all = false;
 }
 
 /* Ten well-separated colours (the "tab10" palette); more classes cycle
@@ -49,9 +50,48 @@ typedef struct {
   double left, top, w, h;
 } frame;
 
-static frame fit_frame(const nle_matd *X, double left, double top, double w, double h) {
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The bulk of the map, the rule of the viewer (viewer/src/data.js, bulkBox):
+ * per axis, the fence is the range between the 1% and 99% quantiles (the
+ * values at sorted index floor(p (N - 1))) widened by half its length on
+ * each side; a point outside a fence is an outlier (out[i] = 1). A t-SNE of
+ * single cells flings a handful of very high-count cells ~7 times as far as
+ * the clusters reach, which would shrink the clusters to a fifth of the
+ * picture. Returns the number of outliers, or -1 when out of memory. */
+#define BULK_QUANTILE 0.01
+#define BULK_WIDEN 0.5
+static ptrdiff_t bulk_outliers(const nle_matd *X, unsigned char *out) {
+  size_t n = X->rows;
+  double fence[2][2];
+  double *v = malloc((n ? n : 1) * sizeof *v);
+  if (!v) return -1;
+  for (int a = 0; a < 2; a++) {
+    for (size_t i = 0; i < n; i++) v[i] = X->data[i * X->cols + (size_t)a];
+    qsort(v, n, sizeof *v, cmp_double);
+    double lo = v[(size_t)(BULK_QUANTILE * (double)(n - 1))], hi = v[(size_t)((1 - BULK_QUANTILE) * (double)(n - 1))];
+    fence[a][0] = lo - BULK_WIDEN * (hi - lo);
+    fence[a][1] = hi + BULK_WIDEN * (hi - lo);
+  }
+  free(v);
+  ptrdiff_t count = 0;
+  for (size_t i = 0; i < n; i++) {
+    double x = X->data[i * X->cols], y = X->data[i * X->cols + 1];
+    out[i] = x < fence[0][0] || x > fence[0][1] || y < fence[1][0] || y > fence[1][1];
+    count += out[i];
+  }
+  return count;
+}
+
+/* Equal scales on both axes (distances in the picture are distances in X),
+ * fitted to the points not marked in skip (NULL: all of them). */
+static frame fit_frame(const nle_matd *X, const unsigned char *skip, double left, double top, double w, double h) {
   double minx = INFINITY, maxx = -INFINITY, miny = INFINITY, maxy = -INFINITY;
   for (size_t i = 0; i < X->rows; i++) {
+    if (skip && skip[i]) continue;
     double x = X->data[i * X->cols], y = X->cols > 1 ? X->data[i * X->cols + 1] : 0.0;
     minx = fmin(minx, x);
     maxx = fmax(maxx, x);
@@ -60,9 +100,21 @@ static frame fit_frame(const nle_matd *X, double left, double top, double w, dou
   }
   double sx = maxx > minx ? w / (maxx - minx) : 1.0, sy = maxy > miny ? h / (maxy - miny) : 1.0;
   frame f = {0.5 * (minx + maxx), 0.5 * (miny + maxy), fmin(sx, sy), left, top, w, h};
-  /* Equal scales on both axes: distances in the picture are distances in X. */
   if (!(maxx > minx) && !(maxy > miny)) f.scale = 1.0;
   return f;
+}
+
+/* An outlier beyond the frame: a triangle on the frame's edge where the line
+ * from the frame's centre to the point leaves it, pointing to the point. */
+static void edge_mark(cairo_t *cr, const frame *f, double px, double py) {
+  double cx = f->left + 0.5 * f->w, cy = f->top + 0.5 * f->h, dx = px - cx, dy = py - cy;
+  double t = fmin(fabs(0.5 * f->w / (dx != 0 ? dx : 1e-300)), fabs(0.5 * f->h / (dy != 0 ? dy : 1e-300)));
+  double ex = cx + dx * t, ey = cy + dy * t, len = hypot(dx, dy), ux = dx / len, uy = dy / len;
+  cairo_move_to(cr, ex + 7 * ux, ey + 7 * uy);
+  cairo_line_to(cr, ex - 5 * ux - 5 * uy, ey - 5 * uy + 5 * ux);
+  cairo_line_to(cr, ex - 5 * ux + 5 * uy, ey - 5 * uy - 5 * ux);
+  cairo_close_path(cr);
+  cairo_fill(cr);
 }
 
 /* Splits the title at its " — " separators into lines that fit `width`;
@@ -91,7 +143,8 @@ static int wrap_title(cairo_t *cr, const char *title, double width, char lines[]
 }
 
 static void draw(cairo_t *cr, const nle_matd *X, const int32_t *labels, int32_t n_classes,
-                 char *const *class_names, const cli_plot_opts *o, const int64_t *order) {
+                 char *const *class_names, const cli_plot_opts *o, const int64_t *order,
+                 const unsigned char *outlier, ptrdiff_t n_out) {
   size_t n = X->rows;
   double W = o->width, H = o->height, pad = 16.0;
   int legend = o->legend && labels && n_classes > 0 && n_classes <= 60;
@@ -107,16 +160,38 @@ static void draw(cairo_t *cr, const nle_matd *X, const int32_t *labels, int32_t 
    * points, about 1.4 px and 0.45 at 70,000, 0.7 px and 0.26 at a million. */
   double r = o->point_size > 0 ? o->point_size : fmin(4.0, fmax(0.5, 4.0 * pow(1000.0 / (double)n, 0.25)));
   double alpha = o->alpha > 0 ? o->alpha : fmin(0.9, fmax(0.2, 0.9 * pow(2000.0 / (double)n, 0.2)));
-  frame f = fit_frame(X, pad + r, title_h + r, W - legend_w - 2 * pad - 2 * r, H - title_h - pad - 2 * r);
+  double note_h = n_out > 0 ? 18.0 : 0.0; /* a line under the frame about the outliers */
+  frame f = fit_frame(X, n_out > 0 ? outlier : NULL, pad + r, title_h + r, W - legend_w - 2 * pad - 2 * r,
+                      H - title_h - pad - note_h - 2 * r);
   double cx = f.left + 0.5 * f.w, cy = f.top + 0.5 * f.h;
   for (size_t t = 0; t < n; t++) {
     size_t i = (size_t)order[t];
+    if (n_out > 0 && outlier[i]) continue;
     double x = X->data[i * X->cols], y = X->cols > 1 ? X->data[i * X->cols + 1] : 0.0;
     double rgb[3];
     class_colour(labels ? labels[i] : -1, rgb);
     cairo_set_source_rgba(cr, rgb[0], rgb[1], rgb[2], alpha);
     cairo_arc(cr, cx + (x - f.x0) * f.scale, cy - (y - f.y0) * f.scale, r, 0, 2 * M_PI);
     cairo_fill(cr);
+  }
+  if (n_out > 0) {
+    /* Outliers as opaque triangles on the frame's edge (over the points, so
+     * that none hides them), and a line saying how many. */
+    for (size_t i = 0; i < n; i++) {
+      if (!outlier[i]) continue;
+      double rgb[3];
+      class_colour(labels ? labels[i] : -1, rgb);
+      cairo_set_source_rgb(cr, rgb[0], rgb[1], rgb[2]);
+      edge_mark(cr, &f, cx + (X->data[i * X->cols] - f.x0) * f.scale, cy - (X->data[i * X->cols + 1] - f.y0) * f.scale);
+    }
+    char note[160];
+    snprintf(note, sizeof note, "%td point%s far from the rest, beyond the frame: triangles at its edge (--extent all shows them)",
+             n_out, n_out == 1 ? "" : "s");
+    cairo_set_source_rgb(cr, 0.45, 0.45, 0.45);
+    cairo_set_font_size(cr, 12.0);
+    cairo_move_to(cr, pad, H - 8.0);
+    cairo_show_text(cr, note);
+    cairo_set_font_size(cr, 14.0);
   }
   cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
   for (int l = 0; l < n_lines; l++) {
@@ -161,9 +236,22 @@ int cli_plot_scatter(cli_env *env, const char *path, const nle_matd *X, const in
   nle_rng rng;
   nle_rng_init(&rng, nle_ctx_seed(env->ctx), 0x706c6f74ULL);
   nle_rng_shuffle(&rng, order, (int64_t)X->rows);
+  /* The frame fits the bulk of the points (bulk_outliers) unless --extent all. */
+  unsigned char *outlier = NULL;
+  ptrdiff_t n_out = 0;
+  if (!o->all && X->cols >= 2 && X->rows > 0) {
+    outlier = malloc(X->rows);
+    n_out = outlier ? bulk_outliers(X, outlier) : -1;
+    if (n_out < 0) {
+      free(outlier);
+      free(order);
+      return cli_fail(env, NLE_ERR_NOMEM);
+    }
+  }
   nle_output *out;
   nle_status s = nle_output_open(env->ctx, path, &out);
   if (s) {
+    free(outlier);
     free(order);
     return cli_fail(env, s);
   }
@@ -171,7 +259,8 @@ int cli_plot_scatter(cli_env *env, const char *path, const nle_matd *X, const in
   cairo_surface_t *surface = svg ? cairo_svg_surface_create_for_stream(write_to_file, f, o->width, o->height)
                                  : cairo_image_surface_create(CAIRO_FORMAT_ARGB32, o->width, o->height);
   cairo_t *cr = cairo_create(surface);
-  draw(cr, X, labels, n_classes, class_names, o, order);
+  draw(cr, X, labels, n_classes, class_names, o, order, outlier, n_out);
+  free(outlier);
   cairo_destroy(cr);
   cairo_status_t cs;
   if (svg) {

@@ -106,6 +106,7 @@ expect_fail unknown_extension "unknown output extension" "$T/out.xyz" -- $N pca 
 expect_fail one_point "PCA needs at least 2 points" "$o" -- $N pca spiral:1 -o "$o"
 
 expect_fail plot_one_column "a scatter plot needs 2" "$T/x.png" -- $N plot "$T/p.csv" -o "$T/x.png"
+expect_fail plot_extent_bad "--extent takes bulk or all, not \"whole\"" "$T/x.png" -- $N plot spiral:50 --extent whole -o "$T/x.png"
 
 # ---- affinities
 printf '1,2\n1,2\n1,2\n1,2\n1,2\n1,2\n1,2\n1,2\n' > "$T/constant.csv"

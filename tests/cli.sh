@@ -23,6 +23,91 @@ expect_ok plot_png $N plot "$T/sr.npy" --labels "$T/sr_labels.npy" --info "$T/m.
 if [ "$(head -c 8 "$T/sr.png" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ]; then ok plot_png_signature; else bad plot_png_signature "not a PNG"; fi
 expect_ok plot_svg $N plot "$T/sr.npy" -o "$T/sr.svg" --quiet
 if grep -q '<svg' "$T/sr.svg"; then ok plot_svg_content; else bad plot_svg_content "not an SVG"; fi
+# The frame fits the bulk: a 20 x 20 grid with 3 points 60-100 units away is
+# drawn as the grid alone is (at the height the note under the frame leaves:
+# 800 - 18), except 3 triangles on the frame's edge pointing to the 3 points;
+# --extent all shrinks the grid to fit them.
+/usr/bin/python3 - "$T" <<'PY' > /dev/null 2>&1 || bad plot_bulk_fixture "numpy failed"
+import sys
+import numpy as np
+d = sys.argv[1]
+g = np.linspace(0, 10, 20)
+grid = np.c_[np.repeat(g, 20), np.tile(g, 20)]
+np.save(d + "/grid.npy", grid)
+np.save(d + "/grid_out.npy", np.r_[grid, [[105, 5], [5, -75], [-55, 65]]])
+PY
+expect_ok plot_bulk_alone $N plot "$T/grid.npy" --title t --height 782 -o "$T/grid_a.png" --quiet
+expect_ok plot_bulk_outliers $N plot "$T/grid_out.npy" --title t -o "$T/grid_b.png" --quiet
+expect_ok plot_extent_all $N plot "$T/grid_out.npy" --title t --extent all -o "$T/grid_c.png" --quiet
+/usr/bin/python3 - "$T" <<'PY' > "$T/plot_bulk.out" 2>&1 && ok plot_bulk_frame || bad plot_bulk_frame "$(tail -c 400 "$T/plot_bulk.out")"
+import sys, zlib
+import numpy as np
+from scipy import ndimage
+d = sys.argv[1]
+def png(path):  # cairo's 8-bit RGB or RGBA, not interlaced, each row filtered
+    b = open(path, "rb").read()
+    p, idat = 8, b""
+    while p < len(b):
+        n = int.from_bytes(b[p:p + 4], "big"); tag = b[p + 4:p + 8]; data = b[p + 8:p + 8 + n]
+        if tag == b"IHDR":
+            w, h = int.from_bytes(data[:4], "big"), int.from_bytes(data[4:8], "big")
+            assert data[8] == 8 and data[9] in (2, 6) and data[12] == 0, data
+            ch = 3 if data[9] == 2 else 4
+        elif tag == b"IDAT":
+            idat += data
+        p += 12 + n
+    raw = np.frombuffer(zlib.decompress(idat), np.uint8).reshape(h, 1 + ch * w)
+    out = np.zeros((h, w, ch), np.int32)
+    prev = np.zeros((w, ch), np.int32)
+    for y in range(h):
+        f, line = raw[y, 0], raw[y, 1:].astype(np.int32).reshape(w, ch)
+        if f == 0: cur = line
+        elif f == 1: cur = np.cumsum(line, 0) & 255
+        elif f == 2: cur = (line + prev) & 255
+        else:  # average, Paeth: pixel by pixel
+            cur = np.zeros((w, ch), np.int32)
+            a = np.zeros(ch, np.int32); c = np.zeros(ch, np.int32)
+            for i in range(w):
+                up = prev[i]
+                if f == 3: v = line[i] + (a + up) // 2
+                else:
+                    q = a + up - c; pa, pb, pc = abs(q - a), abs(q - up), abs(q - c)
+                    v = line[i] + np.where((pa <= pb) & (pa <= pc), a, np.where(pb <= pc, up, c))
+                cur[i] = a = v & 255
+                c = up
+        out[y], prev = cur, cur
+    return out[:, :, :3]
+A, B, C = (png(d + f"/grid_{k}.png") for k in "abc")
+ink = lambda im: np.argwhere((im < 200).any(-1))
+top = 29  # below the title's line (the grid's ink starts at 33)
+ya, xa = ink(A[top:]).T
+y0, y1, x0, x1 = ya.min() + top, ya.max() + top, xa.min(), xa.max()
+r = 4  # radius below 1,000 points
+scale = (y1 - y0 - 2 * r) / 10.0  # the grid's 10 units fill the frame's height
+cy, cx = (y0 + y1) / 2, (x0 + x1) / 2
+diff = (A != B[:A.shape[0]]).any(-1)
+labels, count = ndimage.label(ndimage.binary_dilation(diff, iterations=2))
+assert count == 3, f"{count} differing regions, want 3 triangles"
+for k, (px, py) in enumerate([[105, 5], [5, -75], [-55, 65]]):
+    want = np.arctan2(-(py - 5) * scale, (px - 5) * scale)
+    best = None
+    for j in range(1, count + 1):
+        yy, xx = np.nonzero(labels == j)
+        got = np.arctan2(yy.mean() - cy, xx.mean() - cx)
+        turn = abs((got - want + np.pi) % (2 * np.pi) - np.pi)
+        if best is None or turn < best[0]:
+            best = (turn, yy.mean(), xx.mean())
+    turn, my, mx = best
+    assert turn < np.radians(3), f"no triangle towards outlier {k}: {np.degrees(turn):.1f} degrees off"
+    # on the frame's edge: the grid's centres span its height; across, 16 px
+    # of padding and r from each side (no legend)
+    edge = min(abs(my - (y0 + r)), abs(my - (y1 - r)), abs(mx - (16 + r)), abs(mx - (A.shape[1] - 16 - r)))
+    assert edge < 6, f"triangle {k} is {edge:.1f} px from the frame's edge"
+blobs, nb = ndimage.label(ndimage.binary_dilation((C[top:] < 200).any(-1), iterations=3))
+yc, xc = np.nonzero(blobs == 1 + np.argmax(np.bincount(blobs.ravel())[1:]))  # the grid: the largest blob
+assert nb >= 4 and (yc.max() - yc.min()) < 0.25 * (y1 - y0), "--extent all did not fit the outliers"
+print("ok")
+PY
 # ---- affinities and approximate neighbours
 expect_ok affinity_entropic $N affinity swissroll:1500 -p 10 -o "$T/a.mtx" --betas "$T/b.npy" --quiet
 if grep -q '"mean_iterations": [0-9]' "$T/stdout" && grep -q '"converged": true' "$T/stdout" && head -1 "$T/a.mtx" | grep -q MatrixMarket; then

@@ -38,6 +38,17 @@ np.save(d + "/emb3.npy", np.zeros((500, 3)))
 np.save(d + "/lab499.npy", lab[:499])
 np.save(d + "/img10.npy", np.zeros((500, 10), np.float32))
 np.save(d + "/img499.npy", grey[:499])
+# a square grid (where its points must be drawn follows from the plot's size
+# alone), and the t-SNE with 3 points 8 extents away from its centre: beyond
+# the bulk across x alone, y alone, and both
+g = np.linspace(0, 3, 31)
+gx, gy = np.meshgrid(g, g)
+np.save(d + "/grid.npy", np.c_[gx.ravel(), gy.ravel()])
+emb = np.load(d + "/emb.npy")
+lo, hi = emb.min(0), emb.max(0)
+far = (lo + hi) / 2 + 8 * (hi - lo).max() * np.array([[1, 0], [0, -1], [-0.7, 0.7]])
+np.save(d + "/outliers.npy", np.r_[emb, far])
+np.save(d + "/outliers_lab.npy", np.r_[lab, [0, 1, 2]].astype(np.int32))
 PY
 
 # ---- good runs
@@ -77,20 +88,27 @@ assert np.array_equal(lab, np.load(d + "/lab.npy").ravel())
 assert np.array_equal(img, np.load(d + "/grey.npy").astype(np.uint8))
 PY
 
+expect_ok view_grid $N view "$T/grid.npy" -o "$T/grid.html" --quiet
+expect_ok view_outliers $N view "$T/outliers.npy" --labels "$T/outliers_lab.npy" -o "$T/outliers.html" --quiet
+
 # ---- in the browser
 if ! command -v node > /dev/null; then bad browser "node is not installed (./setup.sh installs it)"
 elif [ ! -d viewer/node_modules/playwright-core ]; then bad browser "viewer/node_modules lacks playwright-core (npm ci in viewer/, as ./setup.sh does)"
 elif [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ]; then bad browser "no chromium (Debian's package chromium, a test package of ./setup.sh)"
 else
-  node tests/viewer/view.mjs "$T" > "$T/browser.out" 2>&1
-  rc=$?
-  while read -r line; do
-    case "$line" in
-      "ok "*) ok "${line#ok }" ;;
-      "FAIL "*) name=${line#FAIL }; bad "${name%%:*}" "${name#*: }" ;;
-    esac
-  done < "$T/browser.out"
-  if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$T/browser.out"; then bad browser "exit $rc: $(tail -c 600 "$T/browser.out")"; fi
+  # the arithmetic under node, the page driven by playwright, then plain
+  # `chromium --headless --screenshot`
+  for script in units view screenshot; do
+    node tests/viewer/$script.mjs "$T" > "$T/browser.out" 2>&1
+    rc=$?
+    while read -r line; do
+      case "$line" in
+        "ok "*) ok "${line#ok }" ;;
+        "FAIL "*) name=${line#FAIL }; bad "${name%%:*}" "${name#*: }" ;;
+      esac
+    done < "$T/browser.out"
+    if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$T/browser.out"; then bad "browser_$script" "exit $rc: $(tail -c 600 "$T/browser.out")"; fi
+  done
 fi
 
 # ---- bad input: a non-zero exit, one line, no page left behind
@@ -110,7 +128,24 @@ expect_fail view_missing_labels "nope.txt: cannot open" "$p" -- $N view "$T/emb.
 expect_fail view_unwritable "$T/no/such/dir/page.html" - -- $N view "$T/emb.npy" -o "$T/no/such/dir/page.html"
 expect_fail view_extension "the page is written as .html or .htm" "$T/bad.png" -- $N view "$T/emb.npy" -o "$T/bad.png"
 expect_fail view_no_output "no output file" - -- $N view "$T/emb.npy"
-if $N view --help | grep -qF "(default 80% of RAM)" && $N --help | grep -q '^  view '; then ok view_help
+if $N view --help | grep -qF "(default 80% of RAM)" && $N --help | grep -q '^  view ' && ! $N --help | grep -q 'NOT IN THIS BUILD'
+then ok view_help
 else bad view_help "$($N view --help | head -3)"; fi
+
+# ---- the tool as a build without node makes it (no page script): the build
+# says so, `nlembed --help` says so next to view, and view refuses. Linked by
+# the Makefile's build/nlembed-noviewer from the objects of build/nlembed.
+if [ "$(realpath "$N")" = "$(realpath build/nlembed)" ]; then
+  rm -f build/nlembed-noviewer
+  make -s build/nlembed-noviewer > "$T/make.out" 2>&1
+  if grep -q "make: note: build/nlembed-noviewer is built without its viewer" "$T/make.out" \
+    && build/nlembed-noviewer --help | grep -A3 '^  view ' | grep -q 'NOT IN THIS BUILD: the tool was built without node and npm'
+  then ok view_noviewer_build_says_so
+  else bad view_noviewer_build_says_so "$(head -c 400 "$T/make.out")"; fi
+  expect_fail view_noviewer_refuses "built without the viewer: run ./setup.sh build" "$T/nv.html" -- \
+    build/nlembed-noviewer view "$T/emb.npy" -o "$T/nv.html"
+else
+  echo "skip view_noviewer_build_says_so: NLEMBED is not build/nlembed"
+fi
 
 finish

@@ -9,10 +9,13 @@
 //
 // FIXTURES (written by tests/viewer.sh): page.html (embedding, labels, grey
 // images), names.html (class names, RGB images), expect.json (the labels,
-// the names and the images' bytes as the test made them).
+// the names and the images' bytes as the test made them), grid.html (a
+// square grid of 31 x 31 points), outliers.html (page.html's embedding and
+// labels with 3 points far away appended).
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { readPng, squareMapProblems } from './png.mjs';
 
 const require = createRequire(new URL('../../viewer/package.json', import.meta.url));
 const { chromium } = require('playwright-core');
@@ -60,8 +63,8 @@ const browser = await chromium.launch({
 const context = await browser.newContext({ viewport: { width: 1000, height: 720 }, acceptDownloads: true });
 await context.grantPermissions(['clipboard-read', 'clipboard-write']);
 
-async function open(file) {
-  const page = await context.newPage();
+async function open(file, ctx = context) {
+  const page = await ctx.newPage();
   const errors = [], requests = [];
   page.on('pageerror', (e) => errors.push(e.message));
   page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
@@ -200,13 +203,16 @@ function compareSelection(name, got, pts, poly) {
       const r = document.getElementById('nle-plot').getBoundingClientRect();
       return [r.left, r.top, r.width, r.height];
     });
-    // A pentagon over the middle of the plot, covering part of the points.
-    const [L, T, W, H] = box;
-    const poly = [[L + 0.2 * W, T + 0.25 * H], [L + 0.55 * W, T + 0.15 * H], [L + 0.75 * W, T + 0.5 * H],
-      [L + 0.5 * W, T + 0.85 * H], [L + 0.25 * W, T + 0.7 * H]];
+    // A pentagon over the middle of the map (the box of the points on
+    // screen), covering part of the 5 clusters.
+    const L = Math.min(...pts.map((p) => p[0])), T = Math.min(...pts.map((p) => p[1]));
+    const W = Math.max(...pts.map((p) => p[0])) - L, H = Math.max(...pts.map((p) => p[1])) - T;
+    const poly = [[L + 0.03 * W, T + 0.2 * H], [L + 0.58 * W, T + 0.09 * H], [L + 0.9 * W, T + 0.5 * H],
+      [L + 0.5 * W, T + 0.91 * H], [L + 0.08 * W, T + 0.73 * H]];
     // Start (and so end) the lasso on a point: the mouse-up that closes it
     // there must not count as a click on that point.
-    poly[0] = startOnPoint(pts, L + 0.4 * W, T + 0.5 * H);
+    poly[0] = startOnPoint(pts, L + 0.34 * W, T + 0.5 * H);
+    if (!box) throw new Error('no plot');
     const before = JSON.stringify(await page.evaluate(() => window.nlembedView.selection()));
     await drawLasso(page, poly, true);
     selected = await selectionAfter(page, before);
@@ -338,6 +344,172 @@ function compareSelection(name, got, pts, poly) {
   check('wide_no_errors', errors.length === 0, errors.join('; '));
   await page.close();
 }
+
+// --------------------------------------------------------------- grid.html
+// The plot takes its size from the layout: a square grid must fill 95% of
+// the plot's shorter side, centred, in the first frame and after resizes.
+const plotBox = (page) => page.evaluate(() => {
+  const r = document.getElementById('nle-plot').getBoundingClientRect();
+  return [r.left, r.top, r.width, r.height];
+});
+async function gridProblems(page) {
+  const img = readPng(await page.screenshot());
+  return squareMapProblems(img, await plotBox(page), 4, 4);
+}
+{
+  // With animation frames and resize observations that never come, the
+  // first frame must still be drawn by the time the page has loaded (a
+  // screenshot taken then, as `chromium --screenshot` does, showed the
+  // legend and no points).
+  const still = await browser.newContext({ viewport: { width: 900, height: 700 } });
+  await still.addInitScript(() => {
+    window.requestAnimationFrame = () => 0;
+    window.ResizeObserver = class { observe() {} unobserve() {} disconnect() {} };
+  });
+  const page = await still.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await step('first_frame_at_load', async () => {
+    await page.goto('file://' + join(dir, 'grid.html'), { waitUntil: 'load' });
+    const ff = await page.evaluate(() => window.nlembedView.firstFrameMs);
+    const why = await gridProblems(page);
+    check('first_frame_at_load', ff > 0 && !why && errors.length === 0, `first frame ${ff}; ${why}; ${errors.join('; ')}`);
+  });
+  await still.close();
+}
+{
+  const { page, errors } = await open('grid.html');
+  const sizes = async () => page.evaluate(() => {
+    const s = window.nlembedView.scatterplot, r = document.getElementById('nle-plot').getBoundingClientRect();
+    const c = document.querySelector('#nle-plot canvas'), rc = s.get('renderer').canvas, d = devicePixelRatio;
+    return { plot: [Math.floor(r.width * d), Math.floor(r.height * d)], canvas: [c.width, c.height], renderer: [rc.width, rc.height] };
+  });
+  const sameSizes = (z) => JSON.stringify(z.plot) === JSON.stringify(z.canvas) && JSON.stringify(z.plot) === JSON.stringify(z.renderer);
+  await step('grid_first_view', async () => {
+    const why = await gridProblems(page), z = await sizes();
+    check('grid_first_view', !why && sameSizes(z), `${why} ${JSON.stringify(z)}`);
+  });
+  // Taller than wide, then wider: the home view frames the grid again (the
+  // library's home view showed y in [-1, 1] whatever the width, cutting the
+  // sides of a tall plot); the WebGL canvas follows the plot.
+  for (const [w, h] of [[640, 960], [1300, 600], [1000, 720]]) {
+    await step(`resize_${w}x${h}`, async () => {
+      await page.setViewportSize({ width: w, height: h });
+      await page.waitForTimeout(300);
+      const why = await gridProblems(page), z = await sizes();
+      check(`resize_${w}x${h}`, !why && sameSizes(z), `${why} ${JSON.stringify(z)}`);
+    });
+  }
+  await step('resize_keeps_user_view', async () => {
+    const box = await plotBox(page);
+    await page.mouse.move(box[0] + box[2] / 2 + 40, box[1] + box[3] / 2 + 30);
+    await page.mouse.wheel(0, -200);
+    await page.waitForTimeout(400);
+    const cam = () => page.evaluate(() => {
+      const c = window.nlembedView.scatterplot.get('camera');
+      return [c.distance[0], c.target[0], c.target[1]];
+    });
+    const before = await cam();
+    await page.setViewportSize({ width: 900, height: 700 });
+    await page.waitForTimeout(300);
+    const after = await cam();
+    check('resize_keeps_user_view', before[0] < 0.95 && after.every((v, k) => Math.abs(v - before[k]) < 1e-9),
+      `camera ${before} -> ${after}`);
+    await page.setViewportSize({ width: 1000, height: 720 });
+  });
+  check('grid_no_errors', errors.length === 0, errors.join('; '));
+  await page.close();
+}
+
+// ----------------------------------------------------------- outliers.html
+// page.html's 500 points and 3 far away: the first view frames the 500 as
+// page.html does (their positions relative to the plot's centre, in units
+// of its height, agree), the 3 are counted in the bar and marked by
+// triangles on the plot's edge pointing to them, "Show all" brings every
+// point into the plot and "Reset view" returns to the bulk.
+{
+  const relative = async (page, count) => page.evaluate((k) => {
+    const v = window.nlembedView, r = document.getElementById('nle-plot').getBoundingClientRect();
+    const cx = r.left + r.width / 2, cy = r.top + r.height / 2;
+    return Array.from({ length: k }, (_, i) => {
+      const [x, y] = v.screenPosition(i);
+      return [(x - cx) / r.height, (y - cy) / r.height];
+    });
+  }, count);
+  const a = await open('page.html');
+  const want = await relative(a.page, 500);
+  await a.page.close();
+  const { page, errors } = await open('outliers.html');
+  const n = await page.evaluate(() => window.nlembedView.n);
+  await step('outliers_bulk_view', async () => {
+    const got = await relative(page, 500);
+    const worst = Math.max(...got.map((p, i) => Math.hypot(p[0] - want[i][0], p[1] - want[i][1])));
+    check('outliers_bulk_view', n === 503 && worst < 1e-4, `${n} points; the 500 moved by up to ${worst} plot heights`);
+  });
+  await step('outliers_counted', async () => {
+    const text = await page.textContent('#nle-outliers-text');
+    check('outliers_counted', text.startsWith('3 points beyond the view'), text);
+  });
+  await step('outliers_marked', async () => {
+    await page.waitForTimeout(200);
+    const r = await page.evaluate(() => {
+      const v = window.nlembedView, p = document.getElementById('nle-plot').getBoundingClientRect();
+      return { marks: v.edgeMarks, w: p.width, h: p.height, left: p.left, top: p.top,
+        pts: [500, 501, 502].map((i) => v.screenPosition(i)) };
+    });
+    const problems = [];
+    const indices = r.marks.map((m) => m[0]).sort();
+    if (JSON.stringify(indices) !== '[500,501,502]') problems.push(`marks for ${indices}`);
+    for (const [i, ex, ey] of r.marks) {
+      const [px, py] = r.pts[i - 500], cx = r.w / 2, cy = r.h / 2;
+      const x = px - r.left, y = py - r.top;
+      const edge = Math.min(ex, ey, r.w - ex, r.h - ey);
+      let turn = Math.abs(Math.atan2(ey - cy, ex - cx) - Math.atan2(y - cy, x - cx));
+      turn = Math.min(turn, 2 * Math.PI - turn);
+      if (!(x < 0 || x > r.w || y < 0 || y > r.h)) problems.push(`point ${i} is in view`);
+      if (Math.abs(edge - 8) > 0.5) problems.push(`mark ${i} is ${edge.toFixed(1)} px from the edge`);
+      if (turn > 1e-3) problems.push(`mark ${i} is ${turn} rad off the direction to its point`);
+    }
+    // and drawn: the overlay has ink at each mark
+    const inked = await page.evaluate((marks) => {
+      const c = document.getElementById('nle-edge-marks'), d = devicePixelRatio, ctx = c.getContext('2d');
+      return marks.map(([, x, y]) => ctx.getImageData(Math.round(x * d), Math.round(y * d), 1, 1).data[3] > 0);
+    }, r.marks);
+    if (!inked.every(Boolean)) problems.push(`marks drawn: ${inked}`);
+    check('outliers_marked', problems.length === 0, problems.join('; '));
+  });
+  const inPlot = () => page.evaluate(() => {
+    const v = window.nlembedView, r = document.getElementById('nle-plot').getBoundingClientRect();
+    let inside = 0;
+    for (let i = 0; i < v.n; i++) {
+      const [x, y] = v.screenPosition(i);
+      if (x >= r.left && x <= r.right && y >= r.top && y <= r.bottom) inside++;
+    }
+    return { inside, marks: v.edgeMarks.length };
+  });
+  await step('outliers_show_all', async () => {
+    await page.click('#nle-show-all');
+    await page.waitForTimeout(700);
+    const r = await inPlot();
+    check('outliers_show_all', r.inside === n && r.marks === 0, JSON.stringify(r));
+  });
+  await step('outliers_reset_view', async () => {
+    await page.click('#nle-reset');
+    await page.waitForTimeout(700);
+    const got = await relative(page, 500), r = await inPlot();
+    const worst = Math.max(...got.map((p, i) => Math.hypot(p[0] - want[i][0], p[1] - want[i][1])));
+    check('outliers_reset_view', worst < 1e-4 && r.inside === 500 && r.marks === 3, `moved by ${worst}; ${JSON.stringify(r)}`);
+  });
+  check('outliers_no_errors', errors.length === 0, errors.join('; '));
+  await page.close();
+}
+// and a map with no outlier says nothing of them
+await step('no_outliers_no_note', async () => {
+  const { page } = await open('page.html');
+  const note = await page.$('#nle-outliers');
+  check('no_outliers_no_note', note === null, 'an outlier note on page.html');
+  await page.close();
+});
 
 await browser.close();
 process.exit(failures ? 1 : 0);

@@ -85,25 +85,86 @@ export function readPage() {
   return { meta, xy, labels, images };
 }
 
-// The positions mapped into [-1, 1]^2 (regl-scatterplot's normalised device
-// coordinates) with one scale for both axes, so the picture keeps the
-// embedding's shape; 5% margin.
-export function normalise(xy, n) {
+// The bulk of the map: per axis, the fence is the range between the 1% and
+// 99% quantiles (the values at sorted index floor(p (N - 1))) widened by half
+// its length on each side; a point outside the fence on either axis is an
+// outlier. A few points far from the rest (a t-SNE of single cells flings a
+// handful of very high-count cells ~7 times as far as the clusters reach)
+// would otherwise shrink the clusters to a fifth of the view. The box is that
+// of the points inside the fences: all of them when there is no outlier, so
+// an ordinary map is framed by its whole extent as before. `nlembed plot`
+// frames its picture by the same rule (cli/plot.c, bulk_box).
+export const BULK_QUANTILE = 0.01, BULK_WIDEN = 0.5;
+
+// Moves the k-th smallest of v[from..to] to v[k] (elements below it before,
+// above it after): Hoare's quickselect with a median-of-three pivot, linear
+// time, where sorting a million coordinates took 0.3 s.
+export function selectKth(v, k, from = 0, to = v.length - 1) {
+  while (to > from) {
+    const mid = (from + to) >> 1;
+    const a = v[from], b = v[mid], c = v[to];
+    const pivot = a < b ? (b < c ? b : a < c ? c : a) : (a < c ? a : b < c ? c : b);
+    let i = from, j = to;
+    while (i <= j) {
+      while (v[i] < pivot) i++;
+      while (v[j] > pivot) j--;
+      if (i <= j) {
+        const t = v[i]; v[i] = v[j]; v[j] = t;
+        i++; j--;
+      }
+    }
+    if (k <= j) to = j;
+    else if (k >= i) from = i;
+    else return v[k];
+  }
+  return v[k];
+}
+
+export function bulkBox(xy, n) {
+  const fence = (axis) => {
+    const v = new Float32Array(n);
+    for (let i = 0; i < n; i++) v[i] = xy[2 * i + axis];
+    const k0 = Math.floor(BULK_QUANTILE * (n - 1)), k1 = Math.floor((1 - BULK_QUANTILE) * (n - 1));
+    const lo = selectKth(v, k0), hi = selectKth(v, k1, k0);
+    return [lo - BULK_WIDEN * (hi - lo), hi + BULK_WIDEN * (hi - lo)];
+  };
+  const [fx0, fx1] = fence(0), [fy0, fy1] = fence(1);
   let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
+  const outliers = [];
   for (let i = 0; i < n; i++) {
     const x = xy[2 * i], y = xy[2 * i + 1];
+    if (x < fx0 || x > fx1 || y < fy0 || y > fy1) {
+      outliers.push(i);
+      continue;
+    }
     if (x < x0) x0 = x;
     if (x > x1) x1 = x;
     if (y < y0) y0 = y;
     if (y > y1) y1 = y;
   }
-  const span = Math.max(x1 - x0, y1 - y0);
+  return { x0, x1, y0, y1, outliers: Uint32Array.from(outliers) };
+}
+
+// The positions mapped to regl-scatterplot's normalised device coordinates
+// with one scale for both axes, so the picture keeps the embedding's shape:
+// the bulk's box (bulkBox) fills [-1, 1]^2 less a 5% margin, the view a
+// reset returns to; outliers fall outside it. `bulk` and `all` are the boxes
+// of the bulk and of every point in those coordinates.
+export function normalise(xy, n) {
+  const bulk = n > 0 ? bulkBox(xy, n) : { x0: 0, x1: 0, y0: 0, y1: 0, outliers: new Uint32Array(0) };
+  const span = Math.max(bulk.x1 - bulk.x0, bulk.y1 - bulk.y0);
   const scale = span > 0 ? 1.9 / span : 1;
-  const cx = (x0 + x1) / 2, cy = (y0 + y1) / 2;
+  const cx = (bulk.x0 + bulk.x1) / 2, cy = (bulk.y0 + bulk.y1) / 2;
   const x = new Float32Array(n), y = new Float32Array(n);
+  let ax0 = Infinity, ax1 = -Infinity, ay0 = Infinity, ay1 = -Infinity;
   for (let i = 0; i < n; i++) {
     x[i] = (xy[2 * i] - cx) * scale;
     y[i] = (xy[2 * i + 1] - cy) * scale;
+    ax0 = Math.min(ax0, x[i]); ax1 = Math.max(ax1, x[i]);
+    ay0 = Math.min(ay0, y[i]); ay1 = Math.max(ay1, y[i]);
   }
-  return { x, y, toNdc: (px, py) => [(px - cx) * scale, (py - cy) * scale] };
+  const [bx0, by0] = [(bulk.x0 - cx) * scale, (bulk.y0 - cy) * scale];
+  return { x, y, outliers: bulk.outliers, bulk: { x: bx0, y: by0, width: (bulk.x1 - bulk.x0) * scale, height: (bulk.y1 - bulk.y0) * scale },
+    all: { x: ax0, y: ay0, width: ax1 - ax0, height: ay1 - ay0 },
+    toNdc: (px, py) => [(px - cx) * scale, (py - cy) * scale] };
 }

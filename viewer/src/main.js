@@ -8,7 +8,7 @@
 // select(indices), search(index), screenPosition(index), tooltip(),
 // firstFrameMs, ready (a promise).
 
-import createScatterplot from 'regl-scatterplot';
+import createScatterplot, { createRenderer } from 'regl-scatterplot';
 import css from './style.css';
 import { readPage, normalise } from './data.js';
 import { classColour, cssColour, UNLABELLED } from './palette.js';
@@ -71,7 +71,15 @@ function start() {
   const count = h('span', { id: 'nle-count' }, `${n.toLocaleString('en-US')} points`);
   const panButton = h('button', { id: 'nle-mode-pan', title: 'drag to pan, wheel to zoom', 'aria-pressed': 'true' }, 'Pan');
   const lassoButton = h('button', { id: 'nle-mode-lasso', title: 'drag to select (or shift+drag in any mode)', 'aria-pressed': 'false' }, 'Lasso');
-  const resetButton = h('button', { id: 'nle-reset', title: 'the whole embedding' }, 'Reset view');
+  const resetButton = h('button', { id: 'nle-reset', title: pos.outliers.length ? 'the bulk of the map' : 'the whole embedding' }, 'Reset view');
+  // Points outside the bulk (data.js, bulkBox) are off the first view: the
+  // bar says how many, "Show all" frames every point, and markers on the
+  // plot's edge point to those out of sight.
+  const nOut = pos.outliers.length;
+  const outlierNote = nOut ? h('span', { class: 'nle-group', id: 'nle-outliers' },
+    h('span', { id: 'nle-outliers-text', title: 'points far from the rest, marked by triangles at the edge of the plot' },
+      `${nOut.toLocaleString('en-US')} point${nOut === 1 ? '' : 's'} beyond the view`),
+    h('button', { id: 'nle-show-all', title: 'zoom out to every point' }, 'Show all')) : '';
   const selCount = h('span', { id: 'nle-selected' }, '0 selected');
   const copyButton = h('button', { id: 'nle-copy', disabled: true, title: 'copy the selected indices (a JSON list)' }, 'Copy');
   const saveButton = h('button', { id: 'nle-download', disabled: true, title: 'download the selected indices as selection.json' }, 'Download');
@@ -80,22 +88,70 @@ function start() {
   const searchForm = h('form', { class: 'nle-group', id: 'nle-search-form' }, searchBox, h('button', { type: 'submit' }, 'Find'), searchMsg);
   const bar = h('div', { id: 'nle-bar' },
     h('span', { id: 'nle-title', title: meta.title }, meta.title), count,
-    h('span', { class: 'nle-group' }, panButton, lassoButton, resetButton),
+    h('span', { class: 'nle-group' }, panButton, lassoButton, resetButton), outlierNote,
     h('span', { class: 'nle-group' }, selCount, copyButton, saveButton),
     searchForm,
     h('span', { id: 'nle-help' }, 'drag: pan · wheel: zoom · shift+drag: lasso · Esc / double-click: clear'));
   const plot = h('div', { id: 'nle-plot' });
   const canvas = h('canvas');
-  plot.append(canvas);
+  const edgeMarks = h('canvas', { id: 'nle-edge-marks' });
+  plot.append(canvas, edgeMarks);
   const tooltip = h('div', { id: 'nle-tooltip', role: 'tooltip' });
   const main = h('div', { id: 'nle-main' }, plot, tooltip);
   document.body.append(h('div', { id: 'nle-app' }, bar, main));
 
-  // ---- the scatter plot
+  // ---- the scatter plot, sized by the page's layout
+  // regl-scatterplot's default renderer sizes its WebGL canvas by the window
+  // and the screen, min(innerWidth, screen.availWidth), and copies the centre
+  // of it to the plot: a headless browser's screen is 800 x 600 whatever its
+  // window, so the map was cut to a centred 800 x 600 box. The viewer's
+  // renderer takes the plot's size from the layout: now, before the first
+  // frame, and on every resize.
+  const layoutSize = () => {
+    const r = plot.getBoundingClientRect();
+    return [Math.max(1, r.width), Math.max(1, r.height)];
+  };
+  const renderer = createRenderer({ canvas: document.createElement('canvas') });
+  // The scatter plot draws from the renderer's animation-frame loop; the
+  // viewer also draws a frame itself (drawNow) where waiting for the next
+  // animation frame would leave the plot blank: after the script (a
+  // screenshot taken at the page's load event had the legend and no points
+  // in about 2 of 10 runs) and after a resize, which clears the canvas.
+  const frameFns = new Set();
+  const onFrame = renderer.onFrame;
+  renderer.onFrame = (fn) => {
+    frameFns.add(fn);
+    const cancel = onFrame(fn);
+    return () => { frameFns.delete(fn); cancel(); };
+  };
+  const fitRenderer = ([w, h]) => {
+    const { maxTextureSize, maxRenderbufferSize } = renderer.regl.limits;
+    const dpr = window.devicePixelRatio, most = Math.min(maxTextureSize, maxRenderbufferSize) / dpr;
+    const rw = Math.min(w, most), rh = Math.min(h, most);
+    if (renderer.canvas.width !== Math.floor(rw * dpr) || renderer.canvas.height !== Math.floor(rh * dpr)) {
+      renderer.resize(rw, rh);
+    }
+  };
+  const size0 = layoutSize();
+  fitRenderer(size0);
+  // The camera that frames a box of the normalised coordinates in a plot of
+  // size [w, h], the box filling 95% of it across its tighter direction.
+  // regl-scatterplot's home view shows y from -1 to 1 over the plot's
+  // height whatever its width: a plot taller than wide cut the map's sides.
+  const fit = (box, [w, h]) => ({
+    target: [box.x + box.width / 2, box.y + box.height / 2],
+    distance: Math.max(box.height / 2, box.width / 2 / (w / h)) / 0.95 || 1,
+  });
+  const home0 = fit(pos.bulk, size0);
   const scatterplot = createScatterplot({
+    renderer,
     canvas,
-    width: 'auto',
-    height: 'auto',
+    // The layout's size now (the library's 'auto' would measure it only at
+    // the next animation frame); 'auto' below for the resizes.
+    width: size0[0],
+    height: size0[1],
+    cameraTarget: home0.target,
+    cameraDistance: home0.distance,
     backgroundColor: [1, 1, 1, 1],
     pointColor: colours.map(([r, g, b]) => [r, g, b, 1]),
     pointColorHover: [0, 0, 0, 1],
@@ -116,8 +172,32 @@ function start() {
   });
   view.scatterplot = scatterplot;
   view.timings.createdMs = performance.now();
+  const drawNow = () => {
+    scatterplot.redraw();
+    renderer.refresh(); // regl's viewport follows the renderer's canvas
+    for (const fn of frameFns) fn();
+  };
+  // With 'auto' the library's observer of the canvas (100% of the plot)
+  // resizes the canvas, its camera and scales on a resize; this observer,
+  // made after it and so called after it in the same frame, resizes the
+  // renderer and draws before the frame is painted.
+  // A view still at home (the bulk framed, as at the start or after "Reset
+  // view") is framed again for the new size; one the user moved is kept.
+  scatterplot.set({ width: 'auto', height: 'auto' });
+  let home = home0;
+  new ResizeObserver(() => {
+    const size = layoutSize(), camera = scatterplot.get('camera');
+    const atHome = Math.abs(camera.distance[0] - home.distance) <= 1e-6 * home.distance &&
+      Math.hypot(camera.target[0] - home.target[0], camera.target[1] - home.target[1]) <= 1e-6 * home.distance;
+    home = fit(pos.bulk, size);
+    if (atHome) scatterplot.zoomToLocation(home.target, home.distance);
+    fitRenderer(size);
+    drawNow();
+  }).observe(plot);
 
-  scatterplot.subscribe('draw', () => {
+  // 'drawing' is published synchronously by the frame that drew (its 'draw'
+  // event comes later, from a timer).
+  scatterplot.subscribe('drawing', () => {
     if (view.firstFrameMs !== null) return;
     view.firstFrameMs = performance.now(); // since navigation start
     document.body.dataset.firstFrame = String(Math.round(view.firstFrameMs));
@@ -139,6 +219,16 @@ function start() {
   scatterplot.draw(points, { zDataType: 'categorical' }).then(() => {
     view.timings.drawMs = performance.now() - tDraw;
   });
+  // The points reach the plot through promises that all settle in this
+  // script's microtasks (the spatial index is built on this thread): the
+  // first frame is drawn then, before the page's load event, rather than at
+  // an animation frame that may come after a screenshot.
+  (async () => {
+    for (let turn = 0; view.firstFrameMs === null && turn < 1000; turn++) {
+      await null;
+      drawNow();
+    }
+  })();
 
   // ---- selection
   let selection = [];
@@ -190,7 +280,49 @@ function start() {
   };
   panButton.addEventListener('click', () => setMode('panZoom'));
   lassoButton.addEventListener('click', () => setMode('lasso'));
-  resetButton.addEventListener('click', () => scatterplot.zoomToOrigin({ transition: true, transitionDuration: 300 }));
+  resetButton.addEventListener('click', () => scatterplot.zoomToLocation(home.target, home.distance,
+    { transition: true, transitionDuration: 300 }));
+
+  // ---- outliers: "Show all", and a triangle on the plot's edge for each
+  // outlier out of sight, pointing to it, in its class colour (redrawn with
+  // every frame of the plot)
+  if (nOut) {
+    outlierNote.querySelector('#nle-show-all').addEventListener('click', () => {
+      const all = fit(pos.all, layoutSize());
+      scatterplot.zoomToLocation(all.target, all.distance, { transition: true, transitionDuration: 300 });
+    });
+    const marked = pos.outliers.subarray(0, 5000);
+    view.edgeMarks = [];
+    scatterplot.subscribe('drawing', () => {
+      const dpr = window.devicePixelRatio, W = plot.clientWidth, H = plot.clientHeight;
+      if (edgeMarks.width !== Math.round(W * dpr) || edgeMarks.height !== Math.round(H * dpr)) {
+        edgeMarks.width = Math.round(W * dpr);
+        edgeMarks.height = Math.round(H * dpr);
+      }
+      const ctx = edgeMarks.getContext('2d');
+      ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+      ctx.clearRect(0, 0, W, H);
+      const m = 8, cx = W / 2, cy = H / 2;
+      view.edgeMarks = [];
+      for (const i of marked) {
+        const [px, py] = scatterplot.getScreenPosition(inv[i]);
+        if (px >= 0 && px <= W && py >= 0 && py <= H) continue;
+        // Where the line from the centre to the point leaves the plot, less
+        // a margin; the triangle points along that line.
+        const dx = px - cx, dy = py - cy;
+        const t = Math.min(Math.abs((cx - m) / (dx || 1e-9)), Math.abs((cy - m) / (dy || 1e-9)));
+        const ex = cx + dx * t, ey = cy + dy * t, len = Math.hypot(dx, dy), ux = dx / len, uy = dy / len;
+        ctx.fillStyle = cssColour(colours[labels ? labels[i] : 0]);
+        ctx.beginPath();
+        ctx.moveTo(ex + 6 * ux, ey + 6 * uy);
+        ctx.lineTo(ex - 4 * ux - 4 * uy, ey - 4 * uy + 4 * ux);
+        ctx.lineTo(ex - 4 * ux + 4 * uy, ey - 4 * uy - 4 * ux);
+        ctx.closePath();
+        ctx.fill();
+        view.edgeMarks.push([i, ex, ey]);
+      }
+    });
+  }
 
   // ---- legend: class colours and counts; a click selects the class
   // (shift+click adds it to the selection)
