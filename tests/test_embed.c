@@ -214,7 +214,7 @@ static void bad_options(void) {
   nle_ctx *ctx = test_ctx(7);
   nle_matf *Y = blobs(100, 4, 2, 8);
   nle_embed_input in = {.Y = Y};
-  const char *fields[] = {"perplexity", "dim", "step", "homotopy_steps", "not 4", "opt.momentum", "wneg", "k = 120"};
+  const char *fields[] = {"perplexity=0.5", "dim=0", "step=fixed", "homotopy", "not 4", "momentum=1", "wneg", "perplexity=40"};
   for (size_t c = 0; c < sizeof fields / sizeof *fields; c++) {
     nle_embed_opts o;
     nle_embed_opts_init(&o);
@@ -226,7 +226,7 @@ static void bad_options(void) {
     case 4: o.engine = NLE_REPULSION_FFT, o.dim = 4; break;
     case 5: o.opt.momentum = 1.0; break;
     case 6: o.wneg = NLE_WNEG_SQDIST; break;          /* t-SNE */
-    case 7: o.perplexity = 40; break;                 /* k = 120 of 100 points */
+    case 7: o.perplexity = 40, o.k = 30; break;       /* perplexity past k */
     }
     nle_embed_result *r = NULL;
     nle_status s = nle_embed(ctx, &in, &o, &r);

@@ -460,14 +460,14 @@ static void sparse_refusals(void) {
   nle_test(!strcmp(nle_metric_name((nle_metric)99), "unknown"));
 
   nle_matf *Y = random_rows(50, 20, 0.3, true, 31);
-  memset(Y->data + 16 * 20, 0, 20 * sizeof(float)); /* row 17 (1-based) all zeros */
+  memset(Y->data + 16 * 20, 0, 20 * sizeof(float)); /* row 16 (0-based, as the readers count) all zeros */
   nle_csr *X = to_csr(Y, NLE_F32), *g = NULL;
   nle_test(nle_knn_sparse(ctx, X, 3, NLE_METRIC_COSINE, NLE_KNN_EXACT, NULL, &g, NULL) == NLE_ERR_VALUE &&
-           strstr(nle_ctx_error(ctx), "row 17 of the data is all zeros: its cosine distance is undefined") && !g);
+           strstr(nle_ctx_error(ctx), "row 16 of the data is all zeros: its cosine distance is undefined") && !g);
   nle_test(nle_knn_sparse(ctx, X, 3, NLE_METRIC_CORRELATION, NLE_KNN_APPROX, NULL, &g, NULL) == NLE_ERR_VALUE &&
-           strstr(nle_ctx_error(ctx), "row 17 of the data is all zeros: its correlation distance") && !g);
+           strstr(nle_ctx_error(ctx), "row 16 of the data is all zeros: its correlation distance") && !g);
   nle_test(nle_knn_metric(ctx, Y, 3, NLE_METRIC_COSINE, NLE_KNN_AUTO, NULL, &g, NULL) == NLE_ERR_VALUE &&
-           strstr(nle_ctx_error(ctx), "row 17 of the data is all zeros") && !g);
+           strstr(nle_ctx_error(ctx), "row 16 of the data is all zeros") && !g);
   nle_test(nle_knn_sparse_query(ctx, X, X, 3, NLE_METRIC_COSINE, &g) == NLE_ERR_VALUE && !g);
   /* Euclidean takes a zero row: every other row at its squared norm */
   nle_test_ok(nle_knn_sparse(ctx, X, 3, NLE_METRIC_EUCLIDEAN, NLE_KNN_EXACT, NULL, &g, NULL));
@@ -478,9 +478,9 @@ static void sparse_refusals(void) {
   nle_csr_free(&X);
   X = to_csr(Y, NLE_F64);
   nle_test(nle_knn_sparse(ctx, X, 3, NLE_METRIC_CORRELATION, NLE_KNN_EXACT, NULL, &g, NULL) == NLE_ERR_VALUE &&
-           strstr(nle_ctx_error(ctx), "row 17 of the data is constant"));
+           strstr(nle_ctx_error(ctx), "row 16 of the data is constant"));
   nle_test(nle_knn_metric(ctx, Y, 3, NLE_METRIC_CORRELATION, NLE_KNN_EXACT, NULL, &g, NULL) == NLE_ERR_VALUE &&
-           strstr(nle_ctx_error(ctx), "row 17 of the data is constant"));
+           strstr(nle_ctx_error(ctx), "row 16 of the data is constant"));
   nle_test_ok(nle_knn_sparse(ctx, X, 3, NLE_METRIC_COSINE, NLE_KNN_EXACT, NULL, &g, NULL));
   nle_csr_free(&g);
   /* non-finite values, unsorted columns, bad k, metric and method */

@@ -407,7 +407,7 @@ static void landmark_exact(void) {
   o.landmarks = 3;
   nle_mds_result_free(&r);
   nle_test(nle_mds(ctx, NLE_MDS_LANDMARK, &in, &o, &r) == NLE_ERR_ARG &&
-           strstr(nle_ctx_error(ctx), "3 landmarks for 3 dimensions"));
+           strstr(nle_ctx_error(ctx), "landmarks=3 for 3 dimensions"));
   nle_matd_free(&Xt);
   nle_matd_free(&Xq);
   nle_projection_model_free(&loaded);
@@ -600,7 +600,7 @@ static void bad_input(void) {
     size_t at;
     double v;
     const char *msg;
-  } cases[] = {{1, -3, "negative"}, {11, 2, "diagonal entry (2, 2)"}, {1, NAN, "not finite"}, {1, 599, "not symmetric"}};
+  } cases[] = {{1, -3, "negative"}, {11, 2, "row 1, column 1 (the diagonal)"}, {1, NAN, "not finite"}, {1, 599, "not symmetric"}};
   for (size_t c = 0; c < 4; c++) {
     double keep = T->data[cases[c].at];
     T->data[cases[c].at] = cases[c].v;
@@ -625,7 +625,7 @@ static void bad_input(void) {
   nle_matf *Y = test_random_matf(20, 3, 2);
   memcpy(Y->data + 15, Y->data + 3, 3 * sizeof(float));
   nle_mds_input pts = {Y, NULL, NULL};
-  nle_test(nle_mds(ctx, NLE_MDS_SAMMON, &pts, NULL, &r) == NLE_ERR_VALUE && strstr(nle_ctx_error(ctx), "points 2 and 6"));
+  nle_test(nle_mds(ctx, NLE_MDS_SAMMON, &pts, NULL, &r) == NLE_ERR_VALUE && strstr(nle_ctx_error(ctx), "rows 1 and 5"));
   /* over the memory cap: the error points to landmark MDS */
   nle_ctx_set_max_memory(ctx, 1000);
   nle_test(nle_mds(ctx, NLE_MDS_METRIC, &pts, NULL, &r) == NLE_ERR_MEMCAP && strstr(nle_ctx_error(ctx), "landmark MDS"));

@@ -91,7 +91,7 @@ def test_no_model_after_precomputed_fit(roll):
     with pytest.raises(ValueError, match="precomputed"):
         t.transform(D[:3])
     k = nlembed.PCA(keep_model=False).fit(roll)
-    with pytest.raises(ValueError, match="keep-model"):
+    with pytest.raises(ValueError, match="keep_model"):
         k.transform(roll[:3])
 
 

@@ -152,7 +152,7 @@ nle_status nle__mds_landmark(nle_ctx *ctx, const nle_mds_input *in, const nle_md
   const nle_matd *M = in->dissimilarities;
   size_t n = Y ? Y->rows : M->rows, d = (size_t)o->dim, L = (size_t)o->landmarks;
   if (L <= d || L > n)
-    return nle__fail(ctx, NLE_ERR_ARG, "landmark MDS: %zu landmarks for %zu dimensions of %zu points (d < L <= N)", L,
+    return nle__fail(ctx, NLE_ERR_ARG, "landmark MDS: {@landmarks=%zu} for %zu dimensions of %zu points (d < L <= N)", L,
                      d, n);
   nle_status s = nle__check_memory(ctx, (double)L * (double)n * sizeof(double), "landmark MDS's L x N distances");
   if (s) return s;

@@ -101,7 +101,7 @@ static nle_status sp_rows_prepare(nle_ctx *ctx, const nle_csr *X, nle_metric met
       double v = nle_csr_value(X, p);
       if (!isfinite(v))
         return nle__fail(ctx, NLE_ERR_VALUE, "sparse kNN: row %lld, column %d of %s is %g: the %s distance needs "
-                         "finite values", (long long)i + 1, X->colind[p] + 1, name, v, mname);
+                         "finite values", (long long)i, X->colind[p], name, v, mname);
     }
   }
   s = nle__check_memory(ctx, (double)X->nnz * 8 + (double)n * 24, "the scaled sparse rows");
@@ -140,9 +140,9 @@ static nle_status sp_rows_prepare(nle_ctx *ctx, const nle_csr *X, nle_metric met
         bool zero = true;
         for (int64_t p = p0; p < p1 && zero; p++) zero = nle_csr_value(X, p) == 0.0;
         s = zero ? nle__fail(ctx, NLE_ERR_VALUE, "row %lld of %s is all zeros: its %s distance is undefined",
-                             (long long)i + 1, name, mname)
+                             (long long)i, name, mname)
                  : nle__fail(ctx, NLE_ERR_VALUE, "row %lld of %s is constant: its correlation distance is undefined",
-                             (long long)i + 1, name);
+                             (long long)i, name);
         break;
       }
       scale = sqrt(sq);
@@ -169,7 +169,7 @@ static nle_status sp_rows_prepare(nle_ctx *ctx, const nle_csr *X, nle_metric met
         if (R->q[i] == R->q_max) at = i;
       s = nle__fail(ctx, NLE_ERR_VALUE,
                     "row %lld of %s has norm %.3g: squared distances overflow single precision (3.4e38); scale the "
-                    "data down", (long long)at + 1, name, sqrt(R->q_max));
+                    "data down", (long long)at, name, sqrt(R->q_max));
     } else {
       s = nle__fail(ctx, NLE_ERR_VALUE,
                     "every row of %s has norm below %.3g: squared distances underflow single precision; scale the "

@@ -244,7 +244,7 @@ static nle_status pca_randomized(nle_ctx *ctx, const nle_matf *Y, const nle_pca_
     if (!s) s = orthonormalise(ctx, omega, d, l, tau);
     if (!s) s = apply_centred(ctx, Y, m->mean, omega, l, 0, q);
     if (!s) s = orthonormalise(ctx, q, n, l, tau);
-    if (!s) s = nle__progress(ctx, "PCA randomized", (double)(it + 1) / (double)(o->power_iters + 1));
+    if (!s) s = nle__progress(ctx, "PCA randomized", (double)(it + 1) / ((double)o->power_iters + 1.0));
   }
   if (!s) {
     /* B = Q^T A (l x D) is the transpose of A^T Q; its SVD gives the components. */
