@@ -19,9 +19,11 @@ PACKAGES=(build-essential pkg-config libopenblas-dev liblapacke-dev libsuitespar
 # (and writes .h5ad, .npz and .mat files with anndata, h5py and scipy),
 # runs the libFuzzer targets (clang) and opens `nlembed view`'s pages in a
 # headless browser (chromium, tests/viewer.sh); the Python package's tests
-# run scikit-learn's estimator checks under pytest, with tqdm's progress bars.
+# run scikit-learn's estimator checks under pytest, with tqdm's progress bars;
+# the benchmarks' smoke runs (tests/bench_smoke.sh) time with GNU time and
+# count with bc (their peers, BENCH_PACKAGES, are skipped when missing).
 TEST_PACKAGES=(python3-numpy python3-scipy python3-h5py python3-anndata python3-sklearn python3-pytest python3-tqdm
-               clang chromium)
+               clang chromium time bc)
 BENCH_PACKAGES=(python3-numpy python3-sklearn python3-pynndescent hyperfine time r-cran-rtsne r-cran-uwot umap-learn)
 
 install_missing() {

@@ -3,9 +3,39 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 NLEMBED=${NLEMBED:-./build/nlembed}
 PY=/usr/bin/python3
-OUT=${OUT:-out/bench}
+# SMOKE=1 (tests/bench_smoke.sh runs every script so): each script at a tiny
+# size, in seconds, so that a change that breaks a benchmark (an option
+# renamed, a range check) fails the suite. Its figures mean nothing. What a
+# full run writes into bench/results or docs/images ($RESULTS, $IMAGES) goes
+# to $OUT instead. smoke_or FULL TINY gives the value for the mode.
+SMOKE=${SMOKE:-0}
+export SMOKE
+# shellcheck disable=SC2034 # RESULTS and IMAGES: for the scripts that source this
+if [ "$SMOKE" = 1 ]; then
+  OUT=${OUT:-out/bench-smoke}
+  RESULTS=$OUT IMAGES=$OUT
+else
+  OUT=${OUT:-out/bench}
+  RESULTS=bench/results IMAGES=docs/images
+fi
 mkdir -p "$OUT"
 [ -x "$NLEMBED" ] || { echo "build first: ./setup.sh bench" >&2; exit 2; }
+smoke_or() { if [ "$SMOKE" = 1 ]; then echo "$2"; else echo "$1"; fi; }
+
+# have_peer python|R|command NAME — whether a peer is installed (./setup.sh
+# bench installs them); when not, says so on stdout: that peer's side is
+# skipped and nlembed's still runs.
+have_peer() {
+  local ok=1
+  case $1 in
+    python) "$PY" -c "import $2" 2> /dev/null || ok=0 ;;
+    R) { command -v Rscript > /dev/null && Rscript -e "library($2)" > /dev/null 2>&1; } || ok=0 ;;
+    command) command -v "$2" > /dev/null || ok=0 ;;
+  esac
+  [ $ok = 1 ] && return 0
+  echo "peer $2 ($1) is not installed: skipped (./setup.sh bench installs it)"
+  return 1
+}
 
 # median_run LABEL REPEATS command... — prints the median wall time and the
 # largest peak RSS over REPEATS runs (GNU time).

@@ -10,10 +10,11 @@
 #   MODEL=ee SIZES="5000 20000 70000" bench/default_sweep.sh
 source "$(dirname "$0")/common.sh"
 MODEL=${MODEL:-ee}
-SIZES=${SIZES:-5000 20000 70000}
-LAMBDAS=${LAMBDAS:-0.1 0.3 1 3 10}
-PERPLEXITIES=${PERPLEXITIES:-5 15 30}
-SUBSAMPLE=${SUBSAMPLE:-10000}
+SIZES=${SIZES:-$(smoke_or "5000 20000 70000" 300)}
+LAMBDAS=${LAMBDAS:-$(smoke_or "0.1 0.3 1 3 10" 3)}
+PERPLEXITIES=${PERPLEXITIES:-$(smoke_or "5 15 30" 5)}
+SUBSAMPLE=${SUBSAMPLE:-$(smoke_or 10000 200)}
+ITERS=$(smoke_or "" "--max-iters 20")
 export OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2
 echo "# $MODEL defaults against a sweep of lambda x perplexity, Fashion-MNIST; $(date -u +%F)"
 printf '%-7s %-26s %9s %9s %10s %9s\n' N run seconds recall@10 trust@10 10-NN
@@ -26,7 +27,8 @@ for n in $SIZES; do
     local label=$1
     shift
     local line
-    line=$("$NLEMBED" "$MODEL" "$data" "$@" -o "$OUT/sweep.npy" --quiet) || { echo "$label: failed"; return; }
+    # shellcheck disable=SC2086
+    line=$("$NLEMBED" "$MODEL" "$data" "$@" $ITERS -o "$OUT/sweep.npy" --quiet) || { echo "$label: failed"; return; }
     local lam secs
     lam=$("$PY" -c "import json,sys; d=json.loads(sys.argv[1]); print(d['lambda'], d['total_seconds'])" "$line")
     read -r lam secs <<< "$lam"

@@ -6,23 +6,26 @@
 # the embedding plotted along the path.
 #   STEPS=50 bench/ee_paper.sh
 source "$(dirname "$0")/common.sh"
-steps=${STEPS:-50}
+steps=${STEPS:-$(smoke_or 50 3)}
+N=$(smoke_or 2000 300) # the paper's roll; a smoke run's
 for wneg in sqdist uniform; do
-  "$NLEMBED" ee swissroll:2000 --sigma 15 -k 12 --wneg $wneg --max-iters 0 -o "$OUT/sr-bounds.npy" 2>&1 |
-    sed -n "s/.*lambda\* bounds: /swissroll N=2000 k=12 sigma=15, W- $wneg: /p"
+  "$NLEMBED" ee swissroll:$N --sigma 15 -k 12 --wneg $wneg --max-iters 0 -o "$OUT/sr-bounds.npy" 2>&1 |
+    sed -n -e "s/.*lambda\* bounds: /swissroll N=$N k=12 sigma=15, W- $wneg: /p" \
+      -e "s/.*lambda\* = /swissroll N=$N k=12 sigma=15, W- $wneg: lambda* = /p"
 done
 echo "paper (fig. 3): lambda* in [5e-9, 1e-8]"
 rm -f "$OUT"/srpath_*.npy
-/usr/bin/time -f "homotopy wall time %e s" "$NLEMBED" ee swissroll:2000 --sigma 15 -k 12 --wneg sqdist \
-  --homotopy "$steps" --lambda 1e7 --path-prefix "$OUT/srpath_" --save-labels "$OUT/sr-labels.npy" \
+# shellcheck disable=SC2046
+/usr/bin/time -f "homotopy wall time %e s" "$NLEMBED" ee swissroll:$N --sigma 15 -k 12 --wneg sqdist \
+  --homotopy "$steps" --lambda "$(smoke_or 1e7 1e-3)" $(smoke_or "" "--max-iters 20") --path-prefix "$OUT/srpath_" --save-labels "$OUT/sr-labels.npy" \
   -o "$OUT/sr-ee.npy" > "$OUT/sr-ee.json" 2> "$OUT/sr-ee.log"
-grep -E "homotopy [0-9]+/" "$OUT/sr-ee.log" | awk 'NR % 5 == 1'
+grep -E "homotopy step [0-9]+:" "$OUT/sr-ee.log" | awk 'NR % 5 == 1'
 tail -1 "$OUT/sr-ee.log"
 cat "$OUT/sr-ee.json"
 for i in 000 010 020 030 040 $(printf %03d $((steps - 1))); do
   [ -f "$OUT/srpath_$i.npy" ] || continue
-  lam=$(grep -E "homotopy $((10#$i + 1))/" "$OUT/sr-ee.log" | sed 's/.*lambda \([^,]*\),.*/\1/')
+  lam=$(grep -E "homotopy step $((10#$i + 1)):" "$OUT/sr-ee.log" | sed 's/.*lambda \([^,]*\),.*/\1/')
   "$NLEMBED" plot "$OUT/srpath_$i.npy" --labels "$OUT/sr-labels.npy" --no-legend --width 400 --height 400 \
     --title "EE homotopy, lambda = $lam" -o "$OUT/srpath_$i.png" --quiet
 done
-"$NLEMBED" metrics swissroll:2000 "$OUT/sr-ee.npy" --quiet
+"$NLEMBED" metrics swissroll:$N "$OUT/sr-ee.npy" --quiet

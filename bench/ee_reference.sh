@@ -16,18 +16,23 @@
 #   bench/ee_reference.sh [REPEATS=3]
 source "$(dirname "$0")/common.sh"
 REFERENCE=${REFERENCE:-../shared/reference-ee}
-REPEATS=${REPEATS:-3}
+REPEATS=${REPEATS:-$(smoke_or 3 1)}
+N=$(smoke_or 2000 200) # a smoke run: the same commands on 200 images, a few iterations, its own X0
 X0=$REFERENCE/fashion2000_X0.npy
+if [ "$SMOKE" = 1 ]; then
+  X0=$OUT/smoke_X0.npy
+  "$PY" -c "import numpy as np, sys; np.save(sys.argv[1], 1e-5 * np.random.default_rng(0).standard_normal(($N, 2)))" "$X0"
+fi
 [ -f "$X0" ] || { echo "no $X0 (set REFERENCE=DIR)" >&2; exit 2; }
-DATA=fashion-mnist:2000
-"$NLEMBED" affinity "$DATA" -p 20 -k 1999 --method exact --normalize -o "$OUT/ref_W.mtx" --threads 2 --quiet > /dev/null
+DATA=fashion-mnist:$N
+"$NLEMBED" affinity "$DATA" -p 20 -k $((N - 1)) --method exact --normalize -o "$OUT/ref_W.mtx" --threads 2 --quiet > /dev/null
 # S = the sum of all N^2 squared distances (the reference's W- normaliser),
 # from the data: lambda on the normalised W- is lambda / S on ours.
-S=$("$PY" - <<'PY'
+S=$("$PY" - "$N" <<'PY'
 import sys
 sys.path.insert(0, "bench")
 import numpy as np, fmnist
-Y = fmnist.images()[:2000].astype(np.float64)
+Y = fmnist.images(int(sys.argv[1])).astype(np.float64)
 sq = (Y * Y).sum(1)
 n = len(Y)
 print(repr(2 * n * sq.sum() - 2 * float((Y.sum(0) ** 2).sum())))
@@ -54,7 +59,7 @@ print(f"{label:9s} E {line['E']:.10f} (reference {ref_e:.10f}, {'<=' if line['E'
 PY
 }
 lam() { "$PY" -c "print(repr($1 / $S))"; }
-echo "# EE reference case: fashion-mnist:2000, perplexity 20, normalised W+ and W-; S = $S; $(date -u +%F)"
-run_case homotopy 1.5428761963316879 62.3 --homotopy 50 --lambda-start "$(lam 1e-4)" --lambda "$(lam 100)" \
-  --max-iters 100 --x-tol 1e-3 --tol 0
-run_case fixed 1.5614545944266556 81.5 --lambda "$(lam 100)" --max-iters 500 --tol 0
+echo "# EE reference case: $DATA, perplexity 20, normalised W+ and W-; S = $S; $(date -u +%F)"
+run_case homotopy 1.5428761963316879 62.3 --homotopy "$(smoke_or 50 3)" --lambda-start "$(lam 1e-4)" --lambda "$(lam 100)" \
+  --max-iters "$(smoke_or 100 5)" --x-tol 1e-3 --tol 0
+run_case fixed 1.5614545944266556 81.5 --lambda "$(lam 100)" --max-iters "$(smoke_or 500 5)" --tol 0

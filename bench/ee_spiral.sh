@@ -8,6 +8,7 @@
 # equation: ours is r = 0.063 t, t in [0, 4 pi], 200 evenly spaced t (point
 # spacing 0.004-0.05, mean 0.026, so sigma = 0.05 spans about two spacings).
 source "$(dirname "$0")/common.sh"
+STEPS=${STEPS:-$(smoke_or 80 5)} # the paper's 80 homotopy steps; a smoke run's
 "$PY" - "$OUT" <<'PY'
 import sys
 import numpy as np
@@ -18,17 +19,19 @@ np.savetxt(f"{out}/spiral200-bands.csv", (np.arange(200) * 10 // 200).astype(int
 PY
 for wneg in sqdist uniform; do
   "$NLEMBED" ee "$OUT/spiral200.csv" --sigma 0.05 -k 199 --wneg $wneg --max-iters 0 -o "$OUT/sp-bounds.npy" 2>&1 |
-    sed -n "s/.*lambda\* bounds: /spiral N=200 sigma=0.05 full graph, W- $wneg: /p"
+    sed -n -e "s/.*lambda\* bounds: /spiral N=200 sigma=0.05 full graph, W- $wneg: /p" \
+      -e "s/.*lambda\* = /spiral N=200 sigma=0.05 full graph, W- $wneg: lambda* = /p"
 done
 echo "paper (fig. 2): lambda* in [4e-5, 1e-4]"
 rm -f "$OUT"/sppath_*.npy
-"$NLEMBED" ee "$OUT/spiral200.csv" --sigma 0.05 -k 199 --wneg sqdist --homotopy 80 --lambda-start 1e-2 \
-  --lambda 1e2 --tol 1e-3 --max-iters 50 --path-prefix "$OUT/sppath_" -o "$OUT/sp-ee.npy" \
+"$NLEMBED" ee "$OUT/spiral200.csv" --sigma 0.05 -k 199 --wneg sqdist --homotopy "$STEPS" --lambda-start 1e-2 \
+  --lambda 1e2 --tol 1e-3 --max-iters "$(smoke_or 50 10)" --path-prefix "$OUT/sppath_" -o "$OUT/sp-ee.npy" \
   > "$OUT/sp-ee.json" 2> "$OUT/sp-ee.log"
-grep -E "homotopy [0-9]+/" "$OUT/sp-ee.log" | awk 'NR % 10 == 1'
+grep -E "homotopy step [0-9]+:" "$OUT/sp-ee.log" | awk 'NR % 10 == 1'
 tail -1 "$OUT/sp-ee.log"
-for i in 000 020 040 079; do
-  lam=$(grep -E "homotopy $((10#$i + 1))/" "$OUT/sp-ee.log" | sed 's/.*lambda \([^,]*\),.*/\1/')
+for i in 000 020 040 $(printf %03d $((STEPS - 1))); do
+  [ -f "$OUT/sppath_$i.npy" ] || continue
+  lam=$(grep -E "homotopy step $((10#$i + 1)):" "$OUT/sp-ee.log" | sed 's/.*lambda \([^,]*\),.*/\1/')
   "$NLEMBED" plot "$OUT/sppath_$i.npy" --labels "$OUT/spiral200-bands.csv" --no-legend --width 400 --height 400 \
     --title "EE homotopy, lambda = $lam" -o "$OUT/sppath_$i.png" --quiet
 done

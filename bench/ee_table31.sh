@@ -6,16 +6,20 @@
 # time per optimiser. GD and CG get SLOW_MAXIT (they are orders of magnitude
 # slower; the cap is printed).
 source "$(dirname "$0")/common.sh"
-maxit=${MAXIT:-10000}
-slow=${SLOW_MAXIT:-1000}
-"$PY" - "$OUT" <<'PY'
-import sys
+maxit=${MAXIT:-$(smoke_or 10000 5)}
+slow=${SLOW_MAXIT:-$(smoke_or 1000 5)}
+steps=$(smoke_or 50 3)
+"$PY" - "$OUT" "$(smoke_or 72 8)" <<'PY'
+import os, sys
 import numpy as np
 sys.path.insert(0, "bench")
 import fmnist
-out = sys.argv[1]
-Y, y = fmnist.images()[60000:], fmnist.labels()[60000:]
-idx = np.concatenate([np.flatnonzero(y == c)[:72] for c in range(10)])
+out, per_class = sys.argv[1], int(sys.argv[2])
+if os.environ.get("SMOKE") == "1":  # the first images, not the test set's
+    Y, y = fmnist.images(1000), fmnist.labels(1000)
+else:
+    Y, y = fmnist.images()[60000:], fmnist.labels()[60000:]
+idx = np.concatenate([np.flatnonzero(y == c)[:per_class] for c in range(10)])
 np.save(f"{out}/fm720.npy", Y[idx].astype(np.float32))
 np.save(f"{out}/fm720-labels.npy", y[idx].astype(np.int32))
 PY
@@ -25,7 +29,7 @@ for opt in sd sd-all sd- fp lbfgs cg gd; do
   case $opt in cg|gd) cap=$slow ;; esac
   extra=""
   [ $opt = sd-all ] && extra="--kappa 0" # L+ from all of W+, not 7 neighbours
-  "$NLEMBED" ee "$OUT/fm720.npy" -p 20 --homotopy 50 --lambda-start 1e-4 --lambda 1e2 --tol 1e-6 \
+  "$NLEMBED" ee "$OUT/fm720.npy" -p 20 --homotopy "$steps" --lambda-start 1e-4 --lambda 1e2 --tol 1e-6 \
     --max-iters "$cap" --optimizer "${opt%-all}" $extra --init random --init-scale 1e-5 --quiet \
     -o "$OUT/fm720-$opt.npy" > "$OUT/fm720-$opt.json"
   "$PY" -c "

@@ -161,7 +161,7 @@ int main(int argc, char **argv) {
   for (size_t c = 0; c < ncases; c++) {
     if (cases[c].engine == NLE_REPULSION_FGT && !ee) continue; /* Gaussian only */
     spec.engine = cases[c].engine;
-    spec.theta = cases[c].theta;
+    if (cases[c].engine == NLE_REPULSION_BH) spec.theta = cases[c].theta; /* the others: a valid one they ignore */
     nle_fft_opts_init(&spec.fft);
     nle_fgt_opts_init(&spec.fgt);
     if (cases[c].engine == NLE_REPULSION_FFT) {

@@ -7,12 +7,13 @@
 # per model, each optimiser's final E and the time SD took to reach FP's
 # final E.
 source "$(dirname "$0")/common.sh"
-N=${N:-20000}
+N=${N:-$(smoke_or 20000 300)}
 BUDGET=${BUDGET:-600}
+ITERS=${ITERS:-$(smoke_or 1000000 10)} # the time budget stops a full run
 DATA=fashion-mnist:$N
 for model in ee tsne; do
   for opt in fp lbfgs sd; do
-    "$NLEMBED" "$model" "$DATA" -p 50 --optimizer "$opt" --kappa 7 --max-iters 1000000 --tol 0 \
+    "$NLEMBED" "$model" "$DATA" -p 50 --optimizer "$opt" --kappa 7 --max-iters "$ITERS" --tol 0 \
       --time-budget "$BUDGET" --trace "$OUT/curve-$model-$opt.csv" -o "$OUT/curve-$model-$opt.npy" --quiet \
       > "$OUT/curve-$model-$opt.json"
   done

@@ -7,7 +7,8 @@
 # iterations) and umap-learn (defaults, n_neighbors 15). Timings are single
 # runs (these take minutes); they are not the point here.
 source "$(dirname "$0")/common.sh"
-N=${N:-20000}
+N=${N:-$(smoke_or 20000 300)}
+ITERS=$(smoke_or "" "--max-iters 30")
 DATA=fashion-mnist:$N
 "$PY" - "$OUT" "$N" <<'PY'
 import sys
@@ -15,7 +16,7 @@ import numpy as np
 sys.path.insert(0, "bench")
 import fmnist
 out, n = sys.argv[1], int(sys.argv[2])
-np.save(f"{out}/fm{n}.npy", fmnist.images()[:n].astype(np.float32))
+np.save(f"{out}/fm{n}.npy", fmnist.images(n).astype(np.float32))
 PY
 run() { # NAME command...
   local name=$1
@@ -29,12 +30,16 @@ run() { # NAME command...
 import json; r = json.load(open('$OUT/q-$name.json'))
 print('%-24s recall@10 %.3f  trustworthiness@10 %.3f  10-NN accuracy %.3f  (%.0f s)' % ('$name', r['recall'], r['trustworthiness'], r['knn_accuracy'], $t1 - $t0))"
 }
-run nlembed-tsne-sd "$NLEMBED" tsne "$DATA" -p 30 -o "$OUT/q-nlembed-tsne-sd.npy" --quiet
+# shellcheck disable=SC2086
+run nlembed-tsne-sd "$NLEMBED" tsne "$DATA" -p 30 $ITERS -o "$OUT/q-nlembed-tsne-sd.npy" --quiet
+# shellcheck disable=SC2086
 run nlembed-tsne-gd "$NLEMBED" tsne "$DATA" -p 30 --learning-rate auto --exaggeration 12 --init pca \
-  --init-scale 1e-4 -o "$OUT/q-nlembed-tsne-gd.npy" --quiet
-run nlembed-ee-lambda1 "$NLEMBED" ee "$DATA" -p 30 --lambda 1 -o "$OUT/q-nlembed-ee-lambda1.npy" --quiet
-run nlembed-tee-lambda1 "$NLEMBED" tee "$DATA" -p 30 --lambda 1 -o "$OUT/q-nlembed-tee-lambda1.npy" --quiet
-run Rtsne "$PY" - "$OUT" "$N" <<'PY'
+  --init-scale 1e-4 $ITERS -o "$OUT/q-nlembed-tsne-gd.npy" --quiet
+# shellcheck disable=SC2086
+run nlembed-ee-lambda1 "$NLEMBED" ee "$DATA" -p 30 --lambda 1 $ITERS -o "$OUT/q-nlembed-ee-lambda1.npy" --quiet
+# shellcheck disable=SC2086
+run nlembed-tee-lambda1 "$NLEMBED" tee "$DATA" -p 30 --lambda 1 $ITERS -o "$OUT/q-nlembed-tee-lambda1.npy" --quiet
+have_peer R Rtsne && run Rtsne "$PY" - "$OUT" "$N" <<'PY'
 import subprocess, sys
 import numpy as np
 out, n = sys.argv[1], sys.argv[2]
@@ -49,7 +54,7 @@ write.table(res$Y, "{out}/q-Rtsne.csv", sep = ",", row.names = FALSE, col.names 
 subprocess.run(["Rscript", "-e", r], check=True)
 np.save(f"{out}/q-Rtsne.npy", np.loadtxt(f"{out}/q-Rtsne.csv", delimiter=","))
 PY
-run umap-learn "$PY" - "$OUT" "$N" <<'PY'
+have_peer python umap && run umap-learn "$PY" - "$OUT" "$N" <<'PY'
 import sys
 import numpy as np
 import umap

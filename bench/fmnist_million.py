@@ -16,8 +16,8 @@ import fmnist  # noqa: E402
 def main():
     out = sys.argv[1]
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 1_000_000
-    base = fmnist.images().astype(np.float32).reshape(-1, 28, 28)
-    labels = fmnist.labels().astype(np.int32)
+    base = fmnist.images(min(n, 70000)).astype(np.float32).reshape(-1, 28, 28)
+    labels = fmnist.labels(min(n, 70000)).astype(np.int32)
     rng = np.random.default_rng(2026)
     X = np.lib.format.open_memmap(out + ".npy", mode="w+", dtype=np.float32, shape=(n, 784))
     rows, cols = np.mgrid[0:28, 0:28].astype(np.float32)

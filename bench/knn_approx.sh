@@ -5,30 +5,32 @@
 # on the raw 784 dimensions: recall@k against exact and wall time (medians).
 #   K=90 REPS=3 THREADS=2 bench/knn_approx.sh
 source "$(dirname "$0")/common.sh"
-k=${K:-90}
+k=${K:-$(smoke_or 90 10)}
 threads=${THREADS:-2}
-reps=${REPS:-3}
-[ -f "$OUT/fmnist-pca50.npy" ] || "$NLEMBED" pca fashion-mnist -d 50 --quiet -o "$OUT/fmnist-pca50.npy" > /dev/null
+reps=${REPS:-$(smoke_or 3 1)}
+FM=$(smoke_or fashion-mnist fashion-mnist:500) N=$(smoke_or 70000 500)
+[ -f "$OUT/fmnist-pca50.npy" ] || "$NLEMBED" pca "$FM" -d 50 --quiet -o "$OUT/fmnist-pca50.npy" > /dev/null
 for data in pca50 raw; do
   src=$OUT/fmnist-pca50.npy
-  [ $data = raw ] && src=fashion-mnist
+  [ $data = raw ] && src=$FM
   median_run "$data: nlembed exact $k-NN" "$reps" \
     "$NLEMBED" knn "$src" -k "$k" --method exact --threads "$threads" --quiet -o "$OUT/knn$k-$data-exact.npy"
   median_run "$data: nlembed approx $k-NN" "$reps" \
     "$NLEMBED" knn "$src" -k "$k" --method approx --threads "$threads" --quiet -o "$OUT/knn$k-$data-approx.npy"
 done
-NUMBA_NUM_THREADS=$threads OMP_NUM_THREADS=$threads "$PY" - "$OUT" "$k" "$reps" <<'PY'
+have_peer python pynndescent || exit 0
+NUMBA_NUM_THREADS=$threads OMP_NUM_THREADS=$threads "$PY" - "$OUT" "$k" "$reps" "$N" <<'PY'
 import sys, time
 import numpy as np
 sys.path.insert(0, "bench")
 import fmnist
 from pynndescent import NNDescent
-out, k, reps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+out, k, reps, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 NNDescent(np.random.default_rng(0).random((2000, 20), dtype=np.float32), n_neighbors=k + 1, random_state=0)  # numba compile
 def recall(found, exact):
     return np.mean([len(set(a) & set(b)) / k for a, b in zip(found, exact)])
 for name, data in (("pca50", np.load(f"{out}/fmnist-pca50.npy").astype(np.float32)),
-                   ("raw", fmnist.images().astype(np.float32))):
+                   ("raw", fmnist.images(n).astype(np.float32))):
     exact = np.load(f"{out}/knn{k}-{name}-exact.npy")
     ours = np.load(f"{out}/knn{k}-{name}-approx.npy")
     times = []

@@ -12,8 +12,8 @@
 source "$(dirname "$0")/common.sh"
 k=${K:-10}
 threads=${THREADS:-2}
-reps=${REPS:-3}
-sizes=${SIZES:-"20000:20000:50 100000:50000:200"}
+reps=${REPS:-$(smoke_or 3 1)}
+sizes=${SIZES:-$(smoke_or "20000:20000:50 100000:50000:200" "400:2000:8")}
 
 # search_run LABEL command... — the median of the JSON lines' "seconds"
 # over REPS runs, and the method that ran.
@@ -42,6 +42,7 @@ for spec in $sizes; do
   done
   "$PY" bench/knn_cosine.py recall "$OUT/cos$k-$n-exact.npy" "$OUT/cos$k-$n-approx.npy"
   [ "${PEERS:-1}" = 0 ] && continue
+  have_peer python sklearn || continue
   OMP_NUM_THREADS=$threads NUMBA_NUM_THREADS=$threads "$PY" bench/knn_cosine.py peers "$data" \
     "$OUT/cos$k-$n-exact.npy" "$k" "$threads" "$reps"
 done

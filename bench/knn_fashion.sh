@@ -4,19 +4,20 @@
 # The result is checked against numpy on a random 200-point sample of rows.
 source "$(dirname "$0")/common.sh"
 threads=${THREADS:-2}
-reps=${REPS:-3}
-[ -f "$OUT/fmnist-pca50.npy" ] || "$NLEMBED" pca fashion-mnist -d 50 --quiet -o "$OUT/fmnist-pca50.npy" > /dev/null
+reps=${REPS:-$(smoke_or 3 1)}
+FM=$(smoke_or fashion-mnist fashion-mnist:500) N=$(smoke_or 70000 500)
+[ -f "$OUT/fmnist-pca50.npy" ] || "$NLEMBED" pca "$FM" -d 50 --quiet -o "$OUT/fmnist-pca50.npy" > /dev/null
 median_run "exact 10-NN, Fashion-MNIST PCA-50" "$reps" \
   "$NLEMBED" knn "$OUT/fmnist-pca50.npy" -k 10 --method exact --threads "$threads" --quiet -o "$OUT/knn-pca50.npy" --distances "$OUT/knn-pca50-d.npy"
 median_run "exact 10-NN, Fashion-MNIST raw 784-d" "$reps" \
-  "$NLEMBED" knn fashion-mnist -k 10 --method exact --threads "$threads" --quiet -o "$OUT/knn-raw.npy" --distances "$OUT/knn-raw-d.npy"
-"$PY" - "$OUT" <<'PY'
+  "$NLEMBED" knn "$FM" -k 10 --method exact --threads "$threads" --quiet -o "$OUT/knn-raw.npy" --distances "$OUT/knn-raw-d.npy"
+"$PY" - "$OUT" "$N" <<'PY'
 import json, sys, time
 import numpy as np
 sys.path.insert(0, "bench")
 import fmnist
 out = sys.argv[1]
-Y = fmnist.images()
+Y = fmnist.images(int(sys.argv[2]))
 P = np.load(f"{out}/fmnist-pca50.npy").astype(np.float32).astype(np.float64)
 rng = np.random.default_rng(0)
 for name, data in (("raw", Y), ("pca50", P)):

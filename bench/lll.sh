@@ -26,26 +26,34 @@
 source "$(dirname "$0")/common.sh"
 export OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2
 PART=${PART:-"fig45 cluster sweep million"}
+# a smoke run: each part on a few hundred images (2,000 for million), few landmarks, one seed
+if [ "$SMOKE" = 1 ]; then
+  export LS=${LS:-"60 100"} SEEDS=${SEEDS:-1} KZ=${KZ:-10} KW=${KW:-20} SIGMAS=${SIGMAS:-"300:6000:2"}
+  export KS=${KS:-"2:20:2"} LANDMARKS=${LANDMARKS:-100}
+  LS_CLUSTER=${LS_CLUSTER:-100}
+fi
+KW=${KW:-200}
+N_FIG45=$(smoke_or 60000 600) N_CLUSTER=$(smoke_or 70000 600) N_SWEEP=$(smoke_or 20000 600)
 json() { "$PY" -c "import json,sys; d=json.loads(open(sys.argv[1]).read().splitlines()[-1]); print(d$2)" "$1"; }
 
 for part in $PART; do
 case $part in
 fig45)
   DATA=$OUT/fm60k.npy G=$OUT/fm60k-k200.mtx
-  [ -f "$DATA" ] || "$PY" -c "import sys; sys.path.insert(0, 'bench'); import fmnist, numpy as np; np.save('$DATA', fmnist.images()[:60000].astype(np.float32))"
+  [ -f "$DATA" ] || "$PY" -c "import sys; sys.path.insert(0, 'bench'); import fmnist, numpy as np; np.save('$DATA', fmnist.images($N_FIG45).astype(np.float32))"
   if [ ! -f "$G" ]; then
-    /usr/bin/time -f "%e" -o "$OUT/.time" "$NLEMBED" knn "$DATA" -k 200 -o "$G" --quiet > /dev/null
-    echo "# the K_W = 200 kNN graph of 60,000 images (shared by every method): $(cat "$OUT/.time") s"
+    /usr/bin/time -f "%e" -o "$OUT/.time" "$NLEMBED" knn "$DATA" -k "$KW" -o "$G" --quiet > /dev/null
+    echo "# the K_W = $KW kNN graph of $N_FIG45 images (shared by every method): $(cat "$OUT/.time") s"
   fi
   if [ ! -f "$OUT/fm60k-exact50.json" ]; then
-    "$NLEMBED" le "$DATA" --knn "$G" -k 200 --affinity gaussian -d 50 -o "$OUT/fm60k-exact50.npy" --quiet \
+    "$NLEMBED" le "$DATA" --knn "$G" -k "$KW" --affinity gaussian -d 50 -o "$OUT/fm60k-exact50.npy" --quiet \
       > "$OUT/fm60k-exact50.json"
   fi
   "$PY" bench/lll_fig45.py "$NLEMBED" "$DATA" "$G" "$OUT/fm60k-exact50.npy" "$OUT/fm60k-exact50.json" "$OUT"
   ;;
 cluster)
   DATA=$OUT/fm70k.npy G=$OUT/fm70k-k10.mtx
-  [ -f "$DATA" ] || "$PY" -c "import sys; sys.path.insert(0, 'bench'); import fmnist, numpy as np; np.save('$DATA', fmnist.images().astype(np.float32)); np.save('$OUT/fm70k-labels.npy', fmnist.labels().astype(np.int32))"
+  [ -f "$DATA" ] || "$PY" -c "import sys; sys.path.insert(0, 'bench'); import fmnist, numpy as np; np.save('$DATA', fmnist.images($N_CLUSTER).astype(np.float32)); np.save('$OUT/fm70k-labels.npy', fmnist.labels($N_CLUSTER).astype(np.int32))"
   [ -f "$G" ] || "$NLEMBED" knn "$DATA" -k 10 -o "$G" --quiet > /dev/null
   spectral() { json "$1" "['graph_seconds'] + d['eigen_seconds'] + d['kmeans_seconds']"; }
   for rep in 1 2 3; do
@@ -90,22 +98,22 @@ C = np.zeros((10, 10)); np.add.at(C, (a, b), 1); r, c = linear_sum_assignment(-C
   ;;
 sweep)
   DATA=$OUT/fm20k.npy
-  [ -f "$DATA" ] || "$PY" -c "import sys; sys.path.insert(0, 'bench'); import fmnist, numpy as np; np.save('$DATA', fmnist.images()[:20000].astype(np.float32)); np.save('$OUT/fm20k-labels.npy', fmnist.labels()[:20000].astype(np.int32))"
-  "$PY" bench/lll_sweep.py "$NLEMBED" "$DATA" "$OUT/fm20k-labels.npy" docs/images/lll-sweep.svg
+  [ -f "$DATA" ] || "$PY" -c "import sys; sys.path.insert(0, 'bench'); import fmnist, numpy as np; np.save('$DATA', fmnist.images($N_SWEEP).astype(np.float32)); np.save('$OUT/fm20k-labels.npy', fmnist.labels($N_SWEEP).astype(np.int32))"
+  "$PY" bench/lll_sweep.py "$NLEMBED" "$DATA" "$OUT/fm20k-labels.npy" "$IMAGES/lll-sweep.svg"
   ;;
 million)
-  N=1000000 DATA=$OUT/fm-augmented-1000000
+  N=$(smoke_or 1000000 2000) DATA=$OUT/fm-augmented-$(smoke_or 1000000 2000) L=$(smoke_or 10000 200)
   [ -f "$DATA.npy" ] || "$PY" bench/fmnist_million.py "$DATA" "$N"
-  /usr/bin/time -f "%e %M" -o "$OUT/lll-million.time" "$NLEMBED" le "$DATA.npy" --landmarks 10000 --kz 5 \
+  /usr/bin/time -f "%e %M" -o "$OUT/lll-million.time" "$NLEMBED" le "$DATA.npy" --landmarks "$L" --kz 5 \
     -o "$OUT/lll-million.npy" > "$OUT/lll-million.json" 2> "$OUT/lll-million.log"
   read -r t m < "$OUT/lll-million.time"
-  printf 'LE by LLL of %s points (L = 10,000, K_Z = 5, defaults otherwise): wall %.0f s (%.1f min), peak RSS %.2f GiB\n' \
-    "$N" "$t" "$(echo "$t / 60" | bc -l)" "$(echo "$m / 1048576" | bc -l)"
+  printf 'LE by LLL of %s points (L = %s, K_Z = 5, defaults otherwise): wall %.0f s (%.1f min), peak RSS %.2f GiB\n' \
+    "$N" "$L" "$t" "$(echo "$t / 60" | bc -l)" "$(echo "$m / 1048576" | bc -l)"
   "$PY" -c "import json,sys; d=json.loads(open(sys.argv[1]).read().splitlines()[-1]); print({k: d[k] for k in d if k.endswith('seconds') or k in ('k', 'knn_method', 'pca', 'pca_candidates', 'reconstruction_error', 'landmarks', 'kz')})" "$OUT/lll-million.json"
   [ -f "$DATA-names.txt" ] || "$PY" -c "import sys, numpy as np; sys.path.insert(0, 'bench'); import fmnist; open('$DATA-names.txt', 'w').write('\\n'.join(fmnist.CLASSES[i] for i in np.load('$DATA-labels.npy')) + '\\n')"
   "$NLEMBED" plot "$OUT/lll-million.npy" --labels "$DATA-names.txt" \
-    --title "Laplacian eigenmaps by LLL of $N augmented Fashion-MNIST images (10,000 landmarks)" \
-    -o docs/images/million-lll.png --quiet
+    --title "Laplacian eigenmaps by LLL of $N augmented Fashion-MNIST images ($L landmarks)" \
+    -o "$IMAGES/million-lll.png" --quiet
   ;;
 esac
 done

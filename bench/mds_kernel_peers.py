@@ -50,11 +50,11 @@ def gen_roll(n, out):
 
 def gen_fashion(n, out):
     import fmnist
-    X = fmnist.images()[:n]
+    X = fmnist.images(n)
     X -= X.mean(0)
     w, V = np.linalg.eigh(X.T @ X)  # 784 x 784 scatter; eigh ascending
     np.save(f"{out}/mk_fm{n}.npy", (X @ V[:, ::-1][:, :50]).astype(np.float32))
-    np.save(f"{out}/mk_fm{n}_labels.npy", fmnist.labels()[:n].astype(np.int32))
+    np.save(f"{out}/mk_fm{n}_labels.npy", fmnist.labels(n).astype(np.int32))
 
 
 def gamma(path):

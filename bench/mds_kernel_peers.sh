@@ -30,13 +30,15 @@
 # Example (small): SIZES=300 FASHION_SIZES=500 REPS=1 LMDS70K=0 bench/mds_kernel_peers.sh
 source "$(dirname "$0")/common.sh"
 export OMP_NUM_THREADS=${THREADS:-2} OPENBLAS_NUM_THREADS=${THREADS:-2}
-SIZES=${SIZES-2000}
-FASHION_SIZES=${FASHION_SIZES-"5000 20000"}
-REPS=${REPS:-3}
+SIZES=${SIZES-$(smoke_or 2000 100)}
+FASHION_SIZES=${FASHION_SIZES-$(smoke_or "5000 20000" "")} # a smoke run: the roll only
+REPS=${REPS:-$(smoke_or 3 1)}
 SK_REPS=${SK_REPS:-$REPS}
 SK_MAX_MDS=${SK_MAX_MDS:-5000}
 METHODS=${METHODS:-"cmds mds sammon nmds lmds kpca lda"}
-LMDS70K=${LMDS70K:-1}
+LMDS70K=${LMDS70K:-$(smoke_or 1 0)}
+PEER=1
+have_peer python sklearn || PEER=0
 MK=bench/mds_kernel_peers.py
 
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
@@ -93,6 +95,7 @@ dataset() { # dataset NAME N INPUT LABELS
       *) sk="" ;;
     esac
     ST=""
+    [ $PEER = 1 ] || sk=""
     if [ -n "$sk" ]; then
       if [ "$sk" != kpca ] && [ "$sk" != lda ] && [ "$n" -gt "$SK_MAX_MDS" ]; then
         row "$m" "$n" scikit - - - - - - "skipped (SK_MAX_MDS=$SK_MAX_MDS)"
@@ -124,7 +127,7 @@ dataset() { # dataset NAME N INPUT LABELS
   done
 }
 
-echo "# nlembed $("$NLEMBED" --version | cut -d' ' -f2) vs scikit-learn $("$PY" -c 'import sklearn; print(sklearn.__version__)'), $OMP_NUM_THREADS threads, REPS=$REPS, $(date -u +%F)"
+echo "# nlembed $("$NLEMBED" --version | cut -d' ' -f2) vs scikit-learn $("$PY" -c 'import sklearn; print(sklearn.__version__)' 2> /dev/null || echo -), $OMP_NUM_THREADS threads, REPS=$REPS, $(date -u +%F)"
 for n in $SIZES; do
   "$PY" $MK gen-roll "$n" "$OUT"
   dataset roll "$n" "$OUT/mk_roll$n.npy" "$OUT/mk_roll${n}_labels.npy"

@@ -3,8 +3,9 @@
 points: trustworthiness and continuity on nlembed's subsample (indices saved
 with --save-subsample), kNN recall on it, and 5-fold kNN accuracy on all
 points. Usage: bench/metrics_vs_sklearn.py DATA.npy EMBEDDING.npy LABELS.npy [k]
-(DATA may be the name fashion-mnist)."""
-import json, subprocess, sys, time
+(DATA may be the name fashion-mnist). The tool: $NLEMBED (./build/nlembed);
+the subsample's indices go to $OUT (out/bench)."""
+import json, os, subprocess, sys, time
 import numpy as np
 from sklearn.manifold import trustworthiness
 from sklearn.model_selection import cross_val_score
@@ -12,10 +13,11 @@ from sklearn.neighbors import KNeighborsClassifier, NearestNeighbors
 
 data, emb, labels = sys.argv[1:4]
 k = int(sys.argv[4]) if len(sys.argv) > 4 else 10
-nlembed = "./build/nlembed"
-sub = "out/bench/subsample.npy"
+nlembed = os.environ.get("NLEMBED", "./build/nlembed")
+os.makedirs(os.environ.get("OUT", "out/bench"), exist_ok=True)
+sub = os.path.join(os.environ.get("OUT", "out/bench"), "subsample.npy")
 t = time.time()
-line = subprocess.run([nlembed, "metrics", data, emb, "-k", str(k), "--cv-k", str(k), "--quiet",
+line = subprocess.run([nlembed, "metrics", data, emb, "--labels", labels, "-k", str(k), "--cv-k", str(k), "--quiet",
                        "--save-subsample", sub], check=True, capture_output=True, text=True).stdout
 t_ours = time.time() - t
 ours = json.loads(line)

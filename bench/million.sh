@@ -10,7 +10,7 @@
 # pixels and rotated by up to 10 degrees, 3 GB of float32) is made once in
 # $OUT and is not part of the timing.
 source "$(dirname "$0")/common.sh"
-N=${N:-1000000}
+N=${N:-$(smoke_or 1000000 2000)}
 MODEL=${MODEL:-tsne}
 DATA=$OUT/fm-augmented-$N
 [ -f "$DATA.npy" ] || "$PY" bench/fmnist_million.py "$DATA" "$N"
@@ -23,16 +23,17 @@ labels = np.load(sys.argv[1] + "-labels.npy")
 open(sys.argv[1] + "-names.txt", "w").write("\n".join(fmnist.CLASSES[i] for i in labels) + "\n")
 PY
 export OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2
-/usr/bin/time -f "%e %M" -o "$OUT/million-$MODEL.time" "$NLEMBED" "$MODEL" "$DATA.npy" -o "$OUT/million-$MODEL.npy" \
+# shellcheck disable=SC2046
+/usr/bin/time -f "%e %M" -o "$OUT/million-$MODEL.time" "$NLEMBED" "$MODEL" "$DATA.npy" $(smoke_or "" "--max-iters 30") -o "$OUT/million-$MODEL.npy" \
   > "$OUT/million-$MODEL.json" 2> "$OUT/million-$MODEL.log"
 read -r t m < "$OUT/million-$MODEL.time"
 printf '%s of %s points with the defaults: wall %.0f s (%.1f min), peak RSS %.2f GiB\n' "$MODEL" "$N" "$t" \
   "$(echo "$t / 60" | bc -l)" "$(echo "$m / 1048576" | bc -l)"
 "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print({k: d[k] for k in d if k.endswith('seconds') or k in ('knn_method', 'pca', 'repulsion', 'iterations')})" "$OUT/million-$MODEL.json"
 /usr/bin/time -f "%e" -o "$OUT/million-metrics.time" "$NLEMBED" metrics "$DATA.npy" "$OUT/million-$MODEL.npy" \
-  --labels "$DATA-labels.npy" --subsample 10000 --quiet -o "$OUT/million-$MODEL-metrics.json" > /dev/null
+  --labels "$DATA-labels.npy" --subsample "$(smoke_or 10000 500)" --quiet -o "$OUT/million-$MODEL-metrics.json" > /dev/null
 echo "metrics ($(cat "$OUT/million-metrics.time") s): $(cat "$OUT/million-$MODEL-metrics.json")"
 title=$("$PY" -c "print({'tsne': 't-SNE', 'tee': 't-EE', 'ee': 'EE'}.get('$MODEL', '$MODEL'))")
 "$NLEMBED" plot "$OUT/million-$MODEL.npy" --labels "$DATA-names.txt" \
   --title "$title of $N augmented Fashion-MNIST images (defaults)" --info "$OUT/million-$MODEL-metrics.json" \
-  -o "docs/images/million-$MODEL.png" --quiet
+  -o "$IMAGES/million-$MODEL.png" --quiet

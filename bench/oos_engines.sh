@@ -11,39 +11,41 @@
 #   bench/oos_engines.sh   [ONLY="tsne ee"] [M=10000]
 source "$(dirname "$0")/common.sh"
 ONLY=${ONLY:-"tsne ee"}
-M=${M:-10000}
-"$PY" - "$OUT" "$M" <<'PY'
+M=${M:-$(smoke_or 10000 100)}
+NTRAIN=$(smoke_or 60000 300) # the training images (a smoke run: the first 300, the next M mapped)
+TRAIN=$(smoke_or fashion-mnist-train "fashion-mnist:$NTRAIN")
+"$PY" - "$OUT" "$M" "$NTRAIN" <<'PY'
 import sys
 import numpy as np
 sys.path.insert(0, "bench")
 import fmnist
-out, m = sys.argv[1], int(sys.argv[2])
-np.save(f"{out}/oos-test.npy", fmnist.images()[60000:60000 + m].astype(np.float32))
+out, m, ntrain = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+np.save(f"{out}/oos-test.npy", fmnist.images(ntrain + m)[ntrain:].astype(np.float32))
 PY
 for model in $ONLY; do
   case $model in
-    tsne) opts="--optimizer gd --learning-rate auto --exaggeration 12 --max-iters 750" fast=fft ;;
-    ee) opts="--lambda 0.03 --max-iters 300" fast=fgt ;;
+    tsne) opts="--optimizer gd --learning-rate auto --exaggeration 12 --max-iters $(smoke_or 750 30)" fast=fft ;;
+    ee) opts="--lambda 0.03 --max-iters $(smoke_or 300 30)" fast=fgt ;;
     *) echo "unknown model $model" >&2; exit 2 ;;
   esac
   # shellcheck disable=SC2086
-  median_run "train $model (60,000 images)" 1 "$NLEMBED" "$model" fashion-mnist-train $opts --threads 2 \
+  median_run "train $model ($NTRAIN images)" 1 "$NLEMBED" "$model" "$TRAIN" $opts --threads 2 \
     -o "$OUT/oos-$model-train.npy" --save-model "$OUT/oos-$model.nle" --model-data reference
   for engine in exact $fast; do
     median_run "transform $model, $M images, $engine" 1 "$NLEMBED" transform "$OUT/oos-$model.nle" \
       "$OUT/oos-test.npy" --repulsion "$engine" --threads 2 -o "$OUT/oos-$model-$engine.npy"
   done
-  "$PY" - "$OUT" "$model" "$fast" <<'PY'
+  "$PY" - "$OUT" "$model" "$fast" "$NTRAIN" <<'PY'
 import sys
 import numpy as np
 sys.path.insert(0, "bench")
 import fmnist
-out, model, fast = sys.argv[1:4]
+out, model, fast, ntrain = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 X = np.load(f"{out}/oos-{model}-train.npy")
 A = np.load(f"{out}/oos-{model}-exact.npy")
 B = np.load(f"{out}/oos-{model}-{fast}.npy")
-labels = fmnist.labels()
-ytr, yte = labels[:60000], labels[60000:60000 + len(A)]
+labels = fmnist.labels(ntrain + len(A))
+ytr, yte = labels[:ntrain], labels[ntrain:]
 rms = np.sqrt(((X - X.mean(0)) ** 2).sum(1).mean())
 dist = np.sqrt(((A - B) ** 2).sum(1)) / rms
 def nn_accuracy(P):

@@ -4,26 +4,27 @@
 # numpy's SVD of the centred data, run in the same script.
 source "$(dirname "$0")/common.sh"
 threads=${THREADS:-2}
-median_run "nlembed pca fashion-mnist -d 50 (exact)" 3 \
-  "$NLEMBED" pca fashion-mnist -d 50 --threads "$threads" --quiet -o "$OUT/fmnist-pca50.npy"
+FM=$(smoke_or fashion-mnist fashion-mnist:500) N=$(smoke_or 70000 500) REPS=$(smoke_or 3 1)
+median_run "nlembed pca $FM -d 50 (exact)" "$REPS" \
+  "$NLEMBED" pca "$FM" -d 50 --threads "$threads" --quiet -o "$OUT/fmnist-pca50.npy"
 cp "$OUT/.stdout" "$OUT/pca50.json"
-median_run "nlembed pca fashion-mnist -d 50 (randomized)" 3 \
-  "$NLEMBED" pca fashion-mnist -d 50 --solver randomized --threads "$threads" --quiet -o "$OUT/fmnist-pca50r.npy"
+median_run "nlembed pca $FM -d 50 (randomized)" "$REPS" \
+  "$NLEMBED" pca "$FM" -d 50 --solver randomized --threads "$threads" --quiet -o "$OUT/fmnist-pca50r.npy"
 cp "$OUT/.stdout" "$OUT/pca50r.json"
-"$NLEMBED" pca fashion-mnist -d 2 --quiet -o "$OUT/fmnist-pca2.npy" --save-labels "$OUT/fmnist-labels.npy" > /dev/null
-OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads "$PY" - "$OUT" <<'PY'
+"$NLEMBED" pca "$FM" -d 2 --quiet -o "$OUT/fmnist-pca2.npy" --save-labels "$OUT/fmnist-labels.npy" > /dev/null
+OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads "$PY" - "$OUT" "$N" <<'PY'
 import json, sys, time
 import numpy as np
 sys.path.insert(0, "bench")
 import fmnist
 out = sys.argv[1]
-Y = fmnist.images()
+Y = fmnist.images(int(sys.argv[2]))
 t = time.time()
 Yc = Y - Y.mean(axis=0)
 s = np.linalg.svd(Yc, full_matrices=False, compute_uv=False)
 t = time.time() - t
 ev = s**2 / (Y.shape[0] - 1)
-print(f"numpy SVD of the centred 70000 x 784 float64 matrix: {t:.2f} s")
+print(f"numpy SVD of the centred {Y.shape[0]} x 784 float64 matrix: {t:.2f} s")
 for name in ("pca50.json", "pca50r.json"):
     ours = np.array(json.load(open(f"{out}/{name}"))["explained_variance"][:10])
     rel = np.abs(ours - ev[:10]) / ev[:10]

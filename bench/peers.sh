@@ -19,8 +19,9 @@
 # One run per tool (they take minutes); results in $OUT/peers-*. RESCORE=1
 # only scores the embeddings and times a previous run left in $OUT.
 source "$(dirname "$0")/common.sh"
-N=${N:-70000}
-SUBSAMPLE=${SUBSAMPLE:-10000}
+N=${N:-$(smoke_or 70000 300)}
+SUBSAMPLE=${SUBSAMPLE:-$(smoke_or 10000 200)}
+ITERS=$(smoke_or "" "--max-iters 30") # a smoke run's nlembed: a few iterations
 ONLY=${ONLY:-}
 DATA=fashion-mnist
 [ "$N" -lt 70000 ] && DATA=fashion-mnist:$N
@@ -32,7 +33,7 @@ import numpy as np
 sys.path.insert(0, "bench")
 import fmnist
 out, n = sys.argv[1], int(sys.argv[2])
-fmnist.images()[:n].astype(np.float32).tofile(f"{out}/peers-data.f32")
+fmnist.images(n).astype(np.float32).tofile(f"{out}/peers-data.f32")
 PY
 printf '# Fashion-MNIST N = %s, 784-d, 2 threads; metrics: k = 10, subsample %s; %s\n' "$N" "$SUBSAMPLE" "$(date -u +%F)"
 printf '%-22s %8s %9s %10s %10s %10s %9s\n' tool "wall s" "peak MiB" "recall@10" "trust@10" "trust@10" "10-NN"
@@ -65,10 +66,13 @@ print('%-22s %8.1f %9.0f %10.4f %10.5f %10.5f %9.4f' % ('$name', $2, $3 / 1024, 
       r['trustworthiness'], r['knn_accuracy']))"
 }
 # nlembed with no options but the output: its defaults are the product.
-run nlembed-tsne "$NLEMBED" tsne "$DATA" -o "$OUT/peers-nlembed-tsne.npy"
-run nlembed-tee "$NLEMBED" tee "$DATA" -o "$OUT/peers-nlembed-tee.npy"
-run nlembed-ee "$NLEMBED" ee "$DATA" -o "$OUT/peers-nlembed-ee.npy"
-run umap-learn "$PY" - "$OUT" "$N" <<'PY'
+# shellcheck disable=SC2086
+run nlembed-tsne "$NLEMBED" tsne "$DATA" $ITERS -o "$OUT/peers-nlembed-tsne.npy"
+# shellcheck disable=SC2086
+run nlembed-tee "$NLEMBED" tee "$DATA" $ITERS -o "$OUT/peers-nlembed-tee.npy"
+# shellcheck disable=SC2086
+run nlembed-ee "$NLEMBED" ee "$DATA" $ITERS -o "$OUT/peers-nlembed-ee.npy"
+have_peer python umap && run umap-learn "$PY" - "$OUT" "$N" <<'PY'
 import sys
 import numpy as np
 import umap
@@ -76,8 +80,9 @@ out, n = sys.argv[1], int(sys.argv[2])
 Y = np.fromfile(f"{out}/peers-data.f32", np.float32).reshape(n, 784)
 np.save(f"{out}/peers-umap-learn.npy", umap.UMAP(n_jobs=2, random_state=None).fit_transform(Y).astype(np.float64))
 PY
-r_tool() { # NAME R-expression computing E from Y
-  local name=$1 expr=$2
+r_tool() { # NAME R-PACKAGE R-expression computing E from Y
+  local name=$1 package=$2 expr=$3
+  have_peer R "$package" || return 0
   run "$name" "$PY" - "$OUT" "$N" "$name" "$expr" <<'PY'
 import subprocess, sys
 import numpy as np
@@ -92,14 +97,15 @@ subprocess.run(["Rscript", "-e", r], check=True)
 np.save(f"{out}/peers-{name}.npy", np.fromfile(f"{out}/peers-{name}.f64", np.float64).reshape(n, 2))
 PY
 }
-r_tool uwot "uwot::umap(Y, n_threads = 2, n_sgd_threads = 2)"
-r_tool Rtsne "Rtsne::Rtsne(Y, dims = 2, perplexity = 30, check_duplicates = FALSE, num_threads = 2)\$Y"
-run sklearn-TSNE "$PY" - "$OUT" "$N" <<'PY'
+r_tool uwot uwot "uwot::umap(Y, n_threads = 2, n_sgd_threads = 2)"
+r_tool Rtsne Rtsne "Rtsne::Rtsne(Y, dims = 2, perplexity = 30, check_duplicates = FALSE, num_threads = 2)\$Y"
+have_peer python sklearn && run sklearn-TSNE "$PY" - "$OUT" "$N" "$(smoke_or 1000 250)" <<'PY'
 import sys
 import numpy as np
 from sklearn.manifold import TSNE
-out, n = sys.argv[1], int(sys.argv[2])
+out, n, iters = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 Y = np.fromfile(f"{out}/peers-data.f32", np.float32).reshape(n, 784)
-E = TSNE(n_components=2, perplexity=30, init="pca", learning_rate="auto", n_jobs=2, random_state=1).fit_transform(Y)
+E = TSNE(n_components=2, perplexity=30, init="pca", learning_rate="auto", n_jobs=2, random_state=1,
+         **{"max_iter" if "max_iter" in TSNE().get_params() else "n_iter": iters}).fit_transform(Y)
 np.save(f"{out}/peers-sklearn-TSNE.npy", E.astype(np.float64))
 PY

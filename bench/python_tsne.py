@@ -30,7 +30,7 @@ else:
 t_import = time.perf_counter() - t_start
 
 t0 = time.perf_counter()
-X = fmnist.images()[:n].astype(np.float32)  # N x 784, C order
+X = fmnist.images(n).astype(np.float32)  # N x 784, C order
 t_read = time.perf_counter() - t0
 
 t0 = time.perf_counter()

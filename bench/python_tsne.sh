@@ -15,8 +15,8 @@
 # tool's IDX reader, or numpy on the same gzip files) and, for Python,
 # importing numpy, scikit-learn and the package.
 source "$(dirname "$0")/common.sh"
-REPEATS=${REPEATS:-3}
-N=${N:-70000}
+REPEATS=${REPEATS:-$(smoke_or 3 1)}
+N=${N:-$(smoke_or 70000 300)}
 DATA=fashion-mnist
 [ "$N" -lt 70000 ] && DATA=fashion-mnist:$N
 BUILD_DIR=$(dirname "$NLEMBED")
@@ -56,17 +56,17 @@ awk -v ce="$ce" -v cp="$cp" -v pc="$pc" -v pp="$pp" 'BEGIN {
   printf "Python / tool: fit_transform call / tool embed %.3f (%+.1f%%), process / process %.3f (%+.1f%%)\n",
     pc / ce, 100 * (pc / ce - 1), pp / cp, 100 * (pp / cp - 1) }'
 if [ "${METRICS:-1}" = 1 ]; then
-  "$NLEMBED" metrics "$DATA" "$OUT/pytsne-py.npy" --subsample 10000 --quiet > "$OUT/pytsne-py-metrics.json"
+  "$NLEMBED" metrics "$DATA" "$OUT/pytsne-py.npy" --subsample "$(smoke_or 10000 200)" --quiet > "$OUT/pytsne-py-metrics.json"
   echo "Python t-SNE metrics: $(cat "$OUT/pytsne-py-metrics.json")"
 fi
-if [ "${UMAP:-1}" = 1 ]; then
+if [ "${UMAP:-1}" = 1 ] && have_peer python umap; then
   /usr/bin/time -f "%e %M" -o "$OUT/pytsne.time" "$PY" bench/python_tsne.py umap "$OUT/pytsne-umap.npy" "$N" \
     > "$OUT/pytsne-umap.json" 2> "$OUT/pytsne-umap.err" || { echo "UMAP failed: $(tail -2 "$OUT/pytsne-umap.err")"; exit 1; }
   read -r wall rss < "$OUT/pytsne.time"
   call=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["fit_seconds"])' "$OUT/pytsne-umap.json")
   printf 'umap-learn UMAP().fit_transform  call %7.2f s  process %7.2f s  peak %5d MiB\n' "$call" "$wall" "$((rss / 1024))"
   if [ "${METRICS:-1}" = 1 ]; then
-    "$NLEMBED" metrics "$DATA" "$OUT/pytsne-umap.npy" --subsample 10000 --quiet > "$OUT/pytsne-umap-metrics.json"
+    "$NLEMBED" metrics "$DATA" "$OUT/pytsne-umap.npy" --subsample "$(smoke_or 10000 200)" --quiet > "$OUT/pytsne-umap-metrics.json"
     echo "UMAP metrics: $(cat "$OUT/pytsne-umap-metrics.json")"
   fi
 fi

@@ -14,8 +14,10 @@
 # lle mlle ltsa hlle isomap"). Example: TRAIN=2000 METHODS=isomap bench/spectral_oos.sh
 source "$(dirname "$0")/common.sh"
 export OMP_NUM_THREADS=${THREADS:-2} OPENBLAS_NUM_THREADS=${THREADS:-2}
-TRAIN=${TRAIN:-"2000 20000"}
-NEW=${NEW:-2000}
+TRAIN=${TRAIN:-$(smoke_or "2000 20000" 300)}
+NEW=${NEW:-$(smoke_or 2000 100)}
+PEER=1
+have_peer python sklearn || PEER=0
 METHODS=${METHODS:-"le diffmap lle mlle ltsa hlle isomap"}
 row() { printf '%-8s %-7s %-8s %9s s   %s\n' "$@"; }
 
@@ -33,7 +35,7 @@ for n in $TRAIN; do
       "$base.npy" "${base}_new.npy" "${base}_all.npy"
     q=$("$PY" bench/spectral_peers.py oos_score "$OUT/roll${n}_true.npy" "$OUT/new${NEW}_true.npy" "${base}_all.npy")
     ns=$(cat "$OUT/.time")
-    if [ "$m" != le ] && [ "$m" != diffmap ]; then
+    if [ "$m" != le ] && [ "$m" != diffmap ] && [ $PEER = 1 ]; then
       sj=$("$PY" bench/spectral_peers.py transform "$m" "$OUT/roll$n.npy" "$OUT/new$NEW.npy" 12 "${base}_sk.npy")
       ss=$("$PY" -c 'import json,sys; print("%.2f" % json.loads(sys.argv[1])["seconds"])' "$sj")
       sq=$("$PY" bench/spectral_peers.py oos_score "$OUT/roll${n}_true.npy" "$OUT/new${NEW}_true.npy" "${base}_sk.npy")

@@ -29,8 +29,8 @@ def swiss_roll(n, out, seed=0, name="roll"):
 def fashion(n, out):
     sys.path.insert(0, "bench")
     import fmnist
-    np.save(f"{out}/fm{n}.npy", fmnist.images()[:n].astype(np.float32))
-    np.save(f"{out}/fm{n}_labels.npy", fmnist.labels()[:n].astype(np.int32))
+    np.save(f"{out}/fm{n}.npy", fmnist.images(n).astype(np.float32))
+    np.save(f"{out}/fm{n}_labels.npy", fmnist.labels(n).astype(np.int32))
 
 
 def run(method, path, k, out_path):

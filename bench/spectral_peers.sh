@@ -15,8 +15,9 @@
 # 20,000 here). Example: SIZES=2000 FASHION=0 bench/spectral_peers.sh
 source "$(dirname "$0")/common.sh"
 export OMP_NUM_THREADS=${THREADS:-2} OPENBLAS_NUM_THREADS=${THREADS:-2}
-SIZES=${SIZES:-"2000 20000"}
+SIZES=${SIZES:-$(smoke_or "2000 20000" 300)}
 FASHION=${FASHION:-1}
+have_peer python sklearn || exit 0 # every line is a comparison
 ISOMAP_MAX=${ISOMAP_MAX:-20000}
 row() { printf '%-8s %-7s %-10s %9s s %8s MiB  %s\n' "$@"; }
 
@@ -49,7 +50,7 @@ for n in $SIZES; do
 done
 
 [ "$FASHION" = 1 ] || exit 0
-n=20000
+n=$(smoke_or 20000 500)
 echo "== Fashion-MNIST, first $n images, k = 14 (scikit-learn n_neighbors = 15)"
 "$PY" bench/spectral_peers.py fmnist $n "$OUT"
 for search in auto exact; do

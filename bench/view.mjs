@@ -110,7 +110,11 @@ for (const [x, y] of [...poly.slice(1), poly[0]]) {
 t0 = Date.now();
 await page.mouse.up();
 await page.keyboard.up('Shift');
-await page.waitForFunction(() => window.nlembedView.selection().length > 0, null, { timeout: 60000, polling: 20 });
+// A small map (the smoke run's 300 points) may hold no point inside the
+// lasso: after a few seconds that is the answer, not an error.
+const lassoWait = process.env.SMOKE === '1' ? 5000 : 60000;
+await page.waitForFunction(() => window.nlembedView.selection().length > 0, null, { timeout: lassoWait, polling: 20 })
+  .catch((e) => { if (process.env.SMOKE !== '1') throw e; });
 const lassoMs = Date.now() - t0;
 const selected = await page.evaluate(() => window.nlembedView.selection().length);
 const heap = await page.evaluate(() => (performance.memory ? performance.memory.usedJSHeapSize : 0));

@@ -11,15 +11,17 @@
 # Needs ./setup.sh build (the viewer) and chromium (./setup.sh test installs
 # it). The t-SNE map (2-3 minutes on 2 cores) is made once in $OUT.
 source "$(dirname "$0")/common.sh"
-REPS=${REPS:-3}
+REPS=${REPS:-$(smoke_or 3 1)}
+FMDATA=$(smoke_or fashion-mnist fashion-mnist:1000) # a smoke run: 1,000 images, 2,000 generated points
 FM=$OUT/view-fm-tsne.npy
-[ -f "$FM" ] || "$NLEMBED" tsne fashion-mnist -o "$FM" --quiet > /dev/null
+# shellcheck disable=SC2046
+[ -f "$FM" ] || "$NLEMBED" tsne "$FMDATA" $(smoke_or "" "--max-iters 30") -o "$FM" --quiet > /dev/null
 M=$OUT/view-million
-[ -f "$M.npy" ] || "$PY" - "$M" <<'PY'
+[ -f "$M.npy" ] || "$PY" - "$M" "$(smoke_or 1000000 2000)" <<'PY'
 import sys
 import numpy as np
 rng = np.random.default_rng(24)
-n, k = 1_000_000, 12
+n, k = int(sys.argv[2]), 12
 lab = rng.integers(0, k, n).astype(np.int32)
 t = rng.standard_normal(n)
 s = rng.standard_normal(n) * 0.25
@@ -34,14 +36,15 @@ np.save(sys.argv[1] + "-labels.npy", lab)
 PY
 
 echo "== nlembed view: writing the pages"
-median_run "70,000 Fashion-MNIST, labels + images" 1 "$NLEMBED" view "$FM" --labels fashion-mnist --images fashion-mnist \
+median_run "$FMDATA, labels + images" 1 "$NLEMBED" view "$FM" --labels "$FMDATA" --images "$FMDATA" \
   --title "t-SNE of Fashion-MNIST (70,000 images)" -o "$OUT/view-fm.html"
-median_run "1,000,000 generated, labels" 1 "$NLEMBED" view "$M.npy" --labels "$M-labels.npy" \
+median_run "$(smoke_or 1,000,000 2,000) generated, labels" 1 "$NLEMBED" view "$M.npy" --labels "$M-labels.npy" \
   --title "1,000,000 generated points" -o "$OUT/view-million.html"
-"$NLEMBED" view "$FM" --labels fashion-mnist -o "$OUT/view-fm-noimages.html" --quiet
+"$NLEMBED" view "$FM" --labels "$FMDATA" -o "$OUT/view-fm-noimages.html" --quiet
 ls -l "$OUT/view-fm.html" "$OUT/view-fm-noimages.html" "$OUT/view-million.html" | awk '{printf "%-40s %6.1f MB\n", $NF, $5 / 1e6}'
 
+have_peer command node && have_peer command "${CHROMIUM:-/usr/bin/chromium}" || exit 0
 echo "== in chromium $(/usr/bin/chromium --version 2> /dev/null | awk '{print $2}') (SwiftShader), 1200 x 800"
-node bench/view.mjs "$OUT/view-fm.html" "$REPS" docs/images/view-fashion-mnist.png
-node bench/view.mjs "$OUT/view-fm-noimages.html" "$REPS"
+node bench/view.mjs "$OUT/view-fm.html" "$REPS" "$IMAGES/view-fashion-mnist.png"
+[ "$SMOKE" = 1 ] || node bench/view.mjs "$OUT/view-fm-noimages.html" "$REPS"
 node bench/view.mjs "$OUT/view-million.html" "$REPS"

@@ -13,10 +13,11 @@
 # With a fast engine, sqdist W- is summed by FFT over the data after PCA to
 # WNEG_DIMS dimensions (--wneg-dims).
 source "$(dirname "$0")/common.sh"
-N=${N:-5000}
+N=${N:-$(smoke_or 5000 300)}
+ITERS=${ITERS:-$(smoke_or 300 20)}
 ENGINE=${ENGINE:-exact}
 WNEG_DIMS=${WNEG_DIMS:-30}
-LAMBDAS=${LAMBDAS:-0.01 0.03 0.1 0.3}
+LAMBDAS=${LAMBDAS:-$(smoke_or "0.01 0.03 0.1 0.3" 0.1)}
 WNEGS=${WNEGS:-uniform sqdist}
 DATA=fashion-mnist:$N
 MEAN_SQ=$("$PY" - "$N" <<'PY'
@@ -25,19 +26,19 @@ import numpy as np
 sys.path.insert(0, "bench")
 import fmnist
 n = int(sys.argv[1])
-Y = fmnist.images()[:n].astype(np.float64)
+Y = fmnist.images(n).astype(np.float64)
 sq = (Y ** 2).sum(1)
 print(2 * (sq.mean() - (Y.mean(0) ** 2).sum()))  # mean of |y_n - y_m|^2 over all pairs
 PY
 )
-echo "# EE of $DATA, $ENGINE repulsion (sqdist features: $WNEG_DIMS PCA dimensions with a fast engine), SD, 300 iterations; mean squared distance $MEAN_SQ"
+echo "# EE of $DATA, $ENGINE repulsion (sqdist features: $WNEG_DIMS PCA dimensions with a fast engine), SD, $ITERS iterations; mean squared distance $MEAN_SQ"
 for lam in $LAMBDAS; do
   for wneg in $WNEGS; do
     l=$lam
     [ "$wneg" = sqdist ] && l=$("$PY" -c "print($lam / $MEAN_SQ)")
     out="$OUT/wneg-$wneg-$lam.npy"
     t0=$(date +%s.%N)
-    "$NLEMBED" ee "$DATA" -p 30 --wneg "$wneg" --lambda "$l" --max-iters 300 --repulsion "$ENGINE" --wneg-dims "$WNEG_DIMS" --threads 2 -o "$out" \
+    "$NLEMBED" ee "$DATA" -p 30 --wneg "$wneg" --lambda "$l" --max-iters "$ITERS" --repulsion "$ENGINE" --wneg-dims "$WNEG_DIMS" --threads 2 -o "$out" \
       --quiet > /dev/null
     t1=$(date +%s.%N)
     "$NLEMBED" metrics "$DATA" "$out" -k 10 --subsample 0 --quiet > "$OUT/wneg.json"

@@ -3,6 +3,7 @@
  * into the documented recipe, the options check, the EE paper's stopping
  * test, the homotopy ending at a minimum, and thread-count determinism. */
 #include "harness.h"
+#include "../src/nle/embed_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -153,6 +154,87 @@ static void auto_resolved(void) {
   }
   nle_matf_free(&Y);
   nle_ctx_free(&ctx);
+}
+
+/* The recipe's automatic choices at their boundaries, against the numbers
+ * documented in docs/embeddings.md and the tool's --help (the resolution
+ * alone: nle_embed's first step, no run): the exaggeration phase exists only
+ * for an exaggeration above 1, exactly 1 has none; exact repulsion below
+ * 5,000 points; the PCA search above 5,000 points and 100 dimensions; the
+ * rates max(N / (4 exaggeration), 50) and max(N / 2, 200); the lambda*
+ * bounds up to 20,000 points; k = ceil(3 perplexity), 12 with a sigma. */
+static nle_embed_opts recipe_of(nle_model_kind model, size_t n, size_t D, int dim, void (*set)(nle_embed_opts *)) {
+  static float one = 0.0f;
+  nle_matf stub = {1, 1, &one}; /* a given Y: the recipe reads only whether there is one */
+  nle_embed_input in = {.Y = &stub};
+  nle_embed_opts o;
+  nle_embed_opts_init(&o);
+  o.model = model, o.dim = dim;
+  if (set) set(&o);
+  nle_ctx *ctx = test_ctx(1);
+  if (!nle_test_ok(nle__embed_resolve_early(ctx, &in, n, D, &o))) printf("  %s\n", nle_ctx_error(ctx));
+  nle__embed_resolve_rates(&o, n, model == NLE_MODEL_TSNE || model == NLE_MODEL_SSNE ? 1.0 : 2.0 * (double)n);
+  nle_ctx_free(&ctx);
+  return o;
+}
+static void exaggeration_one(nle_embed_opts *o) { o->opt.exaggeration = 1.0; }
+static void exaggeration_above_one(nle_embed_opts *o) { o->opt.exaggeration = nextafter(1.0, 2.0); }
+static void no_exaggeration_phase(nle_embed_opts *o) { o->opt.exaggeration_iters = 0; }
+static void wneg_sqdist(nle_embed_opts *o) { o->wneg = NLE_WNEG_SQDIST; }
+static void wneg_knn(nle_embed_opts *o) { o->wneg = NLE_WNEG_KNN; }
+static void pca_of_all(nle_embed_opts *o) { o->pca_dims = 200; }
+static void perplexity_fraction(nle_embed_opts *o) { o->perplexity = 10.2; }
+static void sigma_given(nle_embed_opts *o) { o->sigma = 2.0; }
+
+static void recipe_boundaries(void) {
+  nle_embed_opts o = recipe_of(NLE_MODEL_TSNE, 1000, 10, 2, NULL);
+  nle_test(o.opt.exaggeration == 12.0 && o.opt.exaggeration_iters == 125);
+  nle_test(o.opt.learning_rate == 50.0 && o.opt.learning_rate_final == 500.0);
+  o = recipe_of(NLE_MODEL_TSNE, 1000, 10, 2, exaggeration_one); /* exactly 1: no phase */
+  nle_test(o.opt.exaggeration_iters == 0 && o.opt.learning_rate == 250.0 && o.opt.learning_rate_final == 250.0);
+  o = recipe_of(NLE_MODEL_TSNE, 1000, 10, 2, exaggeration_above_one);
+  nle_test(o.opt.exaggeration_iters == 125 && o.opt.learning_rate_final == 500.0);
+  o = recipe_of(NLE_MODEL_TSNE, 1000, 10, 2, no_exaggeration_phase); /* no phase: one rate */
+  nle_test(o.opt.exaggeration_iters == 0 && o.opt.learning_rate_final == o.opt.learning_rate);
+  o = recipe_of(NLE_MODEL_EE, 1000, 10, 2, NULL); /* the line search: no phase, no rates */
+  nle_test(o.step == NLE_STEP_LINE_SEARCH && o.opt.exaggeration == 1.0 && o.opt.exaggeration_iters == 0);
+  nle_test(o.opt.learning_rate == 0.0 && o.opt.learning_rate_final == 0.0);
+  o = recipe_of(NLE_MODEL_TEE, 1000, 10, 2, NULL); /* the homotopy's warm phase */
+  nle_test(o.homotopy_steps == 5 && o.opt.exaggeration == 1.0 && o.opt.exaggeration_iters == 30);
+  /* the rates' floors: N / 48 = 50 at 2,400 points, N / 2 = 200 at 400 */
+  nle_test(recipe_of(NLE_MODEL_TSNE, 2400, 10, 2, NULL).opt.learning_rate == 50.0);
+  nle_test(recipe_of(NLE_MODEL_TSNE, 2496, 10, 2, NULL).opt.learning_rate == 52.0);
+  nle_test(recipe_of(NLE_MODEL_TSNE, 400, 10, 2, NULL).opt.learning_rate_final == 200.0);
+  nle_test(recipe_of(NLE_MODEL_TSNE, 402, 10, 2, NULL).opt.learning_rate_final == 201.0);
+  /* repulsion: exact below 5,000 points and where no fast engine serves */
+  nle_test(recipe_of(NLE_MODEL_TSNE, 4999, 10, 2, NULL).engine == NLE_REPULSION_EXACT);
+  nle_test(recipe_of(NLE_MODEL_TSNE, 5000, 10, 2, NULL).engine == NLE_REPULSION_FFT);
+  nle_test(recipe_of(NLE_MODEL_TSNE, 5000, 10, 1, NULL).engine == NLE_REPULSION_FFT);
+  nle_test(recipe_of(NLE_MODEL_TSNE, 5000, 10, 3, NULL).engine == NLE_REPULSION_BH);
+  nle_test(recipe_of(NLE_MODEL_EE, 5000, 10, 3, NULL).engine == NLE_REPULSION_FGT);
+  nle_test(recipe_of(NLE_MODEL_SSNE, 5000, 10, 3, NULL).engine == NLE_REPULSION_FGT);
+  nle_test(recipe_of(NLE_MODEL_TEE, 5000, 10, 3, NULL).engine == NLE_REPULSION_BH);
+  nle_test(recipe_of(NLE_MODEL_TSNE, 5000, 10, 4, NULL).engine == NLE_REPULSION_EXACT);
+  nle_test(recipe_of(NLE_MODEL_SNE, 5000, 10, 2, NULL).engine == NLE_REPULSION_EXACT);
+  nle_test(recipe_of(NLE_MODEL_EE, 5000, 10, 3, wneg_sqdist).engine == NLE_REPULSION_FFT);
+  nle_test(recipe_of(NLE_MODEL_EE, 5000, 10, 2, wneg_knn).engine == NLE_REPULSION_EXACT);
+  /* the search among 50 principal components: above 5,000 points and 100 dimensions */
+  nle_test(recipe_of(NLE_MODEL_TSNE, 5000, 101, 2, NULL).pca_dims == 0);
+  nle_test(recipe_of(NLE_MODEL_TSNE, 5001, 100, 2, NULL).pca_dims == 0);
+  o = recipe_of(NLE_MODEL_TSNE, 5001, 101, 2, NULL);
+  nle_test(o.pca_dims == 50 && o.pca_candidates == o.k && o.k == 90);
+  o = recipe_of(NLE_MODEL_TSNE, 5001, 101, 2, pca_of_all); /* as many as D or more: nothing to reduce */
+  nle_test(o.pca_dims == 0 && o.pca_candidates == 0);
+  /* the lambda* bounds: EE and t-EE, up to 20,000 points */
+  nle_test(recipe_of(NLE_MODEL_EE, 20000, 10, 2, NULL).lambda_bounds == 1);
+  nle_test(recipe_of(NLE_MODEL_EE, 20001, 10, 2, NULL).lambda_bounds == 0);
+  nle_test(recipe_of(NLE_MODEL_TSNE, 1000, 10, 2, NULL).lambda_bounds == 0);
+  /* the graph: k = ceil(3 perplexity); 12 with Gaussian W+; the Gaussian
+   * models' perplexity 5 */
+  nle_test(recipe_of(NLE_MODEL_TSNE, 1000, 10, 2, perplexity_fraction).k == 31);
+  nle_test(recipe_of(NLE_MODEL_TSNE, 1000, 10, 2, sigma_given).k == 12);
+  o = recipe_of(NLE_MODEL_EE, 1000, 10, 2, NULL);
+  nle_test(o.perplexity == 5.0 && o.k == 15 && o.lambda == 0.1);
 }
 
 /* The automatic optimiser of a line search is SD where its factor fits
@@ -478,6 +560,7 @@ done:
 
 const nle_test_case embed_tests[] = {{"embed/model_keeps_pca", model_keeps_pca},{"embed/energy_vs_direct_sum", energy_vs_direct_sum},
                                      {"embed/auto_resolved", auto_resolved},
+                                     {"embed/recipe_boundaries", recipe_boundaries},
                                      {"embed/auto_perplexity", auto_perplexity},
                                      {"embed/sd_over_cap_takes_lbfgs", sd_over_cap_takes_lbfgs},
                                      {"embed/release_y", release_y},

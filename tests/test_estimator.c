@@ -1,14 +1,19 @@
 /* test_estimator.c — the by-name estimator (include/nlembed/estimator.h)
  * against the front doors it wraps: the same options give the same bits
  * as nle_embed and nle_spectral_embed called directly; every option's text
- * reads back as set; PCA's reverse map inverts its map at full rank; cosine
+ * reads back as set; each method's options are those the tool gives its
+ * command; PCA's reverse map inverts its map at full rank; cosine
  * equals Euclidean on rows made unit; classical MDS of the precomputed
  * Euclidean distances equals it on the points; model files round trip for
  * every family with a map; errors name the option. */
 #include "harness.h"
+#include "../src/estimator/estimator_internal.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* K well-separated Gaussian blobs in D dimensions, labels in truth. */
 static nle_matf *blobs(size_t n, size_t D, int K, int32_t *truth, uint64_t seed) {
@@ -76,6 +81,191 @@ static void options_round_trip(void) {
   nle_test_ok(nle_estimator_new(ctx, "diffmap", &e));
   nle_test_ok(nle_estimator_set(e, "alpha", "0.5"));
   nle_estimator_free(&e);
+  nle_ctx_free(&ctx);
+}
+
+/* ---- every option reaches every method the tool gives it to -------------
+ * The tool (the nlembed next to this test program, or $NLEMBED) is the
+ * reference: an option is given to a method when the command's --help lists
+ * it and the command does not refuse it as another method's ("--NAME is for
+ * ..."; the embeddings share one help page). Each of those must be the
+ * method's estimator option (under the estimator's spelling where the two
+ * differ: the table below), and each estimator option must be one the tool
+ * gives, except the few that are the estimator's own. The tool's options
+ * that are not the method's (files in and out, the run's reporting) are
+ * listed with why. */
+static const struct {
+  const char *tool, *estimator;
+} renamed[] = {{"method", "knn-method"},   {"iters", "knn-iters"},      {"delta", "knn-delta"},
+               {"no-gains", "gains"},      {"no-center", "center"},     {"no-warm-start", "warm-start"},
+               {"neighbors", "kernel-neighbors"}};
+/* files the tool reads or writes (the estimator takes arrays and saves by
+ * nle_estimator_save; --labels, --init and --weights are its input
+ * struct's), and the tool's own reporting and sweeps */
+static const char *const tool_only[] = {"output", "help", "threads", "seed", "max-memory", "quiet", "verbose",
+                                        "delimiter", "header", "label-column", "labels", "transpose",
+                                        "save-model", "model-data", "save-labels", "affinities", "distances",
+                                        "knn", "kernel-matrix", "init", "weights", "checkpoint",
+                                        "checkpoint-every", "resume", "trace", "path-prefix", "sweep-k",
+                                        "sweep-sigma", NULL};
+/* the estimator's own: every method's metric and keep-model (the tool:
+ * --metric where it searches neighbours, --save-model), the lambda* bounds
+ * switch (the tool always reports them where cheap), and the cap on
+ * clustering's k-means iterations */
+static bool estimator_only(const char *method, const char *name) {
+  return !strcmp(name, "metric") || !strcmp(name, "keep-model") ||
+         (!strcmp(name, "lambda-bounds") && (!strcmp(method, "ee") || !strcmp(method, "tee"))) ||
+         (!strcmp(name, "max-iters") && !strcmp(method, "cluster"));
+}
+
+static bool in_list(const char *const *list, const char *name) {
+  for (; *list; list++)
+    if (!strcmp(*list, name)) return true;
+  return false;
+}
+
+/* The tool next to the test program. */
+static bool tool_path(char *buf, size_t cap) {
+  const char *env = getenv("NLEMBED");
+  if (env) {
+    snprintf(buf, cap, "%s", env);
+    return access(buf, X_OK) == 0;
+  }
+  char self[PATH_MAX];
+  ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0) return false;
+  self[len] = '\0';
+  char *slash = strrchr(self, '/');
+  if (!slash) return false;
+  *slash = '\0';
+  snprintf(buf, cap, "%s/nlembed", self);
+  return access(buf, X_OK) == 0;
+}
+
+/* Runs the command line (its stderr sent to its stdout), that output into
+ * out; the exit status. */
+static int run_tool(const char *cmd, char *out, size_t cap) {
+  FILE *p = popen(cmd, "r");
+  if (!p) return -1;
+  size_t got = fread(out, 1, cap - 1, p);
+  out[got] = '\0';
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+typedef struct {
+  char name[48];
+  bool takes_value;
+} tool_option;
+
+/* The options a --help page lists: lines "  --name ..." or "  -x, --name
+ * ..."; a value follows when one space and a word come before the
+ * description's column. */
+static int help_options(const char *help, tool_option *opt, int cap) {
+  int n = 0;
+  for (const char *line = help; line && *line && n < cap; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+    const char *p = line;
+    if (strncmp(p, "  -", 3)) continue;
+    p += 2;
+    if (p[1] != '-' && p[2] == ',' && p[3] == ' ') p += 4; /* "-k, " */
+    if (strncmp(p, "--", 2)) continue;
+    p += 2;
+    size_t len = strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789-");
+    if (len == 0 || len >= sizeof opt->name) continue;
+    memcpy(opt[n].name, p, len);
+    opt[n].name[len] = '\0';
+    opt[n].takes_value = p[len] == ' ' && p[len + 1] != ' ' && p[len + 1] != '\n';
+    n++;
+  }
+  return n;
+}
+
+/* An option of the method's family (or every method's). */
+static bool family_option(const nle_estimator *e, const char *name) {
+  if (!strcmp(name, "metric") || !strcmp(name, "keep-model")) return true;
+  for (const nle__option *o = e->family->options; o->name; o++)
+    if (!strcmp(o->name, name)) return true;
+  return false;
+}
+
+static bool scoped(const nle_estimator *e, const char *name) {
+  for (const nle__option_scope *sc = e->family->scopes; sc && sc->name; sc++)
+    if (!strcmp(sc->name, name)) return true;
+  return false;
+}
+
+static bool estimator_has(const nle_estimator *e, const char *name) {
+  for (int i = 0; nle_estimator_option(e, i); i++)
+    if (!strcmp(nle_estimator_option(e, i), name)) return true;
+  return false;
+}
+
+static void options_match_the_tool(void) {
+  char tool[PATH_MAX + 16];
+  if (!nle_test(tool_path(tool, sizeof tool))) {
+    printf("  no nlembed next to the test program (make all builds both; or set NLEMBED)\n");
+    return;
+  }
+  nle_ctx *ctx = test_ctx(1);
+  size_t cap = 1 << 16;
+  char *out = malloc(cap), cmd[PATH_MAX + 256];
+  tool_option opt[160];
+  int methods = 0, checked = 0, spawned = 0;
+  for (int m = 0; nle_estimator_method_name(m); m++) {
+    const char *method = nle_estimator_method_name(m);
+    nle_estimator *e = NULL;
+    if (!nle_test_ok(nle_estimator_new(ctx, method, &e))) continue;
+    snprintf(cmd, sizeof cmd, "'%s' %s --help 2>&1", tool, method);
+    int rc = run_tool(cmd, out, cap);
+    int n = help_options(out, opt, 160);
+    if (!nle_test(rc == 0 && n >= 10)) {
+      printf("  %s --help: exit %d, %d options\n", cmd, rc, n);
+      nle_estimator_free(&e);
+      continue;
+    }
+    methods++;
+    bool given[160];
+    for (int t = 0; t < n; t++) {
+      const char *name = opt[t].name, *est = name;
+      for (size_t r = 0; r < sizeof renamed / sizeof *renamed; r++)
+        if (!family_option(e, name) && !strcmp(name, renamed[r].tool)) est = renamed[r].estimator;
+      given[t] = false;
+      if (!family_option(e, est)) {
+        if (!nle_test(in_list(tool_only, name))) printf("  %s: the tool's --%s has no estimator option\n", method, name);
+        continue;
+      }
+      given[t] = true;
+      if (scoped(e, est)) { /* the method's only when the tool does not refuse it as another's */
+        char refusal[96];
+        if (snprintf(cmd, sizeof cmd, "'%s' %s --%s%s --help 2>&1", tool, method, name,
+                     opt[t].takes_value ? " 1" : "") >= (int)sizeof cmd ||
+            snprintf(refusal, sizeof refusal, "--%s is for", name) >= (int)sizeof refusal || !nle_test(run_tool(cmd, out, cap) >= 0))
+          continue;
+        spawned++;
+        given[t] = strstr(out, refusal) == NULL;
+      }
+      checked++;
+      if (!nle_test(given[t] == estimator_has(e, est)))
+        printf("  %s: the tool %s --%s, the estimator %s option %s\n", method, given[t] ? "takes" : "refuses", name,
+               given[t] ? "has no" : "has the", est);
+    }
+    /* each estimator option is one the tool gives, or the estimator's own */
+    for (int i = 0; nle_estimator_option(e, i); i++) {
+      const char *name = nle_estimator_option(e, i);
+      bool found = estimator_only(method, name);
+      for (int t = 0; t < n && !found; t++) {
+        const char *spelt = opt[t].name;
+        for (size_t r = 0; r < sizeof renamed / sizeof *renamed; r++)
+          if (!strcmp(name, renamed[r].estimator) && !strcmp(spelt, renamed[r].tool)) spelt = name;
+        found = given[t] && !strcmp(spelt, name);
+      }
+      if (!nle_test(found)) printf("  %s: estimator option %s, which the tool does not give %s\n", method, name, method);
+    }
+    nle_estimator_free(&e);
+  }
+  nle_test(methods == 23 && checked > 300 && spawned > 20);
+  if (getenv("NLE_TEST_VERBOSE")) printf("  %d methods, %d options checked, %d refusals asked\n", methods, checked, spawned);
+  free(out);
   nle_ctx_free(&ctx);
 }
 
@@ -379,6 +569,7 @@ static void messages_name_options(void) {
 const nle_test_case estimator_tests[] = {
     {"estimator/messages_name_options", messages_name_options},
     {"estimator/options_round_trip", options_round_trip},
+    {"estimator/options_match_the_tool", options_match_the_tool},
     {"estimator/tsne_as_front_door", tsne_as_front_door},
     {"estimator/pca_inverse", pca_inverse},
     {"estimator/cosine_is_unit_rows", cosine_is_unit_rows},

@@ -501,6 +501,112 @@ static void kpca_checks(void) {
   nle_ctx_free(&ctx);
 }
 
+/* Kernel PCA against the dense eigendecomposition of J K J (J = I - 11^T /
+ * N), K built here from each kernel's formula: linear x.y, Gaussian
+ * exp(-gamma |x - y|^2), polynomial (gamma x.y + c0)^degree, and the sparse
+ * kNN Gaussian (exp(-gamma d^2) for y among x's k nearest, averaged with its
+ * transpose, the diagonal 1). Every requested component: its eigenvalue the
+ * dense one's, and J K J x = lambda x for its column, |x|^2 = lambda. With
+ * d = 80 of a sparse kernel the requested eigenvalues reach below 1, the
+ * eigenvalue the constant vector takes when the centring is off by the
+ * diagonal. Both solvers: dense (N <= 500) and Lanczos (N = 600; the sparse
+ * kernel always). */
+static void kpca_dense_reference(void) {
+  nle_ctx *ctx = test_ctx(5);
+  struct {
+    nle_pdkernel_kind kind;
+    double gamma, coef0;
+    int degree, neighbors;
+  } kernels[] = {{NLE_PDK_LINEAR, 0, 0, 0, 0},        {NLE_PDK_GAUSSIAN, 0.15, 0, 0, 0},
+                 {NLE_PDK_POLYNOMIAL, 0.2, 1.0, 3, 0}, {NLE_PDK_POLYNOMIAL, 0.3, 0.5, 2, 0},
+                 {NLE_PDK_POLYNOMIAL, 0.1, 2.0, 5, 0}, {NLE_PDK_GAUSSIAN, 0.15, 0, 0, 10}};
+  size_t D = 5;
+  for (int big = 0; big < 2; big++) {
+    size_t n = big ? 600 : 150;
+    nle_matf *Y = test_random_matf(n, D, 31 + (uint64_t)big);
+    double *K = malloc(n * n * sizeof(double)), *C = malloc(n * n * sizeof(double)), *w = malloc(n * sizeof(double));
+    double *d2 = malloc(n * sizeof(double));
+    for (size_t kk = 0; kk < sizeof kernels / sizeof *kernels; kk++) {
+      int sparse = kernels[kk].neighbors > 0;
+      /* the sparse kernel's J K J: 94 of its 150 eigenvalues positive, the
+       * 80th 0.32 */
+      size_t d = sparse && !big ? 80 : 12;
+      for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++) {
+          double dot = 0, s = 0;
+          for (size_t c = 0; c < D; c++) {
+            double a = Y->data[i * D + c], b = Y->data[j * D + c];
+            dot += a * b, s += (a - b) * (a - b);
+          }
+          K[i * n + j] = kernels[kk].kind == NLE_PDK_LINEAR     ? dot
+                         : kernels[kk].kind == NLE_PDK_GAUSSIAN ? exp(-kernels[kk].gamma * s)
+                                                                : pow(kernels[kk].gamma * dot + kernels[kk].coef0,
+                                                                      kernels[kk].degree);
+        }
+      if (sparse) { /* keep row i's k nearest (the k smallest distances), then average with the transpose */
+        int k = kernels[kk].neighbors;
+        memset(C, 0, n * n * sizeof(double));
+        for (size_t i = 0; i < n; i++) {
+          for (size_t j = 0; j < n; j++) d2[j] = j == i ? INFINITY : -log(K[i * n + j]); /* gamma d^2 */
+          for (int t = 0; t < k; t++) {
+            size_t best = 0;
+            for (size_t j = 1; j < n; j++) best = d2[j] < d2[best] ? j : best;
+            C[i * n + best] = K[i * n + best];
+            d2[best] = INFINITY;
+          }
+        }
+        for (size_t i = 0; i < n; i++)
+          for (size_t j = 0; j < n; j++) K[i * n + j] = i == j ? 1.0 : 0.5 * (C[i * n + j] + C[j * n + i]);
+      }
+      double grand = 0, *mean = calloc(n, sizeof(double));
+      for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++) mean[i] += K[i * n + j] / (double)n;
+      for (size_t i = 0; i < n; i++) grand += mean[i] / (double)n;
+      for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++) C[i * n + j] = K[i * n + j] - mean[i] - mean[j] + grand;
+      free(mean);
+      double *A = malloc(n * n * sizeof(double));
+      memcpy(A, C, n * n * sizeof(double));
+      if (LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'N', 'U', (int)n, A, (int)n, w)) nle_test(0);
+      free(A);
+      nle_kpca_opts o;
+      nle_kpca_opts_init(&o);
+      o.dim = (int)d;
+      o.kernel.kind = kernels[kk].kind;
+      o.kernel.gamma = kernels[kk].kind == NLE_PDK_LINEAR ? NLE_AUTO : kernels[kk].gamma;
+      o.kernel.coef0 = kernels[kk].coef0, o.kernel.degree = kernels[kk].degree;
+      o.kernel.neighbors = kernels[kk].neighbors;
+      nle_kpca_result *r = NULL;
+      if (!nle_test_ok(nle_kpca(ctx, Y, NULL, &o, &r))) {
+        printf("  %s\n", nle_ctx_error(ctx));
+        continue;
+      }
+      double eig_err = 0, res_err = 0, norm_err = 0;
+      for (size_t t = 0; t < d; t++) {
+        double want = w[n - 1 - t], lam = r->eigenvalues[t], xx = 0, res = 0;
+        eig_err = fmax(eig_err, fabs(lam - want) / w[n - 1]);
+        for (size_t i = 0; i < n; i++) xx += r->X->data[i * d + t] * r->X->data[i * d + t];
+        for (size_t i = 0; i < n; i++) {
+          double y = 0;
+          for (size_t j = 0; j < n; j++) y += C[i * n + j] * r->X->data[j * d + t];
+          res += (y - want * r->X->data[i * d + t]) * (y - want * r->X->data[i * d + t]);
+        }
+        res_err = fmax(res_err, sqrt(res / xx) / w[n - 1]);
+        norm_err = fmax(norm_err, fabs(xx - want) / w[n - 1]);
+      }
+      if (!nle_test(eig_err < 1e-8 && res_err < 1e-6 && norm_err < 1e-8 && r->sparse == (sparse != 0)) ||
+          getenv("NLE_TEST_VERBOSE"))
+        printf("  N %zu, kernel %zu: eigenvalues off by %.3g, residual %.3g, |x|^2 off by %.3g (of the top "
+               "eigenvalue %.4g; the %zu-th %.4g)\n", n, kk, eig_err, res_err, norm_err, w[n - 1], d, w[n - d]);
+      if (sparse && !big) nle_test(w[n - d] < 1.0); /* the case this covers */
+      nle_kpca_result_free(&r);
+    }
+    free(K), free(C), free(w), free(d2);
+    nle_matf_free(&Y);
+  }
+  nle_ctx_free(&ctx);
+}
+
 /* Three Gaussian classes in 4-D, shifted apart. */
 static nle_matf *classes(size_t n, int32_t *labels, uint64_t seed) {
   nle_matf *Y = test_random_matf(n, 4, seed);
@@ -647,6 +753,7 @@ const nle_test_case mds_tests[] = {
     {"mds/smacof_exact", smacof_exact},
     {"mds/landmark_exact", landmark_exact},
     {"mds/kpca", kpca_checks},
+    {"mds/kpca_dense_reference", kpca_dense_reference},
     {"mds/lda", lda_checks},
     {"mds/bad_input", bad_input},
     {NULL, NULL}};

@@ -1,7 +1,7 @@
 /* test_oos.c — the out-of-sample maps F(y) and f(x) (EE paper sec. 4.5):
  * training points map to themselves, objectives against finite
- * differences, saved models, and the batched fast engines against exact
- * sums. */
+ * differences and against the augmented objective written out here,
+ * saved models, and the batched fast engines against exact sums. */
 #include "harness.h"
 #include "nle_common.h"
 #include "../src/nle/nle_internal.h"
@@ -161,6 +161,244 @@ static void oos_objective_gradients(void) {
   nle_matd_free(&X);
   nle_matf_free(&Ynew);
   nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
+/* ---- E'(x, y) written out (EE paper sec. 4.5), independent of the code ----
+ * The new point y joins the training objective as one more point whose
+ * projection x alone moves (the paper's E'(x, y)); its W+ entries follow the
+ * training's rule for W+ applied to the augmented set, in the training's
+ * scale: for entropic W+ (P + P^T) / 2 (EE, t-EE, SNE) or / 2N (s-SNE,
+ * t-SNE) with p_{n|y} over y's k nearest training points at the training's
+ * perplexity and p_{y|n} = exp(-beta_n d) / sum_{m in kNN(n)} exp(-beta_n
+ * d_nm) for those of them whose k-neighbourhood y falls within (the map's
+ * rule: a training point farther than y's k nearest that would still count
+ * y among its own is left out); for Gaussian W+ exp(-d / (2
+ * sigma^2)) on y's k nearest, times 1 (EE) or 1 / N (s-SNE, t-SNE). Every
+ * quantity here is recomputed by brute force: the neighbours, the betas (by
+ * bisection on the entropy in nats), Z. */
+
+/* beta with -sum p log p = log(perplexity), p ∝ exp(-beta d) over the k
+ * squared distances d (sorted), by bisection on log beta. */
+static double beta_by_bisection(const double *d, int k, double perplexity) {
+  double lo = -60, hi = 60;
+  for (int it = 0; it < 200; it++) {
+    double mid = 0.5 * (lo + hi), beta = exp(mid), z = 0, h = 0;
+    for (int c = 0; c < k; c++) z += exp(-beta * (d[c] - d[0]));
+    for (int c = 0; c < k; c++) {
+      double p = exp(-beta * (d[c] - d[0])) / z;
+      if (p > 0) h -= p * log(p);
+    }
+    if (h > log(perplexity)) lo = mid; /* too flat: a larger beta */
+    else hi = mid;
+  }
+  return exp(0.5 * (lo + hi));
+}
+
+static double sqdist_ff(const float *a, const float *b, size_t D) {
+  double s = 0;
+  for (size_t c = 0; c < D; c++) s += ((double)a[c] - b[c]) * ((double)a[c] - b[c]);
+  return s;
+}
+
+/* The k nearest of the N rows of Y to y (excluding row `self`, -1 for
+ * none), by selection: idx[k], their squared distances d[k], ascending. */
+static void nearest_k(const nle_matf *Y, const float *y, long self, int k, int32_t *idx, double *d) {
+  size_t n = Y->rows, D = Y->cols;
+  for (int c = 0; c < k; c++) d[c] = INFINITY, idx[c] = -1;
+  for (size_t i = 0; i < n; i++) {
+    if ((long)i == self) continue;
+    double s = sqdist_ff(y, Y->data + i * D, D);
+    if (s >= d[k - 1]) continue;
+    int c = k - 1;
+    for (; c > 0 && d[c - 1] > s; c--) d[c] = d[c - 1], idx[c] = idx[c - 1];
+    d[c] = s, idx[c] = (int32_t)i;
+  }
+}
+
+typedef struct {
+  nle_model_kind kind;
+  nle_wneg_kind wneg;
+  double sigma, lambda, perplexity;
+  int k;
+} oos_formula_case;
+
+/* E'(x, y) by the formula above. */
+static double oos_formula(const oos_formula_case *fc, const nle_matf *Y, const nle_matd *X, const double *beta,
+                          const double *radius, const double *logz, const float *y, const double *x) {
+  size_t n = Y->rows, D = Y->cols, dx = X->cols;
+  int k = fc->k;
+  int32_t *idx = malloc((size_t)k * sizeof(int32_t));
+  double *d = malloc((size_t)k * sizeof(double)), *a = calloc(n, sizeof(double));
+  nearest_k(Y, y, -1, k, idx, d);
+  int normalised = fc->kind == NLE_MODEL_SSNE || fc->kind == NLE_MODEL_TSNE;
+  if (fc->sigma > 0) {
+    for (int c = 0; c < k; c++) a[idx[c]] = exp(-d[c] / (2 * fc->sigma * fc->sigma)) / (normalised ? (double)n : 1.0);
+  } else {
+    double by = beta_by_bisection(d, k, fc->perplexity), z = 0;
+    for (int c = 0; c < k; c++) z += exp(-by * (d[c] - d[0]));
+    for (int c = 0; c < k; c++) a[idx[c]] += exp(-by * (d[c] - d[0])) / z; /* p_{n|y} */
+    for (int c = 0; c < k; c++) { /* p_{y|n} */
+      int32_t i = idx[c];
+      if (d[c] <= radius[i]) a[i] += exp(-beta[i] * d[c] - logz[i]);
+    }
+    for (size_t i = 0; i < n; i++) a[i] *= normalised ? 0.5 / (double)n : 0.5;
+  }
+  int student = fc->kind == NLE_MODEL_TSNE || fc->kind == NLE_MODEL_TEE;
+  double att = 0, rep = 0, snelog = 0, Z = 0;
+  for (size_t i = 0; i < n; i++) {
+    double dn = 0;
+    for (size_t c = 0; c < dx; c++) dn += (x[c] - X->data[i * dx + c]) * (x[c] - X->data[i * dx + c]);
+    double K = student ? 1 / (1 + dn) : exp(-dn);
+    att += 2 * a[i] * -log(K); /* -log K: d for the Gaussian kernel, log(1 + d) for Student's */
+    double wm = fc->wneg == NLE_WNEG_SQDIST ? sqdist_ff(y, Y->data + i * D, D) : 1.0;
+    rep += wm * K;
+    if (fc->kind == NLE_MODEL_SNE || normalised) {
+      double zi = 0; /* row i's normaliser at the training X */
+      for (size_t j = 0; j < n; j++) {
+        if (j == i) continue;
+        double dij = 0;
+        for (size_t c = 0; c < dx; c++) dij += (X->data[i * dx + c] - X->data[j * dx + c]) * (X->data[i * dx + c] - X->data[j * dx + c]);
+        zi += student ? 1 / (1 + dij) : exp(-dij);
+      }
+      Z += zi;
+      snelog += log1p(K / zi); /* log(z_i + K_i) less the constant log z_i */
+    }
+  }
+  double E;
+  if (fc->kind == NLE_MODEL_EE || fc->kind == NLE_MODEL_TEE) E = att + 2 * fc->lambda * rep; /* the paper's E' */
+  else if (fc->kind == NLE_MODEL_SNE) E = att + fc->lambda * (log(rep) + snelog);
+  else E = att + fc->lambda * log(Z + 2 * rep); /* Z over the augmented set: y's pairs both ways */
+  free(idx), free(d), free(a);
+  return E;
+}
+
+/* nle_trained_objective against the formula, for each model and W+ kind, at
+ * new points and at several x; then a training point of a converged
+ * full-graph EE maps onto its own embedding. */
+static void oos_objective_formula(void) {
+  nle_ctx *ctx = test_ctx(1);
+  size_t n = 150, D = 4;
+  nle_matf *Y = test_random_matf(n, D, 81), *Ynew = test_random_matf(3, D, 82);
+  nle_matd *X = random_x(n, 2, 1.5, 83);
+  oos_formula_case cases[] = {
+      {NLE_MODEL_TSNE, NLE_WNEG_UNIFORM, 0, 1.0, 5, 15},   {NLE_MODEL_SSNE, NLE_WNEG_UNIFORM, 0, 1.0, 5, 15},
+      {NLE_MODEL_TSNE, NLE_WNEG_UNIFORM, 0.7, 1.0, 5, 12}, {NLE_MODEL_SSNE, NLE_WNEG_UNIFORM, 0.7, 1.0, 5, 12},
+      {NLE_MODEL_EE, NLE_WNEG_UNIFORM, 0, 0.5, 5, 15},     {NLE_MODEL_EE, NLE_WNEG_SQDIST, 0, 0.02, 5, 15},
+      {NLE_MODEL_EE, NLE_WNEG_UNIFORM, 0.7, 0.5, 5, 12},   {NLE_MODEL_TEE, NLE_WNEG_UNIFORM, 0, 0.5, 5, 15},
+      {NLE_MODEL_SNE, NLE_WNEG_UNIFORM, 0, 1.0, 5, 15}};
+  double *beta = malloc(n * sizeof(double)), *radius = malloc(n * sizeof(double)), *logz = malloc(n * sizeof(double));
+  for (size_t cc = 0; cc < sizeof cases / sizeof *cases; cc++) {
+    const oos_formula_case *fc = &cases[cc];
+    int k = fc->k;
+    /* the training graph, its betas and normalisers, by brute force */
+    int32_t idx[64];
+    double d[64];
+    for (size_t i = 0; i < n; i++) {
+      nearest_k(Y, Y->data + i * D, (long)i, k, idx, d);
+      beta[i] = beta_by_bisection(d, k, fc->perplexity);
+      radius[i] = d[k - 1];
+      double z = 0;
+      for (int c = 0; c < k; c++) z += exp(-beta[i] * d[c]);
+      logz[i] = log(z);
+    }
+    nle_knn_opts ko;
+    nle_knn_opts_init(&ko);
+    ko.k = k;
+    nle_csr *g = NULL;
+    nle_trained_spec spec;
+    nle_trained_spec_init(&spec);
+    spec.kind = fc->kind, spec.lambda = fc->lambda, spec.wneg = fc->wneg, spec.perplexity = fc->perplexity;
+    spec.sigma = fc->sigma > 0 ? fc->sigma : NLE_AUTO;
+    nle_trained *t = NULL;
+    if (!nle_test_ok(nle_knn_exact(ctx, Y, &ko, &g)) ||
+        !nle_test_ok(nle_trained_new(ctx, &spec, Y, X, g, fc->sigma > 0 ? NULL : beta, &t))) {
+      nle_csr_free(&g);
+      continue;
+    }
+    double worst = 0;
+    for (size_t q = 0; q < Ynew->rows; q++)
+      for (int at = 0; at < 3; at++) {
+        double x[2] = {0.4 * at - 0.3, 0.25 * (double)q - 0.2}, E = NAN;
+        nle_test_ok(nle_trained_objective(ctx, t, Ynew->data + q * D, x, &E, NULL));
+        double want = oos_formula(fc, Y, X, beta, radius, logz, Ynew->data + q * D, x);
+        worst = fmax(worst, fabs(E - want) / fmax(fabs(want), 1e-300));
+      }
+    /* float data searched in double: 6e-8 at most here; the planted 1 / N for
+     * 0.5 / N in t-SNE's W+ scale moved E' by 10% */
+    if (!nle_test(worst < 1e-6) || getenv("NLE_TEST_VERBOSE"))
+      printf("  case %zu (%s, sigma %g): E' off the formula by %.3g (relative)\n", cc, nle_model_name(fc->kind),
+             fc->sigma, worst);
+    nle_trained_free(&t);
+    nle_csr_free(&g);
+  }
+  free(beta), free(radius), free(logz);
+  nle_matd_free(&X);
+  nle_matf_free(&Ynew);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
+/* F(y) of the training points of converged EE and t-EE with full-graph
+ * Gaussian W+ (EE paper sec. 4.5): at x_n the gradient of E'(x, y_n) is the
+ * training's stationarity condition for point n (the one difference: y_n's
+ * own pair, whose force at x_n is 0, takes the place of its farthest
+ * neighbour, whose weight is printed with NLE_TEST_VERBOSE), so each
+ * training point maps onto its own embedding to the optimiser's tolerance
+ * (measured: 2e-9 and 4e-9 of the map's scale). */
+static void oos_training_points_fixed(void) {
+  nle_ctx *ctx = test_ctx(1);
+  nle_dataset *ds;
+  nle_test_ok(nle_dataset_read(ctx, "spiral:80", NULL, &ds));
+  size_t n = ds->X->rows;
+  double sigma = 1.5;
+  nle_knn_opts ko;
+  nle_knn_opts_init(&ko);
+  ko.k = (int)n - 1;
+  nle_csr *g = NULL, *Wp = NULL;
+  nle_test_ok(nle_knn_exact(ctx, ds->X, &ko, &g));
+  nle_affinity_opts ao;
+  nle_affinity_opts_init(&ao);
+  ao.sigma = sigma;
+  nle_test_ok(nle_affinity_graph(ctx, g, &ao, &Wp));
+  double far = 0; /* the largest squared distance of any point's farthest pair */
+  for (int64_t q = 0; q < g->nnz; q++) far = fmax(far, nle_csr_value(g, q));
+  nle_model_kind kinds[] = {NLE_MODEL_EE, NLE_MODEL_TEE};
+  for (int kk = 0; kk < 2; kk++) {
+    double lambda = kinds[kk] == NLE_MODEL_EE ? 0.05 : 0.02;
+    nle_model_spec spec = test_model_spec(kinds[kk], lambda, Wp);
+    nle_model *m = NULL;
+    nle_opt *opt = NULL;
+    nle_opt_opts oo;
+    nle_opt_opts_init(&oo);
+    oo.kappa = 0, oo.tol = 0, oo.max_iters = 20000, oo.grad_tol = 1e-12;
+    nle_matd *X = random_x(n, 2, 1e-2, 91), *F = NULL;
+    nle_opt_report rep;
+    nle_test_ok(nle_model_new(ctx, &spec, &m));
+    if (!nle_test_ok(nle_opt_new(ctx, m, Wp, &oo, &opt)) || !nle_test(nle_opt_run(ctx, opt, X, &rep) >= 0))
+      printf("  %s\n", nle_ctx_error(ctx));
+    nle_trained_spec ts;
+    nle_trained_spec_init(&ts);
+    ts.kind = kinds[kk], ts.lambda = lambda, ts.sigma = sigma, ts.source = "spiral:80";
+    nle_trained *t = NULL;
+    nle_test_ok(nle_trained_new(ctx, &ts, ds->X, X, g, NULL, &t));
+    if (t) nle_test_ok(nle_trained_transform(ctx, t, ds->X, 2000, &F));
+    double worst = 0, scale = 0;
+    for (size_t i = 0; i < 2 * n; i++) scale = fmax(scale, fabs(X->data[i]));
+    for (size_t i = 0; F && i < 2 * n; i++) worst = fmax(worst, fabs(F->data[i] - X->data[i]));
+    if (!nle_test(F && rep.grad_max < 1e-6 && worst < 1e-7 * scale) || getenv("NLE_TEST_VERBOSE"))
+      printf("  %s: |grad| %.3g after %d iterations; max |F(y_n) - x_n| = %.3g (map scale %.3g; farthest pair's "
+             "weight %.3g)\n", nle_model_name(kinds[kk]), rep.grad_max, rep.iterations, worst, scale,
+             exp(-far / (2 * sigma * sigma)));
+    nle_matd_free(&F);
+    nle_trained_free(&t);
+    nle_matd_free(&X);
+    nle_opt_free(&opt);
+    nle_model_free(&m);
+  }
+  nle_csr_free(&Wp);
+  nle_csr_free(&g);
+  nle_dataset_free(&ds);
   nle_ctx_free(&ctx);
 }
 
@@ -366,6 +604,8 @@ static void oos_fast_engines(void) {
 const nle_test_case oos_tests[] = {
     {"oos/out_of_sample", out_of_sample},
     {"oos/objective_gradients", oos_objective_gradients},
+    {"oos/objective_formula", oos_objective_formula},
+    {"oos/training_points_fixed", oos_training_points_fixed},
     {"oos/trained_maps", oos_trained_maps},
     {"oos/fast_engines", oos_fast_engines},
     {NULL, NULL}};

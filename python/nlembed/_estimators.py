@@ -50,7 +50,8 @@ GRAPH = ["n_neighbors:neighbors", "radius", "affinity", "perplexity", "sigma", "
          "components", "eigen_solver:solver", "tol"] + KNN
 LLL = ["landmarks", "kz", "landmark_method", "landmark_graph", "reg"]
 SMACOF = ["n_init:starts", "max_iter:max-iter", "tol", "init:@init"]
-KERNEL = ["kernel", "gamma", "degree", "coef0", "kernel_neighbors"]
+KERNEL = ["kernel", "gamma", "degree", "coef0"]  # kernel LDA's: dense
+SPARSE_KERNEL = KERNEL + ["kernel_neighbors"]  # kernel PCA's
 
 # What every class takes besides its method's options: the library's
 # common options and the context's settings.
@@ -121,7 +122,7 @@ METHODS = [
           ["n_components:dim"] + SMACOF + ["ties"], transform=False),
     _Spec("lmds", "LandmarkMDS", "embedding", "landmark MDS (de Silva and Tenenbaum 2004)",
           ["n_components:dim", "landmarks"]),
-    _Spec("kpca", "KernelPCA", "embedding", "kernel PCA with implicit centring", ["n_components:dim"] + KERNEL),
+    _Spec("kpca", "KernelPCA", "embedding", "kernel PCA with implicit centring", ["n_components:dim"] + SPARSE_KERNEL),
     _Spec("lda", "LDA", "supervised", "linear discriminant analysis", ["n_components:dim", "ridge"]),
     _Spec("klda", "KernelLDA", "supervised", "kernel LDA (Baudat and Anouar 2000)",
           ["n_components:dim", "ridge"] + KERNEL),

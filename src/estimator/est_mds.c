@@ -40,10 +40,12 @@ NLE__ENUM_NAME_OF(nle_pdkernel_name, nle_pdkernel_kind)
 
 #define O_INT(T, n, f, a) {n, NLE__OPT_INT, offsetof(T, f), a, NULL, NULL}
 #define O_REAL(T, n, f, a) {n, NLE__OPT_REAL, offsetof(T, f), a, NULL, NULL}
+/* (kernel LDA's kernel is dense: the sparse kNN kernel, --neighbors, is
+ * kernel PCA's alone) */
 #define KERNEL_OPTIONS(T)                                                                                  \
   {"kernel", NLE__OPT_ENUM, offsetof(T, kernel.kind), false, nle_pdkernel_name_of, nle_pdkernel_parse}, \
       O_REAL(T, "gamma", kernel.gamma, true), O_REAL(T, "coef0", kernel.coef0, false),                   \
-      O_INT(T, "degree", kernel.degree, false), O_INT(T, "kernel-neighbors", kernel.neighbors, false)
+      O_INT(T, "degree", kernel.degree, false)
 
 static const nle__option mds_options[] = {
     O_INT(nle_mds_opts, "dim", dim, false),
@@ -55,6 +57,7 @@ static const nle__option mds_options[] = {
     {NULL, 0, 0, false, NULL, NULL}};
 
 static const nle__option kpca_options[] = {O_INT(nle_kpca_opts, "dim", dim, false), KERNEL_OPTIONS(nle_kpca_opts),
+                                           O_INT(nle_kpca_opts, "kernel-neighbors", kernel.neighbors, false),
                                            {NULL, 0, 0, false, NULL, NULL}};
 
 static const nle__option lda_options[] = {O_INT(nle_lda_opts, "dim", dim, true),
@@ -70,7 +73,7 @@ static const nle__option_scope mds_scopes[] = {{"starts", SMACOF},
                                                {NULL, 0}};
 static const nle__option_scope lda_scopes[] = {{"kernel", NLE__FOR(1)},      {"gamma", NLE__FOR(1)},
                                                {"coef0", NLE__FOR(1)},       {"degree", NLE__FOR(1)},
-                                               {"kernel-neighbors", NLE__FOR(1)}, {NULL, 0}};
+                                               {NULL, 0}};
 
 /* These take points or whole matrices, never a neighbour graph. */
 static nle_status no_graph(nle_estimator *e, const nle__est_input *in) {
