@@ -276,10 +276,11 @@ static nle_status reduced_discriminants(nle_ctx *ctx, const char *what, size_t m
 
 /* scikit-learn's svd solver: into the model's A (q x D) the q
  * discriminant directions, whitened (S_w / (N - C) is I on them), and
- * their lambda_w into vals; the within-class rank in *rank. */
+ * their lambda_w into vals (and the sum of all of them, those past tol
+ * too, into *total); the within-class rank in *rank. */
 static nle_status svd_discriminants(nle_ctx *ctx, const nle_matf *Y, const classes *k, const double *mean,
-                                    const double *centres, double tol, double *A, double *vals, size_t *q,
-                                    int *rank) {
+                                    const double *centres, double tol, double *A, double *vals, double *total,
+                                    size_t *q, int *rank) {
   size_t n = Y->rows, D = Y->cols, C = (size_t)k->C;
   *q = 0;
   double *Sw = nle__malloc(ctx, D * D * sizeof(double), "the within-class scatter"),
@@ -335,6 +336,8 @@ static nle_status svd_discriminants(nle_ctx *ctx, const nle_matf *Y, const class
   }
   size_t got = 0;
   while (!s && got < m && S2[got] > tol * S2[0]) got++;
+  *total = 0; /* the ratios' denominator: every singular value, as scikit-learn's */
+  for (size_t t = 0; !s && t < m; t++) *total += S2[t] * S2[t] * (double)(C - 1) / (double)(n - C);
   if (!s && !got) s = nle__fail(ctx, NLE_ERR_VALUE, "lda: the class means coincide: no discriminant direction");
   for (size_t t = 0; !s && t < got; t++) {
     /* direction t = S1 v2_t; lambda_w = sigma2^2 (C - 1) / (N - C) */
@@ -352,12 +355,12 @@ static nle_status svd_discriminants(nle_ctx *ctx, const nle_matf *Y, const class
 
 /* From the q directions in the model's A (q x cols) and the points'
  * coordinates X (n x q) on them, both whitened, and their lambda_w in
- * vals: the signs fixed (nle__fix_signs_map), the classifier on all q,
+ * vals (total: their sum's denominator, 0 for the sum of vals): the signs fixed (nle__fix_signs_map), the classifier on all q,
  * then the first dim kept as the output and the map; the eigenvalues
  * lambda = lambda_w / (1 + lambda_w) and the explained variance ratios
  * lambda_w / sum lambda_w (scikit-learn's explained_variance_ratio_). */
 static nle_status classify_and_keep(nle_ctx *ctx, const classes *k, nle_lda_result *r, size_t q, size_t dim,
-                                    const double *vals) {
+                                    const double *vals, double total) {
   nle_projection_model *p = r->model;
   size_t n = r->X->rows, C = (size_t)k->C, cols = p->map == NLE_MAP_LINEAR ? p->D : p->m;
   nle__fix_signs_map(r->X, p->A, cols);
@@ -389,8 +392,8 @@ static nle_status classify_and_keep(nle_ctx *ctx, const classes *k, nle_lda_resu
       for (size_t a = 0; a < cols; a++) p->coef[c * cols + a] += cm[c * q + t] * p->A[t * cols + a];
   }
   free(cm);
-  double total = 0;
-  for (size_t t = 0; t < q; t++) total += vals[t];
+  if (!(total > 0))
+    for (size_t t = 0; t < q; t++) total += vals[t];
   for (size_t t = 0; t < dim; t++) {
     r->eigenvalues[t] = vals[t] / (1 + vals[t]);
     r->explained_variance_ratio[t] = vals[t] / total;
@@ -426,7 +429,7 @@ nle_status nle_lda(nle_ctx *ctx, const nle_matf *Y, const int32_t *labels, const
   size_t n = Y ? Y->rows : 0, D = Y ? Y->cols : 0, dim = (size_t)o.dim, C = (size_t)k.C;
   size_t want = C - 1 < D ? C - 1 : D, q = 0;
   double t0 = nle_time_seconds();
-  double *mean = NULL, *centres = NULL, *Mc = NULL, *T = NULL, *E = NULL, *vals = NULL;
+  double *mean = NULL, *centres = NULL, *Mc = NULL, *T = NULL, *E = NULL, *vals = NULL, total = 0;
   lapack_int *piv = NULL;
   nle_lda_result *r = s ? NULL : nle__calloc(ctx, 1, sizeof *r, "the LDA result");
   if (!s && !r) s = NLE_ERR_NOMEM;
@@ -435,7 +438,7 @@ nle_status nle_lda(nle_ctx *ctx, const nle_matf *Y, const int32_t *labels, const
   if (!s) s = nle__projection_new(ctx, "lda", NLE_MAP_LINEAR, 0, D, want, NULL, &r->model);
   if (!s && !(vals = nle__malloc(ctx, want * sizeof(double), "eigenvalues"))) s = NLE_ERR_NOMEM;
   if (!s && o.ridge == NLE_AUTO) {
-    s = svd_discriminants(ctx, Y, &k, mean, centres, o.tol, r->model->A, vals, &q, &r->rank);
+    s = svd_discriminants(ctx, Y, &k, mean, centres, o.tol, r->model->A, vals, &total, &q, &r->rank);
   } else if (!s) {
     Mc = nle__malloc(ctx, D * C * sizeof(double), "the class means");
     T = nle__malloc(ctx, D * D * sizeof(double), "T");
@@ -469,7 +472,7 @@ nle_status nle_lda(nle_ctx *ctx, const nle_matf *Y, const int32_t *labels, const
     s = nle_projection_transform(ctx, r->model, Y, &r->X);
   }
   if (!s && o.ridge != NLE_AUTO) s = within_whiten(ctx, &k, r->X, r->model->A, D);
-  if (!s) s = classify_and_keep(ctx, &k, r, q, fewer(ctx, "lda", dim, q, asked), vals);
+  if (!s) s = classify_and_keep(ctx, &k, r, q, fewer(ctx, "lda", dim, q, asked), vals, total);
   if (!s) {
     o.dim = (int)r->X->cols;
     r->classes = k.C;
@@ -552,7 +555,7 @@ nle_status nle_klda(nle_ctx *ctx, const nle_matf *Y, const int32_t *labels, cons
                 0.0, r->X->data, (int)q);
     s = within_whiten(ctx, &k, r->X, r->model->A, n);
   }
-  if (!s) s = classify_and_keep(ctx, &k, r, q, fewer(ctx, "klda", (size_t)o.dim, q, asked), vals);
+  if (!s) s = classify_and_keep(ctx, &k, r, q, fewer(ctx, "klda", (size_t)o.dim, q, asked), vals, 0);
   if (!s) {
     o.dim = (int)r->X->cols;
     r->classes = k.C, r->n = n, r->rank = -1;
