@@ -323,7 +323,7 @@ expect_ok plot_saved_names $N plot "$T/fm200.npy" --labels "$T/fm200_names.txt" 
 # embeddings above 5,000 points and 100 dimensions, so with the PCA
 # neighbour search, its re-ranking and the FFT engine). A property of the
 # algorithms, checked on the optimised build; the ASan pass (run.sh sets
-# CLI_SKIP_THREADS_SAME) leaves out these 38 runs, 2 of its 5 minutes.
+# CLI_SKIP_THREADS_SAME) leaves out these 40 runs, 2 of its 5 minutes.
 if [ -z "${CLI_SKIP_THREADS_SAME:-}" ]; then
 fm=fashion-mnist:5500
 for t in 1 2; do
@@ -343,8 +343,9 @@ for t in 1 2; do
   $N diffmap $fm --threads $t -o "$T/det_dm_$t.npy" --quiet > /dev/null
   $N hlle $fm --threads $t -o "$T/det_hlle_$t.npy" --quiet > /dev/null
   $N isomap fashion-mnist:1500 --threads $t -o "$T/det_iso_$t.npy" --quiet > /dev/null
+  $N lda $fm --threads $t -o "$T/det_lda_$t.npy" --quiet > /dev/null
 done
-for f in pca_@.npy knn_@.mtx knna_@.mtx aff_@.mtx tsne_@.npy tee_@.npy ee_@.npy ssne_@.npy sne_@.npy tr_@.npy met_@.json plot_@.png le_@.npy letr_@.npy lle_@.npy cl_@.txt dm_@.npy hlle_@.npy iso_@.npy; do
+for f in lda_@.npy pca_@.npy knn_@.mtx knna_@.mtx aff_@.mtx tsne_@.npy tee_@.npy ee_@.npy ssne_@.npy sne_@.npy tr_@.npy met_@.json plot_@.png le_@.npy letr_@.npy lle_@.npy cl_@.txt dm_@.npy hlle_@.npy iso_@.npy; do
   a="$T/det_${f/@/1}" b="$T/det_${f/@/2}"
   if [ -s "$a" ] && cmp -s "$a" "$b"; then ok "threads_same_${f%%_@*}"
   else bad "threads_same_${f%%_@*}" "$(basename "$a") and $(basename "$b") differ or are missing"; fi
