@@ -133,6 +133,12 @@ static nle_status lda_workload(nle_ctx *ctx, const nle_matf *Y, outcome *out) {
   return s;
 }
 
+/* The same on 5 of the points: wide (D = 6 > N), the N x N route. */
+static nle_status lda_wide_workload(nle_ctx *ctx, const nle_matf *Y, outcome *out) {
+  nle_matf five = {5, Y->cols, Y->data};
+  return lda_workload(ctx, &five, out);
+}
+
 /* Runs `work` failing allocation n = 1, 2, ...; returns how many
  * allocation points were exercised. */
 static long inject(const char *name, workload work, const nle_matf *Y) {
@@ -186,6 +192,7 @@ static void allocation_failures(void) {
   points += inject("LE, Lanczos", le_sparse_workload, Y);
   points += inject("LE, dense", le_dense_workload, Y);
   points += inject("LDA", lda_workload, Y);
+  points += inject("LDA, wide", lda_wide_workload, Y);
   nle_test(points > 200); /* the workloads reach far into the library */
   printf("  %ld allocation points in all\n", points);
   nle_matf_free(&Y);

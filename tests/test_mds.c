@@ -731,6 +731,76 @@ static void lda_rank_deficient(void) {
   nle_ctx_free(&ctx);
 }
 
+/* Wide data (D > N: the N x N Gram route) against scikit-learn's route
+ * written out densely here: the SVD of the N x D scaled within-class
+ * deviations (dgesvd), then the SVD of the whitened, weighted class means;
+ * the maps agree up to signs. */
+static void lda_wide(void) {
+  nle_ctx *ctx = test_ctx(2);
+  enum { n = 30, D = 50, C = 3 };
+  nle_matf *Y = test_random_matf(n, D, 91);
+  int32_t labels[n];
+  for (size_t i = 0; i < n; i++) {
+    labels[i] = (int32_t)(i % C) * 4 - 1; /* -1, 3, 7 */
+    Y->data[i * D + i % C] += 3.0f;
+    Y->data[i * D + 7] = 2.0f; /* a constant feature */
+  }
+  double cm[C][D] = {{0}}, mean[D] = {0}, cnt[C] = {0}, sd[D] = {0};
+  static double Xs[n * D], Sv[n], Vt[n * D], superb[n], B[C * n], S2[C], V2t[C * n], u;
+  for (size_t i = 0; i < n; i++) {
+    int c = (int)(i % C);
+    cnt[c] += 1;
+    for (int a = 0; a < D; a++) cm[c][a] += Y->data[i * D + a], mean[a] += Y->data[i * D + a] / n;
+  }
+  for (int c = 0; c < C; c++)
+    for (int a = 0; a < D; a++) cm[c][a] /= cnt[c];
+  for (size_t i = 0; i < n; i++)
+    for (int a = 0; a < D; a++) {
+      Xs[i * D + a] = Y->data[i * D + a] - cm[i % C][a];
+      sd[a] += Xs[i * D + a] * Xs[i * D + a] / n;
+    }
+  for (int a = 0; a < D; a++) sd[a] = sd[a] > 0 ? sqrt(sd[a]) : 1.0;
+  for (size_t i = 0; i < n; i++)
+    for (int a = 0; a < D; a++) Xs[i * D + a] /= sd[a] * sqrt((double)(n - C));
+  nle_test(LAPACKE_dgesvd(LAPACK_ROW_MAJOR, 'N', 'S', n, D, Xs, D, Sv, &u, 1, Vt, D, superb) == 0);
+  int r = 0;
+  while (r < n && Sv[r] > 1e-4) r++;
+  nle_test(r == n - C);
+  /* scalings (D x r) = Dinv V_r / S_r; B = sqrt(N_k / (C - 1)) (mu_k - mu) scalings */
+  static double sc[D * n];
+  for (int a = 0; a < D; a++)
+    for (int t = 0; t < r; t++) sc[a * r + t] = Vt[t * D + a] / sd[a] / Sv[t];
+  for (int c = 0; c < C; c++)
+    for (int t = 0; t < r; t++) {
+      double v = 0;
+      for (int a = 0; a < D; a++) v += (cm[c][a] - mean[a]) * sc[a * r + t];
+      B[c * r + t] = sqrt(cnt[c] / (C - 1)) * v;
+    }
+  nle_test(LAPACKE_dgesvd(LAPACK_ROW_MAJOR, 'N', 'S', C, r, B, r, S2, &u, 1, V2t, r, superb) == 0);
+  nle_lda_result *res = NULL;
+  if (nle_test_ok(nle_lda(ctx, Y, labels, NULL, &res))) {
+    nle_test(res->X->cols == 2 && res->rank == r);
+    for (int t = 0; t < 2; t++) {
+      double worst = 0, big = 0, sign = 0;
+      for (size_t i = 0; i < n; i++) {
+        double z = 0;
+        for (int a = 0; a < D; a++) {
+          double w = 0;
+          for (int v = 0; v < r; v++) w += sc[a * r + v] * V2t[t * r + v];
+          z += (Y->data[i * D + a] - mean[a]) * w;
+        }
+        if (!sign) sign = z * res->X->data[i * 2 + t] < 0 ? -1 : 1;
+        worst = fmax(worst, fabs(sign * z - res->X->data[i * 2 + t])), big = fmax(big, fabs(z));
+      }
+      if (!nle_test(worst < 1e-8 * big)) printf("  wide direction %d: off by %g of %g\n", t, worst, big);
+      nle_test_rel(res->explained_variance_ratio[t], S2[t] * S2[t] / (S2[0] * S2[0] + S2[1] * S2[1] + S2[2] * S2[2]), 1e-8);
+    }
+  }
+  nle_lda_result_free(&res);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
 static void bad_input(void) {
   nle_ctx *ctx = test_ctx(1);
   nle_matd *T = french();
@@ -787,6 +857,6 @@ const nle_test_case mds_tests[] = {
     {"mds/smacof_exact", smacof_exact},
     {"mds/landmark_exact", landmark_exact},
     {"mds/kpca", kpca_checks},
-    {"mds/lda", lda_checks}, {"mds/lda_rank_deficient", lda_rank_deficient},
+    {"mds/lda", lda_checks}, {"mds/lda_rank_deficient", lda_rank_deficient}, {"mds/lda_wide", lda_wide},
     {"mds/bad_input", bad_input},
     {NULL, NULL}};

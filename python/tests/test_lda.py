@@ -115,3 +115,17 @@ def test_kernel_lda_on_rank_deficient_data_and_any_labels(digits):
     np.testing.assert_allclose(named.embedding_, base.embedding_, rtol=1e-9, atol=1e-9 * np.abs(base.embedding_).max())
     assert base.score(X[600:1200], y[600:1200]) > 0.9
     assert set(named.predict(X[600:700])) <= set(named.classes_)
+
+
+def test_wide_data_equals_scikit_learn():
+    """More features than points (the N x N route): scikit-learn's map and
+    predictions all the same."""
+    X, y = make_blobs(80, 300, centers=5, cluster_std=8.0, random_state=4)
+    X = X.astype(np.float32).astype(np.float64)
+    X[:, 9] = 2.0
+    ours, sk = nlembed.LDA().fit(X, y), SkLDA().fit(X, y)
+    theirs = sk.transform(X)
+    assert ours.embedding_.shape == theirs.shape == (80, 4)
+    assert np.abs(aligned(ours.embedding_, theirs) - theirs).max() < 1e-9 * np.abs(theirs).max()
+    assert (ours.predict(X) == sk.predict(X)).all()
+    np.testing.assert_allclose(ours.explained_variance_ratio_, sk.explained_variance_ratio_, rtol=1e-8, atol=1e-12)

@@ -274,6 +274,71 @@ static nle_status reduced_discriminants(nle_ctx *ctx, const char *what, size_t m
   return s;
 }
 
+/* The within-class whitening of scikit-learn's svd solver: the deviations
+ * y_i - mu_k scaled per feature by s_a = sqrt(S_w,aa / N) (a constant
+ * feature left as it is) and by 1 / sqrt(N - C), Xs; its right singular
+ * vectors v_t with singular values sigma_t > tol: *S1 (D x r, column t =
+ * Dinv v_t / sigma_t, descending) and r. Narrow data (D <= N): from Xs^T
+ * Xs = Dinv S_w Dinv / (N - C), D x D by blocked SYRK whatever N; wide
+ * data: from the N x N Gram Xs Xs^T, v_t = Xs^T u_t / sigma_t, so that
+ * 20,000 genes of 2,000 cells cost N^2 D, not D^3. */
+static nle_status within_whitening(nle_ctx *ctx, const nle_matf *Y, const classes *k, const double *mean,
+                                   const double *centres, double tol, double **S1, size_t *rank) {
+  size_t n = Y->rows, D = Y->cols, C = (size_t)k->C;
+  bool wide = D > n;
+  size_t m = wide ? n : D; /* the side of the eigenproblem */
+  *S1 = NULL, *rank = 0;
+  double *G = nle__malloc(ctx, m * m * sizeof(double), "the within-class scatter"),
+         *V = nle__malloc(ctx, m * m * sizeof(double), "its eigenvectors"),
+         *w = nle__malloc(ctx, m * sizeof(double), "its eigenvalues"),
+         *sd = nle__calloc(ctx, D, sizeof(double), "the features' deviations"),
+         *Xs = wide ? nle__malloc(ctx, n * D * sizeof(double), "the within-class deviations") : NULL;
+  nle_status s = G && V && w && sd && (!wide || Xs) ? NLE_OK : NLE_ERR_NOMEM;
+  if (!s && !wide) {
+    s = scatter(ctx, Y, k->codes, mean, centres, G);
+    for (size_t a = 0; !s && a < D; a++) sd[a] = G[a * D + a];
+  } else if (!s) {
+    for (size_t i = 0; i < n; i++)
+      for (size_t a = 0; a < D; a++) {
+        double v = (double)Y->data[i * D + a] - centres[(size_t)k->codes[i] * D + a];
+        Xs[i * D + a] = v, sd[a] += v * v;
+      }
+  }
+  if (!s) {
+    for (size_t a = 0; a < D; a++) sd[a] = sd[a] > 0 ? sqrt(sd[a] / (double)n) : 1.0;
+    if (!wide) {
+      for (size_t a = 0; a < D; a++)
+        for (size_t b = 0; b < D; b++) G[a * D + b] /= sd[a] * sd[b] * (double)(n - C);
+    } else {
+      double f = 1 / sqrt((double)(n - C));
+      for (size_t i = 0; i < n; i++)
+        for (size_t a = 0; a < D; a++) Xs[i * D + a] *= f / sd[a];
+      cblas_dsyrk(CblasRowMajor, CblasUpper, CblasNoTrans, (int)n, (int)D, 1.0, Xs, (int)D, 0.0, G, (int)n);
+    }
+    s = nle__eig_dense(ctx, "lda", m, G, 0, m, w, V);
+  }
+  size_t r = 0;
+  while (!s && r < m && sqrt(fmax(w[m - 1 - r], 0)) > tol) r++;
+  if (!s && !r)
+    s = nle__fail(ctx, NLE_ERR_VALUE, "lda: every class is a single repeated point: the within-class scatter is 0");
+  if (!s && !(*S1 = nle__malloc(ctx, D * r * sizeof(double), "the within-class whitening"))) s = NLE_ERR_NOMEM;
+  if (!s && wide) { /* v_t sigma_t = Xs^T u_t, the top r: U_r into G (n x r) first */
+    for (size_t i = 0; i < n; i++)
+      for (size_t t = 0; t < r; t++) G[i * r + t] = V[i * n + (n - 1 - t)];
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)D, (int)r, (int)n, 1.0, Xs, (int)D, G, (int)r, 0.0, *S1,
+                (int)r);
+  }
+  for (size_t t = 0; !s && t < r; t++) {
+    double sigma = sqrt(w[m - 1 - t]);
+    for (size_t a = 0; a < D; a++)
+      (*S1)[a * r + t] = wide ? (*S1)[a * r + t] / sigma / sigma / sd[a] : V[a * D + (D - 1 - t)] / sd[a] / sigma;
+  }
+  if (!s) *rank = r;
+  else free(*S1), *S1 = NULL;
+  free(G), free(V), free(w), free(sd), free(Xs);
+  return s;
+}
+
 /* scikit-learn's svd solver: into the model's A (q x D) the q
  * discriminant directions, whitened (S_w / (N - C) is I on them), and
  * their lambda_w into vals (and the sum of all of them, those past tol
@@ -281,42 +346,19 @@ static nle_status reduced_discriminants(nle_ctx *ctx, const char *what, size_t m
 static nle_status svd_discriminants(nle_ctx *ctx, const nle_matf *Y, const classes *k, const double *mean,
                                     const double *centres, double tol, double *A, double *vals, double *total,
                                     size_t *q, int *rank) {
-  size_t n = Y->rows, D = Y->cols, C = (size_t)k->C;
+  size_t n = Y->rows, D = Y->cols, C = (size_t)k->C, r = 0;
   *q = 0;
-  double *Sw = nle__malloc(ctx, D * D * sizeof(double), "the within-class scatter"),
-         *V = nle__malloc(ctx, D * D * sizeof(double), "its eigenvectors"),
-         *w = nle__malloc(ctx, D * sizeof(double), "its eigenvalues"),
-         *sd = nle__malloc(ctx, D * sizeof(double), "the features' deviations"), *S1 = NULL, *B = NULL, *S2 = NULL,
-         *Vt = NULL;
-  nle_status s = Sw && V && w && sd ? NLE_OK : NLE_ERR_NOMEM;
-  if (!s) s = scatter(ctx, Y, k->codes, mean, centres, Sw);
-  if (!s) {
-    /* the deviations scaled per feature (a constant one left as it is)
-     * and by 1 / sqrt(N - C): Xs^T Xs = Dinv S_w Dinv / (N - C) */
-    for (size_t a = 0; a < D; a++) sd[a] = Sw[a * D + a] > 0 ? sqrt(Sw[a * D + a] / (double)n) : 1.0;
-    for (size_t a = 0; a < D; a++)
-      for (size_t b = 0; b < D; b++) Sw[a * D + b] /= sd[a] * sd[b] * (double)(n - C);
-    s = nle__eig_dense(ctx, "lda", D, Sw, 0, D, w, V);
-  }
-  size_t r = 0;
-  while (!s && r < D && sqrt(fmax(w[D - 1 - r], 0)) > tol) r++;
+  double *S1 = NULL, *B = NULL, *S2 = NULL, *Vt = NULL;
+  nle_status s = within_whitening(ctx, Y, k, mean, centres, tol, &S1, &r);
   *rank = (int)r;
-  if (!s && !r)
-    s = nle__fail(ctx, NLE_ERR_VALUE, "lda: every class is a single repeated point: the within-class scatter is 0");
   size_t m = C < r ? C : r;
   if (!s) {
-    S1 = nle__malloc(ctx, D * r * sizeof(double), "the within-class whitening");
     B = nle__malloc(ctx, C * r * sizeof(double), "the whitened class means");
     S2 = nle__malloc(ctx, m * sizeof(double), "their singular values");
     Vt = nle__malloc(ctx, m * r * sizeof(double), "their directions");
-    if (!S1 || !B || !S2 || !Vt) s = NLE_ERR_NOMEM;
+    if (!B || !S2 || !Vt) s = NLE_ERR_NOMEM;
   }
   if (!s) {
-    /* S1 (D x r): column t = Dinv v_t / sigma_t, the top r descending */
-    for (size_t t = 0; t < r; t++) {
-      double sigma = sqrt(w[D - 1 - t]);
-      for (size_t a = 0; a < D; a++) S1[a * r + t] = V[a * D + (D - 1 - t)] / sd[a] / sigma;
-    }
     /* B (C x r): row k = sqrt(N_k / (C - 1)) (mu_k - mu) S1 */
     for (size_t c = 0; c < C; c++) {
       double f = sqrt((double)k->counts[c] / (double)(C - 1));
@@ -334,8 +376,8 @@ static nle_status svd_discriminants(nle_ctx *ctx, const nle_matf *Y, const class
     if (!superb) s = NLE_ERR_NOMEM;
     else if (info) s = nle__fail(ctx, NLE_ERR_NUMERIC, "lda: LAPACK dgesvd failed (%d)", (int)info);
   }
-  size_t got = 0;
-  while (!s && got < m && S2[got] > tol * S2[0]) got++;
+  size_t got = 0, most = C - 1 < D ? C - 1 : D; /* S_b has rank C - 1: the C-th is rounding */
+  while (!s && got < m && got < most && S2[got] > tol * S2[0]) got++;
   *total = 0; /* the ratios' denominator: every singular value, as scikit-learn's */
   for (size_t t = 0; !s && t < m; t++) *total += S2[t] * S2[t] * (double)(C - 1) / (double)(n - C);
   if (!s && !got) s = nle__fail(ctx, NLE_ERR_VALUE, "lda: the class means coincide: no discriminant direction");
@@ -349,7 +391,7 @@ static nle_status svd_discriminants(nle_ctx *ctx, const nle_matf *Y, const class
     vals[t] = S2[t] * S2[t] * (double)(C - 1) / (double)(n - C);
   }
   if (!s) *q = got;
-  free(Sw), free(V), free(w), free(sd), free(S1), free(B), free(S2), free(Vt);
+  free(S1), free(B), free(S2), free(Vt);
   return s;
 }
 
@@ -433,7 +475,13 @@ nle_status nle_lda(nle_ctx *ctx, const nle_matf *Y, const int32_t *labels, const
   lapack_int *piv = NULL;
   nle_lda_result *r = s ? NULL : nle__calloc(ctx, 1, sizeof *r, "the LDA result");
   if (!s && !r) s = NLE_ERR_NOMEM;
-  if (!s) s = nle__check_memory(ctx, 3.0 * (double)D * D * sizeof(double), "LDA's D x D scatters");
+  /* the svd solver: D x D matrices, or for wide data the N x D deviations
+   * and N x N matrices; the ridge's: three D x D */
+  bool wide = o.ridge == NLE_AUTO && D > n;
+  if (!s)
+    s = wide ? nle__check_memory(ctx, (2.0 * (double)n * D + 3.0 * (double)n * n) * sizeof(double),
+                                 "LDA's N x D deviations and N x N Gram matrix")
+             : nle__check_memory(ctx, 4.0 * (double)D * D * sizeof(double), "LDA's D x D scatters");
   if (!s) s = means(ctx, Y, &k, &mean, &centres);
   if (!s) s = nle__projection_new(ctx, "lda", NLE_MAP_LINEAR, 0, D, want, NULL, &r->model);
   if (!s && !(vals = nle__malloc(ctx, want * sizeof(double), "eigenvalues"))) s = NLE_ERR_NOMEM;
