@@ -287,7 +287,8 @@ NLE_API nle_status nle_klda(nle_ctx *ctx, const nle_matf *Y, const int32_t *labe
 NLE_API void nle_lda_result_free(nle_lda_result **result);
 
 /* The scatter matrices of eq. 4.14 (D x D each, row-major, any NULL):
- * between S_b, within S_w, total S_t = S_b + S_w. */
+ * between S_b, within S_w, total S_t = S_b + S_w; labels any integers,
+ * the classes their distinct values (nle_labels_encode). */
 NLE_API nle_status nle_scatter(nle_ctx *ctx, const nle_matf *Y, const int32_t *labels, double *Sb, double *Sw,
                                double *St);
 
