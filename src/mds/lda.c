@@ -277,23 +277,39 @@ static nle_status reduced_discriminants(nle_ctx *ctx, const char *what, size_t m
 /* The within-class whitening of scikit-learn's svd solver: the deviations
  * y_i - mu_k scaled per feature by s_a = sqrt(S_w,aa / N) (a constant
  * feature left as it is) and by 1 / sqrt(N - C), Xs; its right singular
- * vectors v_t with singular values sigma_t > tol: *S1 (D x r, column t =
- * Dinv v_t / sigma_t, descending) and r. Narrow data (D <= N): from Xs^T
- * Xs = Dinv S_w Dinv / (N - C), D x D by blocked SYRK whatever N; wide
- * data: from the N x N Gram Xs Xs^T, v_t = Xs^T u_t / sigma_t, so that
- * 20,000 genes of 2,000 cells cost N^2 D, not D^3. */
+ * vectors v_t with singular values sigma_t > tol (r of them) make the
+ * whitening S1 (D x r, column t = Dinv v_t / sigma_t, descending). Narrow
+ * data (D <= N): S1 itself, from Xs^T Xs = Dinv S_w Dinv / (N - C), D x D
+ * by blocked SYRK whatever N. Wide data: the N x N Gram Xs Xs^T's
+ * eigenvectors u_t, v_t = Xs^T u_t / sigma_t, S1 kept as Dinv Xs^T W with
+ * W = U_r Sigma_r^-2 (N x r), never formed: 20,000 genes of 2,000 cells
+ * cost N^2 D, not D^3 nor D N r. */
+typedef struct {
+  size_t r, n, D;
+  double *S1;     /* narrow: D x r */
+  double *Xs, *W; /* wide: N x D and N x r */
+  double *sd;     /* D */
+} whitening;
+
+static void whitening_free(whitening *h) {
+  free(h->S1), free(h->Xs), free(h->W), free(h->sd);
+  memset(h, 0, sizeof *h);
+}
+
 static nle_status within_whitening(nle_ctx *ctx, const nle_matf *Y, const classes *k, const double *mean,
-                                   const double *centres, double tol, double **S1, size_t *rank) {
+                                   const double *centres, double tol, whitening *h) {
   size_t n = Y->rows, D = Y->cols, C = (size_t)k->C;
   bool wide = D > n;
   size_t m = wide ? n : D; /* the side of the eigenproblem */
-  *S1 = NULL, *rank = 0;
+  memset(h, 0, sizeof *h);
+  h->n = n, h->D = D;
   double *G = nle__malloc(ctx, m * m * sizeof(double), "the within-class scatter"),
          *V = nle__malloc(ctx, m * m * sizeof(double), "its eigenvectors"),
-         *w = nle__malloc(ctx, m * sizeof(double), "its eigenvalues"),
-         *sd = nle__calloc(ctx, D, sizeof(double), "the features' deviations"),
-         *Xs = wide ? nle__malloc(ctx, n * D * sizeof(double), "the within-class deviations") : NULL;
-  nle_status s = G && V && w && sd && (!wide || Xs) ? NLE_OK : NLE_ERR_NOMEM;
+         *w = nle__malloc(ctx, m * sizeof(double), "its eigenvalues");
+  h->sd = nle__calloc(ctx, D, sizeof(double), "the features' deviations");
+  if (wide) h->Xs = nle__malloc(ctx, n * D * sizeof(double), "the within-class deviations");
+  nle_status s = G && V && w && h->sd && (!wide || h->Xs) ? NLE_OK : NLE_ERR_NOMEM;
+  double *sd = h->sd, *Xs = h->Xs;
   if (!s && !wide) {
     s = scatter(ctx, Y, k->codes, mean, centres, G);
     for (size_t a = 0; !s && a < D; a++) sd[a] = G[a * D + a];
@@ -321,22 +337,64 @@ static nle_status within_whitening(nle_ctx *ctx, const nle_matf *Y, const classe
   while (!s && r < m && sqrt(fmax(w[m - 1 - r], 0)) > tol) r++;
   if (!s && !r)
     s = nle__fail(ctx, NLE_ERR_VALUE, "lda: every class is a single repeated point: the within-class scatter is 0");
-  if (!s && !(*S1 = nle__malloc(ctx, D * r * sizeof(double), "the within-class whitening"))) s = NLE_ERR_NOMEM;
-  if (!s && wide) { /* v_t sigma_t = Xs^T u_t, the top r: U_r into G (n x r) first */
-    for (size_t i = 0; i < n; i++)
-      for (size_t t = 0; t < r; t++) G[i * r + t] = V[i * n + (n - 1 - t)];
-    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)D, (int)r, (int)n, 1.0, Xs, (int)D, G, (int)r, 0.0, *S1,
-                (int)r);
-  }
+  if (!s && !(wide ? (h->W = nle__malloc(ctx, n * r * sizeof(double), "the within-class whitening"))
+                   : (h->S1 = nle__malloc(ctx, D * r * sizeof(double), "the within-class whitening"))))
+    s = NLE_ERR_NOMEM;
   for (size_t t = 0; !s && t < r; t++) {
-    double sigma = sqrt(w[m - 1 - t]);
-    for (size_t a = 0; a < D; a++)
-      (*S1)[a * r + t] = wide ? (*S1)[a * r + t] / sigma / sigma / sd[a] : V[a * D + (D - 1 - t)] / sd[a] / sigma;
+    double sigma2 = w[m - 1 - t], sigma = sqrt(sigma2);
+    if (wide)
+      for (size_t i = 0; i < n; i++) h->W[i * r + t] = V[i * n + (n - 1 - t)] / sigma2;
+    else
+      for (size_t a = 0; a < D; a++) h->S1[a * r + t] = V[a * D + (D - 1 - t)] / sd[a] / sigma;
   }
-  if (!s) *rank = r;
-  else free(*S1), *S1 = NULL;
-  free(G), free(V), free(w), free(sd), free(Xs);
+  if (!s) h->r = r;
+  free(G), free(V), free(w);
+  if (s) whitening_free(h);
   return s;
+}
+
+/* out (rows x r) = M S1 for M (rows x D); wide: ((M Dinv) Xs^T) W. */
+static nle_status whitening_apply(nle_ctx *ctx, const whitening *h, const double *M, size_t rows, double *out) {
+  size_t D = h->D, n = h->n, r = h->r;
+  if (h->S1) {
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)r, (int)D, 1.0, M, (int)D, h->S1, (int)r,
+                0.0, out, (int)r);
+    return NLE_OK;
+  }
+  double *Ms = nle__malloc(ctx, rows * D * sizeof(double), "the whitening"),
+         *Q = nle__malloc(ctx, rows * n * sizeof(double), "the whitening");
+  nle_status s = Ms && Q ? NLE_OK : NLE_ERR_NOMEM;
+  if (!s) {
+    for (size_t i = 0; i < rows; i++)
+      for (size_t a = 0; a < D; a++) Ms[i * D + a] = M[i * D + a] / h->sd[a];
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)n, (int)D, 1.0, Ms, (int)D, h->Xs, (int)D,
+                0.0, Q, (int)n);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)r, (int)n, 1.0, Q, (int)n, h->W, (int)r,
+                0.0, out, (int)r);
+  }
+  free(Ms), free(Q);
+  return s;
+}
+
+/* A (q x D) = (S1 Vt^T)^T for Vt's first q rows (q x r); wide: ((Vt W^T)
+ * Xs) Dinv. */
+static nle_status whitening_directions(nle_ctx *ctx, const whitening *h, const double *Vt, size_t q, double *A) {
+  size_t D = h->D, n = h->n, r = h->r;
+  if (h->S1) {
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)q, (int)D, (int)r, 1.0, Vt, (int)r, h->S1, (int)r, 0.0,
+                A, (int)D);
+    return NLE_OK;
+  }
+  double *R = nle__malloc(ctx, q * n * sizeof(double), "the directions");
+  if (!R) return NLE_ERR_NOMEM;
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)q, (int)n, (int)r, 1.0, Vt, (int)r, h->W, (int)r, 0.0, R,
+              (int)n);
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)q, (int)D, (int)n, 1.0, R, (int)n, h->Xs, (int)D, 0.0, A,
+              (int)D);
+  for (size_t t = 0; t < q; t++)
+    for (size_t a = 0; a < D; a++) A[t * D + a] /= h->sd[a];
+  free(R);
+  return NLE_OK;
 }
 
 /* scikit-learn's svd solver: into the model's A (q x D) the q
@@ -346,52 +404,47 @@ static nle_status within_whitening(nle_ctx *ctx, const nle_matf *Y, const classe
 static nle_status svd_discriminants(nle_ctx *ctx, const nle_matf *Y, const classes *k, const double *mean,
                                     const double *centres, double tol, double *A, double *vals, double *total,
                                     size_t *q, int *rank) {
-  size_t n = Y->rows, D = Y->cols, C = (size_t)k->C, r = 0;
+  size_t n = Y->rows, D = Y->cols, C = (size_t)k->C;
   *q = 0;
-  double *S1 = NULL, *B = NULL, *S2 = NULL, *Vt = NULL;
-  nle_status s = within_whitening(ctx, Y, k, mean, centres, tol, &S1, &r);
+  whitening h;
+  double *Mc = NULL, *B = NULL, *S2 = NULL, *Vt = NULL;
+  nle_status s = within_whitening(ctx, Y, k, mean, centres, tol, &h);
+  size_t r = h.r, m = C < r ? C : r;
   *rank = (int)r;
-  size_t m = C < r ? C : r;
   if (!s) {
+    Mc = nle__malloc(ctx, C * D * sizeof(double), "the class means");
     B = nle__malloc(ctx, C * r * sizeof(double), "the whitened class means");
     S2 = nle__malloc(ctx, m * sizeof(double), "their singular values");
     Vt = nle__malloc(ctx, m * r * sizeof(double), "their directions");
-    if (!B || !S2 || !Vt) s = NLE_ERR_NOMEM;
+    if (!Mc || !B || !S2 || !Vt) s = NLE_ERR_NOMEM;
   }
-  if (!s) {
-    /* B (C x r): row k = sqrt(N_k / (C - 1)) (mu_k - mu) S1 */
+  if (!s) { /* B (C x r): row k = sqrt(N_k / (C - 1)) (mu_k - mu) S1 */
     for (size_t c = 0; c < C; c++) {
       double f = sqrt((double)k->counts[c] / (double)(C - 1));
-      for (size_t t = 0; t < r; t++) {
-        double v = 0;
-        for (size_t a = 0; a < D; a++) v += (centres[c * D + a] - mean[a]) * S1[a * r + t];
-        B[c * r + t] = f * v;
-      }
+      for (size_t a = 0; a < D; a++) Mc[c * D + a] = f * (centres[c * D + a] - mean[a]);
     }
+    s = whitening_apply(ctx, &h, Mc, C, B);
+  }
+  if (!s) {
     double *superb = nle__malloc(ctx, m * sizeof(double), "the SVD's work space"), u = 0;
     lapack_int info = superb ? LAPACKE_dgesvd(LAPACK_ROW_MAJOR, 'N', 'S', (lapack_int)C, (lapack_int)r, B,
                                               (lapack_int)r, S2, &u, 1, Vt, (lapack_int)r, superb)
                              : 0;
-    free(superb);
     if (!superb) s = NLE_ERR_NOMEM;
     else if (info) s = nle__fail(ctx, NLE_ERR_NUMERIC, "lda: LAPACK dgesvd failed (%d)", (int)info);
+    free(superb);
   }
   size_t got = 0, most = C - 1 < D ? C - 1 : D; /* S_b has rank C - 1: the C-th is rounding */
   while (!s && got < m && got < most && S2[got] > tol * S2[0]) got++;
   *total = 0; /* the ratios' denominator: every singular value, as scikit-learn's */
   for (size_t t = 0; !s && t < m; t++) *total += S2[t] * S2[t] * (double)(C - 1) / (double)(n - C);
   if (!s && !got) s = nle__fail(ctx, NLE_ERR_VALUE, "lda: the class means coincide: no discriminant direction");
-  for (size_t t = 0; !s && t < got; t++) {
-    /* direction t = S1 v2_t; lambda_w = sigma2^2 (C - 1) / (N - C) */
-    for (size_t a = 0; a < D; a++) {
-      double v = 0;
-      for (size_t u = 0; u < r; u++) v += S1[a * r + u] * Vt[t * r + u];
-      A[t * D + a] = v;
-    }
-    vals[t] = S2[t] * S2[t] * (double)(C - 1) / (double)(n - C);
-  }
+  /* direction t = S1 v2_t; lambda_w = sigma2^2 (C - 1) / (N - C) */
+  if (!s) s = whitening_directions(ctx, &h, Vt, got, A);
+  for (size_t t = 0; !s && t < got; t++) vals[t] = S2[t] * S2[t] * (double)(C - 1) / (double)(n - C);
   if (!s) *q = got;
-  free(S1), free(B), free(S2), free(Vt);
+  whitening_free(&h);
+  free(Mc), free(B), free(S2), free(Vt);
   return s;
 }
 
