@@ -85,10 +85,15 @@ static const mds_command commands[] = {
      "  --kernel-matrix FILE a precomputed N x N kernel matrix instead of INPUT\n" SAVE_HELP},
     {"lda", FAMILY_LDA, NLE_MDS_CLASSICAL,
      "Linear discriminant analysis (dissertation eqs. 4.14-4.17): the directions of\n"
-     "S_b v = lambda T v, T the total scatter; at most C - 1 of them. The output is\n"
-     "scaled so that the within-class covariance is the identity.\n",
-     "  --ridge R            added to T's diagonal (default 0: a singular T, from\n"
-     "                       constant or collinear features, is an error)\n" SAVE_HELP},
+     "S_b v = lambda S_w v; at most C - 1 of them. The output is scaled so that the\n"
+     "within-class covariance is the identity: scikit-learn's transform (solver\n"
+     "\"svd\") up to signs, in the range of the data (constant or collinear\n"
+     "features need nothing). Labels: any integers or names; the classes are the\n"
+     "distinct values.\n",
+     "  --tol T              singular values of the scaled within-class deviations\n"
+     "                       at or below T are their null space (default 1e-4)\n"
+     "  --ridge R            instead: T + R I by Cholesky, T the total scatter (R = 0:\n"
+     "                       a singular T is an error)\n" SAVE_HELP},
     {"klda", FAMILY_KLDA, NLE_MDS_CLASSICAL,
      "Kernel LDA (Baudat and Anouar 2000; eqs. 4.16-4.17 with a kernel): H p =\n"
      "lambda (K^2 + ridge I) p, K the centred kernel; O(N^3) time, O(N^2) memory.\n",
@@ -105,7 +110,8 @@ static const char *help_fmt =
     "\n"
     "Options:\n"
     "  -o, --output FILE    the embedding (.npy, .csv, .tsv, .txt)\n"
-    "  -d, --dim N          embedding dimension (default 2; LDA: min(2, C - 1))\n"
+    "  -d, --dim N          embedding dimension (default 2; LDA, kernel LDA:\n"
+    "                       min(2, C - 1), C the classes)\n"
     "%s"
     "%s"
     "\n";
@@ -122,7 +128,8 @@ static bool takes(const mds_command *mc, int c) {
   bool kernel = mc->fam == FAMILY_KPCA || mc->fam == FAMILY_KLDA;
   switch (c) {
   case OPT_DISTANCES_M: case OPT_METRIC_M: return mds;
-  case OPT_STARTS: case OPT_MAX_ITER: case OPT_TOL_M: case OPT_INIT: return smacof;
+  case OPT_STARTS: case OPT_MAX_ITER: case OPT_INIT: return smacof;
+  case OPT_TOL_M: return smacof || mc->fam == FAMILY_LDA;
   case OPT_WEIGHTS: return mds && mc->method == NLE_MDS_METRIC;
   case OPT_TIES: return mds && mc->method == NLE_MDS_NONMETRIC;
   case OPT_LANDMARKS_M: return mds && mc->method == NLE_MDS_LANDMARK;
@@ -213,6 +220,7 @@ int cmd_mds(int argc, char **argv, const char *command) {
       break;
     case OPT_TOL_M:
       env.rc = cli_real_arg(command, "--tol", optarg, 0, false, 1, true, false, &mo.tol);
+      lo.tol = mo.tol; /* LDA's rank tolerance shares the option */
       break;
     case OPT_TIES:
       if (nle_mds_ties_parse(optarg) >= 0) mo.ties = (nle_mds_ties)nle_mds_ties_parse(optarg);
@@ -307,7 +315,9 @@ int cmd_mds(int argc, char **argv, const char *command) {
       s = nle_kpca(env.ctx, ds ? ds->X : NULL, M, &ko, &kr);
       if (!s) X = kr->X, model = kr->model;
     } else {
-      lo.dim = dim, lo.keep_model = save_model != NULL;
+      /* a map: 2 axes unless asked (the library's default is every useful one, C - 1) */
+      lo.dim = dim != NLE_AUTO ? dim : ds->n_classes > 2 ? 2 : NLE_AUTO;
+      lo.keep_model = save_model != NULL;
       s = (mc->fam == FAMILY_LDA ? nle_lda : nle_klda)(env.ctx, ds->X, ds->labels, &lo, &lr);
       if (!s) X = lr->X, model = lr->model;
     }
@@ -318,7 +328,8 @@ int cmd_mds(int argc, char **argv, const char *command) {
   const char *err = nle_ctx_error(env.ctx);
   const char *file = !s || !err ? NULL
                      : !strncmp(err, "dissimilarities", 15) || !strncmp(err, "kernel matrix", 13) ? matrix
-                     : !strncmp(err, "weights", 7) ? weights : NULL;
+                     : !strncmp(err, "weights", 7) ? weights
+                     : !strncmp(err, "labels:", 7) && ds ? (env.labels_source ? env.labels_source : ds->name) : NULL;
   if (!rc && s && file) {
     fprintf(stderr, "nlembed %s: error: %s: %s\n", command, file, err);
     rc = s == NLE_ERR_ARG ? 2 : 1;
@@ -361,9 +372,11 @@ int cmd_mds(int argc, char **argv, const char *command) {
     } else {
       printf(", \"seconds\": %.3f, \"classes\": %d", lr->seconds, lr->classes);
       if (lr->rank >= 0) printf(", \"rank\": %d", lr->rank);
-      print_number("ridge", lr->resolved.ridge);
+      if (mc->fam == FAMILY_LDA && lr->resolved.ridge == NLE_AUTO) printf(", \"solver\": \"svd\"");
+      else print_number("ridge", lr->resolved.ridge);
       if (mc->fam == FAMILY_KLDA) printf(", \"kernel\": \"%s\"", nle_pdkernel_name(lr->resolved.kernel.kind));
       print_doubles("eigenvalues", lr->eigenvalues, lr->n_eigenvalues);
+      print_doubles("explained_variance_ratio", lr->explained_variance_ratio, lr->n_eigenvalues);
     }
     printf("}\n");
     if (mr && !isnan(mr->stress1))

@@ -296,7 +296,8 @@ A = D.copy(); A[2, 2] = 1; np.save(t + '/mds_diag.npy', A); A = D.copy(); A[1, 4
 A = D.copy(); A[1, 3] = A[3, 1] = np.nan; np.save(t + '/mds_nan.npy', A); np.save(t + '/mds_zero.npy', np.zeros((5, 5)))
 Y = np.random.default_rng(1).standard_normal((40, 3)).astype(np.float32); Y[7] = Y[2]; np.save(t + '/mds_dups.npy', Y)
 Y[:, 1] = 1; np.save(t + '/lda_const.npy', Y); np.save(t + '/lda_lab2.npy', (np.arange(40) % 2).astype(np.int32))
-np.save(t + '/lda_one.npy', np.zeros(40, np.int32))" "$T"
+np.save(t + '/lda_one.npy', np.zeros(40, np.int32)); l = (np.arange(40) % 2).astype(float); l[5] = np.nan; np.save(t + '/lda_nan.npy', l)
+np.save(t + '/lda_short.npy', (np.arange(39) % 2).astype(np.int32)); np.save(t + '/lda_frac.npy', np.arange(40) / 2)" "$T"
 expect_fail mds_not_square "mds_rect.npy: dissimilarities is 4 x 5, not square" "$o" -- $N mds --distances "$T/mds_rect.npy" -o "$o"
 expect_fail mds_asymmetric "mds_asym.npy: dissimilarities is not symmetric: row 0, column 3 is 7 but row 3, column 0 is 3" "$o" -- $N cmds --distances "$T/mds_asym.npy" -o "$o"
 expect_fail mds_diagonal "mds_diag.npy: dissimilarities: row 2, column 2 (the diagonal) is 1, not 0" "$o" -- $N nmds --distances "$T/mds_diag.npy" -o "$o"
@@ -306,10 +307,16 @@ expect_fail mds_all_zero "mds_zero.npy: dissimilarities: every dissimilarity is 
 expect_fail mds_too_many_dims "mds: --dim 5 components of 5 points (1 <= dim < N)" "$o" -- $N mds --distances "$T/mds_good.npy" -d 5 -o "$o"
 expect_fail sammon_duplicates "sammon: rows 2 and 7 are at distance 0 (duplicates)" "$o" -- $N sammon "$T/mds_dups.npy" -o "$o"
 expect_fail mds_memory_cap "over the memory cap (0.06 GiB): landmark MDS needs only L x N (nlembed lmds" "$o" -- $N mds swissroll:20000 --max-memory 64M -o "$o"
-expect_fail lda_singular "lda: the total scatter T has rank 2 < D = 3 (constant or collinear features): give a ridge" "$o" -- $N lda "$T/lda_const.npy" --labels "$T/lda_lab2.npy" -o "$o"
-expect_fail lda_one_class "labels: one class only: LDA needs at least 2" "$o" -- $N lda "$T/mds_dups.npy" --labels "$T/lda_one.npy" -o "$o"
+# a singular T is the default solver's business; only the Cholesky path asked for by --ridge 0 refuses it
+expect_fail lda_singular "lda: the total scatter T has rank 2 < D = 3 (constant or collinear features): give --ridge > 0, or leave --ridge out" "$o" -- $N lda "$T/lda_const.npy" --labels "$T/lda_lab2.npy" --ridge 0 -o "$o"
+expect_fail lda_one_class "lda_one.npy: labels: one class only (every label is 0): LDA needs at least 2" "$o" -- $N lda "$T/mds_dups.npy" --labels "$T/lda_one.npy" -o "$o"
+expect_fail klda_one_class "lda_one.npy: labels: one class only (every label is 0): kernel LDA needs at least 2" "$o" -- $N klda "$T/mds_dups.npy" --labels "$T/lda_one.npy" -o "$o"
 expect_fail lda_no_labels "has no labels: give them with --labels SOURCE" "$o" -- $N lda "$T/mds_dups.npy" -o "$o"
-expect_fail lda_too_many_dims "lda: 2 components from 2 classes: at most C - 1 = 1 are useful" "$o" -- $N lda "$T/mds_dups.npy" --labels "$T/lda_lab2.npy" -d 2 -o "$o"
+expect_fail lda_too_many_dims "lda: --dim 2 from 2 classes: at most C - 1 = 1 directions are useful" "$o" -- $N lda "$T/mds_dups.npy" --labels "$T/lda_lab2.npy" -d 2 -o "$o"
+expect_fail lda_labels_nan "lda_nan.npy: byte 168 (row 5, column 0): NaN value" "$o" -- $N lda "$T/mds_dups.npy" --labels "$T/lda_nan.npy" -o "$o"
+expect_fail lda_labels_short "lda_short.npy: 39 labels for 40 points" "$o" -- $N lda "$T/mds_dups.npy" --labels "$T/lda_short.npy" -o "$o"
+expect_fail lda_labels_fraction "lda_frac.npy: the label of row 1 is 0.5, not a whole number" "$o" -- $N lda "$T/mds_dups.npy" --labels "$T/lda_frac.npy" -o "$o"
+expect_fail metrics_labels_nan "lda_nan.npy: byte 168 (row 5, column 0): NaN value" "$o" -- $N metrics "$T/mds_dups.npy" "$T/mds_dups.npy" --labels "$T/lda_nan.npy" -o "$o"
 expect_fail kpca_sparse_polynomial "kpca: a sparse kernel (on 10 neighbours) is Gaussian, not --kernel polynomial" "$o" -- $N kpca "$T/mds_dups.npy" --kernel polynomial --neighbors 10 -o "$o"
 expect_fail mds_option_elsewhere "--landmarks is not an option of nlembed mds" "$o" -- $N mds "$T/mds_dups.npy" --landmarks 10 -o "$o"
 # kernel eigenmaps: options out of range, too few points, NaN and duplicate

@@ -317,6 +317,40 @@ done
 expect_ok lda_three_axes $N lda blobs:300:5:4 -d 3 -o "$T/lda3.npy" --quiet
 expect_ok lda_separates $N metrics blobs:300:5:4 "$T/lda3.npy" -k 10 --quiet
 if grep -q '"knn_accuracy": 0\.9[5-9]\|"knn_accuracy": 1\.0' "$T/stdout"; then ok lda_knn_accuracy; else bad lda_knn_accuracy "$(cat "$T/stdout")"; fi
+# labels as classes (issue 34): 1..C as MATLAB ships them, -1 and gaps,
+# names with a space: the same map as 0..C-1, the same scores, the values
+# in the legend; a constant and a repeated feature need no ridge
+expect_ok labels_saved $N pca blobs:300:5:4 -d 2 -o "$T/lb.npy" --save-labels "$T/l0.txt" --quiet
+awk '{print $1 + 1}' "$T/l0.txt" > "$T/l1.txt"
+awk '{print ($1 == 0 ? -1 : 7 * $1)}' "$T/l0.txt" > "$T/lneg.txt"
+awk '{print "class " $1}' "$T/l0.txt" > "$T/lstr.txt"
+expect_ok lda_labels_0 $N lda blobs:300:5:4 --labels "$T/l0.txt" -o "$T/ld0.npy" --quiet
+expect_ok klda_labels_0 $N klda blobs:300:5:4 --labels "$T/l0.txt" -o "$T/kd0.npy" --quiet
+for l in l1 lneg lstr; do
+  expect_ok "lda_labels_$l" $N lda blobs:300:5:4 --labels "$T/$l.txt" -o "$T/ld_$l.npy" --quiet
+  if same_arrays "$T/ld0.npy" "$T/ld_$l.npy" 0 && grep -q '"classes": 4' "$T/stdout"; then ok "lda_same_map_$l"
+  else bad "lda_same_map_$l" "$(cat "$T/stdout")"; fi
+  expect_ok "klda_labels_$l" $N klda blobs:300:5:4 --labels "$T/$l.txt" -o "$T/kd_$l.npy" --quiet
+  if same_arrays "$T/kd0.npy" "$T/kd_$l.npy" 1e-9; then ok "klda_same_map_$l"; else bad "klda_same_map_$l" "differ"; fi
+  expect_ok "metrics_labels_$l" $N metrics blobs:300:5:4 "$T/ld0.npy" --labels "$T/$l.txt" -k 10 --quiet
+  if grep -q '"knn_accuracy": 0\.[89]' "$T/stdout"; then ok "metrics_knn_$l"; else bad "metrics_knn_$l" "$(cat "$T/stdout")"; fi
+  expect_ok "cluster_labels_$l" $N cluster blobs:300:5:4 -c 4 --labels "$T/$l.txt" -o "$T/cl_$l.txt" --quiet
+  if grep -q '"error_matched": 0\.00' "$T/stdout"; then ok "cluster_score_$l"; else bad "cluster_score_$l" "$(cat "$T/stdout")"; fi
+  expect_ok "plot_labels_$l" $N plot "$T/ld0.npy" --labels "$T/$l.txt" -o "$T/pl_$l.svg" --quiet
+done
+# the values are kept for the output (the legends' names): saved labels come back as given
+expect_ok labels_values_kept $N pca blobs:300:5:4 --labels "$T/lneg.txt" -o "$T/lv.npy" --save-labels "$T/lv.txt" --quiet
+expect_ok labels_values_kept_npy $N pca blobs:300:5:4 --labels "$T/lneg.txt" -o "$T/lv.npy" --save-labels "$T/lv_s.npy" --quiet
+if cmp -s "$T/lneg.txt" "$T/lv.txt" && /usr/bin/python3 -c "import numpy as np, sys; sys.exit(not (np.load(sys.argv[1]).ravel() == np.loadtxt(sys.argv[2])).all())" "$T/lv_s.npy" "$T/lneg.txt"
+then ok labels_values_round_trip; else bad labels_values_round_trip "$(head -3 "$T/lv.txt")"; fi
+if $N view "$T/ld0.npy" --labels "$T/lneg.txt" -o "$T/lneg.html" --quiet 2> /dev/null; then # built with the viewer
+  if grep -qF '"names": ["-1", "7", "14", "21"]' "$T/lneg.html"; then ok view_legend_values
+  else bad view_legend_values "$(grep -o '"names": \[[^]]*\]' "$T/lneg.html")"; fi
+fi
+printf '1 2 5 1\n2 1 5 2\n3 3 5 3\n4 1 5 4\n1 4 5 1\n2 2 5 2\n' > "$T/rankdef.txt"
+printf '1\n2\n1\n2\n1\n2\n' > "$T/rankdef_l.txt"
+expect_ok lda_rank_deficient $N lda "$T/rankdef.txt" --labels "$T/rankdef_l.txt" -o "$T/rd.npy" --quiet
+if grep -q '"rank": 2, "solver": "svd"' "$T/stdout"; then ok lda_rank_json; else bad lda_rank_json "$(cat "$T/stdout")"; fi
 expect_ok kpca_sparse $N kpca swissroll:2000 --neighbors 30 -o "$T/kps.npy" --quiet
 if grep -q '"sparse": true' "$T/stdout"; then ok kpca_sparse_json; else bad kpca_sparse_json "$(cat "$T/stdout")"; fi
 # kernel eigenmaps: the map at the training points is the embedding (eq. 18),
@@ -388,7 +422,7 @@ expect_ok plot_saved_names $N plot "$T/fm200.npy" --labels "$T/fm200_names.txt" 
 # embeddings above 5,000 points and 100 dimensions, so with the PCA
 # neighbour search, its re-ranking and the FFT engine). A property of the
 # algorithms, checked on the optimised build; the ASan pass (run.sh sets
-# CLI_SKIP_THREADS_SAME) leaves out these 38 runs, 2 of its 5 minutes.
+# CLI_SKIP_THREADS_SAME) leaves out these 40 runs, 2 of its 5 minutes.
 if [ -z "${CLI_SKIP_THREADS_SAME:-}" ]; then
 fm=fashion-mnist:5500
 for t in 1 2; do
@@ -408,8 +442,9 @@ for t in 1 2; do
   $N diffmap $fm --threads $t -o "$T/det_dm_$t.npy" --quiet > /dev/null
   $N hlle $fm --threads $t -o "$T/det_hlle_$t.npy" --quiet > /dev/null
   $N isomap fashion-mnist:1500 --threads $t -o "$T/det_iso_$t.npy" --quiet > /dev/null
+  $N lda $fm --threads $t -o "$T/det_lda_$t.npy" --quiet > /dev/null
 done
-for f in pca_@.npy knn_@.mtx knna_@.mtx aff_@.mtx tsne_@.npy tee_@.npy ee_@.npy ssne_@.npy sne_@.npy tr_@.npy met_@.json plot_@.png le_@.npy letr_@.npy lle_@.npy cl_@.txt dm_@.npy hlle_@.npy iso_@.npy; do
+for f in lda_@.npy pca_@.npy knn_@.mtx knna_@.mtx aff_@.mtx tsne_@.npy tee_@.npy ee_@.npy ssne_@.npy sne_@.npy tr_@.npy met_@.json plot_@.png le_@.npy letr_@.npy lle_@.npy cl_@.txt dm_@.npy hlle_@.npy iso_@.npy; do
   a="$T/det_${f/@/1}" b="$T/det_${f/@/2}"
   if [ -s "$a" ] && cmp -s "$a" "$b"; then ok "threads_same_${f%%_@*}"
   else bad "threads_same_${f%%_@*}" "$(basename "$a") and $(basename "$b") differ or are missing"; fi

@@ -10,6 +10,7 @@
 #include "../src/estimator/estimator_internal.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -566,6 +567,80 @@ static void messages_name_options(void) {
   nle_ctx_free(&ctx);
 }
 
+/* Issue 34: LDA's estimator is scikit-learn's classifier. Labels {5, -2,
+ * 9}: predict gives those values, by the rule written out here on the
+ * embedding (every direction: C - 1 = 2): the largest -|e - c_k|^2 / 2 +
+ * log(N_k / N); the scores' differences and the probabilities agree; the
+ * model file keeps it all (a loaded estimator predicts the same bits). */
+static void lda_classifier(void) {
+  nle_ctx *ctx = test_ctx(3);
+  enum { n = 120, D = 4, C = 3 };
+  nle_matf *Y = test_random_matf(n, D, 34);
+  int32_t labels[n];
+  const int32_t value[C] = {5, -2, 9}; /* classes -2 < 5 < 9: columns 1, 0, 2 of value's order */
+  for (size_t i = 0; i < n; i++) {
+    labels[i] = value[i % C];
+    Y->data[i * D + i % C] += 1.5f;
+  }
+  nle_estimator *e = NULL, *back = NULL;
+  nle_test_ok(nle_estimator_new(ctx, "lda", &e));
+  nle_estimator_input in = {.Y = Y, .labels = labels};
+  int32_t pred[n], pred2[n];
+  nle_matd *sc = NULL, *pr = NULL, *sc2 = NULL;
+  if (nle_test_ok(nle_estimator_fit(e, &in)) && nle_test_ok(nle_estimator_predict(e, Y, pred)) &&
+      nle_test_ok(nle_estimator_decision(e, Y, &sc)) && nle_test_ok(nle_estimator_predict_proba(e, Y, &pr))) {
+    const nle_matd *E = nle_estimator_embedding(e);
+    nle_test(E->cols == 2 && sc->cols == C && pr->cols == C);
+    const int32_t sorted[C] = {-2, 5, 9};
+    double cm[C][2] = {{0}}, cnt[C] = {0};
+    int code[n];
+    for (size_t i = 0; i < n; i++) {
+      code[i] = labels[i] == -2 ? 0 : labels[i] == 5 ? 1 : 2;
+      cnt[code[i]] += 1, cm[code[i]][0] += E->data[i * 2], cm[code[i]][1] += E->data[i * 2 + 1];
+    }
+    for (int c = 0; c < C; c++) cm[c][0] /= cnt[c], cm[c][1] /= cnt[c];
+    int agree = 0;
+    double worst = 0, psum = 0;
+    for (size_t i = 0; i < n; i++) {
+      double s[C];
+      int best = 0;
+      for (int c = 0; c < C; c++) {
+        double a = E->data[i * 2] - cm[c][0], b = E->data[i * 2 + 1] - cm[c][1];
+        s[c] = -0.5 * (a * a + b * b) + log(cnt[c] / n);
+        if (s[c] > s[best]) best = c;
+      }
+      agree += pred[i] == sorted[best];
+      for (int c = 1; c < C; c++) worst = fmax(worst, fabs(sc->data[i * C + c] - sc->data[i * C] - (s[c] - s[0])));
+      psum = fmax(psum, fabs(pr->data[i * C] + pr->data[i * C + 1] + pr->data[i * C + 2] - 1));
+    }
+    if (!nle_test(agree == n && worst < 1e-9 && psum < 1e-12))
+      printf("  %d of %d predictions agree, scores off by %g, probabilities' sums by %g\n", agree, n, worst, psum);
+    const char *path = test_path("lda_classifier.nle");
+    nle_test_ok(nle_estimator_save(e, path));
+    if (nle_test_ok(nle_estimator_load(ctx, path, &back)) && nle_test_ok(nle_estimator_predict(back, Y, pred2)) &&
+        nle_test_ok(nle_estimator_decision(back, Y, &sc2)))
+      nle_test(!memcmp(pred, pred2, sizeof pred) && !memcmp(sc->data, sc2->data, n * C * sizeof(double)));
+  }
+  nle_matd_free(&sc), nle_matd_free(&pr), nle_matd_free(&sc2);
+  nle_estimator_free(&back);
+  nle_estimator_free(&e);
+  /* kernel LDA predicts too; a method that is no classifier says so */
+  nle_test_ok(nle_estimator_new(ctx, "klda", &e));
+  if (nle_test_ok(nle_estimator_fit(e, &in)) && nle_test_ok(nle_estimator_predict(e, Y, pred))) {
+    int right = 0;
+    for (size_t i = 0; i < n; i++) right += pred[i] == labels[i];
+    nle_test(right > n * 3 / 4);
+  }
+  nle_estimator_free(&e);
+  nle_test_ok(nle_estimator_new(ctx, "pca", &e));
+  in.labels = NULL;
+  nle_test(nle_estimator_fit(e, &in) >= 0);
+  nle_test(nle_estimator_decision(e, Y, &sc) == NLE_ERR_ARG && strstr(nle_ctx_error(ctx), "not a classifier") && !sc);
+  nle_estimator_free(&e);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
 const nle_test_case estimator_tests[] = {
     {"estimator/messages_name_options", messages_name_options},
     {"estimator/options_round_trip", options_round_trip},
@@ -576,5 +651,6 @@ const nle_test_case estimator_tests[] = {
     {"estimator/precomputed_distances", precomputed_distances},
     {"estimator/model_files_round_trip", model_files_round_trip},
     {"estimator/refusals", refusals},
+    {"estimator/lda_classifier", lda_classifier},
     {NULL, NULL},
 };

@@ -113,6 +113,32 @@ static nle_status le_dense_workload(nle_ctx *ctx, const nle_matf *Y, outcome *ou
   return le_workload(ctx, Y, NLE_EIGEN_DENSE, out);
 }
 
+/* LDA (the svd solver, the classifier kept) with labels 1..3 (encoded). */
+static nle_status lda_workload(nle_ctx *ctx, const nle_matf *Y, outcome *out) {
+  int32_t labels[120];
+  for (size_t i = 0; i < Y->rows && i < 120; i++) labels[i] = (int32_t)(i % 3) + 1;
+  nle_lda_opts o;
+  nle_lda_opts_init(&o);
+  o.keep_model = true;
+  nle_lda_result *r = NULL;
+  nle_status s = nle_lda(ctx, Y, labels, &o, &r);
+  nle_matd *sc = NULL;
+  if (s >= 0) s = nle_projection_decision(ctx, r->model, Y, &sc, NULL);
+  if (s >= 0) {
+    out->X = r->X;
+    r->X = NULL;
+  }
+  nle_matd_free(&sc);
+  nle_lda_result_free(&r);
+  return s;
+}
+
+/* The same on 5 of the points: wide (D = 6 > N), the N x N route. */
+static nle_status lda_wide_workload(nle_ctx *ctx, const nle_matf *Y, outcome *out) {
+  nle_matf five = {5, Y->cols, Y->data};
+  return lda_workload(ctx, &five, out);
+}
+
 /* Runs `work` failing allocation n = 1, 2, ...; returns how many
  * allocation points were exercised. */
 static long inject(const char *name, workload work, const nle_matf *Y) {
@@ -165,6 +191,8 @@ static void allocation_failures(void) {
   points += inject("t-SNE, FFT engine", tsne_fft_workload, Y);
   points += inject("LE, Lanczos", le_sparse_workload, Y);
   points += inject("LE, dense", le_dense_workload, Y);
+  points += inject("LDA", lda_workload, Y);
+  points += inject("LDA, wide", lda_wide_workload, Y);
   nle_test(points > 200); /* the workloads reach far into the library */
   printf("  %ld allocation points in all\n", points);
   nle_matf_free(&Y);

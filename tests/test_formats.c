@@ -675,8 +675,11 @@ static void hdf5_anndata(void) {
   nle_class_names_free(&names, classes);
   snprintf(src, sizeof src, "%s:obs/batch", path);
   nle_test_ok(nle_labels_read(ctx, src, NULL, 4, &labels, &n, &classes, &names));
-  nle_test(labels && classes == 4 && labels[3] == 3 && !names);
+  /* batch = {1, 1, 0, 3}: three classes, their values as names */
+  nle_test(labels && classes == 3 && labels[0] == 1 && labels[2] == 0 && labels[3] == 2 && names &&
+           !strcmp(names[0], "0") && !strcmp(names[2], "3"));
   free(labels);
+  nle_class_names_free(&names, classes);
   snprintf(src, sizeof src, "%s:obs/flag", path);
   nle_test_ok(nle_labels_read(ctx, src, NULL, 4, &labels, &n, &classes, NULL));
   nle_test(labels && classes == 2 && labels[0] == 1 && labels[1] == 0);
@@ -858,9 +861,13 @@ static void mat_files(void) {
     int32_t *labels = NULL, classes = 0;
     int64_t n = 0;
     snprintf(src, sizeof src, "%s:y", path);
-    nle_test_ok(nle_labels_read(ctx, src, NULL, 4, &labels, &n, &classes, NULL));
-    nle_test(labels && n == 4 && classes == 4 && labels[0] == 3 && labels[2] == 0);
+    char **names = NULL;
+    nle_test_ok(nle_labels_read(ctx, src, NULL, 4, &labels, &n, &classes, &names));
+    /* y = {3, 1, 0, 1}: the classes 0, 1, 3 (nle_labels_encode), the values kept as names */
+    nle_test(labels && n == 4 && classes == 3 && labels[0] == 2 && labels[1] == 1 && labels[2] == 0 && names &&
+             !strcmp(names[2], "3"));
     free(labels);
+    nle_class_names_free(&names, classes);
     /* the same through a memory file */
     uint8_t *buf;
     size_t len;

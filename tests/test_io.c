@@ -1,6 +1,7 @@
 /* test_io.c — readers (text, .npy, IDX, gzip), labels, writers and atomic
  * output, including malformed files. */
 #include "harness.h"
+#include "../src/core/internal.h"
 
 #include <dirent.h>
 #include <stdlib.h>
@@ -53,7 +54,9 @@ static void text_labels(void) {
   nle_dataset_free(&ds);
   o.label_column = 0; /* integer labels in front, no header */
   nle_test_ok(read_text(ctx, "3,1.5\n0,2.5\n", &o, &ds));
-  nle_test(ds->labels[0] == 3 && ds->labels[1] == 0 && ds->n_classes == 4 && ds->X->data[1] == 2.5f);
+  /* the classes are the values present (0 and 3), kept as names */
+  nle_test(ds->labels[0] == 1 && ds->labels[1] == 0 && ds->n_classes == 2 && ds->X->data[1] == 2.5f);
+  nle_test(ds->class_names && !strcmp(ds->class_names[0], "0") && !strcmp(ds->class_names[1], "3"));
   nle_dataset_free(&ds);
   /* A separate label file: count must match. */
   const char *lab = test_write_file("labels.txt", "1\n2\n", 4);
@@ -61,7 +64,7 @@ static void text_labels(void) {
   int64_t n;
   int32_t classes;
   nle_test_ok(nle_labels_read(ctx, lab, NULL, 2, &labels, &n, &classes, NULL));
-  nle_test(n == 2 && labels[1] == 2 && classes == 3);
+  nle_test(n == 2 && labels[0] == 0 && labels[1] == 1 && classes == 2);
   free(labels);
   nle_test(nle_labels_read(ctx, lab, NULL, 3, &labels, &n, &classes, NULL) == NLE_ERR_FORMAT);
   nle_test(strstr(nle_ctx_error(ctx), "2 labels for 3 points") != NULL);
@@ -89,7 +92,8 @@ static void text_bom_header_labels(void) {
   nle_test(strstr(nle_ctx_error(ctx), "line 1: field 2 (\"2x\") is not a number but 2 other fields are") != NULL);
   nle_test(read_text(ctx, "x,y,3\n4,5,6\n", NULL, &ds) == NLE_ERR_FORMAT && !ds);
   nle_test_ok(read_text(ctx, "px1,px2,Label\n1,2,7\n3,4,9\n", NULL, &ds));
-  nle_test(ds && ds->X->cols == 2 && ds->labels && ds->labels[1] == 9 && ds->X->data[3] == 4.0f);
+  nle_test(ds && ds->X->cols == 2 && ds->labels && ds->labels[1] == 1 && !strcmp(ds->class_names[1], "9") &&
+           ds->X->data[3] == 4.0f);
   nle_dataset_free(&ds);
   nle_test_ok(read_text(ctx, "0,1,label\n1,2,cat\n3,4,dog\n", NULL, &ds)); /* numbered columns and a label */
   nle_test(ds && ds->X->cols == 2 && ds->labels && !strcmp(ds->class_names[ds->labels[1]], "dog"));
@@ -219,6 +223,87 @@ static void npy_read(void) {
   for (int b = 0; b < 4; b++) exact[8 + b] = (uint8_t)(past >> (8 * b));
   nle_test(nle_parse_npy(ctx, "v2all.npy", exact, len, &ds) == NLE_ERR_FORMAT && !ds);
   free(exact);
+  nle_ctx_free(&ctx);
+}
+
+/* Labels as classes (issue 34): the distinct values in increasing order,
+ * as scikit-learn's LabelEncoder (np.unique's inverse, written out here),
+ * whatever the source: integers with gaps, negative ones, whole floats,
+ * strings; from the encoder, text, .npy (float64, int64) and a data
+ * file's label column. NaN, fractions and a wrong count are refused
+ * naming the file and the 0-based row. */
+static void label_encoding(void) {
+  nle_ctx *ctx = test_ctx(1);
+  /* the encoder: {10, -1, 7, 10, 1000000} -> classes -1 < 7 < 10 < 1e6 */
+  const int32_t raw[5] = {10, -1, 7, 10, 1000000};
+  int32_t codes[5], C = 0, *values = NULL;
+  nle_test_ok(nle_labels_encode(ctx, NULL, raw, 5, codes, &C, &values));
+  nle_test(C == 4 && codes[0] == 2 && codes[1] == 0 && codes[2] == 1 && codes[3] == 2 && codes[4] == 3 && values &&
+           values[0] == -1 && values[1] == 7 && values[2] == 10 && values[3] == 1000000);
+  free(values);
+  int32_t same[5];
+  memcpy(same, raw, sizeof same); /* codes may alias the labels */
+  nle_test_ok(nle_labels_encode(ctx, NULL, same, 5, same, &C, NULL));
+  nle_test(!memcmp(same, codes, sizeof codes));
+  /* labels 0..C-1, all present: unchanged */
+  const int32_t dense[4] = {2, 0, 1, 0};
+  nle_test_ok(nle_labels_encode(ctx, NULL, dense, 4, codes, &C, NULL));
+  nle_test(C == 3 && !memcmp(codes, dense, sizeof dense));
+  /* text: 1-based labels with a gap and a negative one, numeric order ("10" after "9") */
+  const char *t = test_write_file("labels_gap.txt", "10\n9\n-1\n10\n3\n", strlen("10\n9\n-1\n10\n3\n"));
+  int32_t *labels = NULL;
+  int64_t n = 0;
+  char **names = NULL;
+  nle_test_ok(nle_labels_read(ctx, t, NULL, 5, &labels, &n, &C, &names));
+  nle_test(C == 4 && labels && labels[0] == 3 && labels[1] == 2 && labels[2] == 0 && labels[3] == 3 && labels[4] == 1 &&
+           names && !strcmp(names[0], "-1") && !strcmp(names[1], "3") && !strcmp(names[2], "9") &&
+           !strcmp(names[3], "10"));
+  free(labels), nle_class_names_free(&names, C);
+  /* strings, sorted by their bytes */
+  t = test_write_file("labels_str.txt", "b\nB\na\nb\n", strlen("b\nB\na\nb\n"));
+  nle_test_ok(nle_labels_read(ctx, t, NULL, 4, &labels, &n, &C, &names));
+  nle_test(C == 3 && labels[0] == 2 && labels[1] == 0 && labels[2] == 1 && !strcmp(names[0], "B") && !strcmp(names[2], "b"));
+  free(labels), nle_class_names_free(&names, C);
+  /* .npy float64 holding whole numbers, and int64, 1-based as MATLAB's */
+  uint8_t buf[512];
+  const double fl[4] = {2.0, 1.0, -3.0, 2.0};
+  size_t len = make_npy(buf, "{'descr': '<f8', 'fortran_order': False, 'shape': (4,), }", fl, sizeof fl);
+  t = test_write_file("labels_f8.npy", buf, len);
+  nle_test_ok(nle_labels_read(ctx, t, NULL, 4, &labels, &n, &C, &names));
+  nle_test(C == 3 && labels[0] == 2 && labels[1] == 1 && labels[2] == 0 && labels[3] == 2 && !strcmp(names[0], "-3"));
+  free(labels), nle_class_names_free(&names, C);
+  const int64_t il[3] = {20, 1, 20};
+  len = make_npy(buf, "{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }", il, sizeof il);
+  t = test_write_file("labels_i8.npy", buf, len);
+  nle_test_ok(nle_labels_read(ctx, t, NULL, 3, &labels, &n, &C, &names));
+  nle_test(C == 2 && labels[0] == 1 && labels[1] == 0 && labels[2] == 1 && !strcmp(names[1], "20"));
+  free(labels), nle_class_names_free(&names, C);
+  /* refused: NaN, a fraction (file and 0-based row named), a wrong count */
+  const double bad[3] = {1.0, NAN, 2.0};
+  len = make_npy(buf, "{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }", bad, sizeof bad);
+  t = test_write_file("labels_nan.npy", buf, len);
+  nle_test(nle_labels_read(ctx, t, NULL, 3, &labels, &n, &C, &names) == NLE_ERR_VALUE && !labels);
+  nle_test(strstr(nle_ctx_error(ctx), "labels_nan.npy") && strstr(nle_ctx_error(ctx), "row 1") &&
+           strstr(nle_ctx_error(ctx), "NaN"));
+  /* the encoder's own words, for callers that hand it numbers */
+  int32_t nc = 0;
+  const double vals[2] = {4.0, NAN};
+  nle_test(nle__labels_encode_real(ctx, "y", vals, 2, 1e9, codes, &nc, NULL) == NLE_ERR_VALUE &&
+           strstr(nle_ctx_error(ctx), "y: the label of row 1 is NaN (a missing label)"));
+  t = test_write_file("labels_frac.txt", "1\n2.5\n", strlen("1\n2.5\n"));
+  nle_test(nle_labels_read(ctx, t, NULL, 2, &labels, &n, &C, &names) == NLE_ERR_VALUE && !labels);
+  nle_test(strstr(nle_ctx_error(ctx), "labels_frac.txt: the label of row 1 is 2.5, not a whole number") != NULL);
+  t = test_write_file("labels_short.txt", "1\n2\n", strlen("1\n2\n"));
+  nle_test(nle_labels_read(ctx, t, NULL, 3, &labels, &n, &C, &names) == NLE_ERR_FORMAT && !labels);
+  nle_test(strstr(nle_ctx_error(ctx), "labels_short.txt: 2 labels for 3 points") != NULL);
+  /* a data file's label column: 1-based classes */
+  nle_read_opts o;
+  nle_read_opts_init(&o);
+  o.label_column = NLE_LABEL_LAST;
+  nle_dataset *ds = NULL;
+  nle_test_ok(read_text(ctx, "1,2,1\n3,4,2\n5,6,1\n", &o, &ds));
+  nle_test(ds && ds->n_classes == 2 && ds->labels[0] == 0 && ds->labels[1] == 1 && !strcmp(ds->class_names[1], "2"));
+  nle_dataset_free(&ds);
   nle_ctx_free(&ctx);
 }
 
@@ -773,7 +858,7 @@ const nle_test_case io_tests[] = {{"io/label_names_with_spaces", label_names_wit
                                   {"io/npy_streamed_equals_buffer", npy_streamed_equals_buffer},{"io/mtx_round_trip", mtx_round_trip},
                                   
     {"io/text_formats", text_formats}, {"io/text_bom_header_labels", text_bom_header_labels},   {"io/text_labels", text_labels},
-    {"io/text_malformed", text_malformed}, {"io/npy_read", npy_read},
+    {"io/text_malformed", text_malformed}, {"io/npy_read", npy_read}, {"io/label_encoding", label_encoding},
     {"io/npy_roundtrip", npy_roundtrip}, {"io/idx_and_gzip", idx_and_gzip},
     {"io/gzip_judged_from_start", gzip_judged_from_start},
     {"io/atomic_output", atomic_output}, {"io/output_transactions", output_transactions}, {"io/synthetic_datasets", synthetic_datasets},

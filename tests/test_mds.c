@@ -681,18 +681,235 @@ static void lda_checks(void) {
   nle_lda_result_free(&k);
   nle_matd_free(&Xt);
   nle_matd_free(&Xk);
-  /* a constant feature: T singular, an error naming the rank, unless a ridge */
+  /* a constant feature: the default solver works in the data's range; an
+   * explicit ridge 0 takes the Cholesky path, where T singular is an error
+   * naming the rank */
   for (size_t i = 0; i < n; i++) Y->data[i * 4 + 2] = 1.0f;
   o.keep_model = false;
+  nle_test_ok(nle_lda(ctx, Y, labels, &o, &r));
+  nle_test(r && r->rank == 3);
+  nle_lda_result_free(&r);
+  o.ridge = 0;
   nle_test(nle_lda(ctx, Y, labels, &o, &r) == NLE_ERR_VALUE && strstr(nle_ctx_error(ctx), "rank 3 < D = 4"));
   o.ridge = 1e-3;
   nle_test_ok(nle_lda(ctx, Y, labels, &o, &r));
   nle_lda_result_free(&r);
   o.dim = 3;
   nle_test(nle_lda(ctx, Y, labels, &o, &r) == NLE_ERR_ARG && strstr(nle_ctx_error(ctx), "at most C - 1 = 2"));
-  for (size_t i = 0; i < n; i++) labels[i] = 0;
+  for (size_t i = 0; i < n; i++) labels[i] = 7;
   o.dim = NLE_AUTO;
-  nle_test(nle_lda(ctx, Y, labels, &o, &r) == NLE_ERR_VALUE && strstr(nle_ctx_error(ctx), "one class"));
+  nle_test(nle_lda(ctx, Y, labels, &o, &r) == NLE_ERR_VALUE &&
+           strstr(nle_ctx_error(ctx), "one class only (every label is 7)"));
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
+/* Scatters written out: S_w, S_b, T (D x D) of Y with labels 0..C-1. */
+static void dense_scatters(const nle_matf *Y, const int32_t *labels, int C, double *Sb, double *Sw, double *St,
+                           double *mean) {
+  size_t n = Y->rows, D = Y->cols;
+  double *cm = calloc((size_t)C * D, sizeof(double)), *cnt = calloc((size_t)C, sizeof(double));
+  memset(mean, 0, D * sizeof(double));
+  for (size_t i = 0; i < n; i++) {
+    cnt[labels[i]] += 1;
+    for (size_t a = 0; a < D; a++) cm[labels[i] * D + a] += Y->data[i * D + a], mean[a] += Y->data[i * D + a] / (double)n;
+  }
+  for (int c = 0; c < C; c++)
+    for (size_t a = 0; a < D; a++) cm[c * D + a] /= cnt[c];
+  memset(Sb, 0, D * D * sizeof(double)), memset(Sw, 0, D * D * sizeof(double)), memset(St, 0, D * D * sizeof(double));
+  for (size_t i = 0; i < n; i++)
+    for (size_t a = 0; a < D; a++)
+      for (size_t b = 0; b < D; b++) {
+        Sw[a * D + b] += (Y->data[i * D + a] - cm[labels[i] * D + a]) * (Y->data[i * D + b] - cm[labels[i] * D + b]);
+        St[a * D + b] += (Y->data[i * D + a] - mean[a]) * (Y->data[i * D + b] - mean[b]);
+      }
+  for (int c = 0; c < C; c++)
+    for (size_t a = 0; a < D; a++)
+      for (size_t b = 0; b < D; b++) Sb[a * D + b] += cnt[c] * (cm[c * D + a] - mean[a]) * (cm[c * D + b] - mean[b]);
+  free(cm), free(cnt);
+}
+
+/* Issue 34: rank-deficient data (a constant feature, a feature twice
+ * another) against a dense reference in the range of T, computed here: P
+ * = T's eigenvectors above 1e-9 of its largest eigenvalue, the pencil
+ * (P^T S_b P, P^T S_w P) by dsygv, each direction scaled to unit
+ * within-class variance S_w / (N - C). The same run with the labels
+ * renamed {0, 1, 2} -> {10, -1, 7} gives the same map; the classifier's
+ * scores are scikit-learn's rule written out on the map. */
+static void lda_rank_deficient(void) {
+  nle_ctx *ctx = test_ctx(2);
+  enum { n = 150, D = 6, C = 3 };
+  int32_t labels[n], renamed[n];
+  nle_matf *Y4 = classes(n, labels, 77), *Y = NULL;
+  nle_test_ok(nle_matf_alloc(ctx, n, D, &Y));
+  for (size_t i = 0; i < n; i++) {
+    memcpy(Y->data + i * D, Y4->data + i * 4, 4 * sizeof(float));
+    Y->data[i * D + 4] = 5.0f;                      /* constant */
+    Y->data[i * D + 5] = 2.0f * Y4->data[i * 4 + 1]; /* collinear, exactly */
+    renamed[i] = labels[i] == 0 ? 10 : labels[i] == 1 ? -1 : 7;
+  }
+  double Sb[D * D], Sw[D * D], St[D * D], mean[D], ev[D];
+  dense_scatters(Y, labels, C, Sb, Sw, St, mean);
+  nle_test(LAPACKE_dsyev(LAPACK_ROW_MAJOR, 'V', 'U', D, St, D, ev) == 0);
+  int r = 0;
+  double P[D * D];
+  for (int t = D - 1; t >= 0; t--)
+    if (ev[t] > 1e-9 * ev[D - 1]) {
+      for (int a = 0; a < D; a++) P[a * D + r] = St[a * D + t];
+      r++;
+    }
+  nle_test(r == 4);
+  double Br[16] = {0}, Wr[16] = {0}, w[4];
+  for (int u = 0; u < r; u++)
+    for (int v = 0; v < r; v++)
+      for (int a = 0; a < D; a++)
+        for (int b = 0; b < D; b++)
+          Br[u * r + v] += P[a * D + u] * Sb[a * D + b] * P[b * D + v], Wr[u * r + v] += P[a * D + u] * Sw[a * D + b] * P[b * D + v];
+  nle_test(LAPACKE_dsygv(LAPACK_ROW_MAJOR, 1, 'V', 'U', r, Br, r, Wr, r, w) == 0);
+  nle_lda_opts o;
+  nle_lda_opts_init(&o);
+  o.keep_model = true;
+  nle_lda_result *res = NULL, *ren = NULL;
+  nle_matd *sc = NULL, *pr = NULL;
+  if (nle_test_ok(nle_lda(ctx, Y, labels, &o, &res))) {
+    nle_test(res->X->cols == 2 && res->rank == 4 && res->classes == 3);
+    double wsum = 0;
+    for (int t = 0; t < r; t++) wsum += fmax(w[t], 0);
+    for (int t = 0; t < 2; t++) {
+      /* direction t: u = P v_t sqrt(N - C) (v_t is S_w-normalised by dsygv) */
+      double u[D] = {0}, worst = 0, big = 0, sign = 0;
+      for (int a = 0; a < D; a++)
+        for (int b = 0; b < r; b++) u[a] += P[a * D + b] * Br[b * r + (r - 1 - t)] * sqrt((double)(n - C));
+      for (size_t i = 0; i < n; i++) {
+        double z = 0;
+        for (int a = 0; a < D; a++) z += (Y->data[i * D + a] - mean[a]) * u[a];
+        if (!sign) sign = z * res->X->data[i * 2 + t] < 0 ? -1 : 1;
+        worst = fmax(worst, fabs(sign * z - res->X->data[i * 2 + t])), big = fmax(big, fabs(z));
+      }
+      if (!nle_test(worst < 1e-6 * big)) printf("  direction %d: off by %g of %g\n", t, worst, big);
+      nle_test_rel(res->eigenvalues[t], w[r - 1 - t] / (1 + w[r - 1 - t]), 1e-6);
+      nle_test_rel(res->explained_variance_ratio[t], w[r - 1 - t] / wsum, 1e-6);
+    }
+    /* the classifier: s_k = -|z - c_k|^2 / 2 + log(N_k / N) on the map */
+    double cm[C][2] = {{0}}, cnt[C] = {0};
+    for (size_t i = 0; i < n; i++) {
+      cnt[labels[i]] += 1;
+      for (int t = 0; t < 2; t++) cm[labels[i]][t] += res->X->data[i * 2 + t];
+    }
+    for (int c = 0; c < C; c++) cm[c][0] /= cnt[c], cm[c][1] /= cnt[c];
+    nle_test(res->model && res->model->classes == 3 && res->model->class_labels[2] == 2);
+    if (nle_test_ok(nle_projection_decision(ctx, res->model, Y, &sc, &pr))) {
+      double worst = 0, psum = 0;
+      for (size_t i = 0; i < n; i++) {
+        double s[C];
+        for (int c = 0; c < C; c++) {
+          double dz0 = res->X->data[i * 2] - cm[c][0], dz1 = res->X->data[i * 2 + 1] - cm[c][1];
+          s[c] = -0.5 * (dz0 * dz0 + dz1 * dz1) + log(cnt[c] / n);
+        }
+        for (int c = 1; c < C; c++) {
+          worst = fmax(worst, fabs((sc->data[i * C + c] - sc->data[i * C]) - (s[c] - s[0])));
+          worst = fmax(worst, fabs(pr->data[i * C + c] / pr->data[i * C] - exp(s[c] - s[0])) / exp(s[c] - s[0]));
+        }
+        psum = fmax(psum, fabs(pr->data[i * C] + pr->data[i * C + 1] + pr->data[i * C + 2] - 1));
+      }
+      if (!nle_test(worst < 1e-8 && psum < 1e-12)) printf("  scores off by %g, probabilities sum off by %g\n", worst, psum);
+    }
+  }
+  /* labels renamed: the same map; the classes are the values, increasing */
+  if (res && nle_test_ok(nle_lda(ctx, Y, renamed, &o, &ren))) {
+    double worst = 0;
+    for (size_t e = 0; e < 2 * n; e++) worst = fmax(worst, fabs(ren->X->data[e] - res->X->data[e]));
+    nle_test(worst < 1e-9);
+    nle_test(ren->model->class_labels[0] == -1 && ren->model->class_labels[1] == 7 && ren->model->class_labels[2] == 10);
+  }
+  nle_lda_result_free(&res);
+  nle_lda_result_free(&ren);
+  nle_matd_free(&sc), nle_matd_free(&pr);
+  /* kernel LDA on the same rank-deficient data and renamed labels: its
+   * default ridge makes K^2 + ridge I definite, the map goes through */
+  nle_lda_opts_init(&o);
+  o.kernel.kind = NLE_PDK_LINEAR, o.ridge = 1e-6;
+  if (nle_test_ok(nle_klda(ctx, Y, renamed, &o, &ren))) nle_test(ren->X->cols == 2 && ren->classes == 3);
+  nle_lda_result_free(&ren);
+  /* too few points for the classes; a wrong dim names the option */
+  nle_lda_opts_init(&o);
+  o.dim = 5;
+  nle_test(nle_lda(ctx, Y, labels, &o, &res) == NLE_ERR_ARG && strstr(nle_ctx_error(ctx), "dim=5 from 3 classes"));
+  nle_matf view = {3, D, Y->data};
+  nle_lda_opts_init(&o);
+  nle_test(nle_lda(ctx, &view, labels, &o, &res) == NLE_ERR_VALUE &&
+           strstr(nle_ctx_error(ctx), "3 points in 3 classes"));
+  nle_matf_free(&Y4);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
+/* Wide data (D > N: the N x N Gram route) against scikit-learn's route
+ * written out densely here: the SVD of the N x D scaled within-class
+ * deviations (dgesvd), then the SVD of the whitened, weighted class means;
+ * the maps agree up to signs. */
+static void lda_wide(void) {
+  nle_ctx *ctx = test_ctx(2);
+  enum { n = 30, D = 50, C = 3 };
+  nle_matf *Y = test_random_matf(n, D, 91);
+  int32_t labels[n];
+  for (size_t i = 0; i < n; i++) {
+    labels[i] = (int32_t)(i % C) * 4 - 1; /* -1, 3, 7 */
+    Y->data[i * D + i % C] += 3.0f;
+    Y->data[i * D + 7] = 2.0f; /* a constant feature */
+  }
+  double cm[C][D] = {{0}}, mean[D] = {0}, cnt[C] = {0}, sd[D] = {0};
+  static double Xs[n * D], Sv[n], Vt[n * D], superb[n], B[C * n], S2[C], V2t[C * n], u;
+  for (size_t i = 0; i < n; i++) {
+    int c = (int)(i % C);
+    cnt[c] += 1;
+    for (int a = 0; a < D; a++) cm[c][a] += Y->data[i * D + a], mean[a] += Y->data[i * D + a] / n;
+  }
+  for (int c = 0; c < C; c++)
+    for (int a = 0; a < D; a++) cm[c][a] /= cnt[c];
+  for (size_t i = 0; i < n; i++)
+    for (int a = 0; a < D; a++) {
+      Xs[i * D + a] = Y->data[i * D + a] - cm[i % C][a];
+      sd[a] += Xs[i * D + a] * Xs[i * D + a] / n;
+    }
+  for (int a = 0; a < D; a++) sd[a] = sd[a] > 0 ? sqrt(sd[a]) : 1.0;
+  for (size_t i = 0; i < n; i++)
+    for (int a = 0; a < D; a++) Xs[i * D + a] /= sd[a] * sqrt((double)(n - C));
+  nle_test(LAPACKE_dgesvd(LAPACK_ROW_MAJOR, 'N', 'S', n, D, Xs, D, Sv, &u, 1, Vt, D, superb) == 0);
+  int r = 0;
+  while (r < n && Sv[r] > 1e-4) r++;
+  nle_test(r == n - C);
+  /* scalings (D x r) = Dinv V_r / S_r; B = sqrt(N_k / (C - 1)) (mu_k - mu) scalings */
+  static double sc[D * n];
+  for (int a = 0; a < D; a++)
+    for (int t = 0; t < r; t++) sc[a * r + t] = Vt[t * D + a] / sd[a] / Sv[t];
+  for (int c = 0; c < C; c++)
+    for (int t = 0; t < r; t++) {
+      double v = 0;
+      for (int a = 0; a < D; a++) v += (cm[c][a] - mean[a]) * sc[a * r + t];
+      B[c * r + t] = sqrt(cnt[c] / (C - 1)) * v;
+    }
+  nle_test(LAPACKE_dgesvd(LAPACK_ROW_MAJOR, 'N', 'S', C, r, B, r, S2, &u, 1, V2t, r, superb) == 0);
+  nle_lda_result *res = NULL;
+  if (nle_test_ok(nle_lda(ctx, Y, labels, NULL, &res))) {
+    nle_test(res->X->cols == 2 && res->rank == r);
+    for (int t = 0; t < 2; t++) {
+      double worst = 0, big = 0, sign = 0;
+      for (size_t i = 0; i < n; i++) {
+        double z = 0;
+        for (int a = 0; a < D; a++) {
+          double w = 0;
+          for (int v = 0; v < r; v++) w += sc[a * r + v] * V2t[t * r + v];
+          z += (Y->data[i * D + a] - mean[a]) * w;
+        }
+        if (!sign) sign = z * res->X->data[i * 2 + t] < 0 ? -1 : 1;
+        worst = fmax(worst, fabs(sign * z - res->X->data[i * 2 + t])), big = fmax(big, fabs(z));
+      }
+      if (!nle_test(worst < 1e-8 * big)) printf("  wide direction %d: off by %g of %g\n", t, worst, big);
+      nle_test_rel(res->explained_variance_ratio[t], S2[t] * S2[t] / (S2[0] * S2[0] + S2[1] * S2[1] + S2[2] * S2[2]), 1e-8);
+    }
+  }
+  nle_lda_result_free(&res);
   nle_matf_free(&Y);
   nle_ctx_free(&ctx);
 }
@@ -754,6 +971,6 @@ const nle_test_case mds_tests[] = {
     {"mds/landmark_exact", landmark_exact},
     {"mds/kpca", kpca_checks},
     {"mds/kpca_dense_reference", kpca_dense_reference},
-    {"mds/lda", lda_checks},
+    {"mds/lda", lda_checks}, {"mds/lda_rank_deficient", lda_rank_deficient}, {"mds/lda_wide", lda_wide},
     {"mds/bad_input", bad_input},
     {NULL, NULL}};

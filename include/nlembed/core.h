@@ -210,6 +210,20 @@ NLE_API uint64_t nle_rng_below(nle_rng *rng, uint64_t n); /* uniform in [0, n), 
 NLE_API void nle_rng_sample(nle_rng *rng, int64_t n, int64_t m, int64_t *out);
 NLE_API void nle_rng_shuffle(nle_rng *rng, int64_t *a, int64_t n);
 
+/* ========================================================================== */
+/* Core: class labels                                                         */
+/* ========================================================================== */
+
+/* Class labels encoded as scikit-learn's LabelEncoder: the classes are the
+ * distinct values present, in increasing order, and codes[i] in 0..C-1 is
+ * label i's class (codes may alias labels). Every front door and reader
+ * that takes labels encodes them so: labels may be any integers (1..20,
+ * with gaps, -1 for noise: a class like any other). values (or NULL) gets
+ * the C class values in increasing order (free() them). `where` names the
+ * labels in errors (NULL: "labels"). */
+NLE_API nle_status nle_labels_encode(nle_ctx *ctx, const char *where, const int32_t *labels, size_t n,
+                                     int32_t *codes, int32_t *n_classes, int32_t **values);
+
 /* Monotonic wall-clock seconds, for timings. */
 NLE_API double nle_time_seconds(void);
 

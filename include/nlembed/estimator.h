@@ -47,9 +47,10 @@ NLE_API const char *nle_estimator_option(const nle_estimator *e, int i);
 NLE_API const char *nle_estimator_method_name(int i);
 
 /* The input of a fit: exactly one of Y (dense N x D rows) and sparse (an
- * N x D CSR); labels where the method takes them (lda, klda: required;
- * others: ignored). The metric option says what the matrix holds: points
- * (euclidean, cosine, correlation), distances (precomputed) or affinities.
+ * N x D CSR); labels where the method takes them (lda, klda: required,
+ * any integers: the classes are the distinct values; others: ignored).
+ * The metric option says what the matrix holds: points (euclidean,
+ * cosine, correlation), distances (precomputed) or affinities.
  * Zero-initialise it ({0}) before filling the fields you use. */
 typedef struct {
   const nle_matf *Y;
@@ -86,8 +87,18 @@ NLE_API nle_status nle_estimator_transform(nle_estimator *e, const nle_matf *Yne
 /* The reverse map back to data space where the method has one (EE's f(x),
  * kernel eigenmaps' G+, PCA's): M x d in, M x D out. */
 NLE_API nle_status nle_estimator_inverse(nle_estimator *e, const nle_matd *X, nle_matf **Y);
-/* Out-of-sample cluster labels of new points ("cluster"). */
+/* Labels of new points: a clustering's clusters ("cluster"), or a
+ * classifier's classes (lda, klda: the label values the fit was given, by
+ * scikit-learn's LinearDiscriminantAnalysis rule: the largest score). */
 NLE_API nle_status nle_estimator_predict(nle_estimator *e, const nle_matf *Ynew, int32_t *labels);
+/* A classifier's (lda, klda) scores of new points, M x C, the columns the
+ * classes in increasing label order: -|z - c_k|^2 / 2 + log prior_k, z the
+ * point and c_k class k's mean in every discriminant direction
+ * (scikit-learn's decision_function, whose columns these are for C > 2;
+ * for C = 2 it gives column 1 - column 0); and their probabilities, the
+ * softmax of the scores (predict_proba). */
+NLE_API nle_status nle_estimator_decision(nle_estimator *e, const nle_matf *Ynew, nle_matd **scores);
+NLE_API nle_status nle_estimator_predict_proba(nle_estimator *e, const nle_matf *Ynew, nle_matd **proba);
 
 /* The fitted model as the method's own model file (what `nlembed
  * transform` reads), training data copied in; and back: an estimator of

@@ -29,8 +29,8 @@ typedef struct {
    * NLE_LABEL_LAST; NLE_LABEL_AUTO (default): the column a header names label,
    * labels, class, target, or y when there is no x (any case; a note says
    * so), else none.
-   * Labels may be integers or strings (strings are numbered in sorted order
-   * and kept as class names). */
+   * Labels may be integers or strings: the classes are the distinct values
+   * (numbers in numeric order, strings sorted), kept as class names. */
   int label_column;
   /* Reads the matrix transposed: its columns are the points (default
    * false). A folder of 10x Genomics files (matrix.mtx, features x cells) is
@@ -55,9 +55,13 @@ typedef struct {
                           sorted, no repeated entries; only with the read
                           option sparse_ok (exactly one of X and sparse is
                           set) */
-  int32_t *labels;     /* N labels or NULL */
-  int32_t n_classes;   /* 1 + largest label (0 when no labels) */
-  char **class_names;  /* n_classes names or NULL */
+  int32_t *labels;     /* N class codes 0..n_classes-1, or NULL: the labels
+                          read encoded by nle_labels_encode's rule (the
+                          distinct values present, in increasing order) */
+  int32_t n_classes;   /* the classes present (0 when no labels) */
+  char **class_names;  /* n_classes names: the labels' values as read
+                          ("1", "-1", "Ankle boot"); NULL for the
+                          synthetic datasets, whose codes are their labels */
   char *name;          /* what was read: a path or a dataset name */
 } nle_dataset;
 
@@ -116,7 +120,8 @@ NLE_API nle_status nle_write_matf(nle_ctx *ctx, const char *path, const nle_matf
 NLE_API nle_status nle_write_labels(nle_ctx *ctx, const char *path, const int32_t *labels,
                                     int64_t n);
 /* The same, written as the class names (one a line) when there are names
- * and the file is text; .npy keeps the integer codes. */
+ * and the file is text; .npy holds the labels' values when every name is
+ * an integer (labels read as numbers), else the codes. */
 NLE_API nle_status nle_write_labels_named(nle_ctx *ctx, const char *path, const int32_t *labels, int64_t n,
                                           char *const *class_names, int32_t n_classes);
 /* N x k int32 matrix (e.g. neighbour indices) as .npy or text. */

@@ -181,10 +181,23 @@ typedef struct nle_projection_model {
   double *mean;      /* m (triangulation, kernel) or D (linear) */
   double grand;      /* kernel: the mean of K */
   double *A;         /* dim x m (dim x D for linear) */
+  /* LDA's and kernel LDA's classifier (classes 0 for the other maps),
+   * scikit-learn's rule: the score of class k for a point y is coef[k] .
+   * phi(y) + intercept[k], phi(y) the centred point (y - mean) or kernel
+   * row the map takes; the prediction is the class of the largest score */
+  size_t classes;
+  double *coef;          /* classes x D (linear) or x m (kernel) */
+  double *intercept;     /* classes */
+  int32_t *class_labels; /* classes: the label values, increasing */
 } nle_projection_model;
 
 NLE_API nle_status nle_projection_transform(nle_ctx *ctx, const nle_projection_model *model, const nle_matf *Y,
                                             nle_matd **X);
+/* The classifier's scores of new points (M x classes; model->classes > 0),
+ * and their probabilities (softmax of the scores, scikit-learn's
+ * predict_proba; proba NULL to skip). */
+NLE_API nle_status nle_projection_decision(nle_ctx *ctx, const nle_projection_model *model, const nle_matf *Y,
+                                           nle_matd **scores, nle_matd **proba);
 /* A precomputed kernel's map: Knew the M x m kernel values of new points
  * against the reference points. */
 NLE_API nle_status nle_projection_transform_kernel(nle_ctx *ctx, const nle_projection_model *model,
@@ -223,11 +236,21 @@ NLE_API nle_status nle_kpca(nle_ctx *ctx, const nle_matf *Y, const nle_matd *K, 
 NLE_API void nle_kpca_result_free(nle_kpca_result **result);
 
 typedef struct {
-  int dim;          /* NLE_AUTO (default): min(2, C - 1); at most C - 1 */
-  double ridge;     /* added to the diagonal of the total scatter T:
-                       LDA: 0 (default; a singular T is an error naming
-                       the rank), kernel LDA: NLE_AUTO (default) 1e-3 of
-                       T's mean diagonal (K^2 is always singular) */
+  int dim;          /* NLE_AUTO (default): every useful direction, C - 1
+                       (LDA: at most D), as scikit-learn's n_components=None;
+                       fewer come out when the class means span fewer */
+  double ridge;     /* LDA: NLE_AUTO (default) scikit-learn's svd solver,
+                       in the range of the data (constant or collinear
+                       features are fine); a number: added to the diagonal
+                       of the total scatter T, solved by Cholesky (a
+                       singular T with ridge 0 is an error naming its
+                       rank). Kernel LDA: added to K^2's diagonal, NLE_AUTO
+                       (default) 1e-3 of its mean diagonal (K^2 is always
+                       singular) */
+  double tol;       /* LDA's svd solver: singular values of the scaled
+                       within-class deviations at or below tol are their
+                       null space, and between-class ones at or below tol
+                       times the largest (scikit-learn's tol; default 1e-4) */
   nle_pdkernel kernel;/* kernel LDA */
   bool keep_model;
 } nle_lda_opts;
@@ -236,10 +259,15 @@ NLE_API void nle_lda_opts_init(nle_lda_opts *o);
 
 typedef struct {
   nle_matd *X;          /* N x dim: (y - mean) M, M scaled so that the
-                           within-class covariance S_w / (N - C) of X is I */
+                           within-class covariance S_w / (N - C) of X is I
+                           (LDA: scikit-learn's transform, up to signs) */
   double *eigenvalues;  /* dim, descending: of S_b v = lambda S_t v (in
                            [0, 1]; lambda_w = lambda / (1 - lambda)) */
-  int n_eigenvalues, classes, rank; /* rank: of T */
+  double *explained_variance_ratio; /* dim: lambda_w over the sum of every
+                           direction's (scikit-learn's) */
+  int n_eigenvalues, classes; /* classes: the distinct labels */
+  int rank;             /* LDA: of the scaled within-class scatter (svd
+                           solver) or of T (with a ridge); -1 kernel LDA */
   nle_lda_opts resolved;
   double seconds;
   size_t n;
@@ -247,8 +275,9 @@ typedef struct {
 } nle_lda_result;
 
 /* LDA (dissertation eqs. 4.14-4.17): the directions maximising between-
- * class over total scatter, labels[N] in 0..C-1 (every class present, C
- * >= 2). */
+ * class over within-class scatter. labels[N]: any integers, the classes
+ * being the distinct values (nle_labels_encode), at least 2 of them; the
+ * model (keep_model) keeps the classifier with the label values. */
 NLE_API nle_status nle_lda(nle_ctx *ctx, const nle_matf *Y, const int32_t *labels, const nle_lda_opts *opts,
                            nle_lda_result **result);
 /* Kernel LDA (Baudat and Anouar 2000; eqs. 4.16-4.17 with K for Y^T Y):
@@ -258,7 +287,8 @@ NLE_API nle_status nle_klda(nle_ctx *ctx, const nle_matf *Y, const int32_t *labe
 NLE_API void nle_lda_result_free(nle_lda_result **result);
 
 /* The scatter matrices of eq. 4.14 (D x D each, row-major, any NULL):
- * between S_b, within S_w, total S_t = S_b + S_w. */
+ * between S_b, within S_w, total S_t = S_b + S_w; labels any integers,
+ * the classes their distinct values (nle_labels_encode). */
 NLE_API nle_status nle_scatter(nle_ctx *ctx, const nle_matf *Y, const int32_t *labels, double *Sb, double *Sw,
                                double *St);
 

@@ -40,7 +40,8 @@ typedef struct {
   int64_t *subsample_idx; /* subsample_n sorted indices used (owned) */
 } nle_metrics;
 
-/* Y: data (N x D), X: embedding (N x d), labels: N or NULL. */
+/* Y: data (N x D), X: embedding (N x d), labels: N or NULL (any integers:
+ * the classes are the distinct values, nle_labels_encode). */
 NLE_API nle_status nle_metrics_compute(nle_ctx *ctx, const nle_matf *Y, const nle_matd *X,
                                        const int32_t *labels, const nle_metrics_opts *opts,
                                        nle_metrics **out);
@@ -60,7 +61,8 @@ NLE_API nle_status nle_knn_recall(nle_ctx *ctx, const nle_csr *approx, const nle
 NLE_API nle_status nle_knn_accuracy_cv(nle_ctx *ctx, const nle_matd *X, const int32_t *labels,
                                        int k, int folds, double *out);
 
-/* Clustering error against reference labels (N each, >= 0): by the best
+/* Clustering error against reference labels (N each, any integers, as
+ * classes by nle_labels_encode's rule): by the best
  * one-to-one matching of clusters to classes (the Hungarian algorithm on
  * the contingency table), and by each cluster's majority class (SPEC
  * G06-9; the dissertation's sec. 4.5 uses both). In [0, 1]; the majority

@@ -408,6 +408,20 @@ class Estimator:
             warn(raise_for(status, self.ctx))
         return labels
 
+    def decision(self, X, proba=False, verbose=0):
+        """A classifier's scores of new points (M x classes), or their
+        probabilities with proba=True (lda, klda)."""
+        m, keep = as_matf(X)
+        out = ctypes.POINTER(_lib.MatD)()
+        fn = lib.nle_estimator_predict_proba if proba else lib.nle_estimator_decision
+        with self.lock:
+            status = _Progress(verbose).run(self.ctx, fn, self.est, ctypes.byref(m), ctypes.byref(out))
+            try:
+                warn(raise_for(status, self.ctx))
+                return matd_to_numpy(out)
+            finally:
+                lib.nle_matd_free(ctypes.byref(out))
+
     # model files
     def save_bytes(self):
         """The model file's bytes (nle_estimator_save to a temporary file)."""

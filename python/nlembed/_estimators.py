@@ -19,7 +19,7 @@ import re
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, ClusterMixin, TransformerMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted
 
@@ -123,7 +123,10 @@ METHODS = [
     _Spec("lmds", "LandmarkMDS", "embedding", "landmark MDS (de Silva and Tenenbaum 2004)",
           ["n_components:dim", "landmarks"]),
     _Spec("kpca", "KernelPCA", "embedding", "kernel PCA with implicit centring", ["n_components:dim"] + SPARSE_KERNEL),
-    _Spec("lda", "LDA", "supervised", "linear discriminant analysis", ["n_components:dim", "ridge"]),
+    _Spec("lda", "LDA", "supervised",
+          "linear discriminant analysis: scikit-learn's LinearDiscriminantAnalysis (solver 'svd': its transform up "
+          "to signs, its predict) unless ridge is given; n_components None: min(C - 1, D)",
+          ["n_components:dim", "tol", "ridge"]),
     _Spec("klda", "KernelLDA", "supervised", "kernel LDA (Baudat and Anouar 2000)",
           ["n_components:dim", "ridge"] + KERNEL),
     _Spec("kem", "KernelEigenmaps", "embedding",
@@ -146,6 +149,7 @@ REPORT_ATTRIBUTES = {
     "normalized_stress": "normalized_stress_",
     "sammon_stress": "sammon_stress_",
     "explained_variance": "explained_variance_",
+    "explained_variance_ratio": "explained_variance_ratio_",
     "inertia": "inertia_",
     "residual_variance": "residual_variance_",
     "reconstruction_error": "reconstruction_error_",
@@ -439,6 +443,42 @@ class _Supervised(NlembedEstimator, TransformerMixin):
         return tags
 
 
+class _Classifier(ClassifierMixin):
+    """LDA's and kernel LDA's classifier, scikit-learn's rule (the library
+    computes it): in every discriminant direction, the class whose mean is
+    nearest, less its log prior. classes_ holds the labels as given."""
+
+    def _classify(self, X, proba):
+        handle, X = self._new_points(X)
+        try:
+            return handle.decision(X, proba=proba, verbose=_verbosity(self.verbose))
+        except (ValueError, MemoryError) as e:
+            raise self._explain(e) from None
+
+    def decision_function(self, X):
+        """Scores of new points, one column per class (classes_); with two
+        classes the one column of the second minus the first, as
+        scikit-learn's."""
+        scores = self._classify(X, False)
+        return scores[:, 1] - scores[:, 0] if scores.shape[1] == 2 else scores
+
+    def predict_proba(self, X):
+        """Class probabilities of new points (the softmax of the scores)."""
+        return self._classify(X, True)
+
+    def predict_log_proba(self, X):
+        return np.log(self.predict_proba(X))
+
+    def predict(self, X):
+        """The class of new points (values of classes_)."""
+        handle, X = self._new_points(X)
+        try:
+            codes = handle.predict(X, verbose=_verbosity(self.verbose))
+        except (ValueError, MemoryError) as e:
+            raise self._explain(e) from None
+        return self.classes_[codes]
+
+
 class _Clustering(NlembedEstimator, ClusterMixin):
     def fit(self, X, y=None):
         """Clusters X: labels_ (N cluster indices), embedding_ (the spectral
@@ -524,7 +564,8 @@ def _doc(spec):
 
 def _make(spec):
     base = {"embedding": _Embedding, "cluster": _Clustering, "supervised": _Supervised}[spec.kind]
-    bases = (base,) + ((_Transform,) if spec.transform else ()) + ((_Inverse,) if spec.inverse else ())
+    bases = (((_Classifier,) if spec.kind == "supervised" else ()) + (base,) + ((_Transform,) if spec.transform else ())
+             + ((_Inverse,) if spec.inverse else ()))
     namespace = {}
     exec(_init_source(spec.params), namespace)  # noqa: S102 - our own table
     init = namespace["__init__"]

@@ -91,6 +91,8 @@ _PROTOTYPES = {
     "nle_estimator_transform": (_c.c_int, [_P, _c.POINTER(MatF), _c.POINTER(_c.POINTER(MatD))]),
     "nle_estimator_inverse": (_c.c_int, [_P, _c.POINTER(MatD), _c.POINTER(_c.POINTER(MatF))]),
     "nle_estimator_predict": (_c.c_int, [_P, _c.POINTER(MatF), _c.POINTER(_c.c_int32)]),
+    "nle_estimator_decision": (_c.c_int, [_P, _c.POINTER(MatF), _c.POINTER(_c.POINTER(MatD))]),
+    "nle_estimator_predict_proba": (_c.c_int, [_P, _c.POINTER(MatF), _c.POINTER(_c.POINTER(MatD))]),
     "nle_estimator_save": (_c.c_int, [_P, _c.c_char_p]),
     "nle_estimator_load": (_c.c_int, [_P, _c.c_char_p, _c.POINTER(_P)]),
     "nle_matd_free": (None, [_c.POINTER(_c.POINTER(MatD))]),

@@ -57,6 +57,16 @@ static inline double nle__sqdist_fd(const float *a, const float *b, size_t d) {
   return s;
 }
 
+/* Labels as classes (src/core/labels.c, nle_labels_encode's rule): whole
+ * numbers v[n] within +-limit (NaN, fractions and larger values refused
+ * naming `where` and the 0-based row) into codes[n] and the sorted class
+ * values (or NULL); strings, sorted by their bytes, into codes and copies
+ * of the distinct names. */
+nle_status nle__labels_encode_real(nle_ctx *ctx, const char *where, const double *v, size_t n, double limit,
+                                   int32_t *codes, int32_t *n_classes, double **values);
+nle_status nle__labels_encode_strings(nle_ctx *ctx, char *const *strings, size_t n, int32_t *codes,
+                                      int32_t *n_classes, char ***names);
+
 /* names[value] for 0 <= value < count, "auto" for NLE_AUTO when the enum
  * has it, else "unknown"; and back, -1 for an unknown name or NULL
  * (src/core/names.c). NLE__COUNT: the entries of a static array. */

@@ -61,7 +61,8 @@ static const nle__option kpca_options[] = {O_INT(nle_kpca_opts, "dim", dim, fals
                                            {NULL, 0, 0, false, NULL, NULL}};
 
 static const nle__option lda_options[] = {O_INT(nle_lda_opts, "dim", dim, true),
-                                          O_REAL(nle_lda_opts, "ridge", ridge, true), KERNEL_OPTIONS(nle_lda_opts),
+                                          O_REAL(nle_lda_opts, "ridge", ridge, true),
+                                          O_REAL(nle_lda_opts, "tol", tol, false), KERNEL_OPTIONS(nle_lda_opts),
                                           {NULL, 0, 0, false, NULL, NULL}};
 
 #define SMACOF (NLE__FOR(NLE_MDS_METRIC) | NLE__FOR(NLE_MDS_SAMMON) | NLE__FOR(NLE_MDS_NONMETRIC))
@@ -71,7 +72,8 @@ static const nle__option_scope mds_scopes[] = {{"starts", SMACOF},
                                                {"ties", NLE__FOR(NLE_MDS_NONMETRIC)},
                                                {"landmarks", NLE__FOR(NLE_MDS_LANDMARK)},
                                                {NULL, 0}};
-static const nle__option_scope lda_scopes[] = {{"kernel", NLE__FOR(1)},      {"gamma", NLE__FOR(1)},
+static const nle__option_scope lda_scopes[] = {{"tol", NLE__FOR(0)},         {"kernel", NLE__FOR(1)},
+                                               {"gamma", NLE__FOR(1)},
                                                {"coef0", NLE__FOR(1)},       {"degree", NLE__FOR(1)},
                                                {NULL, 0}};
 
@@ -165,6 +167,7 @@ static nle_status lda_fit(nle_estimator *e, const nle__est_input *in) {
     take_model(e, &r->model);
     nle__est_report_options(e, &r->resolved);
     nle__json_numbers(&e->report, "eigenvalues", r->eigenvalues, (size_t)r->n_eigenvalues);
+    nle__json_numbers(&e->report, "explained_variance_ratio", r->explained_variance_ratio, (size_t)r->n_eigenvalues);
     nle__json_printf(&e->report, ", \"classes\": %d, \"rank\": %d, \"seconds\": {\"total\": %.3f}", r->classes,
                      r->rank, r->seconds);
   }
@@ -174,6 +177,15 @@ static nle_status lda_fit(nle_estimator *e, const nle__est_input *in) {
 
 nle_status nle__est_projection_transform(nle_estimator *e, const nle_matf *Y, nle_matd **X) {
   return nle_projection_transform(e->ctx, e->model, Y, X);
+}
+
+/* LDA's classifier: the scores (and probabilities) of new points, and the
+ * class labels they index. */
+static nle_status lda_decision(nle_estimator *e, const nle_matf *Y, nle_matd **scores, nle_matd **proba,
+                               const int32_t **classes) {
+  const nle_projection_model *p = e->model;
+  *classes = p->class_labels;
+  return nle_projection_decision(e->ctx, p, Y, scores, proba);
 }
 
 nle_status nle__est_projection_save(nle_estimator *e, const char *path) {
@@ -250,6 +262,7 @@ const nle__family nle__family_lda = {
     .scopes = lda_scopes, /* the kernel is kernel LDA's */
     .fit = lda_fit,
     .transform = nle__est_projection_transform,
+    .decision = lda_decision,
     .save = nle__est_projection_save,
     .free_model = nle__est_projection_free,
 };

@@ -523,8 +523,55 @@ nle_status nle_estimator_inverse(nle_estimator *e, const nle_matd *X, nle_matf *
   return e->family->inverse(e, X, Y);
 }
 
+/* A classifier's scores and probabilities of new points (the rows as the
+ * metric compares them), and the label values of their columns. */
+static nle_status classify(nle_estimator *e, const char *what, const nle_matf *Ynew, nle_matd **scores,
+                           nle_matd **proba, const int32_t **classes) {
+  nle_status s = nle__est_need_model(e, what);
+  if (!s) s = check_new_points(e, what, Ynew->rows, Ynew->cols, e->D);
+  if (s) return s;
+  if (!e->family->decision) return nle__fail(e->ctx, NLE_ERR_ARG, "%s: is not a classifier", e->method);
+  nle_matf *copy;
+  const nle_matf *use;
+  s = nle__est_metric_rows(e, Ynew, &copy, &use);
+  if (!s) s = e->family->decision(e, use, scores, proba, classes);
+  nle_matf_free(&copy);
+  return s;
+}
+
+nle_status nle_estimator_decision(nle_estimator *e, const nle_matf *Ynew, nle_matd **scores) {
+  if (!e || !Ynew || !scores) return e ? nle__fail(e->ctx, NLE_ERR_ARG, "decision: NULL argument") : NLE_ERR_ARG;
+  *scores = NULL;
+  const int32_t *classes;
+  return classify(e, "decision", Ynew, scores, NULL, &classes);
+}
+
+nle_status nle_estimator_predict_proba(nle_estimator *e, const nle_matf *Ynew, nle_matd **proba) {
+  if (!e || !Ynew || !proba) return e ? nle__fail(e->ctx, NLE_ERR_ARG, "predict_proba: NULL argument") : NLE_ERR_ARG;
+  *proba = NULL;
+  nle_matd *scores = NULL;
+  const int32_t *classes;
+  nle_status s = classify(e, "predict_proba", Ynew, &scores, proba, &classes);
+  nle_matd_free(&scores);
+  return s;
+}
+
 nle_status nle_estimator_predict(nle_estimator *e, const nle_matf *Ynew, int32_t *labels) {
   if (!e || !Ynew || !labels) return e ? nle__fail(e->ctx, NLE_ERR_ARG, "predict: NULL argument") : NLE_ERR_ARG;
+  if (e->family->decision) { /* a classifier: the class of the largest score (the first of equals) */
+    nle_matd *scores = NULL;
+    const int32_t *classes;
+    nle_status s = classify(e, "predict", Ynew, &scores, NULL, &classes);
+    for (size_t i = 0; !s && i < scores->rows; i++) {
+      const double *z = scores->data + i * scores->cols;
+      size_t best = 0;
+      for (size_t c = 1; c < scores->cols; c++)
+        if (z[c] > z[best]) best = c;
+      labels[i] = classes[best];
+    }
+    nle_matd_free(&scores);
+    return s;
+  }
   if (!e->family->predict) return nle__fail(e->ctx, NLE_ERR_ARG, "%s: is not a clustering", e->method);
   nle_matd *X = NULL;
   nle_status s = nle_estimator_transform(e, Ynew, &X);

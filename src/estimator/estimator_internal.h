@@ -110,6 +110,11 @@ typedef struct nle__family {
   nle_status (*transform)(nle_estimator *e, const nle_matf *Y, nle_matd **X);
   nle_status (*inverse)(nle_estimator *e, const nle_matd *X, nle_matf **Y);
   nle_status (*predict)(nle_estimator *e, const nle_matd *X, int32_t *labels);
+  /* a classifier's scores of new points (M x classes) and, when proba is
+   * not NULL, their probabilities; *classes the label values the columns
+   * stand for (LDA, kernel LDA) */
+  nle_status (*decision)(nle_estimator *e, const nle_matf *Y, nle_matd **scores, nle_matd **proba,
+                         const int32_t **classes);
   const char *file_kind;            /* its model file's kind */
   nle_status (*save)(nle_estimator *e, const char *path);
   /* reads the model file: sets e->model, e->variant, e->X and e->resolved */

@@ -44,88 +44,83 @@ void nle_dataset_free(nle_dataset **ds) {
   *ds = NULL;
 }
 
-static int is_label_integer(double v) { return v == floor(v) && v >= 0 && v < 16777216.0; }
-
-nle_status nle__labels_from_column(nle_ctx *ctx, const char *where, const nle_matf *col,
-                                   int32_t **labels, int32_t *n_classes) {
-  *labels = NULL;
-  *n_classes = 0;
-  if (col->cols != 1)
-    return nle__fail(ctx, NLE_ERR_FORMAT, "%s: labels must be one column, found %zu", where, col->cols);
-  int32_t *l = nle__malloc(ctx, col->rows * sizeof *l, "labels");
-  if (!l) return NLE_ERR_NOMEM;
-  int32_t top = -1;
-  for (size_t i = 0; i < col->rows; i++) {
-    double v = col->data[i];
-    if (!is_label_integer(v)) {
-      free(l);
-      return nle__fail(ctx, NLE_ERR_FORMAT, "%s: label %zu is %g, expected a whole number in [0, 2^24)",
-                       where, i + 1, v);
+/* The class values as names ("1", "-1"): what legends and text outputs
+ * show, the values the labels had. */
+static nle_status value_names(nle_ctx *ctx, const double *values, int32_t C, char ***names) {
+  *names = nle__calloc(ctx, C ? (size_t)C : 1, sizeof **names, "the class names");
+  if (!*names) return NLE_ERR_NOMEM;
+  for (int32_t c = 0; c < C; c++) {
+    char num[32];
+    snprintf(num, sizeof num, "%.0f", values[c]);
+    if (!((*names)[c] = strdup(num))) {
+      nle_class_names_free(names, C);
+      return nle__fail(ctx, NLE_ERR_NOMEM, "out of memory for the class names");
     }
-    l[i] = (int32_t)v;
-    if (l[i] > top) top = l[i];
   }
-  *labels = l;
-  *n_classes = top + 1;
   return NLE_OK;
 }
 
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
+/* Numbers as classes (nle_labels_encode's rule), the values kept as names. */
+static nle_status labels_from_numbers(nle_ctx *ctx, const char *where, const double *v, size_t n, double limit,
+                                      int32_t **labels, int32_t *n_classes, char ***class_names) {
+  int32_t *l = nle__malloc(ctx, (n ? n : 1) * sizeof *l, "labels");
+  if (!l) return NLE_ERR_NOMEM;
+  double *values = NULL;
+  int32_t C = 0;
+  nle_status s = nle__labels_encode_real(ctx, where, v, n, limit, l, &C, &values);
+  if (!s) s = value_names(ctx, values, C, class_names);
+  free(values);
+  if (s) {
+    free(l);
+    return s;
+  }
+  *labels = l;
+  *n_classes = C;
+  return NLE_OK;
 }
 
-nle_status nle__labels_from_strings(nle_ctx *ctx, char **strings, int64_t n, int32_t **labels,
+nle_status nle__labels_from_column(nle_ctx *ctx, const char *where, const nle_matf *col, int32_t **labels,
+                                   int32_t *n_classes, char ***class_names) {
+  *labels = NULL;
+  *n_classes = 0;
+  *class_names = NULL;
+  if (col->cols != 1)
+    return nle__fail(ctx, NLE_ERR_FORMAT, "%s: labels must be one column, found %zu", where, col->cols);
+  double *v = nle__malloc(ctx, (col->rows ? col->rows : 1) * sizeof *v, "labels");
+  if (!v) return NLE_ERR_NOMEM;
+  for (size_t i = 0; i < col->rows; i++) v[i] = col->data[i];
+  /* read as single precision: whole numbers are exact up to 2^24 */
+  nle_status s = labels_from_numbers(ctx, where, v, col->rows, 16777216.0, labels, n_classes, class_names);
+  free(v);
+  return s;
+}
+
+nle_status nle__labels_from_strings(nle_ctx *ctx, const char *where, char **strings, int64_t n, int32_t **labels,
                                     int32_t *n_classes, char ***class_names) {
   *labels = NULL;
   *n_classes = 0;
   *class_names = NULL;
-  int all_integer = 1;
-  for (int64_t i = 0; i < n && all_integer; i++) {
+  /* A column of numbers is numbers (classes in numeric order, "10" after
+   * "9"); anything else is names. */
+  double *v = nle__malloc(ctx, (n > 0 ? (size_t)n : 1) * sizeof *v, "labels");
+  if (!v) return NLE_ERR_NOMEM;
+  int numeric = 1;
+  for (int64_t i = 0; i < n && numeric; i++) {
     char *end;
-    double v = strtod(strings[i], &end);
-    all_integer = *strings[i] && *end == '\0' && is_label_integer(v);
+    v[i] = strtod(strings[i], &end);
+    numeric = *strings[i] && *end == '\0';
   }
-  int32_t *l = nle__malloc(ctx, (size_t)n * sizeof *l, "labels");
-  if (!l) return NLE_ERR_NOMEM;
-  if (all_integer) {
-    int32_t top = -1;
-    for (int64_t i = 0; i < n; i++) {
-      l[i] = (int32_t)strtod(strings[i], NULL);
-      if (l[i] > top) top = l[i];
-    }
-    *labels = l;
-    *n_classes = top + 1;
-    return NLE_OK;
+  nle_status s;
+  if (numeric) {
+    s = labels_from_numbers(ctx, where, v, (size_t)n, 9007199254740992.0, labels, n_classes, class_names);
+  } else {
+    int32_t *l = nle__malloc(ctx, (n > 0 ? (size_t)n : 1) * sizeof *l, "labels");
+    s = l ? nle__labels_encode_strings(ctx, strings, (size_t)n, l, n_classes, class_names) : NLE_ERR_NOMEM;
+    if (s) free(l);
+    else *labels = l;
   }
-  /* String labels: number the distinct names in sorted order. */
-  char **sorted = nle__malloc(ctx, (size_t)n * sizeof *sorted, "label names");
-  if (!sorted) {
-    free(l);
-    return NLE_ERR_NOMEM;
-  }
-  memcpy(sorted, strings, (size_t)n * sizeof *sorted);
-  qsort(sorted, (size_t)n, sizeof *sorted, cmp_str);
-  int64_t distinct = 0;
-  for (int64_t i = 0; i < n; i++)
-    if (i == 0 || strcmp(sorted[i], sorted[distinct - 1]) != 0) sorted[distinct++] = sorted[i];
-  char **names = calloc((size_t)distinct, sizeof *names);
-  nle_status s = names ? NLE_OK : nle__fail(ctx, NLE_ERR_NOMEM, "out of memory for label names");
-  for (int64_t c = 0; !s && c < distinct; c++)
-    if (!(names[c] = strdup(sorted[c]))) s = nle__fail(ctx, NLE_ERR_NOMEM, "out of memory");
-  for (int64_t i = 0; !s && i < n; i++) {
-    char **hit = bsearch(&strings[i], sorted, (size_t)distinct, sizeof *sorted, cmp_str);
-    l[i] = (int32_t)(hit - sorted);
-  }
-  free(sorted);
-  if (s) {
-    free(l);
-    nle_class_names_free(&names, (int32_t)distinct);
-    return s;
-  }
-  *labels = l;
-  *n_classes = (int32_t)distinct;
-  *class_names = names;
-  return NLE_OK;
+  free(v);
+  return s;
 }
 
 static const uint8_t hdf5_signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
@@ -471,15 +466,35 @@ nle_status nle_labels_read(nle_ctx *ctx, const char *source, const nle_read_opts
     if (width != 1)
       s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: labels must be a single column, found %zu columns (name one column "
                     "inside the file)", source, width);
-    if (!s && !ds->labels) s = nle__labels_from_column(ctx, source, ds->X, &ds->labels, &ds->n_classes);
+    if (!s && !ds->labels)
+      s = nle__labels_from_column(ctx, source, ds->X, &ds->labels, &ds->n_classes, &ds->class_names);
   } else {
     uint8_t *buf;
     size_t len;
     s = nle__read_file(ctx, source, &buf, &len);
+    /* A one-column text file of names ("Ankle boot"): with no comma, tab
+     * or semicolon anywhere, each line is one field, spaces and all. */
+    bool one_field = !s && !memchr(buf, ',', len) && !memchr(buf, '\t', len) && !memchr(buf, ';', len) &&
+                     !memchr(buf, '\0', len) && !(len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b) &&
+                     !(len >= 6 && !memcmp(buf, "\x93NUMPY", 6)) && !is_mtx(buf, len);
+    if (one_field) o.delimiter = '\t';
+    /* Names with a space ("class 3") read as a space-separated data file
+     * whose header names a label column: when the lines as one field each
+     * are as many labels as points, they are the labels. */
+    if (one_field && expected_n > 0 && opts && opts->label_column == NLE_LABEL_AUTO) {
+      nle_status os = nle__parse_buffer(ctx, source, buf, len, &o, 0, &ds);
+      if (!os && (int64_t)ds->X->rows == expected_n && ds->labels) {
+        free(buf);
+        buf = NULL;
+      } else {
+        nle_dataset_free(&ds);
+        nle__clear_error(ctx);
+      }
+    }
     /* A data file with a label column (named with --label-column, or by its
      * header): its labels. An explicit column's errors are the answer; an
      * automatic attempt that finds none falls back to the one-column file. */
-    if (!s && opts && opts->label_column != NLE_LABEL_NONE) {
+    if (!s && buf && opts && opts->label_column != NLE_LABEL_NONE) {
       nle_read_opts wide = *opts;
       wide.transpose = wide.sparse_ok = false;
       nle_status ws = nle__parse_buffer(ctx, source, buf, len, &wide, 0, &ds);
@@ -496,12 +511,6 @@ nle_status nle_labels_read(nle_ctx *ctx, const char *source, const nle_read_opts
       }
     }
     if (!s && buf) {
-      /* A one-column text file of names ("Ankle boot"): with no comma, tab
-       * or semicolon anywhere, each line is one field, spaces and all. */
-      if (!memchr(buf, ',', len) && !memchr(buf, '\t', len) && !memchr(buf, ';', len) && !memchr(buf, '\0', len) &&
-          !(len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b) && !(len >= 6 && !memcmp(buf, "\x93NUMPY", 6)) &&
-          !is_mtx(buf, len))
-        o.delimiter = '\t';
       s = nle__parse_buffer(ctx, source, buf, len, &o, 0, &ds);
       free(buf);
     }
@@ -513,7 +522,7 @@ nle_status nle_labels_read(nle_ctx *ctx, const char *source, const nle_read_opts
       s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: labels must be a single column, found %zu columns",
                     source, width);
     if (!s && !ds->labels)
-      s = nle__labels_from_column(ctx, source, ds->X, &ds->labels, &ds->n_classes);
+      s = nle__labels_from_column(ctx, source, ds->X, &ds->labels, &ds->n_classes, &ds->class_names);
   }
   if (s) {
     nle_dataset_free(&ds);

@@ -381,7 +381,7 @@ static nle_status labels_from_strings(reader *r, const char *where, char **str, 
   char full[PATH_CAP + 200];
   snprintf(full, sizeof full, "%s:%s", r->name, where);
   nle_status s = nle__dataset_new(r->ctx, full, (size_t)n, 0, &ds);
-  if (!s) s = nle__labels_from_strings(r->ctx, str, n, &ds->labels, &ds->n_classes, &ds->class_names);
+  if (!s) s = nle__labels_from_strings(r->ctx, full, str, n, &ds->labels, &ds->n_classes, &ds->class_names);
   if (s) {
     nle_dataset_free(&ds);
     return s;
@@ -457,12 +457,19 @@ static nle_status read_categorical(reader *r, const char *codes_path, const char
   snprintf(full, sizeof full, "%s:%s", r->name, where);
   if (!s) s = nle__dataset_new(r->ctx, full, (size_t)n, 0, &ds);
   if (!s && !(ds->labels = nle__malloc(r->ctx, (size_t)n * sizeof *ds->labels, "labels"))) s = NLE_ERR_NOMEM;
+  /* the categories present, in the file's order (pandas keeps unused ones) */
+  int32_t *used = NULL, C = 0;
   if (!s) {
     for (int64_t i = 0; i < n; i++) ds->labels[i] = (int32_t)codes[i];
-    ds->n_classes = (int32_t)ncat;
-    ds->class_names = names;
-    names = NULL;
+    s = nle_labels_encode(r->ctx, full, ds->labels, (size_t)n, ds->labels, &C, &used);
   }
+  if (!s && !(ds->class_names = nle__calloc(r->ctx, C ? (size_t)C : 1, sizeof(char *), "the class names")))
+    s = NLE_ERR_NOMEM;
+  if (!s) {
+    for (int32_t c = 0; c < C; c++) ds->class_names[c] = names[used[c]], names[used[c]] = NULL;
+    ds->n_classes = C;
+  }
+  free(used);
   free(codes);
   free_strings(names, ncat);
   if (s) {

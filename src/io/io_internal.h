@@ -71,12 +71,13 @@ nle_status nle__read_file(nle_ctx *ctx, const char *path, uint8_t **buf, size_t 
 nle_status nle__read_npy_file(nle_ctx *ctx, const char *path, nle_dataset **out, int *handled);
 nle_status nle__dataset_new(nle_ctx *ctx, const char *name, size_t rows, size_t cols,
                             nle_dataset **out);
-/* Integer labels from a single-column matrix (values must be whole numbers in
- * [0, 2^24)); `where` names the source in error texts. */
-nle_status nle__labels_from_column(nle_ctx *ctx, const char *where, const nle_matf *col,
-                                   int32_t **labels, int32_t *n_classes);
-/* Numbers string labels in sorted order and keeps the sorted names. */
-nle_status nle__labels_from_strings(nle_ctx *ctx, char **strings, int64_t n, int32_t **labels,
+/* Labels from a single-column matrix (whole numbers within +-2^24, the
+ * single-precision range) and from strings (a column of numbers is numbers,
+ * else names), encoded as classes by nle_labels_encode's rule, the class
+ * values or names kept; `where` names the source in error texts. */
+nle_status nle__labels_from_column(nle_ctx *ctx, const char *where, const nle_matf *col, int32_t **labels,
+                                   int32_t *n_classes, char ***class_names);
+nle_status nle__labels_from_strings(nle_ctx *ctx, const char *where, char **strings, int64_t n, int32_t **labels,
                                     int32_t *n_classes, char ***class_names);
 
 /* Built-in datasets: returns 1 and fills *out (or an error status in *status)

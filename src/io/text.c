@@ -311,7 +311,7 @@ static nle_status parse_text(nle_ctx *ctx, const char *name, const char *buf, si
   }
   free(f);
   if (!s && label_text)
-    s = nle__labels_from_strings(ctx, label_text, rows, &ds->labels, &ds->n_classes,
+    s = nle__labels_from_strings(ctx, name, label_text, rows, &ds->labels, &ds->n_classes,
                                  &ds->class_names);
   free_strings(label_text, rows);
   if (s) nle_dataset_free(&ds);

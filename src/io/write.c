@@ -73,7 +73,24 @@ nle_status nle_write_labels_named(nle_ctx *ctx, const char *path, const int32_t 
   char delim;
   nle_status s = output_format(ctx, path, &fmt, &delim);
   if (s) return s;
-  if (!class_names || fmt == OUT_NPY) return nle_write_labels(ctx, path, labels, n);
+  if (class_names && fmt == OUT_NPY) { /* the values of labels read as numbers */
+    int32_t *values = nle__malloc(ctx, (n_classes > 0 ? (size_t)n_classes : 1) * sizeof *values, "the class values");
+    if (!values) return NLE_ERR_NOMEM;
+    bool numbers = true;
+    for (int32_t c = 0; c < n_classes && numbers; c++) {
+      char *end;
+      long long v = class_names[c] ? strtoll(class_names[c], &end, 10) : 0;
+      numbers = class_names[c] && *class_names[c] && !*end && v >= INT32_MIN && v <= INT32_MAX;
+      values[c] = (int32_t)v;
+    }
+    int32_t *out = numbers ? nle__malloc(ctx, (n > 0 ? (size_t)n : 1) * sizeof *out, "the labels") : NULL;
+    s = numbers && !out ? NLE_ERR_NOMEM : NLE_OK;
+    for (int64_t i = 0; out && i < n; i++) out[i] = labels[i] >= 0 && labels[i] < n_classes ? values[labels[i]] : labels[i];
+    if (!s) s = nle_write_labels(ctx, path, out ? out : labels, n);
+    free(values), free(out);
+    return s;
+  }
+  if (!class_names) return nle_write_labels(ctx, path, labels, n);
   nle__afile af;
   s = nle__afile_open(ctx, path, &af);
   if (s) return s;

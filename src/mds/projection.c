@@ -39,6 +39,7 @@ void nle_projection_model_free(nle_projection_model **p) {
   nle_matf_free(&(*p)->R);
   free((*p)->mean);
   free((*p)->A);
+  free((*p)->coef), free((*p)->intercept), free((*p)->class_labels);
   free(*p);
   *p = NULL;
 }
@@ -101,6 +102,32 @@ nle_status nle_projection_transform(nle_ctx *ctx, const nle_projection_model *p,
   return s;
 }
 
+nle_status nle_projection_decision(nle_ctx *ctx, const nle_projection_model *p, const nle_matf *Y, nle_matd **scores,
+                                   nle_matd **proba) {
+  if (!p || !Y || !scores) return nle__fail(ctx, NLE_ERR_ARG, "decision: NULL argument");
+  *scores = NULL;
+  if (proba) *proba = NULL;
+  if (!p->classes || !p->coef)
+    return nle__fail(ctx, NLE_ERR_ARG, "decision: the %s model is not a classifier", p->method);
+  /* the classifier is a map like the model's: its coef rows for A, dim for
+   * classes, its intercepts added */
+  nle_projection_model view = *p;
+  view.A = p->coef, view.dim = p->classes;
+  nle_status s = nle_projection_transform(ctx, &view, Y, scores);
+  for (size_t i = 0; !s && i < Y->rows; i++)
+    for (size_t c = 0; c < p->classes; c++) (*scores)->data[i * p->classes + c] += p->intercept[c];
+  if (!s && proba) s = nle_matd_alloc(ctx, Y->rows, p->classes, proba);
+  for (size_t i = 0; !s && proba && i < Y->rows; i++) { /* softmax, from the largest score */
+    const double *z = (*scores)->data + i * p->classes;
+    double *pr = (*proba)->data + i * p->classes, top = z[0], sum = 0;
+    for (size_t c = 1; c < p->classes; c++) top = fmax(top, z[c]);
+    for (size_t c = 0; c < p->classes; c++) sum += pr[c] = exp(z[c] - top);
+    for (size_t c = 0; c < p->classes; c++) pr[c] /= sum;
+  }
+  if (s) nle_matd_free(scores);
+  return s;
+}
+
 nle_status nle_projection_transform_kernel(nle_ctx *ctx, const nle_projection_model *p, const nle_matd *Knew,
                                            nle_matd **X) {
   if (!p || !Knew || !X) return nle__fail(ctx, NLE_ERR_ARG, "transform: NULL argument");
@@ -137,6 +164,11 @@ nle_status nle_projection_model_save(nle_ctx *ctx, const nle_projection_model *p
   nle__rec_put(&af, "mean", 'd', p->mean, cols);
   nle__rec_put(&af, "A", 'd', p->A, p->dim * cols);
   if (p->R) nle__rec_put(&af, "R", 'f', p->R->data, p->m * p->D);
+  if (p->classes) { /* LDA's classifier */
+    nle__rec_put(&af, "class-labels", 'i', p->class_labels, p->classes);
+    nle__rec_put(&af, "coef", 'd', p->coef, p->classes * cols);
+    nle__rec_put(&af, "intercept", 'd', p->intercept, p->classes);
+  }
   return nle__afile_commit(ctx, &af);
 }
 
@@ -182,6 +214,22 @@ nle_status nle_projection_model_load(nle_ctx *ctx, const char *path, nle_project
     if (!s) memcpy(p->R->data, r, p->m * p->D * sizeof(float));
     for (size_t e = 0; !s && e < p->m * p->D; e++)
       if (!isfinite(p->R->data[e])) s = nle__fail(ctx, NLE_ERR_FORMAT, "damaged reference points");
+  }
+  if (!s && nle__rec_has(&f, "class-labels")) { /* LDA's classifier */
+    const void *lv = NULL;
+    size_t C = 0;
+    for (size_t i = 0; i < f.count; i++)
+      if (!strcmp(f.entries[i].name, "class-labels")) C = (size_t)f.entries[i].count;
+    s = C >= 2 && C <= 1u << 30 ? nle__rec_get(ctx, &f, "class-labels", 'i', C, &lv)
+                                 : nle__fail(ctx, NLE_ERR_FORMAT, "damaged classifier (%zu classes)", C);
+    if (!s && !(p->class_labels = nle__malloc(ctx, C * sizeof(int32_t), "the class labels"))) s = NLE_ERR_NOMEM;
+    if (!s) memcpy(p->class_labels, lv, C * sizeof(int32_t));
+    for (size_t c = 1; !s && c < C; c++)
+      if (p->class_labels[c] <= p->class_labels[c - 1])
+        s = nle__fail(ctx, NLE_ERR_FORMAT, "damaged classifier (class labels out of order)");
+    if (!s) s = nle__rec_copy_doubles(ctx, &f, "coef", C * cols, &p->coef);
+    if (!s) s = nle__rec_copy_doubles(ctx, &f, "intercept", C, &p->intercept);
+    if (!s) p->classes = C;
   }
   if (!s && p->map != NLE_MAP_LINEAR && !p->R && p->kernel.kind != NLE_PDK_PRECOMPUTED)
     s = nle__fail(ctx, NLE_ERR_FORMAT, "the model's reference points are missing");

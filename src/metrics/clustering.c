@@ -56,21 +56,19 @@ static nle_status hungarian(nle_ctx *ctx, const double *C, size_t n, size_t *col
 nle_status nle_clustering_error(nle_ctx *ctx, const int32_t *labels, const int32_t *truth, size_t n, double *matched,
                                 double *majority) {
   if (n == 0) return nle__fail(ctx, NLE_ERR_ARG, "clustering error: no points");
+  /* both as classes (nle_labels_encode): any integers, -1 a class like any other */
+  int32_t *lc = nle__malloc(ctx, n * sizeof(int32_t), "the clusters"), *tc = nle__malloc(ctx, n * sizeof(int32_t), "the classes");
   int32_t kc = 0, kt = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (labels[i] < 0 || truth[i] < 0)
-      return nle__fail(ctx, NLE_ERR_ARG, "clustering error: row %zu has a negative label", i);
-    kc = labels[i] + 1 > kc ? labels[i] + 1 : kc;
-    kt = truth[i] + 1 > kt ? truth[i] + 1 : kt;
-  }
+  nle_status s = lc && tc ? NLE_OK : NLE_ERR_NOMEM;
+  if (!s) s = nle_labels_encode(ctx, "clustering error: the clusters", labels, n, lc, &kc, NULL);
+  if (!s) s = nle_labels_encode(ctx, "clustering error: the reference labels", truth, n, tc, &kt, NULL);
   size_t m = (size_t)(kc > kt ? kc : kt); /* square: absent clusters or classes count 0 */
-  nle_status s = nle__check_memory(ctx, (double)m * (double)m * 2 * sizeof(double), "the contingency table");
-  if (s) return s;
-  double *count = nle__calloc(ctx, m * m, sizeof(double), "the contingency table");
-  double *cost = nle__malloc(ctx, m * m * sizeof(double), "the contingency table");
-  size_t *col_of = nle__malloc(ctx, m * sizeof(size_t), "the matching");
-  if (!count || !cost || !col_of) s = NLE_ERR_NOMEM;
-  for (size_t i = 0; !s && i < n; i++) count[(size_t)labels[i] * m + (size_t)truth[i]] += 1.0;
+  if (!s) s = nle__check_memory(ctx, (double)m * (double)m * 2 * sizeof(double), "the contingency table");
+  double *count = s ? NULL : nle__calloc(ctx, m * m, sizeof(double), "the contingency table");
+  double *cost = s ? NULL : nle__malloc(ctx, m * m * sizeof(double), "the contingency table");
+  size_t *col_of = s ? NULL : nle__malloc(ctx, m * sizeof(size_t), "the matching");
+  if (!s && (!count || !cost || !col_of)) s = NLE_ERR_NOMEM;
+  for (size_t i = 0; !s && i < n; i++) count[(size_t)lc[i] * m + (size_t)tc[i]] += 1.0;
   double best = 0.0, maj = 0.0;
   for (size_t a = 0; !s && a < m * m; a++) cost[a] = -count[a];
   if (!s) s = hungarian(ctx, cost, m, col_of);
@@ -87,5 +85,6 @@ nle_status nle_clustering_error(nle_ctx *ctx, const int32_t *labels, const int32
   free(count);
   free(cost);
   free(col_of);
+  free(lc), free(tc);
   return s;
 }

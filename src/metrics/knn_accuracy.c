@@ -15,17 +15,22 @@
  * sorted label vector is dealt round-robin to the folds, and each class's
  * members, in data order, fill its per-fold quotas fold after fold. */
 nle_status nle__stratified_folds(nle_ctx *ctx, const int32_t *labels, size_t n, int folds, int32_t *fold) {
-  int32_t top = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (labels[i] < 0) return nle__fail(ctx, NLE_ERR_ARG, "kNN accuracy: the label of row %zu is negative", i);
-    if (labels[i] > top) top = labels[i];
+  /* the classes (nle_labels_encode: any integers), numbered below by first
+   * appearance as StratifiedKFold numbers them */
+  int32_t *cls = nle__malloc(ctx, (n ? n : 1) * sizeof(int32_t), "the classes"), present = 0;
+  if (!cls) return NLE_ERR_NOMEM;
+  nle_status s = nle_labels_encode(ctx, "kNN accuracy: labels", labels, n, cls, &present, NULL);
+  if (s) {
+    free(cls);
+    return s;
   }
-  size_t nl = (size_t)top + 1;
+  labels = cls;
+  size_t nl = (size_t)present + 1;
   int64_t *code = nle__malloc(ctx, nl * sizeof(int64_t), "class codes");
   int64_t *count = nle__calloc(ctx, nl, sizeof(int64_t), "class counts");
   int64_t *quota = nle__calloc(ctx, nl * (size_t)folds, sizeof(int64_t), "fold quotas");
   int64_t *used = nle__calloc(ctx, nl * 2, sizeof(int64_t), "fold cursors");
-  nle_status s = (code && count && quota && used) ? NLE_OK : NLE_ERR_NOMEM;
+  s = (code && count && quota && used) ? NLE_OK : NLE_ERR_NOMEM;
   int64_t classes = 0, largest = 0;
   if (!s) {
     for (size_t c = 0; c < nl; c++) code[c] = -1;
@@ -60,6 +65,7 @@ nle_status nle__stratified_folds(nle_ctx *ctx, const int32_t *labels, size_t n, 
   free(count);
   free(quota);
   free(used);
+  free(cls);
   return s;
 }
 
