@@ -333,7 +333,7 @@ static void fft_threads_and_error_check(void) {
   nle_fft_opts_init(&o);
   o.order = 0; /* no hidden default: 0 is out of range */
   nle_test(nle_kernel_sums_fft(one, Y, NLE_KERNEL_STUDENT, &o, A, NULL) == NLE_ERR_ARG &&
-           strstr(nle_ctx_error(one), "order 0"));
+           strstr(nle_ctx_error(one), "fft_order=0"));
   nle_fft_opts_init(&o);
   o.max_nodes = 0;
   nle_test(nle_kernel_sums_fft(one, Y, NLE_KERNEL_STUDENT, &o, A, NULL) == NLE_ERR_ARG &&

@@ -247,7 +247,7 @@ static void approx_edge_cases(void) {
   o.k = 5;
   o.n_trees = 0;
   nle_test(nle_knn_approx(ctx, Y, &o, &g) == NLE_ERR_ARG && g == NULL);
-  nle_test(strstr(nle_ctx_error(ctx), "trees 0") != NULL);
+  nle_test(strstr(nle_ctx_error(ctx), "trees=0") != NULL);
   nle_matf_free(&Y);
   nle_ctx_free(&ctx);
 }

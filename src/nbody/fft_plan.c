@@ -31,8 +31,8 @@ static int resolve(const nle_fft_opts *opts, size_t d, nle_fft_opts *o) {
 nle_status nle__fft_resolve_opts(nle_ctx *ctx, const nle_fft_opts *opts, size_t d, nle_fft_opts *o) {
   if (resolve(opts, d, o)) return NLE_OK;
   return nle__fail(ctx, NLE_ERR_ARG,
-                   "FFT interpolation: order %d must be 1 to %d, box width %g positive, min boxes %d >= 1, "
-                   "max nodes %d >= order (or NLE_AUTO)",
+                   "FFT interpolation: {@fft-order=%d} must be 1 to %d, {@fft-box=%g} a finite number > 0, min "
+                   "boxes %d >= 1, max nodes %d >= the order, or auto",
                    o->order, MAX_ORDER, o->box_width, o->min_boxes, o->max_nodes);
 }
 

@@ -494,8 +494,10 @@ nle_status nle_knn_approx(nle_ctx *ctx, const nle_matf *Y, const nle_knn_approx_
   if (!(opts->delta >= 0.0)) return nle__fail(ctx, NLE_ERR_ARG, "approximate kNN: delta must be >= 0");
   resolve_opts(opts, n, &o);
   if (o.n_trees < 1 || o.leaf_size < 1 || o.max_candidates < 1 || o.max_iters < 1)
-    return nle__fail(ctx, NLE_ERR_ARG, "approximate kNN: trees %d, leaf size %d, candidates %d and iterations %d must "
-                     "be >= 1 (or NLE_AUTO)", opts->n_trees, opts->leaf_size, opts->max_candidates, opts->max_iters);
+    return nle__fail(ctx, NLE_ERR_ARG, "approximate kNN: {@trees=%s}, {@leaf-size=%s}, {@max-candidates=%s} and "
+                     "iterations %s must be >= 1, or auto", nle__int_text(opts->n_trees).s,
+                     nle__int_text(opts->leaf_size).s, nle__int_text(opts->max_candidates).s,
+                     nle__int_text(opts->max_iters).s);
   if (o.max_candidates > 512) o.max_candidates = 512;
   int k = o.k, mc = o.max_candidates;
   double need = (double)n * (d * 4.0 + 4 + (double)k * 17 + 2.0 * mc * 12 + 8.0 * o.n_trees * 4) +

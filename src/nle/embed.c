@@ -152,7 +152,7 @@ static nle_status initial_x(nle_ctx *ctx, const nle_matf *Y, size_t n, const nle
   }
   case NLE_INIT_GIVEN:
     if (o->init_X->rows != n || o->init_X->cols != d)
-      return nle__fail(ctx, NLE_ERR_ARG, "nle_embed: init_X must be %zu x %zu, not %zu x %zu", n, d, o->init_X->rows,
+      return nle__fail(ctx, NLE_ERR_ARG, "nle_embed: the given start ({@init}) must be %zu x %zu, not %zu x %zu", n, d, o->init_X->rows,
                        o->init_X->cols);
     s = nle_matd_alloc(ctx, n, d, X);
     if (!s) memcpy((*X)->data, o->init_X->data, n * d * sizeof(double));
@@ -365,7 +365,7 @@ static nle_status plan_stage(nle_ctx *ctx, embed_work *w) {
      * and the path starts on its one branch (EE paper sec. 4.4) */
     if (o->step == NLE_STEP_FIXED_RATE) o->lambda_start = o->lambda / 100.0;
     else if (isfinite(r->lambda_upper)) o->lambda_start = 1.5 * r->lambda_upper;
-    else s = nle__fail(ctx, NLE_ERR_ARG, "nle_embed: lambda_start: no lambda* bounds to start the homotopy from; give it");
+    else s = nle__fail(ctx, NLE_ERR_ARG, "nle_embed: {@lambda-start}: no lambda* bounds to start the homotopy from; give it");
   }
   if (o->homotopy_steps == 0 && AUTO(o->lambda_start)) o->lambda_start = 0.0;
   r->seconds.plan = nle_time_seconds() - t0;

@@ -341,7 +341,7 @@ static nle_status forward_map(nle_ctx *ctx, const nle_trained *t, const nle_matf
                               nle_matd **Xnew, double *weights_seconds, double *optimize_seconds,
                               nle_repulsion *used) {
   *Xnew = NULL;
-  if (max_iters < 0) return nle__fail(ctx, NLE_ERR_ARG, "out-of-sample: max_iters must be >= 0");
+  if (max_iters < 0) return nle__fail(ctx, NLE_ERR_ARG, "out-of-sample: {@max-iters=%d} must be >= 0", max_iters);
   nle_csr *nbrs = NULL;
   nle_ea_result *ea = NULL;
   double t0 = nle_time_seconds();
