@@ -331,7 +331,7 @@ static void write_trace(void *user, int iteration, double seconds, double E, int
   t->last_evaluations = evaluations;
   double now = t->seconds0 + seconds;
   if (t->file)
-    fprintf(t->file, "%d,%.6f,%.12g,%d\n", t->iterations0 + iteration, now, E, t->evaluations0 + evaluations);
+    fprintf(t->file, "%d,%.6f,%.17g,%d\n", t->iterations0 + iteration, now, E, t->evaluations0 + evaluations);
   if (t->lines && now - t->last_line >= 2.0 && isfinite(E)) {
     t->last_line = now;
     fprintf(stderr, "nlembed %s: iteration %d, E %.8g, step %.3g, %d evaluations, %.1f s\n", t->env->command,
