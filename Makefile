@@ -40,7 +40,7 @@ CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 SHARED   := $(BUILD)/libnlembed.so.$(VERSION)
 
-.PHONY: all lib test check asan fuzz bench install uninstall clean help
+.PHONY: all lib test check asan fuzz bench install uninstall clean help isa
 
 all: $(BUILD)/libnlembed.a $(BUILD)/libnlembed.so $(BUILD)/nlembed $(BUILD)/test_runner
 
@@ -104,6 +104,24 @@ $(BUILD)/nlembed-noviewer: $(CLI_OBJ) $(BUILD)/libnlembed.a $(BUILD)/viewer_none
 $(BUILD)/test_runner: $(TEST_OBJ) $(BUILD)/libnlembed.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# The tool with its hot loops (NLE_HOT) built for one instruction set alone
+# (NLE_HOT_ISA: 0 the portable x86-64, 3 x86-64-v3, 4 x86-64-v4), the rest
+# shared with build/: tests/isa.sh checks that the three and the
+# dispatching tool give the same bits.
+HOT_SRC    := $(shell grep -l '^NLE_HOT' $(LIB_SRC))
+ISA_LEVELS := 0 3 4
+isa: $(ISA_LEVELS:%=$(BUILD)/isa/nlembed-%)
+define isa_level
+$(BUILD)/isa/$(1)/%.o: %.c $(FLAGS_STAMP)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CFLAGS) -DNLE_HOT_ISA=$(1) -c $$< -o $$@
+$(BUILD)/isa/nlembed-$(1): $(CLI_OBJ) $(BUILD)/viewer_bundle.o $(filter-out $(HOT_SRC:%.c=$(BUILD)/%.o),$(LIB_OBJ)) \
+                          $(HOT_SRC:%.c=$(BUILD)/isa/$(1)/%.o)
+	$$(CC) $$(LDFLAGS) -o $$@ $$^ $$(CAIRO_LIBS) $$(LDLIBS)
+-include $(HOT_SRC:%.c=$(BUILD)/isa/$(1)/%.d)
+endef
+$(foreach level,$(ISA_LEVELS),$(eval $(call isa_level,$(level))))
+
 # The whole suite: unit, command-line and bad-input tests under the
 # optimised and the sanitizer builds, then every fuzz target for a few
 # seconds (tests/run.sh; `./setup.sh test` installs what it needs first).
@@ -165,4 +183,5 @@ help:
 	@echo "make install      PREFIX=/usr/local (and DESTDIR): library, header, nlembed.pc and nlembed-static.pc, tool"
 	@echo "make asan         the same with ASan+UBSan in build-asan/"
 	@echo "make fuzz         libFuzzer targets in build-fuzz/ (clang)"
+	@echo "make isa          the tool with its hot loops for one instruction set each (tests/isa.sh)"
 	@echo "make bench        benchmark programs in build/ (see bench/)"

@@ -71,7 +71,8 @@ static const char *help_fmt =
     "  --c1 C               line search: sufficient-decrease constant (1e-4)\n"
     "  --shrink S           line search: step shrink factor (0.5)\n"
     "  --learning-rate R    fixed steps: the rate (auto: max(N / (4 exaggeration),\n"
-    "                       50) / sum(W+))\n"
+    "                       50) / sum(W+)); each point's is capped at its\n"
+    "                       attraction's stability bound (docs/embeddings.md)\n"
     "  --final-learning-rate R  after the exaggeration phase (auto: max(N / 2, 200)\n"
     "                       / sum(W+) after an auto first rate and an exaggeration\n"
     "                       phase, else the first rate)\n"
@@ -323,7 +324,7 @@ static void write_trace(void *user, int iteration, double seconds, double E, int
   t->last_evaluations = evaluations;
   double now = t->seconds0 + seconds;
   if (t->file)
-    fprintf(t->file, "%d,%.6f,%.12g,%d\n", t->iterations0 + iteration, now, E, t->evaluations0 + evaluations);
+    fprintf(t->file, "%d,%.6f,%.17g,%d\n", t->iterations0 + iteration, now, E, t->evaluations0 + evaluations);
   if (t->lines && now - t->last_line >= 2.0 && isfinite(E)) {
     t->last_line = now;
     fprintf(stderr, "nlembed %s: iteration %d, E %.8g, step %.3g, %d evaluations, %.1f s\n", t->env->command,

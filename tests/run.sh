@@ -10,7 +10,7 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 
-make -j"$(nproc)" -s asan
+make -j"$(nproc)" -s asan isa
 log=$(mktemp)
 # part NAME COMMAND...: runs one part, its "ok" lines kept out of the way; a
 # non-zero exit (a sanitizer report at exit, a crash) counts as a failure
@@ -35,6 +35,8 @@ echo "== command-line tests"
 NLEMBED=./build/nlembed part cli bash tests/cli.sh
 echo "== the bad-input catalogue"
 NLEMBED=./build/nlembed part bad bash tests/bad_input.sh
+echo "== the hot loops' x86-64, AVX2 and AVX-512 builds give the same bits"
+NLEMBED=./build/nlembed part isa bash tests/isa.sh
 echo "== command-line tests and the catalogue under ASan+UBSan"
 # (the thread-invariance block, a property of the algorithms, runs on the
 # optimised build only: under ASan it took 2 of the pass's 5 minutes)
@@ -55,7 +57,7 @@ echo "== fuzzing: every reader and container, ${FUZZ_SECONDS:-5} s each"
 rm -rf build-fuzz/work
 part fuzz bash fuzz/run.sh "${FUZZ_SECONDS:-5}"
 passed=0 failed=$exits
-for name in unit asan cli bad cli_asan bad_asan formats formats_asan viewer python bench install fuzz; do
+for name in unit asan cli bad isa cli_asan bad_asan formats formats_asan viewer python bench install fuzz; do
   read -r p f < <(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' "$log.$name" | tail -n 1)
   if [ -z "${p:-}" ]; then
     echo "run: the $name part ended without its summary line (crashed?)"

@@ -5,6 +5,7 @@
 #include "harness.h"
 #include "../src/nle/embed_internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -486,6 +487,69 @@ static void release_y(void) {
   nle_ctx_free(&ctx);
 }
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Hubs stay in the map: each of 5 Gaussian clusters (300 points, D = 30)
+ * with its own centre as a point, which is every member's nearest
+ * neighbour (at sqrt(D) against sqrt(2 D) between members), so its W+ row
+ * is ~50 times the average: the single-cell case of high-count cells near
+ * their type's mean. Under t-SNE's default fixed-rate schedule those
+ * points oscillated out of the map (to 640-1,790 units from the bulk's
+ * centre over three seeds, the bulk's 99th percentile at 100-115); with
+ * each point's rate capped at its own stability bound they stay among their
+ * clusters (68-70 against 72-74). Checked: every point within 1.5 times the
+ * bulk's 99th-percentile radius, and each hub nearer its own cluster's mean
+ * in the map than any other cluster's. */
+static void hubs_stay_in_map(void) {
+  enum { K = 5, M = 300, D = 30, N = K * M + K };
+  nle_ctx *ctx = test_ctx(11);
+  nle_ctx_set_threads(ctx, 2);
+  nle_matf *noise = test_random_matf(N, D, 12), *centres = test_random_matf(K, D, 13), *Y = NULL;
+  nle_test_ok(nle_matf_alloc(ctx, N, D, &Y));
+  for (size_t i = 0; i < N; i++) {
+    size_t c = i < K * M ? i % K : i - K * M; /* the last K rows: the centres */
+    for (size_t t = 0; t < D; t++)
+      Y->data[i * D + t] = 3.0f * centres->data[c * D + t] + (i < K * M ? noise->data[i * D + t] : 0.0f);
+  }
+  nle_embed_input in = {.Y = Y, .source = "hubs"};
+  nle_embed_opts o;
+  nle_embed_opts_init(&o);
+  nle_embed_result *r = NULL;
+  nle_status s = nle_embed(ctx, &in, &o, &r);
+  if (!nle_test(s >= 0 && r && r->resolved.opt.fixed_rate)) {
+    printf("  %s\n", nle_ctx_error(ctx));
+  } else {
+    const double *X = r->X->data;
+    double mean[K][2] = {{0}}, centre[2] = {0}, radius[N], bulk[K * M];
+    for (size_t i = 0; i < K * M; i++)
+      for (int t = 0; t < 2; t++) mean[i % K][t] += X[2 * i + t] / M, centre[t] += X[2 * i + t] / (K * M);
+    for (size_t i = 0; i < N; i++) {
+      radius[i] = hypot(X[2 * i] - centre[0], X[2 * i + 1] - centre[1]);
+      if (i < K * M) bulk[i] = radius[i];
+    }
+    qsort(bulk, K * M, sizeof *bulk, cmp_double);
+    double r99 = bulk[(size_t)(0.99 * (K * M - 1))], far = 0;
+    for (size_t i = 0; i < N; i++) far = fmax(far, radius[i]);
+    if (!nle_test(far <= 1.5 * r99)) printf("  a point %.1f from the centre, the bulk's r99 %.1f\n", far, r99);
+    for (size_t c = 0; c < K; c++) {
+      const double *h = X + 2 * (K * M + c);
+      size_t nearest = 0;
+      for (size_t e = 1; e < K; e++)
+        if (hypot(h[0] - mean[e][0], h[1] - mean[e][1]) < hypot(h[0] - mean[nearest][0], h[1] - mean[nearest][1]))
+          nearest = e;
+      if (!nle_test(nearest == c)) printf("  the hub of cluster %zu sits nearest cluster %zu\n", c, nearest);
+    }
+  }
+  nle_embed_result_free(&r);
+  nle_matf_free(&Y);
+  nle_matf_free(&noise);
+  nle_matf_free(&centres);
+  nle_ctx_free(&ctx);
+}
+
 /* The default pipeline gives the same bits on 1 and 2 threads. */
 static void same_for_threads(void) {
   nle_matf *Y = blobs(700, 12, 4, 14);
@@ -568,4 +632,5 @@ const nle_test_case embed_tests[] = {{"embed/model_keeps_pca", model_keeps_pca},
                                      {"embed/x_tol_stops", x_tol_stops},
                                      {"embed/homotopy_ends_at_minimum", homotopy_ends_at_minimum},
                                      {"embed/same_for_threads", same_for_threads},
+                                     {"embed/hubs_stay_in_map", hubs_stay_in_map},
                                      {NULL, NULL}};

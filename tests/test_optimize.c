@@ -215,9 +215,12 @@ static void second_directions(void) {
 
 /* Six fixed-rate iterations, three of them exaggerated, against the update
  * rule written out: gains +0.2 where sign(g) differs from sign(u), else
- * x0.8, at least 0.01; u = mu u - rate gain g with mu = 0.5 while
+ * x0.8, at least 0.01; u = mu u - rate_i gain g with mu = 0.5 while
  * exaggerating and `momentum` after; g with the attraction x alpha in the
- * first phase; then the final rate. */
+ * first phase; then the final rate; point i's rate capped at its stability
+ * bound, rate_i = min(rate, (1 + mu) / (2 alpha deg_i)), deg_i = sum_j
+ * (p_ij + p_ji) / 2. The rates put some points over the bound and some
+ * under it in both phases. */
 static void momentum_phases(void) {
   nle_ctx *ctx = test_ctx(1);
   nle_matf *Y = test_random_matf(80, 4, 81);
@@ -228,7 +231,7 @@ static void momentum_phases(void) {
   nle_opt_opts_init(&oo);
   oo.kind = NLE_OPT_GD;
   oo.fixed_rate = true;
-  oo.learning_rate = 50;
+  oo.learning_rate = 12;
   oo.learning_rate_final = 70;
   oo.momentum = 0.8;
   oo.exaggeration = 4;
@@ -239,19 +242,31 @@ static void momentum_phases(void) {
   nle_opt_report rep;
   nle_test(nle_opt_run(ctx, opt, X, &rep) >= 0 && rep.iterations == 6);
   size_t len = 160;
-  double u[160] = {0}, gain[160], E;
+  double u[160] = {0}, gain[160], E, deg[80] = {0};
+  for (size_t i = 0; i < 80; i++) /* P dense, from its entries both ways */
+    for (size_t j = 0; j < 80; j++) {
+      double pij = 0, pji = 0;
+      for (int64_t q = P->rowptr[i]; q < P->rowptr[i + 1]; q++) pij += P->colind[q] == (int32_t)j ? nle_csr_value(P, q) : 0;
+      for (int64_t q = P->rowptr[j]; q < P->rowptr[j + 1]; q++) pji += P->colind[q] == (int32_t)i ? nle_csr_value(P, q) : 0;
+      deg[i] += (pij + pji) / 2;
+    }
+  int capped[2] = {0, 0};
   for (size_t i = 0; i < len; i++) gain[i] = 1.0;
   for (int it = 0; it < 6; it++) {
     int early = it < 3;
     nle_test_ok(nle_model_set_exaggeration(ctx, judge, early ? 4.0 : 1.0));
     nle_test_ok(nle_model_eval(ctx, judge, R, &E, G));
-    double mu = early ? 0.5 : 0.8, rate = early ? 50 : 70;
+    double mu = early ? 0.5 : 0.8, rate = early ? 12 : 70, alpha = early ? 4 : 1;
     for (size_t i = 0; i < len; i++) {
+      double bound = (1 + mu) / (2 * alpha * deg[i / 2]), rate_i = fmin(rate, bound);
+      if (it % 3 == 0 && i % 2 == 0) capped[!early] += rate_i < rate;
       gain[i] = (G->data[i] > 0) != (u[i] > 0) ? gain[i] + 0.2 : fmax(gain[i] * 0.8, 0.01);
-      u[i] = mu * u[i] - rate * gain[i] * G->data[i];
+      u[i] = mu * u[i] - rate_i * gain[i] * G->data[i];
       R->data[i] += u[i];
     }
   }
+  if (!nle_test(capped[0] > 0 && capped[0] < 80 && capped[1] > 0 && capped[1] < 80))
+    printf("  points over the bound: %d and %d of 80\n", capped[0], capped[1]);
   double err = 0, scale = 0;
   for (size_t i = 0; i < len; i++) {
     err = fmax(err, fabs(X->data[i] - R->data[i]));

@@ -172,7 +172,11 @@ typedef struct {
   double shrink;      /* step shrink factor (default 0.5) */
   int memory;         /* L-BFGS: pairs kept (default 10) */
   /* Gradient descent as the t-SNE codes run it (fixed_rate, kind
-   * NLE_OPT_GD, no line search): X += momentum * U - rate * gains * g. */
+   * NLE_OPT_GD, no line search): X += momentum * U - rate_i * gains * g,
+   * point i's rate capped at its attraction's stability bound, rate_i =
+   * min(rate, (1 + momentum) / (2 exaggeration deg_i)), deg_i = sum_j
+   * (w_ij + w_ji) / 2 over W+ (hubs would otherwise oscillate out of the
+   * map). */
   bool fixed_rate;       /* false (default): the line search */
   double learning_rate;  /* fixed_rate: > 0 (default 200); nle_embed's
                             auto: max(N / (4 exaggeration), 50), then a

@@ -83,12 +83,36 @@ int nle__enum_parse(const char *const *names, size_t count, bool has_auto, const
  * them with AVX2 + FMA or AVX-512 where the CPU has them. Only on static
  * functions: a clone set of an external one gets an exported resolver, which
  * -fvisibility=hidden does not hide (tests/install.sh lists exports). A NATIVE=1 build
- * (-march=native, NLE_NATIVE) and other compilers take the one version. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(NLE_NATIVE)
+ * (-march=native, NLE_NATIVE) and other compilers take the one version.
+ * Every clone gives the same bits (docs/design.md, "Reproducible"): no
+ * `omp simd reduction` in them (its partial sums follow the vector width;
+ * sum in NLE__LANES fixed lanes instead), no libmvec call (each instruction
+ * set has its own exp and log1p), no complex products for GCC to fuse into
+ * vfmaddsub (it does despite -ffp-contract=off). NLE_HOT_ISA=0, 3 or 4 builds
+ * them for the one instruction set, x86-64, -v3 or -v4 (`make isa`:
+ * tests/isa.sh compares the three). */
+#if defined(NLE_HOT_ISA) && NLE_HOT_ISA == 3
+#define NLE_HOT __attribute__((target("arch=x86-64-v3")))
+#elif defined(NLE_HOT_ISA) && NLE_HOT_ISA == 4
+#define NLE_HOT __attribute__((target("arch=x86-64-v4")))
+#elif defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(NLE_NATIVE) && !defined(NLE_HOT_ISA)
 #define NLE_HOT __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
 #else
 #define NLE_HOT
 #endif
+
+/* A sum in hot loops in the same order on every instruction set: element t
+ * goes to lane t % NLE__LANES, each lane adds in index order, and the lanes
+ * are combined in the fixed order of nle__lanes_total. The lanes' loop
+ * vectorises to one AVX-512, two AVX2 or four SSE2 registers of doubles,
+ * each lane's additions the same in all three. */
+enum { NLE__LANES = 8 };
+static inline double nle__lanes_total(const double *lane) {
+  return ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+}
+static inline float nle__lanes_total_f(const float *lane) {
+  return ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+}
 
 #define NLE__ERROR_LEN 1024
 

@@ -38,6 +38,34 @@ typedef struct {
   double *G, *VZ, *row_stress;
 } pass_job;
 
+/* sum_j a_j b_j in fixed lanes (inlined into the clones below). */
+static inline double lane_dot(const double *a, const double *b, size_t n) {
+  double lane[NLE__LANES] = {0};
+  size_t j = 0;
+  for (; j + NLE__LANES <= n; j += NLE__LANES)
+    for (size_t l = 0; l < NLE__LANES; l++) lane[l] += a[j + l] * b[j + l];
+  for (size_t l = 0; j + l < n; l++) lane[l] += a[j + l] * b[j + l];
+  return nle__lanes_total(lane);
+}
+
+/* Element j of a row's sums, in lane l: B(Z)'s off-diagonal c_j, the
+ * stress and, weighted, the weights' sum. */
+#define PASS_TERM(j, l)                                    \
+  do {                                                     \
+    double dist = sqrt(d2[j]), dl = drow[j];               \
+    c[j] = dist > 0 ? dl / dist : 0.0;                     \
+    ls[l] += (dl - dist) * (dl - dist);                    \
+    lc[l] += c[j];                                         \
+  } while (0)
+#define PASS_TERM_WEIGHTED(j, l)                           \
+  do {                                                     \
+    double dist = sqrt(d2[j]), dl = drow[j];               \
+    c[j] = dist > 0 ? w[j] * dl / dist : 0.0;              \
+    ls[l] += w[j] * (dl - dist) * (dl - dist);             \
+    lc[l] += c[j];                                         \
+    lw[l] += w[j];                                         \
+  } while (0)
+
 NLE_HOT static void pass_row(const pass_job *p, size_t i, double *d2, double *c, double *w) {
   size_t n = p->S->n, d = p->d;
   const float *drow = p->delta + i * n;
@@ -47,40 +75,27 @@ NLE_HOT static void pass_row(const pass_job *p, size_t i, double *d2, double *c,
     double zi = z[i];
     for (size_t j = 0; j < n; j++) d2[j] += (zi - z[j]) * (zi - z[j]);
   }
-  double stress = 0.0, csum = 0.0, wsum = 0.0;
-  /* omp simd: the row's sums vectorised (their order fixed per row, so
-   * the bits do not depend on the threads) */
+  /* The row's sums in fixed lanes (NLE__LANES: the same bits in every
+   * clone and for any thread count), vectorised. */
+  double ls[NLE__LANES] = {0}, lc[NLE__LANES] = {0}, lw[NLE__LANES] = {0};
+  size_t j = 0;
   if (!p->weighted) {
-#pragma omp simd reduction(+ : stress, csum)
-    for (size_t j = 0; j < n; j++) {
-      double dist = sqrt(d2[j]), dl = drow[j];
-      c[j] = dist > 0 ? dl / dist : 0.0;
-      stress += (dl - dist) * (dl - dist);
-      csum += c[j];
-    }
-    stress -= (double)drow[i] * drow[i]; /* j = i: delta 0, d 0 */
+    for (; j + NLE__LANES <= n; j += NLE__LANES)
+      for (size_t l = 0; l < NLE__LANES; l++) PASS_TERM(j + l, l);
+    for (size_t l = 0; j + l < n; l++) PASS_TERM(j + l, l);
   } else {
-    for (size_t j = 0; j < n; j++) w[j] = j == i ? 0.0 : nle__dissim_weight(p->S, i, j);
-#pragma omp simd reduction(+ : stress, csum, wsum)
-    for (size_t j = 0; j < n; j++) {
-      double dist = sqrt(d2[j]), dl = drow[j];
-      c[j] = dist > 0 ? w[j] * dl / dist : 0.0;
-      stress += w[j] * (dl - dist) * (dl - dist);
-      csum += c[j], wsum += w[j];
-    }
+    for (size_t q = 0; q < n; q++) w[q] = q == i ? 0.0 : nle__dissim_weight(p->S, i, q);
+    for (; j + NLE__LANES <= n; j += NLE__LANES)
+      for (size_t l = 0; l < NLE__LANES; l++) PASS_TERM_WEIGHTED(j + l, l);
+    for (size_t l = 0; j + l < n; l++) PASS_TERM_WEIGHTED(j + l, l);
   }
+  double stress = nle__lanes_total(ls), csum = nle__lanes_total(lc), wsum = nle__lanes_total(lw);
+  if (!p->weighted) stress -= (double)drow[i] * drow[i]; /* j = i: delta 0, d 0 */
   p->row_stress[i] = stress;
   for (size_t t = 0; t < d; t++) {
     const double *z = p->Zt + t * n;
-    double acc = 0.0, accw = 0.0;
-#pragma omp simd reduction(+ : acc)
-    for (size_t j = 0; j < n; j++) acc += c[j] * z[j];
-    p->G[i * d + t] = csum * z[i] - acc;
-    if (p->weighted) {
-#pragma omp simd reduction(+ : accw)
-      for (size_t j = 0; j < n; j++) accw += w[j] * z[j];
-      p->VZ[i * d + t] = wsum * z[i] - accw;
-    }
+    p->G[i * d + t] = csum * z[i] - lane_dot(c, z, n);
+    if (p->weighted) p->VZ[i * d + t] = wsum * z[i] - lane_dot(w, z, n);
   }
 }
 
@@ -108,10 +123,7 @@ NLE_HOT static int laplacian_block(void *job, size_t b, void *scratch) {
     for (size_t j = 0; j < n; j++) w[j] = j == i ? 0.0 : nle__dissim_weight(p->S, i, j);
     for (size_t t = 0; t < d; t++) {
       const double *v = p->vt + t * n;
-      double acc = 0.0;
-#pragma omp simd reduction(+ : acc)
-      for (size_t j = 0; j < n; j++) acc += w[j] * v[j];
-      p->q[i * d + t] = p->degree[i] * v[i] - acc;
+      p->q[i * d + t] = p->degree[i] * v[i] - lane_dot(w, v, n);
     }
   }
   return 0;

@@ -146,6 +146,9 @@ double *nle__fft_ws_doubles(nle_ctx *ctx, double **buf, size_t *cap, size_t coun
 
 /* fft_interp.c: spreads channel c's charges over buf, untransformed. */
 void nle__fft_spread_for_split(const conv_job *j, size_t c, float *buf);
+/* fft_interp.c: out = f k scale over len complex values (out may be f). */
+void nle__fft_kernel_product(const fftwf_complex *f, const fftwf_complex *k, float scale, fftwf_complex *out,
+                             size_t len);
 
 /* fft_split2d.c */
 /* The chunked row plans and the column-strip plans of a 2-D grid (called

@@ -95,21 +95,29 @@ NLE_HOT static void spread_charges(const conv_job *j, size_t c, float *buf, int 
   if (!split) fftwf_execute_dft_r2c(g->forward, buf, (fftwf_complex *)buf);
 }
 
+/* out = f k scale, len complex values (out may be f). Not NLE_HOT, and
+ * called from fft_split2d.c's clones rather than inlined there: GCC 12
+ * vectorises this product for AVX2 and AVX-512 as vfmaddsub (one rounding
+ * fewer) even under -ffp-contract=off, and the clones' grids differed from
+ * the portable one's in the last bits. */
+void nle__fft_kernel_product(const fftwf_complex *f, const fftwf_complex *k, float scale, fftwf_complex *out,
+                             size_t len) {
+  for (size_t i = 0; i < len; i++) {
+    float re = f[i][0] * k[i][0] - f[i][1] * k[i][1], im = f[i][0] * k[i][1] + f[i][1] * k[i][0];
+    out[i][0] = re * scale;
+    out[i][1] = im * scale;
+  }
+}
+
 /* out = the inverse transform of charges_hat times channel c's kernel
  * (out may be charges_hat). */
 static void apply_kernel(const conv_job *j, size_t c, const float *charges_hat, float *out) {
   const fft_grid *g = j->g;
-  const fftwf_complex *f = (const fftwf_complex *)charges_hat;
-  const fftwf_complex *k = (const fftwf_complex *)j->kernel_hat[j->chan_kernel[c]];
-  fftwf_complex *o = (fftwf_complex *)out;
   float scale = 1.0f;
   for (size_t t = 0; t < g->d; t++) scale /= (float)g->pad[t];
-  for (size_t i = 0; i < g->cplx_len; i++) {
-    float re = f[i][0] * k[i][0] - f[i][1] * k[i][1], im = f[i][0] * k[i][1] + f[i][1] * k[i][0];
-    o[i][0] = re * scale;
-    o[i][1] = im * scale;
-  }
-  fftwf_execute_dft_c2r(g->backward, o, out);
+  nle__fft_kernel_product((const fftwf_complex *)charges_hat, (const fftwf_complex *)j->kernel_hat[j->chan_kernel[c]],
+                          scale, (fftwf_complex *)out, g->cplx_len);
+  fftwf_execute_dft_c2r(g->backward, (fftwf_complex *)out, out);
 }
 
 /* The split 2-D passes' spreading (fft_split2d.c): a plain function, since

@@ -344,16 +344,22 @@ typedef struct {
 
 enum { RERANK_BLOCK = 128 };
 
-/* In double, rounded once to float (as nle_knn_exact's), summed in SIMD
- * lanes: the last bit may differ from a sequential sum. */
-static float sqdist_rows(const float *a, const float *b, size_t d) {
-  double s = 0.0;
-#pragma omp simd reduction(+ : s)
-  for (size_t t = 0; t < d; t++) {
-    double u = (double)a[t] - (double)b[t];
-    s += u * u;
+/* In double, rounded once to float (as nle_knn_exact's), summed in fixed
+ * lanes (NLE__LANES: the same bits in every clone of rerank_block). Inline,
+ * or GCC calls the one portable copy from every clone. */
+static inline float sqdist_rows(const float *a, const float *b, size_t d) {
+  double lane[NLE__LANES] = {0};
+  size_t t = 0;
+  for (; t + NLE__LANES <= d; t += NLE__LANES)
+    for (size_t l = 0; l < NLE__LANES; l++) {
+      double u = (double)a[t + l] - (double)b[t + l];
+      lane[l] += u * u;
+    }
+  for (size_t l = 0; t + l < d; l++) {
+    double u = (double)a[t + l] - (double)b[t + l];
+    lane[l] += u * u;
   }
-  return (float)s;
+  return (float)nle__lanes_total(lane);
 }
 
 NLE_HOT static int rerank_block(void *job, size_t b, void *scratch) {

@@ -161,19 +161,39 @@ static inline double sqdist_rows(const double *a, const double *b, size_t d) {
 }
 
 /* One d = 2 row: the squared distances into d2 and the gradient's
- * sum_q 2 w_q K_q^(Student-t: 1) (x_n - x_m) into g0, g1, as one SIMD loop
- * (gathers of x_m, the costly part) for W+ in its own precision. */
+ * sum_q 2 w_q K_q^(Student-t: 1) (x_n - x_m) into g0, g1, vectorised over
+ * NLE__LANES fixed lanes (gathers of x_m, the costly part; the same sums in
+ * every clone) for W+ in its own precision. */
+#define ATTRACT_TERM_2D(WVAL, STUDENT, q, lane)                                                                \
+  do {                                                                                                        \
+    size_t c = (size_t)col[q];                                                                                \
+    double a = x0 - xs[2 * c], b = x1 - xs[2 * c + 1], r = a * a + b * b;                                     \
+    double k = 2.0 * (double)(WVAL)[q] / ((STUDENT) ? 1.0 + r : 1.0);                                         \
+    d2[q] = r;                                                                                                \
+    l0[lane] += k * a;                                                                                        \
+    l1[lane] += k * b;                                                                                        \
+  } while (0)
 #define ATTRACT_ROW_2D(WVAL, STUDENT)                                                                         \
   do {                                                                                                        \
-    _Pragma("omp simd reduction(+ : g0, g1)") for (size_t q = 0; q < len; q++) {                               \
-      size_t c = (size_t)col[q];                                                                              \
-      double a = x0 - xs[2 * c], b = x1 - xs[2 * c + 1], r = a * a + b * b;                                   \
-      double k = 2.0 * (double)(WVAL)[q] / ((STUDENT) ? 1.0 + r : 1.0);                                       \
-      d2[q] = r;                                                                                              \
-      g0 += k * a;                                                                                            \
-      g1 += k * b;                                                                                            \
-    }                                                                                                         \
+    size_t q = 0;                                                                                             \
+    for (; q + NLE__LANES <= len; q += NLE__LANES)                                                            \
+      for (size_t l = 0; l < NLE__LANES; l++) ATTRACT_TERM_2D(WVAL, STUDENT, q + l, l);                       \
+    for (size_t l = 0; q + l < len; l++) ATTRACT_TERM_2D(WVAL, STUDENT, q + l, l);                            \
   } while (0)
+
+/* sum_q w_q (-log K_q) of a row from its squared distances. Not inlined
+ * into attract_row's clones: there the log1p loop took each instruction
+ * set's libmvec log1p, and the energy differed in the last bits between
+ * CPUs; here it is the one portable build's. */
+__attribute__((noinline)) static double attract_energy(const nle_model *m, const float *wf, const double *wd,
+                                                       const double *d2, size_t len) {
+  double e = 0.0;
+  for (size_t q = 0; q < len; q++) {
+    double w = wf ? (double)wf[q] : wd[q];
+    e += w * (m->student ? log1p(d2[q]) : d2[q]);
+  }
+  return e;
+}
 
 /* Row n's attraction over the entries of W (row n of W+ or of its
  * transpose): returns sum_m w_nm (-log K_nm) (unless the energy is skipped)
@@ -191,13 +211,13 @@ NLE_HOT static double attract_row(const nle_model *m, const nle_csr *W, const nl
   const double *wd = W->dtype == NLE_F32 ? NULL : (const double *)W->val + W->rowptr[n];
   if (d == 2) {
     const double x0 = xn[0], x1 = xn[1], *xs = X->data;
-    double g0 = 0.0, g1 = 0.0;
+    double l0[NLE__LANES] = {0}, l1[NLE__LANES] = {0};
     if (wf && m->student) ATTRACT_ROW_2D(wf, 1);
     else if (wf) ATTRACT_ROW_2D(wf, 0);
     else if (m->student) ATTRACT_ROW_2D(wd, 1);
     else ATTRACT_ROW_2D(wd, 0);
-    g[0] += g0;
-    g[1] += g1;
+    g[0] += nle__lanes_total(l0);
+    g[1] += nle__lanes_total(l1);
   } else {
     for (size_t q = 0; q < len; q++) {
       const double *xm = X->data + (size_t)col[q] * d;
@@ -207,13 +227,7 @@ NLE_HOT static double attract_row(const nle_model *m, const nle_csr *W, const nl
       for (size_t t = 0; t < d; t++) g[t] += c * (xn[t] - xm[t]);
     }
   }
-  if (m->skip_energy) return 0.0;
-  double e = 0.0;
-  for (size_t q = 0; q < len; q++) {
-    double w = wf ? (double)wf[q] : wd[q];
-    e += w * (m->student ? log1p(d2[q]) : d2[q]);
-  }
-  return e;
+  return m->skip_energy ? 0.0 : attract_energy(m, wf, wd, d2, len);
 }
 
 typedef struct {

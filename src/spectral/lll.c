@@ -201,13 +201,15 @@ NLE_HOT static int rerank_block(void *job, size_t b, void *scratch) {
     const float *q = j->Q->data + i * D;
     int64_t c0 = j->cand->rowptr[i], nc = j->cand->rowptr[i + 1] - c0;
     for (int64_t c = 0; c < nc; c++) {
-      /* float, vectorised: a ranking (the Gram matrices recompute the kz
-       * kept in double) */
+      /* float, vectorised in fixed lanes (the same bits in every clone): a
+       * ranking (the Gram matrices recompute the kz kept in double) */
       const float *l = j->Yl->data + (size_t)j->cand->colind[c0 + c] * D;
-      float e = 0.0f;
-#pragma omp simd reduction(+ : e)
-      for (size_t t = 0; t < D; t++) e += (q[t] - l[t]) * (q[t] - l[t]);
-      p[c] = (nle__pair){e, j->cand->colind[c0 + c]};
+      float lane[NLE__LANES] = {0};
+      size_t t = 0;
+      for (; t + NLE__LANES <= D; t += NLE__LANES)
+        for (size_t a = 0; a < NLE__LANES; a++) lane[a] += (q[t + a] - l[t + a]) * (q[t + a] - l[t + a]);
+      for (size_t a = 0; t + a < D; a++) lane[a] += (q[t + a] - l[t + a]) * (q[t + a] - l[t + a]);
+      p[c] = (nle__pair){nle__lanes_total_f(lane), j->cand->colind[c0 + c]};
     }
     for (int a = 0; a < j->kz; a++) { /* partial selection: kz is small */
       int64_t best = a;
