@@ -140,6 +140,7 @@ REPORT_ATTRIBUTES = {
     "eigenvalues": "eigenvalues_",
     "iterations": "n_iter_",
     "E": "objective_",
+    "kl_divergence": "kl_divergence_",
     "raw_stress": "stress_",
     "stress1": "stress1_",
     "normalized_stress": "normalized_stress_",
@@ -150,8 +151,6 @@ REPORT_ATTRIBUTES = {
     "reconstruction_error": "reconstruction_error_",
     "distortion": "distortion_",
 }
-# E of the SNE family is KL(P || Q).
-KL_METHODS = ("tsne", "ssne", "sne")
 
 
 # --- what the parameters become ------------------------------------------------------------
@@ -334,8 +333,6 @@ class NlembedEstimator(BaseEstimator):
             value = self.report_.get(key)
             if value is not None:
                 setattr(self, attr, np.asarray(value) if isinstance(value, list) else value)
-        if self._spec.method in KL_METHODS and self.report_.get("E") is not None:
-            self.kl_divergence_ = self.report_["E"]
         if getattr(self, "explained_variance_", None) is not None and self.report_.get("total_variance"):
             self.explained_variance_ratio_ = self.explained_variance_ / self.report_["total_variance"]
         return self
