@@ -56,6 +56,8 @@ KERNEL = ["kernel", "gamma", "degree", "coef0", "kernel_neighbors"]
 # common options and the context's settings.
 COMMON = ["metric", "keep_model"]
 CONTEXT = ["random_state", "n_jobs", "verbose", "max_memory"]
+# The context's settings as the library's messages name them (the tool's options).
+CONTEXT_OPTIONS = {"seed": "random_state", "threads": "n_jobs", "verbose": "verbose", "max-memory": "max_memory"}
 
 
 class _Spec:
@@ -68,6 +70,9 @@ class _Spec:
         for p in params + COMMON:
             py, _, libname = p.partition(":")
             self.params.append((py, libname or py.replace("_", "-")))
+        # library option -> Python parameter, for the library's messages
+        self.names = {libname: py for py, libname in self.params if not libname.startswith("@")}
+        self.names.update(CONTEXT_OPTIONS)
         self.inverse = inverse
         self.transform = transform  # a map for new points
         # parameters that may be arrays, which the fit's input then carries:
@@ -246,7 +251,7 @@ class NlembedEstimator(BaseEstimator):
     def _new_handle(self):
         """An nle_estimator of the method with this object's parameters set
         (arrays aside: they go in the fit's input)."""
-        handle = _core.Estimator(self._spec.method)
+        handle = _core.Estimator(self._spec.method, names=self._spec.names)
         for py, libname in self._spec.params:
             value = getattr(self, py)
             if value is None or (py in self._spec.arrays and not isinstance(value, str)):
@@ -325,7 +330,6 @@ class NlembedEstimator(BaseEstimator):
             raise
         if classes is not None:
             self.classes_ = classes
-        _core.warn(warning)
         self._handle = handle
         self.embedding_ = handle.embedding()
         self.report_ = handle.report()
@@ -335,6 +339,7 @@ class NlembedEstimator(BaseEstimator):
                 setattr(self, attr, np.asarray(value) if isinstance(value, list) else value)
         if getattr(self, "explained_variance_", None) is not None and self.report_.get("total_variance"):
             self.explained_variance_ratio_ = self.explained_variance_ / self.report_["total_variance"]
+        _core.warn(warning)  # once the fit is complete (a filter may turn them into errors)
         return self
 
     # -- new points
@@ -372,7 +377,7 @@ class NlembedEstimator(BaseEstimator):
         data = state.pop("_model_file", None)
         super().__setstate__(state)
         if data is not None:
-            handle = _core.Estimator.load_bytes(data)
+            handle = _core.Estimator.load_bytes(data, names=self._spec.names)
             # the model file does not keep the metric new points are compared by
             metric = self.__dict__.get("report_", {}).get("options", {}).get("metric")
             if metric:

@@ -30,6 +30,12 @@ ERR_NUMERIC = -7
 ERR_UNSUPPORTED = -8
 ERR_CANCELLED = -9
 
+# core.h: nle_option_spelling, nle_warning_kind, NLE_WARNINGS_KEPT.
+SPELL_MARKED = 2
+WARN_GENERAL = 0
+WARN_CONVERGENCE = 1
+WARNINGS_KEPT = 16
+
 
 class MatF(ctypes.Structure):
     """nle_matf: row-major float rows x cols."""
@@ -77,6 +83,10 @@ _PROTOTYPES = {
     "nle_ctx_set_progress": (None, [_P, PROGRESS_FN, _c.c_void_p]),
     "nle_ctx_set_log": (None, [_P, LOG_FN, _c.c_void_p]),
     "nle_ctx_error": (_c.c_char_p, [_P]),
+    "nle_ctx_set_option_spelling": (None, [_P, _c.c_int]),
+    "nle_ctx_warning_count": (_c.c_int, [_P]),
+    "nle_ctx_warning": (_c.c_char_p, [_P, _c.c_int, _c.POINTER(_c.c_int)]),
+    "nle_ctx_clear_warnings": (None, [_P]),
     "nle_estimator_new": (_c.c_int, [_P, _c.c_char_p, _c.POINTER(_P)]),
     "nle_estimator_free": (None, [_c.POINTER(_P)]),
     "nle_estimator_method": (_c.c_char_p, [_P]),

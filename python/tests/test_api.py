@@ -307,6 +307,79 @@ def test_not_converged_is_a_convergence_warning():
     assert record[0].filename == __file__
 
 
+def separated(n=300):
+    """Four tight blobs far apart: a kNN graph of small k has 4 components."""
+    X, y = make_blobs(n, 10, centers=4, cluster_std=0.3, center_box=(-100, 100), random_state=0)
+    return X.astype(np.float32), y
+
+
+def test_library_warnings_are_python_warnings():
+    """What the library records (nle_ctx_warning) is raised as a Python
+    warning at verbose=0, its options in Python's names, pointed at the
+    caller's line; the record is cleared, so the next call does not repeat
+    it."""
+    X, _ = separated()
+    t = nlembed.TSNE(metric="cosine", perplexity=5, n_jobs=1)
+    with pytest.warns(UserWarning, match=r"W\+ has 4 connected components.*a larger n_neighbors or perplexity") \
+            as record:
+        t.fit(X)
+    assert record[0].filename == __file__
+    assert not any("{@" in str(w.message) for w in record)
+    assert not any(issubclass(w.category, nlembed.ConvergenceWarning) for w in record)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t.transform(X[:3])
+    assert _core.lib.nle_ctx_warning_count(t._handle.ctx) == 0
+
+
+def test_warning_kinds_and_status_warnings(monkeypatch):
+    """A warning of kind NLE_WARN_CONVERGENCE and a status NOT_CONVERGED
+    are ConvergenceWarnings, each once; the others UserWarnings."""
+    X, _ = blobs(200)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        nlembed.EE(max_iter=2, step="line-search", n_jobs=1).fit(X)
+    conv = [w for w in record if issubclass(w.category, nlembed.ConvergenceWarning)]
+    assert len(conv) == 1 and "stopped after 2 iterations" in str(conv[0].message)
+    kinds = []
+    real = _core.lib
+
+    class Fake:  # the record as the library keeps it: one warning of each kind
+        def nle_ctx_warning_count(self, ctx):
+            return 18
+
+        def nle_ctx_warning(self, ctx, i, kind):
+            kind._obj.value = i % 2
+            kinds.append(i)
+            return b"{@neighbors} and {@components=allow}" if i % 2 == 0 else b"stopped early"
+
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+    monkeypatch.setattr(_core, "lib", Fake())
+    found = _core.library_warnings(None, 0, lambda t: _core.render_markers(t, {"neighbors": "n_neighbors"}))
+    monkeypatch.undo()
+    assert kinds == list(range(16))  # NLE_WARNINGS_KEPT of them read
+    assert found[0] == (UserWarning, 'n_neighbors and components="allow"')
+    assert found[1] == (nlembed.ConvergenceWarning, "stopped early")
+    assert found[16][0] is UserWarning and "2 more warnings" in found[16][1] and len(found) == 17
+
+
+def test_markers_rendered_with_python_names():
+    r = _core.render_markers
+    names = {"neighbors": "n_neighbors", "lambda": "lambda_value", "max-iters": "max_iter"}
+    assert r("a larger {@neighbors} or {@perplexity}", names) == "a larger n_neighbors or perplexity"
+    assert r("{@components=allow} embeds them", names) == 'components="allow" embeds them'
+    assert r("{@lambda=0.5}, {@max-iters=300}, {@gains=true}, {@lambda-start}", names) == \
+        "lambda_value=0.5, max_iter=300, gains=True, lambda_start"
+    assert r("file {@x.npy} and {@} {@a", names) == "file {@x.npy} and {@} {@a"  # not markers: as they are
+    # the library's own error, with Python's names
+    X, _ = separated(200)
+    with pytest.raises(ValueError) as e:
+        nlembed.Isomap(n_neighbors=5, components="error", n_jobs=1).fit(X)
+    assert "n_neighbors" in str(e.value) and 'components="allow"' in str(e.value) and "{@" not in str(e.value)
+
+
 def test_a_default_tsne_run_warns_nothing():
     """The fixed-rate schedule ends at its planned iteration count: the
     library reports success, so Python warns nothing."""
