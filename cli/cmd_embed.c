@@ -92,6 +92,8 @@ static const char *help_fmt =
     "                       a row (auto: 1e-6; 0 in a line-search homotopy)\n"
     "  --x-tol T            stop when |X - X_old| <= T |X_old| (auto: 1e-3 in a\n"
     "                       line-search homotopy, the EE paper's test; else 0, off)\n"
+    "  --grad-tol G         stop when every gradient entry is below G in size\n"
+    "                       (default 1e-9)\n"
     "  --time-budget S      stop after S seconds\n"
     "  --homotopy STEPS     EE, t-EE: minimise over STEPS log-spaced lambda values\n"
     "                       from --lambda-start to --lambda (EE paper 4.4; auto: 5\n"
@@ -218,6 +220,7 @@ static const embed_option table[] = {
     {"max-iters", 0, V_INT, AT(eo.opt.max_iters), 0, 1e8, 0, 1, NULL, FOR_ALL, "--max-iters takes an integer >= 0"},
     {"tol", 0, V_REAL, AT(eo.opt.tol), 0, BIG, 0, 1, NULL, FOR_ALL, "--tol takes a number >= 0"},
     {"x-tol", 0, V_REAL, AT(eo.opt.x_tol), 0, BIG, 0, 1, NULL, FOR_ALL, "--x-tol takes a number >= 0"},
+    {"grad-tol", 0, V_REAL, AT(eo.opt.grad_tol), 0, BIG, 0, 1, NULL, FOR_ALL, "--grad-tol takes a number >= 0"},
     {"time-budget", 0, V_REAL, AT(eo.opt.time_budget), 0, BIG, 0, 0, NULL, FOR_ALL, "--time-budget takes seconds >= 0"},
     {"homotopy", 0, V_INT, AT(eo.homotopy_steps), 0, 100000, 0, 1, NULL, FOR_EE | FOR_TEE,
      "--homotopy takes a number of lambda values|--homotopy is for ee and tee (lambda is 1 in the SNE family)"},

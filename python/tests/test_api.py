@@ -5,6 +5,7 @@ and warnings, the ImportError when the library is missing."""
 import ctypes
 import inspect
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -17,7 +18,7 @@ from sklearn.datasets import make_blobs
 
 import nlembed
 from nlembed import _core
-from nlembed._estimators import CONTEXT, METHODS
+from nlembed._estimators import CONTEXT, METHODS, _from_text
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON_DIR = os.path.dirname(HERE)
@@ -62,11 +63,36 @@ def test_signature_is_explicit(spec):
     kinds = {p.kind for p in sig.parameters.values()}
     assert inspect.Parameter.VAR_KEYWORD not in kinds and inspect.Parameter.VAR_POSITIONAL not in kinds
     names = [n for n in sig.parameters if n != "self"]
-    assert names == [py for py, _ in spec.params] + CONTEXT
+    assert names == [py for py, _ in spec.params] + list(spec.own) + list(spec.aliases) + CONTEXT
     assert names[0] in ("n_components", "n_clusters")
     est = cls()
     assert set(est.get_params()) == set(names)
-    assert all(v is None for k, v in est.get_params().items() if k != "verbose")
+    # the real defaults: what a fresh library estimator of the method reports
+    # (or scikit-learn's, where the class follows it), never all None
+    fresh = _core.Estimator(spec.method)
+    for py, libname in spec.params:
+        if libname.startswith("@"):
+            assert est.get_params()[py] is None
+            continue
+        value = est.get_params()[py]
+        assert sig.parameters[py].default == value
+        want = spec.py_defaults.get(py, _from_text(fresh.get(libname)))
+        assert value == want and type(value) is type(want), (py, value, want)
+    assert all(est.get_params()[a] is None for a in spec.aliases)
+    # one docstring entry per parameter: "name : type, default=value" and its meaning
+    doc = cls.__doc__
+    for n in names:
+        m = re.search(rf"^{n} : ([^,\n]+), default=([^\n]+)\n    (\S.*)$", doc, re.M)
+        assert m, f"{spec.cls}: no docstring line for {n}"
+        if n in est.get_params() and n not in CONTEXT:
+            assert m.group(2) == repr(est.get_params()[n]), (n, m.group(2))
+
+
+def test_scikit_learn_defaults():
+    assert nlembed.SpectralClustering().n_clusters == 8
+    assert nlembed.SpectralClustering().library_options()["clusters"] == "8"
+    assert nlembed.TSNE().perplexity == "auto" and nlembed.TSNE().theta == 0.5
+    assert "scikit-learn's 5" in nlembed.Isomap.__doc__  # why its n_neighbors is not 5
 
 
 def test_params_round_trip_and_clone():
@@ -458,3 +484,44 @@ def test_given_start_and_weights():
         nlembed.MDS(weights=-ones).fit(X)
     with pytest.raises(ValueError, match=r"MDS: parameter init takes an array"):
         nlembed.MDS(init="random").fit(X)
+
+
+# --- scikit-learn 1.2's names and values ------------------------------------------------------
+
+
+def test_tsne_takes_scikit_learn_names():
+    o = nlembed.TSNE(n_iter=100, method="barnes_hut", angle=0.3, min_grad_norm=1e-7).library_options()
+    assert o["max-iters"] == "100" and o["repulsion"] == "bh" and float(o["theta"]) == 0.3
+    assert float(o["grad-tol"]) == 1e-7
+    assert nlembed.TSNE(method="exact").library_options()["repulsion"] == "exact"
+    with pytest.raises(ValueError, match=r"n_iter=100 and max_iter=200 set the same option"):
+        nlembed.TSNE(n_iter=100, max_iter=200).fit(blobs(50)[0])
+    X, _ = blobs(120)
+    a = nlembed.TSNE(n_iter=60, method="exact", n_jobs=1).fit(X)
+    assert a.n_iter_ == 60 and a.report_["options"]["repulsion"] == "exact"
+
+
+def test_output_dtype_as_scikit_learn():
+    """TSNE gives float32 (scikit-learn's does, for float64 input too); the
+    others float64, as their scikit-learn counterparts."""
+    X, _ = blobs(120)
+    t = nlembed.TSNE(max_iter=50, n_jobs=1)
+    assert t.fit_transform(X.astype(np.float64)).dtype == np.float32 and t.embedding_.dtype == np.float32
+    assert t.transform(X[:4]).dtype == np.float32
+    assert nlembed.PCA().fit_transform(X.astype(np.float64)).dtype == np.float64
+    assert nlembed.LLE(n_jobs=1).fit_transform(blobs(120, centers=1)[0].astype(np.float64)).dtype == np.float64
+
+
+def test_spectral_clustering_takes_scikit_learn_values():
+    X, y = blobs(200, centers=3)
+    with pytest.raises(ValueError, match=r"assign_labels='discretize'.*k-means"):
+        nlembed.SpectralClustering(3, assign_labels="discretize").fit(X)
+    with pytest.raises(MemoryError, match=r"affinity='rbf' is the dense N x N Gaussian kernel: 200 points"):
+        nlembed.SpectralClustering(3, affinity="rbf", max_memory="100K").fit(X)
+    o = nlembed.SpectralClustering(3, affinity="nearest_neighbors").library_options()
+    assert o["affinity"] == "binary" and o["symmetrize"] == "average"
+    rbf = nlembed.SpectralClustering(3, affinity="rbf", gamma=0.02, n_jobs=1).fit(X)
+    assert rbf.report_["options"]["neighbors"] == 199 and rbf.report_["options"]["affinity"] == "gaussian"
+    assert abs(rbf.report_["options"]["sigma"] - 5.0) < 1e-12  # exp(-gamma d^2) = exp(-d^2 / 2 sigma^2)
+    with pytest.raises(ValueError, match="gamma > 0"):
+        nlembed.SpectralClustering(3, affinity="rbf", gamma=0).fit(X)

@@ -198,3 +198,16 @@ def test_tsne_kl_divergence_as_scikit_learn():
         (ours.kl_divergence_, theirs.kl_divergence_)
     assert ours.objective_ > 10 * ours.kl_divergence_  # E holds H(P) (about 11 nats here) besides
     assert ours.report_["kl_divergence"] == ours.kl_divergence_
+
+
+@pytest.mark.parametrize("affinity,kw", [("nearest_neighbors", {"n_neighbors": 10}), ("rbf", {"gamma": 0.05})])
+def test_spectral_clustering_as_scikit_learn(affinity, kw):
+    """scikit-learn's affinity values give scikit-learn's clusters (ARI
+    against its labels, and against the truth, on separated blobs)."""
+    from sklearn.cluster import SpectralClustering as SkSpectralClustering
+    X, y = make_blobs(300, 5, centers=4, cluster_std=1.5, random_state=3)
+    X = X.astype(np.float32)
+    ours = nlembed.SpectralClustering(4, affinity=affinity, n_jobs=1, **kw).fit(X).labels_
+    theirs = SkSpectralClustering(4, affinity=affinity, random_state=0, **kw).fit(X).labels_
+    assert adjusted_rand_score(theirs, ours) > 0.95
+    assert adjusted_rand_score(y, ours) > 0.95

@@ -80,6 +80,7 @@ static const nle__option options[] = {
     INT("max-iters", opt.max_iters, true),
     REAL("tol", opt.tol, true),
     REAL("x-tol", opt.x_tol, true),
+    REAL("grad-tol", opt.grad_tol, false),
     REAL("time-budget", opt.time_budget, false),
     INT("homotopy", homotopy_steps, true),
     REAL("lambda-start", lambda_start, true),
