@@ -9,7 +9,11 @@
 # seconds, KL(P || Q) (the same P for every engine at one N) and the 10-NN
 # accuracy of the map (Fashion-MNIST's classes; the blobs' labels) and its
 # recall@10.
-#   bench/tsne_engines.sh            (about 15 minutes on 2 threads)
+# On a loaded machine compare CPU seconds at THREADS=1 (the work): at two
+# threads both the wall time and the CPU time (threads spinning while they
+# wait) measure the load (bench/results/tsne_engines.txt).
+#   bench/tsne_engines.sh            (about 15 minutes on 2 quiet threads)
+#   THREADS=1 SIZES="1000 1500 2000 5000 10000 20000" EXACT_MAX=2000 bench/tsne_engines.sh
 #   SMOKE=1 bench/tsne_engines.sh    (seconds: 300 points, one repetition)
 source "$(dirname "$0")/common.sh"
 SIZES=${SIZES:-500 1000 2000 3500 5000 10000 20000}

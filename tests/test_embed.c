@@ -3,6 +3,7 @@
  * into the documented recipe, the options check, the EE paper's stopping
  * test, the homotopy ending at a minimum, and thread-count determinism. */
 #include "harness.h"
+#include "../src/nle/embed_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +184,39 @@ static void kl_vs_direct_sum(void) {
   nle_ea_result_free(&ea);
   nle_csr_free(&graph);
   nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
+/* The automatic repulsion engine at each switch point: t-SNE exact below
+ * 1,500 points, Barnes-Hut below 10,000, FFT from there in 1-2 dimensions
+ * (Barnes-Hut in 3); the other models exact below 5,000 (SNE always). */
+static void auto_engine_switch_points(void) {
+  nle_ctx *ctx = test_ctx(1);
+  nle_matf Y = {0, 5, NULL};
+  nle_embed_input in = {.Y = &Y};
+  struct {
+    nle_model_kind kind;
+    size_t n;
+    int dim;
+    nle_repulsion want;
+  } cases[] = {{NLE_MODEL_TSNE, 1499, 2, NLE_REPULSION_EXACT}, {NLE_MODEL_TSNE, 1500, 2, NLE_REPULSION_BH},
+               {NLE_MODEL_TSNE, 9999, 2, NLE_REPULSION_BH},    {NLE_MODEL_TSNE, 10000, 2, NLE_REPULSION_FFT},
+               {NLE_MODEL_TSNE, 10000, 1, NLE_REPULSION_FFT},  {NLE_MODEL_TSNE, 10000, 3, NLE_REPULSION_BH},
+               {NLE_MODEL_TSNE, 1499, 3, NLE_REPULSION_EXACT}, {NLE_MODEL_TSNE, 5000, 4, NLE_REPULSION_EXACT},
+               {NLE_MODEL_SSNE, 4999, 2, NLE_REPULSION_EXACT}, {NLE_MODEL_SSNE, 5000, 2, NLE_REPULSION_FFT},
+               {NLE_MODEL_TEE, 4999, 2, NLE_REPULSION_EXACT},  {NLE_MODEL_TEE, 5000, 2, NLE_REPULSION_FFT},
+               {NLE_MODEL_SNE, 20000, 2, NLE_REPULSION_EXACT}};
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    nle_embed_opts o;
+    nle_embed_opts_init(&o);
+    o.model = cases[c].kind;
+    o.dim = cases[c].dim;
+    Y.rows = cases[c].n;
+    nle_status s = nle__embed_resolve_early(ctx, &in, cases[c].n, 5, &o);
+    if (!nle_test(s == NLE_OK && o.engine == cases[c].want))
+      printf("  %s, N = %zu, d = %d: %s (%s)\n", nle_model_name(cases[c].kind), cases[c].n, cases[c].dim,
+             nle_repulsion_name(o.engine), s ? nle_ctx_error(ctx) : "ok");
+  }
   nle_ctx_free(&ctx);
 }
 
@@ -562,6 +596,7 @@ done:
 
 const nle_test_case embed_tests[] = {{"embed/model_keeps_pca", model_keeps_pca},{"embed/energy_vs_direct_sum", energy_vs_direct_sum},
                                      {"embed/kl_vs_direct_sum", kl_vs_direct_sum},
+                                     {"embed/auto_engine_switch_points", auto_engine_switch_points},
                                      {"embed/auto_resolved", auto_resolved},
                                      {"embed/auto_perplexity", auto_perplexity},
                                      {"embed/sd_over_cap_takes_lbfgs", sd_over_cap_takes_lbfgs},
