@@ -9,6 +9,7 @@ BUILD    ?= build
 OPT      ?= -O3 $(if $(filter 1,$(NATIVE)),-march=native -DNLE_NATIVE)
 SAN      ?=
 PREFIX   ?= /usr/local
+LDCONFIG ?= ldconfig
 BLAS_INC ?= /usr/include/x86_64-linux-gnu/openblas-pthread
 CAIRO_CFLAGS := $(shell pkg-config --cflags cairo 2>/dev/null)
 CAIRO_LIBS   := $(shell pkg-config --libs cairo 2>/dev/null || echo -lcairo)
@@ -143,6 +144,12 @@ install: all
 	  -e 's|@PRIVATE@|$(DEPLIBS) -fopenmp|' nlembed-static.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/nlembed-static.pc
 	install -m 755 $(BUILD)/nlembed $(DESTDIR)$(PREFIX)/bin/
+	@# the dynamic loader's cache, so that programs and `import nlembed` find
+	@# the new library without LD_LIBRARY_PATH (not for a staged DESTDIR)
+	@if [ -z "$(DESTDIR)" ]; then \
+	  ld=$$(command -v $(LDCONFIG) || command -v /sbin/$(LDCONFIG) || true); \
+	  if [ -n "$$ld" ]; then "$$ld" || echo "make install: run '$(LDCONFIG)' as root to refresh the loader's cache"; fi; \
+	fi
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/lib/libnlembed.a $(DESTDIR)$(PREFIX)/lib/libnlembed.so* \

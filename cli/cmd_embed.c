@@ -47,7 +47,8 @@ static const char *help_fmt =
     "  --lambda L           weight of the repulsion (auto: %s)\n"
     "%s"
     "  --repulsion NAME     auto (exact below 5,000 points, else fft where the model\n"
-    "                       allows, Barnes-Hut where the map outgrows the grid),\n"
+    "                       allows, Barnes-Hut where the map outgrows the grid;\n"
+    "                       t-SNE: exact below 1,500, bh below 10,000, then fft),\n"
     "                       exact, bh, fft or fgt (EE, s-SNE); bh, fft, fgt: d <= 3\n"
     "  --theta T            bh: opening angle (default 0.5; error about 0.1 T^2)\n"
     "  --fft-order P        fft: interpolation nodes per box and axis (default 3)\n"
@@ -93,6 +94,8 @@ static const char *help_fmt =
     "                       a row (auto: 1e-6; 0 in a line-search homotopy)\n"
     "  --x-tol T            stop when |X - X_old| <= T |X_old| (auto: 1e-3 in a\n"
     "                       line-search homotopy, the EE paper's test; else 0, off)\n"
+    "  --grad-tol G         stop when every gradient entry is below G in size\n"
+    "                       (default 1e-9)\n"
     "  --time-budget S      stop after S seconds\n"
     "  --homotopy STEPS     EE, t-EE: minimise over STEPS log-spaced lambda values\n"
     "                       from --lambda-start to --lambda (EE paper 4.4; auto: 5\n"
@@ -221,6 +224,7 @@ static const embed_option table[] = {
     {"max-iters", 0, V_INT, AT(eo.opt.max_iters), 0, INT_MAX, 0, 1, NULL, FOR_ALL, "--max-iters takes an integer >= 0"},
     {"tol", 0, V_REAL, AT(eo.opt.tol), 0, BIG, 0, 1, NULL, FOR_ALL, "--tol takes a number >= 0"},
     {"x-tol", 0, V_REAL, AT(eo.opt.x_tol), 0, BIG, 0, 1, NULL, FOR_ALL, "--x-tol takes a number >= 0"},
+    {"grad-tol", 0, V_REAL, AT(eo.opt.grad_tol), 0, BIG, 0, 1, NULL, FOR_ALL, "--grad-tol takes a number >= 0"},
     {"time-budget", 0, V_REAL, AT(eo.opt.time_budget), 0, BIG, 0, 0, NULL, FOR_ALL, "--time-budget takes seconds >= 0"},
     {"homotopy", 0, V_INT, AT(eo.homotopy_steps), 0, INT_MAX, 0, 1, NULL, FOR_EE | FOR_TEE,
      "--homotopy takes a number of lambda values|--homotopy is for ee and tee (lambda is 1 in the SNE family)"},
@@ -357,10 +361,11 @@ static const char *name_of(const cli_name *names, int value) {
 static void print_json(cli_env *env, const char *title, const char *input, double read_seconds,
                        double search_seconds, const nle_embed_result *r) {
   const nle_embed_opts *o = &r->resolved;
-  char source[1200], e0[32], e[32], lower[32], upper[32], extent[32];
+  char source[1200], e0[32], e[32], kl[64] = "", lower[32], upper[32], extent[32];
   cli_json_escape(input, source, sizeof source);
   cli_json_number(e0, sizeof e0, "%.10g", r->report.E0);
   cli_json_number(e, sizeof e, "%.10g", r->report.E);
+  if (isfinite(r->kl)) snprintf(kl, sizeof kl, ", \"kl_divergence\": %.10g", r->kl); /* the SNE family's */
   cli_json_number(lower, sizeof lower, "%.6g", r->lambda_lower); /* null: not computed */
   cli_json_number(upper, sizeof upper, "%.6g", r->lambda_upper);
   cli_json_number(extent, sizeof extent, "%.6g", r->map_extent);
@@ -370,7 +375,7 @@ static void print_json(cli_env *env, const char *title, const char *input, doubl
          "\"learning_rate\": %.6g, \"final_learning_rate\": %.6g, \"momentum\": %g, \"exaggeration\": %g, "
          "\"exaggeration_iters\": %d, \"max_iters\": %d, \"tol\": %g, \"x_tol\": %g, \"homotopy_steps\": %d, "
          "\"lambda_start\": %.6g, \"init\": \"%s\", \"iterations\": %d, \"evaluations\": %d, \"E0\": %s, "
-         "\"E\": %s, \"converged\": %s, \"lambda_star_lower\": %s, \"lambda_star_upper\": %s, "
+         "\"E\": %s%s, \"converged\": %s, \"lambda_star_lower\": %s, \"lambda_star_upper\": %s, "
          "\"components\": %d, \"map_extent\": %s, \"read_seconds\": %.3f, \"pca_seconds\": %.3f, \"knn_seconds\": %.3f, "
          "\"affinity_seconds\": %.3f, \"init_seconds\": %.3f, \"plan_seconds\": %.3f, \"optimize_seconds\": %.3f, "
          "\"total_seconds\": %.3f, \"summary\": \"%s, perplexity %g, %s%s, %d iterations, %.1f s\"}\n",
@@ -381,7 +386,7 @@ static void print_json(cli_env *env, const char *title, const char *input, doubl
          o->opt.learning_rate_final, o->opt.momentum, o->opt.exaggeration, o->opt.exaggeration_iters,
          o->opt.max_iters, o->opt.tol, o->opt.x_tol, o->homotopy_steps, o->lambda_start,
          o->init == NLE_INIT_GIVEN ? "file" : nle_init_name(o->init),
-         r->report.iterations, r->report.evaluations, e0, e, r->report.converged ? "true" : "false", lower, upper,
+         r->report.iterations, r->report.evaluations, e0, e, kl, r->report.converged ? "true" : "false", lower, upper,
          r->components, extent, read_seconds, r->seconds.pca, r->seconds.knn + search_seconds, r->seconds.affinities,
          r->seconds.init, r->seconds.plan, r->seconds.optimize, r->seconds.total + search_seconds, title, o->perplexity,
          o->homotopy_steps > 0 ? "homotopy, " : "", o->step == NLE_STEP_FIXED_RATE ? "fixed-rate gd" : name_of(optimizer_names, o->opt.kind),
@@ -616,8 +621,10 @@ int cmd_embed(int argc, char **argv, const char *name) {
   if (!rc) rc = cli_commit(&env); /* every output of the run, or none */
   if (!rc) {
     print_json(&env, titles[kind], ds ? ds->name : input, t_read, t_search, res);
-    cli_note(&env, "%s of %zu points: E %.6g -> %.6g in %d iterations (%d evaluations), %.2f s; wrote %s",
-             titles[kind], npts, res->report.E0, res->report.E, res->report.iterations, res->report.evaluations,
+    char kl[48] = "";
+    if (isfinite(res->kl)) snprintf(kl, sizeof kl, " (KL %.6g)", res->kl);
+    cli_note(&env, "%s of %zu points: E %.6g -> %.6g%s in %d iterations (%d evaluations), %.2f s; wrote %s",
+             titles[kind], npts, res->report.E0, res->report.E, kl, res->report.iterations, res->report.evaluations,
              res->seconds.total + t_search, a.output);
   }
   if (trace_file) fclose(trace_file);

@@ -6,8 +6,17 @@
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib.sh
 prefix=$T/prefix
-if make -s install PREFIX="$prefix" > "$T/install.log" 2>&1; then ok install
+# (a stand-in for ldconfig: the test does not touch the machine's loader cache)
+printf '#!/bin/sh\necho "$@" > "%s"\n' "$T/ldconfig_ran" > "$T/ldconfig"
+chmod +x "$T/ldconfig"
+if make -s install PREFIX="$prefix" LDCONFIG="$T/ldconfig" > "$T/install.log" 2>&1; then ok install
 else bad install "$(tail -c 300 "$T/install.log")"; fi
+# without DESTDIR the loader's cache is refreshed; a staged DESTDIR install leaves it alone
+if [ -f "$T/ldconfig_ran" ]; then ok install_runs_ldconfig; else bad install_runs_ldconfig "ldconfig not run"; fi
+rm -f "$T/ldconfig_ran"
+if make -s install PREFIX=/usr/local DESTDIR="$T/stage" LDCONFIG="$T/ldconfig" > "$T/install.log" 2>&1 \
+  && [ -f "$T/stage/usr/local/lib/libnlembed.so" ] && [ ! -f "$T/ldconfig_ran" ]; then ok install_destdir_no_ldconfig
+else bad install_destdir_no_ldconfig "$(tail -c 300 "$T/install.log")"; fi
 version=$(sed -n 's/^#define NLE_VERSION_STRING "\(.*\)"/\1/p' include/nlembed/core.h)
 missing=""
 for f in lib/libnlembed.a "lib/libnlembed.so.$version" include/nlembed.h lib/pkgconfig/nlembed.pc bin/nlembed \
@@ -63,6 +72,12 @@ else bad pkg_config_static "$(head -c 300 "$T/cc_err") $(objdump -p "$T/example_
 # and the README's recipe is the one tested
 if grep -q 'pkg-config --cflags --libs nlembed-static' README.md; then ok readme_static_recipe
 else bad readme_static_recipe "README.md does not give the static recipe tested here"; fi
+# `import nlembed` finds the installed library with no NLEMBED_LIBRARY: through
+# pkg-config's libdir (this prefix is not in the loader's cache)
+py_out=$(cd "$T" && env -u NLEMBED_LIBRARY PYTHONPATH="$OLDPWD/python" /usr/bin/python3 -c \
+  "import nlembed; print(nlembed.library_path); print(nlembed.library_version())" 2>&1)
+if [ "$(echo "$py_out" | head -n 1)" = "$prefix/lib/libnlembed.so.0" ] && [ "$(echo "$py_out" | tail -n 1)" = "$version" ]
+then ok python_import_after_install; else bad python_import_after_install "$(echo "$py_out" | tail -c 300)"; fi
 if "$prefix/bin/nlembed" --version | grep -qx "nlembed $version"; then ok installed_tool
 else bad installed_tool "$("$prefix/bin/nlembed" --version 2>&1 | head -c 200)"; fi
 finish

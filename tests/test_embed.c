@@ -104,6 +104,123 @@ static void energy_vs_direct_sum(void) {
   nle_ctx_free(&ctx);
 }
 
+/* KL(P || Q) written out over the dense N x N from the conditional P of
+ * the same kNN graph: SNE sums each point's KL(P_n || Q_n) with q_{m|n} =
+ * exp(-d^2) / sum_l exp(-d^2_nl); t-SNE and s-SNE take the joint
+ * p_nm = (p_{m|n} + p_{n|m}) / 2N against q_nm = K_nm / sum K. */
+static double direct_kl(nle_model_kind kind, const nle_csr *Pc, const nle_matd *X) {
+  size_t n = X->rows, d = X->cols;
+  int student = kind == NLE_MODEL_TSNE;
+  double *P = calloc(n * n, sizeof(double)), *K = calloc(n * n, sizeof(double)), kl = 0.0, z = 0.0;
+  for (size_t i = 0; i < n; i++)
+    for (int64_t q = Pc->rowptr[i]; q < Pc->rowptr[i + 1]; q++) P[i * n + (size_t)Pc->colind[q]] = nle_csr_value(Pc, q);
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < n; j++) {
+      if (i == j) continue;
+      double d2 = 0.0;
+      for (size_t t = 0; t < d; t++) d2 += (X->data[i * d + t] - X->data[j * d + t]) * (X->data[i * d + t] - X->data[j * d + t]);
+      K[i * n + j] = student ? 1.0 / (1.0 + d2) : exp(-d2);
+      z += K[i * n + j];
+    }
+  for (size_t i = 0; i < n; i++) {
+    double zi = 0.0;
+    for (size_t j = 0; j < n; j++) zi += K[i * n + j];
+    for (size_t j = 0; j < n; j++) {
+      double p = kind == NLE_MODEL_SNE ? P[i * n + j] : (P[i * n + j] + P[j * n + i]) / (2.0 * (double)n);
+      double qv = kind == NLE_MODEL_SNE ? K[i * n + j] / zi : K[i * n + j] / z;
+      if (p > 0) kl += p * log(p / qv);
+    }
+  }
+  free(P);
+  free(K);
+  return kl;
+}
+
+/* The result's kl is KL(P || Q), not the objective E (which holds -H(P)
+ * besides): against the sum written out, for each model of the SNE family,
+ * with lambda 1 (E + sum p log p) and another lambda (a fresh evaluation);
+ * EE has none. */
+static void kl_vs_direct_sum(void) {
+  size_t n = 60;
+  nle_ctx *ctx = test_ctx(7);
+  nle_matf *Y = blobs(n, 5, 3, 11);
+  nle_csr *graph = NULL;
+  nle_knn_opts ko;
+  nle_knn_opts_init(&ko);
+  ko.k = 30;
+  nle_test_ok(nle_knn_exact(ctx, Y, &ko, &graph));
+  nle_ea_opts eo;
+  nle_ea_opts_init(&eo);
+  eo.perplexity = 10;
+  nle_ea_result *ea = NULL;
+  nle_test(nle_entropic_affinities(ctx, graph, &eo, &ea) >= 0 && ea);
+  struct {
+    nle_model_kind kind;
+    double lambda;
+  } cases[] = {{NLE_MODEL_TSNE, NLE_AUTO}, {NLE_MODEL_SSNE, NLE_AUTO}, {NLE_MODEL_SNE, NLE_AUTO},
+               {NLE_MODEL_TSNE, 0.7}, {NLE_MODEL_EE, NLE_AUTO}};
+  nle_embed_input in = {.Y = Y, .knn = graph};
+  for (size_t c = 0; ea && c < sizeof cases / sizeof *cases; c++) {
+    nle_embed_opts o;
+    nle_embed_opts_init(&o);
+    o.model = cases[c].kind;
+    o.lambda = cases[c].lambda;
+    o.perplexity = 10;
+    o.engine = NLE_REPULSION_EXACT;
+    o.opt.max_iters = 60;
+    nle_embed_result *r = NULL;
+    if (!nle_test(nle_embed(ctx, &in, &o, &r) >= 0 && r)) {
+      printf("  case %zu: %s\n", c, nle_ctx_error(ctx));
+      continue;
+    }
+    if (cases[c].kind == NLE_MODEL_EE) {
+      nle_test(isnan(r->kl));
+    } else {
+      double want = direct_kl(cases[c].kind, ea->P, r->X);
+      if (!nle_test(want > 0.01 && nle_test_rel(r->kl, want, 1e-9)))
+        printf("  case %zu: kl %.10g, written out %.10g, E %.10g\n", c, r->kl, want, r->report.E);
+    }
+    nle_embed_result_free(&r);
+  }
+  nle_ea_result_free(&ea);
+  nle_csr_free(&graph);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
+/* The automatic repulsion engine at each switch point: t-SNE exact below
+ * 1,500 points, Barnes-Hut below 10,000, FFT from there in 1-2 dimensions
+ * (Barnes-Hut in 3); the other models exact below 5,000 (SNE always). */
+static void auto_engine_switch_points(void) {
+  nle_ctx *ctx = test_ctx(1);
+  nle_matf Y = {0, 5, NULL};
+  nle_embed_input in = {.Y = &Y};
+  struct {
+    nle_model_kind kind;
+    size_t n;
+    int dim;
+    nle_repulsion want;
+  } cases[] = {{NLE_MODEL_TSNE, 1499, 2, NLE_REPULSION_EXACT}, {NLE_MODEL_TSNE, 1500, 2, NLE_REPULSION_BH},
+               {NLE_MODEL_TSNE, 9999, 2, NLE_REPULSION_BH},    {NLE_MODEL_TSNE, 10000, 2, NLE_REPULSION_FFT},
+               {NLE_MODEL_TSNE, 10000, 1, NLE_REPULSION_FFT},  {NLE_MODEL_TSNE, 10000, 3, NLE_REPULSION_BH},
+               {NLE_MODEL_TSNE, 1499, 3, NLE_REPULSION_EXACT}, {NLE_MODEL_TSNE, 5000, 4, NLE_REPULSION_EXACT},
+               {NLE_MODEL_SSNE, 4999, 2, NLE_REPULSION_EXACT}, {NLE_MODEL_SSNE, 5000, 2, NLE_REPULSION_FFT},
+               {NLE_MODEL_TEE, 4999, 2, NLE_REPULSION_EXACT},  {NLE_MODEL_TEE, 5000, 2, NLE_REPULSION_FFT},
+               {NLE_MODEL_SNE, 20000, 2, NLE_REPULSION_EXACT}};
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    nle_embed_opts o;
+    nle_embed_opts_init(&o);
+    o.model = cases[c].kind;
+    o.dim = cases[c].dim;
+    Y.rows = cases[c].n;
+    nle_status s = nle__embed_resolve_early(ctx, &in, cases[c].n, 5, &o);
+    if (!nle_test(s == NLE_OK && o.engine == cases[c].want))
+      printf("  %s, N = %zu, d = %d: %s (%s)\n", nle_model_name(cases[c].kind), cases[c].n, cases[c].dim,
+             nle_repulsion_name(o.engine), s ? nle_ctx_error(ctx) : "ok");
+  }
+  nle_ctx_free(&ctx);
+}
+
 /* Every NLE_AUTO comes back resolved to the documented recipe. */
 static void auto_resolved(void) {
   size_t n = 600;
@@ -623,6 +740,8 @@ done:
 }
 
 const nle_test_case embed_tests[] = {{"embed/model_keeps_pca", model_keeps_pca},{"embed/energy_vs_direct_sum", energy_vs_direct_sum},
+                                     {"embed/kl_vs_direct_sum", kl_vs_direct_sum},
+                                     {"embed/auto_engine_switch_points", auto_engine_switch_points},
                                      {"embed/auto_resolved", auto_resolved},
                                      {"embed/recipe_boundaries", recipe_boundaries},
                                      {"embed/auto_perplexity", auto_perplexity},

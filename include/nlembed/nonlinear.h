@@ -512,7 +512,10 @@ typedef struct {
 
 typedef struct {
   nle_matd *X;              /* the N x d embedding */
-  nle_opt_report report;    /* of the run (the whole path for a homotopy) */
+  nle_opt_report report;    /* of the run (the whole path for a homotopy);
+                               report.E is the objective, not the KL */
+  double kl;                /* t-SNE, s-SNE: KL(P || Q) at X; SNE: the sum
+                               over points of KL(P_n || Q_n); EE, t-EE: NaN */
   nle_embed_opts resolved;  /* the options as they ran, no NLE_AUTO left */
   nle_knn_method knn_used;  /* the search that ran (NLE_AUTO: none) */
   double pca_variance;      /* fraction of the variance the PCA kept (or 0) */

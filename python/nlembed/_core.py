@@ -7,6 +7,7 @@ callback (a tqdm bar, Ctrl-C as a cancellation)."""
 import ctypes
 import json
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -30,7 +31,7 @@ except ImportError:  # pragma: no cover - sklearn is a dependency of the estimat
     class ConvergenceWarning(UserWarning):
         pass
 
-__all__ = ["Estimator", "method_names", "ConvergenceWarning", "NlembedError", "warn"]
+__all__ = ["Estimator", "method_names", "ConvergenceWarning", "NlembedError", "warn", "render_markers"]
 
 
 class NlembedError(RuntimeError):
@@ -58,21 +59,50 @@ def method_names():
         i += 1
 
 
-def raise_for(status, ctx):
+_MARKER = re.compile(r"\{@([a-z0-9_-]+)(?:=([^{}]*))?\}")
+_NUMBER = re.compile(r"^[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?$")
+
+
+def _value(text):
+    """An option's value as a Python user writes it: numbers as they are,
+    true/false as True/False, names quoted."""
+    if _NUMBER.match(text):
+        return text
+    if text in ("true", "false"):
+        return text.capitalize()
+    return f'"{text}"'
+
+
+def render_markers(text, names=None):
+    """The library's option markers in a message (NLE_SPELL_MARKED:
+    {@name}, {@name=value}, name being the tool's long option) in Python's
+    spelling: names maps a library option to its parameter (n_neighbors for
+    neighbors); an option it lacks is written with '_' for '-'."""
+    names = names or {}
+
+    def one(m):
+        py = names.get(m.group(1)) or m.group(1).replace("-", "_")
+        return py if m.group(2) is None else f"{py}={_value(m.group(2))}"
+
+    return _MARKER.sub(one, text)
+
+
+def raise_for(status, ctx, render=render_markers):
     """The exception of a status < 0: ValueError for bad input or options
     (NLE_ERR_VALUE, _FORMAT, _ARG, _UNSUPPORTED), MemoryError for the memory
     cap or a failed allocation, OSError for I/O, NlembedError (a
-    RuntimeError) otherwise; with nle_ctx_error's text. A status > 0 is a
-    warning, returned as (category, text) for the caller to warn with:
-    ConvergenceWarning for NLE_WARN_NOT_CONVERGED, else RuntimeWarning."""
+    RuntimeError) otherwise; with nle_ctx_error's text, its option markers
+    rendered by render. A status > 0 is a warning, returned as (category,
+    text) for the caller to warn with: ConvergenceWarning for
+    NLE_WARN_NOT_CONVERGED, else UserWarning."""
     if status == _lib.OK:
         return
-    message = _text(lib.nle_ctx_error(ctx)) if ctx else ""
+    message = render(_text(lib.nle_ctx_error(ctx))) if ctx else ""
     name = _text(lib.nle_status_name(status))
     if not message:
         message = f"nlembed: {name}"
     if status > 0:
-        category = ConvergenceWarning if status == _lib.WARN_NOT_CONVERGED else RuntimeWarning
+        category = ConvergenceWarning if status == _lib.WARN_NOT_CONVERGED else UserWarning
         return category, message
     if status in (_lib.ERR_VALUE, _lib.ERR_FORMAT, _lib.ERR_ARG, _lib.ERR_UNSUPPORTED):
         raise ValueError(message)
@@ -89,16 +119,45 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
 def warn(warning):
-    """Emits a (category, text) that raise_for returned (None: nothing),
-    pointed at the user's line: the first frame outside this package and
-    scikit-learn's method wrappers (set_output's)."""
+    """Emits a (category, text) that raise_for returned, or a list of them
+    (None: nothing), pointed at the user's line: the first frame outside
+    this package and scikit-learn's method wrappers (set_output's)."""
     if warning is None:
+        return
+    if isinstance(warning, list):
+        for w in warning:
+            warn(w)
         return
     frame, level = sys._getframe(0), 1
     while frame is not None and (frame.f_code.co_filename.startswith(_PACKAGE_DIR)
                                  or frame.f_code.co_filename.endswith(os.path.join("utils", "_set_output.py"))):
         frame, level = frame.f_back, level + 1
     warnings.warn(warning[1], warning[0], stacklevel=level)
+
+
+def library_warnings(ctx, status, render=render_markers):
+    """What one library call warned, as (category, text) pairs, and the
+    context's record cleared for the next call: each warning the library
+    recorded (nle_ctx_warning: ConvergenceWarning where its kind is about
+    convergence, else UserWarning), a count of those past the record's
+    NLE_WARNINGS_KEPT, and the warning status (> 0) of the call itself
+    unless its text is one already listed. A status < 0 is left to
+    raise_for."""
+    out = []
+    count = lib.nle_ctx_warning_count(ctx)
+    for i in range(min(count, _lib.WARNINGS_KEPT)):
+        kind = ctypes.c_int(_lib.WARN_GENERAL)
+        text = render(_text(lib.nle_ctx_warning(ctx, i, ctypes.byref(kind))))
+        out.append((ConvergenceWarning if kind.value == _lib.WARN_CONVERGENCE else UserWarning, text))
+    if count > _lib.WARNINGS_KEPT:
+        out.append((UserWarning, f"nlembed: {count - _lib.WARNINGS_KEPT} more warnings of this call not kept "
+                                 f"(verbose=1 shows them all)"))
+    lib.nle_ctx_clear_warnings(ctx)
+    if status > 0:
+        own = raise_for(status, ctx, render)
+        if all(own[1] != text for _, text in out):
+            out.append(own)
+    return out
 
 
 # --- arrays in and out ----------------------------------------------------------
@@ -168,8 +227,9 @@ class _Progress:
     KeyboardInterrupt through another handler, a failing bar) is kept and
     re-raised once the library has returned."""
 
-    def __init__(self, verbose):
+    def __init__(self, verbose, render=render_markers):
         self.verbose = verbose
+        self.render = render
         self.bar = None
         self.stage = None
         self.interrupted = False
@@ -210,7 +270,10 @@ class _Progress:
 
     def _log(self, user, level, line):
         try:
-            text = f"nlembed: {_text(line)}"
+            line = self.render(_text(line))
+            if line.startswith("warning: "):  # raised as a Python warning when the call returns
+                return
+            text = f"nlembed: {line}"
             if _tqdm is None:
                 print(text, file=sys.stderr, flush=True)
             else:
@@ -262,14 +325,18 @@ class Estimator:
     """An nle_estimator with its own nle_ctx (freed together). Calls on one
     handle are serialised (the context keeps the last error's text)."""
 
-    def __init__(self, method=None, *, load_path=None):
+    def __init__(self, method=None, *, load_path=None, names=None):
+        """names: library option -> Python parameter, for the messages
+        (the library leaves option names as markers for us to render)."""
         self.ctx = None
         self.est = None
         self.lock = threading.Lock()
+        self.names = dict(names or {})
         ctx = lib.nle_ctx_new()
         if not ctx:
             raise MemoryError("nlembed: out of memory for a context")
         self.ctx = ctypes.c_void_p(ctx)
+        lib.nle_ctx_set_option_spelling(self.ctx, _lib.SPELL_MARKED)
         est = ctypes.c_void_p()
         if load_path is not None:
             status = lib.nle_estimator_load(self.ctx, os.fsencode(load_path), ctypes.byref(est))
@@ -277,10 +344,25 @@ class Estimator:
             status = lib.nle_estimator_new(self.ctx, method.encode(), ctypes.byref(est))
         if status < 0:
             try:
-                raise_for(status, self.ctx)
+                raise_for(status, self.ctx, self.render)
             finally:
                 self.close()
         self.est = est
+        lib.nle_ctx_clear_warnings(self.ctx)
+
+    def render(self, text):
+        """A library message with its option markers in Python's names."""
+        return render_markers(text, self.names)
+
+    def _checked(self, status):
+        """After a library call: its warnings as (category, text) pairs; a
+        status < 0 raised (the warnings recorded before the failure are
+        emitted first)."""
+        found = library_warnings(self.ctx, status, self.render)
+        if status < 0:
+            warn(found)
+            raise_for(status, self.ctx, self.render)
+        return found
 
     def close(self):
         if self.est is not None and self.est.value:
@@ -323,19 +405,19 @@ class Estimator:
 
     def set(self, name, value):
         status = lib.nle_estimator_set(self.est, name.encode(), value.encode())
-        raise_for(status, self.ctx)
+        raise_for(status, self.ctx, self.render)
 
     def get(self, name):
         buf = ctypes.create_string_buffer(4096)
         status = lib.nle_estimator_get(self.est, name.encode(), buf, len(buf))
-        raise_for(status, self.ctx)
+        raise_for(status, self.ctx, self.render)
         return _text(buf.value)
 
     # fit and its results
     def fit(self, X, labels=None, verbose=0, init=None, weights=None):
         """X: a float32-convertible 2-D array or a scipy sparse matrix;
         labels (lda, klda), init (N x d) and weights (N x N) arrays or None.
-        The fit's warning as (category, text), or None."""
+        The fit's warnings as a list of (category, text)."""
         inp = _lib.EstimatorInput()
         keep = []
         if sp.issparse(X):
@@ -355,10 +437,11 @@ class Estimator:
                 keep.append((m, k))
                 setattr(inp, field, ctypes.pointer(m))
         with self.lock:
-            status = _Progress(verbose).run(self.ctx, lib.nle_estimator_fit, self.est, ctypes.byref(inp))
-            warning = raise_for(status, self.ctx)
+            status = _Progress(verbose, self.render).run(self.ctx, lib.nle_estimator_fit, self.est,
+                                                         ctypes.byref(inp))
+            found = self._checked(status)
         del keep
-        return warning
+        return found
 
     def embedding(self):
         p = lib.nle_estimator_embedding(self.est)
@@ -379,11 +462,13 @@ class Estimator:
         m, keep = as_matf(X)
         out = ctypes.POINTER(_lib.MatD)()
         with self.lock:
-            status = _Progress(verbose).run(self.ctx, lib.nle_estimator_transform, self.est,
-                                            ctypes.byref(m), ctypes.byref(out))
+            status = _Progress(verbose, self.render).run(self.ctx, lib.nle_estimator_transform, self.est,
+                                                         ctypes.byref(m), ctypes.byref(out))
             try:
-                warn(raise_for(status, self.ctx))
-                return matd_to_numpy(out)
+                found = self._checked(status)
+                result = matd_to_numpy(out)
+                warn(found)
+                return result
             finally:
                 lib.nle_matd_free(ctypes.byref(out))
 
@@ -391,11 +476,13 @@ class Estimator:
         m, keep = as_matd(X)
         out = ctypes.POINTER(_lib.MatF)()
         with self.lock:
-            status = _Progress(verbose).run(self.ctx, lib.nle_estimator_inverse, self.est,
-                                            ctypes.byref(m), ctypes.byref(out))
+            status = _Progress(verbose, self.render).run(self.ctx, lib.nle_estimator_inverse, self.est,
+                                                         ctypes.byref(m), ctypes.byref(out))
             try:
-                warn(raise_for(status, self.ctx))
-                return matf_to_numpy(out)
+                found = self._checked(status)
+                result = matf_to_numpy(out)
+                warn(found)
+                return result
             finally:
                 lib.nle_matf_free(ctypes.byref(out))
 
@@ -403,9 +490,10 @@ class Estimator:
         m, keep = as_matf(X)
         labels = np.empty(m.rows, dtype=np.int32)
         with self.lock:
-            status = _Progress(verbose).run(self.ctx, lib.nle_estimator_predict, self.est, ctypes.byref(m),
-                                            labels.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)))
-            warn(raise_for(status, self.ctx))
+            status = _Progress(verbose, self.render).run(self.ctx, lib.nle_estimator_predict, self.est,
+                                                         ctypes.byref(m),
+                                                         labels.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)))
+            warn(self._checked(status))
         return labels
 
     def decision(self, X, proba=False, verbose=0):
@@ -428,14 +516,14 @@ class Estimator:
         with tempfile.TemporaryDirectory(prefix="nlembed-") as d:
             path = os.path.join(d, "model.nle")
             with self.lock:
-                raise_for(lib.nle_estimator_save(self.est, os.fsencode(path)), self.ctx)
+                warn(self._checked(lib.nle_estimator_save(self.est, os.fsencode(path))))
             with open(path, "rb") as f:
                 return f.read()
 
     @classmethod
-    def load_bytes(cls, data):
+    def load_bytes(cls, data, names=None):
         with tempfile.TemporaryDirectory(prefix="nlembed-") as d:
             path = os.path.join(d, "model.nle")
             with open(path, "wb") as f:
                 f.write(data)
-            return cls(load_path=path)
+            return cls(load_path=path, names=names)

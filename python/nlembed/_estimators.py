@@ -23,7 +23,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, ClusterMixin, Transform
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted
 
-from . import _core
+from . import _core, _params
 
 # --- the table -------------------------------------------------------------------------
 
@@ -40,7 +40,7 @@ KNN = ["knn_method", "trees", "leaf_size", "max_candidates", "knn_iters", "knn_d
 EMBED_MAIN = ["n_components:dim", "perplexity", "n_neighbors:neighbors", "init", "learning_rate",
               "max_iter:max-iters", "early_exaggeration:exaggeration",
               "early_exaggeration_iter:exaggeration-iters"]
-EMBED_REST = ["final_learning_rate", "momentum", "gains", "init_scale", "tol", "x_tol", "time_budget",
+EMBED_REST = ["final_learning_rate", "momentum", "gains", "init_scale", "tol", "x_tol", "grad_tol", "time_budget",
               "lambda_value:lambda", "repulsion", "theta", "fft_order", "fft_box", "fgt_order", "fgt_reach",
               "accuracy_iters", "optimizer", "step", "kappa", "sdm_tol", "sdm_iters", "c1", "shrink"] + KNN
 EE_ONLY = ["wneg", "wneg_dims", "homotopy", "lambda_start", "lambda_bounds"]
@@ -57,18 +57,69 @@ SPARSE_KERNEL = KERNEL + ["kernel_neighbors"]  # kernel PCA's
 # common options and the context's settings.
 COMMON = ["metric", "keep_model"]
 CONTEXT = ["random_state", "n_jobs", "verbose", "max_memory"]
+# The context's settings as the library's messages name them (the tool's options).
+CONTEXT_OPTIONS = {"seed": "random_state", "threads": "n_jobs", "verbose": "verbose", "max-memory": "max_memory"}
+
+
+class _Alias:
+    """A parameter scikit-learn 1.2 spells differently: given (not None), it
+    sets `target` (a parameter of the class) to values[value] (or value
+    itself, for a name values lacks)."""
+
+    def __init__(self, target, about, values=None):
+        self.target = target
+        self.about = about
+        self.values = values or {}
+
+
+class _Own:
+    """A parameter of the Python class alone, used by the class before the
+    library sees the input (scikit-learn's spellings of a choice)."""
+
+    def __init__(self, default, type_, about):
+        self.default = default
+        self.type = type_
+        self.about = about
+
+
+# scikit-learn 1.2's TSNE parameter names (TypeErrors otherwise)
+TSNE_ALIASES = {
+    "n_iter": _Alias("max_iter", "scikit-learn's name of max_iter"),
+    "method": _Alias("repulsion", "scikit-learn's choice of repulsion: 'barnes_hut' is repulsion='bh', 'exact' "
+                                  "repulsion='exact'", {"barnes_hut": "bh"}),
+    "angle": _Alias("theta", "scikit-learn's name of theta (Barnes-Hut's opening angle)"),
+    "min_grad_norm": _Alias("grad_tol", "scikit-learn's stop on the gradient: grad_tol (the library stops when "
+                                        "every gradient entry is below it; scikit-learn when the gradient's norm "
+                                        "is)"),
+}
+CLUSTER_OWN = {
+    "gamma": _Own(1.0, "float", "affinity='rbf': the kernel exp(-gamma |x - y|^2), as scikit-learn's"),
+    "assign_labels": _Own("kmeans", "str", "how the spectral coordinates become labels: 'kmeans' (the library's "
+                                           "k-means with k-means++ restarts; scikit-learn's 'discretize' and "
+                                           "'cluster_qr' are not offered)"),
+}
+# scikit-learn's affinity values for SpectralClustering, as the library's
+RBF_BYTES_PER_PAIR = 16  # the full graph's distances and weights (float32 + int32 + double)
 
 
 class _Spec:
-    def __init__(self, method, cls, kind, about, params, inverse=False, transform=True, array_init=False):
+    def __init__(self, method, cls, kind, about, params, inverse=False, transform=True, array_init=False,
+                 aliases=None, own=None, defaults=None, dtype=np.float64):
         self.method = method
         self.cls = cls
         self.kind = kind  # "embedding", "cluster" or "supervised"
         self.about = about
+        self.aliases = dict(aliases or {})
+        self.own = dict(own or {})
+        self.py_defaults = dict(defaults or {})  # where the class follows scikit-learn, not the library
+        self.dtype = dtype  # of embedding_ and transform's result (scikit-learn's TSNE: float32)
         self.params = []  # (python name, library option)
         for p in params + COMMON:
             py, _, libname = p.partition(":")
             self.params.append((py, libname or py.replace("_", "-")))
+        # library option -> Python parameter, for the library's messages
+        self.names = {libname: py for py, libname in self.params if not libname.startswith("@")}
+        self.names.update(CONTEXT_OPTIONS)
         self.inverse = inverse
         self.transform = transform  # a map for new points
         # parameters that may be arrays, which the fit's input then carries:
@@ -82,7 +133,7 @@ METHODS = [
     _Spec("tsne", "TSNE", "embedding",
           "t-SNE (van der Maaten and Hinton 2008) with nlembed's defaults: entropic affinities on the kNN "
           "graph, fixed-rate steps with early exaggeration, FFT-interpolated repulsion for large N",
-          EMBED_MAIN + SIGMA + EMBED_REST, array_init=True),
+          EMBED_MAIN + SIGMA + EMBED_REST, array_init=True, aliases=TSNE_ALIASES, dtype=np.float32),
     _Spec("tee", "TEE", "embedding", "t-distributed elastic embedding (t-EE)",
           EMBED_MAIN + SIGMA + EMBED_REST + EE_ONLY, inverse=True, array_init=True),
     _Spec("ee", "EE", "embedding", "the elastic embedding (Carreira-Perpinan 2010)",
@@ -112,7 +163,8 @@ METHODS = [
     _Spec("cluster", "SpectralClustering", "cluster",
           "spectral clustering: the random-walk Laplacian's eigenvectors, then k-means",
           ["n_clusters:clusters", "dims", "normalize_rows", "n_init:restarts", "warm_start",
-           "max_iter:max-iters"] + GRAPH + ["laplacian"] + LLL, transform=False),
+           "max_iter:max-iters"] + GRAPH + ["laplacian"] + LLL, transform=False, own=CLUSTER_OWN,
+          defaults={"n_clusters": 8}),
     _Spec("cmds", "ClassicalMDS", "embedding", "classical (Torgerson) MDS; of points, their PCA scores",
           ["n_components:dim"]),
     _Spec("mds", "MDS", "embedding", "metric MDS by SMACOF", ["n_components:dim"] + SMACOF + ["weights:@weights"],
@@ -126,9 +178,9 @@ METHODS = [
     _Spec("lda", "LDA", "supervised",
           "linear discriminant analysis: scikit-learn's LinearDiscriminantAnalysis (solver 'svd': its transform up "
           "to signs, its predict) unless ridge is given; n_components None: min(C - 1, D)",
-          ["n_components:dim", "tol", "ridge"]),
+          ["n_components:dim", "tol", "ridge"], defaults={"n_components": None}),
     _Spec("klda", "KernelLDA", "supervised", "kernel LDA (Baudat and Anouar 2000)",
-          ["n_components:dim", "ridge"] + KERNEL),
+          ["n_components:dim", "ridge"] + KERNEL, defaults={"n_components": None}),
     _Spec("kem", "KernelEigenmaps", "embedding",
           "kernel eigenmaps (Brand 2003): a continuous map G(x) and its inverse",
           ["n_components:dim", "n_neighbors:neighbors", "weights", "heat_t", "symmetrize", "plus_identity",
@@ -144,6 +196,7 @@ REPORT_ATTRIBUTES = {
     "eigenvalues": "eigenvalues_",
     "iterations": "n_iter_",
     "E": "objective_",
+    "kl_divergence": "kl_divergence_",
     "raw_stress": "stress_",
     "stress1": "stress1_",
     "normalized_stress": "normalized_stress_",
@@ -155,8 +208,6 @@ REPORT_ATTRIBUTES = {
     "reconstruction_error": "reconstruction_error_",
     "distortion": "distortion_",
 }
-# E of the SNE family is KL(P || Q).
-KL_METHODS = ("tsne", "ssne", "sne")
 
 
 # --- what the parameters become ------------------------------------------------------------
@@ -173,6 +224,14 @@ def _option_text(cls_name, py, value):
     if isinstance(value, str):
         return value
     raise ValueError(f"{cls_name}: parameter {py}={value!r}: expected a number, a name, True/False or None")
+
+
+def _same(a, b):
+    """Two parameter values the library reads alike."""
+    try:
+        return _option_text("", "", a) == _option_text("", "", b)
+    except ValueError:
+        return False
 
 
 def _seed(random_state):
@@ -249,24 +308,83 @@ class NlembedEstimator(BaseEstimator):
                 arrays[py] = check_array(value, dtype=np.float64, order="C", input_name=py)
         return arrays
 
-    def _new_handle(self):
+    def _values(self):
+        """Every library parameter's value, scikit-learn's aliases applied
+        (an alias given sets its target, which must then be left at its
+        default)."""
+        values = {py: getattr(self, py) for py, _ in self._spec.params}
+        name = type(self).__name__
+        for py, alias in self._spec.aliases.items():
+            given = getattr(self, py)
+            if given is None:
+                continue
+            target = values[alias.target]
+            if target is not None and not _same(target, self._spec.defaults[alias.target]):
+                raise ValueError(f"{name}: {py}={given!r} and {alias.target}={target!r} set the same option; "
+                                 f"give one ({py} is scikit-learn's name of {alias.target})")
+            values[alias.target] = alias.values.get(given, given) if isinstance(given, str) else given
+        return values
+
+    def _affinity(self, handle, value, n):
+        """scikit-learn's affinity values, as the library's options: True if
+        value was one of them. 'precomputed': X holds the affinities;
+        'nearest_neighbors': the binary kNN graph made symmetric, (A + A^T)
+        / 2, as scikit-learn's; 'rbf': the dense Gaussian kernel exp(-gamma
+        |x - y|^2) as the full graph of N - 1 neighbours (where N allows)."""
+        name = type(self).__name__
+        if value == "precomputed":
+            if self.metric not in (None, "affinities", self._spec.defaults.get("metric")):
+                raise ValueError(f"{name}: affinity='precomputed' takes the input as affinities; "
+                                 f"metric={self.metric!r} says otherwise")
+            handle.set("metric", "affinities")
+        elif value == "nearest_neighbors":
+            handle.set("affinity", "binary")
+        elif value == "rbf":
+            gamma = getattr(self, "gamma", 1.0)
+            if isinstance(gamma, str) or not (isinstance(gamma, numbers.Real) and gamma > 0 and np.isfinite(gamma)):
+                raise ValueError(f"{name}: affinity='rbf' takes gamma > 0 (exp(-gamma |x - y|^2)), not {gamma!r}")
+            handle.set("affinity", "gaussian")
+            handle.set("sigma", repr(float(np.sqrt(0.5 / gamma))))  # exp(-d^2 / 2 sigma^2)
+            if n is not None:
+                cap = _max_memory(self.max_memory) or int(0.8 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+                need = n * (n - 1) * RBF_BYTES_PER_PAIR
+                if need > cap:
+                    raise MemoryError(f"{name}: affinity='rbf' is the dense N x N Gaussian kernel: {n} points need "
+                                      f"{need / 2**30:.1f} GiB, over the memory cap of {cap / 2**30:.1f} GiB "
+                                      f"(max_memory); affinity='nearest_neighbors' keeps n_neighbors per point")
+                handle.set("neighbors", str(n - 1))
+        else:
+            return False
+        return True
+
+    def _new_handle(self, n=None):
         """An nle_estimator of the method with this object's parameters set
-        (arrays aside: they go in the fit's input)."""
-        handle = _core.Estimator(self._spec.method)
+        (arrays aside: they go in the fit's input); n: the points of the fit
+        (what affinity='rbf' needs), None before one. A parameter at the
+        library's default is left to the library."""
+        name = type(self).__name__
+        own = self._spec.own.get("assign_labels")
+        if own is not None and getattr(self, "assign_labels") not in ("kmeans", None):
+            raise ValueError(f"{name}: assign_labels={self.assign_labels!r}: nlembed assigns the labels by k-means "
+                             f"(assign_labels='kmeans'); scikit-learn's 'discretize' and 'cluster_qr' are not offered")
+        handle = _core.Estimator(self._spec.method, names=self._spec.names)
+        values = self._values()
+        affinity = values.get("affinity")
         for py, libname in self._spec.params:
-            value = getattr(self, py)
+            value = values[py]
             if value is None or (py in self._spec.arrays and not isinstance(value, str)):
                 continue
             if libname.startswith("@"):
-                raise ValueError(f"{type(self).__name__}: parameter {py} takes an array (or None), not {value!r}")
-            if py == "affinity" and value == "precomputed":  # scikit-learn's spelling of metric="affinities"
-                if self.metric not in (None, "affinities"):
-                    raise ValueError(f"{type(self).__name__}: affinity='precomputed' takes the input as affinities;"
-                                     f" metric={self.metric!r} says otherwise")
-                handle.set("metric", "affinities")
+                raise ValueError(f"{name}: parameter {py} takes an array (or None), not {value!r}")
+            if py == "affinity" and self._affinity(handle, value, n):
+                continue
+            if affinity == "rbf" and py in ("neighbors", "sigma", "n_neighbors"):
+                continue  # the kernel's: set by affinity='rbf'
+            text = _option_text(name, py, value)
+            if text == self._spec.lib_text.get(py):
                 continue
             try:
-                handle.set(libname, _option_text(type(self).__name__, py, value))
+                handle.set(libname, text)
             except ValueError as e:
                 raise ValueError(f"{e} (parameter {py})") from None
         return handle
@@ -317,7 +435,7 @@ class NlembedEstimator(BaseEstimator):
             else:
                 X = self._check_X(X, reset=True)
             arrays = self._arrays()
-            handle = self._new_handle()
+            handle = self._new_handle(X.shape[0])
             self._configure(handle, seed=True)
             try:
                 warning = handle.fit(X, labels=labels, verbose=_verbosity(self.verbose), **arrays)
@@ -331,18 +449,16 @@ class NlembedEstimator(BaseEstimator):
             raise
         if classes is not None:
             self.classes_ = classes
-        _core.warn(warning)
         self._handle = handle
-        self.embedding_ = handle.embedding()
+        self.embedding_ = handle.embedding().astype(self._spec.dtype, copy=False)
         self.report_ = handle.report()
         for key, attr in REPORT_ATTRIBUTES.items():
             value = self.report_.get(key)
             if value is not None:
                 setattr(self, attr, np.asarray(value) if isinstance(value, list) else value)
-        if self._spec.method in KL_METHODS and self.report_.get("E") is not None:
-            self.kl_divergence_ = self.report_["E"]
         if getattr(self, "explained_variance_", None) is not None and self.report_.get("total_variance"):
             self.explained_variance_ratio_ = self.explained_variance_ / self.report_["total_variance"]
+        _core.warn(warning)  # once the fit is complete (a filter may turn them into errors)
         return self
 
     # -- new points
@@ -380,7 +496,7 @@ class NlembedEstimator(BaseEstimator):
         data = state.pop("_model_file", None)
         super().__setstate__(state)
         if data is not None:
-            handle = _core.Estimator.load_bytes(data)
+            handle = _core.Estimator.load_bytes(data, names=self._spec.names)
             # the model file does not keep the metric new points are compared by
             metric = self.__dict__.get("report_", {}).get("options", {}).get("metric")
             if metric:
@@ -388,7 +504,10 @@ class NlembedEstimator(BaseEstimator):
             self._handle = handle
 
     def _more_tags(self):
-        return {"_xfail_checks": dict(_XFAIL.get(self._spec.method, {}))}
+        tags = {"_xfail_checks": dict(_XFAIL.get(self._spec.method, {}))}
+        if self._spec.dtype == np.float32:  # scikit-learn's TSNE: float32 out whatever comes in
+            tags["preserves_dtype"] = [np.float32]
+        return tags
 
 
 class _Embedding(NlembedEstimator, TransformerMixin):
@@ -409,7 +528,7 @@ class _Transform:
         points, see docs/transform.md): an M x n_components array."""
         handle, X = self._new_points(X)
         try:
-            return handle.transform(X, verbose=_verbosity(self.verbose))
+            return handle.transform(X, verbose=_verbosity(self.verbose)).astype(self._spec.dtype, copy=False)
         except (ValueError, MemoryError) as e:
             raise self._explain(e) from None
 
@@ -533,32 +652,76 @@ _XFAIL["cluster"]["check_non_transformer_estimators_n_iter"] = (
 # --- making the classes ------------------------------------------------------------------------
 
 
-def _init_source(params):
+def _from_text(text):
+    """A library option's text (nle_estimator_get) as a Python value: True
+    or False, an int, a float, or the name ('auto', 'exact', ...)."""
+    if text in ("true", "false"):
+        return text == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _library_defaults(spec):
+    """The text and the Python value of every option's default, as a fresh
+    nle_estimator of the method reports them."""
+    handle = _core.Estimator(spec.method)
+    text = {py: handle.get(libname) for py, libname in spec.params if not libname.startswith("@")}
+    handle.close()
+    return text, {py: _from_text(t) for py, t in text.items()}
+
+
+def _signature_names(spec):
+    return [py for py, _ in spec.params] + list(spec.own) + list(spec.aliases) + CONTEXT
+
+
+def _init_source(spec):
     """An explicit __init__ (scikit-learn reads its signature): every
-    parameter stored as given, nothing checked."""
-    names = [py for py, _ in params] + CONTEXT
+    parameter stored as given, nothing checked; the defaults are the
+    library's own values (_D), where the class does not follow
+    scikit-learn's."""
+    names = _signature_names(spec)
     first, rest = names[0], names[1:]
-    lines = [f"def __init__(self, {first}=None, *, " + ", ".join(f"{n}=None" if n != "verbose" else "verbose=0"
-                                                               for n in rest) + "):"]
+    lines = [f"def __init__(self, {first}=_D[{first!r}], *, " + ", ".join(f"{n}=_D[{n!r}]" for n in rest) + "):"]
     lines += [f"    self.{n} = {n}" for n in names]
     return "\n".join(lines) + "\n"
 
 
+_CONTEXT_DOC = [
+    ("random_state", "int or RandomState or None", "None", "the seed (None: the library's seed 1), or a numpy "
+                                                         "RandomState/Generator to draw one from"),
+    ("n_jobs", "int or None", "None", "threads; None or -1: every core; -2: all but one"),
+    ("verbose", "int or bool", "0", "0 silent; 1 (True) a progress bar and the library's summary lines; 2-3 more "
+                                    "detail"),
+    ("max_memory", "int or str or None", "None", "cap on one dense allocation, bytes or '8G'; None: 80% of RAM"),
+]
+
+
 def _doc(spec):
     lines = [f"nlembed's {spec.about} (`nlembed {spec.method}`), as a scikit-learn estimator.", "",
-             "Parameters (None: the library's default or automatic choice; see `nlembed "
-             f"{spec.method} --help` for each option's meaning and range)", "----------"]
+             "Parameters", "----------",
+             "Each is the library option of `nlembed " + spec.method + " --help` (the Python name with '_' for "
+             "'-', or as noted); 'auto' is the library's choice, reported in report_['options'] after a fit; "
+             "None means the library's default.", ""]
     for py, libname in spec.params:
+        typ, about = _params.describe(spec.method, libname.lstrip("@"))
+        default = spec.defaults.get(py)
         if libname.startswith("@"):
-            lines.append(f"{py} : an array, passed in the fit's input (nle_estimator_input.{libname[1:]})")
-        elif py in spec.arrays:
-            lines.append(f"{py} : library option {libname} (a name), or an array passed in the fit's input")
-        else:
-            lines.append(f"{py} : library option {libname}")
-    lines += ["random_state : None (the library's seed 1), an int seed, or a numpy RandomState/Generator",
-              "n_jobs : threads; None or -1: every core",
-              "verbose : 0 silent; 1 (True) a progress bar and the library's summary lines; 2-3 more detail",
-              "max_memory : cap on one dense allocation, bytes or '8G'; None: 80% of RAM"]
+            about += f" (passed in the fit's input, nle_estimator_input.{libname[1:]})"
+        elif py != libname.replace("-", "_"):
+            about += f" (library option {libname})"
+        if py in spec.py_defaults:
+            about += f"; scikit-learn's default, the library's is {spec.lib_defaults[py]!r}"
+        lines += [f"{py} : {typ}, default={default!r}", f"    {about}"]
+    for py, own in spec.own.items():
+        lines += [f"{py} : {own.type}, default={own.default!r}", f"    {own.about}"]
+    for py, alias in spec.aliases.items():
+        lines += [f"{py} : alias, default=None", f"    {alias.about}; given, it sets {alias.target}"]
+    for py, typ, default, about in _CONTEXT_DOC:
+        lines += [f"{py} : {typ}, default={default}", f"    {about}"]
     return "\n".join(lines)
 
 
@@ -566,8 +729,17 @@ def _make(spec):
     base = {"embedding": _Embedding, "cluster": _Clustering, "supervised": _Supervised}[spec.kind]
     bases = (((_Classifier,) if spec.kind == "supervised" else ()) + (base,) + ((_Transform,) if spec.transform else ())
              + ((_Inverse,) if spec.inverse else ()))
-    namespace = {}
-    exec(_init_source(spec.params), namespace)  # noqa: S102 - our own table
+    spec.lib_text, spec.lib_defaults = _library_defaults(spec)
+    spec.defaults = dict(spec.lib_defaults)
+    for py, libname in spec.params:
+        if libname.startswith("@"):
+            spec.defaults[py] = None
+    spec.defaults.update(spec.py_defaults)
+    spec.defaults.update({py: own.default for py, own in spec.own.items()})
+    spec.defaults.update({py: None for py in spec.aliases})
+    spec.defaults.update(random_state=None, n_jobs=None, verbose=0, max_memory=None)
+    namespace = {"_D": dict(spec.defaults)}
+    exec(_init_source(spec), namespace)  # noqa: S102 - our own table
     init = namespace["__init__"]
     init.__qualname__ = f"{spec.cls}.__init__"
     return type(spec.cls, bases, {"__init__": init, "__doc__": _doc(spec), "_spec": spec,

@@ -11,6 +11,7 @@ of the call."""
 import ctypes
 import ctypes.util
 import os
+import subprocess
 
 __all__ = ["lib", "path", "MatF", "MatD", "CSR", "EstimatorInput", "PROGRESS_FN", "LOG_FN"]
 
@@ -29,6 +30,12 @@ ERR_MEMCAP = -6
 ERR_NUMERIC = -7
 ERR_UNSUPPORTED = -8
 ERR_CANCELLED = -9
+
+# core.h: nle_option_spelling, nle_warning_kind, NLE_WARNINGS_KEPT.
+SPELL_MARKED = 2
+WARN_GENERAL = 0
+WARN_CONVERGENCE = 1
+WARNINGS_KEPT = 16
 
 
 class MatF(ctypes.Structure):
@@ -77,6 +84,10 @@ _PROTOTYPES = {
     "nle_ctx_set_progress": (None, [_P, PROGRESS_FN, _c.c_void_p]),
     "nle_ctx_set_log": (None, [_P, LOG_FN, _c.c_void_p]),
     "nle_ctx_error": (_c.c_char_p, [_P]),
+    "nle_ctx_set_option_spelling": (None, [_P, _c.c_int]),
+    "nle_ctx_warning_count": (_c.c_int, [_P]),
+    "nle_ctx_warning": (_c.c_char_p, [_P, _c.c_int, _c.POINTER(_c.c_int)]),
+    "nle_ctx_clear_warnings": (None, [_P]),
     "nle_estimator_new": (_c.c_int, [_P, _c.c_char_p, _c.POINTER(_P)]),
     "nle_estimator_free": (None, [_c.POINTER(_P)]),
     "nle_estimator_method": (_c.c_char_p, [_P]),
@@ -100,22 +111,50 @@ _PROTOTYPES = {
 }
 
 
+def _pkg_config_libdir():
+    """The libdir pkg-config knows for nlembed (`make install` writes its
+    nlembed.pc; PKG_CONFIG_PATH finds one in another prefix), or None."""
+    try:
+        out = subprocess.run(["pkg-config", "--variable=libdir", "nlembed"], capture_output=True, text=True,
+                             timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    libdir = out.stdout.strip()
+    return libdir if out.returncode == 0 and libdir else None
+
+
+def _repository_build():
+    """build/ of the repository the package sits in (python/nlembed of a
+    checkout), or None for an installed package (a venv's site-packages is
+    no repository)."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    python_dir = os.path.dirname(package)
+    repo = os.path.dirname(python_dir)
+    if os.path.basename(python_dir) != "python" or not os.path.isfile(os.path.join(repo, "include", "nlembed.h")):
+        return None
+    return os.path.join(repo, "build")
+
+
 def _candidates():
-    """Where the library may be, in order: NLEMBED_LIBRARY alone when set;
-    else the system's (ldconfig, `make install`), then the repository's
-    build/ next to python/."""
+    """Where the library may be, in order, each once: NLEMBED_LIBRARY alone
+    when set; else the libdir of pkg-config's nlembed.pc (the prefix `make
+    install` wrote, also one outside the loader's cache), the loader's own
+    search (its cache, which `make install` refreshes, and
+    LD_LIBRARY_PATH), then build/ of the repository checkout the package
+    sits in."""
     env = os.environ.get("NLEMBED_LIBRARY")
     if env:
         return [env]
     found = []
-    name = ctypes.util.find_library("nlembed")
-    if name:
-        found.append(name)
+    libdir = _pkg_config_libdir()
+    if libdir:
+        found.append(os.path.join(libdir, "libnlembed.so.0"))
+    found.append(ctypes.util.find_library("nlembed") or "libnlembed.so.0")
     found.append("libnlembed.so.0")
-    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    for f in ("libnlembed.so.0", "libnlembed.so"):
-        found.append(os.path.join(repo, "build", f))
-    return found
+    build = _repository_build()
+    if build:
+        found.append(os.path.join(build, "libnlembed.so.0"))
+    return list(dict.fromkeys(found))
 
 
 def _load():

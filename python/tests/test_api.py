@@ -5,6 +5,7 @@ and warnings, the ImportError when the library is missing."""
 import ctypes
 import inspect
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -17,7 +18,7 @@ from sklearn.datasets import make_blobs
 
 import nlembed
 from nlembed import _core
-from nlembed._estimators import CONTEXT, METHODS
+from nlembed._estimators import CONTEXT, METHODS, _from_text
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON_DIR = os.path.dirname(HERE)
@@ -62,11 +63,36 @@ def test_signature_is_explicit(spec):
     kinds = {p.kind for p in sig.parameters.values()}
     assert inspect.Parameter.VAR_KEYWORD not in kinds and inspect.Parameter.VAR_POSITIONAL not in kinds
     names = [n for n in sig.parameters if n != "self"]
-    assert names == [py for py, _ in spec.params] + CONTEXT
+    assert names == [py for py, _ in spec.params] + list(spec.own) + list(spec.aliases) + CONTEXT
     assert names[0] in ("n_components", "n_clusters")
     est = cls()
     assert set(est.get_params()) == set(names)
-    assert all(v is None for k, v in est.get_params().items() if k != "verbose")
+    # the real defaults: what a fresh library estimator of the method reports
+    # (or scikit-learn's, where the class follows it), never all None
+    fresh = _core.Estimator(spec.method)
+    for py, libname in spec.params:
+        if libname.startswith("@"):
+            assert est.get_params()[py] is None
+            continue
+        value = est.get_params()[py]
+        assert sig.parameters[py].default == value
+        want = spec.py_defaults.get(py, _from_text(fresh.get(libname)))
+        assert value == want and type(value) is type(want), (py, value, want)
+    assert all(est.get_params()[a] is None for a in spec.aliases)
+    # one docstring entry per parameter: "name : type, default=value" and its meaning
+    doc = cls.__doc__
+    for n in names:
+        m = re.search(rf"^{n} : ([^,\n]+), default=([^\n]+)\n    (\S.*)$", doc, re.M)
+        assert m, f"{spec.cls}: no docstring line for {n}"
+        if n in est.get_params() and n not in CONTEXT:
+            assert m.group(2) == repr(est.get_params()[n]), (n, m.group(2))
+
+
+def test_scikit_learn_defaults():
+    assert nlembed.SpectralClustering().n_clusters == 8
+    assert nlembed.SpectralClustering().library_options()["clusters"] == "8"
+    assert nlembed.TSNE().perplexity == "auto" and nlembed.TSNE().theta == 0.5
+    assert "scikit-learn's 5" in nlembed.Isomap.__doc__  # why its n_neighbors is not 5
 
 
 def test_params_round_trip_and_clone():
@@ -307,6 +333,79 @@ def test_not_converged_is_a_convergence_warning():
     assert record[0].filename == __file__
 
 
+def separated(n=300):
+    """Four tight blobs far apart: a kNN graph of small k has 4 components."""
+    X, y = make_blobs(n, 10, centers=4, cluster_std=0.3, center_box=(-100, 100), random_state=0)
+    return X.astype(np.float32), y
+
+
+def test_library_warnings_are_python_warnings():
+    """What the library records (nle_ctx_warning) is raised as a Python
+    warning at verbose=0, its options in Python's names, pointed at the
+    caller's line; the record is cleared, so the next call does not repeat
+    it."""
+    X, _ = separated()
+    t = nlembed.TSNE(metric="cosine", perplexity=5, n_jobs=1)
+    with pytest.warns(UserWarning, match=r"W\+ has 4 connected components.*a larger n_neighbors or perplexity") \
+            as record:
+        t.fit(X)
+    assert record[0].filename == __file__
+    assert not any("{@" in str(w.message) for w in record)
+    assert not any(issubclass(w.category, nlembed.ConvergenceWarning) for w in record)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t.transform(X[:3])
+    assert _core.lib.nle_ctx_warning_count(t._handle.ctx) == 0
+
+
+def test_warning_kinds_and_status_warnings(monkeypatch):
+    """A warning of kind NLE_WARN_CONVERGENCE and a status NOT_CONVERGED
+    are ConvergenceWarnings, each once; the others UserWarnings."""
+    X, _ = blobs(200)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        nlembed.EE(max_iter=2, step="line-search", n_jobs=1).fit(X)
+    conv = [w for w in record if issubclass(w.category, nlembed.ConvergenceWarning)]
+    assert len(conv) == 1 and "stopped after 2 iterations" in str(conv[0].message)
+    kinds = []
+    real = _core.lib
+
+    class Fake:  # the record as the library keeps it: one warning of each kind
+        def nle_ctx_warning_count(self, ctx):
+            return 18
+
+        def nle_ctx_warning(self, ctx, i, kind):
+            kind._obj.value = i % 2
+            kinds.append(i)
+            return b"{@neighbors} and {@components=allow}" if i % 2 == 0 else b"stopped early"
+
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+    monkeypatch.setattr(_core, "lib", Fake())
+    found = _core.library_warnings(None, 0, lambda t: _core.render_markers(t, {"neighbors": "n_neighbors"}))
+    monkeypatch.undo()
+    assert kinds == list(range(16))  # NLE_WARNINGS_KEPT of them read
+    assert found[0] == (UserWarning, 'n_neighbors and components="allow"')
+    assert found[1] == (nlembed.ConvergenceWarning, "stopped early")
+    assert found[16][0] is UserWarning and "2 more warnings" in found[16][1] and len(found) == 17
+
+
+def test_markers_rendered_with_python_names():
+    r = _core.render_markers
+    names = {"neighbors": "n_neighbors", "lambda": "lambda_value", "max-iters": "max_iter"}
+    assert r("a larger {@neighbors} or {@perplexity}", names) == "a larger n_neighbors or perplexity"
+    assert r("{@components=allow} embeds them", names) == 'components="allow" embeds them'
+    assert r("{@lambda=0.5}, {@max-iters=300}, {@gains=true}, {@lambda-start}", names) == \
+        "lambda_value=0.5, max_iter=300, gains=True, lambda_start"
+    assert r("file {@x.npy} and {@} {@a", names) == "file {@x.npy} and {@} {@a"  # not markers: as they are
+    # the library's own error, with Python's names
+    X, _ = separated(200)
+    with pytest.raises(ValueError) as e:
+        nlembed.Isomap(n_neighbors=5, components="error", n_jobs=1).fit(X)
+    assert "n_neighbors" in str(e.value) and 'components="join"' in str(e.value) and "{@" not in str(e.value)
+
+
 def test_a_default_tsne_run_warns_nothing():
     """The fixed-rate schedule ends at its planned iteration count: the
     library reports success, so Python warns nothing."""
@@ -385,3 +484,44 @@ def test_given_start_and_weights():
         nlembed.MDS(weights=-ones).fit(X)
     with pytest.raises(ValueError, match=r"MDS: parameter init takes an array"):
         nlembed.MDS(init="random").fit(X)
+
+
+# --- scikit-learn 1.2's names and values ------------------------------------------------------
+
+
+def test_tsne_takes_scikit_learn_names():
+    o = nlembed.TSNE(n_iter=100, method="barnes_hut", angle=0.3, min_grad_norm=1e-7).library_options()
+    assert o["max-iters"] == "100" and o["repulsion"] == "bh" and float(o["theta"]) == 0.3
+    assert float(o["grad-tol"]) == 1e-7
+    assert nlembed.TSNE(method="exact").library_options()["repulsion"] == "exact"
+    with pytest.raises(ValueError, match=r"n_iter=100 and max_iter=200 set the same option"):
+        nlembed.TSNE(n_iter=100, max_iter=200).fit(blobs(50)[0])
+    X, _ = blobs(120)
+    a = nlembed.TSNE(n_iter=60, method="exact", n_jobs=1).fit(X)
+    assert a.n_iter_ == 60 and a.report_["options"]["repulsion"] == "exact"
+
+
+def test_output_dtype_as_scikit_learn():
+    """TSNE gives float32 (scikit-learn's does, for float64 input too); the
+    others float64, as their scikit-learn counterparts."""
+    X, _ = blobs(120)
+    t = nlembed.TSNE(max_iter=50, n_jobs=1)
+    assert t.fit_transform(X.astype(np.float64)).dtype == np.float32 and t.embedding_.dtype == np.float32
+    assert t.transform(X[:4]).dtype == np.float32
+    assert nlembed.PCA().fit_transform(X.astype(np.float64)).dtype == np.float64
+    assert nlembed.LLE(n_jobs=1).fit_transform(blobs(120, centers=1)[0].astype(np.float64)).dtype == np.float64
+
+
+def test_spectral_clustering_takes_scikit_learn_values():
+    X, y = blobs(200, centers=3)
+    with pytest.raises(ValueError, match=r"assign_labels='discretize'.*k-means"):
+        nlembed.SpectralClustering(3, assign_labels="discretize").fit(X)
+    with pytest.raises(MemoryError, match=r"affinity='rbf' is the dense N x N Gaussian kernel: 200 points"):
+        nlembed.SpectralClustering(3, affinity="rbf", max_memory="100K").fit(X)
+    o = nlembed.SpectralClustering(3, affinity="nearest_neighbors").library_options()
+    assert o["affinity"] == "binary" and o["symmetrize"] == "average"
+    rbf = nlembed.SpectralClustering(3, affinity="rbf", gamma=0.02, n_jobs=1).fit(X)
+    assert rbf.report_["options"]["neighbors"] == 199 and rbf.report_["options"]["affinity"] == "gaussian"
+    assert abs(rbf.report_["options"]["sigma"] - 5.0) < 1e-12  # exp(-gamma d^2) = exp(-d^2 / 2 sigma^2)
+    with pytest.raises(ValueError, match="gamma > 0"):
+        nlembed.SpectralClustering(3, affinity="rbf", gamma=0).fit(X)

@@ -183,3 +183,31 @@ def test_smacof_lowers_the_classical_start_stress(roll):
     b = nlembed.MDS(init=start, max_iter=5).fit(X)
     assert np.array_equal(a.embedding_, b.embedding_)
     assert not np.allclose(a.embedding_, m.embedding_)
+
+
+def test_tsne_kl_divergence_as_scikit_learn():
+    """kl_divergence_ is KL(P || Q), scikit-learn's figure (within 10% on
+    load_digits, whose objective E = KL + H(P) is 15 times larger), and
+    objective_ the E the optimiser minimised."""
+    from sklearn.datasets import load_digits
+    from sklearn.manifold import TSNE as SkTSNE
+    X = load_digits().data
+    ours = nlembed.TSNE(n_jobs=2).fit(X)
+    theirs = SkTSNE(init="pca", learning_rate="auto", random_state=0, n_jobs=2).fit(X)
+    assert abs(ours.kl_divergence_ - theirs.kl_divergence_) <= 0.1 * theirs.kl_divergence_, \
+        (ours.kl_divergence_, theirs.kl_divergence_)
+    assert ours.objective_ > 10 * ours.kl_divergence_  # E holds H(P) (about 11 nats here) besides
+    assert ours.report_["kl_divergence"] == ours.kl_divergence_
+
+
+@pytest.mark.parametrize("affinity,kw", [("nearest_neighbors", {"n_neighbors": 10}), ("rbf", {"gamma": 0.05})])
+def test_spectral_clustering_as_scikit_learn(affinity, kw):
+    """scikit-learn's affinity values give scikit-learn's clusters (ARI
+    against its labels, and against the truth, on separated blobs)."""
+    from sklearn.cluster import SpectralClustering as SkSpectralClustering
+    X, y = make_blobs(300, 5, centers=4, cluster_std=1.5, random_state=3)
+    X = X.astype(np.float32)
+    ours = nlembed.SpectralClustering(4, affinity=affinity, n_jobs=1, **kw).fit(X).labels_
+    theirs = SkSpectralClustering(4, affinity=affinity, random_state=0, **kw).fit(X).labels_
+    assert adjusted_rand_score(theirs, ours) > 0.95
+    assert adjusted_rand_score(y, ours) > 0.95

@@ -5,6 +5,7 @@
 
 #include "../core/internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,6 +80,7 @@ static const nle__option options[] = {
     INT("max-iters", opt.max_iters, true),
     REAL("tol", opt.tol, true),
     REAL("x-tol", opt.x_tol, true),
+    REAL("grad-tol", opt.grad_tol, false),
     REAL("time-budget", opt.time_budget, false),
     INT("homotopy", homotopy_steps, true),
     REAL("lambda-start", lambda_start, true),
@@ -129,6 +131,7 @@ static nle_status fit(nle_estimator *e, const nle__est_input *in) {
     nle__json_printf(j, ", \"iterations\": %d, \"evaluations\": %d", r->report.iterations, r->report.evaluations);
     nle__json_number(j, "E0", r->report.E0);
     nle__json_number(j, "E", r->report.E);
+    if (isfinite(r->kl)) nle__json_number(j, "kl_divergence", r->kl); /* the SNE family's */
     nle__json_printf(j, ", \"converged\": %s, \"components\": %d", r->report.converged ? "true" : "false",
                      r->components);
     nle__json_number(j, "lambda_lower", r->lambda_lower);

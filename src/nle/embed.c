@@ -405,6 +405,32 @@ static nle_status run_stage(nle_ctx *ctx, embed_work *w) {
   return s;
 }
 
+/* KL(P || Q) at the result, for the SNE family (dissertation sec. 3.2):
+ * their objective is E = sum_nm p_nm (-log K_nm) + lambda log Z (per-point
+ * Z_n summed for SNE), the cross-entropy of P and Q less the constant
+ * part, so KL = E(lambda = 1) + sum_nm p_nm log p_nm, over the W+ the run
+ * used (t-SNE and s-SNE: the joint P; SNE: the conditional rows, whose
+ * KLs add up). E is the run's own final value when lambda is 1, else one
+ * more evaluation at lambda 1. NaN for EE and t-EE (no distribution). */
+static nle_status kl_stage(nle_ctx *ctx, embed_work *w) {
+  nle_embed_result *r = w->r;
+  r->kl = NAN;
+  nle_model_kind kind = r->resolved.model;
+  if (kind != NLE_MODEL_TSNE && kind != NLE_MODEL_SSNE && kind != NLE_MODEL_SNE) return NLE_OK;
+  double plogp = 0.0, E = r->report.E;
+  for (int64_t q = 0; q < w->W->nnz; q++) {
+    double p = nle_csr_value(w->W, q);
+    if (p > 0) plogp += p * log(p);
+  }
+  if (nle_model_lambda(w->model) != 1.0) {
+    nle_status s = nle_model_set_lambda(ctx, w->model, 1.0);
+    if (!s) s = nle_model_eval(ctx, w->model, r->X, &E, NULL);
+    if (s) return s;
+  }
+  r->kl = E + plogp;
+  return NLE_OK;
+}
+
 /* A finite map, and a warning when its scale exploded. */
 static nle_status check_result(nle_ctx *ctx, nle_embed_result *r) {
   if (!(isfinite(r->report.E) && isfinite(r->report.E0)))
@@ -510,6 +536,7 @@ nle_status nle_embed(nle_ctx *ctx, const nle_embed_input *in, const nle_embed_op
   if (warning == NLE_WARN_NOT_CONVERGED && o->step == NLE_STEP_FIXED_RATE) warning = NLE_OK;
   if (s > 0) s = NLE_OK;
   if (!s) s = check_result(ctx, r);
+  if (!s) s = kl_stage(ctx, &w);
   if (!s && opts->keep_model) s = keep_model(ctx, &w);
   work_free(&w);
   r->seconds.total = nle_time_seconds() - t_start;

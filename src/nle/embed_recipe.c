@@ -12,6 +12,15 @@
 /* Below this many points the exact engine is as fast as the fast ones and
  * gives exact E. */
 enum { AUTO_EXACT_BELOW = 5000 };
+/* t-SNE's switch points (bench/tsne_engines.sh, docs/embeddings.md: the
+ * default recipe on Fashion-MNIST subsamples and load_digits, CPU seconds
+ * of the whole run on one thread, medians, 2026-11-27): exact and
+ * Barnes-Hut tie at 1,000 points (1.10 and 1.15 s), Barnes-Hut is ahead
+ * from 1,500 (1.50 against 1.65 s; load_digits' 1,797: 0.95 against 1.42
+ * s), FFT interpolation from 10,000 (7.8 against 9.4 s; at 5,000 8.0
+ * against 5.3 s, at 20,000 11.3 against 20.9 s), each at the others' E
+ * (within 0.3%) and 10-NN accuracy. */
+enum { TSNE_EXACT_BELOW = 1500, TSNE_FFT_FROM = 10000 };
 /* The neighbour search among principal components: from this many points
  * and input dimensions (70,000 Fashion-MNIST images: 26 s less kNN for a
  * t-SNE recall@10 of 0.313 against 0.318 with the pixels' neighbours). */
@@ -174,9 +183,14 @@ double nle__csr_total(const nle_csr *W) {
 
 /* exact for small N and for what the fast engines do not serve, FFT
  * interpolation in 1-2 dimensions, Barnes-Hut or the fast Gauss transform
- * in 3 (measured on 70,000 points, docs/embeddings.md). */
+ * in 3 (measured on 70,000 points, docs/embeddings.md); t-SNE by its own
+ * measured switch points (TSNE_EXACT_BELOW, TSNE_FFT_FROM). */
 static nle_repulsion auto_engine(nle_model_kind kind, nle_wneg_kind wneg, size_t n, size_t d) {
   int unnormalised = is_unnormalised(kind);
+  if (kind == NLE_MODEL_TSNE && d <= 3) {
+    if (n < TSNE_EXACT_BELOW) return NLE_REPULSION_EXACT;
+    return d <= 2 && n >= TSNE_FFT_FROM ? NLE_REPULSION_FFT : NLE_REPULSION_BH;
+  }
   if (n < AUTO_EXACT_BELOW || d > 3 || kind == NLE_MODEL_SNE || (unnormalised && wneg == NLE_WNEG_KNN))
     return NLE_REPULSION_EXACT;
   /* Squared-distance W- as kernel sums with charges of both signs: the FFT
