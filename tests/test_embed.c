@@ -324,10 +324,11 @@ static void recipe_boundaries(void) {
   nle_test(recipe_of(NLE_MODEL_TSNE, 2496, 10, 2, NULL).opt.learning_rate == 52.0);
   nle_test(recipe_of(NLE_MODEL_TSNE, 400, 10, 2, NULL).opt.learning_rate_final == 200.0);
   nle_test(recipe_of(NLE_MODEL_TSNE, 402, 10, 2, NULL).opt.learning_rate_final == 201.0);
-  /* repulsion: exact below 5,000 points and where no fast engine serves */
-  nle_test(recipe_of(NLE_MODEL_TSNE, 4999, 10, 2, NULL).engine == NLE_REPULSION_EXACT);
-  nle_test(recipe_of(NLE_MODEL_TSNE, 5000, 10, 2, NULL).engine == NLE_REPULSION_FFT);
-  nle_test(recipe_of(NLE_MODEL_TSNE, 5000, 10, 1, NULL).engine == NLE_REPULSION_FFT);
+  /* repulsion: the Gaussian models exact below 5,000 points and where no
+   * fast engine serves (t-SNE's own switch points: auto_engine_switch_points) */
+  nle_test(recipe_of(NLE_MODEL_EE, 4999, 10, 2, NULL).engine == NLE_REPULSION_EXACT);
+  nle_test(recipe_of(NLE_MODEL_EE, 5000, 10, 2, NULL).engine != NLE_REPULSION_EXACT);
+  nle_test(recipe_of(NLE_MODEL_TSNE, 10000, 10, 1, NULL).engine == NLE_REPULSION_FFT);
   nle_test(recipe_of(NLE_MODEL_TSNE, 5000, 10, 3, NULL).engine == NLE_REPULSION_BH);
   nle_test(recipe_of(NLE_MODEL_EE, 5000, 10, 3, NULL).engine == NLE_REPULSION_FGT);
   nle_test(recipe_of(NLE_MODEL_SSNE, 5000, 10, 3, NULL).engine == NLE_REPULSION_FGT);
