@@ -126,30 +126,15 @@ nle_status load_checkpoint_file(nle_ctx *ctx, const char *path) {
   return nle_opt_check_checkpoint(ctx, path, "test run");
 }
 
-nle_status load_model_file(nle_ctx *ctx, const char *path) {
-  nle_trained *t = NULL;
-  nle_status s = nle_trained_load(ctx, path, &t);
-  nle_trained_free(&t);
-  return s;
-}
-
-nle_status load_spectral_model_file(nle_ctx *ctx, const char *path) {
-  nle_spectral_model *m = NULL;
-  nle_status s = nle_spectral_model_load(ctx, path, &m);
-  nle_spectral_model_free(&m);
-  return s;
-}
-
-nle_status load_kem_model_file(nle_ctx *ctx, const char *path) {
-  nle_kem_model *m = NULL;
-  nle_status s = nle_kem_model_load(ctx, path, &m);
-  nle_kem_model_free(&m);
-  return s;
-}
-
-nle_status load_projection_model_file(nle_ctx *ctx, const char *path) {
-  nle_projection_model *m = NULL;
-  nle_status s = nle_projection_model_load(ctx, path, &m);
-  nle_projection_model_free(&m);
-  return s;
-}
+/* One loader per container kind: load, free, return the status. */
+#define MODEL_LOADER(fn, type, load, release)         \
+  nle_status fn(nle_ctx *ctx, const char *path) {     \
+    type *m = NULL;                                   \
+    nle_status s = load(ctx, path, &m);               \
+    release(&m);                                      \
+    return s;                                         \
+  }
+MODEL_LOADER(load_model_file, nle_trained, nle_trained_load, nle_trained_free)
+MODEL_LOADER(load_spectral_model_file, nle_spectral_model, nle_spectral_model_load, nle_spectral_model_free)
+MODEL_LOADER(load_kem_model_file, nle_kem_model, nle_kem_model_load, nle_kem_model_free)
+MODEL_LOADER(load_projection_model_file, nle_projection_model, nle_projection_model_load, nle_projection_model_free)

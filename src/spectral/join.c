@@ -45,7 +45,7 @@ typedef struct {
   int32_t *best_j;
 } nearest_job;
 
-double nle__join_distance2(const nle__join_space *sp, size_t i, size_t j) {
+static inline double join_distance2(const nle__join_space *sp, size_t i, size_t j) {
   if (sp->Y) return nle__sqdist_fd(sp->Y->data + i * sp->Y->cols, sp->Y->data + j * sp->Y->cols, sp->Y->cols);
   double d = (double)sp->distances->data[i * sp->distances->cols + j];
   return d * d;
@@ -54,15 +54,14 @@ double nle__join_distance2(const nle__join_space *sp, size_t i, size_t j) {
 NLE_HOT static int nearest_block(void *job, size_t b, void *scratch) {
   (void)scratch;
   nearest_job *j = job;
-  size_t a1 = (b + 1) * QUERY_BLOCK < j->nq ? (b + 1) * QUERY_BLOCK : j->nq, D = j->space->Y ? j->space->Y->cols : 0;
+  size_t a1 = (b + 1) * QUERY_BLOCK < j->nq ? (b + 1) * QUERY_BLOCK : j->nq;
   for (size_t a = b * QUERY_BLOCK; a < a1; a++) {
     size_t i = (size_t)j->query[a];
     double best = INFINITY;
     int32_t arg = -1;
     for (size_t v = 0; v < j->n; v++) { /* ascending v: ties go to the smaller index */
       if (j->label[v] == j->label[i]) continue;
-      double d2 = j->space->Y ? nle__sqdist_fd(j->space->Y->data + i * D, j->space->Y->data + v * D, D)
-                              : nle__join_distance2(j->space, i, v);
+      double d2 = join_distance2(j->space, i, v);
       if (d2 < best) best = d2, arg = (int32_t)v;
     }
     j->best_d[a] = best, j->best_j[a] = arg;

@@ -188,8 +188,6 @@ typedef struct {
  * c - 1 edges for c components, into *edges (malloc'd; *count of them). */
 nle_status nle__join_components(nle_ctx *ctx, const nle__join_space *space, const nle_csr *W, nle__join_edge **edges,
                                 int64_t *count);
-/* The squared distance between points i and j of the space. */
-double nle__join_distance2(const nle__join_space *space, size_t i, size_t j);
 /* The kNN graph with the edges added in both ends' rows, each where its
  * squared length sorts it (the rows stay sorted). */
 nle_status nle__knn_add_edges(nle_ctx *ctx, const nle_csr *knn, const nle__join_edge *edges, int64_t count,
