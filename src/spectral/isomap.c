@@ -395,4 +395,4 @@ static nle_status isomap_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_s
   return s;
 }
 
-const nle__spectral_method nle__spectral_isomap = {"isomap", NLE_COMPONENTS_JOIN, false, true, false, isomap_embed};
+const nle__spectral_method nle__spectral_isomap = {"isomap", NLE_COMPONENTS_JOIN, true, false, true, false, isomap_embed};

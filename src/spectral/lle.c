@@ -116,4 +116,4 @@ static nle_status lle_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spec
   return nle__alignment_embed(ctx, job, &lm, r);
 }
 
-const nle__spectral_method nle__spectral_lle = {"lle", NLE_COMPONENTS_JOIN, true, true, false, lle_embed};
+const nle__spectral_method nle__spectral_lle = {"lle", NLE_COMPONENTS_JOIN, false, true, true, false, lle_embed};

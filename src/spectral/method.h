@@ -31,6 +31,10 @@ typedef struct {
 typedef struct {
   const char *name;
   nle_components_policy components; /* its policy when the options say auto */
+  bool join_only;                   /* a disconnected graph must be joined:
+                                       side by side cannot work (Isomap: the
+                                       geodesics between components are
+                                       infinite) */
   bool needs_points;                /* the coordinates, not only a graph */
   bool needs_distances;             /* points or a kNN graph: not affinities */
   bool by_landmarks;                /* solved by Locally Linear Landmarks when

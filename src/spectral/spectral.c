@@ -218,26 +218,26 @@ static nle_status components_policy(nle_ctx *ctx, const nle__spectral_method *m,
                                     const nle_csr *knn, nle_spectral_opts *o, bool chosen, nle_spectral_result *r,
                                     nle_csr **joined, nle_csr **W, int64_t *comps) {
   long long c = (long long)*comps;
-  bool isomap = m == &nle__spectral_isomap;
+  bool join_only = m->join_only;
   if (o->components == NLE_COMPONENTS_ERROR)
     return nle__fail(ctx, NLE_ERR_VALUE,
                      "%s: the neighbourhood graph has %lld connected components; {@components=error} refuses it (a "
                      "larger {@neighbors} joins them; {@components=join} adds the shortest edges between them%s)",
-                     m->name, c, isomap ? "" : ", {@components=allow} embeds them side by side");
+                     m->name, c, join_only ? "" : ", {@components=allow} embeds them side by side");
   const char *why = o->components != NLE_COMPONENTS_JOIN ? NULL
                     : in->affinities                      ? "given affinities"
                     : !in->Y                              ? "a kNN graph without its points"
                                                           : NULL;
-  if (why && isomap)
+  if (why && join_only)
     return nle__fail(ctx, NLE_ERR_VALUE,
-                     "isomap: the neighbourhood graph has %lld connected components, and %s give no distances to join "
+                     "%s: the neighbourhood graph has %lld connected components, and %s give no distances to join "
                      "them by (their geodesics would be infinite): give the points, or a graph of larger {@neighbors}",
-                     c, why);
-  if (o->components == NLE_COMPONENTS_ALLOW && isomap)
+                     m->name, c, why);
+  if (o->components == NLE_COMPONENTS_ALLOW && join_only)
     return nle__fail(ctx, NLE_ERR_VALUE,
-                     "isomap: the neighbourhood graph has %lld connected components: {@components=allow} leaves the "
+                     "%s: the neighbourhood graph has %lld connected components: {@components=allow} leaves the "
                      "geodesics between them infinite ({@components=join}, the default, joins them; or a larger "
-                     "{@neighbors})", c);
+                     "{@neighbors})", m->name, c);
   if (why) o->components = NLE_COMPONENTS_ALLOW; /* nothing to join by: side by side */
   if (o->components == NLE_COMPONENTS_ALLOW) {
     const char *text = "%s: the neighbourhood graph has %lld connected components%s%s: embedded side by side (the "
