@@ -1,19 +1,33 @@
 /* knn_approx.c — approximate k nearest neighbours: a forest of
  * random-projection trees gives every point candidates (all pairs within each
  * leaf), then NN-descent (Dong, Charikar and Li 2011) improves them by local
- * joins: a neighbour of a neighbour is likely a neighbour. Distances of
- * gathered candidate blocks come from GEMM on centred data.
+ * joins: a neighbour of a neighbour is likely a neighbour.
+ *
+ * Memory locality. At a million points the joins are bound by scattered
+ * reads, not arithmetic: every offer of a pair reads the two points' heaps.
+ * So the points are renumbered in the leaf order of the first tree (nearby
+ * points get nearby numbers, their rows and heaps sit together), each heap's
+ * bound (its largest distance) is kept in one dense array that the joins
+ * test before touching a heap (4 bytes a point instead of a cache line per
+ * heap), the sampling is cut into one stripe of points per thread (no
+ * locks), and the rows a join will read are asked for one list ahead.
+ *
+ * Distances. A join's block of candidates gets its distances as tiles
+ * vectorised across pairs (pair_distances), each pair's sum in one fixed
+ * order, so a pair met in two blocks, or from either end, has one distance.
+ * Offers to one target go in one batch under its lock.
  *
  * Determinism: a heap that keeps the k smallest (distance, index) pairs ends
- * with the same content whatever the order of the offers, so with the offers
- * themselves fixed (candidates sampled by a hash of (seed, iteration, u, v),
- * not by thread timing) the graph is the same for any number of threads.
- * Distances are non-negative floats stored as their IEEE bit patterns, which
- * order like the numbers and can be read atomically for the lock-free
- * rejection test. */
+ * with the same content whatever the order of the offers; with the offers
+ * fixed (candidates sampled by a hash of (seed, iteration, u, v), not by
+ * thread timing) and each pair's distance fixed, the graph is the same for
+ * any number of threads. An entry once pushed out cannot come back (its key
+ * is above the heap's bound from then on), so the entries inserted by a join
+ * and their flags do not depend on the order either. Distances are
+ * non-negative floats stored as their IEEE bit patterns, which order like the
+ * numbers and can be read atomically. */
 #include "../core/internal.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +44,8 @@ void nle_knn_approx_opts_init(nle_knn_approx_opts *o) {
   o->delta = 0.001;
 }
 
-enum { N_LOCKS = 4096, FLAG_OLD = 0, FLAG_NEW = 1 };
+/* FLAG_INSERTED: entered during this join (new to the next sampling). */
+enum { N_LOCKS = 1 << 16, FLAG_OLD = 0, FLAG_NEW = 1, FLAG_INSERTED = 2 };
 
 static inline uint32_t float_bits(float f) {
   uint32_t u;
@@ -38,51 +53,34 @@ static inline uint32_t float_bits(float f) {
   return u;
 }
 
-/* Locks striped over the points: few enough to allocate, many enough that
- * two threads rarely meet. Without OpenMP they do nothing. */
+/* Spin locks striped over the points, a byte each: few enough to stay in
+ * cache, many enough that two threads rarely meet; held for a scan of one
+ * list, so spinning beats a mutex's call and sleep. */
 typedef struct {
-#ifdef _OPENMP
-  omp_lock_t lock[N_LOCKS];
-#else
-  int unused;
-#endif
+  uint8_t lock[N_LOCKS];
 } lock_set;
 
-static void lock_init(lock_set *l) {
-#ifdef _OPENMP
-  for (int i = 0; i < N_LOCKS; i++) omp_init_lock(&l->lock[i]);
-#else
-  (void)l;
-#endif
-}
-static void lock_destroy(lock_set *l) {
-#ifdef _OPENMP
-  for (int i = 0; i < N_LOCKS; i++) omp_destroy_lock(&l->lock[i]);
-#else
-  (void)l;
-#endif
-}
+static void lock_init(lock_set *l) { memset(l->lock, 0, sizeof l->lock); }
+static void lock_destroy(lock_set *l) { (void)l; }
 static inline void lock_on(lock_set *l, int64_t u) {
-#ifdef _OPENMP
-  omp_set_lock(&l->lock[u & (N_LOCKS - 1)]);
-#else
-  (void)l, (void)u;
+  uint8_t *at = &l->lock[u & (N_LOCKS - 1)];
+  while (__atomic_exchange_n(at, 1, __ATOMIC_ACQUIRE))
+    while (__atomic_load_n(at, __ATOMIC_RELAXED)) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
 #endif
+    }
 }
-static inline void lock_off(lock_set *l, int64_t u) {
-#ifdef _OPENMP
-  omp_unset_lock(&l->lock[u & (N_LOCKS - 1)]);
-#else
-  (void)l, (void)u;
-#endif
-}
+static inline void lock_off(lock_set *l, int64_t u) { __atomic_store_n(&l->lock[u & (N_LOCKS - 1)], 0, __ATOMIC_RELEASE); }
 
-/* Per point a max-heap of k (distance bits, index) entries with flags. */
+/* Per point a max-heap of k (distance bits, index) entries with flags, and
+ * the heaps' bounds (each heap's largest distance) side by side. */
 typedef struct {
   int k;
   int32_t *idx;
   uint32_t *dist;
   uint8_t *flag;
+  uint32_t *bound;
   lock_set *locks;
 } heap_set;
 
@@ -90,10 +88,9 @@ static inline int entry_greater(uint32_t da, int32_t ia, uint32_t db, int32_t ib
   return da > db || (da == db && ia > ib);
 }
 
-/* Puts (nd, ni, nf) at position p of the max-heap and sifts it down: p = 0
- * replaces the largest; p > 0 lowers that entry's key. */
-static void sift_down_from(uint32_t *d, int32_t *ix, uint8_t *fl, int k, int p, uint32_t nd, int32_t ni,
-                           uint8_t nf) {
+/* Replaces the largest entry of the max-heap by (nd, ni, nf) and sifts it down. */
+static void heap_replace_top(uint32_t *d, int32_t *ix, uint8_t *fl, int k, uint32_t nd, int32_t ni, uint8_t nf) {
+  int p = 0;
   for (;;) {
     int l = 2 * p + 1, r = l + 1, m = p;
     uint32_t bd = nd;
@@ -115,52 +112,141 @@ static void sift_down_from(uint32_t *d, int32_t *ix, uint8_t *fl, int k, int p, 
   fl[p] = nf;
 }
 
-/* Offers v at squared distance dist to u's heap; 1 if it entered. */
-static int heap_offer(heap_set *h, int64_t u, int32_t v, float dist) {
-  int k = h->k;
-  uint32_t *d = h->dist + u * k, bits = float_bits(dist > 0.0f ? dist : 0.0f);
+/* Whether v is among the k indices: no early exit, so it vectorises. */
+static inline int list_holds(const int32_t *ix, int k, int32_t v) {
+  int found = 0;
+  for (int t = 0; t < k; t++) found |= ix[t] == v;
+  return found;
+}
+
+/* Offers v at squared distance bits to u's heap; 1 if it entered. The bound
+ * is read without the lock: it only falls, so it can only let an offer
+ * through to the test under the lock. */
+static int heap_offer(heap_set *h, int64_t u, int32_t v, uint32_t bits) {
+  if (bits > __atomic_load_n(&h->bound[u], __ATOMIC_RELAXED)) return 0;
+  int k = h->k, entered = 0;
+  uint32_t *d = h->dist + u * k;
   int32_t *ix = h->idx + u * k;
-  if (!entry_greater(__atomic_load_n(&d[0], __ATOMIC_RELAXED), __atomic_load_n(&ix[0], __ATOMIC_RELAXED), bits, v))
-    return 0;
-  int entered = 0;
   lock_on(h->locks, u);
-  if (entry_greater(d[0], ix[0], bits, v)) {
-    int at = -1;
-    for (int t = 0; t < k && at < 0; t++)
-      if (ix[t] == v) at = t;
-    if (at < 0) {
-      sift_down_from(d, ix, h->flag + u * k, k, 0, bits, v, FLAG_NEW);
-      entered = 1;
-    } else if (bits < d[at]) {
-      /* The same pair again from another GEMM block, a rounding lower: the
-       * smaller is kept, so the stored distance (and the heap's bound) does
-       * not depend on which offer came first. (Keeping the first made
-       * 200,000-point graphs differ from run to run.) */
-      sift_down_from(d, ix, h->flag + u * k, k, at, bits, v, h->flag[u * k + at]);
-    }
+  if (entry_greater(d[0], ix[0], bits, v) && !list_holds(ix, k, v)) {
+    heap_replace_top(d, ix, h->flag + u * k, k, bits, v, FLAG_INSERTED);
+    __atomic_store_n(&h->bound[u], d[0], __ATOMIC_RELAXED);
+    entered = 1;
   }
   lock_off(h->locks, u);
   return entered;
 }
 
 typedef struct {
-  const float *Yc;    /* centred data */
-  const float *sqn;   /* squared norms of the centred rows */
+  const float *Yr;    /* the data, rows in the search's numbering */
   size_t d;
 } points;
 
-/* Squared distances between the listed rows: out[i * nb + j] = |y_a[i] - y_b[j]|^2.
- * When b == a the block is gathered once. */
-static void block_distances(const points *P, const int32_t *a, int na, const int32_t *b, int nb, float *ga,
-                            float *gb, float *out) {
-  size_t d = P->d;
-  for (int i = 0; i < na; i++) memcpy(ga + (size_t)i * d, P->Yc + (size_t)a[i] * d, d * sizeof(float));
-  if (b != a)
-    for (int j = 0; j < nb; j++) memcpy(gb + (size_t)j * d, P->Yc + (size_t)b[j] * d, d * sizeof(float));
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, na, nb, (int)d, -2.0f, ga, (int)d, b != a ? gb : ga, (int)d,
-              0.0f, out, nb);
+/* Lists are padded to a multiple of PAIR_TILE for the distance tiles. */
+enum { PAIR_TILE = 32 };
+static size_t tile_up(size_t m) { return (m + PAIR_TILE - 1) / PAIR_TILE * PAIR_TILE; }
+
+/* Squared distances of the first na rows of g (nb x d) to all nb, from gt
+ * (g transposed, d x nbp): out[i * nbp + j] = sum over c in order of
+ * (g[i][c] - g[j][c])^2. Each pair's sum is the same sequence of operations
+ * wherever the pair sits and whichever end is the row (the squares of a - b
+ * and b - a are equal), vectorised across pairs, never across the sum: a
+ * pair met in two blocks, or from either end, has one distance, on every
+ * instruction set. */
+static inline void pair_distances(const float *g, const float *gt, int na, size_t nbp, size_t d, float *out) {
   for (int i = 0; i < na; i++)
-    for (int j = 0; j < nb; j++) out[i * nb + j] += P->sqn[a[i]] + P->sqn[b[j]];
+    for (size_t j0 = 0; j0 < nbp; j0 += PAIR_TILE) {
+      float acc[PAIR_TILE] = {0};
+      for (size_t c = 0; c < d; c++) {
+        float a = g[(size_t)i * d + c];
+        const float *col = gt + c * nbp + j0;
+        for (int t = 0; t < PAIR_TILE; t++) {
+          float x = a - col[t];
+          acc[t] += x * x;
+        }
+      }
+      memcpy(out + (size_t)i * nbp + j0, acc, sizeof acc);
+    }
+}
+
+/* Asks for what a join will read of point v (its row, heap and bound), so
+ * that a list's scattered reads overlap; issued a list ahead. */
+static inline void prefetch_point(const points *P, const heap_set *H, int32_t v) {
+  const char *row = (const char *)(P->Yr + (size_t)v * P->d), *heap = (const char *)(H->idx + (size_t)v * H->k);
+  for (size_t at = 0; at < P->d * sizeof(float); at += 64) __builtin_prefetch(row + at);
+  __builtin_prefetch(heap);
+  __builtin_prefetch(H->dist + (size_t)v * H->k);
+  __builtin_prefetch(H->bound + v);
+}
+
+/* pair_distances' sum for one pair. */
+static float one_distance(const float *a, const float *b, size_t d) {
+  float acc = 0.0f;
+  for (size_t c = 0; c < d; c++) {
+    float x = a[c] - b[c];
+    acc += x * x;
+  }
+  return acc;
+}
+
+/* The local join of a candidate list b of nb entries whose first na are new:
+ * every pair with a new end, offered to both ends, each pair's distance
+ * screened against the target's bound. Each target's heap is copied once
+ * (under its lock) when a first offer passes: most offers are pairs already
+ * known (neighbours of neighbours are neighbours) and the copy, in cache,
+ * turns them away without a lock; the rest get the locked offer. An entry
+ * the copy misses (inserted since) is caught under the lock; one it holds but
+ * the heap lost (pushed out since) could not have come back. Returns the
+ * number of insertions. Scratch: join_scratch_floats. */
+NLE_HOT static int64_t join_lists(const points *P, heap_set *H, const int32_t *b, int na, int nb, float *scratch) {
+  size_t d = P->d, nbp = tile_up((size_t)nb);
+  int k = H->k;
+  float *g = scratch, *gt = g + (size_t)nb * d, *out = gt + d * nbp;
+  int32_t *pass = (int32_t *)(out + (size_t)na * nbp);
+  for (int j = 0; j < nb; j++) {
+    const float *y = P->Yr + (size_t)b[j] * d;
+    memcpy(g + (size_t)j * d, y, d * sizeof(float));
+    for (size_t c = 0; c < d; c++) gt[c * nbp + (size_t)j] = y[c];
+  }
+  for (size_t c = 0; c < d; c++)
+    for (size_t j = (size_t)nb; j < nbp; j++) gt[c * nbp + j] = 0.0f;
+  pair_distances(g, gt, na, nbp, d, out);
+  int64_t inserted = 0;
+  for (int i = 0; i < nb; i++) {
+    int32_t p = b[i];
+    uint32_t bits_p = __atomic_load_n(&H->bound[p], __ATOMIC_RELAXED);
+    float bound_p;
+    memcpy(&bound_p, &bits_p, 4);
+    /* out has the new targets' rows; an old target's column, and the new
+     * sources only. The sources under the bound are listed without a branch
+     * (which half of them would mispredict). */
+    int j_end = i < na ? nb : na, npass = 0;
+    const float *dist = i < na ? out + (size_t)i * nbp : out + i;
+    size_t step = i < na ? 1 : nbp;
+    for (int j = 0; j < j_end; j++) {
+      pass[npass] = j;
+      npass += (dist[(size_t)j * step] <= bound_p) & (b[j] != p);
+    }
+    if (!npass) continue;
+    /* the target's offers in one go under its lock: most are pairs already
+     * known (neighbours of neighbours are neighbours), turned away by a scan
+     * of the heap, which is in cache after the first */
+    uint32_t *hd = H->dist + (size_t)p * k;
+    int32_t *hi = H->idx + (size_t)p * k;
+    int entered = 0;
+    lock_on(H->locks, p);
+    for (int t = 0; t < npass; t++) {
+      int j = pass[t];
+      uint32_t bits = float_bits(dist[(size_t)j * step]);
+      if (!entry_greater(hd[0], hi[0], bits, b[j]) || list_holds(hi, k, b[j])) continue;
+      heap_replace_top(hd, hi, H->flag + (size_t)p * k, k, bits, b[j], FLAG_INSERTED);
+      entered++;
+    }
+    if (entered) __atomic_store_n(&H->bound[p], hd[0], __ATOMIC_RELAXED);
+    lock_off(H->locks, p);
+    inserted += entered;
+  }
+  return inserted;
 }
 
 /* ---- the random-projection forest ------------------------------------- */
@@ -208,20 +294,21 @@ static int rp_tree_build(const points *P, int64_t n, int leaf_size, uint64_t see
     if (m > leaf_size && top < 2 * 127) {
       int64_t ia = (int64_t)nle_rng_below(&rng, (uint64_t)m), ib = (int64_t)nle_rng_below(&rng, (uint64_t)m - 1);
       if (ib >= ia) ib++;
-      const float *a = P->Yc + (size_t)p[ia] * d, *b = P->Yc + (size_t)p[ib] * d;
-      double offset = 0.0;
+      const float *a = P->Yr + (size_t)p[ia] * d, *b = P->Yr + (size_t)p[ib] * d;
+      /* the side of the bisecting hyperplane from the offset to the
+       * midpoint, which is as precise wherever the data sits (no centring) */
+      float *centre = normal + d;
       for (size_t j = 0; j < d; j++) {
         normal[j] = a[j] - b[j];
-        offset += 0.5 * ((double)a[j] * a[j] - (double)b[j] * b[j]);
+        centre[j] = 0.5f * (a[j] + b[j]);
       }
       int64_t left = 0, right = m - 1;
       while (left <= right) { /* partition: positive margins first */
-        const float *y = P->Yc + (size_t)p[left] * d;
-        float dot = 0.0f; /* only the side matters: float SIMD is plenty */
-#pragma omp simd reduction(+ : dot)
-        for (size_t j = 0; j < d; j++) dot += normal[j] * y[j];
-        double margin = (double)dot - offset;
-        int go_left = margin > 0.0 || (margin == 0.0 && (nle_rng_u64(&rng) & 1));
+        const float *y = P->Yr + (size_t)p[left] * d;
+        float margin = 0.0f; /* only the side matters: float SIMD is plenty */
+#pragma omp simd reduction(+ : margin)
+        for (size_t j = 0; j < d; j++) margin += normal[j] * (y[j] - centre[j]);
+        int go_left = margin > 0.0f || (margin == 0.0f && (nle_rng_u64(&rng) & 1));
         if (go_left) {
           left++;
         } else {
@@ -259,14 +346,14 @@ typedef struct {
   int32_t *count;
 } cand_set;
 
-static void cand_push(cand_set *c, lock_set *locks, int64_t u, int32_t v, uint64_t pri) {
+/* Only the thread that owns u's stripe pushes to u's lists: no lock. */
+static void cand_push(cand_set *c, int64_t u, int32_t v, uint64_t pri) {
   int mc = c->mc;
   int32_t *ix = c->idx + u * mc;
   uint64_t *pr = c->pri + u * mc;
-  lock_on(locks, u);
-  int n = c->count[u], present = 0;
-  for (int t = 0; t < n && !present; t++) present = ix[t] == v;
-  if (!present) {
+  int n = c->count[u];
+  if (n == mc && (pr[0] < pri || (pr[0] == pri && ix[0] < v))) return; /* above the kept: most pushes */
+  if (!list_holds(ix, n, v)) {
     if (n < mc) { /* sift up */
       int q = n;
       while (q > 0 && (pr[(q - 1) / 2] < pri || (pr[(q - 1) / 2] == pri && ix[(q - 1) / 2] < v))) {
@@ -294,7 +381,6 @@ static void cand_push(cand_set *c, lock_set *locks, int64_t u, int32_t v, uint64
       ix[q] = v;
     }
   }
-  lock_off(locks, u);
 }
 
 static inline uint64_t mix64(uint64_t x) {
@@ -314,125 +400,110 @@ typedef struct {
   int n_trees, leaf_size;
   int64_t n, leaf_blocks; /* blocks of 64 leaves per tree */
   uint64_t seed, iter;
-  size_t scratch_floats;
+  int64_t *inserted;      /* per block: entries a join's block left as FLAG_INSERTED */
+  int stripes;            /* of the sampling: one a thread */
 } nnd_job;
 
-/* All pairs of one leaf of the forest. Blocks are tree-major: block b covers
+/* Scratch of join_lists for lists of up to na and nb entries. */
+static size_t join_scratch_floats(size_t na, size_t nb, size_t d) {
+  return nb * d + (d + na) * tile_up(nb) + nb;
+}
+
+/* All pairs of each leaf of the forest. Blocks are tree-major: block b covers
  * leaves [b * 64, ...) of tree b / blocks_per_tree. */
 static int leaf_pairs(void *job, size_t b, void *scratch) {
   nnd_job *j = job;
   rp_tree *t = &j->trees[b / (size_t)j->leaf_blocks];
   int64_t l0 = (int64_t)(b % (size_t)j->leaf_blocks) * 64, l1 = l0 + 64 < t->n_leaves ? l0 + 64 : t->n_leaves;
-  float *ga = scratch, *out = ga + (size_t)j->leaf_size * j->P->d;
   for (int64_t l = l0; l < l1; l++) {
     const int32_t *pts = t->perm + t->start[l];
     int m = (int)(t->start[l + 1] - t->start[l]);
-    block_distances(j->P, pts, m, pts, m, ga, NULL, out);
-    for (int a = 0; a < m; a++)
-      for (int c = a + 1; c < m; c++) {
-        heap_offer(j->H, pts[a], pts[c], out[a * m + c]);
-        heap_offer(j->H, pts[c], pts[a], out[a * m + c]);
-      }
+    if (l + 1 < l1)
+      for (int64_t q = t->start[l + 1]; q < t->start[l + 2]; q++) prefetch_point(j->P, j->H, t->perm[q]);
+    join_lists(j->P, j->H, pts, m, m, scratch);
   }
   return 0;
 }
 
-/* Samples this iteration's candidates of the points in block b: each heap
- * entry goes to the new or old list of both its ends, ranked by a hash. */
+/* Samples this iteration's candidates: each heap entry goes to the new or
+ * old list of both its ends, ranked by a hash. The points are cut into one
+ * stripe per thread; a stripe's task reads every entry and pushes to its own
+ * points' lists only, so no list is shared and none needs a lock (the
+ * entries are read sequentially, once per thread). */
 enum { NODE_BLOCK = 512 };
 
-static int sample_block(void *job, size_t b, void *scratch) {
+static int sample_stripe(void *job, size_t stripe, void *scratch) {
   (void)scratch;
   nnd_job *j = job;
   int k = j->H->k;
-  int64_t u1 = (int64_t)(b + 1) * NODE_BLOCK < j->n ? (int64_t)(b + 1) * NODE_BLOCK : j->n;
-  for (int64_t u = (int64_t)b * NODE_BLOCK; u < u1; u++)
+  int64_t lo = (int64_t)((double)stripe * (double)j->n / (double)j->stripes),
+          hi = (int64_t)((double)(stripe + 1) * (double)j->n / (double)j->stripes);
+  for (int64_t u = 0; u < j->n; u++) {
+    int mine_u = u >= lo && u < hi;
     for (int t = 0; t < k; t++) {
       int32_t v = j->H->idx[u * k + t];
-      if (v < 0) continue;
+      int mine_v = v >= lo && v < hi;
+      if (v < 0 || !(mine_u | mine_v)) continue;
       /* Symmetric in (u, v): the pair reaches a list from either end with the
        * same priority, so which push comes first cannot matter. */
-      uint64_t lo = (uint64_t)(u < v ? u : v), hi = (uint64_t)(u < v ? v : u);
-      uint64_t pri = mix64(j->seed ^ mix64(j->iter * 0x9e3779b97f4a7c15ULL ^ (lo << 32 ^ hi)));
-      cand_set *c = j->H->flag[u * k + t] ? j->fresh : j->old;
-      cand_push(c, j->H->locks, u, v, pri);
-      cand_push(c, j->H->locks, v, (int32_t)u, pri);
+      uint64_t a = (uint64_t)(u < v ? u : v), z = (uint64_t)(u < v ? v : u);
+      uint64_t pri = mix64(j->seed ^ mix64(j->iter * 0x9e3779b97f4a7c15ULL ^ (a << 32 ^ z)));
+      cand_set *c = j->H->flag[u * k + t] != FLAG_OLD ? j->fresh : j->old;
+      if (mine_u) cand_push(c, u, v, pri);
+      if (mine_v) cand_push(c, v, (int32_t)u, pri);
     }
+  }
   return 0;
 }
 
-static int cmp_index(const void *a, const void *b) {
-  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-  return (x > y) - (x < y);
+/* New entries that were sampled into their own row's new list become old:
+ * they are joined this iteration. */
+static int age_block(void *job, size_t b, void *scratch) {
+  (void)scratch;
+  nnd_job *j = job;
+  int k = j->H->k, mc = j->fresh->mc;
+  int64_t u1 = (int64_t)(b + 1) * NODE_BLOCK < j->n ? (int64_t)(b + 1) * NODE_BLOCK : j->n;
+  for (int64_t u = (int64_t)b * NODE_BLOCK; u < u1; u++)
+    for (int t = 0; t < k; t++)
+      if (j->H->flag[u * k + t] != FLAG_OLD && list_holds(j->fresh->idx + u * mc, j->fresh->count[u], j->H->idx[u * k + t]))
+        j->H->flag[u * k + t] = FLAG_OLD;
+  return 0;
 }
 
 /* Local join at u: every pair (new, new) and (new, old) of u's candidates. */
 static int join_block(void *job, size_t b, void *scratch) {
   nnd_job *j = job;
   int mc = j->fresh->mc;
-  size_t d = j->P->d;
-  float *ga = scratch, *gb = ga + (size_t)mc * d, *out = gb + 2 * (size_t)mc * d;
   int32_t all[2 * 512];
   int64_t u1 = (int64_t)(b + 1) * NODE_BLOCK < j->n ? (int64_t)(b + 1) * NODE_BLOCK : j->n;
-  for (int64_t u = (int64_t)b * NODE_BLOCK; u < u1; u++) {
+  int64_t u0 = (int64_t)b * NODE_BLOCK;
+  for (int64_t u = u0; u < u1; u++) {
+    if (u + 1 < u1 && j->fresh->count[u + 1]) {
+      for (int t = 0; t < j->fresh->count[u + 1]; t++) prefetch_point(j->P, j->H, j->fresh->idx[(u + 1) * mc + t]);
+      for (int t = 0; t < j->old->count[u + 1]; t++) prefetch_point(j->P, j->H, j->old->idx[(u + 1) * mc + t]);
+    }
     int nn = j->fresh->count[u], no = j->old->count[u];
     if (nn == 0) continue;
-    /* The lists are heaps whose layout follows the order of the pushes
-     * (thread timing), and a pair's GEMM distance can differ in its last bit
-     * with its place in the block: sorted, the block is the same every run. */
-    int32_t fresh[512];
-    memcpy(fresh, j->fresh->idx + u * mc, (size_t)nn * sizeof(int32_t));
-    qsort(fresh, (size_t)nn, sizeof(int32_t), cmp_index);
-    memcpy(all, fresh, (size_t)nn * sizeof(int32_t));
+    memcpy(all, j->fresh->idx + u * mc, (size_t)nn * sizeof(int32_t));
     memcpy(all + nn, j->old->idx + u * mc, (size_t)no * sizeof(int32_t));
-    qsort(all + nn, (size_t)no, sizeof(int32_t), cmp_index);
-    int m = nn + no;
-    block_distances(j->P, fresh, nn, all, m, ga, gb, out);
-    for (int a = 0; a < nn; a++)
-      for (int c = a + 1; c < m; c++) {
-        int32_t p = fresh[a], q = all[c];
-        if (p == q) continue;
-        float dist = out[a * m + c];
-        heap_offer(j->H, p, q, dist);
-        heap_offer(j->H, q, p, dist);
-      }
+    join_lists(j->P, j->H, all, nn, nn + no, scratch);
   }
   return 0;
 }
 
-/* Per row, the entries as they were before a join, sorted by index, so the
- * flags after the join do not depend on the order of the offers: an entry
- * that was there keeps its flag, anything else is new. Returns the number of
- * new entries. */
-typedef struct {
-  int32_t idx;
-  uint8_t flag;
-} snapshot_entry;
-
-static int snapshot_cmp(const void *a, const void *b) {
-  int32_t x = ((const snapshot_entry *)a)->idx, y = ((const snapshot_entry *)b)->idx;
-  return (x > y) - (x < y);
-}
-
-static void snapshot_take(const heap_set *H, int64_t n, snapshot_entry *snap) {
-  int k = H->k;
-  for (int64_t u = 0; u < n; u++) {
-    for (int t = 0; t < k; t++) snap[u * k + t] = (snapshot_entry){H->idx[u * k + t], H->flag[u * k + t]};
-    qsort(snap + u * k, (size_t)k, sizeof *snap, snapshot_cmp);
-  }
-}
-
-static int64_t snapshot_apply(heap_set *H, int64_t n, const snapshot_entry *snap) {
-  int k = H->k;
-  int64_t changed = 0;
-  for (int64_t u = 0; u < n; u++)
-    for (int t = 0; t < k; t++) {
-      snapshot_entry key = {H->idx[u * k + t], 0};
-      const snapshot_entry *was = bsearch(&key, snap + u * k, (size_t)k, sizeof *snap, snapshot_cmp);
-      H->flag[u * k + t] = was ? was->flag : FLAG_NEW;
-      changed += !was;
+/* Entries a join inserted become new; counts them per block. */
+static int settle_block(void *job, size_t b, void *scratch) {
+  (void)scratch;
+  nnd_job *j = job;
+  int k = j->H->k;
+  int64_t u1 = (int64_t)(b + 1) * NODE_BLOCK < j->n ? (int64_t)(b + 1) * NODE_BLOCK : j->n, count = 0;
+  for (int64_t q = (int64_t)b * NODE_BLOCK * k; q < u1 * k; q++)
+    if (j->H->flag[q] == FLAG_INSERTED) {
+      j->H->flag[q] = FLAG_NEW;
+      count++;
     }
-  return changed;
+  j->inserted[b] = count;
+  return 0;
 }
 
 /* ---- the driver --------------------------------------------------------- */
@@ -450,29 +521,69 @@ static void resolve_opts(const nle_knn_approx_opts *o, int64_t n, nle_knn_approx
 }
 
 
-/* Sorted rows with exact distances (double accumulation, stored as float). */
-static void finalize_rows(const nle_matf *Y, const heap_set *H, nle_csr *g, int threads) {
+/* Sorted rows with exact distances (double accumulation, stored as float),
+ * back in the input's numbering: row order[u] from heap u. Yr holds the
+ * input's rows as they are, and reads in the search's order stay local. */
+static void finalize_rows(const float *Yr, size_t d, const heap_set *H, const int32_t *order, nle_csr *g, int threads) {
   int k = H->k;
-  size_t d = Y->cols;
+  for (int64_t u = 0; u <= g->rows; u++) g->rowptr[u] = u * k;
 #pragma omp parallel for schedule(dynamic, 256) num_threads(threads)
   for (int64_t u = 0; u < g->rows; u++) {
     nle__pair row[1024];
-    g->rowptr[u + 1] = (u + 1) * k;
+    const float *yu = Yr + (size_t)u * d;
     for (int t = 0; t < k; t++) {
       int32_t v = H->idx[u * k + t];
+      const float *yv = Yr + (size_t)v * d;
       double s = 0.0;
       for (size_t c = 0; c < d; c++) {
-        double x = (double)Y->data[(size_t)u * d + c] - Y->data[(size_t)v * d + c];
+        double x = (double)yu[c] - yv[c];
         s += x * x;
       }
-      row[t] = (nle__pair){(double)(float)s, v};
+      row[t] = (nle__pair){(double)(float)s, order[v]};
     }
     qsort(row, (size_t)k, sizeof *row, nle__pair_cmp);
+    int64_t r = order[u];
     for (int t = 0; t < k; t++) {
-      g->colind[u * k + t] = (int32_t)row[t].i;
-      ((float *)g->val)[u * k + t] = (float)row[t].d;
+      g->colind[r * k + t] = (int32_t)row[t].i;
+      ((float *)g->val)[r * k + t] = (float)row[t].d;
     }
   }
+}
+
+static void free_forest(rp_tree *trees, int n_trees) {
+  for (int t = 0; trees && t < n_trees; t++) {
+    free(trees[t].perm);
+    free(trees[t].start);
+  }
+  free(trees);
+}
+
+/* The data's rows in the leaf order of one tree (tree 0 of the forest):
+ * order[new] = the input's row. Tree 0's leaves are then ranges of the new
+ * numbering. A copy of the rows as they are (not centred: the splits and
+ * distances use differences), so the exact distances at the end come from
+ * it, read in the same local order. */
+static nle_status rows_in_leaf_order(nle_ctx *ctx, const nle_matf *Y, int leaf_size, uint64_t seed, rp_tree *tree0,
+                                     float **Yr, int32_t **order) {
+  size_t n = Y->rows, d = Y->cols;
+  float *normal = nle__malloc(ctx, 2 * d * sizeof(float), "a split");
+  *Yr = nle__malloc(ctx, n * d * sizeof(float), "the reordered data");
+  nle_status s = normal && *Yr ? NLE_OK : NLE_ERR_NOMEM;
+  points P = {Y->data, d};
+  if (!s && rp_tree_build(&P, (int64_t)n, leaf_size, seed, 0, tree0, normal))
+    s = nle__fail(ctx, NLE_ERR_NOMEM, "approximate kNN: out of memory building the trees");
+  if (!s) {
+    *order = tree0->perm;
+    tree0->perm = NULL;
+    int64_t nn = (int64_t)n;
+#pragma omp parallel for schedule(static) num_threads(nle__threads_for(ctx, (double)n * d))
+    for (int64_t i = 0; i < nn; i++) memcpy(*Yr + (size_t)i * d, Y->data + (size_t)(*order)[i] * d, d * sizeof(float));
+    tree0->perm = nle__malloc(ctx, n * sizeof(int32_t), "a tree");
+    if (!tree0->perm) s = NLE_ERR_NOMEM;
+    for (size_t i = 0; !s && i < n; i++) tree0->perm[i] = (int32_t)i;
+  }
+  free(normal);
+  return s;
 }
 
 nle_status nle_knn_approx(nle_ctx *ctx, const nle_matf *Y, const nle_knn_approx_opts *opts, nle_csr **graph) {
@@ -500,76 +611,70 @@ nle_status nle_knn_approx(nle_ctx *ctx, const nle_matf *Y, const nle_knn_approx_
                      nle__int_text(opts->max_iters).s);
   if (o.max_candidates > 512) o.max_candidates = 512;
   int k = o.k, mc = o.max_candidates;
-  double need = (double)n * (d * 4.0 + 4 + (double)k * 17 + 2.0 * mc * 12 + 8.0 * o.n_trees * 4) +
-                (double)nle_ctx_threads(ctx) * ((double)o.leaf_size * (d + o.leaf_size) + 3.0 * mc * (d + 2 * mc)) * 4;
+  size_t nblocks = (size_t)((n + NODE_BLOCK - 1) / NODE_BLOCK);
+  /* the centred data twice while it is reordered; heaps, bounds, candidate
+   * lists, the numbering, the forest; per thread the join's scratch */
+  double need = (double)n * (d * 8.0 + 8 + (double)k * 9 + 4 + 2.0 * mc * 12 + 8 + 8.0 * o.n_trees * 4) +
+                (double)nle_ctx_threads(ctx) * (double)join_scratch_floats(2 * (size_t)mc, 2 * (size_t)mc, d) * 4;
   nle_status s = nle__check_memory(ctx, need, "approximate kNN");
   if (!s) s = nle__knn_check_range(ctx, Y, NULL);
   if (s) return s;
 
-  float *Yc = nle__malloc(ctx, (size_t)n * d * sizeof(float), "the centred data");
-  float *sqn = nle__malloc(ctx, (size_t)n * sizeof(float), "squared norms");
-  double *mean = nle__calloc(ctx, d, sizeof(double), "the mean");
+  double t0 = nle_time_seconds();
+  uint64_t seed = nle_ctx_seed(ctx);
+  int threads = nle__threads_for(ctx, (double)n * d * 50);
+  rp_tree *trees = nle__calloc(ctx, (size_t)o.n_trees, sizeof(rp_tree), "the forest");
+  float *Yr = NULL;
+  int32_t *order = NULL;
+  s = trees ? rows_in_leaf_order(ctx, Y, o.leaf_size, seed, &trees[0], &Yr, &order) : NLE_ERR_NOMEM;
   heap_set H = {k, nle__malloc(ctx, (size_t)n * k * sizeof(int32_t), "heaps"),
                 nle__malloc(ctx, (size_t)n * k * sizeof(uint32_t), "heap distances"),
-                nle__calloc(ctx, (size_t)n * k, 1, "heap flags"), nle__malloc(ctx, sizeof(lock_set), "locks")};
+                nle__calloc(ctx, (size_t)n * k, 1, "heap flags"),
+                nle__malloc(ctx, (size_t)n * sizeof(uint32_t), "heap bounds"),
+                nle__malloc(ctx, sizeof(lock_set), "locks")};
   cand_set fresh = {mc, nle__malloc(ctx, (size_t)n * mc * sizeof(int32_t), "candidates"),
                     nle__malloc(ctx, (size_t)n * mc * sizeof(uint64_t), "priorities"),
                     nle__calloc(ctx, (size_t)n, sizeof(int32_t), "counts")};
   cand_set old = {mc, nle__malloc(ctx, (size_t)n * mc * sizeof(int32_t), "candidates"),
                   nle__malloc(ctx, (size_t)n * mc * sizeof(uint64_t), "priorities"),
                   nle__calloc(ctx, (size_t)n, sizeof(int32_t), "counts")};
-  rp_tree *trees = nle__calloc(ctx, (size_t)o.n_trees, sizeof(rp_tree), "the forest");
-  snapshot_entry *snap = nle__malloc(ctx, (size_t)n * k * sizeof(snapshot_entry), "heap snapshots");
-  if (!Yc || !sqn || !mean || !H.idx || !H.dist || !H.flag || !H.locks || !fresh.idx || !fresh.pri ||
-      !fresh.count || !old.idx || !old.pri || !old.count || !trees || !snap)
+  int64_t *inserted = nle__calloc(ctx, nblocks, sizeof(int64_t), "join counts");
+  if (!s && (!H.idx || !H.dist || !H.flag || !H.bound || !H.locks || !fresh.idx || !fresh.pri || !fresh.count ||
+             !old.idx || !old.pri || !old.count || !inserted))
     s = NLE_ERR_NOMEM;
   int locks_ready = 0;
   if (!s) {
     lock_init(H.locks);
     locks_ready = 1;
-    for (int64_t i = 0; i < n; i++)
-      for (size_t c = 0; c < d; c++) mean[c] += Y->data[(size_t)i * d + c];
-    for (size_t c = 0; c < d; c++) mean[c] /= (double)n;
-    for (int64_t i = 0; i < n; i++) {
-      double sq = 0.0;
-      for (size_t c = 0; c < d; c++) {
-        float v = (float)((double)Y->data[(size_t)i * d + c] - mean[c]);
-        Yc[(size_t)i * d + c] = v;
-        sq += (double)v * v;
-      }
-      sqn[i] = (float)sq;
-    }
     for (int64_t q = 0; q < n * k; q++) {
       H.idx[q] = -1;
       H.dist[q] = float_bits(INFINITY);
     }
+    for (int64_t u = 0; u < n; u++) H.bound[u] = float_bits(INFINITY);
   }
-  points P = {Yc, sqn, d};
-  int threads = nle__threads_for(ctx, (double)n * d * 50);
-  uint64_t seed = nle_ctx_seed(ctx);
-  nnd_job job = {ctx, &P, &H, &fresh, &old, trees, o.n_trees, o.leaf_size, n, 0, seed, 0, 0};
+  points P = {Yr, d};
+  nnd_job job = {ctx, &P, &H, &fresh, &old, trees, o.n_trees, o.leaf_size, n, 0, seed, 0, inserted, threads};
 
-  /* The forest: trees in parallel (one stream each), then all leaf pairs. */
+  /* The other trees in parallel (one stream each), then all leaf pairs. */
   if (!s) {
     int failed = 0;
-    int blas_prev = nle__blas_set_threads(1);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (int t = 0; t < o.n_trees; t++) {
-      float *normal = malloc(d * sizeof(float));
+    for (int t = 1; t < o.n_trees; t++) {
+      float *normal = malloc(2 * d * sizeof(float));
       if (!normal || rp_tree_build(&P, n, o.leaf_size, seed, (uint64_t)t, &trees[t], normal)) {
 #pragma omp atomic write
         failed = 1;
       }
       free(normal);
     }
-    nle__blas_set_threads(blas_prev);
     if (failed) s = nle__fail(ctx, NLE_ERR_NOMEM, "approximate kNN: out of memory building the trees");
   }
+  double t_forest = nle_time_seconds();
   if (!s) {
     for (int t = 0; t < o.n_trees; t++)
       if ((trees[t].n_leaves + 63) / 64 > job.leaf_blocks) job.leaf_blocks = (trees[t].n_leaves + 63) / 64;
     s = nle__for_blocks(ctx, "kNN forest", (size_t)job.leaf_blocks * (size_t)o.n_trees, threads,
-                        ((size_t)o.leaf_size * d + (size_t)o.leaf_size * o.leaf_size) * sizeof(float), leaf_pairs,
+                        join_scratch_floats((size_t)o.leaf_size, (size_t)o.leaf_size, d) * sizeof(float), leaf_pairs,
                         &job);
   }
   /* Rows the leaves left short (tiny leaves) get random points. */
@@ -579,59 +684,56 @@ nle_status nle_knn_approx(nle_ctx *ctx, const nle_matf *Y, const nle_knn_approx_
     nle_rng_init(&rng, seed, 0x66696c6c00000000ULL + (uint64_t)u);
     for (int guard = 0; H.idx[u * k] < 0 && guard < 64 * k; guard++) {
       int64_t v = (int64_t)nle_rng_below(&rng, (uint64_t)n);
-      if (v == u) continue;
-      const float *a = Yc + (size_t)u * d, *b = Yc + (size_t)v * d;
-      double s2 = 0.0;
-      for (size_t c = 0; c < d; c++) s2 += ((double)a[c] - b[c]) * ((double)a[c] - b[c]);
-      heap_offer(&H, u, (int32_t)v, (float)s2);
+      if (v != u) heap_offer(&H, u, (int32_t)v, float_bits(one_distance(Yr + (size_t)u * d, Yr + (size_t)v * d, d)));
     }
     if (H.idx[u * k] < 0) s = nle__fail(ctx, NLE_ERR_NUMERIC, "approximate kNN: could not fill row %lld", (long long)u);
   }
   for (int64_t q = 0; !s && q < n * k; q++) H.flag[q] = FLAG_NEW;
+  double t_leaves = nle_time_seconds();
 
   /* NN-descent. */
-  size_t nblocks = (size_t)((n + NODE_BLOCK - 1) / NODE_BLOCK);
-  for (int it = 0; !s && it < o.max_iters; it++) {
+  int it = 0;
+  for (; !s && it < o.max_iters; it++) {
     job.iter = (uint64_t)it + 1;
     memset(fresh.count, 0, (size_t)n * sizeof(int32_t));
     memset(old.count, 0, (size_t)n * sizeof(int32_t));
-    s = nle__for_blocks(ctx, "kNN sampling", nblocks, threads, 0, sample_block, &job);
+    double ta = nle_time_seconds();
+    s = nle__for_blocks(ctx, "kNN sampling", (size_t)job.stripes, threads, 0, sample_stripe, &job);
+    double tb = nle_time_seconds();
+    if (!s) s = nle__for_blocks(ctx, "kNN sampling", nblocks, threads, 0, age_block, &job);
+    double tc = nle_time_seconds();
+    if (!s)
+      s = nle__for_blocks(ctx, "kNN descent", nblocks, threads,
+                          join_scratch_floats((size_t)mc, 2 * (size_t)mc, d) * sizeof(float), join_block, &job);
+    double td = nle_time_seconds();
+    if (!s) s = nle__for_blocks(ctx, "kNN descent", nblocks, threads, 0, settle_block, &job);
+    nle__log(ctx, 3, "NN-descent: sampling %.2f s, ageing %.2f s, joins %.2f s, settling %.2f s", tb - ta, tc - tb, td - tc, nle_time_seconds() - td);
     if (s) break;
-    /* New entries that were sampled from their own row become old. */
-    for (int64_t u = 0; u < n; u++)
-      for (int t = 0; t < k; t++) {
-        if (H.flag[u * k + t] != FLAG_NEW) continue;
-        const int32_t *c = fresh.idx + u * mc;
-        for (int q = 0; q < fresh.count[u]; q++)
-          if (c[q] == H.idx[u * k + t]) {
-            H.flag[u * k + t] = FLAG_OLD;
-            break;
-          }
-      }
-    snapshot_take(&H, n, snap);
-    s = nle__for_blocks(ctx, "kNN descent", nblocks, threads, (3 * (size_t)mc * d + 2 * (size_t)mc * mc) * sizeof(float),
-                        join_block, &job);
-    if (s) break;
-    int64_t changed = snapshot_apply(&H, n, snap);
+    int64_t changed = 0;
+    for (size_t b = 0; b < nblocks; b++) changed += inserted[b];
     nle__log(ctx, 2, "NN-descent iteration %d: %lld of %lld entries changed", it + 1, (long long)changed,
              (long long)(n * k));
-    if ((double)changed <= o.delta * (double)n * k) break;
+    if ((double)changed <= o.delta * (double)n * k) {
+      it++;
+      break;
+    }
   }
+  double t_descent = nle_time_seconds();
   if (!s) s = nle_csr_alloc(ctx, n, n, n * k, NLE_F32, graph);
-  if (!s) finalize_rows(Y, &H, *graph, threads);
+  if (!s) finalize_rows(Yr, d, &H, order, *graph, threads);
+  if (!s)
+    nle__log(ctx, 2, "approximate kNN: reordering and forest %.2f s, leaves %.2f s, %d NN-descent iterations %.2f s, "
+             "exact distances %.2f s", t_forest - t0, t_leaves - t_forest, it, t_descent - t_leaves,
+             nle_time_seconds() - t_descent);
   if (locks_ready) lock_destroy(H.locks);
-  for (int t = 0; trees && t < o.n_trees; t++) {
-    free(trees[t].perm);
-    free(trees[t].start);
-  }
-  free(trees);
-  free(snap);
-  free(Yc);
-  free(sqn);
-  free(mean);
+  free_forest(trees, o.n_trees);
+  free(order);
+  free(inserted);
+  free(Yr);
   free(H.idx);
   free(H.dist);
   free(H.flag);
+  free(H.bound);
   free(H.locks);
   free(fresh.idx);
   free(fresh.pri);
