@@ -281,6 +281,41 @@ static void knn_rerank_vs_naive(void) {
   nle_test(bad == 0);
   nle_test(moved > 0); /* the re-ranking changed something */
   nle_csr_free(&g);
+  /* rows of different lengths (20 to 25 candidates: the re-ranking works in
+   * groups of rows with room for the longest), at 1 and 2 threads */
+  nle_csr *uneven;
+  nle_test_ok(nle_csr_alloc(ctx, (int64_t)n, (int64_t)n, cand->nnz, NLE_F32, &uneven));
+  uneven->rowptr[0] = 0;
+  for (size_t i = 0; i < n; i++) {
+    int len = 25 - (int)(i % 6);
+    for (int c = 0; c < len; c++) {
+      uneven->colind[uneven->rowptr[i] + c] = cand->colind[cand->rowptr[i] + c];
+      ((float *)uneven->val)[uneven->rowptr[i] + c] = nle_csr_value(cand, cand->rowptr[i] + c);
+    }
+    uneven->rowptr[i + 1] = uneven->rowptr[i] + len;
+  }
+  uneven->nnz = uneven->rowptr[n];
+  nle_ctx *one = test_ctx(2);
+  nle_ctx_set_threads(one, 1);
+  nle_csr *g1;
+  nle_test_ok(nle_knn_rerank(ctx, Y, uneven, 8, &g));
+  nle_test_ok(nle_knn_rerank(one, Y, uneven, 8, &g1));
+  bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    ref_pair row[25];
+    sorted_candidates(Y, i, Y, uneven, 25 - (int)(i % 6), row);
+    for (int c = 0; c < 8; c++) {
+      int64_t q = g->rowptr[i] + c;
+      bad += g->colind[q] != row[c].i || fabs(nle_csr_value(g, q) - row[c].d) > 1e-6 * row[c].d;
+    }
+  }
+  nle_test(bad == 0);
+  nle_test(!memcmp(g->colind, g1->colind, (size_t)g->nnz * sizeof(int32_t)) &&
+           !memcmp(g->val, g1->val, (size_t)g->nnz * sizeof(float)));
+  nle_csr_free(&g);
+  nle_csr_free(&g1);
+  nle_csr_free(&uneven);
+  nle_ctx_free(&one);
   nle_test(nle_knn_rerank(ctx, Y, cand, 26, &g) == NLE_ERR_ARG && !g);
   nle_test(nle_knn_rerank(ctx, Y3, cand, 0, &g) == NLE_ERR_ARG);
   nle_csr_free(&cand);

@@ -16,6 +16,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 enum { BLOCK_ROWS = 256, BLOCK_COLS = 1024 };
 
@@ -372,8 +375,16 @@ NLE_HOT static int rerank_block(void *job, size_t b, void *scratch) {
     size_t i = j->order ? (size_t)j->order[at] : at;
     const float *yi = j->Q->data + i * d;
     int len = 0;
-    for (int64_t q = c->rowptr[i]; q < c->rowptr[i + 1]; q++)
+    for (int64_t q = c->rowptr[i]; q < c->rowptr[i + 1]; q++) {
+      /* the next candidate's row on its way while this one is summed: the
+       * rows are scattered (3 KB each on Fashion-MNIST), and one distance is
+       * too short for the hardware's own prefetch to get going */
+      if (q + 1 < c->rowptr[i + 1]) {
+        const char *next = (const char *)(j->Y->data + (size_t)c->colind[q + 1] * d);
+        for (size_t at = 0; at < d * sizeof(float); at += 64) __builtin_prefetch(next + at);
+      }
       row[len++] = (cand){sqdist_rows(yi, j->Y->data + (size_t)c->colind[q] * d, d), c->colind[q]};
+    }
     qsort(row, (size_t)len, sizeof *row, cand_cmp);
     size_t out = i * (size_t)j->k;
     for (int t = 0; t < j->k; t++) {
@@ -407,6 +418,149 @@ static nle_status rerank(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, con
   return s;
 }
 
+/* Grouped re-ranking of a graph's own rows. Row by row, every candidate's
+ * row of Y (3 KB on Fashion-MNIST) is read from memory once per use: at a
+ * million points, 90 million reads and the whole stage bound by memory
+ * (measured: 7.7 GB/s, no reuse left in any row order tried, reverse
+ * Cuthill-McKee included). So the rows are taken in groups of neighbours
+ * (a breadth-first walk of the candidate graph from a seed, up to
+ * GROUP_MAX rows), and each distinct candidate of a group is read once for
+ * all the group's rows that list it, whose own rows stay in cache. On
+ * 300,000 augmented Fashion-MNIST images with 90 candidates a group's rows
+ * share their candidates about three to one. Each distance is the same
+ * sqdist_rows(row, candidate) as before, so the graph is the same bits. */
+enum { GROUP_MAX = 64, GROUP_WALK = 4, GROUPS_PER_BLOCK = 16 };
+
+typedef struct {
+  const nle_matf *Y;
+  const nle_csr *cand;
+  const int32_t *members;  /* the rows, group after group */
+  const int64_t *gstart;   /* group g is members[gstart[g] .. gstart[g + 1]) */
+  int64_t ngroups, widest;
+  int32_t *where;          /* per thread, N entries of -1: a candidate's slot */
+  nle_csr *out;
+  int k;
+} group_job;
+
+/* Groups of up to GROUP_MAX rows: from the first row not yet taken, the
+ * untaken candidates of the group's first GROUP_WALK rows in turn. */
+static int64_t group_rows(const nle_csr *c, int32_t *members, int64_t *gstart, uint8_t *taken) {
+  int64_t n = c->rows, len = 0, g = 0;
+  for (int64_t seed = 0; seed < n; seed++) {
+    if (taken[seed]) continue;
+    gstart[g++] = len;
+    int64_t first = len;
+    members[len++] = (int32_t)seed;
+    taken[seed] = 1;
+    for (int64_t h = first; h < len && h < first + GROUP_WALK && len - first < GROUP_MAX; h++)
+      for (int64_t q = c->rowptr[members[h]]; q < c->rowptr[members[h] + 1] && len - first < GROUP_MAX; q++) {
+        int32_t v = c->colind[q];
+        if (!taken[v]) {
+          taken[v] = 1;
+          members[len++] = v;
+        }
+      }
+  }
+  gstart[g] = len;
+  return g;
+}
+
+NLE_HOT static int rerank_group_block(void *job, size_t b, void *scratch) {
+  const group_job *j = job;
+  const nle_csr *c = j->cand;
+  size_t d = j->Y->cols, widest = (size_t)j->widest;
+#ifdef _OPENMP
+  int32_t *where = j->where + (size_t)omp_get_thread_num() * (size_t)c->rows;
+#else
+  int32_t *where = j->where;
+#endif
+  /* scratch: each member's row of (distance, index), the group's distinct
+   * candidates, their use counts and offsets, and the uses (member, slot) */
+  cand *rows = scratch;
+  int32_t *distinct = (int32_t *)(rows + GROUP_MAX * widest), *count = distinct + GROUP_MAX * widest,
+          *uses = count + GROUP_MAX * widest + 1;
+  int64_t g1 = (int64_t)(b + 1) * GROUPS_PER_BLOCK < j->ngroups ? (int64_t)(b + 1) * GROUPS_PER_BLOCK : j->ngroups;
+  for (int64_t g = (int64_t)b * GROUPS_PER_BLOCK; g < g1; g++) {
+    const int32_t *mem = j->members + j->gstart[g];
+    int m = (int)(j->gstart[g + 1] - j->gstart[g]), nd = 0;
+    for (int a = 0; a < m; a++)
+      for (int64_t q = c->rowptr[mem[a]]; q < c->rowptr[mem[a] + 1]; q++) {
+        int32_t v = c->colind[q];
+        if (where[v] < 0) {
+          where[v] = nd;
+          count[nd] = 0;
+          distinct[nd++] = v;
+        }
+        count[where[v]]++;
+      }
+    int total = 0;
+    for (int t = 0; t < nd; t++) {
+      int here = count[t];
+      count[t] = total;
+      total += here;
+    }
+    count[nd] = total;
+    for (int a = 0; a < m; a++) {
+      int slot = 0;
+      for (int64_t q = c->rowptr[mem[a]]; q < c->rowptr[mem[a] + 1]; q++, slot++)
+        uses[count[where[c->colind[q]]]++] = a * (int32_t)widest + slot;
+    }
+    /* count[t] now ends candidate t's uses; they start at count[t - 1] */
+    for (int t = 0, from = 0; t < nd; from = count[t++]) {
+      const float *yc = j->Y->data + (size_t)distinct[t] * d;
+      for (int u = from; u < count[t]; u++) {
+        int a = uses[u] / (int32_t)widest;
+        rows[uses[u]] = (cand){sqdist_rows(j->Y->data + (size_t)mem[a] * d, yc, d), distinct[t]};
+      }
+      where[distinct[t]] = -1;
+    }
+    for (int a = 0; a < m; a++) {
+      cand *row = rows + (size_t)a * widest;
+      size_t len = (size_t)(c->rowptr[mem[a] + 1] - c->rowptr[mem[a]]), out = (size_t)mem[a] * (size_t)j->k;
+      qsort(row, len, sizeof *row, cand_cmp);
+      for (int t = 0; t < j->k; t++) {
+        j->out->colind[out + (size_t)t] = row[t].i;
+        ((float *)j->out->val)[out + (size_t)t] = row[t].d;
+      }
+    }
+  }
+  return 0;
+}
+
+static nle_status rerank_grouped(nle_ctx *ctx, const nle_matf *Y, const nle_csr *cand, int k, nle_csr **graph) {
+  int64_t n = cand->rows, widest = 0;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t len = cand->rowptr[i + 1] - cand->rowptr[i];
+    if (len < k)
+      return nle__fail(ctx, NLE_ERR_ARG, "kNN re-ranking: point %lld has %lld candidates for k = %d", (long long)i,
+                       (long long)len, k);
+    widest = len > widest ? len : widest;
+  }
+  int threads = nle__threads_for(ctx, (double)n * (double)widest * (double)Y->cols);
+  nle_status s = nle__check_memory(ctx, (double)n * 13 + (double)threads * (double)n * 4, "kNN re-ranking");
+  if (s) return s;
+  int32_t *members = nle__malloc(ctx, (size_t)n * sizeof(int32_t), "re-ranking groups");
+  int64_t *gstart = nle__malloc(ctx, ((size_t)n + 1) * sizeof(int64_t), "re-ranking groups");
+  uint8_t *taken = nle__calloc(ctx, (size_t)n, 1, "re-ranking groups");
+  int32_t *where = nle__malloc(ctx, (size_t)threads * (size_t)n * sizeof(int32_t), "re-ranking slots");
+  s = members && gstart && taken && where ? nle_csr_alloc(ctx, n, cand->cols, n * (int64_t)k, NLE_F32, graph)
+                                          : NLE_ERR_NOMEM;
+  if (!s) {
+    for (int64_t i = 0; i <= n; i++) (*graph)->rowptr[i] = i * (int64_t)k;
+    memset(where, 0xff, (size_t)threads * (size_t)n * sizeof(int32_t));
+    group_job job = {Y, cand, members, gstart, group_rows(cand, members, gstart, taken), widest, where, *graph, k};
+    size_t scratch = GROUP_MAX * (size_t)widest * (sizeof(cand) + 3 * sizeof(int32_t)) + sizeof(int32_t);
+    s = nle__for_blocks(ctx, "kNN re-ranking", (size_t)((job.ngroups + GROUPS_PER_BLOCK - 1) / GROUPS_PER_BLOCK),
+                        threads, scratch, rerank_group_block, &job);
+    if (s) nle_csr_free(graph);
+  }
+  free(members);
+  free(gstart);
+  free(taken);
+  free(where);
+  return s;
+}
+
 nle_status nle_knn_rerank(nle_ctx *ctx, const nle_matf *Y, const nle_csr *candidates, int k, nle_csr **graph) {
   *graph = NULL;
   if (!Y || !candidates || candidates->rows != (int64_t)Y->rows || candidates->cols != (int64_t)Y->rows)
@@ -414,14 +568,9 @@ nle_status nle_knn_rerank(nle_ctx *ctx, const nle_matf *Y, const nle_csr *candid
   if (k < 1) return nle__fail(ctx, NLE_ERR_ARG, "kNN re-ranking: k = %d must be >= 1", k);
   nle_status range = nle__knn_check_range(ctx, Y, NULL);
   if (range) return range;
-  /* Rows in a breadth-first order of the candidate graph: points taken in
-   * turn share most of their candidates, whose input rows (3 KB each on
-   * Fashion-MNIST) then come from cache rather than memory: on 70,000
-   * images with 90 candidates, 2.5-3 s -> 1 s. */
-  int32_t *order = NULL;
-  nle_status s = nle__csr_locality_order(ctx, candidates, NULL, &order);
-  if (!s) s = rerank(ctx, Y, Y, candidates, k, order, graph);
-  free(order);
+  double t0 = nle_time_seconds();
+  nle_status s = rerank_grouped(ctx, Y, candidates, k, graph);
+  nle__log(ctx, 3, "kNN re-ranking: %.2f s", nle_time_seconds() - t0);
   return s;
 }
 

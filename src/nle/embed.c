@@ -245,7 +245,10 @@ static nle_status neighbours_stage(nle_ctx *ctx, embed_work *w) {
     s = nle_knn_graph(ctx, space, candidates, o->knn_method, &o->knn_approx, &w->graph, &r->knn_used);
     if (!s && o->pca_candidates > 0) {
       nle_csr *ranked = NULL;
+      double t_rank = nle_time_seconds();
       s = nle_knn_rerank(ctx, in->Y, w->graph, o->k, &ranked);
+      nle__log(ctx, 2, "kNN: search among the components %.2f s, re-ranking in the data %.2f s", t_rank - t0,
+               nle_time_seconds() - t_rank);
       nle_csr_free(&w->graph);
       w->graph = ranked;
     }
