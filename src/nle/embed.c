@@ -405,6 +405,7 @@ static nle_status run_stage(nle_ctx *ctx, embed_work *w) {
     s = nle_opt_run(ctx, w->opt, r->X, &r->report);
   }
   r->seconds.optimize = nle_time_seconds() - t0;
+  nle__model_log_times(ctx, w->model, r->seconds.optimize);
   return s;
 }
 

@@ -461,6 +461,14 @@ static nle_status locality_order(nle_ctx *ctx, nle_model *m) {
 
 void nle__model_set_locality_min(nle_model *m, int64_t points) { m->locality_min = points; }
 
+void nle__model_log_times(nle_ctx *ctx, const nle_model *m, double total) {
+  if (!m || m->evaluations < 1) return;
+  double per = 1e3 / (double)m->evaluations;
+  nle__log(ctx, 2, "optimisation: %lld evaluations, repulsion %.2f s (%.1f ms each), attraction %.2f s (%.1f ms each), "
+           "the rest %.2f s", (long long)m->evaluations, m->seconds_repulsion, per * m->seconds_repulsion,
+           m->seconds_attraction, per * m->seconds_attraction, total - m->seconds_repulsion - m->seconds_attraction);
+}
+
 nle_status nle_model_eval(nle_ctx *ctx, nle_model *m, const nle_matd *X, double *E, nle_matd *G) {
   size_t N = X->rows, d = X->cols;
   if ((int64_t)N != m->n || d < 1)
@@ -481,6 +489,7 @@ nle_status nle_model_eval(nle_ctx *ctx, nle_model *m, const nle_matd *X, double 
   if (local && !m->order) s = locality_order(ctx, m);
   if (s) return s;
   m->fast_z_only = 0;
+  double t_rep = nle_time_seconds();
   if (fast)
     s = fast_repulsion(ctx, m, X, local ? m->order : NULL);
   else
@@ -502,6 +511,8 @@ nle_status nle_model_eval(nle_ctx *ctx, nle_model *m, const nle_matd *X, double 
       for (size_t n = 0; n < N; n++) z += row_e[n];
     e_rep = m->normalised ? lambda * log(z) : lambda * z;
   }
+  double t_att = nle_time_seconds();
+  m->seconds_repulsion += t_att - t_rep;
   if (!s) {
     /* Attraction (sparse) and the total. */
     double scale = m->spec.kind == NLE_MODEL_SNE ? 2.0 * lambda : m->normalised ? 4.0 * lambda / z : 4.0 * lambda;
@@ -519,6 +530,8 @@ nle_status nle_model_eval(nle_ctx *ctx, nle_model *m, const nle_matd *X, double 
     free(e_block);
     if (!s) *E = m->skip_energy ? NAN : m->exaggeration * e_att + e_rep;
   }
+  m->seconds_attraction += nle_time_seconds() - t_att;
+  m->evaluations++;
   m->last_valid = 0;
   if (!s && m->last_x && m->last_dim == d) {
     memcpy(m->last_x, X->data, N * d * sizeof(double));

@@ -58,6 +58,10 @@ struct nle_model {
   double *last_x, last_z;
   size_t last_dim; /* columns last_x was allocated for */
   int last_valid;
+  /* seconds spent in the evaluations' repulsion and attraction, and their
+   * number (logged after an embedding's optimisation) */
+  double seconds_repulsion, seconds_attraction;
+  int64_t evaluations;
   const nle__engine *engine; /* the repulsion engine's type (repulsion.c) */
   void *engine_state;         /* what that engine keeps between calls */
   /* Squared-distance W- from features: the features about their mean (the

@@ -65,6 +65,9 @@ void nle__model_want_energy(nle_model *m, int want);
 /* The fast engines sweep the points in a locality order of W+ from this many
  * points (default 20,000); tests set it to compare both ways. */
 void nle__model_set_locality_min(nle_model *m, int64_t points);
+/* Logs (verbosity 2) the evaluations' repulsion and attraction seconds out
+ * of `total` seconds of optimisation. */
+void nle__model_log_times(nle_ctx *ctx, const nle_model *m, double total);
 nle_status nle__model_curvature_prepare(nle_ctx *ctx, nle_model *m, const nle_matd *X);
 nle_status nle__model_curvature_apply(nle_ctx *ctx, nle_model *m, const nle_matd *X, const nle_matd *V,
                                       nle_matd *out);
