@@ -7,18 +7,20 @@
 # file. Prints each wall time (median of REPS) and each graph's recall@k
 # against the exact neighbours of 1,000 sampled points (brute force in
 # double, numpy), and the ratio of the times.
-#   N=1000000 K=90 REPS=1 bench/knn_million.sh
+#   N=1000000 K=90 REPS=1 PEER=1 bench/knn_million.sh   (PEER=0: nlembed only;
+#   pynndescent took 289 s at N = 300,000 here, so minutes more at a million)
 source "$(dirname "$0")/common.sh"
 N=${N:-$(smoke_or 1000000 3000)}
 K=${K:-$(smoke_or 90 10)}
 REPS=${REPS:-1}
+PEER=${PEER:-$(smoke_or 1 0)} # the smoke run leaves numba compiling to bench/knn_approx.sh
 DATA=$OUT/fm-augmented-$N
 [ -f "$DATA.npy" ] || "$PY" bench/fmnist_million.py "$DATA" "$N"
 [ -f "$DATA-pca50.npy" ] || "$NLEMBED" pca "$DATA.npy" -d 50 --quiet -o "$DATA-pca50.npy" > /dev/null
 export OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 NUMBA_NUM_THREADS=2
 median_run "nlembed knn --method approx, $N x 50, k = $K" "$REPS" \
   "$NLEMBED" knn "$DATA-pca50.npy" -k "$K" --method approx --quiet -o "$OUT/knn-million-nlembed.npy"
-"$PY" - "$DATA-pca50.npy" "$OUT/knn-million-nlembed.npy" "$K" "$REPS" "$(have_peer python pynndescent && echo 1 || echo 0)" <<'PY'
+"$PY" - "$DATA-pca50.npy" "$OUT/knn-million-nlembed.npy" "$K" "$REPS" "$([ "$PEER" = 1 ] && have_peer python pynndescent >&2 && echo 1 || echo 0)" <<'PY'
 import statistics, sys, time
 import numpy as np
 data, ours_file, k, reps, peer = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "1"
