@@ -267,7 +267,7 @@ static nle_status pca_candidates_query(nle_ctx *ctx, const nle_trained *t, const
   nle_csr *cand = NULL;
   nle_status s = nle__trained_project(ctx, t, Ynew, &Pq);
   if (!s) s = nle_knn_query(ctx, t->pca_Y, Pq, t->pca_candidates, &cand);
-  if (!s) s = nle__knn_rerank_queries(ctx, t->Y, Ynew, cand, t->k, nbrs);
+  if (!s) s = nle__knn_rerank_queries(ctx, t->Y, Ynew, cand, t->k, NULL, nbrs);
   nle_csr_free(&cand);
   nle_matf_free(&Pq);
   return s;
