@@ -603,6 +603,49 @@ static void oos_fast_engines(void) {
   nle_ctx_free(&ctx);
 }
 
+/* The batched FFT F(y) runs the new points in ranges of a few hundred, in
+ * an order with locality in the map, each range minimised on one thread:
+ * every point's steps depend on its own energies alone. So 700 points
+ * (three ranges) give the same bits for 1 and 3 threads, and any subset of
+ * them maps to the bits the whole set gave its points. */
+static void oos_ranges_independent(void) {
+  nle_ctx *one = test_ctx(6), *three = test_ctx(6);
+  nle_ctx_set_threads(three, 3);
+  nle_dataset *ds;
+  nle_test_ok(nle_dataset_read(one, "spiral:700", NULL, &ds));
+  size_t D = ds->X->cols;
+  nle_matf train = {600, D, ds->X->data}, all = {700, D, ds->X->data}, tail = {400, D, ds->X->data + 300 * D};
+  nle_matd *X = NULL, *F1 = NULL, *F3 = NULL, *Ft = NULL;
+  nle_trained *t = train_for_oos(one, &train, NLE_MODEL_TSNE, 30, 10, 1.0, 200, 40.0, "spiral:700", &X);
+  nle_test_ok(nle_trained_set_engine(one, t, NLE_REPULSION_FFT));
+  nle_test_ok(nle_trained_transform(one, t, &all, 300, &F1));
+  nle_test_ok(nle_trained_transform(three, t, &all, 300, &F3));
+  nle_test_ok(nle_trained_transform(three, t, &tail, 300, &Ft));
+  nle_test(F1 && F3 && !memcmp(F1->data, F3->data, 700 * 2 * sizeof(double)));
+  nle_test(F1 && Ft && !memcmp(F1->data + 300 * 2, Ft->data, 400 * 2 * sizeof(double)));
+  /* and the right minima: within oos/fast_engines' bound of the exact
+   * engine's, every range */
+  nle_matd *Fe = NULL;
+  nle_test_ok(nle_trained_set_engine(one, t, NLE_REPULSION_EXACT));
+  nle_test_ok(nle_trained_transform(one, t, &all, 300, &Fe));
+  double cx = 0.0, cy = 0.0, rms = 0.0, worst = 0.0;
+  for (size_t i = 0; i < 600; i++) cx += X->data[2 * i] / 600.0, cy += X->data[2 * i + 1] / 600.0;
+  for (size_t i = 0; i < 600; i++) rms += (pow(X->data[2 * i] - cx, 2) + pow(X->data[2 * i + 1] - cy, 2)) / 600.0;
+  for (size_t i = 0; F1 && Fe && i < 700; i++)
+    worst = fmax(worst, hypot(F1->data[2 * i] - Fe->data[2 * i], F1->data[2 * i + 1] - Fe->data[2 * i + 1]));
+  if (!nle_test(F1 && Fe && worst <= 5e-3 * sqrt(rms)))
+    printf("  FFT F(y) up to %g from the exact one (map radius %g)\n", worst, sqrt(rms));
+  nle_matd_free(&Fe);
+  nle_matd_free(&F1);
+  nle_matd_free(&F3);
+  nle_matd_free(&Ft);
+  nle_matd_free(&X);
+  nle_trained_free(&t);
+  nle_dataset_free(&ds);
+  nle_ctx_free(&one);
+  nle_ctx_free(&three);
+}
+
 /* The first `len` bytes of file `from` (all when len < 0) written to `to`;
  * the file's length, or -1. */
 static long copy_head(const char *from, const char *to, long len) {
@@ -690,5 +733,6 @@ const nle_test_case oos_tests[] = {
     {"oos/training_points_fixed", oos_training_points_fixed},
     {"oos/trained_maps", oos_trained_maps},
     {"oos/fast_engines", oos_fast_engines},
+    {"oos/ranges_independent", oos_ranges_independent},
     {"oos/model_mapped", oos_model_mapped},
     {NULL, NULL}};
