@@ -718,7 +718,11 @@ static void model_keeps_pca(void) {
     nle_test(back->pca_dims == 8 && back->pca_candidates == 30);
     nle_test(!memcmp(back->pca_mean, t->pca_mean, D * sizeof(double)));
     nle_test(!memcmp(back->pca_components, t->pca_components, 8 * D * sizeof(double)));
-    /* the projected training data: handed over by training, recomputed on loading, the same bits */
+    /* the projected training data: handed over by training, kept in the
+     * file, recomputed when the data is attached again: the same bits */
+    nle_test(t->pca_Y && back->pca_Y && back->pca_Y->rows == n && back->pca_Y->cols == 8 &&
+             !memcmp(back->pca_Y->data, t->pca_Y->data, n * 8 * sizeof(float)));
+    nle_test_ok(nle_trained_attach_data(ctx, back, Y));
     nle_test(t->pca_Y && back->pca_Y && back->pca_Y->rows == n && back->pca_Y->cols == 8 &&
              !memcmp(back->pca_Y->data, t->pca_Y->data, n * 8 * sizeof(float)));
     /* the first 100 training points as new points */

@@ -44,6 +44,44 @@ static nle_status knn_workload(nle_ctx *ctx, const nle_matf *Y, outcome *out) {
   return nle_knn_exact(ctx, Y, &o, &out->G);
 }
 
+/* Queries from elsewhere (Y's rows moved): the sorted queries and the
+ * column blocks' boxes. */
+static nle_status knn_query_workload(nle_ctx *ctx, const nle_matf *Y, outcome *out) {
+  nle_matf *Q = NULL;
+  nle_status s = nle_matf_alloc(ctx, 40, Y->cols, &Q);
+  for (size_t i = 0; !s && i < 40 * Y->cols; i++) Q->data[i] = Y->data[i] + 0.25f;
+  if (!s) s = nle_knn_query(ctx, Y, Q, 8, &out->G);
+  nle_matf_free(&Q);
+  return s;
+}
+
+/* A t-SNE model kept, saved, loaded (mapped) and F(y) of 40 moved rows by
+ * the FFT engine in ranges. */
+static const char *model_path;
+
+static nle_status transform_workload(nle_ctx *ctx, const nle_matf *Y, outcome *out) {
+  nle_embed_input in = {.Y = Y, .source = "faults"};
+  nle_embed_opts o;
+  nle_embed_opts_init(&o);
+  o.perplexity = 5;
+  o.opt.max_iters = 20;
+  o.keep_model = 1;
+  nle_embed_result *r = NULL;
+  nle_trained *t = NULL;
+  nle_matf *Q = NULL;
+  nle_status s = nle_embed(ctx, &in, &o, &r);
+  if (s >= 0) s = nle_trained_save(ctx, r->trained, model_path, true);
+  if (!s) s = nle_trained_load(ctx, model_path, &t);
+  if (!s) s = nle_trained_set_engine(ctx, t, NLE_REPULSION_FFT);
+  if (!s) s = nle_matf_alloc(ctx, 40, Y->cols, &Q);
+  for (size_t i = 0; !s && i < 40 * Y->cols; i++) Q->data[i] = Y->data[i] + 0.25f;
+  if (!s) s = nle_trained_transform(ctx, t, Q, 50, &out->X);
+  nle_matf_free(&Q);
+  nle_trained_free(&t);
+  nle_embed_result_free(&r);
+  return s;
+}
+
 static nle_status approx_knn_workload(nle_ctx *ctx, const nle_matf *Y, outcome *out) {
   nle_knn_approx_opts o;
   nle_knn_approx_opts_init(&o);
@@ -184,8 +222,13 @@ static void allocation_failures(void) {
   static char path[512];
   snprintf(path, sizeof path, "%s", test_write_file("faults.csv.gz", csv_gz, sizeof csv_gz));
   csv_path = path;
+  static char model[4096];
+  snprintf(model, sizeof model, "%s", test_path("faults_model.nle"));
+  model_path = model;
   long points = inject("gzip'ed CSV", read_workload, Y);
   points += inject("exact kNN", knn_workload, Y);
+  points += inject("exact kNN of queries", knn_query_workload, Y);
+  points += inject("t-SNE model saved, loaded, F(y) by FFT", transform_workload, Y);
   points += inject("approximate kNN", approx_knn_workload, Y);
   points += inject("EE, exact engine", ee_workload, Y);
   points += inject("t-SNE, FFT engine", tsne_fft_workload, Y);

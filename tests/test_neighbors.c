@@ -87,6 +87,56 @@ static void knn_query_vs_naive(void) {
   nle_ctx_free(&ctx);
 }
 
+/* Normal points of deviation `spread` about 8 centres 12 apart in 24-d
+ * (row i's centre: i % 8). */
+static nle_matf *clustered(size_t n, uint64_t seed, float spread) {
+  nle_matf *Y = test_random_matf(n, 24, seed);
+  for (size_t i = 0; i < n * 24; i++) Y->data[i] *= spread;
+  for (size_t i = 0; i < n; i++)
+    for (size_t t = 0; t < 3; t++) Y->data[i * 24 + t] += 12.0f * (float)((i % 8) >> t & 1);
+  return Y;
+}
+
+/* Queries from elsewhere on the GEMM path, several row and column blocks of
+ * clustered points: the queries sorted by the leaf of the reference points'
+ * tree they fall in, the column blocks visited nearest box first and those
+ * whose box is beyond a query's bound left out (most of them here). The
+ * graph is the naive one, in the original query order, and the same bits
+ * for 1 and 2 threads; also with a large offset (the GEMM form's
+ * cancellation), and with tight clusters beside one far reference point
+ * (the GEMM form's error bound, which grows with the largest norm, then
+ * exceeds the distances within a cluster: a box is left out only beyond
+ * the bound by more than that error). */
+static void knn_query_blocks_vs_naive(void) {
+  nle_ctx *one = test_ctx(1), *two = test_ctx(1);
+  nle_ctx_set_threads(two, 2);
+  nle_matf *Y = clustered(3000, 31, 1.0f), *Q = clustered(700, 32, 1.0f);
+  for (int pass = 0; pass < 3; pass++) {
+    nle_csr *g = NULL, *g2 = NULL;
+    nle_test_ok(nle_knn_query(one, Y, Q, 10, &g));
+    nle_test_ok(nle_knn_query(two, Y, Q, 10, &g2));
+    nle_test(g && g->rows == 700 && g->nnz == 700 * 10 && matches_naive_query(Y, Q, g, 10));
+    nle_test(g && g2 && !memcmp(g->colind, g2->colind, sizeof(int32_t) * 7000) &&
+             !memcmp(g->val, g2->val, sizeof(float) * 7000));
+    nle_csr_free(&g);
+    nle_csr_free(&g2);
+    if (pass == 0) {
+      for (size_t i = 0; i < 3000 * 24; i++) Y->data[i] = Y->data[i] * 0.01f + 300.0f;
+      for (size_t i = 0; i < 700 * 24; i++) Q->data[i] = Q->data[i] * 0.01f + 300.0f;
+    } else if (pass == 1) {
+      nle_matf_free(&Y);
+      nle_matf_free(&Q);
+      Y = clustered(3000, 33, 0.1f);
+      Q = clustered(700, 34, 0.1f);
+      Y->data[5] = 1000.0f;
+    }
+  }
+  nle_matf_free(&Y);
+  nle_matf_free(&Q);
+  nle_ctx_free(&one);
+  nle_ctx_free(&two);
+}
+
 static void knn_vs_naive(void) {
   nle_ctx *ctx = test_ctx(1);
   nle_matf *Y = test_random_matf(2300, 13, 11); /* spans several row and column blocks */
@@ -336,7 +386,7 @@ static void knn_rerank_queries_vs_naive(void) {
   for (size_t i = 0; i < m; i++) memcpy(Q3->data + i * 3, Q->data + i * d, 3 * sizeof(float));
   nle_csr *cand, *g;
   nle_test_ok(nle_knn_query(ctx, Y3, Q3, 20, &cand));
-  nle_test_ok(nle__knn_rerank_queries(ctx, Y, Q, cand, 6, &g));
+  nle_test_ok(nle__knn_rerank_queries(ctx, Y, Q, cand, 6, NULL, &g));
   nle_test(g->rows == (int64_t)m && g->cols == (int64_t)n && g->nnz == (int64_t)m * 6);
   int bad = 0;
   for (size_t i = 0; i < m; i++) {
@@ -348,9 +398,16 @@ static void knn_rerank_queries_vs_naive(void) {
     }
   }
   nle_test(bad == 0);
+  /* taken in another order (reversed), the same graph, bit for bit */
+  int32_t order[120];
+  for (int i = 0; i < 120; i++) order[i] = 119 - i;
+  nle_csr *r = NULL;
+  nle_test_ok(nle__knn_rerank_queries(ctx, Y, Q, cand, 6, order, &r));
+  nle_test(r && !memcmp(r->colind, g->colind, sizeof(int32_t) * 720) && !memcmp(r->val, g->val, sizeof(float) * 720));
+  nle_csr_free(&r);
   nle_csr_free(&g);
-  nle_test(nle__knn_rerank_queries(ctx, Y, Q, cand, 21, &g) == NLE_ERR_ARG && !g);
-  nle_test(nle__knn_rerank_queries(ctx, Y3, Q, cand, 6, &g) == NLE_ERR_ARG && !g); /* columns differ */
+  nle_test(nle__knn_rerank_queries(ctx, Y, Q, cand, 21, NULL, &g) == NLE_ERR_ARG && !g);
+  nle_test(nle__knn_rerank_queries(ctx, Y3, Q, cand, 6, NULL, &g) == NLE_ERR_ARG && !g); /* columns differ */
   nle_csr_free(&cand);
   nle_matf_free(&Y3);
   nle_matf_free(&Q3);
@@ -536,6 +593,7 @@ const nle_test_case neighbors_tests[] = {{"neighbors/knn_query_vs_naive", knn_qu
                                          {"neighbors/from_distances", from_distances},
     {"neighbors/knn_scale_range", knn_scale_range},
                                          {"neighbors/knn_rerank_queries_vs_naive", knn_rerank_queries_vs_naive},
+                                         {"neighbors/knn_query_blocks_vs_naive", knn_query_blocks_vs_naive},
                                          {"neighbors/knn_rerank_vs_naive", knn_rerank_vs_naive},
                                          {"neighbors/approx_recall", approx_recall},
                                          {"neighbors/approx_deterministic", approx_deterministic},

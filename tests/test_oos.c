@@ -5,11 +5,13 @@
 #include "harness.h"
 #include "nle_common.h"
 #include "../src/nle/nle_internal.h"
+#include "../src/io/io_internal.h"
 
 #include <lapacke.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
 
 /* EE paper sec. 4.5: with X a converged full-graph Gaussian EE, a training
  * point's own out-of-sample projection is its embedding (the gradient of E'
@@ -601,6 +603,129 @@ static void oos_fast_engines(void) {
   nle_ctx_free(&ctx);
 }
 
+/* The batched FFT F(y) runs the new points in ranges of a few hundred, in
+ * an order with locality in the map, each range minimised on one thread:
+ * every point's steps depend on its own energies alone. So 700 points
+ * (three ranges) give the same bits for 1 and 3 threads, and any subset of
+ * them maps to the bits the whole set gave its points. */
+static void oos_ranges_independent(void) {
+  nle_ctx *one = test_ctx(6), *three = test_ctx(6);
+  nle_ctx_set_threads(three, 3);
+  nle_dataset *ds;
+  nle_test_ok(nle_dataset_read(one, "spiral:700", NULL, &ds));
+  size_t D = ds->X->cols;
+  nle_matf train = {600, D, ds->X->data}, all = {700, D, ds->X->data}, tail = {400, D, ds->X->data + 300 * D};
+  nle_matd *X = NULL, *F1 = NULL, *F3 = NULL, *Ft = NULL;
+  nle_trained *t = train_for_oos(one, &train, NLE_MODEL_TSNE, 30, 10, 1.0, 200, 40.0, "spiral:700", &X);
+  nle_test_ok(nle_trained_set_engine(one, t, NLE_REPULSION_FFT));
+  nle_test_ok(nle_trained_transform(one, t, &all, 300, &F1));
+  nle_test_ok(nle_trained_transform(three, t, &all, 300, &F3));
+  nle_test_ok(nle_trained_transform(three, t, &tail, 300, &Ft));
+  nle_test(F1 && F3 && !memcmp(F1->data, F3->data, 700 * 2 * sizeof(double)));
+  nle_test(F1 && Ft && !memcmp(F1->data + 300 * 2, Ft->data, 400 * 2 * sizeof(double)));
+  /* and the right minima: within oos/fast_engines' bound of the exact
+   * engine's, every range */
+  nle_matd *Fe = NULL;
+  nle_test_ok(nle_trained_set_engine(one, t, NLE_REPULSION_EXACT));
+  nle_test_ok(nle_trained_transform(one, t, &all, 300, &Fe));
+  double cx = 0.0, cy = 0.0, rms = 0.0, worst = 0.0;
+  for (size_t i = 0; i < 600; i++) cx += X->data[2 * i] / 600.0, cy += X->data[2 * i + 1] / 600.0;
+  for (size_t i = 0; i < 600; i++) rms += (pow(X->data[2 * i] - cx, 2) + pow(X->data[2 * i + 1] - cy, 2)) / 600.0;
+  for (size_t i = 0; F1 && Fe && i < 700; i++)
+    worst = fmax(worst, hypot(F1->data[2 * i] - Fe->data[2 * i], F1->data[2 * i + 1] - Fe->data[2 * i + 1]));
+  if (!nle_test(F1 && Fe && worst <= 5e-3 * sqrt(rms)))
+    printf("  FFT F(y) up to %g from the exact one (map radius %g)\n", worst, sqrt(rms));
+  nle_matd_free(&Fe);
+  nle_matd_free(&F1);
+  nle_matd_free(&F3);
+  nle_matd_free(&Ft);
+  nle_matd_free(&X);
+  nle_trained_free(&t);
+  nle_dataset_free(&ds);
+  nle_ctx_free(&one);
+  nle_ctx_free(&three);
+}
+
+/* The first `len` bytes of file `from` (all when len < 0) written to `to`;
+ * the file's length, or -1. */
+static long copy_head(const char *from, const char *to, long len) {
+  FILE *f = fopen(from, "rb"), *w = NULL;
+  long size = -1;
+  if (f && !fseek(f, 0, SEEK_END)) size = ftell(f);
+  char *buf = size > 0 ? malloc((size_t)size) : NULL;
+  if (f && buf) rewind(f);
+  int ok = f && buf && fread(buf, 1, (size_t)size, f) == (size_t)size && (w = fopen(to, "wb"));
+  long n = len < 0 || len > size ? size : len;
+  ok = ok && fwrite(buf, 1, (size_t)n, w) == (size_t)n;
+  if (f) fclose(f);
+  if (w) fclose(w);
+  free(buf);
+  return ok ? size : -1;
+}
+
+/* A model is loaded with its training data mapped, not copied: the same
+ * maps as the model in memory, the same records as the file read into
+ * memory; a change to the loaded rows stays in the process (the mapping is
+ * private); an empty file, or one cut short anywhere, is refused, naming
+ * the file. */
+static void oos_model_mapped(void) {
+  nle_ctx *ctx = test_ctx(5);
+  nle_dataset *ds;
+  nle_test_ok(nle_dataset_read(ctx, "blobs:600:10:4", NULL, &ds));
+  size_t D = 10;
+  nle_matf train = {500, D, ds->X->data}, held = {100, D, ds->X->data + 500 * D};
+  nle_matd *X = NULL, *F = NULL, *Fm = NULL;
+  nle_trained *t = train_for_oos(ctx, &train, NLE_MODEL_TSNE, 45, 15, 1.0, 300, 0, "blobs:600:10:4", &X), *back = NULL;
+  char path[4096], cut[4096];
+  snprintf(path, sizeof path, "%s", test_path("mapped.nle"));
+  snprintf(cut, sizeof cut, "%s", test_path("cut.nle"));
+  nle_test_ok(nle_trained_save(ctx, t, path, true));
+  nle_test_ok(nle_trained_transform(ctx, t, &held, 300, &F));
+  nle_test_ok(nle_trained_load(ctx, path, &back));
+  nle_test_ok(nle_trained_transform(ctx, back, &held, 300, &Fm));
+  nle_test(F && Fm && !memcmp(F->data, Fm->data, 100 * 2 * sizeof(double)));
+  if (!back) goto done;
+  float was = back->Y->data[0];
+  back->Y->data[0] = was + 1.0f; /* a caller's change: in this copy only */
+  nle_trained_free(&back);
+  nle_test_ok(nle_trained_load(ctx, path, &back));
+  nle_test(back && back->Y->data[0] == was);
+  nle_trained_free(&back);
+  /* the records as mapped and as read into memory: the same */
+  nle__rec_file a, b;
+  nle_test_ok(nle__rec_map(ctx, path, "model", &a));
+  nle_test_ok(nle__rec_read(ctx, path, "model", &b));
+  int same = a.mapped && !b.mapped && a.count == b.count && a.count > 5;
+  for (size_t i = 0; same && i < a.count; i++)
+    same = !strcmp(a.entries[i].name, b.entries[i].name) && a.entries[i].count == b.entries[i].count &&
+           (const uint8_t *)a.entries[i].data - a.buf == (const uint8_t *)b.entries[i].data - b.buf;
+  nle_test(same && a.len == b.len && !memcmp(a.buf, b.buf, a.len));
+  nle__rec_free(&a);
+  nle__rec_free(&b);
+  /* an empty file (nothing to map) */
+  copy_head(path, cut, 0);
+  nle_test(nle_trained_load(ctx, cut, &back) == NLE_ERR_FORMAT && !back && strstr(nle_ctx_error(ctx), cut));
+  /* cut short: by a byte, in the middle (inside the training data), after
+   * the header */
+  long size = copy_head(path, cut, -1);
+  long lengths[] = {size - 1, size / 2, 60};
+  for (int i = 0; size > 0 && i < 3; i++) {
+    copy_head(path, cut, lengths[i]);
+    nle_status s = nle_trained_load(ctx, cut, &back);
+    if (!nle_test(s == NLE_ERR_FORMAT && !back && strstr(nle_ctx_error(ctx), cut) &&
+                  strstr(nle_ctx_error(ctx), "truncated")))
+      printf("  cut to %ld of %ld bytes: status %d, %s\n", lengths[i], size, (int)s, nle_ctx_error(ctx));
+    nle_trained_free(&back);
+  }
+done:
+  nle_matd_free(&F);
+  nle_matd_free(&Fm);
+  nle_matd_free(&X);
+  nle_trained_free(&t);
+  nle_dataset_free(&ds);
+  nle_ctx_free(&ctx);
+}
+
 const nle_test_case oos_tests[] = {
     {"oos/out_of_sample", out_of_sample},
     {"oos/objective_gradients", oos_objective_gradients},
@@ -608,4 +733,6 @@ const nle_test_case oos_tests[] = {
     {"oos/training_points_fixed", oos_training_points_fixed},
     {"oos/trained_maps", oos_trained_maps},
     {"oos/fast_engines", oos_fast_engines},
+    {"oos/ranges_independent", oos_ranges_independent},
+    {"oos/model_mapped", oos_model_mapped},
     {NULL, NULL}};

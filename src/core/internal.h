@@ -294,9 +294,11 @@ bool nle__knn_kdtree_pays(size_t n, size_t d);
 /* The GEMM search whatever the dimension (for the tests' comparison). */
 nle_status nle__knn_gemm(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, int k, nle_csr **graph);
 /* nle_knn_rerank for queries: the k nearest of each query's candidates (an
- * M x N graph into Y's rows) by their squared distances between Q and Y. */
+ * M x N graph into Y's rows) by their squared distances between Q and Y,
+ * the queries taken in `order` (M rows; NULL: in turn), which changes only
+ * which of Y's rows come from cache. */
 nle_status nle__knn_rerank_queries(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, const nle_csr *candidates,
-                                   int k, nle_csr **graph);
+                                   int k, const int32_t *order, nle_csr **graph);
 /* W with rows and columns renumbered: out(i, j) = W(order[i], order[j]), each
  * row's entries in W's order. The matrix must be square. */
 nle_status nle__csr_permute(nle_ctx *ctx, const nle_csr *W, const int32_t *order, nle_csr **out);

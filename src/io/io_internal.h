@@ -46,11 +46,25 @@ typedef struct {
   size_t len;
   nle__rec_entry *entries;
   size_t count;
+  uint32_t version; /* 1: no CRCs */
+  int mapped;       /* buf is the file mapped (nle__rec_map) */
 } nle__rec_file;
 
 #define NLE__REC_ANY UINT64_MAX
-/* Reads the whole file and checks its kind. */
+/* Reads the whole file and checks its kind and every record's CRC. */
 nle_status nle__rec_read(nle_ctx *ctx, const char *path, const char *kind, nle__rec_file *f);
+/* The same with the file mapped (private, copy-on-write) instead of read
+ * into an allocation: no copy of the bytes, and records used in place need
+ * none either (nle__rec_keep_mapping). What cannot be mapped (an empty or
+ * special file, a file system without mmap) is read as nle__rec_read does,
+ * with its messages. nlembed replaces files by renaming, so a mapping keeps
+ * its bytes while the file is rewritten; a file truncated in place by
+ * another program would fault. */
+nle_status nle__rec_map(nle_ctx *ctx, const char *path, const char *kind, nle__rec_file *f);
+/* Takes the mapping over from f (NULL when f was read, not mapped): the
+ * records' data stay valid after nle__rec_free until nle__rec_unmap. */
+void *nle__rec_keep_mapping(nle__rec_file *f, size_t *len);
+void nle__rec_unmap(void *map, size_t len);
 /* Whether the file has a record `name` (for optional records). */
 int nle__rec_has(const nle__rec_file *f, const char *name);
 /* The record `name`, of `type` and `count` values (NLE__REC_ANY: any). */

@@ -1,7 +1,7 @@
 /* records.c — the container of nlembed's own binary files (checkpoints and
  * saved models): a header naming the file's kind, then named arrays, each
- * padded to 8 bytes so that a file read into one allocation can be used in
- * place. Everything is little-endian, as on every machine we build for; a
+ * padded to 8 bytes so that a file read into one allocation, or mapped
+ * (nle__rec_map), can be used in place. Everything is little-endian, as on every machine we build for; a
  * byte-order mark refuses files from any other.
  *
  *   "NLEMBED\0" | kind (24 bytes) | 0x01020304 (u32) | version (u32) |
@@ -16,10 +16,14 @@
 #include "io_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 enum { KIND_LEN = 24, NAME_LEN = 32, HEADER_V1 = 8 + KIND_LEN + 8, HEADER_LEN = HEADER_V1 + 8,
@@ -91,16 +95,20 @@ void nle__rec_put_text(nle__afile *af, const char *name, const char *text) {
 }
 
 void nle__rec_free(nle__rec_file *f) {
-  free(f->buf);
+  if (f->mapped) nle__rec_unmap(f->buf, f->len);
+  else free(f->buf);
   free(f->entries);
   memset(f, 0, sizeof *f);
 }
 
-nle_status nle__rec_read(nle_ctx *ctx, const char *path, const char *kind, nle__rec_file *f) {
-  memset(f, 0, sizeof *f);
-  f->path = path;
-  nle_status s = nle__read_file(ctx, path, &f->buf, &f->len);
-  if (s) return s;
+void nle__rec_unmap(void *map, size_t len) {
+  if (map) munmap(map, len);
+}
+
+/* The records of f->buf, checked: the header, then each record's bounds and
+ * CRC. */
+static nle_status parse_records(nle_ctx *ctx, const char *path, const char *kind, nle__rec_file *f) {
+  nle_status s = NLE_OK;
   uint32_t bom = 0, version = 0, crc = 0;
   if (f->len >= HEADER_V1) {
     memcpy(&bom, f->buf + 8 + KIND_LEN, 4);
@@ -171,8 +179,56 @@ nle_status nle__rec_read(nle_ctx *ctx, const char *path, const char *kind, nle__
     }
     f->entries[f->count++] = e;
   }
+  f->version = version;
   if (s) nle__rec_free(f);
   return s;
+}
+
+nle_status nle__rec_read(nle_ctx *ctx, const char *path, const char *kind, nle__rec_file *f) {
+  memset(f, 0, sizeof *f);
+  f->path = path;
+  nle_status s = nle__read_file(ctx, path, &f->buf, &f->len);
+  return s ? s : parse_records(ctx, path, kind, f);
+}
+
+nle_status nle__rec_map(nle_ctx *ctx, const char *path, const char *kind, nle__rec_file *f) {
+  memset(f, 0, sizeof *f);
+  f->path = path;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 || (uint64_t)st.st_size > SIZE_MAX) {
+    if (fd >= 0) close(fd);
+    return nle__rec_read(ctx, path, kind, f); /* its messages */
+  }
+  /* The mapped pages count against the cap as the copy read did. */
+  nle_status s = nle__check_memory(ctx, (double)st.st_size, "reading the file");
+  if (s) {
+    close(fd);
+    return nle__fail_prefix(ctx, path);
+  }
+  /* Private and writable: callers may change what they are given (the
+   * pages are then copied, the file never written). Populated at once: the
+   * CRCs read every byte. */
+  int flags = MAP_PRIVATE;
+#ifdef MAP_POPULATE
+  flags |= MAP_POPULATE;
+#endif
+  void *map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, flags, fd, 0);
+  close(fd);
+  if (map == MAP_FAILED) return nle__rec_read(ctx, path, kind, f);
+  f->buf = map;
+  f->len = (size_t)st.st_size;
+  f->mapped = 1;
+  return parse_records(ctx, path, kind, f);
+}
+
+void *nle__rec_keep_mapping(nle__rec_file *f, size_t *len) {
+  if (!f->mapped) return NULL;
+  void *map = f->buf;
+  *len = f->len;
+  f->mapped = 0;
+  f->buf = NULL; /* nle__rec_free no longer releases it */
+  return map;
 }
 
 int nle__rec_has(const nle__rec_file *f, const char *name) {

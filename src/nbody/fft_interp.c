@@ -44,6 +44,23 @@ static void kernel_transform(const fft_grid *g, nle__grid_kernel kernel, float *
   double offset[MAX_DIM];
   memset(buf, 0, g->real_len * sizeof(float));
   for (size_t t = 0; t < d; t++) total *= g->pad[t];
+  if (d == 2) { /* the usual case, row by row (no division per node): the same values */
+    size_t last = 2 * (g->pad[1] / 2 + 1);
+    for (size_t a = 0; a < g->pad[0]; a++) {
+      size_t n0 = g->nodes[0];
+      double off0 = (a < n0 ? (double)a : a == n0 ? 0.0 : (double)a - (double)g->pad[0]) * g->h;
+      float *row = buf + a * last;
+      for (size_t b = 0; a != n0 && b < g->pad[1]; b++) {
+        size_t n1 = g->nodes[1];
+        if (b == n1) continue; /* unused, left 0 */
+        double off1 = (b < n1 ? (double)b : (double)b - (double)g->pad[1]) * g->h;
+        double k = nle__kernel_value(kernel.kernel, off1 * off1 + off0 * off0);
+        if (kernel.moment >= 0) k *= kernel.moment == 0 ? off0 : off1;
+        row[b] = (float)k;
+      }
+    }
+    total = 0;
+  }
   for (size_t q = 0; q < total; q++) {
     size_t rem = q;
     double d2 = 0.0;
@@ -64,6 +81,23 @@ static void kernel_transform(const fft_grid *g, nle__grid_kernel kernel, float *
   fftwf_execute_dft_r2c(g->forward, buf, (fftwf_complex *)buf);
 }
 
+/* The kernels whose transforms are stale, each on a thread of its own
+ * (executing one plan on other arrays at once is thread-safe in FFTW). */
+typedef struct {
+  const fft_grid *g;
+  const nle__grid_kernel *kernels;
+  float *const *khat;
+  size_t stale[MAX_KERNELS], nstale;
+} kernel_job;
+
+static int kernel_block(void *job, size_t i, void *scratch) {
+  (void)scratch;
+  const kernel_job *j = job;
+  size_t k = j->stale[i];
+  kernel_transform(j->g, j->kernels[k], j->khat[k]);
+  return 0;
+}
+
 static int stencil_block(void *job, size_t b, void *scratch) {
   (void)scratch;
   const conv_job *j = job;
@@ -73,10 +107,12 @@ static int stencil_block(void *job, size_t b, void *scratch) {
   return 0;
 }
 
-/* Spreads channel c's charges over buf and, unless split, transforms it. */
+/* Spreads channel c's charges over buf and, unless split, transforms it.
+ * Split, only the rows of nodes are cleared: the split passes read and
+ * write no others (half the grid's pages never touched). */
 NLE_HOT static void spread_charges(const conv_job *j, size_t c, float *buf, int split) {
   const fft_grid *g = j->g;
-  memset(buf, 0, g->real_len * sizeof(float));
+  memset(buf, 0, (split ? g->real_len / g->pad[0] * g->nodes[0] : g->real_len) * sizeof(float));
   size_t d = g->d, col = (size_t)j->chan_charge[c];
   for (size_t m = 0; m < j->src->rows; m++) {
     const int32_t *first = j->first + m * d;
@@ -290,13 +326,18 @@ static nle_status convolve_sources(nle_ctx *ctx, nle__fft_ws *w, const nle_matd 
     if (g->d != 2 && job.shared[c] && !w->charge_hat[c] &&
         !(w->charge_hat[c] = nle__fft_grid_alloc(w->grid_cap)))
       s = nle__fail(ctx, NLE_ERR_NOMEM, "FFT interpolation: out of memory for the grids");
+  kernel_job kj = {g, kernels, w->khat, {0}, 0};
   for (size_t k = 0; !s && k < nkernels; k++)
     if (w->khat_h[k] != g->h || w->khat_kernel[k].kernel != kernels[k].kernel ||
-        w->khat_kernel[k].moment != kernels[k].moment) {
-      kernel_transform(g, kernels[k], w->khat[k]);
-      w->khat_h[k] = g->h;
-      w->khat_kernel[k] = kernels[k];
-    }
+        w->khat_kernel[k].moment != kernels[k].moment)
+      kj.stale[kj.nstale++] = k;
+  double grid_work = (double)g->real_len * log2((double)g->real_len + 2.0) + (double)src->rows * 50.0;
+  if (!s) s = nle__for_blocks(ctx, "FFT interpolation", kj.nstale, nle__threads_for(ctx, grid_work * (double)kj.nstale),
+                              0, kernel_block, &kj);
+  for (size_t i = 0; !s && i < kj.nstale; i++) {
+    w->khat_h[kj.stale[i]] = g->h;
+    w->khat_kernel[kj.stale[i]] = kernels[kj.stale[i]];
+  }
   size_t nsrc = src->rows;
   if (!s && w->stencil_cap < nsrc * g->d * g->p) {
     free(w->first);
@@ -312,7 +353,6 @@ static nle_status convolve_sources(nle_ctx *ctx, nle__fft_ws *w, const nle_matd 
   size_t pblocks = (nsrc + POINT_BLOCK - 1) / POINT_BLOCK;
   if (!s) s = nle__for_blocks(ctx, "FFT interpolation", pblocks, nle__threads_for(ctx, (double)nsrc * 100.0), 0,
                               stencil_block, &job);
-  double grid_work = (double)g->real_len * log2((double)g->real_len + 2.0) + (double)src->rows * 50.0;
   if (!s && g->d == 2) {
     job.quad_lead = quad ? unit_lead : -1;
     job.quad_kernel = quad_kernel;
@@ -401,6 +441,13 @@ nle_status nle__fft_field_new(nle_ctx *ctx, const nle_matd *src, const double *c
 nle_status nle__fft_field_eval(nle_ctx *ctx, const nle__fft_field *f, const nle_matd *tgt, double *phi) {
   if (tgt->cols != f->g.d) return nle__fail(ctx, NLE_ERR_ARG, "FFT interpolation: targets of another dimension");
   return gather(ctx, f->ws, &f->g, NULL, tgt, f->nch, NULL, 0, NULL, phi);
+}
+
+void nle__fft_field_eval_serial(const nle__fft_field *f, const nle_matd *tgt, double *phi) {
+  const nle__fft_ws *w = f->ws;
+  conv_job job = {&f->g, NULL, tgt, NULL, 0, NULL, NULL, f->nch, w->khat, w->bufs, w->charge_hat,
+                  {0}, {0}, {0}, {0}, 0, 0, NULL, -1, -1, NULL, phi, NULL, NULL, 0, NULL, NULL};
+  for (size_t b = 0; b * POINT_BLOCK < tgt->rows; b++) gather_block(&job, b, NULL);
 }
 
 nle_status nle_kernel_sums_fft(nle_ctx *ctx, const nle_matd *X, nle_kernel kernel, const nle_fft_opts *opts,

@@ -58,6 +58,10 @@ nle_status nle__fft_field_new(nle_ctx *ctx, const nle_matd *src, const double *c
                               const int *chan_kernel, const int *chan_charge, size_t nch, const nle_fft_opts *opts,
                               nle__fft_field **out);
 nle_status nle__fft_field_eval(nle_ctx *ctx, const nle__fft_field *f, const nle_matd *tgt, double *phi);
+/* The same on the calling thread alone, for a caller inside a parallel
+ * block (the field is only read: blocks may evaluate at once); tgt must
+ * have the field's dimension. */
+void nle__fft_field_eval_serial(const nle__fft_field *f, const nle_matd *tgt, double *phi);
 void nle__fft_field_free(nle__fft_field **f);
 
 /* Fast Gauss transform between separate sets (src/nbody/fgt.c): for every

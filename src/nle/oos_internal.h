@@ -33,6 +33,11 @@ oos_problem nle__oos_forward_problem(const nle_trained *t, const float *y, const
  * with the margin around it. */
 int nle__oos_batched_engine(const nle_trained *t, nle_repulsion engine);
 int nle__oos_engine_fits(const nle_trained *t);
+/* The new points (the rows of nbrs, their training neighbours nearest
+ * first) in an order with locality in the map: the Z-order of their nearest
+ * neighbours' training positions. Points taken in turn read the same grid
+ * nodes and share training neighbours. */
+nle_status nle__oos_map_order(nle_ctx *ctx, const nle_trained *t, const nle_csr *nbrs, size_t **order);
 /* Rows of Y projected on the trained model's principal components
  * (trained.c). */
 nle_status nle__trained_project(nle_ctx *ctx, const nle_trained *t, const nle_matf *Y, nle_matf **P);
