@@ -273,6 +273,38 @@ static void approx_deterministic(void) {
   nle_ctx_free(&two);
 }
 
+/* The joins' two ways to distances, the tiles (narrow rows) and the GEMM
+ * screen with each passing pair's own sum (wide rows), give the same graph
+ * bit for bit, on narrow and on wide data with an offset (the screen's
+ * rounding bound about the list's first row), at 2 threads. (A screen that
+ * turned away a pair the tiles insert would change the graph.) */
+static void approx_wide_path_same(void) {
+  nle_ctx *ctx = test_ctx(9);
+  nle_ctx_set_threads(ctx, 2);
+  const size_t dims[2] = {12, 130};
+  for (int w = 0; w < 2; w++) {
+    nle_matf *Y = test_random_matf(2500, dims[w], 40 + (uint64_t)w);
+    for (size_t i = 0; i < Y->rows * Y->cols; i++) Y->data[i] = Y->data[i] * (1.0f + (float)(i % 7)) + 50.0f;
+    nle_knn_approx_opts o;
+    nle_knn_approx_opts_init(&o);
+    o.k = 15;
+    o.max_candidates = 10;
+    nle_csr *tiles, *screened;
+    nle__knn_approx_wide_from(100000); /* tiles everywhere */
+    nle_test_ok(nle_knn_approx(ctx, Y, &o, &tiles));
+    nle__knn_approx_wide_from(1); /* the GEMM screen everywhere */
+    nle_test_ok(nle_knn_approx(ctx, Y, &o, &screened));
+    nle__knn_approx_wide_from(0);
+    nle_test(!memcmp(tiles->colind, screened->colind, sizeof(int32_t) * (size_t)tiles->nnz) &&
+             !memcmp(tiles->val, screened->val, sizeof(float) * (size_t)tiles->nnz));
+    nle_test(tiles->nnz == (int64_t)Y->rows * 15);
+    nle_csr_free(&tiles);
+    nle_csr_free(&screened);
+    nle_matf_free(&Y);
+  }
+  nle_ctx_free(&ctx);
+}
+
 /* Many exact duplicates and tiny inputs: still valid graphs. */
 static void approx_edge_cases(void) {
   nle_ctx *ctx = test_ctx(1);
@@ -597,6 +629,7 @@ const nle_test_case neighbors_tests[] = {{"neighbors/knn_query_vs_naive", knn_qu
                                          {"neighbors/knn_rerank_vs_naive", knn_rerank_vs_naive},
                                          {"neighbors/approx_recall", approx_recall},
                                          {"neighbors/approx_deterministic", approx_deterministic},
+                                         {"neighbors/approx_wide_path_same", approx_wide_path_same},
                                          {"neighbors/approx_edge_cases", approx_edge_cases},
                                          {"neighbors/knn_vs_naive", knn_vs_naive},
                                          {"neighbors/knn_threads_identical", knn_threads_identical},

@@ -297,6 +297,9 @@ nle_status nle__knn_gemm(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, int
  * M x N graph into Y's rows) by their squared distances between Q and Y,
  * the queries taken in `order` (M rows; NULL: in turn), which changes only
  * which of Y's rows come from cache. */
+/* The approximate search's joins screen by GEMM from this dimension on (0:
+ * the default); for tests, which compare the two paths. */
+void nle__knn_approx_wide_from(size_t d);
 nle_status nle__knn_rerank_queries(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, const nle_csr *candidates,
                                    int k, const int32_t *order, nle_csr **graph);
 /* W with rows and columns renumbered: out(i, j) = W(order[i], order[j]), each

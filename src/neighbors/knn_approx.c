@@ -28,6 +28,8 @@
  * numbers and can be read atomically. */
 #include "../core/internal.h"
 
+#include <cblas.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,7 +142,14 @@ static int heap_offer(heap_set *h, int64_t u, int32_t v, uint32_t bits) {
 typedef struct {
   const float *Yr;    /* the data, rows in the search's numbering */
   size_t d;
+  size_t wide_from;   /* from this dimension the joins screen by GEMM */
 } points;
+
+/* Measured on Fashion-MNIST, k = 90: the tiles win at D = 50, the GEMM
+ * screen at D = 784. nle__knn_approx_wide_from sets it (tests take both
+ * paths on the same data: the same graph). */
+static size_t wide_from_d = 96;
+void nle__knn_approx_wide_from(size_t d) { wide_from_d = d ? d : 96; }
 
 /* Lists are padded to a multiple of PAIR_TILE for the distance tiles. */
 enum { PAIR_TILE = 32 };
@@ -200,17 +209,38 @@ static float one_distance(const float *a, const float *b, size_t d) {
  * number of insertions. Scratch: join_scratch_floats. */
 NLE_HOT static int64_t join_lists(const points *P, heap_set *H, const int32_t *b, int na, int nb, float *scratch) {
   size_t d = P->d, nbp = tile_up((size_t)nb);
-  int k = H->k;
-  float *g = scratch, *gt = g + (size_t)nb * d, *out = gt + d * nbp;
-  int32_t *pass = (int32_t *)(out + (size_t)na * nbp);
-  for (int j = 0; j < nb; j++) {
-    const float *y = P->Yr + (size_t)b[j] * d;
-    memcpy(g + (size_t)j * d, y, d * sizeof(float));
-    for (size_t c = 0; c < d; c++) gt[c * nbp + (size_t)j] = y[c];
+  int k = H->k, wide = d >= P->wide_from;
+  float *g = scratch, *gt = g + (size_t)nb * d, *out = gt + d * nbp, *sq = out + (size_t)na * nbp, *exact = sq + nb;
+  int32_t *pass = (int32_t *)(exact + nb);
+  for (int j = 0; j < nb; j++) memcpy(g + (size_t)j * d, P->Yr + (size_t)b[j] * d, d * sizeof(float));
+  if (!wide) {
+    for (int j = 0; j < nb; j++)
+      for (size_t c = 0; c < d; c++) gt[c * nbp + (size_t)j] = g[(size_t)j * d + c];
+    for (size_t c = 0; c < d; c++)
+      for (size_t j = (size_t)nb; j < nbp; j++) gt[c * nbp + j] = 0.0f;
+    pair_distances(g, gt, na, nbp, d, out);
+  } else {
+    /* Wide rows: the tiles' three operations per coordinate lose to a GEMM,
+     * whose distances (rows taken about the list's first, so the sums stay
+     * of the size of the distances) only screen: less their rounding bound,
+     * a pair above the target's bound cannot enter; one that passes and is
+     * not in the heap gets pair_distances' own sum (one_distance). */
+    float *gc = gt;
+    for (int j = 0; j < nb; j++) {
+      float s = 0.0f;
+      for (size_t c = 0; c < d; c++) {
+        float x = g[(size_t)j * d + c] - g[c];
+        gc[(size_t)j * d + c] = x;
+        s += x * x;
+      }
+      sq[j] = s;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, na, nb, (int)d, -2.0f, gc, (int)d, gc, (int)d, 0.0f, out,
+                (int)nbp);
+    const float keep = 1.0f - (float)((8.0 * (double)d + 32.0) * FLT_EPSILON);
+    for (int i = 0; i < na; i++)
+      for (int j = 0; j < nb; j++) out[(size_t)i * nbp + j] += keep * (sq[i] + sq[j]);
   }
-  for (size_t c = 0; c < d; c++)
-    for (size_t j = (size_t)nb; j < nbp; j++) gt[c * nbp + j] = 0.0f;
-  pair_distances(g, gt, na, nbp, d, out);
   int64_t inserted = 0;
   for (int i = 0; i < nb; i++) {
     int32_t p = b[i];
@@ -228,16 +258,27 @@ NLE_HOT static int64_t join_lists(const points *P, heap_set *H, const int32_t *b
       npass += (dist[(size_t)j * step] <= bound_p) & (b[j] != p);
     }
     if (!npass) continue;
+    uint32_t *hd = H->dist + (size_t)p * k;
+    int32_t *hi = H->idx + (size_t)p * k;
+    if (wide) { /* the screened: those not in the heap get their own distance */
+      int kept = 0;
+      lock_on(H->locks, p);
+      for (int t = 0; t < npass; t++)
+        if (!list_holds(hi, k, b[pass[t]])) pass[kept++] = pass[t];
+      lock_off(H->locks, p);
+      for (int t = 0; t < kept; t++)
+        exact[t] = one_distance(g + (size_t)i * d, g + (size_t)pass[t] * d, d);
+      npass = kept;
+      if (!npass) continue;
+    }
     /* the target's offers in one go under its lock: most are pairs already
      * known (neighbours of neighbours are neighbours), turned away by a scan
      * of the heap, which is in cache after the first */
-    uint32_t *hd = H->dist + (size_t)p * k;
-    int32_t *hi = H->idx + (size_t)p * k;
     int entered = 0;
     lock_on(H->locks, p);
     for (int t = 0; t < npass; t++) {
       int j = pass[t];
-      uint32_t bits = float_bits(dist[(size_t)j * step]);
+      uint32_t bits = float_bits(wide ? exact[t] : dist[(size_t)j * step]);
       if (!entry_greater(hd[0], hi[0], bits, b[j]) || list_holds(hi, k, b[j])) continue;
       heap_replace_top(hd, hi, H->flag + (size_t)p * k, k, bits, b[j], FLAG_INSERTED);
       entered++;
@@ -406,7 +447,7 @@ typedef struct {
 
 /* Scratch of join_lists for lists of up to na and nb entries. */
 static size_t join_scratch_floats(size_t na, size_t nb, size_t d) {
-  return nb * d + (d + na) * tile_up(nb) + nb;
+  return nb * d + (d + na) * tile_up(nb) + 3 * nb;
 }
 
 /* All pairs of each leaf of the forest. Blocks are tree-major: block b covers
@@ -569,7 +610,7 @@ static nle_status rows_in_leaf_order(nle_ctx *ctx, const nle_matf *Y, int leaf_s
   float *normal = nle__malloc(ctx, 2 * d * sizeof(float), "a split");
   *Yr = nle__malloc(ctx, n * d * sizeof(float), "the reordered data");
   nle_status s = normal && *Yr ? NLE_OK : NLE_ERR_NOMEM;
-  points P = {Y->data, d};
+  points P = {Y->data, d, wide_from_d};
   if (!s && rp_tree_build(&P, (int64_t)n, leaf_size, seed, 0, tree0, normal))
     s = nle__fail(ctx, NLE_ERR_NOMEM, "approximate kNN: out of memory building the trees");
   if (!s) {
@@ -652,7 +693,7 @@ nle_status nle_knn_approx(nle_ctx *ctx, const nle_matf *Y, const nle_knn_approx_
     }
     for (int64_t u = 0; u < n; u++) H.bound[u] = float_bits(INFINITY);
   }
-  points P = {Yr, d};
+  points P = {Yr, d, wide_from_d};
   nnd_job job = {ctx, &P, &H, &fresh, &old, trees, o.n_trees, o.leaf_size, n, 0, seed, 0, inserted, threads};
 
   /* The other trees in parallel (one stream each), then all leaf pairs. */
