@@ -163,7 +163,7 @@ enum { OPT_KNN_METHOD = 1050, OPT_TREES, OPT_LEAF, OPT_CANDIDATES, OPT_ITERS, OP
   "Neighbour search:\n"                                                                    \
   "  --method NAME        exact, approx (random-projection forest + NN-descent), or\n"    \
   "                       auto (default: whichever a cost model in N and D expects\n"     \
-  "                       to be faster; exact below ~60,000 points)\n"                    \
+  "                       to be faster; exact below ~50,000 points)\n"                    \
   "  --trees N            approx: random-projection trees (default 4 + N^(1/4) / 2)\n"    \
   "  --leaf-size N        approx: largest leaf (default max(60, k))\n"                    \
   "  --max-candidates N   approx: NN-descent sample per point (default 30)\n"             \

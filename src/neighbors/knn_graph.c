@@ -11,12 +11,12 @@
  * N^2 (c + e D), the approximate one's as N (a + b D). The constants are
  * seconds fitted on this project's 2-core machine with k = 90 (Fashion-MNIST
  * at D = 50 and 784); only their ratios matter. a and b re-measured for the
- * approximate search renumbered for locality (2026-11-27: 70,000 x 50 in
- * 4.6 s against the exact 5.1 s; 200,000 x 50 in 19 s; 70,000 x 784 faster
- * than the exact search by 0.8 in one run on a loaded machine): the switch
- * is at about 55,000 points at D = 50 and 63,000 at D = 784. */
+ * approximate search renumbered for locality (2026-11-27, quiet: 70,000 x 50
+ * in 4.6 s against the exact 5.1 s; 200,000 x 50 in 14 s; 70,000 x 784 in
+ * 32 s, the GEMM-screened joins): the switch is at about 51,000 points at
+ * D = 50 and 46,000 at D = 784. */
 static int exact_is_faster(size_t n, size_t d) {
-  const double a = 4.0e-5, b = 7.5e-7, c = 8.4e-10, e = 1.16e-11;
+  const double a = 4.5e-5, b = 5.3e-7, c = 8.4e-10, e = 1.16e-11;
   return (double)n * (c + e * (double)d) < a + b * (double)d;
 }
 
