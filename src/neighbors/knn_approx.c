@@ -200,14 +200,9 @@ static float one_distance(const float *a, const float *b, size_t d) {
 
 /* The local join of a candidate list b of nb entries whose first na are new:
  * every pair with a new end, offered to both ends, each pair's distance
- * screened against the target's bound. Each target's heap is copied once
- * (under its lock) when a first offer passes: most offers are pairs already
- * known (neighbours of neighbours are neighbours) and the copy, in cache,
- * turns them away without a lock; the rest get the locked offer. An entry
- * the copy misses (inserted since) is caught under the lock; one it holds but
- * the heap lost (pushed out since) could not have come back. Returns the
- * number of insertions. Scratch: join_scratch_floats. */
-NLE_HOT static int64_t join_lists(const points *P, heap_set *H, const int32_t *b, int na, int nb, float *scratch) {
+ * screened against the target's bound. A target's offers that pass go in
+ * one batch under its lock. Scratch: join_scratch_floats. */
+NLE_HOT static void join_lists(const points *P, heap_set *H, const int32_t *b, int na, int nb, float *scratch) {
   size_t d = P->d, nbp = tile_up((size_t)nb);
   int k = H->k, wide = d >= P->wide_from;
   float *g = scratch, *gt = g + (size_t)nb * d, *out = gt + d * nbp, *sq = out + (size_t)na * nbp, *exact = sq + nb;
@@ -241,7 +236,6 @@ NLE_HOT static int64_t join_lists(const points *P, heap_set *H, const int32_t *b
     for (int i = 0; i < na; i++)
       for (int j = 0; j < nb; j++) out[(size_t)i * nbp + j] += keep * (sq[i] + sq[j]);
   }
-  int64_t inserted = 0;
   for (int i = 0; i < nb; i++) {
     int32_t p = b[i];
     uint32_t bits_p = __atomic_load_n(&H->bound[p], __ATOMIC_RELAXED);
@@ -274,7 +268,7 @@ NLE_HOT static int64_t join_lists(const points *P, heap_set *H, const int32_t *b
     /* the target's offers in one go under its lock: most are pairs already
      * known (neighbours of neighbours are neighbours), turned away by a scan
      * of the heap, which is in cache after the first */
-    int entered = 0;
+    int entered = 0; /* counted after the join, by flag (settle_block) */
     lock_on(H->locks, p);
     for (int t = 0; t < npass; t++) {
       int j = pass[t];
@@ -285,9 +279,7 @@ NLE_HOT static int64_t join_lists(const points *P, heap_set *H, const int32_t *b
     }
     if (entered) __atomic_store_n(&H->bound[p], hd[0], __ATOMIC_RELAXED);
     lock_off(H->locks, p);
-    inserted += entered;
   }
-  return inserted;
 }
 
 /* ---- the random-projection forest ------------------------------------- */
@@ -653,9 +645,9 @@ nle_status nle_knn_approx(nle_ctx *ctx, const nle_matf *Y, const nle_knn_approx_
   if (o.max_candidates > 512) o.max_candidates = 512;
   int k = o.k, mc = o.max_candidates;
   size_t nblocks = (size_t)((n + NODE_BLOCK - 1) / NODE_BLOCK);
-  /* the centred data twice while it is reordered; heaps, bounds, candidate
-   * lists, the numbering, the forest; per thread the join's scratch */
-  double need = (double)n * (d * 8.0 + 8 + (double)k * 9 + 4 + 2.0 * mc * 12 + 8 + 8.0 * o.n_trees * 4) +
+  /* the reordered rows; heaps, bounds, candidate lists, the numbering, the
+   * forest; per thread the join's scratch */
+  double need = (double)n * (d * 4.0 + (double)k * 9 + 4 + 2.0 * mc * 12 + 8 + 4 + 8.0 * o.n_trees * 4) +
                 (double)nle_ctx_threads(ctx) * (double)join_scratch_floats(2 * (size_t)mc, 2 * (size_t)mc, d) * 4;
   nle_status s = nle__check_memory(ctx, need, "approximate kNN");
   if (!s) s = nle__knn_check_range(ctx, Y, NULL);

@@ -486,16 +486,8 @@ NLE_HOT static int rerank_block(void *job, size_t b, void *scratch) {
     size_t i = j->order ? (size_t)j->order[at] : at;
     const float *yi = j->Q->data + i * d;
     int len = 0;
-    for (int64_t q = c->rowptr[i]; q < c->rowptr[i + 1]; q++) {
-      /* the next candidate's row on its way while this one is summed: the
-       * rows are scattered (3 KB each on Fashion-MNIST), and one distance is
-       * too short for the hardware's own prefetch to get going */
-      if (q + 1 < c->rowptr[i + 1]) {
-        const char *next = (const char *)(j->Y->data + (size_t)c->colind[q + 1] * d);
-        for (size_t at = 0; at < d * sizeof(float); at += 64) __builtin_prefetch(next + at);
-      }
+    for (int64_t q = c->rowptr[i]; q < c->rowptr[i + 1]; q++)
       row[len++] = (cand){sqdist_rows(yi, j->Y->data + (size_t)c->colind[q] * d, d), c->colind[q]};
-    }
     qsort(row, (size_t)len, sizeof *row, cand_cmp);
     size_t out = i * (size_t)j->k;
     for (int t = 0; t < j->k; t++) {
@@ -506,19 +498,26 @@ NLE_HOT static int rerank_block(void *job, size_t b, void *scratch) {
   return 0;
 }
 
+/* The longest candidate row; an error if a row has fewer than k. */
+static nle_status candidate_width(nle_ctx *ctx, const nle_csr *cand, int k, int64_t *widest) {
+  *widest = 0;
+  for (int64_t i = 0; i < cand->rows; i++) {
+    int64_t len = cand->rowptr[i + 1] - cand->rowptr[i];
+    if (len < k)
+      return nle__fail(ctx, NLE_ERR_ARG, "kNN re-ranking: point %lld has %lld candidates for k = %d", (long long)i,
+                       (long long)len, k);
+    *widest = len > *widest ? len : *widest;
+  }
+  return NLE_OK;
+}
+
 /* The candidates of Q's rows (an M x N graph) re-ranked by their distances
  * in Y; order (or NULL) is the order the rows are taken in. */
 static nle_status rerank(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, const nle_csr *candidates, int k,
                          const int32_t *order, nle_csr **graph) {
   int64_t m = candidates->rows, widest = 0;
-  for (int64_t i = 0; i < m; i++) {
-    int64_t len = candidates->rowptr[i + 1] - candidates->rowptr[i];
-    if (len < k)
-      return nle__fail(ctx, NLE_ERR_ARG, "kNN re-ranking: point %lld has %lld candidates for k = %d",
-                       (long long)i, (long long)len, k);
-    widest = len > widest ? len : widest;
-  }
-  nle_status s = nle_csr_alloc(ctx, m, candidates->cols, m * (int64_t)k, NLE_F32, graph);
+  nle_status s = candidate_width(ctx, candidates, k, &widest);
+  if (!s) s = nle_csr_alloc(ctx, m, candidates->cols, m * (int64_t)k, NLE_F32, graph);
   if (s) return s;
   for (int64_t i = 0; i <= m; i++) (*graph)->rowptr[i] = i * (int64_t)k;
   rerank_job job = {Y, Q, candidates, order, *graph, k};
@@ -640,15 +639,10 @@ NLE_HOT static int rerank_group_block(void *job, size_t b, void *scratch) {
 
 static nle_status rerank_grouped(nle_ctx *ctx, const nle_matf *Y, const nle_csr *cand, int k, nle_csr **graph) {
   int64_t n = cand->rows, widest = 0;
-  for (int64_t i = 0; i < n; i++) {
-    int64_t len = cand->rowptr[i + 1] - cand->rowptr[i];
-    if (len < k)
-      return nle__fail(ctx, NLE_ERR_ARG, "kNN re-ranking: point %lld has %lld candidates for k = %d", (long long)i,
-                       (long long)len, k);
-    widest = len > widest ? len : widest;
-  }
+  nle_status s = candidate_width(ctx, cand, k, &widest);
+  if (s) return s;
   int threads = nle__threads_for(ctx, (double)n * (double)widest * (double)Y->cols);
-  nle_status s = nle__check_memory(ctx, (double)n * 13 + (double)threads * (double)n * 4, "kNN re-ranking");
+  s = nle__check_memory(ctx, (double)n * 13 + (double)threads * (double)n * 4, "kNN re-ranking");
   if (s) return s;
   int32_t *members = nle__malloc(ctx, (size_t)n * sizeof(int32_t), "re-ranking groups");
   int64_t *gstart = nle__malloc(ctx, ((size_t)n + 1) * sizeof(int64_t), "re-ranking groups");
@@ -679,10 +673,7 @@ nle_status nle_knn_rerank(nle_ctx *ctx, const nle_matf *Y, const nle_csr *candid
   if (k < 1) return nle__fail(ctx, NLE_ERR_ARG, "kNN re-ranking: k = %d must be >= 1", k);
   nle_status range = nle__knn_check_range(ctx, Y, NULL);
   if (range) return range;
-  double t0 = nle_time_seconds();
-  nle_status s = rerank_grouped(ctx, Y, candidates, k, graph);
-  nle__log(ctx, 3, "kNN re-ranking: %.2f s", nle_time_seconds() - t0);
-  return s;
+  return rerank_grouped(ctx, Y, candidates, k, graph);
 }
 
 nle_status nle__knn_rerank_queries(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, const nle_csr *candidates, int k,
