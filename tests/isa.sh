@@ -38,6 +38,9 @@ runs=(
   # (knn_exact.c), FFT interpolation with its split 2-D passes
   # (fft_interp.c, fft_split2d.c), the 2-D attraction (model.c)
   "tsne_fft|tsne fashion-mnist:5200 --max-iters 40"
+  # from 20,000 points (model.c's LOCALITY_MIN_POINTS) the fast engines'
+  # locality order, and the attraction's vector lanes over W+ in float
+  "tsne_local|tsne fashion-mnist:20000 --max-iters 20"
   # the attraction in 3-D, the exact kNN's GEMM blocks
   "tsne_3d|tsne swissroll:1200 -d 3 --max-iters 40"
   # SMACOF, unweighted and weighted (the latter's conjugate gradients on V)

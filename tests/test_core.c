@@ -218,14 +218,16 @@ static void csr_locality_order(void) {
   free(order2);
   nle_csr_free(&Wt);
   nle_csr *P;
-  nle_test_ok(nle__csr_permute(ctx, W, order, &P));
-  nle_test_ok(nle_csr_validate(ctx, P));
-  int same = P->nnz == nnz;
-  for (int i = 0; i < N; i++)
-    for (int64_t q = P->rowptr[i]; q < P->rowptr[i + 1]; q++)
-      same &= nle_csr_value(P, q) == (double)(order[i] * 1000 + order[P->colind[q]]);
-  nle_test(same);
-  nle_csr_free(&P);
+  for (int f = 0; f < 2; f++) { /* values kept, then stored in float (exact: integers below 2^24) */
+    nle_test_ok(nle__csr_permute(ctx, W, order, f ? NLE_F32 : W->dtype, &P));
+    nle_test_ok(nle_csr_validate(ctx, P));
+    int same = P->nnz == nnz && P->dtype == (f ? NLE_F32 : W->dtype);
+    for (int i = 0; i < N; i++)
+      for (int64_t q = P->rowptr[i]; q < P->rowptr[i + 1]; q++)
+        same &= nle_csr_value(P, q) == (double)(order[i] * 1000 + order[P->colind[q]]);
+    nle_test(same);
+    nle_csr_free(&P);
+  }
   free(order);
   free(count);
   free(edge);

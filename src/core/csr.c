@@ -163,23 +163,28 @@ nle_status nle__csr_locality_order(nle_ctx *ctx, const nle_csr *W, const nle_csr
   return NLE_OK;
 }
 
-nle_status nle__csr_permute(nle_ctx *ctx, const nle_csr *W, const int32_t *order, nle_csr **out) {
+nle_status nle__csr_permute(nle_ctx *ctx, const nle_csr *W, const int32_t *order, nle_dtype dtype, nle_csr **out) {
   *out = NULL;
   size_t n = (size_t)W->rows, es = dtype_size(W->dtype);
   int32_t *pos = nle__malloc(ctx, (n ? n : 1) * sizeof(int32_t), "permutation");
   if (!pos) return NLE_ERR_NOMEM;
   for (size_t i = 0; i < n; i++) pos[order[i]] = (int32_t)i;
-  nle_status s = nle_csr_alloc(ctx, W->rows, W->cols, W->nnz, W->dtype, out);
+  nle_status s = nle_csr_alloc(ctx, W->rows, W->cols, W->nnz, dtype, out);
   if (s) {
     free(pos);
     return s;
   }
   nle_csr *P = *out;
   for (size_t i = 0; i < n; i++) {
-    int64_t a = W->rowptr[order[i]], len = W->rowptr[order[i] + 1] - a;
-    P->rowptr[i + 1] = P->rowptr[i] + len;
-    for (int64_t q = 0; q < len; q++) P->colind[P->rowptr[i] + q] = pos[W->colind[a + q]];
-    memcpy((char *)P->val + (size_t)P->rowptr[i] * es, (const char *)W->val + (size_t)a * es, (size_t)len * es);
+    int64_t a = W->rowptr[order[i]], len = W->rowptr[order[i] + 1] - a, at = P->rowptr[i];
+    P->rowptr[i + 1] = at + len;
+    for (int64_t q = 0; q < len; q++) P->colind[at + q] = pos[W->colind[a + q]];
+    if (dtype == W->dtype)
+      memcpy((char *)P->val + (size_t)at * es, (const char *)W->val + (size_t)a * es, (size_t)len * es);
+    else if (dtype == NLE_F32)
+      for (int64_t q = 0; q < len; q++) ((float *)P->val)[at + q] = (float)((const double *)W->val)[a + q];
+    else
+      for (int64_t q = 0; q < len; q++) ((double *)P->val)[at + q] = (double)((const float *)W->val)[a + q];
   }
   free(pos);
   return NLE_OK;

@@ -303,8 +303,9 @@ void nle__knn_approx_wide_from(size_t d);
 nle_status nle__knn_rerank_queries(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, const nle_csr *candidates,
                                    int k, const int32_t *order, nle_csr **graph);
 /* W with rows and columns renumbered: out(i, j) = W(order[i], order[j]), each
- * row's entries in W's order. The matrix must be square. */
-nle_status nle__csr_permute(nle_ctx *ctx, const nle_csr *W, const int32_t *order, nle_csr **out);
+ * row's entries in W's order, its values stored as `dtype` (double to float
+ * rounds to nearest). The matrix must be square. */
+nle_status nle__csr_permute(nle_ctx *ctx, const nle_csr *W, const int32_t *order, nle_dtype dtype, nle_csr **out);
 
 /* Human-readable byte counts ("1.5 GiB") into buf. */
 const char *nle__format_bytes(double bytes, char *buf, size_t len);

@@ -161,9 +161,13 @@ static inline double sqdist_rows(const double *a, const double *b, size_t d) {
 }
 
 /* One d = 2 row: the squared distances into d2 and the gradient's
- * sum_q 2 w_q K_q^(Student-t: 1) (x_n - x_m) into g0, g1, vectorised over
- * NLE__LANES fixed lanes (gathers of x_m, the costly part; the same sums in
- * every clone) for W+ in its own precision. */
+ * sum_q 2 w_q K_q^(Student-t: 1) (x_n - x_m) into g0, g1, summed in
+ * NLE__LANES fixed lanes (term q in lane q % NLE__LANES, the same sums in
+ * every clone) for W+ in its own precision. A full group of lanes is one
+ * vector: its x_m gathered, then the arithmetic on all eight at once (as
+ * one loop over lanes GCC left it scalar, each term's load chained into its
+ * divide: 15 ms an evaluation at 70,000 points). */
+typedef double attract_lanes __attribute__((vector_size(NLE__LANES * sizeof(double))));
 #define ATTRACT_TERM_2D(WVAL, STUDENT, q, lane)                                                                \
   do {                                                                                                        \
     size_t c = (size_t)col[q];                                                                                \
@@ -176,8 +180,23 @@ static inline double sqdist_rows(const double *a, const double *b, size_t d) {
 #define ATTRACT_ROW_2D(WVAL, STUDENT)                                                                         \
   do {                                                                                                        \
     size_t q = 0;                                                                                             \
-    for (; q + NLE__LANES <= len; q += NLE__LANES)                                                            \
-      for (size_t l = 0; l < NLE__LANES; l++) ATTRACT_TERM_2D(WVAL, STUDENT, q + l, l);                       \
+    attract_lanes v0 = {0}, v1 = {0};                                                                         \
+    for (; q + NLE__LANES <= len; q += NLE__LANES) {                                                          \
+      attract_lanes xa, xb, w;                                                                                \
+      for (size_t l = 0; l < NLE__LANES; l++) {                                                               \
+        size_t c = (size_t)col[q + l];                                                                        \
+        xa[l] = xs[2 * c];                                                                                    \
+        xb[l] = xs[2 * c + 1];                                                                                \
+        w[l] = (double)(WVAL)[q + l];                                                                         \
+      }                                                                                                       \
+      attract_lanes a = x0 - xa, b = x1 - xb, r = a * a + b * b;                                              \
+      attract_lanes k = (STUDENT) ? 2.0 * w / (1.0 + r) : 2.0 * w;                                      \
+      memcpy(d2 + q, &r, sizeof r);                                                                           \
+      v0 += k * a;                                                                                            \
+      v1 += k * b;                                                                                            \
+    }                                                                                                         \
+    memcpy(l0, &v0, sizeof v0);                                                                               \
+    memcpy(l1, &v1, sizeof v1);                                                                               \
     for (size_t l = 0; q + l < len; l++) ATTRACT_TERM_2D(WVAL, STUDENT, q + l, l);                            \
   } while (0)
 
@@ -186,12 +205,14 @@ static inline double sqdist_rows(const double *a, const double *b, size_t d) {
  * set's libmvec log1p, and the energy differed in the last bits between
  * CPUs; here it is the one portable build's. */
 __attribute__((noinline)) static double attract_energy(const nle_model *m, const float *wf, const double *wd,
-                                                       const double *d2, size_t len) {
+                                                       double *d2, size_t len) {
   double e = 0.0;
-  for (size_t q = 0; q < len; q++) {
-    double w = wf ? (double)wf[q] : wd[q];
-    e += w * (m->student ? log1p(d2[q]) : d2[q]);
-  }
+  /* log1p in a loop of its own: with float weights in the same loop it
+   * stayed scalar (0.5 s of 20 in t-SNE of 70,000 points, at one energy
+   * every 25 iterations). */
+  if (m->student)
+    for (size_t q = 0; q < len; q++) d2[q] = log1p(d2[q]);
+  for (size_t q = 0; q < len; q++) e += (wf ? (double)wf[q] : wd[q]) * d2[q];
   return e;
 }
 
@@ -449,8 +470,10 @@ static nle_status workspace(nle_ctx *ctx, nle_model *m, size_t d) {
 static nle_status locality_order(nle_ctx *ctx, nle_model *m) {
   /* without WpT, W+ is symmetric: its own transpose */
   nle_status s = nle__csr_locality_order(ctx, m->spec.Wp, m->WpT ? m->WpT : m->spec.Wp, &m->order);
-  if (!s) s = nle__csr_permute(ctx, m->spec.Wp, m->order, &m->Wp_local);
-  if (!s && m->WpT) s = nle__csr_permute(ctx, m->WpT, m->order, &m->WpT_local);
+  int single = m->engine->single_precision;
+  if (!s) s = nle__csr_permute(ctx, m->spec.Wp, m->order, single ? NLE_F32 : m->spec.Wp->dtype, &m->Wp_local);
+  if (!s && m->WpT)
+    s = nle__csr_permute(ctx, m->WpT, m->order, single ? NLE_F32 : m->WpT->dtype, &m->WpT_local);
   if (s) {
     free(m->order);
     m->order = NULL;

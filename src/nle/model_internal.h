@@ -21,6 +21,9 @@ typedef struct nle__engine {
   bool sqdist_features;    /* also EE/t-EE with W- of squared distances given
                               by features */
   int max_dim;             /* embeddings of 1..max_dim dimensions (0: any) */
+  bool single_precision;   /* its sums are good to single precision (a grid of
+                              floats): the attraction beside it then reads W+
+                              in float too, a third fewer bytes an evaluation */
   /* Keeps state between evaluations in m->engine_state (NULL: none). */
   nle_status (*attach)(nle_ctx *ctx, nle_model *m);
   void (*detach)(nle_model *m);

@@ -159,4 +159,4 @@ static nle_status fft_forces(nle_ctx *ctx, nle_model *m, const nle_matd *X, doub
 const nle__engine nle__engine_fft = {
     .id = NLE_REPULSION_FFT, .name = "fft", .title = "FFT-interpolation",
     .kernels = NLE__KERNEL_GAUSSIAN | NLE__KERNEL_STUDENT, .sqdist_features = true, .max_dim = 3,
-    .attach = fft_attach, .detach = fft_detach, .forces = fft_forces};
+    .single_precision = true, .attach = fft_attach, .detach = fft_detach, .forces = fft_forces};
