@@ -100,46 +100,69 @@ static void dense_select(void) {
   nle_ctx_free(&ctx);
 }
 
-/* A random sparse matrix against its dense copy. */
+/* A random sparse matrix against its dense copy: small on one thread, and
+ * one with empty rows and columns cut into spans on 2, 3 and 7 threads (each
+ * transposed row sorted by column, the same arrays as on one thread), in
+ * double and float. */
 static void csr_transpose(void) {
   nle_ctx *ctx = test_ctx(1);
-  int rows = 17, cols = 11;
-  double dense[17][11] = {{0}};
-  nle_rng r;
-  nle_rng_init(&r, 5, 0);
-  int64_t nnz = 0;
-  for (int i = 0; i < rows; i++)
-    for (int j = 0; j < cols; j++)
-      if (nle_rng_uniform(&r) < 0.3) {
-        dense[i][j] = nle_rng_normal(&r);
-        nnz++;
+  const int shapes[2][2] = {{17, 11}, {300, 200}};
+  for (int shape = 0; shape < 2; shape++)
+    for (int f32 = 0; f32 < 2; f32++) {
+      int rows = shapes[shape][0], cols = shapes[shape][1];
+      double *dense = calloc((size_t)rows * (size_t)cols, sizeof(double));
+      nle_rng r;
+      nle_rng_init(&r, 5 + (uint64_t)shape, 0);
+      int64_t nnz = 0;
+      for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++)
+          if (i % 13 != 4 && j % 17 != 3 && nle_rng_uniform(&r) < 0.3) { /* some rows and columns empty */
+            dense[i * cols + j] = f32 ? (double)(float)nle_rng_normal(&r) : nle_rng_normal(&r);
+            nnz++;
+          }
+      nle_csr *m, *t, *tt, *one = NULL;
+      nle_test_ok(nle_csr_alloc(ctx, rows, cols, nnz, f32 ? NLE_F32 : NLE_F64, &m));
+      int64_t k = 0;
+      for (int i = 0; i < rows; i++) {
+        for (int j = 0; j < cols; j++)
+          if (dense[i * cols + j] != 0) {
+            m->colind[k] = j;
+            if (f32) ((float *)m->val)[k++] = (float)dense[i * cols + j];
+            else ((double *)m->val)[k++] = dense[i * cols + j];
+          }
+        m->rowptr[i + 1] = k;
       }
-  nle_csr *m, *t, *tt;
-  nle_test_ok(nle_csr_alloc(ctx, rows, cols, nnz, NLE_F64, &m));
-  int64_t k = 0;
-  for (int i = 0; i < rows; i++) {
-    for (int j = 0; j < cols; j++)
-      if (dense[i][j] != 0) {
-        m->colind[k] = j;
-        ((double *)m->val)[k++] = dense[i][j];
+      nle_test_ok(nle_csr_validate(ctx, m));
+      const int threads[] = {1, 2, 3, 7};
+      for (int h = 0; h < (shape ? 4 : 1); h++) {
+        nle_ctx_set_threads(ctx, threads[h]);
+        nle_test_ok(nle_csr_transpose(ctx, m, &t));
+        nle_test(t->rows == cols && t->cols == rows && t->nnz == nnz && t->dtype == m->dtype);
+        int match = 1;
+        for (int j = 0; j < cols; j++)
+          for (int64_t q = t->rowptr[j]; q < t->rowptr[j + 1]; q++) {
+            match &= nle_csr_value(t, q) == dense[t->colind[q] * cols + j];
+            match &= q == t->rowptr[j] || t->colind[q] > t->colind[q - 1];
+          }
+        if (!nle_test(match)) printf("  %d x %d, float %d, %d threads\n", rows, cols, f32, threads[h]);
+        if (one)
+          nle_test(!memcmp(one->rowptr, t->rowptr, sizeof(int64_t) * (size_t)(cols + 1)) &&
+                   !memcmp(one->colind, t->colind, sizeof(int32_t) * (size_t)nnz) &&
+                   !memcmp(one->val, t->val, (size_t)nnz * (f32 ? sizeof(float) : sizeof(double))));
+        nle_test_ok(nle_csr_transpose(ctx, t, &tt));
+        nle_test(!memcmp(tt->rowptr, m->rowptr, sizeof(int64_t) * (size_t)(rows + 1)));
+        nle_test(!memcmp(tt->colind, m->colind, sizeof(int32_t) * (size_t)nnz));
+        nle_csr_free(&tt);
+        if (one) nle_csr_free(&t);
+        else one = t;
       }
-    m->rowptr[i + 1] = k;
-  }
-  nle_test_ok(nle_csr_validate(ctx, m));
-  nle_test_ok(nle_csr_transpose(ctx, m, &t));
-  nle_test(t->rows == cols && t->cols == rows && t->nnz == nnz);
-  int match = 1;
-  for (int j = 0; j < cols; j++)
-    for (int64_t q = t->rowptr[j]; q < t->rowptr[j + 1]; q++) match &= nle_csr_value(t, q) == dense[t->colind[q]][j];
-  nle_test(match);
-  nle_test_ok(nle_csr_transpose(ctx, t, &tt));
-  nle_test(!memcmp(tt->rowptr, m->rowptr, sizeof(int64_t) * (size_t)(rows + 1)));
-  nle_test(!memcmp(tt->colind, m->colind, sizeof(int32_t) * (size_t)nnz));
-  m->colind[0] = cols; /* out of range */
-  nle_test(nle_csr_validate(ctx, m) == NLE_ERR_FORMAT);
-  nle_csr_free(&m);
-  nle_csr_free(&t);
-  nle_csr_free(&tt);
+      nle_csr_free(&one);
+      m->colind[0] = cols; /* out of range */
+      nle_test(nle_csr_validate(ctx, m) == NLE_ERR_FORMAT);
+      nle_csr_free(&m);
+      free(dense);
+    }
+  nle_ctx_set_threads(ctx, 1);
   nle_ctx_free(&ctx);
 }
 

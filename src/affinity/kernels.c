@@ -40,21 +40,35 @@ static nle_status csr_union_transpose(nle_ctx *ctx, const nle_csr *A, int mean, 
   nle_csr *T = NULL, *S = NULL, *W = NULL;
   nle_status s = nle_csr_transpose(ctx, A, &T);
   if (!s) s = nle_csr_transpose(ctx, T, &S); /* S = A with sorted rows */
-  int64_t n = A->rows, nnz = 0;
-  for (int64_t i = 0; !s && i < n; i++) MERGE_ROWS(S, T, i, (void)va; (void)vb; nnz++);
-  if (!s) s = nle_csr_alloc(ctx, n, n, nnz, NLE_F64, &W);
+  int64_t n = A->rows;
+  /* each row's length, then the rows merged in parallel into their places */
+  int64_t *start = s ? NULL : nle__malloc(ctx, ((size_t)n + 1) * sizeof(int64_t), "the union's rows");
+  if (!s && !start) s = NLE_ERR_NOMEM;
+  int threads = nle__threads_for(ctx, s ? 0.0 : 4.0 * (double)A->nnz);
   if (!s) {
-    int64_t q = 0;
-    double *val = W->val;
+#pragma omp parallel for schedule(static, 4096) num_threads(threads)
     for (int64_t i = 0; i < n; i++) {
-      W->rowptr[i] = q;
+      int64_t len = 0;
+      MERGE_ROWS(S, T, i, (void)va; (void)vb; len++);
+      start[i + 1] = len;
+    }
+    start[0] = 0;
+    for (int64_t i = 0; i < n; i++) start[i + 1] += start[i];
+    s = nle_csr_alloc(ctx, n, n, start[n], NLE_F64, &W);
+  }
+  if (!s) {
+    double *val = W->val;
+    memcpy(W->rowptr, start, ((size_t)n + 1) * sizeof(int64_t));
+#pragma omp parallel for schedule(static, 4096) num_threads(threads)
+    for (int64_t i = 0; i < n; i++) {
+      int64_t q = start[i];
       MERGE_ROWS(S, T, i, {
         W->colind[q] = col;
         val[q++] = mean ? 0.5 * (va + vb) : (has_a ? va : vb);
       });
     }
-    W->rowptr[n] = q;
   }
+  free(start);
   nle_csr_free(&T);
   nle_csr_free(&S);
   *out = W;

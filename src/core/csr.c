@@ -48,28 +48,77 @@ double nle_csr_value(const nle_csr *m, int64_t k) {
   return m->dtype == NLE_F32 ? (double)((const float *)m->val)[k] : ((const double *)m->val)[k];
 }
 
+/* The transpose by counting: the rows are cut into `chunks` spans of about
+ * equal entries, and chunk c's entries of column j go after those of the
+ * chunks before it, so every transposed row comes out sorted by column, as
+ * one scan in row order leaves it, for any number of chunks (the same bits
+ * on any number of threads). Serial, the three transposes of a million-point
+ * t-SNE's W+ took about 10 s. */
+enum { TRANSPOSE_MAX_CHUNKS = 16 };
+
+static void transpose_span(const nle_csr *m, nle_csr *t, int64_t r0, int64_t r1, int64_t *cursor) {
+  if (m->dtype == NLE_F32) {
+    const float *v = m->val;
+    float *tv = t->val;
+    for (int64_t i = r0; i < r1; i++)
+      for (int64_t k = m->rowptr[i]; k < m->rowptr[i + 1]; k++) {
+        int64_t dst = cursor[m->colind[k]]++;
+        t->colind[dst] = (int32_t)i;
+        tv[dst] = v[k];
+      }
+  } else {
+    const double *v = m->val;
+    double *tv = t->val;
+    for (int64_t i = r0; i < r1; i++)
+      for (int64_t k = m->rowptr[i]; k < m->rowptr[i + 1]; k++) {
+        int64_t dst = cursor[m->colind[k]]++;
+        t->colind[dst] = (int32_t)i;
+        tv[dst] = v[k];
+      }
+  }
+}
+
 nle_status nle_csr_transpose(nle_ctx *ctx, const nle_csr *m, nle_csr **out) {
   nle_status s = nle_csr_alloc(ctx, m->cols, m->rows, m->nnz, m->dtype, out);
   if (s) return s;
   nle_csr *t = *out;
-  size_t es = dtype_size(m->dtype);
-  for (int64_t k = 0; k < m->nnz; k++) t->rowptr[m->colind[k] + 1]++;
-  for (int64_t j = 0; j < t->rows; j++) t->rowptr[j + 1] += t->rowptr[j];
-  int64_t *next = nle__malloc(ctx, (size_t)t->rows * sizeof(int64_t) + 1, "transpose cursor");
-  if (!next) {
+  size_t cols = (size_t)m->cols;
+  /* chunks: at most the threads, and their counts (8 bytes a column each)
+   * at most a quarter of the entries' bytes */
+  int64_t chunks = nle__threads_for(ctx, (double)m->nnz * 8.0);
+  int64_t by_size = m->nnz / (2 * (m->cols + 1));
+  chunks = chunks < TRANSPOSE_MAX_CHUNKS ? chunks : TRANSPOSE_MAX_CHUNKS;
+  chunks = chunks < by_size ? chunks : by_size;
+  chunks = chunks < 1 ? 1 : chunks;
+  int64_t *cursor = nle__calloc(ctx, (size_t)chunks * cols + 1, sizeof(int64_t), "transpose cursors");
+  if (!cursor) {
     nle_csr_free(out);
     return NLE_ERR_NOMEM;
   }
-  memcpy(next, t->rowptr, (size_t)t->rows * sizeof(int64_t));
-  /* Scanning rows in order makes every transposed row sorted by column. */
-  for (int64_t i = 0; i < m->rows; i++) {
-    for (int64_t k = m->rowptr[i]; k < m->rowptr[i + 1]; k++) {
-      int64_t dst = next[m->colind[k]]++;
-      t->colind[dst] = (int32_t)i;
-      memcpy((char *)t->val + (size_t)dst * es, (const char *)m->val + (size_t)k * es, es);
+  int64_t first[TRANSPOSE_MAX_CHUNKS + 1] = {0};
+  first[chunks] = m->rows;
+  for (int64_t c = 1, i = 0; c < chunks; c++) { /* the first row of each span */
+    while (i < m->rows && m->rowptr[i] < m->nnz / chunks * c) i++;
+    first[c] = i;
+  }
+#pragma omp parallel for schedule(static, 1) num_threads((int)chunks)
+  for (int64_t c = 0; c < chunks; c++) {
+    int64_t *count = cursor + (size_t)c * cols;
+    for (int64_t k = m->rowptr[first[c]]; k < m->rowptr[first[c + 1]]; k++) count[m->colind[k]]++;
+  }
+  int64_t pos = 0;
+  for (size_t j = 0; j < cols; j++) {
+    t->rowptr[j] = pos;
+    for (int64_t c = 0; c < chunks; c++) {
+      int64_t here = cursor[(size_t)c * cols + j];
+      cursor[(size_t)c * cols + j] = pos;
+      pos += here;
     }
   }
-  free(next);
+  t->rowptr[cols] = pos;
+#pragma omp parallel for schedule(static, 1) num_threads((int)chunks)
+  for (int64_t c = 0; c < chunks; c++) transpose_span(m, t, first[c], first[c + 1], cursor + (size_t)c * cols);
+  free(cursor);
   return NLE_OK;
 }
 

@@ -539,7 +539,7 @@ static nle_status rerank(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, con
  * 300,000 augmented Fashion-MNIST images with 90 candidates a group's rows
  * share their candidates about three to one. Each distance is the same
  * sqdist_rows(row, candidate) as before, so the graph is the same bits. */
-enum { GROUP_MAX = 64, GROUP_WALK = 4, GROUPS_PER_BLOCK = 16 };
+enum { GROUP_MAX = 64, GROUP_WALK = 4, GROUPS_PER_BLOCK = 16, RERANK_AHEAD = 2 };
 
 typedef struct {
   const nle_matf *Y;
@@ -618,6 +618,10 @@ NLE_HOT static int rerank_group_block(void *job, size_t b, void *scratch) {
     /* count[t] now ends candidate t's uses; they start at count[t - 1] */
     for (int t = 0, from = 0; t < nd; from = count[t++]) {
       const float *yc = j->Y->data + (size_t)distinct[t] * d;
+      if (t + RERANK_AHEAD < nd) { /* a later candidate's row on its way while this one's are summed */
+        const char *next = (const char *)(j->Y->data + (size_t)distinct[t + RERANK_AHEAD] * d);
+        for (size_t at = 0; at < d * sizeof(float); at += 64) __builtin_prefetch(next + at);
+      }
       for (int u = from; u < count[t]; u++) {
         int a = uses[u] / (int32_t)widest;
         rows[uses[u]] = (cand){sqdist_rows(j->Y->data + (size_t)mem[a] * d, yc, d), distinct[t]};
