@@ -56,26 +56,20 @@ double nle_csr_value(const nle_csr *m, int64_t k) {
  * t-SNE's W+ took about 10 s. */
 enum { TRANSPOSE_MAX_CHUNKS = 16 };
 
+#define TRANSPOSE_SPAN(TYPE)                                                                                   \
+  do {                                                                                                         \
+    const TYPE *v = m->val;                                                                                    \
+    TYPE *tv = t->val;                                                                                         \
+    for (int64_t i = r0; i < r1; i++)                                                                          \
+      for (int64_t k = m->rowptr[i]; k < m->rowptr[i + 1]; k++) {                                              \
+        int64_t dst = cursor[m->colind[k]]++;                                                                  \
+        t->colind[dst] = (int32_t)i;                                                                           \
+        tv[dst] = v[k];                                                                                        \
+      }                                                                                                        \
+  } while (0)
 static void transpose_span(const nle_csr *m, nle_csr *t, int64_t r0, int64_t r1, int64_t *cursor) {
-  if (m->dtype == NLE_F32) {
-    const float *v = m->val;
-    float *tv = t->val;
-    for (int64_t i = r0; i < r1; i++)
-      for (int64_t k = m->rowptr[i]; k < m->rowptr[i + 1]; k++) {
-        int64_t dst = cursor[m->colind[k]]++;
-        t->colind[dst] = (int32_t)i;
-        tv[dst] = v[k];
-      }
-  } else {
-    const double *v = m->val;
-    double *tv = t->val;
-    for (int64_t i = r0; i < r1; i++)
-      for (int64_t k = m->rowptr[i]; k < m->rowptr[i + 1]; k++) {
-        int64_t dst = cursor[m->colind[k]]++;
-        t->colind[dst] = (int32_t)i;
-        tv[dst] = v[k];
-      }
-  }
+  if (m->dtype == NLE_F32) TRANSPOSE_SPAN(float);
+  else TRANSPOSE_SPAN(double);
 }
 
 nle_status nle_csr_transpose(nle_ctx *ctx, const nle_csr *m, nle_csr **out) {
