@@ -146,7 +146,7 @@ static int32_t cuthill_mckee_component(const nle_csr *W, const nle_csr *Wt, int3
     int32_t v = order[head++];
     size_t found = 0;
     const nle_csr *both[2] = {W, Wt};
-    for (int s = 0; s < 2; s++)
+    for (int s = 0; s < (Wt == W ? 1 : 2); s++) /* a symmetric W is its own transpose: once */
       for (int64_t q = both[s]->rowptr[v]; q < both[s]->rowptr[v + 1]; q++) {
         int32_t u = both[s]->colind[q];
         if (seen[u]) continue;

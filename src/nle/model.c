@@ -438,9 +438,12 @@ static nle_status fast_repulsion(nle_ctx *ctx, nle_model *m, const nle_matd *Xin
   for (size_t n = 0; n < N; n++)
     for (size_t t = 0; t < d; t++) centre[t] += Xin->data[n * d + t];
   nle_matd Xc = {N, d, m->centred};
+  double *out = m->centred;
+  const double *in = Xin->data;
+#pragma omp parallel for schedule(static) num_threads(nle__threads_for(ctx, 4.0 * (double)N * (double)d))
   for (size_t n = 0; n < N; n++) {
     size_t from = order ? (size_t)order[n] : n;
-    for (size_t t = 0; t < d; t++) m->centred[n * d + t] = Xin->data[from * d + t] - centre[t] / (double)N;
+    for (size_t t = 0; t < d; t++) out[n * d + t] = in[from * d + t] - centre[t] / (double)N;
   }
   return m->engine->forces(ctx, m, &Xc, m->accuracy);
 }
