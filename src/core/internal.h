@@ -247,6 +247,32 @@ static inline int nle__pair_cmp(const void *a, const void *b) {
   return nle__pair_greater(x, y) - nle__pair_greater(y, x);
 }
 
+/* Defines `static void NAME(TYPE *a, size_t n)`: a in increasing order by
+ * GREATER(x, y), a strict total order (so any correct sort gives the same
+ * array), by heapsort with the comparison inlined. For the rows of kNN
+ * graphs, sorted by the million: glibc's qsort calls its comparison
+ * through a pointer, and its merge sort copies. */
+#define NLE__DEFINE_SORT(NAME, TYPE, GREATER)                                                               \
+  static void NAME##_sift(TYPE *a, size_t top, size_t n) {                                                  \
+    TYPE x = a[top];                                                                                        \
+    for (size_t c = 2 * top + 1; c < n; c = 2 * top + 1) {                                                  \
+      if (c + 1 < n && GREATER(a[c + 1], a[c])) c++;                                                        \
+      if (!GREATER(a[c], x)) break;                                                                         \
+      a[top] = a[c];                                                                                        \
+      top = c;                                                                                              \
+    }                                                                                                       \
+    a[top] = x;                                                                                             \
+  }                                                                                                         \
+  static void NAME(TYPE *a, size_t n) {                                                                     \
+    for (size_t top = n / 2; top-- > 0;) NAME##_sift(a, top, n);                                            \
+    for (size_t end = n; end > 1; end--) {                                                                  \
+      TYPE t = a[0];                                                                                        \
+      a[0] = a[end - 1];                                                                                    \
+      a[end - 1] = t;                                                                                       \
+      NAME##_sift(a, 0, end - 1);                                                                           \
+    }                                                                                                       \
+  }
+
 /* Offers x to the bounded max-heap h[0..*len) of at most cap entries: the
  * cap smallest pairs seen so far, the largest at h[0]. */
 static inline void nle__pair_heap_offer(nle__pair *h, size_t *len, size_t cap, nle__pair x) {

@@ -30,6 +30,7 @@ typedef struct {
 } cand;
 
 static inline int cand_greater(cand a, cand b) { return a.d > b.d || (a.d == b.d && a.i > b.i); }
+NLE__DEFINE_SORT(cand_sort, cand, cand_greater)
 
 /* Replaces the root of a full max-heap of size n and sifts down. */
 static inline __attribute__((always_inline)) void heap_replace_top(cand *h, int n, cand c) {
@@ -488,7 +489,7 @@ NLE_HOT static int rerank_block(void *job, size_t b, void *scratch) {
     int len = 0;
     for (int64_t q = c->rowptr[i]; q < c->rowptr[i + 1]; q++)
       row[len++] = (cand){sqdist_rows(yi, j->Y->data + (size_t)c->colind[q] * d, d), c->colind[q]};
-    qsort(row, (size_t)len, sizeof *row, cand_cmp);
+    cand_sort(row, (size_t)len);
     size_t out = i * (size_t)j->k;
     for (int t = 0; t < j->k; t++) {
       j->out->colind[out + (size_t)t] = row[t].i;
@@ -635,7 +636,7 @@ NLE_HOT static int rerank_group_block(void *job, size_t b, void *scratch) {
     for (int a = 0; a < m; a++) {
       cand *row = rows + (size_t)a * widest;
       size_t len = (size_t)(c->rowptr[mem[a] + 1] - c->rowptr[mem[a]]), out = (size_t)mem[a] * (size_t)j->k;
-      qsort(row, len, sizeof *row, cand_cmp);
+      cand_sort(row, len);
       for (int t = 0; t < j->k; t++) {
         j->out->colind[out + (size_t)t] = row[t].i;
         ((float *)j->out->val)[out + (size_t)t] = row[t].d;
