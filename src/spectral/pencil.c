@@ -100,7 +100,7 @@ static nle_status solve_cholesky(nle_ctx *ctx, const char *what, size_t n, const
       F = nle__malloc(ctx, n * n * sizeof(double), "the shifted pencil's factor");
       if (!F) s = NLE_ERR_NOMEM;
       for (size_t i = 0; !s && i < n * n; i++) F[i] = A[i] + shift * B[i];
-      if (!s && LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'U', (lapack_int)n, F, (lapack_int)n) != 0)
+      if (!s && LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', (lapack_int)n, F, (lapack_int)n) != 0)
         s = nle__fail(ctx, NLE_ERR_NUMERIC, "%s: A + %g B is not positive definite (A must be positive "
                       "semi-definite for the smallest eigenpairs)", what, shift);
       op.F = F;
@@ -190,10 +190,15 @@ nle_status nle__pencil_solve(nle_ctx *ctx, const char *what, size_t n, const dou
   double *R = nle__malloc(ctx, n * n * sizeof(double), "the scale matrix's Cholesky factor");
   if (!R) return NLE_ERR_NOMEM;
   memcpy(R, B, n * n * sizeof(double));
-  double anorm = LAPACKE_dlansy(LAPACK_ROW_MAJOR, '1', 'U', (lapack_int)n, R, (lapack_int)n);
-  bool definite = LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'U', (lapack_int)n, R, (lapack_int)n) == 0;
+  /* A symmetric matrix's upper triangle in rows is its lower triangle in
+   * columns, the same bytes: LAPACK is called column-major on 'L', and the
+   * factor L = R^T comes back as R in rows. Row-major, LAPACKE copied each
+   * matrix into a transposed temporary and back (at 10,000 landmarks 800 MB
+   * a copy, five of them). */
+  double anorm = LAPACKE_dlansy(LAPACK_COL_MAJOR, '1', 'L', (lapack_int)n, R, (lapack_int)n);
+  bool definite = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', (lapack_int)n, R, (lapack_int)n) == 0;
   double rcond = 0.0;
-  if (definite && LAPACKE_dpocon(LAPACK_ROW_MAJOR, 'U', (lapack_int)n, R, (lapack_int)n, anorm, &rcond) != 0)
+  if (definite && LAPACKE_dpocon(LAPACK_COL_MAJOR, 'L', (lapack_int)n, R, (lapack_int)n, anorm, &rcond) != 0)
     rcond = 0.0;
   nle_status s;
   if (definite && rcond >= SINGULAR_RCOND) {
