@@ -556,10 +556,10 @@ static void resolve_opts(const nle_knn_approx_opts *o, int64_t n, nle_knn_approx
 
 NLE__DEFINE_SORT(pair_sort, nle__pair, nle__pair_greater)
 
-/* Sorted rows with exact distances (double accumulation in NLE__LANES
- * fixed lanes, stored as float), back in the input's numbering: row
- * order[u] from heap u. Yr holds the input's rows as they are, and reads in
- * the search's order stay local. */
+/* Sorted rows with exact distances (nle__sqdist_fd's, as the exact search
+ * and the k-d tree give them: double accumulation, stored as float), back
+ * in the input's numbering: row order[u] from heap u. Yr holds the input's
+ * rows as they are, and reads in the search's order stay local. */
 static void finalize_rows(const float *Yr, size_t d, const heap_set *H, const int32_t *order, nle_csr *g, int threads) {
   int k = H->k;
   for (int64_t u = 0; u <= g->rows; u++) g->rowptr[u] = u * k;
@@ -569,19 +569,7 @@ static void finalize_rows(const float *Yr, size_t d, const heap_set *H, const in
     const float *yu = Yr + (size_t)u * d;
     for (int t = 0; t < k; t++) {
       int32_t v = H->idx[u * k + t];
-      const float *yv = Yr + (size_t)v * d;
-      double lane[NLE__LANES] = {0};
-      size_t c = 0;
-      for (; c + NLE__LANES <= d; c += NLE__LANES)
-        for (size_t l = 0; l < NLE__LANES; l++) {
-          double x = (double)yu[c + l] - yv[c + l];
-          lane[l] += x * x;
-        }
-      for (size_t l = 0; c + l < d; l++) {
-        double x = (double)yu[c + l] - yv[c + l];
-        lane[l] += x * x;
-      }
-      row[t] = (nle__pair){(double)(float)nle__lanes_total(lane), order[v]};
+      row[t] = (nle__pair){(double)(float)nle__sqdist_fd(yu, Yr + (size_t)v * d, d), order[v]};
     }
     pair_sort(row, (size_t)k);
     int64_t r = order[u];
