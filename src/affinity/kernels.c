@@ -44,7 +44,7 @@ static nle_status csr_union_transpose(nle_ctx *ctx, const nle_csr *A, int mean, 
   /* each row's length, then the rows merged in parallel into their places */
   int64_t *start = s ? NULL : nle__malloc(ctx, ((size_t)n + 1) * sizeof(int64_t), "the union's rows");
   if (!s && !start) s = NLE_ERR_NOMEM;
-  int threads = nle__threads_for(ctx, s ? 0.0 : 4.0 * (double)A->nnz);
+  int threads = nle__threads_for(ctx, 4.0 * (double)A->nnz);
   if (!s) {
 #pragma omp parallel for schedule(static, 4096) num_threads(threads)
     for (int64_t i = 0; i < n; i++) {

@@ -50,11 +50,6 @@ static inline __attribute__((always_inline)) void heap_replace_top(cand *h, int 
   h[p] = c;
 }
 
-static int cand_cmp(const void *a, const void *b) {
-  cand x = *(const cand *)a, y = *(const cand *)b;
-  return cand_greater(x, y) - cand_greater(y, x);
-}
-
 /* Squared distance accumulated in double: the re-ranking reference. */
 #define sqdist nle__sqdist_fd
 
@@ -92,7 +87,7 @@ static void knn_row_direct(const knn_job *job, size_t q, cand *heap) {
     cand x = {(float)sqdist(job->Q->data + q * d, Y->data + j * d, d), (int32_t)j};
     if (cand_greater(heap[0], x)) heap_replace_top(heap, k, x);
   }
-  qsort(heap, (size_t)k, sizeof *heap, cand_cmp);
+  cand_sort(heap, (size_t)k);
 }
 
 enum { SCAN_CHUNK = 16 };
@@ -193,7 +188,7 @@ NLE_HOT static void knn_row_block(knn_job *job, size_t r0, size_t r1, float *gra
       if (perm) h[c].i = perm[h[c].i];
       h[c].d = (float)sqdist(q, Y->data + (size_t)h[c].i * d, d);
     }
-    qsort(h, (size_t)kc, sizeof *h, cand_cmp);
+    cand_sort(h, (size_t)kc);
     double reach = sqrt((double)job->qnorm[r0 + r]) + job->max_norm;
     if ((size_t)kc < n - (size_t)job->self && !(outside - job->rel_error * reach * reach > (double)h[job->k - 1].d)) {
       knn_row_direct(job, row, h);
