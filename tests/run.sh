@@ -17,10 +17,12 @@ log=$(mktemp)
 # even when the part's own summary line says none.
 exits=0
 part() {
-  local name=$1
+  local name=$1 start=$SECONDS
   shift
   "$@" | tee "$log.$name" | grep -v '^ok '
   local rc=${PIPESTATUS[0]}
+  # each part's wall time, so a slower suite shows where (CI's limit is 20 minutes)
+  echo "run: $name took $((SECONDS - start)) s"
   if [ "$rc" -ne 0 ] && ! grep -q "^[0-9]* passed, [1-9]" "$log.$name"; then
     echo "run: $name exited $rc"
     exits=$((exits + 1))

@@ -114,12 +114,15 @@ int main(int argc, char **argv) {
     for (const nle_test_case *c = tables[t]; c->name; c++) {
       if (filter && !strstr(c->name, filter)) continue;
       nle_test_case_failures = 0;
+      double started = nle_time_seconds();
       c->fn();
+      /* each case's seconds, so a slow suite shows which case grew */
+      double took = nle_time_seconds() - started;
       if (nle_test_case_failures) {
-        printf("FAILED %s\n", c->name);
+        printf("FAILED %s (%.2f s)\n", c->name, took);
         failed++;
       } else {
-        printf("ok %s\n", c->name);
+        printf("ok %s (%.2f s)\n", c->name, took);
         passed++;
       }
     }
