@@ -95,6 +95,7 @@ static const char *help_fmt =
     "  --x-tol T            stop when |X - X_old| <= T |X_old| (auto: 1e-3 in a\n"
     "                       line-search homotopy, the EE paper's test; else 0, off)\n"
     "  --grad-tol G         stop when every gradient entry is below G in size\n"
+    "                       (fixed steps: tested after the exaggeration phase)\n"
     "                       (default 1e-9)\n"
     "  --time-budget S      stop after S seconds\n"
     "  --homotopy STEPS     EE, t-EE: minimise over STEPS log-spaced lambda values\n"

@@ -744,6 +744,35 @@ done:
   nle_ctx_free(&ctx);
 }
 
+/* t-SNE of structureless data with the defaults: an isotropic cloud has no
+ * neighbourhoods the exaggeration can gather, so its map shrinks towards the
+ * collapsed stationary point (to 1e-19 in 125 iterations), where the
+ * gradient is below any absolute tolerance. The run must not stop there as
+ * "converged" (it did, at iteration 41, its map 1e-8 wide): after the
+ * exaggeration the map grows back to tens of units. */
+static void structureless_map_unfolds(void) {
+  nle_ctx *ctx = test_ctx(23);
+  nle_matf *Y = test_random_matf(1000, 10, 24);
+  nle_embed_input in = {.Y = Y};
+  nle_embed_opts o;
+  nle_embed_opts_init(&o);
+  o.opt.max_iters = 200;
+  nle_embed_result *r = NULL;
+  nle_test(nle_embed(ctx, &in, &o, &r) >= 0 && r);
+  if (r) {
+    double ss = 0.0, mean[2] = {0, 0};
+    for (size_t i = 0; i < 1000; i++)
+      for (size_t c = 0; c < 2; c++) mean[c] += r->X->data[i * 2 + c] / 1000.0;
+    for (size_t i = 0; i < 1000; i++)
+      for (size_t c = 0; c < 2; c++) ss += pow(r->X->data[i * 2 + c] - mean[c], 2) / 1000.0;
+    if (!nle_test(r->report.iterations == 200 && !r->report.converged && sqrt(ss) > 10.0))
+      printf("  %d iterations, converged %d, rms radius %g\n", r->report.iterations, (int)r->report.converged, sqrt(ss));
+  }
+  nle_embed_result_free(&r);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
 const nle_test_case embed_tests[] = {{"embed/model_keeps_pca", model_keeps_pca},{"embed/energy_vs_direct_sum", energy_vs_direct_sum},
                                      {"embed/kl_vs_direct_sum", kl_vs_direct_sum},
                                      {"embed/auto_engine_switch_points", auto_engine_switch_points},
@@ -757,4 +786,5 @@ const nle_test_case embed_tests[] = {{"embed/model_keeps_pca", model_keeps_pca},
                                      {"embed/homotopy_ends_at_minimum", homotopy_ends_at_minimum},
                                      {"embed/same_for_threads", same_for_threads},
                                      {"embed/hubs_stay_in_map", hubs_stay_in_map},
+                                     {"embed/structureless_map_unfolds", structureless_map_unfolds},
                                      {NULL, NULL}};

@@ -163,7 +163,8 @@ typedef struct {
   int max_iters;      /* default 1000 */
   double tol;         /* stop when E_k - E_k+1 <= tol |E_k| five iterations in
                          a row (default 1e-6) */
-  double grad_tol;    /* stop when max |g| <= grad_tol (default 1e-9) */
+  double grad_tol;    /* stop when max |g| <= grad_tol (default 1e-9); the
+                         fixed-rate method tests it after the exaggeration */
   double x_tol;       /* stop when |X_k+1 - X_k|_F <= x_tol |X_k|_F (the EE
                          paper's test for each lambda of a homotopy;
                          default 0: off) */

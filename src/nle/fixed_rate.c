@@ -20,6 +20,25 @@ static double *attraction_degrees(nle_ctx *ctx, const nle_csr *W) {
   return deg;
 }
 
+/* Every model of the family has a stationary point where all points
+ * coincide, and near it every force is linear in the positions: there a
+ * small gradient says only that the map is small, not that it is done. A
+ * map within one kernel length of its centre (rms) is that case: t-SNE of
+ * structureless data (an isotropic 2,000-point cloud in 10-D) shrinks to
+ * 1e-19 under exaggeration, below any absolute tolerance, and grows back
+ * to a 60-unit map once the exaggeration ends. Exaggerated iterations are
+ * never tested: theirs is not the objective minimised. */
+static int map_collapsed(const nle_matd *X) {
+  double ss = 0.0;
+  for (size_t c = 0; c < X->cols; c++) {
+    double mean = 0.0;
+    for (size_t i = 0; i < X->rows; i++) mean += X->data[i * X->cols + c];
+    mean /= (double)X->rows;
+    for (size_t i = 0; i < X->rows; i++) ss += (X->data[i * X->cols + c] - mean) * (X->data[i * X->cols + c] - mean);
+  }
+  return !(ss >= (double)X->rows);
+}
+
 /* Gradient descent as the t-SNE codes run it (van der Maaten 2014): a fixed
  * learning rate with momentum (0.5 while exaggerating, then `momentum`),
  * per-coordinate gains (Jacobs' delta-bar-delta), and early exaggeration of
@@ -68,7 +87,7 @@ nle_status nle__opt_run_fixed_rate(nle_ctx *ctx, nle_opt *o, nle_model *model, n
                     "rate, lambda or the initial scale is too large for this data)", it);
     if (s) break;
     if (it == 0) rep->E0 = E;
-    if (nle__opt_max_abs(G) <= o->o.grad_tol) {
+    if (!exaggerating && nle__opt_max_abs(G) <= o->o.grad_tol && !map_collapsed(X)) {
       rep->evaluations++;
       rep->converged = true;
       break;
