@@ -83,4 +83,19 @@ for run in "${runs[@]}"; do
     ok "isa_${name}_dispatch_same_bits"
   else bad "isa_${name}_dispatch_same_bits" "$(cmp "$T/0_$name.npy" "$T/dispatch_$name.npy" 2>&1; diff "$T/0_$name.txt" "$T/dispatch_$name.txt" | head -c 400)"; fi
 done
+# new points by F(y) with the FFT engine (oos_batch.c: the batched minimiser,
+# its line searches on energies from nle__log1p at each set's width), into
+# one model, by each build
+if "$N" tsne fashion-mnist:5200 --max-iters 40 --save-model "$T/oos.nle" --threads 2 --quiet -o "$T/oos_train.npy" > /dev/null; then
+  for tool in dispatch "${levels[@]}"; do
+    exe=$N
+    [ "$tool" != dispatch ] && exe=$ISA_DIR/nlembed-$tool
+    "$exe" transform "$T/oos.nle" fashion-mnist-test --threads 2 --quiet -o "$T/${tool}_oos.npy" > /dev/null 2> "$T/stderr" ||
+      bad "isa_transform_$tool" "$(head -c 300 "$T/stderr")"
+  done
+  for tool in "${levels[@]:1}" dispatch; do
+    if cmp -s "$T/0_oos.npy" "$T/${tool}_oos.npy"; then ok "isa_transform_${tool}_same_bits"
+    else bad "isa_transform_${tool}_same_bits" "$(cmp "$T/0_oos.npy" "$T/${tool}_oos.npy" 2>&1)"; fi
+  done
+else bad isa_transform_model "training the model failed"; fi
 finish

@@ -131,7 +131,15 @@ typedef struct {
   double *E, *G;
 } energy_job;
 
-enum { ENERGY_BLOCK = 256 };
+enum { ENERGY_BLOCK = 256, LOG1P_CHUNK = 128 };
+
+/* The attraction's log1p over a chunk of a point's neighbours, at the
+ * instruction set's full width: elementwise in nle__log1p, the same bits in
+ * every clone (libmvec's log1p, one version per set, kept these loops in
+ * 2-lane SSE; 15% of a 10,000-point t-SNE transform). */
+NLE_HOT static void log1p_chunk(double *v, size_t n) {
+  for (size_t i = 0; i < n; i++) v[i] = nle__log1p(v[i]);
+}
 
 static int energy_block(void *job, size_t blk, void *scratch) {
   (void)scratch;
@@ -149,13 +157,22 @@ static int energy_block(void *job, size_t blk, void *scratch) {
     if (d == 2) {
       double x0 = x[0], x1 = x[1], g0 = 0.0, g1 = 0.0;
       if (student) {
-#pragma omp simd reduction(+ : e, g0, g1)
-        for (size_t m = 0; m < k; m++) {
-          double u0 = x0 - X[2 * (size_t)idx[m]], u1 = x1 - X[2 * (size_t)idx[m] + 1], dn = u0 * u0 + u1 * u1;
-          double c = 4.0 * w[m] / (1.0 + dn);
-          e += 2.0 * w[m] * log1p(dn);
-          g0 += c * u0;
-          g1 += c * u1;
+        for (size_t m0 = 0; m0 < k; m0 += LOG1P_CHUNK) {
+          size_t len = k - m0 < LOG1P_CHUNK ? k - m0 : LOG1P_CHUNK;
+          const double *wm = w + m0;
+          const int32_t *im = idx + m0;
+          double dn[LOG1P_CHUNK];
+#pragma omp simd reduction(+ : g0, g1)
+          for (size_t m = 0; m < len; m++) {
+            double u0 = x0 - X[2 * (size_t)im[m]], u1 = x1 - X[2 * (size_t)im[m] + 1];
+            dn[m] = u0 * u0 + u1 * u1;
+            double c = 4.0 * wm[m] / (1.0 + dn[m]);
+            g0 += c * u0;
+            g1 += c * u1;
+          }
+          log1p_chunk(dn, len);
+#pragma omp simd reduction(+ : e)
+          for (size_t m = 0; m < len; m++) e += 2.0 * wm[m] * dn[m];
         }
       } else {
 #pragma omp simd reduction(+ : e, g0, g1)
@@ -174,7 +191,7 @@ static int energy_block(void *job, size_t blk, void *scratch) {
         double dn = 0.0;
         for (size_t c = 0; c < d; c++) dn += (x[c] - xn[c]) * (x[c] - xn[c]);
         double kk = student ? 1.0 / (1.0 + dn) : 1.0;
-        e += 2.0 * w[m] * (student ? log1p(dn) : dn);
+        e += 2.0 * w[m] * (student ? nle__log1p(dn) : dn);
         for (size_t c = 0; c < d; c++) g[c] += 4.0 * w[m] * kk * (x[c] - xn[c]);
       }
     }

@@ -15,6 +15,7 @@
  * where Z = sum_nm K(|x_n - x_m|^2) and z_n its row sums at the training X. */
 #include "oos_internal.h"
 
+#include "../core/vecmath.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +39,7 @@ static double oos_energy(const oos_problem *p, const double *x, double *g) {
     double dn = 0.0;
     for (size_t c = 0; c < d; c++) dn += (x[c] - xn[c]) * (x[c] - xn[c]);
     double k = student ? 1.0 / (1.0 + dn) : 1.0;
-    e += 2.0 * p->a[t] * (student ? log1p(dn) : dn);
+    e += 2.0 * p->a[t] * (student ? nle__log1p(dn) : dn); /* oos_batch.c's log1p */
     if (g)
       for (size_t c = 0; c < d; c++) g[c] += 4.0 * p->a[t] * k * (x[c] - xn[c]);
   }
@@ -532,7 +533,7 @@ static int inverse_block(void *job, size_t b, void *scratch) {
       for (size_t c = 0; c < d; c++) d2 += (x[c] - t->X->data[i * d + c]) * (x[c] - t->X->data[i * d + c]);
       if (d2 < best) best = d2, nearest = i;
       K[i] = student ? 1.0 / (1.0 + d2) : exp(-d2);
-      A[i] = student ? log1p(d2) : d2;
+      A[i] = student ? nle__log1p(d2) : d2;
       precond += 4.0 * t->lambda * K[i];
     }
     if (!(precond > 1e-300)) precond = 1.0;
