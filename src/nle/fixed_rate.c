@@ -83,8 +83,8 @@ nle_status nle__opt_run_fixed_rate(nle_ctx *ctx, nle_opt *o, nle_model *model, n
     if (!s) s = nle_model_eval(ctx, model, X, &E, G);
     nle__model_want_energy(model, 1);
     if (s == NLE_ERR_VALUE && it > 0) /* the steps overflowed: say when, and why it may be */
-      s = nle__fail(ctx, NLE_ERR_NUMERIC, "optimiser: the map became non-finite at iteration %d (the learning "
-                    "rate, lambda or the initial scale is too large for this data)", it);
+      s = nle__fail(ctx, NLE_ERR_NUMERIC, "optimiser: the map became non-finite at iteration %d (the {@init-scale}, "
+                    "{@lambda} or {@learning-rate} is too large for this data)", it);
     if (s) break;
     if (it == 0) rep->E0 = E;
     if (!exaggerating && nle__opt_max_abs(G) <= o->o.grad_tol && !map_collapsed(X)) {
