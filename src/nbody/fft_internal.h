@@ -97,6 +97,8 @@ typedef struct {
                               kernel's is 0: see self_subtract) */
   int32_t *first;          /* the sources' stencils: N x d first nodes */
   double *weights;         /* and N x d x p weights */
+  int kernel_odd[MAX_KERNELS]; /* per kernel: a moment kernel (odd; its
+                                  transform imaginary) */
 } conv_job;
 
 /* Index of grid node (i0, i1, i2) in an in-place r2c array, whose last
@@ -146,9 +148,29 @@ double *nle__fft_ws_doubles(nle_ctx *ctx, double **buf, size_t *cap, size_t coun
 
 /* fft_interp.c: spreads channel c's charges over buf, untransformed. */
 void nle__fft_spread_for_split(const conv_job *j, size_t c, float *buf);
-/* fft_interp.c: out = f k scale over len complex values (out may be f). */
-void nle__fft_kernel_product(const fftwf_complex *f, const fftwf_complex *k, float scale, fftwf_complex *out,
-                             size_t len);
+/* out = f k scale over len complex values (out may be f), k a kernel's
+ * transform. The circulant kernel grid is exactly even (odd for a moment
+ * kernel, x_t K), so its transform is real (imaginary) but for rounding:
+ * only that part is read, and the product is two multiplications a value,
+ * with no sum for GCC to fuse into vfmaddsub under -ffp-contract=off (as it
+ * did with the full complex product in the AVX2 and AVX-512 clones): the
+ * same bits at every width, so the clones inline it. */
+static inline void nle__fft_kernel_product(const fftwf_complex *f, const fftwf_complex *k, int odd, float scale,
+                                           fftwf_complex *out, size_t len) {
+  if (!odd) {
+    for (size_t i = 0; i < len; i++) {
+      float kr = k[i][0];
+      out[i][0] = f[i][0] * kr * scale;
+      out[i][1] = f[i][1] * kr * scale;
+    }
+  } else {
+    for (size_t i = 0; i < len; i++) {
+      float ki = k[i][1], re = -(f[i][1] * ki);
+      out[i][0] = re * scale;
+      out[i][1] = f[i][0] * ki * scale;
+    }
+  }
+}
 
 /* fft_split2d.c */
 /* The chunked row plans and the column-strip plans of a 2-D grid (called
