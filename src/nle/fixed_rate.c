@@ -87,7 +87,7 @@ nle_status nle__opt_run_fixed_rate(nle_ctx *ctx, nle_opt *o, nle_model *model, n
                     "{@lambda} or {@learning-rate} is too large for this data)", it);
     if (s) break;
     if (it == 0) rep->E0 = E;
-    if (!exaggerating && nle__opt_max_abs(G) <= o->o.grad_tol && !map_collapsed(X)) {
+    if (!exaggerating && nle__opt_max_abs(ctx, G) <= o->o.grad_tol && !map_collapsed(X)) {
       rep->evaluations++;
       rep->converged = true;
       break;
@@ -137,7 +137,7 @@ nle_status nle__opt_run_fixed_rate(nle_ctx *ctx, nle_opt *o, nle_model *model, n
   if (!s) s = restore;
   nle__opt_schedule_accuracy(ctx, o, o->o.max_iters); /* the final E at full accuracy */
   if (!s) s = nle_model_eval(ctx, model, X, &rep->E, G); /* the true E, without exaggeration */
-  rep->grad_max = (!s && G) ? nle__opt_max_abs(G) : 0.0;
+  rep->grad_max = (!s && G) ? nle__opt_max_abs(ctx, G) : 0.0;
   rep->seconds = seconds0 + nle_time_seconds() - t0;
   nle_matd_free(&G);
   *out = *rep;

@@ -72,7 +72,7 @@ struct nle_opt {
 };
 
 double nle__opt_dot(const double *a, const double *b, size_t len);
-double nle__opt_max_abs(const nle_matd *m);
+double nle__opt_max_abs(nle_ctx *ctx, const nle_matd *m);
 /* Sets the model's accuracy for this iteration of the schedule; whether it
  * is an accuracy of its own (inside the schedule, with a fast engine). */
 int nle__opt_schedule_accuracy(nle_ctx *ctx, const nle_opt *o, int iteration);

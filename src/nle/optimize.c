@@ -197,9 +197,19 @@ static double relative_change(const double *delta, const double *x, size_t len, 
   return xx > 0 ? fabs(scale) * sqrt(dd / xx) : INFINITY;
 }
 
-double nle__opt_max_abs(const nle_matd *m) {
+/* The largest |entry|, NaNs passed over as fmax would; in parallel and
+ * vectorised (fmax kept the loop scalar: 2 ms an iteration at a million
+ * points), the same value for any thread count or width: a maximum is
+ * exact in any order. */
+double nle__opt_max_abs(nle_ctx *ctx, const nle_matd *m) {
   double v = 0.0;
-  for (size_t i = 0; i < m->rows * m->cols; i++) v = fmax(v, fabs(m->data[i]));
+  size_t n = m->rows * m->cols;
+  const double *x = m->data;
+#pragma omp parallel for simd schedule(static) reduction(max : v) num_threads(nle__threads_for(ctx, (double)n))
+  for (size_t i = 0; i < n; i++) {
+    double a = fabs(x[i]);
+    v = a > v ? a : v;
+  }
   return v;
 }
 
@@ -293,7 +303,7 @@ static nle_status opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report 
     rep->E0 = r->E = E;
   }
   while (!s && rep->iterations < o->o.max_iters) {
-    if (nle__opt_max_abs(G) <= o->o.grad_tol) {
+    if (nle__opt_max_abs(ctx, G) <= o->o.grad_tol) {
       rep->converged = true;
       break;
     }
@@ -372,7 +382,7 @@ static nle_status opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report 
     if (!s && nle__progress(ctx, "optimising", (double)rep->iterations / (double)o->o.max_iters)) s = NLE_ERR_CANCELLED;
   }
   rep->E = E;
-  rep->grad_max = G ? nle__opt_max_abs(G) : 0.0;
+  rep->grad_max = G ? nle__opt_max_abs(ctx, G) : 0.0;
   rep->seconds = seconds0 + nle_time_seconds() - t0;
   nle_matd_free(&G);
   nle_matd_free(&P);
