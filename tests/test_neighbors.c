@@ -2,6 +2,8 @@
 #include "harness.h"
 #include "../src/core/internal.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -620,10 +622,48 @@ static void from_distances(void) {
   nle_ctx_free(&ctx);
 }
 
+/* The range test's one-pass bound (each column's extremes) is up to d times
+ * the largest distance: where it alone would refuse or accept wrongly, the
+ * exact pass decides. 100 columns, each with its outlier in a row of its
+ * own: every row's squared distance about 1/20 of the overflow limit, the
+ * bound 5 times it: accepted. One row holding all outliers: refused. Then
+ * the underflow end: a bound above 1e-34 whose rows lie below it. */
+static void range_bound_falls_back(void) {
+  nle_ctx *ctx = test_ctx(2);
+  size_t n = 400, d = 100;
+  nle_matf *Y = NULL;
+  nle_test_ok(nle_matf_alloc(ctx, n, d, &Y));
+  if (!Y) goto done;
+  float big = (float)sqrt(FLT_MAX / 4.0 / 20.0);
+  memset(Y->data, 0, n * d * sizeof(float));
+  for (size_t j = 0; j < d; j++) Y->data[(2 * j) * d + j] = big;
+  nle_test_ok(nle__knn_check_range(ctx, Y, NULL));
+  for (size_t j = 0; j < d; j++) Y->data[(2 * j) * d + j] = 0.0f, Y->data[7 * d + j] = big;
+  nle_test(nle__knn_check_range(ctx, Y, NULL) == NLE_ERR_VALUE && strstr(nle_ctx_error(ctx), "point in row 8 lies "));
+  /* rows at 1e-17 in one column each: each squared distance about 1e-34 /
+   * (a little), the bound d times more */
+  memset(Y->data, 0, n * d * sizeof(float));
+  for (size_t j = 0; j < d; j++) Y->data[(2 * j) * d + j] = 5e-18f;
+  nle_test(nle__knn_check_range(ctx, Y, NULL) == NLE_ERR_VALUE &&
+           strstr(nle_ctx_error(ctx), "squared distances underflow"));
+  /* the queries' rows count too: one far query among tame points */
+  nle_matf *T = test_random_matf(n, d, 3), Q = {1, d, NULL};
+  float far[100] = {0};
+  far[99] = 1e35f;
+  Q.data = far;
+  nle_test_ok(nle__knn_check_range(ctx, T, NULL));
+  nle_test(nle__knn_check_range(ctx, T, &Q) == NLE_ERR_VALUE && strstr(nle_ctx_error(ctx), "query point in row 1"));
+  nle_matf_free(&T);
+done:
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
 const nle_test_case neighbors_tests[] = {{"neighbors/knn_query_vs_naive", knn_query_vs_naive},
                                          {"neighbors/kdtree_vs_gemm", kdtree_vs_gemm},
                                          {"neighbors/from_distances", from_distances},
     {"neighbors/knn_scale_range", knn_scale_range},
+    {"neighbors/range_bound_falls_back", range_bound_falls_back},
                                          {"neighbors/knn_rerank_queries_vs_naive", knn_rerank_queries_vs_naive},
                                          {"neighbors/knn_query_blocks_vs_naive", knn_query_blocks_vs_naive},
                                          {"neighbors/knn_rerank_vs_naive", knn_rerank_vs_naive},
