@@ -97,8 +97,8 @@ typedef struct {
                               kernel's is 0: see self_subtract) */
   int32_t *first;          /* the sources' stencils: N x d first nodes */
   double *weights;         /* and N x d x p weights */
-  int kernel_odd[MAX_KERNELS]; /* per kernel: a moment kernel (odd; its
-                                  transform imaginary) */
+  const nle__grid_kernel *kernels; /* those of kernel_hat (a moment kernel is
+                                      odd: its transform imaginary) */
 } conv_job;
 
 /* Index of grid node (i0, i1, i2) in an in-place r2c array, whose last

@@ -75,7 +75,7 @@ NLE_HOT static int split_columns_block(void *job, size_t k, void *scratch) {
   for (size_t c = 0; c < j->nch; c++) {
     const fftwf_complex *f = lead_at[j->lead_of[c]];
     const fftwf_complex *kh = (const fftwf_complex *)j->kernel_hat[j->chan_kernel[c]] + c0;
-    int odd = j->kernel_odd[j->chan_kernel[c]];
+    int odd = j->kernels[j->chan_kernel[c]].moment >= 0;
     for (size_t r = 0; r < rows; r++)
       nle__fft_kernel_product(f + r * STRIP, kh + r * ncplx, odd, scale, out + r * STRIP, width);
     fftwf_execute_dft(w->col_inv[plan], out, out);
