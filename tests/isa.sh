@@ -51,7 +51,7 @@ runs=(
   # Locally Linear Landmarks with principal components: the landmarks'
   # re-ranking and the reconstruction weights (lll.c)
   "lll|le fashion-mnist:2000 --pca 20 --landmarks 400"
-  # the sparse rows' exact neighbours (knn_sparse.c), under cosine
+  # the sparse rows' exact neighbours (knn_sparse_exact.c), under cosine
   "sparse_knn|tsne $T/sparse.mtx --metric cosine --method exact --max-iters 30"
 )
 for run in "${runs[@]}"; do

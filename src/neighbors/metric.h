@@ -1,4 +1,5 @@
-/* metric.h — what knn_metric.c and knn_sparse.c share (private). */
+/* metric.h — what knn_metric.c and the sparse searches (knn_sparse*.c)
+ * share (private). */
 #ifndef NLE_NEIGHBORS_METRIC_H
 #define NLE_NEIGHBORS_METRIC_H
 
