@@ -23,6 +23,8 @@ typedef struct {
   size_t pad[MAX_DIM];   /* 2 nodes: the circulant embedding */
   size_t real_len;       /* doubles in one in-place r2c array */
   size_t cplx_len;       /* complex values in its transform */
+  size_t kernel_len;     /* floats in a kernel's compact transform: the
+                            product of (nodes + 1) (see kernel_row) */
   double lo[MAX_DIM], box, h;
   /* the nodes within a box, (j + 1/2) / p, and 1 / prod_{k != j} (node_j -
    * node_k): the constant half of each Lagrange weight */
@@ -53,7 +55,9 @@ struct nle__fft_ws {
                                  transforms run about twice as fast */
   float *charge_hat[MAX_CHANNELS]; /* d != 2: a charge column's transform,
                                       kept for the channels that share it */
-  float *khat[MAX_KERNELS];
+  float *khat[MAX_KERNELS]; /* compact transforms (kernel_row), khat_cap floats each */
+  size_t khat_cap;
+  fftwf_plan khat_plan[MAX_DIM + 1]; /* their DCT/DST, per moment + 1 (0: even) */
   nle__grid_kernel khat_kernel[MAX_KERNELS];
   double khat_h[MAX_KERNELS]; /* 0: not computed */
   /* Scratch kept between calls (no allocation per evaluation): the
@@ -74,7 +78,7 @@ typedef struct {
   const int *chan_kernel;  /* per channel: which kernel transform */
   const int *chan_charge;  /* per channel: charge column, -1 = unit */
   size_t nch;
-  float *const *kernel_hat; /* transformed kernels */
+  float *const *kernel_hat; /* transformed kernels, compact (kernel_row) */
   float *const *grid;          /* per channel: grid values after convolution */
   float *const *charge_hat;    /* d != 2, per lead channel: its charges' transform, when shared */
   int lead_of[MAX_CHANNELS];   /* per channel: the first channel with its charges */
@@ -140,6 +144,10 @@ void nle__fft_plan_grid(const nle_matd *src, const nle_matd *tgt, const nle_fft_
 /* Makes the work space fit grid g with nch channel buffers: new plans and
  * buffers only when the shape changed. */
 nle_status nle__fft_ws_fit(nle_ctx *ctx, nle__fft_ws *w, fft_grid *g, size_t nch, size_t nkernels);
+/* The DCT/DST plans the stale kernels' compact transforms need, made
+ * once per grid shape and moment (under the planner lock). */
+nle_status nle__fft_plan_kernels(nle_ctx *ctx, nle__fft_ws *w, const fft_grid *g, const nle__grid_kernel *kernels,
+                                 const size_t *stale, size_t nstale);
 /* A grid buffer of `floats` floats, freed by free(). */
 float *nle__fft_grid_alloc(size_t floats);
 /* *buf with room for count doubles (grown, not kept in step with shrinking
@@ -148,24 +156,51 @@ double *nle__fft_ws_doubles(nle_ctx *ctx, double **buf, size_t *cap, size_t coun
 
 /* fft_interp.c: spreads channel c's charges over buf, untransformed. */
 void nle__fft_spread_for_split(const conv_job *j, size_t c, float *buf);
-/* out = f k scale over len complex values (out may be f), k a kernel's
- * transform. The circulant kernel grid is exactly even (odd for a moment
- * kernel, x_t K), so its transform is real (imaginary) but for rounding:
- * only that part is read, and the product is two multiplications a value,
- * with no sum for GCC to fuse into vfmaddsub under -ffp-contract=off (as it
- * did with the full complex product in the AVX2 and AVX-512 clones): the
- * same bits at every width, so the clones inline it. */
-static inline void nle__fft_kernel_product(const fftwf_complex *f, const fftwf_complex *k, int odd, float scale,
+/* A kernel's transform on the padded grid, kept compact. The circulant
+ * kernel column is even in every dimension (odd in a moment kernel's, x_t
+ * K), so its transform is real (imaginary) and even (odd) along each
+ * dimension: entry k and entry pad - k hold the same value (negated along
+ * the odd dimension), and entries 0..nodes along each dimension say it all.
+ * The compact array holds those, row-major, prod (nodes + 1) floats: the
+ * real part, or the imaginary part with its sign flipped (the DST's sign).
+ * The padded transform's rows (all dimensions but the last, the r2c
+ * layout's nodes + 1 complex values) map to compact rows one to one in the
+ * last dimension: this returns the compact row of padded row `row` and
+ * the factor for its values (-1 past the middle of the odd dimension;
+ * then -1 again for the imaginary part's sign for a moment kernel). */
+static inline const float *nle__fft_kernel_row(const fft_grid *g, const float *kernel_hat, size_t row, int moment,
+                                               float *factor) {
+  size_t idx = 0, stride = 1, rem = row;
+  float f = moment >= 0 ? -1.0f : 1.0f;
+  for (size_t t = g->d - 1; t-- > 0;) {
+    size_t k = rem % g->pad[t], n = g->nodes[t];
+    rem /= g->pad[t];
+    idx += (k <= n ? k : g->pad[t] - k) * stride;
+    stride *= n + 1;
+    if ((int)t == moment && k > n) f = -f;
+  }
+  *factor = f;
+  return kernel_hat + idx * (g->nodes[g->d - 1] + 1);
+}
+
+/* out = f k scale over len complex values (out may be f), k len values of
+ * a compact kernel row, scale with its factor: k is the real part of the
+ * kernel's transform, or (odd) its imaginary part. The product is two
+ * multiplications a value, with no sum for GCC to fuse into vfmaddsub
+ * under -ffp-contract=off (as it did with the full complex product in the
+ * AVX2 and AVX-512 clones): the same bits at every width, so the clones
+ * inline it. */
+static inline void nle__fft_kernel_product(const fftwf_complex *f, const float *k, int odd, float scale,
                                            fftwf_complex *out, size_t len) {
   if (!odd) {
     for (size_t i = 0; i < len; i++) {
-      float kr = k[i][0];
+      float kr = k[i];
       out[i][0] = f[i][0] * kr * scale;
       out[i][1] = f[i][1] * kr * scale;
     }
   } else {
     for (size_t i = 0; i < len; i++) {
-      float ki = k[i][1], re = -(f[i][1] * ki);
+      float ki = k[i], re = -(f[i][1] * ki);
       out[i][0] = re * scale;
       out[i][1] = f[i][0] * ki * scale;
     }
@@ -182,11 +217,11 @@ void nle__fft_plan_split(nle__fft_ws *w, const fft_grid *g);
  * estimate of one channel's transforms. */
 nle_status nle__fft_convolve_split2d(nle_ctx *ctx, nle__fft_ws *w, conv_job *job, double grid_work, double *quad);
 /* sum_w |Q^(w)|^2 K^(w) over the half spectrum of a real transform, for
- * `width` columns from c0 of its last dimension, the transforms' rows
- * `fld` and `kld` values apart, f and k at column c0 of the first row
- * (times 1 / G: q^T (K * q), by Parseval's identity): the columns other
- * than 0 and pad/2 stand for two. */
-double nle__fft_parseval_strip(const fftwf_complex *f, size_t fld, const fftwf_complex *k, size_t kld, size_t rows,
-                               size_t c0, size_t width, size_t last);
+ * `width` columns from c0 of its last dimension and its first `rows` rows,
+ * f at column c0 of the first row and fld values a row, kernel_hat an even
+ * kernel's compact transform (times 1 / G: q^T (K * q), by Parseval's
+ * identity): the columns other than 0 and pad/2 stand for two. */
+double nle__fft_parseval_strip(const fft_grid *g, const fftwf_complex *f, size_t fld, const float *kernel_hat,
+                               size_t rows, size_t c0, size_t width);
 
 #endif

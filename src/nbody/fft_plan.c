@@ -63,6 +63,8 @@ static void ws_release_plans(nle__fft_ws *w) {
       if (w->col_fwd[k]) fftwf_destroy_plan(w->col_fwd[k]);
       if (w->col_inv[k]) fftwf_destroy_plan(w->col_inv[k]);
     }
+    for (size_t k = 0; k <= MAX_DIM; k++)
+      if (w->khat_plan[k]) fftwf_destroy_plan(w->khat_plan[k]);
   }
   pthread_mutex_unlock(&planner_lock);
   w->forward = w->backward = NULL;
@@ -70,6 +72,7 @@ static void ws_release_plans(nle__fft_ws *w) {
   memset(w->row_inv, 0, sizeof w->row_inv);
   memset(w->col_fwd, 0, sizeof w->col_fwd);
   memset(w->col_inv, 0, sizeof w->col_inv);
+  memset(w->khat_plan, 0, sizeof w->khat_plan);
   for (size_t k = 0; k < MAX_KERNELS; k++) w->khat_h[k] = 0.0; /* the kernels belong to the old shape */
 }
 
@@ -79,7 +82,7 @@ static void ws_release_grids(nle__fft_ws *w) {
   memset(w->bufs, 0, sizeof w->bufs);
   memset(w->charge_hat, 0, sizeof w->charge_hat);
   memset(w->khat, 0, sizeof w->khat);
-  w->grid_cap = 0;
+  w->grid_cap = w->khat_cap = 0;
 }
 
 static void ws_release(nle__fft_ws *w) {
@@ -164,6 +167,8 @@ void nle__fft_plan_grid(const nle_matd *src, const nle_matd *tgt, const nle_fft_
     total *= g->pad[t];
   }
   g->real_len = total / g->pad[d - 1] * 2 * (g->pad[d - 1] / 2 + 1);
+  g->kernel_len = 1;
+  for (size_t t = 0; t < d; t++) g->kernel_len *= g->nodes[t] + 1;
   g->cplx_len = g->real_len / 2;
 }
 
@@ -187,6 +192,40 @@ double nle__fft_grid_nodes(const nle_matd *X, const nle_fft_opts *opts) {
 }
 
 int nle__fft_grid_fits(const nle_matd *X, const nle_fft_opts *opts) { return nle__fft_grid_nodes(X, opts) > 0.0; }
+/* The DCT/DST plan of a kernel of this moment over its compact array buf
+ * (NULL where a moment dimension has no interior node); called under the
+ * planner lock, before the kernels are transformed in parallel on arrays
+ * of buf's alignment (FFTW_ESTIMATE leaves buf alone). */
+static fftwf_plan kernel_plan(const fft_grid *g, int moment, float *buf) {
+  fftwf_iodim dims[MAX_DIM];
+  fftwf_r2r_kind kinds[MAX_DIM];
+  size_t stride = 1, offset = 0;
+  for (size_t t = g->d; t-- > 0;) {
+    int odd = (int)t == moment;
+    if (odd && g->nodes[t] < 2) return NULL;
+    dims[t].n = (int)(odd ? g->nodes[t] - 1 : g->nodes[t] + 1);
+    dims[t].is = dims[t].os = (int)stride;
+    kinds[t] = odd ? FFTW_RODFT00 : FFTW_REDFT00;
+    if (odd) offset = stride;
+    stride *= g->nodes[t] + 1;
+  }
+  return fftwf_plan_guru_r2r((int)g->d, dims, 0, NULL, buf + offset, buf + offset, kinds, FFTW_ESTIMATE);
+}
+
+nle_status nle__fft_plan_kernels(nle_ctx *ctx, nle__fft_ws *w, const fft_grid *g, const nle__grid_kernel *kernels,
+                                 const size_t *stale, size_t nstale) {
+  int ok = 1;
+  pthread_mutex_lock(&planner_lock);
+  for (size_t i = 0; i < nstale; i++) {
+    int moment = kernels[stale[i]].moment;
+    int plain = moment < 0 || g->nodes[moment] >= 2; /* else no plan: the kernel is 0 on the grid */
+    if (plain && !w->khat_plan[moment + 1] && !(w->khat_plan[moment + 1] = kernel_plan(g, moment, w->khat[stale[i]])))
+      ok = 0;
+  }
+  pthread_mutex_unlock(&planner_lock);
+  return ok ? NLE_OK : nle__fail(ctx, NLE_ERR_NUMERIC, "FFT interpolation: FFTW planning failed");
+}
+
 nle_status nle__fft_ws_fit(nle_ctx *ctx, nle__fft_ws *w, fft_grid *g, size_t nch, size_t nkernels) {
   int same = w->forward && w->d == g->d;
   for (size_t t = 0; same && t < g->d; t++) same = w->pad[t] == g->pad[t];
@@ -194,15 +233,16 @@ nle_status nle__fft_ws_fit(nle_ctx *ctx, nle__fft_ws *w, fft_grid *g, size_t nch
     /* While a map expands the shape changes every few iterations: new plans,
      * but the grids are kept while they are large enough (grown with room). */
     ws_release_plans(w);
-    if (g->real_len > w->grid_cap) {
+    if (g->real_len > w->grid_cap || g->kernel_len > w->khat_cap) {
       ws_release_grids(w);
-      size_t cap = g->real_len + g->real_len / 4;
-      nle_status s = nle__check_memory(ctx, (double)(nch + nkernels) * (double)cap * sizeof(float),
+      size_t cap = g->real_len + g->real_len / 4, kcap = g->kernel_len + g->kernel_len / 4;
+      nle_status s = nle__check_memory(ctx, ((double)nch * (double)cap + (double)nkernels * (double)kcap) * sizeof(float),
                                        "the FFT-interpolation grids");
       if (s) return s;
       if (!(w->bufs[0] = nle__fft_grid_alloc(cap)))
         return nle__fail(ctx, NLE_ERR_NOMEM, "FFT interpolation: out of memory for the grid");
       w->grid_cap = cap;
+      w->khat_cap = kcap;
     }
     w->d = g->d;
     memcpy(w->pad, g->pad, sizeof w->pad);
@@ -225,7 +265,7 @@ nle_status nle__fft_ws_fit(nle_ctx *ctx, nle__fft_ws *w, fft_grid *g, size_t nch
     if (!w->bufs[c] && !(w->bufs[c] = nle__fft_grid_alloc(w->grid_cap)))
       return nle__fail(ctx, NLE_ERR_NOMEM, "FFT interpolation: out of memory for the grids");
   for (size_t k = 0; k < nkernels; k++)
-    if (!w->khat[k] && !(w->khat[k] = nle__fft_grid_alloc(w->grid_cap)))
+    if (!w->khat[k] && !(w->khat[k] = nle__fft_grid_alloc(w->khat_cap)))
       return nle__fail(ctx, NLE_ERR_NOMEM, "FFT interpolation: out of memory for the grids");
   g->forward = w->forward;
   g->backward = w->backward;

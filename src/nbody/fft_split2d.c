@@ -4,15 +4,19 @@
  * grid that holds charges (forward) or wanted values (backward). */
 #include "fft_internal.h"
 
-double nle__fft_parseval_strip(const fftwf_complex *f, size_t fld, const fftwf_complex *k, size_t kld, size_t rows,
-                               size_t c0, size_t width, size_t last) {
+double nle__fft_parseval_strip(const fft_grid *g, const fftwf_complex *f, size_t fld, const float *kernel_hat,
+                               size_t rows, size_t c0, size_t width) {
+  size_t last = g->pad[g->d - 1];
   double sum = 0.0;
-  for (size_t r = 0; r < rows; r++)
+  for (size_t r = 0; r < rows; r++) {
+    float one;
+    const float *k = nle__fft_kernel_row(g, kernel_hat, r, -1, &one) + c0;
     for (size_t col = 0; col < width; col++) {
-      const float *fv = f[r * fld + col], *kv = k[r * kld + col];
+      const float *fv = f[r * fld + col];
       double twice = c0 + col == 0 || 2 * (c0 + col) == last ? 1.0 : 2.0;
-      sum += twice * ((double)fv[0] * fv[0] + (double)fv[1] * fv[1]) * kv[0];
+      sum += twice * ((double)fv[0] * fv[0] + (double)fv[1] * fv[1]) * k[col];
     }
+  }
   return sum;
 }
 
@@ -68,16 +72,18 @@ NLE_HOT static int split_columns_block(void *job, size_t k, void *scratch) {
     lead_at[c] = t;
   }
   if (j->quad_lead >= 0)
-    j->quad_part[k] = nle__fft_parseval_strip(lead_at[j->quad_lead], STRIP,
-                                               (const fftwf_complex *)j->kernel_hat[j->quad_kernel] + c0, ncplx,
-                                               rows, c0, width, g->pad[1]);
+    j->quad_part[k] = nle__fft_parseval_strip(g, lead_at[j->quad_lead], STRIP, j->kernel_hat[j->quad_kernel], rows,
+                                               c0, width);
   float scale = 1.0f / ((float)g->pad[0] * (float)g->pad[1]);
   for (size_t c = 0; c < j->nch; c++) {
     const fftwf_complex *f = lead_at[j->lead_of[c]];
-    const fftwf_complex *kh = (const fftwf_complex *)j->kernel_hat[j->chan_kernel[c]] + c0;
-    int odd = j->kernels[j->chan_kernel[c]].moment >= 0;
-    for (size_t r = 0; r < rows; r++)
-      nle__fft_kernel_product(f + r * STRIP, kh + r * ncplx, odd, scale, out + r * STRIP, width);
+    const float *kh = j->kernel_hat[j->chan_kernel[c]];
+    int moment = j->kernels[j->chan_kernel[c]].moment;
+    for (size_t r = 0; r < rows; r++) {
+      float factor;
+      const float *k_row = nle__fft_kernel_row(g, kh, r, moment, &factor) + c0;
+      nle__fft_kernel_product(f + r * STRIP, k_row, moment >= 0, scale * factor, out + r * STRIP, width);
+    }
     fftwf_execute_dft(w->col_inv[plan], out, out);
     fftwf_complex *grid = (fftwf_complex *)j->grid[c] + c0;
     for (size_t r = 0; r < nodes0; r++) memcpy(grid + r * ncplx, out + r * STRIP, width * sizeof(fftwf_complex));
