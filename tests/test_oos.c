@@ -5,6 +5,7 @@
 #include "harness.h"
 #include "nle_common.h"
 #include "../src/nle/nle_internal.h"
+#include "../src/nle/oos_internal.h"
 #include "../src/io/io_internal.h"
 
 #include <lapacke.h>
@@ -603,6 +604,60 @@ static void oos_fast_engines(void) {
   nle_ctx_free(&ctx);
 }
 
+/* The new points' quasi-Newton metric (oos_internal.h), against the
+ * properties the BFGS update promises: after an update with y's > 0 the
+ * metric maps y to s exactly (the secant condition), stays symmetric and
+ * positive definite (Cholesky), and a pair with y's <= 0 leaves it alone;
+ * the direction is -H g with slope g'(-H g) < 0. d = 1 to 4, random pairs. */
+static void oos_metric_secant(void) {
+  nle_matd *R = test_random_matd(4 * 50 * 30, 1, 1.0, 12345); /* uniform values, consumed in turn */
+  size_t used = 0;
+#define NEXT() (R->data[used++ % R->rows])
+  for (size_t d = 1; d <= 4; d++)
+    for (int rep = 0; rep < 50; rep++) {
+      double H[16], s[4], y[4], g[4], dir[4], Hy[4], chol[16];
+      nle__oos_metric_init(H, d, 0.5 + (double)rep);
+      for (int step = 0; step < 3; step++) { /* a few updates in a row, each checked */
+        double sy = 0.0;
+        for (size_t a = 0; a < d; a++) s[a] = NEXT(), y[a] = NEXT();
+        for (size_t a = 0; a < d; a++) sy += s[a] * y[a];
+        if (sy <= 0) /* flip y so that the pair has curvature */
+          for (size_t a = 0; a < d; a++) y[a] = -y[a];
+        nle__oos_metric_update(H, s, y, d, Hy);
+        double worst = 0.0, asym = 0.0;
+        for (size_t a = 0; a < d; a++) {
+          double v = 0.0, size = fabs(s[a]);
+          for (size_t b = 0; b < d; b++) {
+            v += H[a * d + b] * y[b];
+            size += fabs(H[a * d + b] * y[b]);
+            asym = fmax(asym, fabs(H[a * d + b] - H[b * d + a]));
+          }
+          worst = fmax(worst, fabs(v - s[a]) / size); /* relative to the sum's terms */
+        }
+        memcpy(chol, H, d * d * sizeof(double));
+        int pd = LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'L', (lapack_int)d, chol, (lapack_int)d) == 0;
+        if (!nle_test(worst <= 1e-12 && asym == 0.0 && pd))
+          printf("  d %zu rep %d step %d: secant error %.3g, asymmetry %.3g, positive definite %d\n", d, rep, step, worst,
+                 asym, pd);
+      }
+      double before[16];
+      memcpy(before, H, sizeof before);
+      for (size_t a = 0; a < d; a++) y[a] = -s[a] * (1.0 + fabs(NEXT())); /* y's < 0 */
+      nle__oos_metric_update(H, s, y, d, Hy);
+      nle_test(!memcmp(before, H, d * d * sizeof(double)));
+      for (size_t a = 0; a < d; a++) g[a] = NEXT();
+      double slope = nle__oos_metric_direction(H, g, d, dir), gap = 0.0;
+      for (size_t a = 0; a < d; a++) {
+        double v = 0.0;
+        for (size_t b = 0; b < d; b++) v -= H[a * d + b] * g[b];
+        gap = fmax(gap, fabs(v - dir[a]));
+      }
+      nle_test(slope < 0.0 && gap == 0.0);
+    }
+#undef NEXT
+  nle_matd_free(&R);
+}
+
 /* The batched FFT F(y) runs the new points in ranges of a few hundred, in
  * an order with locality in the map, each range minimised on one thread:
  * every point's steps depend on its own energies alone. So 700 points
@@ -734,5 +789,6 @@ const nle_test_case oos_tests[] = {
     {"oos/trained_maps", oos_trained_maps},
     {"oos/fast_engines", oos_fast_engines},
     {"oos/ranges_independent", oos_ranges_independent},
+    {"oos/metric_secant", oos_metric_secant},
     {"oos/model_mapped", oos_model_mapped},
     {NULL, NULL}};

@@ -19,7 +19,8 @@ enum { FAR_MARGIN = 8 }; /* kernel lengths beyond the training map */
 /* Finer than training's default (force error 4e-4 against 2.5e-2 on a
  * 70,000-point t-SNE map): a map is made once, and the minimum of E' moves
  * with the error of the forces. In 2-D the grid may grow to 2,048 nodes a
- * side (about 400 MB for t-SNE's six grids), so that a 60,000-point t-SNE
+ * side (about 250 MB for t-SNE's three channel grids and three compact
+ * kernel transforms), so that a 60,000-point t-SNE
  * map (about 200 kernel lengths wide) fits at this box width. */
 /* Boxes of 0.5 kernel lengths, order 4; a map whose span (with the margin)
  * needs more than max_nodes nodes per side at that width gets wider boxes,
@@ -96,11 +97,10 @@ static nle_status batch_repulsion(nle_ctx *ctx, const batch_engine *b, const eng
   } else if (inside) {
     if (serial) nle__fft_field_eval_serial(b->field, &T, w->phi);
     else s = nle__fft_field_eval(ctx, b->field, &T, w->phi);
-    size_t nch = d + 2;
+    size_t nch = d + 1;
     for (size_t i = 0; !s && i < inside; i++) {
       w->S[i] = w->phi[i * nch];
-      for (size_t c = 0; c < d; c++)
-        w->F[i * d + c] = w->phi[i * nch + 2 + c] - w->tgt[i * d + c] * w->phi[i * nch + 1];
+      for (size_t c = 0; c < d; c++) w->F[i * d + c] = -w->phi[i * nch + 1 + c]; /* sum K' (x - x_n) */
     }
   }
   for (size_t i = 0; !s && i < count; i++) { /* back in list order */
@@ -238,22 +238,24 @@ typedef struct {
   double scale; /* rms distance of the training map from its centre */
   const size_t *order;
   double *X, *Xt, *E, *Et, *G, *step, *precond, *slope, *rep;
+  double *H, *dir, *Gold; /* per point: its metric (d x d), direction or step taken, gradient before it */
   size_t *list, *pending;
   unsigned char *done;
   engine_scratch w; /* rows for all m points */
 } minimiser;
 
-/* The per-point minimiser (outofsample.c's steps, line search and stopping
- * tests) for the points order[i0..i1), each evaluation summing all of them
- * at once. */
+/* The per-point minimiser (outofsample.c's metric, steps, line search and
+ * stopping tests) for the points order[i0..i1), each evaluation summing
+ * all of them at once. */
 static nle_status minimise_range(nle_ctx *ctx, const minimiser *z, size_t i0, size_t i1, int serial) {
   size_t d = z->d, m = z->m, count = i1 - i0;
   size_t *list = z->list + i0, *pending = z->pending + i0;
   double *E = z->E, *Et = z->Et, *G = z->G, *Xt = z->Xt, *X = z->X, *step = z->step, *precond = z->precond;
-  double *slope = z->slope, *S = z->rep + i0, *R = z->rep + m + i0 * d;
+  double *slope = z->slope, *S = z->rep + i0, *R = z->rep + m + i0 * d, *H = z->H, *dir = z->dir, *Gold = z->Gold;
   unsigned char *done = z->done;
-  engine_scratch w = {z->w.tgt + i0 * d, z->w.phi + i0 * (d + 2), z->w.S + i0, z->w.F + i0 * d, z->w.slot + i0};
+  engine_scratch w = {z->w.tgt + i0 * d, z->w.phi + i0 * (d + 1), z->w.S + i0, z->w.F + i0 * d, z->w.slot + i0};
   memcpy(list, z->order + i0, count * sizeof(size_t));
+  for (size_t i = i0; i < i1; i++) nle__oos_metric_init(H + z->order[i] * d * d, d, precond[z->order[i]]);
   nle_status s = batch_energy(ctx, z->b, &w, z->at, X, list, count, E, G, S, R, serial);
   for (int it = 0; !s && it < z->max_iters; it++) {
     size_t active = 0;
@@ -261,11 +263,8 @@ static nle_status minimise_range(nle_ctx *ctx, const minimiser *z, size_t i0, si
       size_t q = z->order[i];
       if (done[q]) continue;
       double gmax = 0.0;
-      slope[q] = 0.0;
-      for (size_t c = 0; c < d; c++) {
-        gmax = fmax(gmax, fabs(G[q * d + c]));
-        slope[q] -= G[q * d + c] * G[q * d + c] / precond[q];
-      }
+      for (size_t c = 0; c < d; c++) gmax = fmax(gmax, fabs(G[q * d + c]));
+      slope[q] = nle__oos_metric_direction(H + q * d * d, G + q * d, d, dir + q * d);
       if (gmax <= 1e-10 * fmax(1.0, precond[q])) done[q] = 1;
       else pending[active++] = q;
     }
@@ -276,18 +275,24 @@ static nle_status minimise_range(nle_ctx *ctx, const minimiser *z, size_t i0, si
       for (size_t i = 0; i < active; i++)
         for (size_t c = 0; c < d; c++) {
           size_t q = pending[i];
-          Xt[q * d + c] = X[q * d + c] - step[q] * G[q * d + c] / precond[q];
+          Xt[q * d + c] = X[q * d + c] + step[q] * dir[q * d + c];
         }
       s = batch_energy(ctx, z->b, &w, z->at, Xt, pending, active, Et, NULL, S, R, serial);
       size_t still = 0;
       for (size_t i = 0; !s && i < active; i++) {
         size_t q = pending[i];
         if (nle__armijo_accepts(&armijo, E[q], Et[q], step[q], slope[q])) {
+          double move = 0.0;
+          for (size_t c = 0; c < d; c++) {
+            dir[q * d + c] = Xt[q * d + c] - X[q * d + c]; /* the step taken, for the metric's update */
+            move += dir[q * d + c] * dir[q * d + c];
+          }
           memcpy(X + q * d, Xt + q * d, d * sizeof(double));
+          memcpy(Gold + q * d, G + q * d, d * sizeof(double));
           list[accepted++] = q;
           /* The approximate gradient does not vanish at the minimum: a
            * point whose move fell below 1e-6 of the map's scale is done. */
-          if (step[q] * sqrt(-slope[q] / precond[q]) < 1e-6 * z->scale) done[q] = 1;
+          if (sqrt(move) < 1e-6 * z->scale) done[q] = 1;
         } else if (step[q] < 1e-9) {
           done[q] = 1; /* no descent found along this direction */
         } else {
@@ -298,7 +303,13 @@ static nle_status minimise_range(nle_ctx *ctx, const minimiser *z, size_t i0, si
       active = still;
     }
     if (!s && accepted) s = batch_energy(ctx, z->b, &w, z->at, X, list, accepted, E, G, S, R, serial);
-    for (size_t i = 0; i < accepted; i++) step[list[i]] = fmin(1.0, 2.0 * step[list[i]]);
+    for (size_t i = 0; !s && i < accepted; i++) {
+      size_t q = list[i];
+      double y[3], Hy[3];
+      for (size_t c = 0; c < d; c++) y[c] = G[q * d + c] - Gold[q * d + c];
+      nle__oos_metric_update(H + q * d * d, dir + q * d, y, d, Hy);
+      step[q] = fmin(1.0, 2.0 * step[q]);
+    }
   }
   return s;
 }
@@ -335,23 +346,26 @@ nle_status nle__oos_forward_batched(nle_ctx *ctx, const nle_trained *t, const nl
   int32_t *idx = nle__malloc(ctx, m * k * sizeof(int32_t), "out-of-sample neighbours");
   z.E = nle__malloc(ctx, 2 * m * sizeof(double), "out-of-sample energies");
   z.G = nle__malloc(ctx, 2 * m * d * sizeof(double), "out-of-sample gradients");
+  z.H = nle__malloc(ctx, (m * d * d + 2 * m * d) * sizeof(double), "out-of-sample metrics");
   z.step = nle__malloc(ctx, 3 * m * sizeof(double), "out-of-sample steps");
   z.list = nle__malloc(ctx, 2 * m * sizeof(size_t), "out-of-sample lists");
   z.done = nle__calloc(ctx, m ? m : 1, 1, "out-of-sample flags");
   z.rep = nle__malloc(ctx, m * (d + 1) * sizeof(double), "out-of-sample sums");
   b.Xc.data = nle__malloc(ctx, n * d * sizeof(double), "centred X");
   z.w.tgt = nle__malloc(ctx, m * d * sizeof(double), "targets");
-  z.w.phi = nle__malloc(ctx, m * (d + 2) * sizeof(double), "engine sums");
+  z.w.phi = nle__malloc(ctx, m * (d + 1) * sizeof(double), "engine sums");
   z.w.S = nle__malloc(ctx, m * (d + 1) * sizeof(double), "engine sums");
   z.w.slot = nle__malloc(ctx, (m ? m : 1) * sizeof(size_t), "engine slots");
   size_t *order = NULL;
   nle_status s = NLE_OK;
-  if (!a || !idx || !z.E || !z.G || !z.step || !z.list || !z.done || !z.rep || !b.Xc.data || !z.w.tgt || !z.w.phi ||
+  if (!a || !idx || !z.E || !z.G || !z.H || !z.step || !z.list || !z.done || !z.rep || !b.Xc.data || !z.w.tgt || !z.w.phi ||
       !z.w.S || !z.w.slot)
     s = NLE_ERR_NOMEM;
   if (!s) {
     z.Et = z.E + m;
     z.Xt = z.G + m * d;
+    z.dir = z.H + m * d * d;
+    z.Gold = z.dir + m * d;
     z.precond = z.step + m;
     z.slope = z.step + 2 * m;
     z.pending = z.list + m;
@@ -373,17 +387,20 @@ nle_status nle__oos_forward_batched(nle_ctx *ctx, const nle_trained *t, const nl
     /* The sources never move: their boxes and series are planned once. */
     if (t->engine == NLE_REPULSION_FGT) s = nle__fgt_plan_new(ctx, &b.Xc, &region, NULL, &b.fgt);
     if (t->engine == NLE_REPULSION_FFT) {
-      /* Channels: K; then -K' with unit charges and with x_n. The training
-       * map's grids are convolved once: the sources never move. */
+      /* Channels, all of unit charges (one spreading, one forward
+       * transform): K, then the force kernel -K' times each component of
+       * the offset (moment kernels: no x R - sum x_n K' to cancel in
+       * single precision). The training map's grids are convolved once:
+       * the sources never move. */
       int student = t->kind == NLE_MODEL_TSNE || t->kind == NLE_MODEL_TEE;
-      nle__grid_kernel kernels[2] = {{student ? NLE_KERNEL_STUDENT : NLE_KERNEL_GAUSSIAN, -1}, {NLE_KERNEL_STUDENT2, -1}};
-      int chan_kernel[5] = {0, student, student, student, student}, chan_charge[5] = {-1, -1, 0, 1, 2};
+      nle_kernel force = student ? NLE_KERNEL_STUDENT2 : NLE_KERNEL_GAUSSIAN;
+      nle__grid_kernel kernels[4] = {{student ? NLE_KERNEL_STUDENT : NLE_KERNEL_GAUSSIAN, -1}, {force, 0}, {force, 1}, {force, 2}};
+      int chan_kernel[4] = {0, 1, 2, 3}, chan_charge[4] = {-1, -1, -1, -1};
       nle_fft_opts fo;
       oos_fft_opts(&region, &fo);
       if (fo.box_width > 0.5) nle__log(ctx, 1, "out-of-sample: FFT boxes of %.3g kernel lengths for a map this wide", fo.box_width);
       double t0 = nle_time_seconds();
-      s = nle__fft_field_new(ctx, &b.Xc, b.Xc.data, d, &region, kernels, student ? 2 : 1, chan_kernel, chan_charge,
-                             d + 2, &fo, &b.field);
+      s = nle__fft_field_new(ctx, &b.Xc, NULL, 0, &region, kernels, d + 1, chan_kernel, chan_charge, d + 1, &fo, &b.field);
       if (!s) nle__log(ctx, 1, "out-of-sample: the training map's FFT grids in %.2f s", nle_time_seconds() - t0);
     }
     at.idx = idx;
@@ -411,6 +428,7 @@ nle_status nle__oos_forward_batched(nle_ctx *ctx, const nle_trained *t, const nl
   free(idx);
   free(z.E);
   free(z.G);
+  free(z.H);
   free(z.step);
   free(z.list);
   free(z.done);

@@ -81,48 +81,55 @@ static double oos_energy(const oos_problem *p, const double *x, double *g) {
 }
 
 /* A trial of the point-by-point minimisers (the forward map's and the
- * inverse map's): x - step g / precond, and the energy there. */
+ * inverse map's): x + step dir (dir = -g / precond for the inverse map's),
+ * and the energy there. */
 typedef double (*point_energy_fn)(const void *problem, const double *x);
 typedef struct {
   point_energy_fn energy;
   const void *problem;
   size_t d;
-  const double *x, *g;
-  double precond;
+  const double *x, *dir;
   double *xt;
 } point_trial;
 
 static nle_status point_at_step(void *user, double step, double *E) {
   point_trial *t = user;
-  for (size_t c = 0; c < t->d; c++) t->xt[c] = t->x[c] - step * t->g[c] / t->precond;
+  for (size_t c = 0; c < t->d; c++) t->xt[c] = t->x[c] + step * t->dir[c];
   *E = t->energy(t->problem, t->xt);
   return NLE_OK;
 }
 
 static double forward_energy(const void *problem, const double *x) { return oos_energy(problem, x, NULL); }
 
-/* Minimises from x (overwritten); work holds 5 d doubles. */
+/* The doubles oos_minimise's work needs for d dimensions. */
+static size_t minimise_work(size_t d) { return 8 * d + d * d; }
+
+/* Minimises from x (overwritten) along the quasi-Newton directions of the
+ * point's metric (oos_internal.h); work holds minimise_work(d) doubles. */
 static void oos_minimise(const oos_problem *p, double *x, int max_iters, double grad_tol, double *work) {
   size_t d = p->X->cols;
-  double *g = work, *xt = work + 3 * d, precond = 0.0, step = 1.0;
+  double *g = work, *xt = work + 3 * d, *dir = xt + d, *g_old = dir + d, *y = g_old + d, *Hy = y + d, *H = Hy + d;
+  double precond = 0.0, step = 1.0;
   for (size_t t = 0; t < p->na; t++) precond += 4.0 * p->a[t];
   if (!(precond > 1e-300)) precond = 1.0;
+  nle__oos_metric_init(H, d, precond);
   double e = oos_energy(p, x, g);
   for (int it = 0; it < max_iters; it++) {
-    double gmax = 0.0, slope = 0.0;
-    for (size_t c = 0; c < d; c++) {
-      gmax = fmax(gmax, fabs(g[c]));
-      slope -= g[c] * g[c] / precond;
-    }
+    double gmax = 0.0;
+    for (size_t c = 0; c < d; c++) gmax = fmax(gmax, fabs(g[c]));
     if (gmax <= grad_tol * fmax(1.0, precond)) break;
-    double et = e;
+    double et = e, slope = nle__oos_metric_direction(H, g, d, dir);
     bool accepted = false;
-    point_trial trial = {forward_energy, p, d, x, g, precond, xt};
+    point_trial trial = {forward_energy, p, d, x, dir, xt};
     nle__armijo armijo = nle__armijo_default();
     nle__armijo_backtrack(&armijo, e, slope, point_at_step, &trial, &step, &et, &accepted, NULL);
     if (!accepted) break;
+    for (size_t c = 0; c < d; c++) dir[c] = xt[c] - x[c]; /* the step taken */
     memcpy(x, xt, d * sizeof(double));
+    memcpy(g_old, g, d * sizeof(double));
     e = oos_energy(p, x, g);
+    for (size_t c = 0; c < d; c++) y[c] = g[c] - g_old[c];
+    nle__oos_metric_update(H, dir, y, d, Hy);
     step = fmin(1.0, 2.0 * step); /* a cheap problem: let the step recover */
   }
 }
@@ -190,7 +197,7 @@ nle_status nle_ee_map_forward(nle_ctx *ctx, const nle_matf *Y, const nle_matd *X
   size_t m = Ynew->rows;
   s = nle__for_blocks(ctx, "out-of-sample", (m + OOS_BLOCK - 1) / OOS_BLOCK,
                       nle__threads_for(ctx, (double)m * (double)Y->rows * (double)Y->cols),
-                      (2 * Y->rows + 5 * X->cols) * sizeof(double), paper_block, &job);
+                      (2 * Y->rows + minimise_work(X->cols)) * sizeof(double), paper_block, &job);
   if (s) nle_matd_free(Xnew);
   return s;
 }
@@ -239,7 +246,8 @@ oos_problem nle__oos_forward_problem(const nle_trained *t, const float *y, const
 }
 
 static size_t forward_scratch(const nle_trained *t) {
-  return ((size_t)t->k + (t->wneg == NLE_WNEG_SQDIST ? t->X->rows : (size_t)t->k) + 5 * t->X->cols) * sizeof(double);
+  return ((size_t)t->k + (t->wneg == NLE_WNEG_SQDIST ? t->X->rows : (size_t)t->k) + minimise_work(t->X->cols)) *
+         sizeof(double);
 }
 
 static int forward_block(void *job, size_t b, void *scratch) {
@@ -521,7 +529,7 @@ static int inverse_block(void *job, size_t b, void *scratch) {
   const inverse_job *j = job;
   const nle_trained *t = j->t;
   size_t n = t->X->rows, D = t->Y->cols, d = t->X->cols, m = j->Xnew->rows;
-  double *A = scratch, *K = A + n, *wts = K + n, *y = wts + n, *g = y + D, *yt = g + D;
+  double *A = scratch, *K = A + n, *wts = K + n, *y = wts + n, *g = y + D, *yt = g + D, *dir = yt + D;
   int student = t->kind == NLE_MODEL_TEE;
   size_t q1 = (b + 1) * OOS_BLOCK < m ? (b + 1) * OOS_BLOCK : m;
   for (size_t q = b * OOS_BLOCK; q < q1; q++) {
@@ -543,12 +551,13 @@ static int inverse_block(void *job, size_t b, void *scratch) {
       double gmax = 0.0, slope = 0.0;
       for (size_t c = 0; c < D; c++) {
         gmax = fmax(gmax, fabs(g[c]));
-        slope -= g[c] * g[c] / precond;
+        dir[c] = -g[c] / precond;
+        slope += g[c] * dir[c];
       }
       if (gmax <= 1e-10 * fmax(1.0, precond)) break;
       bool accepted = false;
       inverse_problem problem = {t, A, K, wts};
-      point_trial trial = {inverse_trial_energy, &problem, D, y, g, precond, yt};
+      point_trial trial = {inverse_trial_energy, &problem, D, y, dir, yt};
       nle__armijo armijo = nle__armijo_default();
       double et;
       nle__armijo_backtrack(&armijo, e, slope, point_at_step, &trial, &step, &et, &accepted, NULL);
@@ -581,7 +590,7 @@ nle_status nle_trained_inverse(nle_ctx *ctx, const nle_trained *t, const nle_mat
   inverse_job job = {t, Xnew, max_iters, *Ynew};
   size_t n = t->X->rows, D = t->Y->cols, m = Xnew->rows;
   s = nle__for_blocks(ctx, "inverse map", (m + OOS_BLOCK - 1) / OOS_BLOCK,
-                      nle__threads_for(ctx, (double)m * (double)n * (double)D * 50.0), (3 * n + 3 * D) * sizeof(double),
+                      nle__threads_for(ctx, (double)m * (double)n * (double)D * 50.0), (3 * n + 4 * D) * sizeof(double),
                       inverse_block, &job);
   if (s) nle_matf_free(Ynew);
   return s;
