@@ -220,6 +220,44 @@ NLE_HOT static void self_subtract(const conv_job *j, const double *w, size_t fro
   }
 }
 
+/* self_subtract for the points from..n1 of block b on a 2-D grid, a lane
+ * per point (NLE__LANES points at once): each lane's arithmetic is the
+ * scalar one's, in its order, so the bits are self_subtract's (as one
+ * point at a time it was a fifth of the gather: t-SNE of 70,000 points).
+ * Applied to the gathered phi, and to the block's quad total in point
+ * order. */
+typedef double self_lanes __attribute__((vector_size(NLE__LANES * sizeof(double))));
+NLE_HOT static void self_subtract_2d(const conv_job *j, size_t from, size_t n1, size_t b) {
+  const fft_grid *g = j->g;
+  size_t p = g->p, span = 2 * p - 1, total = self_offsets(g), rows = j->nch + (j->self_quad != NULL);
+  for (size_t n0 = from; n0 < n1; n0 += NLE__LANES) {
+    size_t lanes = n1 - n0 < NLE__LANES ? n1 - n0 : NLE__LANES;
+    self_lanes corr[2][2 * MAX_ORDER - 1], wv[2][MAX_ORDER];
+    for (size_t t = 0; t < 2; t++)
+      for (size_t a = 0; a < p; a++)
+        for (size_t l = 0; l < NLE__LANES; l++) /* a short group repeats its first point */
+          wv[t][a][l] = j->weights[(n0 + (l < lanes ? l : 0)) * 2 * p + t * p + a];
+    for (size_t t = 0; t < 2; t++) {
+      for (size_t k = 0; k < span; k++) corr[t][k] = (self_lanes){0};
+      for (size_t a = 0; a < p; a++)
+        for (size_t bb = 0; bb < p; bb++) corr[t][a + p - 1 - bb] += wv[t][a] * wv[t][bb];
+    }
+    for (size_t c = j->self_from; c < rows; c++) {
+      const double *table = j->self + c * total;
+      self_lanes sum = {0};
+      for (size_t k0 = 0; k0 < span; k0++) {
+        self_lanes inner = {0};
+        for (size_t k1 = 0; k1 < span; k1++) inner += corr[1][k1] * table[k0 * span + k1];
+        sum += corr[0][k0] * inner;
+      }
+      for (size_t l = 0; l < lanes; l++) {
+        if (c < j->nch) j->phi[(n0 + l) * j->nch + c] -= sum[l];
+        else j->self_quad[b] -= 0.0 - sum[l]; /* as self_subtract's acc[nch], from 0 */
+      }
+    }
+  }
+}
+
 NLE_HOT static int gather_block(void *job, size_t b, void *scratch) {
   (void)scratch;
   const conv_job *j = job;
@@ -251,12 +289,13 @@ NLE_HOT static int gather_block(void *job, size_t b, void *scratch) {
       }
     } else
       FOR_STENCIL(g, first, w, for (size_t c = 0; c < j->nch; c++) acc[c] += weight * j->grid[c][idx]);
-    if (j->self) {
+    if (j->self && d != 2) {
       self_subtract(j, w, j->self_from, j->nch + (j->self_quad != NULL), acc);
       if (j->self_quad) j->self_quad[b] -= acc[j->nch];
     }
     memcpy(j->phi + n * j->nch, acc, j->nch * sizeof(double));
   }
+  if (j->self && d == 2) self_subtract_2d(j, b * POINT_BLOCK, n1, b);
   return 0;
 }
 
