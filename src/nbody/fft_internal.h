@@ -172,6 +172,11 @@ static inline const float *nle__fft_kernel_row(const fft_grid *g, const float *k
                                                float *factor) {
   size_t idx = 0, stride = 1, rem = row;
   float f = moment >= 0 ? -1.0f : 1.0f;
+  if (g->d == 2) { /* the usual case, called per row of every column strip: no division */
+    size_t n = g->nodes[0], k = row <= n ? row : g->pad[0] - row;
+    *factor = moment == 0 && row > n ? -f : f;
+    return kernel_hat + k * (g->nodes[1] + 1);
+  }
   for (size_t t = g->d - 1; t-- > 0;) {
     size_t k = rem % g->pad[t], n = g->nodes[t];
     rem /= g->pad[t];
