@@ -307,6 +307,44 @@ static void fft_bh_ratio(void) {
   nle_ctx_free(&ctx);
 }
 
+/* An embedding's 2-D grid may grow to 2,048 nodes a side (nle_fft_opts):
+ * a long map (3,000 points over 700 x 3 kernel lengths, 1,400 nodes along
+ * it at boxes of 1.5, as a million-point t-SNE map spans) is summed on the
+ * grid with and without bh_ratio, not by Barnes-Hut as past the general
+ * 1,024; and one past 2,048 nodes (over 1,100 lengths) by Barnes-Hut. */
+static void fft_wide_map(void) {
+  nle_ctx *ctx = test_ctx(2);
+  size_t n = 3000;
+  nle_csr *P = random_weights(n, 5, 0, 1, 47);
+  nle_matd *X = random_x(n, 2, 1.0, 48), *G[3];
+  for (int i = 0; i < 3; i++) nle_test_ok(nle_matd_alloc(ctx, n, 2, &G[i]));
+  double lengths[] = {700.0, 1100.0};
+  for (int c = 0; c < 2; c++) {
+    for (size_t i = 0; i < n; i++) X->data[2 * i] = lengths[c] * (double)i / (double)(n - 1);
+    for (int v = 0; v < 3; v++) { /* bh; fft; fft with bh_ratio 1 */
+      nle_model_spec spec = test_model_spec(NLE_MODEL_TSNE, 1.0, P);
+      spec.engine = v ? NLE_REPULSION_FFT : NLE_REPULSION_BH;
+      nle_fft_opts_init(&spec.fft);
+      spec.fft.box_width = 1.5;
+      spec.fft.bh_ratio = v == 2 ? 1.0 : 0.0;
+      nle_model *m;
+      double E;
+      nle_test_ok(nle_model_new(ctx, &spec, &m));
+      nle_test_ok(nle_model_eval(ctx, m, X, &E, G[v]));
+      nle_model_free(&m);
+    }
+    int grid = !memcmp(G[1]->data, G[2]->data, n * 2 * sizeof(double)) &&
+               memcmp(G[1]->data, G[0]->data, n * 2 * sizeof(double)) != 0;
+    int tree = !memcmp(G[1]->data, G[0]->data, n * 2 * sizeof(double)) &&
+               !memcmp(G[2]->data, G[0]->data, n * 2 * sizeof(double));
+    if (!nle_test(c == 0 ? grid : tree)) printf("  %g kernel lengths: grid %d, Barnes-Hut %d\n", lengths[c], grid, tree);
+  }
+  for (int i = 0; i < 3; i++) nle_matd_free(&G[i]);
+  nle_matd_free(&X);
+  nle_csr_free(&P);
+  nle_ctx_free(&ctx);
+}
+
 static void barnes_hut_engine(void) { fast_engines(NLE_REPULSION_BH); }
 static void fft_engine(void) { fast_engines(NLE_REPULSION_FFT); }
 static void fgt_engine(void) { fast_engines(NLE_REPULSION_FGT); }
@@ -361,4 +399,5 @@ const nle_test_case engines_tests[] = {
     {"engines/sqdist_wneg_engines", sqdist_wneg_engines},
     {"engines/locality_order_same_sums", locality_order_same_sums},
     {"engines/fft_bh_ratio", fft_bh_ratio},
+    {"engines/fft_wide_map", fft_wide_map},
     {NULL, NULL}};

@@ -33,7 +33,9 @@ typedef struct {
   int min_boxes;    /* at least this many boxes along the longest side (8) */
   int max_nodes;    /* at most this many nodes per dimension, >= order;
                        wider boxes beyond. NLE_AUTO (default): 65536 in
-                       1-D, 1024 in 2-D, 128 in 3-D */
+                       1-D, 1024 in 2-D (2048 for an embedding model's
+                       repulsion: maps of a million points outgrow 1024),
+                       128 in 3-D */
   double bh_ratio;  /* embedding models: an evaluation whose grid would
                        have more than bh_ratio N log2 N nodes (a map spread
                        far wider than its points need) goes to Barnes-Hut,

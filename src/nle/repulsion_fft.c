@@ -36,7 +36,8 @@ static void fft_detach(nle_model *m) {
 }
 
 enum { FFT_BATCH = 8, /* channels per FFT call (each holds a grid) */
-       SQDIST_EXACT_MAX = 5000 };
+       SQDIST_EXACT_MAX = 5000,
+       EMBED_MAX_NODES_2D = 2048 };
 
 /* EE and t-EE with w-_nm = |f_n - f_m|^2 by FFT kernel sums (issue 5 item
  * 4): with a_n = |f_n|^2 (f about its mean),
@@ -139,6 +140,13 @@ static nle_status fft_forces(nle_ctx *ctx, nle_model *m, const nle_matd *X, doub
    * (t-SNE on 70,000 points: 21 ms for 360,000 nodes against 99 ms;
    * bench/engine_gradient), and a t-SNE map of 5,000 points run with large
    * rates spread to 770,000 nodes at box 0.85, 7 times slower than exact. */
+  /* A 2-D map of a million points spans about 450-550 kernel lengths: past
+   * the 1,024 nodes of the general default at t-SNE's boxes of 1.5, where
+   * every later evaluation went to Barnes-Hut (t-SNE of 1,000,000 images:
+   * 241 ms an evaluation against 124 ms on the grid, the run 331 s against
+   * 265 s, whichever side of the cliff its few outlying points fell). The
+   * grid is the cheaper up to bh_ratio's rule, so it may grow to 2,048. */
+  if (fft.max_nodes == NLE_AUTO && d == 2) fft.max_nodes = EMBED_MAX_NODES_2D; /* fo points at fft */
   double nodes = nle__fft_grid_nodes(X, fo);
   if (nodes > 0.0 && !(fo->bh_ratio > 0.0 && nodes > fo->bh_ratio * (double)N * log2((double)N))) {
     /* The forces by their own vector kernel, the energy's sums in total
