@@ -2,6 +2,7 @@
  * output, including malformed files. */
 #include "harness.h"
 #include "../src/core/internal.h"
+#include "../src/io/io_internal.h"
 
 #include <dirent.h>
 #include <stdlib.h>
@@ -478,6 +479,58 @@ static void atomic_output(void) {
   nle_ctx_free(&ctx);
 }
 
+/* A record longer than one checksum piece (8 MB; checked in pieces on the
+ * threads and combined): read back whole on 1 and 2 threads, mapped or read,
+ * and refused with the record named when one byte in its third piece is
+ * flipped, or one in its last. */
+static void records_long_checksum(void) {
+  nle_ctx *one = test_ctx(1), *two = test_ctx(2);
+  nle_ctx_set_threads(one, 1);
+  nle_ctx_set_threads(two, 2);
+  size_t count = (5u << 20) + 1234; /* doubles: 40 MB and a bit, six pieces */
+  double *data = malloc(count * sizeof(double));
+  for (size_t i = 0; i < count; i++) data[i] = (double)(i % 1013) * 0.5;
+  const char *path = test_path("long.rec");
+  nle__afile af;
+  nle_test_ok(nle__rec_open(two, path, "test records", &af));
+  nle__rec_put(&af, "values", 'd', data, count);
+  nle_test_ok(nle__afile_commit(two, &af));
+  nle__rec_file f;
+  nle_test_ok(nle__rec_read(one, path, "test records", &f));
+  nle_test(f.count == 1 && f.entries[0].count == count && !memcmp(f.entries[0].data, data, count * sizeof(double)));
+  nle__rec_free(&f);
+  nle_test_ok(nle__rec_map(two, path, "test records", &f));
+  nle_test(f.count == 1 && !memcmp(f.entries[0].data, data, count * sizeof(double)));
+  nle__rec_free(&f);
+  long offsets[] = {17l << 20, -3}; /* in the third piece; in the last, from the end */
+  for (int c = 0; c < 2; c++) {
+    FILE *fp = fopen(path, "r+b");
+    nle_test(fp != NULL);
+    if (!fp) break;
+    fseek(fp, offsets[c], offsets[c] < 0 ? SEEK_END : SEEK_SET);
+    long at = ftell(fp);
+    int byte = fgetc(fp);
+    fseek(fp, at, SEEK_SET);
+    fputc(byte ^ 0x10, fp);
+    fclose(fp);
+    for (int t = 0; t < 2; t++) {
+      nle_ctx *ctx = t ? two : one;
+      nle_test(nle__rec_read(ctx, path, "test records", &f) == NLE_ERR_FORMAT &&
+               strstr(nle_ctx_error(ctx), "'values'") && strstr(nle_ctx_error(ctx), "checksum"));
+    }
+    fp = fopen(path, "r+b");
+    if (!fp) break;
+    fseek(fp, at, SEEK_SET);
+    fputc(byte, fp); /* put back */
+    fclose(fp);
+  }
+  nle_test_ok(nle__rec_read(two, path, "test records", &f));
+  nle__rec_free(&f);
+  free(data);
+  nle_ctx_free(&one);
+  nle_ctx_free(&two);
+}
+
 static void synthetic_datasets(void) {
   nle_ctx *ctx = test_ctx(3);
   nle_dataset *a, *b;
@@ -862,4 +915,4 @@ const nle_test_case io_tests[] = {{"io/label_names_with_spaces", label_names_wit
     {"io/npy_roundtrip", npy_roundtrip}, {"io/idx_and_gzip", idx_and_gzip},
     {"io/gzip_judged_from_start", gzip_judged_from_start},
     {"io/atomic_output", atomic_output}, {"io/output_transactions", output_transactions}, {"io/synthetic_datasets", synthetic_datasets},
-    {"io/fashion_mnist", fashion_mnist}, {"io/fashion_head", fashion_head}, {NULL, NULL}};
+    {"io/records_long_checksum", records_long_checksum}, {"io/fashion_mnist", fashion_mnist}, {"io/fashion_head", fashion_head}, {NULL, NULL}};

