@@ -60,7 +60,7 @@ static inline void nle__oos_metric_init(double *H, size_t d, double precond) {
 }
 
 /* dir = -H g; returns the slope g'dir (< 0 for g != 0: H stays positive
- * definite). */
+ * definite; should rounding ever say otherwise, the caller restarts H). */
 static inline double nle__oos_metric_direction(const double *H, const double *g, size_t d, double *dir) {
   double slope = 0.0;
   for (size_t a = 0; a < d; a++) {
