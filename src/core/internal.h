@@ -273,6 +273,29 @@ static inline int nle__pair_cmp(const void *a, const void *b) {
     }                                                                                                       \
   }
 
+/* Defines `NAME(TYPE *h, int n, TYPE x)`: x replaces the root of the full
+ * max-heap h[0..n) (by GREATER, a strict total order) and sinks to its
+ * place. The bounded heaps of the k nearest offer a candidate with it when
+ * it beats the root. Always inlined: the exact search calls it millions of
+ * times a second. */
+#define NLE__DEFINE_HEAP_REPLACE(NAME, TYPE, GREATER)                                                       \
+  static inline __attribute__((always_inline)) void NAME(TYPE *h, int n, TYPE x) {                          \
+    int p = 0;                                                                                              \
+    for (;;) {                                                                                              \
+      int l = 2 * p + 1, r = l + 1, m = p;                                                                  \
+      TYPE best = x;                                                                                        \
+      if (l < n && GREATER(h[l], best)) {                                                                   \
+        m = l;                                                                                              \
+        best = h[l];                                                                                        \
+      }                                                                                                     \
+      if (r < n && GREATER(h[r], best)) m = r;                                                              \
+      if (m == p) break;                                                                                    \
+      h[p] = h[m];                                                                                          \
+      p = m;                                                                                                \
+    }                                                                                                       \
+    h[p] = x;                                                                                               \
+  }
+
 /* Offers x to the bounded max-heap h[0..*len) of at most cap entries: the
  * cap smallest pairs seen so far, the largest at h[0]. */
 static inline void nle__pair_heap_offer(nle__pair *h, size_t *len, size_t cap, nle__pair x) {

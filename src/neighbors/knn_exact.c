@@ -32,23 +32,7 @@ typedef struct {
 static inline int cand_greater(cand a, cand b) { return a.d > b.d || (a.d == b.d && a.i > b.i); }
 NLE__DEFINE_SORT(cand_sort, cand, cand_greater)
 
-/* Replaces the root of a full max-heap of size n and sifts down. */
-static inline __attribute__((always_inline)) void heap_replace_top(cand *h, int n, cand c) {
-  int p = 0;
-  for (;;) {
-    int l = 2 * p + 1, r = l + 1, m = p;
-    cand best = c;
-    if (l < n && cand_greater(h[l], best)) {
-      m = l;
-      best = h[l];
-    }
-    if (r < n && cand_greater(h[r], best)) m = r;
-    if (m == p) break;
-    h[p] = h[m];
-    p = m;
-  }
-  h[p] = c;
-}
+NLE__DEFINE_HEAP_REPLACE(heap_replace_top, cand, cand_greater)
 
 /* Squared distance accumulated in double: the re-ranking reference. */
 #define sqdist nle__sqdist_fd

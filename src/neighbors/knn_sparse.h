@@ -93,22 +93,10 @@ static inline int sp_cand_cmp(const void *a, const void *b) {
   return sp_greater(x, y) - sp_greater(y, x);
 }
 
+NLE__DEFINE_HEAP_REPLACE(sp_heap_replace, sp_cand, sp_greater)
+
 static inline void heap_offer(sp_cand *h, int n, sp_cand c) {
-  if (!sp_greater(h[0], c)) return;
-  int p = 0;
-  for (;;) {
-    int l = 2 * p + 1, r = l + 1, m = p;
-    sp_cand best = c;
-    if (l < n && sp_greater(h[l], best)) {
-      m = l;
-      best = h[l];
-    }
-    if (r < n && sp_greater(h[r], best)) m = r;
-    if (m == p) break;
-    h[p] = h[m];
-    p = m;
-  }
-  h[p] = c;
+  if (sp_greater(h[0], c)) sp_heap_replace(h, n, c);
 }
 
 static inline void heap_reset(sp_cand *h, int k) {
