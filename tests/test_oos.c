@@ -608,7 +608,8 @@ static void oos_fast_engines(void) {
  * properties the BFGS update promises: after an update with y's > 0 the
  * metric maps y to s exactly (the secant condition), stays symmetric and
  * positive definite (Cholesky), and a pair with y's <= 0 leaves it alone;
- * the direction is -H g with slope g'(-H g) < 0. d = 1 to 4, random pairs. */
+ * the direction is -H g with slope g'(-H g) < 0, and a metric that is not
+ * positive definite restarts at the diagonal. d = 1 to 4, random pairs. */
 static void oos_metric_secant(void) {
   nle_matd *R = test_random_matd(4 * 50 * 30, 1, 1.0, 12345); /* uniform values, consumed in turn */
   size_t used = 0;
@@ -646,7 +647,7 @@ static void oos_metric_secant(void) {
       nle__oos_metric_update(H, s, y, d, Hy);
       nle_test(!memcmp(before, H, d * d * sizeof(double)));
       for (size_t a = 0; a < d; a++) g[a] = NEXT();
-      double slope = nle__oos_metric_direction(H, g, d, dir), gap = 0.0;
+      double slope = nle__oos_metric_direction(H, g, d, 1.0, dir), gap = 0.0;
       for (size_t a = 0; a < d; a++) {
         double v = 0.0;
         for (size_t b = 0; b < d; b++) v -= H[a * d + b] * g[b];
@@ -654,6 +655,12 @@ static void oos_metric_secant(void) {
       }
       nle_test(slope < 0.0 && gap == 0.0);
     }
+  /* a metric that is no longer positive definite (rounding) restarts at
+   * the diagonal I / precond: a descent direction again */
+  double H[4] = {-1.0, 0.0, 0.0, -2.0}, g[2] = {0.3, -0.4}, dir[2];
+  double slope = nle__oos_metric_direction(H, g, 2, 4.0, dir);
+  nle_test(slope < 0.0 && H[0] == 0.25 && H[1] == 0.0 && H[2] == 0.0 && H[3] == 0.25 && dir[0] == -0.075 &&
+           dir[1] == 0.1);
 #undef NEXT
   nle_matd_free(&R);
 }

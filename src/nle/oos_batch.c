@@ -264,11 +264,7 @@ static nle_status minimise_range(nle_ctx *ctx, const minimiser *z, size_t i0, si
       if (done[q]) continue;
       double gmax = 0.0;
       for (size_t c = 0; c < d; c++) gmax = fmax(gmax, fabs(G[q * d + c]));
-      slope[q] = nle__oos_metric_direction(H + q * d * d, G + q * d, d, dir + q * d);
-      if (!(slope[q] < 0.0)) { /* not a descent direction: back to the diagonal */
-        nle__oos_metric_init(H + q * d * d, d, precond[q]);
-        slope[q] = nle__oos_metric_direction(H + q * d * d, G + q * d, d, dir + q * d);
-      }
+      slope[q] = nle__oos_metric_direction(H + q * d * d, G + q * d, d, precond[q], dir + q * d);
       if (gmax <= 1e-10 * fmax(1.0, precond[q])) done[q] = 1;
       else pending[active++] = q;
     }

@@ -59,17 +59,21 @@ static inline void nle__oos_metric_init(double *H, size_t d, double precond) {
     for (size_t b = 0; b < d; b++) H[a * d + b] = a == b ? 1.0 / precond : 0.0;
 }
 
-/* dir = -H g; returns the slope g'dir (< 0 for g != 0: H stays positive
- * definite; should rounding ever say otherwise, the caller restarts H). */
-static inline double nle__oos_metric_direction(const double *H, const double *g, size_t d, double *dir) {
-  double slope = 0.0;
-  for (size_t a = 0; a < d; a++) {
-    double v = 0.0;
-    for (size_t b = 0; b < d; b++) v -= H[a * d + b] * g[b];
-    dir[a] = v;
-    slope += g[a] * v;
+/* dir = -H g; returns the slope g'dir, < 0 for g != 0: the update keeps H
+ * positive definite, and should rounding ever say otherwise, H restarts at
+ * the diagonal I / precond. */
+static inline double nle__oos_metric_direction(double *H, const double *g, size_t d, double precond, double *dir) {
+  for (int restart = 0;; restart++) {
+    double slope = 0.0;
+    for (size_t a = 0; a < d; a++) {
+      double v = 0.0;
+      for (size_t b = 0; b < d; b++) v -= H[a * d + b] * g[b];
+      dir[a] = v;
+      slope += g[a] * v;
+    }
+    if (slope < 0.0 || restart) return slope;
+    nle__oos_metric_init(H, d, precond);
   }
-  return slope;
 }
 
 /* The BFGS update of H for the step s and gradient change y (the rank-2

@@ -118,11 +118,7 @@ static void oos_minimise(const oos_problem *p, double *x, int max_iters, double 
     double gmax = 0.0;
     for (size_t c = 0; c < d; c++) gmax = fmax(gmax, fabs(g[c]));
     if (gmax <= grad_tol * fmax(1.0, precond)) break;
-    double et = e, slope = nle__oos_metric_direction(H, g, d, dir);
-    if (!(slope < 0.0)) { /* not a descent direction: back to the diagonal */
-      nle__oos_metric_init(H, d, precond);
-      slope = nle__oos_metric_direction(H, g, d, dir);
-    }
+    double et = e, slope = nle__oos_metric_direction(H, g, d, precond, dir);
     bool accepted = false;
     point_trial trial = {forward_energy, p, d, x, dir, xt};
     nle__armijo armijo = nle__armijo_default();
