@@ -38,7 +38,6 @@ typedef struct {
 struct nle__fft_ws {
   size_t d, pad[MAX_DIM], real_len;
   size_t grid_cap; /* floats in each of bufs */
-  int fresh_first;  /* bufs[0] allocated and not yet touched */
   fftwf_plan forward, backward;
   /* d = 2: each transform split into passes over chunks of rows and of
    * columns, run in parallel, the row passes pruned to the rows that hold

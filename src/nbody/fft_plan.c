@@ -264,6 +264,9 @@ nle_status nle__fft_plan_kernels(nle_ctx *ctx, nle__fft_ws *w, const fft_grid *g
 nle_status nle__fft_ws_fit(nle_ctx *ctx, nle__fft_ws *w, fft_grid *g, size_t nch, size_t nkernels) {
   int same = w->forward && w->d == g->d;
   for (size_t t = 0; same && t < g->d; t++) same = w->pad[t] == g->pad[t];
+  touch_job touch = {{0}, {0}, {0}, 0}; /* the buffers allocated now */
+  /* the rows the passes use: the nodes' rows in 2-D, else all */
+  size_t used = (g->d == 2 ? g->real_len / g->pad[0] * g->nodes[0] : g->real_len) * sizeof(float);
   if (!same) {
     /* While a map expands the shape changes every few iterations: new plans,
      * but the grids are kept while they are large enough (grown with room). */
@@ -276,7 +279,7 @@ nle_status nle__fft_ws_fit(nle_ctx *ctx, nle__fft_ws *w, fft_grid *g, size_t nch
       if (s) return s;
       if (!(w->bufs[0] = nle__fft_grid_alloc(cap)))
         return nle__fail(ctx, NLE_ERR_NOMEM, "FFT interpolation: out of memory for the grid");
-      w->fresh_first = 1;
+      touch_add(&touch, w->bufs[0], used);
       w->grid_cap = cap;
       w->khat_cap = kcap;
     }
@@ -297,16 +300,11 @@ nle_status nle__fft_ws_fit(nle_ctx *ctx, nle__fft_ws *w, fft_grid *g, size_t nch
     for (size_t k = 0; g->d == 2 && k < 2; k++) ok &= w->col_fwd[k] && w->col_inv[k];
     if (!ok) return nle__fail(ctx, NLE_ERR_NUMERIC, "FFT interpolation: FFTW planning failed");
   }
-  touch_job touch = {{0}, {0}, {0}, 0};
-  int first_fresh = w->bufs[0] && w->fresh_first; /* bufs[0] came with the plans above */
-  w->fresh_first = 0;
-  /* the rows the passes use: the nodes' rows in 2-D, else all */
-  size_t used = (g->d == 2 ? g->real_len / g->pad[0] * g->nodes[0] : g->real_len) * sizeof(float);
   for (size_t c = 0; c < nch; c++) {
-    int fresh = !w->bufs[c] || (c == 0 && first_fresh);
-    if (!w->bufs[c] && !(w->bufs[c] = nle__fft_grid_alloc(w->grid_cap)))
+    if (w->bufs[c]) continue;
+    if (!(w->bufs[c] = nle__fft_grid_alloc(w->grid_cap)))
       return nle__fail(ctx, NLE_ERR_NOMEM, "FFT interpolation: out of memory for the grids");
-    if (fresh) touch_add(&touch, w->bufs[c], used);
+    touch_add(&touch, w->bufs[c], used);
   }
   for (size_t k = 0; k < nkernels; k++) {
     if (w->khat[k]) continue;
