@@ -114,7 +114,7 @@ static const char *const tool_only[] = {"output", "help", "threads", "seed", "ma
  * switch (the tool always reports them where cheap), and the cap on
  * clustering's k-means iterations */
 static bool estimator_only(const char *method, const char *name) {
-  return !strcmp(name, "metric") || !strcmp(name, "keep-model") ||
+  return !strcmp(name, "metric") || !strcmp(name, "keep-model") || !strcmp(name, "model-data") ||
          (!strcmp(name, "lambda-bounds") && (!strcmp(method, "ee") || !strcmp(method, "tee"))) ||
          (!strcmp(name, "max-iters") && !strcmp(method, "cluster"));
 }
@@ -183,15 +183,15 @@ static int help_options(const char *help, tool_option *opt, int cap) {
 
 /* An option of the method's family (or every method's). */
 static bool family_option(const nle_estimator *e, const char *name) {
-  if (!strcmp(name, "metric") || !strcmp(name, "keep-model")) return true;
+  if (!strcmp(name, "metric") || !strcmp(name, "keep-model") || !strcmp(name, "model-data")) return true;
   for (const nle__option *o = e->family->options; o->name; o++)
     if (!strcmp(o->name, name)) return true;
   return false;
 }
 
 static bool scoped(const nle_estimator *e, const char *name) {
-  for (const nle__option_scope *sc = e->family->scopes; sc && sc->name; sc++)
-    if (!strcmp(sc->name, name)) return true;
+  for (const nle__option *o = e->family->options; o->name; o++)
+    if (!strcmp(o->name, name)) return o->scope != 0;
   return false;
 }
 

@@ -43,6 +43,26 @@ NLE_API nle_status nle_estimator_set(nle_estimator *e, const char *name, const c
 NLE_API nle_status nle_estimator_get(const nle_estimator *e, const char *name, char *buf, size_t cap);
 /* The method's option names, i = 0, 1, ... (NULL past the last). */
 NLE_API const char *nle_estimator_option(const nle_estimator *e, int i);
+/* An option's row, as every client reads it: the tool builds its options
+ * and --help from it, Python its parameters and docstrings, docs/ its
+ * option tables. */
+typedef struct {
+  const char *name;      /* the one spelling: the tool's --name, this API's, Python's with '_' */
+  const char *alias;     /* an older spelling the tool still accepts, or NULL ("no-NAME": a
+                            switch set to false) */
+  char short_name;       /* the tool's one-letter form ('k' for -k), or 0 */
+  const char *kind;      /* "int", "number", "switch", "name" or "text" */
+  const char *metavar;   /* the value's placeholder ("N", "NAME", "FILE"); NULL for a switch */
+  const char *help;      /* one line */
+  bool auto_ok;          /* "auto" is a value */
+  bool taken;            /* this method takes it (false: another method of its family does) */
+  char values[512];      /* what it takes: "auto, exact, bh, fft or fgt", "an integer from 1
+                            to 64", "a finite number > 0"; "" where any value of its kind is */
+  char default_text[64]; /* a new estimator's value ("auto", "2", "true") */
+} nle_option_info;
+/* The row of option `name` (or its alias) of the estimator's method or of
+ * another method of its family (then info->taken is false). */
+NLE_API nle_status nle_estimator_option_info(const nle_estimator *e, const char *name, nle_option_info *info);
 /* The method names, i = 0, 1, ... (NULL past the last). */
 NLE_API const char *nle_estimator_method_name(int i);
 

@@ -403,6 +403,15 @@ class Estimator:
             out.append(_text(name))
             i += 1
 
+    def option_info(self, name):
+        """The option's row: kind, help, values, default, auto_ok."""
+        info = _lib.OptionInfo()
+        status = lib.nle_estimator_option_info(self.est, name.encode(), ctypes.byref(info))
+        raise_for(status, self.ctx, self.render)
+        return {"name": _text(info.name), "kind": _text(info.kind), "help": _text(info.help),
+                "auto_ok": bool(info.auto_ok), "values": _text(info.values),
+                "default": _text(info.default_text)}
+
     def set(self, name, value):
         status = lib.nle_estimator_set(self.est, name.encode(), value.encode())
         raise_for(status, self.ctx, self.render)

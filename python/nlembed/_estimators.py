@@ -23,7 +23,9 @@ from sklearn.base import BaseEstimator, ClassifierMixin, ClusterMixin, Transform
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted
 
-from . import _core, _params
+import keyword
+
+from . import _core
 
 # --- the table -------------------------------------------------------------------------
 
@@ -104,22 +106,21 @@ RBF_BYTES_PER_PAIR = 16  # the full graph's distances and weights (float32 + int
 
 class _Spec:
     def __init__(self, method, cls, kind, about, params, inverse=False, transform=True, array_init=False,
-                 aliases=None, own=None, defaults=None, dtype=np.float64):
+                 aliases=None, own=None, defaults=None, dtype=np.float64, notes=None):
         self.method = method
         self.cls = cls
         self.kind = kind  # "embedding", "cluster" or "supervised"
         self.about = about
         self.aliases = dict(aliases or {})
         self.own = dict(own or {})
+        self.notes = dict(notes or {})  # a class's own remark on a parameter
         self.py_defaults = dict(defaults or {})  # where the class follows scikit-learn, not the library
         self.dtype = dtype  # of embedding_ and transform's result (scikit-learn's TSNE: float32)
         self.params = []  # (python name, library option)
+        self.names = dict(CONTEXT_OPTIONS)  # library option -> Python parameter, for the library's messages
         for p in params + COMMON:
             py, _, libname = p.partition(":")
-            self.params.append((py, libname or py.replace("_", "-")))
-        # library option -> Python parameter, for the library's messages
-        self.names = {libname: py for py, libname in self.params if not libname.startswith("@")}
-        self.names.update(CONTEXT_OPTIONS)
+            self.add(py, libname or py.replace("_", "-"))
         self.inverse = inverse
         self.transform = transform  # a map for new points
         # parameters that may be arrays, which the fit's input then carries:
@@ -127,6 +128,11 @@ class _Spec:
         self.arrays = {py for py, libname in self.params if libname.startswith("@")}
         if array_init:
             self.arrays.add("init")
+
+    def add(self, py, libname):
+        self.params.append((py, libname))
+        if not libname.startswith("@"):
+            self.names[libname] = py
 
 
 METHODS = [
@@ -157,7 +163,10 @@ METHODS = [
           ["n_components:dim"] + GRAPH),
     _Spec("isomap", "Isomap", "embedding",
           "Isomap (Tenenbaum, de Silva and Langford 2000), or landmark Isomap with landmarks > 0",
-          ["n_components:dim"] + GRAPH + ["landmarks"]),
+          ["n_components:dim"] + GRAPH + ["landmarks"],
+          notes={"n_neighbors": "10, not scikit-learn's 5: the tool's default, whose results the class reproduces; "
+                                "5 neighbours leave the graph of real data sets in pieces far more often, and "
+                                "geodesics across joined pieces are poor"}),
     _Spec("diffmap", "DiffusionMaps", "embedding", "diffusion maps (Coifman and Lafon 2006)",
           ["n_components:dim"] + GRAPH + ["alpha", "time"]),
     _Spec("cluster", "SpectralClustering", "cluster",
@@ -668,9 +677,7 @@ def _from_text(text):
 def _library_defaults(spec):
     """The text and the Python value of every option's default, as a fresh
     nle_estimator of the method reports them."""
-    handle = _core.Estimator(spec.method)
-    text = {py: handle.get(libname) for py, libname in spec.params if not libname.startswith("@")}
-    handle.close()
+    text = {py: spec.rows[libname]["default"] for py, libname in spec.params if not libname.startswith("@")}
     return text, {py: _from_text(t) for py, t in text.items()}
 
 
@@ -700,6 +707,34 @@ _CONTEXT_DOC = [
 ]
 
 
+# The parameters given as arrays, which the library takes in the fit's
+# input rather than as options.
+_ARRAY_DOC = {
+    "init": "an N x n_components start (the library option init names its automatic starts)",
+    "weights": "N x N weights w_ij (symmetric, >= 0)",
+}
+_KIND_TYPES = {"int": "int", "number": "float", "switch": "bool", "name": "str", "text": "str"}
+
+
+def _describe(spec, py, libname):
+    """(type, meaning) of a parameter: the library option's row, or the
+    array the fit's input takes."""
+    if libname.startswith("@"):
+        return "array", _ARRAY_DOC[libname[1:]] + f" (passed in the fit's input, nle_estimator_input.{libname[1:]})"
+    info = spec.rows[libname]
+    typ = _KIND_TYPES[info["kind"]] + (" or 'auto'" if info["auto_ok"] else "")
+    if py in spec.arrays:
+        typ += " or array"
+    about = info["help"]
+    if info["values"] and info["kind"] != "name":
+        about += f" ({info['values']})"
+    if py != libname.replace("-", "_"):
+        about += f" (library option {libname})"
+    if py in spec.notes:
+        about += f"; {spec.notes[py]}"
+    return typ, about
+
+
 def _doc(spec):
     lines = [f"nlembed's {spec.about} (`nlembed {spec.method}`), as a scikit-learn estimator.", "",
              "Parameters", "----------",
@@ -707,12 +742,8 @@ def _doc(spec):
              "'-', or as noted); 'auto' is the library's choice, reported in report_['options'] after a fit; "
              "None means the library's default.", ""]
     for py, libname in spec.params:
-        typ, about = _params.describe(spec.method, libname.lstrip("@"))
+        typ, about = _describe(spec, py, libname)
         default = spec.defaults.get(py)
-        if libname.startswith("@"):
-            about += f" (passed in the fit's input, nle_estimator_input.{libname[1:]})"
-        elif py != libname.replace("-", "_"):
-            about += f" (library option {libname})"
         if py in spec.py_defaults:
             about += f"; scikit-learn's default, the library's is {spec.lib_defaults[py]!r}"
         lines += [f"{py} : {typ}, default={default!r}", f"    {about}"]
@@ -725,10 +756,33 @@ def _doc(spec):
     return "\n".join(lines)
 
 
+def _python_name(option):
+    """A library option's Python parameter: '-' as '_', a Python keyword
+    with '_value' (lambda -> lambda_value)."""
+    py = option.replace("-", "_")
+    return py + "_value" if keyword.iskeyword(py) else py
+
+
+def _library_rows(spec):
+    """Every option row of the method (the library's table): the parameters
+    the class's table does not name yet are added under their own names, so
+    that a new library option is a parameter without a line here."""
+    handle = _core.Estimator(spec.method)
+    try:
+        spec.rows = {name: handle.option_info(name) for name in handle.options()}
+    finally:
+        handle.close()
+    named = {libname for _, libname in spec.params}
+    for name in spec.rows:
+        if name not in named:
+            spec.add(_python_name(name), name)
+
+
 def _make(spec):
     base = {"embedding": _Embedding, "cluster": _Clustering, "supervised": _Supervised}[spec.kind]
     bases = (((_Classifier,) if spec.kind == "supervised" else ()) + (base,) + ((_Transform,) if spec.transform else ())
              + ((_Inverse,) if spec.inverse else ()))
+    _library_rows(spec)
     spec.lib_text, spec.lib_defaults = _library_defaults(spec)
     spec.defaults = dict(spec.lib_defaults)
     for py, libname in spec.params:

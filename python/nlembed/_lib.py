@@ -65,6 +65,14 @@ class EstimatorInput(ctypes.Structure):
                 ("init", ctypes.POINTER(MatD)), ("weights", ctypes.POINTER(MatD))]
 
 
+class OptionInfo(ctypes.Structure):
+    """nle_option_info: an option's row (include/nlembed/estimator.h)."""
+    _fields_ = [("name", ctypes.c_char_p), ("alias", ctypes.c_char_p), ("short_name", ctypes.c_char),
+                ("kind", ctypes.c_char_p), ("metavar", ctypes.c_char_p), ("help", ctypes.c_char_p),
+                ("auto_ok", ctypes.c_bool), ("taken", ctypes.c_bool), ("values", ctypes.c_char * 512),
+                ("default_text", ctypes.c_char * 64)]
+
+
 # int (*)(void *user, const char *stage, double fraction)
 PROGRESS_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_double)
 # void (*)(void *user, int level, const char *line)
@@ -94,6 +102,7 @@ _PROTOTYPES = {
     "nle_estimator_set": (_c.c_int, [_P, _c.c_char_p, _c.c_char_p]),
     "nle_estimator_get": (_c.c_int, [_P, _c.c_char_p, _c.c_char_p, _c.c_size_t]),
     "nle_estimator_option": (_c.c_char_p, [_P, _c.c_int]),
+    "nle_estimator_option_info": (_c.c_int, [_P, _c.c_char_p, _c.POINTER(OptionInfo)]),
     "nle_estimator_method_name": (_c.c_char_p, [_c.c_int]),
     "nle_estimator_fit": (_c.c_int, [_P, _c.POINTER(EstimatorInput)]),
     "nle_estimator_embedding": (_c.POINTER(MatD), [_P]),

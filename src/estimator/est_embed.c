@@ -27,9 +27,12 @@ NLE__ENUM_NAME_OF(nle_init_name, nle_init_kind)
 NLE__ENUM_NAME_OF(nle_knn_method_name, nle_knn_method)
 
 #define AT(f) offsetof(nle_embed_opts, f)
-#define INT(n, f, a) {n, NLE__OPT_INT, AT(f), a, NULL, NULL}
-#define REAL(n, f, a) {n, NLE__OPT_REAL, AT(f), a, NULL, NULL}
-#define ENUM(n, f, fn) {n, NLE__OPT_ENUM, AT(f), true, fn##_of, fn##_parse_int}
+#define INT(n, f) .name = n, .kind = NLE__OPT_INT, .offset = AT(f)
+#define REAL(n, f) .name = n, .kind = NLE__OPT_REAL, .offset = AT(f)
+#define ENUM(n, f, fn) .name = n, .kind = NLE__OPT_ENUM, .offset = AT(f), .auto_ok = true, .enum_name = fn##_of, \
+                       .enum_parse = fn##_parse_int
+#define EE_FAMILY (NLE__FOR(NLE_MODEL_EE) | NLE__FOR(NLE_MODEL_TEE))
+#define EE_ONLY .scope = EE_FAMILY, .scope_text = "ee and tee"
 
 /* The parse functions return int already; the names only need the cast. */
 #define nle_wneg_name_parse_int nle_wneg_parse
@@ -40,63 +43,112 @@ NLE__ENUM_NAME_OF(nle_knn_method_name, nle_knn_method)
 #define nle_knn_method_name_parse_int nle_knn_method_parse
 
 static const nle__option options[] = {
-    INT("dim", dim, false),
-    REAL("perplexity", perplexity, true),
-    INT("neighbors", k, true),
-    REAL("sigma", sigma, true),
-    ENUM("knn-method", knn_method, nle_knn_method_name),
-    INT("trees", knn_approx.n_trees, true),
-    INT("leaf-size", knn_approx.leaf_size, true),
-    INT("max-candidates", knn_approx.max_candidates, true),
-    INT("knn-iters", knn_approx.max_iters, true),
-    REAL("knn-delta", knn_approx.delta, false),
-    INT("pca", pca_dims, true),
-    INT("pca-candidates", pca_candidates, true),
-    REAL("lambda", lambda, true),
-    ENUM("wneg", wneg, nle_wneg_name),
-    INT("wneg-dims", wneg_dims, false),
-    ENUM("repulsion", engine, nle_repulsion_name),
-    REAL("theta", theta, false),
-    INT("fft-order", fft.order, false),
-    REAL("fft-box", fft.box_width, true),
-    INT("fgt-order", fgt.order, false),
-    INT("fgt-reach", fgt.reach, false),
-    INT("accuracy-iters", opt.accuracy_iters, false),
-    ENUM("optimizer", opt.kind, nle_opt_name),
-    ENUM("step", step, nle_step_name),
-    INT("kappa", opt.kappa, false),
-    REAL("sdm-tol", opt.sdm_tol, false),
-    INT("sdm-iters", opt.sdm_iters, false),
-    REAL("c1", opt.c1, false),
-    REAL("shrink", opt.shrink, false),
-    REAL("learning-rate", opt.learning_rate, true),
-    REAL("final-learning-rate", opt.learning_rate_final, true),
-    REAL("momentum", opt.momentum, true),
-    REAL("exaggeration", opt.exaggeration, true),
-    INT("exaggeration-iters", opt.exaggeration_iters, true),
-    {"gains", NLE__OPT_BOOL, AT(opt.gains), false, NULL, NULL},
-    ENUM("init", init, nle_init_name),
-    REAL("init-scale", init_scale, false),
-    INT("max-iters", opt.max_iters, true),
-    REAL("tol", opt.tol, true),
-    REAL("x-tol", opt.x_tol, true),
-    REAL("grad-tol", opt.grad_tol, false),
-    REAL("time-budget", opt.time_budget, false),
-    INT("homotopy", homotopy_steps, true),
-    REAL("lambda-start", lambda_start, true),
-    INT("lambda-bounds", lambda_bounds, true),
-    {NULL, 0, 0, false, NULL, NULL}};
-
-#define EE_FAMILY (NLE__FOR(NLE_MODEL_EE) | NLE__FOR(NLE_MODEL_TEE))
-static const nle__option_scope scopes[] = {
-    {"wneg", EE_FAMILY},
-    {"wneg-dims", EE_FAMILY},
-    {"homotopy", EE_FAMILY},
-    {"lambda-start", EE_FAMILY},
-    {"lambda-bounds", EE_FAMILY},
-    /* SNE needs conditional P: entropic W+ only */
-    {"sigma", EE_FAMILY | NLE__FOR(NLE_MODEL_SSNE) | NLE__FOR(NLE_MODEL_TSNE)},
-    {NULL, 0}};
+    {INT("dim", dim), NLE__INT_IN(1, 64), .short_name = 'd', .metavar = "N", .help = "embedding dimension"},
+    {REAL("perplexity", perplexity), .auto_ok = true, NLE__REAL_IN(1, INFINITY, NLE__OPEN_LO), .short_name = 'p',
+     .metavar = "K", .help = "perplexity of the entropic affinities (auto: 30 for t-SNE and t-EE, 5 for EE, s-SNE and SNE)"},
+    {INT("neighbors", k), .auto_ok = true, NLE__INT_FROM(2), .short_name = 'k', .metavar = "K",
+     .help = "neighbours per point of the kNN graph, not counting the point (auto: 3 x perplexity, 12 with sigma)"},
+    {REAL("sigma", sigma), .auto_ok = true, NLE__POSITIVE, .metavar = "S",
+     .scope = EE_FAMILY | NLE__FOR(NLE_MODEL_SSNE) | NLE__FOR(NLE_MODEL_TSNE),
+     .scope_text = "ee, tee, ssne and tsne (SNE needs conditional P)",
+     .help = "W+ = Gaussian affinities exp(-d^2 / 2 sigma^2) on the kNN graph instead of entropic ones"},
+    {ENUM("knn-method", knn_method, nle_knn_method_name), .metavar = "NAME", .alias = "method",
+     .help = "neighbour search: exact, approx (random-projection forest + NN-descent) or auto (a cost model in N and D)"},
+    {INT("trees", knn_approx.n_trees), .auto_ok = true, NLE__INT_FROM(1), .metavar = "N",
+     .help = "approx: random-projection trees (auto: 4 + N^(1/4) / 2)"},
+    {INT("leaf-size", knn_approx.leaf_size), .auto_ok = true, NLE__INT_FROM(1), .metavar = "N",
+     .help = "approx: largest leaf (auto: max(60, k))"},
+    {INT("max-candidates", knn_approx.max_candidates), .auto_ok = true, NLE__INT_FROM(1), .metavar = "N",
+     .help = "approx: NN-descent sample per point (auto: 30)"},
+    {INT("knn-iters", knn_approx.max_iters), .auto_ok = true, NLE__INT_FROM(1), .metavar = "N", .alias = "iters",
+     .help = "approx: most NN-descent iterations (auto: max(5, log2 N))"},
+    {REAL("knn-delta", knn_approx.delta), NLE__NONNEGATIVE, .metavar = "D", .alias = "delta",
+     .help = "approx: stop below D N k changes per iteration"},
+    {INT("pca", pca_dims), .auto_ok = true, NLE__INT_FROM(0), .metavar = "N",
+     .help = "search the neighbours among N principal components, then re-rank them by their input distances "
+             "(auto: 50 when D > 100 and N > 5,000; 0: off)"},
+    {INT("pca-candidates", pca_candidates), .auto_ok = true, NLE__INT_FROM(0), .metavar = "C",
+     .help = "pca: candidates per point re-ranked (auto: k; 0: keep the components' distances)"},
+    {REAL("lambda", lambda), .auto_ok = true, NLE__POSITIVE, .metavar = "L",
+     .help = "weight of the repulsion (auto: 1 for the SNE family, 100 / N for EE, 0.03 for t-EE)"},
+    {ENUM("wneg", wneg, nle_wneg_name), EE_ONLY, .metavar = "NAME",
+     .help = "repulsive weights: uniform, sqdist (squared input distances) or knn (on the kNN graph)"},
+    {INT("wneg-dims", wneg_dims), NLE__INT_FROM(1), EE_ONLY, .metavar = "N",
+     .help = "wneg sqdist with a fast engine: principal components of the distances"},
+    {ENUM("repulsion", engine, nle_repulsion_name), .metavar = "NAME",
+     .help = "repulsion engine: auto (by N and the model), exact, bh (Barnes-Hut), fft (FFT interpolation) or fgt "
+             "(fast Gauss transform); bh, fft, fgt: dim <= 3"},
+    {REAL("theta", theta), NLE__POSITIVE, .metavar = "T",
+     .help = "bh: opening angle (error about 0.1 theta^2)"},
+    {INT("fft-order", fft.order), NLE__INT_IN(1, 12), .metavar = "P",
+     .help = "fft: interpolation nodes per box and axis"},
+    {REAL("fft-box", fft.box_width), .auto_ok = true, NLE__POSITIVE, .metavar = "W",
+     .help = "fft: box side in kernel lengths (auto: 1.5 with fixed-rate steps, 0.85 with a line search)"},
+    {INT("fgt-order", fgt.order), NLE__INT_IN(1, 12), .metavar = "P", .help = "fgt: terms per axis of its series"},
+    {INT("fgt-reach", fgt.reach), NLE__INT_IN(1, 12), .metavar = "K",
+     .help = "fgt: boxes further apart than K sides do not interact"},
+    {INT("accuracy-iters", opt.accuracy_iters), NLE__INT_FROM(0), .metavar = "N",
+     .help = "bh, fft, fgt: start coarse and reach the set accuracy after N iterations (0: off)"},
+    {ENUM("optimizer", opt.kind, nle_opt_name), .metavar = "NAME",
+     .help = "auto, sd (spectral direction), sd- (SD plus the repulsion's psd diagonal blocks, by CG), fp "
+             "(fixed-point diagonal), gd, lbfgs or cg"},
+    {ENUM("step", step, nle_step_name), .metavar = "NAME",
+     .help = "auto, fixed (a learning rate with momentum and gains, as the t-SNE codes) or line-search"},
+    {INT("kappa", opt.kappa), NLE__INT_FROM(0), .metavar = "N",
+     .help = "sd, sd-: neighbours per point kept in L+ (0: all)"},
+    {REAL("sdm-tol", opt.sdm_tol), NLE__POSITIVE, .metavar = "T", .help = "sd-: its CG stops at this relative residual"},
+    {INT("sdm-iters", opt.sdm_iters), NLE__INT_FROM(1), .metavar = "N", .help = "sd-: or after N CG iterations"},
+    {REAL("c1", opt.c1), NLE__REAL_IN(0, 1, NLE__OPEN_LO | NLE__OPEN_HI), .metavar = "C",
+     .help = "line search: sufficient-decrease constant"},
+    {REAL("shrink", opt.shrink), NLE__REAL_IN(0, 1, NLE__OPEN_LO | NLE__OPEN_HI), .metavar = "S",
+     .help = "line search: step shrink factor"},
+    {REAL("learning-rate", opt.learning_rate), .auto_ok = true, NLE__POSITIVE, .metavar = "R",
+     .help = "fixed steps: the rate (auto: max(N / (4 exaggeration), 50) / sum(W+)), each point's capped at its "
+             "attraction's stability bound"},
+    {REAL("final-learning-rate", opt.learning_rate_final), .auto_ok = true, NLE__POSITIVE, .metavar = "R",
+     .help = "fixed steps: the rate after the exaggeration phase (auto: max(N / 2, 200) / sum(W+) after an "
+             "automatic first rate, else the first rate)"},
+    {REAL("momentum", opt.momentum), .auto_ok = true, NLE__REAL_IN(0, 1, NLE__OPEN_HI), .metavar = "M",
+     .help = "fixed steps: momentum after the first phase (auto: 0.95 with automatic rates, else 0.8; 0.5 during it)"},
+    {REAL("exaggeration", opt.exaggeration), .auto_ok = true, NLE__REAL_IN(1, INFINITY, 0), .metavar = "A",
+     .help = "fixed steps: the attraction times A at first (auto: 12 for t-SNE and s-SNE, else 1)"},
+    {INT("exaggeration-iters", opt.exaggeration_iters), .auto_ok = true, NLE__INT_FROM(0), .metavar = "N",
+     .help = "the exaggeration phase's iterations (auto: 125, 30 per homotopy step)"},
+    {.name = "gains", .kind = NLE__OPT_BOOL, .offset = AT(opt.gains), .alias = "no-gains",
+     .help = "fixed steps: per-coordinate gains (delta-bar-delta)"},
+    {ENUM("init", init, nle_init_name), .metavar = "NAME",
+     .help = "the start: auto (pca with points, else spectral), pca, spectral (Laplacian eigenmaps of W+) or "
+             "random, scaled to init-scale"},
+    {REAL("init-scale", init_scale), NLE__POSITIVE, .metavar = "S",
+     .help = "standard deviation of the start's first dimension"},
+    {INT("max-iters", opt.max_iters), .auto_ok = true, NLE__INT_FROM(0), .metavar = "N",
+     .help = "iterations (auto: 450 for fixed steps, 90 per homotopy step with fixed steps, else 1000)"},
+    {REAL("tol", opt.tol), .auto_ok = true, NLE__NONNEGATIVE, .metavar = "T",
+     .help = "stop below this relative decrease of E, 5 iterations in a row (auto: 1e-6; 0 in a line-search "
+             "homotopy)"},
+    {REAL("x-tol", opt.x_tol), .auto_ok = true, NLE__NONNEGATIVE, .metavar = "T",
+     .help = "stop when |X - X_old| <= T |X_old| (auto: 1e-3 in a line-search homotopy, else 0: off)"},
+    {REAL("grad-tol", opt.grad_tol), .auto_ok = true, NLE__NONNEGATIVE, .metavar = "G",
+     .help = "stop when every gradient entry is below G in size (fixed steps: after the exaggeration phase)"},
+    {REAL("time-budget", opt.time_budget), NLE__NONNEGATIVE, .metavar = "S",
+     .help = "stop after S seconds (0: no limit)"},
+    {INT("homotopy", homotopy_steps), .auto_ok = true, NLE__INT_FROM(0), .scope = EE_FAMILY, .metavar = "STEPS",
+     .scope_text = "ee and tee (lambda is 1 in the SNE family)",
+     .help = "minimise over STEPS log-spaced lambda values from lambda-start to lambda (EE paper 4.4; auto: 5 for "
+             "t-EE with fixed steps, else 0 = none)"},
+    {REAL("lambda-start", lambda_start), .auto_ok = true, NLE__POSITIVE, EE_ONLY, .metavar = "L",
+     .help = "the homotopy's first lambda (auto: lambda / 100 with fixed steps, else 1.5 x the upper bound of "
+             "lambda*)"},
+    {INT("lambda-bounds", lambda_bounds), .auto_ok = true, NLE__INT_IN(0, 1), EE_ONLY, .metavar = "0|1",
+     .help = "compute the bounds of lambda* (1) or not (0); auto: where they are cheap or the homotopy needs them"},
+    {.name = "checkpoint", .kind = NLE__OPT_TEXT, .offset = AT(checkpoint), .metavar = "FILE",
+     .help = "save the run's state to FILE every checkpoint-every iterations and after every homotopy step"},
+    {INT("checkpoint-every", checkpoint_every), NLE__INT_FROM(1), .metavar = "N",
+     .help = "iterations between checkpoints"},
+    {.name = "resume", .kind = NLE__OPT_TEXT, .offset = AT(resume), .metavar = "FILE",
+     .help = "continue the checkpointed run (same input and options; max-iters and time-budget may change), "
+             "checkpointing on to FILE unless checkpoint names another; the result is the uninterrupted run's"},
+    {NULL}};
 
 /* The k the recipe gives, for a graph searched before nle_embed. */
 static int graph_k(const nle_estimator *e, size_t n) {
@@ -112,6 +164,7 @@ static nle_status fit(nle_estimator *e, const nle__est_input *in) {
     return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: {@init} takes pca, spectral, random or auto", e->method);
   if (in->distances && !in->knn) return nle__fail(e->ctx, NLE_ERR_ARG, "%s: distances without a graph", e->method);
   o.keep_model = e->keep_model && in->Y;
+  if (o.resume && !o.checkpoint) o.checkpoint = o.resume; /* a resumed run checkpoints on to its file */
   if (in->init) {
     o.init = NLE_INIT_GIVEN;
     o.init_X = in->init;
@@ -163,7 +216,9 @@ static nle_status inverse(nle_estimator *e, const nle_matd *X, nle_matf **Y) {
   return nle_trained_inverse(e->ctx, e->model, X, NLE_AUTO, Y);
 }
 
-static nle_status save(nle_estimator *e, const char *path) { return nle_trained_save(e->ctx, e->model, path, true); }
+static nle_status save(nle_estimator *e, const char *path) {
+  return nle_trained_save(e->ctx, e->model, path, e->model_data_copy == 1);
+}
 
 static nle_status load(nle_estimator *e, const char *path) {
   nle_trained *t = NULL;
@@ -197,7 +252,6 @@ const nle__family nle__family_embed = {
     .opts_size = sizeof(nle_embed_opts),
     .opts_init = opts_init,
     .options = options,
-    .scopes = scopes,
     .graph_k = graph_k,
     .fit = fit,
     .transform = transform,

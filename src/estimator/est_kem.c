@@ -23,29 +23,27 @@ NLE__ENUM_NAME_OF(nle_affinity_kind_name, nle_affinity_kind)
 NLE__ENUM_NAME_OF(nle_symmetrize_name, nle_symmetrize_rule)
 NLE__ENUM_NAME_OF(nle_kem_variant_name, nle_kem_variant)
 
-#define K_INT(n, f, a) {n, NLE__OPT_INT, offsetof(nle_kem_opts, f), a, NULL, NULL}
-#define K_REAL(n, f, a) {n, NLE__OPT_REAL, offsetof(nle_kem_opts, f), a, NULL, NULL}
-#define K_BOOL(n, f) {n, NLE__OPT_BOOL, offsetof(nle_kem_opts, f), false, NULL, NULL}
+#define K_INT(n, f, a, ...) {.name = n, .kind = NLE__OPT_INT, .offset = offsetof(nle_kem_opts, f), .auto_ok = a, __VA_ARGS__}
+#define K_REAL(n, f, a, ...) {.name = n, .kind = NLE__OPT_REAL, .offset = offsetof(nle_kem_opts, f), .auto_ok = a, __VA_ARGS__}
+#define K_BOOL(n, f, ...) {.name = n, .kind = NLE__OPT_BOOL, .offset = offsetof(nle_kem_opts, f), __VA_ARGS__}
 
 static const nle__option options[] = {
-    K_INT("dim", dim, false),
-    K_INT("neighbors", k, false),
-    {"weights", NLE__OPT_ENUM, offsetof(nle_kem_opts, weights), false, nle_affinity_kind_name_of,
-     nle_affinity_kind_parse},
-    K_REAL("heat-t", heat_t, true),
-    {"symmetrize", NLE__OPT_ENUM, offsetof(nle_kem_opts, symmetrize), false, nle_symmetrize_name_of,
-     nle_symmetrize_parse},
-    K_BOOL("plus-identity", plus_identity),
-    K_INT("kernels", kernels, true),
-    K_REAL("sigma", sigma, true),
-    K_INT("local-dims", local_dims, true),
-    K_INT("local-points", local_points, true),
-    K_REAL("truncate", truncate, false),
-    {"variant", NLE__OPT_ENUM, offsetof(nle_kem_opts, variant), true, nle_kem_variant_name_of, nle_kem_variant_parse},
-    K_BOOL("lpp", lpp),
-    K_INT("inverse-steps", inverse_steps, false),
-    K_REAL("inverse-width", inverse_width, false),
-    {NULL, 0, 0, false, NULL, NULL}};
+    K_INT("dim", dim, false, .help = "embedding dimension"),
+    K_INT("neighbors", k, false, .help = "neighbours of the graph W"),
+    {.name = "weights", .kind = NLE__OPT_ENUM, .offset = offsetof(nle_kem_opts, weights), .enum_name = nle_affinity_kind_name_of, .enum_parse = nle_affinity_kind_parse, .help = "the graph's weights: inverse (1/|x_i - x_j|), gaussian or binary"},
+    K_REAL("heat-t", heat_t, true, .help = "gaussian weights' t (auto: 2 s^2, s the median neighbour distance)"),
+    {.name = "symmetrize", .kind = NLE__OPT_ENUM, .offset = offsetof(nle_kem_opts, symmetrize), .enum_name = nle_symmetrize_name_of, .enum_parse = nle_symmetrize_parse, .help = "making the graph symmetric: average ((A + A^T) / 2), union or mutual"},
+    K_BOOL("plus-identity", plus_identity, .help = "W + I (more isometric), D from W + I"),
+    K_INT("kernels", kernels, true, .help = "kernels at random data points (auto: min(64, N))"),
+    K_REAL("sigma", sigma, true, .help = "the kernels' width (auto: half the median distance from a kernel centre to its nearest data points)"),
+    K_INT("local-dims", local_dims, true, .help = "the leading local principal directions per kernel (auto: D when D <= 10, else 10; 0: posteriors only)"),
+    K_INT("local-points", local_points, true, .help = "points of each local PCA (auto: max(k, 3 local_dims))"),
+    K_REAL("truncate", truncate, false, .help = "posteriors below this dropped (0: none)"),
+    {.name = "variant", .kind = NLE__OPT_ENUM, .offset = offsetof(nle_kem_opts, variant), .auto_ok = true, .enum_name = nle_kem_variant_name_of, .enum_parse = nle_kem_variant_parse, .help = "auto, reweighted, raw, affine or stochastic"},
+    K_BOOL("lpp", lpp, .help = "Z = X: Locality Preserving Projections"),
+    K_INT("inverse-steps", inverse_steps, false, .help = "Gauss-Newton steps refining the inverse map G+(y)"),
+    K_REAL("inverse-width", inverse_width, false, .help = "the inverse map's kernel width, in sigma"),
+    {.name = NULL}};
 
 static nle_status fit(nle_estimator *e, const nle__est_input *in) {
   if (!in->Y || in->distances) return nle__fail(e->ctx, NLE_ERR_ARG, "kem: takes dense points");

@@ -38,44 +38,33 @@ static void lda_init(void *opts, int variant) {
 NLE__ENUM_NAME_OF(nle_mds_ties_name, nle_mds_ties)
 NLE__ENUM_NAME_OF(nle_pdkernel_name, nle_pdkernel_kind)
 
-#define O_INT(T, n, f, a) {n, NLE__OPT_INT, offsetof(T, f), a, NULL, NULL}
-#define O_REAL(T, n, f, a) {n, NLE__OPT_REAL, offsetof(T, f), a, NULL, NULL}
+#define O_INT(T, n, f, a, ...) {.name = n, .kind = NLE__OPT_INT, .offset = offsetof(T, f), .auto_ok = a, __VA_ARGS__}
+#define O_REAL(T, n, f, a, ...) {.name = n, .kind = NLE__OPT_REAL, .offset = offsetof(T, f), .auto_ok = a, __VA_ARGS__}
 /* (kernel LDA's kernel is dense: the sparse kNN kernel, --neighbors, is
  * kernel PCA's alone) */
-#define KERNEL_OPTIONS(T)                                                                                  \
-  {"kernel", NLE__OPT_ENUM, offsetof(T, kernel.kind), false, nle_pdkernel_name_of, nle_pdkernel_parse}, \
-      O_REAL(T, "gamma", kernel.gamma, true), O_REAL(T, "coef0", kernel.coef0, false),                   \
-      O_INT(T, "degree", kernel.degree, false)
-
-static const nle__option mds_options[] = {
-    O_INT(nle_mds_opts, "dim", dim, false),
-    O_INT(nle_mds_opts, "starts", starts, false),
-    O_INT(nle_mds_opts, "max-iter", max_iter, false),
-    O_REAL(nle_mds_opts, "tol", tol, false),
-    {"ties", NLE__OPT_ENUM, offsetof(nle_mds_opts, ties), false, nle_mds_ties_name_of, nle_mds_ties_parse},
-    O_INT(nle_mds_opts, "landmarks", landmarks, true),
-    {NULL, 0, 0, false, NULL, NULL}};
-
-static const nle__option kpca_options[] = {O_INT(nle_kpca_opts, "dim", dim, false), KERNEL_OPTIONS(nle_kpca_opts),
-                                           O_INT(nle_kpca_opts, "kernel-neighbors", kernel.neighbors, false),
-                                           {NULL, 0, 0, false, NULL, NULL}};
-
-static const nle__option lda_options[] = {O_INT(nle_lda_opts, "dim", dim, true),
-                                          O_REAL(nle_lda_opts, "ridge", ridge, true),
-                                          O_REAL(nle_lda_opts, "tol", tol, false), KERNEL_OPTIONS(nle_lda_opts),
-                                          {NULL, 0, 0, false, NULL, NULL}};
+#define KERNEL_OPTIONS(T, SC)                                                                                  \
+  {.name = "kernel", .kind = NLE__OPT_ENUM, .offset = offsetof(T, kernel.kind), .enum_name = nle_pdkernel_name_of, .enum_parse = nle_pdkernel_parse, .scope = SC, .help = "gaussian (exp(-gamma |x - y|^2)), polynomial, linear or precomputed"}, \
+      O_REAL(T, "gamma", kernel.gamma, true, .scope = SC, .help = "the kernel's gamma (auto, gaussian: 1 / (2 s^2), s^2 the median squared distance)"), O_REAL(T, "coef0", kernel.coef0, false, .scope = SC, .help = "polynomial offset"),                   \
+      O_INT(T, "degree", kernel.degree, false, .scope = SC, .help = "polynomial degree")
 
 #define SMACOF (NLE__FOR(NLE_MDS_METRIC) | NLE__FOR(NLE_MDS_SAMMON) | NLE__FOR(NLE_MDS_NONMETRIC))
-static const nle__option_scope mds_scopes[] = {{"starts", SMACOF},
-                                               {"max-iter", SMACOF},
-                                               {"tol", SMACOF},
-                                               {"ties", NLE__FOR(NLE_MDS_NONMETRIC)},
-                                               {"landmarks", NLE__FOR(NLE_MDS_LANDMARK)},
-                                               {NULL, 0}};
-static const nle__option_scope lda_scopes[] = {{"tol", NLE__FOR(0)},         {"kernel", NLE__FOR(1)},
-                                               {"gamma", NLE__FOR(1)},
-                                               {"coef0", NLE__FOR(1)},       {"degree", NLE__FOR(1)},
-                                               {NULL, 0}};
+static const nle__option mds_options[] = {
+    O_INT(nle_mds_opts, "dim", dim, false, .help = "embedding dimension"),
+    O_INT(nle_mds_opts, "starts", starts, false, .scope = SMACOF, .help = "runs: the first from classical MDS, the others from random starts; the best is kept"),
+    O_INT(nle_mds_opts, "max-iter", max_iter, false, .scope = SMACOF, .help = "iterations per run"),
+    O_REAL(nle_mds_opts, "tol", tol, false, .scope = SMACOF, .help = "stop when the stress falls by less than this fraction of itself"),
+    {.name = "ties", .kind = NLE__OPT_ENUM, .offset = offsetof(nle_mds_opts, ties), .enum_name = nle_mds_ties_name_of, .enum_parse = nle_mds_ties_parse, .scope = NLE__FOR(NLE_MDS_NONMETRIC), .help = "non-metric: primary (tied dissimilarities may get different disparities) or secondary"},
+    O_INT(nle_mds_opts, "landmarks", landmarks, true, .scope = NLE__FOR(NLE_MDS_LANDMARK), .help = "Locally Linear Landmarks: solve on this many landmarks, every point reconstructed from its nearest ones (0: exact)"),
+    {.name = NULL}};
+
+static const nle__option kpca_options[] = {O_INT(nle_kpca_opts, "dim", dim, false, .help = "embedding dimension"), KERNEL_OPTIONS(nle_kpca_opts, 0),
+                                           O_INT(nle_kpca_opts, "kernel-neighbors", kernel.neighbors, false, .help = "a sparse Gaussian kernel on the kNN graph of this many neighbours (0: dense)"),
+                                           {.name = NULL}};
+
+static const nle__option lda_options[] = {O_INT(nle_lda_opts, "dim", dim, true, .help = "discriminant directions"),
+                                          O_REAL(nle_lda_opts, "ridge", ridge, true, .help = "added to the total scatter's diagonal"),
+                                          O_REAL(nle_lda_opts, "tol", tol, false, .scope = NLE__FOR(0), .help = "stop below this relative decrease of E, 5 iterations in a row (auto: 1e-6)"), KERNEL_OPTIONS(nle_lda_opts, NLE__FOR(1)),
+                                          {.name = NULL}};
 
 /* These take points or whole matrices, never a neighbour graph. */
 static nle_status no_graph(nle_estimator *e, const nle__est_input *in) {
@@ -232,7 +221,6 @@ const nle__family nle__family_mds = {
     .opts_size = sizeof(nle_mds_opts),
     .opts_init = mds_init,
     .options = mds_options,
-    .scopes = mds_scopes,
     .fit = mds_fit,
     .transform = nle__est_projection_transform,
     .file_kind = "projection-model",
@@ -259,7 +247,6 @@ const nle__family nle__family_lda = {
     .opts_size = sizeof(nle_lda_opts),
     .opts_init = lda_init,
     .options = lda_options,
-    .scopes = lda_scopes, /* the kernel is kernel LDA's */
     .fit = lda_fit,
     .transform = nle__est_projection_transform,
     .decision = lda_decision,

@@ -26,13 +26,13 @@ static void opts_init(void *opts, int variant) {
 NLE__ENUM_NAME_OF(nle_pca_solver_name, nle_pca_solver)
 
 static const nle__option options[] = {
-    {"dim", NLE__OPT_INT, offsetof(nle_pca_opts, n_components), false, NULL, NULL},
-    {"center", NLE__OPT_BOOL, offsetof(nle_pca_opts, center), false, NULL, NULL},
-    {"whiten", NLE__OPT_BOOL, offsetof(nle_pca_opts, whiten), false, NULL, NULL},
-    {"solver", NLE__OPT_ENUM, offsetof(nle_pca_opts, solver), true, nle_pca_solver_name_of, nle_pca_solver_parse},
-    {"oversample", NLE__OPT_INT, offsetof(nle_pca_opts, oversample), false, NULL, NULL},
-    {"power-iters", NLE__OPT_INT, offsetof(nle_pca_opts, power_iters), false, NULL, NULL},
-    {NULL, 0, 0, false, NULL, NULL}};
+    {.name = "dim", .kind = NLE__OPT_INT, .offset = offsetof(nle_pca_opts, n_components), .help = "embedding dimension"},
+    {.name = "center", .kind = NLE__OPT_BOOL, .offset = offsetof(nle_pca_opts, center), .help = "subtract the mean"},
+    {.name = "whiten", .kind = NLE__OPT_BOOL, .offset = offsetof(nle_pca_opts, whiten), .help = "scale every component to unit variance"},
+    {.name = "solver", .kind = NLE__OPT_ENUM, .offset = offsetof(nle_pca_opts, solver), .auto_ok = true, .enum_name = nle_pca_solver_name_of, .enum_parse = nle_pca_solver_parse, .help = "auto, exact (covariance eigendecomposition) or randomized"},
+    {.name = "oversample", .kind = NLE__OPT_INT, .offset = offsetof(nle_pca_opts, oversample), .help = "randomized: extra directions"},
+    {.name = "power-iters", .kind = NLE__OPT_INT, .offset = offsetof(nle_pca_opts, power_iters), .help = "randomized: subspace iterations"},
+    {.name = NULL}};
 
 /* The PCA model as the linear map the projection model files hold. */
 static nle_status as_projection(nle_ctx *ctx, const nle_pca_model *m, nle_projection_model **out) {

@@ -40,58 +40,49 @@ NLE__ENUM_NAME_OF(nle_landmark_method_name, nle_landmark_method)
 
 /* The spectral options at member path P of struct T ("" in the spectral
  * options themselves, "spectral." in a clustering's). */
-#define S_INT(T, P, n, f, a) {n, NLE__OPT_INT, offsetof(T, P f), a, NULL, NULL}
-#define S_REAL(T, P, n, f, a) {n, NLE__OPT_REAL, offsetof(T, P f), a, NULL, NULL}
-#define S_BOOL(T, P, n, f) {n, NLE__OPT_BOOL, offsetof(T, P f), false, NULL, NULL}
-#define S_ENUM(T, P, n, f, fn, parse) {n, NLE__OPT_ENUM, offsetof(T, P f), true, fn##_of, parse}
+#define S_INT(T, P, n, f, a, ...) {.name = n, .kind = NLE__OPT_INT, .offset = offsetof(T, P f), .auto_ok = a, __VA_ARGS__}
+#define S_REAL(T, P, n, f, a, ...) {.name = n, .kind = NLE__OPT_REAL, .offset = offsetof(T, P f), .auto_ok = a, __VA_ARGS__}
+#define S_BOOL(T, P, n, f, ...) {.name = n, .kind = NLE__OPT_BOOL, .offset = offsetof(T, P f), __VA_ARGS__}
+#define S_ENUM(T, P, n, f, fn, parse, ...) \
+  {.name = n, .kind = NLE__OPT_ENUM, .offset = offsetof(T, P f), .auto_ok = true, .enum_name = fn##_of, .enum_parse = parse, __VA_ARGS__}
+#define LE NLE__FOR(NLE_SPECTRAL_LE)
+#define DIFFMAP NLE__FOR(NLE_SPECTRAL_DIFFMAP)
 #define GRAPH_OPTIONS(T, P)                                                                    \
-  S_INT(T, P, "neighbors", k, false), S_REAL(T, P, "radius", radius, false),                   \
-      S_ENUM(T, P, "knn-method", knn_method, nle_knn_method_name, nle_knn_method_parse),       \
-      S_INT(T, P, "trees", knn_approx.n_trees, true),                                          \
-      S_INT(T, P, "leaf-size", knn_approx.leaf_size, true),                                    \
-      S_INT(T, P, "max-candidates", knn_approx.max_candidates, true),                          \
-      S_INT(T, P, "knn-iters", knn_approx.max_iters, true),                                    \
-      S_REAL(T, P, "knn-delta", knn_approx.delta, false), S_INT(T, P, "pca", pca_dims, true),  \
-      S_INT(T, P, "pca-candidates", pca_candidates, true),                                     \
-      S_ENUM(T, P, "symmetrize", symmetrize, nle_symmetrize_name, nle_symmetrize_parse),       \
-      S_ENUM(T, P, "affinity", affinity, nle_affinity_kind_name, nle_affinity_kind_parse),     \
-      S_REAL(T, P, "sigma", sigma, true), S_INT(T, P, "tuning-k", tuning_k, false),            \
-      S_REAL(T, P, "perplexity", perplexity, true),                                            \
-      S_ENUM(T, P, "laplacian", laplacian, nle_laplacian_name, nle_laplacian_parse),           \
-      S_ENUM(T, P, "components", components, nle_components_name, nle_components_parse),       \
-      S_ENUM(T, P, "solver", solver, nle_eigen_solver_name, nle_eigen_solver_parse),           \
-      S_REAL(T, P, "tol", tol, false), S_REAL(T, P, "reg", reg, false),                        \
-      S_INT(T, P, "landmarks", landmarks, false), S_INT(T, P, "kz", kz, true),                 \
+  S_INT(T, P, "neighbors", k, false, .help = "neighbours per point of the graph, not counting the point"), S_REAL(T, P, "radius", radius, false, .help = "epsilon-ball neighbourhoods of this radius instead of the k nearest (0: kNN)"),                   \
+      S_ENUM(T, P, "knn-method", knn_method, nle_knn_method_name, nle_knn_method_parse, .help = "neighbour search: exact, approx (random-projection forest + NN-descent) or auto (a cost model in N and D)"),       \
+      S_INT(T, P, "trees", knn_approx.n_trees, true, .help = "approx: random-projection trees (auto: 4 + N^(1/4) / 2)"),                                          \
+      S_INT(T, P, "leaf-size", knn_approx.leaf_size, true, .help = "approx: largest leaf (auto: max(60, k))"),                                    \
+      S_INT(T, P, "max-candidates", knn_approx.max_candidates, true, .help = "approx: NN-descent sample per point (auto: 30)"),                          \
+      S_INT(T, P, "knn-iters", knn_approx.max_iters, true, .help = "approx: most NN-descent iterations (auto: max(5, log2 N))"),                                    \
+      S_REAL(T, P, "knn-delta", knn_approx.delta, false, .help = "approx: stop below knn_delta N k changes per iteration"), S_INT(T, P, "pca", pca_dims, true, .help = "search the neighbours among this many principal components, then re-rank them by their distances in X (auto: 50 when N > 5,000 and D > 100; 0: off)"),  \
+      S_INT(T, P, "pca-candidates", pca_candidates, true, .help = "pca: candidates per point re-ranked (auto: k, or 7 k for the spectral methods; 0: keep the components' distances)"),                                     \
+      S_ENUM(T, P, "symmetrize", symmetrize, nle_symmetrize_name, nle_symmetrize_parse, .help = "making the graph symmetric: average ((A + A^T) / 2), union or mutual"),       \
+      S_ENUM(T, P, "affinity", affinity, nle_affinity_kind_name, nle_affinity_kind_parse, .help = "weights on the kNN graph: binary, gaussian, inverse, self-tuning or entropic; 'precomputed': X holds N x N affinities"),     \
+      S_REAL(T, P, "sigma", sigma, true, .help = "affinity='gaussian': width in input units (auto: the median distance to the k-th neighbour)"), S_INT(T, P, "tuning-k", tuning_k, false, .help = "affinity='self-tuning': the neighbour that sets each point's scale"),            \
+      S_REAL(T, P, "perplexity", perplexity, true, .help = "affinity='entropic': each point's perplexity over its k neighbours (auto: k / 3)"),                                            \
+      S_ENUM(T, P, "laplacian", laplacian, nle_laplacian_name, nle_laplacian_parse, .scope = LE, .help = "random-walk (L v = lambda D v), symmetric or unnormalised"),           \
+      S_ENUM(T, P, "components", components, nle_components_name, nle_components_parse, .help = "a disconnected neighbourhood graph: auto (the method's policy), error or allow"),       \
+      S_ENUM(T, P, "solver", solver, nle_eigen_solver_name, nle_eigen_solver_parse, .help = "eigensolver: auto, dense, sparse (Lanczos) or shift-invert"),           \
+      S_REAL(T, P, "tol", tol, false, .help = "Lanczos relative tolerance (0: machine precision)"), S_REAL(T, P, "reg", reg, false, .scope = LE | NLE__FOR(NLE_SPECTRAL_LLE) | NLE__FOR(NLE_SPECTRAL_MLLE), .help = "LLL: the weights' regulariser, times the local Gram matrix's trace"),                        \
+      S_INT(T, P, "landmarks", landmarks, false, .scope = LE | NLE__FOR(NLE_SPECTRAL_ISOMAP), .help = "Locally Linear Landmarks: solve on this many landmarks, every point reconstructed from its nearest ones (0: exact)"), S_INT(T, P, "kz", kz, true, .scope = LE, .help = "LLL: landmarks per point (auto: max(d + 1, 5), at most L and D + 1)"),                 \
       S_ENUM(T, P, "landmark-method", landmark_method, nle_landmark_method_name,               \
-             nle_landmark_method_parse),                                                       \
-      S_BOOL(T, P, "landmark-graph", landmark_graph), S_REAL(T, P, "alpha", alpha, false),     \
-      S_INT(T, P, "time", diffusion_time, false)
+             nle_landmark_method_parse, .scope = LE, .help = "LLL: random, thinned, kmeans or minmax"),                                                       \
+      S_BOOL(T, P, "landmark-graph", landmark_graph, .scope = LE, .help = "LLL's baseline: the landmarks' own kNN graph instead of Z W Z^T"), S_REAL(T, P, "alpha", alpha, false, .scope = DIFFMAP, .help = "density normalisation in [0, 1]: 0 graph Laplacian, 1/2 Fokker-Planck, 1 Laplace-Beltrami"),     \
+      S_INT(T, P, "time", diffusion_time, false, .scope = DIFFMAP, .help = "diffusion time t >= 0")
 
-static const nle__option spectral_options[] = {S_INT(nle_spectral_opts, , "dim", dim, false),
+static const nle__option spectral_options[] = {S_INT(nle_spectral_opts, , "dim", dim, false, .help = "embedding dimension"),
                                                GRAPH_OPTIONS(nle_spectral_opts, ),
-                                               {NULL, 0, 0, false, NULL, NULL}};
+                                               {.name = NULL}};
 
 static const nle__option cluster_options[] = {
-    S_INT(nle_cluster_opts, , "clusters", clusters, false),
-    S_INT(nle_cluster_opts, , "dims", dims, true),
-    S_BOOL(nle_cluster_opts, , "normalize-rows", normalize_rows),
-    S_INT(nle_cluster_opts, , "restarts", restarts, false),
-    S_BOOL(nle_cluster_opts, , "warm-start", warm_start),
-    S_INT(nle_cluster_opts, , "max-iters", max_iters, false),
+    S_INT(nle_cluster_opts, , "clusters", clusters, false, .help = "number of clusters"),
+    S_INT(nle_cluster_opts, , "dims", dims, true, .help = "eigenvectors after the trivial one that k-means clusters (auto: n_clusters - 1)"),
+    S_BOOL(nle_cluster_opts, , "normalize-rows", normalize_rows, .help = "each point's eigenvector row to unit length first (Ng, Jordan and Weiss)"),
+    S_INT(nle_cluster_opts, , "restarts", restarts, false, .help = "k-means runs from k-means++ seeds"),
+    S_BOOL(nle_cluster_opts, , "warm-start", warm_start, .help = "LLL: k-means restarts on the landmarks first"),
+    S_INT(nle_cluster_opts, , "max-iters", max_iters, false, .help = "k-means iterations per run"),
     GRAPH_OPTIONS(nle_cluster_opts, spectral.),
-    {NULL, 0, 0, false, NULL, NULL}};
-
-#define LE NLE__FOR(NLE_SPECTRAL_LE)
-static const nle__option_scope spectral_scopes[] = {
-    {"laplacian", LE},
-    {"landmarks", LE | NLE__FOR(NLE_SPECTRAL_ISOMAP)},
-    {"kz", LE},
-    {"landmark-method", LE},
-    {"landmark-graph", LE},
-    {"reg", LE | NLE__FOR(NLE_SPECTRAL_LLE) | NLE__FOR(NLE_SPECTRAL_MLLE)},
-    {"alpha", NLE__FOR(NLE_SPECTRAL_DIFFMAP)},
-    {"time", NLE__FOR(NLE_SPECTRAL_DIFFMAP)},
-    {NULL, 0}};
+    {.name = NULL}};
 
 /* The LLE family reconstructs each point from its neighbours' coordinates:
  * it takes points only (a graph of sparse rows or of distances would not
@@ -184,7 +175,7 @@ static nle_status predict(nle_estimator *e, const nle_matd *X, int32_t *labels) 
 }
 
 static nle_status save(nle_estimator *e, const char *path) {
-  return nle_spectral_model_save(e->ctx, e->model, path, true);
+  return nle_spectral_model_save(e->ctx, e->model, path, e->model_data_copy == 1);
 }
 
 /* A spectral model's file; a clustering's (it has centres) makes the
@@ -224,7 +215,6 @@ const nle__family nle__family_spectral = {
     .opts_size = sizeof(nle_spectral_opts),
     .opts_init = spectral_init,
     .options = spectral_options,
-    .scopes = spectral_scopes,
     .graph_k = spectral_graph_k,
     .fit = spectral_fit,
     .transform = transform,
@@ -240,7 +230,6 @@ const nle__family nle__family_cluster = {
     .opts_size = sizeof(nle_cluster_opts),
     .opts_init = cluster_init,
     .options = cluster_options,
-    .scopes = spectral_scopes, /* a clustering is LE's */
     .graph_k = cluster_graph_k,
     .fit = cluster_fit,
     .transform = transform,

@@ -7,6 +7,7 @@
 
 #include "../core/internal.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,20 +95,39 @@ static const nle__family *family_of(const char *method) {
   return NULL;
 }
 
-/* Every method's own options follow these two. */
-static const char *const common_options[] = {"metric", "keep-model"};
-enum { N_COMMON = 2 };
+/* The options every method has, kept in the estimator itself. */
+static const char *model_data_name(int copy) { return copy == 1 ? "copy" : copy == 0 ? "reference" : "unknown"; }
+static int model_data_parse(const char *s) { return !strcmp(s, "copy") ? 1 : !strcmp(s, "reference") ? 0 : -1; }
+static const char *metric_name_of(int m) { return nle_metric_name((nle_metric)m); }
 
-/* Whether the estimator's method takes the option (its family's scopes). */
+static const nle__option common_rows[] = {
+    {.name = "metric", .kind = NLE__OPT_ENUM, .offset = offsetof(nle_estimator, metric), .enum_name = metric_name_of,
+     .enum_parse = nle_metric_parse, .metavar = "NAME",
+     .help = "what the input holds: points compared by euclidean, cosine or correlation distance (rows made unit, "
+             "correlation centred first), precomputed distances (N x N, or a sparse graph) or affinities"},
+    {.name = "keep-model", .kind = NLE__OPT_BOOL, .offset = offsetof(nle_estimator, keep_model),
+     .help = "keep the map for new points (transform, save); false saves its memory"},
+    {.name = "model-data", .kind = NLE__OPT_ENUM, .offset = offsetof(nle_estimator, model_data_copy),
+     .enum_name = model_data_name, .enum_parse = model_data_parse, .metavar = "MODE",
+     .help = "a saved model holds a copy of the training data (copy) or only its name and a checksum (reference)"},
+    {.name = NULL}};
+enum { N_COMMON = sizeof common_rows / sizeof *common_rows - 1 };
+
+/* Whether the estimator's method takes the option (the row's scope). */
 static bool takes(const nle_estimator *e, const nle__option *o) {
-  for (const nle__option_scope *sc = e->family->scopes; sc && sc->name; sc++)
-    if (!strcmp(sc->name, o->name)) return (sc->variants & NLE__FOR(e->variant)) != 0;
-  return true;
+  return !o->scope || (o->scope & NLE__FOR(e->variant)) != 0;
+}
+
+/* Where the option's value lives: the estimator's own or the family's
+ * options struct (`opts`: e->opts or a resolved copy). */
+static char *field_of(const nle_estimator *e, const nle__option *o, const void *opts) {
+  bool common = o >= common_rows && o < common_rows + N_COMMON;
+  return (char *)(common ? (const void *)e : opts) + o->offset;
 }
 
 const char *nle_estimator_option(const nle_estimator *e, int i) {
   if (!e || i < 0) return NULL;
-  if (i < N_COMMON) return common_options[i];
+  if (i < N_COMMON) return common_rows[i].name;
   for (const nle__option *o = e->family->options; o->name; o++)
     if (takes(e, o) && i-- == N_COMMON) return o->name;
   return NULL;
@@ -120,21 +140,44 @@ static void canonical(const char *name, char *buf, size_t cap) {
   buf[i] = '\0';
 }
 
+/* The row of that name (or alias) among the common ones and the family's,
+ * taken or not; *negated: the name was a switch's "no-" alias. */
+static const nle__option *row_named(const nle_estimator *e, const char *name, bool *negated) {
+  *negated = false;
+  for (const nle__option *o = common_rows; o->name; o++)
+    if (!strcmp(o->name, name)) return o;
+  for (const nle__option *o = e->family->options; o->name; o++) {
+    if (!strcmp(o->name, name)) return o;
+    if (o->alias && !strcmp(o->alias, name)) {
+      *negated = o->kind == NLE__OPT_BOOL && !strncmp(o->alias, "no-", 3);
+      return o;
+    }
+  }
+  return NULL;
+}
+
+/* The family's methods taking a scoped row: "ee and tee". */
+static void scope_list(const nle_estimator *e, const nle__option *o, char *list, size_t cap) {
+  const char *names[32];
+  int n = 0;
+  for (const char *const *m = e->family->methods; *m && n < 32; m++)
+    if (o->scope & NLE__FOR(e->family->variant_of(*m))) names[n++] = *m;
+  size_t used = 0;
+  list[0] = '\0';
+  for (int i = 0; i < n && used < cap; i++)
+    used += (size_t)snprintf(list + used, cap - used, "%s%s", i == 0 ? "" : i + 1 == n ? " and " : ", ", names[i]);
+}
+
 /* The method's option of that name; NULL with the error set (naming the
  * methods that take it, when other methods of the family do). */
-static const nle__option *find_option(const nle_estimator *e, const char *name) {
-  for (const nle__option *o = e->family->options; o->name; o++) {
-    if (strcmp(o->name, name)) continue;
-    if (takes(e, o)) return o;
+static const nle__option *find_option(const nle_estimator *e, const char *name, bool *negated) {
+  const nle__option *o = row_named(e, name, negated);
+  if (o && takes(e, o)) return o;
+  if (o) {
     char list[256];
-    size_t used = 0;
-    list[0] = '\0';
-    for (const nle__option_scope *sc = e->family->scopes; sc->name; sc++)
-      if (!strcmp(sc->name, name))
-        for (const char *const *m = e->family->methods; *m && used < sizeof list; m++)
-          if (sc->variants & NLE__FOR(e->family->variant_of(*m)))
-            used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", used ? ", " : "", *m);
-    nle__fail(e->ctx, NLE_ERR_VALUE, "%s: {@%s} is for %s", e->method, name, list);
+    if (o->scope_text) snprintf(list, sizeof list, "%s", o->scope_text);
+    else scope_list(e, o, list, sizeof list);
+    nle__fail(e->ctx, NLE_ERR_VALUE, "%s: {@%s} is for %s", e->method, o->name, list);
     return NULL;
   }
   nle__fail(e->ctx, NLE_ERR_VALUE, "%s: no option '%s'", e->method, name);
@@ -166,6 +209,7 @@ nle_status nle_estimator_new(nle_ctx *ctx, const char *method, nle_estimator **o
   f->opts_init(e->opts, e->variant);
   e->metric = NLE_METRIC_EUCLIDEAN;
   e->keep_model = true;
+  e->model_data_copy = 1;
   *out = e;
   return NLE_OK;
 }
@@ -189,11 +233,19 @@ static void release_input(nle_estimator *e) {
   nle_csr_free(&e->affinities_built);
 }
 
+static void release_texts(nle_estimator *e) {
+  for (size_t i = 0; i < sizeof e->texts / sizeof *e->texts; i++) {
+    free(e->texts[i]);
+    e->texts[i] = NULL;
+  }
+}
+
 void nle_estimator_free(nle_estimator **pe) {
   if (!pe || !*pe) return;
   nle_estimator *e = *pe;
   release_fit(e);
   release_input(e);
+  release_texts(e);
   free(e->opts);
   free(e);
   *pe = NULL;
@@ -207,6 +259,7 @@ nle_status nle__est_become(nle_estimator *e, const char *method) {
   void *opts = calloc(1, f->opts_size);
   if (!opts) return nle__fail(e->ctx, NLE_ERR_NOMEM, "%s: out of memory", method);
   free(e->opts);
+  release_texts(e);
   e->opts = opts;
   e->family = f;
   e->variant = f->variant_of(method);
@@ -215,19 +268,49 @@ nle_status nle__est_become(nle_estimator *e, const char *method) {
   return NLE_OK;
 }
 
-static nle_status bad_value(nle_estimator *e, const nle__option *o, const char *value) {
-  const char *takes = o->kind == NLE__OPT_INT ? "an integer" : o->kind == NLE__OPT_REAL ? "a number" : "true or false";
-  if (o->kind == NLE__OPT_ENUM) {
-    char list[512];
-    size_t used = 0;
-    list[0] = '\0';
-    for (int v = 0; used < sizeof list && strcmp(o->enum_name(v), "unknown"); v++)
-      used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", v ? ", " : "", o->enum_name(v));
-    return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: {@%s} takes %s%s, not '%s'", e->method, o->name,
-                     o->auto_ok ? "auto, " : "", list, value);
+/* The rule of a row's range as the messages say it: "an integer >= 2",
+ * "a number in [0, 1)", "a finite number > 0"; `above`: an integer past
+ * the top is told the whole range. */
+static void range_rule(const nle__option *o, bool above, char *buf, size_t cap) {
+  if (o->kind == NLE__OPT_INT) {
+    if (o->hi >= INT_MAX && !above) snprintf(buf, cap, "an integer >= %.0f", o->lo);
+    else snprintf(buf, cap, "an integer from %.0f to %.0f", o->lo, o->hi);
+  } else if (isinf(o->lo) && isinf(o->hi)) {
+    snprintf(buf, cap, "a finite number");
+  } else if (isinf(o->hi)) {
+    snprintf(buf, cap, "a finite number %s %.17g", o->open & NLE__OPEN_LO ? ">" : ">=", o->lo);
+  } else if (isinf(o->lo)) {
+    snprintf(buf, cap, "a number %s %.17g", o->open & NLE__OPEN_HI ? "<" : "<=", o->hi);
+  } else {
+    snprintf(buf, cap, "a number in %c%.17g, %.17g%c", o->open & NLE__OPEN_LO ? '(' : '[', o->lo, o->hi,
+             o->open & NLE__OPEN_HI ? ')' : ']');
   }
-  return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: {@%s} takes %s%s, not '%s'", e->method, o->name, takes,
-                   o->auto_ok ? " or auto" : "", value);
+}
+
+/* A name option's values: "auto, exact, bh, fft or fgt". */
+static void choices(const nle__option *o, char *list, size_t cap) {
+  const char *names[64];
+  int n = 0;
+  if (o->auto_ok) names[n++] = "auto";
+  for (int v = 0; n < 64 && strcmp(o->enum_name(v), "unknown"); v++) names[n++] = o->enum_name(v);
+  size_t used = 0;
+  list[0] = '\0';
+  for (int i = 0; i < n && used < cap; i++)
+    used += (size_t)snprintf(list + used, cap - used, "%s%s", i == 0 ? "" : i + 1 == n ? " or " : ", ", names[i]);
+}
+
+static nle_status bad_value(nle_estimator *e, const nle__option *o, const char *value, bool above) {
+  char rule[512];
+  if (o->kind == NLE__OPT_ENUM) choices(o, rule, sizeof rule);
+  else if (o->ranged) range_rule(o, above, rule, sizeof rule);
+  else snprintf(rule, sizeof rule, "%s", o->kind == NLE__OPT_INT ? "an integer" : o->kind == NLE__OPT_REAL ? "a number"
+                                                                                : "true or false");
+  bool or_auto = o->auto_ok && o->kind != NLE__OPT_ENUM;
+  if (o->ranged || o->kind == NLE__OPT_ENUM)
+    return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: {@%s} takes %s%s, not \"%s\"", e->method, o->name, rule,
+                     or_auto ? " or auto" : "", value);
+  return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: {@%s} takes %s%s, not '%s'", e->method, o->name, rule,
+                   or_auto ? " or auto" : "", value);
 }
 
 static bool parse_bool(const char *s, bool *out) {
@@ -237,70 +320,82 @@ static bool parse_bool(const char *s, bool *out) {
   return true;
 }
 
+/* An integer or a real option's value, in the row's range. */
+static nle_status set_number(nle_estimator *e, const nle__option *o, const char *value, char *field) {
+  char *end = NULL;
+  errno = 0;
+  if (o->kind == NLE__OPT_INT) {
+    long long v = strtoll(value, &end, 10);
+    bool whole = end != value && !*end;
+    bool fits = whole && !errno && v >= -2147483647LL && v <= 2147483647LL;
+    if (fits && (!o->ranged || (v >= o->lo && v <= o->hi))) {
+      *(int *)field = (int)v;
+      return NLE_OK;
+    }
+    /* above the top only when the text is a whole number past it (strtoll
+     * saturates with ERANGE) */
+    return bad_value(e, o, value, whole && (errno == ERANGE ? v > 0 : v > o->hi));
+  }
+  /* no errno test: an underflow to a tiny or zero value is judged by the
+   * range like any other (1e-400 is not > 0) */
+  double v = strtod(value, &end);
+  bool ok = end != value && !*end && isfinite(v);
+  if (ok && o->ranged)
+    ok = (o->open & NLE__OPEN_LO ? v > o->lo : v >= o->lo) && (o->open & NLE__OPEN_HI ? v < o->hi : v <= o->hi);
+  if (!ok) return bad_value(e, o, value, false);
+  *(double *)field = v;
+  return NLE_OK;
+}
+
+/* A text option's value, kept by the estimator (the struct points at it). */
+static nle_status set_text(nle_estimator *e, const nle__option *o, const char *value, char *field) {
+  size_t slot = (size_t)(o - e->family->options);
+  if (slot >= sizeof e->texts / sizeof *e->texts)
+    return nle__fail(e->ctx, NLE_ERR_ARG, "%s: too many text options", e->method);
+  char *copy = strdup(value);
+  if (!copy) return nle__fail(e->ctx, NLE_ERR_NOMEM, "%s: out of memory", e->method);
+  free(e->texts[slot]);
+  e->texts[slot] = copy;
+  *(const char **)field = copy;
+  return NLE_OK;
+}
+
 nle_status nle_estimator_set(nle_estimator *e, const char *name, const char *value) {
   if (!e || !name || !value) return e ? nle__fail(e->ctx, NLE_ERR_ARG, "estimator_set: NULL argument") : NLE_ERR_ARG;
   char key[64];
   canonical(name, key, sizeof key);
-  if (!strcmp(key, "metric")) {
-    int m = nle_metric_parse(value);
-    if (m < 0)
-      return nle__fail(e->ctx, NLE_ERR_VALUE,
-                       "%s: {@metric} takes euclidean, cosine, correlation, precomputed or affinities, not '%s'",
-                       e->method, value);
-    e->metric = (nle_metric)m;
-    return NLE_OK;
-  }
-  if (!strcmp(key, "keep-model")) {
-    if (!parse_bool(value, &e->keep_model))
-      return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: {@keep-model} takes true or false, not '%s'", e->method, value);
-    return NLE_OK;
-  }
-  const nle__option *o = find_option(e, key);
+  bool negated;
+  const nle__option *o = find_option(e, key, &negated);
   if (!o) return NLE_ERR_VALUE;
-  char *field = (char *)e->opts + o->offset;
-  bool is_auto = !strcmp(value, "auto");
-  if (is_auto && !o->auto_ok) return bad_value(e, o, value);
-  char *end = NULL;
+  char *field = field_of(e, o, e->opts);
+  if (!strcmp(value, "auto") && o->kind != NLE__OPT_TEXT) {
+    if (!o->auto_ok) return bad_value(e, o, value, false);
+    if (o->kind == NLE__OPT_REAL) *(double *)field = NLE_AUTO;
+    else *(int *)field = NLE_AUTO;
+    return NLE_OK;
+  }
   switch (o->kind) {
-  case NLE__OPT_INT: {
-    if (is_auto) {
-      *(int *)field = NLE_AUTO;
-      return NLE_OK;
-    }
-    long long v = strtoll(value, &end, 10);
-    if (end == value || *end || v < -2147483647LL || v > 2147483647LL) return bad_value(e, o, value);
-    *(int *)field = (int)v;
-    return NLE_OK;
-  }
-  case NLE__OPT_REAL: {
-    if (is_auto) {
-      *(double *)field = NLE_AUTO;
-      return NLE_OK;
-    }
-    double v = strtod(value, &end);
-    if (end == value || *end || !isfinite(v)) return bad_value(e, o, value);
-    *(double *)field = v;
-    return NLE_OK;
-  }
+  case NLE__OPT_INT:
+  case NLE__OPT_REAL: return set_number(e, o, value, field);
   case NLE__OPT_BOOL: {
     bool b;
-    if (!parse_bool(value, &b)) return bad_value(e, o, value);
-    *(bool *)field = b;
+    if (!parse_bool(value, &b)) return bad_value(e, o, value, false);
+    *(bool *)field = negated ? !b : b;
     return NLE_OK;
   }
   case NLE__OPT_ENUM: {
     int v = o->enum_parse(value);
-    if (v == -1 || (v == NLE_AUTO && !o->auto_ok)) return bad_value(e, o, value);
+    if (v == -1 || v == NLE_AUTO) return bad_value(e, o, value, false);
     *(int *)field = v;
     return NLE_OK;
   }
+  case NLE__OPT_TEXT: return set_text(e, o, value, field);
   }
   return NLE_ERR_ARG;
 }
 
 /* The value of option o in the struct at base, as text. */
-static void option_text(const nle__option *o, const void *base, char *buf, size_t cap) {
-  const char *field = (const char *)base + o->offset;
+static void option_text(const nle__option *o, const char *field, char *buf, size_t cap) {
   switch (o->kind) {
   case NLE__OPT_INT: {
     int v = *(const int *)field;
@@ -320,6 +415,11 @@ static void option_text(const nle__option *o, const void *base, char *buf, size_
     snprintf(buf, cap, "%s", v == NLE_AUTO ? "auto" : o->enum_name(v));
     return;
   }
+  case NLE__OPT_TEXT: {
+    const char *t = *(const char *const *)field;
+    snprintf(buf, cap, "%s", t ? t : "");
+    return;
+  }
   }
 }
 
@@ -327,17 +427,44 @@ nle_status nle_estimator_get(const nle_estimator *e, const char *name, char *buf
   if (!e || !name || !buf || !cap) return NLE_ERR_ARG;
   char key[64];
   canonical(name, key, sizeof key);
-  if (!strcmp(key, "metric")) {
-    snprintf(buf, cap, "%s", nle_metric_name(e->metric));
-    return NLE_OK;
-  }
-  if (!strcmp(key, "keep-model")) {
-    snprintf(buf, cap, "%s", e->keep_model ? "true" : "false");
-    return NLE_OK;
-  }
-  const nle__option *o = find_option(e, key);
+  bool negated;
+  const nle__option *o = find_option(e, key, &negated);
   if (!o) return NLE_ERR_VALUE;
-  option_text(o, e->resolved ? e->resolved : e->opts, buf, cap);
+  option_text(o, field_of(e, o, e->resolved ? e->resolved : e->opts), buf, cap);
+  return NLE_OK;
+}
+
+static const char *const kind_names[] = {"int", "number", "switch", "name", "text"};
+
+nle_status nle_estimator_option_info(const nle_estimator *e, const char *name, nle_option_info *info) {
+  if (!e || !name || !info) return e ? nle__fail(e->ctx, NLE_ERR_ARG, "option_info: NULL argument") : NLE_ERR_ARG;
+  char key[64];
+  canonical(name, key, sizeof key);
+  bool negated;
+  const nle__option *o = row_named(e, key, &negated);
+  if (!o) return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: no option '%s'", e->method, name);
+  memset(info, 0, sizeof *info);
+  info->name = o->name;
+  info->alias = o->alias;
+  info->short_name = o->short_name;
+  info->kind = kind_names[o->kind];
+  info->metavar = o->metavar ? o->metavar : o->kind == NLE__OPT_BOOL ? NULL : "VALUE";
+  info->help = o->help ? o->help : "";
+  info->auto_ok = o->auto_ok;
+  info->taken = takes(e, o);
+  if (o->kind == NLE__OPT_ENUM) choices(o, info->values, sizeof info->values);
+  else if (o->ranged) range_rule(o, false, info->values, sizeof info->values);
+  /* the default: what a fresh estimator of this method holds */
+  if (o >= common_rows && o < common_rows + N_COMMON) {
+    nle_estimator fresh = {.metric = NLE_METRIC_EUCLIDEAN, .keep_model = true, .model_data_copy = 1};
+    option_text(o, (const char *)&fresh + o->offset, info->default_text, sizeof info->default_text);
+    return NLE_OK;
+  }
+  void *opts = calloc(1, e->family->opts_size);
+  if (!opts) return nle__fail(e->ctx, NLE_ERR_NOMEM, "%s: out of memory", e->method);
+  e->family->opts_init(opts, e->variant);
+  option_text(o, (const char *)opts + o->offset, info->default_text, sizeof info->default_text);
+  free(opts);
   return NLE_OK;
 }
 
@@ -364,9 +491,9 @@ nle_status nle__est_keep_resolved(nle_estimator *e, const void *resolved) {
 void nle__est_report_options(nle_estimator *e, const void *opts) {
   nle__json_printf(&e->report, ", \"options\": {\"metric\": \"%s\"", nle_metric_name(e->metric));
   for (const nle__option *o = e->family->options; o->name; o++) {
-    if (!takes(e, o)) continue;
+    if (!takes(e, o) || o->kind == NLE__OPT_TEXT) continue;
     char v[64];
-    option_text(o, opts, v, sizeof v);
+    option_text(o, (const char *)opts + o->offset, v, sizeof v);
     if (o->kind == NLE__OPT_ENUM || !strcmp(v, "auto")) nle__json_string(&e->report, o->name, v);
     else nle__json_printf(&e->report, ", \"%s\": %s", o->name, v);
   }

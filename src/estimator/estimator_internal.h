@@ -8,29 +8,48 @@
 #include "nlembed.h"
 #include "nlembed/estimator.h"
 
+#include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 
-/* An option by name: the tool's long option, the kind of its value, where
- * it lives in the family's options struct. Ranges are the front doors'
- * checks (each names the option); the table only reads the text. */
-typedef enum { NLE__OPT_INT, NLE__OPT_REAL, NLE__OPT_BOOL, NLE__OPT_ENUM } nle__opt_kind;
+/* An option by name: the one row every client reads. Its name is the
+ * spelling of the tool's long option, the estimator's set/get and (with '_'
+ * for '-') Python's parameter; from the rows come the tool's option parsing
+ * and --help, Python's parameters and docstrings, and the option tables of
+ * docs/ (nle_estimator_option_info). */
+typedef enum { NLE__OPT_INT, NLE__OPT_REAL, NLE__OPT_BOOL, NLE__OPT_ENUM, NLE__OPT_TEXT } nle__opt_kind;
+
+enum { NLE__OPEN_LO = 1, NLE__OPEN_HI = 2 };
 
 typedef struct {
   const char *name;
   nle__opt_kind kind;
-  size_t offset;
+  size_t offset;                    /* in the family's options struct */
   bool auto_ok;                     /* "auto" is NLE_AUTO */
   const char *(*enum_name)(int);    /* NLE__OPT_ENUM */
   int (*enum_parse)(const char *);  /* -1 if unknown (NLE_AUTO for "auto") */
+  /* ranged: set refuses a value outside [lo, hi] (INT; hi INT_MAX at most)
+   * or from lo to hi with the ends open as `open` says (REAL), naming the
+   * option and the rule; a range refuses only what cannot work. Unranged
+   * rows are checked by the method's front door at fit. */
+  bool ranged;
+  double lo, hi;
+  unsigned open;
+  unsigned scope;                   /* the methods taking it (NLE__FOR bits); 0: all the family's */
+  const char *scope_text;           /* what "is for ..." says instead of the method list */
+  char short_name;                  /* the tool's one-letter form, or 0 */
+  const char *metavar;              /* the value's placeholder in --help */
+  const char *help;                 /* one line */
+  const char *alias;                /* an older spelling the tool accepts; "no-NAME" for a switch sets it false */
 } nle__option;
 
-/* The methods of a family that take an option (bit 1 << variant), for the
- * options that are not every method's; the rest are. */
-typedef struct {
-  const char *name;
-  unsigned variants;
-} nle__option_scope;
+/* Ranges of the rows, by the one rule of docs/design.md. */
+#define NLE__INT_FROM(a) .ranged = true, .lo = (a), .hi = INT_MAX
+#define NLE__INT_IN(a, b) .ranged = true, .lo = (a), .hi = (b)
+#define NLE__POSITIVE .ranged = true, .lo = 0, .hi = INFINITY, .open = NLE__OPEN_LO
+#define NLE__NONNEGATIVE .ranged = true, .lo = 0, .hi = INFINITY
+#define NLE__REAL_IN(a, b, o) .ranged = true, .lo = (a), .hi = (b), .open = (o)
 
 #define NLE__FOR(v) (1u << (unsigned)(v))
 
@@ -78,8 +97,10 @@ struct nle_estimator {
   char method[16];
   void *opts;                /* the family's options struct */
   void *resolved;            /* after a fit: the options as they ran */
-  nle_metric metric;
+  int metric;                /* nle_metric (an int: the rows' enum fields are) */
   bool keep_model;
+  int model_data_copy;       /* 1: a saved model copies its data; 0: it references them */
+  char *texts[64];           /* the text options' values, by row */
   bool fitted;
   const char *input_kind;    /* the fit's input when not dense points ("sparse
                                 rows", "precomputed", "affinities"), else NULL */
@@ -99,7 +120,6 @@ typedef struct nle__family {
   size_t opts_size;
   void (*opts_init)(void *opts, int variant);
   const nle__option *options;       /* {NULL}-terminated */
-  const nle__option_scope *scopes;  /* {NULL}-terminated, or NULL */
   /* the kNN size the family's graph uses (for sparse points and
    * precomputed distances, searched before the front door), or 0 when the
    * family takes no graph */
