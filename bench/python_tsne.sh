@@ -39,7 +39,7 @@ for i in $(seq "$REPEATS"); do
   /usr/bin/time -f "%e %M" -o "$OUT/pytsne.time" "$PY" bench/python_tsne.py tsne "$OUT/pytsne-py.npy" "$N" \
     > "$OUT/pytsne-py.json" 2> "$OUT/pytsne-py.err" || { echo "Python failed: $(tail -2 "$OUT/pytsne-py.err")"; exit 1; }
   read -r wall rss < "$OUT/pytsne.time"
-  read -r embed call stages < <("$PY" -c 'import json,sys; j=json.load(open(sys.argv[1])); s=j["library_seconds"]; print(s["total"], j["fit_seconds"], " ".join("%s %.1f" % (k, s[k]) for k in ("pca", "knn", "affinities", "init", "plan", "optimize")))' "$OUT/pytsne-py.json")
+  read -r embed call stages < <("$PY" -c 'import json,sys; j=json.load(open(sys.argv[1])); s=j["library_seconds"]; print(s["total"], j["fit_seconds"], " ".join("%s %.1f" % (k, s[k]) for k in ("pca", "knn", "affinity", "init", "plan", "optimize")))' "$OUT/pytsne-py.json")
   py_embed+=("$embed") py_call+=("$call") py_proc+=("$wall")
   printf 'run %d  Python  embed %7.2f s  call %7.2f s  process %7.2f s  peak %5d MiB  (%s)\n' "$i" "$embed" "$call" \
     "$wall" "$((rss / 1024))" "$stages"

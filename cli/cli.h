@@ -60,6 +60,7 @@ typedef struct {
   const char *labels_source;
   nle_read_opts read;
   bool quiet;
+  bool metric_given;  /* --metric was named */
   int verbosity;
   double t0;
 } cli_env;
@@ -78,6 +79,11 @@ int cli_next_option(cli_env *env, int argc, char **argv, const char *shortopts, 
 void cli_catch_interrupts(void);
 int cli_interrupted(void);
 
+/* A library message with its option markers ({@name}, {@name=value}) in
+ * the tool's spelling: --name, --name value; keep-model is --save-model's. */
+void cli_spell(const char *in, char *out, size_t cap);
+/* A usage error (exit 2) from the library's refusal of an option's value. */
+int cli_usage_fail(cli_env *env, nle_status s);
 /* Prints "nlembed CMD: error: MESSAGE" (one line) and returns the exit code. */
 int cli_fail(cli_env *env, nle_status s);
 /* The same for an error about the matrix read from `source` (a file): its
@@ -209,7 +215,8 @@ int cmd_plot(int argc, char **argv);
 int cmd_view(int argc, char **argv);
 int cmd_affinity(int argc, char **argv);
 int cmd_transform(int argc, char **argv);
-/* ee, tee, ssne, tsne, sne */
-int cmd_embed(int argc, char **argv, const char *name);
+/* A method of the estimator as a command (cmd_fit.c): its options are the
+ * library's rows. */
+int cmd_fit(int argc, char **argv, const char *method);
 
 #endif

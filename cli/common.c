@@ -99,11 +99,37 @@ static void clear_bar(void) {
   if (progress.tty && progress.last_draw > 0 && !progress.finished) fputs("\r\033[K", stderr);
 }
 
+void cli_spell(const char *in, char *out, size_t cap) {
+  size_t o = 0;
+  while (*in && o + 1 < cap) {
+    const char *end = in[0] == '{' && in[1] == '@' ? strchr(in, '}') : NULL;
+    if (!end) {
+      out[o++] = *in++;
+      continue;
+    }
+    const char *eq = memchr(in, '=', (size_t)(end - in));
+    int name_len = (int)((eq ? eq : end) - in - 2);
+    const char *name = in + 2;
+    if (name_len == 10 && !strncmp(name, "keep-model", 10)) {
+      name = "save-model";
+      eq = NULL; /* --save-model FILE, not its value */
+    }
+    int w = eq ? snprintf(out + o, cap - o, "--%.*s %.*s", name_len, name, (int)(end - eq - 1), eq + 1)
+               : snprintf(out + o, cap - o, "--%.*s", name_len, name);
+    if (w < 0 || (size_t)w >= cap - o) break;
+    o += (size_t)w;
+    in = end + 1;
+  }
+  out[o] = '\0';
+}
+
 static void show_log(void *user, int level, const char *line) {
   (void)user;
   (void)level;
   clear_bar();
-  fprintf(stderr, "nlembed: %s\n", line);
+  char spelled[1024];
+  cli_spell(line, spelled, sizeof spelled);
+  fprintf(stderr, "nlembed: %s\n", spelled);
 }
 
 int cli_env_init(cli_env *env, const char *command, const char *help) {
@@ -243,8 +269,24 @@ static void env_ready(cli_env *env) {
   }
 }
 
+/* The context's error in the tool's spelling. */
+static const char *spelled_error(cli_env *env, char *buf, size_t cap) {
+  cli_spell(nle_ctx_error(env->ctx), buf, cap);
+  return buf;
+}
+
+int cli_usage_fail(cli_env *env, nle_status s) {
+  char buf[1024];
+  const char *msg = spelled_error(env, buf, sizeof buf);
+  size_t len = strlen(env->command);
+  if (!strncmp(msg, env->command, len) && msg[len] == ':' && msg[len + 1] == ' ') msg += len + 2;
+  (void)s;
+  return cli_usage_error(env->command, "%s", msg);
+}
+
 int cli_fail(cli_env *env, nle_status s) {
-  const char *msg = nle_ctx_error(env->ctx);
+  char spelled[1024];
+  const char *msg = spelled_error(env, spelled, sizeof spelled);
   if (progress.tty && !env->quiet) fputc('\n', stderr);
   if (s == NLE_ERR_CANCELLED && interrupted_by) {
     fprintf(stderr, "nlembed %s: stopped by %s: %s\n", env->command, interrupted_by == SIGINT ? "SIGINT" : "SIGTERM", msg);
@@ -256,7 +298,8 @@ int cli_fail(cli_env *env, nle_status s) {
 }
 
 int cli_fail_in(cli_env *env, nle_status s, const char *source) {
-  const char *msg = nle_ctx_error(env->ctx);
+  char spelled[1024];
+  const char *msg = spelled_error(env, spelled, sizeof spelled);
   size_t len = strlen(source);
   if (!*msg || s == NLE_ERR_CANCELLED || s == NLE_ERR_MEMCAP || s == NLE_ERR_NOMEM ||
       (!strncmp(msg, source, len) && msg[len] == ':'))

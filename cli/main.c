@@ -82,7 +82,7 @@ static int dispatch(const char *cmd, int argc, char **argv) {
   if (!strcmp(cmd, "kem")) return cmd_kem(argc, argv);
   static const char *const embedders[] = {"ee", "tee", "ssne", "tsne", "sne"};
   for (size_t i = 0; i < sizeof embedders / sizeof *embedders; i++)
-    if (!strcmp(cmd, embedders[i])) return cmd_embed(argc, argv, cmd);
+    if (!strcmp(cmd, embedders[i])) return cmd_fit(argc, argv, cmd);
   fprintf(stderr, "nlembed: error: unknown command \"%s\" (see nlembed --help)\n", cmd);
   return 2;
 }

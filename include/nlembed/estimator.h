@@ -82,7 +82,31 @@ typedef struct {
                            nonlinear embeddings; the SMACOF family's one
                            run), or NULL */
   const nle_matd *weights; /* metric MDS: N x N weights w_ij, or NULL */
+  const nle_csr *affinities; /* the nonlinear embeddings: W+ given (N x N, any
+                               scale; symmetrised as the method does) with
+                               the points Y or without any (Y, sparse NULL) */
+  /* Called once (with release_user) as soon as the fit reads Y no more
+   * (the nonlinear embeddings, without keep-model): a caller with no other
+   * use for Y frees it there. NULL: not called. */
+  void (*release_Y)(void *release_user);
+  void *release_user;
 } nle_estimator_input;
+
+/* What an iterative fit tells as it runs (the nonlinear embeddings; other
+ * methods ignore it). Zero-initialise it ({0}) before filling. */
+typedef struct {
+  /* every iteration: its number, the seconds since the run's start, the
+   * objective (NaN on iterations that skip computing it), evaluations so
+   * far, the step taken; a homotopy's runs each count from 1 */
+  void (*iteration)(void *user, int iteration, double seconds, double E, int evaluations, double step);
+  int energy_every;  /* fixed-rate runs: E at every this many iterations (0: the method's own) */
+  /* after every step of a homotopy over lambda, with the embedding there
+   * and that step's iterations and objective; non-zero stops the fit */
+  int (*homotopy_step)(void *user, int step, double lambda, const nle_matd *X, int iterations, double E);
+  void *user;
+} nle_estimator_observer;
+/* Sets (or, NULL, clears) the observer of later fits. */
+NLE_API void nle_estimator_observe(nle_estimator *e, const nle_estimator_observer *observer);
 
 /* Fits the method to the input (the caller's arrays are not kept). A
  * warning (> 0) leaves a usable fit; its text is in nle_ctx_error. A
@@ -97,6 +121,9 @@ NLE_API const int32_t *nle_estimator_labels(const nle_estimator *e, size_t *n);
  * figures (eigenvalues, stress, the optimiser's iterations and objective
  * ...); "{}" before a fit. Owned by the estimator. */
 NLE_API const char *nle_estimator_report(const nle_estimator *e);
+/* The same report with the options as the run resolved them flat among the
+ * figures, each under its name with '_' for '-' (the tool's JSON line). */
+NLE_API const char *nle_estimator_report_flat(const nle_estimator *e);
 
 /* New points (M x D, as the fit's input; rows made unit as the metric
  * says) through the fitted model: F(y) for the nonlinear embeddings, the

@@ -46,7 +46,7 @@ static const nle__option options[] = {
     {INT("dim", dim), NLE__INT_IN(1, 64), .short_name = 'd', .metavar = "N", .help = "embedding dimension"},
     {REAL("perplexity", perplexity), .auto_ok = true, NLE__REAL_IN(1, INFINITY, NLE__OPEN_LO), .short_name = 'p',
      .metavar = "K", .help = "perplexity of the entropic affinities (auto: 30 for t-SNE and t-EE, 5 for EE, s-SNE and SNE)"},
-    {INT("neighbors", k), .auto_ok = true, NLE__INT_FROM(2), .short_name = 'k', .metavar = "K",
+    {INT("neighbors", k), .auto_ok = true, NLE__INT_FROM(2), .short_name = 'k', .metavar = "K", .json = "k",
      .help = "neighbours per point of the kNN graph, not counting the point (auto: 3 x perplexity, 12 with sigma)"},
     {REAL("sigma", sigma), .auto_ok = true, NLE__POSITIVE, .metavar = "S",
      .scope = EE_FAMILY | NLE__FOR(NLE_MODEL_SSNE) | NLE__FOR(NLE_MODEL_TSNE),
@@ -132,7 +132,7 @@ static const nle__option options[] = {
      .help = "stop when every gradient entry is below G in size (fixed steps: after the exaggeration phase)"},
     {REAL("time-budget", opt.time_budget), NLE__NONNEGATIVE, .metavar = "S",
      .help = "stop after S seconds (0: no limit)"},
-    {INT("homotopy", homotopy_steps), .auto_ok = true, NLE__INT_FROM(0), .scope = EE_FAMILY, .metavar = "STEPS",
+    {INT("homotopy", homotopy_steps), .auto_ok = true, NLE__INT_FROM(0), .scope = EE_FAMILY, .metavar = "STEPS", .json = "homotopy-steps",
      .scope_text = "ee and tee (lambda is 1 in the SNE family)",
      .help = "minimise over STEPS log-spaced lambda values from lambda-start to lambda (EE paper 4.4; auto: 5 for "
              "t-EE with fixed steps, else 0 = none)"},
@@ -158,45 +158,122 @@ static int graph_k(const nle_estimator *e, size_t n) {
   return o->k == NLE_AUTO && n > 1 && (size_t)k >= n ? (int)(n - 1) : k;
 }
 
-static nle_status fit(nle_estimator *e, const nle__est_input *in) {
-  nle_embed_opts o = *(const nle_embed_opts *)e->opts;
-  if (o.init == NLE_INIT_GIVEN)
+static const char *const titles[] = {"EE", "s-SNE", "t-SNE", "SNE", "t-EE"};
+
+/* What the options ask that the input cannot give, or one option asks of
+ * another, told before any work. */
+static nle_status check_request(nle_estimator *e, const nle__est_input *in, const nle_embed_opts *o) {
+  const nle_csr *A = in->given_affinities;
+  if (o->init == NLE_INIT_GIVEN)
     return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: {@init} takes pca, spectral, random or auto", e->method);
   if (in->distances && !in->knn) return nle__fail(e->ctx, NLE_ERR_ARG, "%s: distances without a graph", e->method);
+  if (!in->Y && !in->knn && !A) return nle__fail(e->ctx, NLE_ERR_ARG, "%s: no input", e->method);
+  if (!in->Y && (o->wneg != NLE_WNEG_UNIFORM || o->init == NLE_INIT_PCA))
+    return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: {@wneg} sqdist|knn and {@init} pca need the INPUT data (points)%s",
+                     e->method, in->knn ? ", not a graph" : "");
+  if (A && in->knn) return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: affinities go with INPUT points, not a graph of INPUT",
+                                     e->method);
+  if (A && (A->rows != A->cols || A->rows < 3 || (in->Y && (size_t)A->rows != in->n)))
+    return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: the affinities must be N x N with N >= 3%s, not %lld x %lld",
+                     e->method, in->Y ? " and N the number of INPUT points" : "", (long long)A->rows,
+                     (long long)A->cols);
+  if (o->opt.learning_rate_final != NLE_AUTO && o->step == NLE_STEP_LINE_SEARCH)
+    return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: {@final-learning-rate} goes with fixed steps ({@learning-rate}), not "
+                     "a line search", e->method);
+  if (o->keep_model && o->pca_dims != NLE_AUTO && o->pca_dims > 0 && o->pca_candidates == 0)
+    return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: {@pca} with {@keep-model} needs the re-ranking ({@pca-candidates} > 0): "
+                     "the model keeps the INPUT space", e->method);
+  return NLE_OK;
+}
+
+/* The observer's homotopy callback, in nle_embed's form. */
+static int homotopy_step(void *user, int step, double lambda, const nle_matd *X, const nle_opt_report *rep) {
+  const nle_estimator_observer *ob = user;
+  return ob->homotopy_step(ob->user, step, lambda, X, rep->iterations, rep->E);
+}
+
+/* The report's figures: what ran and the time of every stage. */
+static void report_run(nle_estimator *e, const nle_embed_result *r, double search_seconds) {
+  nle__json *j = &e->report;
+  const nle_embed_opts *o = &r->resolved;
+  nle__json_string(j, "knn", r->knn_used == NLE_KNN_AUTO ? "none" : nle_knn_method_name(r->knn_used));
+  nle__json_printf(j, ", \"iterations\": %d, \"evaluations\": %d", r->report.iterations, r->report.evaluations);
+  nle__json_number(j, "E0", r->report.E0);
+  nle__json_number(j, "E", r->report.E);
+  if (isfinite(r->kl)) nle__json_number(j, "kl_divergence", r->kl); /* the SNE family's */
+  nle__json_printf(j, ", \"converged\": %s, \"components\": %d", r->report.converged ? "true" : "false",
+                   r->components);
+  nle__json_number(j, "lambda_star_lower", r->lambda_lower); /* null: not computed */
+  nle__json_number(j, "lambda_star_upper", r->lambda_upper);
+  nle__json_number(j, "map_extent", r->map_extent);
+  nle__json_number(j, "w_total", r->w_total);
+  nle__json_number(j, "pca_variance", r->pca_variance);
+  if (r->resumed) nle__json_printf(j, ", \"resumed_iteration\": %d", r->resumed_iteration);
+  nle__json_printf(j, ", \"pca_seconds\": %.3f, \"knn_seconds\": %.3f, \"affinity_seconds\": %.3f, "
+                      "\"init_seconds\": %.3f, \"plan_seconds\": %.3f, \"optimize_seconds\": %.3f, "
+                      "\"total_seconds\": %.3f",
+                   r->seconds.pca, r->seconds.knn + search_seconds, r->seconds.affinities, r->seconds.init,
+                   r->seconds.plan, r->seconds.optimize, r->seconds.total + search_seconds);
+  char summary[256];
+  snprintf(summary, sizeof summary, "%s, perplexity %g, %s%s, %d iterations, %.1f s", titles[e->variant],
+           o->perplexity, o->homotopy_steps > 0 ? "homotopy, " : "",
+           o->step == NLE_STEP_FIXED_RATE ? "fixed-rate gd" : nle_opt_name(o->opt.kind), r->report.iterations,
+           r->seconds.total + search_seconds);
+  nle__json_string(j, "summary", summary);
+}
+
+/* Lines for the user about choices that depend on the data. */
+static void tell(nle_estimator *e, const nle_embed_result *r) {
+  const nle_embed_opts *o = &r->resolved;
+  bool unnormalised = e->variant == NLE_MODEL_EE || e->variant == NLE_MODEL_TEE;
+  if (r->resumed) nle__log(e->ctx, 0, "resumed %s at iteration %d", o->resume, r->resumed_iteration);
+  if (o->step == NLE_STEP_FIXED_RATE && r->w_total != 1.0 && unnormalised)
+    nle__log(e->ctx, 0, "learning rates %.6g, then %.6g (auto, for W+ summing to %.6g)", o->opt.learning_rate,
+             o->opt.learning_rate_final, r->w_total);
+}
+
+static nle_status fit(nle_estimator *e, const nle__est_input *in) {
+  nle_embed_opts o = *(const nle_embed_opts *)e->opts;
   o.keep_model = e->keep_model && in->Y;
+  nle_status s = check_request(e, in, &o);
+  if (s) return s;
   if (o.resume && !o.checkpoint) o.checkpoint = o.resume; /* a resumed run checkpoints on to its file */
   if (in->init) {
     o.init = NLE_INIT_GIVEN;
     o.init_X = in->init;
   }
-  nle_embed_input ei = {.Y = in->Y, .knn = in->knn, .affinities = in->affinities, .source = in->source};
+  const nle_estimator_observer *ob = &e->observer;
+  if (ob->iteration) {
+    o.opt.trace = ob->iteration;
+    o.opt.trace_user = ob->user;
+    if (ob->energy_every > 0) o.opt.energy_every = ob->energy_every;
+  }
+  if (ob->homotopy_step) {
+    o.on_step = homotopy_step;
+    o.on_step_user = (void *)ob;
+  }
+  nle_embed_input ei = {.Y = in->Y, .knn = in->knn, .affinities = in->affinities ? in->affinities : in->given_affinities,
+                        .source = in->source, .release_Y = in->release_Y, .release_user = in->release_user};
   nle_embed_result *r = NULL;
-  nle_status s = nle_embed(e->ctx, &ei, &o, &r);
+  s = nle_embed(e->ctx, &ei, &o, &r);
   if (s < 0) return s;
   nle_status k = nle__est_keep_X(e, r->X);
   if (!k) k = nle__est_keep_resolved(e, &r->resolved);
   if (!k) {
     e->model = r->trained;
     r->trained = NULL;
-    nle__json *j = &e->report;
     nle__est_report_options(e, &r->resolved);
-    nle__json_string(j, "knn", r->knn_used == NLE_KNN_AUTO ? "none" : nle_knn_method_name(r->knn_used));
-    nle__json_printf(j, ", \"iterations\": %d, \"evaluations\": %d", r->report.iterations, r->report.evaluations);
-    nle__json_number(j, "E0", r->report.E0);
-    nle__json_number(j, "E", r->report.E);
-    if (isfinite(r->kl)) nle__json_number(j, "kl_divergence", r->kl); /* the SNE family's */
-    nle__json_printf(j, ", \"converged\": %s, \"components\": %d", r->report.converged ? "true" : "false",
-                     r->components);
-    nle__json_number(j, "lambda_lower", r->lambda_lower);
-    nle__json_number(j, "lambda_upper", r->lambda_upper);
-    nle__json_number(j, "pca_variance", r->pca_variance);
-    nle__json_printf(j, ", \"seconds\": {\"pca\": %.3f, \"knn\": %.3f, \"affinities\": %.3f, \"init\": %.3f, "
-                        "\"plan\": %.3f, \"optimize\": %.3f, \"total\": %.3f}",
-                     r->seconds.pca, r->seconds.knn, r->seconds.affinities, r->seconds.init, r->seconds.plan,
-                     r->seconds.optimize, r->seconds.total);
+    report_run(e, r, in->search_seconds);
+    tell(e, r);
   }
   nle_embed_result_free(&r);
   return k ? k : s;
+}
+
+static void graph_search(const nle_estimator *e, nle_knn_method *method, const nle_knn_approx_opts **approx) {
+  const nle_embed_opts *o = e->opts;
+  *method = o->knn_method;
+  *approx = &o->knn_approx;
 }
 
 static nle_status transform(nle_estimator *e, const nle_matf *Y, nle_matd **X) {
@@ -253,6 +330,7 @@ const nle__family nle__family_embed = {
     .opts_init = opts_init,
     .options = options,
     .graph_k = graph_k,
+    .graph_search = graph_search,
     .fit = fit,
     .transform = transform,
     .inverse = inverse,

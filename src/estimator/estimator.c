@@ -224,6 +224,9 @@ static void release_fit(nle_estimator *e) {
   if (e->model) e->family->free_model(&e->model);
   free(e->report.text);
   e->report = (nle__json){0};
+  free(e->flat.text);
+  e->flat = (nle__json){0};
+  e->options_at = e->figures_at = 0;
   e->fitted = false;
 }
 
@@ -489,6 +492,7 @@ nle_status nle__est_keep_resolved(nle_estimator *e, const void *resolved) {
 }
 
 void nle__est_report_options(nle_estimator *e, const void *opts) {
+  e->options_at = e->report.len;
   nle__json_printf(&e->report, ", \"options\": {\"metric\": \"%s\"", nle_metric_name(e->metric));
   for (const nle__option *o = e->family->options; o->name; o++) {
     if (!takes(e, o) || o->kind == NLE__OPT_TEXT) continue;
@@ -498,6 +502,7 @@ void nle__est_report_options(nle_estimator *e, const void *opts) {
     else nle__json_printf(&e->report, ", \"%s\": %s", o->name, v);
   }
   nle__json_printf(&e->report, "}");
+  e->figures_at = e->report.len;
 }
 
 nle_status nle__est_keep_X(nle_estimator *e, const nle_matd *X) {
@@ -531,6 +536,16 @@ static nle_status prepare_input(nle_estimator *e, const nle_estimator_input *inp
   nle_ctx *ctx = e->ctx;
   const nle_matf *Y = input->Y;
   const nle_csr *S = input->sparse;
+  if (input->affinities && e->family != &nle__family_embed)
+    return nle__fail(ctx, NLE_ERR_ARG, "%s: takes no given W+ (the nonlinear embeddings do)", e->method);
+  if (!Y && !S && input->affinities) { /* W+ alone: the embedding's only input */
+    *in = (nle__est_input){.given_affinities = input->affinities, .init = input->init,
+                           .n = (size_t)input->affinities->rows};
+    e->n = in->n;
+    e->D = 0;
+    e->input_kind = "affinities";
+    return NLE_OK;
+  }
   if (!Y == !S) return nle__fail(ctx, NLE_ERR_ARG, "%s: fit takes exactly one of dense Y and sparse input", e->method);
   size_t n = Y ? Y->rows : (size_t)S->rows, D = Y ? Y->cols : (size_t)S->cols;
   if (n == 0 || D == 0) return nle__fail(ctx, NLE_ERR_VALUE, "%s: the input is empty (%zu x %zu)", e->method, n, D);
@@ -544,8 +559,9 @@ static nle_status prepare_input(nle_estimator *e, const nle_estimator_input *inp
   if (input->init && !starts) return nle__fail(ctx, NLE_ERR_ARG, "%s: takes no given start (init)", e->method);
   if (input->weights && !(e->family == &nle__family_mds && e->variant == NLE_MDS_METRIC))
     return nle__fail(ctx, NLE_ERR_ARG, "%s: takes no weights (metric MDS does)", e->method);
-  *in = (nle__est_input){
-      .labels = input->labels, .source = input->source, .init = input->init, .weights = input->weights, .n = n};
+  *in = (nle__est_input){.labels = input->labels, .source = input->source, .init = input->init,
+                         .weights = input->weights, .given_affinities = input->affinities,
+                         .release_Y = input->release_Y, .release_user = input->release_user, .n = n};
   e->n = n;
   e->D = D;
   e->input_kind = S && rows_metric(e->metric) ? "sparse rows" : !rows_metric(e->metric) ? nle_metric_name(e->metric) : NULL;
@@ -577,9 +593,56 @@ static nle_status prepare_input(nle_estimator *e, const nle_estimator_input *inp
                      rows ? "points" : "distances",
                      e->family == &nle__family_spectral ? " (the method needs the points themselves)" : "");
   }
-  nle_status s = nle_metric_graph(ctx, e->metric, Y, S, k, NLE_KNN_AUTO, NULL, &e->knn_built, NULL);
+  nle_knn_method method = NLE_KNN_AUTO;
+  const nle_knn_approx_opts *approx = NULL;
+  if (e->family->graph_search) e->family->graph_search(e, &method, &approx);
+  double t = nle_time_seconds();
+  nle_status s = nle_metric_graph(ctx, e->metric, Y, S, k, method, approx, &e->knn_built, NULL);
+  in->search_seconds = nle_time_seconds() - t;
+  if (s < 0 && input->source && s != NLE_ERR_NOMEM && s != NLE_ERR_MEMCAP && s != NLE_ERR_CANCELLED) {
+    /* the input's own fault (a negative distance): name where it came from */
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", nle_ctx_error(ctx));
+    nle__fail(ctx, s, "%s: %s", input->source, msg);
+  }
   in->knn = e->knn_built;
   return s;
+}
+
+/* The report with its options block flat: each option under its name
+ * with '_' for '-', among the figures. */
+static void build_flat(nle_estimator *e) {
+  nle__json *f = &e->flat;
+  const char *r = e->report.text;
+  if (!r || e->figures_at <= e->options_at) {
+    nle__json_printf(f, "%s", r ? r : "{}");
+    return;
+  }
+  nle__json_printf(f, "%.*s", (int)e->options_at, r);
+  nle__json_printf(f, ", \"metric\": \"%s\"", nle_metric_name(e->metric));
+  for (const nle__option *o = e->family->options; o->name; o++) {
+    if (!takes(e, o) || o->kind == NLE__OPT_TEXT) continue;
+    char key[64], v[64];
+    canonical(o->json ? o->json : o->name, key, sizeof key);
+    for (char *c = key; *c; c++)
+      if (*c == '-') *c = '_';
+    const char *field = field_of(e, o, e->resolved ? e->resolved : e->opts);
+    option_text(o, field, v, sizeof v);
+    if (o->kind == NLE__OPT_REAL && strcmp(v, "auto")) snprintf(v, sizeof v, "%.10g", *(const double *)field);
+    if (o->kind == NLE__OPT_ENUM || !strcmp(v, "auto")) nle__json_string(f, key, v);
+    else nle__json_printf(f, ", \"%s\": %s", key, v);
+  }
+  nle__json_printf(f, "%s", r + e->figures_at);
+}
+
+void nle_estimator_observe(nle_estimator *e, const nle_estimator_observer *observer) {
+  if (!e) return;
+  if (observer) e->observer = *observer;
+  else e->observer = (nle_estimator_observer){0};
+}
+
+const char *nle_estimator_report_flat(const nle_estimator *e) {
+  return e && e->fitted && e->flat.text ? e->flat.text : "{}";
 }
 
 nle_status nle_estimator_fit(nle_estimator *e, const nle_estimator_input *input) {
@@ -597,7 +660,9 @@ nle_status nle_estimator_fit(nle_estimator *e, const nle_estimator_input *input)
     release_fit(e);
     return s;
   }
-  if (e->report.failed) return nle__fail(e->ctx, NLE_ERR_NOMEM, "%s: out of memory for the report", e->method);
+  build_flat(e);
+  if (e->report.failed || e->flat.failed)
+    return nle__fail(e->ctx, NLE_ERR_NOMEM, "%s: out of memory for the report", e->method);
   e->fitted = true;
   return s;
 }

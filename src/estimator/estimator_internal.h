@@ -42,6 +42,7 @@ typedef struct {
   const char *metavar;              /* the value's placeholder in --help */
   const char *help;                 /* one line */
   const char *alias;                /* an older spelling the tool accepts; "no-NAME" for a switch sets it false */
+  const char *json;                 /* its key in the flat report where that is not the name ("k") */
 } nle__option;
 
 /* Ranges of the rows, by the one rule of docs/design.md. */
@@ -85,6 +86,10 @@ typedef struct {
   const char *source;
   const nle_matd *init;       /* a given start, or NULL */
   const nle_matd *weights;    /* metric MDS's weights, or NULL */
+  const nle_csr *given_affinities; /* W+ given beside (or instead of) the points */
+  void (*release_Y)(void *release_user);
+  void *release_user;
+  double search_seconds;      /* the kNN search made here (sparse rows, distances) */
   size_t n;
 } nle__est_input;
 
@@ -109,6 +114,9 @@ struct nle_estimator {
   int32_t *labels;           /* a clustering's (owned) */
   void *model;               /* the family's out-of-sample model (owned) */
   nle__json report;
+  size_t options_at, figures_at; /* the report's options block: [options_at, figures_at) */
+  nle__json flat;            /* the report with the options flat (nle_estimator_report_flat) */
+  nle_estimator_observer observer;
   /* the input converted by the metric, owned while fitting */
   nle_matf *Y_metric;
   nle_csr *knn_built, *affinities_built;
@@ -124,6 +132,8 @@ typedef struct nle__family {
    * precomputed distances, searched before the front door), or 0 when the
    * family takes no graph */
   int (*graph_k)(const nle_estimator *e, size_t n);
+  /* the search the options ask for that graph (NULL: automatic) */
+  void (*graph_search)(const nle_estimator *e, nle_knn_method *method, const nle_knn_approx_opts **approx);
   /* runs the front door: sets e->X, e->model (keep_model), e->resolved and
    * the report's family fields */
   nle_status (*fit)(nle_estimator *e, const nle__est_input *in);
