@@ -1,6 +1,6 @@
 /* test_neighbors.c — exact kNN against a naive O(N^2) loop. */
 #include "harness.h"
-#include "../src/core/internal.h"
+#include "../src/neighbors/neighbors_internal.h"
 
 #include <float.h>
 #include <math.h>
