@@ -111,7 +111,7 @@ typedef struct {
                                     NLE_AUTO (default): 50 when N > 5,000 and
                                     D > 100, else 0 (search in Y) */
   int pca_candidates;            /* candidates per point from the components
-                                    (NLE_AUTO: 3 k) */
+                                    (NLE_AUTO: max(k, 70), the graph stage's) */
   nle_symmetrize_rule symmetrize;/* NLE_SYMMETRIZE_AVERAGE */
   nle_affinity_kind affinity;    /* weights on the graph (NLE_AFF_BINARY: 1 per
                                     listed neighbour, the default) */
