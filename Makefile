@@ -179,7 +179,7 @@ fuzz:
 	    -fopenmp $(LDLIBS) || exit 1; done
 
 # Benchmark programs (run by hand, see bench/).
-BENCH := ea_table nbody_scaling engine_gradient
+BENCH := ea_table nbody_scaling engine_gradient graph_candidates
 bench: $(BENCH:%=$(BUILD)/%)
 
 $(BENCH:%=$(BUILD)/%): $(BUILD)/%: bench/%.c $(BUILD)/libnlembed.a

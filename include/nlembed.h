@@ -1,7 +1,7 @@
 /* nlembed.h — the public header of libnlembed, nonlinear dimensionality
  * reduction in C11. It includes one header per stage of the pipeline,
  * include/nlembed/<stage>.h, in pipeline order: core, io, neighbors,
- * affinity, spectral, nbody, nonlinear, metrics. Include this one; the
+ * affinity, graph, spectral, nbody, nonlinear, metrics. Include this one; the
  * stage headers follow the conventions below and include what they need.
  *
  * Conventions (read these once; every function below follows them):
@@ -44,6 +44,7 @@
 #include "nlembed/io.h"
 #include "nlembed/neighbors.h"
 #include "nlembed/affinity.h"
+#include "nlembed/graph.h"
 #include "nlembed/spectral.h"
 #include "nlembed/mds.h"
 #include "nlembed/kem.h"

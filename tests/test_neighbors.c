@@ -1,6 +1,8 @@
 /* test_neighbors.c — exact kNN against a naive O(N^2) loop. */
 #include "harness.h"
-#include "../src/core/internal.h"
+#include "../src/neighbors/neighbors_internal.h"
+
+#include <limits.h>
 
 #include <float.h>
 #include <math.h>
@@ -659,7 +661,64 @@ done:
   nle_ctx_free(&ctx);
 }
 
-const nle_test_case neighbors_tests[] = {{"neighbors/knn_query_vs_naive", knn_query_vs_naive},
+/* The graph stage's one rule between k and the perplexity, both ways. */
+static void graph_k_perplexity_rule(void) {
+  nle_test(nle_graph_k_for_perplexity(30, 0) == 90 && nle_graph_k_for_perplexity(30, 50) == 49);
+  nle_test(nle_graph_k_for_perplexity(4.5, 0) == 14 && nle_graph_perplexity_for_k(12) == 4.0);
+  nle_test(nle_graph_k_for_perplexity(1e12, 0) == INT_MAX);
+}
+
+/* Every automatic choice resolved and reported: no PCA on narrow data (the
+ * exact graph, symmetric binary W), 50 components and max(k, 70) candidates
+ * on wide data, the entropic perplexity k / 3; a refused component count. */
+static void graph_build_resolves(void) {
+  nle_ctx *ctx = test_ctx(5);
+  nle_matf *Y = test_random_matf(600, 20, 3);
+  nle_graph_result *g = NULL;
+  nle_test_ok(nle_graph_build(ctx, Y, NULL, &g));
+  nle_test(g && g->resolved.k == 10 && g->resolved.pca_dims == 0 && g->resolved.pca_candidates == 0);
+  nle_test(g && g->resolved.method == NLE_KNN_EXACT && g->knn->nnz == 6000 && g->W && !g->projected);
+  nle_csr *exact = NULL;
+  nle_test_ok(nle_knn_graph(ctx, Y, 10, NLE_KNN_EXACT, NULL, &exact, NULL));
+  nle_test(g && exact && !memcmp(g->knn->colind, exact->colind, 6000 * sizeof(int32_t)));
+  nle_csr_free(&exact);
+  nle_graph_result_free(&g);
+  nle_graph_opts o;
+  nle_graph_opts_init(&o);
+  o.k = 12, o.weights = NLE_AFF_ENTROPIC, o.stop = NLE_GRAPH_WEIGHTS;
+  nle_test_ok(nle_graph_build(ctx, Y, &o, &g));
+  nle_test(g && g->resolved.perplexity == 4.0 && g->beta);
+  nle_graph_result_free(&g);
+  nle_matf_free(&Y);
+  Y = test_random_matf(5100, 101, 4);
+  nle_graph_opts_init(&o);
+  o.stop = NLE_GRAPH_NEIGHBOURS, o.keep_projection = true;
+  nle_test_ok(nle_graph_build(ctx, Y, &o, &g));
+  nle_test(g && g->resolved.pca_dims == 50 && g->resolved.pca_candidates == 70 && g->projected && g->pca_mean &&
+           g->candidate_reach && !g->W && g->pca_variance > 0 && g->pca_variance < 1);
+  nle_graph_result_free(&g);
+  o.k = 90, o.keep_projection = false, o.method = NLE_KNN_APPROX;
+  nle_test_ok(nle_graph_build(ctx, Y, &o, &g));
+  nle_test(g && g->resolved.pca_candidates == 90 && g->resolved.method == NLE_KNN_APPROX && !g->projected);
+  nle_graph_result_free(&g);
+  nle_matf_free(&Y);
+  nle_dataset *ds = NULL;
+  nle_test_ok(nle_dataset_read(ctx, "blobs:300:3:3", NULL, &ds));
+  nle_graph_opts_init(&o);
+  o.k = 3, o.components = NLE_COMPONENTS_ERROR;
+  nle_test(ds && nle_graph_build(ctx, ds->X, &o, &g) == NLE_ERR_VALUE && !g);
+  nle_test(strstr(nle_ctx_error(ctx), "connected components") != NULL);
+  o.components = NLE_COMPONENTS_ALLOW;
+  nle_test_ok(nle_graph_build(ctx, ds->X, &o, &g));
+  nle_test(g && g->components > 1);
+  nle_graph_result_free(&g);
+  nle_dataset_free(&ds);
+  nle_ctx_free(&ctx);
+}
+
+const nle_test_case neighbors_tests[] = {
+    {"graph/k_perplexity_rule", graph_k_perplexity_rule},
+    {"graph/build_resolves", graph_build_resolves},{"neighbors/knn_query_vs_naive", knn_query_vs_naive},
                                          {"neighbors/kdtree_vs_gemm", kdtree_vs_gemm},
                                          {"neighbors/from_distances", from_distances},
     {"neighbors/knn_scale_range", knn_scale_range},

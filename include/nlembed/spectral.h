@@ -6,6 +6,7 @@
 
 #include "affinity.h"
 #include "core.h"
+#include "graph.h"
 #include "neighbors.h"
 
 #ifdef __cplusplus
@@ -69,28 +70,6 @@ typedef enum {
   NLE_LAPLACIAN_UNNORMALISED = 2 /* (D - W) f = lambda f, F^T F = I (the slides) */
 } nle_laplacian_kind;
 
-/* What a method does with a graph of several connected components. The
- * defaults (NLE_AUTO) warn (nle_ctx_warning) and go on: Isomap joins,
- * the others as their pages in docs/ say. */
-typedef enum {
-  NLE_COMPONENTS_AUTO = NLE_AUTO, /* the method's own policy */
-  NLE_COMPONENTS_ERROR = 0, /* refuse, naming the count */
-  NLE_COMPONENTS_ALLOW = 1, /* go on: zero eigenvalues come once per
-                               component, and the embedding separates them
-                               (Isomap cannot: infinite geodesics) */
-  NLE_COMPONENTS_JOIN = 2   /* add the shortest edges between components
-                               (a minimum spanning tree of them, exact: c - 1
-                               edges for c components; needs the points),
-                               then embed the joined graph */
-} nle_components_policy;
-
-/* How the directed kNN graph A becomes a symmetric W. */
-typedef enum {
-  NLE_SYMMETRIZE_AVERAGE = 0, /* (A + A^T) / 2 (the default; scikit-learn's) */
-  NLE_SYMMETRIZE_UNION = 1,   /* max(A, A^T): an edge when either lists the other */
-  NLE_SYMMETRIZE_MUTUAL = 2   /* min(A, A^T): only mutual neighbours */
-} nle_symmetrize_rule;
-
 typedef enum {
   NLE_EIGEN_AUTO = NLE_AUTO, /* the method's choice (LE: dense up to 400
                                 points, else shift-invert when the factor
@@ -132,7 +111,7 @@ typedef struct {
                                     NLE_AUTO (default): 50 when N > 5,000 and
                                     D > 100, else 0 (search in Y) */
   int pca_candidates;            /* candidates per point from the components
-                                    (NLE_AUTO: 3 k) */
+                                    (NLE_AUTO: max(k, 70), the graph stage's) */
   nle_symmetrize_rule symmetrize;/* NLE_SYMMETRIZE_AVERAGE */
   nle_affinity_kind affinity;    /* weights on the graph (NLE_AFF_BINARY: 1 per
                                     listed neighbour, the default) */

@@ -31,12 +31,6 @@ int nle__fault_memalign(void **p, size_t align, size_t n);
 #define posix_memalign(p, a, n) nle__fault_memalign(p, a, n)
 #endif
 
-/* Y's points on `dims` principal components (a saved model's mean[D] and
- * components[dims x D]), as floats: new points searched where training
- * searched. */
-nle_status nle__pca_project(nle_ctx *ctx, int dims, size_t D, const double *mean, const double *components,
-                            const nle_matf *Y, nle_matf **P);
-
 /* FNV-1a of Y's bytes and shape: a saved model's check that training data
  * given back to it is the data it was trained on. */
 uint64_t nle__hash_floats(const nle_matf *Y);
@@ -327,30 +321,6 @@ nle_status nle__csr_locality_order(nle_ctx *ctx, const nle_csr *W, const nle_csr
 /* Connected components of the graph of a symmetric W (its positive
  * entries); -1 when out of memory. */
 int64_t nle__csr_components(nle_ctx *ctx, const nle_csr *W);
-/* Refuses points (Y, and the queries Q when not NULL) whose single-precision
- * squared distances would overflow or underflow, naming the farthest point. */
-nle_status nle__knn_check_range(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q);
-/* Whether a largest centred squared norm keeps single-precision distances in
- * range (the test nle__knn_check_range applies; searches that centre their
- * data anyway call that only when this fails, for its message). */
-bool nle__knn_range_ok(double max_sq);
-/* Exact kNN by a k-d tree (knn_kdtree.c) for low-dimensional points: the
- * k nearest of Y's rows to each row of Q (Q NULL: the kNN graph of Y, self
- * left out), the same lists as the GEMM search. _pays: where it is the
- * faster (nle_knn_exact and nle_knn_query then use it). */
-nle_status nle__knn_kdtree(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, int k, nle_csr **graph);
-bool nle__knn_kdtree_pays(size_t n, size_t d);
-/* The GEMM search whatever the dimension (for the tests' comparison). */
-nle_status nle__knn_gemm(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, int k, nle_csr **graph);
-/* nle_knn_rerank for queries: the k nearest of each query's candidates (an
- * M x N graph into Y's rows) by their squared distances between Q and Y,
- * the queries taken in `order` (M rows; NULL: in turn), which changes only
- * which of Y's rows come from cache. */
-/* The approximate search's joins screen by GEMM from this dimension on (0:
- * the default); for tests, which compare the two paths. */
-void nle__knn_approx_wide_from(size_t d);
-nle_status nle__knn_rerank_queries(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, const nle_csr *candidates,
-                                   int k, const int32_t *order, nle_csr **graph);
 /* W with rows and columns renumbered: out(i, j) = W(order[i], order[j]), each
  * row's entries in W's order, its values stored as `dtype` (double to float
  * rounds to nearest). The matrix must be square. */

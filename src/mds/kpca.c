@@ -5,7 +5,6 @@
  * with m = K 1 / N and g = mean(m), so the dense centred N x N matrix is
  * never formed (SPEC G06-8) and a sparse kNN Gaussian kernel stays sparse. */
 #include "mds_internal.h"
-#include "../spectral/method.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -249,16 +248,17 @@ static int centred_apply(void *user, const double *x, double *y) {
 static nle_status sparse_kernel(nle_ctx *ctx, const nle_matf *Y, const nle_pdkernel *k, nle_csr **W) {
   if ((size_t)k->neighbors >= Y->rows)
     return nle__fail(ctx, NLE_ERR_ARG, "kpca: %d neighbours of %zu points (k < N)", k->neighbors, Y->rows);
-  nle_csr *knn = NULL;
-  nle_status s = nle_knn_graph(ctx, Y, k->neighbors, NLE_KNN_AUTO, NULL, &knn, NULL);
-  nle_spectral_opts so;
-  nle_spectral_opts_init(&so);
-  so.k = k->neighbors;
-  so.affinity = NLE_AFF_GAUSSIAN;
-  so.sigma = 1.0 / sqrt(2.0 * k->gamma); /* exp(-d^2 / (2 sigma^2)) = exp(-gamma d^2) */
-  so.symmetrize = NLE_SYMMETRIZE_AVERAGE;
-  if (!s) s = nle__spectral_weights(ctx, knn, &so, W, NULL);
-  nle_csr_free(&knn);
+  nle_graph_opts go;
+  nle_graph_opts_init(&go);
+  go.k = k->neighbors;
+  go.pca_dims = 0; /* the kernel's own distances */
+  go.weights = NLE_AFF_GAUSSIAN;
+  go.sigma = 1.0 / sqrt(2.0 * k->gamma); /* exp(-d^2 / (2 sigma^2)) = exp(-gamma d^2) */
+  go.symmetrize = NLE_SYMMETRIZE_AVERAGE;
+  nle_graph_result *graph = NULL;
+  nle_status s = nle_graph_build(ctx, Y, &go, &graph);
+  if (!s) *W = graph->W, graph->W = NULL;
+  nle_graph_result_free(&graph);
   return s;
 }
 

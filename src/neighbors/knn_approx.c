@@ -26,7 +26,7 @@
  * and their flags do not depend on the order either. Distances are
  * non-negative floats stored as their IEEE bit patterns, which order like the
  * numbers and can be read atomically. */
-#include "../core/internal.h"
+#include "neighbors_internal.h"
 
 #include <cblas.h>
 #include <float.h>

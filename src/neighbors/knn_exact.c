@@ -10,7 +10,7 @@
  * result is therefore exact, whatever the cancellation in the GEMM form.
  * nle_knn_rerank (at the end) re-ranks candidates found elsewhere the same
  * way, in the full space. */
-#include "../core/internal.h"
+#include "neighbors_internal.h"
 
 #include <cblas.h>
 #include <math.h>

@@ -1,6 +1,6 @@
 /* knn_graph.c — the kNN graph by a chosen or automatic method: the one
  * place that decides between the exact and the approximate search. */
-#include "../core/internal.h"
+#include "neighbors_internal.h"
 
 #include <float.h>
 #include <math.h>

@@ -7,7 +7,7 @@
  * by index: the same lists, bit for bit, as the GEMM search of
  * knn_exact.c, which nle_knn_exact and nle_knn_query hand low-dimensional
  * data to (nle__knn_kdtree_pays says where, with the measurements). */
-#include "../core/internal.h"
+#include "neighbors_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

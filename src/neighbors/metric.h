@@ -3,7 +3,7 @@
 #ifndef NLE_NEIGHBORS_METRIC_H
 #define NLE_NEIGHBORS_METRIC_H
 
-#include "../core/internal.h"
+#include "neighbors_internal.h"
 
 /* Whether the metric compares rows of points (euclidean, cosine,
  * correlation) rather than naming an input of distances or affinities. */

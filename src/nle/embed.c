@@ -25,29 +25,6 @@ static void release_y_after(const nle_embed_input *in, const nle_embed_opts *o, 
 
 /* --- stages ----------------------------------------------------------------- */
 
-/* Replaces Y by its first `dims` principal components (the kNN search's
- * space); *kept is the fraction of the variance they hold. */
-static nle_status pca_reduce(nle_ctx *ctx, const nle_matf *Y, int dims, nle_matf **Z, double *kept,
-                             nle_pca_model **keep) {
-  nle_pca_opts po;
-  nle_pca_opts_init(&po);
-  po.n_components = dims;
-  nle_pca_model *pm = NULL;
-  nle_matd *Zd = NULL;
-  nle_status s = nle_pca_fit(ctx, Y, &po, &pm);
-  if (!s) s = nle_pca_transform(ctx, pm, Y, &Zd);
-  if (!s) s = nle_matd_to_matf(ctx, Zd, Z);
-  if (!s) {
-    double sum = 0;
-    for (int i = 0; i < pm->n_components; i++) sum += pm->explained_variance[i];
-    *kept = pm->total_variance > 0 ? sum / pm->total_variance : 0.0;
-  }
-  nle_matd_free(&Zd);
-  if (!s && keep) *keep = pm;
-  else nle_pca_model_free(&pm);
-  return s;
-}
-
 /* W+ on the kNN graph: entropic affinities (perplexity) or Gaussian ones of
  * width sigma; symmetrised, and normalised to sum 1 for the normalised
  * models; the conditional P itself for SNE. */
@@ -101,7 +78,7 @@ static nle_status wneg_features(nle_ctx *ctx, const nle_matf *Y, int dims, nle_m
     return s;
   }
   double kept = 0;
-  nle_status s = pca_reduce(ctx, Y, dims, F, &kept, NULL);
+  nle_status s = nle__graph_pca_reduce(ctx, Y, dims, F, &kept, NULL, NULL);
   if (!s) nle__log(ctx, 0, "W- of squared distances after PCA %zu -> %d: %.4f of the variance", Y->cols, dims, kept);
   return s;
 }
@@ -196,7 +173,7 @@ typedef struct {
   nle_matd *Wsq;      /* dense squared-distance W- */
   nle_matf *Wfeat;    /* squared-distance W- features */
   double *beta;
-  nle_pca_model *pca; /* the search's projection, for the model (keep_model) */
+  double *pca_mean, *pca_components; /* the search's projection, for the model */
   nle_model *model;
   nle_opt *opt;
 } embed_work;
@@ -209,7 +186,8 @@ static void work_free(embed_work *w) {
   nle_matd_free(&w->Wsq);
   nle_matf_free(&w->Wfeat);
   free(w->beta);
-  nle_pca_model_free(&w->pca);
+  free(w->pca_mean);
+  free(w->pca_components);
   nle_opt_free(&w->opt);
   nle_model_free(&w->model);
 }
@@ -220,42 +198,36 @@ static double max_abs(const nle_matd *X) {
   return m;
 }
 
-/* The neighbour search's space and the kNN graph. */
+/* The neighbour search's space and the kNN graph, by the graph stage (the
+ * candidates found among the components re-ranked by their distances in Y:
+ * 70,000 Fashion-MNIST images, 50 components, k = 90: t-SNE's recall@10
+ * 0.282 without, 0.313 with, 0.318 with the pixels' exact neighbours; 1.5 s
+ * against 26 s more for the exact search in 784 dimensions). */
 static nle_status neighbours_stage(nle_ctx *ctx, embed_work *w) {
   const nle_embed_input *in = w->in;
   nle_embed_result *r = w->r;
   nle_embed_opts *o = &r->resolved;
   nle_status s = NLE_OK;
-  double t0 = nle_time_seconds();
-  if (o->pca_dims > 0) {
-    s = pca_reduce(ctx, in->Y, o->pca_dims, &w->Ysearch, &r->pca_variance, w->asked->keep_model ? &w->pca : NULL);
-    if (!s) nle__log(ctx, 0, "PCA %zu x %zu -> %d for the neighbour search: %.4f of the variance", r->n, r->D,
-                     o->pca_dims, r->pca_variance);
-  }
-  r->seconds.pca = nle_time_seconds() - t0;
-  /* the candidates found among the components re-ranked by their
-   * distances in Y (70,000 Fashion-MNIST images, 50 components, k = 90:
-   * t-SNE's recall@10 0.282 without, 0.313 with, 0.318 with the pixels'
-   * exact neighbours; 1.5 s against 26 s more for the exact search in 784
-   * dimensions) */
-  t0 = nle_time_seconds();
-  if (!s && !in->affinities && !in->knn) {
-    const nle_matf *space = w->Ysearch ? w->Ysearch : in->Y;
-    int candidates = o->pca_candidates > 0 ? o->pca_candidates : o->k;
-    s = nle_knn_graph(ctx, space, candidates, o->knn_method, &o->knn_approx, &w->graph, &r->knn_used);
-    if (!s && o->pca_candidates > 0) {
-      nle_csr *ranked = NULL;
-      double t_rank = nle_time_seconds();
-      s = nle_knn_rerank(ctx, in->Y, w->graph, o->k, &ranked);
-      nle__log(ctx, 2, "kNN: search among the components %.2f s, re-ranking in the data %.2f s", t_rank - t0,
-               nle_time_seconds() - t_rank);
-      nle_csr_free(&w->graph);
-      w->graph = ranked;
-    }
+  if (!in->affinities && !in->knn) {
+    nle_graph_result g = {0};
+    nle__embed_graph_opts(o, &g.resolved);
+    g.resolved.keep_projection = true; /* the search's space: the PCA start's, and the model's */
+    s = nle__graph_build_into(ctx, in->Y, &g);
+    r->knn_used = g.resolved.method;
+    r->pca_variance = g.pca_variance;
+    r->seconds.pca = g.pca_seconds;
+    r->seconds.knn = g.knn_seconds;
+    if (!s && o->pca_dims > 0)
+      nle__log(ctx, 0, "PCA %zu x %zu -> %d for the neighbour search: %.4f of the variance", r->n, r->D, o->pca_dims,
+               r->pca_variance);
+    w->graph = g.knn, g.knn = NULL;
+    w->Ysearch = g.projected, g.projected = NULL;
+    w->pca_mean = g.pca_mean, g.pca_mean = NULL;
+    w->pca_components = g.pca_components, g.pca_components = NULL;
+    free(g.candidate_reach);
   }
   w->knn = in->knn ? in->knn : w->graph;
   if (o->knn_method == NLE_KNN_AUTO) o->knn_method = r->knn_used;
-  r->seconds.knn = nle_time_seconds() - t0;
   if (!s) release_y_after(in, o, w->Ysearch != NULL, 1, &w->y_released);
   return s;
 }
@@ -474,13 +446,13 @@ static nle_status keep_model(nle_ctx *ctx, embed_work *w) {
   ts.sigma = o->sigma; /* NLE_AUTO: entropic */
   ts.source = w->in->source ? w->in->source : "";
   nle_status s = nle_trained_new(ctx, &ts, w->in->Y, r->X, w->knn, w->beta, &r->trained);
-  if (!s && w->pca) {
+  if (!s && w->pca_mean) {
     r->trained->pca_dims = o->pca_dims;
     r->trained->pca_candidates = o->pca_candidates;
-    r->trained->pca_mean = w->pca->mean;
-    r->trained->pca_components = w->pca->components;
+    r->trained->pca_mean = w->pca_mean;
+    r->trained->pca_components = w->pca_components;
     r->trained->pca_Y = w->Ysearch;
-    w->pca->mean = w->pca->components = NULL;
+    w->pca_mean = w->pca_components = NULL;
     w->Ysearch = NULL;
   }
   return s;

@@ -18,6 +18,9 @@ enum { BOUNDS_DENSE_MAX_N = 2000, BOUNDS_INFO_MAX_N = 20000 };
 nle_status nle__embed_check_opts(nle_ctx *ctx, const nle_embed_input *in, const nle_embed_opts *o);
 /* The choices that need only N, D and the options (before any work). */
 nle_status nle__embed_resolve_early(nle_ctx *ctx, const nle_embed_input *in, size_t n, size_t D, nle_embed_opts *o);
+/* The graph stage's options for the embedding's neighbour search (its k,
+ * perplexity, search and PCA as resolved so far; neighbours only). */
+void nle__embed_graph_opts(const nle_embed_opts *o, nle_graph_opts *g);
 /* The fixed-rate recipe's learning rates, for N points and W+ summing to
  * w_total. */
 void nle__embed_resolve_rates(nle_embed_opts *o, size_t n, double w_total);

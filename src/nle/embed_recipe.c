@@ -21,10 +21,6 @@ enum { AUTO_EXACT_BELOW = 5000 };
  * against 5.3 s, at 20,000 11.3 against 20.9 s), each at the others' E
  * (within 0.3%) and 10-NN accuracy. */
 enum { TSNE_EXACT_BELOW = 1500, TSNE_FFT_FROM = 10000 };
-/* The neighbour search among principal components: from this many points
- * and input dimensions (70,000 Fashion-MNIST images: 26 s less kNN for a
- * t-SNE recall@10 of 0.313 against 0.318 with the pixels' neighbours). */
-enum { AUTO_PCA_MIN_N = 5000, AUTO_PCA_MIN_D = 100, AUTO_PCA_DIMS = 50 };
 /* t-SNE's fixed-rate recipe: 125 iterations at exaggeration 12, 325 after
  * at momentum 0.95 (70,000 Fashion-MNIST: recall@10 0.344 in 450 iterations). */
 enum { TSNE_ITERS = 450, TSNE_EXAG_ITERS = 125 };
@@ -208,14 +204,20 @@ static void resolve_graph_size(nle_embed_opts *o, size_t n) {
    * points, 0.170 / 0.142 / 0.128 at 20,000, trustworthiness within 1%;
    * s-SNE 0.289 / 0.256 / 0.237 and SNE 0.296 / - / 0.245 at 5,000). */
   if (AUTO(o->perplexity)) o->perplexity = gaussian_kernel(o->model) ? GAUSSIAN_PERPLEXITY : 30.0;
-  if (AUTO(o->k)) {
-    /* 3 x perplexity in double: at most the other N - 1 points when N is
-     * known (scikit-learn's TSNE: min(N - 1, 3 perplexity + 1)), and never
-     * converted past what an int holds */
-    double k = !AUTO(o->sigma) ? 12.0 : ceil(3.0 * o->perplexity);
-    if (n > 1 && k > (double)(n - 1)) k = (double)(n - 1);
-    o->k = k < (double)INT_MAX ? (int)k : INT_MAX;
-  }
+  /* the graph stage's rule k = 3 x perplexity; Gaussian W+ of a given
+   * width: 12 neighbours */
+  if (AUTO(o->k)) o->k = !AUTO(o->sigma) ? nle_graph_k_for_perplexity(4.0, n) : nle_graph_k_for_perplexity(o->perplexity, n);
+}
+
+void nle__embed_graph_opts(const nle_embed_opts *o, nle_graph_opts *g) {
+  nle_graph_opts_init(g);
+  g->k = o->k;
+  g->perplexity = o->perplexity;
+  g->method = o->knn_method;
+  g->approx = o->knn_approx;
+  g->pca_dims = o->pca_dims;
+  g->pca_candidates = o->pca_candidates;
+  g->stop = NLE_GRAPH_NEIGHBOURS; /* W+ is the model's (attractive_weights) */
 }
 
 int nle_embed_knn_size(const nle_embed_opts *o) {
@@ -227,11 +229,15 @@ int nle_embed_knn_size(const nle_embed_opts *o) {
 nle_status nle__embed_resolve_early(nle_ctx *ctx, const nle_embed_input *in, size_t n, size_t D, nle_embed_opts *o) {
   nle_model_kind m = o->model;
   resolve_graph_size(o, n);
-  if (AUTO(o->pca_dims))
-    o->pca_dims = in->Y && !in->knn && !in->affinities && n > AUTO_PCA_MIN_N && D > AUTO_PCA_MIN_D ? AUTO_PCA_DIMS : 0;
-  if (o->pca_dims >= (int)D) o->pca_dims = 0; /* nothing to reduce */
-  if (AUTO(o->pca_candidates)) o->pca_candidates = o->pca_dims > 0 ? o->k : 0;
-  if (o->pca_dims == 0) o->pca_candidates = 0;
+  bool searched = in->Y && !in->knn && !in->affinities;
+  bool candidates_given = o->pca_candidates > 0;
+  nle_graph_opts g;
+  nle__embed_graph_opts(o, &g);
+  if (!searched) g.pca_dims = 0; /* no search: no components to search among */
+  nle__graph_resolve(&g, n, D);
+  o->pca_dims = g.pca_dims;
+  /* a given count is checked below as given, not capped */
+  o->pca_candidates = candidates_given && o->pca_dims > 0 ? o->pca_candidates : g.pca_candidates;
   if (AUTO(o->lambda))
     o->lambda = m == NLE_MODEL_EE ? 100.0 / (double)n : m == NLE_MODEL_TEE ? TEE_LAMBDA : 1.0;
   /* the steps: fixed rate where the model's recipe has it and the optimiser

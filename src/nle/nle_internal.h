@@ -3,7 +3,7 @@
 #ifndef NLE_NLE_INTERNAL_H
 #define NLE_NLE_INTERNAL_H
 
-#include "../core/internal.h"
+#include "../graph/graph_internal.h" /* the search internals the new-point maps reuse */
 
 typedef struct {
   int active;            /* a run is between iterations (a resume continues it) */

@@ -418,16 +418,19 @@ nle_status nle_kem_fit(nle_ctx *ctx, const nle_matf *X, const nle_kem_opts *opts
 
   /* W: the kNN graph's weights, symmetrised, scaled so that the largest
    * off-diagonal entry is 1 (sec. 3: scale invariance, df <= 1) */
-  nle_csr *knn = NULL, *W = NULL;
+  nle_csr *W = NULL;
   double t0 = nle_time_seconds();
-  s = nle_knn_graph(ctx, X, o.k, NLE_KNN_AUTO, NULL, &knn, NULL);
-  nle_spectral_opts so;
-  nle_spectral_opts_init(&so);
-  so.affinity = o.weights, so.symmetrize = o.symmetrize;
-  so.sigma = o.heat_t == NLE_AUTO ? NLE_AUTO : sqrt(o.heat_t / 2.0); /* exp(-d^2 / t) = exp(-d^2 / 2 s^2) */
-  if (!s) s = nle__resolve_sigma(ctx, knn, &so);
-  if (!s && o.weights == NLE_AFF_GAUSSIAN) o.heat_t = 2.0 * so.sigma * so.sigma;
-  if (!s) s = nle__spectral_weights(ctx, knn, &so, &W, NULL);
+  nle_graph_opts go;
+  nle_graph_opts_init(&go);
+  go.k = o.k;
+  go.pca_dims = 0; /* the map G(x) is fitted to the data's own neighbours */
+  go.weights = o.weights, go.symmetrize = o.symmetrize;
+  go.sigma = o.heat_t == NLE_AUTO ? NLE_AUTO : sqrt(o.heat_t / 2.0); /* exp(-d^2 / t) = exp(-d^2 / 2 s^2) */
+  nle_graph_result *graph = NULL;
+  s = nle_graph_build(ctx, X, &go, &graph);
+  if (!s && o.weights == NLE_AFF_GAUSSIAN) o.heat_t = 2.0 * graph->resolved.sigma * graph->resolved.sigma;
+  if (!s) W = graph->W, graph->W = NULL;
+  nle_graph_result_free(&graph);
   if (s && nle_ctx_last_status(ctx) == s && !strncmp(nle_ctx_error(ctx), "spectral graph: ", 16)) {
     char msg[NLE__ERROR_LEN];
     snprintf(msg, sizeof msg, "kem: %s", nle_ctx_error(ctx) + 16);
@@ -488,7 +491,6 @@ nle_status nle_kem_fit(nle_ctx *ctx, const nle_matf *X, const nle_kem_opts *opts
   if (!s && o.keep_model) r->model = m, m = NULL;
   nle_kem_model_free(&m);
   nle_matd_free(&Zt);
-  nle_csr_free(&knn);
   r->W = W;
   r->resolved = o;
   r->n = n;

@@ -575,13 +575,14 @@ int nle__lll_kz(const nle_spectral_opts *o, size_t L, size_t D) {
  * sec. 4.8: the dissertation does not say how it was built, SPEC G07-10):
  * their own k nearest (k capped at L - 1), weighted and symmetrised as W. */
 static nle_status landmark_graph(nle_ctx *ctx, const nle_matf *Yl, const nle_spectral_opts *o, nle_csr **Wl) {
-  nle_spectral_opts lo = *o;
-  if ((size_t)lo.k >= Yl->rows) lo.k = (int)Yl->rows - 1;
-  nle_knn_opts ko = {lo.k};
-  nle_csr *g = NULL;
-  nle_status s = nle_knn_exact(ctx, Yl, &ko, &g);
-  if (!s) s = nle__spectral_weights(ctx, g, &lo, Wl, NULL);
-  nle_csr_free(&g);
+  nle_graph_opts go;
+  nle__spectral_graph_opts(o, &go);
+  if ((size_t)go.k >= Yl->rows) go.k = (int)Yl->rows - 1;
+  go.method = NLE_KNN_EXACT, go.pca_dims = 0, go.radius = 0; /* a few landmarks: their exact neighbours */
+  nle_graph_result *g = NULL;
+  nle_status s = nle_graph_build(ctx, Yl, &go, &g);
+  if (!s) *Wl = g->W, g->W = NULL;
+  nle_graph_result_free(&g);
   return s;
 }
 

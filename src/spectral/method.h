@@ -4,6 +4,7 @@
 #ifndef NLE_SPECTRAL_METHOD_H
 #define NLE_SPECTRAL_METHOD_H
 
+#include "../graph/graph_internal.h"
 #include "eigen.h"
 
 /* What the front door hands a method: the resolved options, the points
@@ -153,30 +154,18 @@ nle_status nle__lll_solve_reduced(nle_ctx *ctx, const nle_csr *Z, const double *
 /* K_Z as it runs: NLE_AUTO is max(d + 1, 5) capped at D + 1; at most L. */
 int nle__lll_kz(const nle_spectral_opts *o, size_t L, size_t D);
 
-/* graph.c: W from the directed kNN graph (squared distances): weights as
- * o->affinity says, then symmetrised by o->rule; the diagonal left out.
- * Entropic weights: each point's beta into *beta when beta is not NULL. */
+/* The graph stage's options as the spectral options say (k, radius, the
+ * search, PCA, weights, symmetrisation). */
+void nle__spectral_graph_opts(const nle_spectral_opts *o, nle_graph_opts *g);
+/* nle__graph_weights with the spectral options' weights. */
 nle_status nle__spectral_weights(nle_ctx *ctx, const nle_csr *knn, const nle_spectral_opts *o, nle_csr **W,
                                  double **beta);
-/* The epsilon-ball graph of the points (lecture slides 002: "within a
- * fixed radius"): every other point within `radius`, as a kNN graph holds
- * its neighbours (squared distances, sorted, ties by index); brute force,
- * O(N^2 D). A point with no neighbour in reach is an error naming it. */
-nle_status nle__radius_graph(nle_ctx *ctx, const nle_matf *Y, double radius, nle_csr **G);
-/* A Gaussian's automatic width (o->sigma NLE_AUTO): the median over points
- * of the distance to their k-th neighbour; other affinities unchanged. */
+/* A Gaussian's automatic width (o->sigma NLE_AUTO), as the graph stage
+ * resolves it. */
 nle_status nle__resolve_sigma(nle_ctx *ctx, const nle_csr *knn, nle_spectral_opts *o);
-/* The weight of an edge of squared length d2 (o->sigma resolved; the
- * self-tuning scales of its two ends). */
+/* The weight of an edge of squared length d2 under o's weights (the
+ * new-point maps weigh their edges as training did). */
 double nle__affinity_weight(const nle_spectral_opts *o, double d2, double scale_i, double scale_j);
-/* Each point's self-tuning scale: the distance to its tuning_k-th
- * neighbour (Zelnik-Manor and Perona 2004); 0 is an error naming it. */
-nle_status nle__self_tuning_scales(nle_ctx *ctx, const nle_csr *knn, int tuning_k, double **scale);
-/* W_ij from A_ij and A_ji (NAN when absent) by the rule; NAN: no edge. */
-double nle__symmetrize_pair(nle_symmetrize_rule rule, double a, double at);
-/* Whether A is symmetric (the same value at (i, j) and (j, i), to 1e-12
- * relative); names the first asymmetric pair otherwise. */
-nle_status nle__csr_check_symmetric(nle_ctx *ctx, const nle_csr *A, const char *what);
 /* join.c: where the distances between any two points come from: the
  * points (Euclidean) or, without them, an N x N distance matrix. */
 typedef struct {
@@ -196,8 +185,6 @@ nle_status nle__join_components(nle_ctx *ctx, const nle__join_space *space, cons
  * squared length sorts it (the rows stay sorted). */
 nle_status nle__knn_add_edges(nle_ctx *ctx, const nle_csr *knn, const nle__join_edge *edges, int64_t count,
                               nle_csr **out);
-/* Degrees of W, its diagonal left out. */
-double *nle__degrees(nle_ctx *ctx, const nle_csr *W);
 
 /* model.c: the out-of-sample model of a finished run (r's embedding and
  * eigenvalues, the graph's reach, scales and degrees; the method has added

@@ -6,7 +6,7 @@
  * Every BLAS and LAPACK call runs single-threaded on a fixed split of the
  * rows (our threads take the splits; partial sums are added in split
  * order), so the result is the same bits for any thread count. */
-#include "../core/internal.h"
+#include "../graph/graph_internal.h"
 
 #include <cblas.h>
 #include <lapacke.h>

@@ -90,7 +90,7 @@ static nle_status check_opts(nle_ctx *ctx, nle_spectral_method method, const nle
   if (!named(nle_landmark_method_name(o->landmark_method)))
     BAD("{@landmark-method} has no value %d", (int)o->landmark_method);
   if (!(o->pca_dims == NLE_AUTO || o->pca_dims >= 0)) BAD("{@pca=%d}: 0 (off), a count, or auto", o->pca_dims);
-  if (!(o->pca_candidates == NLE_AUTO || o->pca_candidates >= o->k))
+  if (!(o->pca_candidates == NLE_AUTO || o->pca_candidates == 0 || o->pca_candidates >= o->k))
     BAD("{@pca-candidates=%d}: at least the %d neighbours ({@neighbors}), or auto", o->pca_candidates, o->k);
   if (!(o->alpha >= 0 && o->alpha <= 1)) BAD("{@alpha=%s}: a number in [0, 1]", REAL_TEXT(o->alpha));
   if (o->diffusion_time < 0) BAD("{@time=%s}: at least 0", INT_TEXT(o->diffusion_time));
@@ -130,79 +130,78 @@ nle_status nle_spectral_check_affinities(nle_ctx *ctx, const nle_csr *W) {
   return s;
 }
 
-/* The recipe of the nonlinear embeddings' front door (embed_recipe.c):
- * on wide data, candidates from 50 principal components re-ranked by their
- * distances in Y. First 20,000 Fashion-MNIST images, k = 14: the exact
- * search in 784 dimensions took 3.4 s; 7 k candidates from 50 components,
- * re-ranked, 1.0 s with 0.997 of the exact neighbours (3 k: 0.955, and
- * LE's second eigenvalue 19% off, where 7 k leaves it 2.4% off). */
-enum { PCA_MIN_N = 5000, PCA_MIN_D = 100, PCA_DIMS = 50, PCA_CANDIDATES_PER_K = 7 };
-
-/* The components the search runs among: NLE_AUTO by the recipe above;
- * none when not narrower than the data. */
-static void resolve_pca_dims(nle_spectral_opts *o, const nle_matf *Y) {
-  if (o->pca_dims == NLE_AUTO) o->pca_dims = Y->rows > PCA_MIN_N && Y->cols > PCA_MIN_D ? PCA_DIMS : 0;
-  if ((size_t)o->pca_dims >= Y->cols) o->pca_dims = 0;
+void nle__spectral_graph_opts(const nle_spectral_opts *o, nle_graph_opts *g) {
+  nle_graph_opts_init(g);
+  g->k = o->k;
+  g->perplexity = o->perplexity;
+  g->radius = o->radius;
+  g->method = o->knn_method;
+  g->approx = o->knn_approx;
+  g->pca_dims = o->pca_dims;
+  g->pca_candidates = o->pca_candidates;
+  g->weights = o->affinity;
+  g->sigma = o->sigma;
+  g->tuning_k = o->tuning_k;
+  g->symmetrize = o->symmetrize;
 }
 
-/* Y on its o->pca_dims first principal components (float), into
- * *projected; the PCA's mean and components to the model when given. */
-static nle_status project(nle_ctx *ctx, const nle_matf *Y, const nle_spectral_opts *o, nle_spectral_result *r,
-                          nle_spectral_model *model, nle_matf **projected) {
-  double t0 = nle_time_seconds();
-  nle_pca_opts po;
-  nle_pca_opts_init(&po);
-  po.n_components = o->pca_dims;
-  nle_pca_model *pm = NULL;
-  nle_matd *Zd = NULL;
-  nle_status s = nle_pca_fit(ctx, Y, &po, &pm);
-  if (!s) s = nle_pca_transform(ctx, pm, Y, &Zd);
-  if (!s) s = nle_matd_to_matf(ctx, Zd, projected);
-  nle_matd_free(&Zd);
-  if (!s && model) { /* new points are searched for on the same components */
-    model->pca_mean = pm->mean, pm->mean = NULL;
-    model->pca_components = pm->components, pm->components = NULL;
-  }
-  nle_pca_model_free(&pm);
-  r->pca_seconds = nle_time_seconds() - t0;
-  return s;
+nle_status nle__spectral_weights(nle_ctx *ctx, const nle_csr *knn, const nle_spectral_opts *o, nle_csr **W,
+                                 double **beta) {
+  nle_graph_opts g;
+  nle__spectral_graph_opts(o, &g);
+  return nle__graph_weights(ctx, knn, &g, W, beta);
+}
+
+nle_status nle__resolve_sigma(nle_ctx *ctx, const nle_csr *knn, nle_spectral_opts *o) {
+  return nle__graph_resolve_sigma(ctx, knn, o->affinity, &o->sigma);
+}
+
+double nle__affinity_weight(const nle_spectral_opts *o, double d2, double scale_i, double scale_j) {
+  return nle__graph_edge_weight(o->affinity, o->sigma, d2, scale_i, scale_j);
+}
+
+/* The search's options as the graph stage resolves them, back into o. */
+static void resolve_search(nle_spectral_opts *o, const nle_matf *Y, nle_graph_opts *g) {
+  nle__spectral_graph_opts(o, g);
+  nle__graph_resolve(g, Y->rows, Y->cols);
+  o->pca_dims = g->pca_dims;
+  o->pca_candidates = g->pca_candidates;
 }
 
 /* Points that came with their graph: only LLL's landmark search needs
  * them on principal components (the same rule as the graph's search). */
 static nle_status landmark_space(nle_ctx *ctx, const nle_matf *Y, nle_spectral_opts *o, nle_spectral_result *r,
                                  nle_matf **projected) {
-  resolve_pca_dims(o, Y);
+  nle_graph_opts g;
+  resolve_search(o, Y, &g);
   o->pca_candidates = 0;
-  return o->pca_dims ? project(ctx, Y, o, r, NULL, projected) : NLE_OK;
+  double kept = 0, t0 = nle_time_seconds();
+  nle_status s = o->pca_dims ? nle__graph_pca_reduce(ctx, Y, o->pca_dims, projected, &kept, NULL, NULL) : NLE_OK;
+  r->pca_seconds = nle_time_seconds() - t0;
+  return s;
 }
 
-/* The directed kNN graph of the points, in Y or among components. */
+/* The directed kNN graph of the points, by the graph stage (in Y or among
+ * components re-ranked in Y). */
 nle_status nle__spectral_neighbours(nle_ctx *ctx, const nle_matf *Y, nle_spectral_opts *o, nle_spectral_result *r,
                                    nle_spectral_model *model, nle_csr **graph, nle_matf **projected) {
-  size_t n = Y->rows;
-  resolve_pca_dims(o, Y);
-  if (o->pca_candidates == NLE_AUTO) o->pca_candidates = o->pca_dims ? PCA_CANDIDATES_PER_K * o->k : o->k;
-  if ((size_t)o->pca_candidates >= n) o->pca_candidates = (int)n - 1;
-  if (o->radius > 0) { /* the epsilon ball: every neighbour in reach, exactly */
-    o->pca_dims = o->pca_candidates = 0;
-    r->knn_used = NLE_KNN_EXACT;
-    return nle__radius_graph(ctx, Y, o->radius, graph);
+  nle_graph_result g = {0};
+  resolve_search(o, Y, &g.resolved);
+  g.resolved.stop = NLE_GRAPH_NEIGHBOURS;
+  g.resolved.keep_projection = true; /* the points where new points (and LLL's landmarks) are searched */
+  nle_status s = nle__graph_build_into(ctx, Y, &g);
+  r->knn_used = g.resolved.method;
+  r->pca_seconds = g.pca_seconds;
+  *graph = g.knn, g.knn = NULL;
+  *projected = g.projected, g.projected = NULL;
+  if (model) { /* new points are searched for on the same components */
+    model->pca_mean = g.pca_mean, g.pca_mean = NULL;
+    model->pca_components = g.pca_components, g.pca_components = NULL;
+    model->candidate_reach = g.candidate_reach, g.candidate_reach = NULL;
   }
-  if (!o->pca_dims) return nle_knn_graph(ctx, Y, o->k, o->knn_method, &o->knn_approx, graph, &r->knn_used);
-  nle_matf *Z = NULL;
-  nle_csr *cand = NULL;
-  nle_status s = project(ctx, Y, o, r, model, &Z);
-  if (!s) s = nle_knn_graph(ctx, Z, o->pca_candidates, o->knn_method, &o->knn_approx, &cand, &r->knn_used);
-  if (!s && model && !(model->candidate_reach = nle__malloc(ctx, n * sizeof(float), "the model's candidates")))
-    s = NLE_ERR_NOMEM;
-  for (size_t i = 0; !s && model && i < n; i++) /* sorted rows: the last candidate is the farthest */
-    model->candidate_reach[i] = cand->rowptr[i + 1] > cand->rowptr[i]
-                                    ? (float)nle_csr_value(cand, cand->rowptr[i + 1] - 1) : 0.0f;
-  if (!s) s = nle_knn_rerank(ctx, Y, cand, o->k, graph);
-  nle_csr_free(&cand);
-  if (!s) *projected = Z, Z = NULL; /* the points where new points (and LLL's landmarks) are searched */
-  nle_matf_free(&Z);
+  free(g.pca_mean);
+  free(g.pca_components);
+  free(g.candidate_reach);
   return s;
 }
 
@@ -314,7 +313,7 @@ nle_status nle__spectral_embed_with(nle_ctx *ctx, nle_spectral_method method, co
   bool chosen = o->components != NLE_COMPONENTS_AUTO; /* the caller's choice: logged, not warned */
   if (o->components == NLE_COMPONENTS_AUTO) o->components = lll ? NLE_COMPONENTS_ALLOW : m->components;
   if (o->affinity == NLE_AFF_ENTROPIC) {
-    if (o->perplexity == NLE_AUTO) o->perplexity = o->k / 3.0;
+    if (o->perplexity == NLE_AUTO) o->perplexity = nle_graph_perplexity_for_k(o->k); /* the graph stage's k = 3 K */
     if (o->radius > 0)
       s = nle__fail(ctx, NLE_ERR_ARG, "%s: entropic affinities need k nearest neighbours ({@neighbors}), not a {@radius}", m->name);
     else if (!(o->perplexity > 1 && o->perplexity < o->k))

@@ -3,7 +3,7 @@
 #ifndef NLE_SPECTRAL_INTERNAL_H
 #define NLE_SPECTRAL_INTERNAL_H
 
-#include "../core/internal.h"
+#include "../graph/graph_internal.h" /* the search internals the new-point maps reuse */
 
 #include <suitesparse/cholmod.h>
 

@@ -1,7 +1,8 @@
-/* graph.c — the neighbourhood graphs of the spectral methods: weights on
- * the directed kNN graph, its symmetrisation (SPEC G06-10's policies live
- * in the front door), degrees, and the symmetry check of a given W. */
-#include "method.h"
+/* weights.c — the graph stage's weights on the directed kNN graph and
+ * their symmetrisation (the components policies live in the families'
+ * front doors, SPEC G06-10), the epsilon-ball search, degrees, and the
+ * symmetry check of a given W. */
+#include "graph_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -29,13 +30,13 @@ static nle_status median_kth_distance(nle_ctx *ctx, const nle_csr *knn, double *
   return NLE_OK;
 }
 
-nle_status nle__resolve_sigma(nle_ctx *ctx, const nle_csr *knn, nle_spectral_opts *o) {
-  return o->affinity == NLE_AFF_GAUSSIAN && o->sigma == NLE_AUTO ? median_kth_distance(ctx, knn, &o->sigma) : NLE_OK;
+nle_status nle__graph_resolve_sigma(nle_ctx *ctx, const nle_csr *knn, nle_affinity_kind weights, double *sigma) {
+  return weights == NLE_AFF_GAUSSIAN && *sigma == NLE_AUTO ? median_kth_distance(ctx, knn, sigma) : NLE_OK;
 }
 
-double nle__affinity_weight(const nle_spectral_opts *o, double d2, double scale_i, double scale_j) {
-  switch (o->affinity) {
-  case NLE_AFF_GAUSSIAN: return exp(-d2 / (2.0 * o->sigma * o->sigma));
+double nle__graph_edge_weight(nle_affinity_kind weights, double sigma, double d2, double scale_i, double scale_j) {
+  switch (weights) {
+  case NLE_AFF_GAUSSIAN: return exp(-d2 / (2.0 * sigma * sigma));
   case NLE_AFF_INVERSE: return 1.0 / sqrt(d2);
   case NLE_AFF_SELF_TUNING: return exp(-d2 / (scale_i * scale_j));
   default: return 1.0;
@@ -79,23 +80,23 @@ static nle_status entropic_weights(nle_ctx *ctx, const nle_csr *knn, double perp
 }
 
 /* The directed weights A on the kNN graph's pattern (o->sigma resolved). */
-static nle_status directed_weights(nle_ctx *ctx, const nle_csr *knn, const nle_spectral_opts *o, nle_csr **A,
+static nle_status directed_weights(nle_ctx *ctx, const nle_csr *knn, const nle_graph_opts *o, nle_csr **A,
                                    double **beta) {
   int64_t n = knn->rows;
   double *scale = NULL;
-  if (o->affinity == NLE_AFF_ENTROPIC) return entropic_weights(ctx, knn, o->perplexity, A, beta);
-  nle_status s = o->affinity == NLE_AFF_SELF_TUNING ? nle__self_tuning_scales(ctx, knn, o->tuning_k, &scale) : NLE_OK;
+  if (o->weights == NLE_AFF_ENTROPIC) return entropic_weights(ctx, knn, o->perplexity, A, beta);
+  nle_status s = o->weights == NLE_AFF_SELF_TUNING ? nle__self_tuning_scales(ctx, knn, o->tuning_k, &scale) : NLE_OK;
   if (!s) s = nle_csr_alloc(ctx, n, knn->cols, knn->nnz, NLE_F64, A);
   for (int64_t i = 0; !s && i < n; i++) {
     (*A)->rowptr[i + 1] = knn->rowptr[i + 1];
     for (int64_t q = knn->rowptr[i]; !s && q < knn->rowptr[i + 1]; q++) {
       double d2 = nle_csr_value(knn, q);
-      if (o->affinity == NLE_AFF_INVERSE && !(d2 > 0))
+      if (o->weights == NLE_AFF_INVERSE && !(d2 > 0))
         s = nle__fail(ctx, NLE_ERR_VALUE, "spectral graph: points (rows) %lld and %lld coincide: the "
                       "inverse-distance affinity is infinite there", (long long)i, (long long)knn->colind[q]);
       (*A)->colind[q] = knn->colind[q];
       ((double *)(*A)->val)[q] =
-          nle__affinity_weight(o, d2, scale ? scale[i] : 0.0, scale ? scale[knn->colind[q]] : 0.0);
+          nle__graph_edge_weight(o->weights, o->sigma, d2, scale ? scale[i] : 0.0, scale ? scale[knn->colind[q]] : 0.0);
     }
   }
   free(scale);
@@ -122,8 +123,7 @@ double nle__symmetrize_pair(nle_symmetrize_rule rule, double a, double at) {
   }
 }
 
-nle_status nle__spectral_weights(nle_ctx *ctx, const nle_csr *knn, const nle_spectral_opts *o, nle_csr **W,
-                                 double **beta) {
+nle_status nle__graph_weights(nle_ctx *ctx, const nle_csr *knn, const nle_graph_opts *o, nle_csr **W, double **beta) {
   *W = NULL;
   nle_csr *A = NULL, *AT = NULL;
   nle_status s = directed_weights(ctx, knn, o, &A, beta);
