@@ -1,6 +1,6 @@
 /* dataset.c — the base the readers build on: a dataset's making and
- * freeing, labels from a column or from strings, the transposition the read
- * options ask for. Which reader takes a source is readers.c's. */
+ * freeing, labels from a column or from strings, its renaming. Which
+ * reader takes a source is readers.c's. */
 #include "io_internal.h"
 
 #include <math.h>
@@ -120,18 +120,6 @@ nle_status nle__labels_from_strings(nle_ctx *ctx, const char *where, char **stri
     else *labels = l;
   }
   free(v);
-  return s;
-}
-
-nle_status nle__transpose_if_asked(nle_ctx *ctx, const char *name, const nle_read_opts *opts, nle_status read,
-                                   nle_dataset **ds) {
-  if (read || !opts || !opts->transpose || !*ds) return read;
-  nle_status s = NLE_OK;
-  if ((*ds)->labels)
-    s = nle__fail(ctx, NLE_ERR_ARG, "%s: the data have a label column: transposed, it would be a row (give "
-                  "{@label-column=none}, or the labels apart)", name);
-  if (!s) s = nle__dataset_transpose(ctx, *ds);
-  if (s) nle_dataset_free(ds);
   return s;
 }
 

@@ -125,7 +125,7 @@ nle_status nle__read_container(nle_ctx *ctx, const char *source, const nle_read_
 int nle__is_plain_text(const uint8_t *buf, size_t len);
 /* A dense dataset as read (`read`: the read's status, returned when it
  * failed), transposed when the options ask; *ds freed if that fails. For
- * the readers whose format does not orient the data itself. */
+ * the readers whose format does not orient the data itself (sparse.c). */
 nle_status nle__transpose_if_asked(nle_ctx *ctx, const char *name, const nle_read_opts *opts, nle_status read,
                                    nle_dataset **ds);
 /* The dataset named `name` (as its source was given). */

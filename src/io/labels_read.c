@@ -1,4 +1,4 @@
-/* labels.c — nle_labels_read: class labels from any source the readers
+/* labels_read.c — nle_labels_read: class labels from any source the readers
  * take (a one-column file, a data file's label column, a column inside a
  * container, a built-in dataset's). */
 #include "io_internal.h"
