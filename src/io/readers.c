@@ -10,7 +10,6 @@
 #include <sys/stat.h>
 
 typedef struct {
-  const char *name;
   nle__magic_fn *magic;
   nle__parse_fn *parse;
   nle__read_fn *read;
@@ -30,22 +29,31 @@ typedef struct {
 #undef NLE_READER
 #undef NLE_READER_NAMED
 
-static const nle__reader readers[] = {
-#define NLE_READER(name, magic, parse, read, judge, traits, fuzz) {#name, magic, parse, read, judge, traits},
+/* Each row's index, READER_name (so a row named elsewhere in the table is
+ * checked by the compiler). */
+enum {
+#define NLE_READER(name, magic, parse, read, judge, traits, fuzz) READER_##name,
 #define NLE_READER_NAMED(reader, ext, what)
+#include "readers.def"
+#undef NLE_READER
+  READER_COUNT
+};
+
+static const nle__reader readers[] = {
+#define NLE_READER(name, magic, parse, read, judge, traits, fuzz) {magic, parse, read, judge, traits},
 #include "readers.def"
 #undef NLE_READER
 #undef NLE_READER_NAMED
 };
-enum { READER_COUNT = sizeof readers / sizeof *readers };
 /* the last row claims whatever the others do not */
 static const nle__reader *const fallback = &readers[READER_COUNT - 1];
 
 static const struct {
-  const char *reader, *ext, *what;
+  int reader;
+  const char *ext, *what;
 } named[] = {
 #define NLE_READER(name, magic, parse, read, judge, traits, fuzz)
-#define NLE_READER_NAMED(reader, ext, what) {#reader, ext, what},
+#define NLE_READER_NAMED(reader, ext, what) {READER_##reader, ext, what},
 #include "readers.def"
 #undef NLE_READER
 #undef NLE_READER_NAMED
@@ -56,12 +64,6 @@ static const struct {
 static const nle__reader *reader_of(const uint8_t *head, size_t len, int traits) {
   for (size_t i = 0; i < READER_COUNT; i++)
     if ((readers[i].traits & traits) == traits && readers[i].magic(head, len)) return &readers[i];
-  return NULL;
-}
-
-static const nle__reader *reader_named(const char *name) {
-  for (size_t i = 0; i < READER_COUNT; i++)
-    if (!strcmp(readers[i].name, name)) return &readers[i];
   return NULL;
 }
 
@@ -257,7 +259,7 @@ static nle_status read_10x(nle_ctx *ctx, const char *dir, const nle_read_opts *o
     size_t len;
     nle_status s = nle__read_file(ctx, path, &buf, &len);
     if (s) return s;
-    if (!(nle__gzip_magic(buf, len) || reader_named("mtx")->magic(buf, len)))
+    if (!(nle__gzip_magic(buf, len) || readers[READER_mtx].magic(buf, len)))
       s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: not a Matrix Market file (no %%%%MatrixMarket header)", path);
     else
       s = nle__parse_buffer(ctx, path, buf, len, &flipped, 0, out);
@@ -283,7 +285,7 @@ static nle_status check_named_format(nle_ctx *ctx, const char *path, const nle__
   size_t got = file_head(path, head, sizeof head);
   for (size_t i = 0; i < sizeof named / sizeof *named; i++) {
     if (strcmp(ext, named[i].ext)) continue;
-    const nle__reader *r = reader_named(named[i].reader);
+    const nle__reader *r = &readers[named[i].reader];
     if (!named[i].what) *forced = r;
     else if (got && !nle__gzip_magic(head, got) && !r->magic(head, got))
       return nle__fail(ctx, NLE_ERR_FORMAT, "%s: not %s: damaged or misnamed?", path, named[i].what);
