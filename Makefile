@@ -41,7 +41,7 @@ CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 SHARED   := $(BUILD)/libnlembed.so.$(VERSION)
 
-.PHONY: all lib test check asan fuzz bench install uninstall clean help isa
+.PHONY: all lib test check asan fuzz fuzz-targets bench install uninstall clean help isa
 
 all: $(BUILD)/libnlembed.a $(BUILD)/libnlembed.so $(BUILD)/nlembed $(BUILD)/test_runner
 
@@ -167,8 +167,12 @@ asan:
 	$(MAKE) BUILD=build-asan OPT="-O1 -fexpensive-optimizations -fno-omit-frame-pointer -DNLE_ALLOC_FAULTS" \
 	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" all
 
-# libFuzzer targets, one per reader (clang).
-FUZZ_TARGETS := text npy idx gunzip container npz mtx hdf5 mat
+# libFuzzer targets (clang): the last field of each NLE_READER and NLE_FUZZ
+# row of the reader table (src/io/readers.def; "none": a reader without one),
+# fuzz/fuzz_TARGET.c each. `make fuzz-targets` lists them for fuzz/run.sh.
+FUZZ_TARGETS := $(filter-out none,$(shell sed -En 's/^NLE_(READER|FUZZ)\((.*[ ,])?([a-z0-9_]+)\)$$/\3/p' src/io/readers.def))
+fuzz-targets:
+	@echo $(FUZZ_TARGETS)
 fuzz:
 	$(MAKE) CC=clang BUILD=build-fuzz OPT="-O1 -fno-omit-frame-pointer" \
 	  SAN="-fsanitize=fuzzer-no-link,address,undefined" EXTRA_CFLAGS="-Wno-unused-command-line-argument -Wno-pass-failed" \

@@ -1,28 +1,33 @@
 #!/usr/bin/env bash
-# run.sh — builds the libFuzzer targets and runs each reader's for SECONDS
-# (default 600), two at a time, from small seed inputs made here.
-#   fuzz/run.sh [SECONDS] [TARGET...]     targets: text npy idx gunzip container
-#                                         npz mtx hdf5 mat
-# The container seeds (a saved model and a checkpoint) need build/nlembed;
-# the npz seeds Debian's /usr/bin/python3 with numpy and scipy (without them
-# that target starts from nothing). The hdf5 and mat targets read recipes
-# (fuzz_hdf5.c): their seeds are bytes from a fixed pseudo-random sequence.
+# run.sh — builds the libFuzzer targets and runs each for SECONDS (default
+# 600), two at a time, from small seed inputs made here.
+#   fuzz/run.sh [SECONDS] [TARGET...]
+# The targets are the reader table's (src/io/readers.def, listed by `make
+# fuzz-targets`): all of them when none is named. Target T's seeds are made
+# by seed_T below (a target without one starts from nothing). The container
+# seeds (a saved model and a checkpoint) need build/nlembed; the npz seeds
+# Debian's /usr/bin/python3 with numpy and scipy (without them that target
+# starts from nothing). The hdf5 and mat targets read recipes (fuzz_hdf5.c):
+# their seeds are bytes from a fixed pseudo-random sequence.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 secs=${1:-600}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(text npy idx gunzip container npz mtx hdf5 mat)
+[ ${#targets[@]} -eq 0 ] && read -ra targets <<< "$(make -s --no-print-directory fuzz-targets)"
 make -s fuzz
 work=${FUZZ_WORK:-build-fuzz/work}
-mkdir -p "$work"/{text,npy,idx,gunzip,container,npz,mtx,hdf5,mat}/corpus
 
-# Seeds: one small valid input of each kind the reader handles.
-printf 'x,y,label\n1,2,a\n3.5,-4e3,b\n' > "$work/text/corpus/header.csv"
-printf '1\t2\t3\n4\t5\t6\n' > "$work/text/corpus/tabs.tsv"
-printf '# comment\n1 2  3\n4 5 6\r\n\n' > "$work/text/corpus/blanks.txt"
-printf '"a";"b"\n1;2\n' > "$work/text/corpus/quoted.csv"
+# Seeds: one small valid input of each kind the reader handles, written into
+# the corpus folder given.
+csv_header() { printf 'x,y,label\n1,2,a\n3.5,-4e3,b\n'; }
+seed_text() {
+  csv_header > "$1/header.csv"
+  printf '1\t2\t3\n4\t5\t6\n' > "$1/tabs.tsv"
+  printf '# comment\n1 2  3\n4 5 6\r\n\n' > "$1/blanks.txt"
+  printf '"a";"b"\n1;2\n' > "$1/quoted.csv"
+}
 npy_header() { # dict -> a v1.0 header padded to 64 bytes
   local dict=$1 len=$(( ${#1} + 1 )) pad
   pad=$(( (64 - (10 + len) % 64) % 64 ))
@@ -33,42 +38,54 @@ npy_header() { # dict -> a v1.0 header padded to 64 bytes
   printf '%*s' "$pad" ''
   printf '\n'
 }
-{ npy_header "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }"; printf '\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x40\x40\x00\x00\x80\x40'; } > "$work/npy/corpus/f4.npy"
-{ npy_header "{'descr': '>i2', 'fortran_order': True, 'shape': (2, 1, 2), }"; printf '\x00\x01\x00\x02\xff\xff\x00\x04'; } > "$work/npy/corpus/i2.npy"
-{ npy_header "{'descr': '|u1', 'fortran_order': False, 'shape': (3,), }"; printf '\x01\x02\x03'; } > "$work/npy/corpus/u1.npy"
-printf '\x00\x00\x08\x03\x00\x00\x00\x02\x00\x00\x00\x02\x00\x00\x00\x02\x00\x01\x02\x03\x04\x05\x06\x07' > "$work/idx/corpus/images"
-printf '\x00\x00\x08\x01\x00\x00\x00\x03\x01\x02\x03' > "$work/idx/corpus/labels"
-printf '\x00\x00\x0d\x02\x00\x00\x00\x01\x00\x00\x00\x02\x3f\xc0\x00\x00\xc0\x20\x00\x00' > "$work/idx/corpus/float"
-printf 'hello, world\n' | gzip -c > "$work/gunzip/corpus/text.gz"
-gzip -c < "$work/idx/corpus/images" > "$work/gunzip/corpus/idx.gz"
-{ printf 'a' | gzip -c; printf 'b' | gzip -c; } > "$work/gunzip/corpus/members.gz"
-{ cat "$work/npy/corpus/f4.npy"; printf 'trailing'; } | gzip -c > "$work/gunzip/corpus/npy.gz"
-gzip -c < "$work/text/corpus/header.csv" > "$work/gunzip/corpus/csv.gz"
+npy_f4() { npy_header "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }"; printf '\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x40\x40\x00\x00\x80\x40'; }
+seed_npy() {
+  npy_f4 > "$1/f4.npy"
+  { npy_header "{'descr': '>i2', 'fortran_order': True, 'shape': (2, 1, 2), }"; printf '\x00\x01\x00\x02\xff\xff\x00\x04'; } > "$1/i2.npy"
+  { npy_header "{'descr': '|u1', 'fortran_order': False, 'shape': (3,), }"; printf '\x01\x02\x03'; } > "$1/u1.npy"
+}
+idx_images() { printf '\x00\x00\x08\x03\x00\x00\x00\x02\x00\x00\x00\x02\x00\x00\x00\x02\x00\x01\x02\x03\x04\x05\x06\x07'; }
+seed_idx() {
+  idx_images > "$1/images"
+  printf '\x00\x00\x08\x01\x00\x00\x00\x03\x01\x02\x03' > "$1/labels"
+  printf '\x00\x00\x0d\x02\x00\x00\x00\x01\x00\x00\x00\x02\x3f\xc0\x00\x00\xc0\x20\x00\x00' > "$1/float"
+}
+seed_gunzip() {
+  printf 'hello, world\n' | gzip -c > "$1/text.gz"
+  idx_images | gzip -c > "$1/idx.gz"
+  { printf 'a' | gzip -c; printf 'b' | gzip -c; } > "$1/members.gz"
+  { npy_f4; printf 'trailing'; } | gzip -c > "$1/npy.gz"
+  csv_header | gzip -c > "$1/csv.gz"
+}
 # Matrix Market data: coordinate (general, symmetric pattern), array; the
 # first byte of each fuzz input is the target's switches
-printf '\x00%%%%MatrixMarket matrix coordinate real general\n%% c\n3 2 3\n1 1 1.5\n3 2 -2\n2 1 4\n' > "$work/mtx/corpus/coo"
-printf '\x03%%%%MatrixMarket matrix coordinate pattern symmetric\n3 3 2\n2 1\n3 3\n' > "$work/mtx/corpus/sym"
-printf '\x00%%%%MatrixMarket matrix array integer general\n2 2\n1\n2\n3\n4\n' > "$work/mtx/corpus/array"
-# a few bytes announcing an enormous matrix, densified and kept sparse
-printf '\x00%%%%MatrixMarket matrix coordinate real general\n2000000000 2000000000 3\n1 1 1\n2 2 1\n3 3 1\n' > "$work/mtx/corpus/huge"
-printf '\x01%%%%MatrixMarket matrix coordinate real general\n20000000 3 2\n1 1 1\n2 2 1\n' > "$work/mtx/corpus/tall"
-/usr/bin/python3 - "$work" > /dev/null 2>&1 <<'PY' || echo "fuzz: no npz seeds (/usr/bin/python3 with numpy and scipy)"
+seed_mtx() {
+  printf '\x00%%%%MatrixMarket matrix coordinate real general\n%% c\n3 2 3\n1 1 1.5\n3 2 -2\n2 1 4\n' > "$1/coo"
+  printf '\x03%%%%MatrixMarket matrix coordinate pattern symmetric\n3 3 2\n2 1\n3 3\n' > "$1/sym"
+  printf '\x00%%%%MatrixMarket matrix array integer general\n2 2\n1\n2\n3\n4\n' > "$1/array"
+  # a few bytes announcing an enormous matrix, densified and kept sparse
+  printf '\x00%%%%MatrixMarket matrix coordinate real general\n2000000000 2000000000 3\n1 1 1\n2 2 1\n3 3 1\n' > "$1/huge"
+  printf '\x01%%%%MatrixMarket matrix coordinate real general\n20000000 3 2\n1 1 1\n2 2 1\n' > "$1/tall"
+}
+seed_npz() {
+  /usr/bin/python3 - "$1" > /dev/null 2>&1 <<'PY' || echo "fuzz: no npz seeds (/usr/bin/python3 with numpy and scipy)"
 import sys, io, numpy as np, scipy.sparse as sp
-w = sys.argv[1]
+corpus = sys.argv[1]
 X = np.array([[1.5, 0, 2], [0, 0, -3]], np.float32)
 S = sp.csr_matrix(X)
-def seed(target, name, data, switches=0):
-    open(f"{w}/{target}/corpus/{name}", "wb").write(bytes([switches]) + data)
+def seed(name, data, switches=0):
+    open(f"{corpus}/{name}", "wb").write(bytes([switches]) + data)
 def npz(save, *args, **kw):
     b = io.BytesIO(); save(b, *args, **kw); return b.getvalue()
-seed("npz", "savez", npz(np.savez, X=X), 4)
-seed("npz", "compressed", npz(np.savez_compressed, X=X, y=np.arange(2)), 4)
-seed("npz", "csr", npz(sp.save_npz, S))
-seed("npz", "coo", npz(sp.save_npz, S.tocoo(), compressed=False), 1)
+seed("savez", npz(np.savez, X=X), 4)
+seed("compressed", npz(np.savez_compressed, X=X, y=np.arange(2)), 4)
+seed("csr", npz(sp.save_npz, S))
+seed("coo", npz(sp.save_npz, S.tocoo(), compressed=False), 1)
 huge = sp.coo_matrix((np.ones(2, np.float32), ([0, 1], [0, 1])), shape=(2000000000, 3))
-seed("npz", "huge_coo", npz(sp.save_npz, huge, compressed=False), 0)
-seed("npz", "huge_csc", npz(sp.save_npz, huge.tocsc(), compressed=False), 1)
+seed("huge_coo", npz(sp.save_npz, huge, compressed=False), 0)
+seed("huge_csc", npz(sp.save_npz, huge.tocsc(), compressed=False), 1)
 PY
+}
 recipe() { # LENGTH SEED: bytes of a linear congruential sequence
   local i x=$2 b out=""
   for ((i = 0; i < $1; i++)); do
@@ -78,17 +95,20 @@ recipe() { # LENGTH SEED: bytes of a linear congruential sequence
   done
   printf "$out"
 }
-for i in 1 2 3 4 5 6; do
-  recipe $((40 * i)) "$i" > "$work/hdf5/corpus/recipe$i"
-  recipe $((20 * i)) "$((i + 10))" > "$work/mat/corpus/recipe$i"
+seed_hdf5() { for i in 1 2 3 4 5 6; do recipe $((40 * i)) "$i" > "$1/recipe$i"; done; }
+seed_mat() { for i in 1 2 3 4 5 6; do recipe $((20 * i)) "$((i + 10))" > "$1/recipe$i"; done; }
+seed_container() {
+  [ -x build/nlembed ] || return 0
+  local out=$1/../seed.npy
+  build/nlembed tsne blobs:40:3:2 -p 5 --max-iters 20 -o "$out" --save-model "$1/model.nle" --quiet > /dev/null
+  build/nlembed ee blobs:40:3:2 -p 5 --optimizer lbfgs --max-iters 20 --checkpoint-every 5 -o "$out" \
+    --checkpoint "$1/run.ckpt" --quiet > /dev/null
+  rm -f "$out"
+}
+for t in "${targets[@]}"; do
+  mkdir -p "$work/$t/corpus"
+  if declare -F "seed_$t" > /dev/null; then "seed_$t" "$work/$t/corpus"; fi
 done
-if [ -x build/nlembed ]; then
-  build/nlembed tsne blobs:40:3:2 -p 5 --max-iters 20 -o "$work/container/seed.npy" \
-    --save-model "$work/container/corpus/model.nle" --quiet > /dev/null
-  build/nlembed ee blobs:40:3:2 -p 5 --optimizer lbfgs --max-iters 20 --checkpoint-every 5 -o "$work/container/seed.npy" \
-    --checkpoint "$work/container/corpus/run.ckpt" --quiet > /dev/null
-  rm -f "$work/container/seed.npy"
-fi
 
 run_one() {
   local t=$1

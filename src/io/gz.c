@@ -11,6 +11,8 @@
  * few thousand text rows. */
 enum { HEAD_BYTES = 1 << 20, DISCARD_BYTES = 1 << 16, ZLIB_MAX_CHUNK = 1 << 30 };
 
+int nle__gzip_magic(const uint8_t *head, size_t len) { return len >= 2 && head[0] == 0x1f && head[1] == 0x8b; }
+
 static nle_status nul_in_text(nle_ctx *ctx, const char *name, const uint8_t *data, size_t from, size_t to) {
   const uint8_t *nul = memchr(data + from, '\0', to - from);
   if (!nul) return NLE_OK;

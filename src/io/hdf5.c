@@ -906,6 +906,18 @@ static nle_status run(nle_ctx *ctx, const char *name, const char *path, const ui
   return s;
 }
 
+/* HDF5's superblock is at 0 or after a user block of 512, 1024, ... bytes
+ * (MATLAB v7.3 files start with their own 128-byte text, then HDF5 at 512:
+ * the .mat reader, before this one in readers.def, takes them). */
+int nle__hdf5_magic(const uint8_t *head, size_t len) {
+  static const uint8_t signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+  if (len < 8) return 0;
+  if (!memcmp(head, signature, 8)) return 1;
+  for (size_t at = 512; at <= len - 8; at *= 2)
+    if (!memcmp(head + at, signature, 8)) return 1;
+  return 0;
+}
+
 nle_status nle__read_hdf5(nle_ctx *ctx, const char *path, const char *inner, const nle_read_opts *opts, int flags,
                           nle_dataset **out) {
   return run(ctx, path, path, NULL, 0, inner, opts, flags, out);

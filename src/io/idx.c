@@ -14,10 +14,12 @@ typedef struct {
   uint64_t rows, cols;
 } idx_header;
 
+int nle__idx_magic(const uint8_t *head, size_t len) { return len >= 4 && head[0] == 0 && head[1] == 0; }
+
 /* Reads the header of buf[0, len); the data must fit in file_len bytes. */
 static nle_status parse_header(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t len, size_t file_len,
                                idx_header *h) {
-  if (len < 4 || buf[0] != 0 || buf[1] != 0)
+  if (!nle__idx_magic(buf, len))
     return nle__fail(ctx, NLE_ERR_FORMAT, "%s: byte 0: not an IDX file (bad magic)", name);
   switch (buf[2]) {
   case 0x08: h->kind = ELEM_U8; h->size = 1; break;
@@ -56,7 +58,10 @@ static nle_status parse_header(nle_ctx *ctx, const char *name, const uint8_t *bu
   return NLE_OK;
 }
 
-nle_status nle__idx_extent(nle_ctx *ctx, const char *name, const uint8_t *head, size_t len, size_t *bytes) {
+/* Gzip'ed: what is kept is the size its header declares. */
+nle_status nle__idx_judge(nle_ctx *ctx, const char *name, const uint8_t *head, size_t len, int whole,
+                          const void *opts, size_t *bytes, int *text) {
+  (void)whole, (void)opts, (void)text;
   idx_header h;
   nle_status s = parse_header(ctx, name, head, len, SIZE_MAX, &h);
   if (!s) *bytes = h.data + (size_t)(h.rows * h.cols) * (size_t)h.size;
@@ -89,4 +94,10 @@ nle_status nle_parse_idx(nle_ctx *ctx, const char *name, const uint8_t *buf, siz
   }
   *out = ds;
   return NLE_OK;
+}
+
+nle_status nle__idx_parse(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t len, const char *inner,
+                          const nle_read_opts *opts, int flags, nle_dataset **out) {
+  (void)inner, (void)flags;
+  return nle__transpose_if_asked(ctx, name, opts, nle_parse_idx(ctx, name, buf, len, out), out);
 }

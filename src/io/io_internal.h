@@ -101,26 +101,47 @@ int nle__dataset_builtin(nle_ctx *ctx, const char *source, nle_dataset **out, nl
 /* Lower-case file extension including the dot ("" if none). */
 const char *nle__path_ext(const char *path, char *buf, size_t len);
 
-/* Parses a buffer of any supported format, recognised from its first bytes. */
+/* ---- The readers (readers.def lists them; readers.c, the dispatcher, walks
+ * the list). A reader's entry points have these types (readers.def says
+ * what each does); readers.c declares each row's from its row. */
+typedef int nle__magic_fn(const uint8_t *head, size_t len);
+typedef nle_status nle__parse_fn(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t len, const char *inner,
+                                 const nle_read_opts *opts, int flags, nle_dataset **out);
+typedef nle_status nle__read_fn(nle_ctx *ctx, const char *path, const char *inner, const nle_read_opts *opts,
+                                int flags, nle_dataset **out);
+enum { NLE__CONTAINER = 1 }; /* a reader's traits */
+
+/* Parses a buffer of any supported format, recognised from its first bytes
+ * (gzip'ed or not: depth 0; 1 once inflated). */
 nle_status nle__parse_buffer(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t len,
                              const nle_read_opts *opts, int depth, nle_dataset **out);
+/* A container file (whose first bytes a NLE__CONTAINER reader claims), or
+ * "FILE:NAME" inside one: read, *handled set; a plain file: *handled 0 and
+ * nothing done. */
+nle_status nle__read_container(nle_ctx *ctx, const char *source, const nle_read_opts *opts, int flags,
+                               nle_dataset **out, int *handled);
+/* Whether buf is text as far as the readers go: no other reader (nor gzip)
+ * claims its first bytes. */
+int nle__is_plain_text(const uint8_t *buf, size_t len);
+/* A dense dataset as read (`read`: the read's status, returned when it
+ * failed), transposed when the options ask; *ds freed if that fails. For
+ * the readers whose format does not orient the data itself (sparse.c). */
+nle_status nle__transpose_if_asked(nle_ctx *ctx, const char *name, const nle_read_opts *opts, nle_status read,
+                                   nle_dataset **ds);
+/* The dataset named `name` (as its source was given). */
+nle_status nle__dataset_rename(nle_ctx *ctx, nle_dataset *ds, const char *name);
+/* gz.c: whether the bytes start a gzip stream. */
+int nle__gzip_magic(const uint8_t *head, size_t len);
 
 /* Streamed inflation (gz.c). Once the first MiB (or all, when shorter) is
  * out, the judge sees it: it may refuse it, bound what is kept (*limit, e.g.
  * a header's declared size; the rest is inflated to check the stream, then
  * dropped) or ask that every byte be text (*text: no NUL). */
-typedef nle_status (*nle__inflate_judge)(nle_ctx *ctx, const char *name, const uint8_t *head, size_t len,
-                                         int whole, const void *user, size_t *limit, int *text);
+typedef nle_status nle__judge_fn(nle_ctx *ctx, const char *name, const uint8_t *head, size_t len, int whole,
+                                const void *user, size_t *limit, int *text);
+typedef nle__judge_fn *nle__inflate_judge;
 nle_status nle__gunzip_judged(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t len,
                               nle__inflate_judge judge, const void *user, uint8_t **out, size_t *out_len);
-/* The bytes an array with this header takes, header included (npy.c, idx.c);
- * whole: head is the entire file. */
-nle_status nle__npy_extent(nle_ctx *ctx, const char *name, const uint8_t *head, size_t len, int whole,
-                           size_t *bytes);
-nle_status nle__idx_extent(nle_ctx *ctx, const char *name, const uint8_t *head, size_t len, size_t *bytes);
-/* The errors of the whole lines in head, the start of a longer text (text.c). */
-nle_status nle__probe_text(nle_ctx *ctx, const char *name, const char *head, size_t len,
-                           const nle_read_opts *opts);
 
 /* What a .npy header says (npy.c): the element type, the order, the shape
  * as N x D ((N,) is N x 1, more dimensions flattened) and where the data
@@ -131,6 +152,8 @@ typedef struct {
   uint64_t rows, cols;
   size_t data; /* byte offset of the first element */
 } nle__npy_header;
+/* Whether the bytes start a .npy file (its magic string). */
+int nle__npy_magic(const uint8_t *head, size_t len);
 nle_status nle__npy_header_parse(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t len,
                                  nle__npy_header *h);
 
@@ -145,9 +168,6 @@ static inline const char *nle__float_problem(double x) {
 /* ---- Containers: files holding named arrays (HDF5 and .h5ad, .mat, .npz).
  * A source "FILE:NAME" names one inside; without NAME the reader takes the
  * default (an .h5ad's X, else the only 2-D numeric array). */
-typedef enum { NLE__PLAIN = 0, NLE__HDF5, NLE__MATFILE, NLE__ZIP } nle__container;
-/* The container the first bytes announce (NLE__PLAIN: none). */
-nle__container nle__container_of(const uint8_t *head, size_t len);
 enum {
   NLE__READ_LABELS = 1, /* for nle_labels_read: a label column (an .h5ad's
                            obs/NAME; a MATLAB row vector taken as a column) */
@@ -184,9 +204,6 @@ nle_status nle__parse_npz(nle_ctx *ctx, const char *name, const uint8_t *buf, si
 /* mtx.c: a Matrix Market file as data (coordinate: sparse; array: dense). */
 nle_status nle__parse_mtx(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t len, int transpose,
                           const nle_read_opts *opts, nle_dataset **out);
-/* Whether head is the start of a Matrix Market file with a header this
- * reader takes (the gzip judge's probe). */
-nle_status nle__probe_mtx(nle_ctx *ctx, const char *name, const uint8_t *head, size_t len);
 
 /* ---- Sparse data (sparse.c). A dataset holding no matrix yet. */
 nle_status nle__dataset_shell(nle_ctx *ctx, const char *name, nle_dataset **out);

@@ -336,6 +336,11 @@ static nle_status read_mat(nle_ctx *ctx, const char *name, const char *path, con
   return s;
 }
 
+/* The text header of a MATLAB v5, v7 or v7.3 file. */
+int nle__mat_magic(const uint8_t *head, size_t len) {
+  return len >= 20 && !memcmp(head, "MATLAB ", 7) && memmem(head, len < 116 ? len : 116, "MAT-file", 8);
+}
+
 nle_status nle__read_mat(nle_ctx *ctx, const char *path, const char *inner, const nle_read_opts *opts, int flags,
                          nle_dataset **out) {
   return read_mat(ctx, path, path, NULL, 0, inner, opts, flags, out);

@@ -188,7 +188,13 @@ static nle_status mm_banner(nle_ctx *ctx, const char *name, const char *line, mm
   return NLE_OK;
 }
 
-nle_status nle__probe_mtx(nle_ctx *ctx, const char *name, const uint8_t *head, size_t len) {
+int nle__mtx_magic(const uint8_t *head, size_t len) { return len >= 14 && !memcmp(head, "%%MatrixMarket", 14); }
+
+/* Gzip'ed: its header now, its size line bounds the rest. */
+nle_status nle__mtx_judge(nle_ctx *ctx, const char *name, const uint8_t *head, size_t len, int whole,
+                          const void *opts, size_t *limit, int *text) {
+  (void)whole, (void)opts, (void)limit;
+  *text = 1;
   mm_reader r = {name, head, len, 0, 0, ""};
   mm_header h;
   int got = mm_next(&r);
@@ -414,4 +420,10 @@ nle_status nle__parse_mtx(nle_ctx *ctx, const char *name, const uint8_t *buf, si
   }
   return h.coordinate ? mm_coordinate(ctx, &r, &h, rows, cols, nnz, transpose, opts->sparse_ok, out)
                       : mm_array(ctx, &r, &h, rows, cols, transpose, out);
+}
+
+nle_status nle__mtx_parse(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t len, const char *inner,
+                          const nle_read_opts *opts, int flags, nle_dataset **out) {
+  (void)inner, (void)flags;
+  return nle__parse_mtx(ctx, name, buf, len, opts && opts->transpose, opts, out);
 }

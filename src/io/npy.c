@@ -54,11 +54,13 @@ static int parse_descr(const char *p, const char *end, elem_kind *kind, int *siz
 
 typedef nle__npy_header npy_header;
 
+int nle__npy_magic(const uint8_t *head, size_t len) { return len >= 6 && !memcmp(head, "\x93NUMPY", 6); }
+
 /* Parses the header from buf (len bytes of the file's start) and checks the
  * shape against the file's full length. */
 static nle_status parse_header(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t len, size_t file_len,
                                npy_header *h) {
-  if (len < 10 || memcmp(buf, "\x93NUMPY", 6) != 0)
+  if (len < 10 || !nle__npy_magic(buf, len))
     return nle__fail(ctx, NLE_ERR_FORMAT, "%s: byte 0: not a .npy file (bad magic)", name);
   int major = buf[6];
   size_t hlen, hstart;
@@ -153,8 +155,10 @@ static nle_status convert_rows(nle_ctx *ctx, const char *name, const npy_header 
   return NLE_OK;
 }
 
-nle_status nle__npy_extent(nle_ctx *ctx, const char *name, const uint8_t *head, size_t len, int whole,
-                           size_t *bytes) {
+/* Gzip'ed: what is kept is the size its header declares. */
+nle_status nle__npy_judge(nle_ctx *ctx, const char *name, const uint8_t *head, size_t len, int whole,
+                          const void *opts, size_t *bytes, int *text) {
+  (void)opts, (void)text;
   /* A version 2 or 3 header may announce up to 4 GiB: one that does not fit
    * in what was read is refused rather than inflated blind. */
   size_t announced = len >= 12 && head[6] != 1 ? (size_t)load_uint(head + 8, 4, 0) : 0;
@@ -217,7 +221,7 @@ nle_status nle__read_npy_file(nle_ctx *ctx, const char *path, nle_dataset **out,
   npy_header h;
   /* Only C-order arrays whose header this parses; the rest (Fortran order,
    * damaged headers) go through the whole-file reader and its messages. */
-  if (got < 10 || memcmp(head, "\x93NUMPY", 6) != 0 || parse_header(NULL, path, head, got, (size_t)st.st_size, &h) ||
+  if (got < 10 || !nle__npy_magic(head, got) || parse_header(NULL, path, head, got, (size_t)st.st_size, &h) ||
       h.fortran) {
     fclose(f);
     return NLE_OK;
@@ -246,6 +250,20 @@ nle_status nle__read_npy_file(nle_ctx *ctx, const char *path, nle_dataset **out,
   }
   *out = ds;
   return NLE_OK;
+}
+
+nle_status nle__npy_read(nle_ctx *ctx, const char *path, const char *inner, const nle_read_opts *opts, int flags,
+                        nle_dataset **out) {
+  (void)inner, (void)flags;
+  int handled;
+  nle_status s = nle__read_npy_file(ctx, path, out, &handled);
+  return handled ? nle__transpose_if_asked(ctx, path, opts, s, out) : s;
+}
+
+nle_status nle__npy_parse(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t len, const char *inner,
+                          const nle_read_opts *opts, int flags, nle_dataset **out) {
+  (void)inner, (void)flags;
+  return nle__transpose_if_asked(ctx, name, opts, nle_parse_npy(ctx, name, buf, len, out), out);
 }
 
 /* Writes a C-order little-endian .npy with a header padded to 64 bytes. */

@@ -243,7 +243,7 @@ static nle_status sparse_format(archive *a, char *fmt, size_t cap) {
   nle_status s = member_bytes(a, m, &d, &owned);
   if (s) return s;
   size_t len = (size_t)m->usize, hlen = 0, hstart = 0;
-  if (len >= 10 && !memcmp(d, "\x93NUMPY", 6)) {
+  if (len >= 10 && nle__npy_magic(d, len)) {
     hstart = d[6] == 1 ? 10 : 12;
     hlen = len >= 12 ? (size_t)(d[6] == 1 ? le(d + 8, 2) : le(d + 8, 4)) : 0;
   }
@@ -378,6 +378,11 @@ static nle_status read_array(archive *a, const char *key, const nle_read_opts *o
   }
   *out = ds;
   return NLE_OK;
+}
+
+/* A zip archive's local header or, empty, its end record. */
+int nle__npz_magic(const uint8_t *head, size_t len) {
+  return len >= 4 && (!memcmp(head, "PK\x03\x04", 4) || !memcmp(head, "PK\x05\x06", 4));
 }
 
 nle_status nle__parse_npz(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t len, const char *inner,

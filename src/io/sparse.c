@@ -1,6 +1,7 @@
 /* sparse.c — sparse data as the readers hand it over (CSR, CSC, triplets):
  * the structure checked, each row's columns sorted, repeated entries
- * refused, then kept sparse or densified under the memory cap. */
+ * refused, then kept sparse or densified under the memory cap; and a
+ * dense dataset transposed, as the read options may ask. */
 #include "io_internal.h"
 
 #include <stdlib.h>
@@ -247,4 +248,16 @@ nle_status nle__dataset_transpose(nle_ctx *ctx, nle_dataset *ds) {
   nle_matf_free(&ds->X);
   ds->X = T;
   return NLE_OK;
+}
+
+nle_status nle__transpose_if_asked(nle_ctx *ctx, const char *name, const nle_read_opts *opts, nle_status read,
+                                   nle_dataset **ds) {
+  if (read || !opts || !opts->transpose || !*ds) return read;
+  nle_status s = NLE_OK;
+  if ((*ds)->labels)
+    s = nle__fail(ctx, NLE_ERR_ARG, "%s: the data have a label column: transposed, it would be a row (give "
+                  "{@label-column=none}, or the labels apart)", name);
+  if (!s) s = nle__dataset_transpose(ctx, *ds);
+  if (s) nle_dataset_free(ds);
+  return s;
 }

@@ -173,44 +173,27 @@ static void free_strings(char **s, int64_t n) {
   free(s);
 }
 
-/* probe: buf is the start of a longer text (complete lines); find the errors
- * it holds, say nothing, and do not call it empty. */
-static nle_status parse_text(nle_ctx *ctx, const char *name, const char *buf, size_t len, const nle_read_opts *opts,
-                             int probe, nle_dataset **out) {
-  *out = NULL;
-  nle_read_opts defaults;
-  if (!opts) {
-    nle_read_opts_init(&defaults);
-    opts = &defaults;
-  }
-  if (memchr(buf, '\0', len))
-    return nle__fail(ctx, NLE_ERR_FORMAT, "%s: byte %zu: NUL byte in a text file (not a supported format)",
-                     name, (size_t)((const char *)memchr(buf, '\0', len) - buf));
-  /* a UTF-8 byte-order mark is not part of the first field */
-  if (len >= 3 && (unsigned char)buf[0] == 0xEF && (unsigned char)buf[1] == 0xBB && (unsigned char)buf[2] == 0xBF) {
-    buf += 3;
-    len -= 3;
-  }
-  line_cursor cur = {buf, buf + len, 0};
-  text_line first, second;
-  if (!next_line(&cur, &first))
-    return probe ? NLE_OK : nle__fail(ctx, NLE_ERR_FORMAT, "%s: empty file (no data rows)", name);
-  line_cursor after_first = cur;
-  int has_second = next_line(&cur, &second);
-  char delim = opts->delimiter ? opts->delimiter : detect_delimiter(&first, has_second ? &second : NULL);
+/* How a text is laid out: the delimiter, the fields of a row, whether the
+ * first line is a header, the label column (-1: none). */
+typedef struct {
+  char delim;
+  int ncols, header, label_col;
+} text_layout;
 
-  if (probe && !has_second) return NLE_OK; /* the delimiter and header are decided on two lines */
+/* The first row's fields (numbers, label names, other text) decide whether
+ * it is a header and, automatically, which column holds labels. */
+static nle_status read_layout(nle_ctx *ctx, const char *name, const text_line *first, const text_line *second,
+                              const nle_read_opts *opts, int probe, text_layout *L) {
   field counted[1];
-  int ncols = split_fields(&first, delim, counted, 0);
+  int ncols = split_fields(first, L->delim, counted, 0);
   int auto_label = opts->label_column == NLE_LABEL_AUTO;
   int label_col = auto_label ? -1 : opts->label_column == NLE_LABEL_LAST ? ncols - 1 : opts->label_column;
   if (label_col >= ncols)
     return nle__fail(ctx, NLE_ERR_ARG, "%s: line %lld: label column %d but the row has %d fields",
-                     name, (long long)first.number, label_col + 1, ncols);
-  /* The first row's fields: numbers, label names, other text. */
+                     name, (long long)first->number, label_col + 1, ncols);
   field *ff = malloc(sizeof(field) * (size_t)(ncols + 1));
   if (!ff) return nle__fail(ctx, NLE_ERR_NOMEM, "%s: out of memory", name);
-  split_fields(&first, delim, ff, ncols + 1);
+  split_fields(first, L->delim, ff, ncols + 1);
   int numbers = 0, texts = 0, named = -1, first_text = -1, has_x = 0;
   for (int j = 0; j < ncols; j++) has_x |= field_is(ff[j], "x");
   for (int j = 0; j < ncols; j++) {
@@ -234,12 +217,12 @@ static nle_status parse_text(nle_ctx *ctx, const char *name, const char *buf, si
                                 "%s: line %lld: field %d (\"%.*s\") is not a number but %d other fields are: "
                                 "a header must name every column and a data row hold only numbers "
                                 "({@header=yes} or {@header=no} says which; {@label-column} for a column of class names)",
-                                name, (long long)first.number, first_text + 1,
+                                name, (long long)first->number, first_text + 1,
                                 (int)(t.e - t.b > 40 ? 40 : t.e - t.b), t.b, numbers);
       free(ff);
       return st;
     }
-    header = (texts > 0 || named >= 0) ? 1 : line_is_header(&first, has_second ? &second : NULL, delim, label_col);
+    header = (texts > 0 || named >= 0) ? 1 : line_is_header(first, second, L->delim, label_col);
   }
   if (auto_label && header && named >= 0) {
     label_col = named;
@@ -251,35 +234,24 @@ static nle_status parse_text(nle_ctx *ctx, const char *name, const char *buf, si
   }
   if (!probe)
     nle__log(ctx, 1, header ? "%s: line %lld taken as a header" : "%s: line %lld is data (no header)", name,
-             (long long)first.number);
+             (long long)first->number);
   free(ff);
+  L->ncols = ncols;
+  L->header = header;
+  L->label_col = label_col;
+  return NLE_OK;
+}
 
-  /* Count data rows. */
-  line_cursor scan = header ? after_first : (line_cursor){buf, buf + len, 0};
-  line_cursor data_start = scan;
-  int64_t rows = 0;
-  text_line ln;
-  while (next_line(&scan, &ln)) rows++;
-  if (rows == 0) return probe ? NLE_OK : nle__fail(ctx, NLE_ERR_FORMAT, "%s: no data rows after the header", name);
-  int dcols = ncols - (label_col >= 0 ? 1 : 0);
-
-  nle_dataset *ds = NULL;
-  nle_status s = nle__dataset_new(ctx, name, (size_t)rows, (size_t)dcols, &ds);
-  if (s) return s;
-  char **label_text = NULL;
-  if (label_col >= 0) {
-    label_text = calloc((size_t)rows, sizeof *label_text);
-    if (!label_text) {
-      nle_dataset_free(&ds);
-      return nle__fail(ctx, NLE_ERR_NOMEM, "%s: out of memory for labels", name);
-    }
-  }
+/* The data rows into ds->X, the label column's fields into label_text. */
+static nle_status read_rows(nle_ctx *ctx, const char *name, line_cursor scan, const text_layout *L, nle_dataset *ds,
+                            char **label_text) {
+  int ncols = L->ncols, label_col = L->label_col, dcols = ncols - (label_col >= 0 ? 1 : 0);
   field *f = malloc(sizeof(field) * (size_t)(ncols + 1));
-  if (!f) s = nle__fail(ctx, NLE_ERR_NOMEM, "%s: out of memory", name);
+  nle_status s = f ? NLE_OK : nle__fail(ctx, NLE_ERR_NOMEM, "%s: out of memory", name);
   int64_t r = 0;
-  scan = data_start;
+  text_line ln;
   while (!s && next_line(&scan, &ln)) {
-    int n = split_fields(&ln, delim, f, ncols + 1);
+    int n = split_fields(&ln, L->delim, f, ncols + 1);
     if (n != ncols) {
       s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: line %lld: %d fields where the first row has %d (ragged rows)",
                     name, (long long)ln.number, n, ncols);
@@ -310,6 +282,59 @@ static nle_status parse_text(nle_ctx *ctx, const char *name, const char *buf, si
     r++;
   }
   free(f);
+  return s;
+}
+
+/* probe: buf is the start of a longer text (complete lines); find the errors
+ * it holds, say nothing, and do not call it empty. */
+static nle_status parse_text(nle_ctx *ctx, const char *name, const char *buf, size_t len, const nle_read_opts *opts,
+                             int probe, nle_dataset **out) {
+  *out = NULL;
+  nle_read_opts defaults;
+  if (!opts) {
+    nle_read_opts_init(&defaults);
+    opts = &defaults;
+  }
+  if (memchr(buf, '\0', len))
+    return nle__fail(ctx, NLE_ERR_FORMAT, "%s: byte %zu: NUL byte in a text file (not a supported format)",
+                     name, (size_t)((const char *)memchr(buf, '\0', len) - buf));
+  /* a UTF-8 byte-order mark is not part of the first field */
+  if (len >= 3 && (unsigned char)buf[0] == 0xEF && (unsigned char)buf[1] == 0xBB && (unsigned char)buf[2] == 0xBF) {
+    buf += 3;
+    len -= 3;
+  }
+  line_cursor cur = {buf, buf + len, 0};
+  text_line first, second;
+  if (!next_line(&cur, &first))
+    return probe ? NLE_OK : nle__fail(ctx, NLE_ERR_FORMAT, "%s: empty file (no data rows)", name);
+  line_cursor after_first = cur;
+  int has_second = next_line(&cur, &second);
+  text_layout L = {opts->delimiter ? opts->delimiter : detect_delimiter(&first, has_second ? &second : NULL), 0, 0,
+                   -1};
+  if (probe && !has_second) return NLE_OK; /* the delimiter and header are decided on two lines */
+  nle_status s = read_layout(ctx, name, &first, has_second ? &second : NULL, opts, probe, &L);
+  if (s) return s;
+
+  /* Count data rows. */
+  line_cursor scan = L.header ? after_first : (line_cursor){buf, buf + len, 0};
+  line_cursor data_start = scan;
+  int64_t rows = 0;
+  text_line ln;
+  while (next_line(&scan, &ln)) rows++;
+  if (rows == 0) return probe ? NLE_OK : nle__fail(ctx, NLE_ERR_FORMAT, "%s: no data rows after the header", name);
+
+  nle_dataset *ds = NULL;
+  s = nle__dataset_new(ctx, name, (size_t)rows, (size_t)(L.ncols - (L.label_col >= 0 ? 1 : 0)), &ds);
+  if (s) return s;
+  char **label_text = NULL;
+  if (L.label_col >= 0) {
+    label_text = calloc((size_t)rows, sizeof *label_text);
+    if (!label_text) {
+      nle_dataset_free(&ds);
+      return nle__fail(ctx, NLE_ERR_NOMEM, "%s: out of memory for labels", name);
+    }
+  }
+  s = read_rows(ctx, name, data_start, &L, ds, label_text);
   if (!s && label_text)
     s = nle__labels_from_strings(ctx, name, label_text, rows, &ds->labels, &ds->n_classes,
                                  &ds->class_names);
@@ -324,12 +349,29 @@ nle_status nle_parse_text(nle_ctx *ctx, const char *name, const char *buf, size_
   return parse_text(ctx, name, buf, len, opts, 0, out);
 }
 
-nle_status nle__probe_text(nle_ctx *ctx, const char *name, const char *head, size_t len,
-                           const nle_read_opts *opts) {
+/* Gzip'ed: every byte text, and the whole lines of its start must parse. */
+nle_status nle__text_judge(nle_ctx *ctx, const char *name, const uint8_t *start, size_t len, int whole,
+                           const void *opts, size_t *limit, int *text) {
+  (void)limit;
+  *text = 1;
+  if (whole) return NLE_OK;
+  const char *head = (const char *)start;
   const char *last = len ? memrchr(head, '\n', len) : NULL;
   if (!last) return NLE_OK; /* not one whole line yet: nothing to judge */
   nle_dataset *ds;
   nle_status s = parse_text(ctx, name, head, (size_t)(last - head) + 1, opts, 1, &ds);
   nle_dataset_free(&ds);
   return s;
+}
+
+/* Text takes whatever no other reader claims (last in readers.def). */
+int nle__text_magic(const uint8_t *head, size_t len) {
+  (void)head, (void)len;
+  return 1;
+}
+
+nle_status nle__text_parse(nle_ctx *ctx, const char *name, const uint8_t *buf, size_t len, const char *inner,
+                           const nle_read_opts *opts, int flags, nle_dataset **out) {
+  (void)inner, (void)flags;
+  return nle__transpose_if_asked(ctx, name, opts, nle_parse_text(ctx, name, (const char *)buf, len, opts, out), out);
 }
