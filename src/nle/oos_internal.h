@@ -4,7 +4,7 @@
 #ifndef NLE_OOS_INTERNAL_H
 #define NLE_OOS_INTERNAL_H
 
-#include "nle_internal.h"
+#include "model_internal.h"
 
 #include <math.h>
 

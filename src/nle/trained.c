@@ -99,17 +99,16 @@ static nle_status trained_finish(nle_ctx *ctx, nle_trained *t) {
   int student = t->kind == NLE_MODEL_TSNE || t->kind == NLE_MODEL_TEE;
   t->w_scale = attraction_scale(t->kind, t->sigma > 0, n);
   t->z_total = 0.0;
-  t->engine = student ? NLE_REPULSION_FFT : NLE_REPULSION_FGT;
+  t->engine = nle__oos_default_engine(student ? NLE__KERNEL_STUDENT : NLE__KERNEL_GAUSSIAN);
   if (n < 5000 || !nle__oos_batched_engine(t, t->engine)) t->engine = NLE_REPULSION_EXACT;
   if (t->kind == NLE_MODEL_EE || t->kind == NLE_MODEL_TEE) return NLE_OK;
   if (!t->z_rows) {
     t->z_rows = nle__malloc(ctx, n * sizeof(double), "embedding normalisers");
     if (!t->z_rows) return NLE_ERR_NOMEM;
+    const nle__oos_engine *fast = nle__engine_find(t->engine)->oos;
     nle_status s;
-    if (t->engine == NLE_REPULSION_FFT)
-      s = nle_kernel_sums_fft(ctx, t->X, NLE_KERNEL_STUDENT, NULL, t->z_rows, NULL);
-    else if (t->engine == NLE_REPULSION_FGT)
-      s = nle_kernel_sums_fgt(ctx, t->X, NULL, t->z_rows, NULL);
+    if (fast && fast->row_sums)
+      s = fast->row_sums(ctx, t->X, student, t->z_rows);
     else
       s = nle__for_blocks(ctx, "normalisers", (n + 63) / 64, nle__threads_for(ctx, (double)n * n * (t->X->cols + 10)),
                           0, z_block, t);
