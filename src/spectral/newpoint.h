@@ -9,7 +9,7 @@
 #ifndef NLE_SPECTRAL_NEWPOINT_H
 #define NLE_SPECTRAL_NEWPOINT_H
 
-#include "../io/io_internal.h"
+#include "../io/model_file.h"
 
 /* One edge between a new point y and training point j. */
 typedef struct {
@@ -53,6 +53,9 @@ typedef struct nle__spectral_map {
 
 /* The maps the methods of the tree share. */
 extern const nle__spectral_map nle__nystrom_map, nle__diffusion_map, nle__geodesic_map, nle__weights_map;
+
+/* model.c: the spectral model's kind of model file. */
+extern const nle__model_kind nle__spectral_model_kind;
 
 /* model.c: copies of records, checked as they are read: floats finite and
  * >= 0; indices in [0, bound). */
