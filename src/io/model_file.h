@@ -9,6 +9,8 @@
 
 #include "io_internal.h"
 
+#include <string.h>
+
 typedef struct nle__model_kind {
   const char *kind; /* in the file's header ("spectral-model") */
   bool mapped;      /* read by mapping the file (the kind may keep the
@@ -29,6 +31,10 @@ typedef struct nle__model_kind {
    * NULL when the data are in the model or it needs none. */
   const char *(*data_source)(const void *model);
 } nle__model_kind;
+
+/* Whether a header's value is one of an enumeration's values, by the
+ * enumeration's name table (no bound on its last value). */
+#define NLE__MODEL_NAMED(v, name_fn) ((v) >= 0 && (v) <= INT32_MAX && strcmp(name_fn((int)(v)), "unknown") != 0)
 
 nle_status nle__model_save(nle_ctx *ctx, const nle__model_kind *kind, const void *model, const char *path,
                            bool copy_data);

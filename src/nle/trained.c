@@ -256,7 +256,7 @@ static nle_status read_model(nle_ctx *ctx, nle__rec_file *f, void **out) {
     t->perplexity = doubles[TR_PERPLEXITY];
     t->sigma = doubles[TR_SIGMA];
     if (ints[TR_N] < 2 || ints[TR_N] > INT32_MAX || ints[TR_D] < 1 || ints[TR_DIM] < 1 || ints[TR_DIM] > 64 ||
-        (unsigned)t->kind > NLE_MODEL_TEE || (unsigned)t->wneg > NLE_WNEG_KNN || t->k < 1 || t->k > ints[TR_N] ||
+        !NLE__MODEL_NAMED(ints[TR_KIND], nle_model_name) || !NLE__MODEL_NAMED(ints[TR_WNEG], nle_wneg_name) || t->k < 1 || t->k > ints[TR_N] ||
         !(t->lambda > 0) || !(t->sigma >= 0) || (t->sigma == 0 && !ints[TR_HAS_BETA]))
       s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: damaged model header", path);
   }

@@ -505,7 +505,7 @@ static nle_status read_model(nle_ctx *ctx, nle__rec_file *f, void **out) {
   if (!s) s = nle__rec_get(ctx, f, "doubles", 'd', KM_DOUBLES, &dv);
   const int64_t *h = iv;
   const double *hd = dv;
-  if (!s && !(h[KM_VARIANT] >= 0 && h[KM_VARIANT] <= NLE_KEM_STOCHASTIC && (h[KM_LPP] == 0 || h[KM_LPP] == 1) &&
+  if (!s && !(NLE__MODEL_NAMED(h[KM_VARIANT], nle_kem_variant_name) && (h[KM_LPP] == 0 || h[KM_LPP] == 1) &&
               h[KM_D] >= 1 && h[KM_D] <= INT32_MAX && h[KM_DIM] >= 1 && h[KM_DIM] <= 64 && h[KM_KERNELS] >= 0 &&
               h[KM_KERNELS] <= INT32_MAX && h[KM_Q] >= 0 && h[KM_Q] <= h[KM_D] &&
               (h[KM_LPP] ? h[KM_KERNELS] == 0 : h[KM_KERNELS] >= 1) &&

@@ -158,9 +158,8 @@ static nle_status read_header(nle_ctx *ctx, const char *path, const int64_t *iv,
   int64_t n = iv[SM_N];
   bool ok = known_method(iv[SM_METHOD]) && n >= 3 && n <= INT32_MAX && iv[SM_D] >= 1 &&
             iv[SM_D] <= INT32_MAX && iv[SM_DIM] >= 1 && iv[SM_DIM] < n && iv[SM_K] >= 1 && iv[SM_K] < n &&
-            iv[SM_AFFINITY] >= 0 && iv[SM_AFFINITY] <= 16 && iv[SM_SYMMETRIZE] >= 0 &&
-            iv[SM_SYMMETRIZE] <= NLE_SYMMETRIZE_MUTUAL && iv[SM_LAPLACIAN] >= 0 &&
-            iv[SM_LAPLACIAN] <= NLE_LAPLACIAN_UNNORMALISED && iv[SM_TUNING_K] >= 1 && iv[SM_TUNING_K] < n &&
+            iv[SM_AFFINITY] >= 0 && iv[SM_AFFINITY] <= 16 && NLE__MODEL_NAMED(iv[SM_SYMMETRIZE], nle_symmetrize_name) &&
+            NLE__MODEL_NAMED(iv[SM_LAPLACIAN], nle_laplacian_name) && iv[SM_TUNING_K] >= 1 && iv[SM_TUNING_K] < n &&
             iv[SM_TIME] >= 0 && iv[SM_TIME] <= 1000000 && iv[SM_PCA_DIMS] >= 0 && iv[SM_PCA_DIMS] <= iv[SM_D] &&
             iv[SM_PCA_CANDIDATES] >= 0 && iv[SM_PCA_CANDIDATES] < n && iv[SM_LANDMARKS] >= 0 &&
             iv[SM_LANDMARKS] <= n && iv[SM_EIGENVALUES] >= iv[SM_DIM] && iv[SM_EIGENVALUES] <= iv[SM_DIM] + 1 &&
