@@ -2,7 +2,7 @@
  * output, including malformed files. */
 #include "harness.h"
 #include "../src/core/internal.h"
-#include "../src/io/io_internal.h"
+#include "../src/io/model_file.h"
 
 #include <dirent.h>
 #include <stdlib.h>
@@ -531,6 +531,74 @@ static void records_long_checksum(void) {
   nle_ctx_free(&two);
 }
 
+/* The model container (model_file.h) with a kind of its own: the kind
+ * round-trips through its hooks, a refused model writes no file, a file of
+ * another kind and a payload the kind rejects are errors naming the file,
+ * and a part-built model is freed. */
+typedef struct {
+  double v[3];
+  int *freed;
+} toy_model;
+
+static nle_status toy_check(nle_ctx *ctx, const void *model, bool copy_data) {
+  (void)copy_data;
+  const toy_model *m = model;
+  return m->v[0] < 0 ? nle__fail(ctx, NLE_ERR_ARG, "toy model: negative") : NLE_OK;
+}
+
+static void toy_write(nle__afile *af, const void *model, bool copy_data) {
+  (void)copy_data;
+  nle__rec_put(af, "v", 'd', ((const toy_model *)model)->v, 3);
+}
+
+static int toy_frees;
+
+static nle_status toy_read(nle_ctx *ctx, nle__rec_file *f, void **out) {
+  toy_model *m = calloc(1, sizeof *m);
+  *out = m;
+  m->freed = &toy_frees;
+  const void *v;
+  nle_status s = nle__rec_get(ctx, f, "v", 'd', 3, &v);
+  if (!s) memcpy(m->v, v, sizeof m->v);
+  return !s && m->v[1] > 100 ? nle__fail(ctx, NLE_ERR_FORMAT, "damaged toy model") : s;
+}
+
+static void toy_free(void *model) {
+  toy_model *m = model;
+  (*m->freed)++;
+  free(m);
+}
+
+static void model_container(void) {
+  nle_ctx *ctx = test_ctx(1);
+  const nle__model_kind toy = {"toy-model", false, toy_check, toy_write, toy_read, toy_free, NULL, NULL};
+  const nle__model_kind other = {"other-model", true, NULL, toy_write, toy_read, toy_free, NULL, NULL};
+  char path[4096];
+  snprintf(path, sizeof path, "%s", test_path("toy.nle"));
+  toy_model m = {{1, 2, 3}, NULL};
+  void *back = NULL;
+  nle_test_ok(nle__model_save(ctx, &toy, &m, path, true));
+  char kind[32];
+  nle_test(nle_file_kind(ctx, path, kind, sizeof kind) == NLE_OK && !strcmp(kind, "toy-model"));
+  if (nle_test_ok(nle__model_load(ctx, &toy, path, &back)))
+    nle_test(!memcmp(((toy_model *)back)->v, m.v, sizeof m.v));
+  free(back);
+  nle_test(nle__model_load(ctx, &other, path, &back) == NLE_ERR_FORMAT && back == NULL &&
+           !strncmp(nle_ctx_error(ctx), path, strlen(path)) && strstr(nle_ctx_error(ctx), "not a other-model"));
+  nle_test(nle__model_attach(ctx, &toy, &m, NULL) == NLE_ERR_ARG);
+  m.v[1] = 1000; /* written, then refused by the kind's reader: freed, the file named */
+  nle_test_ok(nle__model_save(ctx, &toy, &m, path, true));
+  toy_frees = 0;
+  nle_test(nle__model_load(ctx, &toy, path, &back) == NLE_ERR_FORMAT && back == NULL && toy_frees == 1);
+  char expected[4200];
+  snprintf(expected, sizeof expected, "%s: damaged toy model", path);
+  nle_test(!strcmp(nle_ctx_error(ctx), expected));
+  m.v[0] = -1; /* refused before any file is opened */
+  snprintf(path, sizeof path, "%s", test_path("refused.nle"));
+  nle_test(nle__model_save(ctx, &toy, &m, path, true) == NLE_ERR_ARG && access(path, F_OK) != 0);
+  nle_ctx_free(&ctx);
+}
+
 static void synthetic_datasets(void) {
   nle_ctx *ctx = test_ctx(3);
   nle_dataset *a, *b;
@@ -915,4 +983,5 @@ const nle_test_case io_tests[] = {{"io/label_names_with_spaces", label_names_wit
     {"io/npy_roundtrip", npy_roundtrip}, {"io/idx_and_gzip", idx_and_gzip},
     {"io/gzip_judged_from_start", gzip_judged_from_start},
     {"io/atomic_output", atomic_output}, {"io/output_transactions", output_transactions}, {"io/synthetic_datasets", synthetic_datasets},
+    {"io/model_container", model_container},
     {"io/records_long_checksum", records_long_checksum}, {"io/fashion_mnist", fashion_mnist}, {"io/fashion_head", fashion_head}, {NULL, NULL}};

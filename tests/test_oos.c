@@ -535,6 +535,24 @@ static void oos_trained_maps(void) {
   nle_ctx_free(&ctx);
 }
 
+/* spiral:700: the first 600 points to train on, the last 100 held out. */
+static nle_dataset *spiral_split(nle_ctx *ctx, nle_matf *train, nle_matf *held) {
+  nle_dataset *ds = NULL;
+  nle_test_ok(nle_dataset_read(ctx, "spiral:700", NULL, &ds));
+  size_t ntr = 600, D = ds->X->cols;
+  *train = (nle_matf){ntr, D, ds->X->data};
+  *held = (nle_matf){700 - ntr, D, ds->X->data + ntr * D};
+  return ds;
+}
+
+/* A t-SNE or EE map of the training points for the fast engines' tests.
+ * F(y) needs no optimal X: the t-SNE map, which keeps expanding, is scaled
+ * to 40 kernel lengths so that the FFT grid holds it. */
+static nle_trained *spiral_model(nle_ctx *ctx, const nle_matf *train, nle_model_kind kind, int iters, nle_matd **X) {
+  double lambda = kind == NLE_MODEL_EE ? 1e-3 : 1.0, scale = kind == NLE_MODEL_TSNE ? 40.0 : 0.0;
+  return train_for_oos(ctx, train, kind, 30, 10, lambda, iters, scale, "spiral:700", X);
+}
+
 /* F(y) with the fast engines (all new points minimised together, O(M + N)
  * per iteration) against the exact sums, on a connected map: each point
  * within 5e-3 (FFT) or 2e-5 (FGT) of the map's rms radius of its
@@ -543,17 +561,13 @@ static void oos_trained_maps(void) {
  * resolves, and leaves the model's engine alone. */
 static void oos_fast_engines(void) {
   nle_ctx *ctx = test_ctx(6);
-  nle_dataset *ds;
-  nle_test_ok(nle_dataset_read(ctx, "spiral:700", NULL, &ds));
-  size_t ntr = 600, D = ds->X->cols;
-  nle_matf train = {ntr, D, ds->X->data}, held = {700 - ntr, D, ds->X->data + ntr * D};
+  nle_matf train, held;
+  nle_dataset *ds = spiral_split(ctx, &train, &held);
+  size_t ntr = train.rows;
   nle_model_kind kinds[] = {NLE_MODEL_TSNE, NLE_MODEL_EE};
   for (int kk = 0; kk < 2; kk++) {
-    /* F(y) needs no optimal X: the t-SNE map, which keeps expanding, is
-     * scaled to 40 kernel lengths so that the FFT grid holds it. */
     nle_matd *X = NULL;
-    double lambda = kinds[kk] == NLE_MODEL_EE ? 1e-3 : 1.0, scale = kinds[kk] == NLE_MODEL_TSNE ? 40.0 : 0.0;
-    nle_trained *t = train_for_oos(ctx, &train, kinds[kk], 30, 10, lambda, 200, scale, "spiral:700", &X);
+    nle_trained *t = spiral_model(ctx, &train, kinds[kk], 200, &X);
     nle_test(t->engine == NLE_REPULSION_EXACT); /* below 5,000 training points */
     nle_matd *Fe = NULL, *Ff = NULL;
     nle_test_ok(nle_trained_transform(ctx, t, &held, 300, &Fe));
@@ -600,6 +614,63 @@ static void oos_fast_engines(void) {
     nle_matd_free(&X);
     nle_trained_free(&t);
   }
+  nle_dataset_free(&ds);
+  nle_ctx_free(&ctx);
+}
+
+/* Every engine of the table (a new one included, by its row alone): one
+ * that says it serves new points is taken by F(y) of the models it serves
+ * and places them near the exact engine's places; one that does not is
+ * refused. */
+static void oos_every_engine_of_the_table(void) {
+  int served[32] = {0}, engines = 0; /* served[id]: the models (of 2) whose F(y) took engine id */
+  nle_ctx *ctx = test_ctx(6);
+  nle_matf train, held;
+  nle_dataset *ds = spiral_split(ctx, &train, &held);
+  size_t ntr = train.rows;
+  for (nle_model_kind kind = NLE_MODEL_EE;; kind = NLE_MODEL_TSNE) {
+    nle_matd *X = NULL;
+    nle_trained *t = spiral_model(ctx, &train, kind, 100, &X);
+    nle_transform_opts to;
+    nle_transform_opts_init(&to);
+    to.max_iters = 300;
+    to.engine = NLE_REPULSION_EXACT;
+    nle_transform_result *exact = NULL;
+    nle_test_ok(nle_transform(ctx, t, &held, &to, &exact));
+    double rms = 0.0;
+    for (size_t i = 0; i < ntr * 2; i++) rms += X->data[i] * X->data[i] / (double)ntr;
+    rms = sqrt(rms);
+    engines = 0;
+    for (int id = 0; id < 32 && strcmp(nle_repulsion_name((nle_repulsion)id), "unknown"); id++, engines++) {
+      const char *name = nle_repulsion_name((nle_repulsion)id);
+      nle_transform_result *r = NULL;
+      to.engine = (nle_repulsion)id;
+      nle_status s = nle_transform(ctx, t, &held, &to, &r);
+      nle_test(s == NLE_OK || s == NLE_ERR_ARG);
+      if (s) {
+        nle_test(strstr(nle_ctx_error(ctx), "F(y) takes") != NULL);
+        continue;
+      }
+      served[id]++;
+      nle_test(nle_repulsion_serves_new_points((nle_repulsion)id));
+      nle_test(r->resolved.engine == (nle_repulsion)id);
+      double worst = 0.0;
+      for (size_t i = 0; exact && i < held.rows * 2; i++) worst = fmax(worst, fabs(r->X->data[i] - exact->X->data[i]));
+      if (!nle_test(exact && worst <= 5e-3 * rms))
+        printf("  %s: F(y) up to %.3g from the exact one (map scale %.3g)\n", name, worst, rms);
+      nle_transform_result_free(&r);
+    }
+    nle_transform_result_free(&exact);
+    nle_matd_free(&X);
+    nle_trained_free(&t);
+    if (kind == NLE_MODEL_TSNE) break;
+  }
+  for (int id = 0; id < engines; id++) {
+    nle_test(!served[id] == !nle_repulsion_serves_new_points((nle_repulsion)id));
+    printf("  %s: %s\n", nle_repulsion_name((nle_repulsion)id), served[id] ? "serves new points" : "not for new points");
+  }
+  nle_test(engines >= 4 && served[NLE_REPULSION_EXACT] == 2 && !served[NLE_REPULSION_BH] &&
+           served[NLE_REPULSION_FFT] == 2 && served[NLE_REPULSION_FGT] == 1);
   nle_dataset_free(&ds);
   nle_ctx_free(&ctx);
 }
@@ -795,6 +866,7 @@ const nle_test_case oos_tests[] = {
     {"oos/training_points_fixed", oos_training_points_fixed},
     {"oos/trained_maps", oos_trained_maps},
     {"oos/fast_engines", oos_fast_engines},
+    {"oos/every_engine_of_the_table", oos_every_engine_of_the_table},
     {"oos/ranges_independent", oos_ranges_independent},
     {"oos/metric_secant", oos_metric_secant},
     {"oos/model_mapped", oos_model_mapped},

@@ -298,6 +298,48 @@ static void lle_barycentric(void) {
 /* The model file: the same map after a round trip, with the data copied
  * or referenced (then refused until the same data is attached); a damaged
  * byte refused; 1 and 2 threads the same bits. */
+/* Every method of the table (a new one included, by its row alone): its
+ * name parses back to it, its map of the training points is its embedding,
+ * and a saved and loaded model maps new points to the same bits. */
+static void every_method_of_the_table(void) {
+  nle_ctx *ctx = test_ctx(5);
+  nle_matf *Y = roll(300, 51), *Q = roll(40, 52);
+  int methods = 0;
+  for (int id = 0; strcmp(nle_spectral_method_name((nle_spectral_method)id), "unknown"); id++, methods++) {
+    const char *name = nle_spectral_method_name((nle_spectral_method)id);
+    nle_test(nle_spectral_method_parse(name) == id);
+    nle_spectral_opts o;
+    nle_spectral_opts_init(&o);
+    o.knn_method = NLE_KNN_EXACT;
+    o.solver = NLE_EIGEN_DENSE;
+    nle_spectral_result *r = fit(ctx, (nle_spectral_method)id, Y, &o);
+    if (!nle_test(r != NULL)) continue;
+    double gap = training_gap(ctx, r, Y);
+    if (!nle_test(gap < 1e-6)) printf("  %s: the map of the training points is %g off\n", name, gap);
+    const char *map = nle_spectral_model_map(r->model);
+    nle_test(strcmp(map, "none") != 0);
+    nle_matd *X[2] = {NULL, NULL};
+    nle_spectral_model *copy = NULL;
+    const char *path = test_path("every-method.nle");
+    nle_test_ok(nle_spectral_transform(ctx, r->model, Q, &X[0]));
+    nle_test_ok(nle_spectral_model_save(ctx, r->model, path, true));
+    if (nle_test_ok(nle_spectral_model_load(ctx, path, &copy))) {
+      nle_test(copy->method == (nle_spectral_method)id);
+      nle_test_ok(nle_spectral_transform(ctx, copy, Q, &X[1]));
+      if (!nle_test(X[0] && X[1] && !memcmp(X[0]->data, X[1]->data, X[0]->rows * X[0]->cols * sizeof(double))))
+        printf("  %s: the loaded model maps new points elsewhere\n", name);
+    }
+    for (int i = 0; i < 2; i++) nle_matd_free(&X[i]);
+    nle_spectral_model_free(&copy);
+    nle_spectral_result_free(&r);
+    printf("  %s: maps new points by %s\n", name, map);
+  }
+  nle_test(methods >= 7);
+  nle_matf_free(&Y);
+  nle_matf_free(&Q);
+  nle_ctx_free(&ctx);
+}
+
 static void model_file_and_threads(void) {
   nle_ctx *ctx = test_ctx(17);
   nle_matf *Y = roll(600, 41), *Q = roll(50, 42), *other = roll(600, 43);
@@ -581,6 +623,7 @@ const nle_test_case spectral_oos_tests[] = {
     {"spectral_oos/isomap_line", isomap_line},
     {"spectral_oos/lle_barycentric", lle_barycentric},
     {"spectral_oos/model_file_and_threads", model_file_and_threads},
+    {"spectral_oos/every_method_of_the_table", every_method_of_the_table},
     {"spectral_oos/entropic_graph", entropic_graph},
     {"spectral_oos/cluster_assign", cluster_assign},
     {"spectral_oos/bad_input", bad_input},

@@ -584,6 +584,11 @@ NLE_API int nle_step_parse(const char *name);
  * back (-1 if unknown). */
 NLE_API const char *nle_repulsion_name(nle_repulsion engine);
 NLE_API int nle_repulsion_parse(const char *name);
+/* Whether nle_transform's F(y) can sum its repulsion with the engine (for
+ * the models the engine serves): the engines `nlembed transform
+ * --repulsion` takes are these, by their names (ids from 0 up to the first
+ * "unknown" name). */
+NLE_API bool nle_repulsion_serves_new_points(nle_repulsion engine);
 
 #ifdef __cplusplus
 }

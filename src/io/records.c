@@ -12,8 +12,10 @@
  * A record's CRC-32 (zlib's) covers its head (with the CRC field zero), its
  * data and its padding, so that any damaged byte is found and the message
  * names the record. Version 1 files (no CRCs, a 40-byte header) are still
- * read. */
-#include "io_internal.h"
+ * read. Saved models of every kind go through one container at the end
+ * (model_file.h): the header's kind, then the kind's records by its row's
+ * hooks. */
+#include "model_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -323,4 +325,37 @@ nle_status nle_file_kind(nle_ctx *ctx, const char *path, char *kind, size_t cap)
   name[KIND_LEN] = '\0';
   if (cap) snprintf(kind, cap, "%s", name);
   return NLE_OK;
+}
+
+/* ---- the model container (model_file.h) ---- */
+
+nle_status nle__model_save(nle_ctx *ctx, const nle__model_kind *kind, const void *model, const char *path,
+                           bool copy_data) {
+  nle_status s = kind->check ? kind->check(ctx, model, copy_data) : NLE_OK;
+  nle__afile af;
+  if (!s) s = nle__rec_open(ctx, path, kind->kind, &af);
+  if (s) return s;
+  kind->write(&af, model, copy_data);
+  return nle__afile_commit(ctx, &af);
+}
+
+nle_status nle__model_load(nle_ctx *ctx, const nle__model_kind *kind, const char *path, void **model) {
+  *model = NULL;
+  nle__rec_file f;
+  nle_status s = kind->mapped ? nle__rec_map(ctx, path, kind->kind, &f) : nle__rec_read(ctx, path, kind->kind, &f);
+  if (s) return nle__name_error(ctx, path);
+  void *m = NULL;
+  s = kind->read(ctx, &f, &m);
+  nle__rec_free(&f);
+  if (s) {
+    if (m) kind->free(m);
+    return nle__name_error(ctx, path);
+  }
+  *model = m;
+  return NLE_OK;
+}
+
+nle_status nle__model_attach(nle_ctx *ctx, const nle__model_kind *kind, void *model, const nle_matf *Y) {
+  if (!kind->attach) return nle__fail(ctx, NLE_ERR_ARG, "a %s keeps no training data to attach", kind->kind);
+  return kind->attach(ctx, model, Y);
 }

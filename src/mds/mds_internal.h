@@ -66,4 +66,8 @@ nle_status nle__pairwise(nle_ctx *ctx, const nle_matf *Q, const nle_matf *R, nle
 nle_status nle__projection_new(nle_ctx *ctx, const char *method, nle_map_kind map, size_t m, size_t D, size_t dim,
                                const nle_matf *R, nle_projection_model **out);
 
+/* projection.c: this model's kind of model file (../io/model_file.h). */
+struct nle__model_kind;
+extern const struct nle__model_kind nle__projection_model_kind;
+
 #endif

@@ -4,7 +4,7 @@
  * PCA and kernel LDA; dissertation eq. 4.18 applied to y's row), and its
  * file. */
 #include "mds_internal.h"
-#include "../io/io_internal.h"
+#include "../io/model_file.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -150,43 +150,36 @@ nle_status nle_projection_transform_kernel(nle_ctx *ctx, const nle_projection_mo
 enum { PM_MAP, PM_M, PM_D, PM_DIM, PM_KERNEL, PM_DEGREE, PM_NEIGHBORS, PM_INTS };
 enum { PM_GRAND, PM_GAMMA, PM_COEF0, PM_DOUBLES };
 
-nle_status nle_projection_model_save(nle_ctx *ctx, const nle_projection_model *p, const char *path) {
+static void write_model(nle__afile *af, const void *model, bool copy_data) {
+  (void)copy_data; /* the reference points, which the map needs, are always kept */
+  const nle_projection_model *p = model;
   size_t cols = p->map == NLE_MAP_LINEAR ? p->D : p->m;
   int64_t ints[PM_INTS] = {p->map, (int64_t)p->m, (int64_t)p->D, (int64_t)p->dim, p->kernel.kind, p->kernel.degree,
                            p->kernel.neighbors};
   double doubles[PM_DOUBLES] = {p->grand, p->kernel.gamma, p->kernel.coef0};
-  nle__afile af;
-  nle_status s = nle__rec_open(ctx, path, "projection-model", &af);
-  if (s) return s;
-  nle__rec_put_text(&af, "method", p->method);
-  nle__rec_put(&af, "ints", 'l', ints, PM_INTS);
-  nle__rec_put(&af, "doubles", 'd', doubles, PM_DOUBLES);
-  nle__rec_put(&af, "mean", 'd', p->mean, cols);
-  nle__rec_put(&af, "A", 'd', p->A, p->dim * cols);
-  if (p->R) nle__rec_put(&af, "R", 'f', p->R->data, p->m * p->D);
+  nle__rec_put_text(af, "method", p->method);
+  nle__rec_put(af, "ints", 'l', ints, PM_INTS);
+  nle__rec_put(af, "doubles", 'd', doubles, PM_DOUBLES);
+  nle__rec_put(af, "mean", 'd', p->mean, cols);
+  nle__rec_put(af, "A", 'd', p->A, p->dim * cols);
+  if (p->R) nle__rec_put(af, "R", 'f', p->R->data, p->m * p->D);
   if (p->classes) { /* LDA's classifier */
-    nle__rec_put(&af, "class-labels", 'i', p->class_labels, p->classes);
-    nle__rec_put(&af, "coef", 'd', p->coef, p->classes * cols);
-    nle__rec_put(&af, "intercept", 'd', p->intercept, p->classes);
+    nle__rec_put(af, "class-labels", 'i', p->class_labels, p->classes);
+    nle__rec_put(af, "coef", 'd', p->coef, p->classes * cols);
+    nle__rec_put(af, "intercept", 'd', p->intercept, p->classes);
   }
-  return nle__afile_commit(ctx, &af);
 }
 
-nle_status nle_projection_model_load(nle_ctx *ctx, const char *path, nle_projection_model **out) {
-  *out = NULL;
-  nle__rec_file f;
-  nle_status s = nle__rec_read(ctx, path, "projection-model", &f);
-  if (s) return s;
+static nle_status read_model(nle_ctx *ctx, nle__rec_file *f, void **out) {
   const void *iv = NULL, *dv = NULL;
   char method[16] = "";
-  s = nle__rec_get(ctx, &f, "ints", 'l', PM_INTS, &iv);
-  if (!s) s = nle__rec_get(ctx, &f, "doubles", 'd', PM_DOUBLES, &dv);
-  if (!s) s = nle__rec_text(ctx, &f, "method", method, sizeof method);
+  nle_status s = nle__rec_get(ctx, f, "ints", 'l', PM_INTS, &iv);
+  if (!s) s = nle__rec_get(ctx, f, "doubles", 'd', PM_DOUBLES, &dv);
+  if (!s) s = nle__rec_text(ctx, f, "method", method, sizeof method);
   const int64_t *hdr = iv;
   const double *Dv = dv;
   if (!s && !(hdr[PM_MAP] >= 0 && hdr[PM_MAP] <= NLE_MAP_KERNEL && hdr[PM_M] >= 0 && hdr[PM_M] <= INT32_MAX && hdr[PM_D] >= 1 &&
-              hdr[PM_D] <= INT32_MAX && hdr[PM_DIM] >= 1 && hdr[PM_DIM] <= 100000 && hdr[PM_KERNEL] >= 0 &&
-              hdr[PM_KERNEL] <= NLE_PDK_PRECOMPUTED && hdr[PM_DEGREE] >= 1 && hdr[PM_DEGREE] <= 100 &&
+              hdr[PM_D] <= INT32_MAX && hdr[PM_DIM] >= 1 && hdr[PM_DIM] <= 100000 && NLE__MODEL_NAMED(hdr[PM_KERNEL], nle_pdkernel_name) && hdr[PM_DEGREE] >= 1 && hdr[PM_DEGREE] <= 100 &&
               hdr[PM_NEIGHBORS] >= 0 && (hdr[PM_MAP] == NLE_MAP_LINEAR || hdr[PM_M] >= 1) && isfinite(Dv[PM_GRAND]) &&
               isfinite(Dv[PM_GAMMA]) && isfinite(Dv[PM_COEF0])))
     s = nle__fail(ctx, NLE_ERR_FORMAT, "damaged projection model header");
@@ -200,45 +193,59 @@ nle_status nle_projection_model_load(nle_ctx *ctx, const char *path, nle_project
     p->grand = Dv[PM_GRAND];
     p->kernel.kind = (nle_pdkernel_kind)hdr[PM_KERNEL], p->kernel.degree = (int)hdr[PM_DEGREE];
     p->kernel.neighbors = (int)hdr[PM_NEIGHBORS], p->kernel.gamma = Dv[PM_GAMMA], p->kernel.coef0 = Dv[PM_COEF0];
-    s = nle__rec_copy_doubles(ctx, &f, "mean", cols, &mean);
+    s = nle__rec_copy_doubles(ctx, f, "mean", cols, &mean);
   }
-  if (!s) s = nle__rec_copy_doubles(ctx, &f, "A", p->dim * cols, &A);
+  if (!s) s = nle__rec_copy_doubles(ctx, f, "A", p->dim * cols, &A);
   if (!s) {
     free(p->mean), free(p->A);
     p->mean = mean, p->A = A, mean = A = NULL;
   }
-  if (!s && nle__rec_has(&f, "R")) {
+  if (!s && nle__rec_has(f, "R")) {
     const void *r;
-    s = nle__rec_get(ctx, &f, "R", 'f', p->m * p->D, &r);
+    s = nle__rec_get(ctx, f, "R", 'f', p->m * p->D, &r);
     if (!s) s = nle_matf_alloc(ctx, p->m, p->D, &p->R);
     if (!s) memcpy(p->R->data, r, p->m * p->D * sizeof(float));
     for (size_t e = 0; !s && e < p->m * p->D; e++)
       if (!isfinite(p->R->data[e])) s = nle__fail(ctx, NLE_ERR_FORMAT, "damaged reference points");
   }
-  if (!s && nle__rec_has(&f, "class-labels")) { /* LDA's classifier */
+  if (!s && nle__rec_has(f, "class-labels")) { /* LDA's classifier */
     const void *lv = NULL;
     size_t C = 0;
-    for (size_t i = 0; i < f.count; i++)
-      if (!strcmp(f.entries[i].name, "class-labels")) C = (size_t)f.entries[i].count;
-    s = C >= 2 && C <= 1u << 30 ? nle__rec_get(ctx, &f, "class-labels", 'i', C, &lv)
+    for (size_t i = 0; i < f->count; i++)
+      if (!strcmp(f->entries[i].name, "class-labels")) C = (size_t)f->entries[i].count;
+    s = C >= 2 && C <= 1u << 30 ? nle__rec_get(ctx, f, "class-labels", 'i', C, &lv)
                                  : nle__fail(ctx, NLE_ERR_FORMAT, "damaged classifier (%zu classes)", C);
     if (!s && !(p->class_labels = nle__malloc(ctx, C * sizeof(int32_t), "the class labels"))) s = NLE_ERR_NOMEM;
     if (!s) memcpy(p->class_labels, lv, C * sizeof(int32_t));
     for (size_t c = 1; !s && c < C; c++)
       if (p->class_labels[c] <= p->class_labels[c - 1])
         s = nle__fail(ctx, NLE_ERR_FORMAT, "damaged classifier (class labels out of order)");
-    if (!s) s = nle__rec_copy_doubles(ctx, &f, "coef", C * cols, &p->coef);
-    if (!s) s = nle__rec_copy_doubles(ctx, &f, "intercept", C, &p->intercept);
+    if (!s) s = nle__rec_copy_doubles(ctx, f, "coef", C * cols, &p->coef);
+    if (!s) s = nle__rec_copy_doubles(ctx, f, "intercept", C, &p->intercept);
     if (!s) p->classes = C;
   }
   if (!s && p->map != NLE_MAP_LINEAR && !p->R && p->kernel.kind != NLE_PDK_PRECOMPUTED)
     s = nle__fail(ctx, NLE_ERR_FORMAT, "the model's reference points are missing");
   free(mean), free(A);
-  nle__rec_free(&f);
-  if (s) {
-    nle_projection_model_free(&p);
-    return nle__name_error(ctx, path);
-  }
   *out = p;
-  return NLE_OK;
+  return s;
+}
+
+static void free_model(void *model) {
+  nle_projection_model *p = model;
+  nle_projection_model_free(&p);
+}
+
+const nle__model_kind nle__projection_model_kind = {"projection-model", false, NULL, write_model, read_model,
+                                                    free_model, NULL, NULL};
+
+nle_status nle_projection_model_save(nle_ctx *ctx, const nle_projection_model *p, const char *path) {
+  return nle__model_save(ctx, &nle__projection_model_kind, p, path, true);
+}
+
+nle_status nle_projection_model_load(nle_ctx *ctx, const char *path, nle_projection_model **out) {
+  void *p = NULL;
+  nle_status s = nle__model_load(ctx, &nle__projection_model_kind, path, &p);
+  *out = p;
+  return s;
 }

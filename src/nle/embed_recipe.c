@@ -120,7 +120,7 @@ nle_status nle__embed_check_opts(nle_ctx *ctx, const nle_embed_input *in, const 
   if ((unsigned)o->wneg > NLE_WNEG_KNN) BAD("{@wneg} has no value %d (uniform, sqdist or knn)", (int)o->wneg);
   if (o->wneg != NLE_WNEG_UNIFORM && !is_unnormalised(o->model)) BAD("{@wneg}: repulsive weights are for ee and tee");
   if (o->wneg_dims < 1) BAD("{@wneg-dims=%s} must be at least 1", nle__int_text(o->wneg_dims).s);
-  if (!AUTO(o->engine) && (unsigned)o->engine > NLE_REPULSION_FGT) BAD("{@repulsion} has no value %d", (int)o->engine);
+  if (!AUTO(o->engine) && !strcmp(nle_repulsion_name(o->engine), "unknown")) BAD("{@repulsion} has no value %d", (int)o->engine);
   if (!(o->theta > 0)) BAD("{@theta=%s} must be > 0", nle__real_text(o->theta).s);
   if (!AUTO(o->fft.box_width) && !(o->fft.box_width > 0)) BAD("{@fft-box=%g} must be > 0, or auto", o->fft.box_width);
   if (!AUTO(o->opt.kind) && (unsigned)o->opt.kind > NLE_OPT_SDM) BAD("{@optimizer} has no value %d", (int)o->opt.kind);

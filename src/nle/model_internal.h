@@ -6,13 +6,37 @@
 #include "nle_internal.h"
 #include "../nbody/nbody.h"
 
+/* An engine's part in the out-of-sample map F(y) of a trained map
+ * (oos_batch.c): all new points minimised together, each evaluation
+ * summing the training map's kernel at every point at once. */
+typedef struct nle__oos_engine {
+  unsigned kernels;     /* NLE__KERNEL_* of the trained maps whose F(y) it sums */
+  unsigned default_for; /* the kernels whose maps of 5,000 points or more take it by default */
+  bool parallel_ranges; /* sums(serial = 1) only reads the plan: ranges of points are
+                           minimised on threads of their own (else one range, each
+                           evaluation on the context's threads) */
+  const char *grid;     /* in "too wide for the %s grid" */
+  /* Whether its grid covers the box (2 x d: lower corner, upper corner). */
+  bool (*fits)(const nle_matd *box);
+  /* Plans the sums over the sources Xc (they never move) inside region. */
+  nle_status (*plan)(nle_ctx *ctx, const nle_matd *Xc, const nle_matd *region, bool student, void **plan);
+  /* At each target t_i: S[i] = sum_n K(|t_i - x_n|^2) and R[i] (d values)
+   * = sum_n K'(|t_i - x_n|^2) (t_i - x_n), K' = dK/d(d^2); scratch of
+   * T->rows x (d + 1) doubles. serial: from inside a parallel block. */
+  nle_status (*sums)(nle_ctx *ctx, void *plan, const nle_matd *T, double *S, double *R, double *scratch, int serial);
+  void (*free_plan)(void *plan);
+  /* z[n] = sum_{m != n} K(|x_n - x_m|^2) over the training map (its
+   * normalisers); NULL: summed exactly. */
+  nle_status (*row_sums)(nle_ctx *ctx, const nle_matd *X, bool student, double *z);
+} nle__oos_engine;
+
 /* A repulsion engine (dissertation ch. 5): its names, what it serves, and
  * how it sums the model's repulsion. One file per engine defines one of
- * these; the table in repulsion.c lists them. Adding an engine: its file,
- * its row, and its value in the public nle_repulsion enum. */
+ * these; the table in repulsion.c lists them, and an engine's value in
+ * nle_repulsion is its place there. Adding an engine: its file and its
+ * row. */
 enum { NLE__KERNEL_GAUSSIAN = 1, NLE__KERNEL_STUDENT = 2 };
 typedef struct nle__engine {
-  nle_repulsion id;
   const char *name;        /* on the command line and in nle_repulsion_parse ("bh") */
   const char *title;       /* in messages ("Barnes-Hut") */
   bool any_model;          /* serves every model and W- (the exact sums) */
@@ -32,10 +56,20 @@ typedef struct nle__engine {
    * per row into m->row_e (or only their total into m->fast_z with
    * m->fast_z_only set). NULL: the model's own exact pairwise sums. */
   nle_status (*forces)(nle_ctx *ctx, nle_model *m, const nle_matd *X, double t);
+  /* How F(y) of a trained map sums with it (NULL: the per-point exact sums
+   * when any_model, else F(y) does not take it). */
+  const nle__oos_engine *oos;
 } nle__engine;
 
 /* The engine with this id, or NULL. */
 const nle__engine *nle__engine_find(nle_repulsion id);
+/* The engine whose oos row is the default for the kernel (NLE__KERNEL_*),
+ * or NLE_REPULSION_EXACT. */
+nle_repulsion nle__oos_default_engine(unsigned kernel);
+/* "exact, fgt or fft": the engines F(y) takes, the any-model one first,
+ * then by the kernels they serve, fewest first; and "fgt for the Gaussian
+ * kernel, fft for both": what each fast one serves. */
+void nle__oos_engine_names(char *names, size_t names_len, char *serves, size_t serves_len);
 
 struct nle_model {
   nle_model_spec spec;

@@ -1,12 +1,12 @@
 /* oos_batch.c — the out-of-sample map F(y) for many points with the fast
  * engines (dissertation ch. 5 applied to EE paper sec. 4.5): all new points
  * are minimised together, so that each evaluation sums the repulsion of
- * every point at once by the fast Gauss transform (Gaussian kernel) or FFT
- * interpolation (Student-t), O(M + N) instead of O(M N); the attraction
+ * every point at once by the engine's plan of the training map (its row's
+ * oos part: the fast Gauss transform for the Gaussian kernel, FFT
+ * interpolation for both), O(M + N) instead of O(M N); the attraction
  * over each point's k neighbours stays exact. The steps, line searches and
  * stopping tests are the per-point minimiser's (outofsample.c), per point. */
 #include "oos_internal.h"
-#include "../nbody/nbody.h"
 #include "../core/vecmath.h"
 
 #include <math.h>
@@ -16,40 +16,13 @@
 
 enum { FAR_MARGIN = 8 }; /* kernel lengths beyond the training map */
 
-/* Finer than training's default (force error 4e-4 against 2.5e-2 on a
- * 70,000-point t-SNE map): a map is made once, and the minimum of E' moves
- * with the error of the forces. In 2-D the grid may grow to 2,048 nodes a
- * side (about 250 MB for t-SNE's three channel grids and three compact
- * kernel transforms), so that a 60,000-point t-SNE
- * map (about 200 kernel lengths wide) fits at this box width. */
-/* Boxes of 0.5 kernel lengths, order 4; a map whose span (with the margin)
- * needs more than max_nodes nodes per side at that width gets wider boxes,
- * up to OOS_WIDEST_BOX (70,000-image t-SNE maps span about 350 lengths:
- * boxes of 0.7), where the forces stay within the accuracy the batched
- * line search needs; wider maps are summed exactly. */
-#define OOS_WIDEST_BOX 2.0
-
-static void oos_fft_opts(const nle_matd *region, nle_fft_opts *fo) {
-  size_t d = region->cols;
-  nle_fft_opts_init(fo);
-  fo->order = 4;
-  fo->box_width = 0.5;
-  fo->max_nodes = d == 1 ? 65536 : d == 2 ? 2048 : 128;
-  for (size_t c = 0; c < d; c++) {
-    double span = region->data[d + c] - region->data[c];
-    double needed = span * (double)fo->order / (double)(fo->max_nodes - fo->order);
-    if (needed > fo->box_width) fo->box_width = fmin(needed, OOS_WIDEST_BOX);
-  }
-}
-
 /* What the evaluations share, read-only while the points are minimised. */
 typedef struct {
   const nle_trained *t;
-  nle_repulsion engine;
+  const nle__oos_engine *engine; /* the row's part for new points (model_internal.h) */
   nle_matd Xc; /* the training X about its centre */
   double centre[3], lo[3], hi[3];
-  nle__fft_field *field; /* FFT: the training map's convolved grids */
-  nle__fgt_plan *fgt;    /* FGT: the training map's boxes and series */
+  void *plan;  /* the engine's plan of the training map's sums */
 } batch_engine;
 
 /* The engine's scratch for the points of one range (rows of the run's
@@ -91,18 +64,7 @@ static nle_status batch_repulsion(nle_ctx *ctx, const batch_engine *b, const eng
     for (size_t c = 0; c < d; c++) R[i * d + c] = r[c];
   }
   nle_matd T = {inside, d, w->tgt};
-  nle_status s = NLE_OK;
-  if (inside && b->engine == NLE_REPULSION_FGT) {
-    s = nle__fgt_plan_eval(ctx, b->fgt, &T, w->S, w->F); /* F = sum (x_n - x) K = R */
-  } else if (inside) {
-    if (serial) nle__fft_field_eval_serial(b->field, &T, w->phi);
-    else s = nle__fft_field_eval(ctx, b->field, &T, w->phi);
-    size_t nch = d + 1;
-    for (size_t i = 0; !s && i < inside; i++) {
-      w->S[i] = w->phi[i * nch];
-      for (size_t c = 0; c < d; c++) w->F[i * d + c] = -w->phi[i * nch + 1 + c]; /* sum K' (x - x_n) */
-    }
-  }
+  nle_status s = inside ? b->engine->sums(ctx, b->plan, &T, w->S, w->F, w->phi, serial) : NLE_OK;
   for (size_t i = 0; !s && i < count; i++) { /* back in list order */
     size_t j = w->slot[i];
     if (j == SIZE_MAX) continue;
@@ -332,7 +294,7 @@ static int range_block(void *job, size_t r, void *scratch) {
 nle_status nle__oos_forward_batched(nle_ctx *ctx, const nle_trained *t, const nle_matf *Ynew, const nle_csr *nbrs,
                                     const nle_csr *P, int max_iters, nle_matd *out) {
   size_t m = Ynew->rows, d = t->X->cols, n = t->X->rows, k = (size_t)t->k, D = t->Y->cols;
-  batch_engine b = {t, t->engine, {n, d, NULL}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, NULL, NULL};
+  batch_engine b = {t, nle__engine_find(t->engine)->oos, {n, d, NULL}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, NULL};
   batch_attraction at = {t, NULL, NULL, k};
   minimiser z;
   memset(&z, 0, sizeof z);
@@ -384,25 +346,9 @@ nle_status nle__oos_forward_batched(nle_ctx *ctx, const nle_trained *t, const nl
     double corners[6];
     for (size_t c = 0; c < d; c++) corners[c] = b.lo[c], corners[d + c] = b.hi[c];
     nle_matd region = {2, d, corners};
-    /* The sources never move: their boxes and series are planned once. */
-    if (t->engine == NLE_REPULSION_FGT) s = nle__fgt_plan_new(ctx, &b.Xc, &region, NULL, &b.fgt);
-    if (t->engine == NLE_REPULSION_FFT) {
-      /* Channels, all of unit charges (one spreading, one forward
-       * transform): K, then the force kernel -K' times each component of
-       * the offset (moment kernels: no x R - sum x_n K' to cancel in
-       * single precision). The training map's grids are convolved once:
-       * the sources never move. */
-      int student = t->kind == NLE_MODEL_TSNE || t->kind == NLE_MODEL_TEE;
-      nle_kernel force = student ? NLE_KERNEL_STUDENT2 : NLE_KERNEL_GAUSSIAN;
-      nle__grid_kernel kernels[4] = {{student ? NLE_KERNEL_STUDENT : NLE_KERNEL_GAUSSIAN, -1}, {force, 0}, {force, 1}, {force, 2}};
-      int chan_kernel[4] = {0, 1, 2, 3}, chan_charge[4] = {-1, -1, -1, -1};
-      nle_fft_opts fo;
-      oos_fft_opts(&region, &fo);
-      if (fo.box_width > 0.5) nle__log(ctx, 1, "out-of-sample: FFT boxes of %.3g kernel lengths for a map this wide", fo.box_width);
-      double t0 = nle_time_seconds();
-      s = nle__fft_field_new(ctx, &b.Xc, NULL, 0, &region, kernels, d + 1, chan_kernel, chan_charge, d + 1, &fo, &b.field);
-      if (!s) nle__log(ctx, 1, "out-of-sample: the training map's FFT grids in %.2f s", nle_time_seconds() - t0);
-    }
+    /* The sources never move: their sums are planned once. */
+    int student = t->kind == NLE_MODEL_TSNE || t->kind == NLE_MODEL_TEE;
+    s = b.engine->plan(ctx, &b.Xc, &region, student, &b.plan);
     at.idx = idx;
     at.a = a;
     for (size_t q = 0; q < m; q++) {
@@ -418,11 +364,11 @@ nle_status nle__oos_forward_batched(nle_ctx *ctx, const nle_trained *t, const nl
     if (!s) s = nle__oos_map_order(ctx, t, nbrs, &order);
     z.order = order;
   }
-  if (!s && b.engine == NLE_REPULSION_FFT)
+  if (!s && b.engine->parallel_ranges)
     s = nle__for_blocks(ctx, "out-of-sample", (m + RANGE - 1) / RANGE,
                         nle__threads_for(ctx, (double)m * (double)k * 1000.0), 0, range_block, &z);
   else if (!s)
-    s = minimise_range(ctx, &z, 0, m, 0); /* the FGT's evaluations keep state: one range, each evaluation parallel */
+    s = minimise_range(ctx, &z, 0, m, 0); /* evaluations that keep state: one range, each evaluation parallel */
   free(order);
   free(a);
   free(idx);
@@ -438,15 +384,16 @@ nle_status nle__oos_forward_batched(nle_ctx *ctx, const nle_trained *t, const nl
   free(z.w.phi);
   free(z.w.S);
   free(z.w.slot);
-  nle__fft_field_free(&b.field);
-  nle__fgt_plan_free(&b.fgt);
+  if (b.plan) b.engine->free_plan(b.plan);
   return s;
 }
 
 int nle__oos_batched_engine(const nle_trained *t, nle_repulsion engine) {
+  const nle__engine *e = nle__engine_find(engine);
   int ee = t->kind == NLE_MODEL_EE || t->kind == NLE_MODEL_TEE;
-  return (engine == NLE_REPULSION_FGT || engine == NLE_REPULSION_FFT) && t->X->cols <= 3 &&
-         t->kind != NLE_MODEL_SNE && !(ee && t->wneg != NLE_WNEG_UNIFORM);
+  unsigned kernel = t->kind == NLE_MODEL_TSNE || t->kind == NLE_MODEL_TEE ? NLE__KERNEL_STUDENT : NLE__KERNEL_GAUSSIAN;
+  return e && e->oos && (e->oos->kernels & kernel) && t->X->cols <= 3 && t->kind != NLE_MODEL_SNE &&
+         !(ee && t->wneg != NLE_WNEG_UNIFORM);
 }
 
 /* Clusters flung far apart, as t-SNE does with a disconnected W+, make a
@@ -461,8 +408,6 @@ int nle__oos_engine_fits(const nle_trained *t) {
       corners[d + c] = fmax(corners[d + c], t->X->data[i * d + c] + FAR_MARGIN);
     }
   nle_matd box = {2, d, corners};
-  nle_fft_opts fo;
-  oos_fft_opts(&box, &fo);
-  return t->engine == NLE_REPULSION_FGT ? nle__fgt_grid_fits(&box, NULL) : nle__fft_grid_fits(&box, &fo);
+  return nle__engine_find(t->engine)->oos->fits(&box);
 }
 

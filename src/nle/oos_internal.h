@@ -4,7 +4,7 @@
 #ifndef NLE_OOS_INTERNAL_H
 #define NLE_OOS_INTERNAL_H
 
-#include "nle_internal.h"
+#include "model_internal.h"
 
 #include <math.h>
 
@@ -94,5 +94,9 @@ static inline void nle__oos_metric_update(double *H, const double *s, const doub
   for (size_t a = 0; a < d; a++) /* one value per pair: H stays exactly symmetric */
     for (size_t b = a; b < d; b++) H[a * d + b] = H[b * d + a] = H[a * d + b] + c * s[a] * s[b] - r * (Hy[a] * s[b] + s[a] * Hy[b]);
 }
+
+/* trained.c: this model's kind of model file (../io/model_file.h). */
+struct nle__model_kind;
+extern const struct nle__model_kind nle__trained_model_kind;
 
 #endif

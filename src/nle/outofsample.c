@@ -375,16 +375,18 @@ nle_status nle_trained_objective(nle_ctx *ctx, const nle_trained *t, const float
   return s;
 }
 
-/* Whether F(y) of t can sum its repulsion with `engine`. */
+/* Whether F(y) of t can sum its repulsion with `engine` (its row says):
+ * each point's exact sums, or all points' by the engine's plan. */
 static int engine_serves(const nle_trained *t, nle_repulsion engine) {
-  if (engine == NLE_REPULSION_EXACT) return 1;
-  int student = t->kind == NLE_MODEL_TSNE || t->kind == NLE_MODEL_TEE;
-  return nle__oos_batched_engine(t, engine) && !(student && engine == NLE_REPULSION_FGT);
+  const nle__engine *e = nle__engine_find(engine);
+  return e && (e->any_model || nle__oos_batched_engine(t, engine));
 }
 
 static nle_status engine_refused(nle_ctx *ctx) {
-  return nle__fail(ctx, NLE_ERR_ARG, "out-of-sample: F(y) takes exact, fgt or fft repulsion: fgt for the Gaussian "
-                   "kernel, both for EE and t-EE with uniform W-, s-SNE and t-SNE in d <= 3");
+  char names[128], serves[256];
+  nle__oos_engine_names(names, sizeof names, serves, sizeof serves);
+  return nle__fail(ctx, NLE_ERR_ARG, "out-of-sample: F(y) takes %s repulsion: %s, for EE and t-EE with uniform W-, "
+                   "s-SNE and t-SNE in d <= 3", names, serves);
 }
 
 nle_status nle_trained_set_engine(nle_ctx *ctx, nle_trained *t, nle_repulsion engine) {
@@ -411,7 +413,7 @@ static nle_status forward_map(nle_ctx *ctx, const nle_trained *t, const nle_matf
   int batched = !s && nle__oos_batched_engine(t, t->engine);
   if (batched && !nle__oos_engine_fits(t)) {
     nle__log(ctx, 1, "out-of-sample: the embedding is too wide for the %s grid; summing exactly",
-             t->engine == NLE_REPULSION_FGT ? "fast Gauss transform's" : "FFT");
+             nle__engine_find(t->engine)->oos->grid);
     batched = 0;
   }
   *used = batched ? t->engine : NLE_REPULSION_EXACT;
@@ -453,7 +455,7 @@ nle_status nle_transform(nle_ctx *ctx, const nle_trained *t, const nle_matf *Yne
   if (o.max_iters == NLE_AUTO) o.max_iters = 200;
   if (o.max_iters < 0) return nle__fail(ctx, NLE_ERR_ARG, "nle_transform: {@max-iters=%d} must be >= 0, or auto", o.max_iters);
   if (o.engine == NLE_REPULSION_AUTO) o.engine = t->engine;
-  if ((unsigned)o.engine > NLE_REPULSION_FGT)
+  if (!nle__engine_find(o.engine))
     return nle__fail(ctx, NLE_ERR_ARG, "nle_transform: engine %d is not a repulsion engine", (int)o.engine);
   if (!engine_serves(t, o.engine)) return engine_refused(ctx);
   nle_transform_result *r = nle__calloc(ctx, 1, sizeof *r, "the transform's result");

@@ -2,22 +2,25 @@
  * and the check of a model's request against it. */
 #include "model_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
-/* The exact pairwise sums: any model, W- and dimension (model.c's own). */
-static const nle__engine engine_exact = {.id = NLE_REPULSION_EXACT, .name = "exact", .title = "exact",
-                                         .any_model = true};
+/* The exact pairwise sums: any model, W- and dimension (model.c's own); for
+ * new points, each point's own exact sums (outofsample.c). */
+static const nle__engine engine_exact = {.name = "exact", .title = "exact", .any_model = true};
 
+/* One row per engine; an engine's value in nle_repulsion is its place. */
 extern const nle__engine nle__engine_bh, nle__engine_fft, nle__engine_fgt;
-
-/* One row per engine, in the order of nle_repulsion. */
-static const nle__engine *const engines[] = {&engine_exact, &nle__engine_bh, &nle__engine_fft, &nle__engine_fgt};
+static const nle__engine *const engines[] = {
+    &engine_exact,
+    &nle__engine_bh,
+    &nle__engine_fft,
+    &nle__engine_fgt,
+};
 enum { N_ENGINES = sizeof engines / sizeof *engines };
 
 const nle__engine *nle__engine_find(nle_repulsion id) {
-  for (size_t i = 0; i < N_ENGINES; i++)
-    if (engines[i]->id == id) return engines[i];
-  return NULL;
+  return (unsigned)id < N_ENGINES ? engines[id] : NULL;
 }
 
 const char *nle_repulsion_name(nle_repulsion engine) {
@@ -29,8 +32,41 @@ const char *nle_repulsion_name(nle_repulsion engine) {
 int nle_repulsion_parse(const char *name) {
   if (name && !strcmp(name, "auto")) return NLE_REPULSION_AUTO;
   for (size_t i = 0; name && i < N_ENGINES; i++)
-    if (!strcmp(name, engines[i]->name)) return (int)engines[i]->id;
+    if (!strcmp(name, engines[i]->name)) return (int)i;
   return -1;
+}
+
+bool nle_repulsion_serves_new_points(nle_repulsion engine) {
+  const nle__engine *e = nle__engine_find(engine);
+  return e && (e->any_model || e->oos);
+}
+
+nle_repulsion nle__oos_default_engine(unsigned kernel) {
+  for (size_t i = 0; i < N_ENGINES; i++)
+    if (engines[i]->oos && (engines[i]->oos->default_for & kernel)) return (nle_repulsion)i;
+  return NLE_REPULSION_EXACT;
+}
+
+static unsigned kernel_count(unsigned kernels) { return (kernels & 1u) + (kernels >> 1 & 1u); }
+
+void nle__oos_engine_names(char *names, size_t names_len, char *serves, size_t serves_len) {
+  size_t total = 0, count = 0, used = 0, said = 0;
+  for (size_t i = 0; i < N_ENGINES; i++) total += engines[i]->any_model || engines[i]->oos;
+  names[0] = serves[0] = '\0';
+  /* the any-model engine (kernels 0) first, then the narrowest */
+  for (unsigned width = 0; width <= 2; width++)
+    for (size_t i = 0; i < N_ENGINES; i++) {
+      const nle__engine *e = engines[i];
+      if (!(e->any_model || e->oos) || (e->oos ? kernel_count(e->oos->kernels) : 0) != width) continue;
+      count++;
+      if (used < names_len)
+        used += (size_t)snprintf(names + used, names_len - used, "%s%s",
+                                 count == 1 ? "" : count == total ? " or " : ", ", e->name);
+      if (e->oos && said < serves_len)
+        said += (size_t)snprintf(serves + said, serves_len - said, "%s%s for %s", said ? ", " : "", e->name,
+                                 width == 2 ? "both" : e->oos->kernels & NLE__KERNEL_GAUSSIAN ? "the Gaussian kernel"
+                                                                                               : "the Student-t kernel");
+    }
 }
 
 /* The names of the engines that serve the kernel, "a, b or c". */

@@ -25,5 +25,5 @@ nle_status nle__bh_forces(nle_ctx *ctx, nle_model *m, const nle_matd *X, double 
 }
 
 const nle__engine nle__engine_bh = {
-    .id = NLE_REPULSION_BH, .name = "bh", .title = "Barnes-Hut",
+    .name = "bh", .title = "Barnes-Hut",
     .kernels = NLE__KERNEL_GAUSSIAN | NLE__KERNEL_STUDENT, .max_dim = 3, .forces = nle__bh_forces};

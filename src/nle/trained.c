@@ -4,7 +4,7 @@
  * record file, and given back its training data. The maps themselves are
  * in outofsample.c and oos_batch.c. */
 #include "oos_internal.h"
-#include "../io/io_internal.h"
+#include "../io/model_file.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -99,17 +99,16 @@ static nle_status trained_finish(nle_ctx *ctx, nle_trained *t) {
   int student = t->kind == NLE_MODEL_TSNE || t->kind == NLE_MODEL_TEE;
   t->w_scale = attraction_scale(t->kind, t->sigma > 0, n);
   t->z_total = 0.0;
-  t->engine = student ? NLE_REPULSION_FFT : NLE_REPULSION_FGT;
+  t->engine = nle__oos_default_engine(student ? NLE__KERNEL_STUDENT : NLE__KERNEL_GAUSSIAN);
   if (n < 5000 || !nle__oos_batched_engine(t, t->engine)) t->engine = NLE_REPULSION_EXACT;
   if (t->kind == NLE_MODEL_EE || t->kind == NLE_MODEL_TEE) return NLE_OK;
   if (!t->z_rows) {
     t->z_rows = nle__malloc(ctx, n * sizeof(double), "embedding normalisers");
     if (!t->z_rows) return NLE_ERR_NOMEM;
+    const nle__oos_engine *fast = nle__engine_find(t->engine)->oos;
     nle_status s;
-    if (t->engine == NLE_REPULSION_FFT)
-      s = nle_kernel_sums_fft(ctx, t->X, NLE_KERNEL_STUDENT, NULL, t->z_rows, NULL);
-    else if (t->engine == NLE_REPULSION_FGT)
-      s = nle_kernel_sums_fgt(ctx, t->X, NULL, t->z_rows, NULL);
+    if (fast && fast->row_sums)
+      s = fast->row_sums(ctx, t->X, student, t->z_rows);
     else
       s = nle__for_blocks(ctx, "normalisers", (n + 63) / 64, nle__threads_for(ctx, (double)n * n * (t->X->cols + 10)),
                           0, z_block, t);
@@ -199,51 +198,50 @@ static nle_status project_training(nle_ctx *ctx, nle_trained *t) {
 enum { TR_KIND, TR_WNEG, TR_K, TR_N, TR_D, TR_DIM, TR_HAS_Y, TR_HAS_BETA, TR_HASH, TR_INTS };
 enum { TR_LAMBDA, TR_PERPLEXITY, TR_SIGMA, TR_DOUBLES };
 
-nle_status nle_trained_save(nle_ctx *ctx, const nle_trained *t, const char *path, bool copy_data) {
-  if (!t->Y && copy_data) return nle__fail(ctx, NLE_ERR_ARG, "trained model: no training data to copy");
+static nle_status check_save(nle_ctx *ctx, const void *model, bool copy_data) {
+  const nle_trained *t = model;
+  return !t->Y && copy_data ? nle__fail(ctx, NLE_ERR_ARG, "trained model: no training data to copy") : NLE_OK;
+}
+
+static void write_model(nle__afile *af, const void *model, bool copy_data) {
+  const nle_trained *t = model;
   size_t n = t->X->rows;
   int64_t ints[TR_INTS] = {t->kind, t->wneg, t->k, (int64_t)n, (int64_t)(t->Y ? t->Y->cols : t->D),
                            (int64_t)t->X->cols, copy_data != 0, t->beta != NULL, (int64_t)t->data_hash};
   double doubles[TR_DOUBLES] = {t->lambda, t->perplexity, t->sigma};
-  nle__afile af;
-  nle_status s = nle__rec_open(ctx, path, "model", &af);
-  if (s) return s;
-  nle__rec_put_text(&af, "source", t->source);
-  nle__rec_put(&af, "ints", 'l', ints, TR_INTS);
-  nle__rec_put(&af, "doubles", 'd', doubles, TR_DOUBLES);
-  nle__rec_put(&af, "X", 'd', t->X->data, n * t->X->cols);
-  nle__rec_put(&af, "radius", 'd', t->radius, n);
+  nle__rec_put_text(af, "source", t->source);
+  nle__rec_put(af, "ints", 'l', ints, TR_INTS);
+  nle__rec_put(af, "doubles", 'd', doubles, TR_DOUBLES);
+  nle__rec_put(af, "X", 'd', t->X->data, n * t->X->cols);
+  nle__rec_put(af, "radius", 'd', t->radius, n);
   if (t->beta) {
-    nle__rec_put(&af, "beta", 'd', t->beta, n);
-    nle__rec_put(&af, "log_z", 'd', t->log_z, n);
+    nle__rec_put(af, "beta", 'd', t->beta, n);
+    nle__rec_put(af, "log_z", 'd', t->log_z, n);
   }
-  if (t->z_rows) nle__rec_put(&af, "z_rows", 'd', t->z_rows, n);
-  if (copy_data) nle__rec_put(&af, "Y", 'f', t->Y->data, n * t->Y->cols);
+  if (t->z_rows) nle__rec_put(af, "z_rows", 'd', t->z_rows, n);
+  if (copy_data) nle__rec_put(af, "Y", 'f', t->Y->data, n * t->Y->cols);
   int64_t pca[2] = {t->pca_dims, t->pca_candidates};
   if (t->pca_dims > 0) {
-    nle__rec_put(&af, "pca", 'l', pca, 2);
-    nle__rec_put(&af, "pca_mean", 'd', t->pca_mean, t->D);
-    nle__rec_put(&af, "pca_components", 'd', t->pca_components, (uint64_t)t->pca_dims * t->D);
+    nle__rec_put(af, "pca", 'l', pca, 2);
+    nle__rec_put(af, "pca_mean", 'd', t->pca_mean, t->D);
+    nle__rec_put(af, "pca_components", 'd', t->pca_components, (uint64_t)t->pca_dims * t->D);
     /* the training data's projection, as the searches of training and of
      * new points use it: read back, not recomputed (0.2 s of a 60,000-image
      * model's load) */
-    if (copy_data && t->pca_Y) nle__rec_put(&af, "pca_Y", 'f', t->pca_Y->data, n * (uint64_t)t->pca_dims);
+    if (copy_data && t->pca_Y) nle__rec_put(af, "pca_Y", 'f', t->pca_Y->data, n * (uint64_t)t->pca_dims);
   }
-  return nle__afile_commit(ctx, &af);
 }
 
-nle_status nle_trained_load(nle_ctx *ctx, const char *path, nle_trained **out) {
-  *out = NULL;
-  nle__rec_file f;
-  nle_status s = nle__rec_map(ctx, path, "model", &f);
-  if (s) return s;
+static nle_status read_model(nle_ctx *ctx, nle__rec_file *f, void **out) {
+  const char *path = f->path;
   nle_trained *t = trained_alloc(ctx);
+  *out = t;
   trained_box *b = (trained_box *)t;
-  if (t) b->map = nle__rec_keep_mapping(&f, &b->map_len); /* t's from now on: freed with it */
+  if (t) b->map = nle__rec_keep_mapping(f, &b->map_len); /* t's from now on: freed with it */
   const void *iv = NULL, *dv = NULL;
-  s = t ? nle__rec_get(ctx, &f, "ints", 'l', TR_INTS, &iv) : NLE_ERR_NOMEM;
-  if (!s) s = nle__rec_get(ctx, &f, "doubles", 'd', TR_DOUBLES, &dv);
-  if (!s) s = nle__rec_text(ctx, &f, "source", t->source, sizeof t->source);
+  nle_status s = t ? nle__rec_get(ctx, f, "ints", 'l', TR_INTS, &iv) : NLE_ERR_NOMEM;
+  if (!s) s = nle__rec_get(ctx, f, "doubles", 'd', TR_DOUBLES, &dv);
+  if (!s) s = nle__rec_text(ctx, f, "source", t->source, sizeof t->source);
   const int64_t *ints = iv;
   const double *doubles = dv;
   size_t n = 0, D = 0, d = 0;
@@ -258,45 +256,45 @@ nle_status nle_trained_load(nle_ctx *ctx, const char *path, nle_trained **out) {
     t->perplexity = doubles[TR_PERPLEXITY];
     t->sigma = doubles[TR_SIGMA];
     if (ints[TR_N] < 2 || ints[TR_N] > INT32_MAX || ints[TR_D] < 1 || ints[TR_DIM] < 1 || ints[TR_DIM] > 64 ||
-        (unsigned)t->kind > NLE_MODEL_TEE || (unsigned)t->wneg > NLE_WNEG_KNN || t->k < 1 || t->k > ints[TR_N] ||
+        !NLE__MODEL_NAMED(ints[TR_KIND], nle_model_name) || !NLE__MODEL_NAMED(ints[TR_WNEG], nle_wneg_name) || t->k < 1 || t->k > ints[TR_N] ||
         !(t->lambda > 0) || !(t->sigma >= 0) || (t->sigma == 0 && !ints[TR_HAS_BETA]))
       s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: damaged model header", path);
   }
   if (!s) s = nle_matd_alloc(ctx, n, d, &t->X);
   if (!s) {
     double *x = NULL;
-    s = nle__rec_copy_doubles(ctx, &f, "X", n * d, &x);
+    s = nle__rec_copy_doubles(ctx, f, "X", n * d, &x);
     if (!s) memcpy(t->X->data, x, n * d * sizeof(double));
     free(x);
   }
-  if (!s) s = nle__rec_copy_doubles(ctx, &f, "radius", n, &t->radius);
-  if (!s && ints[TR_HAS_BETA]) s = nle__rec_copy_doubles(ctx, &f, "beta", n, &t->beta);
-  if (!s && ints[TR_HAS_BETA]) s = nle__rec_copy_doubles(ctx, &f, "log_z", n, &t->log_z);
-  if (!s && t->kind != NLE_MODEL_EE && t->kind != NLE_MODEL_TEE) s = nle__rec_copy_doubles(ctx, &f, "z_rows", n, &t->z_rows);
+  if (!s) s = nle__rec_copy_doubles(ctx, f, "radius", n, &t->radius);
+  if (!s && ints[TR_HAS_BETA]) s = nle__rec_copy_doubles(ctx, f, "beta", n, &t->beta);
+  if (!s && ints[TR_HAS_BETA]) s = nle__rec_copy_doubles(ctx, f, "log_z", n, &t->log_z);
+  if (!s && t->kind != NLE_MODEL_EE && t->kind != NLE_MODEL_TEE) s = nle__rec_copy_doubles(ctx, f, "z_rows", n, &t->z_rows);
   if (!s && ints[TR_HAS_Y]) {
     const void *y;
-    s = nle__rec_get(ctx, &f, "Y", 'f', n * D, &y);
+    s = nle__rec_get(ctx, f, "Y", 'f', n * D, &y);
     if (!s) s = file_rows(ctx, b, y, n, D, &t->Y);
     /* A version-2 file's CRCs have checked the rows; version 1 has only
      * the hash. */
-    if (!s && f.version < 2 && nle__hash_floats(t->Y) != t->data_hash)
+    if (!s && f->version < 2 && nle__hash_floats(t->Y) != t->data_hash)
       s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: training data damaged", path);
   }
-  if (!s && nle__rec_has(&f, "pca")) { /* absent from models trained without it */
+  if (!s && nle__rec_has(f, "pca")) { /* absent from models trained without it */
     const void *pv;
-    s = nle__rec_get(ctx, &f, "pca", 'l', 2, &pv);
+    s = nle__rec_get(ctx, f, "pca", 'l', 2, &pv);
     const int64_t *pca = pv;
     if (!s && (pca[0] < 1 || pca[0] > (int64_t)D || pca[1] < t->k || pca[1] > ints[TR_N]))
       s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: damaged PCA record", path);
     if (!s) {
       t->pca_dims = (int)pca[0];
       t->pca_candidates = (int)pca[1];
-      s = nle__rec_copy_doubles(ctx, &f, "pca_mean", D, &t->pca_mean);
+      s = nle__rec_copy_doubles(ctx, f, "pca_mean", D, &t->pca_mean);
     }
-    if (!s) s = nle__rec_copy_doubles(ctx, &f, "pca_components", (size_t)t->pca_dims * D, &t->pca_components);
+    if (!s) s = nle__rec_copy_doubles(ctx, f, "pca_components", (size_t)t->pca_dims * D, &t->pca_components);
     const void *py = NULL;
-    if (!s && t->Y && nle__rec_has(&f, "pca_Y")) {
-      s = nle__rec_get(ctx, &f, "pca_Y", 'f', n * (size_t)t->pca_dims, &py);
+    if (!s && t->Y && nle__rec_has(f, "pca_Y")) {
+      s = nle__rec_get(ctx, f, "pca_Y", 'f', n * (size_t)t->pca_dims, &py);
       if (!s) s = file_rows(ctx, b, py, n, (size_t)t->pca_dims, &t->pca_Y);
     } else if (!s) {
       s = project_training(ctx, t); /* files from before it was kept */
@@ -307,13 +305,7 @@ nle_status nle_trained_load(nle_ctx *ctx, const char *path, nle_trained **out) {
     b->map = NULL;
   }
   if (!s) s = trained_finish(ctx, t);
-  nle__rec_free(&f);
-  if (s) {
-    nle_trained_free(&t);
-    return nle__name_error(ctx, path);
-  }
-  *out = t;
-  return NLE_OK;
+  return s;
 }
 
 nle_status nle_trained_attach_data(nle_ctx *ctx, nle_trained *t, const nle_matf *Y) {
@@ -324,4 +316,32 @@ nle_status nle_trained_attach_data(nle_ctx *ctx, nle_trained *t, const nle_matf 
     t->Y = copy;
   }
   return s ? s : project_training(ctx, t);
+}
+
+static void free_model(void *model) {
+  nle_trained *t = model;
+  nle_trained_free(&t);
+}
+
+static nle_status attach(nle_ctx *ctx, void *model, const nle_matf *Y) { return nle_trained_attach_data(ctx, model, Y); }
+
+static const char *data_source(const void *model) {
+  const nle_trained *t = model;
+  return t->Y ? NULL : t->source;
+}
+
+/* Mapped: the training rows are used in place (a 60,000-image model's
+ * 188 MB are not copied). */
+const nle__model_kind nle__trained_model_kind = {"model", true, check_save, write_model, read_model, free_model,
+                                                 attach, data_source};
+
+nle_status nle_trained_save(nle_ctx *ctx, const nle_trained *t, const char *path, bool copy_data) {
+  return nle__model_save(ctx, &nle__trained_model_kind, t, path, copy_data);
+}
+
+nle_status nle_trained_load(nle_ctx *ctx, const char *path, nle_trained **out) {
+  void *t = NULL;
+  nle_status s = nle__model_load(ctx, &nle__trained_model_kind, path, &t);
+  *out = t;
+  return s;
 }

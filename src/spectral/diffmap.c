@@ -69,4 +69,5 @@ static nle_status diffmap_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_
   return s;
 }
 
-const nle__spectral_method nle__spectral_diffmap = {"diffmap", NLE_COMPONENTS_JOIN, false, false, false, false, diffmap_embed};
+const nle__spectral_method nle__spectral_diffmap = {"diffmap", NLE_COMPONENTS_JOIN, false, false, false, false, diffmap_embed,
+                                                    &nle__diffusion_map};

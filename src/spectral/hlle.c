@@ -69,4 +69,5 @@ static nle_status hlle_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spe
   return nle__alignment_embed(ctx, job, &lm, r);
 }
 
-const nle__spectral_method nle__spectral_hlle = {"hlle", NLE_COMPONENTS_JOIN, false, true, true, false, hlle_embed};
+const nle__spectral_method nle__spectral_hlle = {"hlle", NLE_COMPONENTS_JOIN, false, true, true, false, hlle_embed,
+                                                 &nle__weights_map};

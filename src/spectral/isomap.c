@@ -395,4 +395,82 @@ static nle_status isomap_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_s
   return s;
 }
 
-const nle__spectral_method nle__spectral_isomap = {"isomap", NLE_COMPONENTS_JOIN, true, false, true, false, isomap_embed};
+/* ---- new points: geodesics from y through its edges, then landmark
+ * MDS's triangulation (de Silva and Tenenbaum 2004) ---- */
+
+/* dist[n] and start[n], the heap, then src[n]. */
+static size_t geodesic_scratch(const nle_spectral_model *m) {
+  return 2 * m->n * sizeof(double) + nle__dijkstra_scratch(m->geodesic_graph) + m->n * sizeof(int32_t);
+}
+
+static int geodesic_point(const nle__oos_point *p, void *scratch, double *x) {
+  const nle_spectral_model *m = p->m;
+  size_t d = m->dim, L = m->n_landmarks, n = m->n, count = p->count;
+  double *dist = scratch, *start = dist + n;
+  void *heap = start + n;
+  int32_t *src = (int32_t *)((char *)heap + nle__dijkstra_scratch(m->geodesic_graph));
+  if (!count) return 0;
+  for (size_t a = 0; a < count; a++) src[a] = p->edges[a].j, start[a] = sqrt((double)p->edges[a].d2);
+  if (p->self >= 0) src[count] = p->self, start[count++] = 0.0; /* y is that training point: 0 away, not an edge */
+  nle__dijkstra_from(m->geodesic_graph, count, src, start, dist, heap);
+  for (size_t t = 0; t < d; t++) x[t] = 0.0;
+  for (size_t a = 0; a < L; a++) {
+    size_t l = m->landmarks ? (size_t)m->landmarks[a] : a;
+    double g2 = dist[l] * dist[l] - m->landmark_mean[a];
+    for (size_t t = 0; t < d; t++) x[t] += m->X->data[l * d + t] * g2;
+  }
+  for (size_t t = 0; t < d; t++) x[t] *= -0.5 / m->eigenvalues[t];
+  return 1;
+}
+
+static void save_geodesics(nle__afile *af, const nle_spectral_model *m) {
+  if (!m->geodesic_graph) return;
+  const nle_csr *G = m->geodesic_graph;
+  nle__rec_put(af, "graph_rowptr", 'l', G->rowptr, m->n + 1);
+  nle__rec_put(af, "graph_colind", 'i', G->colind, (uint64_t)G->nnz);
+  nle__rec_put(af, "graph_length", 'd', G->val, (uint64_t)G->nnz);
+  nle__rec_put(af, "landmark_mean", 'd', m->landmark_mean, m->n_landmarks);
+  if (m->landmarks) nle__rec_put(af, "landmarks", 'i', m->landmarks, m->n_landmarks);
+}
+
+static nle_status read_graph(nle_ctx *ctx, const nle__rec_file *f, size_t n, nle_csr **G) {
+  const void *rp = NULL, *len = NULL;
+  int32_t *col = NULL;
+  nle_status s = nle__rec_get(ctx, f, "graph_rowptr", 'l', n + 1, &rp);
+  const int64_t *rowptr = rp;
+  int64_t nnz = s ? 0 : rowptr[n];
+  for (size_t i = 0; !s && i < n; i++)
+    if (rowptr[0] != 0 || rowptr[i + 1] < rowptr[i] || nnz > INT32_MAX * (int64_t)8)
+      s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: damaged geodesic graph", f->path);
+  if (!s) s = nle__spectral_read_ints(ctx, f, "graph_colind", (size_t)nnz, (int64_t)n, &col);
+  if (!s) s = nle__rec_get(ctx, f, "graph_length", 'd', (uint64_t)nnz, &len);
+  if (!s) s = nle_csr_alloc(ctx, (int64_t)n, (int64_t)n, nnz, NLE_F64, G);
+  if (!s) {
+    memcpy((*G)->rowptr, rowptr, (n + 1) * sizeof(int64_t));
+    memcpy((*G)->colind, col, (size_t)nnz * sizeof(int32_t));
+    memcpy((*G)->val, len, (size_t)nnz * sizeof(double));
+    for (int64_t q = 0; !s && q < nnz; q++)
+      if (!(((double *)(*G)->val)[q] >= 0) || !isfinite(((double *)(*G)->val)[q]))
+        s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: damaged geodesic graph (edge length)", f->path);
+  }
+  free(col);
+  return s;
+}
+
+static nle_status load_geodesics(nle_ctx *ctx, const nle__rec_file *f, nle_spectral_model *m) {
+  size_t n = m->n;
+  nle_status s = read_graph(ctx, f, n, &m->geodesic_graph);
+  if (!s && m->n_landmarks < m->dim + 1) s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: damaged landmark record", f->path);
+  if (!s) s = nle__rec_copy_doubles(ctx, f, "landmark_mean", m->n_landmarks, &m->landmark_mean);
+  if (!s && m->opts.landmarks > 0)
+    s = nle__spectral_read_ints(ctx, f, "landmarks", m->n_landmarks, (int64_t)n, &m->landmarks);
+  if (!s && !m->opts.landmarks && m->n_landmarks != n)
+    s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: damaged landmark record", f->path);
+  return s;
+}
+
+const nle__spectral_map nle__geodesic_map = {"nystrom", false, geodesic_scratch, geodesic_point, NULL, save_geodesics,
+                                             load_geodesics};
+
+const nle__spectral_method nle__spectral_isomap = {"isomap", NLE_COMPONENTS_JOIN, true, false, true, false,
+                                                   isomap_embed, &nle__geodesic_map};

@@ -24,4 +24,8 @@ nle_status nle__kem_build_inverse(nle_ctx *ctx, nle_kem_model *m);
 /* G(x) and its Jacobian J (dim x D) at x (D doubles), for the tests. */
 nle_status nle__kem_jacobian(nle_ctx *ctx, const nle_kem_model *m, const double *x, double *y, double *J);
 
+/* kem_map.c: this model's kind of model file (../io/model_file.h). */
+struct nle__model_kind;
+extern const struct nle__model_kind nle__kem_model_kind;
+
 #endif

@@ -5,7 +5,7 @@
  * eq. 19, which does not close dimensionally as printed) and the model
  * file ("kem-model"). */
 #include "kem_internal.h"
-#include "../io/io_internal.h"
+#include "../io/model_file.h"
 
 #include <lapacke.h>
 #include <math.h>
@@ -467,28 +467,25 @@ nle_status nle__kem_build_inverse(nle_ctx *ctx, nle_kem_model *m) {
 enum { KM_VARIANT, KM_LPP, KM_D, KM_DIM, KM_KERNELS, KM_Q, KM_HAS_PROJ, KM_STEPS, KM_INTS };
 enum { KM_SIGMA, KM_TRUNCATE, KM_WIDTH, KM_DOUBLES };
 
-nle_status nle_kem_model_save(nle_ctx *ctx, const nle_kem_model *m, const char *path) {
-  if (!m || !path) return nle__fail(ctx, NLE_ERR_ARG, "kem model save: NULL argument");
+static void write_model(nle__afile *af, const void *model, bool copy_data) {
+  (void)copy_data; /* G(x) needs no training data */
+  const nle_kem_model *m = model;
   int64_t ints[KM_INTS] = {m->variant, m->lpp, (int64_t)m->D, (int64_t)m->dim, (int64_t)m->kernels, (int64_t)m->q,
                            m->proj != NULL, m->inverse_steps};
   double doubles[KM_DOUBLES] = {m->sigma, m->truncate, m->inverse_width};
   size_t cols = m->m + (m->variant == NLE_KEM_AFFINE), d = m->dim, D = m->D, K = m->inv_kernels;
-  nle__afile af;
-  nle_status s = nle__rec_open(ctx, path, "kem-model", &af);
-  if (s) return s;
-  nle__rec_put(&af, "ints", 'l', ints, KM_INTS);
-  nle__rec_put(&af, "doubles", 'd', doubles, KM_DOUBLES);
-  nle__rec_put(&af, "mean", 'd', m->mean, D);
-  if (m->kernels) nle__rec_put(&af, "centres", 'd', m->centres, m->kernels * D);
-  if (m->proj) nle__rec_put(&af, "proj", 'd', m->proj, m->kernels * m->q * D);
-  nle__rec_put(&af, "G", 'd', m->G, d * cols);
-  if (m->v1) nle__rec_put(&af, "v1", 'd', m->v1, m->m);
-  nle__rec_put(&af, "inv_mu", 'd', m->inv_mu, K * D);
-  nle__rec_put(&af, "inv_b", 'd', m->inv_b, K * d);
-  nle__rec_put(&af, "inv_pinv", 'd', m->inv_pinv, K * D * d);
-  nle__rec_put(&af, "inv_prec", 'd', m->inv_prec, K * d * d);
-  nle__rec_put(&af, "inv_logdet", 'd', m->inv_logdet, K);
-  return nle__afile_commit(ctx, &af);
+  nle__rec_put(af, "ints", 'l', ints, KM_INTS);
+  nle__rec_put(af, "doubles", 'd', doubles, KM_DOUBLES);
+  nle__rec_put(af, "mean", 'd', m->mean, D);
+  if (m->kernels) nle__rec_put(af, "centres", 'd', m->centres, m->kernels * D);
+  if (m->proj) nle__rec_put(af, "proj", 'd', m->proj, m->kernels * m->q * D);
+  nle__rec_put(af, "G", 'd', m->G, d * cols);
+  if (m->v1) nle__rec_put(af, "v1", 'd', m->v1, m->m);
+  nle__rec_put(af, "inv_mu", 'd', m->inv_mu, K * D);
+  nle__rec_put(af, "inv_b", 'd', m->inv_b, K * d);
+  nle__rec_put(af, "inv_pinv", 'd', m->inv_pinv, K * D * d);
+  nle__rec_put(af, "inv_prec", 'd', m->inv_prec, K * d * d);
+  nle__rec_put(af, "inv_logdet", 'd', m->inv_logdet, K);
 }
 
 /* Record `name` (count doubles, all finite) into dst (allocated). */
@@ -502,18 +499,13 @@ static nle_status load_doubles(nle_ctx *ctx, const nle__rec_file *f, const char 
   return NLE_OK;
 }
 
-nle_status nle_kem_model_load(nle_ctx *ctx, const char *path, nle_kem_model **out) {
-  if (!path || !out) return nle__fail(ctx, NLE_ERR_ARG, "kem model load: NULL argument");
-  *out = NULL;
-  nle__rec_file f;
-  nle_status s = nle__rec_read(ctx, path, "kem-model", &f);
-  if (s) return nle__name_error(ctx, path);
+static nle_status read_model(nle_ctx *ctx, nle__rec_file *f, void **out) {
   const void *iv = NULL, *dv = NULL;
-  s = nle__rec_get(ctx, &f, "ints", 'l', KM_INTS, &iv);
-  if (!s) s = nle__rec_get(ctx, &f, "doubles", 'd', KM_DOUBLES, &dv);
+  nle_status s = nle__rec_get(ctx, f, "ints", 'l', KM_INTS, &iv);
+  if (!s) s = nle__rec_get(ctx, f, "doubles", 'd', KM_DOUBLES, &dv);
   const int64_t *h = iv;
   const double *hd = dv;
-  if (!s && !(h[KM_VARIANT] >= 0 && h[KM_VARIANT] <= NLE_KEM_STOCHASTIC && (h[KM_LPP] == 0 || h[KM_LPP] == 1) &&
+  if (!s && !(NLE__MODEL_NAMED(h[KM_VARIANT], nle_kem_variant_name) && (h[KM_LPP] == 0 || h[KM_LPP] == 1) &&
               h[KM_D] >= 1 && h[KM_D] <= INT32_MAX && h[KM_DIM] >= 1 && h[KM_DIM] <= 64 && h[KM_KERNELS] >= 0 &&
               h[KM_KERNELS] <= INT32_MAX && h[KM_Q] >= 0 && h[KM_Q] <= h[KM_D] &&
               (h[KM_LPP] ? h[KM_KERNELS] == 0 : h[KM_KERNELS] >= 1) &&
@@ -528,22 +520,37 @@ nle_status nle_kem_model_load(nle_ctx *ctx, const char *path, nle_kem_model **ou
     m->sigma = hd[KM_SIGMA], m->truncate = hd[KM_TRUNCATE], m->inverse_steps = (int)h[KM_STEPS];
     m->inverse_width = hd[KM_WIDTH];
     size_t cols = m->m + (m->variant == NLE_KEM_AFFINE), d = m->dim, D = m->D, K = m->inv_kernels;
-    s = load_doubles(ctx, &f, "mean", D, m->mean);
-    if (!s && m->kernels) s = load_doubles(ctx, &f, "centres", m->kernels * D, m->centres);
-    if (!s && m->proj) s = load_doubles(ctx, &f, "proj", m->kernels * m->q * D, m->proj);
-    if (!s) s = load_doubles(ctx, &f, "G", d * cols, m->G);
-    if (!s && m->v1) s = load_doubles(ctx, &f, "v1", m->m, m->v1);
-    if (!s) s = load_doubles(ctx, &f, "inv_mu", K * D, m->inv_mu);
-    if (!s) s = load_doubles(ctx, &f, "inv_b", K * d, m->inv_b);
-    if (!s) s = load_doubles(ctx, &f, "inv_pinv", K * D * d, m->inv_pinv);
-    if (!s) s = load_doubles(ctx, &f, "inv_prec", K * d * d, m->inv_prec);
-    if (!s) s = load_doubles(ctx, &f, "inv_logdet", K, m->inv_logdet);
-  }
-  nle__rec_free(&f);
-  if (s) {
-    nle_kem_model_free(&m);
-    return nle__name_error(ctx, path);
+    s = load_doubles(ctx, f, "mean", D, m->mean);
+    if (!s && m->kernels) s = load_doubles(ctx, f, "centres", m->kernels * D, m->centres);
+    if (!s && m->proj) s = load_doubles(ctx, f, "proj", m->kernels * m->q * D, m->proj);
+    if (!s) s = load_doubles(ctx, f, "G", d * cols, m->G);
+    if (!s && m->v1) s = load_doubles(ctx, f, "v1", m->m, m->v1);
+    if (!s) s = load_doubles(ctx, f, "inv_mu", K * D, m->inv_mu);
+    if (!s) s = load_doubles(ctx, f, "inv_b", K * d, m->inv_b);
+    if (!s) s = load_doubles(ctx, f, "inv_pinv", K * D * d, m->inv_pinv);
+    if (!s) s = load_doubles(ctx, f, "inv_prec", K * d * d, m->inv_prec);
+    if (!s) s = load_doubles(ctx, f, "inv_logdet", K, m->inv_logdet);
   }
   *out = m;
-  return NLE_OK;
+  return s;
+}
+
+static void free_model(void *model) {
+  nle_kem_model *m = model;
+  nle_kem_model_free(&m);
+}
+
+const nle__model_kind nle__kem_model_kind = {"kem-model", false, NULL, write_model, read_model, free_model, NULL, NULL};
+
+nle_status nle_kem_model_save(nle_ctx *ctx, const nle_kem_model *m, const char *path) {
+  if (!m || !path) return nle__fail(ctx, NLE_ERR_ARG, "kem model save: NULL argument");
+  return nle__model_save(ctx, &nle__kem_model_kind, m, path, true);
+}
+
+nle_status nle_kem_model_load(nle_ctx *ctx, const char *path, nle_kem_model **out) {
+  if (!path || !out) return nle__fail(ctx, NLE_ERR_ARG, "kem model load: NULL argument");
+  void *m = NULL;
+  nle_status s = nle__model_load(ctx, &nle__kem_model_kind, path, &m);
+  *out = m;
+  return s;
 }

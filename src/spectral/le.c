@@ -184,4 +184,5 @@ static nle_status le_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spect
   return s;
 }
 
-const nle__spectral_method nle__spectral_le = {"le", NLE_COMPONENTS_JOIN, false, false, false, true, le_embed};
+const nle__spectral_method nle__spectral_le = {"le", NLE_COMPONENTS_JOIN, false, false, false, true, le_embed,
+                                               &nle__nystrom_map};

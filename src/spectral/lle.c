@@ -116,4 +116,39 @@ static nle_status lle_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spec
   return nle__alignment_embed(ctx, job, &lm, r);
 }
 
-const nle__spectral_method nle__spectral_lle = {"lle", NLE_COMPONENTS_JOIN, false, true, true, false, lle_embed};
+/* The LLE family's map of a new point: its reconstruction weights from its
+ * own k nearest (Bengio et al. 2004), the training rows of X combined by
+ * them. Scratch: the Gram system of k neighbours (an epsilon ball may hold
+ * more: then the grown buffer), and the weights. */
+static size_t weights_scratch(const nle_spectral_model *m) {
+  size_t k = (size_t)m->opts.k;
+  return (k * m->D + k * k + m->n) * sizeof(double);
+}
+
+static int weights_point(const nle__oos_point *p, void *scratch, double *x) {
+  const nle_spectral_model *m = p->m;
+  size_t d = m->dim, nf = p->nf, k = (size_t)m->opts.k;
+  double *gram = scratch, *w = gram + k * m->D + k * k;
+  if (p->self >= 0) { /* its own reconstruction: weight 1 on itself */
+    memcpy(x, m->X->data + (size_t)p->self * d, d * sizeof(double));
+    return 1;
+  }
+  if (!p->count) return 0;
+  size_t need = nf * m->D + nf * nf;
+  if (nf > k && need > *p->grown_doubles) {
+    double *grown = realloc(*p->grown, need * sizeof(double));
+    if (!grown) return -1;
+    *p->grown = grown, *p->grown_doubles = need;
+  }
+  nle__barycentre_weights(p->y, m->Y->data, m->D, p->fwd, (int)nf, m->opts.reg, nf > k ? *p->grown : gram, w);
+  for (size_t t = 0; t < d; t++) x[t] = 0.0;
+  for (size_t a = 0; a < nf; a++)
+    for (size_t t = 0; t < d; t++) x[t] += w[a] * m->X->data[(size_t)p->fwd[a] * d + t];
+  return 1;
+}
+
+const nle__spectral_map nle__weights_map = {"reconstruction weights", true, weights_scratch, weights_point,
+                                            NULL, NULL, NULL};
+
+const nle__spectral_method nle__spectral_lle = {"lle", NLE_COMPONENTS_JOIN, false, true, true, false, lle_embed,
+                                                &nle__weights_map};

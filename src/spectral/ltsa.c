@@ -46,4 +46,5 @@ static nle_status ltsa_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spe
   return nle__alignment_embed(ctx, job, &lm, r);
 }
 
-const nle__spectral_method nle__spectral_ltsa = {"ltsa", NLE_COMPONENTS_JOIN, false, true, true, false, ltsa_embed};
+const nle__spectral_method nle__spectral_ltsa = {"ltsa", NLE_COMPONENTS_JOIN, false, true, true, false, ltsa_embed,
+                                                 &nle__weights_map};

@@ -6,6 +6,7 @@
 
 #include "../graph/graph_internal.h"
 #include "eigen.h"
+#include "newpoint.h"
 
 /* What the front door hands a method: the resolved options, the points
  * (or NULL), the directed kNN graph (or NULL when W was given), the
@@ -45,10 +46,14 @@ typedef struct {
                                        given-graph points on components */
   /* Fills r->X, r->eigenvalues, r->n_eigenvalues and r->solver_used. */
   nle_status (*embed)(nle_ctx *ctx, const nle__spectral_job *job, nle_spectral_result *r);
+  /* Its map of new points and what the model file keeps for it
+   * (newpoint.h); NULL: the method keeps no model. */
+  const nle__spectral_map *map;
 } nle__spectral_method;
 
-extern const nle__spectral_method nle__spectral_le, nle__spectral_lle, nle__spectral_isomap, nle__spectral_diffmap,
-    nle__spectral_ltsa, nle__spectral_hlle, nle__spectral_mlle;
+/* spectral.c: the row of the table for this method, or NULL. */
+const nle__spectral_method *nle__spectral_row(nle_spectral_method method);
+
 
 /* le.c: the nev smallest eigenpairs (ascending) of W's Laplacian of the
  * given kind, dense or by Lanczos as `solver` says (auto: by size); U the

@@ -177,4 +177,5 @@ static nle_status mlle_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spe
   return nle__alignment_embed(ctx, job, &lm, r);
 }
 
-const nle__spectral_method nle__spectral_mlle = {"mlle", NLE_COMPONENTS_JOIN, false, true, true, false, mlle_embed};
+const nle__spectral_method nle__spectral_mlle = {"mlle", NLE_COMPONENTS_JOIN, false, true, true, false, mlle_embed,
+                                                 &nle__weights_map};

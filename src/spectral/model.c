@@ -5,7 +5,6 @@
  * Nystrom formula needs), saved to and loaded from nlembed's CRC-checked
  * record file, and given back its training data. */
 #include "method.h"
-#include "../io/io_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -45,10 +44,6 @@ static nle_status project_training(nle_ctx *ctx, nle_spectral_model *m) {
   return m->opts.pca_dims > 0 && m->Y ? nle__spectral_project(ctx, m, m->Y, &m->pca_Y) : NLE_OK;
 }
 
-static bool uses_degrees(nle_spectral_method method) {
-  return method == NLE_SPECTRAL_LE || method == NLE_SPECTRAL_DIFFMAP;
-}
-
 nle_status nle__spectral_model_finish(nle_ctx *ctx, nle_spectral_model *m, nle_spectral_method method,
                                       const nle_spectral_opts *o, const nle_matf *Y, const nle_csr *knn,
                                       const nle_csr *W, const nle_spectral_result *r) {
@@ -83,7 +78,8 @@ nle_status nle__spectral_model_finish(nle_ctx *ctx, nle_spectral_model *m, nle_s
       m->log_z[i] = log(sum) - m->beta[i] * d0;
     }
   }
-  if (!s && uses_degrees(method) && !(m->degrees = nle__degrees(ctx, W))) s = NLE_ERR_NOMEM;
+  const nle__spectral_map *map = nle__spectral_row(method)->map;
+  if (!s && map->keep) s = map->keep(ctx, m, W);
   if (!s && r->landmark_X) { /* LLL: the landmarks and X~ carry the map */
     m->n_landmarks = r->n_landmarks;
     if (!(m->landmarks = nle__malloc(ctx, r->n_landmarks * sizeof(int32_t), "the model's landmarks"))) s = NLE_ERR_NOMEM;
@@ -101,8 +97,13 @@ enum { SM_METHOD, SM_N, SM_D, SM_DIM, SM_K, SM_HAS_Y, SM_HASH, SM_AFFINITY, SM_S
        SM_INTS };
 enum { SM_RADIUS, SM_SIGMA, SM_REG, SM_ALPHA, SM_PERPLEXITY, SM_DOUBLES };
 
-nle_status nle_spectral_model_save(nle_ctx *ctx, const nle_spectral_model *m, const char *path, bool copy_data) {
-  if (!m->Y && copy_data) return nle__fail(ctx, NLE_ERR_ARG, "spectral model: no training data to copy");
+static nle_status check_save(nle_ctx *ctx, const void *model, bool copy_data) {
+  const nle_spectral_model *m = model;
+  return !m->Y && copy_data ? nle__fail(ctx, NLE_ERR_ARG, "spectral model: no training data to copy") : NLE_OK;
+}
+
+static void write_model(nle__afile *af, const void *model, bool copy_data) {
+  const nle_spectral_model *m = model;
   const nle_spectral_opts *o = &m->opts;
   size_t n = m->n;
   int64_t ints[SM_INTS] = {m->method, (int64_t)n, (int64_t)m->D, (int64_t)m->dim, o->k, copy_data != 0,
@@ -110,47 +111,43 @@ nle_status nle_spectral_model_save(nle_ctx *ctx, const nle_spectral_model *m, co
                            o->diffusion_time, o->pca_dims, o->pca_candidates, (int64_t)m->n_landmarks,
                            m->landmarks == NULL, m->n_eigenvalues};
   double doubles[SM_DOUBLES] = {o->radius, o->sigma, o->reg, o->alpha, o->perplexity};
-  nle__afile af;
-  nle_status s = nle__rec_open(ctx, path, "spectral-model", &af);
-  if (s) return s;
-  nle__rec_put_text(&af, "source", m->source);
-  nle__rec_put(&af, "ints", 'l', ints, SM_INTS);
-  nle__rec_put(&af, "doubles", 'd', doubles, SM_DOUBLES);
-  nle__rec_put(&af, "X", 'd', m->X->data, n * m->dim);
-  nle__rec_put(&af, "eigenvalues", 'd', m->eigenvalues, (uint64_t)m->n_eigenvalues);
-  nle__rec_put(&af, "reach", 'f', m->reach, n);
-  if (m->scale) nle__rec_put(&af, "scale", 'd', m->scale, n);
+  nle__rec_put_text(af, "source", m->source);
+  nle__rec_put(af, "ints", 'l', ints, SM_INTS);
+  nle__rec_put(af, "doubles", 'd', doubles, SM_DOUBLES);
+  nle__rec_put(af, "X", 'd', m->X->data, n * m->dim);
+  nle__rec_put(af, "eigenvalues", 'd', m->eigenvalues, (uint64_t)m->n_eigenvalues);
+  nle__rec_put(af, "reach", 'f', m->reach, n);
+  if (m->scale) nle__rec_put(af, "scale", 'd', m->scale, n);
   if (m->beta) {
-    nle__rec_put(&af, "beta", 'd', m->beta, n);
-    nle__rec_put(&af, "log_z", 'd', m->log_z, n);
+    nle__rec_put(af, "beta", 'd', m->beta, n);
+    nle__rec_put(af, "log_z", 'd', m->log_z, n);
   }
-  if (m->degrees) nle__rec_put(&af, "degrees", 'd', m->degrees, n);
-  if (m->geodesic_graph) {
-    const nle_csr *G = m->geodesic_graph;
-    nle__rec_put(&af, "graph_rowptr", 'l', G->rowptr, n + 1);
-    nle__rec_put(&af, "graph_colind", 'i', G->colind, (uint64_t)G->nnz);
-    nle__rec_put(&af, "graph_length", 'd', G->val, (uint64_t)G->nnz);
-    nle__rec_put(&af, "landmark_mean", 'd', m->landmark_mean, m->n_landmarks);
-    if (m->landmarks) nle__rec_put(&af, "landmarks", 'i', m->landmarks, m->n_landmarks);
-  }
+  const nle__spectral_map *map = nle__spectral_row(m->method)->map;
+  if (map->save) map->save(af, m);
   if (o->pca_dims > 0) {
-    nle__rec_put(&af, "pca_mean", 'd', m->pca_mean, m->D);
-    nle__rec_put(&af, "pca_components", 'd', m->pca_components, (uint64_t)o->pca_dims * m->D);
-    nle__rec_put(&af, "candidate_reach", 'f', m->candidate_reach, n);
+    nle__rec_put(af, "pca_mean", 'd', m->pca_mean, m->D);
+    nle__rec_put(af, "pca_components", 'd', m->pca_components, (uint64_t)o->pca_dims * m->D);
+    nle__rec_put(af, "candidate_reach", 'f', m->candidate_reach, n);
   }
   if (m->landmark_X) {
     int64_t lll[2] = {(int64_t)m->n_landmarks, o->kz};
-    nle__rec_put(&af, "lll", 'l', lll, 2);
-    nle__rec_put(&af, "lll_landmarks", 'i', m->landmarks, m->n_landmarks);
-    nle__rec_put(&af, "lll_X", 'd', m->landmark_X->data, m->n_landmarks * m->dim);
+    nle__rec_put(af, "lll", 'l', lll, 2);
+    nle__rec_put(af, "lll_landmarks", 'i', m->landmarks, m->n_landmarks);
+    nle__rec_put(af, "lll_X", 'd', m->landmark_X->data, m->n_landmarks * m->dim);
   }
   if (m->centres) {
     int64_t cl[2] = {m->clusters, m->normalize_rows};
-    nle__rec_put(&af, "clusters", 'l', cl, 2);
-    nle__rec_put(&af, "centres", 'd', m->centres, (uint64_t)m->clusters * m->dim);
+    nle__rec_put(af, "clusters", 'l', cl, 2);
+    nle__rec_put(af, "centres", 'd', m->centres, (uint64_t)m->clusters * m->dim);
   }
-  if (copy_data) nle__rec_put(&af, "Y", 'f', m->Y->data, n * m->D);
-  return nle__afile_commit(ctx, &af);
+  if (copy_data) nle__rec_put(af, "Y", 'f', m->Y->data, n * m->D);
+}
+
+/* A method of the table that keeps a model (a map of new points). */
+static bool known_method(int64_t method) {
+  const nle__spectral_method *row =
+      method >= 0 && method < INT32_MAX ? nle__spectral_row((nle_spectral_method)method) : NULL;
+  return row && row->map;
 }
 
 /* The header's values, in range, into m (the rest is checked as read). */
@@ -159,11 +156,10 @@ static nle_status read_header(nle_ctx *ctx, const char *path, const int64_t *iv,
   nle_spectral_opts *o = &m->opts;
   nle_spectral_opts_init(o);
   int64_t n = iv[SM_N];
-  bool ok = iv[SM_METHOD] >= 0 && iv[SM_METHOD] <= NLE_SPECTRAL_MLLE && n >= 3 && n <= INT32_MAX && iv[SM_D] >= 1 &&
+  bool ok = known_method(iv[SM_METHOD]) && n >= 3 && n <= INT32_MAX && iv[SM_D] >= 1 &&
             iv[SM_D] <= INT32_MAX && iv[SM_DIM] >= 1 && iv[SM_DIM] < n && iv[SM_K] >= 1 && iv[SM_K] < n &&
-            iv[SM_AFFINITY] >= 0 && iv[SM_AFFINITY] <= 16 && iv[SM_SYMMETRIZE] >= 0 &&
-            iv[SM_SYMMETRIZE] <= NLE_SYMMETRIZE_MUTUAL && iv[SM_LAPLACIAN] >= 0 &&
-            iv[SM_LAPLACIAN] <= NLE_LAPLACIAN_UNNORMALISED && iv[SM_TUNING_K] >= 1 && iv[SM_TUNING_K] < n &&
+            iv[SM_AFFINITY] >= 0 && iv[SM_AFFINITY] <= 16 && NLE__MODEL_NAMED(iv[SM_SYMMETRIZE], nle_symmetrize_name) &&
+            NLE__MODEL_NAMED(iv[SM_LAPLACIAN], nle_laplacian_name) && iv[SM_TUNING_K] >= 1 && iv[SM_TUNING_K] < n &&
             iv[SM_TIME] >= 0 && iv[SM_TIME] <= 1000000 && iv[SM_PCA_DIMS] >= 0 && iv[SM_PCA_DIMS] <= iv[SM_D] &&
             iv[SM_PCA_CANDIDATES] >= 0 && iv[SM_PCA_CANDIDATES] < n && iv[SM_LANDMARKS] >= 0 &&
             iv[SM_LANDMARKS] <= n && iv[SM_EIGENVALUES] >= iv[SM_DIM] && iv[SM_EIGENVALUES] <= iv[SM_DIM] + 1 &&
@@ -193,7 +189,7 @@ static nle_status read_header(nle_ctx *ctx, const char *path, const int64_t *iv,
 }
 
 /* A copy of record `name` (count floats, each finite and >= 0). */
-static nle_status read_floats(nle_ctx *ctx, const nle__rec_file *f, const char *name, size_t count, float **dst) {
+nle_status nle__spectral_read_floats(nle_ctx *ctx, const nle__rec_file *f, const char *name, size_t count, float **dst) {
   const void *src;
   nle_status s = nle__rec_get(ctx, f, name, 'f', count, &src);
   if (!s && !(*dst = nle__malloc(ctx, (count ? count : 1) * sizeof(float), name))) s = NLE_ERR_NOMEM;
@@ -204,8 +200,8 @@ static nle_status read_floats(nle_ctx *ctx, const nle__rec_file *f, const char *
   return s;
 }
 
-static nle_status read_ints(nle_ctx *ctx, const nle__rec_file *f, const char *name, size_t count, int64_t bound,
-                            int32_t **dst) {
+nle_status nle__spectral_read_ints(nle_ctx *ctx, const nle__rec_file *f, const char *name, size_t count, int64_t bound,
+                                   int32_t **dst) {
   const void *src;
   nle_status s = nle__rec_get(ctx, f, name, 'i', count, &src);
   if (!s && !(*dst = nle__malloc(ctx, (count ? count : 1) * sizeof(int32_t), name))) s = NLE_ERR_NOMEM;
@@ -216,113 +212,102 @@ static nle_status read_ints(nle_ctx *ctx, const nle__rec_file *f, const char *na
   return s;
 }
 
-static nle_status read_graph(nle_ctx *ctx, const nle__rec_file *f, size_t n, nle_csr **G) {
-  const void *rp = NULL, *len = NULL;
-  int32_t *col = NULL;
-  nle_status s = nle__rec_get(ctx, f, "graph_rowptr", 'l', n + 1, &rp);
-  const int64_t *rowptr = rp;
-  int64_t nnz = s ? 0 : rowptr[n];
-  for (size_t i = 0; !s && i < n; i++)
-    if (rowptr[0] != 0 || rowptr[i + 1] < rowptr[i] || nnz > INT32_MAX * (int64_t)8)
-      s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: damaged geodesic graph", f->path);
-  if (!s) s = read_ints(ctx, f, "graph_colind", (size_t)nnz, (int64_t)n, &col);
-  if (!s) s = nle__rec_get(ctx, f, "graph_length", 'd', (uint64_t)nnz, &len);
-  if (!s) s = nle_csr_alloc(ctx, (int64_t)n, (int64_t)n, nnz, NLE_F64, G);
-  if (!s) {
-    memcpy((*G)->rowptr, rowptr, (n + 1) * sizeof(int64_t));
-    memcpy((*G)->colind, col, (size_t)nnz * sizeof(int32_t));
-    memcpy((*G)->val, len, (size_t)nnz * sizeof(double));
-    for (int64_t q = 0; !s && q < nnz; q++)
-      if (!(((double *)(*G)->val)[q] >= 0) || !isfinite(((double *)(*G)->val)[q]))
-        s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: damaged geodesic graph (edge length)", f->path);
-  }
-  free(col);
-  return s;
-}
-
-nle_status nle_spectral_model_load(nle_ctx *ctx, const char *path, nle_spectral_model **out) {
-  *out = NULL;
-  nle__rec_file f;
-  nle_status s = nle__rec_read(ctx, path, "spectral-model", &f);
-  if (s) return s;
+static nle_status read_model(nle_ctx *ctx, nle__rec_file *f, void **out) {
+  const char *path = f->path;
   nle_spectral_model *m = nle__calloc(ctx, 1, sizeof *m, "the spectral model");
+  *out = m;
   const void *iv = NULL, *dv = NULL;
-  s = m ? nle__rec_get(ctx, &f, "ints", 'l', SM_INTS, &iv) : NLE_ERR_NOMEM;
-  if (!s) s = nle__rec_get(ctx, &f, "doubles", 'd', SM_DOUBLES, &dv);
-  if (!s) s = nle__rec_text(ctx, &f, "source", m->source, sizeof m->source);
+  nle_status s = m ? nle__rec_get(ctx, f, "ints", 'l', SM_INTS, &iv) : NLE_ERR_NOMEM;
+  if (!s) s = nle__rec_get(ctx, f, "doubles", 'd', SM_DOUBLES, &dv);
+  if (!s) s = nle__rec_text(ctx, f, "source", m->source, sizeof m->source);
   if (!s) s = read_header(ctx, path, iv, dv, m);
   size_t n = m && !s ? m->n : 0;
   double *x = NULL;
-  if (!s) s = nle__rec_copy_doubles(ctx, &f, "X", n * m->dim, &x);
+  if (!s) s = nle__rec_copy_doubles(ctx, f, "X", n * m->dim, &x);
   if (!s) s = nle_matd_alloc(ctx, n, m->dim, &m->X);
   if (!s) memcpy(m->X->data, x, n * m->dim * sizeof(double));
   free(x);
-  if (!s) s = nle__rec_copy_doubles(ctx, &f, "eigenvalues", (size_t)m->n_eigenvalues, &m->eigenvalues);
-  if (!s) s = read_floats(ctx, &f, "reach", n, &m->reach);
-  if (!s && m->opts.affinity == NLE_AFF_SELF_TUNING) s = nle__rec_copy_doubles(ctx, &f, "scale", n, &m->scale);
-  if (!s && m->opts.affinity == NLE_AFF_ENTROPIC) s = nle__rec_copy_doubles(ctx, &f, "beta", n, &m->beta);
-  if (!s && m->opts.affinity == NLE_AFF_ENTROPIC) s = nle__rec_copy_doubles(ctx, &f, "log_z", n, &m->log_z);
-  if (!s && uses_degrees(m->method)) s = nle__rec_copy_doubles(ctx, &f, "degrees", n, &m->degrees);
-  if (!s && m->method == NLE_SPECTRAL_ISOMAP) {
-    s = read_graph(ctx, &f, n, &m->geodesic_graph);
-    if (!s && m->n_landmarks < m->dim + 1) s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: damaged landmark record", path);
-    if (!s) s = nle__rec_copy_doubles(ctx, &f, "landmark_mean", m->n_landmarks, &m->landmark_mean);
-    if (!s && m->opts.landmarks > 0) s = read_ints(ctx, &f, "landmarks", m->n_landmarks, (int64_t)n, &m->landmarks);
-    if (!s && !m->opts.landmarks && m->n_landmarks != n)
-      s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: damaged landmark record", path);
-  }
+  if (!s) s = nle__rec_copy_doubles(ctx, f, "eigenvalues", (size_t)m->n_eigenvalues, &m->eigenvalues);
+  if (!s) s = nle__spectral_read_floats(ctx, f, "reach", n, &m->reach);
+  if (!s && m->opts.affinity == NLE_AFF_SELF_TUNING) s = nle__rec_copy_doubles(ctx, f, "scale", n, &m->scale);
+  if (!s && m->opts.affinity == NLE_AFF_ENTROPIC) s = nle__rec_copy_doubles(ctx, f, "beta", n, &m->beta);
+  if (!s && m->opts.affinity == NLE_AFF_ENTROPIC) s = nle__rec_copy_doubles(ctx, f, "log_z", n, &m->log_z);
+  const nle__spectral_map *map = s ? NULL : nle__spectral_row(m->method)->map;
+  if (!s && map->load) s = map->load(ctx, f, m);
   if (!s && m->opts.pca_dims > 0) {
-    s = nle__rec_copy_doubles(ctx, &f, "pca_mean", m->D, &m->pca_mean);
-    if (!s) s = nle__rec_copy_doubles(ctx, &f, "pca_components", (size_t)m->opts.pca_dims * m->D, &m->pca_components);
-    if (!s) s = read_floats(ctx, &f, "candidate_reach", n, &m->candidate_reach);
+    s = nle__rec_copy_doubles(ctx, f, "pca_mean", m->D, &m->pca_mean);
+    if (!s) s = nle__rec_copy_doubles(ctx, f, "pca_components", (size_t)m->opts.pca_dims * m->D, &m->pca_components);
+    if (!s) s = nle__spectral_read_floats(ctx, f, "candidate_reach", n, &m->candidate_reach);
   }
-  if (!s && nle__rec_has(&f, "lll")) { /* Laplacian eigenmaps by LLL */
+  if (!s && nle__rec_has(f, "lll")) { /* Laplacian eigenmaps by LLL */
     const void *lv;
     double *xl = NULL;
-    s = nle__rec_get(ctx, &f, "lll", 'l', 2, &lv);
+    s = nle__rec_get(ctx, f, "lll", 'l', 2, &lv);
     const int64_t *lll = lv;
-    if (!s && (m->method != NLE_SPECTRAL_LE || lll[0] <= (int64_t)m->dim || lll[0] > (int64_t)n || lll[1] < 1 ||
+    if (!s && (!nle__spectral_row(m->method)->by_landmarks || lll[0] <= (int64_t)m->dim || lll[0] > (int64_t)n || lll[1] < 1 ||
                lll[1] > lll[0]))
       s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: damaged landmark record", path);
     if (!s) {
       m->n_landmarks = (size_t)lll[0], m->opts.landmarks = (int)lll[0], m->opts.kz = (int)lll[1];
-      s = read_ints(ctx, &f, "lll_landmarks", m->n_landmarks, (int64_t)n, &m->landmarks);
+      s = nle__spectral_read_ints(ctx, f, "lll_landmarks", m->n_landmarks, (int64_t)n, &m->landmarks);
     }
-    if (!s) s = nle__rec_copy_doubles(ctx, &f, "lll_X", m->n_landmarks * m->dim, &xl);
+    if (!s) s = nle__rec_copy_doubles(ctx, f, "lll_X", m->n_landmarks * m->dim, &xl);
     if (!s) s = nle_matd_alloc(ctx, m->n_landmarks, m->dim, &m->landmark_X);
     if (!s) memcpy(m->landmark_X->data, xl, m->n_landmarks * m->dim * sizeof(double));
     free(xl);
   }
-  if (!s && nle__rec_has(&f, "clusters")) { /* a spectral clustering's model */
+  if (!s && nle__rec_has(f, "clusters")) { /* a spectral clustering's model */
     const void *cv;
-    s = nle__rec_get(ctx, &f, "clusters", 'l', 2, &cv);
+    s = nle__rec_get(ctx, f, "clusters", 'l', 2, &cv);
     const int64_t *cl = cv;
     if (!s && (m->method != NLE_SPECTRAL_LE || cl[0] < 2 || cl[0] > (int64_t)n || (cl[1] != 0 && cl[1] != 1)))
       s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: damaged clustering record", path);
     if (!s) {
       m->clusters = (int)cl[0], m->normalize_rows = cl[1] != 0;
-      s = nle__rec_copy_doubles(ctx, &f, "centres", (size_t)m->clusters * m->dim, &m->centres);
+      s = nle__rec_copy_doubles(ctx, f, "centres", (size_t)m->clusters * m->dim, &m->centres);
     }
   }
-  if (!s && nle__rec_has(&f, "Y")) {
+  if (!s && nle__rec_has(f, "Y")) {
     const void *y;
-    s = nle__rec_get(ctx, &f, "Y", 'f', n * m->D, &y);
+    s = nle__rec_get(ctx, f, "Y", 'f', n * m->D, &y);
     if (!s) s = nle_matf_alloc(ctx, n, m->D, &m->Y);
     if (!s) memcpy(m->Y->data, y, n * m->D * sizeof(float));
     if (!s && nle__hash_floats(m->Y) != m->data_hash)
       s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: training data damaged", path);
   }
   if (!s) s = project_training(ctx, m);
-  nle__rec_free(&f);
-  if (s) {
-    nle_spectral_model_free(&m);
-    return nle__name_error(ctx, path);
-  }
-  *out = m;
-  return NLE_OK;
+  return s;
 }
 
 nle_status nle_spectral_model_attach_data(nle_ctx *ctx, nle_spectral_model *m, const nle_matf *Y) {
   nle_status s = nle__attach_training_data(ctx, Y, m->n, m->D, m->data_hash, m->source, &m->Y);
   return s ? s : project_training(ctx, m);
+}
+
+static void free_model(void *model) {
+  nle_spectral_model *m = model;
+  nle_spectral_model_free(&m);
+}
+
+static nle_status attach(nle_ctx *ctx, void *model, const nle_matf *Y) {
+  return nle_spectral_model_attach_data(ctx, model, Y);
+}
+
+static const char *data_source(const void *model) {
+  const nle_spectral_model *m = model;
+  return m->Y ? NULL : m->source;
+}
+
+const nle__model_kind nle__spectral_model_kind = {"spectral-model", false, check_save, write_model, read_model,
+                                                  free_model, attach, data_source};
+
+nle_status nle_spectral_model_save(nle_ctx *ctx, const nle_spectral_model *m, const char *path, bool copy_data) {
+  return nle__model_save(ctx, &nle__spectral_model_kind, m, path, copy_data);
+}
+
+nle_status nle_spectral_model_load(nle_ctx *ctx, const char *path, nle_spectral_model **out) {
+  void *m = NULL;
+  nle_status s = nle__model_load(ctx, &nle__spectral_model_kind, path, &m);
+  *out = m;
+  return s;
 }

@@ -9,16 +9,39 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const nle__spectral_method *const methods[] = {&nle__spectral_le, &nle__spectral_lle, &nle__spectral_isomap,
-                                                      &nle__spectral_diffmap, &nle__spectral_ltsa,
-                                                      &nle__spectral_hlle, &nle__spectral_mlle};
-static const char *const method_names[] = {"le", "lle", "isomap", "diffmap", "ltsa", "hlle", "mlle"};
+/* One row per method, in the order of nle_spectral_method (a method's value
+ * is its place here; its name is its row's). A method defines its row in
+ * its own file (method.h). */
+extern const nle__spectral_method nle__spectral_le, nle__spectral_lle, nle__spectral_isomap, nle__spectral_diffmap,
+    nle__spectral_ltsa, nle__spectral_hlle, nle__spectral_mlle;
+static const nle__spectral_method *const methods[] = {
+    &nle__spectral_le,
+    &nle__spectral_lle,
+    &nle__spectral_isomap,
+    &nle__spectral_diffmap,
+    &nle__spectral_ltsa,
+    &nle__spectral_hlle,
+    &nle__spectral_mlle,
+};
 static const char *const laplacian_names[] = {"random-walk", "symmetric", "unnormalised"};
 static const char *const components_names[] = {"error", "allow", "join"};
 static const char *const symmetrize_names[] = {"average", "union", "mutual"};
 static const char *const solver_names[] = {"dense", "sparse", "shift-invert"};
 
-NLE__ENUM_NAMES(nle_spectral_method_name, nle_spectral_method_parse, nle_spectral_method, method_names, false)
+const nle__spectral_method *nle__spectral_row(nle_spectral_method method) {
+  return (unsigned)method < NLE__COUNT(methods) ? methods[method] : NULL;
+}
+
+const char *nle_spectral_method_name(nle_spectral_method method) {
+  const nle__spectral_method *row = nle__spectral_row(method);
+  return row ? row->name : "unknown";
+}
+
+int nle_spectral_method_parse(const char *name) {
+  for (size_t i = 0; name && i < NLE__COUNT(methods); i++)
+    if (!strcmp(name, methods[i]->name)) return (int)i;
+  return -1;
+}
 NLE__ENUM_NAMES(nle_laplacian_name, nle_laplacian_parse, nle_laplacian_kind, laplacian_names, false)
 NLE__ENUM_NAMES(nle_components_name, nle_components_parse, nle_components_policy, components_names, true)
 NLE__ENUM_NAMES(nle_symmetrize_name, nle_symmetrize_parse, nle_symmetrize_rule, symmetrize_names, false)
@@ -291,7 +314,7 @@ nle_status nle__spectral_embed_with(nle_ctx *ctx, nle_spectral_method method, co
   nle_status s = check_opts(ctx, method, opts);
   if (!s) s = check_input(ctx, in, opts, &n);
   if (s) return s;
-  const nle__spectral_method *m = methods[method];
+  const nle__spectral_method *m = nle__spectral_row(method);
   if (m->needs_points && !in->Y)
     return nle__fail(ctx, NLE_ERR_ARG, "%s: the method needs the points themselves, not only a kNN graph or affinities",
                      m->name);
@@ -325,6 +348,8 @@ nle_status nle__spectral_embed_with(nle_ctx *ctx, nle_spectral_method method, co
   if (o->keep_model && !in->Y)
     s = nle__fail(ctx, NLE_ERR_ARG, "%s: a model for new points needs the points (new points are placed by their distances to "
                   "them), not only a kNN graph or affinities", m->name);
+  if (!s && o->keep_model && !m->map)
+    s = nle__fail(ctx, NLE_ERR_ARG, "%s: the method has no map of new points to keep a model for", m->name);
   if (!s && o->keep_model && !(r->model = nle__calloc(ctx, 1, sizeof *r->model, "the spectral model")))
     s = NLE_ERR_NOMEM;
   if (!s && o->keep_model && !in->knn && in->affinities)

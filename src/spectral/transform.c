@@ -15,7 +15,6 @@
  * Points are independent: blocks of them in parallel, the same bits on any
  * number of threads. */
 #include "method.h"
-#include "../affinity/affinity_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -23,34 +22,25 @@
 
 enum { POINT_BLOCK = 16 };
 
-typedef struct {
-  int32_t j;
-  float d2;
-  uint8_t forward, reverse;
-} edge;
+typedef nle__oos_edge edge;
 
 typedef struct {
   nle_ctx *ctx;
   const nle_spectral_model *m;
+  const nle__spectral_map *map; /* the method's (its row's) */
   const nle_matf *Ynew, *Qs; /* the new points, and in the search space */
   const nle_matf *S;         /* the training points in the search space */
   nle_matd *out;
   size_t candidates;         /* forward candidates per point, the point itself included */
-  size_t lle_k, lle_scratch; /* neighbours the scratch's Gram system holds; doubles */
-  bool forward_only;         /* the LLE family: no reverse edges needed */
+  size_t map_scratch;        /* bytes of the map's scratch per block (8-byte multiple) */
   int bad_point;             /* -1, or the first point without an edge (its row) */
   double bad_nearest;
 } oos_job;
 
-/* The LLE family maps by reconstruction weights, from y's own neighbours;
- * the others by Nystrom's formula over both directions of its edges. */
-static bool uses_weights(nle_spectral_method method) {
-  return method != NLE_SPECTRAL_LE && method != NLE_SPECTRAL_DIFFMAP && method != NLE_SPECTRAL_ISOMAP;
-}
-
 const char *nle_spectral_model_map(const nle_spectral_model *m) {
   if (m->landmark_X) return m->centres ? "landmark weights, nearest centre" : "landmark weights";
-  return m->centres ? "nystrom, nearest centre" : uses_weights(m->method) ? "reconstruction weights" : "nystrom";
+  const nle__spectral_method *row = nle__spectral_row(m->method);
+  return m->centres ? "nystrom, nearest centre" : row && row->map ? row->map->name : "none";
 }
 
 static int cmp_edge(const void *a, const void *b) {
@@ -112,7 +102,7 @@ static size_t find_edges(const oos_job *j, size_t q, double *sd, nle__pair *heap
   }
   qsort(edges, count, sizeof *edges, cmp_edge);
   *n_forward = nf;
-  if (j->forward_only) return count; /* reconstruction weights: y's own neighbours only */
+  if (j->map->forward_only) return count; /* reconstruction weights: y's own neighbours only */
   /* reverse: the training points whose reach y falls in */
   size_t listed = count;
   for (size_t i = 0; i < n; i++) {
@@ -131,131 +121,29 @@ static size_t find_edges(const oos_job *j, size_t q, double *sd, nle__pair *heap
   return count;
 }
 
-/* LE and diffusion maps: the Nystrom formulas of spectral.h. Scratch:
- * pw[count] (entropic: each forward edge's p_{n|y}), dfwd[nf] and p[nf],
- * ea[2 nf + 1]. */
-static int kernel_map(const oos_job *j, const edge *edges, size_t count, const int32_t *fwd, size_t nf,
-                      int32_t self, double *pw, double *dfwd, double *p, double *ea, double *x) {
+/* y's map by the method's into x (sd: the block's scratch, its distances
+ * first); 1, or 0 when y has no usable edge, -1 out of memory. */
+static int map_point(const oos_job *j, size_t q, double **grown, size_t *grown_doubles, double *x, double *sd) {
   const nle_spectral_model *m = j->m;
-  const nle_spectral_opts *o = &m->opts;
-  size_t d = m->dim;
-  double scale_y = 0.0;
-  if (o->affinity == NLE_AFF_SELF_TUNING && nf) { /* its tuning_k-th forward neighbour's distance */
-    size_t t = (size_t)o->tuning_k < nf ? (size_t)o->tuning_k : nf;
-    const edge key = {fwd[t - 1], 0, 0, 0};
-    const edge *e = bsearch(&key, edges, count, sizeof *edges, cmp_edge);
-    scale_y = sqrt((double)e->d2);
-  }
-  if (o->affinity == NLE_AFF_ENTROPIC && nf) { /* y's own row, solved as training solved its rows */
-    for (size_t a = 0; a < nf; a++) {
-      const edge key = {fwd[a], 0, 0, 0};
-      dfwd[a] = (double)((const edge *)bsearch(&key, edges, count, sizeof *edges, cmp_edge))->d2;
-    }
-    /* a training point given again starts at its training root, and stops there */
-    nle__ea_row(dfwd, (int)nf, o->perplexity, self >= 0 ? log(m->beta[self]) : NAN, p, ea);
-    for (size_t a = 0; a < nf; a++) {
-      const edge key = {fwd[a], 0, 0, 0};
-      pw[(const edge *)bsearch(&key, edges, count, sizeof *edges, cmp_edge) - edges] = p[a];
-    }
-  }
-  double deg = 0.0, norm = 0.0;
-  for (size_t t = 0; t < d; t++) x[t] = 0.0;
-  for (size_t a = 0; a < count; a++) {
-    const edge *e = &edges[a];
-    double sj = m->scale ? m->scale[e->j] : 0.0;
-    double w_fwd, w_rev;
-    if (o->affinity == NLE_AFF_ENTROPIC) {
-      w_fwd = e->forward ? pw[a] : NAN;
-      w_rev = e->reverse ? exp(-m->beta[e->j] * e->d2 - m->log_z[e->j]) : NAN;
-    } else {
-      w_fwd = e->forward ? nle__affinity_weight(o, e->d2, scale_y, sj) : NAN;
-      w_rev = e->reverse ? nle__affinity_weight(o, e->d2, sj, scale_y) : NAN;
-    }
-    double w = nle__symmetrize_pair(o->symmetrize, w_fwd, w_rev);
-    if (isnan(w) || !(w > 0) || !(m->degrees[e->j] > 0)) continue;
-    deg += w;
-    double c = w; /* each training point's share before the normalisation */
-    if (m->method == NLE_SPECTRAL_DIFFMAP) c = o->alpha == 0 ? w : w / pow(m->degrees[e->j], o->alpha);
-    else if (o->laplacian == NLE_LAPLACIAN_SYMMETRIC) c = w / sqrt(m->degrees[e->j]);
-    norm += c;
-    for (size_t t = 0; t < d; t++) x[t] += c * m->X->data[(size_t)e->j * d + t];
-  }
-  if (!(deg > 0)) return 0;
-  for (size_t t = 0; t < d; t++) {
-    double lambda = m->eigenvalues[t + 1], div;
-    if (m->method == NLE_SPECTRAL_DIFFMAP) div = lambda * norm; /* P's eigenvalue mu_t */
-    else if (o->laplacian == NLE_LAPLACIAN_UNNORMALISED) div = deg - lambda;
-    else if (o->laplacian == NLE_LAPLACIAN_SYMMETRIC) div = (1.0 - lambda) * sqrt(deg);
-    else div = (1.0 - lambda) * deg;
-    x[t] /= div;
-  }
-  return 1;
-}
-
-/* Isomap: geodesics from y through its edges, then the triangulation. */
-static void isomap_map(const oos_job *j, const edge *edges, size_t count, int32_t self, double *dist, void *heap,
-                       int32_t *src, double *start, double *x) {
-  const nle_spectral_model *m = j->m;
-  size_t d = m->dim, L = m->n_landmarks;
-  for (size_t a = 0; a < count; a++) src[a] = edges[a].j, start[a] = sqrt((double)edges[a].d2);
-  if (self >= 0) src[count] = self, start[count++] = 0.0; /* y is that training point: 0 away, not an edge */
-  nle__dijkstra_from(m->geodesic_graph, count, src, start, dist, heap);
-  for (size_t t = 0; t < d; t++) x[t] = 0.0;
-  for (size_t a = 0; a < L; a++) {
-    size_t l = m->landmarks ? (size_t)m->landmarks[a] : a;
-    double g2 = dist[l] * dist[l] - m->landmark_mean[a];
-    for (size_t t = 0; t < d; t++) x[t] += m->X->data[l * d + t] * g2;
-  }
-  for (size_t t = 0; t < d; t++) x[t] *= -0.5 / m->eigenvalues[t];
-}
-
-/* y's map by the method's formula into x (sd: the block's scratch, its
- * distances first); 1, or 0 when y has no usable edge, -1 out of memory. An
- * epsilon ball may hold more neighbours than the scratch's LLE system:
- * *big (grown as needed, freed by the caller) takes them. */
-static int map_point(const oos_job *j, size_t q, double **big, size_t *big_k, double *x, double *sd) {
-  const nle_spectral_model *m = j->m;
-  size_t n = m->n, d = m->dim;
-  double *dist = sd + n, *start = dist + n, *lle = start + n, *w = lle + j->lle_scratch;
-  nle__pair *heap = (nle__pair *)(w + n);
+  size_t n = m->n;
+  char *map_scratch = (char *)(sd + n);
+  nle__pair *heap = (nle__pair *)(map_scratch + j->map_scratch);
   edge *edges = (edge *)(heap + j->candidates);
-  int32_t *fwd = (int32_t *)(edges + n), *src = fwd + n;
-  void *dheap = src + n + (n & 1);
-  size_t nf = 0;
-  int32_t self;
-  size_t count = find_edges(j, q, sd, heap, edges, fwd, &nf, &self);
-  if (j->forward_only && self >= 0) { /* its own reconstruction: weight 1 on itself */
-    memcpy(x, m->X->data + (size_t)self * d, d * sizeof(double));
-    return 1;
-  }
-  if (!count) return 0;
-  if (m->method == NLE_SPECTRAL_ISOMAP) {
-    isomap_map(j, edges, count, self, dist, dheap, src, start, x);
-    return 1;
-  }
-  if (!j->forward_only) return kernel_map(j, edges, count, fwd, nf, self, dist, start, w, lle, x);
-  if (nf > j->lle_k && nf > *big_k) {
-    double *grown = realloc(*big, (nf * m->D + nf * nf) * sizeof(double));
-    if (!grown) return -1;
-    *big = grown, *big_k = nf;
-  }
-  nle__barycentre_weights(j->Ynew->data + q * m->D, m->Y->data, m->D, fwd, (int)nf, m->opts.reg,
-                          nf > j->lle_k ? *big : lle, w);
-  for (size_t t = 0; t < d; t++) x[t] = 0.0;
-  for (size_t a = 0; a < nf; a++)
-    for (size_t t = 0; t < d; t++) x[t] += w[a] * m->X->data[(size_t)fwd[a] * d + t];
-  return 1;
+  int32_t *fwd = (int32_t *)(edges + n);
+  nle__oos_point p = {m, j->Ynew->data + q * m->D, edges, 0, fwd, 0, -1, sd, grown, grown_doubles};
+  p.count = find_edges(j, q, sd, heap, edges, fwd, &p.nf, &p.self);
+  return j->map->point(&p, map_scratch, x);
 }
 
 static int oos_block(void *job, size_t b, void *scratch) {
   oos_job *j = job;
   const nle_spectral_model *m = j->m;
   size_t n = m->n, d = m->dim, M = j->Ynew->rows, q1 = (b + 1) * POINT_BLOCK < M ? (b + 1) * POINT_BLOCK : M;
-  double *sd = scratch, *big = NULL;
-  size_t big_k = 0;
+  double *sd = scratch, *grown = NULL;
+  size_t grown_doubles = 0;
   int failed = 0;
   for (size_t q = b * POINT_BLOCK; q < q1 && !failed; q++) {
-    int ok = map_point(j, q, &big, &big_k, j->out->data + q * d, sd);
+    int ok = map_point(j, q, &grown, &grown_doubles, j->out->data + q * d, sd);
     if (ok < 0) {
       nle__fail(j->ctx, NLE_ERR_NOMEM, "spectral transform: out of memory for a ball of neighbours");
       failed = 1;
@@ -270,7 +158,7 @@ static int oos_block(void *job, size_t b, void *scratch) {
       failed = 1;
     }
   }
-  free(big);
+  free(grown);
   return failed;
 }
 
@@ -305,22 +193,19 @@ nle_status nle_spectral_transform(nle_ctx *ctx, const nle_spectral_model *m, con
       return nle__fail(ctx, NLE_ERR_VALUE, "spectral transform: new points: row %zu, column %zu is not finite",
                        i / Ynew->cols, i % Ynew->cols);
   if (m->landmark_X) return nle__lll_transform(ctx, m, Ynew, Xnew);
+  const nle__spectral_method *row = nle__spectral_row(m->method);
+  if (!row || !row->map) return nle__fail(ctx, NLE_ERR_ARG, "spectral transform: the method has no map of new points");
   size_t n = m->n, M = Ynew->rows, k = (size_t)m->opts.k;
   nle_matf *Qs = NULL;
   nle_status s = m->opts.pca_dims > 0 ? nle__spectral_project(ctx, m, Ynew, &Qs) : NLE_OK;
   if (!s) s = nle_matd_alloc(ctx, M, m->dim, Xnew);
   size_t C = (m->opts.pca_dims > 0 ? (size_t)m->opts.pca_candidates : k) + 1;
   if (C > n) C = n;
-  bool lle_family = uses_weights(m->method);
-  size_t lle_k = lle_family ? k : 0;
-  /* the LLE family's Gram system, or the entropic row solver's scratch */
-  size_t extra = lle_family ? lle_k * m->D + lle_k * lle_k : m->opts.affinity == NLE_AFF_ENTROPIC ? 2 * k + 1 : 0;
-  oos_job j = {ctx, m, Ynew, Qs ? Qs : Ynew, m->opts.pca_dims > 0 ? m->pca_Y : m->Y, *Xnew, C, lle_k, extra,
-               lle_family, -1, 0.0};
+  size_t map_scratch = (row->map->scratch_bytes(m) + 7) / 8 * 8;
+  oos_job j = {ctx, m, row->map, Ynew, Qs ? Qs : Ynew, m->opts.pca_dims > 0 ? m->pca_Y : m->Y, *Xnew, C, map_scratch,
+               -1, 0.0};
   if (!s && !j.S) s = nle__fail(ctx, NLE_ERR_ARG, "spectral transform: the model's projected training data is missing");
-  size_t scratch = (3 * n + j.lle_scratch + n) * sizeof(double) + C * sizeof(nle__pair) + n * sizeof(edge) +
-                   (2 * n + 2) * sizeof(int32_t) +
-                   (m->geodesic_graph ? nle__dijkstra_scratch(m->geodesic_graph) : 0);
+  size_t scratch = n * sizeof(double) + map_scratch + C * sizeof(nle__pair) + n * sizeof(edge) + n * sizeof(int32_t);
   if (!s) s = nle__check_memory(ctx, (double)scratch * 2.0, "the out-of-sample map's scratch");
   double per_point = (double)n * (double)j.S->cols + (m->geodesic_graph ? (double)m->geodesic_graph->nnz * 20.0 : 0.0);
   if (!s && M)
