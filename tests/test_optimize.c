@@ -455,6 +455,21 @@ static void sd_sparsified_connected(void) {
   nle_ctx_free(&ctx);
 }
 
+/* A row's place in the optimisers' table is its kind: the public enum's
+ * names must meet the rows they name (and the rows' aliases parse). */
+static void kinds_by_table_place(void) {
+  static const struct {
+    nle_opt_kind kind;
+    const char *name;
+  } rows[] = {{NLE_OPT_SD, "sd"}, {NLE_OPT_FP, "fp"}, {NLE_OPT_GD, "gd"}, {NLE_OPT_LBFGS, "lbfgs"},
+              {NLE_OPT_CG, "cg"}, {NLE_OPT_SDM, "sd-"}};
+  for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
+    if (!nle_test(!strcmp(nle_opt_name(rows[i].kind), rows[i].name) && nle_opt_parse(rows[i].name) == (int)rows[i].kind))
+      printf("  kind %d is named %s, not %s\n", (int)rows[i].kind, nle_opt_name(rows[i].kind), rows[i].name);
+  nle_test(nle_opt_parse("sdm") == NLE_OPT_SDM && nle_opt_parse("auto") == NLE_OPT_AUTO);
+  nle_test(!strcmp(nle_opt_name((nle_opt_kind)-2), "unknown") && nle_opt_parse("sgd") == -1);
+}
+
 const nle_test_case optimize_tests[] = {
     {"optimize/armijo_every_step", armijo_every_step},
     {"optimize/second_directions", second_directions},
@@ -462,4 +477,5 @@ const nle_test_case optimize_tests[] = {
     {"optimize/directions", directions},
     {"optimize/sdm_curvature_vs_hessian", sdm_curvature_vs_hessian},
     {"optimize/sd_sparsified_connected", sd_sparsified_connected},
+    {"optimize/kinds_by_table_place", kinds_by_table_place},
     {NULL, NULL}};

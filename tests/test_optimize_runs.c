@@ -6,6 +6,7 @@
 #include "harness.h"
 #include "nle_common.h"
 #include "../src/nle/nle_internal.h"
+#include "../src/io/io_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -317,6 +318,92 @@ static void resume_equals_uninterrupted(void) {
   nle_matf_free(&Y);
 }
 
+/* The checkpoint's records stay as files written before each optimiser
+ * kept its own state: X, then the optimiser's history (L-BFGS: its ring of
+ * `memory` pairs and rho; CG: the previous gradient and direction; the
+ * fixed-rate descent: velocity and gains), its two counters in "ints"
+ * (9: pairs or steps kept, 10: the ring's head; -1: L-BFGS's, from 1 to
+ * the 6 steps, as many as the curvature pairs kept). And counters the
+ * optimiser's history cannot have are refused. */
+typedef struct {
+  nle_opt_kind kind;
+  bool fixed_rate;
+  const char *names[8];
+  int64_t count, head;
+} layout_case;
+
+/* The file at `path` rewritten with ints[slot] = value (valid CRCs). */
+static void rewrite_int(nle_ctx *ctx, const char *path, const char *copy, int slot, int64_t value) {
+  nle__rec_file f;
+  nle__afile af;
+  if (nle__rec_read(ctx, path, "checkpoint", &f) || nle__rec_open(ctx, copy, "checkpoint", &af)) exit(2);
+  for (size_t e = 0; e < f.count; e++) {
+    const nle__rec_entry *r = &f.entries[e];
+    int64_t ints[16];
+    if (!strcmp(r->name, "ints")) {
+      memcpy(ints, r->data, (size_t)r->count * sizeof *ints);
+      ints[slot] = value;
+    }
+    if (r->type == 's') nle__rec_put_text(&af, r->name, (const char *)r->data);
+    else nle__rec_put(&af, r->name, r->type, !strcmp(r->name, "ints") ? (const void *)ints : r->data, r->count);
+  }
+  nle__rec_free(&f);
+  if (nle__afile_commit(ctx, &af)) exit(2);
+}
+
+static void checkpoint_layout(void) {
+  static const layout_case cases[] = {
+      {NLE_OPT_LBFGS, false, {"fingerprint", "ints", "doubles", "X", "lbfgs_s", "lbfgs_y", "lbfgs_rho"}, -1, -1},
+      {NLE_OPT_CG, false, {"fingerprint", "ints", "doubles", "X", "cg_g", "cg_p"}, 1, 0},
+      {NLE_OPT_GD, true, {"fingerprint", "ints", "doubles", "X", "velocity", "gain"}, 0, 0},
+      {NLE_OPT_SD, false, {"fingerprint", "ints", "doubles", "X"}, 0, 0}};
+  nle_matf *Y = test_random_matf(80, 5, 71);
+  nle_ctx *ctx = test_ctx(1);
+  nle_csr *P = test_entropic_p(ctx, Y, 10);
+  char path[4096], copy[4096];
+  snprintf(path, sizeof path, "%s", test_path("layout.ckpt"));
+  snprintf(copy, sizeof copy, "%s", test_path("layout_copy.ckpt"));
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    const layout_case *k = &cases[c];
+    nle_opt_opts oo;
+    nle_opt_opts_init(&oo);
+    oo.kind = k->kind, oo.fixed_rate = k->fixed_rate, oo.max_iters = 6, oo.tol = 0, oo.memory = 8;
+    planned p = plan_run(ctx, P, &oo, 0);
+    nle_matd *X = random_x(80, 2, 1e-2, 72);
+    nle_opt_report rep;
+    nle_test(nle_opt_run(ctx, p.opt, X, &rep) >= 0 && rep.iterations == 6);
+    nle_test_ok(nle_opt_save_checkpoint(ctx, p.opt, X, path, "layout"));
+    nle__rec_file f;
+    nle_test_ok(nle__rec_read(ctx, path, "checkpoint", &f));
+    size_t names = 0;
+    while (names < 8 && k->names[names]) names++;
+    int same = f.count == names;
+    for (size_t e = 0; same && e < names; e++) same = !strcmp(f.entries[e].name, k->names[e]);
+    const int64_t *ints = same ? f.entries[1].data : NULL;
+    same = same && f.entries[1].count == 15;
+    if (same && k->count < 0) same = ints[9] >= 1 && ints[9] <= 6 && ints[10] == ints[9]; /* pairs kept, ring not wrapped */
+    else if (same) same = ints[9] == k->count && ints[10] == k->head;
+    if (same && k->kind == NLE_OPT_LBFGS) same = f.entries[4].count == 8 * 160 && f.entries[6].count == 8;
+    if (!nle_test(same))
+      printf("  optimiser %s: %zu records, counters %lld %lld, not the layout of its files\n", nle_opt_name(k->kind), f.count,
+             f.count > 1 ? (long long)((const int64_t *)f.entries[1].data)[9] : -1LL,
+             f.count > 1 ? (long long)((const int64_t *)f.entries[1].data)[10] : -1LL);
+    nle__rec_free(&f);
+    /* counters out of the history's range: the optimiser's read refuses them */
+    rewrite_int(ctx, path, copy, 9, k->kind == NLE_OPT_LBFGS ? 9 : k->kind == NLE_OPT_CG ? 2 : 1);
+    nle_test(nle_opt_load_checkpoint(ctx, p.opt, X, copy, "layout") == NLE_ERR_FORMAT);
+    rewrite_int(ctx, path, copy, 10, k->kind == NLE_OPT_LBFGS ? 8 : 1);
+    nle_test(nle_opt_load_checkpoint(ctx, p.opt, X, copy, "layout") == NLE_ERR_FORMAT);
+    nle_test_ok(nle_opt_load_checkpoint(ctx, p.opt, X, path, "layout"));
+    nle_matd_free(&X);
+    nle_opt_free(&p.opt);
+    nle_model_free(&p.m);
+  }
+  nle_csr_free(&P);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
 /* SD with a sparsified W+ (kappa = 1: each point keeps its heaviest
  * neighbour, which leaves many components) is kept connected by W+'s
  * heaviest joining edges: EE from a small start then ends 30 iterations at
@@ -329,4 +416,5 @@ const nle_test_case optimize_run_tests[] = {
     {"optimize/separates_clusters", separates_clusters},
     {"optimize/tsne_style_gd", tsne_style_gd},
     {"optimize/resume_equals_uninterrupted", resume_equals_uninterrupted},
+    {"optimize/checkpoint_layout", checkpoint_layout},
     {NULL, NULL}};

@@ -212,7 +212,8 @@ typedef struct {
 
 NLE_API void nle_opt_opts_init(nle_opt_opts *o);
 /* Names: "sd", "fp", "gd", "lbfgs", "cg", "sd-" (also "sdm"), "auto" and back
- * (-1 if unknown); from the optimisers' table. */
+ * (-1 if unknown); from the optimisers' table, where a row's place is its
+ * kind (an optimiser added after SD- has the next value, named or not). */
 NLE_API const char *nle_opt_name(nle_opt_kind kind);
 NLE_API int nle_opt_parse(const char *name);
 

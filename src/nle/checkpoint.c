@@ -33,10 +33,12 @@ enum { CK_E0, CK_E, CK_STEP, CK_PREV_SLOPE, CK_SECONDS, CK_GRAD, CK_PATH_E0, CK_
 nle_status nle_opt_save_checkpoint(nle_ctx *ctx, nle_opt *o, const nle_matd *X, const char *path,
                                    const char *fingerprint) {
   const nle_opt_state *r = &o->run;
-  size_t len = X->rows * X->cols, m = (size_t)o->o.memory;
+  const nle__optimizer *type = o->type;
+  size_t len = X->rows * X->cols;
+  nle__history_counters history = type->history_counters ? type->history_counters(o) : (nle__history_counters){0, 0};
   int64_t ints[CK_INTS] = {r->active, r->rep.iterations, r->rep.evaluations, r->stalled, r->rep.converged,
                            r->path_step, r->path_all_converged, r->path_total.iterations, r->path_total.evaluations,
-                           o->hist_count, o->hist_head, r->velocity != NULL, o->o.kind, (int64_t)X->rows,
+                           history.count, history.head, r->velocity != NULL, o->o.kind, (int64_t)X->rows,
                            (int64_t)X->cols};
   double doubles[CK_DOUBLES] = {r->rep.E0, r->E, r->step, r->prev_slope, r->rep.seconds, r->rep.grad_max,
                                 r->path_total.E0, r->path_total.E, r->path_total.seconds, nle_model_lambda(o->model)};
@@ -48,15 +50,7 @@ nle_status nle_opt_save_checkpoint(nle_ctx *ctx, nle_opt *o, const nle_matd *X, 
   nle__rec_put(&af, "ints", 'l', ints, CK_INTS);
   nle__rec_put(&af, "doubles", 'd', doubles, CK_DOUBLES);
   nle__rec_put(&af, "X", 'd', X->data, len);
-  if (o->hist_len == len && o->hist_s) {
-    nle__rec_put(&af, "lbfgs_s", 'd', o->hist_s, m * len);
-    nle__rec_put(&af, "lbfgs_y", 'd', o->hist_y, m * len);
-    nle__rec_put(&af, "lbfgs_rho", 'd', o->hist_rho, m);
-  }
-  if (o->hist_len == len && o->prev_g) {
-    nle__rec_put(&af, "cg_g", 'd', o->prev_g, len);
-    nle__rec_put(&af, "cg_p", 'd', o->prev_p, len);
-  }
+  if (type->history_write) type->history_write(o, &af, len); /* after X, as files have always had it */
   if (r->velocity) {
     nle__rec_put(&af, "velocity", 'd', r->velocity, len);
     nle__rec_put(&af, "gain", 'd', r->gain, len);
@@ -69,14 +63,17 @@ nle_status nle__opt_checkpoint(nle_ctx *ctx, nle_opt *o, const nle_matd *X) {
   return nle_opt_save_checkpoint(ctx, o, X, o->ckpt_path, o->ckpt_fingerprint);
 }
 
-static nle_status restore_array(nle_ctx *ctx, const nle__rec_file *f, const char *name, double **dst, size_t count) {
+nle_status nle__opt_restore(nle_ctx *ctx, const nle__rec_file *f, const char *name, double *dst, size_t count) {
   const void *src;
   nle_status s = nle__rec_get(ctx, f, name, 'd', count, &src);
-  if (s) return s;
+  if (!s) memcpy(dst, src, count * sizeof(double));
+  return s;
+}
+
+static nle_status restore_array(nle_ctx *ctx, const nle__rec_file *f, const char *name, double **dst, size_t count) {
   if (!*dst) *dst = nle__malloc(ctx, count * sizeof(double), name);
   if (!*dst) return NLE_ERR_NOMEM;
-  memcpy(*dst, src, count * sizeof(double));
-  return NLE_OK;
+  return nle__opt_restore(ctx, f, name, *dst, count);
 }
 
 /* The checkpoint's fingerprint against the run's: both are "key=value"
@@ -121,13 +118,22 @@ nle_status nle_opt_check_checkpoint(nle_ctx *ctx, const char *path, const char *
   return s;
 }
 
+/* The optimiser's history (its records and the two counters of "ints"),
+ * read by its own hook; an optimiser without one kept none. */
+static nle_status restore_history(nle_ctx *ctx, nle_opt *o, const nle__rec_file *f, size_t len, const int64_t *ints) {
+  nle__history_counters counters = {ints[CK_HIST_COUNT], ints[CK_HIST_HEAD]};
+  if (o->type->history_read) return o->type->history_read(ctx, o, f, len, &counters);
+  if (counters.count || counters.head) return nle__fail(ctx, NLE_ERR_FORMAT, "%s: damaged optimiser history", f->path);
+  return NLE_OK;
+}
+
 nle_status nle_opt_load_checkpoint(nle_ctx *ctx, nle_opt *o, nle_matd *X, const char *path, const char *fingerprint) {
   nle__rec_file f;
   nle_status s = nle__rec_read(ctx, path, "checkpoint", &f);
   if (s) return s;
   char stored[4096];
   const void *iv = NULL, *dv = NULL, *xv = NULL;
-  size_t len = X->rows * X->cols, m = (size_t)o->o.memory;
+  size_t len = X->rows * X->cols;
   s = nle__rec_text(ctx, &f, "fingerprint", stored, sizeof stored);
   if (!s) s = compare_fingerprint(ctx, path, stored, fingerprint ? fingerprint : "");
   if (!s) s = nle__rec_get(ctx, &f, "ints", 'l', CK_INTS, &iv);
@@ -144,15 +150,7 @@ nle_status nle_opt_load_checkpoint(nle_ctx *ctx, nle_opt *o, nle_matd *X, const 
                     i / X->cols, i % X->cols);
   if (!s) s = nle__opt_history_reset(ctx, o, len);
   nle_opt_state *r = &o->run;
-  if (!s && o->hist_s) {
-    s = restore_array(ctx, &f, "lbfgs_s", &o->hist_s, m * len);
-    if (!s) s = restore_array(ctx, &f, "lbfgs_y", &o->hist_y, m * len);
-    if (!s) s = restore_array(ctx, &f, "lbfgs_rho", &o->hist_rho, m);
-  }
-  if (!s && o->prev_g) {
-    s = restore_array(ctx, &f, "cg_g", &o->prev_g, len);
-    if (!s) s = restore_array(ctx, &f, "cg_p", &o->prev_p, len);
-  }
+  if (!s) s = restore_history(ctx, o, &f, len, ints);
   if (!s && ints[CK_HAS_VELOCITY]) {
     s = restore_array(ctx, &f, "velocity", &r->velocity, len);
     if (!s) s = restore_array(ctx, &f, "gain", &r->gain, len);
@@ -169,8 +167,6 @@ nle_status nle_opt_load_checkpoint(nle_ctx *ctx, nle_opt *o, nle_matd *X, const 
     r->path_all_converged = (int)ints[CK_PATH_ALL];
     r->path_total.iterations = (int)ints[CK_PATH_ITERS];
     r->path_total.evaluations = (int)ints[CK_PATH_EVALS];
-    o->hist_count = (int)ints[CK_HIST_COUNT];
-    o->hist_head = (int)ints[CK_HIST_HEAD];
     r->rep.E0 = doubles[CK_E0];
     r->E = doubles[CK_E];
     r->step = doubles[CK_STEP];
@@ -180,8 +176,6 @@ nle_status nle_opt_load_checkpoint(nle_ctx *ctx, nle_opt *o, nle_matd *X, const 
     r->path_total.E0 = doubles[CK_PATH_E0];
     r->path_total.E = doubles[CK_PATH_E];
     r->path_total.seconds = doubles[CK_PATH_SECONDS];
-    if (o->hist_count < 0 || o->hist_count > o->o.memory || o->hist_head < 0 || o->hist_head >= o->o.memory)
-      s = nle__fail(ctx, NLE_ERR_FORMAT, "%s: damaged optimiser history", path);
   }
   nle__rec_free(&f);
   return s ? nle__name_error(ctx, path) : NLE_OK;

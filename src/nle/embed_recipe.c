@@ -123,7 +123,7 @@ nle_status nle__embed_check_opts(nle_ctx *ctx, const nle_embed_input *in, const 
   if (!AUTO(o->engine) && !strcmp(nle_repulsion_name(o->engine), "unknown")) BAD("{@repulsion} has no value %d", (int)o->engine);
   if (!(o->theta > 0)) BAD("{@theta=%s} must be > 0", nle__real_text(o->theta).s);
   if (!AUTO(o->fft.box_width) && !(o->fft.box_width > 0)) BAD("{@fft-box=%g} must be > 0, or auto", o->fft.box_width);
-  if (!AUTO(o->opt.kind) && (unsigned)o->opt.kind > NLE_OPT_SDM) BAD("{@optimizer} has no value %d", (int)o->opt.kind);
+  if (!AUTO(o->opt.kind) && !nle__opt_kind_known(o->opt.kind)) BAD("{@optimizer} has no value %d", (int)o->opt.kind);
   if (!AUTO(o->opt.max_iters) && o->opt.max_iters < 0) BAD("{@max-iters=%d} must be >= 0, or auto", o->opt.max_iters);
   if (!AUTO(o->opt.tol) && !(o->opt.tol >= 0)) BAD("{@tol=%g} must be >= 0, or auto", o->opt.tol);
   if (!AUTO(o->opt.x_tol) && !(o->opt.x_tol >= 0)) BAD("{@x-tol=%g} must be >= 0, or auto", o->opt.x_tol);

@@ -18,6 +18,8 @@ typedef struct {
 } nle_opt_state;
 
 nle_opt_state *nle__opt_state(nle_opt *opt);
+/* Whether the optimisers' table has a row for this kind. */
+bool nle__opt_kind_known(nle_opt_kind kind);
 
 /* The one line search (linesearch.c): Armijo backtracking (Nocedal and
  * Wright, alg. 3.1) from a first trial step along a descent direction whose

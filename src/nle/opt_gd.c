@@ -9,5 +9,5 @@ nle_status nle__opt_steepest(nle_ctx *ctx, nle_opt *o, const nle_matd *X, const 
   return NLE_OK;
 }
 
-const nle__optimizer nle__opt_gd = {.kind = NLE_OPT_GD, .name = "gd", .first_step = NLE__FIRST_STEP_GRADIENT,
+const nle__optimizer nle__opt_gd = {.name = "gd", .first_step = NLE__FIRST_STEP_GRADIENT,
                                     .direction = nle__opt_steepest};

@@ -5,10 +5,24 @@
  * diagonal blocks of the repulsive Hessian and solves by preconditioned CG.
  * Also the W+ copy the partial-Hessian optimisers read (nle__opt_graph). */
 #include "opt_internal.h"
+#include "../spectral/spectral_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* SD's factor and its solves; SD- adds the sparsified W+ of the factor, mu
+ * and the work vectors of its CG. */
+typedef struct {
+  cholmod_common cc;
+  int cc_started;
+  cholmod_factor *factor;      /* of 4 L+ + mu I */
+  nle__factor_solver *solver;  /* its solves (NULL: CHOLMOD's) */
+  cholmod_dense *rhs;          /* N x d workspace, column-major */
+  nle_csr *sd_weights;
+  double mu;
+  nle_matd *cg_r, *cg_z, *cg_d, *cg_ad;
+} sd_state;
 
 typedef struct {
   double w;
@@ -136,7 +150,7 @@ nle_status nle__opt_graph(nle_ctx *ctx, const nle_csr *W, int kappa, nle_csr **o
 }
 
 /* Factor of 4 L + mu I, L = D - W the Laplacian of the symmetric W. */
-static nle_status factor_spectral(nle_ctx *ctx, nle_opt *o, const nle_csr *W) {
+static nle_status factor_spectral(nle_ctx *ctx, sd_state *o, const nle_csr *W) {
   /* mu = 1e-10 min L+_nn (sec. 3.3); a point with no neighbours kept still
    * needs a positive pivot. */
   double dmin = INFINITY;
@@ -159,7 +173,7 @@ static nle_status factor_spectral(nle_ctx *ctx, nle_opt *o, const nle_csr *W) {
  * by our parallel supernodal solve (factor_solve.c; 11 against 20-25 ms on
  * the 70,000-point Fashion-MNIST factor at kappa = 3, 30 against 47-51 ms at
  * kappa = 7), or CHOLMOD's for a factor it does not take. */
-static nle_status spectral_solve(nle_ctx *ctx, nle_opt *o, const nle_matd *g, nle_matd *p) {
+static nle_status spectral_solve(nle_ctx *ctx, sd_state *o, const nle_matd *g, nle_matd *p) {
   size_t n = g->rows, d = g->cols;
   if (o->solver) {
     for (size_t i = 0; i < n * d; i++) p->data[i] = -g->data[i];
@@ -186,7 +200,7 @@ static nle_status spectral_solve(nle_ctx *ctx, nle_opt *o, const nle_matd *g, nl
 }
 
 /* out = (4 L+ + mu I) v, with the sparsified L+ of the factor. */
-static void spectral_apply(const nle_opt *o, const nle_matd *v, nle_matd *out) {
+static void spectral_apply(const sd_state *o, const nle_matd *v, nle_matd *out) {
   const nle_csr *W = o->sd_weights;
   size_t d = v->cols;
   for (int64_t i = 0; i < W->rows; i++) {
@@ -206,8 +220,9 @@ static void spectral_apply(const nle_opt *o, const nle_matd *v, nle_matd *out) {
  * spectral direction's factor; it exits once the residual is below sdm_tol
  * |g| or after sdm_iters iterations (0.1 and 50 by default, as there). */
 
-static nle_status sdm_direction(nle_ctx *ctx, nle_opt *o, const nle_matd *X, const nle_matd *g, nle_matd *p) {
+static nle_status sdm_direction(nle_ctx *ctx, nle_opt *opt, const nle_matd *X, const nle_matd *g, nle_matd *p) {
   size_t n = g->rows, d = g->cols, len = n * d;
+  sd_state *o = opt->state;
   nle_status s = NLE_OK;
   nle_matd **work[4] = {&o->cg_r, &o->cg_z, &o->cg_d, &o->cg_ad};
   for (int i = 0; i < 4 && !s; i++)
@@ -215,7 +230,7 @@ static nle_status sdm_direction(nle_ctx *ctx, nle_opt *o, const nle_matd *X, con
       nle_matd_free(work[i]);
       s = nle_matd_alloc(ctx, n, d, work[i]);
     }
-  if (!s) s = nle__model_curvature_prepare(ctx, o->model, X);
+  if (!s) s = nle__model_curvature_prepare(ctx, opt->model, X);
   if (s) return s;
   nle_matd *r = o->cg_r, *z = o->cg_z, *dir = o->cg_d, *ad = o->cg_ad;
   double gnorm = sqrt(nle__opt_dot(g->data, g->data, len));
@@ -227,9 +242,9 @@ static nle_status sdm_direction(nle_ctx *ctx, nle_opt *o, const nle_matd *X, con
   if (s) return s;
   memcpy(dir->data, z->data, len * sizeof(double));
   double rz = nle__opt_dot(r->data, z->data, len);
-  for (int it = 0; it < o->o.sdm_iters && !s; it++) {
+  for (int it = 0; it < opt->o.sdm_iters && !s; it++) {
     spectral_apply(o, dir, ad);
-    s = nle__model_curvature_apply(ctx, o->model, X, dir, z); /* z as scratch */
+    s = nle__model_curvature_apply(ctx, opt->model, X, dir, z); /* z as scratch */
     if (s) break;
     for (size_t i = 0; i < len; i++) ad->data[i] += z->data[i];
     double dad = nle__opt_dot(dir->data, ad->data, len);
@@ -239,7 +254,7 @@ static nle_status sdm_direction(nle_ctx *ctx, nle_opt *o, const nle_matd *X, con
       p->data[i] += alpha * dir->data[i];
       r->data[i] -= alpha * ad->data[i];
     }
-    if (sqrt(nle__opt_dot(r->data, r->data, len)) <= o->o.sdm_tol * gnorm) break;
+    if (sqrt(nle__opt_dot(r->data, r->data, len)) <= opt->o.sdm_tol * gnorm) break;
     for (size_t i = 0; i < len; i++) ad->data[i] = -r->data[i];
     s = spectral_solve(ctx, o, ad, z);
     double rz_new = nle__opt_dot(r->data, z->data, len), beta = rz_new / rz;
@@ -249,7 +264,8 @@ static nle_status sdm_direction(nle_ctx *ctx, nle_opt *o, const nle_matd *X, con
   return s;
 }
 
-static nle_status sd_plan(nle_ctx *ctx, nle_opt *o, nle_csr **W) {
+static nle_status sd_init(nle_ctx *ctx, nle_opt *opt, nle_csr **W) {
+  sd_state *o = opt->state;
   cholmod_l_start(&o->cc);
   o->cc_started = 1;
   o->cc.print = 0;
@@ -258,21 +274,39 @@ static nle_status sd_plan(nle_ctx *ctx, nle_opt *o, nle_csr **W) {
   return s;
 }
 
-static nle_status sdm_plan(nle_ctx *ctx, nle_opt *o, nle_csr **W) {
-  nle_status s = sd_plan(ctx, o, W);
+static nle_status sdm_init(nle_ctx *ctx, nle_opt *opt, nle_csr **W) {
+  nle_status s = sd_init(ctx, opt, W);
   if (!s) { /* SD- multiplies by the same 4 L+ + mu I */
+    sd_state *o = opt->state;
     o->sd_weights = *W;
     *W = NULL;
   }
   return s;
 }
 
-static nle_status sd_direction(nle_ctx *ctx, nle_opt *o, const nle_matd *X, const nle_matd *g, nle_matd *p) {
-  (void)X;
-  return spectral_solve(ctx, o, g, p);
+static void sd_free(nle_opt *opt) {
+  sd_state *o = opt->state;
+  if (o->cc_started) {
+    nle__factor_solver_free(&o->solver);
+    cholmod_l_free_factor(&o->factor, &o->cc);
+    cholmod_l_free_dense(&o->rhs, &o->cc);
+    cholmod_l_finish(&o->cc);
+  }
+  nle_csr_free(&o->sd_weights);
+  nle_matd_free(&o->cg_r);
+  nle_matd_free(&o->cg_z);
+  nle_matd_free(&o->cg_d);
+  nle_matd_free(&o->cg_ad);
 }
 
-const nle__optimizer nle__opt_sd = {.kind = NLE_OPT_SD, .name = "sd", .graph = NLE__GRAPH_SPARSIFIED,
-                                    .first_step = NLE__FIRST_STEP_KEEP, .plan = sd_plan, .direction = sd_direction};
-const nle__optimizer nle__opt_sdm = {.kind = NLE_OPT_SDM, .name = "sd-", .graph = NLE__GRAPH_SPARSIFIED, .needs_x = true,
-                                     .first_step = NLE__FIRST_STEP_KEEP, .plan = sdm_plan, .direction = sdm_direction};
+static nle_status sd_direction(nle_ctx *ctx, nle_opt *o, const nle_matd *X, const nle_matd *g, nle_matd *p) {
+  (void)X;
+  return spectral_solve(ctx, o->state, g, p);
+}
+
+const nle__optimizer nle__opt_sd = {.name = "sd", .graph = NLE__GRAPH_SPARSIFIED, .first_step = NLE__FIRST_STEP_KEEP,
+                                    .state_size = sizeof(sd_state), .state_init = sd_init, .state_free = sd_free,
+                                    .direction = sd_direction};
+const nle__optimizer nle__opt_sdm = {.name = "sd-", .alias = "sdm", .graph = NLE__GRAPH_SPARSIFIED, .needs_x = true,
+                                     .first_step = NLE__FIRST_STEP_KEEP, .state_size = sizeof(sd_state),
+                                     .state_init = sdm_init, .state_free = sd_free, .direction = sdm_direction};

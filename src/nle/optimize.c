@@ -40,16 +40,24 @@ void nle_opt_opts_init(nle_opt_opts *o) {
   o->trace_user = NULL;
 }
 
-/* The optimisers, in the order of nle_opt_kind; one file each. */
-static const nle__optimizer *const optimizers[] = {&nle__opt_sd, &nle__opt_fp, &nle__opt_gd, &nle__opt_lbfgs,
-                                                   &nle__opt_cg, &nle__opt_sdm};
+/* The optimisers, one file each (opt_NAME.c defines nle__opt_NAME): the
+ * one list of them. A row's place is its nle_opt_kind value, so the
+ * public enum's names must follow this order; a new optimiser is appended. */
+#define NLE__OPTIMIZERS(X) X(sd) X(fp) X(gd) X(lbfgs) X(cg) X(sdm)
+
+#define DECLARE(name) extern const nle__optimizer nle__opt_##name;
+NLE__OPTIMIZERS(DECLARE)
+#undef DECLARE
+#define ROW(name) &nle__opt_##name,
+static const nle__optimizer *const optimizers[] = {NLE__OPTIMIZERS(ROW)};
+#undef ROW
 enum { N_OPTIMIZERS = sizeof optimizers / sizeof *optimizers };
 
 const nle__optimizer *nle__optimizer_find(nle_opt_kind kind) {
-  for (size_t i = 0; i < N_OPTIMIZERS; i++)
-    if (optimizers[i]->kind == kind) return optimizers[i];
-  return NULL;
+  return kind >= 0 && (size_t)kind < N_OPTIMIZERS ? optimizers[kind] : NULL;
 }
+
+bool nle__opt_kind_known(nle_opt_kind kind) { return nle__optimizer_find(kind) != NULL; }
 
 const char *nle_opt_name(nle_opt_kind kind) {
   if (kind == NLE_OPT_AUTO) return "auto";
@@ -60,37 +68,21 @@ const char *nle_opt_name(nle_opt_kind kind) {
 int nle_opt_parse(const char *name) {
   if (!name) return -1;
   if (!strcmp(name, "auto")) return NLE_OPT_AUTO;
-  if (!strcmp(name, "sdm")) return NLE_OPT_SDM; /* sd- spelt without the sign */
   for (size_t i = 0; i < N_OPTIMIZERS; i++)
-    if (!strcmp(name, optimizers[i]->name)) return (int)optimizers[i]->kind;
+    if (!strcmp(name, optimizers[i]->name) || (optimizers[i]->alias && !strcmp(name, optimizers[i]->alias)))
+      return (int)i;
   return -1;
 }
 
 void nle_opt_free(nle_opt **opt) {
   if (!opt || !*opt) return;
   nle_opt *p = *opt;
-  if (p->cc_started) {
-    nle__factor_solver_free(&p->solver);
-    cholmod_l_free_factor(&p->factor, &p->cc);
-    cholmod_l_free_dense(&p->rhs, &p->cc);
-    cholmod_l_finish(&p->cc);
-  }
-  free(p->degree);
-  free(p->hist_s);
-  free(p->hist_y);
-  free(p->hist_rho);
-  free(p->alpha);
-  free(p->prev_g);
-  free(p->prev_p);
+  if (p->state && p->type->state_free) p->type->state_free(p);
+  free(p->state);
   free(p->run.velocity);
   free(p->run.gain);
   free(p->ckpt_path);
   free(p->ckpt_fingerprint);
-  nle_csr_free(&p->sd_weights);
-  nle_matd_free(&p->cg_r);
-  nle_matd_free(&p->cg_z);
-  nle_matd_free(&p->cg_d);
-  nle_matd_free(&p->cg_ad);
   free(p);
   *opt = NULL;
 }
@@ -130,6 +122,10 @@ nle_status nle_opt_new(nle_ctx *ctx, nle_model *model, const nle_csr *Wp, const 
   nle_opt *o = nle__calloc(ctx, 1, sizeof *o, "the optimiser");
   if (!o) return NLE_ERR_NOMEM;
   o->type = type;
+  if (type->state_size && !(o->state = nle__calloc(ctx, 1, type->state_size, "the optimiser's state"))) {
+    free(o);
+    return NLE_ERR_NOMEM;
+  }
   o->model = model;
   o->o = *opts;
   o->n = Wp->rows;
@@ -140,7 +136,7 @@ nle_status nle_opt_new(nle_ctx *ctx, nle_model *model, const nle_csr *Wp, const 
   nle_csr *W = NULL;
   nle_status s = type->graph ? nle__opt_graph(ctx, Wp, type->graph == NLE__GRAPH_SPARSIFIED ? opts->kappa : 0, &W)
                              : NLE_OK;
-  if (!s && type->plan) s = type->plan(ctx, o, &W);
+  if (!s && type->state_init) s = type->state_init(ctx, o, &W);
   nle_csr_free(&W);
   if (s) {
     nle_opt_free(&o);
@@ -173,17 +169,7 @@ double nle__opt_dot(const double *a, const double *b, size_t len) {
 }
 
 nle_status nle__opt_history_reset(nle_ctx *ctx, nle_opt *o, size_t len) {
-  o->hist_count = o->hist_head = 0;
-  if (o->hist_len == len) return NLE_OK;
-  o->hist_len = len;
-  free(o->hist_s);
-  free(o->hist_y);
-  free(o->hist_rho);
-  free(o->alpha);
-  free(o->prev_g);
-  free(o->prev_p);
-  o->hist_s = o->hist_y = o->hist_rho = o->alpha = o->prev_g = o->prev_p = NULL;
-  return o->type->history_alloc ? o->type->history_alloc(ctx, o, len) : NLE_OK;
+  return o->type->history_reset ? o->type->history_reset(ctx, o, len) : NLE_OK;
 }
 
 /* |scale delta| / |x| (Frobenius) for the step x -> x + scale delta: the EE
@@ -319,7 +305,7 @@ static nle_status opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report 
     s = nle_opt_direction_at(ctx, o, X, G, P);
     if (s) break;
     const nle__optimizer *type = o->type;
-    if (type->history_apply) type->history_apply(o, G->data, P->data);
+    bool had_history = type->history_apply && type->history_apply(o, G->data, P->data);
     double slope = nle__opt_dot(G->data, P->data, n * d);
     int restarted = 0;
     if (!(slope < 0.0) && type->history_apply) {
@@ -328,7 +314,7 @@ static nle_status opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report 
       slope = -nle__opt_dot(G->data, G->data, n * d);
       restarted = 1;
     }
-    int history = o->hist_count && !restarted;
+    int history = had_history && !restarted;
     /* First trial steps (Nocedal and Wright sec. 3.5): directions without a
      * curvature scale start at 1 / |p| the first time, then at the previous
      * step times the ratio of the slopes; SD and FP keep the last accepted
@@ -359,9 +345,8 @@ static nle_status opt_run(nle_ctx *ctx, nle_opt *o, nle_matd *X, nle_opt_report 
     }
     /* The iteration is complete: commit it to X and the run state at once,
      * so that a cancellation anywhere above leaves a resumable state. */
-    if (restarted) o->hist_count = 0;
     int x_settled = o->o.x_tol > 0 && relative_change(P->data, X->data, n * d, step) <= o->o.x_tol;
-    if (type->history_update) type->history_update(o, X->data, Xt->data, G->data, Gt->data, P->data);
+    if (type->history_update) type->history_update(o, restarted, X->data, Xt->data, G->data, Gt->data, P->data);
     memcpy(X->data, Xt->data, n * d * sizeof(double));
     memcpy(G->data, Gt->data, n * d * sizeof(double));
     double decrease = E - Et;
