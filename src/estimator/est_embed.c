@@ -148,7 +148,7 @@ static const nle__option options[] = {
     {.name = "resume", .kind = NLE__OPT_TEXT, .offset = AT(resume), .metavar = "FILE",
      .help = "continue the checkpointed run (same input and options; max-iters and time-budget may change), "
              "checkpointing on to FILE unless checkpoint names another; the result is the uninterrupted run's"},
-    {NULL}};
+    {.name = NULL}};
 
 /* The k the recipe gives, for a graph searched before nle_embed. */
 static int graph_k(const nle_estimator *e, size_t n) {
