@@ -201,13 +201,7 @@ int cli_plot_scatter(cli_env *env, const char *path, const nle_matd *X, const in
 extern const unsigned char nle_viewer_js[];
 extern const size_t nle_viewer_js_len;
 
-int cmd_pca(int argc, char **argv);
 int cmd_spectral(int argc, char **argv, const char *command);
-int cmd_mds(int argc, char **argv, const char *command);
-/* nlembed kem: kernel eigenmaps (Brand 2003). */
-int cmd_kem(int argc, char **argv);
-/* Whether cmd is one of cmd_mds's commands. */
-bool cmd_mds_has(const char *command);
 int cmd_knn(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
 int cmd_plot(int argc, char **argv);

@@ -13,21 +13,58 @@
 #include <unistd.h>
 
 /* The tool's own options of a fit. */
-typedef enum { T_OUTPUT, T_SAVE_MODEL, T_SAVE_LABELS, T_AFFINITIES, T_INIT, T_TRACE, T_PATH_PREFIX, T_COUNT } tool_key;
+typedef enum {
+  T_OUTPUT, T_SAVE_MODEL, T_SAVE_LABELS, T_AFFINITIES, T_DISTANCES, T_KERNEL_MATRIX, T_WEIGHTS, T_INIT, T_TRACE,
+  T_PATH_PREFIX, T_COUNT
+} tool_key;
 
+/* `needs`: the library options ('|' between; "@name" a method) of which the
+ * method must take one for the tool's option to apply (NULL: every method). */
 static const struct {
-  const char *name, *metavar, *help;
+  const char *name, *metavar, *help, *needs;
 } tool_rows[T_COUNT] = {
-    [T_OUTPUT] = {"output", "FILE", "the N x d embedding (.npy, .csv, ...)"},
-    [T_SAVE_MODEL] = {"save-model", "FILE", "also write the model for `nlembed transform` (sets keep-model)"},
-    [T_SAVE_LABELS] = {"save-labels", "FILE", "also write the dataset's labels: class names one a line in .txt/.csv, "
-                                              "integer codes in .npy"},
-    [T_AFFINITIES] = {"affinities", "FILE", "W+ given as an N x N Matrix Market file (e.g. from `nlembed affinity`) "
-                                            "instead of built from INPUT, which is then optional"},
-    [T_INIT] = {"init", "NAME|FILE", NULL}, /* the library's init row, or an N x d start read from FILE */
-    [T_TRACE] = {"trace", "FILE", "write 'iteration,seconds,E,evaluations' per iteration"},
-    [T_PATH_PREFIX] = {"path-prefix", "P", "write X after every homotopy step to P000.npy, P001.npy, ..."},
+    [T_OUTPUT] = {"output", "FILE", "the N x d embedding (.npy, .csv, ...)", NULL},
+    [T_SAVE_MODEL] = {"save-model", "FILE", "also write the model for `nlembed transform` (sets keep-model)", NULL},
+    [T_SAVE_LABELS] = {"save-labels", "FILE",
+                       "also write the dataset's labels: class names one a line in .txt/.csv, integer codes in .npy",
+                       NULL},
+    [T_AFFINITIES] = {"affinities", "FILE",
+                      "W+ given as an N x N Matrix Market file (e.g. from `nlembed affinity`) instead of built from "
+                      "INPUT, which is then optional",
+                      "lambda"},
+    [T_DISTANCES] = {"distances", "FILE",
+                     "INPUT is this dissimilarity matrix (N x N, symmetric, zero diagonal; or a sparse graph of "
+                     "distances): --metric precomputed",
+                     NULL},
+    [T_KERNEL_MATRIX] = {"kernel-matrix", "FILE", "INPUT is this N x N kernel matrix (kernel precomputed)",
+                         "kernel-neighbors"},
+    [T_WEIGHTS] = {"weights", "FILE", "N x N weights w_ij (symmetric, >= 0)", "@mds"},
+    /* the library's init row, or an N x d start read from FILE */
+    [T_INIT] = {"init", "NAME|FILE", "the N x d start read from FILE (one run)", "init|starts"},
+    [T_TRACE] = {"trace", "FILE", "write 'iteration,seconds,E,evaluations' per iteration", "optimizer"},
+    [T_PATH_PREFIX] = {"path-prefix", "P", "write X after every homotopy step to P000.npy, P001.npy, ...", "homotopy"},
 };
+
+/* Whether the method takes the library option `name`. */
+static bool method_takes(const nle_estimator *e, const char *name) {
+  for (int i = 0; nle_estimator_option(e, i); i++)
+    if (!strcmp(nle_estimator_option(e, i), name)) return true;
+  return false;
+}
+
+/* Whether the tool's option t applies to the estimator's method. */
+static bool tool_applies(const nle_estimator *e, int t) {
+  const char *needs = tool_rows[t].needs;
+  if (!needs) return true;
+  for (const char *p = needs; *p;) {
+    size_t len = strcspn(p, "|");
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)len, p);
+    if (name[0] == '@' ? !strcmp(name + 1, nle_estimator_method(e)) : method_takes(e, name)) return true;
+    p += len + (p[len] == '|');
+  }
+  return false;
+}
 
 enum { KEY_TOOL = OPT_COMMAND_BASE, KEY_LIBRARY = OPT_COMMAND_BASE + 100, MAX_NAMES = 400 };
 
@@ -70,11 +107,19 @@ static void collect_names(nle_ctx *ctx, library_names *ln) {
 static void getopt_tables(const nle_estimator *e, const library_names *ln, struct option *longopts, char *shortopts) {
   size_t n = 0;
   strcpy(shortopts, "o:");
-  for (int t = 0; t < T_COUNT; t++)
-    longopts[n++] = (struct option){tool_rows[t].name, required_argument, 0, KEY_TOOL + t};
+  /* a tool's row that applies reads its name; one that does not yields it
+   * to a library option of that name (kem's --weights) */
+  for (int t = 0; t < T_COUNT; t++) {
+    bool library_named = false;
+    for (int i = 0; i < ln->n && !library_named; i++) library_named = !strcmp(ln->names[i], tool_rows[t].name);
+    if (tool_applies(e, t) || !library_named)
+      longopts[n++] = (struct option){tool_rows[t].name, required_argument, 0, KEY_TOOL + t};
+  }
   for (int i = 0; i < ln->n; i++) {
-    if (!strcmp(ln->names[i], "init")) continue; /* the tool's row reads it */
-    longopts[n++] = (struct option){ln->names[i], ln->is_switch[i] ? no_argument : required_argument, 0, KEY_LIBRARY + i};
+    int t = 0;
+    while (t < T_COUNT && (strcmp(ln->names[i], tool_rows[t].name) || !tool_applies(e, t))) t++;
+    if (t == T_COUNT)
+      longopts[n++] = (struct option){ln->names[i], ln->is_switch[i] ? no_argument : required_argument, 0, KEY_LIBRARY + i};
   }
   for (int i = 0; nle_estimator_option(e, i); i++) {
     nle_option_info info;
@@ -108,14 +153,15 @@ static char *help_text(const nle_estimator *e) {
   char *help = malloc(cap);
   if (!help) return NULL;
   const char *m = nle_estimator_method(e);
-  used += (size_t)snprintf(help, cap,
-                           "Usage: nlembed %s [options] INPUT -o OUTPUT\n"
-                           "       nlembed %s [options] --affinities W.mtx [INPUT] -o OUTPUT\n\n"
-                           "Options (auto: chosen from N, D and the method; every choice is printed in the\n"
+  used += (size_t)snprintf(help, cap, "Usage: nlembed %s [options] INPUT -o OUTPUT\n", m);
+  if (tool_applies(e, T_AFFINITIES))
+    used += (size_t)snprintf(help + used, cap - used, "       nlembed %s [options] --affinities W.mtx [INPUT] -o OUTPUT\n", m);
+  used += (size_t)snprintf(help + used, cap - used,
+                           "\n%s\n\nOptions (auto: chosen from N, D and the method; every choice is printed in the\n"
                            "JSON line on stdout):\n",
-                           m, m);
+                           nle_estimator_about(e));
   for (int t = 0; t < T_COUNT && used < cap; t++)
-    if (tool_rows[t].help)
+    if (tool_rows[t].help && tool_applies(e, t) && !method_takes(e, tool_rows[t].name))
       used += help_line(help + used, cap - used, t == T_OUTPUT ? 'o' : 0, tool_rows[t].name, tool_rows[t].metavar,
                         tool_rows[t].help, NULL, NULL);
   for (int i = 0; nle_estimator_option(e, i) && used < cap; i++) {
@@ -124,8 +170,10 @@ static char *help_text(const nle_estimator *e) {
     bool sw = !strcmp(info.kind, "switch");
     /* a switch on by default is shown by its "no-" form */
     bool negated = sw && info.alias && !strncmp(info.alias, "no-", 3) && !strcmp(info.default_text, "true");
+    if (!strcmp(info.name, "keep-model")) continue; /* the tool's --save-model sets it */
     char text[640];
-    snprintf(text, sizeof text, "%s%s", info.help, !strcmp(info.name, "init") ? "; or an N x d start read from a FILE" : "");
+    snprintf(text, sizeof text, "%s%s%s", negated ? "off: " : "", info.help,
+             !strcmp(info.name, "init") ? "; or an N x d start read from a FILE" : "");
     used += help_line(help + used, cap - used, info.short_name, negated ? info.alias : info.name,
                       sw ? NULL : !strcmp(info.name, "init") ? "NAME|FILE" : info.metavar, text,
                       sw ? NULL : info.values, negated ? NULL : info.default_text);
@@ -134,15 +182,16 @@ static char *help_text(const nle_estimator *e) {
   return help;
 }
 
-/* An option of no method of this command's family: say whose it is. */
-static int foreign_option(const char *command, nle_ctx *ctx, const char *name) {
+/* An option the command's method does not take: say whose it is (the
+ * methods taking the library option `owner`). */
+static int foreign_option(const char *command, nle_ctx *ctx, const char *name, const char *owner) {
   char list[256] = "";
   size_t used = 0;
   for (int m = 0; nle_estimator_method_name(m) && used < sizeof list; m++) {
     nle_estimator *e = NULL;
     nle_option_info info;
     if (nle_estimator_new(ctx, nle_estimator_method_name(m), &e)) continue;
-    if (!nle_estimator_option_info(e, name, &info) && info.taken)
+    if (!nle_estimator_option_info(e, owner, &info) && info.taken)
       used += (size_t)snprintf(list + used, sizeof list - used, "%snlembed %s", used ? ", " : "",
                                nle_estimator_method_name(m));
     nle_estimator_free(&e);
@@ -154,6 +203,7 @@ static int foreign_option(const char *command, nle_ctx *ctx, const char *name) {
 typedef struct {
   const char *tool[T_COUNT];
   const char *init_file;
+  bool metric_named; /* --metric was given */
   int rc;
 } fit_args;
 
@@ -162,10 +212,15 @@ static void take_option(cli_env *env, nle_estimator *e, const library_names *ln,
   const char *name = NULL;
   if (c == 'o') c = KEY_TOOL + T_OUTPUT;
   if (c >= KEY_TOOL && c < KEY_TOOL + T_COUNT) {
+    if (!tool_applies(e, c - KEY_TOOL)) {
+      a->rc = foreign_option(env->command, env->ctx, tool_rows[c - KEY_TOOL].name, tool_rows[c - KEY_TOOL].needs);
+      return;
+    }
     a->tool[c - KEY_TOOL] = arg;
+    if (c == KEY_TOOL + T_DISTANCES) env->metric_given = true;
     if (c != KEY_TOOL + T_INIT) return;
     /* init: a name of the library's, else a file's start */
-    if (nle_estimator_set(e, "init", arg) == NLE_OK) return;
+    if (method_takes(e, "init") && nle_estimator_set(e, "init", arg) == NLE_OK) return;
     a->init_file = arg;
     return;
   }
@@ -180,10 +235,10 @@ static void take_option(cli_env *env, nle_estimator *e, const library_names *ln,
   }
   nle_option_info info;
   if (nle_estimator_option_info(e, name, &info)) {
-    a->rc = foreign_option(env->command, env->ctx, name);
+    a->rc = foreign_option(env->command, env->ctx, name, name);
     return;
   }
-  if (!strcmp(name, "metric")) env->metric_given = true;
+  if (!strcmp(name, "metric")) env->metric_given = a->metric_named = true;
   nle_status s = nle_estimator_set(e, name, arg ? arg : "true");
   if (s) a->rc = cli_usage_fail(env, s);
 }
@@ -238,6 +293,17 @@ static int on_homotopy_step(void *user, int step, double lambda, const nle_matd 
  * through the affinities and the optimisation. */
 static void release_points(void *dataset) { nle_matf_free(&((nle_dataset *)dataset)->X); }
 
+/* The embedding, the model and the labels, committed together. */
+static int write_outputs(cli_env *env, nle_estimator *e, const nle_dataset *ds, const fit_args *a) {
+  nle_status s = nle_write_matd(env->ctx, a->tool[T_OUTPUT], nle_estimator_embedding(e));
+  if (!s && a->tool[T_SAVE_MODEL]) s = nle_estimator_save(e, a->tool[T_SAVE_MODEL]);
+  if (!s && a->tool[T_SAVE_LABELS])
+    s = nle_write_labels_named(env->ctx, a->tool[T_SAVE_LABELS], ds->labels, (int64_t)nle_estimator_embedding(e)->rows,
+                               ds->class_names, ds->n_classes);
+  if (s) return cli_fail(env, s);
+  return cli_commit(env); /* every output of the run, or none */
+}
+
 /* Every output path before any work. */
 static nle_status check_outputs(cli_env *env, const fit_args *a) {
   nle_status s = nle_check_output(env->ctx, a->tool[T_OUTPUT], NLE_OUTPUT_DENSE);
@@ -251,52 +317,88 @@ static nle_status check_outputs(cli_env *env, const fit_args *a) {
   return s;
 }
 
-/* The inputs: INPUT (points, sparse rows, distances), --affinities, the
- * start of --init FILE. 0, or the exit code after the error. */
-static int read_inputs(cli_env *env, nle_estimator *e, const char *input, const fit_args *a, nle_dataset **ds,
-                       nle_csr **A, nle_matd **X0) {
-  env->read.sparse_ok = true;
-  nle_status s = input ? cli_load(env, input, ds) : NLE_OK;
+/* What the run reads: INPUT (points, sparse rows, a matrix), W+ of
+ * --affinities, the start of --init FILE, the weights of --weights. */
+typedef struct {
+  nle_dataset *ds;
+  nle_csr *A;
+  nle_matd *X0, *W;
+} fit_inputs;
+
+static void fit_inputs_free(fit_inputs *in) {
+  nle_matd_free(&in->X0);
+  nle_matd_free(&in->W);
+  nle_csr_free(&in->A);
+  nle_dataset_free(&in->ds);
+}
+
+/* A dense matrix of a tool's option, read as doubles. */
+static int read_matrix(cli_env *env, const char *file, nle_matd **M) {
+  nle_status s = cli_load_embedding(env, file, M);
+  return s ? cli_fail_in(env, s, file) : 0;
+}
+
+/* Reads every input; 0, or the exit code after the error. */
+static int read_inputs(cli_env *env, nle_estimator *e, const char *input, const fit_args *a, fit_inputs *in) {
+  env->read.sparse_ok = nle_estimator_takes_sparse(e); /* else densified under the memory cap */
+  nle_status s = input ? cli_load(env, input, &in->ds) : NLE_OK;
   if (s) return cli_fail_in(env, s, input);
-  char metric[32];
-  nle_estimator_get(e, "metric", metric, sizeof metric);
-  if (*ds && (*ds)->X && !env->metric_given && nle_looks_like_distances((*ds)->X)) {
+  const nle_dataset *ds = in->ds;
+  if (ds && ds->X && !env->metric_given && !a->tool[T_KERNEL_MATRIX] && nle_looks_like_distances(ds->X)) {
     fprintf(stderr,
             "nlembed %s: error: %s is a %zu x %zu symmetric matrix with a zero diagonal: give --metric precomputed "
             "to use it as distances, or --metric euclidean to embed its rows as points\n",
-            env->command, input, (*ds)->X->rows, (*ds)->X->cols);
+            env->command, input, ds->X->rows, ds->X->cols);
     return 1;
   }
+  if (ds && nle_estimator_needs_labels(e) && !ds->labels)
+    return cli_usage_error(env->command, "%s has no labels: give them with --labels SOURCE", input);
+  if (a->tool[T_SAVE_LABELS] && !ds->labels)
+    return cli_usage_error(env->command, "%s has no labels to save (give them with --labels)", input);
   if (a->tool[T_AFFINITIES]) {
-    s = nle_read_csr_mtx(env->ctx, a->tool[T_AFFINITIES], A);
-    if (!s && (*A)->rows == (*A)->cols) s = nle_affinity_check(env->ctx, *A);
+    s = nle_read_csr_mtx(env->ctx, a->tool[T_AFFINITIES], &in->A);
+    if (!s && in->A->rows == in->A->cols) s = nle_affinity_check(env->ctx, in->A);
     if (s) return cli_fail_in(env, s, a->tool[T_AFFINITIES]);
   }
-  if (a->init_file) {
-    s = cli_load_embedding(env, a->init_file, X0);
-    if (s) return cli_fail_in(env, s, a->init_file);
-    char dim[32];
-    nle_estimator_get(e, "dim", dim, sizeof dim);
-    size_t n = *ds ? ((*ds)->X ? (*ds)->X->rows : (size_t)(*ds)->sparse->rows) : *A ? (size_t)(*A)->rows : 0;
-    if ((*X0)->rows != n || (*X0)->cols != (size_t)atoi(dim)) {
-      fprintf(stderr, "nlembed %s: error: %s: initial X must be %zu x %s, not %zu x %zu\n", env->command,
-              a->init_file, n, dim, (*X0)->rows, (*X0)->cols);
-      return 1;
-    }
+  if (a->tool[T_WEIGHTS] && read_matrix(env, a->tool[T_WEIGHTS], &in->W)) return 1;
+  if (!a->init_file) return 0;
+  if (read_matrix(env, a->init_file, &in->X0)) return 1;
+  char dim[32];
+  nle_estimator_get(e, "dim", dim, sizeof dim);
+  size_t n = ds ? (ds->X ? ds->X->rows : (size_t)ds->sparse->rows) : in->A ? (size_t)in->A->rows : 0;
+  if (in->X0->rows != n || in->X0->cols != (size_t)atoi(dim)) {
+    fprintf(stderr, "nlembed %s: error: %s: initial X must be %zu x %s, not %zu x %zu\n", env->command, a->init_file,
+            n, dim, in->X0->rows, in->X0->cols);
+    return 1;
   }
-  if (a->tool[T_SAVE_LABELS] && !(*ds)->labels)
-    return cli_usage_error(env->command, "%s has no labels to save (give them with --labels)", input);
   return 0;
+}
+
+/* A fit's error about one of the inputs names its file: the library names
+ * the matrix by what it is ("dissimilarities", "weights", "labels"). */
+static int fit_failed(cli_env *env, nle_status s, const char *input, const fit_args *a) {
+  static const struct {
+    const char *starts;
+    int tool; /* T_COUNT: INPUT */
+  } named[] = {{"dissimilarities", T_COUNT}, {"kernel matrix", T_COUNT}, {"weights", T_WEIGHTS}, {"labels:", -1}};
+  const char *msg = nle_ctx_error(env->ctx);
+  for (size_t i = 0; i < sizeof named / sizeof *named; i++) {
+    if (strncmp(msg, named[i].starts, strlen(named[i].starts))) continue;
+    const char *file = named[i].tool == T_COUNT ? input
+                       : named[i].tool < 0       ? (env->labels_source ? env->labels_source : input)
+                                                 : a->tool[named[i].tool];
+    if (file) return cli_fail_in(env, s, file);
+  }
+  return cli_fail(env, s);
 }
 
 /* Fits, then writes every output (committed together). */
 static int run_fit(cli_env *env, nle_estimator *e, const char *input, const fit_args *a) {
-  nle_dataset *ds = NULL;
-  nle_csr *A = NULL;
-  nle_matd *X0 = NULL;
+  fit_inputs in = {0};
   double t_read = nle_time_seconds();
-  int rc = read_inputs(env, e, input, a, &ds, &A, &X0);
+  int rc = read_inputs(env, e, input, a, &in);
   t_read = nle_time_seconds() - t_read;
+  nle_dataset *ds = in.ds;
   run_observer ob = {.env = env, .prefix = a->tool[T_PATH_PREFIX],
                      .lines = !env->quiet && (env->verbosity > 0 || !isatty(STDERR_FILENO))};
   if (!rc && a->tool[T_TRACE]) {
@@ -319,24 +421,19 @@ static int run_fit(cli_env *env, nle_estimator *e, const char *input, const fit_
   if (*checkpoint || *resume) cli_catch_interrupts();
   nle_status s = NLE_OK;
   if (!rc) {
-    nle_estimator_input in = {.Y = ds ? ds->X : NULL, .sparse = ds ? ds->sparse : NULL, .source = input, .init = X0,
-                              .affinities = A, .labels = ds ? ds->labels : NULL,
+    nle_estimator_input fi = {.Y = ds ? ds->X : NULL, .sparse = ds ? ds->sparse : NULL, .source = input,
+                              .init = in.X0, .weights = in.W, .affinities = in.A, .labels = ds ? ds->labels : NULL,
                               .release_Y = ds && ds->X ? release_points : NULL, .release_user = ds};
-    s = nle_estimator_fit(e, &in);
+    s = nle_estimator_fit(e, &fi);
+    if (s < 0) rc = fit_failed(env, s, input, a);
     if (s > 0) cli_note(env, "%s", nle_ctx_error(env->ctx));
-    if (s > 0) s = NLE_OK;
-    if (!s && ob.error[0]) {
+    s = NLE_OK;
+    if (!rc && ob.error[0]) {
       fprintf(stderr, "nlembed %s: error: %s\n", env->command, ob.error);
       rc = 1;
     }
   }
-  if (!rc && !s) s = nle_write_matd(env->ctx, a->tool[T_OUTPUT], nle_estimator_embedding(e));
-  if (!rc && !s && a->tool[T_SAVE_MODEL]) s = nle_estimator_save(e, a->tool[T_SAVE_MODEL]);
-  if (!rc && !s && a->tool[T_SAVE_LABELS])
-    s = nle_write_labels_named(env->ctx, a->tool[T_SAVE_LABELS], ds->labels, (int64_t)nle_estimator_embedding(e)->rows,
-                               ds->class_names, ds->n_classes);
-  if (!rc && s) rc = cli_fail(env, s);
-  if (!rc) rc = cli_commit(env); /* every output of the run, or none */
+  if (!rc) rc = write_outputs(env, e, ds, a);
   if (!rc) {
     char source[1200];
     cli_json_escape(ds ? ds->name : input, source, sizeof source);
@@ -347,10 +444,31 @@ static int run_fit(cli_env *env, nle_estimator *e, const char *input, const fit_
     cli_note(env, "%s; wrote %s", summary, a->tool[T_OUTPUT]);
   }
   if (ob.file) fclose(ob.file);
-  nle_matd_free(&X0);
-  nle_csr_free(&A);
-  nle_dataset_free(&ds);
+  fit_inputs_free(&in);
   return rc;
+}
+
+/* INPUT, or the matrix a tool's option names instead (--distances,
+ * --kernel-matrix; none with --affinities), and what the outputs need of
+ * it. 0, or the usage error's exit code. */
+static int the_input(cli_env *env, nle_estimator *e, int n_inputs, char **inputs, fit_args *a, const char **input) {
+  const char *method = env->command, *matrix = a->tool[T_DISTANCES] ? a->tool[T_DISTANCES] : a->tool[T_KERNEL_MATRIX];
+  if (a->tool[T_DISTANCES] && a->metric_named) return cli_usage_error(method, "give one of --metric and --distances");
+  if (matrix && n_inputs)
+    return cli_usage_error(method, "expected no INPUT with --%s, got %d",
+                           a->tool[T_DISTANCES] ? "distances" : "kernel-matrix", n_inputs);
+  if (!matrix && !(n_inputs == 1 || (a->tool[T_AFFINITIES] && n_inputs == 0)))
+    return cli_usage_error(method, "expected one INPUT%s, got %d", a->tool[T_AFFINITIES] ? " or none" : "", n_inputs);
+  *input = matrix ? matrix : n_inputs ? inputs[0] : NULL;
+  if (a->tool[T_DISTANCES]) nle_estimator_set(e, "metric", "precomputed");
+  if (a->tool[T_KERNEL_MATRIX]) nle_estimator_set(e, "kernel", "precomputed");
+  if (!*input && (a->tool[T_SAVE_MODEL] || a->tool[T_SAVE_LABELS]))
+    return cli_usage_error(method, "--save-model and --save-labels need the INPUT data");
+  if (matrix && a->tool[T_SAVE_MODEL])
+    return cli_usage_error(method, "--save-model needs the INPUT points (new points are mapped from their coordinates)");
+  if (!a->tool[T_OUTPUT]) return cli_usage_error(method, "no output file (-o FILE)");
+  if (a->tool[T_SAVE_MODEL]) nle_estimator_set(e, "keep-model", "true");
+  return 0;
 }
 
 int cmd_fit(int argc, char **argv, const char *method) {
@@ -378,16 +496,11 @@ int cmd_fit(int argc, char **argv, const char *method) {
     take_option(&env, e, &ln, c, optarg, &a);
   }
   int rc = env.rc ? env.rc : a.rc;
-  int n_inputs = argc - optind;
-  if (!rc && !env.help_shown && !(n_inputs == 1 || (a.tool[T_AFFINITIES] && n_inputs == 0)))
-    rc = cli_usage_error(method, "expected one INPUT%s, got %d", a.tool[T_AFFINITIES] ? " or none" : "", n_inputs);
-  if (!rc && !env.help_shown && !n_inputs && (a.tool[T_SAVE_MODEL] || a.tool[T_SAVE_LABELS]))
-    rc = cli_usage_error(method, "--save-model and --save-labels need the INPUT data");
-  if (!rc && !env.help_shown && !a.tool[T_OUTPUT]) rc = cli_usage_error(method, "no output file (-o FILE)");
-  if (!rc && !env.help_shown && a.tool[T_SAVE_MODEL]) nle_estimator_set(e, "keep-model", "true");
+  const char *input = NULL;
+  if (!rc && !env.help_shown) rc = the_input(&env, e, argc - optind, argv + optind, &a, &input);
   if (!rc && !env.help_shown) {
     s = check_outputs(&env, &a);
-    rc = s ? cli_fail(&env, s) : run_fit(&env, e, n_inputs ? argv[optind] : NULL, &a);
+    rc = s ? cli_fail(&env, s) : run_fit(&env, e, input, &a);
   }
   nle_estimator_free(&e);
   free(help);

@@ -69,20 +69,19 @@ static void print_usage(FILE *f) {
   fputs(usage_tail, f);
 }
 
+/* The tool's own commands; every other is a method of the estimator. */
+static const struct {
+  const char *name;
+  int (*run)(int argc, char **argv);
+} tool_commands[] = {{"knn", cmd_knn},           {"metrics", cmd_metrics},     {"plot", cmd_plot},
+                     {"view", cmd_view},         {"affinity", cmd_affinity},   {"transform", cmd_transform}};
+
 static int dispatch(const char *cmd, int argc, char **argv) {
-  if (!strcmp(cmd, "pca")) return cmd_pca(argc, argv);
-  if (!strcmp(cmd, "knn")) return cmd_knn(argc, argv);
-  if (!strcmp(cmd, "metrics")) return cmd_metrics(argc, argv);
-  if (!strcmp(cmd, "plot")) return cmd_plot(argc, argv);
-  if (!strcmp(cmd, "view")) return cmd_view(argc, argv);
-  if (!strcmp(cmd, "affinity")) return cmd_affinity(argc, argv);
-  if (!strcmp(cmd, "transform")) return cmd_transform(argc, argv);
+  for (size_t i = 0; i < sizeof tool_commands / sizeof *tool_commands; i++)
+    if (!strcmp(cmd, tool_commands[i].name)) return tool_commands[i].run(argc, argv);
   if (nle_spectral_method_parse(cmd) != -1 || !strcmp(cmd, "cluster")) return cmd_spectral(argc, argv, cmd);
-  if (cmd_mds_has(cmd)) return cmd_mds(argc, argv, cmd);
-  if (!strcmp(cmd, "kem")) return cmd_kem(argc, argv);
-  static const char *const embedders[] = {"ee", "tee", "ssne", "tsne", "sne"};
-  for (size_t i = 0; i < sizeof embedders / sizeof *embedders; i++)
-    if (!strcmp(cmd, embedders[i])) return cmd_fit(argc, argv, cmd);
+  for (int m = 0; nle_estimator_method_name(m); m++)
+    if (!strcmp(cmd, nle_estimator_method_name(m))) return cmd_fit(argc, argv, cmd);
   fprintf(stderr, "nlembed: error: unknown command \"%s\" (see nlembed --help)\n", cmd);
   return 2;
 }

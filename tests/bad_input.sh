@@ -325,11 +325,11 @@ expect_fail lda_labels_short "lda_short.npy: 39 labels for 40 points" "$o" -- $N
 expect_fail lda_labels_fraction "lda_frac.npy: the label of row 1 is 0.5, not a whole number" "$o" -- $N lda "$T/mds_dups.npy" --labels "$T/lda_frac.npy" -o "$o"
 expect_fail metrics_labels_nan "lda_nan.npy: byte 168 (row 5, column 0): NaN value" "$o" -- $N metrics "$T/mds_dups.npy" "$T/mds_dups.npy" --labels "$T/lda_nan.npy" -o "$o"
 expect_fail kpca_sparse_polynomial "kpca: a sparse kernel (on 10 neighbours) is Gaussian, not --kernel polynomial" "$o" -- $N kpca "$T/mds_dups.npy" --kernel polynomial --neighbors 10 -o "$o"
-expect_fail mds_option_elsewhere "--landmarks is not an option of nlembed mds" "$o" -- $N mds "$T/mds_dups.npy" --landmarks 10 -o "$o"
+expect_fail mds_option_elsewhere "--landmarks is for lmds" "$o" -- $N mds "$T/mds_dups.npy" --landmarks 10 -o "$o"
 # kernel eigenmaps: options out of range, too few points, NaN and duplicate
 # points, a model given what it does not take
 expect_fail kem_bad_variant '--variant takes raw, affine, reweighted or stochastic, not "best"' "$o" -- $N kem swissroll:300 --variant best -o "$o"
-expect_fail kem_bad_sigma '--sigma takes a finite number > 0, not "-1"' "$o" -- $N kem swissroll:300 --sigma -1 -o "$o"
+expect_fail kem_bad_sigma '--sigma takes a finite number > 0 or auto, not "-1"' "$o" -- $N kem swissroll:300 --sigma -1 -o "$o"
 expect_fail kem_too_few "kem: 40 points are too few for --neighbors 40 neighbours" "$o" -- $N kem "$T/mds_dups.npy" -k 40 -o "$o"
 expect_fail kem_kernels "kem: --kernels 41 for 40 points" "$o" -- $N kem "$T/mds_dups.npy" --kernels 41 -o "$o"
 expect_fail kem_nan "mds_nan.npy: byte 192 (row 1, column 3): NaN value" "$o" -- $N kem "$T/mds_nan.npy" -k 2 -o "$o"

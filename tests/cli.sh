@@ -414,10 +414,10 @@ expect_ok bom_skipped $N pca "$T/bom.csv" -d 1 -o "$T/bom.npy" --quiet
 if grep -q '"n": 3' "$T/stdout"; then ok bom_rows; else bad bom_rows "$(cat "$T/stdout")"; fi
 { echo "a,b,c,label"; for i in $(seq 1 40); do echo "$i,$((i % 7)),$((i * i % 11)),$((i % 3))"; done; } > "$T/lab.csv"
 expect_ok label_named_column $N pca "$T/lab.csv" -d 2 -o "$T/lab.npy" --save-labels "$T/lab_l.npy"
-if grep -q 'column 4 ("label") taken as the labels' "$T/stderr" && grep -q '"dim": 3' "$T/stdout"; then ok label_named_note
+if grep -q 'column 4 ("label") taken as the labels' "$T/stderr" && grep -q '"D": 3' "$T/stdout"; then ok label_named_note
 else bad label_named_note "$(cat "$T/stderr" "$T/stdout")"; fi
 expect_ok label_column_none $N pca "$T/lab.csv" -d 2 -o "$T/lab4.npy" --label-column none --quiet
-if grep -q '"dim": 4' "$T/stdout"; then ok label_column_none_dim; else bad label_column_none_dim "$(cat "$T/stdout")"; fi
+if grep -q '"D": 4' "$T/stdout"; then ok label_column_none_dim; else bad label_column_none_dim "$(cat "$T/stdout")"; fi
 expect_ok plot_labels_from_data_file $N plot "$T/lab.npy" --labels "$T/lab.csv" -o "$T/lab.png" --quiet
 expect_ok save_label_names $N pca fashion-mnist:200 -d 2 -o "$T/fm200.npy" --save-labels "$T/fm200_names.txt" --quiet
 if head -1 "$T/fm200_names.txt" | grep -qx "Ankle boot" && [ "$(wc -l < "$T/fm200_names.txt")" -eq 200 ]; then

@@ -63,6 +63,13 @@ typedef struct {
 /* The row of option `name` (or its alias) of the estimator's method or of
  * another method of its family (then info->taken is false). */
 NLE_API nle_status nle_estimator_option_info(const nle_estimator *e, const char *name, nle_option_info *info);
+/* Whether a fit takes sparse rows as they are (searched into a neighbour
+ * graph); the other methods take dense points (a reader densifies them). */
+NLE_API bool nle_estimator_takes_sparse(const nle_estimator *e);
+/* Whether a fit needs the labels of the points (lda, klda). */
+NLE_API bool nle_estimator_needs_labels(const nle_estimator *e);
+/* What the estimator's method is, one paragraph (the tool's --help). */
+NLE_API const char *nle_estimator_about(const nle_estimator *e);
 /* The method names, i = 0, 1, ... (NULL past the last). */
 NLE_API const char *nle_estimator_method_name(int i);
 

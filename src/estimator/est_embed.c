@@ -10,6 +10,19 @@
 #include <string.h>
 
 static const char *const methods[] = {"tsne", "tee", "ee", "ssne", "sne", NULL};
+#define EMBED_ABOUT(what, norm, recipe)                                                                     \
+  what " embedding of INPUT (dissertation ch. 3; EE paper). Affinities W+ are entropic (perplexity) on the " \
+       "kNN graph, symmetrised as (P + P^T) / 2" norm ". With no options it runs the model's best measured "  \
+       "recipe (docs/embeddings.md): " recipe
+static const char *const abouts[] = {
+    EMBED_ABOUT("t-SNE", " and normalised to sum 1",
+                "PCA-50 neighbours re-ranked in INPUT (large D and N), fixed-rate gradient descent with "
+                "exaggeration 12 for 125 of 450 iterations, FFT repulsion."),
+    EMBED_ABOUT("t-EE", "", "the homotopy over 5 lambda values from lambda / 100 to 0.03, 90 fixed-rate iterations each."),
+    EMBED_ABOUT("EE", "", "perplexity 5, line-search spectral direction, lambda 100 / N."),
+    EMBED_ABOUT("s-SNE", " and normalised to sum 1", "perplexity 5, line-search spectral direction."),
+    EMBED_ABOUT("SNE", " (conditional P)", "perplexity 5, line-search spectral direction, exact repulsion."),
+    NULL};
 
 static int variant_of(const char *method) { return nle_model_parse(method); }
 
@@ -325,6 +338,7 @@ static void free_model(void **model) {
 
 const nle__family nle__family_embed = {
     .methods = methods,
+    .abouts = abouts,
     .variant_of = variant_of,
     .opts_size = sizeof(nle_embed_opts),
     .opts_init = opts_init,

@@ -8,6 +8,13 @@
 #include <string.h>
 
 static const char *const methods[] = {"kem", NULL};
+static const char *const abouts[] = {
+    "Kernel eigenmaps (Brand 2003, docs/kem.md): the Laplacian-eigenmap problem of a kNN graph W (eq. 1) restricted "
+    "to linear maps of a kernel basis z(x) (sec. 2, eq. 8): K Gaussian kernels at random data points, each "
+    "contributing its local homogeneous coordinate [K_k (x - mu_k); 1] times its posterior (eqs. 14-15). The small "
+    "pencil (Z W Z^T, Z D Z^T) gives a continuous map G(x) (eqs. 17-18) of the whole space and an approximate "
+    "inverse G+(y) (eq. 19), kept with --save-model for `nlembed transform`.",
+    NULL};
 
 static int variant_of(const char *method) {
   (void)method;
@@ -23,26 +30,47 @@ NLE__ENUM_NAME_OF(nle_affinity_kind_name, nle_affinity_kind)
 NLE__ENUM_NAME_OF(nle_symmetrize_name, nle_symmetrize_rule)
 NLE__ENUM_NAME_OF(nle_kem_variant_name, nle_kem_variant)
 
-#define K_INT(n, f, a, ...) {.name = n, .kind = NLE__OPT_INT, .offset = offsetof(nle_kem_opts, f), .auto_ok = a, __VA_ARGS__}
-#define K_REAL(n, f, a, ...) {.name = n, .kind = NLE__OPT_REAL, .offset = offsetof(nle_kem_opts, f), .auto_ok = a, __VA_ARGS__}
-#define K_BOOL(n, f, ...) {.name = n, .kind = NLE__OPT_BOOL, .offset = offsetof(nle_kem_opts, f), __VA_ARGS__}
+#define AT(f) offsetof(nle_kem_opts, f)
+#define K_INT(n, f, a, ...) {.name = n, .kind = NLE__OPT_INT, .offset = AT(f), .auto_ok = a, __VA_ARGS__}
+#define K_REAL(n, f, a, ...) {.name = n, .kind = NLE__OPT_REAL, .offset = AT(f), .auto_ok = a, __VA_ARGS__}
+#define K_BOOL(n, f, ...) {.name = n, .kind = NLE__OPT_BOOL, .offset = AT(f), __VA_ARGS__}
 
 static const nle__option options[] = {
-    K_INT("dim", dim, false, .help = "embedding dimension"),
-    K_INT("neighbors", k, false, .help = "neighbours of the graph W"),
-    {.name = "weights", .kind = NLE__OPT_ENUM, .offset = offsetof(nle_kem_opts, weights), .enum_name = nle_affinity_kind_name_of, .enum_parse = nle_affinity_kind_parse, .help = "the graph's weights: inverse (1/|x_i - x_j|), gaussian or binary"},
-    K_REAL("heat-t", heat_t, true, .help = "gaussian weights' t (auto: 2 s^2, s the median neighbour distance)"),
-    {.name = "symmetrize", .kind = NLE__OPT_ENUM, .offset = offsetof(nle_kem_opts, symmetrize), .enum_name = nle_symmetrize_name_of, .enum_parse = nle_symmetrize_parse, .help = "making the graph symmetric: average ((A + A^T) / 2), union or mutual"},
-    K_BOOL("plus-identity", plus_identity, .help = "W + I (more isometric), D from W + I"),
-    K_INT("kernels", kernels, true, .help = "kernels at random data points (auto: min(64, N))"),
-    K_REAL("sigma", sigma, true, .help = "the kernels' width (auto: half the median distance from a kernel centre to its nearest data points)"),
-    K_INT("local-dims", local_dims, true, .help = "the leading local principal directions per kernel (auto: D when D <= 10, else 10; 0: posteriors only)"),
-    K_INT("local-points", local_points, true, .help = "points of each local PCA (auto: max(k, 3 local_dims))"),
-    K_REAL("truncate", truncate, false, .help = "posteriors below this dropped (0: none)"),
-    {.name = "variant", .kind = NLE__OPT_ENUM, .offset = offsetof(nle_kem_opts, variant), .auto_ok = true, .enum_name = nle_kem_variant_name_of, .enum_parse = nle_kem_variant_parse, .help = "auto, reweighted, raw, affine or stochastic"},
-    K_BOOL("lpp", lpp, .help = "Z = X: Locality Preserving Projections"),
-    K_INT("inverse-steps", inverse_steps, false, .help = "Gauss-Newton steps refining the inverse map G+(y)"),
-    K_REAL("inverse-width", inverse_width, false, .help = "the inverse map's kernel width, in sigma"),
+    K_INT("dim", dim, false, NLE__INT_FROM(1), .short_name = 'd', .metavar = "N", .help = "embedding dimension"),
+    K_INT("neighbors", k, false, NLE__INT_FROM(1), .short_name = 'k', .metavar = "K", .json = "k",
+          .help = "neighbours of the graph W (sec. 4)"),
+    {.name = "weights", .kind = NLE__OPT_ENUM, .offset = AT(weights), .enum_name = nle_affinity_kind_name_of,
+     .enum_parse = nle_affinity_kind_parse, .choices = "inverse, gaussian or binary", .metavar = "NAME",
+     .help = "the graph's weights: inverse (1/|x_i - x_j|, sec. 3), gaussian (the heat kernel of LPP) or binary; W "
+             "scaled to a largest entry of 1"},
+    K_REAL("heat-t", heat_t, true, NLE__POSITIVE, .metavar = "T",
+           .help = "gaussian weights' t (auto: 2 s^2, s the median distance to the k-th neighbour)"),
+    {.name = "symmetrize", .kind = NLE__OPT_ENUM, .offset = AT(symmetrize), .enum_name = nle_symmetrize_name_of,
+     .enum_parse = nle_symmetrize_parse, .metavar = "RULE",
+     .help = "making the graph symmetric: average ((A + A^T) / 2), union or mutual"},
+    K_BOOL("plus-identity", plus_identity, .help = "W + I (sec. 4: more isometric), D from W + I"),
+    K_INT("kernels", kernels, true, NLE__INT_FROM(1), .metavar = "K",
+          .help = "kernels at random data points (auto: min(64, N))"),
+    K_REAL("sigma", sigma, true, NLE__POSITIVE, .metavar = "S",
+           .help = "the kernels' width (auto: half the median distance from a centre to the nearest other centre)"),
+    K_INT("local-dims", local_dims, true, NLE__INT_FROM(0), .metavar = "Q",
+          .help = "the Q leading local principal directions per kernel (sec. 6; auto: D when D <= 10, else 10; 0: "
+                  "posteriors only)"),
+    K_INT("local-points", local_points, true, NLE__INT_FROM(1), .metavar = "L",
+          .help = "points of each local PCA (auto: max(k, 3 Q))"),
+    /* below 0.01: the map's derivative leaves out the renormalisation after
+     * the cut, an error of the order of truncate (kem_map.c) */
+    K_REAL("truncate", truncate, false, NLE__REAL_IN(0, 1e-2, NLE__OPEN_HI), .metavar = "T",
+           .help = "posteriors below T dropped (0: none)"),
+    {.name = "variant", .kind = NLE__OPT_ENUM, .offset = AT(variant), .auto_ok = true, .enum_name = nle_kem_variant_name_of,
+     .enum_parse = nle_kem_variant_parse, .choices = "raw, affine, reweighted or stochastic", .metavar = "NAME",
+     .help = "reweighted (eq. 18), raw (eq. 8), affine ([Z; 1]) or stochastic (eq. 12) (auto: reweighted, raw with "
+             "lpp)"},
+    K_BOOL("lpp", lpp, .help = "Z = X: Locality Preserving Projections (sec. 4)"),
+    K_INT("inverse-steps", inverse_steps, false, NLE__INT_FROM(0), .metavar = "N",
+          .help = "Gauss-Newton steps refining the inverse map G+(y)"),
+    K_REAL("inverse-width", inverse_width, false, NLE__POSITIVE, .metavar = "W",
+           .help = "the inverse map's kernel width, in sigma"),
     {.name = NULL}};
 
 static nle_status fit(nle_estimator *e, const nle__est_input *in) {
@@ -59,12 +87,22 @@ static nle_status fit(nle_estimator *e, const nle__est_input *in) {
     r->model = NULL;
     nle__json *j = &e->report;
     nle__est_report_options(e, &r->resolved);
-    nle__json_numbers(j, "eigenvalues", r->eigenvalues, (size_t)r->n_eigenvalues);
+    nle__json_printf(j, ", \"seconds\": %.3f, \"knn_seconds\": %.3f, \"basis_seconds\": %.3f, \"pencil_seconds\": %.3f, "
+                        "\"eigen_seconds\": %.3f, \"inverse_seconds\": %.3f",
+                     r->total_seconds, r->knn_seconds, r->basis_seconds, r->pencil_seconds, r->eigen_seconds,
+                     r->inverse_seconds);
+    nle__json_printf(j, ", \"pencil_order\": %zu, \"pencil_rank\": %zu, \"pencil_singular\": %s", r->pencil_order,
+                     r->pencil_rank, r->pencil_singular ? "true" : "false");
+    nle__json_number(j, "pencil_rcond", r->pencil_rcond);
     nle__json_number(j, "distortion", r->distortion);
-    nle__json_printf(j, ", \"components\": %d, \"pencil_singular\": %s", r->components,
-                     r->pencil_singular ? "true" : "false");
-    nle__json_printf(j, ", \"seconds\": {\"knn\": %.3f, \"basis\": %.3f, \"eigen\": %.3f, \"total\": %.3f}",
-                     r->knn_seconds, r->basis_seconds, r->eigen_seconds, r->total_seconds);
+    if (!isnan(r->denominator_spread)) nle__json_number(j, "denominator_spread", r->denominator_spread);
+    nle__json_printf(j, ", \"components\": %d", r->components);
+    nle__json_numbers(j, "eigenvalues", r->eigenvalues, (size_t)r->n_eigenvalues);
+    char summary[200];
+    snprintf(summary, sizeof summary, "kernel eigenmap (%s) of %zu points in %.2f s: distortion %.6g%s",
+             nle_kem_variant_name(r->resolved.variant), r->n, r->total_seconds, r->distortion,
+             r->pencil_singular ? " (singular pencil, solved in its range)" : "");
+    nle__json_string(j, "summary", summary);
   }
   nle_kem_result_free(&r);
   return k ? k : s;
@@ -113,6 +151,7 @@ static void free_model(void **model) {
 
 const nle__family nle__family_kem = {
     .methods = methods,
+    .abouts = abouts,
     .variant_of = variant_of,
     .opts_size = sizeof(nle_kem_opts),
     .opts_init = opts_init,

@@ -7,6 +7,8 @@
 
 #include "../core/internal.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,31 +42,79 @@ NLE__ENUM_NAME_OF(nle_pdkernel_name, nle_pdkernel_kind)
 
 #define O_INT(T, n, f, a, ...) {.name = n, .kind = NLE__OPT_INT, .offset = offsetof(T, f), .auto_ok = a, __VA_ARGS__}
 #define O_REAL(T, n, f, a, ...) {.name = n, .kind = NLE__OPT_REAL, .offset = offsetof(T, f), .auto_ok = a, __VA_ARGS__}
+#define DIM(T, f, a, what) O_INT(T, "dim", f, a, NLE__INT_FROM(1), .short_name = 'd', .metavar = "N", .help = what)
 /* (kernel LDA's kernel is dense: the sparse kNN kernel, --neighbors, is
- * kernel PCA's alone) */
-#define KERNEL_OPTIONS(T, SC)                                                                                  \
-  {.name = "kernel", .kind = NLE__OPT_ENUM, .offset = offsetof(T, kernel.kind), .enum_name = nle_pdkernel_name_of, .enum_parse = nle_pdkernel_parse, .scope = SC, .help = "gaussian (exp(-gamma |x - y|^2)), polynomial, linear or precomputed"}, \
-      O_REAL(T, "gamma", kernel.gamma, true, .scope = SC, .help = "the kernel's gamma (auto, gaussian: 1 / (2 s^2), s^2 the median squared distance)"), O_REAL(T, "coef0", kernel.coef0, false, .scope = SC, .help = "polynomial offset"),                   \
-      O_INT(T, "degree", kernel.degree, false, .scope = SC, .help = "polynomial degree")
+ * kernel PCA's alone; a precomputed kernel is the tool's --kernel-matrix) */
+#define KERNEL_OPTIONS(T, SC)                                                                                      \
+  {.name = "kernel", .kind = NLE__OPT_ENUM, .offset = offsetof(T, kernel.kind), .enum_name = nle_pdkernel_name_of, \
+   .enum_parse = nle_pdkernel_parse, .scope = SC, .choices = "gaussian, polynomial or linear", .metavar = "NAME", \
+   .help = "gaussian (exp(-gamma |x - y|^2)), polynomial ((gamma x.y + coef0)^degree), linear (x.y) or "          \
+           "precomputed (the input is the kernel matrix)"},                                                       \
+      O_REAL(T, "gamma", kernel.gamma, true, NLE__POSITIVE, .scope = SC, .metavar = "G",                            \
+             .help = "the kernel's gamma (auto: gaussian 1 / (2 s^2), s^2 the median squared distance of 10,000 "  \
+                     "random pairs; polynomial 1 / mean |x|^2)"),                                                  \
+      O_REAL(T, "coef0", kernel.coef0, false, NLE__REAL_IN(-INFINITY, INFINITY, 0), .scope = SC, .metavar = "C",   \
+             .help = "polynomial offset"),                                                                         \
+      O_INT(T, "degree", kernel.degree, false, NLE__INT_FROM(1), .scope = SC, .metavar = "N", .help = "polynomial degree")
 
 #define SMACOF (NLE__FOR(NLE_MDS_METRIC) | NLE__FOR(NLE_MDS_SAMMON) | NLE__FOR(NLE_MDS_NONMETRIC))
 static const nle__option mds_options[] = {
-    O_INT(nle_mds_opts, "dim", dim, false, .help = "embedding dimension"),
-    O_INT(nle_mds_opts, "starts", starts, false, .scope = SMACOF, .help = "runs: the first from classical MDS, the others from random starts; the best is kept"),
-    O_INT(nle_mds_opts, "max-iter", max_iter, false, .scope = SMACOF, .help = "iterations per run"),
-    O_REAL(nle_mds_opts, "tol", tol, false, .scope = SMACOF, .help = "stop when the stress falls by less than this fraction of itself"),
-    {.name = "ties", .kind = NLE__OPT_ENUM, .offset = offsetof(nle_mds_opts, ties), .enum_name = nle_mds_ties_name_of, .enum_parse = nle_mds_ties_parse, .scope = NLE__FOR(NLE_MDS_NONMETRIC), .help = "non-metric: primary (tied dissimilarities may get different disparities) or secondary"},
-    O_INT(nle_mds_opts, "landmarks", landmarks, true, .scope = NLE__FOR(NLE_MDS_LANDMARK), .help = "Locally Linear Landmarks: solve on this many landmarks, every point reconstructed from its nearest ones (0: exact)"),
+    DIM(nle_mds_opts, dim, false, "embedding dimension"),
+    O_INT(nle_mds_opts, "starts", starts, false, NLE__INT_FROM(1), .scope = SMACOF, .metavar = "N",
+          .help = "runs: the first from classical MDS, the others from random configurations (seeded); least stress "
+                  "kept"),
+    O_INT(nle_mds_opts, "max-iter", max_iter, false, NLE__INT_FROM(1), .scope = SMACOF, .metavar = "N",
+          .help = "iterations per run"),
+    O_REAL(nle_mds_opts, "tol", tol, false, NLE__REAL_IN(0, 1, NLE__OPEN_HI), .scope = SMACOF, .metavar = "T",
+           .help = "stop when the stress falls by less than T of itself in one iteration"),
+    {.name = "ties", .kind = NLE__OPT_ENUM, .offset = offsetof(nle_mds_opts, ties), .enum_name = nle_mds_ties_name_of,
+     .enum_parse = nle_mds_ties_parse, .scope = NLE__FOR(NLE_MDS_NONMETRIC), .metavar = "RULE",
+     .help = "primary (tied dissimilarities may get different disparities) or secondary (equal disparities)"},
+    O_INT(nle_mds_opts, "landmarks", landmarks, true, NLE__INT_FROM(2), .scope = NLE__FOR(NLE_MDS_LANDMARK),
+          .metavar = "L", .help = "landmarks (auto: min(N, 1000))"),
     {.name = NULL}};
 
-static const nle__option kpca_options[] = {O_INT(nle_kpca_opts, "dim", dim, false, .help = "embedding dimension"), KERNEL_OPTIONS(nle_kpca_opts, 0),
-                                           O_INT(nle_kpca_opts, "kernel-neighbors", kernel.neighbors, false, .help = "a sparse Gaussian kernel on the kNN graph of this many neighbours (0: dense)"),
-                                           {.name = NULL}};
+static const nle__option kpca_options[] = {
+    DIM(nle_kpca_opts, dim, false, "embedding dimension"), KERNEL_OPTIONS(nle_kpca_opts, 0),
+    O_INT(nle_kpca_opts, "kernel-neighbors", kernel.neighbors, false, NLE__INT_FROM(0), .alias = "neighbors",
+          .metavar = "K", .help = "a sparse Gaussian kernel on the kNN graph of K neighbours (O(N K) memory; 0: dense)"),
+    {.name = NULL}};
 
-static const nle__option lda_options[] = {O_INT(nle_lda_opts, "dim", dim, true, .help = "discriminant directions"),
-                                          O_REAL(nle_lda_opts, "ridge", ridge, true, .help = "added to the total scatter's diagonal"),
-                                          O_REAL(nle_lda_opts, "tol", tol, false, .scope = NLE__FOR(0), .help = "stop below this relative decrease of E, 5 iterations in a row (auto: 1e-6)"), KERNEL_OPTIONS(nle_lda_opts, NLE__FOR(1)),
-                                          {.name = NULL}};
+static const nle__option lda_options[] = {
+    DIM(nle_lda_opts, dim, true, "discriminant directions (auto: min(C - 1, D), C the classes)"),
+    O_REAL(nle_lda_opts, "ridge", ridge, true, NLE__NONNEGATIVE, .metavar = "R",
+           .help = "lda: T + R I by Cholesky, T the total scatter (auto: the SVD solver in the range of the data); "
+                   "klda: added to K^2's diagonal (auto: 1e-3 of its mean diagonal)"),
+    O_REAL(nle_lda_opts, "tol", tol, false, NLE__REAL_IN(0, 1, NLE__OPEN_HI), .scope = NLE__FOR(0), .metavar = "T",
+           .help = "singular values of the scaled within-class deviations at or below T are their null space"),
+    KERNEL_OPTIONS(nle_lda_opts, NLE__FOR(1)), {.name = NULL}};
+
+static const char *const mds_abouts[] = {
+    "Classical MDS (lecture slides 002, \"Classic Metric MDS\"): B = -1/2 J M J of the squared dissimilarities M, its "
+    "top eigenvectors scaled by sqrt(lambda). Of points: their PCA scores. Negative eigenvalues (non-Euclidean "
+    "input) are counted and their mass reported, then dropped.",
+    "Metric MDS (slides \"More General Metric MDS\") by SMACOF: the raw stress sum_{i<j} w_ij (delta_ij - d_ij)^2 "
+    "lowered monotonely by the Guttman transform (weighted: conjugate gradients on V X = B(Z) Z). Reports Kruskal's "
+    "stress-1 and the slides' normalised stress.",
+    "Sammon mapping (slides \"More General Metric MDS\"): Sammon's stress sum (delta - d)^2 / delta / sum delta by "
+    "SMACOF with weights 1 / delta. Zero dissimilarities between distinct points (duplicates) are refused.",
+    "Non-metric MDS (slides \"Non-Metric MDS\"): disparities by monotone (PAV) regression on the order of the "
+    "dissimilarities, alternating with a Guttman step; Kruskal's stress-1 against the disparities.",
+    "Landmark MDS (de Silva and Tenenbaum 2004): classical MDS of L random landmarks, every point placed by "
+    "distance-based triangulation; O(L N D).",
+    NULL};
+static const char *const kpca_abouts[] = {
+    "Kernel PCA (dissertation sec. 4.6.4, eq. 4.18): the top eigenvectors of the centred kernel matrix, scaled by "
+    "sqrt(lambda); the centring is applied implicitly (the dense centred N x N matrix is never formed).",
+    NULL};
+static const char *const lda_abouts[] = {
+    "Linear discriminant analysis (dissertation eqs. 4.14-4.17): the directions of S_b v = lambda S_w v; at most "
+    "C - 1 of them. The output is scaled so that the within-class covariance is the identity: scikit-learn's "
+    "transform (solver \"svd\") up to signs, in the range of the data. Labels: any integers or names (the dataset's, "
+    "or --labels); the classes are the distinct values.",
+    "Kernel LDA (Baudat and Anouar 2000; eqs. 4.16-4.17 with a kernel): H p = lambda (K^2 + ridge I) p, K the "
+    "centred kernel; O(N^3) time, O(N^2) memory. Labels as LDA's.",
+    NULL};
 
 /* These take points or whole matrices, never a neighbour graph. */
 static nle_status no_graph(nle_estimator *e, const nle__est_input *in) {
@@ -78,6 +128,47 @@ static nle_status take_model(nle_estimator *e, nle_projection_model **model) {
   e->model = *model;
   *model = NULL;
   return NLE_OK;
+}
+
+/* The report's figures of an MDS run (the SMACOF family's or the direct
+ * solvers'). */
+static void report_mds(nle_estimator *e, const nle_mds_result *r) {
+  nle__json *j = &e->report;
+  bool direct = e->variant == NLE_MDS_CLASSICAL || e->variant == NLE_MDS_LANDMARK;
+  nle__json_printf(j, ", \"seconds\": %.3f", r->seconds);
+  nle__json_numbers(j, "eigenvalues", r->eigenvalues, (size_t)r->n_eigenvalues);
+  if (direct) {
+    nle__json_printf(j, ", \"negative_eigenvalues\": %d, \"spectrum_complete\": %s", r->negative_count,
+                     r->spectrum_complete ? "true" : "false");
+    nle__json_number(j, "negative_mass", r->negative_mass);
+    nle__json_number(j, "positive_mass", r->positive_mass);
+    nle__json_number(j, "trace", r->trace);
+  }
+  nle__json_number(j, "stress1", r->stress1);
+  nle__json_number(j, "normalized_stress", r->normalized_stress);
+  nle__json_number(j, "sammon_stress", r->sammon_stress);
+  nle__json_number(j, "raw_stress", r->raw_stress);
+  if (!direct) {
+    nle__json_number(j, "start_stress", r->start_stress);
+    nle__json_printf(j, ", \"iterations\": %d, \"starts_run\": %d, \"best_start\": %d, \"starts_abandoned\": %d",
+                     r->iterations, r->starts_run, r->best_start, r->starts_abandoned);
+  }
+  char summary[160];
+  if (!isnan(r->stress1))
+    snprintf(summary, sizeof summary, "%s of %zu points in %.2f s: stress-1 %.6f", e->method, r->X->rows, r->seconds,
+             r->stress1);
+  else
+    snprintf(summary, sizeof summary, "%s of %zu points to %zu dimensions in %.2f s", e->method, r->X->rows,
+             r->X->cols, r->seconds);
+  nle__json_string(j, "summary", summary);
+}
+
+/* The summary line of a projection method. */
+static void report_summary(nle_estimator *e, double seconds) {
+  char summary[160];
+  snprintf(summary, sizeof summary, "%s of %zu points to %zu dimensions in %.2f s", e->method, e->X->rows, e->X->cols,
+           seconds);
+  nle__json_string(&e->report, "summary", summary);
 }
 
 static nle_status mds_fit(nle_estimator *e, const nle__est_input *in) {
@@ -98,16 +189,8 @@ static nle_status mds_fit(nle_estimator *e, const nle__est_input *in) {
   if (!k) k = nle__est_keep_resolved(e, &r->resolved);
   if (!k) {
     take_model(e, &r->model);
-    nle__json *j = &e->report;
     nle__est_report_options(e, &r->resolved);
-    nle__json_numbers(j, "eigenvalues", r->eigenvalues, (size_t)r->n_eigenvalues);
-    nle__json_number(j, "raw_stress", r->raw_stress);
-    nle__json_number(j, "stress1", r->stress1);
-    nle__json_number(j, "normalized_stress", r->normalized_stress);
-    nle__json_number(j, "sammon_stress", r->sammon_stress);
-    nle__json_printf(j, ", \"iterations\": %d, \"starts_run\": %d, \"best_start\": %d, \"negative_count\": %d",
-                     r->iterations, r->starts_run, r->best_start, r->negative_count);
-    nle__json_printf(j, ", \"seconds\": {\"total\": %.3f}", r->seconds);
+    report_mds(e, r);
   }
   nle_mds_result_free(&r);
   return k ? k : s;
@@ -132,9 +215,12 @@ static nle_status kpca_fit(nle_estimator *e, const nle__est_input *in) {
   if (!k) {
     take_model(e, &r->model);
     nle__est_report_options(e, &r->resolved);
-    nle__json_numbers(&e->report, "eigenvalues", r->eigenvalues, (size_t)r->n_eigenvalues);
-    nle__json_printf(&e->report, ", \"sparse\": %s, \"seconds\": {\"kernel\": %.3f, \"eigen\": %.3f, \"total\": %.3f}",
-                     r->sparse ? "true" : "false", r->kernel_seconds, r->eigen_seconds, r->seconds);
+    nle__json *j = &e->report;
+    nle__json_printf(j, ", \"seconds\": %.3f, \"kernel_seconds\": %.3f, \"eigen_seconds\": %.3f, \"sparse\": %s, "
+                        "\"kernel_entries\": %zu", r->seconds, r->kernel_seconds, r->eigen_seconds,
+                     r->sparse ? "true" : "false", r->nnz);
+    nle__json_numbers(j, "eigenvalues", r->eigenvalues, (size_t)r->n_eigenvalues);
+    report_summary(e, r->seconds);
   }
   nle_kpca_result_free(&r);
   return k ? k : s;
@@ -155,10 +241,13 @@ static nle_status lda_fit(nle_estimator *e, const nle__est_input *in) {
   if (!k) {
     take_model(e, &r->model);
     nle__est_report_options(e, &r->resolved);
-    nle__json_numbers(&e->report, "eigenvalues", r->eigenvalues, (size_t)r->n_eigenvalues);
-    nle__json_numbers(&e->report, "explained_variance_ratio", r->explained_variance_ratio, (size_t)r->n_eigenvalues);
-    nle__json_printf(&e->report, ", \"classes\": %d, \"rank\": %d, \"seconds\": {\"total\": %.3f}", r->classes,
-                     r->rank, r->seconds);
+    nle__json *j = &e->report;
+    nle__json_printf(j, ", \"seconds\": %.3f, \"classes\": %d", r->seconds, r->classes);
+    if (r->rank >= 0) nle__json_printf(j, ", \"rank\": %d", r->rank);
+    if (!e->variant && r->resolved.ridge == NLE_AUTO) nle__json_string(j, "solver", "svd");
+    nle__json_numbers(j, "eigenvalues", r->eigenvalues, (size_t)r->n_eigenvalues);
+    nle__json_numbers(j, "explained_variance_ratio", r->explained_variance_ratio, (size_t)r->n_eigenvalues);
+    report_summary(e, r->seconds);
   }
   nle_lda_result_free(&r);
   return k ? k : s;
@@ -217,6 +306,7 @@ void nle__est_projection_free(void **model) {
 
 const nle__family nle__family_mds = {
     .methods = mds_methods,
+    .abouts = mds_abouts,
     .variant_of = mds_variant,
     .opts_size = sizeof(nle_mds_opts),
     .opts_init = mds_init,
@@ -231,6 +321,7 @@ const nle__family nle__family_mds = {
 
 const nle__family nle__family_kpca = {
     .methods = kpca_methods,
+    .abouts = kpca_abouts,
     .variant_of = one_variant,
     .opts_size = sizeof(nle_kpca_opts),
     .opts_init = kpca_init,
@@ -243,6 +334,7 @@ const nle__family nle__family_kpca = {
 
 const nle__family nle__family_lda = {
     .methods = lda_methods,
+    .abouts = lda_abouts,
     .variant_of = one_variant,
     .opts_size = sizeof(nle_lda_opts),
     .opts_init = lda_init,

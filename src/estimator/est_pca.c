@@ -8,10 +8,13 @@
 #include "../mds/mds_internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const char *const methods[] = {"pca", NULL};
+static const char *const abouts[] = {
+    "Principal component analysis: INPUT projected on its leading principal components (exact or randomized).", NULL};
 
 static int variant_of(const char *method) {
   (void)method;
@@ -25,13 +28,20 @@ static void opts_init(void *opts, int variant) {
 
 NLE__ENUM_NAME_OF(nle_pca_solver_name, nle_pca_solver)
 
+#define AT(f) offsetof(nle_pca_opts, f)
 static const nle__option options[] = {
-    {.name = "dim", .kind = NLE__OPT_INT, .offset = offsetof(nle_pca_opts, n_components), .help = "embedding dimension"},
-    {.name = "center", .kind = NLE__OPT_BOOL, .offset = offsetof(nle_pca_opts, center), .help = "subtract the mean"},
-    {.name = "whiten", .kind = NLE__OPT_BOOL, .offset = offsetof(nle_pca_opts, whiten), .help = "scale every component to unit variance"},
-    {.name = "solver", .kind = NLE__OPT_ENUM, .offset = offsetof(nle_pca_opts, solver), .auto_ok = true, .enum_name = nle_pca_solver_name_of, .enum_parse = nle_pca_solver_parse, .help = "auto, exact (covariance eigendecomposition) or randomized"},
-    {.name = "oversample", .kind = NLE__OPT_INT, .offset = offsetof(nle_pca_opts, oversample), .help = "randomized: extra directions"},
-    {.name = "power-iters", .kind = NLE__OPT_INT, .offset = offsetof(nle_pca_opts, power_iters), .help = "randomized: subspace iterations"},
+    {.name = "dim", .kind = NLE__OPT_INT, .offset = AT(n_components), NLE__INT_FROM(1), .short_name = 'd',
+     .metavar = "N", .help = "components to keep"},
+    {.name = "center", .kind = NLE__OPT_BOOL, .offset = AT(center), .alias = "no-center", .help = "subtract the mean"},
+    {.name = "whiten", .kind = NLE__OPT_BOOL, .offset = AT(whiten), .help = "scale every component to unit variance"},
+    {.name = "solver", .kind = NLE__OPT_ENUM, .offset = AT(solver), .auto_ok = true, .enum_name = nle_pca_solver_name_of,
+     .enum_parse = nle_pca_solver_parse, .metavar = "NAME",
+     .help = "auto, exact (covariance eigendecomposition) or randomized (range finder + SVD; auto picks it for "
+             "D > 1000 and dim <= D / 10)"},
+    {.name = "oversample", .kind = NLE__OPT_INT, .offset = AT(oversample), NLE__INT_FROM(0), .metavar = "N",
+     .help = "randomized: extra directions"},
+    {.name = "power-iters", .kind = NLE__OPT_INT, .offset = AT(power_iters), NLE__INT_FROM(0), .metavar = "N",
+     .help = "randomized: subspace iterations"},
     {.name = NULL}};
 
 /* The PCA model as the linear map the projection model files hold. */
@@ -52,9 +62,11 @@ static nle_status fit(nle_estimator *e, const nle__est_input *in) {
   if (!in->Y || in->distances) return nle__fail(e->ctx, NLE_ERR_ARG, "pca: takes dense points");
   const nle_pca_opts *o = e->opts;
   nle_pca_model *m = NULL;
+  double t0 = nle_time_seconds();
   nle_status s = nle_pca_fit(e->ctx, in->Y, o, &m);
   nle_matd *X = NULL;
   if (!s) s = nle_pca_transform(e->ctx, m, in->Y, &X);
+  double seconds = nle_time_seconds() - t0;
   if (!s) s = nle__est_keep_resolved(e, o);
   if (!s) {
     ((nle_pca_opts *)e->resolved)->solver = m->solver_used;
@@ -68,8 +80,18 @@ static nle_status fit(nle_estimator *e, const nle__est_input *in) {
   }
   if (!s) {
     nle__est_report_options(e, e->resolved);
-    nle__json_numbers(&e->report, "explained_variance", m->explained_variance, (size_t)m->n_components);
-    nle__json_number(&e->report, "total_variance", m->total_variance);
+    nle__json *j = &e->report;
+    double kept = 0;
+    for (int i = 0; i < m->n_components; i++) kept += m->explained_variance[i];
+    double ratio = m->total_variance > 0 ? kept / m->total_variance : 0;
+    nle__json_printf(j, ", \"components\": %d, \"seconds\": %.3f", m->n_components, seconds);
+    nle__json_number(j, "total_variance", m->total_variance);
+    nle__json_number(j, "explained_variance_ratio_sum", ratio);
+    nle__json_numbers(j, "explained_variance", m->explained_variance, (size_t)m->n_components);
+    char summary[160];
+    snprintf(summary, sizeof summary, "PCA %zu-D to %d-D (%s), %.1f%% of the variance", e->D, m->n_components,
+             nle_pca_solver_name(m->solver_used), 100 * ratio);
+    nle__json_string(j, "summary", summary);
   }
   nle_matd_free(&X);
   nle_pca_model_free(&m);
@@ -106,6 +128,7 @@ static nle_status inverse(nle_estimator *e, const nle_matd *X, nle_matf **Y) {
 
 const nle__family nle__family_pca = {
     .methods = methods,
+    .abouts = abouts,
     .variant_of = variant_of,
     .opts_size = sizeof(nle_pca_opts),
     .opts_init = opts_init,

@@ -256,6 +256,19 @@ void nle_estimator_free(nle_estimator **pe) {
 
 const char *nle_estimator_method(const nle_estimator *e) { return e ? e->method : NULL; }
 
+bool nle_estimator_takes_sparse(const nle_estimator *e) {
+  return e && e->family->graph_k && e->family->graph_k(e, 1000) > 0;
+}
+
+bool nle_estimator_needs_labels(const nle_estimator *e) { return e && e->family->decision != NULL; }
+
+const char *nle_estimator_about(const nle_estimator *e) {
+  if (!e || !e->family->abouts) return "";
+  for (int i = 0; e->family->methods[i]; i++)
+    if (!strcmp(e->family->methods[i], e->method)) return e->family->abouts[i] ? e->family->abouts[i] : "";
+  return "";
+}
+
 nle_status nle__est_become(nle_estimator *e, const char *method) {
   const nle__family *f = family_of(method);
   if (!f) return nle__fail(e->ctx, NLE_ERR_FORMAT, "a model of an unknown method '%s'", method);
@@ -292,6 +305,10 @@ static void range_rule(const nle__option *o, bool above, char *buf, size_t cap) 
 
 /* A name option's values: "auto, exact, bh, fft or fgt". */
 static void choices(const nle__option *o, char *list, size_t cap) {
+  if (o->choices) {
+    snprintf(list, cap, "%s", o->choices);
+    return;
+  }
   const char *names[64];
   int n = 0;
   if (o->auto_ok) names[n++] = "auto";
@@ -569,8 +586,9 @@ static nle_status prepare_input(nle_estimator *e, const nle_estimator_input *inp
   bool rows = e->metric == NLE_METRIC_EUCLIDEAN || e->metric == NLE_METRIC_COSINE ||
               e->metric == NLE_METRIC_CORRELATION;
   if (!rows && n != D)
-    return nle__fail(ctx, NLE_ERR_VALUE, "%s: {@metric=%s} takes an N x N matrix, not %zu x %zu", e->method,
-                     nle_metric_name(e->metric), n, D);
+    return nle__fail(ctx, NLE_ERR_VALUE, "%s is %zu x %zu, not square ({@metric=%s} takes an N x N matrix)",
+                     e->metric == NLE_METRIC_AFFINITIES ? "affinities" : "dissimilarities", n, D,
+                     nle_metric_name(e->metric));
   if (rows && Y) { /* points: the method searches them itself */
     const nle_matf *use;
     nle_status s = nle__est_metric_rows(e, Y, &e->Y_metric, &use);

@@ -43,6 +43,8 @@ typedef struct {
   const char *help;                 /* one line */
   const char *alias;                /* an older spelling the tool accepts; "no-NAME" for a switch sets it false */
   const char *json;                 /* its key in the flat report where that is not the name ("k") */
+  const char *choices;              /* a name option's values as messages list them, where not all the
+                                       enum's are meant (or not in its order) */
 } nle__option;
 
 /* Ranges of the rows, by the one rule of docs/design.md. */
@@ -124,6 +126,7 @@ struct nle_estimator {
 
 typedef struct nle__family {
   const char *const *methods;       /* NULL-terminated */
+  const char *const *abouts;        /* each method's one paragraph (--help), or NULL */
   int (*variant_of)(const char *method);
   size_t opts_size;
   void (*opts_init)(void *opts, int variant);
