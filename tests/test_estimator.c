@@ -1,8 +1,9 @@
 /* test_estimator.c — the by-name estimator (include/nlembed/estimator.h)
  * against the front doors it wraps: the same options give the same bits
  * as nle_embed and nle_spectral_embed called directly; every option's text
- * reads back as set; each method's options are those the tool gives its
- * command; PCA's reverse map inverts its map at full rank; cosine
+ * reads back as set; every option row is spelt alike by the estimator and
+ * the tool (--help, parsing), and no two names differ by a plural or a
+ * '-' unawares; PCA's reverse map inverts its map at full rank; cosine
  * equals Euclidean on rows made unit; classical MDS of the precomputed
  * Euclidean distances equals it on the points; model files round trip for
  * every family with a map; errors name the option. */
