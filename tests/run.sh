@@ -3,7 +3,8 @@
 # command-line tests and the bad-input catalogue under the optimised and the
 # ASan+UBSan builds (made here), the file formats end to end, the map viewer
 # in a real browser, the Python package, every benchmark in its smoke mode
-# (tests/bench_smoke.sh), the install test, then every fuzz
+# (tests/bench_smoke.sh), CONTRIBUTING.md's counts (tests/contrib.sh),
+# the install test, then every fuzz
 # target for FUZZ_SECONDS (5) each. Ends with one line, "N passed, N failed".
 # `./setup.sh test` installs the packages it needs and runs it; so does
 # `make check`.
@@ -53,13 +54,15 @@ echo "== the Python package (pytest; scikit-learn's estimator checks)"
 BUILD=build part python bash tests/python.sh
 echo "== every benchmark in its smoke mode (tiny sizes; peers not installed are skipped, saying so)"
 NLEMBED=./build/nlembed part bench bash tests/bench_smoke.sh
+echo "== CONTRIBUTING.md's counts: a dummy reader, optimiser, engine, spectral method and option, each in a scratch copy"
+part contrib bash tests/contrib.sh
 echo "== make install and a program built with pkg-config"
 part install bash tests/install.sh
 echo "== fuzzing: every reader and container, ${FUZZ_SECONDS:-5} s each"
 rm -rf build-fuzz/work
 part fuzz bash fuzz/run.sh "${FUZZ_SECONDS:-5}"
 passed=0 failed=$exits
-for name in unit asan cli bad isa cli_asan bad_asan formats formats_asan viewer python bench install fuzz; do
+for name in unit asan cli bad isa cli_asan bad_asan formats formats_asan viewer python bench contrib install fuzz; do
   read -r p f < <(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' "$log.$name" | tail -n 1)
   if [ -z "${p:-}" ]; then
     echo "run: the $name part ended without its summary line (crashed?)"

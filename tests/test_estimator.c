@@ -1,8 +1,9 @@
 /* test_estimator.c — the by-name estimator (include/nlembed/estimator.h)
  * against the front doors it wraps: the same options give the same bits
  * as nle_embed and nle_spectral_embed called directly; every option's text
- * reads back as set; each method's options are those the tool gives its
- * command; PCA's reverse map inverts its map at full rank; cosine
+ * reads back as set; every option row is spelt alike by the estimator and
+ * the tool (--help, parsing), and no two names differ by a plural or a
+ * '-' unawares; PCA's reverse map inverts its map at full rank; cosine
  * equals Euclidean on rows made unit; classical MDS of the precomputed
  * Euclidean distances equals it on the points; model files round trip for
  * every family with a map; errors name the option. */
@@ -85,44 +86,135 @@ static void options_round_trip(void) {
   nle_ctx_free(&ctx);
 }
 
-/* ---- every option reaches every method the tool gives it to -------------
- * The tool (the nlembed next to this test program, or $NLEMBED) is the
- * reference: an option is given to a method when the command's --help lists
- * it and the command does not refuse it as another method's ("--NAME is for
- * ..."; the embeddings share one help page). Each of those must be the
- * method's estimator option (under the estimator's spelling where the two
- * differ: the table below), and each estimator option must be one the tool
- * gives, except the few that are the estimator's own. The tool's options
- * that are not the method's (files in and out, the run's reporting) are
- * listed with why. */
-static const struct {
-  const char *tool, *estimator;
-} renamed[] = {{"method", "knn-method"},   {"iters", "knn-iters"},      {"delta", "knn-delta"},
-               {"no-gains", "gains"},      {"no-center", "center"},     {"no-warm-start", "warm-start"},
-               {"neighbors", "kernel-neighbors"}};
+/* ---- one spelling for every option: the estimator's and the tool's -------
+ * Every row of every method (nle_estimator_option_info) is one option under
+ * one name: nle_estimator_set takes the row's default under its name and
+ * its alias; the command's --help lists --NAME (a switch on by default: its
+ * "no-" alias), "-X, --NAME" where the row has a short form and --ALIAS
+ * where it has an alias; the command takes --NAME DEFAULT and --ALIAS
+ * DEFAULT. Conversely each option the --help lists is a row of the method
+ * (by name or alias) or the tool's own (tool_only), and the command refuses
+ * the rows of the family's other methods as theirs. Python's side of the
+ * same rows: python/tests/test_option_rows.py. The tool is the nlembed next
+ * to this test program, or $NLEMBED. */
+
+/* What the commands whose options are not yet read from the rows (their
+ * --help and parsing by hand, not cli/cmd_fit.c's) still do otherwise:
+ * "unlisted" (--help lacks --NAME), "short" (its short form is not the
+ * row's), "alias" (--help lacks --ALIAS), "refused" (the command refuses
+ * --NAME DEFAULT), "alias refused", "not a row" (--help lists --NAME, which
+ * is no row of the method's family nor an alias), "scope" (the command
+ * takes another method's row). `methods`: a space-separated list. An entry
+ * that no longer differs for each of its methods fails the test: the list
+ * only shrinks, an entry going when its command is converted. */
+typedef struct {
+  const char *methods, *option, *what;
+} known_difference;
+#define SPECTRAL "le lle mlle ltsa hlle isomap diffmap cluster"
+#define MDS_FAMILY "cmds mds sammon nmds lmds kpca lda klda"
+static const known_difference known[] = {
+    {"pca", "center", "unlisted"},
+    {SPECTRAL " " MDS_FAMILY " " "pca kem", "keep-model", "unlisted"},
+    {"kpca", "kernel-neighbors", "unlisted"},
+    {SPECTRAL, "knn-delta", "unlisted"},
+    {SPECTRAL, "knn-iters", "unlisted"},
+    {SPECTRAL, "knn-method", "unlisted"},
+    {"cluster", "max-iters", "unlisted"},
+    {"pca kpca lda klda kem", "metric", "unlisted"},
+    {MDS_FAMILY " " "pca kem", "model-data", "unlisted"},
+    {"cluster", "warm-start", "unlisted"},
+    {"cluster", "clusters", "short"},
+    {MDS_FAMILY " " "pca le lle mlle ltsa hlle isomap diffmap kem", "dim", "short"},
+    {SPECTRAL " " "kem", "neighbors", "short"},
+    /* cli/cmd_fit.c accepts the aliases and does not say so in --help */
+    {"tsne tee ee ssne sne", "delta", "alias"},
+    {"tsne tee ee ssne sne", "iters", "alias"},
+    {"tsne tee ee ssne sne", "method", "alias"},
+    {"pca", "center", "refused"},
+    {"lda klda", "dim", "refused"},
+    {"cluster", "dims", "refused"},
+    {"kpca klda", "gamma", "refused"},
+    {"kem", "heat-t", "refused"},
+    {SPECTRAL " " MDS_FAMILY " " "pca kem", "keep-model", "refused"},
+    {"kpca", "kernel-neighbors", "refused"},
+    {"kem", "kernels", "refused"},
+    {SPECTRAL, "knn-delta", "refused"},
+    {SPECTRAL, "knn-iters", "refused"},
+    {SPECTRAL, "knn-method", "refused"},
+    {"le cluster", "kz", "refused"},
+    {"lmds", "landmarks", "refused"},
+    {SPECTRAL, "leaf-size", "refused"},
+    {"kem", "local-dims", "refused"},
+    {"kem", "local-points", "refused"},
+    {SPECTRAL, "max-candidates", "refused"},
+    {"cluster", "max-iters", "refused"},
+    {"pca kpca lda klda kem", "metric", "refused"},
+    {MDS_FAMILY " " "pca kem", "model-data", "refused"},
+    {SPECTRAL, "pca-candidates", "refused"},
+    {SPECTRAL, "perplexity", "refused"},
+    {SPECTRAL, "radius", "refused"},
+    {"lda klda", "ridge", "refused"},
+    {SPECTRAL " " "kem", "sigma", "refused"},
+    {SPECTRAL, "trees", "refused"},
+    {"kem", "variant", "refused"},
+    {"cluster", "warm-start", "refused"},
+    {SPECTRAL, "delta", "not a row"},
+    {SPECTRAL, "iters", "not a row"},
+    {SPECTRAL, "method", "not a row"},
+    {"kpca", "neighbors", "not a row"},
+    {"pca", "no-center", "not a row"},
+    {"cluster", "no-warm-start", "not a row"},
+    {NULL, NULL, NULL}};
+static int known_seen[sizeof known / sizeof *known];
+
 /* files the tool reads or writes (the estimator takes arrays and saves by
  * nle_estimator_save; --labels, --init and --weights are its input
  * struct's), and the tool's own reporting and sweeps */
 static const char *const tool_only[] = {"output", "help", "threads", "seed", "max-memory", "quiet", "verbose",
                                         "delimiter", "header", "label-column", "labels", "transpose",
-                                        "save-model", "model-data", "save-labels", "affinities", "distances",
-                                        "knn", "kernel-matrix", "init", "weights", "checkpoint",
-                                        "checkpoint-every", "resume", "trace", "path-prefix", "sweep-k",
+                                        "save-model", "save-labels", "affinities", "distances", "knn",
+                                        "kernel-matrix", "init", "weights", "trace", "path-prefix", "sweep-k",
                                         "sweep-sigma", NULL};
-/* the estimator's own: every method's metric and keep-model (the tool:
- * --metric where it searches neighbours, --save-model), the lambda* bounds
- * switch (the tool always reports them where cheap), and the cap on
- * clustering's k-means iterations */
-static bool estimator_only(const char *method, const char *name) {
-  return !strcmp(name, "metric") || !strcmp(name, "keep-model") || !strcmp(name, "model-data") ||
-         (!strcmp(name, "lambda-bounds") && (!strcmp(method, "ee") || !strcmp(method, "tee"))) ||
-         (!strcmp(name, "max-iters") && !strcmp(method, "cluster"));
-}
 
 static bool in_list(const char *const *list, const char *name) {
   for (; *list; list++)
     if (!strcmp(*list, name)) return true;
   return false;
+}
+
+static bool in_words(const char *words, const char *word) {
+  size_t n = strlen(word);
+  for (const char *p = words; (p = strstr(p, word)); p += n)
+    if ((p == words || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) return true;
+  return false;
+}
+
+static int word_count(const char *words) {
+  int n = 0;
+  for (const char *p = words; *p; p++)
+    if (*p != ' ' && (p == words || p[-1] == ' ')) n++;
+  return n;
+}
+
+static int known_entry(const char *method, const char *option, const char *what) {
+  for (int i = 0; known[i].methods; i++)
+    if (!strcmp(known[i].option, option) && !strcmp(known[i].what, what) && in_words(known[i].methods, method))
+      return i;
+  return -1;
+}
+
+/* One spelling compared: a difference fails unless it is listed in
+ * `known` (where it is counted as seen). */
+static void spelling(bool same, const char *method, const char *option, const char *what, const char *detail) {
+  if (same) return;
+  int i = known_entry(method, option, what);
+  if (i >= 0) {
+    known_seen[i]++;
+    return;
+  }
+  nle_test_check(0, "one spelling", __FILE__, __LINE__);
+  printf("  %s: %s --%s%s%.*s\n", method, what, option, detail ? ": " : "", detail ? (int)strcspn(detail, "\n") : 0,
+         detail ? detail : "");
 }
 
 /* The tool next to the test program. */
@@ -156,6 +248,7 @@ static int run_tool(const char *cmd, char *out, size_t cap) {
 
 typedef struct {
   char name[48];
+  char short_name;  /* "-k, --name": 'k' */
   bool takes_value;
 } tool_option;
 
@@ -168,105 +261,212 @@ static int help_options(const char *help, tool_option *opt, int cap) {
     const char *p = line;
     if (strncmp(p, "  -", 3)) continue;
     p += 2;
-    if (p[1] != '-' && p[2] == ',' && p[3] == ' ') p += 4; /* "-k, " */
+    char short_name = 0;
+    if (p[1] != '-' && p[2] == ',' && p[3] == ' ') short_name = p[1], p += 4; /* "-k, " */
     if (strncmp(p, "--", 2)) continue;
     p += 2;
     size_t len = strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789-");
     if (len == 0 || len >= sizeof opt->name) continue;
     memcpy(opt[n].name, p, len);
     opt[n].name[len] = '\0';
+    opt[n].short_name = short_name;
     opt[n].takes_value = p[len] == ' ' && p[len + 1] != ' ' && p[len + 1] != '\n';
     n++;
   }
   return n;
 }
 
-/* An option of the method's family (or every method's). */
-static bool family_option(const nle_estimator *e, const char *name) {
-  if (!strcmp(name, "metric") || !strcmp(name, "keep-model") || !strcmp(name, "model-data")) return true;
-  for (const nle__option *o = e->family->options; o->name; o++)
-    if (!strcmp(o->name, name)) return true;
+static const tool_option *listed(const tool_option *opt, int n, const char *name) {
+  for (int t = 0; t < n; t++)
+    if (!strcmp(opt[t].name, name)) return &opt[t];
+  return NULL;
+}
+
+/* "--NAME" as a whole word anywhere in the text. */
+static bool mentions(const char *text, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = text; (p = strstr(p, "--")); p += 2)
+    if (!strncmp(p + 2, name, n) && !strchr("abcdefghijklmnopqrstuvwxyz0123456789-", p[2 + n])) return true;
   return false;
 }
 
-static bool scoped(const nle_estimator *e, const char *name) {
-  for (const nle__option *o = e->family->options; o->name; o++)
-    if (!strcmp(o->name, name)) return o->scope != 0;
-  return false;
+/* One spelling of a row given to the command: "--NAME 'VALUE'" ("--NAME"
+ * for a switch and for a "no-" alias). */
+typedef struct {
+  char arg[128];
+  const char *option, *what;
+} tool_arg;
+
+static void arg_of(tool_arg *a, const nle_option_info *info, const char *spelt, const char *what) {
+  bool bare = !strcmp(info->kind, "switch");
+  snprintf(a->arg, sizeof a->arg, bare ? " --%s" : " --%s '%s'", spelt, info->default_text);
+  a->option = spelt;
+  a->what = what;
 }
 
-static bool estimator_has(const nle_estimator *e, const char *name) {
-  for (int i = 0; nle_estimator_option(e, i); i++)
-    if (!strcmp(nle_estimator_option(e, i), name)) return true;
-  return false;
+/* Whether the command takes these arguments (then --help: nothing runs). */
+static bool tool_takes(const char *tool, const char *method, const tool_arg *args, int n, char *out, size_t cap) {
+  size_t len = 256 + strlen(tool);
+  for (int i = 0; i < n; i++) len += strlen(args[i].arg);
+  char *cmd = malloc(len);
+  int used = snprintf(cmd, len, "'%s' %s", tool, method);
+  for (int i = 0; i < n; i++) used += snprintf(cmd + used, len - (size_t)used, "%s", args[i].arg);
+  snprintf(cmd + used, len - (size_t)used, " --help 2>&1");
+  bool ok = run_tool(cmd, out, cap) == 0;
+  free(cmd);
+  return ok;
 }
 
-static void options_match_the_tool(void) {
+/* The method's rows against its --help page and the estimator's set; the
+ * spellings the command must take into args (*n). */
+static void rows_against_help(nle_ctx *ctx, nle_estimator *e, const char *help, const tool_option *opt, int n_opt, tool_arg *args,
+                              int *n) {
+  const char *method = nle_estimator_method(e);
+  for (int i = 0; nle_estimator_option(e, i); i++) {
+    nle_option_info info;
+    if (!nle_test_ok(nle_estimator_option_info(e, nle_estimator_option(e, i), &info))) continue;
+    if (!nle_test_ok(nle_estimator_set(e, info.name, info.default_text)))
+      printf("  %s: set %s '%s': %s\n", method, info.name, info.default_text, nle_ctx_error(ctx));
+    bool no_alias = info.alias && !strncmp(info.alias, "no-", 3);
+    const tool_option *t = listed(opt, n_opt, info.name);
+    if (!t && no_alias && !strcmp(info.default_text, "true")) t = listed(opt, n_opt, info.alias);
+    spelling(t != NULL, method, info.name, "unlisted", NULL);
+    if (t) spelling(t->short_name == info.short_name, method, info.name, "short", NULL);
+    arg_of(&args[(*n)++], &info, info.name, "refused");
+    if (!info.alias) continue;
+    if (!nle_test_ok(nle_estimator_set(e, info.alias, info.default_text)))
+      printf("  %s: set %s (alias of %s): %s\n", method, info.alias, info.name, nle_ctx_error(ctx));
+    nle_estimator_set(e, info.name, info.default_text); /* a "no-" alias set it false */
+    spelling(mentions(help, info.alias), method, info.alias, "alias", NULL);
+    arg_of(&args[(*n)++], &info, info.alias, "alias refused");
+  }
+}
+
+/* The options the --help page lists against the rows: each one of the
+ * method's (by name or alias), or the tool's own; another method's row is
+ * refused by the command as that method's. */
+static void help_against_rows(const char *tool, nle_estimator *e, const tool_option *opt, int n_opt, char *out,
+                              size_t cap, int *refusals) {
+  const char *method = nle_estimator_method(e);
+  for (int t = 0; t < n_opt; t++) {
+    nle_option_info info;
+    if (nle_estimator_option_info(e, opt[t].name, &info)) {
+      spelling(in_list(tool_only, opt[t].name), method, opt[t].name, "not a row", NULL);
+      continue;
+    }
+    if (info.taken) continue; /* the rows' own check took it */
+    char cmd[PATH_MAX + 256], refusal[96];
+    if (snprintf(cmd, sizeof cmd, "'%s' %s --%s%s --help 2>&1", tool, method, opt[t].name,
+                 opt[t].takes_value ? " 1" : "") >= (int)sizeof cmd ||
+        snprintf(refusal, sizeof refusal, "--%s is for", opt[t].name) >= (int)sizeof refusal ||
+        !nle_test(run_tool(cmd, out, cap) >= 0))
+      continue;
+    (*refusals)++;
+    spelling(strstr(out, refusal) != NULL, method, opt[t].name, "scope", "the command takes another method's option");
+  }
+}
+
+static void one_spelling_everywhere(void) {
   char tool[PATH_MAX + 16];
   if (!nle_test(tool_path(tool, sizeof tool))) {
     printf("  no nlembed next to the test program (make all builds both; or set NLEMBED)\n");
     return;
   }
+  memset(known_seen, 0, sizeof known_seen);
   nle_ctx *ctx = test_ctx(1);
   size_t cap = 1 << 16;
-  char *out = malloc(cap), cmd[PATH_MAX + 256];
-  tool_option opt[160];
-  int methods = 0, checked = 0, spawned = 0;
+  char *help = malloc(cap), *out = malloc(cap), cmd[PATH_MAX + 64];
+  tool_option opt[200];
+  tool_arg args[200];
+  int methods = 0, rows = 0, refusals = 0;
   for (int m = 0; nle_estimator_method_name(m); m++) {
     const char *method = nle_estimator_method_name(m);
     nle_estimator *e = NULL;
     if (!nle_test_ok(nle_estimator_new(ctx, method, &e))) continue;
     snprintf(cmd, sizeof cmd, "'%s' %s --help 2>&1", tool, method);
-    int rc = run_tool(cmd, out, cap);
-    int n = help_options(out, opt, 160);
-    if (!nle_test(rc == 0 && n >= 10)) {
-      printf("  %s --help: exit %d, %d options\n", cmd, rc, n);
-      nle_estimator_free(&e);
-      continue;
-    }
+    int rc = run_tool(cmd, help, cap), n_opt = help_options(help, opt, 200), n = 0;
+    if (!nle_test(rc == 0 && n_opt >= 10)) printf("  %s --help: exit %d, %d options\n", method, rc, n_opt);
     methods++;
-    bool given[160];
-    for (int t = 0; t < n; t++) {
-      const char *name = opt[t].name, *est = name;
-      for (size_t r = 0; r < sizeof renamed / sizeof *renamed; r++)
-        if (!family_option(e, name) && !strcmp(name, renamed[r].tool)) est = renamed[r].estimator;
-      given[t] = false;
-      if (!family_option(e, est)) {
-        if (!nle_test(in_list(tool_only, name))) printf("  %s: the tool's --%s has no estimator option\n", method, name);
-        continue;
+    rows_against_help(ctx, e, help, opt, n_opt, args, &n);
+    rows += n;
+    /* the command takes every spelling not listed as refused at once, or
+     * each alone says which it refuses; each listed one alone must still
+     * be refused */
+    int expected = 0;
+    for (int i = 0; i < n; i++)
+      if (known_entry(method, args[i].option, args[i].what) < 0) {
+        tool_arg a = args[i];
+        args[i] = args[expected], args[expected++] = a;
       }
-      given[t] = true;
-      if (scoped(e, est)) { /* the method's only when the tool does not refuse it as another's */
-        char refusal[96];
-        if (snprintf(cmd, sizeof cmd, "'%s' %s --%s%s --help 2>&1", tool, method, name,
-                     opt[t].takes_value ? " 1" : "") >= (int)sizeof cmd ||
-            snprintf(refusal, sizeof refusal, "--%s is for", name) >= (int)sizeof refusal || !nle_test(run_tool(cmd, out, cap) >= 0))
-          continue;
-        spawned++;
-        given[t] = strstr(out, refusal) == NULL;
-      }
-      checked++;
-      if (!nle_test(given[t] == estimator_has(e, est)))
-        printf("  %s: the tool %s --%s, the estimator %s option %s\n", method, given[t] ? "takes" : "refuses", name,
-               given[t] ? "has no" : "has the", est);
-    }
-    /* each estimator option is one the tool gives, or the estimator's own */
-    for (int i = 0; nle_estimator_option(e, i); i++) {
+    bool all = tool_takes(tool, method, args, expected, out, cap);
+    for (int i = all ? expected : 0; i < n; i++)
+      spelling(tool_takes(tool, method, &args[i], 1, out, cap), method, args[i].option, args[i].what, out);
+    help_against_rows(tool, e, opt, n_opt, out, cap, &refusals);
+    nle_estimator_free(&e);
+  }
+  nle_test(methods == 23 && rows > 300);
+  for (size_t i = 0; known[i].methods; i++)
+    if (!nle_test(known_seen[i] == word_count(known[i].methods)))
+      printf("  known difference '%s' of --%s for '%s': seen %d times; remove the methods where it is gone\n",
+             known[i].what, known[i].option, known[i].methods, known_seen[i]);
+  if (getenv("NLE_TEST_VERBOSE")) printf("  %d methods, %d spellings, %d refusals asked\n", methods, rows, refusals);
+  free(help);
+  free(out);
+  nle_ctx_free(&ctx);
+}
+
+/* Names that differ only by a plural "s" or a '-' are one spelling drifted
+ * apart, unless they name different things: those are listed, with why. */
+static const struct {
+  const char *a, *b, *why;
+} near_names[] = {
+    {"dim", "dims", "cluster's dims: the eigenvectors k-means reads, not an output's dimension"},
+    {"kernel", "kernels", "kpca's and klda's kernel: which; kem's kernels: how many"},
+    {"max-iter", "max-iters", "a drift: the SMACOF family's max-iter (mds, sammon, nmds) is the others' max-iters; "
+                              "remove this line when it is renamed (the old name kept as the row's alias)"},
+    {NULL, NULL, NULL}};
+
+static bool near_spelling(const char *a, const char *b) {
+  char x[64], y[64];
+  size_t i = 0, j = 0;
+  for (; *a && i + 1 < sizeof x; a++)
+    if (*a != '-') x[i++] = *a;
+  for (; *b && j + 1 < sizeof y; b++)
+    if (*b != '-') y[j++] = *b;
+  if (i > 0 && x[i - 1] == 's') i--;
+  if (j > 0 && y[j - 1] == 's') j--;
+  return i == j && !memcmp(x, y, i);
+}
+
+static void no_near_duplicate_names(void) {
+  nle_ctx *ctx = test_ctx(1);
+  const char *names[400];
+  int n = 0, listed_seen = 0;
+  for (int m = 0; nle_estimator_method_name(m); m++) {
+    nle_estimator *e = NULL;
+    if (!nle_test_ok(nle_estimator_new(ctx, nle_estimator_method_name(m), &e))) continue;
+    for (int i = 0; nle_estimator_option(e, i) && n < 400; i++) {
       const char *name = nle_estimator_option(e, i);
-      bool found = estimator_only(method, name);
-      for (int t = 0; t < n && !found; t++) {
-        const char *spelt = opt[t].name;
-        for (size_t r = 0; r < sizeof renamed / sizeof *renamed; r++)
-          if (!strcmp(name, renamed[r].estimator) && !strcmp(spelt, renamed[r].tool)) spelt = name;
-        found = given[t] && !strcmp(spelt, name);
-      }
-      if (!nle_test(found)) printf("  %s: estimator option %s, which the tool does not give %s\n", method, name, method);
+      bool seen = false;
+      for (int k = 0; k < n && !seen; k++) seen = !strcmp(names[k], name);
+      if (!seen) names[n++] = name; /* the rows' own strings: alive while the library is loaded */
     }
     nle_estimator_free(&e);
   }
-  nle_test(methods == 23 && checked > 300 && spawned > 20);
-  if (getenv("NLE_TEST_VERBOSE")) printf("  %d methods, %d options checked, %d refusals asked\n", methods, checked, spawned);
-  free(out);
+  for (int i = 0; i < n; i++)
+    for (int j = i + 1; j < n; j++) {
+      if (!near_spelling(names[i], names[j])) continue;
+      bool listed = false;
+      for (int k = 0; near_names[k].a && !listed; k++)
+        listed = (!strcmp(near_names[k].a, names[i]) && !strcmp(near_names[k].b, names[j])) ||
+                 (!strcmp(near_names[k].a, names[j]) && !strcmp(near_names[k].b, names[i]));
+      listed_seen += listed;
+      if (!nle_test(listed)) printf("  options %s and %s: one name spelt two ways?\n", names[i], names[j]);
+    }
+  int entries = 0;
+  while (near_names[entries].a) entries++;
+  if (!nle_test(listed_seen == entries)) printf("  %d of the %d listed pairs seen: remove the others\n", listed_seen, entries);
+  nle_test(n > 80);
   nle_ctx_free(&ctx);
 }
 
@@ -644,7 +844,8 @@ static void lda_classifier(void) {
 const nle_test_case estimator_tests[] = {
     {"estimator/messages_name_options", messages_name_options},
     {"estimator/options_round_trip", options_round_trip},
-    {"estimator/options_match_the_tool", options_match_the_tool},
+    {"estimator/one_spelling_everywhere", one_spelling_everywhere},
+    {"estimator/no_near_duplicate_names", no_near_duplicate_names},
     {"estimator/tsne_as_front_door", tsne_as_front_door},
     {"estimator/pca_inverse", pca_inverse},
     {"estimator/cosine_is_unit_rows", cosine_is_unit_rows},
