@@ -172,8 +172,10 @@ static char *help_text(const nle_estimator *e) {
     bool negated = sw && info.alias && !strncmp(info.alias, "no-", 3) && !strcmp(info.default_text, "true");
     if (!strcmp(info.name, "keep-model")) continue; /* the tool's --save-model sets it */
     char text[640];
-    snprintf(text, sizeof text, "%s%s%s", negated ? "off: " : "", info.help,
-             !strcmp(info.name, "init") ? "; or an N x d start read from a FILE" : "");
+    char also[80] = "";
+    if (info.alias && !negated) snprintf(also, sizeof also, " (also --%s)", info.alias);
+    snprintf(text, sizeof text, "%s%s%s%s", negated ? "off: " : "", info.help,
+             !strcmp(info.name, "init") ? "; or an N x d start read from a FILE" : "", also);
     used += help_line(help + used, cap - used, info.short_name, negated ? info.alias : info.name,
                       sw ? NULL : !strcmp(info.name, "init") ? "NAME|FILE" : info.metavar, text,
                       sw ? NULL : info.values, negated ? NULL : info.default_text);
