@@ -616,6 +616,108 @@ static nle_status rows_in_leaf_order(nle_ctx *ctx, const nle_matf *Y, int leaf_s
   return s;
 }
 
+/* The request's checks, and its automatic choices resolved into *o. */
+static nle_status check_request(nle_ctx *ctx, const nle_knn_approx_opts *opts, int64_t n, nle_knn_approx_opts *o) {
+  if (n < 2) return nle__fail(ctx, NLE_ERR_ARG, "kNN needs at least 2 points, got %lld", (long long)n);
+  if (opts->k < 1 || opts->k >= n)
+    return nle__fail(ctx, NLE_ERR_ARG, "{@neighbors=%d} must be at least 1 and below the number of points N = %lld", opts->k,
+                     (long long)n);
+  if (opts->k > 1024) return nle__fail(ctx, NLE_ERR_ARG, "approximate kNN supports k <= 1024, not {@neighbors=%d} (the exact search takes any k)",
+                                          opts->k);
+  if (n > INT32_MAX) return nle__fail(ctx, NLE_ERR_ARG, "kNN supports at most 2^31 - 1 points");
+  if (!(opts->delta >= 0.0)) return nle__fail(ctx, NLE_ERR_ARG, "approximate kNN: delta must be >= 0");
+  resolve_opts(opts, n, o);
+  if (o->n_trees < 1 || o->leaf_size < 1 || o->max_candidates < 1 || o->max_iters < 1)
+    return nle__fail(ctx, NLE_ERR_ARG, "approximate kNN: {@trees=%s}, {@leaf-size=%s}, {@max-candidates=%s} and "
+                     "iterations %s must be >= 1, or auto", nle__int_text(opts->n_trees).s,
+                     nle__int_text(opts->leaf_size).s, nle__int_text(opts->max_candidates).s,
+                     nle__int_text(opts->max_iters).s);
+  return NLE_OK;
+}
+
+/* The other trees in parallel (one stream each), then all leaf pairs: the
+ * heaps' first entries. *t_forest: when the forest stood. */
+static nle_status grow_forest(nnd_job *job, const nle_knn_approx_opts *o, double *t_forest) {
+  nle_ctx *ctx = job->ctx;
+  const points *P = job->P;
+  heap_set *H = job->H;
+  rp_tree *trees = job->trees;
+  int64_t n = job->n;
+  size_t d = P->d;
+  int k = H->k, threads = job->stripes; /* a stripe a thread */
+  uint64_t seed = job->seed;
+  nle_status s = NLE_OK;
+  int failed = 0;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (int t = 1; t < o->n_trees; t++) {
+    float *normal = malloc(2 * d * sizeof(float));
+    if (!normal || rp_tree_build(P, n, o->leaf_size, seed, (uint64_t)t, &trees[t], normal)) {
+#pragma omp atomic write
+      failed = 1;
+    }
+    free(normal);
+  }
+  if (failed) s = nle__fail(ctx, NLE_ERR_NOMEM, "approximate kNN: out of memory building the trees");
+  *t_forest = nle_time_seconds();
+  if (!s) {
+    for (int t = 0; t < o->n_trees; t++)
+      if ((trees[t].n_leaves + 63) / 64 > job->leaf_blocks) job->leaf_blocks = (trees[t].n_leaves + 63) / 64;
+    s = nle__for_blocks(ctx, "kNN forest", (size_t)job->leaf_blocks * (size_t)o->n_trees, threads,
+                        join_scratch_floats((size_t)o->leaf_size, (size_t)o->leaf_size, d) * sizeof(float), leaf_pairs,
+                        job);
+  }
+  /* Rows the leaves left short (tiny leaves) get random points. */
+  const float *Yr = P->Yr;
+  for (int64_t u = 0; !s && u < n; u++) {
+    if (H->idx[u * k] >= 0) continue;
+    nle_rng rng;
+    nle_rng_init(&rng, seed, 0x66696c6c00000000ULL + (uint64_t)u);
+    for (int guard = 0; H->idx[u * k] < 0 && guard < 64 * k; guard++) {
+      int64_t v = (int64_t)nle_rng_below(&rng, (uint64_t)n);
+      if (v != u) heap_offer(H, u, (int32_t)v, float_bits(one_distance(Yr + (size_t)u * d, Yr + (size_t)v * d, d)));
+    }
+    if (H->idx[u * k] < 0) s = nle__fail(ctx, NLE_ERR_NUMERIC, "approximate kNN: could not fill row %lld", (long long)u);
+  }
+  for (int64_t q = 0; !s && q < n * k; q++) H->flag[q] = FLAG_NEW;
+  return s;
+}
+
+/* NN-descent's iterations until fewer than delta N k entries change; *it:
+ * how many ran. */
+static nle_status descend(nnd_job *job, const nle_knn_approx_opts *o, size_t nblocks, int *it) {
+  nle_ctx *ctx = job->ctx;
+  int64_t n = job->n;
+  int k = job->H->k, mc = job->fresh->mc, threads = job->stripes; /* a stripe a thread */
+  size_t d = job->P->d;
+  nle_status s = NLE_OK;
+  for (; !s && *it < o->max_iters; (*it)++) {
+    job->iter = (uint64_t)*it + 1;
+    memset(job->fresh->count, 0, (size_t)n * sizeof(int32_t));
+    memset(job->old->count, 0, (size_t)n * sizeof(int32_t));
+    double ta = nle_time_seconds();
+    s = nle__for_blocks(ctx, "kNN sampling", (size_t)job->stripes, threads, 0, sample_stripe, job);
+    double tb = nle_time_seconds();
+    if (!s) s = nle__for_blocks(ctx, "kNN sampling", nblocks, threads, 0, age_block, job);
+    double tc = nle_time_seconds();
+    if (!s)
+      s = nle__for_blocks(ctx, "kNN descent", nblocks, threads,
+                          join_scratch_floats((size_t)mc, 2 * (size_t)mc, d) * sizeof(float), join_block, job);
+    double td = nle_time_seconds();
+    if (!s) s = nle__for_blocks(ctx, "kNN descent", nblocks, threads, 0, settle_block, job);
+    nle__log(ctx, 3, "NN-descent: sampling %.2f s, ageing %.2f s, joins %.2f s, settling %.2f s", tb - ta, tc - tb, td - tc, nle_time_seconds() - td);
+    if (s) break;
+    int64_t changed = 0;
+    for (size_t b = 0; b < nblocks; b++) changed += job->inserted[b];
+    nle__log(ctx, 2, "NN-descent iteration %d: %lld of %lld entries changed", *it + 1, (long long)changed,
+             (long long)(n * k));
+    if ((double)changed <= o->delta * (double)n * k) {
+      (*it)++;
+      break;
+    }
+  }
+  return s;
+}
+
 nle_status nle_knn_approx(nle_ctx *ctx, const nle_matf *Y, const nle_knn_approx_opts *opts, nle_csr **graph) {
   *graph = NULL;
   nle_knn_approx_opts defaults, o;
@@ -625,20 +727,8 @@ nle_status nle_knn_approx(nle_ctx *ctx, const nle_matf *Y, const nle_knn_approx_
   }
   int64_t n = (int64_t)Y->rows;
   size_t d = Y->cols;
-  if (n < 2) return nle__fail(ctx, NLE_ERR_ARG, "kNN needs at least 2 points, got %lld", (long long)n);
-  if (opts->k < 1 || opts->k >= n)
-    return nle__fail(ctx, NLE_ERR_ARG, "{@neighbors=%d} must be at least 1 and below the number of points N = %lld", opts->k,
-                     (long long)n);
-  if (opts->k > 1024) return nle__fail(ctx, NLE_ERR_ARG, "approximate kNN supports k <= 1024, not {@neighbors=%d} (the exact search takes any k)",
-                                          opts->k);
-  if (n > INT32_MAX) return nle__fail(ctx, NLE_ERR_ARG, "kNN supports at most 2^31 - 1 points");
-  if (!(opts->delta >= 0.0)) return nle__fail(ctx, NLE_ERR_ARG, "approximate kNN: delta must be >= 0");
-  resolve_opts(opts, n, &o);
-  if (o.n_trees < 1 || o.leaf_size < 1 || o.max_candidates < 1 || o.max_iters < 1)
-    return nle__fail(ctx, NLE_ERR_ARG, "approximate kNN: {@trees=%s}, {@leaf-size=%s}, {@max-candidates=%s} and "
-                     "iterations %s must be >= 1, or auto", nle__int_text(opts->n_trees).s,
-                     nle__int_text(opts->leaf_size).s, nle__int_text(opts->max_candidates).s,
-                     nle__int_text(opts->max_iters).s);
+  nle_status s = check_request(ctx, opts, n, &o);
+  if (s) return s;
   if (o.max_candidates > 512) o.max_candidates = 512;
   int k = o.k, mc = o.max_candidates;
   size_t nblocks = (size_t)((n + NODE_BLOCK - 1) / NODE_BLOCK);
@@ -646,7 +736,7 @@ nle_status nle_knn_approx(nle_ctx *ctx, const nle_matf *Y, const nle_knn_approx_
    * forest; per thread the join's scratch */
   double need = (double)n * (d * 4.0 + (double)k * 9 + 4 + 2.0 * mc * 12 + 8 + 4 + 8.0 * o.n_trees * 4) +
                 (double)nle_ctx_threads(ctx) * (double)join_scratch_floats(2 * (size_t)mc, 2 * (size_t)mc, d) * 4;
-  nle_status s = nle__check_memory(ctx, need, "approximate kNN");
+  s = nle__check_memory(ctx, need, "approximate kNN");
   if (!s) s = nle__knn_check_range(ctx, Y, NULL);
   if (s) return s;
 
@@ -685,69 +775,13 @@ nle_status nle_knn_approx(nle_ctx *ctx, const nle_matf *Y, const nle_knn_approx_
   points P = {Yr, d, wide_from_d};
   nnd_job job = {ctx, &P, &H, &fresh, &old, trees, o.n_trees, o.leaf_size, n, 0, seed, 0, inserted, threads};
 
-  /* The other trees in parallel (one stream each), then all leaf pairs. */
-  if (!s) {
-    int failed = 0;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (int t = 1; t < o.n_trees; t++) {
-      float *normal = malloc(2 * d * sizeof(float));
-      if (!normal || rp_tree_build(&P, n, o.leaf_size, seed, (uint64_t)t, &trees[t], normal)) {
-#pragma omp atomic write
-        failed = 1;
-      }
-      free(normal);
-    }
-    if (failed) s = nle__fail(ctx, NLE_ERR_NOMEM, "approximate kNN: out of memory building the trees");
-  }
   double t_forest = nle_time_seconds();
-  if (!s) {
-    for (int t = 0; t < o.n_trees; t++)
-      if ((trees[t].n_leaves + 63) / 64 > job.leaf_blocks) job.leaf_blocks = (trees[t].n_leaves + 63) / 64;
-    s = nle__for_blocks(ctx, "kNN forest", (size_t)job.leaf_blocks * (size_t)o.n_trees, threads,
-                        join_scratch_floats((size_t)o.leaf_size, (size_t)o.leaf_size, d) * sizeof(float), leaf_pairs,
-                        &job);
-  }
-  /* Rows the leaves left short (tiny leaves) get random points. */
-  for (int64_t u = 0; !s && u < n; u++) {
-    if (H.idx[u * k] >= 0) continue;
-    nle_rng rng;
-    nle_rng_init(&rng, seed, 0x66696c6c00000000ULL + (uint64_t)u);
-    for (int guard = 0; H.idx[u * k] < 0 && guard < 64 * k; guard++) {
-      int64_t v = (int64_t)nle_rng_below(&rng, (uint64_t)n);
-      if (v != u) heap_offer(&H, u, (int32_t)v, float_bits(one_distance(Yr + (size_t)u * d, Yr + (size_t)v * d, d)));
-    }
-    if (H.idx[u * k] < 0) s = nle__fail(ctx, NLE_ERR_NUMERIC, "approximate kNN: could not fill row %lld", (long long)u);
-  }
-  for (int64_t q = 0; !s && q < n * k; q++) H.flag[q] = FLAG_NEW;
+  if (!s) s = grow_forest(&job, &o, &t_forest);
   double t_leaves = nle_time_seconds();
 
   /* NN-descent. */
   int it = 0;
-  for (; !s && it < o.max_iters; it++) {
-    job.iter = (uint64_t)it + 1;
-    memset(fresh.count, 0, (size_t)n * sizeof(int32_t));
-    memset(old.count, 0, (size_t)n * sizeof(int32_t));
-    double ta = nle_time_seconds();
-    s = nle__for_blocks(ctx, "kNN sampling", (size_t)job.stripes, threads, 0, sample_stripe, &job);
-    double tb = nle_time_seconds();
-    if (!s) s = nle__for_blocks(ctx, "kNN sampling", nblocks, threads, 0, age_block, &job);
-    double tc = nle_time_seconds();
-    if (!s)
-      s = nle__for_blocks(ctx, "kNN descent", nblocks, threads,
-                          join_scratch_floats((size_t)mc, 2 * (size_t)mc, d) * sizeof(float), join_block, &job);
-    double td = nle_time_seconds();
-    if (!s) s = nle__for_blocks(ctx, "kNN descent", nblocks, threads, 0, settle_block, &job);
-    nle__log(ctx, 3, "NN-descent: sampling %.2f s, ageing %.2f s, joins %.2f s, settling %.2f s", tb - ta, tc - tb, td - tc, nle_time_seconds() - td);
-    if (s) break;
-    int64_t changed = 0;
-    for (size_t b = 0; b < nblocks; b++) changed += inserted[b];
-    nle__log(ctx, 2, "NN-descent iteration %d: %lld of %lld entries changed", it + 1, (long long)changed,
-             (long long)(n * k));
-    if ((double)changed <= o.delta * (double)n * k) {
-      it++;
-      break;
-    }
-  }
+  if (!s) s = descend(&job, &o, nblocks, &it);
   double t_descent = nle_time_seconds();
   if (!s) s = nle_csr_alloc(ctx, n, n, n * k, NLE_F32, graph);
   if (!s) finalize_rows(Yr, d, &H, order, *graph, threads);
