@@ -245,6 +245,36 @@ static int image_shape(size_t d, int *w, int *h, int *channels) {
   return 0;
 }
 
+/* --images: the rows' pictures, as many as the embedding's points, into
+ * pg->pixels; --labels naming the same source (fashion-mnist twice) take
+ * its labels, read once (the dataset takes 1-2 s to read). 0, or the exit
+ * code after the error (*s: a library failure left to the caller). */
+static int read_images(cli_env *env, page *pg, const nle_matd *X, const char *emb, int32_t **labels, int32_t *classes,
+                       char ***names, nle_status *s) {
+  nle_dataset *img = NULL;
+  int rc = 0;
+  *s = nle_dataset_read(env->ctx, pg->images_source, &env->read, &img);
+  if (!*s && img->X->rows != X->rows)
+    rc = view_error("%s has %zu rows, --images %s has %zu", emb, X->rows, pg->images_source, img->X->rows);
+  else if (!*s && !image_shape(img->X->cols, &pg->img_w, &pg->img_h, &pg->img_channels))
+    rc = view_error("--images %s: rows of %zu values are not square images (w*w grey or w*w*3 RGB)",
+                    pg->images_source, img->X->cols);
+  else if (!*s && (double)img->X->rows * (double)img->X->cols * 4 / 3 > MAX_BLOCK_CHARS)
+    rc = view_error("--images %s: %.0f MB of pixels are more than one page can hold (%.0f MB)", pg->images_source,
+                    (double)img->X->rows * (double)img->X->cols / 1e6, MAX_BLOCK_CHARS * 0.75 / 1e6);
+  else if (!*s && !(pg->pixels = image_bytes(img->X)))
+    *s = NLE_ERR_NOMEM;
+  if (!rc && !*s && env->labels_source && img->labels && !strcmp(env->labels_source, pg->images_source)) {
+    *labels = img->labels;
+    img->labels = NULL;
+    *classes = img->n_classes;
+    *names = img->class_names;
+    img->class_names = NULL;
+  }
+  nle_dataset_free(&img);
+  return rc;
+}
+
 int cmd_view(int argc, char **argv) {
   static const struct option longopts[] = {{"output", required_argument, 0, 'o'},
                                            {"images", required_argument, 0, OPT_IMAGES},
@@ -296,9 +326,6 @@ int cmd_view(int argc, char **argv) {
   nle_matd *X = NULL;
   int32_t *labels = NULL, classes = 0;
   char **names = NULL;
-  nle_dataset *img = NULL;
-  uint8_t *pixels = NULL;
-  bool labels_from_images = false;
   if (!rc) s = nle_check_output(env.ctx, output, 0);
   if (!rc && !s) s = cli_load_embedding(&env, emb, &X);
   if (!rc && !s && X->cols != 2)
@@ -309,30 +336,8 @@ int cmd_view(int argc, char **argv) {
       rc = view_error("%s: value %zu (row %zu) is not a finite single-precision number", emb, i, i / 2);
   if (!rc && !s && 8.0 * (double)X->rows * 4 / 3 > MAX_BLOCK_CHARS)
     rc = view_error("%s: %zu points are more than one page can hold (46,875,000)", emb, X->rows);
-  if (!rc && !s && pg.images_source) {
-    s = nle_dataset_read(env.ctx, pg.images_source, &env.read, &img);
-    if (!s && img->X->rows != X->rows)
-      rc = view_error("%s has %zu rows, --images %s has %zu", emb, X->rows, pg.images_source, img->X->rows);
-    else if (!s && !image_shape(img->X->cols, &pg.img_w, &pg.img_h, &pg.img_channels))
-      rc = view_error("--images %s: rows of %zu values are not square images (w*w grey or w*w*3 RGB)",
-                      pg.images_source, img->X->cols);
-    else if (!s && (double)img->X->rows * (double)img->X->cols * 4 / 3 > MAX_BLOCK_CHARS)
-      rc = view_error("--images %s: %.0f MB of pixels are more than one page can hold (%.0f MB)", pg.images_source,
-                      (double)img->X->rows * (double)img->X->cols / 1e6, MAX_BLOCK_CHARS * 0.75 / 1e6);
-    else if (!s && !(pixels = image_bytes(img->X)))
-      s = NLE_ERR_NOMEM;
-    /* --labels naming the same source (fashion-mnist twice): its labels, read
-     * once (the dataset takes 1-2 s to read). */
-    if (!rc && !s && env.labels_source && img->labels && !strcmp(env.labels_source, pg.images_source)) {
-      labels = img->labels;
-      img->labels = NULL;
-      classes = img->n_classes;
-      names = img->class_names;
-      img->class_names = NULL;
-      labels_from_images = true;
-    }
-    nle_dataset_free(&img);
-  }
+  if (!rc && !s && pg.images_source) rc = read_images(&env, &pg, X, emb, &labels, &classes, &names, &s);
+  bool labels_from_images = labels != NULL;
   if (!rc && !s && env.labels_source) {
     int64_t n = (int64_t)X->rows;
     if (!labels_from_images)
@@ -349,7 +354,6 @@ int cmd_view(int argc, char **argv) {
     pg.labels = labels;
     pg.n_classes = classes;
     pg.names = names;
-    pg.pixels = pixels;
     nle_output *out;
     s = nle_output_open(env.ctx, output, &out);
     if (!s) {
@@ -364,10 +368,10 @@ int cmd_view(int argc, char **argv) {
     long size = -1;
     if (f && !fseek(f, 0, SEEK_END)) size = ftell(f);
     if (f) fclose(f);
-    cli_note(&env, "%zu points%s%s; wrote %s (%.1f MB)", X->rows, labels ? ", labels" : "", pixels ? ", images" : "",
+    cli_note(&env, "%zu points%s%s; wrote %s (%.1f MB)", X->rows, labels ? ", labels" : "", pg.pixels ? ", images" : "",
              output, size / 1e6);
   }
-  free(pixels);
+  free((void *)pg.pixels);
   nle_class_names_free(&names, classes);
   free(labels);
   nle_matd_free(&X);
