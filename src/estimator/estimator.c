@@ -732,10 +732,14 @@ const char *nle_estimator_report(const nle_estimator *e) {
 
 /* --- new points ------------------------------------------------------------- */
 
-/* Points for a map of a fitted model. Their columns are the map's own
- * check, in its own words (the tool's messages are those of the maps). */
-static nle_status check_new_points(nle_estimator *e, const char *what, size_t rows) {
+/* Points for a map of a fitted model: as wide as the fit's input. A model
+ * loaded from a file is checked by its maps instead, in their own words
+ * (those `nlembed transform` has always printed). */
+static nle_status check_new_points(nle_estimator *e, const char *what, size_t rows, size_t cols, size_t want) {
   nle_status s = nle__est_need_model(e, what);
+  if (!s && !e->file_kind && cols != want)
+    return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: %s takes rows of %zu values (as the fit), not %zu", e->method, what,
+                     want, cols);
   if (!s && rows == 0) return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: %s of no rows", e->method, what);
   return s;
 }
@@ -754,7 +758,7 @@ static void end_map_report(nle_estimator *e, nle_status s) {
 nle_status nle_estimator_transform(nle_estimator *e, const nle_matf *Ynew, nle_matd **X) {
   if (!e || !Ynew || !X) return e ? nle__fail(e->ctx, NLE_ERR_ARG, "transform: NULL argument") : NLE_ERR_ARG;
   *X = NULL;
-  nle_status s = check_new_points(e, "transform", Ynew->rows);
+  nle_status s = check_new_points(e, "transform", Ynew->rows, Ynew->cols, e->D);
   if (s) return s;
   if (!e->family->transform)
     return nle__fail(e->ctx, NLE_ERR_ARG, "%s: has no map for new points", e->method);
@@ -772,7 +776,7 @@ nle_status nle_estimator_inverse_exact(nle_estimator *e, const nle_matd *X, nle_
   if (!e || !X || !Yf || !Yd) return e ? nle__fail(e->ctx, NLE_ERR_ARG, "inverse: NULL argument") : NLE_ERR_ARG;
   *Yf = NULL;
   *Yd = NULL;
-  nle_status s = check_new_points(e, "inverse", X->rows);
+  nle_status s = check_new_points(e, "inverse", X->rows, X->cols, e->X ? e->X->cols : X->cols);
   if (s) return s;
   if (!e->family->inverse)
     return nle__fail(e->ctx, NLE_ERR_ARG, "%s: has no map from the embedding back to the data", e->method);
@@ -798,7 +802,7 @@ nle_status nle_estimator_inverse(nle_estimator *e, const nle_matd *X, nle_matf *
  * metric compares them), and the label values of their columns. */
 static nle_status classify(nle_estimator *e, const char *what, const nle_matf *Ynew, nle_matd **scores,
                            nle_matd **proba, const int32_t **classes) {
-  nle_status s = check_new_points(e, what, Ynew->rows);
+  nle_status s = check_new_points(e, what, Ynew->rows, Ynew->cols, e->D);
   if (s) return s;
   if (!e->family->decision) return nle__fail(e->ctx, NLE_ERR_ARG, "%s: is not a classifier", e->method);
   nle_matf *copy;
