@@ -304,7 +304,7 @@ static const nle__option map_options[] = {
      .help = "F(y)'s repulsion: auto (fgt for the Gaussian, fft for the Student-t kernel from 5,000 training points, "
              "where the model allows; else exact), exact (O(M N)), fgt or fft (all points together, O(M + N) per "
              "iteration; not SNE, nor EE/t-EE with --wneg)"},
-    {.name = NULL}};
+    {.name = NULL} /* the maps' rows end (the fit's table ends as "{.name = NULL}};") */};
 
 static nle_status transform(nle_estimator *e, const nle_matf *Y, nle_matd **X) {
   const nle_trained *t = e->model;
