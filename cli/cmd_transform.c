@@ -94,6 +94,9 @@ static int map_points(cli_env *env, nle_estimator *e, const transform_args *a, s
   nle_estimator_maps maps;
   nle_estimator_maps_info(e, &maps);
   int rc = refuse_untaken(env, e, &maps, a);
+  /* the tool's reverse maps iterate 200 times unless told (the estimator's
+   * auto for f(x) is the start alone); maps without iterations take none */
+  if (!rc && a->inverse) (void)nle_estimator_set_map(e, "max-iters", "200");
   nle_status s = NLE_OK;
   for (int i = 0; !rc && i < MAX_MAP && nle_estimator_map_option(i); i++)
     if (a->map[i] && (s = nle_estimator_set_map(e, nle_estimator_map_option(i), a->map[i]))) rc = cli_usage_fail(env, s);

@@ -327,8 +327,10 @@ static nle_status transform(nle_estimator *e, const nle_matf *Y, nle_matd **X) {
 static nle_status inverse(nle_estimator *e, const nle_matd *X, nle_matf **Y, nle_matd **Yd) {
   (void)Yd; /* f(x) is computed in floats */
   const nle_trained *t = e->model;
-  int max_iters = ((const nle_transform_opts *)e->map_opts)->max_iters;
-  nle_status s = nle_trained_inverse(e->ctx, t, X, max_iters == NLE_AUTO ? 200 : max_iters, Y);
+  /* auto stays what it was for the estimator's clients: no iteration, the
+   * start (the nearest training point's y; python/tests hold that);
+   * `nlembed transform` asks for its 200 */
+  nle_status s = nle_trained_inverse(e->ctx, t, X, ((const nle_transform_opts *)e->map_opts)->max_iters, Y);
   if (s >= 0) {
     nle__est_map_report(e, "f(x)", e->method);
     nle__json_printf(&e->map_report, ", \"training_points\": %zu", t->X->rows);
