@@ -818,6 +818,135 @@ static void lda_classifier(void) {
   nle_ctx_free(&ctx);
 }
 
+/* The maps' own options are est_embed.c's rows: listed for a client that
+ * reads them before it knows the model, described with the engines that
+ * serve new points, set by name (a value F(y) does not take, and any on a
+ * model whose maps take none, refused naming it); max-iters reaches F(y)
+ * and f(x), and the map's report says what ran. */
+static void map_options(void) {
+  nle_ctx *ctx = test_ctx(21);
+  nle_test(!strcmp(nle_estimator_map_option(0), "max-iters") && !strcmp(nle_estimator_map_option(1), "repulsion") &&
+           !nle_estimator_map_option(2));
+  nle_option_info info;
+  nle_test(nle_estimator_map_option_info(NULL, "repulsion", &info) == NLE_OK && !info.taken &&
+           !strcmp(info.values, "auto, exact, fft or fgt") && !strcmp(info.default_text, "auto"));
+  nle_test(nle_estimator_map_option_info(NULL, "theta", &info) == NLE_ERR_VALUE);
+  nle_matf *Y = test_random_matf(200, 4, 21), *Q = test_random_matf(5, 4, 22);
+  nle_estimator *e = NULL, *le = NULL;
+  nle_test_ok(nle_estimator_new(ctx, "ee", &e));
+  nle_test_ok(nle_estimator_set(e, "wneg", "sqdist"));
+  nle_test_ok(nle_estimator_set(e, "max-iters", "30"));
+  nle_estimator_input in = {.Y = Y};
+  fits(ctx, nle_estimator_fit(e, &in));
+  nle_test(!strcmp(nle_estimator_map_report(e), "{}"));
+  nle_test(nle_estimator_map_option_info(e, "repulsion", &info) == NLE_OK && info.taken);
+  nle_test(nle_estimator_set_map(e, "repulsion", "bh") == NLE_ERR_VALUE &&
+           strstr(nle_ctx_error(ctx), "takes auto, exact, fft or fgt"));
+  nle_matd *X0 = NULL, *X1 = NULL;
+  nle_test_ok(nle_estimator_set_map(e, "max-iters", "0"));
+  fits(ctx, nle_estimator_transform(e, Q, &X0));
+  nle_test(strstr(nle_estimator_map_report(e), "{\"map\": \"F(y)\", \"model_kind\": \"ee\"") &&
+           strstr(nle_estimator_map_report(e), "\"max_iters\": 0,"));
+  nle_test_ok(nle_estimator_set_map(e, "max_iters", "auto"));
+  fits(ctx, nle_estimator_transform(e, Q, &X1));
+  nle_test(strstr(nle_estimator_map_report(e), "\"max_iters\": 200,") && !same_matd(X0, X1));
+  /* f(x): max-iters reaches it */
+  nle_matf *Yf = NULL, *Yref = NULL;
+  nle_test_ok(nle_estimator_set_map(e, "max-iters", "200"));
+  fits(ctx, nle_estimator_inverse(e, X1, &Yf));
+  nle_test(strstr(nle_estimator_map_report(e), "\"map\": \"f(x)\""));
+  nle_test_ok(nle_trained_inverse(ctx, e->model, X1, 200, &Yref));
+  nle_test(Yf && Yref && !memcmp(Yf->data, Yref->data, Yf->rows * Yf->cols * sizeof *Yf->data));
+  nle_test_ok(nle_estimator_new(ctx, "le", &le));
+  fits(ctx, nle_estimator_fit(le, &in));
+  nle_test(nle_estimator_map_option_info(le, "repulsion", &info) == NLE_OK && !info.taken);
+  nle_test(nle_estimator_set_map(le, "repulsion", "exact") == NLE_ERR_VALUE &&
+           strstr(nle_ctx_error(ctx), "take no") && strstr(nle_ctx_error(ctx), "repulsion"));
+  nle_matf_free(&Yf);
+  nle_matf_free(&Yref);
+  nle_matd_free(&X0);
+  nle_matd_free(&X1);
+  nle_matf_free(&Q);
+  nle_matf_free(&Y);
+  nle_estimator_free(&le);
+  nle_estimator_free(&e);
+  nle_ctx_free(&ctx);
+}
+
+/* What a client taking any model file asks: a model saved with model-data
+ * reference names its data, maps nothing without them and, given them back
+ * (checked), maps as the copying one; a clustering's map is its labels;
+ * kernel eigenmaps take no data and compute G+ in doubles, which
+ * nle_estimator_inverse rounds. */
+static void maps_of_loaded_models(void) {
+  nle_ctx *ctx = test_ctx(23);
+  nle_matf *Y = test_random_matf(200, 4, 23), *Q = test_random_matf(5, 4, 24);
+  nle_estimator *e = NULL, *ref = NULL, *copy = NULL;
+  nle_test_ok(nle_estimator_new(ctx, "tsne", &e));
+  nle_test_ok(nle_estimator_set(e, "max-iters", "30"));
+  nle_estimator_input in = {.Y = Y, .source = "the-training-data"};
+  fits(ctx, nle_estimator_fit(e, &in));
+  char ref_path[4096], copy_path[4096];
+  snprintf(ref_path, sizeof ref_path, "%s", test_path("maps_ref.nle"));
+  snprintf(copy_path, sizeof copy_path, "%s", test_path("maps_copy.nle"));
+  nle_test_ok(nle_estimator_set(e, "model-data", "reference"));
+  nle_test_ok(nle_estimator_save(e, ref_path));
+  nle_test_ok(nle_estimator_set(e, "model-data", "copy"));
+  nle_test_ok(nle_estimator_save(e, copy_path));
+  nle_test_ok(nle_estimator_load(ctx, ref_path, &ref));
+  nle_test_ok(nle_estimator_load(ctx, copy_path, &copy));
+  nle_estimator_maps maps;
+  nle_test_ok(nle_estimator_maps_info(ref, &maps));
+  nle_test(maps.inverse && !maps.labels && maps.takes_data && maps.data_source &&
+           !strcmp(maps.data_source, "the-training-data"));
+  nle_matd *X_ref = NULL, *X_copy = NULL;
+  nle_test(nle_estimator_transform(ref, Q, &X_ref) < 0 && !X_ref);
+  nle_test(nle_estimator_attach_data(ref, Q) < 0 && strstr(nle_ctx_error(ctx), "not the data"));
+  nle_test_ok(nle_estimator_attach_data(ref, Y));
+  nle_test_ok(nle_estimator_maps_info(ref, &maps));
+  nle_test(!maps.data_source);
+  fits(ctx, nle_estimator_transform(ref, Q, &X_ref));
+  fits(ctx, nle_estimator_transform(copy, Q, &X_copy));
+  nle_test(same_matd(X_ref, X_copy));
+  nle_matd_free(&X_ref);
+  nle_matd_free(&X_copy);
+  nle_estimator_free(&ref);
+  nle_estimator_free(&copy);
+  nle_estimator_free(&e);
+  int32_t truth[200];
+  nle_matf *B = blobs(200, 4, 3, truth, 25);
+  static const char *const methods[] = {"cluster", "kem"};
+  for (int m = 0; m < 2; m++) {
+    nle_test_ok(nle_estimator_new(ctx, methods[m], &e));
+    if (m == 0) nle_test_ok(nle_estimator_set(e, "clusters", "3"));
+    nle_estimator_input bin = {.Y = m == 0 ? B : Y};
+    fits(ctx, nle_estimator_fit(e, &bin));
+    nle_test_ok(nle_estimator_save(e, copy_path));
+    nle_test_ok(nle_estimator_load(ctx, copy_path, &copy));
+    nle_test_ok(nle_estimator_maps_info(copy, &maps));
+    nle_test(maps.labels == (m == 0) && maps.takes_data == (m == 0) && maps.inverse == (m == 1) && !maps.data_source);
+    nle_test(!strcmp(maps.refusal, m == 0 ? "for EE-family models, not a spectral model" : "not for a kem-model model"));
+    if (m == 1) { /* G+ in doubles; the float form is their rounding */
+      nle_matf *Yf = NULL, *Yf2 = NULL;
+      nle_matd *Yd = NULL;
+      fits(ctx, nle_estimator_inverse_exact(copy, nle_estimator_embedding(e), &Yf, &Yd));
+      fits(ctx, nle_estimator_inverse(copy, nle_estimator_embedding(e), &Yf2));
+      nle_test(!Yf && Yd && Yf2 && Yd->rows == 200 && Yd->cols == 4);
+      bool rounded = Yd && Yf2;
+      for (size_t i = 0; rounded && i < Yd->rows * Yd->cols; i++) rounded = Yf2->data[i] == (float)Yd->data[i];
+      nle_test(rounded && strstr(nle_estimator_map_report(copy), "\"map\": \"G+(y)\""));
+      nle_matd_free(&Yd);
+      nle_matf_free(&Yf2);
+    }
+    nle_estimator_free(&e);
+    nle_estimator_free(&copy);
+  }
+  nle_matf_free(&B);
+  nle_matf_free(&Q);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
 const nle_test_case estimator_tests[] = {
     {"estimator/messages_name_options", messages_name_options},
     {"estimator/options_round_trip", options_round_trip},
@@ -830,5 +959,7 @@ const nle_test_case estimator_tests[] = {
     {"estimator/model_files_round_trip", model_files_round_trip},
     {"estimator/refusals", refusals},
     {"estimator/lda_classifier", lda_classifier},
+    {"estimator/map_options", map_options},
+    {"estimator/maps_of_loaded_models", maps_of_loaded_models},
     {NULL, NULL},
 };

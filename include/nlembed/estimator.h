@@ -141,6 +141,10 @@ NLE_API nle_status nle_estimator_transform(nle_estimator *e, const nle_matf *Yne
 /* The reverse map back to data space where the method has one (EE's f(x),
  * kernel eigenmaps' G+, PCA's): M x d in, M x D out. */
 NLE_API nle_status nle_estimator_inverse(nle_estimator *e, const nle_matd *X, nle_matf **Y);
+/* The same map in the precision the method computes it: exactly one of
+ * *Yf (floats: EE's f(x), PCA's) and *Yd (doubles: kernel eigenmaps' G+)
+ * is set, the other NULL; what `nlembed transform --inverse` writes. */
+NLE_API nle_status nle_estimator_inverse_exact(nle_estimator *e, const nle_matd *X, nle_matf **Yf, nle_matd **Yd);
 /* Labels of new points: a clustering's clusters ("cluster"), or a
  * classifier's classes (lda, klda: the label values the fit was given, by
  * scikit-learn's LinearDiscriminantAnalysis rule: the largest score). */
@@ -159,6 +163,50 @@ NLE_API nle_status nle_estimator_predict_proba(nle_estimator *e, const nle_matf 
  * the file's method, fitted, able to transform. */
 NLE_API nle_status nle_estimator_save(nle_estimator *e, const char *path);
 NLE_API nle_status nle_estimator_load(nle_ctx *ctx, const char *path, nle_estimator **e);
+
+/* --- the maps of new points, for a client that takes any model file
+ * (`nlembed transform`): nle_estimator_load, then what follows, then
+ * nle_estimator_transform, _inverse_exact or _predict. */
+
+/* The options of the maps themselves, not of the fit: F(y)'s "max-iters"
+ * (iterations per new point, f(x)'s too; auto: 200) and "repulsion" (the
+ * engines that serve new points: auto, exact, fft, fgt). They live in rows
+ * of the family's file beside its fit options (est_embed.c), so a client
+ * gets their parsing, checks and help from the library as for the fit's.
+ * nle_estimator_map_option: every family's, each name once, i = 0, 1, ...
+ * (NULL past the last), for a client that reads its options before it
+ * knows the model. nle_estimator_map_option_info: the row, taken when the
+ * estimator's maps take it (e NULL: the first family's that has it, taken
+ * false); NLE_ERR_VALUE when no family has it. nle_estimator_set_map: sets
+ * one for the later maps, values as nle_estimator_set takes them;
+ * NLE_ERR_VALUE for a bad value or an option these maps do not take. */
+NLE_API const char *nle_estimator_map_option(int i);
+NLE_API nle_status nle_estimator_map_option_info(const nle_estimator *e, const char *name, nle_option_info *info);
+NLE_API nle_status nle_estimator_set_map(nle_estimator *e, const char *name, const char *value);
+
+/* What the estimator's maps are. */
+typedef struct {
+  bool inverse;            /* it has a reverse map (nle_estimator_inverse) */
+  bool labels;             /* new points get labels: nle_estimator_predict is the map
+                              (a clustering) */
+  bool takes_data;         /* the model can be given its training data again
+                              (nle_estimator_attach_data) */
+  const char *data_source; /* the training data it references and lacks (a model
+                              saved with model-data reference), or NULL */
+  char refusal[128];       /* how a client ends "--a and --b are ..." for options
+                              of the maps it was given that these do not take:
+                              "not for a kem-model model" ({@name} markers) */
+} nle_estimator_maps;
+NLE_API nle_status nle_estimator_maps_info(const nle_estimator *e, nle_estimator_maps *maps);
+/* Gives a loaded model its training data (N x D, as the fit's), checked
+ * against the checksum the model keeps. */
+NLE_API nle_status nle_estimator_attach_data(nle_estimator *e, const nle_matf *Y);
+/* The last map's report, one JSON object: "map" ("F(y)", "nystrom",
+ * "triangulation", "G+(y)"), "model_kind" ("tsne", "le", "cluster",
+ * "landmark", "kem"), then the map's figures ("training_points",
+ * "reference_points", F(y)'s "max_iters", "repulsion" and timings); "{}"
+ * before a map. Owned by the estimator. */
+NLE_API const char *nle_estimator_map_report(const nle_estimator *e);
 
 #ifdef __cplusplus
 }

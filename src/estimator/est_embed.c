@@ -289,21 +289,62 @@ static void graph_search(const nle_estimator *e, nle_knn_method *method, const n
   *approx = &o->knn_approx;
 }
 
+/* The options of F(y) and f(x) (nle_transform_opts), read by
+ * nle_estimator_set_map: the same names as the fit's rows, another struct. */
+static bool serves_new_points(int engine) { return nle_repulsion_serves_new_points((nle_repulsion)engine); }
+
+static void map_opts_init(void *opts) { nle_transform_opts_init(opts); }
+
+static const nle__option map_options[] = {
+    {.name = "max-iters", .kind = NLE__OPT_INT, .offset = offsetof(nle_transform_opts, max_iters), .auto_ok = true,
+     NLE__INT_FROM(0), .metavar = "N", .help = "iterations per point (auto: 200)"},
+    {.name = "repulsion", .kind = NLE__OPT_ENUM, .offset = offsetof(nle_transform_opts, engine), .auto_ok = true,
+     .enum_name = nle_repulsion_name_of, .enum_parse = nle_repulsion_parse, .enum_takes = serves_new_points,
+     .metavar = "NAME",
+     .help = "F(y)'s repulsion: auto (fgt for the Gaussian, fft for the Student-t kernel from 5,000 training points, "
+             "where the model allows; else exact), exact (O(M N)), fgt or fft (all points together, O(M + N) per "
+             "iteration; not SNE, nor EE/t-EE with --wneg)"},
+    {.name = NULL} /* the maps' rows end (the fit's table ends as "{.name = NULL}};") */};
+
 static nle_status transform(nle_estimator *e, const nle_matf *Y, nle_matd **X) {
-  nle_transform_opts o;
-  nle_transform_opts_init(&o);
+  const nle_trained *t = e->model;
   nle_transform_result *r = NULL;
-  nle_status s = nle_transform(e->ctx, e->model, Y, &o, &r);
+  nle_status s = nle_transform(e->ctx, t, Y, e->map_opts, &r);
   if (s >= 0) {
     *X = r->X;
     r->X = NULL;
+    nle__est_map_report(e, "F(y)", e->method);
+    nle__json_printf(&e->map_report,
+                     ", \"training_points\": %zu, \"max_iters\": %d, \"repulsion\": \"%s\", \"weights_seconds\": %.3f, "
+                     "\"optimize_seconds\": %.3f",
+                     t->X->rows, r->resolved.max_iters, nle_repulsion_name(r->resolved.engine), r->weights_seconds,
+                     r->optimize_seconds);
   }
   nle_transform_result_free(&r);
   return s;
 }
 
-static nle_status inverse(nle_estimator *e, const nle_matd *X, nle_matf **Y) {
-  return nle_trained_inverse(e->ctx, e->model, X, NLE_AUTO, Y);
+static nle_status inverse(nle_estimator *e, const nle_matd *X, nle_matf **Y, nle_matd **Yd) {
+  (void)Yd; /* f(x) is computed in floats */
+  const nle_trained *t = e->model;
+  /* auto stays what it was for the estimator's clients: no iteration, the
+   * start (the nearest training point's y; python/tests hold that);
+   * `nlembed transform` asks for its 200 */
+  nle_status s = nle_trained_inverse(e->ctx, t, X, ((const nle_transform_opts *)e->map_opts)->max_iters, Y);
+  if (s >= 0) {
+    nle__est_map_report(e, "f(x)", e->method);
+    nle__json_printf(&e->map_report, ", \"training_points\": %zu", t->X->rows);
+  }
+  return s;
+}
+
+static const char *data_source(const nle_estimator *e) {
+  const nle_trained *t = e->model;
+  return t->Y ? NULL : t->source;
+}
+
+static nle_status attach_data(nle_estimator *e, const nle_matf *Y) {
+  return nle_trained_attach_data(e->ctx, e->model, Y);
 }
 
 static nle_status save(nle_estimator *e, const char *path) {
@@ -352,4 +393,9 @@ const nle__family nle__family_embed = {
     .save = save,
     .load = load,
     .free_model = free_model,
+    .map_options = map_options,
+    .map_opts_size = sizeof(nle_transform_opts),
+    .map_opts_init = map_opts_init,
+    .data_source = data_source,
+    .attach_data = attach_data,
 };

@@ -108,18 +108,23 @@ static nle_status fit(nle_estimator *e, const nle__est_input *in) {
   return k ? k : s;
 }
 
-static nle_status transform(nle_estimator *e, const nle_matf *Y, nle_matd **X) {
-  return nle_kem_transform(e->ctx, e->model, Y, X);
+/* The map's report: its name, the variant and the kernels. */
+static void map_report(nle_estimator *e, const char *map) {
+  const nle_kem_model *m = e->model;
+  nle__est_map_report(e, map, e->method);
+  nle__json_printf(&e->map_report, ", \"variant\": \"%s\", \"kernels\": %zu", nle_kem_variant_name(m->variant), m->kernels);
 }
 
-static nle_status inverse(nle_estimator *e, const nle_matd *X, nle_matf **Y) {
-  nle_matd *Yd = NULL;
-  nle_status s = nle_kem_inverse(e->ctx, e->model, X, &Yd);
-  if (s >= 0) {
-    nle_status c = nle_matd_to_matf(e->ctx, Yd, Y);
-    if (c) s = c;
-  }
-  nle_matd_free(&Yd);
+static nle_status transform(nle_estimator *e, const nle_matf *Y, nle_matd **X) {
+  nle_status s = nle_kem_transform(e->ctx, e->model, Y, X);
+  if (s >= 0) map_report(e, "G(x)");
+  return s;
+}
+
+static nle_status inverse(nle_estimator *e, const nle_matd *X, nle_matf **Yf, nle_matd **Yd) {
+  (void)Yf; /* G+ is computed in doubles */
+  nle_status s = nle_kem_inverse(e->ctx, e->model, X, Yd);
+  if (s >= 0) map_report(e, "G+(y)");
   return s;
 }
 

@@ -254,7 +254,12 @@ static nle_status lda_fit(nle_estimator *e, const nle__est_input *in) {
 }
 
 nle_status nle__est_projection_transform(nle_estimator *e, const nle_matf *Y, nle_matd **X) {
-  return nle_projection_transform(e->ctx, e->model, Y, X);
+  static const char *const maps[] = {"linear", "triangulation", "centred kernel"};
+  const nle_projection_model *p = e->model;
+  nle_status s = nle_projection_transform(e->ctx, p, Y, X);
+  if (s >= 0) nle__est_map_report(e, maps[p->map], p->method);
+  if (s >= 0) nle__json_printf(&e->map_report, ", \"reference_points\": %zu", p->m);
+  return s;
 }
 
 /* LDA's classifier: the scores (and probabilities) of new points, and the

@@ -99,9 +99,12 @@ static nle_status fit(nle_estimator *e, const nle__est_input *in) {
 }
 
 /* y = mean + A^+ x: A's rows are orthogonal, so A^+ = A^T diag(1 / |a_t|^2). */
-static nle_status inverse(nle_estimator *e, const nle_matd *X, nle_matf **Y) {
+static nle_status inverse(nle_estimator *e, const nle_matd *X, nle_matf **Y, nle_matd **Yd) {
+  (void)Yd; /* in floats, as the data */
   const nle_projection_model *p = e->model;
   size_t D = p->D, d = p->dim;
+  if (X->cols != d)
+    return nle__fail(e->ctx, NLE_ERR_VALUE, "pca inverse: the points have %zu columns, the embedding %zu", X->cols, d);
   nle_status s = nle_matf_alloc(e->ctx, X->rows, D, Y);
   if (s) return s;
   double *norm2 = malloc(d * sizeof *norm2);
@@ -123,6 +126,7 @@ static nle_status inverse(nle_estimator *e, const nle_matd *X, nle_matf **Y) {
     }
   }
   free(norm2);
+  nle__est_map_report(e, "linear inverse", p->method);
   return NLE_OK;
 }
 

@@ -167,8 +167,25 @@ static nle_status cluster_fit(nle_estimator *e, const nle__est_input *in) {
 }
 
 static nle_status transform(nle_estimator *e, const nle_matf *Y, nle_matd **X) {
-  return nle_spectral_transform(e->ctx, e->model, Y, X);
+  const nle_spectral_model *m = e->model;
+  nle_status s = nle_spectral_transform(e->ctx, m, Y, X);
+  if (s >= 0) nle__est_map_report(e, nle_spectral_model_map(m), e->method);
+  if (s >= 0) nle__json_printf(&e->map_report, ", \"training_points\": %zu", m->n);
+  return s;
 }
+
+static const char *data_source(const nle_estimator *e) {
+  const nle_spectral_model *m = e->model;
+  return m->Y ? NULL : m->source;
+}
+
+static nle_status attach_data(nle_estimator *e, const nle_matf *Y) {
+  return nle_spectral_model_attach_data(e->ctx, e->model, Y);
+}
+
+#define SPECTRAL_MAPS .data_source = data_source, .attach_data = attach_data, \
+                      .maps_refusal = "for EE-family models, not a spectral model"
+
 
 static nle_status predict(nle_estimator *e, const nle_matd *X, int32_t *labels) {
   return nle_spectral_assign(e->ctx, e->model, X, labels);
@@ -222,6 +239,7 @@ const nle__family nle__family_spectral = {
     .save = save,
     .load = load,
     .free_model = free_model,
+    SPECTRAL_MAPS,
 };
 
 const nle__family nle__family_cluster = {
@@ -236,4 +254,5 @@ const nle__family nle__family_cluster = {
     .predict = predict,
     .save = save,
     .free_model = free_model,
+    SPECTRAL_MAPS,
 };

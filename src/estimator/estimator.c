@@ -184,6 +184,22 @@ static const nle__option *find_option(const nle_estimator *e, const char *name, 
   return NULL;
 }
 
+/* The family's options of its maps at their defaults (none: NULL). */
+static nle_status reset_map_opts(nle_estimator *e) {
+  free(e->map_opts);
+  e->map_opts = NULL;
+  if (!e->family->map_opts_size) return NLE_OK;
+  e->map_opts = calloc(1, e->family->map_opts_size);
+  if (!e->map_opts) return nle__fail(e->ctx, NLE_ERR_NOMEM, "%s: out of memory", e->method);
+  e->family->map_opts_init(e->map_opts);
+  return NLE_OK;
+}
+
+static void release_map_report(nle_estimator *e) {
+  free(e->map_report.text);
+  e->map_report = (nle__json){0};
+}
+
 nle_status nle_estimator_new(nle_ctx *ctx, const char *method, nle_estimator **out) {
   if (!ctx || !method || !out) return ctx ? nle__fail(ctx, NLE_ERR_ARG, "estimator: NULL argument") : NLE_ERR_ARG;
   *out = NULL;
@@ -211,7 +227,9 @@ nle_status nle_estimator_new(nle_ctx *ctx, const char *method, nle_estimator **o
   e->keep_model = true;
   e->model_data_copy = 1;
   *out = e;
-  return NLE_OK;
+  nle_status s = reset_map_opts(e);
+  if (s) nle_estimator_free(out);
+  return s;
 }
 
 /* What a fit leaves, released before the next and at the end. */
@@ -227,6 +245,7 @@ static void release_fit(nle_estimator *e) {
   free(e->flat.text);
   e->flat = (nle__json){0};
   e->options_at = e->figures_at = 0;
+  release_map_report(e);
   e->fitted = false;
 }
 
@@ -250,6 +269,7 @@ void nle_estimator_free(nle_estimator **pe) {
   release_input(e);
   release_texts(e);
   free(e->opts);
+  free(e->map_opts);
   free(e);
   *pe = NULL;
 }
@@ -281,7 +301,7 @@ nle_status nle__est_become(nle_estimator *e, const char *method) {
   e->variant = f->variant_of(method);
   snprintf(e->method, sizeof e->method, "%s", method);
   f->opts_init(e->opts, e->variant);
-  return NLE_OK;
+  return reset_map_opts(e);
 }
 
 /* The rule of a row's range as the messages say it: "an integer >= 2",
@@ -312,7 +332,8 @@ static void choices(const nle__option *o, char *list, size_t cap) {
   const char *names[64];
   int n = 0;
   if (o->auto_ok) names[n++] = "auto";
-  for (int v = 0; n < 64 && strcmp(o->enum_name(v), "unknown"); v++) names[n++] = o->enum_name(v);
+  for (int v = 0; n < 64 && strcmp(o->enum_name(v), "unknown"); v++)
+    if (!o->enum_takes || o->enum_takes(v)) names[n++] = o->enum_name(v);
   size_t used = 0;
   list[0] = '\0';
   for (int i = 0; i < n && used < cap; i++)
@@ -380,14 +401,8 @@ static nle_status set_text(nle_estimator *e, const nle__option *o, const char *v
   return NLE_OK;
 }
 
-nle_status nle_estimator_set(nle_estimator *e, const char *name, const char *value) {
-  if (!e || !name || !value) return e ? nle__fail(e->ctx, NLE_ERR_ARG, "estimator_set: NULL argument") : NLE_ERR_ARG;
-  char key[64];
-  canonical(name, key, sizeof key);
-  bool negated;
-  const nle__option *o = find_option(e, key, &negated);
-  if (!o) return NLE_ERR_VALUE;
-  char *field = field_of(e, o, e->opts);
+/* Row o's value from text into its field. */
+static nle_status set_row(nle_estimator *e, const nle__option *o, bool negated, const char *value, char *field) {
   if (!strcmp(value, "auto") && o->kind != NLE__OPT_TEXT) {
     if (!o->auto_ok) return bad_value(e, o, value, false);
     if (o->kind == NLE__OPT_REAL) *(double *)field = NLE_AUTO;
@@ -405,13 +420,23 @@ nle_status nle_estimator_set(nle_estimator *e, const char *name, const char *val
   }
   case NLE__OPT_ENUM: {
     int v = o->enum_parse(value);
-    if (v == -1 || v == NLE_AUTO) return bad_value(e, o, value, false);
+    if (v == -1 || v == NLE_AUTO || (o->enum_takes && !o->enum_takes(v))) return bad_value(e, o, value, false);
     *(int *)field = v;
     return NLE_OK;
   }
   case NLE__OPT_TEXT: return set_text(e, o, value, field);
   }
   return NLE_ERR_ARG;
+}
+
+nle_status nle_estimator_set(nle_estimator *e, const char *name, const char *value) {
+  if (!e || !name || !value) return e ? nle__fail(e->ctx, NLE_ERR_ARG, "estimator_set: NULL argument") : NLE_ERR_ARG;
+  char key[64];
+  canonical(name, key, sizeof key);
+  bool negated;
+  const nle__option *o = find_option(e, key, &negated);
+  if (!o) return NLE_ERR_VALUE;
+  return set_row(e, o, negated, value, field_of(e, o, e->opts));
 }
 
 /* The value of option o in the struct at base, as text. */
@@ -456,6 +481,8 @@ nle_status nle_estimator_get(const nle_estimator *e, const char *name, char *buf
 
 static const char *const kind_names[] = {"int", "number", "switch", "name", "text"};
 
+static void describe(const nle__option *o, const void *defaults, nle_option_info *info);
+
 nle_status nle_estimator_option_info(const nle_estimator *e, const char *name, nle_option_info *info) {
   if (!e || !name || !info) return e ? nle__fail(e->ctx, NLE_ERR_ARG, "option_info: NULL argument") : NLE_ERR_ARG;
   char key[64];
@@ -463,6 +490,25 @@ nle_status nle_estimator_option_info(const nle_estimator *e, const char *name, n
   bool negated;
   const nle__option *o = row_named(e, key, &negated);
   if (!o) return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: no option '%s'", e->method, name);
+  /* the default: what a fresh estimator of this method holds */
+  if (o >= common_rows && o < common_rows + N_COMMON) {
+    nle_estimator fresh = {.metric = NLE_METRIC_EUCLIDEAN, .keep_model = true, .model_data_copy = 1};
+    describe(o, &fresh, info);
+    info->taken = true;
+    return NLE_OK;
+  }
+  void *opts = calloc(1, e->family->opts_size);
+  if (!opts) return nle__fail(e->ctx, NLE_ERR_NOMEM, "%s: out of memory", e->method);
+  e->family->opts_init(opts, e->variant);
+  describe(o, opts, info);
+  info->taken = takes(e, o);
+  free(opts);
+  return NLE_OK;
+}
+
+/* Row o as clients read it, its default from `defaults` (a fresh struct
+ * holding its field). */
+static void describe(const nle__option *o, const void *defaults, nle_option_info *info) {
   memset(info, 0, sizeof *info);
   info->name = o->name;
   info->alias = o->alias;
@@ -471,21 +517,9 @@ nle_status nle_estimator_option_info(const nle_estimator *e, const char *name, n
   info->metavar = o->metavar ? o->metavar : o->kind == NLE__OPT_BOOL ? NULL : "VALUE";
   info->help = o->help ? o->help : "";
   info->auto_ok = o->auto_ok;
-  info->taken = takes(e, o);
   if (o->kind == NLE__OPT_ENUM) choices(o, info->values, sizeof info->values);
   else if (o->ranged) range_rule(o, false, info->values, sizeof info->values);
-  /* the default: what a fresh estimator of this method holds */
-  if (o >= common_rows && o < common_rows + N_COMMON) {
-    nle_estimator fresh = {.metric = NLE_METRIC_EUCLIDEAN, .keep_model = true, .model_data_copy = 1};
-    option_text(o, (const char *)&fresh + o->offset, info->default_text, sizeof info->default_text);
-    return NLE_OK;
-  }
-  void *opts = calloc(1, e->family->opts_size);
-  if (!opts) return nle__fail(e->ctx, NLE_ERR_NOMEM, "%s: out of memory", e->method);
-  e->family->opts_init(opts, e->variant);
-  option_text(o, (const char *)opts + o->offset, info->default_text, sizeof info->default_text);
-  free(opts);
-  return NLE_OK;
+  option_text(o, (const char *)defaults + o->offset, info->default_text, sizeof info->default_text);
 }
 
 /* --- shared by the families ------------------------------------------------ */
@@ -698,47 +732,77 @@ const char *nle_estimator_report(const nle_estimator *e) {
 
 /* --- new points ------------------------------------------------------------- */
 
+/* Points for a map of a fitted model: as wide as the fit's input. A model
+ * loaded from a file is checked by its maps instead, in their own words
+ * (those `nlembed transform` has always printed). */
 static nle_status check_new_points(nle_estimator *e, const char *what, size_t rows, size_t cols, size_t want) {
-  if (cols != want)
+  nle_status s = nle__est_need_model(e, what);
+  if (!s && !e->file_kind && cols != want)
     return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: %s takes rows of %zu values (as the fit), not %zu", e->method, what,
                      want, cols);
-  if (rows == 0) return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: %s of no rows", e->method, what);
-  return NLE_OK;
+  if (!s && rows == 0) return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: %s of no rows", e->method, what);
+  return s;
+}
+
+void nle__est_map_report(nle_estimator *e, const char *map, const char *model_kind) {
+  release_map_report(e);
+  nle__json_printf(&e->map_report, "{\"map\": \"%s\", \"model_kind\": \"%s\"", map, model_kind);
+}
+
+/* The map's report closed, or dropped when the map failed. */
+static void end_map_report(nle_estimator *e, nle_status s) {
+  if (s < 0 || !e->map_report.text) release_map_report(e);
+  else nle__json_printf(&e->map_report, "}");
 }
 
 nle_status nle_estimator_transform(nle_estimator *e, const nle_matf *Ynew, nle_matd **X) {
   if (!e || !Ynew || !X) return e ? nle__fail(e->ctx, NLE_ERR_ARG, "transform: NULL argument") : NLE_ERR_ARG;
   *X = NULL;
-  nle_status s = nle__est_need_model(e, "transform");
-  if (!s) s = check_new_points(e, "transform", Ynew->rows, Ynew->cols, e->D);
+  nle_status s = check_new_points(e, "transform", Ynew->rows, Ynew->cols, e->D);
   if (s) return s;
   if (!e->family->transform)
     return nle__fail(e->ctx, NLE_ERR_ARG, "%s: has no map for new points", e->method);
   nle_matf *copy;
   const nle_matf *use;
+  release_map_report(e);
   s = nle__est_metric_rows(e, Ynew, &copy, &use);
   if (!s) s = e->family->transform(e, use, X);
+  end_map_report(e, s);
   nle_matf_free(&copy);
+  return s;
+}
+
+nle_status nle_estimator_inverse_exact(nle_estimator *e, const nle_matd *X, nle_matf **Yf, nle_matd **Yd) {
+  if (!e || !X || !Yf || !Yd) return e ? nle__fail(e->ctx, NLE_ERR_ARG, "inverse: NULL argument") : NLE_ERR_ARG;
+  *Yf = NULL;
+  *Yd = NULL;
+  nle_status s = check_new_points(e, "inverse", X->rows, X->cols, e->X ? e->X->cols : X->cols);
+  if (s) return s;
+  if (!e->family->inverse)
+    return nle__fail(e->ctx, NLE_ERR_ARG, "%s: has no map from the embedding back to the data", e->method);
+  release_map_report(e);
+  s = e->family->inverse(e, X, Yf, Yd);
+  end_map_report(e, s);
   return s;
 }
 
 nle_status nle_estimator_inverse(nle_estimator *e, const nle_matd *X, nle_matf **Y) {
   if (!e || !X || !Y) return e ? nle__fail(e->ctx, NLE_ERR_ARG, "inverse: NULL argument") : NLE_ERR_ARG;
-  *Y = NULL;
-  nle_status s = nle__est_need_model(e, "inverse");
-  if (!s && e->X) s = check_new_points(e, "inverse", X->rows, X->cols, e->X->cols);
-  if (s) return s;
-  if (!e->family->inverse)
-    return nle__fail(e->ctx, NLE_ERR_ARG, "%s: has no map from the embedding back to the data", e->method);
-  return e->family->inverse(e, X, Y);
+  nle_matd *Yd = NULL;
+  nle_status s = nle_estimator_inverse_exact(e, X, Y, &Yd);
+  if (s >= 0 && Yd) {
+    nle_status c = nle_matd_to_matf(e->ctx, Yd, Y);
+    if (c) s = c;
+  }
+  nle_matd_free(&Yd);
+  return s;
 }
 
 /* A classifier's scores and probabilities of new points (the rows as the
  * metric compares them), and the label values of their columns. */
 static nle_status classify(nle_estimator *e, const char *what, const nle_matf *Ynew, nle_matd **scores,
                            nle_matd **proba, const int32_t **classes) {
-  nle_status s = nle__est_need_model(e, what);
-  if (!s) s = check_new_points(e, what, Ynew->rows, Ynew->cols, e->D);
+  nle_status s = check_new_points(e, what, Ynew->rows, Ynew->cols, e->D);
   if (s) return s;
   if (!e->family->decision) return nle__fail(e->ctx, NLE_ERR_ARG, "%s: is not a classifier", e->method);
   nle_matf *copy;
@@ -816,6 +880,7 @@ nle_status nle_estimator_load(nle_ctx *ctx, const char *path, nle_estimator **ou
   s = nle_estimator_new(ctx, f->methods[0], out);
   if (s) return s;
   nle_estimator *e = *out;
+  e->file_kind = f->file_kind;
   s = f->load(e, path);
   if (s) {
     nle_estimator_free(out);
@@ -836,4 +901,78 @@ nle_status nle_estimator_load(nle_ctx *ctx, const char *path, nle_estimator **ou
   }
   e->fitted = true;
   return NLE_OK;
+}
+
+/* --- the maps' options, and what the maps are -------------------------------- */
+
+/* Family f's map row of that name, or NULL. */
+static const nle__option *map_row(const nle__family *f, const char *name) {
+  for (const nle__option *o = f->map_options; o && o->name; o++)
+    if (!strcmp(o->name, name)) return o;
+  return NULL;
+}
+
+/* The first family with a map row of that name, or NULL. */
+static const nle__family *map_family(const char *name) {
+  for (int f = 0; f < N_FAMILIES; f++)
+    if (map_row(families[f], name)) return families[f];
+  return NULL;
+}
+
+const char *nle_estimator_map_option(int i) {
+  for (int f = 0; f < N_FAMILIES; f++)
+    for (const nle__option *o = families[f]->map_options; o && o->name; o++)
+      if (map_family(o->name) == families[f] && i-- == 0) return o->name;
+  return NULL;
+}
+
+nle_status nle_estimator_map_option_info(const nle_estimator *e, const char *name, nle_option_info *info) {
+  if (!name || !info) return e ? nle__fail(e->ctx, NLE_ERR_ARG, "map_option_info: NULL argument") : NLE_ERR_ARG;
+  char key[64];
+  canonical(name, key, sizeof key);
+  const nle__family *f = e && map_row(e->family, key) ? e->family : map_family(key);
+  if (!f) return e ? nle__fail(e->ctx, NLE_ERR_VALUE, "%s: its maps have no option '%s'", e->method, name)
+                   : NLE_ERR_VALUE;
+  void *defaults = calloc(1, f->map_opts_size);
+  if (!defaults) return e ? nle__fail(e->ctx, NLE_ERR_NOMEM, "%s: out of memory", e->method) : NLE_ERR_NOMEM;
+  f->map_opts_init(defaults);
+  describe(map_row(f, key), defaults, info);
+  info->taken = e && f == e->family;
+  free(defaults);
+  return NLE_OK;
+}
+
+nle_status nle_estimator_set_map(nle_estimator *e, const char *name, const char *value) {
+  if (!e || !name || !value) return e ? nle__fail(e->ctx, NLE_ERR_ARG, "set_map: NULL argument") : NLE_ERR_ARG;
+  char key[64];
+  canonical(name, key, sizeof key);
+  const nle__option *o = map_row(e->family, key);
+  if (!o || o->kind == NLE__OPT_TEXT) /* text values are kept by row of the fit's table only */
+    return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: its maps of new points take no {@%s}", e->method, key);
+  return set_row(e, o, false, value, (char *)e->map_opts + o->offset);
+}
+
+nle_status nle_estimator_maps_info(const nle_estimator *e, nle_estimator_maps *maps) {
+  if (!e || !maps) return e ? nle__fail(e->ctx, NLE_ERR_ARG, "maps_info: NULL argument") : NLE_ERR_ARG;
+  const nle__family *f = e->family;
+  memset(maps, 0, sizeof *maps);
+  maps->inverse = f->inverse != NULL;
+  maps->labels = f->predict != NULL;
+  maps->takes_data = f->attach_data != NULL;
+  maps->data_source = f->data_source && e->model ? f->data_source(e) : NULL;
+  if (f->maps_refusal) snprintf(maps->refusal, sizeof maps->refusal, "%s", f->maps_refusal);
+  else snprintf(maps->refusal, sizeof maps->refusal, "not for a %s model", e->file_kind ? e->file_kind : e->method);
+  return NLE_OK;
+}
+
+nle_status nle_estimator_attach_data(nle_estimator *e, const nle_matf *Y) {
+  if (!e || !Y) return e ? nle__fail(e->ctx, NLE_ERR_ARG, "attach_data: NULL argument") : NLE_ERR_ARG;
+  nle_status s = nle__est_need_model(e, "attach_data");
+  if (s) return s;
+  if (!e->family->attach_data) return nle__fail(e->ctx, NLE_ERR_ARG, "%s: the model holds its own data", e->method);
+  return e->family->attach_data(e, Y);
+}
+
+const char *nle_estimator_map_report(const nle_estimator *e) {
+  return e && e->map_report.text ? e->map_report.text : "{}";
 }

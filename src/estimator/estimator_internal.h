@@ -29,6 +29,7 @@ typedef struct {
   bool auto_ok;                     /* "auto" is NLE_AUTO */
   const char *(*enum_name)(int);    /* NLE__OPT_ENUM */
   int (*enum_parse)(const char *);  /* -1 if unknown (NLE_AUTO for "auto") */
+  bool (*enum_takes)(int);          /* the enum's values the option takes (NULL: all) */
   /* ranged: set refuses a value outside [lo, hi] (INT; hi INT_MAX at most)
    * or from lo to hi with the ends open as `open` says (REAL), naming the
    * option and the rule; a range refuses only what cannot work. Unranged
@@ -119,6 +120,9 @@ struct nle_estimator {
   size_t options_at, figures_at; /* the report's options block: [options_at, figures_at) */
   nle__json flat;            /* the report with the options flat (nle_estimator_report_flat) */
   nle_estimator_observer observer;
+  void *map_opts;            /* the family's options of its maps of new points, or NULL */
+  const char *file_kind;     /* the model file it was loaded from, or NULL */
+  nle__json map_report;      /* the last transform's or inverse's */
   /* the input converted by the metric, owned while fitting */
   nle_matf *Y_metric;
   nle_csr *knn_built, *affinities_built;
@@ -140,8 +144,11 @@ typedef struct nle__family {
   /* runs the front door: sets e->X, e->model (keep_model), e->resolved and
    * the report's family fields */
   nle_status (*fit)(nle_estimator *e, const nle__est_input *in);
+  /* the maps of new points; each checks the points' columns itself and
+   * starts e->map_report (nle__est_map_report) with the map's figures */
   nle_status (*transform)(nle_estimator *e, const nle_matf *Y, nle_matd **X);
-  nle_status (*inverse)(nle_estimator *e, const nle_matd *X, nle_matf **Y);
+  /* the reverse map, in the precision the method computes it: *Yf or *Yd */
+  nle_status (*inverse)(nle_estimator *e, const nle_matd *X, nle_matf **Yf, nle_matd **Yd);
   nle_status (*predict)(nle_estimator *e, const nle_matd *X, int32_t *labels);
   /* a classifier's scores of new points (M x classes) and, when proba is
    * not NULL, their probabilities; *classes the label values the columns
@@ -153,6 +160,19 @@ typedef struct nle__family {
   /* reads the model file: sets e->model, e->variant, e->X and e->resolved */
   nle_status (*load)(nle_estimator *e, const char *path);
   void (*free_model)(void **model);
+  /* the maps' own options (F(y)'s iterations and repulsion): rows on a
+   * struct of map_opts_size bytes that map_opts_init sets up; NULL: none */
+  const nle__option *map_options;
+  size_t map_opts_size;
+  void (*map_opts_init)(void *opts);
+  /* a model that may reference its training data instead of holding them:
+   * their source while they are not attached (NULL: attached), and giving
+   * them back (checked against the model's checksum); NULL: holds them */
+  const char *(*data_source)(const nle_estimator *e);
+  nle_status (*attach_data)(nle_estimator *e, const nle_matf *Y);
+  /* how a client says its maps do not take options it was given ("for
+   * EE-family models, not a spectral model"); NULL: "not for a KIND model" */
+  const char *maps_refusal;
 } nle__family;
 
 extern const nle__family nle__family_embed, nle__family_spectral, nle__family_cluster, nle__family_mds,
@@ -167,6 +187,9 @@ nle_status nle__est_become(nle_estimator *e, const char *method);
 nle_status nle__est_projection_transform(nle_estimator *e, const nle_matf *Y, nle_matd **X);
 nle_status nle__est_projection_save(nle_estimator *e, const char *path);
 void nle__est_projection_free(void **model);
+/* Starts the report of a map of new points: its name ("F(y)") and the
+ * model's kind ("tsne"); the family adds its figures after. */
+void nle__est_map_report(nle_estimator *e, const char *map, const char *model_kind);
 /* A transform needs a fitted model: NLE_ERR_ARG naming what is missing. */
 nle_status nle__est_need_model(nle_estimator *e, const char *what);
 /* e->resolved as a copy of the options struct the run reported. */
