@@ -82,8 +82,9 @@ int cli_interrupted(void);
 /* A library message with its option markers ({@name}, {@name=value}) in
  * the tool's spelling: --name, --name value; keep-model is --save-model's. */
 void cli_spell(const char *in, char *out, size_t cap);
-/* A usage error (exit 2) from the library's refusal of an option's value. */
-int cli_usage_fail(cli_env *env, nle_status s);
+/* A usage error (exit 2) from the library's refusal of an option's value;
+ * typed: the one-letter form the user gave (the message then says -d), or 0. */
+int cli_usage_fail(cli_env *env, nle_status s, char typed);
 /* Prints "nlembed CMD: error: MESSAGE" (one line) and returns the exit code. */
 int cli_fail(cli_env *env, nle_status s);
 /* The same for an error about the matrix read from `source` (a file): its
@@ -201,7 +202,6 @@ int cli_plot_scatter(cli_env *env, const char *path, const nle_matd *X, const in
 extern const unsigned char nle_viewer_js[];
 extern const size_t nle_viewer_js_len;
 
-int cmd_spectral(int argc, char **argv, const char *command);
 int cmd_knn(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
 int cmd_plot(int argc, char **argv);

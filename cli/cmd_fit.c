@@ -14,7 +14,7 @@
 
 /* The tool's own options of a fit. */
 typedef enum {
-  T_OUTPUT, T_SAVE_MODEL, T_SAVE_LABELS, T_AFFINITIES, T_DISTANCES, T_KERNEL_MATRIX, T_WEIGHTS, T_INIT, T_TRACE,
+  T_OUTPUT, T_SAVE_MODEL, T_SAVE_LABELS, T_AFFINITIES, T_DISTANCES, T_KNN, T_KERNEL_MATRIX, T_WEIGHTS, T_INIT, T_TRACE,
   T_PATH_PREFIX, T_COUNT
 } tool_key;
 
@@ -29,13 +29,18 @@ static const struct {
                        "also write the dataset's labels: class names one a line in .txt/.csv, integer codes in .npy",
                        NULL},
     [T_AFFINITIES] = {"affinities", "FILE",
-                      "W+ given as an N x N Matrix Market file (e.g. from `nlembed affinity`) instead of built from "
-                      "INPUT, which is then optional",
-                      "lambda"},
+                      "W (W+) given as an N x N matrix (.mtx sparse, or any dense input; e.g. from `nlembed affinity`) "
+                      "instead of built from INPUT, which is then optional (its points: what LLL and the embeddings' "
+                      "PCA start need)",
+                      "lambda|affinity"},
     [T_DISTANCES] = {"distances", "FILE",
                      "INPUT is this dissimilarity matrix (N x N, symmetric, zero diagonal; or a sparse graph of "
                      "distances): --metric precomputed",
                      NULL},
+    [T_KNN] = {"knn", "FILE",
+               "a kNN graph as `nlembed knn -o G.mtx` writes it (squared distances) instead of searching INPUT, "
+               "which is then optional",
+               "affinity"},
     [T_KERNEL_MATRIX] = {"kernel-matrix", "FILE", "INPUT is this N x N kernel matrix (kernel precomputed)",
                          "kernel-neighbors"},
     [T_WEIGHTS] = {"weights", "FILE", "N x N weights w_ij (symmetric, >= 0)", "@mds"},
@@ -121,9 +126,13 @@ static void getopt_tables(const nle_estimator *e, const library_names *ln, struc
     if (t == T_COUNT)
       longopts[n++] = (struct option){ln->names[i], ln->is_switch[i] ? no_argument : required_argument, 0, KEY_LIBRARY + i};
   }
-  for (int i = 0; nle_estimator_option(e, i); i++) {
+  /* the one-letter forms of the family's rows, taken by this method or not
+   * (cluster's -d is refused with what to give instead) */
+  for (int i = 0; i < ln->n; i++) {
     nle_option_info info;
-    if (nle_estimator_option_info(e, nle_estimator_option(e, i), &info) || !info.short_name) continue;
+    if (nle_estimator_option_info(e, ln->names[i], &info) || !info.short_name ||
+        strchr(shortopts, info.short_name))
+      continue;
     size_t l = strlen(shortopts);
     shortopts[l] = info.short_name;
     shortopts[l + 1] = ':';
@@ -227,9 +236,9 @@ static void take_option(cli_env *env, nle_estimator *e, const library_names *ln,
     return;
   }
   if (c >= KEY_LIBRARY && c < KEY_LIBRARY + ln->n) name = ln->names[c - KEY_LIBRARY];
-  for (int i = 0; !name && nle_estimator_option(e, i); i++) {
+  for (int i = 0; !name && i < ln->n; i++) {
     nle_option_info info;
-    if (!nle_estimator_option_info(e, nle_estimator_option(e, i), &info) && info.short_name == c) name = info.name;
+    if (!nle_estimator_option_info(e, ln->names[i], &info) && info.short_name == c) name = info.name;
   }
   if (!name) {
     a->rc = 2;
@@ -242,7 +251,7 @@ static void take_option(cli_env *env, nle_estimator *e, const library_names *ln,
   }
   if (!strcmp(name, "metric")) env->metric_given = a->metric_named = true;
   nle_status s = nle_estimator_set(e, name, arg ? arg : "true");
-  if (s) a->rc = cli_usage_fail(env, s);
+  if (s) a->rc = cli_usage_fail(env, s, c > 0 && c < 128 ? (char)c : 0);
 }
 
 /* --trace: one CSV line per iteration; a homotopy's runs continue the count
@@ -297,7 +306,10 @@ static void release_points(void *dataset) { nle_matf_free(&((nle_dataset *)datas
 
 /* The embedding, the model and the labels, committed together. */
 static int write_outputs(cli_env *env, nle_estimator *e, const nle_dataset *ds, const fit_args *a) {
-  nle_status s = nle_write_matd(env->ctx, a->tool[T_OUTPUT], nle_estimator_embedding(e));
+  size_t n_labels = 0;
+  const int32_t *labels = nle_estimator_labels(e, &n_labels); /* a clustering writes its labels */
+  nle_status s = labels ? nle_write_labels(env->ctx, a->tool[T_OUTPUT], labels, (int64_t)n_labels)
+                        : nle_write_matd(env->ctx, a->tool[T_OUTPUT], nle_estimator_embedding(e));
   if (!s && a->tool[T_SAVE_MODEL]) s = nle_estimator_save(e, a->tool[T_SAVE_MODEL]);
   if (!s && a->tool[T_SAVE_LABELS])
     s = nle_write_labels_named(env->ctx, a->tool[T_SAVE_LABELS], ds->labels, (int64_t)nle_estimator_embedding(e)->rows,
@@ -323,7 +335,7 @@ static nle_status check_outputs(cli_env *env, const fit_args *a) {
  * --affinities, the start of --init FILE, the weights of --weights. */
 typedef struct {
   nle_dataset *ds;
-  nle_csr *A;
+  nle_csr *A, *knn;
   nle_matd *X0, *W;
 } fit_inputs;
 
@@ -331,6 +343,7 @@ static void fit_inputs_free(fit_inputs *in) {
   nle_matd_free(&in->X0);
   nle_matd_free(&in->W);
   nle_csr_free(&in->A);
+  nle_csr_free(&in->knn);
   nle_dataset_free(&in->ds);
 }
 
@@ -338,6 +351,27 @@ static void fit_inputs_free(fit_inputs *in) {
 static int read_matrix(cli_env *env, const char *file, nle_matd **M) {
   nle_status s = cli_load_embedding(env, file, M);
   return s ? cli_fail_in(env, s, file) : 0;
+}
+
+/* W of --affinities (Matrix Market, or any dense input made sparse), or
+ * the kNN graph of --knn (squared distances, as nlembed knn writes it). */
+static nle_status read_graph(cli_env *env, const char *file, bool knn, fit_inputs *in) {
+  size_t len = strlen(file);
+  nle_status s;
+  if (len > 4 && !strcmp(file + len - 4, ".mtx")) {
+    nle_csr *G = NULL;
+    s = nle_read_csr_mtx(env->ctx, file, &G);
+    if (!s && knn) s = nle_knn_from_sparse_distances(env->ctx, G, true, &in->knn);
+    if (knn) nle_csr_free(&G);
+    else in->A = G;
+  } else {
+    nle_dataset *dense = NULL;
+    s = cli_load(env, file, &dense);
+    if (!s) s = nle_csr_from_dense(env->ctx, dense->X, &in->A);
+    nle_dataset_free(&dense);
+  }
+  if (!s && in->A && in->A->rows == in->A->cols) s = nle_affinity_check(env->ctx, in->A);
+  return s;
 }
 
 /* Reads every input; 0, or the exit code after the error. */
@@ -357,10 +391,9 @@ static int read_inputs(cli_env *env, nle_estimator *e, const char *input, const 
     return cli_usage_error(env->command, "%s has no labels: give them with --labels SOURCE", input);
   if (a->tool[T_SAVE_LABELS] && !ds->labels)
     return cli_usage_error(env->command, "%s has no labels to save (give them with --labels)", input);
-  if (a->tool[T_AFFINITIES]) {
-    s = nle_read_csr_mtx(env->ctx, a->tool[T_AFFINITIES], &in->A);
-    if (!s && in->A->rows == in->A->cols) s = nle_affinity_check(env->ctx, in->A);
-    if (s) return cli_fail_in(env, s, a->tool[T_AFFINITIES]);
+  if (a->tool[T_AFFINITIES] || a->tool[T_KNN]) {
+    s = read_graph(env, a->tool[T_AFFINITIES] ? a->tool[T_AFFINITIES] : a->tool[T_KNN], a->tool[T_KNN] != NULL, in);
+    if (s) return cli_fail_in(env, s, a->tool[T_AFFINITIES] ? a->tool[T_AFFINITIES] : a->tool[T_KNN]);
   }
   if (a->tool[T_WEIGHTS] && read_matrix(env, a->tool[T_WEIGHTS], &in->W)) return 1;
   if (!a->init_file) return 0;
@@ -382,7 +415,8 @@ static int fit_failed(cli_env *env, nle_status s, const char *input, const fit_a
   static const struct {
     const char *starts;
     int tool; /* T_COUNT: INPUT */
-  } named[] = {{"dissimilarities", T_COUNT}, {"kernel matrix", T_COUNT}, {"weights", T_WEIGHTS}, {"labels:", -1}};
+  } named[] = {{"dissimilarities", T_COUNT}, {"kernel matrix", T_COUNT}, {"weights", T_WEIGHTS}, {"labels:", -1},
+               {"affinities:", T_AFFINITIES}, {"distance matrix", T_COUNT}};
   const char *msg = nle_ctx_error(env->ctx);
   for (size_t i = 0; i < sizeof named / sizeof *named; i++) {
     if (strncmp(msg, named[i].starts, strlen(named[i].starts))) continue;
@@ -424,7 +458,8 @@ static int run_fit(cli_env *env, nle_estimator *e, const char *input, const fit_
   nle_status s = NLE_OK;
   if (!rc) {
     nle_estimator_input fi = {.Y = ds ? ds->X : NULL, .sparse = ds ? ds->sparse : NULL, .source = input,
-                              .init = in.X0, .weights = in.W, .affinities = in.A, .labels = ds ? ds->labels : NULL,
+                              .init = in.X0, .weights = in.W, .affinities = in.A, .knn = in.knn,
+                              .labels = ds ? ds->labels : NULL,
                               .release_Y = ds && ds->X ? release_points : NULL, .release_user = ds};
     s = nle_estimator_fit(e, &fi);
     if (s < 0) rc = fit_failed(env, s, input, a);
@@ -455,17 +490,25 @@ static int run_fit(cli_env *env, nle_estimator *e, const char *input, const fit_
  * it. 0, or the usage error's exit code. */
 static int the_input(cli_env *env, nle_estimator *e, int n_inputs, char **inputs, fit_args *a, const char **input) {
   const char *method = env->command, *matrix = a->tool[T_DISTANCES] ? a->tool[T_DISTANCES] : a->tool[T_KERNEL_MATRIX];
+  const char *graph = a->tool[T_AFFINITIES] ? "--affinities" : a->tool[T_KNN] ? "--knn" : NULL;
+  if ((a->tool[T_AFFINITIES] != NULL) + (a->tool[T_DISTANCES] != NULL) + (a->tool[T_KNN] != NULL) > 1)
+    return cli_usage_error(method, "give one of --affinities, --distances and --knn");
   if (a->tool[T_DISTANCES] && a->metric_named) return cli_usage_error(method, "give one of --metric and --distances");
+  if (graph && a->metric_named)
+    return cli_usage_error(method, "--metric reads INPUT; --affinities, --distances and --knn are read as they are");
+  const char *knn = a->tool[T_KNN];
+  if (knn && !(strlen(knn) > 4 && !strcmp(knn + strlen(knn) - 4, ".mtx")))
+    return cli_usage_error(method, "--knn takes a Matrix Market graph (.mtx) as nlembed knn writes it");
   if (matrix && n_inputs)
     return cli_usage_error(method, "expected no INPUT with --%s, got %d",
                            a->tool[T_DISTANCES] ? "distances" : "kernel-matrix", n_inputs);
-  if (!matrix && !(n_inputs == 1 || (a->tool[T_AFFINITIES] && n_inputs == 0)))
-    return cli_usage_error(method, "expected one INPUT%s, got %d", a->tool[T_AFFINITIES] ? " or none" : "", n_inputs);
+  if (!matrix && !(n_inputs == 1 || (graph && n_inputs == 0)))
+    return cli_usage_error(method, "expected one INPUT%s, got %d", graph ? " or none" : "", n_inputs);
   *input = matrix ? matrix : n_inputs ? inputs[0] : NULL;
   if (a->tool[T_DISTANCES]) nle_estimator_set(e, "metric", "precomputed");
   if (a->tool[T_KERNEL_MATRIX]) nle_estimator_set(e, "kernel", "precomputed");
   if (!*input && (a->tool[T_SAVE_MODEL] || a->tool[T_SAVE_LABELS]))
-    return cli_usage_error(method, "--save-model and --save-labels need the INPUT data");
+    return cli_usage_error(method, "--%s needs the INPUT data", a->tool[T_SAVE_MODEL] ? "save-model" : "save-labels");
   if (matrix && a->tool[T_SAVE_MODEL])
     return cli_usage_error(method, "--save-model needs the INPUT points (new points are mapped from their coordinates)");
   if (!a->tool[T_OUTPUT]) return cli_usage_error(method, "no output file (-o FILE)");

@@ -99,7 +99,7 @@ static int map_points(cli_env *env, nle_estimator *e, const transform_args *a, s
   if (!rc && a->inverse) (void)nle_estimator_set_map(e, "max-iters", "200");
   nle_status s = NLE_OK;
   for (int i = 0; !rc && i < MAX_MAP && nle_estimator_map_option(i); i++)
-    if (a->map[i] && (s = nle_estimator_set_map(e, nle_estimator_map_option(i), a->map[i]))) rc = cli_usage_fail(env, s);
+    if (a->map[i] && (s = nle_estimator_set_map(e, nle_estimator_map_option(i), a->map[i]))) rc = cli_usage_fail(env, s, 0);
   if (rc) return rc;
   nle_dataset *train = NULL, *ds = NULL;
   nle_matd *Xin = NULL, *X = NULL, *Yd = NULL;

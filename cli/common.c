@@ -275,12 +275,18 @@ static const char *spelled_error(cli_env *env, char *buf, size_t cap) {
   return buf;
 }
 
-int cli_usage_fail(cli_env *env, nle_status s) {
+int cli_usage_fail(cli_env *env, nle_status s, char typed) {
   char buf[1024];
   const char *msg = spelled_error(env, buf, sizeof buf);
   size_t len = strlen(env->command);
   if (!strncmp(msg, env->command, len) && msg[len] == ':' && msg[len + 1] == ' ') msg += len + 2;
   (void)s;
+  /* an option refused as another method's is named as the user typed it
+   * (-d, not --dim) */
+  if (typed && !strncmp(msg, "--", 2) && strstr(msg, " is for ")) {
+    size_t name_len = strcspn(msg + 2, " ");
+    return cli_usage_error(env->command, "-%c%s", typed, msg + 2 + name_len);
+  }
   return cli_usage_error(env->command, "%s", msg);
 }
 

@@ -79,7 +79,6 @@ static const struct {
 static int dispatch(const char *cmd, int argc, char **argv) {
   for (size_t i = 0; i < sizeof tool_commands / sizeof *tool_commands; i++)
     if (!strcmp(cmd, tool_commands[i].name)) return tool_commands[i].run(argc, argv);
-  if (nle_spectral_method_parse(cmd) != -1 || !strcmp(cmd, "cluster")) return cmd_spectral(argc, argv, cmd);
   for (int m = 0; nle_estimator_method_name(m); m++)
     if (!strcmp(cmd, nle_estimator_method_name(m))) return cmd_fit(argc, argv, cmd);
   fprintf(stderr, "nlembed: error: unknown command \"%s\" (see nlembed --help)\n", cmd);

@@ -255,7 +255,7 @@ expect_fail le_too_many_dims "spectral embedding: --dim 4 dimensions of 4 points
 expect_fail le_k_too_large "spectral embedding: --neighbors 4 neighbours of 4 points" "$o" -- $N le "$T/four.csv" -d 1 -k 4 -o "$o"
 printf '%%%%MatrixMarket matrix coordinate real general\n3 3 4\n1 2 1\n2 1 2\n2 3 1\n3 2 1\n' > "$T/asym.mtx"
 expect_fail le_asymmetric "asym.mtx: affinities: not symmetric: row 0, column 1 holds 1 but row 1, column 0 holds 2" "$o" -- $N le --affinities "$T/asym.mtx" -d 1 -o "$o"
-expect_fail le_bad_laplacian 'unknown --laplacian "normal"' "$o" -- $N le swissroll:100 --laplacian normal -o "$o"
+expect_fail le_bad_laplacian '--laplacian takes auto, random-walk, symmetric or unnormalised, not "normal"' "$o" -- $N le swissroll:100 --laplacian normal -o "$o"
 expect_fail lle_no_reg "lle: --neighbors 5 neighbours in 3 dimensions make the weights not unique; a regulariser --reg > 0 is needed" "$o" -- \
   $N lle swissroll:300 -k 5 --reg 0 -o "$o"
 expect_fail lle_affinities_only "lle: the method needs the points themselves" "$o" -- $N lle --affinities "$T/aw.mtx" -o "$o"
@@ -340,8 +340,8 @@ expect_fail kem_model_columns "kem transform: the points have 4 columns, the mod
 expect_fail kem_inverse_columns "kem inverse: the points have 3 columns, the embedding has 2" "$o" -- $N transform "$T/kem_ok.nle" --inverse swissroll:50 -o "$o"
 # Locally Linear Landmarks: options out of range or for the wrong method
 expect_fail lll_too_many "le: --landmarks 501 for 2 dimensions of 300 points (d + 1 <= L <= N)" "$o" -- $N le swissroll:300 --landmarks 501 -o "$o"
-expect_fail lll_kz_zero "--kz takes an integer >= 1, not \"0\"" "$o" -- $N le swissroll:300 --landmarks 50 --kz 0 -o "$o"
-expect_fail lll_bad_method 'unknown --landmark-method "far"' "$o" -- $N le swissroll:300 --landmarks 50 --landmark-method far -o "$o"
+expect_fail lll_kz_zero '--kz takes an integer >= 1 or auto, not "0"' "$o" -- $N le swissroll:300 --landmarks 50 --kz 0 -o "$o"
+expect_fail lll_bad_method '--landmark-method takes auto, random, thinned, kmeans or minmax, not "far"' "$o" -- $N le swissroll:300 --landmarks 50 --landmark-method far -o "$o"
 expect_fail lll_not_lle "--landmarks is for le and cluster (Locally Linear Landmarks) and isomap" "$o" -- $N lle swissroll:300 --landmarks 50 -o "$o"
 expect_fail lll_kz_isomap "--kz is for Locally Linear Landmarks" "$o" -- $N isomap swissroll:300 --kz 5 -o "$o"
 $N knn swissroll:300 -o "$T/lll_bad_g.mtx" --quiet > /dev/null
@@ -350,7 +350,7 @@ expect_fail two_precomputed "give one of --affinities, --distances and --knn" "$
   $N le --affinities "$T/aasym.npy" --distances "$T/dneg.npy" -o "$o"
 expect_fail spectral_perplexity_k "le: --perplexity 12 needs more than it in neighbours: --neighbors 10" "$o" -- \
   $N le swissroll:300 --affinity entropic --perplexity 12 -o "$o"
-expect_fail spectral_perplexity_range "--perplexity takes a finite number > 1, not \"0.5\"" "$o" -- \
+expect_fail spectral_perplexity_range '--perplexity takes a finite number > 1 or auto, not "0.5"' "$o" -- \
   $N diffmap swissroll:300 --affinity entropic --perplexity 0.5 -o "$o"
 expect_fail unknown_command "unknown command" - -- $N frobnicate
 expect_fail unknown_option "unknown option or missing value: --frob" - -- $N pca --frob "$T/four.csv" -o "$o"
@@ -365,7 +365,7 @@ np.save('$T/dist50.npy', D.astype(np.float32)); np.save('$T/pts50.npy', Y.astype
 o="$T/metric_out.npy"
 expect_fail metric_distances_unnamed "give --metric precomputed" "$o" -- $N tsne "$T/dist50.npy" -p 5 -o "$o"
 expect_fail metric_distances_unnamed_mds "give --metric precomputed" "$o" -- $N sammon "$T/dist50.npy" -o "$o"
-expect_fail metric_unknown "--metric takes euclidean, cosine, correlation or precomputed" "$o" -- $N le "$T/pts50.npy" --metric manhattan -o "$o"
+expect_fail metric_unknown "--metric takes euclidean, cosine, correlation, precomputed or affinities" "$o" -- $N le "$T/pts50.npy" --metric manhattan -o "$o"
 expect_fail metric_precomputed_not_square "50 x 3" "$o" -- $N tsne "$T/pts50.npy" --metric precomputed -p 5 -o "$o"
 expect_fail metric_with_distances "give one of --metric and --distances" "$o" -- $N mds --distances "$T/dist50.npy" --metric cosine -o "$o"
 

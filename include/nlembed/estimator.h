@@ -90,13 +90,17 @@ typedef struct {
                            run), or NULL */
   const nle_matd *weights; /* metric MDS: N x N weights w_ij, or NULL */
   const nle_csr *affinities; /* the nonlinear embeddings: W+ given (N x N, any
-                               scale; symmetrised as the method does) with
-                               the points Y or without any (Y, sparse NULL) */
+                               scale; symmetrised as the method does); the
+                               spectral methods: W (symmetric); with the
+                               points Y or without any (Y, sparse NULL) */
   /* Called once (with release_user) as soon as the fit reads Y no more
    * (the nonlinear embeddings, without keep-model): a caller with no other
    * use for Y frees it there. NULL: not called. */
   void (*release_Y)(void *release_user);
   void *release_user;
+  const nle_csr *knn; /* the spectral methods: a kNN graph of squared distances
+                         (as nle_knn_graph makes it) instead of searching, with
+                         the points Y (what LLL needs) or without any */
 } nle_estimator_input;
 
 /* What an iterative fit tells as it runs (the nonlinear embeddings; other

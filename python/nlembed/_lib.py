@@ -63,7 +63,8 @@ class EstimatorInput(ctypes.Structure):
     _fields_ = [("Y", ctypes.POINTER(MatF)), ("sparse", ctypes.POINTER(CSR)),
                 ("labels", ctypes.POINTER(ctypes.c_int32)), ("source", ctypes.c_char_p),
                 ("init", ctypes.POINTER(MatD)), ("weights", ctypes.POINTER(MatD)),
-                ("affinities", ctypes.POINTER(CSR)), ("release_Y", ctypes.c_void_p), ("release_user", ctypes.c_void_p)]
+                ("affinities", ctypes.POINTER(CSR)), ("release_Y", ctypes.c_void_p), ("release_user", ctypes.c_void_p),
+                ("knn", ctypes.POINTER(CSR))]
 
 
 class OptionInfo(ctypes.Structure):

@@ -7,6 +7,8 @@
 
 #include "../core/internal.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,42 +49,141 @@ NLE__ENUM_NAME_OF(nle_landmark_method_name, nle_landmark_method)
   {.name = n, .kind = NLE__OPT_ENUM, .offset = offsetof(T, P f), .auto_ok = true, .enum_name = fn##_of, .enum_parse = parse, __VA_ARGS__}
 #define LE NLE__FOR(NLE_SPECTRAL_LE)
 #define DIFFMAP NLE__FOR(NLE_SPECTRAL_DIFFMAP)
-#define GRAPH_OPTIONS(T, P)                                                                    \
-  S_INT(T, P, "neighbors", k, false, .help = "neighbours per point of the graph, not counting the point"), S_REAL(T, P, "radius", radius, false, .help = "epsilon-ball neighbourhoods of this radius instead of the k nearest (0: kNN)"),                   \
-      S_ENUM(T, P, "knn-method", knn_method, nle_knn_method_name, nle_knn_method_parse, .help = "neighbour search: exact, approx (random-projection forest + NN-descent) or auto (a cost model in N and D)"),       \
-      S_INT(T, P, "trees", knn_approx.n_trees, true, .help = "approx: random-projection trees (auto: 4 + N^(1/4) / 2)"),                                          \
-      S_INT(T, P, "leaf-size", knn_approx.leaf_size, true, .help = "approx: largest leaf (auto: max(60, k))"),                                    \
-      S_INT(T, P, "max-candidates", knn_approx.max_candidates, true, .help = "approx: NN-descent sample per point (auto: 30)"),                          \
-      S_INT(T, P, "knn-iters", knn_approx.max_iters, true, .help = "approx: most NN-descent iterations (auto: max(5, log2 N))"),                                    \
-      S_REAL(T, P, "knn-delta", knn_approx.delta, false, .help = "approx: stop below knn_delta N k changes per iteration"), S_INT(T, P, "pca", pca_dims, true, .help = "search the neighbours among this many principal components, then re-rank them by their distances in X (auto: 50 when N > 5,000 and D > 100; 0: off)"),  \
-      S_INT(T, P, "pca-candidates", pca_candidates, true, .help = "pca: candidates per point re-ranked (auto: k, or 7 k for the spectral methods; 0: keep the components' distances)"),                                     \
-      S_ENUM(T, P, "symmetrize", symmetrize, nle_symmetrize_name, nle_symmetrize_parse, .help = "making the graph symmetric: average ((A + A^T) / 2), union or mutual"),       \
-      S_ENUM(T, P, "affinity", affinity, nle_affinity_kind_name, nle_affinity_kind_parse, .help = "weights on the kNN graph: binary, gaussian, inverse, self-tuning or entropic; 'precomputed': X holds N x N affinities"),     \
-      S_REAL(T, P, "sigma", sigma, true, .help = "affinity='gaussian': width in input units (auto: the median distance to the k-th neighbour)"), S_INT(T, P, "tuning-k", tuning_k, false, .help = "affinity='self-tuning': the neighbour that sets each point's scale"),            \
-      S_REAL(T, P, "perplexity", perplexity, true, .help = "affinity='entropic': each point's perplexity over its k neighbours (auto: k / 3)"),                                            \
-      S_ENUM(T, P, "laplacian", laplacian, nle_laplacian_name, nle_laplacian_parse, .scope = LE, .help = "random-walk (L v = lambda D v), symmetric or unnormalised"),           \
-      S_ENUM(T, P, "components", components, nle_components_name, nle_components_parse, .help = "a disconnected neighbourhood graph: auto (the method's policy), error or allow"),       \
-      S_ENUM(T, P, "solver", solver, nle_eigen_solver_name, nle_eigen_solver_parse, .help = "eigensolver: auto, dense, sparse (Lanczos) or shift-invert"),           \
-      S_REAL(T, P, "tol", tol, false, .help = "Lanczos relative tolerance (0: machine precision)"), S_REAL(T, P, "reg", reg, false, .scope = LE | NLE__FOR(NLE_SPECTRAL_LLE) | NLE__FOR(NLE_SPECTRAL_MLLE), .help = "LLL: the weights' regulariser, times the local Gram matrix's trace"),                        \
-      S_INT(T, P, "landmarks", landmarks, false, .scope = LE | NLE__FOR(NLE_SPECTRAL_ISOMAP), .help = "Locally Linear Landmarks: solve on this many landmarks, every point reconstructed from its nearest ones (0: exact)"), S_INT(T, P, "kz", kz, true, .scope = LE, .help = "LLL: landmarks per point (auto: max(d + 1, 5), at most L and D + 1)"),                 \
-      S_ENUM(T, P, "landmark-method", landmark_method, nle_landmark_method_name,               \
-             nle_landmark_method_parse, .scope = LE, .help = "LLL: random, thinned, kmeans or minmax"),                                                       \
-      S_BOOL(T, P, "landmark-graph", landmark_graph, .scope = LE, .help = "LLL's baseline: the landmarks' own kNN graph instead of Z W Z^T"), S_REAL(T, P, "alpha", alpha, false, .scope = DIFFMAP, .help = "density normalisation in [0, 1]: 0 graph Laplacian, 1/2 Fokker-Planck, 1 Laplace-Beltrami"),     \
-      S_INT(T, P, "time", diffusion_time, false, .scope = DIFFMAP, .help = "diffusion time t >= 0")
+#define LLL_ONLY .scope = LE, .scope_text = "Locally Linear Landmarks (nlembed le and cluster; the dissertation's sec. " \
+                                           "4.10 leaves Isomap, MDS and LLE out)"
+#define GRAPH_OPTIONS(T, P)                                                                                            \
+  S_INT(T, P, "neighbors", k, false, NLE__INT_FROM(1), .short_name = 'k', .metavar = "K", .json = "k",                 \
+        .help = "neighbours per point, not counting the point"),                                                       \
+      S_REAL(T, P, "radius", radius, false, NLE__NONNEGATIVE, .metavar = "R",                                          \
+             .help = "epsilon-ball neighbourhoods instead: every point within distance R (exact, O(N^2 D)); 0: the k " \
+                     "nearest"),                                                                                       \
+      S_ENUM(T, P, "knn-method", knn_method, nle_knn_method_name, nle_knn_method_parse, .alias = "method",             \
+             .metavar = "NAME",                                                                                        \
+             .help = "neighbour search: exact, approx (random-projection forest + NN-descent) or auto (a cost model "  \
+                     "in N and D)"),                                                                                   \
+      S_INT(T, P, "trees", knn_approx.n_trees, true, NLE__INT_FROM(1), .metavar = "N",                                 \
+            .help = "approx: random-projection trees (auto: 4 + N^(1/4) / 2)"),                                        \
+      S_INT(T, P, "leaf-size", knn_approx.leaf_size, true, NLE__INT_FROM(1), .metavar = "N",                           \
+            .help = "approx: largest leaf (auto: max(60, k))"),                                                        \
+      S_INT(T, P, "max-candidates", knn_approx.max_candidates, true, NLE__INT_FROM(1), .metavar = "N",                 \
+            .help = "approx: NN-descent sample per point (auto: 30)"),                                                 \
+      S_INT(T, P, "knn-iters", knn_approx.max_iters, true, NLE__INT_FROM(1), .alias = "iters", .metavar = "N",         \
+            .help = "approx: most NN-descent iterations (auto: max(5, log2 N))"),                                      \
+      S_REAL(T, P, "knn-delta", knn_approx.delta, false, NLE__NONNEGATIVE, .alias = "delta", .metavar = "D",           \
+             .help = "approx: stop below D N k changes per iteration"),                                                \
+      S_INT(T, P, "pca", pca_dims, true, NLE__INT_FROM(0), .metavar = "N",                                             \
+            .help = "search the neighbours among N principal components, then re-rank them by their distances in "     \
+                    "INPUT (auto: 50 when N > 5,000 and D > 100; 0: off)"),                                            \
+      S_INT(T, P, "pca-candidates", pca_candidates, true, NLE__INT_FROM(0), .metavar = "C",                            \
+            .help = "pca: candidates per point re-ranked (auto: max(k, 70); 0: keep the components' distances)"),      \
+      S_ENUM(T, P, "symmetrize", symmetrize, nle_symmetrize_name, nle_symmetrize_parse, .metavar = "RULE",             \
+             .help = "making the graph symmetric: average ((A + A^T) / 2), union or mutual"),                          \
+      S_ENUM(T, P, "affinity", affinity, nle_affinity_kind_name, nle_affinity_kind_parse, .metavar = "NAME",           \
+             .help = "weights on the kNN graph: binary, gaussian, inverse, self-tuning or entropic"),                   \
+      S_REAL(T, P, "sigma", sigma, true, NLE__POSITIVE, .metavar = "S",                                                \
+             .help = "gaussian: width in input units (auto: the median distance to the k-th neighbour)"),              \
+      S_INT(T, P, "tuning-k", tuning_k, false, NLE__INT_FROM(1), .metavar = "N",                                       \
+            .help = "self-tuning: the neighbour that sets each point's scale"),                                        \
+      S_REAL(T, P, "perplexity", perplexity, true, NLE__REAL_IN(1, INFINITY, NLE__OPEN_LO), .metavar = "P",            \
+             .help = "entropic: each point's p_{m|n} over its k neighbours at perplexity P (auto: k / 3; -k 90 "       \
+                     "--perplexity 30 is t-SNE's graph)"),                                                             \
+      S_ENUM(T, P, "laplacian", laplacian, nle_laplacian_name, nle_laplacian_parse, .scope = LE, .metavar = "NAME",    \
+             .help = "random-walk (L v = lambda D v, V^T D V = I), symmetric (I - D^-1/2 W D^-1/2) or unnormalised "   \
+                     "(D - W)"),                                                                                       \
+      S_ENUM(T, P, "components", components, nle_components_name, nle_components_parse, .metavar = "NAME",             \
+             .json = "components-policy",                                                                              \
+             .help = "a disconnected graph: join (the shortest edges between its components), allow (side by side) "   \
+                     "or error (auto: the method's policy, with a warning)"),                                          \
+      S_ENUM(T, P, "solver", solver, nle_eigen_solver_name, nle_eigen_solver_parse, .metavar = "NAME",                 \
+             .help = "auto (dense up to 400 points, else shift-invert when the Cholesky factor stays sparse, else "    \
+                     "sparse), dense, sparse (Lanczos) or shift-invert (Lanczos on the inverse by CHOLMOD)"),           \
+      S_REAL(T, P, "tol", tol, false, NLE__REAL_IN(0, 1, NLE__OPEN_HI), .metavar = "T",                                \
+             .help = "Lanczos relative tolerance (0: machine precision)"),                                             \
+      S_REAL(T, P, "reg", reg, false, NLE__NONNEGATIVE, .scope = LE | NLE__FOR(NLE_SPECTRAL_LLE) |                     \
+                                                                 NLE__FOR(NLE_SPECTRAL_MLLE), .metavar = "R",          \
+             .help = "the local Gram matrix's regulariser, times its trace (LLE, MLLE; LLL's weights)"),               \
+      S_INT(T, P, "landmarks", landmarks, false, NLE__INT_FROM(0), .scope = LE | NLE__FOR(NLE_SPECTRAL_ISOMAP),        \
+            .scope_text = "le and cluster (Locally Linear Landmarks) and isomap (landmark Isomap); the dissertation's " \
+                          "sec. 4.10 leaves LLE and its family out",                                                   \
+            .metavar = "L",                                                                                            \
+            .help = "Locally Linear Landmarks (dissertation ch. 4; le, cluster) or landmark Isomap: solve on L "       \
+                    "landmarks (0: exact)"),                                                                           \
+      S_INT(T, P, "kz", kz, true, NLE__INT_FROM(1), LLL_ONLY, .metavar = "K",                                          \
+            .help = "LLL: landmarks per point (auto: max(d + 1, 5), at most L and D + 1)"),                            \
+      S_ENUM(T, P, "landmark-method", landmark_method, nle_landmark_method_name, nle_landmark_method_parse, LLL_ONLY,   \
+             .metavar = "M", .help = "LLL: random, thinned, kmeans or minmax"),                                        \
+      S_BOOL(T, P, "landmark-graph", landmark_graph, LLL_ONLY,                                                         \
+             .help = "LLL's baseline LE(Z): the landmarks' own kNN graph instead of Z W Z^T"),                         \
+      S_REAL(T, P, "alpha", alpha, false, NLE__REAL_IN(0, 1, 0), .scope = DIFFMAP, .metavar = "A",                     \
+             .help = "density normalisation in [0, 1]: 0 graph Laplacian, 1/2 Fokker-Planck, 1 Laplace-Beltrami"),     \
+      S_INT(T, P, "time", diffusion_time, false, NLE__INT_FROM(0), .scope = DIFFMAP, .metavar = "T",                   \
+            .help = "diffusion time t >= 0")
 
-static const nle__option spectral_options[] = {S_INT(nle_spectral_opts, , "dim", dim, false, .help = "embedding dimension"),
-                                               GRAPH_OPTIONS(nle_spectral_opts, ),
-                                               {.name = NULL}};
+static const nle__option spectral_options[] = {
+    S_INT(nle_spectral_opts, , "dim", dim, false, NLE__INT_FROM(1), .short_name = 'd', .metavar = "N",
+          .help = "embedding dimension"),
+    GRAPH_OPTIONS(nle_spectral_opts, ), {.name = NULL}};
 
+/* The clustering family's options: the library's, and the model
+ * selection's lists (dissertation sec. 4.5), which run the sweep instead. */
+typedef struct {
+  nle_cluster_opts c; /* first: the struct is the library's where it is read as one */
+  const char *sweep_sigma, *sweep_k;
+} cluster_options_t;
+
+/* A clustering has no embedding dimension; its "dim" row only refuses -d
+ * with what to give instead (no method takes it). */
+#define NO_METHOD NLE__FOR(30)
 static const nle__option cluster_options[] = {
-    S_INT(nle_cluster_opts, , "clusters", clusters, false, .help = "number of clusters"),
-    S_INT(nle_cluster_opts, , "dims", dims, true, .help = "eigenvectors after the trivial one that k-means clusters (auto: n_clusters - 1)"),
-    S_BOOL(nle_cluster_opts, , "normalize-rows", normalize_rows, .help = "each point's eigenvector row to unit length first (Ng, Jordan and Weiss)"),
-    S_INT(nle_cluster_opts, , "restarts", restarts, false, .help = "k-means runs from k-means++ seeds"),
-    S_BOOL(nle_cluster_opts, , "warm-start", warm_start, .help = "LLL: k-means restarts on the landmarks first"),
-    S_INT(nle_cluster_opts, , "max-iters", max_iters, false, .help = "k-means iterations per run"),
-    GRAPH_OPTIONS(nle_cluster_opts, spectral.),
+    S_INT(cluster_options_t, c., "clusters", clusters, false, NLE__INT_FROM(2), .short_name = 'c', .metavar = "K",
+          .help = "number of clusters"),
+    S_INT(cluster_options_t, c., "dims", dims, true, NLE__INT_FROM(1), .metavar = "N",
+          .help = "eigenvectors after the trivial one clustered (auto: clusters - 1; eq. 4.19 literally)"),
+    S_BOOL(cluster_options_t, c., "normalize-rows", normalize_rows,
+           .help = "each point's eigenvector row to unit length first (Ng, Jordan and Weiss; off as eq. 4.19)"),
+    S_INT(cluster_options_t, c., "restarts", restarts, false, NLE__INT_FROM(1), .metavar = "N",
+          .help = "k-means runs from k-means++ seeds"),
+    S_BOOL(cluster_options_t, c., "warm-start", warm_start, .alias = "no-warm-start",
+           .help = "LLL: k-means restarts on the landmarks first (sec. 4.7.1)"),
+    S_INT(cluster_options_t, c., "max-iters", max_iters, false, NLE__INT_FROM(1), .metavar = "N",
+          .help = "k-means iterations per run"),
+    S_INT(cluster_options_t, c., "dim", dims, true, .short_name = 'd', .scope = NO_METHOD,
+          .scope_text = "the embeddings; nlembed cluster takes --dims"),
+    GRAPH_OPTIONS(cluster_options_t, c.spectral.), {.name = "sweep-sigma", .kind = NLE__OPT_TEXT, .offset = offsetof(cluster_options_t, sweep_sigma), .metavar = "LIST",
+     .help = "model selection (sec. 4.5): cluster with gaussian weights for each sigma in LIST (a,b,c or lo:hi:n, n "
+             "log-spaced values) and each k of sweep-k; the graph (and with landmarks, Z) made once; every cell's "
+             "errors against the labels in the report, the best cell's labels the result"},
+    {.name = "sweep-k", .kind = NLE__OPT_TEXT, .offset = offsetof(cluster_options_t, sweep_k), .metavar = "LIST",
+     .help = "the neighbour counts of the sweep (a,b,c or lo:hi:n, rounded)"},
     {.name = NULL}};
+
+static const char *const spectral_abouts[] = {
+    "Laplacian eigenmaps (lecture slides 002; Belkin and Niyogi 2003): the d eigenvectors after the trivial one of "
+    "the kNN graph's Laplacian.",
+    "Locally linear embedding (lecture slides 002; Roweis and Saul 2000): each point reconstructed from its k "
+    "neighbours (weights summing to 1), then the d bottom eigenvectors after the constant one of (I - W)^T (I - W), "
+    "scaled so that sum_i x_i = 0 and (1/N) sum_i x_i x_i^T = I (the slides' constraints).",
+    "Modified LLE (Zhang and Wang 2007; named in the lecture slides 002): several weight vectors per point (the local "
+    "Gram matrix's bottom eigenvectors, their number from the median spectral ratio), where LLE's one is "
+    "ill-determined for k > d; sum_i x_i = 0 and (1/N) X^T X = I, as LLE.",
+    "Local tangent space alignment (Zhang and Zha 2004; named in the lecture slides 002): each neighbourhood's "
+    "tangent coordinates (local PCA), aligned by the bottom eigenvectors of one sparse matrix; sum_i x_i = 0 and "
+    "(1/N) X^T X = I, as LLE.",
+    "Hessian LLE (Donoho and Grimes 2003; named in the lecture slides 002): the null space of a local Hessian "
+    "estimator on each neighbourhood's tangent coordinates; needs k >= 1 + d + d(d+1)/2; sum_i x_i = 0 and "
+    "(1/N) X^T X = I, as LLE.",
+    "Isomap (lecture slides 002; Tenenbaum, de Silva and Langford 2000): geodesic distances along the kNN graph "
+    "(Dijkstra from every point), then classical MDS of their squares: X = V Lambda^1/2 of the top d eigenpairs.",
+    "Diffusion maps (Coifman and Lafon 2006; named in the lecture slides 002): the Markov chain P = D_a^-1 W_a on the "
+    "kNN graph, W_a = Q^-a W Q^-a, and the embedding mu_k^t psi_k of P's right eigenvectors after the constant one: "
+    "Euclidean distances in it are diffusion distances at time t.",
+    NULL};
+static const char *const cluster_abouts[] = {
+    "Spectral clustering (dissertation eq. 4.19; lecture slides 002, \"Spirals Again\"): the K - 1 eigenvectors "
+    "after the trivial one of the kNN graph's random-walk Laplacian, then k-means (k-means++ seeds, restarts). "
+    "Writes one label per point (0..K-1); with labelled data, the clustering errors by matching (Hungarian) and by "
+    "majority class. A graph with several components is allowed (they are clusters).",
+    NULL};
 
 /* The LLE family reconstructs each point from its neighbours' coordinates:
  * it takes points only (a graph of sparse rows or of distances would not
@@ -101,53 +202,183 @@ static int cluster_graph_k(const nle_estimator *e, size_t n) {
   return ((const nle_cluster_opts *)e->opts)->spectral.k;
 }
 
-/* The report's figures of a spectral embedding. */
-static void report_spectral(nle__json *j, const nle_spectral_result *r) {
-  nle__json_numbers(j, "eigenvalues", r->eigenvalues, (size_t)r->n_eigenvalues);
-  nle__json_printf(j, ", \"components\": %d, \"joined_edges\": %lld", r->components, (long long)r->joined_edges);
-  nle__json_string(j, "components_policy", nle_components_name(r->resolved.components));
+/* The report's figures of a spectral embedding (search_seconds: the
+ * estimator's own search of sparse rows or distances, kNN time). */
+static void report_spectral(nle__json *j, const nle_spectral_result *r, double search_seconds, const char *method) {
   nle__json_string(j, "knn", r->knn_used == NLE_KNN_AUTO ? "none" : nle_knn_method_name(r->knn_used));
-  nle__json_string(j, "solver_used", nle_eigen_solver_name(r->solver_used));
-  nle__json_number(j, "residual_variance", r->residual_variance);
-  if (r->n_landmarks) {
+  nle__json_printf(j, ", \"components\": %d, \"joined_edges\": %lld", r->components, (long long)r->joined_edges);
+  nle__json_printf(j, ", \"knn_seconds\": %.3f, \"graph_seconds\": %.3f, \"eigen_seconds\": %.3f, \"total_seconds\": %.3f",
+                   r->knn_seconds + search_seconds, r->graph_seconds, r->eigen_seconds, r->total_seconds + search_seconds);
+  nle__json_numbers(j, "eigenvalues", r->eigenvalues, (size_t)r->n_eigenvalues);
+  if (!isnan(r->residual_variance)) nle__json_number(j, "residual_variance", r->residual_variance);
+  if (r->landmark_X) {
     nle__json_printf(j, ", \"landmarks_used\": %zu", r->n_landmarks);
     nle__json_number(j, "reconstruction_error", r->reconstruction_error);
+    nle__json_printf(j, ", \"z_seconds\": %.3f, \"reduce_seconds\": %.3f, \"reduced_singular\": %s", r->z_seconds,
+                     r->reduce_seconds, r->reduced_singular ? "true" : "false");
   }
-  nle__json_printf(j, ", \"seconds\": {\"knn\": %.3f, \"graph\": %.3f, \"eigen\": %.3f, \"total\": %.3f}",
-                   r->knn_seconds, r->graph_seconds, r->eigen_seconds, r->total_seconds);
+  char summary[200];
+  snprintf(summary, sizeof summary, "%s of %zu points: %d eigenvalues from %.3g (%s), %.2f s", method, r->n,
+           r->n_eigenvalues, r->n_eigenvalues ? r->eigenvalues[0] : NAN, nle_eigen_solver_name(r->solver_used),
+           r->total_seconds + search_seconds);
+  nle__json_string(j, "summary", summary);
+}
+
+/* Where the training data came from, for a model that references them
+ * (model-data reference). */
+static void keep_source(nle_spectral_model *m, const char *source) {
+  if (m && source) snprintf(m->source, sizeof m->source, "%s", source);
+}
+
+/* Given affinities are checked as a spectral method takes them: finite,
+ * >= 0, symmetric (the tool names the file). */
+static nle_status check_given(nle_estimator *e, const nle__est_input *in) {
+  if (!in->given_affinities) return NLE_OK;
+  return nle_spectral_check_affinities(e->ctx, in->given_affinities);
 }
 
 static nle_status spectral_fit(nle_estimator *e, const nle__est_input *in) {
-  if (!in->Y && !in->knn && !in->affinities)
-    return nle__fail(e->ctx, NLE_ERR_ARG, "%s: takes dense points, not precomputed distances (the method needs the "
-                     "points themselves)", e->method);
+  if (!in->Y && !in->knn && !in->affinities && !in->given_affinities)
+    return nle__fail(e->ctx, NLE_ERR_ARG, "%s: the method needs the points themselves, not precomputed "
+                     "distances", e->method);
+  nle_status s = check_given(e, in);
+  if (s) return s;
   nle_spectral_opts o = *(const nle_spectral_opts *)e->opts;
   o.keep_model = e->keep_model && in->Y;
-  nle_spectral_input si = {.Y = in->Y, .knn = in->knn, .affinities = in->affinities};
+  nle_spectral_input si = {.Y = in->Y, .knn = in->knn, .affinities = in->affinities ? in->affinities : in->given_affinities};
   nle_spectral_result *r = NULL;
-  nle_status s = nle_spectral_embed(e->ctx, (nle_spectral_method)e->variant, &si, &o, &r);
+  s = nle_spectral_embed(e->ctx, (nle_spectral_method)e->variant, &si, &o, &r);
   if (s < 0) return s;
   nle_status k = nle__est_keep_X(e, r->X);
   if (!k) k = nle__est_keep_resolved(e, &r->resolved);
   if (!k) {
     e->model = r->model;
     r->model = NULL;
-    nle__est_report_options(e, &r->resolved);
-    report_spectral(&e->report, r);
+    keep_source(e->model, in->source);
+    ((nle_spectral_opts *)e->resolved)->solver = r->solver_used;
+    nle__est_report_options(e, e->resolved);
+    report_spectral(&e->report, r, in->search_seconds, e->method);
   }
   nle_spectral_result_free(&r);
   return k ? k : s;
 }
 
+/* A clustering's figures: its k-means, the clusters' sizes and, with the
+ * points' own labels, the errors by matching (Hungarian) and by majority. */
+static nle_status report_clusters(nle_estimator *e, const nle_cluster_result *r, const int32_t *truth) {
+  nle__json *j = &e->report;
+  nle__json_number(j, "inertia", r->inertia);
+  nle__json_printf(j, ", \"kmeans_seconds\": %.3f, \"warm_started\": %s, \"sizes\": [", r->kmeans_seconds,
+                   r->warm_started ? "true" : "false");
+  for (int c = 0; c < r->clusters; c++) {
+    size_t size = 0;
+    for (size_t i = 0; i < r->n; i++) size += r->labels[i] == c;
+    nle__json_printf(j, "%s%zu", c ? ", " : "", size);
+  }
+  nle__json_printf(j, "]");
+  if (!truth) return NLE_OK;
+  double matched = 0.0, majority = 0.0;
+  nle_status s = nle_clustering_error(e->ctx, r->labels, truth, r->n, &matched, &majority);
+  if (!s) nle__json_printf(j, ", \"error_matched\": %.6f, \"error_majority\": %.6f", matched, majority);
+  return s;
+}
+
+enum { SWEEP_MAX = 64 };
+
+/* "a,b,c" or "lo:hi:n" (n values log-spaced from lo to hi) into v, each
+ * positive and at most `most`; the count, or 0 when malformed. */
+static size_t parse_list(const char *arg, double most, double *v) {
+  double lo, hi;
+  int count, used = 0;
+  if (sscanf(arg, "%lf:%lf:%d%n", &lo, &hi, &count, &used) == 3 && arg[used] == '\0') {
+    if (!(lo > 0 && hi >= lo && hi <= most && isfinite(hi) && count >= 1 && count <= SWEEP_MAX)) return 0;
+    for (int i = 0; i < count; i++) v[i] = count == 1 ? lo : lo * pow(hi / lo, (double)i / (count - 1));
+    return (size_t)count;
+  }
+  size_t m = 0;
+  for (const char *p = arg; *p && m < SWEEP_MAX; m++) {
+    char *end;
+    v[m] = strtod(p, &end);
+    if (end == p || !(v[m] > 0) || !(v[m] <= most) || !isfinite(v[m])) return 0;
+    p = *end == ',' ? end + 1 : end;
+    if (*end && *end != ',') return 0;
+  }
+  return m;
+}
+
+/* The sweep's report: the best cell and every cell's errors. */
+static void report_sweep(nle_estimator *e, const nle_sweep_result *r) {
+  nle__json *j = &e->report;
+  const nle_sweep_cell *b = &r->cells[r->best];
+  nle__json_printf(j, ", \"setup_seconds\": %.3f, \"total_seconds\": %.3f, \"best\": {\"sigma\": %.10g, \"k\": %d, "
+                      "\"error_majority\": %.6f, \"error_matched\": %.6f}, \"cells\": [",
+                   r->setup_seconds, r->total_seconds, b->sigma, b->k, b->error_majority, b->error_matched);
+  for (size_t c = 0; c < r->n_cells; c++) {
+    const nle_sweep_cell *cell = &r->cells[c];
+    nle__json_printf(j, "%s{\"sigma\": %.10g, \"k\": %d", c ? ", " : "", cell->sigma, cell->k);
+    nle__json_number(j, "error_majority", cell->error_majority);
+    nle__json_number(j, "error_matched", cell->error_matched);
+    nle__json_printf(j, ", \"components\": %d, \"seconds\": %.3f}", cell->components, cell->seconds);
+  }
+  nle__json_printf(j, "]");
+  char summary[200];
+  snprintf(summary, sizeof summary, "%zu cells in %.2f s (setup %.2f s); best sigma %g, k %d: majority error %.4f",
+           r->n_cells, r->total_seconds, r->setup_seconds, b->sigma, b->k, b->error_majority);
+  nle__json_string(j, "summary", summary);
+}
+
+/* Model selection: every cell of the sigma x k grid clustered and scored
+ * against the labels; the best cell's labels are the fit's. */
+static nle_status sweep_fit(nle_estimator *e, const nle__est_input *in, const cluster_options_t *o) {
+  double sigmas[SWEEP_MAX], kv[SWEEP_MAX];
+  int ks[SWEEP_MAX];
+  if (!o->sweep_sigma || !o->sweep_k)
+    return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: give both {@sweep-sigma} and {@sweep-k}", e->method);
+  size_t n_sigma = parse_list(o->sweep_sigma, INFINITY, sigmas), n_k = parse_list(o->sweep_k, INT_MAX, kv);
+  if (!n_sigma)
+    return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: {@sweep-sigma} takes positive numbers a,b,c or lo:hi:n (n <= %d), "
+                     "not \"%s\"", e->method, SWEEP_MAX, o->sweep_sigma);
+  if (!n_k)
+    return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: {@sweep-k} takes positive integers up to %d, a,b,c or lo:hi:n (n <= "
+                     "%d), not \"%s\"", e->method, INT_MAX, SWEEP_MAX, o->sweep_k);
+  if (!in->Y || in->knn || in->affinities || in->given_affinities || e->Y_metric)
+    return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: the sweep needs INPUT points, not a precomputed graph", e->method);
+  if (!in->labels)
+    return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: the sweep scores each cell against labels: give the points' labels",
+                     e->method);
+  for (size_t b = 0; b < n_k; b++) ks[b] = (int)lround(kv[b]);
+  nle_sweep_result *r = NULL;
+  nle_status s = nle_cluster_sweep(e->ctx, in->Y, in->labels, &o->c, sigmas, n_sigma, ks, n_k, &r);
+  if (s < 0) return s;
+  nle_status k = nle__est_keep_resolved(e, o);
+  if (!k) {
+    e->labels = malloc(r->n * sizeof *e->labels);
+    if (!e->labels) k = nle__fail(e->ctx, NLE_ERR_NOMEM, "%s: out of memory", e->method);
+  }
+  if (!k) {
+    memcpy(e->labels, r->labels, r->n * sizeof *e->labels);
+    nle__est_report_options(e, e->resolved);
+    report_sweep(e, r);
+  }
+  nle_sweep_result_free(&r);
+  return k ? k : s;
+}
+
 static nle_status cluster_fit(nle_estimator *e, const nle__est_input *in) {
+  const cluster_options_t *co = e->opts;
+  if (co->sweep_sigma || co->sweep_k) return sweep_fit(e, in, co);
+  nle_status s = check_given(e, in);
+  if (s) return s;
   nle_cluster_opts o = *(const nle_cluster_opts *)e->opts;
   o.spectral.keep_model = e->keep_model && in->Y;
-  nle_spectral_input si = {.Y = in->Y, .knn = in->knn, .affinities = in->affinities};
+  nle_spectral_input si = {.Y = in->Y, .knn = in->knn, .affinities = in->affinities ? in->affinities : in->given_affinities};
   nle_cluster_result *r = NULL;
-  nle_status s = nle_spectral_cluster(e->ctx, &si, &o, &r);
+  s = nle_spectral_cluster(e->ctx, &si, &o, &r);
   if (s < 0) return s;
+  cluster_options_t resolved = *co;
+  resolved.c = r->resolved;
   nle_status k = nle__est_keep_X(e, r->embedding->X);
-  if (!k) k = nle__est_keep_resolved(e, &r->resolved);
+  if (!k) k = nle__est_keep_resolved(e, &resolved);
   if (!k) {
     e->labels = malloc(r->n * sizeof *e->labels);
     if (!e->labels) k = nle__fail(e->ctx, NLE_ERR_NOMEM, "%s: out of memory", e->method);
@@ -156,11 +387,11 @@ static nle_status cluster_fit(nle_estimator *e, const nle__est_input *in) {
     memcpy(e->labels, r->labels, r->n * sizeof *e->labels);
     e->model = r->embedding->model;
     r->embedding->model = NULL;
-    nle__est_report_options(e, &r->resolved);
-    nle__json_number(&e->report, "inertia", r->inertia);
-    nle__json_printf(&e->report, ", \"warm_started\": %s, \"kmeans_seconds\": %.3f",
-                     r->warm_started ? "true" : "false", r->kmeans_seconds);
-    report_spectral(&e->report, r->embedding);
+    keep_source(e->model, in->source);
+    ((nle_cluster_opts *)e->resolved)->spectral.solver = r->embedding->solver_used;
+    nle__est_report_options(e, e->resolved);
+    k = report_clusters(e, r, in->labels);
+    report_spectral(&e->report, r->embedding, in->search_seconds, e->method);
   }
   nle_cluster_result_free(&r);
   return k ? k : s;
@@ -228,6 +459,7 @@ static void free_model(void **model) {
 
 const nle__family nle__family_spectral = {
     .methods = spectral_methods,
+    .abouts = spectral_abouts,
     .variant_of = spectral_variant,
     .opts_size = sizeof(nle_spectral_opts),
     .opts_init = spectral_init,
@@ -244,8 +476,9 @@ const nle__family nle__family_spectral = {
 
 const nle__family nle__family_cluster = {
     .methods = cluster_methods,
+    .abouts = cluster_abouts,
     .variant_of = cluster_variant,
-    .opts_size = sizeof(nle_cluster_opts),
+    .opts_size = sizeof(cluster_options_t),
     .opts_init = cluster_init,
     .options = cluster_options,
     .graph_k = cluster_graph_k,

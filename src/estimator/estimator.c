@@ -108,7 +108,7 @@ static const nle__option common_rows[] = {
     {.name = "keep-model", .kind = NLE__OPT_BOOL, .offset = offsetof(nle_estimator, keep_model),
      .help = "keep the map for new points (transform, save); false saves its memory"},
     {.name = "model-data", .kind = NLE__OPT_ENUM, .offset = offsetof(nle_estimator, model_data_copy),
-     .enum_name = model_data_name, .enum_parse = model_data_parse, .metavar = "MODE",
+     .enum_name = model_data_name, .enum_parse = model_data_parse, .choices = "copy or reference", .metavar = "MODE",
      .help = "a saved model holds a copy of the training data (copy) or only its name and a checksum (reference)"},
     {.name = NULL}};
 enum { N_COMMON = sizeof common_rows / sizeof *common_rows - 1 };
@@ -587,14 +587,20 @@ static nle_status prepare_input(nle_estimator *e, const nle_estimator_input *inp
   nle_ctx *ctx = e->ctx;
   const nle_matf *Y = input->Y;
   const nle_csr *S = input->sparse;
-  if (input->affinities && e->family != &nle__family_embed)
-    return nle__fail(ctx, NLE_ERR_ARG, "%s: takes no given W+ (the nonlinear embeddings do)", e->method);
-  if (!Y && !S && input->affinities) { /* W+ alone: the embedding's only input */
-    *in = (nle__est_input){.given_affinities = input->affinities, .init = input->init,
-                           .n = (size_t)input->affinities->rows};
+  bool graphs = e->family == &nle__family_embed || e->family == &nle__family_spectral ||
+                e->family == &nle__family_cluster;
+  if ((input->affinities || input->knn) && !graphs)
+    return nle__fail(ctx, NLE_ERR_ARG, "%s: takes no given graph or affinities (the embeddings and the spectral "
+                     "methods do)", e->method);
+  if (input->affinities && input->knn)
+    return nle__fail(ctx, NLE_ERR_ARG, "%s: give one of a kNN graph and affinities", e->method);
+  if (!Y && !S && (input->affinities || input->knn)) { /* a graph alone: the method's only input */
+    const nle_csr *G = input->affinities ? input->affinities : input->knn;
+    *in = (nle__est_input){.given_affinities = input->affinities, .knn = input->knn, .init = input->init,
+                           .labels = input->labels, .n = (size_t)G->rows};
     e->n = in->n;
     e->D = 0;
-    e->input_kind = "affinities";
+    e->input_kind = input->affinities ? "affinities" : "a kNN graph";
     return NLE_OK;
   }
   if (!Y == !S) return nle__fail(ctx, NLE_ERR_ARG, "%s: fit takes exactly one of dense Y and sparse input", e->method);
@@ -611,7 +617,7 @@ static nle_status prepare_input(nle_estimator *e, const nle_estimator_input *inp
   if (input->weights && !(e->family == &nle__family_mds && e->variant == NLE_MDS_METRIC))
     return nle__fail(ctx, NLE_ERR_ARG, "%s: takes no weights (metric MDS does)", e->method);
   *in = (nle__est_input){.labels = input->labels, .source = input->source, .init = input->init,
-                         .weights = input->weights, .given_affinities = input->affinities,
+                         .weights = input->weights, .given_affinities = input->affinities, .knn = input->knn,
                          .release_Y = input->release_Y, .release_user = input->release_user, .n = n};
   e->n = n;
   e->D = D;
