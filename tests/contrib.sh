@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # contrib.sh — CONTRIBUTING.md's "Where does X go" held to its counts. Each
 # tests/contrib/add_KIND.sh adds a dummy KIND (a reader, an optimiser, an
-# engine, a spectral method, an option) to its own fresh scratch copy of
+# engine, a spectral method, an option of a method or of a map) to its own fresh scratch copy of
 # this tree (the working tree's files that git does not ignore, with their
 # times, and build/, so that make rebuilds only what the dummy changes),
 # builds it and reaches it; the files git then says changed, tests/ and
@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.." || exit 1
 
 # the files to touch for each kind: its own file and its table row, or (an
 # option) its row alone
-declare -A most=([reader]=2 [optimizer]=2 [engine]=2 [spectral]=2 [option]=1)
+declare -A most=([reader]=2 [optimizer]=2 [engine]=2 [spectral]=2 [option]=1 [map_option]=1)
 
 if [ ! -x build/nlembed ] || [ ! -f build/libnlembed.so ]; then
   echo "contrib: build/ is not built (make all first)"
