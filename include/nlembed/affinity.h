@@ -133,7 +133,8 @@ NLE_API nle_status nle_affinity_gaussian_dense(nle_ctx *ctx, const nle_matf *Y, 
 typedef enum {
   NLE_WNEG_UNIFORM = 0, /* w-_nm = 1 for n != m */
   NLE_WNEG_SQDIST = 1,  /* w-_nm = |y_n - y_m|^2 */
-  NLE_WNEG_KNN = 2      /* |y_n - y_m|^2 on the kNN graph only (sparse) */
+  NLE_WNEG_KNN = 2,     /* |y_n - y_m|^2 on the kNN graph only (sparse) */
+  NLE_WNEG_COUNT        /* how many there are (range checks) */
 } nle_wneg_kind;
 
 /* Names of the affinity stage's options and back (-1 if unknown): kinds

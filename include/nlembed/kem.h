@@ -27,7 +27,8 @@ typedef enum {
   NLE_KEM_REWEIGHTED = 2, /* the raw v's, columns of Z divided by v_1^T z_i
                              (K = diag(v_1^T Z)^-1); no second solve; the
                              map is eq. 18 */
-  NLE_KEM_STOCHASTIC = 3  /* eq. 12: a second solve on Z K */
+  NLE_KEM_STOCHASTIC = 3, /* eq. 12: a second solve on Z K */
+  NLE_KEM_COUNT           /* how many there are (range checks) */
 } nle_kem_variant;
 
 typedef struct {

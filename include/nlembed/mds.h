@@ -129,7 +129,8 @@ typedef enum {
   NLE_PDK_LINEAR = 0,      /* x^T y (kernel PCA = PCA) */
   NLE_PDK_GAUSSIAN = 1,    /* exp(-gamma |x - y|^2) */
   NLE_PDK_POLYNOMIAL = 2,  /* (gamma x^T y + coef0)^degree */
-  NLE_PDK_PRECOMPUTED = 3  /* the N x N kernel matrix is the input */
+  NLE_PDK_PRECOMPUTED = 3, /* the N x N kernel matrix is the input */
+  NLE_PDK_COUNT            /* how many there are (range checks) */
 } nle_pdkernel_kind;
 
 typedef struct {
@@ -170,7 +171,7 @@ NLE_API int nle_pdkernel_parse(const char *name);
  *                           mean_y + grand, mean_l the column means of the
  *                           training K, mean_y = sum_l k(y, r_l) / m, grand
  *                           their mean (eq. 4.18 applied to y's row). */
-typedef enum { NLE_MAP_LINEAR = 0, NLE_MAP_TRIANGULATION = 1, NLE_MAP_KERNEL = 2 } nle_map_kind;
+typedef enum { NLE_MAP_LINEAR = 0, NLE_MAP_TRIANGULATION = 1, NLE_MAP_KERNEL = 2, NLE_MAP_COUNT } nle_map_kind;
 
 typedef struct nle_projection_model {
   char method[16];   /* "classical", "landmark", "kpca", "lda", "klda" */

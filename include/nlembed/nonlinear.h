@@ -32,7 +32,8 @@ typedef enum {
   NLE_MODEL_SSNE = 1, /* symmetric SNE */
   NLE_MODEL_TSNE = 2, /* t-SNE */
   NLE_MODEL_SNE = 3,  /* SNE, conditional P (rows sum to 1) */
-  NLE_MODEL_TEE = 4   /* EE with the Student-t kernel (notes 001) */
+  NLE_MODEL_TEE = 4,  /* EE with the Student-t kernel (notes 001) */
+  NLE_MODEL_COUNT     /* how many there are (range checks) */
 } nle_model_kind;
 
 /* Repulsion engines (dissertation ch. 5). The fast ones serve the models
@@ -415,7 +416,8 @@ typedef enum {
   NLE_INIT_PCA = 0,         /* the first d principal components of Y */
   NLE_INIT_SPECTRAL = 1,    /* Laplacian eigenmaps of W+ (ARPACK) */
   NLE_INIT_RANDOM = 2,      /* Gaussian noise from the context's seed */
-  NLE_INIT_GIVEN = 3        /* opts.init_X, used as it is */
+  NLE_INIT_GIVEN = 3,       /* opts.init_X, used as it is */
+  NLE_INIT_COUNT            /* how many there are (range checks) */
 } nle_init_kind;
 
 /* How the optimiser steps. */

@@ -270,7 +270,7 @@ nle_status nle_kpca(nle_ctx *ctx, const nle_matf *Y, const nle_matd *Kin, const 
   if (opts) o = *opts;
   else nle_kpca_opts_init(&o);
   bool pre = o.kernel.kind == NLE_PDK_PRECOMPUTED;
-  if ((int)o.kernel.kind < 0 || o.kernel.kind > NLE_PDK_PRECOMPUTED)
+  if ((int)o.kernel.kind < 0 || o.kernel.kind >= NLE_PDK_COUNT)
     return nle__fail(ctx, NLE_ERR_ARG, "kpca: unknown kernel %d", (int)o.kernel.kind);
   if (pre ? !Kin : !Y)
     return nle__fail(ctx, NLE_ERR_ARG, pre ? "kpca: a precomputed kernel needs the kernel matrix"

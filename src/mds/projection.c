@@ -178,7 +178,7 @@ static nle_status read_model(nle_ctx *ctx, nle__rec_file *f, void **out) {
   if (!s) s = nle__rec_text(ctx, f, "method", method, sizeof method);
   const int64_t *hdr = iv;
   const double *Dv = dv;
-  if (!s && !(hdr[PM_MAP] >= 0 && hdr[PM_MAP] <= NLE_MAP_KERNEL && hdr[PM_M] >= 0 && hdr[PM_M] <= INT32_MAX && hdr[PM_D] >= 1 &&
+  if (!s && !(hdr[PM_MAP] >= 0 && hdr[PM_MAP] < NLE_MAP_COUNT && hdr[PM_M] >= 0 && hdr[PM_M] <= INT32_MAX && hdr[PM_D] >= 1 &&
               hdr[PM_D] <= INT32_MAX && hdr[PM_DIM] >= 1 && hdr[PM_DIM] <= 100000 && NLE__MODEL_NAMED(hdr[PM_KERNEL], nle_pdkernel_name) && hdr[PM_DEGREE] >= 1 && hdr[PM_DEGREE] <= 100 &&
               hdr[PM_NEIGHBORS] >= 0 && (hdr[PM_MAP] == NLE_MAP_LINEAR || hdr[PM_M] >= 1) && isfinite(Dv[PM_GRAND]) &&
               isfinite(Dv[PM_GAMMA]) && isfinite(Dv[PM_COEF0])))

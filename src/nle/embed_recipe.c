@@ -104,7 +104,7 @@ nle_status nle__embed_check_opts(nle_ctx *ctx, const nle_embed_input *in, const 
 #define BAD(...) return nle__fail(ctx, NLE_ERR_ARG, "nle_embed: " __VA_ARGS__)
   if (!in || (!in->Y && !in->knn && !in->affinities)) BAD("input: give data Y, a kNN graph or affinities");
   if (in->knn && in->affinities) BAD("input: a kNN graph or affinities, not both");
-  if ((unsigned)o->model > NLE_MODEL_TEE) BAD("model %d is not one of ee, ssne, tsne, sne, tee", (int)o->model);
+  if ((unsigned)o->model >= NLE_MODEL_COUNT) BAD("model %d is not one of ee, ssne, tsne, sne, tee", (int)o->model);
   if (o->dim < 1 || o->dim > 64) BAD("{@dim=%s}: 1 to 64 dimensions", nle__int_text(o->dim).s);
   if (!AUTO(o->perplexity) && !(o->perplexity > 1 && isfinite(o->perplexity)))
     BAD("{@perplexity=%g} must be a finite number above 1, or auto", o->perplexity);
@@ -117,7 +117,7 @@ nle_status nle__embed_check_opts(nle_ctx *ctx, const nle_embed_input *in, const 
   if (!AUTO(o->pca_candidates) && o->pca_candidates < 0)
     BAD("{@pca-candidates=%d} must be 0 (off), a count, or auto", o->pca_candidates);
   if (!AUTO(o->lambda) && !(o->lambda > 0 && isfinite(o->lambda))) BAD("{@lambda=%g} must be a finite number > 0, or auto", o->lambda);
-  if ((unsigned)o->wneg > NLE_WNEG_KNN) BAD("{@wneg} has no value %d (uniform, sqdist or knn)", (int)o->wneg);
+  if ((unsigned)o->wneg >= NLE_WNEG_COUNT) BAD("{@wneg} has no value %d (uniform, sqdist or knn)", (int)o->wneg);
   if (o->wneg != NLE_WNEG_UNIFORM && !is_unnormalised(o->model)) BAD("{@wneg}: repulsive weights are for ee and tee");
   if (o->wneg_dims < 1) BAD("{@wneg-dims=%s} must be at least 1", nle__int_text(o->wneg_dims).s);
   if (!AUTO(o->engine) && !strcmp(nle_repulsion_name(o->engine), "unknown")) BAD("{@repulsion} has no value %d", (int)o->engine);
@@ -153,7 +153,7 @@ nle_status nle__embed_check_opts(nle_ctx *ctx, const nle_embed_input *in, const 
     BAD("{@homotopy}: the homotopy over lambda is for ee and tee (lambda is 1 in the SNE family)");
   if (!AUTO(o->lambda_start) && !(o->lambda_start > 0 && isfinite(o->lambda_start)))
     BAD("{@lambda-start=%g} must be a finite number > 0, or auto", o->lambda_start);
-  if (!AUTO(o->init) && (unsigned)o->init > NLE_INIT_GIVEN) BAD("{@init} has no value %d", (int)o->init);
+  if (!AUTO(o->init) && (unsigned)o->init >= NLE_INIT_COUNT) BAD("{@init} has no value %d", (int)o->init);
   if (o->init == NLE_INIT_GIVEN && !o->init_X) BAD("{@init}: a given start needs its coordinates (init_X)");
   if (o->init == NLE_INIT_PCA && !in->Y) BAD("{@init=pca}: a PCA start needs the data points");
   if (!(o->init_scale > 0 && isfinite(o->init_scale))) BAD("{@init-scale=%s} must be a finite number > 0", nle__real_text(o->init_scale).s);

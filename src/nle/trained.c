@@ -135,7 +135,7 @@ nle_status nle_trained_new(nle_ctx *ctx, const nle_trained_spec *spec, const nle
   if (X->rows != n || knn->rows != (int64_t)n || n < 2 || knn->nnz < (int64_t)n)
     return nle__fail(ctx, NLE_ERR_ARG, "trained model: Y, X and the kNN graph must have the same N >= 2 rows");
   bool gaussian = spec->sigma != NLE_AUTO;
-  if ((unsigned)spec->kind > NLE_MODEL_TEE || !(spec->lambda > 0) || (gaussian && !(spec->sigma > 0)) ||
+  if ((unsigned)spec->kind >= NLE_MODEL_COUNT || !(spec->lambda > 0) || (gaussian && !(spec->sigma > 0)) ||
       (!gaussian && !beta) || (spec->kind == NLE_MODEL_SNE && gaussian))
     return nle__fail(ctx, NLE_ERR_ARG, "trained model: a model kind, lambda > 0, and betas (entropic W+, sigma "
                      "NLE_AUTO) or a sigma > 0");

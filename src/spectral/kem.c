@@ -228,7 +228,7 @@ static nle_status transformational(nle_ctx *ctx, const nle_csr *W, const double 
 
 static nle_status check_common(nle_ctx *ctx, const nle_kem_opts *o) {
   if (o->dim < 1 || o->dim > 64) return nle__fail(ctx, NLE_ERR_ARG, "kem: {@dim=%s} must be 1 to 64 (the maps' fixed blocks)", nle__int_text(o->dim).s);
-  if (o->variant != NLE_KEM_AUTO && (o->variant < NLE_KEM_RAW || o->variant > NLE_KEM_STOCHASTIC))
+  if (o->variant != NLE_KEM_AUTO && (o->variant < NLE_KEM_RAW || o->variant >= NLE_KEM_COUNT))
     return nle__fail(ctx, NLE_ERR_ARG, "kem: unknown variant %d", (int)o->variant);
   return NLE_OK;
 }
