@@ -74,10 +74,8 @@ void cli_env_free(cli_env *env);
 int cli_next_option(cli_env *env, int argc, char **argv, const char *shortopts, const struct option *longopts);
 
 /* From now on SIGINT and SIGTERM cancel the work at its next progress
- * report instead of killing the process (so a checkpoint can be written);
- * cli_interrupted() gives the signal caught, or 0. */
+ * report instead of killing the process (so a checkpoint can be written). */
 void cli_catch_interrupts(void);
-int cli_interrupted(void);
 
 /* A library message with its option markers ({@name}, {@name=value}) in
  * the tool's spelling: --name, --name value; keep-model is --save-model's. */
@@ -107,25 +105,11 @@ nle_status cli_load_embedding(cli_env *env, const char *source, nle_matd **X);
  * exit code for a bad name (affinities only where the command takes them
  * as its input). */
 int cli_metric_parse(const char *command, const char *name, bool with_affinities, nle_metric *metric);
-/* The dataset ds (read with sparse_ok) as the metric reads it, for a
- * command that builds a neighbour graph of k: *Y the dense points it
- * searches itself (rows made unit for cosine and correlation, then in
- * *owned), or *graph searched here (sparse rows; precomputed distances,
- * dense or a sparse graph). A square symmetric matrix with a zero diagonal
- * is refused when no metric was named (metric_name NULL); k <= 0: the
- * command takes no graph, and only dense input. *search_seconds (may be
- * NULL): the time of the search made here, which the caller reports as
- * kNN time, not reading time. 0, or the exit code after printing the
- * error. */
-int cli_metric_input(cli_env *env, const char *source, const char *metric_name, nle_metric metric,
-                     const nle_dataset *ds, int k, const nle_matf **Y, nle_matf **owned, nle_csr **graph,
-                     double *search_seconds);
 
 /* Summary lines for the user on stderr unless --quiet. */
 void cli_note(cli_env *env, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 bool cli_parse_int(const char *s, long long lo, long long hi, long long *out);
-bool cli_parse_double(const char *s, double *out);
 /* An option's number, checked by one rule (docs/design.md): a range refuses
  * only what cannot work (non-finite, <= 0 where a positive number is
  * needed, more than the field or the code can hold), never a magnitude

@@ -370,7 +370,6 @@ static nle_status read_graph(cli_env *env, const char *file, bool knn, fit_input
     if (!s) s = nle_csr_from_dense(env->ctx, dense->X, &in->A);
     nle_dataset_free(&dense);
   }
-  if (!s && in->A && in->A->rows == in->A->cols) s = nle_affinity_check(env->ctx, in->A);
   return s;
 }
 

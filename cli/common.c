@@ -39,7 +39,6 @@ void cli_catch_interrupts(void) {
   sigaction(SIGTERM, &sa, NULL);
 }
 
-int cli_interrupted(void) { return (int)interrupted_by; }
 
 static int knn_option(cli_env *env, cli_knn_choice *c, int opt, const char *arg);
 
@@ -381,15 +380,6 @@ bool cli_parse_int(const char *s, long long lo, long long hi, long long *out) {
   return true;
 }
 
-bool cli_parse_double(const char *s, double *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (end == s || *end || errno || !isfinite(v)) return false;
-  *out = v;
-  return true;
-}
-
 /* The rule of a range as the messages say it: "an integer >= 2", "a
  * number in [0, 1)", "a finite number > 0". */
 static void int_rule(long long lo, long long hi, bool above, char *buf, size_t len) {
@@ -534,43 +524,5 @@ int cli_metric_parse(const char *command, const char *name, bool with_affinities
     return cli_usage_error(command, "--metric takes euclidean, cosine, correlation or precomputed%s, not '%s'",
                            with_affinities ? " or affinities" : "", name);
   *metric = (nle_metric)m;
-  return 0;
-}
-
-int cli_metric_input(cli_env *env, const char *source, const char *metric_name, nle_metric metric,
-                     const nle_dataset *ds, int k, const nle_matf **Y, nle_matf **owned, nle_csr **graph,
-                     double *search_seconds) {
-  *Y = NULL;
-  if (search_seconds) *search_seconds = 0.0;
-  *owned = NULL;
-  *graph = NULL;
-  if (!metric_name && ds->X && nle_looks_like_distances(ds->X)) {
-    fprintf(stderr,
-            "nlembed %s: error: %s is a %zu x %zu symmetric matrix with a zero diagonal: give --metric precomputed "
-            "to use it as distances, or --metric euclidean to embed its rows as points\n",
-            env->command, source, ds->X->rows, ds->X->cols);
-    return 1;
-  }
-  nle_status s = NLE_OK;
-  bool rows = metric != NLE_METRIC_PRECOMPUTED && metric != NLE_METRIC_AFFINITIES;
-  if (rows && ds->X) {
-    if (metric == NLE_METRIC_EUCLIDEAN) *Y = ds->X;
-    else if (!(s = nle_metric_rows(env->ctx, ds->X, metric, owned))) *Y = *owned;
-  } else if (k > 0) {
-    nle_knn_method method = env->knn ? env->knn->method : NLE_KNN_AUTO;
-    const nle_knn_approx_opts *approx = env->knn ? &env->knn->approx : NULL;
-    double t = nle_time_seconds();
-    s = nle_metric_graph(env->ctx, metric, ds->X, ds->sparse, k, method, approx, graph, NULL);
-    if (search_seconds) *search_seconds = nle_time_seconds() - t;
-  } else {
-    fprintf(stderr, "nlembed %s: error: %s: this command takes dense %s\n", env->command, source,
-            rows ? "points" : "distances");
-    return 2;
-  }
-  if (s) {
-    nle_matf_free(owned);
-    *Y = NULL;
-    return cli_fail_in(env, s, source);
-  }
   return 0;
 }

@@ -173,29 +173,12 @@ static int graph_k(const nle_estimator *e, size_t n) {
 
 static const char *const titles[] = {"EE", "s-SNE", "t-SNE", "SNE", "t-EE"};
 
-/* What the options ask that the input cannot give, or one option asks of
- * another, told before any work. */
+/* What the estimator's input cannot give (nle_embed checks the options
+ * against each other and the input it is given). */
 static nle_status check_request(nle_estimator *e, const nle__est_input *in, const nle_embed_opts *o) {
-  const nle_csr *A = in->given_affinities;
   if (o->init == NLE_INIT_GIVEN)
     return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: {@init} takes pca, spectral, random or auto", e->method);
   if (in->distances && !in->knn) return nle__fail(e->ctx, NLE_ERR_ARG, "%s: distances without a graph", e->method);
-  if (!in->Y && !in->knn && !A) return nle__fail(e->ctx, NLE_ERR_ARG, "%s: no input", e->method);
-  if (!in->Y && (o->wneg != NLE_WNEG_UNIFORM || o->init == NLE_INIT_PCA))
-    return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: {@wneg} sqdist|knn and {@init} pca need the INPUT data (points)%s",
-                     e->method, in->knn ? ", not a graph" : "");
-  if (A && in->knn) return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: affinities go with INPUT points, not a graph of INPUT",
-                                     e->method);
-  if (A && (A->rows != A->cols || A->rows < 3 || (in->Y && (size_t)A->rows != in->n)))
-    return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: the affinities must be N x N with N >= 3%s, not %lld x %lld",
-                     e->method, in->Y ? " and N the number of INPUT points" : "", (long long)A->rows,
-                     (long long)A->cols);
-  if (o->opt.learning_rate_final != NLE_AUTO && o->step == NLE_STEP_LINE_SEARCH)
-    return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: {@final-learning-rate} goes with fixed steps ({@learning-rate}), not "
-                     "a line search", e->method);
-  if (o->keep_model && o->pca_dims != NLE_AUTO && o->pca_dims > 0 && o->pca_candidates == 0)
-    return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: {@pca} with {@keep-model} needs the re-ranking ({@pca-candidates} > 0): "
-                     "the model keeps the INPUT space", e->method);
   return NLE_OK;
 }
 

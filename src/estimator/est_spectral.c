@@ -230,24 +230,15 @@ static void keep_source(nle_spectral_model *m, const char *source) {
   if (m && source) snprintf(m->source, sizeof m->source, "%s", source);
 }
 
-/* Given affinities are checked as a spectral method takes them: finite,
- * >= 0, symmetric (the tool names the file). */
-static nle_status check_given(nle_estimator *e, const nle__est_input *in) {
-  if (!in->given_affinities) return NLE_OK;
-  return nle_spectral_check_affinities(e->ctx, in->given_affinities);
-}
-
 static nle_status spectral_fit(nle_estimator *e, const nle__est_input *in) {
   if (!in->Y && !in->knn && !in->affinities && !in->given_affinities)
     return nle__fail(e->ctx, NLE_ERR_ARG, "%s: the method needs the points themselves, not precomputed "
                      "distances", e->method);
-  nle_status s = check_given(e, in);
-  if (s) return s;
   nle_spectral_opts o = *(const nle_spectral_opts *)e->opts;
   o.keep_model = e->keep_model && in->Y;
   nle_spectral_input si = {.Y = in->Y, .knn = in->knn, .affinities = in->affinities ? in->affinities : in->given_affinities};
   nle_spectral_result *r = NULL;
-  s = nle_spectral_embed(e->ctx, (nle_spectral_method)e->variant, &si, &o, &r);
+  nle_status s = nle_spectral_embed(e->ctx, (nle_spectral_method)e->variant, &si, &o, &r);
   if (s < 0) return s;
   nle_status k = nle__est_keep_X(e, r->X);
   if (!k) k = nle__est_keep_resolved(e, &r->resolved);
@@ -367,13 +358,11 @@ static nle_status sweep_fit(nle_estimator *e, const nle__est_input *in, const cl
 static nle_status cluster_fit(nle_estimator *e, const nle__est_input *in) {
   const cluster_options_t *co = e->opts;
   if (co->sweep_sigma || co->sweep_k) return sweep_fit(e, in, co);
-  nle_status s = check_given(e, in);
-  if (s) return s;
   nle_cluster_opts o = *(const nle_cluster_opts *)e->opts;
   o.spectral.keep_model = e->keep_model && in->Y;
   nle_spectral_input si = {.Y = in->Y, .knn = in->knn, .affinities = in->affinities ? in->affinities : in->given_affinities};
   nle_cluster_result *r = NULL;
-  s = nle_spectral_cluster(e->ctx, &si, &o, &r);
+  nle_status s = nle_spectral_cluster(e->ctx, &si, &o, &r);
   if (s < 0) return s;
   cluster_options_t resolved = *co;
   resolved.c = r->resolved;

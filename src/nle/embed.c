@@ -472,7 +472,7 @@ nle_status nle_embed(nle_ctx *ctx, const nle_embed_input *in, const nle_embed_op
   const nle_csr *given = in->knn ? in->knn : in->affinities;
   if (given && (given->rows != given->cols || given->rows < 3 || (in->Y && (size_t)given->rows != in->Y->rows)))
     return nle__fail(ctx, NLE_ERR_ARG, "nle_embed: the %s must be N x N with N >= 3%s, not %lld x %lld",
-                     in->knn ? "kNN graph" : "affinities", in->Y ? " and N the number of data points" : "",
+                     in->knn ? "kNN graph" : "affinities", in->Y ? " and N the number of INPUT points" : "",
                      (long long)given->rows, (long long)given->cols);
   if (n < 3) return nle__fail(ctx, NLE_ERR_ARG, "nle_embed: %zu points; an embedding needs at least 3", n);
   nle_embed_result *r = nle__calloc(ctx, 1, sizeof *r, "the embedding's result");

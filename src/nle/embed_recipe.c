@@ -143,8 +143,13 @@ nle_status nle__embed_check_opts(nle_ctx *ctx, const nle_embed_input *in, const 
   if (o->step == NLE_STEP_FIXED_RATE && !gd_or_auto) BAD("{@step=fixed}: fixed-rate steps are gradient descent's ({@optimizer=gd})");
   int rate_given = !AUTO(o->opt.learning_rate) || !AUTO(o->opt.learning_rate_final) || !AUTO(o->opt.momentum) ||
                    (!AUTO(o->opt.exaggeration) && o->opt.exaggeration > 1);
-  if (rate_given && o->step == NLE_STEP_LINE_SEARCH)
-    BAD("{@learning-rate}, {@momentum} and {@exaggeration} are for fixed-rate steps, not a line search");
+  if (rate_given && o->step == NLE_STEP_LINE_SEARCH) /* named as given */
+    BAD("{@%s} goes with fixed steps: {@learning-rate}, {@final-learning-rate}, {@momentum} and {@exaggeration} are "
+        "for fixed-rate steps, not a line search",
+        !AUTO(o->opt.learning_rate)         ? "learning-rate"
+        : !AUTO(o->opt.learning_rate_final) ? "final-learning-rate"
+        : !AUTO(o->opt.momentum)            ? "momentum"
+                                            : "exaggeration");
   if (rate_given && !gd_or_auto)
     BAD("{@learning-rate}, {@momentum} and {@exaggeration} are for fixed-rate gradient descent, not {@optimizer=%s}",
         nle_opt_name(o->opt.kind));
@@ -155,15 +160,16 @@ nle_status nle__embed_check_opts(nle_ctx *ctx, const nle_embed_input *in, const 
     BAD("{@lambda-start=%g} must be a finite number > 0, or auto", o->lambda_start);
   if (!AUTO(o->init) && (unsigned)o->init >= NLE_INIT_COUNT) BAD("{@init} has no value %d", (int)o->init);
   if (o->init == NLE_INIT_GIVEN && !o->init_X) BAD("{@init}: a given start needs its coordinates (init_X)");
-  if (o->init == NLE_INIT_PCA && !in->Y) BAD("{@init=pca}: a PCA start needs the data points");
+  if (o->init == NLE_INIT_PCA && !in->Y) BAD("{@init=pca}: a PCA start needs the INPUT data (the points)");
   if (!(o->init_scale > 0 && isfinite(o->init_scale))) BAD("{@init-scale=%s} must be a finite number > 0", nle__real_text(o->init_scale).s);
   if (o->checkpoint_every < 0) BAD("{@checkpoint-every=%s} must be >= 0", nle__int_text(o->checkpoint_every).s);
   if (!AUTO(o->lambda_bounds) && o->lambda_bounds != 0 && o->lambda_bounds != 1) BAD("{@lambda-bounds=%d} must be 0, 1 or auto", o->lambda_bounds);
   if (o->keep_model && (!in->Y || in->affinities)) BAD("a model for new points needs the data points and their kNN graph, not given affinities");
   if (o->keep_model && o->pca_dims > 0 && o->pca_candidates == 0)
-    BAD("a model for new points searches neighbours in the data's space: with {@pca}, keep the re-ranking "
-        "({@pca-candidates} > 0)");
-  if (o->wneg != NLE_WNEG_UNIFORM && !in->Y) BAD("{@wneg}: squared-distance and kNN W- need the data points");
+    BAD("{@pca} with {@keep-model} needs the re-ranking ({@pca-candidates} > 0): a model for new points searches "
+        "neighbours in the INPUT space");
+  if (o->wneg != NLE_WNEG_UNIFORM && !in->Y)
+    BAD("{@wneg}: squared-distance and kNN W- need the INPUT data (the points)%s", in->knn ? ", not a graph" : "");
   if (o->wneg == NLE_WNEG_KNN && in->affinities) BAD("{@wneg=knn}: kNN W- needs a kNN graph, not affinities");
   return NLE_OK;
 #undef BAD
