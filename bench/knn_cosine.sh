@@ -26,7 +26,7 @@ search_run() {
   done
   local med method
   med=$(printf '%s\n' "${times[@]}" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}')
-  method=$(sed -n 's/.*"method": "\([a-z]*\)".*/\1/p' "$OUT/.stdout")
+  method=$(sed -n 's/.*"knn_method": "\([a-z]*\)".*/\1/p' "$OUT/.stdout")
   printf '  %-34s median %7.2f s of %d (runs: %s), ran %s\n' "$label" "$med" "$reps" "${times[*]}" "$method"
 }
 

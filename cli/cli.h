@@ -47,13 +47,9 @@ enum {
   "                       matrix; a 10x folder is read cells as points already)\n"  \
   "  --help               this help\n"
 
-struct cli_knn_choice;
-
 typedef struct {
   const char *command;
   const char *help;   /* the command's --help text */
-  struct cli_knn_choice *knn; /* neighbour-search options, for the commands
-                                 that build a graph (else NULL) */
   int rc;             /* exit code once an option was bad (or 0) */
   bool help_shown;    /* --help was printed: exit 0 */
   nle_ctx *ctx;
@@ -101,11 +97,6 @@ nle_status cli_load(cli_env *env, const char *source, nle_dataset **ds);
 /* Loads an embedding (any readable format) as doubles. */
 nle_status cli_load_embedding(cli_env *env, const char *source, nle_matd **X);
 
-/* --metric NAME (NULL: not given, euclidean) into *metric; a usage error's
- * exit code for a bad name (affinities only where the command takes them
- * as its input). */
-int cli_metric_parse(const char *command, const char *name, bool with_affinities, nle_metric *metric);
-
 /* Summary lines for the user on stderr unless --quiet. */
 void cli_note(cli_env *env, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -134,38 +125,6 @@ bool cli_json_string(const char *json, const char *key, char *buf, size_t len);
 /* Reads a small text file whole (NULL on failure). */
 char *cli_read_small_file(const char *path);
 
-/* The neighbour search of the commands that build a kNN graph. */
-typedef struct cli_knn_choice {
-  nle_knn_method method;
-  nle_knn_approx_opts approx;
-} cli_knn_choice;
-
-enum { OPT_KNN_METHOD = 1050, OPT_TREES, OPT_LEAF, OPT_CANDIDATES, OPT_ITERS, OPT_DELTA };
-
-#define CLI_KNN_OPTIONS                                          \
-  {"method", required_argument, 0, OPT_KNN_METHOD},              \
-  {"trees", required_argument, 0, OPT_TREES},                    \
-  {"leaf-size", required_argument, 0, OPT_LEAF},                 \
-  {"max-candidates", required_argument, 0, OPT_CANDIDATES},      \
-  {"iters", required_argument, 0, OPT_ITERS},                    \
-  {"delta", required_argument, 0, OPT_DELTA}
-
-#define CLI_KNN_HELP                                                                        \
-  "Neighbour search:\n"                                                                    \
-  "  --method NAME        exact, approx (random-projection forest + NN-descent), or\n"    \
-  "                       auto (default: whichever a cost model in N and D expects\n"     \
-  "                       to be faster; exact below ~50,000 points)\n"                    \
-  "  --trees N            approx: random-projection trees (default 4 + N^(1/4) / 2)\n"    \
-  "  --leaf-size N        approx: largest leaf (default max(60, k))\n"                    \
-  "  --max-candidates N   approx: NN-descent sample per point (default 30)\n"             \
-  "  --iters N            approx: most NN-descent iterations (default max(5, log2 N))\n"  \
-  "  --delta D            approx: stop below D N k changes per iteration (0.001)\n"
-
-void cli_knn_choice_init(cli_knn_choice *c);
-/* Runs the chosen search; *used names the method that ran. */
-nle_status cli_knn(cli_env *env, const nle_matf *Y, int k, const cli_knn_choice *c, nle_csr **graph,
-                   const char **used);
-
 /* Scatter plots (plot.c, with cairo): the first two columns of X coloured by
  * labels (may be NULL), PNG or SVG by the extension of path. */
 typedef struct {
@@ -186,12 +145,10 @@ int cli_plot_scatter(cli_env *env, const char *path, const nle_matd *X, const in
 extern const unsigned char nle_viewer_js[];
 extern const size_t nle_viewer_js_len;
 
-int cmd_knn(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 /* nlembed view: an interactive HTML page (viewer/). */
 int cmd_view(int argc, char **argv);
-int cmd_affinity(int argc, char **argv);
 int cmd_transform(int argc, char **argv);
 /* A method of the estimator as a command (cmd_fit.c): its options are the
  * library's rows. */

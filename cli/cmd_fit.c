@@ -15,16 +15,23 @@
 /* The tool's own options of a fit. */
 typedef enum {
   T_OUTPUT, T_SAVE_MODEL, T_SAVE_LABELS, T_AFFINITIES, T_DISTANCES, T_KNN, T_KERNEL_MATRIX, T_WEIGHTS, T_INIT, T_TRACE,
-  T_PATH_PREFIX, T_COUNT
+  T_PATH_PREFIX, T_NEIGHBOUR_DISTANCES, T_BETAS, T_COUNT
 } tool_key;
 
+/* What a method makes, as bits of the rows' `makes`. */
+#define MAKES(p) (1u << (p))
+#define EMBEDDINGS (MAKES(NLE_MAKES_EMBEDDING) | MAKES(NLE_MAKES_LABELS))
+
 /* `needs`: the library options ('|' between; "@name" a method) of which the
- * method must take one for the tool's option to apply (NULL: every method). */
+ * method must take one for the tool's option to apply (NULL: every method);
+ * `makes`: the products of the methods it is for (0: all). */
 static const struct {
   const char *name, *metavar, *help, *needs;
+  unsigned makes;
 } tool_rows[T_COUNT] = {
-    [T_OUTPUT] = {"output", "FILE", "the N x d embedding (.npy, .csv, ...)", NULL},
-    [T_SAVE_MODEL] = {"save-model", "FILE", "also write the model for `nlembed transform` (sets keep-model)", NULL},
+    [T_OUTPUT] = {"output", "FILE", "what the method makes (output_help)", NULL},
+    [T_SAVE_MODEL] = {"save-model", "FILE", "also write the model for `nlembed transform` (sets keep-model)", NULL,
+                      EMBEDDINGS},
     [T_SAVE_LABELS] = {"save-labels", "FILE",
                        "also write the dataset's labels: class names one a line in .txt/.csv, integer codes in .npy",
                        NULL},
@@ -36,7 +43,7 @@ static const struct {
     [T_DISTANCES] = {"distances", "FILE",
                      "INPUT is this dissimilarity matrix (N x N, symmetric, zero diagonal; or a sparse graph of "
                      "distances): --metric precomputed",
-                     NULL},
+                     NULL, EMBEDDINGS},
     [T_KNN] = {"knn", "FILE",
                "a kNN graph as `nlembed knn -o G.mtx` writes it (squared distances) instead of searching INPUT, "
                "which is then optional",
@@ -48,6 +55,9 @@ static const struct {
     [T_INIT] = {"init", "NAME|FILE", "the N x d start read from FILE (one run)", "init|starts"},
     [T_TRACE] = {"trace", "FILE", "write 'iteration,seconds,E,evaluations' per iteration", "optimizer"},
     [T_PATH_PREFIX] = {"path-prefix", "P", "write X after every homotopy step to P000.npy, P001.npy, ...", "homotopy"},
+    [T_NEIGHBOUR_DISTANCES] = {"distances", "FILE", "also write the N x k squared distances", NULL,
+                               MAKES(NLE_MAKES_NEIGHBOURS)},
+    [T_BETAS] = {"betas", "FILE", "entropic: also write the N precisions beta_n", NULL, MAKES(NLE_MAKES_WEIGHTS)},
 };
 
 /* Whether the method takes the library option `name`. */
@@ -60,6 +70,7 @@ static bool method_takes(const nle_estimator *e, const char *name) {
 /* Whether the tool's option t applies to the estimator's method. */
 static bool tool_applies(const nle_estimator *e, int t) {
   const char *needs = tool_rows[t].needs;
+  if (tool_rows[t].makes && !(tool_rows[t].makes & MAKES(nle_estimator_makes(e)))) return false;
   if (!needs) return true;
   for (const char *p = needs; *p;) {
     size_t len = strcspn(p, "|");
@@ -115,9 +126,11 @@ static void getopt_tables(const nle_estimator *e, const library_names *ln, struc
   /* a tool's row that applies reads its name; one that does not yields it
    * to a library option of that name (kem's --weights) */
   for (int t = 0; t < T_COUNT; t++) {
-    bool library_named = false;
-    for (int i = 0; i < ln->n && !library_named; i++) library_named = !strcmp(ln->names[i], tool_rows[t].name);
-    if (tool_applies(e, t) || !library_named)
+    bool named_elsewhere = false;
+    for (int i = 0; i < ln->n && !named_elsewhere; i++) named_elsewhere = !strcmp(ln->names[i], tool_rows[t].name);
+    for (int u = 0; u < T_COUNT && !named_elsewhere; u++)
+      named_elsewhere = u != t && !strcmp(tool_rows[u].name, tool_rows[t].name) && tool_applies(e, u);
+    if (tool_applies(e, t) || !named_elsewhere)
       longopts[n++] = (struct option){tool_rows[t].name, required_argument, 0, KEY_TOOL + t};
   }
   for (int i = 0; i < ln->n; i++) {
@@ -169,10 +182,15 @@ static char *help_text(const nle_estimator *e) {
                            "\n%s\n\nOptions (auto: chosen from N, D and the method; every choice is printed in the\n"
                            "JSON line on stdout):\n",
                            nle_estimator_about(e));
+  static const char *const output_help[NLE_MAKES_COUNT] = {
+      [NLE_MAKES_EMBEDDING] = "the N x d embedding (.npy, .csv, ...)",
+      [NLE_MAKES_LABELS] = "the N cluster labels (.npy, .csv, ...)",
+      [NLE_MAKES_NEIGHBOURS] = "the graph (.mtx) or the N x k neighbour indices (.npy, .csv, ...)",
+      [NLE_MAKES_WEIGHTS] = "the affinity matrix (.mtx)"};
   for (int t = 0; t < T_COUNT && used < cap; t++)
-    if (tool_rows[t].help && tool_applies(e, t) && !method_takes(e, tool_rows[t].name))
+    if (tool_applies(e, t) && !method_takes(e, tool_rows[t].name))
       used += help_line(help + used, cap - used, t == T_OUTPUT ? 'o' : 0, tool_rows[t].name, tool_rows[t].metavar,
-                        tool_rows[t].help, NULL, NULL);
+                        t == T_OUTPUT ? output_help[nle_estimator_makes(e)] : tool_rows[t].help, NULL, NULL);
   for (int i = 0; nle_estimator_option(e, i) && used < cap; i++) {
     nle_option_info info;
     if (nle_estimator_option_info(e, nle_estimator_option(e, i), &info)) continue;
@@ -224,7 +242,9 @@ static void take_option(cli_env *env, nle_estimator *e, const library_names *ln,
   if (c == 'o') c = KEY_TOOL + T_OUTPUT;
   if (c >= KEY_TOOL && c < KEY_TOOL + T_COUNT) {
     if (!tool_applies(e, c - KEY_TOOL)) {
-      a->rc = foreign_option(env->command, env->ctx, tool_rows[c - KEY_TOOL].name, tool_rows[c - KEY_TOOL].needs);
+      const char *name = tool_rows[c - KEY_TOOL].name, *needs = tool_rows[c - KEY_TOOL].needs;
+      a->rc = needs ? foreign_option(env->command, env->ctx, name, needs)
+                    : cli_usage_error(env->command, "--%s is not for nlembed %s", name, env->command);
       return;
     }
     a->tool[c - KEY_TOOL] = arg;
@@ -304,23 +324,73 @@ static int on_homotopy_step(void *user, int step, double lambda, const nle_matd 
  * through the affinities and the optimisation. */
 static void release_points(void *dataset) { nle_matf_free(&((nle_dataset *)dataset)->X); }
 
-/* The embedding, the model and the labels, committed together. */
-static int write_outputs(cli_env *env, nle_estimator *e, const nle_dataset *ds, const fit_args *a) {
-  size_t n_labels = 0;
-  const int32_t *labels = nle_estimator_labels(e, &n_labels); /* a clustering writes its labels */
-  nle_status s = labels ? nle_write_labels(env->ctx, a->tool[T_OUTPUT], labels, (int64_t)n_labels)
-                        : nle_write_matd(env->ctx, a->tool[T_OUTPUT], nle_estimator_embedding(e));
-  if (!s && a->tool[T_SAVE_MODEL]) s = nle_estimator_save(e, a->tool[T_SAVE_MODEL]);
-  if (!s && a->tool[T_SAVE_LABELS])
-    s = nle_write_labels_named(env->ctx, a->tool[T_SAVE_LABELS], ds->labels, (int64_t)nle_estimator_embedding(e)->rows,
-                               ds->class_names, ds->n_classes);
-  if (s) return cli_fail(env, s);
-  return cli_commit(env); /* every output of the run, or none */
+static bool is_mtx(const char *path) {
+  size_t len = strlen(path);
+  return len >= 4 && !strcmp(path + len - 4, ".mtx");
 }
 
-/* Every output path before any work. */
-static nle_status check_outputs(cli_env *env, const fit_args *a) {
-  nle_status s = nle_check_output(env->ctx, a->tool[T_OUTPUT], NLE_OUTPUT_DENSE);
+/* A kNN graph as a .mtx file, or as N x k indices (and its distances) in a
+ * dense one: then every row must have k entries, which a sparse graph of
+ * precomputed distances need not. 0, or the exit code after the error. */
+static int write_neighbours(cli_env *env, const char *input, const nle_csr *g, const fit_args *a) {
+  const char *out = a->tool[T_OUTPUT], *dist = a->tool[T_NEIGHBOUR_DISTANCES];
+  int64_t k = g->rows ? g->rowptr[1] - g->rowptr[0] : 0, row = 0;
+  while (row < g->rows && g->rowptr[row + 1] - g->rowptr[row] == k) row++;
+  if (row < g->rows && (dist || !is_mtx(out))) {
+    fprintf(stderr, "nlembed %s: error: %s: row %lld of the distance graph has %lld neighbours, row 1 %lld: rows of "
+            "different lengths go to a .mtx output only\n", env->command, input, (long long)row + 1,
+            (long long)(g->rowptr[row + 1] - g->rowptr[row]), (long long)k);
+    return 1;
+  }
+  nle_status s = is_mtx(out) ? nle_write_csr_mtx(env->ctx, out, g) : nle_write_mati32(env->ctx, out, g->colind, g->rows, (int)k);
+  nle_matf distances = {(size_t)g->rows, (size_t)k, g->val};
+  if (!s && dist) s = nle_write_matf(env->ctx, dist, &distances);
+  return s ? cli_fail(env, s) : 0;
+}
+
+/* What the method made: the embedding (or a clustering's labels), or a
+ * graph and the betas of entropic affinities. 0, or the exit code. */
+static int write_product(cli_env *env, nle_estimator *e, const char *input, const fit_args *a) {
+  size_t n = 0;
+  const int32_t *labels = nle_estimator_labels(e, &n);
+  nle_status s;
+  switch (nle_estimator_makes(e)) {
+  case NLE_MAKES_NEIGHBOURS: return write_neighbours(env, input, nle_estimator_graph(e), a);
+  case NLE_MAKES_WEIGHTS: {
+    nle_matd betas = {0, 1, NULL};
+    betas.data = (double *)nle_estimator_betas(e, &betas.rows);
+    s = nle_write_csr_mtx(env->ctx, a->tool[T_OUTPUT], nle_estimator_graph(e));
+    if (!s && a->tool[T_BETAS]) s = nle_write_matd(env->ctx, a->tool[T_BETAS], &betas);
+    break;
+  }
+  case NLE_MAKES_LABELS: s = nle_write_labels(env->ctx, a->tool[T_OUTPUT], labels, (int64_t)n); break;
+  default: s = nle_write_matd(env->ctx, a->tool[T_OUTPUT], nle_estimator_embedding(e)); break;
+  }
+  return s ? cli_fail(env, s) : 0;
+}
+
+/* The product, the model and the labels, committed together. */
+static int write_outputs(cli_env *env, nle_estimator *e, const nle_dataset *ds, const char *input, const fit_args *a) {
+  int rc = write_product(env, e, input, a);
+  nle_status s = NLE_OK;
+  if (!rc && a->tool[T_SAVE_MODEL]) s = nle_estimator_save(e, a->tool[T_SAVE_MODEL]);
+  const nle_matd *X = nle_estimator_embedding(e); /* the points are released by now */
+  int64_t n = X ? (int64_t)X->rows : nle_estimator_graph(e)->rows;
+  if (!rc && !s && a->tool[T_SAVE_LABELS])
+    s = nle_write_labels_named(env->ctx, a->tool[T_SAVE_LABELS], ds->labels, n, ds->class_names, ds->n_classes);
+  if (s) rc = cli_fail(env, s);
+  return rc ? rc : cli_commit(env); /* every output of the run, or none */
+}
+
+/* Every output path before any work: a kNN graph goes to .mtx or as
+ * indices to a dense file, weights to .mtx only. */
+static nle_status check_outputs(cli_env *env, nle_estimator *e, const fit_args *a) {
+  static const unsigned formats[NLE_MAKES_COUNT] = {
+      [NLE_MAKES_EMBEDDING] = NLE_OUTPUT_DENSE, [NLE_MAKES_LABELS] = NLE_OUTPUT_DENSE,
+      [NLE_MAKES_NEIGHBOURS] = NLE_OUTPUT_DENSE | NLE_OUTPUT_MTX, [NLE_MAKES_WEIGHTS] = NLE_OUTPUT_MTX};
+  nle_status s = nle_check_output(env->ctx, a->tool[T_OUTPUT], formats[nle_estimator_makes(e)]);
+  for (int t = T_NEIGHBOUR_DISTANCES; t <= T_BETAS; t++)
+    if (!s && a->tool[t]) s = nle_check_output(env->ctx, a->tool[t], NLE_OUTPUT_DENSE);
   if (!s && a->tool[T_SAVE_LABELS]) s = nle_check_output(env->ctx, a->tool[T_SAVE_LABELS], NLE_OUTPUT_DENSE);
   if (!s && a->tool[T_SAVE_MODEL]) s = nle_check_output(env->ctx, a->tool[T_SAVE_MODEL], 0);
   if (!s && a->tool[T_PATH_PREFIX]) {
@@ -382,7 +452,7 @@ static int read_inputs(cli_env *env, nle_estimator *e, const char *input, const 
   if (ds && ds->X && !env->metric_given && !a->tool[T_KERNEL_MATRIX] && nle_looks_like_distances(ds->X)) {
     fprintf(stderr,
             "nlembed %s: error: %s is a %zu x %zu symmetric matrix with a zero diagonal: give --metric precomputed "
-            "to use it as distances, or --metric euclidean to embed its rows as points\n",
+            "to use it as distances, or --metric euclidean to use its rows as points\n",
             env->command, input, ds->X->rows, ds->X->cols);
     return 1;
   }
@@ -469,7 +539,7 @@ static int run_fit(cli_env *env, nle_estimator *e, const char *input, const fit_
       rc = 1;
     }
   }
-  if (!rc) rc = write_outputs(env, e, ds, a);
+  if (!rc) rc = write_outputs(env, e, ds, input, a);
   if (!rc) {
     char source[1200];
     cli_json_escape(ds ? ds->name : input, source, sizeof source);
@@ -511,6 +581,9 @@ static int the_input(cli_env *env, nle_estimator *e, int n_inputs, char **inputs
   if (matrix && a->tool[T_SAVE_MODEL])
     return cli_usage_error(method, "--save-model needs the INPUT points (new points are mapped from their coordinates)");
   if (!a->tool[T_OUTPUT]) return cli_usage_error(method, "no output file (-o FILE)");
+  char kind[32] = "";
+  if (a->tool[T_BETAS] && (nle_estimator_get(e, "kind", kind, sizeof kind) || strcmp(kind, "entropic")))
+    return cli_usage_error(method, "--betas goes with --kind entropic");
   if (a->tool[T_SAVE_MODEL]) nle_estimator_set(e, "keep-model", "true");
   return 0;
 }
@@ -543,7 +616,7 @@ int cmd_fit(int argc, char **argv, const char *method) {
   const char *input = NULL;
   if (!rc && !env.help_shown) rc = the_input(&env, e, argc - optind, argv + optind, &a, &input);
   if (!rc && !env.help_shown) {
-    s = check_outputs(&env, &a);
+    s = check_outputs(&env, e, &a);
     rc = s ? cli_fail(&env, s) : run_fit(&env, e, input, &a);
   }
   nle_estimator_free(&e);

@@ -40,7 +40,6 @@ void cli_catch_interrupts(void) {
 }
 
 
-static int knn_option(cli_env *env, cli_knn_choice *c, int opt, const char *arg);
 
 static void format_duration(double s, char *buf, size_t len) {
   if (!isfinite(s) || s < 0) s = 0;
@@ -250,7 +249,6 @@ int cli_next_option(cli_env *env, int argc, char **argv, const char *shortopts, 
       return -1;
     }
     int common = common_option(env, c, optarg);
-    if (common == 0 && env->knn) common = knn_option(env, env->knn, c, optarg);
     if (common < 0) env->rc = 2;
     else if (common == 0) return c;
   }
@@ -467,37 +465,6 @@ char *cli_read_small_file(const char *path) {
   return buf;
 }
 
-void cli_knn_choice_init(cli_knn_choice *c) {
-  c->method = NLE_KNN_AUTO;
-  nle_knn_approx_opts_init(&c->approx);
-}
-
-static int knn_option(cli_env *env, cli_knn_choice *c, int opt, const char *arg) {
-  switch (opt) {
-  case OPT_KNN_METHOD:
-    if (nle_knn_method_parse(arg) == -1)
-      return cli_usage_error(env->command, "--method takes %s, %s or %s", nle_knn_method_name(NLE_KNN_AUTO),
-                             nle_knn_method_name(NLE_KNN_EXACT), nle_knn_method_name(NLE_KNN_APPROX)), -1;
-    c->method = (nle_knn_method)nle_knn_method_parse(arg);
-    return 1;
-  case OPT_TREES: return cli_int_field(env->command, "--trees", arg, 1, INT_MAX, false, &c->approx.n_trees) ? -1 : 1;
-  case OPT_LEAF: return cli_int_field(env->command, "--leaf-size", arg, 1, INT_MAX, false, &c->approx.leaf_size) ? -1 : 1;
-  case OPT_CANDIDATES:
-    return cli_int_field(env->command, "--max-candidates", arg, 1, INT_MAX, false, &c->approx.max_candidates) ? -1 : 1;
-  case OPT_ITERS: return cli_int_field(env->command, "--iters", arg, 1, INT_MAX, false, &c->approx.max_iters) ? -1 : 1;
-  case OPT_DELTA: return cli_real_arg(env->command, "--delta", arg, 0, false, INFINITY, false, false, &c->approx.delta) ? -1 : 1;
-  default: return 0;
-  }
-}
-
-nle_status cli_knn(cli_env *env, const nle_matf *Y, int k, const cli_knn_choice *c, nle_csr **graph,
-                   const char **used) {
-  nle_knn_method ran = NLE_KNN_AUTO;
-  nle_status s = nle_knn_graph(env->ctx, Y, k, c->method, &c->approx, graph, &ran);
-  *used = nle_knn_method_name(ran);
-  return s;
-}
-
 void cli_json_escape(const char *s, char *buf, size_t len) {
   size_t n = 0;
   for (; s && *s && n + 7 < len; s++) {
@@ -512,17 +479,4 @@ void cli_json_escape(const char *s, char *buf, size_t len) {
     }
   }
   if (len) buf[n < len ? n : len - 1] = '\0';
-}
-
-/* --- --metric ---------------------------------------------------------------- */
-
-int cli_metric_parse(const char *command, const char *name, bool with_affinities, nle_metric *metric) {
-  *metric = NLE_METRIC_EUCLIDEAN;
-  if (!name) return 0;
-  int m = nle_metric_parse(name);
-  if (m < 0 || (m == NLE_METRIC_AFFINITIES && !with_affinities))
-    return cli_usage_error(command, "--metric takes euclidean, cosine, correlation or precomputed%s, not '%s'",
-                           with_affinities ? " or affinities" : "", name);
-  *metric = (nle_metric)m;
-  return 0;
 }

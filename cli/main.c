@@ -73,8 +73,7 @@ static void print_usage(FILE *f) {
 static const struct {
   const char *name;
   int (*run)(int argc, char **argv);
-} tool_commands[] = {{"knn", cmd_knn},           {"metrics", cmd_metrics},     {"plot", cmd_plot},
-                     {"view", cmd_view},         {"affinity", cmd_affinity},   {"transform", cmd_transform}};
+} tool_commands[] = {{"metrics", cmd_metrics}, {"plot", cmd_plot}, {"view", cmd_view}, {"transform", cmd_transform}};
 
 static int dispatch(const char *cmd, int argc, char **argv) {
   for (size_t i = 0; i < sizeof tool_commands / sizeof *tool_commands; i++)

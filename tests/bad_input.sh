@@ -115,7 +115,7 @@ expect_fail affinity_perplexity "--perplexity 30 must be above 1 and below the n
 expect_fail affinity_k_vs_n "spiral:50: k = 3 x --perplexity 30 = 90 neighbours need more than 50 points" "$T/c.mtx" -- $N affinity spiral:50 -o "$T/c.mtx"
 expect_fail affinity_one_point "need more than 1 points" "$T/c.mtx" -- $N affinity spiral:1 -p 2 -k 1 -o "$T/c.mtx"
 expect_fail affinity_inverse_duplicates "coincide (remove duplicate points)" "$T/c.mtx" -- $N affinity "$T/constant.csv" --kind inverse -k 3 -o "$T/c.mtx"
-expect_fail unknown_root "unknown --root" - -- $N affinity spiral:100 --root secant -o "$T/c.mtx"
+expect_fail unknown_root '--root takes householder, halley, euler, newton, bisection, brent, ridder or classic, not "secant"' - -- $N affinity spiral:100 --root secant -o "$T/c.mtx"
 
 # ---- embedding options out of range or in conflict
 expect_fail embed_final_rate_alone "--final-learning-rate goes with fixed steps" "$T/x.npy" -- $N tsne spiral:300 --step line-search --final-learning-rate 300 -o "$T/x.npy"
@@ -504,7 +504,7 @@ expect_fail landmarks_int_max "le: --landmarks 2147483647 for 2 dimensions of 30
 expect_fail landmarks_past_int '--landmarks takes an integer from 0 to 2147483647, not "2147483648"' "$o" -- \
   $N le swissroll:300 --landmarks 2147483648 -o "$o"
 expect_fail landmarks_negative '--landmarks takes an integer >= 0, not "-1"' "$o" -- $N le swissroll:300 --landmarks -1 -o "$o"
-expect_fail neighbors_past_int '-k takes an integer from 1 to 2147483647, not "99999999999999999999"' "$o" -- \
+expect_fail neighbors_past_int '--neighbors takes an integer from 1 to 2147483647 or auto, not "99999999999999999999"' "$o" -- \
   $N knn swissroll:300 -k 99999999999999999999 -o "$o"
 expect_fail sweep_k_past_int "--sweep-k takes positive integers up to 2147483647" "$o" -- \
   $N cluster blobs:60:3 --labels blobs:60:3 --sweep-sigma 1 --sweep-k 1e10 -o "$o"

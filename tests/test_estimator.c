@@ -60,7 +60,7 @@ static void options_round_trip(void) {
     nle_test(strstr(nle_ctx_error(ctx), "metric") != NULL);
     nle_estimator_free(&e);
   }
-  nle_test(methods == 23);
+  nle_test(methods == 25);
   nle_estimator *e = NULL;
   nle_test(nle_estimator_new(ctx, "umap", &e) == NLE_ERR_VALUE && !e);
   nle_test(strstr(nle_ctx_error(ctx), "umap") != NULL);
@@ -120,7 +120,7 @@ static int known_seen[sizeof known / sizeof *known];
 static const char *const tool_only[] = {"output", "help", "threads", "seed", "max-memory", "quiet", "verbose",
                                         "delimiter", "header", "label-column", "labels", "transpose",
                                         "save-model", "save-labels", "affinities", "distances", "knn",
-                                        "kernel-matrix", "init", "weights", "trace", "path-prefix", "sweep-k",
+                                        "kernel-matrix", "init", "weights", "trace", "path-prefix", "betas", "sweep-k",
                                         "sweep-sigma", NULL};
 
 static bool in_list(const char *const *list, const char *name) {
@@ -354,7 +354,7 @@ static void one_spelling_everywhere(void) {
     help_against_rows(tool, e, opt, n_opt, out, cap, &refusals);
     nle_estimator_free(&e);
   }
-  nle_test(methods == 23 && rows > 300);
+  nle_test(methods == 25 && rows > 300);
   for (size_t i = 0; known[i].methods; i++)
     if (!nle_test(known_seen[i] == word_count(known[i].methods)))
       printf("  known difference '%s' of --%s for '%s': seen %d times; remove the methods where it is gone\n",

@@ -21,7 +21,7 @@ extern "C" {
 typedef struct nle_estimator nle_estimator;
 
 /* A new estimator of `method`, a command name of the tool: "tsne", "tee",
- * "ee", "ssne", "sne", "pca", "le", "lle", "mlle", "ltsa", "hlle",
+ * "ee", "ssne", "sne", "pca", "knn", "affinity", "le", "lle", "mlle", "ltsa", "hlle",
  * "isomap", "diffmap", "cluster", "cmds", "mds", "sammon", "nmds", "lmds",
  * "kpca", "lda", "klda", "kem". Its options are the method's defaults. The
  * estimator keeps ctx (which must outlive it) for every later call. */
@@ -125,6 +125,25 @@ NLE_API void nle_estimator_observe(nle_estimator *e, const nle_estimator_observe
 NLE_API nle_status nle_estimator_fit(nle_estimator *e, const nle_estimator_input *input);
 /* The fitted embedding (N x d; owned by the estimator; NULL before a fit). */
 NLE_API const nle_matd *nle_estimator_embedding(const nle_estimator *e);
+/* What a fit of the estimator's method makes: an embedding (most), an
+ * embedding and cluster labels (a clustering), the kNN graph ("knn": rows
+ * of k neighbours) or weights on it ("affinity"). */
+typedef enum {
+  NLE_MAKES_EMBEDDING = 0,
+  NLE_MAKES_LABELS = 1,
+  NLE_MAKES_NEIGHBOURS = 2,
+  NLE_MAKES_WEIGHTS = 3,
+  NLE_MAKES_COUNT
+} nle_estimator_product;
+NLE_API nle_estimator_product nle_estimator_makes(const nle_estimator *e);
+/* The graph a graph method made (NULL otherwise; owned by the estimator):
+ * "knn", the directed kNN graph (N x N, squared distances, each row's k
+ * neighbours by increasing distance, ties by index, no self); "affinity",
+ * the affinities (symmetric, or the conditional p(m|n) when asked). */
+NLE_API const nle_csr *nle_estimator_graph(const nle_estimator *e);
+/* Entropic affinities' precision beta_n = 1 / (2 sigma_n^2) of each point,
+ * n of them (NULL otherwise; owned by the estimator). */
+NLE_API const double *nle_estimator_betas(const nle_estimator *e, size_t *n);
 /* Cluster labels of a clustering ("cluster"; NULL otherwise), n of them. */
 NLE_API const int32_t *nle_estimator_labels(const nle_estimator *e, size_t *n);
 /* What the fit reported, as one JSON object: the method, the options as

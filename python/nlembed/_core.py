@@ -207,6 +207,18 @@ def matd_to_numpy(p):
     return np.ctypeslib.as_array(m.data, shape=(m.rows, m.cols)).copy()
 
 
+def csr_to_scipy(p):
+    """A scipy CSR copy of an nle_csr the library owns."""
+    m = p.contents
+    indptr = np.ctypeslib.as_array(m.rowptr, shape=(m.rows + 1,)).copy()
+    nnz = int(indptr[-1])
+    indices = np.ctypeslib.as_array(m.colind, shape=(nnz,)).copy() if nnz else np.zeros(0, np.int32)
+    vtype = ctypes.c_double if m.dtype == 1 else ctypes.c_float
+    values = (np.ctypeslib.as_array(ctypes.cast(m.val, ctypes.POINTER(vtype)), shape=(nnz,)).copy() if nnz
+              else np.zeros(0, np.float64 if m.dtype == 1 else np.float32))
+    return sp.csr_matrix((values, indices, indptr), shape=(m.rows, m.cols))
+
+
 def matf_to_numpy(p):
     m = p.contents
     if m.rows == 0 or m.cols == 0:
@@ -462,6 +474,17 @@ class Estimator:
         if not p:
             return None
         return np.ctypeslib.as_array(p, shape=(n.value,)).copy()
+
+    def graph(self):
+        """The graph a graph method made (scipy CSR), or None."""
+        p = lib.nle_estimator_graph(self.est)
+        return csr_to_scipy(p) if p else None
+
+    def betas(self):
+        """Entropic affinities' precisions beta_n, or None."""
+        n = ctypes.c_size_t()
+        p = lib.nle_estimator_betas(self.est, ctypes.byref(n))
+        return np.ctypeslib.as_array(p, shape=(n.value,)).copy() if p else None
 
     def report(self):
         return json.loads(_text(lib.nle_estimator_report(self.est)))

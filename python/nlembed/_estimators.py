@@ -37,7 +37,8 @@ from . import _core
 # t-EE's f(x), defined with wneg="sqdist"; PCA's; kernel eigenmaps' G+(y))
 # and a map for new points (transform: all but the SMACOF family, whose
 # fits keep no model).
-KNN = ["knn_method", "trees", "leaf_size", "max_candidates", "knn_iters", "knn_delta", "pca", "pca_candidates"]
+KNN_SEARCH = ["knn_method", "trees", "leaf_size", "max_candidates", "knn_iters", "knn_delta"]
+KNN = KNN_SEARCH + ["pca", "pca_candidates"]
 
 EMBED_MAIN = ["n_components:dim", "perplexity", "n_neighbors:neighbors", "init", "learning_rate",
               "max_iter:max-iters", "early_exaggeration:exaggeration",
@@ -109,7 +110,7 @@ class _Spec:
                  aliases=None, own=None, defaults=None, dtype=np.float64, notes=None):
         self.method = method
         self.cls = cls
-        self.kind = kind  # "embedding", "cluster" or "supervised"
+        self.kind = kind  # "embedding", "cluster", "supervised" or "graph"
         self.about = about
         self.aliases = dict(aliases or {})
         self.own = dict(own or {})
@@ -150,6 +151,15 @@ METHODS = [
     _Spec("pca", "PCA", "embedding", "principal component analysis, exact or randomised",
           ["n_components:dim", "center", "whiten", "svd_solver:solver", "n_oversamples:oversample",
            "iterated_power:power-iters"], inverse=True),
+    _Spec("knn", "KNNGraph", "graph",
+          "k-nearest-neighbour graph, exact or approximate: graph_ holds each point's k nearest (itself "
+          "excluded) with their squared distances, as `nlembed knn` writes it",
+          ["n_neighbors:neighbors"] + KNN_SEARCH, transform=False),
+    _Spec("affinity", "Affinities", "graph",
+          "affinity matrix on the kNN graph: entropic (each point's bandwidth set by the perplexity, "
+          "dissertation ch. 2; betas_ the precisions) by default, or a Gaussian, binary, inverse-distance or "
+          "self-tuning kernel",
+          ["n_neighbors:neighbors", "perplexity", "kind"] + KNN_SEARCH, transform=False),
     _Spec("le", "LaplacianEigenmaps", "embedding",
           "Laplacian eigenmaps (Belkin and Niyogi 2003), exact or by Locally Linear Landmarks",
           ["n_components:dim"] + GRAPH + ["laplacian"] + LLL),
@@ -459,7 +469,9 @@ class NlembedEstimator(BaseEstimator):
         if classes is not None:
             self.classes_ = classes
         self._handle = handle
-        self.embedding_ = handle.embedding().astype(self._spec.dtype, copy=False)
+        embedding = handle.embedding()  # a graph method makes none
+        if embedding is not None:
+            self.embedding_ = embedding.astype(self._spec.dtype, copy=False)
         self.report_ = handle.report()
         for key, attr in REPORT_ATTRIBUTES.items():
             value = self.report_.get(key)
@@ -529,6 +541,24 @@ class _Embedding(NlembedEstimator, TransformerMixin):
     def fit_transform(self, X, y=None):
         """fit(X) and the embedding of X (embedding_)."""
         return self._fit(X, y).embedding_
+
+
+class _Graph(NlembedEstimator, TransformerMixin):
+    def fit(self, X, y=None):
+        """Builds the graph of X (N x D points; an N x N matrix of distances
+        with metric="precomputed"; a scipy sparse matrix of rows): graph_
+        (scipy CSR, N x N) and, for entropic affinities, betas_ (each
+        point's precision 1 / (2 sigma^2)). y is ignored."""
+        self._fit(X, y)
+        self.graph_ = self._handle.graph()
+        betas = self._handle.betas()
+        if betas is not None:
+            self.betas_ = betas
+        return self
+
+    def fit_transform(self, X, y=None):
+        """fit(X) and its graph (graph_)."""
+        return self.fit(X, y).graph_
 
 
 class _Transform:
@@ -640,8 +670,8 @@ _ONE_CLUSTER = ("the check sets n_clusters = 1; the library takes at least 2 clu
                 "no spectral problem) and refuses 1, naming the option")
 
 _XFAIL = {method: {"check_fit2d_1sample": _ONE_SAMPLE} for method in
-          ("tsne", "tee", "ee", "ssne", "sne", "pca", "le", "lle", "mlle", "ltsa", "hlle", "isomap", "diffmap",
-           "cluster", "cmds", "mds", "sammon", "nmds", "lmds", "kpca", "kem")}
+          ("tsne", "tee", "ee", "ssne", "sne", "pca", "knn", "affinity", "le", "lle", "mlle", "ltsa", "hlle", "isomap",
+           "diffmap", "cluster", "cmds", "mds", "sammon", "nmds", "lmds", "kpca", "kem")}
 for _m in ("tsne", "tee", "ee", "ssne", "sne"):
     _XFAIL[_m].update(check_transformer_general=_NEW_POINTS, check_transformer_data_not_an_array=_NEW_POINTS)
 _XFAIL["isomap"].update({c: _BLOBS for c in (
@@ -779,7 +809,7 @@ def _library_rows(spec):
 
 
 def _make(spec):
-    base = {"embedding": _Embedding, "cluster": _Clustering, "supervised": _Supervised}[spec.kind]
+    base = {"embedding": _Embedding, "cluster": _Clustering, "supervised": _Supervised, "graph": _Graph}[spec.kind]
     bases = (((_Classifier,) if spec.kind == "supervised" else ()) + (base,) + ((_Transform,) if spec.transform else ())
              + ((_Inverse,) if spec.inverse else ()))
     _library_rows(spec)

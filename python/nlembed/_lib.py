@@ -109,6 +109,8 @@ _PROTOTYPES = {
     "nle_estimator_fit": (_c.c_int, [_P, _c.POINTER(EstimatorInput)]),
     "nle_estimator_embedding": (_c.POINTER(MatD), [_P]),
     "nle_estimator_labels": (_c.POINTER(_c.c_int32), [_P, _c.POINTER(_c.c_size_t)]),
+    "nle_estimator_graph": (_c.POINTER(CSR), [_P]),
+    "nle_estimator_betas": (_c.POINTER(_c.c_double), [_P, _c.POINTER(_c.c_size_t)]),
     "nle_estimator_report": (_c.c_char_p, [_P]),
     "nle_estimator_transform": (_c.c_int, [_P, _c.POINTER(MatF), _c.POINTER(_c.POINTER(MatD))]),
     "nle_estimator_inverse": (_c.c_int, [_P, _c.POINTER(MatD), _c.POINTER(_c.POINTER(MatF))]),

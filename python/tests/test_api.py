@@ -64,7 +64,8 @@ def test_signature_is_explicit(spec):
     assert inspect.Parameter.VAR_KEYWORD not in kinds and inspect.Parameter.VAR_POSITIONAL not in kinds
     names = [n for n in sig.parameters if n != "self"]
     assert names == [py for py, _ in spec.params] + list(spec.own) + list(spec.aliases) + CONTEXT
-    assert names[0] in ("n_components", "n_clusters")
+    assert names[0] == ("n_neighbors" if spec.kind == "graph" else "n_clusters" if spec.kind == "cluster"
+                        else "n_components")
     est = cls()
     assert set(est.get_params()) == set(names)
     # the real defaults: what a fresh library estimator of the method reports
@@ -525,3 +526,26 @@ def test_spectral_clustering_takes_scikit_learn_values():
     assert abs(rbf.report_["options"]["sigma"] - 5.0) < 1e-12  # exp(-gamma d^2) = exp(-d^2 / 2 sigma^2)
     with pytest.raises(ValueError, match="gamma > 0"):
         nlembed.SpectralClustering(3, affinity="rbf", gamma=0).fit(X)
+
+
+def test_graph_classes_match_a_brute_force_search():
+    """KNNGraph: each point's k nearest by exact distances (itself out),
+    squared; Affinities: symmetric rows of (P + P^T) / 2 whose conditional
+    rows have the asked perplexity, 2^H(p_n) = K."""
+    X = np.random.RandomState(3).randn(200, 6).astype(np.float32)
+    g = nlembed.KNNGraph(n_neighbors=7, knn_method="exact").fit(X)
+    D2 = ((X[:, None, :].astype(np.float64) - X[None, :, :]) ** 2).sum(-1)
+    np.fill_diagonal(D2, np.inf)
+    want = np.argsort(D2, axis=1)[:, :7]
+    got = g.graph_.indices.reshape(200, 7)
+    assert (np.sort(got, 1) == np.sort(want, 1)).mean() == 1.0
+    assert np.allclose(g.graph_.data.reshape(200, 7), np.take_along_axis(D2, want, 1), rtol=1e-4)
+    assert g.fit_transform(X).shape == (200, 200)
+    a = nlembed.Affinities(perplexity=5, conditional=True).fit(X)
+    P = a.graph_.toarray()
+    assert np.allclose(P.sum(1), 1)
+    H = -np.sum(np.where(P > 0, P * np.log(np.where(P > 0, P, 1)), 0), axis=1)
+    assert np.allclose(np.exp(H), 5, rtol=1e-6)
+    assert a.betas_.shape == (200,) and (a.betas_ > 0).all()
+    W = nlembed.Affinities(perplexity=5).fit(X).graph_
+    assert abs(W - W.T).max() < 1e-12 and np.allclose(W.toarray(), (P + P.T) / 2, atol=1e-12)

@@ -27,6 +27,8 @@ SMALL = {
     "diffmap": dict(n_neighbors=5, components="allow"),
     "cluster": dict(n_neighbors=5, components="allow"),
     "kem": dict(n_neighbors=5),
+    "knn": dict(n_neighbors=5),
+    "affinity": dict(perplexity=2, n_neighbors=6),
 }
 
 

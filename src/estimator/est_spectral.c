@@ -57,20 +57,7 @@ NLE__ENUM_NAME_OF(nle_landmark_method_name, nle_landmark_method)
       S_REAL(T, P, "radius", radius, false, NLE__NONNEGATIVE, .metavar = "R",                                          \
              .help = "epsilon-ball neighbourhoods instead: every point within distance R (exact, O(N^2 D)); 0: the k " \
                      "nearest"),                                                                                       \
-      S_ENUM(T, P, "knn-method", knn_method, nle_knn_method_name, nle_knn_method_parse, .alias = "method",             \
-             .metavar = "NAME",                                                                                        \
-             .help = "neighbour search: exact, approx (random-projection forest + NN-descent) or auto (a cost model "  \
-                     "in N and D)"),                                                                                   \
-      S_INT(T, P, "trees", knn_approx.n_trees, true, NLE__INT_FROM(1), .metavar = "N",                                 \
-            .help = "approx: random-projection trees (auto: 4 + N^(1/4) / 2)"),                                        \
-      S_INT(T, P, "leaf-size", knn_approx.leaf_size, true, NLE__INT_FROM(1), .metavar = "N",                           \
-            .help = "approx: largest leaf (auto: max(60, k))"),                                                        \
-      S_INT(T, P, "max-candidates", knn_approx.max_candidates, true, NLE__INT_FROM(1), .metavar = "N",                 \
-            .help = "approx: NN-descent sample per point (auto: 30)"),                                                 \
-      S_INT(T, P, "knn-iters", knn_approx.max_iters, true, NLE__INT_FROM(1), .alias = "iters", .metavar = "N",         \
-            .help = "approx: most NN-descent iterations (auto: max(5, log2 N))"),                                      \
-      S_REAL(T, P, "knn-delta", knn_approx.delta, false, NLE__NONNEGATIVE, .alias = "delta", .metavar = "D",           \
-             .help = "approx: stop below D N k changes per iteration"),                                                \
+      NLE__KNN_SEARCH_ROWS(T, P knn_method, P knn_approx),                                                          \
       S_INT(T, P, "pca", pca_dims, true, NLE__INT_FROM(0), .metavar = "N",                                             \
             .help = "search the neighbours among N principal components, then re-rank them by their distances in "     \
                     "INPUT (auto: 50 when N > 5,000 and D > 100; 0: off)"),                                            \
@@ -463,6 +450,11 @@ const nle__family nle__family_spectral = {
     SPECTRAL_MAPS,
 };
 
+static nle_estimator_product cluster_makes(int variant) {
+  (void)variant;
+  return NLE_MAKES_LABELS;
+}
+
 const nle__family nle__family_cluster = {
     .methods = cluster_methods,
     .abouts = cluster_abouts,
@@ -472,6 +464,7 @@ const nle__family nle__family_cluster = {
     .options = cluster_options,
     .graph_k = cluster_graph_k,
     .fit = cluster_fit,
+    .makes = cluster_makes,
     .transform = transform,
     .predict = predict,
     .save = save,

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const nle__family *const families[] = {&nle__family_embed, &nle__family_pca,  &nle__family_spectral,
+static const nle__family *const families[] = {&nle__family_embed, &nle__family_pca,  &nle__family_graph, &nle__family_spectral,
                                               &nle__family_cluster, &nle__family_mds, &nle__family_kpca,
                                               &nle__family_lda, &nle__family_kem};
 enum { N_FAMILIES = sizeof families / sizeof *families };
@@ -235,6 +235,9 @@ nle_status nle_estimator_new(nle_ctx *ctx, const char *method, nle_estimator **o
 /* What a fit leaves, released before the next and at the end. */
 static void release_fit(nle_estimator *e) {
   nle_matd_free(&e->X);
+  nle_csr_free(&e->graph);
+  free(e->beta);
+  e->beta = NULL;
   free(e->labels);
   e->labels = NULL;
   free(e->resolved);
@@ -618,7 +621,8 @@ static nle_status prepare_input(nle_estimator *e, const nle_estimator_input *inp
     return nle__fail(ctx, NLE_ERR_ARG, "%s: takes no weights (metric MDS does)", e->method);
   *in = (nle__est_input){.labels = input->labels, .source = input->source, .init = input->init,
                          .weights = input->weights, .given_affinities = input->affinities, .knn = input->knn,
-                         .release_Y = input->release_Y, .release_user = input->release_user, .n = n};
+                         .release_Y = input->release_Y, .release_user = input->release_user, .n = n,
+                         .raw_Y = Y, .sparse = S};
   e->n = n;
   e->D = D;
   e->input_kind = S && rows_metric(e->metric) ? "sparse rows" : !rows_metric(e->metric) ? nle_metric_name(e->metric) : NULL;
@@ -655,7 +659,7 @@ static nle_status prepare_input(nle_estimator *e, const nle_estimator_input *inp
   const nle_knn_approx_opts *approx = NULL;
   if (e->family->graph_search) e->family->graph_search(e, &method, &approx);
   double t = nle_time_seconds();
-  nle_status s = nle_metric_graph(ctx, e->metric, Y, S, k, method, approx, &e->knn_built, NULL);
+  nle_status s = nle_metric_graph(ctx, e->metric, Y, S, k, method, approx, &e->knn_built, &in->search_used);
   in->search_seconds = nle_time_seconds() - t;
   if (s < 0 && input->source && s != NLE_ERR_NOMEM && s != NLE_ERR_MEMCAP && s != NLE_ERR_CANCELLED) {
     /* the input's own fault (a negative distance): name where it came from */
@@ -726,6 +730,19 @@ nle_status nle_estimator_fit(nle_estimator *e, const nle_estimator_input *input)
 }
 
 const nle_matd *nle_estimator_embedding(const nle_estimator *e) { return e && e->fitted ? e->X : NULL; }
+
+nle_estimator_product nle_estimator_makes(const nle_estimator *e) {
+  if (!e) return NLE_MAKES_EMBEDDING;
+  return e->family->makes ? e->family->makes(e->variant) : NLE_MAKES_EMBEDDING;
+}
+
+const nle_csr *nle_estimator_graph(const nle_estimator *e) { return e && e->fitted ? e->graph : NULL; }
+
+const double *nle_estimator_betas(const nle_estimator *e, size_t *n) {
+  const double *beta = e && e->fitted ? e->beta : NULL;
+  if (n) *n = beta ? e->n : 0;
+  return beta;
+}
 
 const int32_t *nle_estimator_labels(const nle_estimator *e, size_t *n) {
   if (n) *n = e && e->labels ? e->n : 0;

@@ -57,6 +57,27 @@ typedef struct {
 
 #define NLE__FOR(v) (1u << (unsigned)(v))
 
+/* The neighbour search's rows, one spelling for every family that searches:
+ * knn-method and the approximate search's options, on the nle_knn_method
+ * field `method` and the nle_knn_approx_opts field `approx` of options
+ * struct T. The file defines nle_knn_method_name_of (NLE__ENUM_NAME_OF). */
+#define NLE__KNN_SEARCH_ROWS(T, method, approx)                                                                       \
+  {.name = "knn-method", .kind = NLE__OPT_ENUM, .offset = offsetof(T, method), .auto_ok = true,                        \
+   .enum_name = nle_knn_method_name_of, .enum_parse = nle_knn_method_parse, .metavar = "NAME", .alias = "method",      \
+   .help = "neighbour search: exact, approx (random-projection forest + NN-descent) or auto (a cost model in N and "   \
+           "D)"},                                                                                                     \
+      {.name = "trees", .kind = NLE__OPT_INT, .offset = offsetof(T, approx.n_trees), .auto_ok = true,                  \
+       NLE__INT_FROM(1), .metavar = "N", .help = "approx: random-projection trees (auto: 4 + N^(1/4) / 2)"},          \
+      {.name = "leaf-size", .kind = NLE__OPT_INT, .offset = offsetof(T, approx.leaf_size), .auto_ok = true,            \
+       NLE__INT_FROM(1), .metavar = "N", .help = "approx: largest leaf (auto: max(60, k))"},                          \
+      {.name = "max-candidates", .kind = NLE__OPT_INT, .offset = offsetof(T, approx.max_candidates), .auto_ok = true,  \
+       NLE__INT_FROM(1), .metavar = "N", .help = "approx: NN-descent sample per point (auto: 30)"},                   \
+      {.name = "knn-iters", .kind = NLE__OPT_INT, .offset = offsetof(T, approx.max_iters), .auto_ok = true,            \
+       NLE__INT_FROM(1), .metavar = "N", .alias = "iters",                                                            \
+       .help = "approx: most NN-descent iterations (auto: max(5, log2 N))"},                                          \
+      {.name = "knn-delta", .kind = NLE__OPT_REAL, .offset = offsetof(T, approx.delta), NLE__NONNEGATIVE,             \
+       .metavar = "D", .alias = "delta", .help = "approx: stop below D N k changes per iteration"}
+
 /* An int-typed wrapper of a public name function of an enum. */
 #define NLE__ENUM_NAME_OF(fn, type) \
   static const char *fn##_of(int v) { return fn((type)v); }
@@ -93,6 +114,10 @@ typedef struct {
   void (*release_Y)(void *release_user);
   void *release_user;
   double search_seconds;      /* the kNN search made here (sparse rows, distances) */
+  nle_knn_method search_used; /* the search that ran there (NLE_KNN_AUTO: none) */
+  const nle_matf *raw_Y;      /* the caller's dense rows as given (before the
+                                 metric made them unit) */
+  const nle_csr *sparse;      /* the caller's sparse rows, or NULL */
   size_t n;
 } nle__est_input;
 
@@ -114,6 +139,8 @@ struct nle_estimator {
                                 rows", "precomputed", "affinities"), else NULL */
   size_t n, D;
   nle_matd *X;               /* the embedding (owned) */
+  nle_csr *graph;            /* a graph method's product (owned) */
+  double *beta;              /* entropic affinities' precisions (owned) */
   int32_t *labels;           /* a clustering's (owned) */
   void *model;               /* the family's out-of-sample model (owned) */
   nle__json report;
@@ -155,6 +182,8 @@ typedef struct nle__family {
    * stand for (LDA, kernel LDA) */
   nle_status (*decision)(nle_estimator *e, const nle_matf *Y, nle_matd **scores, nle_matd **proba,
                          const int32_t **classes);
+  /* what a fit of the method makes (NULL: an embedding) */
+  nle_estimator_product (*makes)(int variant);
   const char *file_kind;            /* its model file's kind */
   nle_status (*save)(nle_estimator *e, const char *path);
   /* reads the model file: sets e->model, e->variant, e->X and e->resolved */
@@ -176,7 +205,7 @@ typedef struct nle__family {
 } nle__family;
 
 extern const nle__family nle__family_embed, nle__family_spectral, nle__family_cluster, nle__family_mds,
-    nle__family_kpca, nle__family_lda, nle__family_kem, nle__family_pca;
+    nle__family_kpca, nle__family_lda, nle__family_kem, nle__family_pca, nle__family_graph;
 
 /* The estimator made one of `method` (a loaded file said which), options
  * at their defaults; the model it holds is kept (the families sharing a
