@@ -434,9 +434,10 @@ typedef struct {
   nle_model_kind model;     /* default NLE_MODEL_TSNE */
   int dim;                  /* embedding dimension d, 1..64 (2) */
   /* affinities W+ */
-  double perplexity;        /* entropic W+ (NLE_AUTO: 5 for the Gaussian
-                               kernel's EE, s-SNE and SNE, 30 for t-SNE and
-                               t-EE) */
+  double perplexity;        /* entropic W+ (NLE_AUTO: k / 3 when k is
+                               given, the graph stage's rule; else 5 for the
+                               Gaussian kernel's EE, s-SNE and SNE, 30 for
+                               t-SNE and t-EE) */
   double sigma;             /* NLE_AUTO (default): entropic W+; > 0:
                                Gaussian W+ of this width on the kNN graph */
   int k;                    /* kNN graph size (NLE_AUTO: 3 x perplexity,

@@ -58,7 +58,8 @@ NLE__ENUM_NAME_OF(nle_knn_method_name, nle_knn_method)
 static const nle__option options[] = {
     {INT("dim", dim), NLE__INT_IN(1, 64), .short_name = 'd', .metavar = "N", .help = "embedding dimension"},
     {REAL("perplexity", perplexity), .auto_ok = true, NLE__REAL_IN(1, INFINITY, NLE__OPEN_LO), .short_name = 'p',
-     .metavar = "K", .help = "perplexity of the entropic affinities (auto: 30 for t-SNE and t-EE, 5 for EE, s-SNE and SNE)"},
+     .metavar = "K", .help = "perplexity of the entropic affinities (auto: neighbors / 3 when neighbors is given, else 30 for t-SNE "
+             "and t-EE, 5 for EE, s-SNE and SNE)"},
     {INT("neighbors", k), .auto_ok = true, NLE__INT_FROM(2), .short_name = 'k', .metavar = "K", .json = "k",
      .help = "neighbours per point of the kNN graph, not counting the point (auto: 3 x perplexity, 12 with sigma)"},
     {REAL("sigma", sigma), .auto_ok = true, NLE__POSITIVE, .metavar = "S",

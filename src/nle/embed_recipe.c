@@ -209,7 +209,10 @@ static void resolve_graph_size(nle_embed_opts *o, size_t n) {
    * recall@10 at perplexity 5 / 15 / 30 0.288 / 0.260 / 0.238 at 5,000
    * points, 0.170 / 0.142 / 0.128 at 20,000, trustworthiness within 1%;
    * s-SNE 0.289 / 0.256 / 0.237 and SNE 0.296 / - / 0.245 at 5,000). */
-  if (AUTO(o->perplexity)) o->perplexity = gaussian_kernel(o->model) ? GAUSSIAN_PERPLEXITY : 30.0;
+  if (AUTO(o->perplexity) && !AUTO(o->k) && AUTO(o->sigma))
+    o->perplexity = nle_graph_perplexity_for_k(o->k); /* the graph stage's one rule, from the k given */
+  else if (AUTO(o->perplexity))
+    o->perplexity = gaussian_kernel(o->model) ? GAUSSIAN_PERPLEXITY : 30.0;
   /* the graph stage's rule k = 3 x perplexity; Gaussian W+ of a given
    * width: 12 neighbours */
   if (AUTO(o->k)) o->k = !AUTO(o->sigma) ? nle_graph_k_for_perplexity(4.0, n) : nle_graph_k_for_perplexity(o->perplexity, n);
