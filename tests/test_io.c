@@ -599,6 +599,26 @@ static void model_container(void) {
   nle_ctx_free(&ctx);
 }
 
+static const nle__model_kind toy_kind = {"toy-model", false, toy_check, toy_write, toy_read, toy_free, NULL, NULL};
+NLE__MODEL_LOAD_FN(toy_load, toy_model, toy_kind, "toy model load")
+
+/* A kind's typed load (the one macro every kind's public load is): the
+ * model back typed, a NULL path or out refused in the kind's words. */
+static void model_typed_load(void) {
+  nle_ctx *ctx = test_ctx(1);
+  char path[4096];
+  snprintf(path, sizeof path, "%s", test_path("typed.nle"));
+  toy_model m = {{4, 5, 6}, NULL}, *back = NULL;
+  nle_test_ok(nle__model_save(ctx, &toy_kind, &m, path, true));
+  if (nle_test_ok(toy_load(ctx, path, &back))) nle_test(!memcmp(back->v, m.v, sizeof m.v));
+  free(back);
+  nle_test(toy_load(ctx, NULL, &back) == NLE_ERR_ARG && !strcmp(nle_ctx_error(ctx), "toy model load: NULL argument"));
+  nle_test(toy_load(ctx, path, NULL) == NLE_ERR_ARG);
+  nle_trained *t = NULL;
+  nle_test(nle_trained_load(ctx, NULL, &t) == NLE_ERR_ARG && !t);
+  nle_ctx_free(&ctx);
+}
+
 static void synthetic_datasets(void) {
   nle_ctx *ctx = test_ctx(3);
   nle_dataset *a, *b;
@@ -984,4 +1004,5 @@ const nle_test_case io_tests[] = {{"io/label_names_with_spaces", label_names_wit
     {"io/gzip_judged_from_start", gzip_judged_from_start},
     {"io/atomic_output", atomic_output}, {"io/output_transactions", output_transactions}, {"io/synthetic_datasets", synthetic_datasets},
     {"io/model_container", model_container},
+    {"io/model_typed_load", model_typed_load},
     {"io/records_long_checksum", records_long_checksum}, {"io/fashion_mnist", fashion_mnist}, {"io/fashion_head", fashion_head}, {NULL, NULL}};

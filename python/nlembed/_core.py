@@ -490,33 +490,28 @@ class Estimator:
         return json.loads(_text(lib.nle_estimator_report(self.est)))
 
     # new points
-    def transform(self, X, verbose=0):
-        m, keep = as_matf(X)
-        out = ctypes.POINTER(_lib.MatD)()
+    def _map(self, fn, X, verbose, as_input, out_type, to_numpy, free):
+        """A map of new points (transform, inverse): X in, the map's matrix
+        out as numpy (the library's freed)."""
+        m, keep = as_input(X)
+        out = ctypes.POINTER(out_type)()
         with self.lock:
-            status = _Progress(verbose, self.render).run(self.ctx, lib.nle_estimator_transform, self.est,
-                                                         ctypes.byref(m), ctypes.byref(out))
+            status = _Progress(verbose, self.render).run(self.ctx, fn, self.est, ctypes.byref(m), ctypes.byref(out))
             try:
                 found = self._checked(status)
-                result = matd_to_numpy(out)
+                result = to_numpy(out)
                 warn(found)
                 return result
             finally:
-                lib.nle_matd_free(ctypes.byref(out))
+                free(ctypes.byref(out))
+
+    def transform(self, X, verbose=0):
+        return self._map(lib.nle_estimator_transform, X, verbose, as_matf, _lib.MatD, matd_to_numpy,
+                         lib.nle_matd_free)
 
     def inverse(self, X, verbose=0):
-        m, keep = as_matd(X)
-        out = ctypes.POINTER(_lib.MatF)()
-        with self.lock:
-            status = _Progress(verbose, self.render).run(self.ctx, lib.nle_estimator_inverse, self.est,
-                                                         ctypes.byref(m), ctypes.byref(out))
-            try:
-                found = self._checked(status)
-                result = matf_to_numpy(out)
-                warn(found)
-                return result
-            finally:
-                lib.nle_matf_free(ctypes.byref(out))
+        return self._map(lib.nle_estimator_inverse, X, verbose, as_matd, _lib.MatF, matf_to_numpy,
+                         lib.nle_matf_free)
 
     def predict(self, X, verbose=0):
         m, keep = as_matf(X)

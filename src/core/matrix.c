@@ -19,49 +19,33 @@ static nle_status mat_alloc(nle_ctx *ctx, size_t rows, size_t cols, size_t elem,
   return *data ? NLE_OK : NLE_ERR_NOMEM;
 }
 
-nle_status nle_matf_alloc(nle_ctx *ctx, size_t rows, size_t cols, nle_matf **out) {
-  *out = NULL;
-  nle_matf *m = nle__calloc(ctx, 1, sizeof *m, "a matrix header");
-  if (!m) return NLE_ERR_NOMEM;
-  nle_status s = mat_alloc(ctx, rows, cols, sizeof(float), (void **)&m->data, "float matrix");
-  if (s) {
-    free(m);
-    return s;
+/* The float and the double matrix differ only in their element type: one
+ * body defines both alloc/free pairs. */
+#define MATRIX_ALLOC_FREE(T, ELEM, WHAT)                                                                         \
+  nle_status T##_alloc(nle_ctx *ctx, size_t rows, size_t cols, T **out) {                                     \
+    *out = NULL;                                                                                               \
+    T *m = nle__calloc(ctx, 1, sizeof *m, "a matrix header");                                                  \
+    if (!m) return NLE_ERR_NOMEM;                                                                              \
+    nle_status s = mat_alloc(ctx, rows, cols, sizeof(ELEM), (void **)&m->data, WHAT);                          \
+    if (s) {                                                                                                   \
+      free(m);                                                                                                 \
+      return s;                                                                                                \
+    }                                                                                                          \
+    m->rows = rows;                                                                                            \
+    m->cols = cols;                                                                                            \
+    *out = m;                                                                                                  \
+    return NLE_OK;                                                                                             \
+  }                                                                                                            \
+                                                                                                               \
+  void T##_free(T **m) {                                                                                       \
+    if (!m || !*m) return;                                                                                     \
+    free((*m)->data);                                                                                          \
+    free(*m);                                                                                                  \
+    *m = NULL;                                                                                                 \
   }
-  m->rows = rows;
-  m->cols = cols;
-  *out = m;
-  return NLE_OK;
-}
 
-nle_status nle_matd_alloc(nle_ctx *ctx, size_t rows, size_t cols, nle_matd **out) {
-  *out = NULL;
-  nle_matd *m = nle__calloc(ctx, 1, sizeof *m, "a matrix header");
-  if (!m) return NLE_ERR_NOMEM;
-  nle_status s = mat_alloc(ctx, rows, cols, sizeof(double), (void **)&m->data, "double matrix");
-  if (s) {
-    free(m);
-    return s;
-  }
-  m->rows = rows;
-  m->cols = cols;
-  *out = m;
-  return NLE_OK;
-}
-
-void nle_matf_free(nle_matf **m) {
-  if (!m || !*m) return;
-  free((*m)->data);
-  free(*m);
-  *m = NULL;
-}
-
-void nle_matd_free(nle_matd **m) {
-  if (!m || !*m) return;
-  free((*m)->data);
-  free(*m);
-  *m = NULL;
-}
+MATRIX_ALLOC_FREE(nle_matf, float, "float matrix")
+MATRIX_ALLOC_FREE(nle_matd, double, "double matrix")
 
 nle_status nle_matd_to_matf(nle_ctx *ctx, const nle_matd *in, nle_matf **out) {
   nle_status s = nle_matf_alloc(ctx, in->rows, in->cols, out);

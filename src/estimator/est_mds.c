@@ -24,18 +24,15 @@ static int mds_variant(const char *method) {
 }
 static int one_variant(const char *method) { return strcmp(method, "klda") ? 0 : 1; }
 
-static void mds_init(void *opts, int variant) {
-  (void)variant;
-  nle_mds_opts_init(opts);
-}
-static void kpca_init(void *opts, int variant) {
-  (void)variant;
-  nle_kpca_opts_init(opts);
-}
-static void lda_init(void *opts, int variant) {
-  (void)variant;
-  nle_lda_opts_init(opts);
-}
+/* Every variant of these families starts from the same defaults. */
+#define OPTS_INIT(name, init)                   \
+  static void name(void *opts, int variant) {   \
+    (void)variant;                              \
+    init(opts);                                 \
+  }
+OPTS_INIT(mds_init, nle_mds_opts_init)
+OPTS_INIT(kpca_init, nle_kpca_opts_init)
+OPTS_INIT(lda_init, nle_lda_opts_init)
 
 NLE__ENUM_NAME_OF(nle_mds_ties_name, nle_mds_ties)
 NLE__ENUM_NAME_OF(nle_pdkernel_name, nle_pdkernel_kind)
@@ -124,9 +121,15 @@ static nle_status no_graph(nle_estimator *e, const nle__est_input *in) {
   return NLE_OK;
 }
 
-static nle_status take_model(nle_estimator *e, nle_projection_model **model) {
+/* What every fit of these families keeps: the points, the resolved
+ * options (reported) and the map, taken from the result. */
+static nle_status keep_fit(nle_estimator *e, const nle_matd *X, const void *resolved, nle_projection_model **model) {
+  nle_status k = nle__est_keep_X(e, X);
+  if (!k) k = nle__est_keep_resolved(e, resolved);
+  if (k) return k;
   e->model = *model;
   *model = NULL;
+  nle__est_report_options(e, resolved);
   return NLE_OK;
 }
 
@@ -185,11 +188,8 @@ static nle_status mds_fit(nle_estimator *e, const nle__est_input *in) {
   s = nle_mds(e->ctx, (nle_mds_method)e->variant, &mi, &o, &r);
   nle_matd_free(&delta);
   if (s < 0) return s;
-  nle_status k = nle__est_keep_X(e, r->X);
-  if (!k) k = nle__est_keep_resolved(e, &r->resolved);
+  nle_status k = keep_fit(e, r->X, &r->resolved, &r->model);
   if (!k) {
-    take_model(e, &r->model);
-    nle__est_report_options(e, &r->resolved);
     report_mds(e, r);
   }
   nle_mds_result_free(&r);
@@ -210,11 +210,8 @@ static nle_status kpca_fit(nle_estimator *e, const nle__est_input *in) {
   s = nle_kpca(e->ctx, given ? NULL : in->Y, K, &o, &r);
   nle_matd_free(&K);
   if (s < 0) return s;
-  nle_status k = nle__est_keep_X(e, r->X);
-  if (!k) k = nle__est_keep_resolved(e, &r->resolved);
+  nle_status k = keep_fit(e, r->X, &r->resolved, &r->model);
   if (!k) {
-    take_model(e, &r->model);
-    nle__est_report_options(e, &r->resolved);
     nle__json *j = &e->report;
     nle__json_printf(j, ", \"seconds\": %.3f, \"kernel_seconds\": %.3f, \"eigen_seconds\": %.3f, \"sparse\": %s, "
                         "\"kernel_entries\": %zu", r->seconds, r->kernel_seconds, r->eigen_seconds,
@@ -236,11 +233,8 @@ static nle_status lda_fit(nle_estimator *e, const nle__est_input *in) {
   nle_lda_result *r = NULL;
   s = e->variant ? nle_klda(e->ctx, in->Y, in->labels, &o, &r) : nle_lda(e->ctx, in->Y, in->labels, &o, &r);
   if (s < 0) return s;
-  nle_status k = nle__est_keep_X(e, r->X);
-  if (!k) k = nle__est_keep_resolved(e, &r->resolved);
+  nle_status k = keep_fit(e, r->X, &r->resolved, &r->model);
   if (!k) {
-    take_model(e, &r->model);
-    nle__est_report_options(e, &r->resolved);
     nle__json *j = &e->report;
     nle__json_printf(j, ", \"seconds\": %.3f, \"classes\": %d", r->seconds, r->classes);
     if (r->rank >= 0) nle__json_printf(j, ", \"rank\": %d", r->rank);
@@ -309,6 +303,11 @@ void nle__est_projection_free(void **model) {
   *model = NULL;
 }
 
+/* The three families keep one kind of map: the projection model. */
+#define PROJECTION_MAP                                                                       \
+  .transform = nle__est_projection_transform, .save = nle__est_projection_save,              \
+  .free_model = nle__est_projection_free
+
 const nle__family nle__family_mds = {
     .methods = mds_methods,
     .abouts = mds_abouts,
@@ -317,11 +316,9 @@ const nle__family nle__family_mds = {
     .opts_init = mds_init,
     .options = mds_options,
     .fit = mds_fit,
-    .transform = nle__est_projection_transform,
     .file_kind = "projection-model",
-    .save = nle__est_projection_save,
     .load = load,
-    .free_model = nle__est_projection_free,
+    PROJECTION_MAP,
 };
 
 const nle__family nle__family_kpca = {
@@ -332,9 +329,7 @@ const nle__family nle__family_kpca = {
     .opts_init = kpca_init,
     .options = kpca_options,
     .fit = kpca_fit,
-    .transform = nle__est_projection_transform,
-    .save = nle__est_projection_save,
-    .free_model = nle__est_projection_free,
+    PROJECTION_MAP,
 };
 
 const nle__family nle__family_lda = {
@@ -345,8 +340,6 @@ const nle__family nle__family_lda = {
     .opts_init = lda_init,
     .options = lda_options,
     .fit = lda_fit,
-    .transform = nle__est_projection_transform,
     .decision = lda_decision,
-    .save = nle__est_projection_save,
-    .free_model = nle__est_projection_free,
+    PROJECTION_MAP,
 };

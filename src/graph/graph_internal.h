@@ -8,6 +8,24 @@
 
 #include "../neighbors/neighbors_internal.h"
 
+/* A family's options that carry graph-stage fields list them once, as
+ * FIELDS(X, o, g) expanding to X(o, g, ours, the graph's) per field; from
+ * that list come their defaults (the graph's own) and a run's
+ * nle_graph_opts. */
+#define NLE__OURS_FROM_GRAPH(o, g, ours, theirs) (o)->ours = (g)->theirs;
+#define NLE__GRAPH_FROM_OURS(o, g, ours, theirs) (g)->theirs = (o)->ours;
+#define NLE__GRAPH_DEFAULTS(FIELDS, o)                                                                            \
+  do {                                                                                                            \
+    nle_graph_opts graph_defaults;                                                                                \
+    nle_graph_opts_init(&graph_defaults);                                                                         \
+    FIELDS(NLE__OURS_FROM_GRAPH, o, &graph_defaults)                                                              \
+  } while (0)
+#define NLE__GRAPH_OPTS_OF(FIELDS, o, g)                                                                          \
+  do {                                                                                                            \
+    nle_graph_opts_init(g);                                                                                       \
+    FIELDS(NLE__GRAPH_FROM_OURS, o, g)                                                                            \
+  } while (0)
+
 /* graph.c: every NLE_AUTO of o resolved for N points of D coordinates (the
  * one place of the stage's rules; idempotent, so a family may resolve early
  * for its fingerprint and build later). */

@@ -875,10 +875,7 @@ static nle_status run(nle_ctx *ctx, const char *name, const char *path, const ui
                       const char *inner, const nle_read_opts *opts, int flags, nle_dataset **out) {
   *out = NULL;
   nle_read_opts defaults;
-  if (!opts) {
-    nle_read_opts_init(&defaults);
-    opts = &defaults;
-  }
+  opts = nle__read_opts_or_defaults(opts, &defaults);
   reader r = {ctx, name, -1, flags, opts->transpose, opts->sparse_ok};
   /* HDF5 prints its error stack on stderr unless told not to: off for this
    * call, the caller's own handler put back after */

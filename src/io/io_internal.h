@@ -123,6 +123,8 @@ nle_status nle__read_container(nle_ctx *ctx, const char *source, const nle_read_
 /* Whether buf is text as far as the readers go: no other reader (nor gzip)
  * claims its first bytes. */
 int nle__is_plain_text(const uint8_t *buf, size_t len);
+/* text.c: opts, or the defaults written into *defaults when opts is NULL. */
+const nle_read_opts *nle__read_opts_or_defaults(const nle_read_opts *opts, nle_read_opts *defaults);
 /* A dense dataset as read (`read`: the read's status, returned when it
  * failed), transposed when the options ask; *ds freed if that fails. For
  * the readers whose format does not orient the data itself (sparse.c). */

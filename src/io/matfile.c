@@ -290,10 +290,7 @@ static nle_status read_mat(nle_ctx *ctx, const char *name, const char *path, con
                            const char *inner, const nle_read_opts *opts, int flags, nle_dataset **out) {
   *out = NULL;
   nle_read_opts defaults;
-  if (!opts) {
-    nle_read_opts_init(&defaults);
-    opts = &defaults;
-  }
+  opts = nle__read_opts_or_defaults(opts, &defaults);
   nle__hdf5_quiet quiet;
   nle__hdf5_quiet_begin(&quiet);
   start_matio();

@@ -39,6 +39,16 @@ typedef struct nle__model_kind {
 nle_status nle__model_save(nle_ctx *ctx, const nle__model_kind *kind, const void *model, const char *path,
                            bool copy_data);
 nle_status nle__model_load(nle_ctx *ctx, const nle__model_kind *kind, const char *path, void **model);
+/* A kind's public load: the container's, its model handed out typed (who:
+ * the name an argument error goes by). */
+#define NLE__MODEL_LOAD_FN(name, T, kind_row, who)                                          \
+  nle_status name(nle_ctx *ctx, const char *path, T **out) {                                \
+    if (!path || !out) return nle__fail(ctx, NLE_ERR_ARG, who ": NULL argument");           \
+    void *model = NULL;                                                                     \
+    nle_status s = nle__model_load(ctx, &kind_row, path, &model);                           \
+    *out = model;                                                                           \
+    return s;                                                                               \
+  }
 /* kind->attach, or an error for a kind that takes no training data. */
 nle_status nle__model_attach(nle_ctx *ctx, const nle__model_kind *kind, void *model, const nle_matf *Y);
 

@@ -414,10 +414,7 @@ nle_status nle__parse_mtx(nle_ctx *ctx, const char *name, const uint8_t *buf, si
                : nle__fail(ctx, NLE_ERR_FORMAT, "%s: line %lld: %lld x %lld values announced, more than the %zu bytes after it hold (truncated?)",
                            name, (long long)r.lineno, (long long)rows, (long long)cols, left);
   nle_read_opts defaults;
-  if (!opts) {
-    nle_read_opts_init(&defaults);
-    opts = &defaults;
-  }
+  opts = nle__read_opts_or_defaults(opts, &defaults);
   return h.coordinate ? mm_coordinate(ctx, &r, &h, rows, cols, nnz, transpose, opts->sparse_ok, out)
                       : mm_array(ctx, &r, &h, rows, cols, transpose, out);
 }

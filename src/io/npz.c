@@ -390,10 +390,7 @@ nle_status nle__parse_npz(nle_ctx *ctx, const char *name, const uint8_t *buf, si
   *out = NULL;
   (void)flags;
   nle_read_opts defaults;
-  if (!opts) {
-    nle_read_opts_init(&defaults);
-    opts = &defaults;
-  }
+  opts = nle__read_opts_or_defaults(opts, &defaults);
   archive a = {ctx, name, buf, len, NULL, 0};
   nle_status s = read_directory(&a);
   nle__name_list keys = {0};

@@ -17,6 +17,12 @@ void nle_read_opts_init(nle_read_opts *o) {
   o->sparse_ok = false;
 }
 
+const nle_read_opts *nle__read_opts_or_defaults(const nle_read_opts *opts, nle_read_opts *defaults) {
+  if (opts) return opts;
+  nle_read_opts_init(defaults);
+  return defaults;
+}
+
 /* A line of the buffer: [begin, end) without the newline and '\r'. */
 typedef struct {
   const char *begin, *end;
@@ -291,10 +297,7 @@ static nle_status parse_text(nle_ctx *ctx, const char *name, const char *buf, si
                              int probe, nle_dataset **out) {
   *out = NULL;
   nle_read_opts defaults;
-  if (!opts) {
-    nle_read_opts_init(&defaults);
-    opts = &defaults;
-  }
+  opts = nle__read_opts_or_defaults(opts, &defaults);
   if (memchr(buf, '\0', len))
     return nle__fail(ctx, NLE_ERR_FORMAT, "%s: byte %zu: NUL byte in a text file (not a supported format)",
                      name, (size_t)((const char *)memchr(buf, '\0', len) - buf));

@@ -243,9 +243,4 @@ nle_status nle_projection_model_save(nle_ctx *ctx, const nle_projection_model *p
   return nle__model_save(ctx, &nle__projection_model_kind, p, path, true);
 }
 
-nle_status nle_projection_model_load(nle_ctx *ctx, const char *path, nle_projection_model **out) {
-  void *p = NULL;
-  nle_status s = nle__model_load(ctx, &nle__projection_model_kind, path, &p);
-  *out = p;
-  return s;
-}
+NLE__MODEL_LOAD_FN(nle_projection_model_load, nle_projection_model, nle__projection_model_kind, "projection model load")

@@ -48,17 +48,20 @@ static int gaussian_kernel(nle_model_kind kind) {
   return kind == NLE_MODEL_EE || kind == NLE_MODEL_SSNE || kind == NLE_MODEL_SNE;
 }
 
+/* The graph stage's options that nle_embed_opts carries, as (ours, the
+ * graph's): one list behind their defaults (the graph's own, but k) and the
+ * graph options of an embedding. */
+#define GRAPH_FIELDS(X, o, g)                                                                                     \
+  X(o, g, k, k) X(o, g, perplexity, perplexity) X(o, g, knn_method, method) X(o, g, knn_approx, approx)            \
+  X(o, g, pca_dims, pca_dims) X(o, g, pca_candidates, pca_candidates)
+
 void nle_embed_opts_init(nle_embed_opts *o) {
   memset(o, 0, sizeof *o);
+  NLE__GRAPH_DEFAULTS(GRAPH_FIELDS, o);
+  o->k = NLE_AUTO; /* from the perplexity, by the graph's rule */
   o->model = NLE_MODEL_TSNE;
   o->dim = 2;
-  o->perplexity = NLE_AUTO;
   o->sigma = NLE_AUTO;
-  o->k = NLE_AUTO;
-  o->knn_method = NLE_KNN_AUTO;
-  nle_knn_approx_opts_init(&o->knn_approx);
-  o->pca_dims = NLE_AUTO;
-  o->pca_candidates = NLE_AUTO;
   o->lambda = NLE_AUTO;
   o->wneg = NLE_WNEG_UNIFORM;
   o->wneg_dims = 30;
@@ -219,13 +222,7 @@ static void resolve_graph_size(nle_embed_opts *o, size_t n) {
 }
 
 void nle__embed_graph_opts(const nle_embed_opts *o, nle_graph_opts *g) {
-  nle_graph_opts_init(g);
-  g->k = o->k;
-  g->perplexity = o->perplexity;
-  g->method = o->knn_method;
-  g->approx = o->knn_approx;
-  g->pca_dims = o->pca_dims;
-  g->pca_candidates = o->pca_candidates;
+  NLE__GRAPH_OPTS_OF(GRAPH_FIELDS, o, g);
   g->stop = NLE_GRAPH_NEIGHBOURS; /* W+ is the model's (attractive_weights) */
 }
 

@@ -339,9 +339,4 @@ nle_status nle_trained_save(nle_ctx *ctx, const nle_trained *t, const char *path
   return nle__model_save(ctx, &nle__trained_model_kind, t, path, copy_data);
 }
 
-nle_status nle_trained_load(nle_ctx *ctx, const char *path, nle_trained **out) {
-  void *t = NULL;
-  nle_status s = nle__model_load(ctx, &nle__trained_model_kind, path, &t);
-  *out = t;
-  return s;
-}
+NLE__MODEL_LOAD_FN(nle_trained_load, nle_trained, nle__trained_model_kind, "trained model load")

@@ -61,6 +61,14 @@ void nle__jacobi_eig(double *A, int n, double *vals, double *V) {
   }
 }
 
+/* scikit-learn refuses the same for the LLE family. */
+nle_status nle__check_tangent_dim(nle_ctx *ctx, const nle__spectral_job *job, const char *who) {
+  if ((size_t)job->o->dim <= job->Y->cols) return NLE_OK;
+  return nle__fail(ctx, NLE_ERR_ARG,
+                   "%s: {@dim=%d} exceeds the data's %zu dimensions: a neighbourhood spans at most %zu tangent "
+                   "directions", who, job->o->dim, job->Y->cols, job->Y->cols);
+}
+
 void nle__tangent_space(const nle__spectral_job *job, size_t i, int m, int32_t *idx, double *scratch) {
   const nle_csr *knn = job->knn;
   size_t D = job->Y->cols;

@@ -55,9 +55,8 @@ static int hlle_local(const void *model, const nle__spectral_job *job, size_t i,
 }
 
 static nle_status hlle_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spectral_result *r) {
-  if ((size_t)job->o->dim > job->Y->cols) /* scikit-learn refuses the same for the LLE family */
-    return nle__fail(ctx, NLE_ERR_ARG, "hlle: {@dim=%d} exceeds the data's %zu dimensions: a neighbourhood spans at most %zu "
-                     "tangent directions", job->o->dim, job->Y->cols, job->Y->cols);
+  nle_status s = nle__check_tangent_dim(ctx, job, "hlle");
+  if (s) return s;
   int k = nle__max_row(job->knn) + 1; /* neighbourhoods hold the point too */
   size_t d = (size_t)job->o->dim, dp = d * (d + 1) / 2;
   if ((size_t)job->k + 1 < 1 + d + dp)

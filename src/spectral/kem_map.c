@@ -547,10 +547,4 @@ nle_status nle_kem_model_save(nle_ctx *ctx, const nle_kem_model *m, const char *
   return nle__model_save(ctx, &nle__kem_model_kind, m, path, true);
 }
 
-nle_status nle_kem_model_load(nle_ctx *ctx, const char *path, nle_kem_model **out) {
-  if (!path || !out) return nle__fail(ctx, NLE_ERR_ARG, "kem model load: NULL argument");
-  void *m = NULL;
-  nle_status s = nle__model_load(ctx, &nle__kem_model_kind, path, &m);
-  *out = m;
-  return s;
-}
+NLE__MODEL_LOAD_FN(nle_kem_model_load, nle_kem_model, nle__kem_model_kind, "kem model load")

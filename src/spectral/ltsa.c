@@ -34,9 +34,8 @@ static int ltsa_local(const void *model, const nle__spectral_job *job, size_t i,
 }
 
 static nle_status ltsa_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spectral_result *r) {
-  if ((size_t)job->o->dim > job->Y->cols) /* scikit-learn refuses the same for the LLE family */
-    return nle__fail(ctx, NLE_ERR_ARG, "ltsa: {@dim=%d} exceeds the data's %zu dimensions: a neighbourhood spans at most %zu "
-                     "tangent directions", job->o->dim, job->Y->cols, job->Y->cols);
+  nle_status s = nle__check_tangent_dim(ctx, job, "ltsa");
+  if (s) return s;
   int k = nle__max_row(job->knn) + 1; /* neighbourhoods hold the point too */
   if (job->k + 1 <= job->o->dim)
     return nle__fail(ctx, NLE_ERR_ARG, "ltsa: k = %d neighbours cannot span a %d-dimensional tangent space (k >= d)",

@@ -90,6 +90,9 @@ void nle__jacobi_eig(double *A, int n, double *vals, double *V);
  * orthonormal, columns by descending eigenvalue, all orthogonal to the
  * constant vector but the last, which is it) and the m eigenvalues. */
 void nle__tangent_space(const nle__spectral_job *job, size_t i, int m, int32_t *idx, double *scratch);
+/* Refuses a dim above the data's: a neighbourhood spans at most D tangent
+ * directions (who: the method, for the message). */
+nle_status nle__check_tangent_dim(nle_ctx *ctx, const nle__spectral_job *job, const char *who);
 /* isomap.c: shortest path lengths from `source` over the graph G (edge
  * lengths its values, >= 0) by Dijkstra with a binary heap: dist[N]
  * (INFINITY where unreachable); heap_scratch of nle__dijkstra_scratch(G)

@@ -151,9 +151,8 @@ static int ratio_block(void *job, size_t b, void *scratch) {
 }
 
 static nle_status mlle_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spectral_result *r) {
-  if ((size_t)job->o->dim > job->Y->cols) /* scikit-learn refuses the same for the LLE family */
-    return nle__fail(ctx, NLE_ERR_ARG, "mlle: {@dim=%d} exceeds the data's %zu dimensions: a neighbourhood spans at most %zu "
-                     "tangent directions", job->o->dim, job->Y->cols, job->Y->cols);
+  nle_status s = nle__check_tangent_dim(ctx, job, "mlle");
+  if (s) return s;
   int k = nle__max_row(job->knn), d = job->o->dim;
   size_t n = (size_t)job->knn->rows, D = job->Y->cols;
   if (job->k <= d)
@@ -163,9 +162,8 @@ static nle_status mlle_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spe
   ratio_job rj = {job, k, nle__malloc(ctx, n * sizeof(double), "MLLE's ratios")};
   if (!rj.ratio) return NLE_ERR_NOMEM;
   size_t gram = (size_t)k * D + 2 * (size_t)k * (size_t)k + (size_t)k;
-  nle_status s = nle__for_blocks(ctx, "MLLE ratios", (n + 255) / 256,
-                                 nle__threads_for(ctx, (double)n * k * k * (double)D), gram * sizeof(double),
-                                 ratio_block, &rj);
+  s = nle__for_blocks(ctx, "MLLE ratios", (n + 255) / 256, nle__threads_for(ctx, (double)n * k * k * (double)D),
+                      gram * sizeof(double), ratio_block, &rj);
   mlle_model mm = {0.0};
   if (!s) {
     qsort(rj.ratio, n, sizeof(double), cmp_double);

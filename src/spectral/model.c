@@ -305,9 +305,4 @@ nle_status nle_spectral_model_save(nle_ctx *ctx, const nle_spectral_model *m, co
   return nle__model_save(ctx, &nle__spectral_model_kind, m, path, copy_data);
 }
 
-nle_status nle_spectral_model_load(nle_ctx *ctx, const char *path, nle_spectral_model **out) {
-  void *m = NULL;
-  nle_status s = nle__model_load(ctx, &nle__spectral_model_kind, path, &m);
-  *out = m;
-  return s;
-}
+NLE__MODEL_LOAD_FN(nle_spectral_model_load, nle_spectral_model, nle__spectral_model_kind, "spectral model load")

@@ -47,19 +47,18 @@ NLE__ENUM_NAMES(nle_components_name, nle_components_parse, nle_components_policy
 NLE__ENUM_NAMES(nle_symmetrize_name, nle_symmetrize_parse, nle_symmetrize_rule, symmetrize_names, false)
 NLE__ENUM_NAMES(nle_eigen_solver_name, nle_eigen_solver_parse, nle_eigen_solver, solver_names, true)
 
+/* The graph stage's options that nle_spectral_opts carries, as (ours, the
+ * graph's): one list behind their defaults (the graph's own) and the graph
+ * options of a spectral run. */
+#define GRAPH_FIELDS(X, o, g)                                                                                     \
+  X(o, g, k, k) X(o, g, perplexity, perplexity) X(o, g, radius, radius) X(o, g, knn_method, method)                \
+  X(o, g, knn_approx, approx) X(o, g, pca_dims, pca_dims) X(o, g, pca_candidates, pca_candidates)                 \
+  X(o, g, affinity, weights) X(o, g, sigma, sigma) X(o, g, tuning_k, tuning_k) X(o, g, symmetrize, symmetrize)
+
 void nle_spectral_opts_init(nle_spectral_opts *o) {
   memset(o, 0, sizeof *o);
+  NLE__GRAPH_DEFAULTS(GRAPH_FIELDS, o);
   o->dim = 2;
-  o->k = 10;
-  o->knn_method = NLE_KNN_AUTO;
-  nle_knn_approx_opts_init(&o->knn_approx);
-  o->pca_dims = NLE_AUTO;
-  o->pca_candidates = NLE_AUTO;
-  o->symmetrize = NLE_SYMMETRIZE_AVERAGE;
-  o->affinity = NLE_AFF_BINARY;
-  o->sigma = NLE_AUTO;
-  o->tuning_k = 7;
-  o->perplexity = NLE_AUTO;
   o->laplacian = NLE_LAPLACIAN_RANDOM_WALK;
   o->components = NLE_COMPONENTS_AUTO;
   o->solver = NLE_EIGEN_AUTO;
@@ -154,18 +153,7 @@ nle_status nle_spectral_check_affinities(nle_ctx *ctx, const nle_csr *W) {
 }
 
 void nle__spectral_graph_opts(const nle_spectral_opts *o, nle_graph_opts *g) {
-  nle_graph_opts_init(g);
-  g->k = o->k;
-  g->perplexity = o->perplexity;
-  g->radius = o->radius;
-  g->method = o->knn_method;
-  g->approx = o->knn_approx;
-  g->pca_dims = o->pca_dims;
-  g->pca_candidates = o->pca_candidates;
-  g->weights = o->affinity;
-  g->sigma = o->sigma;
-  g->tuning_k = o->tuning_k;
-  g->symmetrize = o->symmetrize;
+  NLE__GRAPH_OPTS_OF(GRAPH_FIELDS, o, g);
 }
 
 nle_status nle__spectral_weights(nle_ctx *ctx, const nle_csr *knn, const nle_spectral_opts *o, nle_csr **W,
