@@ -125,6 +125,18 @@ bool cli_json_string(const char *json, const char *key, char *buf, size_t len);
 /* Reads a small text file whole (NULL on failure). */
 char *cli_read_small_file(const char *path);
 
+/* The labels of an embedding's points (plot, view). */
+typedef struct {
+  int32_t *codes;     /* one a point, or NULL (no --labels) */
+  int32_t n_classes;
+  char **names;       /* the class names, or NULL */
+} cli_labels;
+/* --labels for the `rows` points of `embedding` (a file name, for the
+ * message when the counts differ), unless l->codes holds them already;
+ * 0, or the exit code after the error. */
+int cli_read_labels(cli_env *env, const char *embedding, size_t rows, cli_labels *l);
+void cli_labels_free(cli_labels *l);
+
 /* Scatter plots (plot.c, with cairo): the first two columns of X coloured by
  * labels (may be NULL), PNG or SVG by the extension of path. */
 typedef struct {
@@ -132,12 +144,13 @@ typedef struct {
   double point_size;  /* radius in pixels; 0 (default): chosen from N */
   double alpha;       /* opacity in (0, 1]; 0 (default): chosen from N */
   const char *title;  /* title line, NULL for none */
-  bool legend;        /* true (default): a legend when there are labels */
-  bool all;           /* false (default): frame the bulk, outliers marked at the edge; true: every point */
+  bool no_legend;     /* false (default): a legend when there are labels */
+  int extent;         /* CLI_EXTENT_BULK (default): frame the bulk, outliers marked at the edge; ALL: every point */
 } cli_plot_opts;
+enum { CLI_EXTENT_BULK, CLI_EXTENT_ALL };
 void cli_plot_opts_init(cli_plot_opts *o);
-int cli_plot_scatter(cli_env *env, const char *path, const nle_matd *X, const int32_t *labels, int32_t n_classes,
-                     char *const *class_names, const cli_plot_opts *o);
+int cli_plot_scatter(cli_env *env, const char *path, const nle_matd *X, const cli_labels *labels,
+                     const cli_plot_opts *o);
 
 /* `nlembed view`'s page script ($(BUILD)/viewer_bundle.c, made by
  * viewer/to_c.sh); empty (length 0) when the tool was built without node and
@@ -145,13 +158,52 @@ int cli_plot_scatter(cli_env *env, const char *path, const nle_matd *X, const in
 extern const unsigned char nle_viewer_js[];
 extern const size_t nle_viewer_js_len;
 
-int cmd_metrics(int argc, char **argv);
-int cmd_plot(int argc, char **argv);
-/* nlembed view: an interactive HTML page (viewer/). */
-int cmd_view(int argc, char **argv);
-int cmd_transform(int argc, char **argv);
 /* A method of the estimator as a command (cmd_fit.c): its options are the
  * library's rows. */
 int cmd_fit(int argc, char **argv, const char *method);
+
+/* The tool's own commands (plot, view, metrics, transform) read their
+ * options from rows (rows.c), as cmd_fit reads the library's: getopt's
+ * tables, the parsing into the command's settings struct and --help come
+ * from one row an option. */
+typedef enum {
+  CLI_INT,    /* an int field, in [lo, hi] (hi INFINITY: up to INT_MAX) */
+  CLI_INT64,  /* an int64_t field, in [lo, hi] */
+  CLI_NUMBER, /* a double field, in the range of lo, hi, lo_open, hi_open */
+  CLI_SWITCH, /* a bool field, set true */
+  CLI_TEXT,   /* a const char * field */
+  CLI_FILES,  /* a cli_files field: the option repeated */
+  CLI_CHOICE  /* an int field: the index of the value among `choices` */
+} cli_kind;
+
+enum { CLI_MAX_FILES = 8 };
+typedef struct {
+  const char *names[CLI_MAX_FILES];
+  int n;
+} cli_files;
+
+typedef struct {
+  const char *name;
+  char short_name; /* the one-letter form, or 0; messages name the option by it */
+  const char *metavar;
+  cli_kind kind;
+  size_t field; /* offsetof the field in the command's settings struct */
+  double lo, hi;
+  bool lo_open, hi_open;
+  const char *const *choices; /* NULL-terminated */
+  const char *help;           /* one line */
+  const char *def, *values;   /* for --help: the default, what it takes (or NULL) */
+} cli_row;
+
+#define CLI_POSITIVE .lo = 0, .lo_open = true, .hi = INFINITY
+
+/* Reads the options of argv into `settings` by the rows (ended by a row
+ * without a name) and the common ones into env; --help is `head`, a line a
+ * row, the common options. 0 (also after --help: env->help_shown), or the
+ * usage error's exit code. */
+int cli_read_options(cli_env *env, int argc, char **argv, const char *head, const cli_row *rows, void *settings);
+/* One --help line: "  -d, --dim N          help (default 2; values)". */
+size_t cli_help_line(char *buf, size_t cap, char short_name, const char *name, const char *metavar, const char *help,
+                     const char *values, const char *def);
 
 #endif

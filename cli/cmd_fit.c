@@ -155,20 +155,6 @@ static void getopt_tables(const nle_estimator *e, const library_names *ln, struc
   for (size_t i = 0; i < sizeof common / sizeof *common; i++) longopts[n++] = common[i];
 }
 
-/* One --help line: "  -d, --dim N          help (default 2; values)". */
-static size_t help_line(char *buf, size_t cap, char short_name, const char *name, const char *metavar, const char *help,
-                        const char *values, const char *def) {
-  char head[64];
-  if (short_name) snprintf(head, sizeof head, "-%c, --%s%s%s", short_name, name, metavar ? " " : "", metavar ? metavar : "");
-  else snprintf(head, sizeof head, "--%s%s%s", name, metavar ? " " : "", metavar ? metavar : "");
-  char tail[640] = "";
-  if (def && *def && values && *values) snprintf(tail, sizeof tail, " (default %s; %s)", def, values);
-  else if (def && *def) snprintf(tail, sizeof tail, " (default %s)", def);
-  else if (values && *values) snprintf(tail, sizeof tail, " (%s)", values);
-  int w = snprintf(buf, cap, "  %-22s %s%s\n", head, help, tail);
-  return w < 0 ? 0 : (size_t)w < cap ? (size_t)w : cap;
-}
-
 /* The command's --help, from the rows. */
 static char *help_text(const nle_estimator *e) {
   size_t cap = 1 << 16, used = 0;
@@ -189,8 +175,8 @@ static char *help_text(const nle_estimator *e) {
       [NLE_MAKES_WEIGHTS] = "the affinity matrix (.mtx)"};
   for (int t = 0; t < T_COUNT && used < cap; t++)
     if (tool_applies(e, t) && !method_takes(e, tool_rows[t].name))
-      used += help_line(help + used, cap - used, t == T_OUTPUT ? 'o' : 0, tool_rows[t].name, tool_rows[t].metavar,
-                        t == T_OUTPUT ? output_help[nle_estimator_makes(e)] : tool_rows[t].help, NULL, NULL);
+      used += cli_help_line(help + used, cap - used, t == T_OUTPUT ? 'o' : 0, tool_rows[t].name, tool_rows[t].metavar,
+                            t == T_OUTPUT ? output_help[nle_estimator_makes(e)] : tool_rows[t].help, NULL, NULL);
   for (int i = 0; nle_estimator_option(e, i) && used < cap; i++) {
     nle_option_info info;
     if (nle_estimator_option_info(e, nle_estimator_option(e, i), &info)) continue;
@@ -203,9 +189,9 @@ static char *help_text(const nle_estimator *e) {
     if (info.alias && !negated) snprintf(also, sizeof also, " (also --%s)", info.alias);
     snprintf(text, sizeof text, "%s%s%s%s", negated ? "off: " : "", info.help,
              !strcmp(info.name, "init") ? "; or an N x d start read from a FILE" : "", also);
-    used += help_line(help + used, cap - used, info.short_name, negated ? info.alias : info.name,
-                      sw ? NULL : !strcmp(info.name, "init") ? "NAME|FILE" : info.metavar, text,
-                      sw ? NULL : info.values, negated ? NULL : info.default_text);
+    used += cli_help_line(help + used, cap - used, info.short_name, negated ? info.alias : info.name,
+                          sw ? NULL : !strcmp(info.name, "init") ? "NAME|FILE" : info.metavar, text,
+                          sw ? NULL : info.values, negated ? NULL : info.default_text);
   }
   if (used < cap) snprintf(help + used, cap - used, "\n%s", CLI_COMMON_HELP);
   return help;

@@ -8,11 +8,12 @@
  * the output, --inverse and --data. */
 #include "cli.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *help_head =
+static const char *head =
     "Usage: nlembed transform [options] MODEL INPUT -o OUTPUT\n"
     "\n"
     "Maps new points with a model saved by `nlembed METHOD --save-model MODEL`,\n"
@@ -26,15 +27,9 @@ static const char *help_head =
     "centred kernel rows, the linear map), kem applies G(x) (docs/kem.md). With\n"
     "--inverse, INPUT holds embedding points mapped back to data space: f(x) of EE\n"
     "and t-EE trained with --wneg sqdist, G+(y) of kem. Prints one JSON line on\n"
-    "stdout.\n"
-    "\n"
-    "Options:\n"
-    "  -o, --output FILE    the mapped points (.npy, .csv, ...)\n"
-    "  --inverse            the reverse map: INPUT is M x d embedding points, OUTPUT M x D\n"
-    "  --data SOURCE        the training data, for a model saved with\n"
-    "                       --model-data reference (default: the source it names)\n";
+    "stdout.\n";
 
-enum { KEY_INVERSE = OPT_COMMAND_BASE, KEY_DATA, KEY_MAP, MAX_MAP = 16 };
+enum { MAX_MAP = 16 };
 
 typedef struct {
   const char *model, *input, *output, *data;
@@ -42,21 +37,25 @@ typedef struct {
   const char *map[MAX_MAP]; /* the maps' options given, by nle_estimator_map_option's index */
 } transform_args;
 
-/* --help: the tool's lines, the maps' rows, the common options. */
-static char *help_text(void) {
-  size_t cap = 1 << 14, used = 0;
-  char *help = malloc(cap);
-  if (help) used = (size_t)snprintf(help, cap, "%s", help_head);
-  for (int i = 0; help && nle_estimator_map_option(i) && used < cap; i++) {
-    nle_option_info info;
-    if (nle_estimator_map_option_info(NULL, nle_estimator_map_option(i), &info)) continue;
-    char head[64];
-    snprintf(head, sizeof head, "--%s %s", info.name, info.metavar);
-    used += (size_t)snprintf(help + used, cap - used, "  %-20s %s (default %s; %s)\n", head, info.help,
-                             info.default_text, info.values);
+/* The tool's rows, then one a map option of the library's (its row's help,
+ * default and values). */
+static void make_rows(cli_row *rows, nle_option_info *infos) {
+  int n = 0;
+  rows[n++] = (cli_row){"output", 'o', "FILE", CLI_TEXT, offsetof(transform_args, output),
+                        .help = "the mapped points (.npy, .csv, ...)"};
+  rows[n++] = (cli_row){"inverse", 0, NULL, CLI_SWITCH, offsetof(transform_args, inverse),
+                        .help = "the reverse map: INPUT is M x d embedding points, OUTPUT M x D"};
+  rows[n++] = (cli_row){"data", 0, "SOURCE", CLI_TEXT, offsetof(transform_args, data),
+                        .help = "the training data, for a model saved with --model-data reference",
+                        .def = "the source it names"};
+  for (int i = 0; i < MAX_MAP && nle_estimator_map_option(i); i++) {
+    nle_option_info *info = &infos[i];
+    if (nle_estimator_map_option_info(NULL, nle_estimator_map_option(i), info)) continue;
+    rows[n++] = (cli_row){nle_estimator_map_option(i), 0, info->metavar, CLI_TEXT,
+                          offsetof(transform_args, map) + (size_t)i * sizeof(const char *), .help = info->help,
+                          .def = info->default_text, .values = info->values};
   }
-  if (help && used < cap) snprintf(help + used, cap - used, "\n%s", CLI_COMMON_HELP);
-  return help;
+  rows[n] = (cli_row){NULL};
 }
 
 /* Options given that the model's maps do not take: a usage error naming
@@ -164,25 +163,11 @@ int cmd_transform(int argc, char **argv) {
   cli_env env;
   if (cli_env_init(&env, "transform", NULL)) return 1;
   nle_ctx_set_option_spelling(env.ctx, NLE_SPELL_MARKED); /* cli_spell renders them */
-  char *help = help_text();
-  env.help = help ? help : help_head;
-  struct option longopts[MAX_MAP + 20] = {{"output", required_argument, 0, 'o'},
-                                          {"inverse", no_argument, 0, KEY_INVERSE},
-                                          {"data", required_argument, 0, KEY_DATA}};
-  int n_opts = 3, c;
-  for (int i = 0; i < MAX_MAP && nle_estimator_map_option(i); i++)
-    longopts[n_opts++] = (struct option){nle_estimator_map_option(i), required_argument, 0, KEY_MAP + i};
-  static const struct option common[] = {CLI_COMMON_OPTIONS, {0, 0, 0, 0}};
-  memcpy(longopts + n_opts, common, sizeof common);
+  static cli_row rows[MAX_MAP + 4];
+  static nle_option_info infos[MAX_MAP];
+  make_rows(rows, infos);
   transform_args a = {0};
-  while ((c = cli_next_option(&env, argc, argv, "o:", longopts)) != -1) {
-    if (c == 'o') a.output = optarg;
-    else if (c == KEY_INVERSE) a.inverse = true;
-    else if (c == KEY_DATA) a.data = optarg;
-    else if (c >= KEY_MAP && c < KEY_MAP + MAX_MAP) a.map[c - KEY_MAP] = optarg;
-    else env.rc = 2;
-  }
-  int rc = env.rc;
+  int rc = cli_read_options(&env, argc, argv, head, rows, &a);
   if (!rc && !env.help_shown && optind != argc - 2)
     rc = cli_usage_error("transform", "expected MODEL and INPUT, got %d arguments", argc - optind);
   if (!rc && !env.help_shown && !a.output) rc = cli_usage_error("transform", "no output file (-o FILE)");
@@ -191,7 +176,6 @@ int cmd_transform(int argc, char **argv) {
     a.input = argv[optind + 1];
     rc = run_transform(&env, &a);
   }
-  free(help);
   cli_env_free(&env);
   return rc;
 }

@@ -480,3 +480,38 @@ void cli_json_escape(const char *s, char *buf, size_t len) {
   }
   if (len) buf[n < len ? n : len - 1] = '\0';
 }
+
+size_t cli_help_line(char *buf, size_t cap, char short_name, const char *name, const char *metavar, const char *help,
+                     const char *values, const char *def) {
+  char head[64];
+  if (short_name) snprintf(head, sizeof head, "-%c, --%s%s%s", short_name, name, metavar ? " " : "", metavar ? metavar : "");
+  else snprintf(head, sizeof head, "--%s%s%s", name, metavar ? " " : "", metavar ? metavar : "");
+  char tail[640] = "";
+  if (def && *def && values && *values) snprintf(tail, sizeof tail, " (default %s; %s)", def, values);
+  else if (def && *def) snprintf(tail, sizeof tail, " (default %s)", def);
+  else if (values && *values) snprintf(tail, sizeof tail, " (%s)", values);
+  int w = snprintf(buf, cap, "  %-22s %s%s\n", head, help, tail);
+  return w < 0 ? 0 : (size_t)w < cap ? (size_t)w : cap;
+}
+
+int cli_read_labels(cli_env *env, const char *embedding, size_t rows, cli_labels *l) {
+  if (!env->labels_source) return 0;
+  int64_t n = (int64_t)rows;
+  /* the count tells a header from a first label ("class 3" twice) */
+  nle_status s = l->codes ? NLE_OK
+                          : nle_labels_read(env->ctx, env->labels_source, &env->read, n, &l->codes, &n, &l->n_classes,
+                                            &l->names);
+  /* read again without the count to say what the file holds */
+  if (s) s = nle_labels_read(env->ctx, env->labels_source, &env->read, 0, &l->codes, &n, &l->n_classes, &l->names);
+  if (s) return cli_fail(env, s);
+  if (n == (int64_t)rows) return 0;
+  fprintf(stderr, "nlembed %s: error: %s has %zu rows, --labels %s has %lld\n", env->command, embedding, rows,
+          env->labels_source, (long long)n);
+  return 1;
+}
+
+void cli_labels_free(cli_labels *l) {
+  nle_class_names_free(&l->names, l->n_classes);
+  free(l->codes);
+  l->codes = NULL;
+}

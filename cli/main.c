@@ -9,33 +9,7 @@ static const char *usage_head =
     "\n"
     "Usage: nlembed <command> [options] INPUT -o OUTPUT\n"
     "\n"
-    "Commands:\n"
-    "  pca       principal component analysis (exact or randomized)\n"
-    "  knn       k-nearest-neighbour graph\n"
-    "  affinity  affinity matrix on the kNN graph: entropic (perplexity),\n"
-    "            Gaussian, binary, inverse distance, self-tuning\n"
-    "  ee        elastic embedding          tee   EE with a Student-t kernel\n"
-    "  ssne      symmetric SNE              tsne  t-SNE\n"
-    "  sne       SNE (partial-Hessian optimisers, exact repulsion)\n"
-    "  le        Laplacian eigenmaps (spectral; dense or Lanczos)\n"
-    "  lle       locally linear embedding      isomap  Isomap (geodesics + MDS)\n"
-    "  diffmap   diffusion maps (alpha normalisation, diffusion time)\n"
-    "  ltsa      local tangent space alignment  hlle  Hessian LLE\n"
-    "  mlle      modified LLE (multiple weights per point)\n"
-    "  cluster   spectral clustering (eigenvectors + k-means), errors vs labels\n"
-    "  cmds      classical MDS               mds   metric MDS (SMACOF)\n"
-    "  sammon    Sammon mapping              nmds  non-metric MDS (PAV + SMACOF)\n"
-    "  lmds      landmark MDS (triangulation; also of 70,000 points)\n"
-    "  kpca      kernel PCA (Gaussian, polynomial, linear, precomputed, sparse kNN)\n"
-    "  lda       linear discriminant analysis  klda  kernel LDA\n"
-    "  kem       kernel eigenmaps: a continuous map G(x) and its inverse\n"
-    "  transform out-of-sample maps of a saved embedding: F(y) for new data,\n"
-    "            f(x) back to data space\n"
-    "  metrics   quality of an embedding: kNN recall, trustworthiness,\n"
-    "            continuity, kNN classification accuracy (one JSON line)\n"
-    "  plot      scatter plot of a 2-D embedding (PNG or SVG)\n"
-    "  view      interactive page of a 2-D embedding (one HTML file: WebGL, hover,\n"
-    "            images, lasso selection, search)\n";
+    "Commands:\n";
 static const char *usage_tail =
     "\n"
     "Inputs (recognised from the content; docs/formats.md): CSV/TSV/text, NumPy\n"
@@ -60,20 +34,48 @@ static const char *usage_tail =
     "  nlembed metrics fashion-mnist pca.npy\n"
     "  nlembed plot pca.npy --labels fashion-mnist -o pca.png\n";
 
-static void print_usage(FILE *f) {
-  fputs(usage_head, f);
-  if (nle_viewer_js_len == 0)
-    fputs("            NOT IN THIS BUILD: the tool was built without node and npm\n"
-          "            (./setup.sh build makes the page script, then make)\n",
-          f);
-  fputs(usage_tail, f);
-}
-
-/* The tool's own commands; every other is a method of the estimator. */
+/* The tool's own commands (cli/cmd_NAME.c); every other is a method of the
+ * estimator. */
+int cmd_transform(int argc, char **argv);
+int cmd_metrics(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
+int cmd_view(int argc, char **argv);
 static const struct {
   const char *name;
   int (*run)(int argc, char **argv);
-} tool_commands[] = {{"metrics", cmd_metrics}, {"plot", cmd_plot}, {"view", cmd_view}, {"transform", cmd_transform}};
+  const char *summary; /* for nlembed --help */
+} tool_commands[] = {
+    {"transform", cmd_transform, "new points through a saved model (--save-model), or back to data space"},
+    {"metrics", cmd_metrics,
+     "quality of an embedding: kNN recall, trustworthiness, continuity, kNN accuracy (one JSON line)"},
+    {"plot", cmd_plot, "scatter plot of a 2-D embedding (PNG or SVG)"},
+    {"view", cmd_view, "interactive page of a 2-D embedding (one HTML file: WebGL, hover, images, lasso, search)"},
+};
+
+/* The command list: each method by the first clause of its paragraph (up
+ * to " (", ":" or "."), then the tool's own commands. */
+static void print_usage(FILE *f) {
+  fputs(usage_head, f);
+  nle_ctx *ctx = nle_ctx_new();
+  for (int m = 0; ctx && nle_estimator_method_name(m); m++) {
+    nle_estimator *e = NULL;
+    if (nle_estimator_new(ctx, nle_estimator_method_name(m), &e)) continue;
+    const char *about = nle_estimator_about(e);
+    size_t len = strcspn(about, ":.");
+    const char *paren = strstr(about, " (");
+    if (paren && (size_t)(paren - about) < len) len = (size_t)(paren - about);
+    fprintf(f, "  %-10s %.*s\n", nle_estimator_method_name(m), (int)len, about);
+    nle_estimator_free(&e);
+  }
+  nle_ctx_free(&ctx);
+  for (size_t i = 0; i < sizeof tool_commands / sizeof *tool_commands; i++)
+    fprintf(f, "  %-10s %s\n", tool_commands[i].name, tool_commands[i].summary);
+  if (nle_viewer_js_len == 0)
+    fputs("             view is NOT IN THIS BUILD: the tool was built without node and npm\n"
+          "             (./setup.sh build makes the page script, then make)\n",
+          f);
+  fputs(usage_tail, f);
+}
 
 static int dispatch(const char *cmd, int argc, char **argv) {
   for (size_t i = 0; i < sizeof tool_commands / sizeof *tool_commands; i++)

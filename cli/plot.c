@@ -18,8 +18,8 @@ void cli_plot_opts_init(cli_plot_opts *o) {
   o->point_size = 0.0;
   o->alpha = 0.0;
   o->title = NULL;
-  o->legend = true;
-  o->all = false;
+  o->no_legend = false;
+  o->extent = CLI_EXTENT_BULK;
 }
 
 /* Ten well-separated colours (the "tab10" palette); more classes cycle
@@ -142,12 +142,13 @@ static int wrap_title(cairo_t *cr, const char *title, double width, char lines[]
   return n < max_lines ? n + 1 : max_lines;
 }
 
-static void draw(cairo_t *cr, const nle_matd *X, const int32_t *labels, int32_t n_classes,
-                 char *const *class_names, const cli_plot_opts *o, const int64_t *order,
+static void draw(cairo_t *cr, const nle_matd *X, const cli_labels *l, const cli_plot_opts *o, const int64_t *order,
                  const unsigned char *outlier, ptrdiff_t n_out) {
   size_t n = X->rows;
+  const int32_t *labels = l->codes;
+  int32_t n_classes = l->n_classes;
   double W = o->width, H = o->height, pad = 16.0;
-  int legend = o->legend && labels && n_classes > 0 && n_classes <= 60;
+  int legend = !o->no_legend && labels && n_classes > 0 && n_classes <= 60;
   double legend_w = legend ? 170.0 : 0.0;
   cairo_set_source_rgb(cr, 1, 1, 1);
   cairo_paint(cr);
@@ -210,15 +211,15 @@ static void draw(cairo_t *cr, const nle_matd *X, const int32_t *labels, int32_t 
       cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
       cairo_move_to(cr, lx + 18, ly + 18.0 * c);
       char name[64];
-      if (class_names && class_names[c]) snprintf(name, sizeof name, "%s", class_names[c]);
+      if (l->names && l->names[c]) snprintf(name, sizeof name, "%s", l->names[c]);
       else snprintf(name, sizeof name, "%d", c);
       cairo_show_text(cr, name);
     }
   }
 }
 
-int cli_plot_scatter(cli_env *env, const char *path, const nle_matd *X, const int32_t *labels, int32_t n_classes,
-                     char *const *class_names, const cli_plot_opts *o) {
+int cli_plot_scatter(cli_env *env, const char *path, const nle_matd *X, const cli_labels *labels,
+                     const cli_plot_opts *o) {
   const char *dot = strrchr(path, '.');
   int svg = dot && !strcasecmp(dot, ".svg");
   if (!svg && !(dot && !strcasecmp(dot, ".png"))) {
@@ -239,7 +240,7 @@ int cli_plot_scatter(cli_env *env, const char *path, const nle_matd *X, const in
   /* The frame fits the bulk of the points (bulk_outliers) unless --extent all. */
   unsigned char *outlier = NULL;
   ptrdiff_t n_out = 0;
-  if (!o->all && X->cols >= 2 && X->rows > 0) {
+  if (o->extent == CLI_EXTENT_BULK && X->cols >= 2 && X->rows > 0) {
     outlier = malloc(X->rows);
     n_out = outlier ? bulk_outliers(X, outlier) : -1;
     if (n_out < 0) {
@@ -259,7 +260,7 @@ int cli_plot_scatter(cli_env *env, const char *path, const nle_matd *X, const in
   cairo_surface_t *surface = svg ? cairo_svg_surface_create_for_stream(write_to_file, f, o->width, o->height)
                                  : cairo_image_surface_create(CAIRO_FORMAT_ARGB32, o->width, o->height);
   cairo_t *cr = cairo_create(surface);
-  draw(cr, X, labels, n_classes, class_names, o, order, outlier, n_out);
+  draw(cr, X, labels, o, order, outlier, n_out);
   free(outlier);
   cairo_destroy(cr);
   cairo_status_t cs;

@@ -515,6 +515,15 @@ expect_fail cluster_dims_more_than_points "spectral clustering: --dims 60 dimens
 expect_fail kpca_polynomial_overflow "the polynomial kernel overflows at row 0, column 0 (inf): a smaller --gamma, --degree or --coef0" \
   "$o" -- $N kpca swissroll:200 --kernel polynomial --degree 2000 -o "$o"
 expect_fail line_search_c1_one '--c1 takes a number in (0, 1), not "1"' "$o" -- $N ee swissroll:200 --c1 1 -o "$o"
+# the tool's own commands' rows (cli/rows.c): ranges, choices, a repeated option's limit
+expect_fail metrics_k_rule '-k takes an integer >= 1, not "0"' "$T/m0.json" -- $N metrics "$T/sr.npy" "$T/sr.npy" -k 0 -o "$T/m0.json"
+expect_fail metrics_subsample_rule '--subsample takes an integer >= 0, not "-1"' "$T/m0.json" -- \
+  $N metrics "$T/sr.npy" "$T/sr.npy" --subsample -1 -o "$T/m0.json"
+expect_fail view_alpha_rule '--alpha takes a number in (0, 1], not "0"' "$T/v.html" -- $N view "$T/sr.npy" --alpha 0 -o "$T/v.html"
+expect_fail plot_info_limit "at most 8 --info files" "$T/p.png" -- \
+  $N plot "$T/sr.npy" --info a --info a --info a --info a --info a --info a --info a --info a --info a -o "$T/p.png"
+expect_fail plot_labels_count "sr.npy has 2000 rows, --labels $T/three_labels.txt has 3" "$T/p.png" -- \
+  $N plot "$T/sr.npy" --labels "$T/three_labels.txt" -o "$T/p.png"
 expect_fail plot_width_cairo '--width takes an integer from 1 to 32767, not "40000"' "$T/p.png" -- \
   $N plot "$T/sr.npy" --width 40000 -o "$T/p.png"
 /usr/bin/python3 - "$T" <<'PY' || bad fixtures34 "the issue-34 fixtures could not be made (numpy, scipy)"

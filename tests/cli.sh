@@ -620,6 +620,22 @@ for cmd in ee tee ssne tsne sne pca knn affinity metrics plot transform le lle m
   if $N $cmd --help | grep -qF "(default 80% of RAM)"; then ok "help_percent_$cmd"; else bad "help_percent_$cmd" "$($N $cmd --help | grep -F max-memory)"; fi
 done
 if $N --help | grep -q "Commands:" && $N --version | grep -q '^nlembed [0-9]'; then ok help_and_version; else bad help_and_version "missing"; fi
+# the command list: every method of the estimator (the first clause of its
+# paragraph) and the tool's own commands; each one listed is a command
+listed=$($N --help | sed -n '/^Commands:/,/^$/p' | awk '/^  [a-z]/ {print $1}')
+missing=""
+for cmd in tsne pca le cluster kem knn affinity transform metrics plot view; do
+  printf '%s\n' $listed | grep -qx "$cmd" || missing="$missing $cmd"
+done
+for cmd in $listed; do $N $cmd --help | grep -q "^Usage: nlembed $cmd" || missing="$missing $cmd(no usage)"; done
+if [ -z "$missing" ] && $N --help | grep -q '^  pca        Principal component analysis$'; then ok help_command_list
+else bad help_command_list "missing:$missing"; fi
+# the tool's own commands' --help: a line a row, with its default and values
+if $N plot --help | grep -qE -- '--extent E +frame .* \(default bulk; bulk or all\)' &&
+  $N plot --help | grep -qE -- '--width W +pixels \(default 1000\)' &&
+  $N metrics --help | grep -qE -- '--subsample M +.*\(default 10000; 0: all\)' &&
+  $N transform --help | grep -qE -- '--repulsion NAME +.*\(default auto; auto, exact, fft or fgt\)'; then ok help_tool_rows
+else bad help_tool_rows "$($N plot --help | grep -E -- '--(extent|width)')"; fi
 # --help names every input the readers take (issue 34 item 12): the formats
 # of docs/formats.md's input table, and each such file read as --help says
 missing=""

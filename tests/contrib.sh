@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.." || exit 1
 
 # the files to touch for each kind: its own file and its table row, or (an
 # option) its row alone
-declare -A most=([reader]=2 [optimizer]=2 [engine]=2 [spectral]=2 [option]=1 [map_option]=1)
+declare -A most=([reader]=2 [optimizer]=2 [engine]=2 [spectral]=2 [option]=1 [map_option]=1 [tool_command]=2 [tool_option]=1)
 
 if [ ! -x build/nlembed ] || [ ! -f build/libnlembed.so ]; then
   echo "contrib: build/ is not built (make all first)"

@@ -17,11 +17,11 @@ enum { GRAPH_KNN, GRAPH_AFFINITY };
 
 static const char *const methods[] = {"knn", "affinity", NULL};
 static const char *const abouts[] = {
-    "The k nearest neighbours of every point (itself excluded): exact (blocked GEMM distances, certified) or "
+    "The k-nearest-neighbour graph: the k nearest neighbours of every point (itself excluded), exact (blocked GEMM distances, certified) or "
     "approximate (random-projection forest + NN-descent). Sparse input (.npz, .h5ad, Matrix Market coordinates, "
     "...) is searched as it is, never densified. Output by extension: .mtx (Matrix Market, values are squared "
     "distances: 2 (1 - cos) under --metric cosine), or .npy/.csv (N x k neighbour indices, 0-based).",
-    "The k-nearest-neighbour graph of INPUT and an affinity matrix on it, written as Matrix Market. Entropic "
+    "An affinity matrix on the k-nearest-neighbour graph of INPUT, written as Matrix Market. Entropic "
     "affinities (default) give every point the Gaussian bandwidth at which its distribution over its neighbours "
     "has the given perplexity (dissertation ch. 2); the JSON line has the root-finding statistics.",
     NULL};
