@@ -349,12 +349,165 @@ done:
   free(y);
 }
 
+/* Every named enum, as its list in the headers makes it: the names of
+ * 0 .. COUNT - 1 in order (the numbers are stored in model files and the
+ * names are the options' values, so neither may change), each parsing back
+ * to its value; COUNT and -1 have none; "auto" only where the enum takes
+ * NLE_AUTO. The three enums kept by a table of rows (spectral methods,
+ * optimisers, engines) run until the first value without a name. */
+#define NAME_OF(stem, type) \
+  static const char *stem##_of(int v) { return nle_##stem##_name((type)v); }
+NAME_OF(affinity_kind, nle_affinity_kind)
+NAME_OF(root_method, nle_root_method)
+NAME_OF(ea_order, nle_ea_order)
+NAME_OF(wneg, nle_wneg_kind)
+NAME_OF(kem_variant, nle_kem_variant)
+NAME_OF(mds_method, nle_mds_method)
+NAME_OF(mds_ties, nle_mds_ties)
+NAME_OF(pdkernel, nle_pdkernel_kind)
+NAME_OF(knn_method, nle_knn_method)
+NAME_OF(metric, nle_metric)
+NAME_OF(model, nle_model_kind)
+NAME_OF(init, nle_init_kind)
+NAME_OF(step, nle_step_kind)
+NAME_OF(components, nle_components_policy)
+NAME_OF(symmetrize, nle_symmetrize_rule)
+NAME_OF(laplacian, nle_laplacian_kind)
+NAME_OF(eigen_solver, nle_eigen_solver)
+NAME_OF(landmark_method, nle_landmark_method)
+NAME_OF(pca_solver, nle_pca_solver)
+NAME_OF(spectral_method, nle_spectral_method)
+NAME_OF(opt, nle_opt_kind)
+NAME_OF(repulsion, nle_repulsion)
+#undef NAME_OF
+
+typedef struct {
+  const char *stem;
+  const char *(*name)(int);
+  int (*parse)(const char *);
+  int count; /* its _COUNT, or -1: as many as its table names */
+  bool has_auto;
+  const char *names; /* of 0, 1, ..., space-separated */
+} named_enum;
+
+#define ROW(stem, count, has_auto, names) {#stem, stem##_of, nle_##stem##_parse, count, has_auto, names}
+static const named_enum named_enums[] = {
+    ROW(affinity_kind, NLE_AFF_COUNT, false, "gaussian binary inverse self-tuning entropic"),
+    ROW(root_method, NLE_ROOT_COUNT, false, "halley euler newton bisection brent ridder classic householder"),
+    ROW(ea_order, NLE_ORDER_COUNT, false, "mst msp density sequential random bounds"),
+    ROW(wneg, NLE_WNEG_COUNT, false, "uniform sqdist knn"),
+    ROW(kem_variant, NLE_KEM_COUNT, true, "raw affine reweighted stochastic"),
+    ROW(mds_method, NLE_MDS_COUNT, false, "classical metric sammon nonmetric landmark"),
+    ROW(mds_ties, NLE_TIES_COUNT, false, "primary secondary"),
+    ROW(pdkernel, NLE_PDK_COUNT, false, "linear gaussian polynomial precomputed"),
+    ROW(knn_method, NLE_KNN_COUNT, true, "exact approx"),
+    ROW(metric, NLE_METRIC_COUNT, false, "euclidean cosine correlation precomputed affinities"),
+    ROW(model, NLE_MODEL_COUNT, false, "ee ssne tsne sne tee"),
+    ROW(init, NLE_INIT_COUNT, true, "pca spectral random given"),
+    ROW(step, NLE_STEP_COUNT, true, "line-search fixed"),
+    ROW(components, NLE_COMPONENTS_COUNT, true, "error allow join"),
+    ROW(symmetrize, NLE_SYMMETRIZE_COUNT, false, "average union mutual"),
+    ROW(laplacian, NLE_LAPLACIAN_COUNT, false, "random-walk symmetric unnormalised"),
+    ROW(eigen_solver, NLE_EIGEN_COUNT, true, "dense sparse shift-invert"),
+    ROW(landmark_method, NLE_LANDMARKS_COUNT, false, "random thinned kmeans minmax"),
+    ROW(pca_solver, NLE_PCA_COUNT, true, "exact randomized"),
+    ROW(spectral_method, -1, false, "le lle isomap diffmap ltsa hlle mlle"),
+    ROW(opt, -1, true, "sd fp gd lbfgs cg sd-"),
+    ROW(repulsion, -1, true, "exact bh fft fgt"),
+};
+#undef ROW
+
+static void enum_names_round_trip(void) {
+  for (size_t e = 0; e < sizeof named_enums / sizeof *named_enums; e++) {
+    const named_enum *t = &named_enums[e];
+    char names[256];
+    snprintf(names, sizeof names, "%s", t->names);
+    int v = 0;
+    for (char *word = strtok(names, " "); word; word = strtok(NULL, " "), v++) {
+      const char *got = t->name(v);
+      if (!nle_test(got && !strcmp(got, word) && t->parse(got) == v))
+        printf("  %s: value %d is named %s (want %s), which parses to %d\n", t->stem, v, got ? got : "NULL", word,
+               got ? t->parse(got) : -1);
+    }
+    int count = t->count >= 0 ? t->count : v;
+    if (!nle_test(v == count)) printf("  %s: %d names listed, its count is %d\n", t->stem, v, count);
+    if (!nle_test(!strcmp(t->name(count), "unknown") && !strcmp(t->name(-1), "unknown")))
+      printf("  %s: its count %d or -1 has the name %s / %s\n", t->stem, count, t->name(count), t->name(-1));
+    nle_test(t->parse("unknown") == -1 && t->parse(NULL) == -1 && t->parse("") == -1);
+    if (!nle_test(!strcmp(t->name(NLE_AUTO), t->has_auto ? "auto" : "unknown") &&
+                  t->parse("auto") == (t->has_auto ? NLE_AUTO : -1)))
+      printf("  %s: NLE_AUTO is named %s, \"auto\" parses to %d\n", t->stem, t->name(NLE_AUTO), t->parse("auto"));
+  }
+}
+
+/* Each library check of an enum's range refuses its _COUNT, the first value
+ * past the list (and an unknown spelling leaves the context's as it was). */
+static void enum_counts_refused(void) {
+  nle_ctx *ctx = test_ctx(1);
+  nle_matf *Y = test_random_matf(20, 3, 1);
+  nle_matd *X = test_random_matd(10, 2, 1.0, 2);
+  nle_csr *knn = NULL, *W = NULL;
+  double S[10], Sx[20];
+  nle_test(nle_knn_graph(ctx, Y, 6, NLE_KNN_COUNT, NULL, &knn, NULL) == NLE_ERR_ARG);
+  nle_test_ok(nle_knn_graph(ctx, Y, 6, NLE_KNN_EXACT, NULL, &knn, NULL));
+  nle_affinity_opts ao;
+  nle_affinity_opts_init(&ao);
+  ao.kind = NLE_AFF_COUNT;
+  nle_test(nle_affinity_graph(ctx, knn, &ao, &W) == NLE_ERR_ARG && !W);
+  nle_ea_opts ea;
+  nle_ea_opts_init(&ea);
+  ea.perplexity = 2;
+  ea.root = NLE_ROOT_COUNT;
+  nle_ea_result *ear = NULL;
+  nle_test(nle_entropic_affinities(ctx, knn, &ea, &ear) == NLE_ERR_ARG);
+  nle_ea_result_free(&ear);
+  ea.root = NLE_ROOT_HOUSEHOLDER;
+  ea.order = NLE_ORDER_COUNT;
+  nle_test(nle_entropic_affinities(ctx, knn, &ea, &ear) == NLE_ERR_ARG);
+  nle_ea_result_free(&ear);
+  nle_test(nle_kernel_sums_exact(ctx, X, NLE_KERNEL_COUNT, S, Sx) == NLE_ERR_ARG);
+  nle_mds_opts mo;
+  nle_mds_opts_init(&mo);
+  mo.dim = 2;
+  nle_mds_input in = {.Y = Y};
+  nle_mds_result *mr = NULL;
+  nle_test(nle_mds(ctx, NLE_MDS_COUNT, &in, &mo, &mr) == NLE_ERR_ARG);
+  mo.ties = NLE_TIES_COUNT;
+  nle_test(nle_mds(ctx, NLE_MDS_NONMETRIC, &in, &mo, &mr) == NLE_ERR_ARG);
+  nle_mds_result_free(&mr);
+  nle_kpca_opts ko;
+  nle_kpca_opts_init(&ko);
+  ko.kernel.kind = NLE_PDK_COUNT;
+  nle_kpca_result *kr = NULL;
+  nle_test(nle_kpca(ctx, Y, NULL, &ko, &kr) == NLE_ERR_ARG);
+  nle_kpca_result_free(&kr);
+  ao.kind = NLE_AFF_BINARY;
+  nle_test_ok(nle_affinity_graph(ctx, knn, &ao, &W));
+  nle_model_spec spec = test_model_spec(NLE_MODEL_COUNT, 1.0, W);
+  nle_model *model = NULL;
+  nle_test(nle_model_new(ctx, &spec, &model) == NLE_ERR_ARG && !model);
+  nle_ctx_set_option_spelling(ctx, NLE_SPELL_CLI);
+  nle_ctx_set_option_spelling(ctx, NLE_SPELL_COUNT);
+  ao.kind = NLE_AFF_GAUSSIAN;
+  ao.sigma = -1;
+  nle_csr *W2 = NULL;
+  nle_test(nle_affinity_graph(ctx, knn, &ao, &W2) == NLE_ERR_ARG && strstr(nle_ctx_error(ctx), "--sigma"));
+  nle_csr_free(&W2);
+  nle_csr_free(&W);
+  nle_csr_free(&knn);
+  nle_matd_free(&X);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
 const nle_test_case core_tests[] = {
     {"core/messages_spell_options", messages_spell_options},
     {"core/rng_reproducible", rng_reproducible},
     {"core/rng_distributions", rng_distributions},
     {"core/rng_sample_and_shuffle", rng_sample_and_shuffle},
     {"core/status_names", status_names},
+    {"core/enum_names_round_trip", enum_names_round_trip},
+    {"core/enum_counts_refused", enum_counts_refused},
     {"core/errors_printable", errors_printable},
     {"core/memory_cap", memory_cap},
     {"core/dense_select", dense_select},

@@ -778,7 +778,7 @@ static void errors(void) {
   memcpy(X->data + 3, X->data, 3 * sizeof(float)); /* points 1 and 2 coincide */
   nle_test(nle_kem_fit(ctx, X, &o, &r) == NLE_ERR_VALUE && strstr(nle_ctx_error(ctx), "coincide"));
   nle_test(nle_kem_variant_parse("reweighted") == NLE_KEM_REWEIGHTED && nle_kem_variant_parse("nope") == -1);
-  for (int v = 0; v < 4; v++) nle_test(nle_kem_variant_parse(nle_kem_variant_name((nle_kem_variant)v)) == v);
+  for (int v = 0; v < NLE_KEM_COUNT; v++) nle_test(nle_kem_variant_parse(nle_kem_variant_name((nle_kem_variant)v)) == v);
   nle_matf_free(&X);
   nle_ctx_free(&ctx);
 }

@@ -391,7 +391,7 @@ static void sparse_threads_identical(void) {
   /* (exact duplicates under the approximate search: approx_duplicates_identical) */
   nle_matf *Y = random_rows_opt(1500, 60, 0.3, true, false, 23);
   for (size_t t = 0; t < 3; t++)
-    for (int method = NLE_KNN_EXACT; method <= NLE_KNN_APPROX; method++) {
+    for (int method = 0; method < NLE_KNN_COUNT; method++) {
       nle_csr *g[2] = {NULL, NULL}, *h[2] = {NULL, NULL};
       for (int th = 0; th < 2; th++) {
         nle_ctx *ctx = test_ctx(5);
@@ -453,7 +453,7 @@ static int cancel_at_once(void *user, const char *stage, double fraction) {
 
 static void sparse_refusals(void) {
   nle_ctx *ctx = test_ctx(6);
-  for (int m = 0; m <= NLE_METRIC_AFFINITIES; m++)
+  for (int m = 0; m < NLE_METRIC_COUNT; m++)
     nle_test(nle_metric_parse(nle_metric_name((nle_metric)m)) == m);
   nle_test(nle_metric_parse("cosine") == NLE_METRIC_COSINE && nle_metric_parse("Cosine") == -1 &&
            nle_metric_parse(NULL) == -1 && nle_metric_parse("auto") == -1);

@@ -18,33 +18,40 @@ extern "C" {
 /* Root finders for the entropic-affinity equation H_n(log beta) = log K.
  * The derivative-based ones run inside the bisection safeguard of
  * dissertation algorithm 1; the others are baselines. */
+#define NLE_ROOT_METHOD_MAP(XX)                                                                     \
+  XX(NLE_ROOT_HALLEY, 0, "halley") /* third order, hyperbola through F, F', F'' (eq. 2.14) */       \
+  XX(NLE_ROOT_EULER, 1, "euler") /* third order, parabola through F, F', F'' (eq. 2.13) */          \
+  XX(NLE_ROOT_NEWTON, 2, "newton") /* second order */                                               \
+  XX(NLE_ROOT_BISECTION, 3, "bisection") /* bisection in log beta inside the bounds */              \
+  XX(NLE_ROOT_BRENT, 4, "brent") /* Brent's method in log beta inside the bounds */                 \
+  XX(NLE_ROOT_RIDDER, 5, "ridder") /* Ridder's method in log beta inside the bounds */              \
+  /* bisection on beta from beta = 1 with doubling, as in the SNE/t-SNE reference codes (a          \
+     baseline) */                                                                                   \
+  XX(NLE_ROOT_CLASSIC, 6, "classic")                                                                \
+  /* Householder of order 8 (eq. 2.15 generalised): the Taylor series of F in beta to order 8,      \
+     from the cumulants of the distances under p (no extra exponentials), inverted by Newton on     \
+     the polynomial */                                                                              \
+  XX(NLE_ROOT_HOUSEHOLDER, 7, "householder")
 typedef enum {
-  NLE_ROOT_HALLEY = 0,   /* third order, hyperbola through F, F', F'' (eq. 2.14) */
-  NLE_ROOT_EULER = 1,    /* third order, parabola through F, F', F'' (eq. 2.13) */
-  NLE_ROOT_NEWTON = 2,   /* second order */
-  NLE_ROOT_BISECTION = 3,/* bisection in log beta inside the bounds */
-  NLE_ROOT_BRENT = 4,    /* Brent's method in log beta inside the bounds */
-  NLE_ROOT_RIDDER = 5,   /* Ridder's method in log beta inside the bounds */
-  NLE_ROOT_CLASSIC = 6,  /* bisection on beta from beta = 1 with doubling, as in
-                            the SNE/t-SNE reference codes (a baseline) */
-  NLE_ROOT_HOUSEHOLDER = 7 /* Householder of order 8 (eq. 2.15 generalised): the
-                            Taylor series of F in beta to order 8, from the
-                            cumulants of the distances under p (no extra
-                            exponentials), inverted by Newton on the polynomial */
+  NLE_ROOT_METHOD_MAP(NLE__ENUMERATOR)
+  NLE_ROOT_COUNT /* how many there are (range checks) */
 } nle_root_method;
 
 /* The order in which points are solved; each point starts from the solution
  * of the point before it in the order (dissertation sec. 2.3.4). */
+#define NLE_EA_ORDER_MAP(XX)                                                                        \
+  /* BFS over a minimum spanning tree (Kruskal) of the kappa-NN graph; start from the parent */     \
+  XX(NLE_ORDER_MST, 0, "mst")                                                                       \
+  XX(NLE_ORDER_MSP, 1, "msp") /* minimum spanning path (algorithm 2) */                             \
+  /* D_kappa: by increasing distance to the kappa-th neighbour */                                   \
+  XX(NLE_ORDER_DENSITY, 2, "density")                                                               \
+  XX(NLE_ORDER_SEQUENTIAL, 3, "sequential") /* index order */                                       \
+  XX(NLE_ORDER_RANDOM, 4, "random") /* a seeded random permutation */                               \
+  /* no warm start: every point from the middle of its bounds (parallel) */                         \
+  XX(NLE_ORDER_BOUNDS, 5, "bounds")
 typedef enum {
-  NLE_ORDER_MST = 0,       /* BFS over a minimum spanning tree (Kruskal) of the
-                              kappa-NN graph; start from the parent */
-  NLE_ORDER_MSP = 1,       /* minimum spanning path (algorithm 2) */
-  NLE_ORDER_DENSITY = 2,   /* D_kappa: by increasing distance to the kappa-th
-                              neighbour */
-  NLE_ORDER_SEQUENTIAL = 3,/* index order */
-  NLE_ORDER_RANDOM = 4,    /* a seeded random permutation */
-  NLE_ORDER_BOUNDS = 5     /* no warm start: every point from the middle of its
-                              bounds (parallel) */
+  NLE_EA_ORDER_MAP(NLE__ENUMERATOR)
+  NLE_ORDER_COUNT /* how many there are (range checks) */
 } nle_ea_order;
 
 typedef struct {
@@ -103,15 +110,19 @@ NLE_API double nle_ea_entropy(const double *d, int n, double beta);
 /* W = (P + P^T) / 2, and divided by N when normalize (then it sums to 1). */
 NLE_API nle_status nle_affinity_symmetrize(nle_ctx *ctx, const nle_csr *P, bool normalize, nle_csr **W);
 
+#define NLE_AFFINITY_KIND_MAP(XX)                                                                   \
+  XX(NLE_AFF_GAUSSIAN, 0, "gaussian") /* exp(-d^2 / (2 sigma^2)), one sigma */                      \
+  XX(NLE_AFF_BINARY, 1, "binary") /* 1 on the kNN graph */                                          \
+  XX(NLE_AFF_INVERSE, 2, "inverse") /* 1 / |y_n - y_m| (kernel eigenmaps seed) */                   \
+  /* exp(-d^2 / (sigma_n sigma_m)), sigma_n = distance to the k-th neighbour (Zelnik-Manor and      \
+     Perona) */                                                                                     \
+  XX(NLE_AFF_SELF_TUNING, 3, "self-tuning")                                                         \
+  /* p_{m|n} at a perplexity (dissertation ch. 2): nle_entropic_affinities; the spectral methods'   \
+     graphs take it, nle_affinity_graph does not */                                                 \
+  XX(NLE_AFF_ENTROPIC, 4, "entropic")
 typedef enum {
-  NLE_AFF_GAUSSIAN = 0,   /* exp(-d^2 / (2 sigma^2)), one sigma */
-  NLE_AFF_BINARY = 1,     /* 1 on the kNN graph */
-  NLE_AFF_INVERSE = 2,    /* 1 / |y_n - y_m| (kernel eigenmaps seed) */
-  NLE_AFF_SELF_TUNING = 3,/* exp(-d^2 / (sigma_n sigma_m)), sigma_n = distance
-                             to the k-th neighbour (Zelnik-Manor and Perona) */
-  NLE_AFF_ENTROPIC = 4    /* p_{m|n} at a perplexity (dissertation ch. 2):
-                             nle_entropic_affinities; the spectral methods'
-                             graphs take it, nle_affinity_graph does not */
+  NLE_AFFINITY_KIND_MAP(NLE__ENUMERATOR)
+  NLE_AFF_COUNT /* how many there are (range checks) */
 } nle_affinity_kind;
 
 typedef struct {
@@ -130,11 +141,13 @@ NLE_API nle_status nle_affinity_graph(nle_ctx *ctx, const nle_csr *knn, const nl
 NLE_API nle_status nle_affinity_gaussian_dense(nle_ctx *ctx, const nle_matf *Y, double sigma, nle_matd **W);
 
 /* Repulsive weights W- of the elastic embedding (EE paper eq. 6; notes 001). */
+#define NLE_WNEG_MAP(XX)                                                                            \
+  XX(NLE_WNEG_UNIFORM, 0, "uniform") /* w-_nm = 1 for n != m */                                     \
+  XX(NLE_WNEG_SQDIST, 1, "sqdist") /* w-_nm = |y_n - y_m|^2 */                                      \
+  XX(NLE_WNEG_KNN, 2, "knn") /* |y_n - y_m|^2 on the kNN graph only (sparse) */
 typedef enum {
-  NLE_WNEG_UNIFORM = 0, /* w-_nm = 1 for n != m */
-  NLE_WNEG_SQDIST = 1,  /* w-_nm = |y_n - y_m|^2 */
-  NLE_WNEG_KNN = 2,     /* |y_n - y_m|^2 on the kNN graph only (sparse) */
-  NLE_WNEG_COUNT        /* how many there are (range checks) */
+  NLE_WNEG_MAP(NLE__ENUMERATOR)
+  NLE_WNEG_COUNT /* how many there are (range checks) */
 } nle_wneg_kind;
 
 /* Names of the affinity stage's options and back (-1 if unknown): kinds

@@ -35,6 +35,13 @@ NLE_API const char *nle_version(void);
  * that documents it. Never a valid value of any such field. */
 #define NLE_AUTO (-2147483647 - 1)
 
+/* An enumeration with names is made from one list, NLE_..._MAP(XX), whose
+ * rows XX(ENUMERATOR, value, "name") give its enumerators here (through
+ * NLE__ENUMERATOR) and its name table in the library: the numbers, the
+ * names and the enumeration's _COUNT cannot drift apart (libuv's XX map).
+ * The values are written out: they are stored in model files. */
+#define NLE__ENUMERATOR(id, value, name) id = value,
+
 /* ========================================================================== */
 /* Core: status codes                                                         */
 /* ========================================================================== */
@@ -114,7 +121,7 @@ NLE_API nle_status nle_ctx_last_status(const nle_ctx *ctx);
  *                          name as -k)
  *   NLE_SPELL_MARKED       the markers left in, for a binding that renders
  *                          them with its own names (Python's n_neighbors). */
-typedef enum { NLE_SPELL_C = 0, NLE_SPELL_CLI = 1, NLE_SPELL_MARKED = 2 } nle_option_spelling;
+typedef enum { NLE_SPELL_C = 0, NLE_SPELL_CLI = 1, NLE_SPELL_MARKED = 2, NLE_SPELL_COUNT } nle_option_spelling;
 NLE_API void nle_ctx_set_option_spelling(nle_ctx *ctx, nle_option_spelling spelling);
 
 /* Warnings: what the user should know about a run that succeeded (a

@@ -19,23 +19,28 @@ extern "C" {
 /* What a method does with a graph of several connected components. The
  * defaults (NLE_AUTO) warn (nle_ctx_warning) and go on: Isomap joins,
  * the others as their pages in docs/ say. */
+#define NLE_COMPONENTS_MAP(XX)                                                                      \
+  XX(NLE_COMPONENTS_ERROR, 0, "error") /* refuse, naming the count */                               \
+  /* go on: zero eigenvalues come once per component, and the embedding separates them (Isomap      \
+     cannot: infinite geodesics) */                                                                 \
+  XX(NLE_COMPONENTS_ALLOW, 1, "allow")                                                              \
+  /* add the shortest edges between components (a minimum spanning tree of them, exact: c - 1       \
+     edges for c components; needs the points), then embed the joined graph */                      \
+  XX(NLE_COMPONENTS_JOIN, 2, "join")
 typedef enum {
   NLE_COMPONENTS_AUTO = NLE_AUTO, /* the method's own policy */
-  NLE_COMPONENTS_ERROR = 0, /* refuse, naming the count */
-  NLE_COMPONENTS_ALLOW = 1, /* go on: zero eigenvalues come once per
-                               component, and the embedding separates them
-                               (Isomap cannot: infinite geodesics) */
-  NLE_COMPONENTS_JOIN = 2   /* add the shortest edges between components
-                               (a minimum spanning tree of them, exact: c - 1
-                               edges for c components; needs the points),
-                               then embed the joined graph */
+  NLE_COMPONENTS_MAP(NLE__ENUMERATOR)
+  NLE_COMPONENTS_COUNT /* how many there are (range checks) */
 } nle_components_policy;
 
 /* How the directed kNN graph A becomes a symmetric W. */
+#define NLE_SYMMETRIZE_MAP(XX)                                                                      \
+  XX(NLE_SYMMETRIZE_AVERAGE, 0, "average") /* (A + A^T) / 2 (the default; scikit-learn's) */        \
+  XX(NLE_SYMMETRIZE_UNION, 1, "union") /* max(A, A^T): an edge when either lists the other */       \
+  XX(NLE_SYMMETRIZE_MUTUAL, 2, "mutual") /* min(A, A^T): only mutual neighbours */
 typedef enum {
-  NLE_SYMMETRIZE_AVERAGE = 0, /* (A + A^T) / 2 (the default; scikit-learn's) */
-  NLE_SYMMETRIZE_UNION = 1,   /* max(A, A^T): an edge when either lists the other */
-  NLE_SYMMETRIZE_MUTUAL = 2   /* min(A, A^T): only mutual neighbours */
+  NLE_SYMMETRIZE_MAP(NLE__ENUMERATOR)
+  NLE_SYMMETRIZE_COUNT /* how many there are (range checks) */
 } nle_symmetrize_rule;
 
 /* Where the builder stops. */

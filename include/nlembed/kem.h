@@ -17,18 +17,19 @@ extern "C" {
 #endif
 
 /* How the row space of Z is modified (Brand sec. 2.1). */
+#define NLE_KEM_VARIANT_MAP(XX)                                                                     \
+  XX(NLE_KEM_RAW, 0, "raw") /* eq. 8 on Z: Y = [v_2..v_{d+1}]^T Z */                                \
+  /* eq. 8 on [Z; 1^T]. On the kernel basis the ones row is the sum of the homogeneous rows, so     \
+     the pencil is singular (SPEC G07-16): solved in B's range and reported */                      \
+  XX(NLE_KEM_AFFINE, 1, "affine")                                                                   \
+  /* the raw v's, columns of Z divided by v_1^T z_i (K = diag(v_1^T Z)^-1); no second solve; the    \
+     map is eq. 18 */                                                                               \
+  XX(NLE_KEM_REWEIGHTED, 2, "reweighted")                                                           \
+  XX(NLE_KEM_STOCHASTIC, 3, "stochastic") /* eq. 12: a second solve on Z K */
 typedef enum {
   NLE_KEM_AUTO = NLE_AUTO,
-  NLE_KEM_RAW = 0,        /* eq. 8 on Z: Y = [v_2..v_{d+1}]^T Z */
-  NLE_KEM_AFFINE = 1,     /* eq. 8 on [Z; 1^T]. On the kernel basis the ones
-                             row is the sum of the homogeneous rows, so the
-                             pencil is singular (SPEC G07-16): solved in
-                             B's range and reported */
-  NLE_KEM_REWEIGHTED = 2, /* the raw v's, columns of Z divided by v_1^T z_i
-                             (K = diag(v_1^T Z)^-1); no second solve; the
-                             map is eq. 18 */
-  NLE_KEM_STOCHASTIC = 3, /* eq. 12: a second solve on Z K */
-  NLE_KEM_COUNT           /* how many there are (range checks) */
+  NLE_KEM_VARIANT_MAP(NLE__ENUMERATOR)
+  NLE_KEM_COUNT /* how many there are (range checks) */
 } nle_kem_variant;
 
 typedef struct {

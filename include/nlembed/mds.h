@@ -17,25 +17,32 @@ extern "C" {
 /* MDS                                                                        */
 /* ========================================================================== */
 
+#define NLE_MDS_METHOD_MAP(XX)                                                                      \
+  /* slides "Classic Metric MDS": B = -1/2 J M J, M the squared dissimilarities; the top            \
+     eigenvectors scaled by sqrt(lambda) */                                                         \
+  XX(NLE_MDS_CLASSICAL, 0, "classical")                                                             \
+  /* slides "More General Metric MDS": raw stress sum_{i<j} w_ij (delta_ij - d_ij(X))^2 by SMACOF   \
+     (de Leeuw 1977; Guttman transform) */                                                          \
+  XX(NLE_MDS_METRIC, 1, "metric")                                                                   \
+  XX(NLE_MDS_SAMMON, 2, "sammon") /* slides' Sammon stress: SMACOF with w_ij = 1/delta_ij */        \
+  /* slides "Non-Metric MDS": Kruskal stress-1, PAV monotone regression alternating with a Guttman  \
+     step */                                                                                        \
+  XX(NLE_MDS_NONMETRIC, 3, "nonmetric")                                                             \
+  /* de Silva and Tenenbaum (2004): classical MDS of L landmarks, the rest placed by                \
+     triangulation */                                                                               \
+  XX(NLE_MDS_LANDMARK, 4, "landmark")
 typedef enum {
-  NLE_MDS_CLASSICAL = 0, /* slides "Classic Metric MDS": B = -1/2 J M J, M the
-                            squared dissimilarities; the top eigenvectors
-                            scaled by sqrt(lambda) */
-  NLE_MDS_METRIC = 1,    /* slides "More General Metric MDS": raw stress
-                            sum_{i<j} w_ij (delta_ij - d_ij(X))^2 by SMACOF
-                            (de Leeuw 1977; Guttman transform) */
-  NLE_MDS_SAMMON = 2,    /* slides' Sammon stress: SMACOF with w_ij = 1/delta_ij */
-  NLE_MDS_NONMETRIC = 3, /* slides "Non-Metric MDS": Kruskal stress-1, PAV
-                            monotone regression alternating with a Guttman
-                            step */
-  NLE_MDS_LANDMARK = 4   /* de Silva and Tenenbaum (2004): classical MDS of L
-                            landmarks, the rest placed by triangulation */
+  NLE_MDS_METHOD_MAP(NLE__ENUMERATOR)
+  NLE_MDS_COUNT /* how many there are (range checks) */
 } nle_mds_method;
 
 /* Non-metric MDS: what equal dissimilarities may become (Kruskal 1964). */
+#define NLE_MDS_TIES_MAP(XX)                                                                        \
+  XX(NLE_TIES_PRIMARY, 0, "primary") /* their disparities are free to differ (default) */           \
+  XX(NLE_TIES_SECONDARY, 1, "secondary") /* their disparities are equal */
 typedef enum {
-  NLE_TIES_PRIMARY = 0,  /* their disparities are free to differ (default) */
-  NLE_TIES_SECONDARY = 1 /* their disparities are equal */
+  NLE_MDS_TIES_MAP(NLE__ENUMERATOR)
+  NLE_TIES_COUNT /* how many there are (range checks) */
 } nle_mds_ties;
 
 typedef struct {
@@ -125,12 +132,14 @@ NLE_API int nle_mds_ties_parse(const char *name);
 /* Kernels, kernel PCA, LDA and kernel LDA                                    */
 /* ========================================================================== */
 
+#define NLE_PDKERNEL_MAP(XX)                                                                        \
+  XX(NLE_PDK_LINEAR, 0, "linear") /* x^T y (kernel PCA = PCA) */                                    \
+  XX(NLE_PDK_GAUSSIAN, 1, "gaussian") /* exp(-gamma |x - y|^2) */                                   \
+  XX(NLE_PDK_POLYNOMIAL, 2, "polynomial") /* (gamma x^T y + coef0)^degree */                        \
+  XX(NLE_PDK_PRECOMPUTED, 3, "precomputed") /* the N x N kernel matrix is the input */
 typedef enum {
-  NLE_PDK_LINEAR = 0,      /* x^T y (kernel PCA = PCA) */
-  NLE_PDK_GAUSSIAN = 1,    /* exp(-gamma |x - y|^2) */
-  NLE_PDK_POLYNOMIAL = 2,  /* (gamma x^T y + coef0)^degree */
-  NLE_PDK_PRECOMPUTED = 3, /* the N x N kernel matrix is the input */
-  NLE_PDK_COUNT            /* how many there are (range checks) */
+  NLE_PDKERNEL_MAP(NLE__ENUMERATOR)
+  NLE_PDK_COUNT /* how many there are (range checks) */
 } nle_pdkernel_kind;
 
 typedef struct {

@@ -18,7 +18,8 @@ extern "C" {
 typedef enum {
   NLE_KERNEL_GAUSSIAN = 0, /* exp(-t): EE, s-SNE, SNE */
   NLE_KERNEL_STUDENT = 1,  /* 1 / (1 + t): t-SNE, t-EE */
-  NLE_KERNEL_STUDENT2 = 2  /* 1 / (1 + t)^2: their gradients */
+  NLE_KERNEL_STUDENT2 = 2, /* 1 / (1 + t)^2: their gradients */
+  NLE_KERNEL_COUNT         /* how many there are (range checks) */
 } nle_kernel;
 
 /* FFT-accelerated interpolation (the grid method of Linderman et al. for

@@ -62,11 +62,14 @@ NLE_API void nle_knn_approx_opts_init(nle_knn_approx_opts *o);
  * sorted by exact squared distance, ties by index. */
 NLE_API nle_status nle_knn_approx(nle_ctx *ctx, const nle_matf *Y, const nle_knn_approx_opts *opts, nle_csr **graph);
 
+#define NLE_KNN_METHOD_MAP(XX)                                                                      \
+  XX(NLE_KNN_EXACT, 0, "exact")                                                                     \
+  XX(NLE_KNN_APPROX, 1, "approx")
 typedef enum {
   NLE_KNN_AUTO = NLE_AUTO, /* whichever a cost model in N and D expects to be
                               faster (exact below ~40,000 points at D = 784) */
-  NLE_KNN_EXACT = 0,
-  NLE_KNN_APPROX = 1
+  NLE_KNN_METHOD_MAP(NLE__ENUMERATOR)
+  NLE_KNN_COUNT /* how many there are (range checks) */
 } nle_knn_method;
 
 /* The k-nearest-neighbour graph by the given method (approx: with the
@@ -96,16 +99,18 @@ NLE_API int nle_knn_method_parse(const char *name);
  * correlation are the Euclidean distances of the rows made unit length
  * (correlation: centred first), so every graph keeps squared distances, as
  * the searches above: 2 (1 - cos) and 2 (1 - r). */
+#define NLE_METRIC_MAP(XX)                                                                          \
+  XX(NLE_METRIC_EUCLIDEAN, 0, "euclidean")                                                          \
+  XX(NLE_METRIC_COSINE, 1, "cosine")                                                                \
+  XX(NLE_METRIC_CORRELATION, 2, "correlation")                                                      \
+  /* the input is N x N distances (dense), or a graph of distances (sparse, no self;                \
+     scikit-learn's mode='distance'); not squared */                                                \
+  XX(NLE_METRIC_PRECOMPUTED, 3, "precomputed")                                                      \
+  /* the input is an N x N affinity matrix W (sparse or dense, symmetric, >= 0) */                  \
+  XX(NLE_METRIC_AFFINITIES, 4, "affinities")
 typedef enum {
-  NLE_METRIC_EUCLIDEAN = 0,
-  NLE_METRIC_COSINE = 1,
-  NLE_METRIC_CORRELATION = 2,
-  NLE_METRIC_PRECOMPUTED = 3, /* the input is N x N distances (dense), or a
-                                 graph of distances (sparse, no self;
-                                 scikit-learn's mode='distance'); not
-                                 squared */
-  NLE_METRIC_AFFINITIES = 4   /* the input is an N x N affinity matrix W
-                                 (sparse or dense, symmetric, >= 0) */
+  NLE_METRIC_MAP(NLE__ENUMERATOR)
+  NLE_METRIC_COUNT /* how many there are (range checks) */
 } nle_metric;
 
 NLE_API const char *nle_metric_name(nle_metric metric);

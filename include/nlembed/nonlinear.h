@@ -27,13 +27,15 @@ extern "C" {
  * and SNE. The gradient is 4 sum_m [w+ (-K'/K) + lambda w- K'] (x_n - x_m)
  * (K' = dK/d(d^2); with K'/Z for the normalised models), i.e. 4 X L with
  * graph Laplacians (dissertation eqs. 3.3, 3.4). */
+#define NLE_MODEL_MAP(XX)                                                                           \
+  XX(NLE_MODEL_EE, 0, "ee") /* elastic embedding (EE paper eq. 5) */                                \
+  XX(NLE_MODEL_SSNE, 1, "ssne") /* symmetric SNE */                                                 \
+  XX(NLE_MODEL_TSNE, 2, "tsne") /* t-SNE */                                                         \
+  XX(NLE_MODEL_SNE, 3, "sne") /* SNE, conditional P (rows sum to 1) */                              \
+  XX(NLE_MODEL_TEE, 4, "tee") /* EE with the Student-t kernel (notes 001) */
 typedef enum {
-  NLE_MODEL_EE = 0,   /* elastic embedding (EE paper eq. 5) */
-  NLE_MODEL_SSNE = 1, /* symmetric SNE */
-  NLE_MODEL_TSNE = 2, /* t-SNE */
-  NLE_MODEL_SNE = 3,  /* SNE, conditional P (rows sum to 1) */
-  NLE_MODEL_TEE = 4,  /* EE with the Student-t kernel (notes 001) */
-  NLE_MODEL_COUNT     /* how many there are (range checks) */
+  NLE_MODEL_MAP(NLE__ENUMERATOR)
+  NLE_MODEL_COUNT /* how many there are (range checks) */
 } nle_model_kind;
 
 /* Repulsion engines (dissertation ch. 5). The fast ones serve the models
@@ -411,23 +413,28 @@ typedef struct {
   void *release_user;
 } nle_embed_input;
 
+#define NLE_INIT_MAP(XX)                                                                            \
+  XX(NLE_INIT_PCA, 0, "pca") /* the first d principal components of Y */                            \
+  XX(NLE_INIT_SPECTRAL, 1, "spectral") /* Laplacian eigenmaps of W+ (ARPACK) */                     \
+  XX(NLE_INIT_RANDOM, 2, "random") /* Gaussian noise from the context's seed */                     \
+  XX(NLE_INIT_GIVEN, 3, "given") /* opts.init_X, used as it is */
 typedef enum {
   NLE_INIT_AUTO = NLE_AUTO, /* PCA of Y when given, else spectral */
-  NLE_INIT_PCA = 0,         /* the first d principal components of Y */
-  NLE_INIT_SPECTRAL = 1,    /* Laplacian eigenmaps of W+ (ARPACK) */
-  NLE_INIT_RANDOM = 2,      /* Gaussian noise from the context's seed */
-  NLE_INIT_GIVEN = 3,       /* opts.init_X, used as it is */
-  NLE_INIT_COUNT            /* how many there are (range checks) */
+  NLE_INIT_MAP(NLE__ENUMERATOR)
+  NLE_INIT_COUNT /* how many there are (range checks) */
 } nle_init_kind;
 
 /* How the optimiser steps. */
+#define NLE_STEP_MAP(XX)                                                                            \
+  XX(NLE_STEP_LINE_SEARCH, 0, "line-search") /* backtracking (Armijo) along B p = -g */             \
+  /* gradient descent with a learning rate, momentum and gains, as the t-SNE codes */               \
+  XX(NLE_STEP_FIXED_RATE, 1, "fixed")
 typedef enum {
   NLE_STEP_AUTO = NLE_AUTO,   /* the model's recipe: fixed rate for t-SNE
                                  and t-EE, line search for EE, s-SNE and SNE
                                  (and whenever the optimiser is not gd) */
-  NLE_STEP_LINE_SEARCH = 0,   /* backtracking (Armijo) along B p = -g */
-  NLE_STEP_FIXED_RATE = 1     /* gradient descent with a learning rate,
-                                 momentum and gains, as the t-SNE codes */
+  NLE_STEP_MAP(NLE__ENUMERATOR)
+  NLE_STEP_COUNT /* how many there are (range checks) */
 } nle_step_kind;
 
 typedef struct {

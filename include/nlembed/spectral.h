@@ -62,37 +62,47 @@ typedef enum {
 
 /* Which Laplacian, and the normalisation of the embedding it gives (SPEC
  * G06-6: the seeds use all three). */
+#define NLE_LAPLACIAN_MAP(XX)                                                                       \
+  /* L v = lambda D v, V^T D V = I (dissertation eq. 4.9, Brand eq. 1; scikit-learn's               \
+     SpectralEmbedding): the default */                                                             \
+  XX(NLE_LAPLACIAN_RANDOM_WALK, 0, "random-walk")                                                   \
+  XX(NLE_LAPLACIAN_SYMMETRIC, 1, "symmetric") /* (I - D^-1/2 W D^-1/2) u = lambda u, U^T U = I */   \
+  /* (D - W) f = lambda f, F^T F = I (the slides) */                                                \
+  XX(NLE_LAPLACIAN_UNNORMALISED, 2, "unnormalised")
 typedef enum {
-  NLE_LAPLACIAN_RANDOM_WALK = 0, /* L v = lambda D v, V^T D V = I (dissertation
-                                    eq. 4.9, Brand eq. 1; scikit-learn's
-                                    SpectralEmbedding): the default */
-  NLE_LAPLACIAN_SYMMETRIC = 1,   /* (I - D^-1/2 W D^-1/2) u = lambda u, U^T U = I */
-  NLE_LAPLACIAN_UNNORMALISED = 2 /* (D - W) f = lambda f, F^T F = I (the slides) */
+  NLE_LAPLACIAN_MAP(NLE__ENUMERATOR)
+  NLE_LAPLACIAN_COUNT /* how many there are (range checks) */
 } nle_laplacian_kind;
 
+#define NLE_EIGEN_SOLVER_MAP(XX)                                                                    \
+  XX(NLE_EIGEN_DENSE, 0, "dense") /* LAPACK on the dense N x N matrix (under the cap) */            \
+  XX(NLE_EIGEN_SPARSE, 1, "sparse") /* ARPACK's Lanczos on the sparse matrix */                     \
+  /* Lanczos on the inverse through a CHOLMOD factor: the small end becomes well separated */       \
+  XX(NLE_EIGEN_SHIFT_INVERT, 2, "shift-invert")
 typedef enum {
   NLE_EIGEN_AUTO = NLE_AUTO, /* the method's choice (LE: dense up to 400
                                 points, else shift-invert when the factor
                                 stays sparse, else Lanczos) */
-  NLE_EIGEN_DENSE = 0,       /* LAPACK on the dense N x N matrix (under the cap) */
-  NLE_EIGEN_SPARSE = 1,      /* ARPACK's Lanczos on the sparse matrix */
-  NLE_EIGEN_SHIFT_INVERT = 2 /* Lanczos on the inverse through a CHOLMOD
-                                factor: the small end becomes well separated */
+  NLE_EIGEN_SOLVER_MAP(NLE__ENUMERATOR)
+  NLE_EIGEN_COUNT /* how many there are (range checks) */
 } nle_eigen_solver;
 
 /* Where Locally Linear Landmarks puts its landmarks (dissertation sec. 4.4,
  * SPEC G07-5); every landmark is a data point. */
+#define NLE_LANDMARK_METHOD_MAP(XX)                                                                 \
+  /* uniformly at random (the default; "our experiments confirm" it works best) */                  \
+  XX(NLE_LANDMARKS_RANDOM, 0, "random")                                                             \
+  /* L + M at random, then one point of each of the M closest pairs dropped (M = L / 10: the        \
+     dissertation leaves M open) */                                                                 \
+  XX(NLE_LANDMARKS_THINNED, 1, "thinned")                                                           \
+  /* k-means with L centres (20 Lloyd iterations), each snapped to its nearest data point */        \
+  XX(NLE_LANDMARKS_KMEANS, 2, "kmeans")                                                             \
+  /* farthest-point (de Silva and Tenenbaum 2004): each next landmark the point farthest from       \
+     those chosen, from a random first */                                                           \
+  XX(NLE_LANDMARKS_MINMAX, 3, "minmax")
 typedef enum {
-  NLE_LANDMARKS_RANDOM = 0,  /* uniformly at random (the default; "our
-                                experiments confirm" it works best) */
-  NLE_LANDMARKS_THINNED = 1, /* L + M at random, then one point of each of the
-                                M closest pairs dropped (M = L / 10: the
-                                dissertation leaves M open) */
-  NLE_LANDMARKS_KMEANS = 2,  /* k-means with L centres (20 Lloyd iterations),
-                                each snapped to its nearest data point */
-  NLE_LANDMARKS_MINMAX = 3   /* farthest-point (de Silva and Tenenbaum 2004):
-                                each next landmark the point farthest from
-                                those chosen, from a random first */
+  NLE_LANDMARK_METHOD_MAP(NLE__ENUMERATOR)
+  NLE_LANDMARKS_COUNT /* how many there are (range checks) */
 } nle_landmark_method;
 
 typedef struct {
@@ -467,10 +477,13 @@ NLE_API void nle_sweep_result_free(nle_sweep_result **result);
 /* Spectral: PCA                                                              */
 /* ========================================================================== */
 
+#define NLE_PCA_SOLVER_MAP(XX)                                                                      \
+  XX(NLE_PCA_EXACT, 0, "exact") /* eigendecomposition of the D x D covariance */                    \
+  XX(NLE_PCA_RANDOMIZED, 1, "randomized") /* randomized range finder + small SVD (Halko et al.) */
 typedef enum {
   NLE_PCA_AUTO = NLE_AUTO, /* exact unless randomized is much cheaper (large D) */
-  NLE_PCA_EXACT = 0,       /* eigendecomposition of the D x D covariance */
-  NLE_PCA_RANDOMIZED = 1   /* randomized range finder + small SVD (Halko et al.) */
+  NLE_PCA_SOLVER_MAP(NLE__ENUMERATOR)
+  NLE_PCA_COUNT /* how many there are (range checks) */
 } nle_pca_solver;
 
 typedef struct {

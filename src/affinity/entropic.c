@@ -221,7 +221,8 @@ static double derivative_step(nle_root_method m, feval v) {
 static root_result solve_safeguarded(const double *e, int n, double log_k, double lo, double hi, double x,
                                      const nle_ea_opts *o, double *w) {
   root_result r = {x, 0, 0, 0, 0, INFINITY};
-  int inner = 0, derivative = o->root <= NLE_ROOT_NEWTON || o->root == NLE_ROOT_HOUSEHOLDER;
+  int inner = 0, derivative = o->root == NLE_ROOT_HALLEY || o->root == NLE_ROOT_EULER ||
+                             o->root == NLE_ROOT_NEWTON || o->root == NLE_ROOT_HOUSEHOLDER;
   for (;;) {
     feval v = evaluate(e, n, x, log_k, w);
     r.evals++;
@@ -531,6 +532,7 @@ static nle_status check_graph(nle_ctx *ctx, const nle_csr *knn, const nle_ea_opt
                      o->perplexity, (long long)kk, (long long)knn->cols);
   if (!(o->tol > 0.0) || o->maxit < 1 || o->max_evals < 1)
     return nle__fail(ctx, NLE_ERR_ARG, "entropic affinities: tol, maxit and max_evals must be positive");
+  if ((unsigned)o->root >= NLE_ROOT_COUNT) return nle__fail(ctx, NLE_ERR_ARG, "entropic affinities: unknown root finder %d", (int)o->root);
   *k = (int)kk;
   return NLE_OK;
 }

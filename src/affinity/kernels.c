@@ -133,6 +133,7 @@ nle_status nle_affinity_graph(nle_ctx *ctx, const nle_csr *knn, const nle_affini
   int64_t n = knn->rows, k = n ? knn->rowptr[1] - knn->rowptr[0] : 0;
   if (opts->kind == NLE_AFF_GAUSSIAN && !(opts->sigma > 0.0 && isfinite(opts->sigma)))
     return nle__fail(ctx, NLE_ERR_ARG, "Gaussian affinities: {@sigma=%s} must be a finite number > 0", nle__real_text(opts->sigma).s);
+  if ((unsigned)opts->kind >= NLE_AFF_COUNT) return nle__fail(ctx, NLE_ERR_ARG, "affinities: unknown kind %d", (int)opts->kind);
   if (opts->kind == NLE_AFF_ENTROPIC)
     return nle__fail(ctx, NLE_ERR_ARG, "entropic affinities need a perplexity: nle_entropic_affinities, not "
                      "nle_affinity_graph");
@@ -167,7 +168,8 @@ nle_status nle_affinity_graph(nle_ctx *ctx, const nle_csr *knn, const nle_affini
         *v = d2 == 0.0 ? 1.0 : ss > 0.0 ? exp(-d2 / ss) : 0.0;
         break;
       }
-      case NLE_AFF_ENTROPIC: break; /* refused above */
+      case NLE_AFF_ENTROPIC:
+      case NLE_AFF_COUNT: break; /* refused above */
       }
     }
   free(scale);

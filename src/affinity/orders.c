@@ -181,6 +181,7 @@ nle_status nle__ea_order(nle_ctx *ctx, const nle_csr *knn, nle_ea_order kind, in
       parent[i] = kind == NLE_ORDER_SEQUENTIAL && i ? i - 1 : -1;
     }
     return NLE_OK;
+  case NLE_ORDER_COUNT: break;
   }
   return nle__fail(ctx, NLE_ERR_ARG, "unknown order %d", (int)kind);
 }

@@ -175,7 +175,7 @@ static void set_error(nle_ctx *ctx, const char *raw) {
 }
 
 void nle_ctx_set_option_spelling(nle_ctx *ctx, nle_option_spelling spelling) {
-  if (ctx && spelling >= NLE_SPELL_C && spelling <= NLE_SPELL_MARKED) ctx->spelling = spelling;
+  if (ctx && (unsigned)spelling < NLE_SPELL_COUNT) ctx->spelling = spelling;
 }
 
 int nle_ctx_warning_count(const nle_ctx *ctx) { return ctx ? ctx->warning_count : 0; }

@@ -67,10 +67,18 @@ nle_status nle__labels_encode_strings(nle_ctx *ctx, char *const *strings, size_t
 const char *nle__enum_name(const char *const *names, size_t count, bool has_auto, int value);
 int nle__enum_parse(const char *const *names, size_t count, bool has_auto, const char *name);
 #define NLE__COUNT(a) (sizeof(a) / sizeof *(a))
-/* Defines the public pair NAME_FN(type) and PARSE_FN(name) over `table`. */
-#define NLE__ENUM_NAMES(NAME_FN, PARSE_FN, type, table, has_auto)                                           \
-  const char *NAME_FN(type value) { return nle__enum_name(table, NLE__COUNT(table), has_auto, (int)value); } \
-  int PARSE_FN(const char *name) { return nle__enum_parse(table, NLE__COUNT(table), has_auto, name); }
+/* Defines the public pair NAME_FN(type) and PARSE_FN(name) over the names
+ * of the enum's list MAP (core.h's XX map), and checks at compile time that
+ * the list runs from 0 to COUNT - 1 without a gap: as many rows as COUNT, no
+ * index past it, none twice (-Woverride-init, an error under -Werror). */
+#define NLE__NAME_ROW(id, value, name) [id] = name,
+#define NLE__ONE_ROW(id, value, name) +1
+#define NLE__ENUM_NAMES(NAME_FN, PARSE_FN, type, MAP, COUNT, has_auto)                                     \
+  static const char *const NAME_FN##_table[] = {MAP(NLE__NAME_ROW)};                                       \
+  _Static_assert(NLE__COUNT(NAME_FN##_table) == (COUNT) && (0 MAP(NLE__ONE_ROW)) == (COUNT),              \
+                 #MAP " must number its rows 0 to " #COUNT " - 1");                                        \
+  const char *NAME_FN(type value) { return nle__enum_name(NAME_FN##_table, COUNT, has_auto, (int)value); } \
+  int PARSE_FN(const char *name) { return nle__enum_parse(NAME_FN##_table, COUNT, has_auto, name); }
 
 /* Hot loops compiled for several instruction sets and chosen when the
  * library loads (GCC function multiversioning): the portable build runs

@@ -12,8 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const kernel_names[] = {"linear", "gaussian", "polynomial", "precomputed"};
-NLE__ENUM_NAMES(nle_pdkernel_name, nle_pdkernel_parse, nle_pdkernel_kind, kernel_names, false)
+NLE__ENUM_NAMES(nle_pdkernel_name, nle_pdkernel_parse, nle_pdkernel_kind, NLE_PDKERNEL_MAP, NLE_PDK_COUNT, false)
 
 enum { DENSE_MAX_N = 500, KBLOCK = 256, GAMMA_PAIRS = 10000 };
 
@@ -208,7 +207,7 @@ nle_status nle__kernel_matrix(nle_ctx *ctx, const nle_matf *Y, const nle_pdkerne
   for (size_t e = 0; !s && e < n * n; e++)
     if (!isfinite((*K)[e]))
       s = nle__fail(ctx, NLE_ERR_VALUE, "the %s kernel overflows at row %zu, column %zu (%g): a smaller {@gamma}%s",
-                    kernel_names[k->kind], e / n, e % n, (*K)[e],
+                    nle_pdkernel_name(k->kind), e / n, e % n, (*K)[e],
                     k->kind == NLE_PDK_POLYNOMIAL ? ", {@degree} or {@coef0}" : "");
   if (s) free(*K), *K = NULL;
   return s;
@@ -274,14 +273,14 @@ nle_status nle_kpca(nle_ctx *ctx, const nle_matf *Y, const nle_matd *Kin, const 
     return nle__fail(ctx, NLE_ERR_ARG, "kpca: unknown kernel %d", (int)o.kernel.kind);
   if (pre ? !Kin : !Y)
     return nle__fail(ctx, NLE_ERR_ARG, pre ? "kpca: a precomputed kernel needs the kernel matrix"
-                                            : "kpca: the %s kernel needs the points", kernel_names[o.kernel.kind]);
+                                            : "kpca: the %s kernel needs the points", nle_pdkernel_name(o.kernel.kind));
   size_t n = pre ? Kin->rows : Y->rows;
   if (pre && Kin->cols != n) return nle__fail(ctx, NLE_ERR_VALUE, "kernel matrix: %zu x %zu, not square", n, Kin->cols);
   if (o.dim < 1 || (size_t)o.dim >= n)
     return nle__fail(ctx, NLE_ERR_ARG, "kpca: {@dim=%s} components of %zu points (1 <= dim < N)", nle__int_text(o.dim).s, n);
   if (o.kernel.neighbors < 0 || (o.kernel.neighbors > 0 && o.kernel.kind != NLE_PDK_GAUSSIAN))
     return nle__fail(ctx, NLE_ERR_ARG, "kpca: a sparse kernel (on %d neighbours) is Gaussian, not {@kernel=%s}", o.kernel.neighbors,
-                     kernel_names[o.kernel.kind]);
+                     nle_pdkernel_name(o.kernel.kind));
   if (o.kernel.kind == NLE_PDK_POLYNOMIAL && o.kernel.degree < 1)
     return nle__fail(ctx, NLE_ERR_ARG, "kpca: polynomial {@degree=%d} must be >= 1", o.kernel.degree);
   if (o.keep_model && (pre || o.kernel.neighbors > 0))

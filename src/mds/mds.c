@@ -22,11 +22,9 @@ typedef struct {
 static const mds_method methods[] = {
     {nle__mds_classical, false, false}, {NULL, false, false}, {NULL, true, false}, {NULL, false, true},
     {nle__mds_landmark, false, false}};
-static const char *const method_names[] = {"classical", "metric", "sammon", "nonmetric", "landmark"};
-static const char *const ties_names[] = {"primary", "secondary"};
 
-NLE__ENUM_NAMES(nle_mds_method_name, nle_mds_method_parse, nle_mds_method, method_names, false)
-NLE__ENUM_NAMES(nle_mds_ties_name, nle_mds_ties_parse, nle_mds_ties, ties_names, false)
+NLE__ENUM_NAMES(nle_mds_method_name, nle_mds_method_parse, nle_mds_method, NLE_MDS_METHOD_MAP, NLE_MDS_COUNT, false)
+NLE__ENUM_NAMES(nle_mds_ties_name, nle_mds_ties_parse, nle_mds_ties, NLE_MDS_TIES_MAP, NLE_TIES_COUNT, false)
 
 void nle_mds_opts_init(nle_mds_opts *o) {
   memset(o, 0, sizeof *o);
@@ -148,7 +146,7 @@ nle_status nle_mds_stress(nle_ctx *ctx, const nle_matd *M, const nle_matd *X, do
 static nle_status check_input(nle_ctx *ctx, nle_mds_method method, const nle_mds_input *in, const nle_mds_opts *o) {
   if (!in || (!in->Y == !in->dissimilarities))
     return nle__fail(ctx, NLE_ERR_ARG, "mds: give either the points or a dissimilarity matrix");
-  if ((int)method < 0 || (int)method >= (int)NLE__COUNT(method_names))
+  if ((int)method < 0 || method >= NLE_MDS_COUNT)
     return nle__fail(ctx, NLE_ERR_ARG, "mds: unknown method %d", (int)method);
   nle_status s = in->Y ? nle__check_finite_rows(ctx, "points", in->Y) : check_dissimilarities(ctx, in->dissimilarities, "dissimilarities");
   if (s) return s;
@@ -159,13 +157,13 @@ static nle_status check_input(nle_ctx *ctx, nle_mds_method method, const nle_mds
   if (o->max_iter < 1)
     return nle__fail(ctx, NLE_ERR_ARG, "mds: {@max-iter=%s} must be >= 1", nle__int_text(o->max_iter).s);
   if (!(o->tol >= 0 && o->tol < 1)) return nle__fail(ctx, NLE_ERR_ARG, "mds: {@tol=%g} must be in [0, 1)", o->tol);
-  if ((int)o->ties < 0 || (int)o->ties > 1) return nle__fail(ctx, NLE_ERR_ARG, "mds: {@ties} has no value %d", o->ties);
+  if ((int)o->ties < 0 || o->ties >= NLE_TIES_COUNT) return nle__fail(ctx, NLE_ERR_ARG, "mds: {@ties} has no value %d", o->ties);
   if (o->init && (o->init->rows != n || o->init->cols != (size_t)o->dim))
     return nle__fail(ctx, NLE_ERR_ARG, "mds: the start is %zu x %zu, not %zu x %d", o->init->rows, o->init->cols, n,
                      o->dim);
   if (in->weights) {
     if (method != NLE_MDS_METRIC)
-      return nle__fail(ctx, NLE_ERR_ARG, "mds: weights are for metric MDS, not %s", method_names[method]);
+      return nle__fail(ctx, NLE_ERR_ARG, "mds: weights are for metric MDS, not %s", nle_mds_method_name(method));
     if (in->weights->rows != n || in->weights->cols != n)
       return nle__fail(ctx, NLE_ERR_VALUE, "weights: %zu x %zu for %zu points", in->weights->rows, in->weights->cols,
                        n);
@@ -212,7 +210,7 @@ nle_status nle_mds(nle_ctx *ctx, nle_mds_method method, const nle_mds_input *inp
   r->negative_count = 0;
   r->raw_stress = r->stress1 = r->normalized_stress = r->sammon_stress = r->start_stress = NAN;
   const mds_method *m = &methods[method];
-  bool opened = nle__stage_begin(ctx, method_names[method]);
+  bool opened = nle__stage_begin(ctx, nle_mds_method_name(method));
   if (m->direct) s = m->direct(ctx, input, &o, r);
   /* the N x N matrix: the SMACOF family's, and the direct methods' stress
    * measures (from points only where it is small: they need every pair) */

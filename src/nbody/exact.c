@@ -12,7 +12,7 @@ nle_status nle__kernel_sums_check(nle_ctx *ctx, const nle_matd *X, nle_kernel ke
   if (X->cols < 1 || X->cols > MAX_DIM || X->rows < 1)
     return nle__fail(ctx, NLE_ERR_ARG, "%s: X must have 1 to 3 columns and a row (got %zu x %zu)", engine, X->rows,
                      X->cols);
-  if ((unsigned)kernel > NLE_KERNEL_STUDENT2) return nle__fail(ctx, NLE_ERR_ARG, "%s: unknown kernel", engine);
+  if ((unsigned)kernel >= NLE_KERNEL_COUNT) return nle__fail(ctx, NLE_ERR_ARG, "%s: unknown kernel", engine);
   for (size_t i = 0; i < X->rows * X->cols; i++)
     if (!isfinite(X->data[i]))
       return nle__fail(ctx, NLE_ERR_VALUE, "%s: X[%zu, %zu] is not finite", engine, i / X->cols, i % X->cols);

@@ -117,20 +117,11 @@ nle_status nle__knn_check_range(nle_ctx *ctx, const nle_matf *Y, const nle_matf 
   return NLE_OK;
 }
 
-const char *nle_knn_method_name(nle_knn_method m) {
-  return m == NLE_KNN_EXACT ? "exact" : m == NLE_KNN_APPROX ? "approx" : m == NLE_KNN_AUTO ? "auto" : "unknown";
-}
-
-int nle_knn_method_parse(const char *name) {
-  static const nle_knn_method methods[] = {NLE_KNN_AUTO, NLE_KNN_EXACT, NLE_KNN_APPROX};
-  for (size_t i = 0; name && i < sizeof methods / sizeof *methods; i++)
-    if (!strcmp(name, nle_knn_method_name(methods[i]))) return (int)methods[i];
-  return -1;
-}
+NLE__ENUM_NAMES(nle_knn_method_name, nle_knn_method_parse, nle_knn_method, NLE_KNN_METHOD_MAP, NLE_KNN_COUNT, true)
 
 nle_status nle_knn_graph(nle_ctx *ctx, const nle_matf *Y, int k, nle_knn_method method,
                          const nle_knn_approx_opts *approx, nle_csr **graph, nle_knn_method *used) {
-  if (method != NLE_KNN_AUTO && method != NLE_KNN_EXACT && method != NLE_KNN_APPROX)
+  if (method != NLE_KNN_AUTO && (unsigned)method >= NLE_KNN_COUNT)
     return nle__fail(ctx, NLE_ERR_ARG, "kNN graph: method %d is not auto, exact or approx", (int)method);
   if (method == NLE_KNN_AUTO) method = exact_is_faster(Y->rows, Y->cols) ? NLE_KNN_EXACT : NLE_KNN_APPROX;
   if (used) *used = method;

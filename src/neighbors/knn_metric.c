@@ -11,9 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const metric_names[] = {"euclidean", "cosine", "correlation", "precomputed", "affinities"};
 
-NLE__ENUM_NAMES(nle_metric_name, nle_metric_parse, nle_metric, metric_names, false)
+NLE__ENUM_NAMES(nle_metric_name, nle_metric_parse, nle_metric, NLE_METRIC_MAP, NLE_METRIC_COUNT, false)
 
 bool nle__metric_of_rows(nle_metric metric) {
   return metric == NLE_METRIC_EUCLIDEAN || metric == NLE_METRIC_COSINE || metric == NLE_METRIC_CORRELATION;

@@ -19,7 +19,8 @@ nle_status nle_metric_graph(nle_ctx *ctx, nle_metric metric, const nle_matf *Y, 
              : nle_knn_sparse(ctx, S, k, metric, method, approx, graph, used);
   case NLE_METRIC_PRECOMPUTED:
     return Y ? nle_knn_from_distances(ctx, Y, k, 0, graph) : nle_knn_from_sparse_distances(ctx, S, false, graph);
-  case NLE_METRIC_AFFINITIES: break;
+  case NLE_METRIC_AFFINITIES:
+  case NLE_METRIC_COUNT: break;
   }
   return nle__fail(ctx, NLE_ERR_ARG, "metric graph: metric %s gives no distances to search", nle_metric_name(metric));
 }

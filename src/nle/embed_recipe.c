@@ -35,13 +35,10 @@ enum { TEE_STEPS = 5, TEE_STEP_ITERS = 90, TEE_WARM_ITERS = 30 };
 #define AUTO_MOMENTUM 0.95
 #define HOMOTOPY_X_TOL 1e-3
 
-static const char *const model_names[] = {"ee", "ssne", "tsne", "sne", "tee"};
-static const char *const init_names[] = {"pca", "spectral", "random", "given"};
-static const char *const step_names[] = {"line-search", "fixed"};
 
-NLE__ENUM_NAMES(nle_model_name, nle_model_parse, nle_model_kind, model_names, false)
-NLE__ENUM_NAMES(nle_init_name, nle_init_parse, nle_init_kind, init_names, true)
-NLE__ENUM_NAMES(nle_step_name, nle_step_parse, nle_step_kind, step_names, true)
+NLE__ENUM_NAMES(nle_model_name, nle_model_parse, nle_model_kind, NLE_MODEL_MAP, NLE_MODEL_COUNT, false)
+NLE__ENUM_NAMES(nle_init_name, nle_init_parse, nle_init_kind, NLE_INIT_MAP, NLE_INIT_COUNT, true)
+NLE__ENUM_NAMES(nle_step_name, nle_step_parse, nle_step_kind, NLE_STEP_MAP, NLE_STEP_COUNT, true)
 
 static int is_unnormalised(nle_model_kind kind) { return kind == NLE_MODEL_EE || kind == NLE_MODEL_TEE; }
 static int gaussian_kernel(nle_model_kind kind) {

@@ -70,7 +70,7 @@ nle_status nle_model_new(nle_ctx *ctx, const nle_model_spec *spec, nle_model **m
     return nle__fail(ctx, NLE_ERR_ARG, "model: W+ must be a square matrix of at least 2 points");
   if (!(spec->lambda > 0.0) || !isfinite(spec->lambda))
     return nle__fail(ctx, NLE_ERR_ARG, "model: {@lambda=%g} must be positive and finite", spec->lambda);
-  if ((unsigned)spec->kind > NLE_MODEL_TEE) return nle__fail(ctx, NLE_ERR_ARG, "model: unknown kind %d", spec->kind);
+  if ((unsigned)spec->kind >= NLE_MODEL_COUNT) return nle__fail(ctx, NLE_ERR_ARG, "model: unknown kind %d", spec->kind);
   for (int64_t q = 0; q < W->nnz; q++) {
     double w = nle_csr_value(W, q);
     if (!(w >= 0.0) || !isfinite(w))

@@ -10,8 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const landmark_names[] = {"random", "thinned", "kmeans", "minmax"};
-NLE__ENUM_NAMES(nle_landmark_method_name, nle_landmark_method_parse, nle_landmark_method, landmark_names, false)
+NLE__ENUM_NAMES(nle_landmark_method_name, nle_landmark_method_parse, nle_landmark_method, NLE_LANDMARK_METHOD_MAP, NLE_LANDMARKS_COUNT, false)
 
 /* Lloyd iterations for the k-means landmarks: landmarks need to cover the
  * data, not a converged clustering, and each iteration costs N L D. */

@@ -28,9 +28,8 @@ static size_t split_count(size_t n, size_t partial_doubles) {
   return k < 1 ? 1 : k;
 }
 
-static const char *const solver_names[] = {"exact", "randomized"};
 
-NLE__ENUM_NAMES(nle_pca_solver_name, nle_pca_solver_parse, nle_pca_solver, solver_names, true)
+NLE__ENUM_NAMES(nle_pca_solver_name, nle_pca_solver_parse, nle_pca_solver, NLE_PCA_SOLVER_MAP, NLE_PCA_COUNT, true)
 
 void nle_pca_opts_init(nle_pca_opts *o) {
   o->n_components = 2;

@@ -23,10 +23,6 @@ static const nle__spectral_method *const methods[] = {
     &nle__spectral_hlle,
     &nle__spectral_mlle,
 };
-static const char *const laplacian_names[] = {"random-walk", "symmetric", "unnormalised"};
-static const char *const components_names[] = {"error", "allow", "join"};
-static const char *const symmetrize_names[] = {"average", "union", "mutual"};
-static const char *const solver_names[] = {"dense", "sparse", "shift-invert"};
 
 const nle__spectral_method *nle__spectral_row(nle_spectral_method method) {
   return (unsigned)method < NLE__COUNT(methods) ? methods[method] : NULL;
@@ -42,10 +38,10 @@ int nle_spectral_method_parse(const char *name) {
     if (!strcmp(name, methods[i]->name)) return (int)i;
   return -1;
 }
-NLE__ENUM_NAMES(nle_laplacian_name, nle_laplacian_parse, nle_laplacian_kind, laplacian_names, false)
-NLE__ENUM_NAMES(nle_components_name, nle_components_parse, nle_components_policy, components_names, true)
-NLE__ENUM_NAMES(nle_symmetrize_name, nle_symmetrize_parse, nle_symmetrize_rule, symmetrize_names, false)
-NLE__ENUM_NAMES(nle_eigen_solver_name, nle_eigen_solver_parse, nle_eigen_solver, solver_names, true)
+NLE__ENUM_NAMES(nle_laplacian_name, nle_laplacian_parse, nle_laplacian_kind, NLE_LAPLACIAN_MAP, NLE_LAPLACIAN_COUNT, false)
+NLE__ENUM_NAMES(nle_components_name, nle_components_parse, nle_components_policy, NLE_COMPONENTS_MAP, NLE_COMPONENTS_COUNT, true)
+NLE__ENUM_NAMES(nle_symmetrize_name, nle_symmetrize_parse, nle_symmetrize_rule, NLE_SYMMETRIZE_MAP, NLE_SYMMETRIZE_COUNT, false)
+NLE__ENUM_NAMES(nle_eigen_solver_name, nle_eigen_solver_parse, nle_eigen_solver, NLE_EIGEN_SOLVER_MAP, NLE_EIGEN_COUNT, true)
 
 /* The graph stage's options that nle_spectral_opts carries, as (ours, the
  * graph's): one list behind their defaults (the graph's own) and the graph
