@@ -40,6 +40,20 @@ def _cell(text):
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _line(info):
+    """An option's table line from its row."""
+    text = _core._text
+    values = text(info.values)
+    if info.auto_ok and "auto" not in values.split(", ") and " auto" not in values:
+        values = "auto, or " + values if values else "auto"
+    short = f"`-{info.short_name.decode()}`" if info.short_name not in (b"", b"\0") else ""
+    alias = f"`{text(info.alias)}`" if info.alias else ""
+    default = text(info.default_text)
+    return "| " + " | ".join([f"`{text(info.name)}`", short, alias, text(info.kind),
+                              f"`{default}`" if default else "(none)", _cell(values),
+                              _cell(_core.render_markers(text(info.help)))]) + " |"
+
+
 def _rows(method):
     """The method's options, each as (name, its table line)."""
     handle = _core.Estimator(method)
@@ -49,20 +63,24 @@ def _rows(method):
             info = _lib.OptionInfo()
             status = _lib.lib.nle_estimator_option_info(handle.est, name.encode(), ctypes.byref(info))
             _core.raise_for(status, handle.ctx, handle.render)
-            text = _core._text
-            values = text(info.values)
-            if info.auto_ok and "auto" not in values.split(", ") and " auto" not in values:
-                values = "auto, or " + values if values else "auto"
-            short = f"`-{info.short_name.decode()}`" if info.short_name not in (b"", b"\0") else ""
-            alias = f"`{text(info.alias)}`" if info.alias else ""
-            default = text(info.default_text)
-            line = "| " + " | ".join([f"`{text(info.name)}`", short, alias, text(info.kind),
-                                      f"`{default}`" if default else "(none)", _cell(values),
-                                      _cell(_core.render_markers(text(info.help)))]) + " |"
-            out.append((name, line))
+            out.append((name, _line(info)))
         return out
     finally:
         handle.close()
+
+
+def _map_rows():
+    """The options of the maps of new points (`nlembed transform`), each
+    name once (nle_estimator_map_option, _map_option_info)."""
+    lines, i = [], 0
+    while True:
+        name = _lib.lib.nle_estimator_map_option(i)
+        if not name:
+            return lines
+        info = _lib.OptionInfo()
+        if _lib.lib.nle_estimator_map_option_info(None, name, ctypes.byref(info)) == 0:
+            lines.append(_line(info))
+        i += 1
 
 
 TABLE_HEAD = ["| option | short | alias | kind | default | values | what it does |",
@@ -82,6 +100,9 @@ def render():
     parts = [HEADER, "## Every method", "", *TABLE_HEAD, *shared, ""]
     for text, names in groups.items():
         parts += ["## " + ", ".join(f"`nlembed {m}`" for m in names), "", *TABLE_HEAD, text, ""]
+    parts += ["## `nlembed transform`: the maps of new points", "",
+              "Options of the maps themselves, not of the fit (`nle_estimator_set_map`); a model whose maps do not "
+              "take one refuses it by name.", "", *TABLE_HEAD, *_map_rows(), ""]
     return "\n".join(parts)
 
 

@@ -372,8 +372,6 @@ static const struct {
 } near_names[] = {
     {"dim", "dims", "cluster's dims: the eigenvectors k-means reads, not an output's dimension"},
     {"kernel", "kernels", "kpca's and klda's kernel: which; kem's kernels: how many"},
-    {"max-iter", "max-iters", "a drift: the SMACOF family's max-iter (mds, sammon, nmds) is the others' max-iters; "
-                              "remove this line when it is renamed (the old name kept as the row's alias)"},
     {NULL, NULL, NULL}};
 
 static bool near_spelling(const char *a, const char *b) {

@@ -52,7 +52,7 @@ SIGMA = ["sigma"]
 GRAPH = ["n_neighbors:neighbors", "radius", "affinity", "perplexity", "sigma", "tuning_k", "symmetrize",
          "components", "eigen_solver:solver", "tol"] + KNN
 LLL = ["landmarks", "kz", "landmark_method", "landmark_graph", "reg"]
-SMACOF = ["n_init:starts", "max_iter:max-iter", "tol", "init:@init"]
+SMACOF = ["n_init:starts", "max_iter:max-iters", "tol", "init:@init"]
 KERNEL = ["kernel", "gamma", "degree", "coef0"]  # kernel LDA's: dense
 SPARSE_KERNEL = KERNEL + ["kernel_neighbors"]  # kernel PCA's
 

@@ -110,6 +110,8 @@ _PROTOTYPES = {
     "nle_estimator_embedding": (_c.POINTER(MatD), [_P]),
     "nle_estimator_labels": (_c.POINTER(_c.c_int32), [_P, _c.POINTER(_c.c_size_t)]),
     "nle_estimator_graph": (_c.POINTER(CSR), [_P]),
+    "nle_estimator_map_option": (_c.c_char_p, [_c.c_int]),
+    "nle_estimator_map_option_info": (_c.c_int, [_P, _c.c_char_p, _c.POINTER(OptionInfo)]),
     "nle_estimator_betas": (_c.POINTER(_c.c_double), [_P, _c.POINTER(_c.c_size_t)]),
     "nle_estimator_report": (_c.c_char_p, [_P]),
     "nle_estimator_transform": (_c.c_int, [_P, _c.POINTER(MatF), _c.POINTER(_c.POINTER(MatD))]),

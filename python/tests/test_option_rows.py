@@ -27,7 +27,7 @@ RENAMES = {
                               "kem"},
     ("n_neighbors", "neighbors"): {"tsne", "tee", "ee", "ssne", "sne", "knn", "affinity", "le", "lle", "mlle",
                                    "ltsa", "hlle", "isomap", "diffmap", "cluster", "kem"},
-    ("max_iter", "max-iters"): {"tsne", "tee", "ee", "ssne", "sne", "cluster"},
+    ("max_iter", "max-iters"): {"tsne", "tee", "ee", "ssne", "sne", "cluster", "mds", "sammon", "nmds"},
     ("early_exaggeration", "exaggeration"): {"tsne", "tee", "ee", "ssne", "sne"},
     ("early_exaggeration_iter", "exaggeration-iters"): {"tsne", "tee", "ee", "ssne", "sne"},
     ("eigen_solver", "solver"): {"le", "lle", "mlle", "ltsa", "hlle", "isomap", "diffmap", "cluster"},

@@ -149,7 +149,7 @@ def test_ctrl_c_cancels_a_fit():
             p.kill()
     assert line == "interrupted", (line, err)
     assert latency < 15, latency
-    assert "(100, 2)" in out and "done" in out
+    assert "(100, 2)" in out and "done" in out, (out, err, p.returncode)
     assert p.returncode == 0, err
     assert "Exception ignored" not in err and "Traceback" not in err, err
 

@@ -344,11 +344,7 @@ static nle_status load(nle_estimator *e, const char *path) {
   return nle__est_keep_X(e, t->X);
 }
 
-static void free_model(void **model) {
-  nle_trained *t = *model;
-  nle_trained_free(&t);
-  *model = NULL;
-}
+NLE__MODEL_FREE_OF(nle_trained_free, nle_trained)
 
 const nle__family nle__family_embed = {
     .methods = methods,
@@ -365,7 +361,7 @@ const nle__family nle__family_embed = {
     .file_kind = "model",
     .save = save,
     .load = load,
-    .free_model = free_model,
+    .free_model = nle_trained_free_of,
     .map_options = map_options,
     .map_opts_size = sizeof(nle_transform_opts),
     .map_opts_init = map_opts_init,

@@ -148,11 +148,7 @@ static nle_status load(nle_estimator *e, const char *path) {
   return NLE_OK;
 }
 
-static void free_model(void **model) {
-  nle_kem_model *m = *model;
-  nle_kem_model_free(&m);
-  *model = NULL;
-}
+NLE__MODEL_FREE_OF(nle_kem_model_free, nle_kem_model)
 
 const nle__family nle__family_kem = {
     .methods = methods,
@@ -167,5 +163,5 @@ const nle__family nle__family_kem = {
     .file_kind = "kem-model",
     .save = save,
     .load = load,
-    .free_model = free_model,
+    .free_model = nle_kem_model_free_of,
 };

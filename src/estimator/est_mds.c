@@ -60,8 +60,8 @@ static const nle__option mds_options[] = {
     O_INT(nle_mds_opts, "starts", starts, false, NLE__INT_FROM(1), .scope = SMACOF, .metavar = "N",
           .help = "runs: the first from classical MDS, the others from random configurations (seeded); least stress "
                   "kept"),
-    O_INT(nle_mds_opts, "max-iter", max_iter, false, NLE__INT_FROM(1), .scope = SMACOF, .metavar = "N",
-          .help = "iterations per run"),
+    O_INT(nle_mds_opts, "max-iters", max_iter, false, NLE__INT_FROM(1), .scope = SMACOF, .metavar = "N",
+          .alias = "max-iter", .help = "iterations per run"),
     O_REAL(nle_mds_opts, "tol", tol, false, NLE__REAL_IN(0, 1, NLE__OPEN_HI), .scope = SMACOF, .metavar = "T",
            .help = "stop when the stress falls by less than T of itself in one iteration"),
     {.name = "ties", .kind = NLE__OPT_ENUM, .offset = offsetof(nle_mds_opts, ties), .enum_name = nle_mds_ties_name_of,

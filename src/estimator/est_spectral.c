@@ -427,11 +427,7 @@ static nle_status load(nle_estimator *e, const char *path) {
   return nle__est_keep_X(e, m->X);
 }
 
-static void free_model(void **model) {
-  nle_spectral_model *m = *model;
-  nle_spectral_model_free(&m);
-  *model = NULL;
-}
+NLE__MODEL_FREE_OF(nle_spectral_model_free, nle_spectral_model)
 
 const nle__family nle__family_spectral = {
     .methods = spectral_methods,
@@ -446,7 +442,7 @@ const nle__family nle__family_spectral = {
     .file_kind = "spectral-model",
     .save = save,
     .load = load,
-    .free_model = free_model,
+    .free_model = nle_spectral_model_free_of,
     SPECTRAL_MAPS,
 };
 
@@ -468,6 +464,6 @@ const nle__family nle__family_cluster = {
     .transform = transform,
     .predict = predict,
     .save = save,
-    .free_model = free_model,
+    .free_model = nle_spectral_model_free_of,
     SPECTRAL_MAPS,
 };

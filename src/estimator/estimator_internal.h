@@ -78,6 +78,14 @@ typedef struct {
       {.name = "knn-delta", .kind = NLE__OPT_REAL, .offset = offsetof(T, approx.delta), NLE__NONNEGATIVE,             \
        .metavar = "D", .alias = "delta", .help = "approx: stop below D N k changes per iteration"}
 
+/* A family's free_model over its model type's own free (void fn(type **)). */
+#define NLE__MODEL_FREE_OF(fn, type)  \
+  static void fn##_of(void **model) { \
+    type *m = *model;                 \
+    fn(&m);                           \
+    *model = NULL;                    \
+  }
+
 /* An int-typed wrapper of a public name function of an enum. */
 #define NLE__ENUM_NAME_OF(fn, type) \
   static const char *fn##_of(int v) { return fn((type)v); }
