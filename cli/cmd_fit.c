@@ -84,9 +84,9 @@ static bool tool_applies(const nle_estimator *e, int t) {
 
 enum { KEY_TOOL = OPT_COMMAND_BASE, KEY_LIBRARY = OPT_COMMAND_BASE + 100, MAX_NAMES = 400 };
 
-/* Every option name of every method (and every alias), so that an option of
- * another method is refused by name ("--wneg is for ee and tee") rather
- * than as unknown. */
+/* Every option name of every method and every alias, so that an option of
+ * another method is refused by the library, by name ("--wneg is for ee
+ * and tee"), rather than by getopt as unknown. */
 typedef struct {
   const char *names[MAX_NAMES];
   bool is_switch[MAX_NAMES];
@@ -102,20 +102,14 @@ static void add_name(library_names *ln, const char *name, bool is_switch) {
   }
 }
 
-static void collect_names(nle_ctx *ctx, library_names *ln) {
+static void collect_names(library_names *ln) {
   ln->n = 0;
-  for (int m = 0; nle_estimator_method_name(m); m++) {
-    nle_estimator *e = NULL;
-    if (nle_estimator_new(ctx, nle_estimator_method_name(m), &e)) continue;
-    for (int i = 0; nle_estimator_option(e, i); i++) {
-      nle_option_info info;
-      if (nle_estimator_option_info(e, nle_estimator_option(e, i), &info)) continue;
-      bool sw = !strcmp(info.kind, "switch");
-      add_name(ln, info.name, sw);
-      if (info.alias) add_name(ln, info.alias, sw);
+  nle_option_info info;
+  for (int i = 0; nle_estimator_any_option(i); i++)
+    if (!nle_estimator_option_info(NULL, nle_estimator_any_option(i), &info)) {
+      add_name(ln, info.name, !strcmp(info.kind, "switch"));
+      if (info.alias) add_name(ln, info.alias, !strcmp(info.kind, "switch"));
     }
-    nle_estimator_free(&e);
-  }
 }
 
 /* getopt's tables: the tool's rows, the library's names, the common
@@ -197,21 +191,11 @@ static char *help_text(const nle_estimator *e) {
   return help;
 }
 
-/* An option the command's method does not take: say whose it is (the
- * methods taking the library option `owner`). */
-static int foreign_option(const char *command, nle_ctx *ctx, const char *name, const char *owner) {
-  char list[256] = "";
-  size_t used = 0;
-  for (int m = 0; nle_estimator_method_name(m) && used < sizeof list; m++) {
-    nle_estimator *e = NULL;
-    nle_option_info info;
-    if (nle_estimator_new(ctx, nle_estimator_method_name(m), &e)) continue;
-    if (!nle_estimator_option_info(e, owner, &info) && info.taken)
-      used += (size_t)snprintf(list + used, sizeof list - used, "%snlembed %s", used ? ", " : "",
-                               nle_estimator_method_name(m));
-    nle_estimator_free(&e);
-  }
-  return cli_usage_error(command, "--%s is for %s", name, list);
+/* A tool's option the command's method does not take: say whose it is
+ * (the methods taking one of the library options `owners`). */
+static int foreign_option(const char *command, const char *name, const char *owners) {
+  char list[512];
+  return cli_usage_error(command, "--%s is for %s", name, nle_estimator_methods_taking(owners, list, sizeof list));
 }
 
 /* The run's choices made by the command line. */
@@ -229,7 +213,7 @@ static void take_option(cli_env *env, nle_estimator *e, const library_names *ln,
   if (c >= KEY_TOOL && c < KEY_TOOL + T_COUNT) {
     if (!tool_applies(e, c - KEY_TOOL)) {
       const char *name = tool_rows[c - KEY_TOOL].name, *needs = tool_rows[c - KEY_TOOL].needs;
-      a->rc = needs ? foreign_option(env->command, env->ctx, name, needs)
+      a->rc = needs ? foreign_option(env->command, name, needs)
                     : cli_usage_error(env->command, "--%s is not for nlembed %s", name, env->command);
       return;
     }
@@ -248,11 +232,6 @@ static void take_option(cli_env *env, nle_estimator *e, const library_names *ln,
   }
   if (!name) {
     a->rc = 2;
-    return;
-  }
-  nle_option_info info;
-  if (nle_estimator_option_info(e, name, &info)) {
-    a->rc = foreign_option(env->command, env->ctx, name, name);
     return;
   }
   if (!strcmp(name, "metric")) env->metric_given = a->metric_named = true;
@@ -586,7 +565,7 @@ int cmd_fit(int argc, char **argv, const char *method) {
     cli_env_free(&env);
     return rc;
   }
-  collect_names(env.ctx, &ln);
+  collect_names(&ln);
   nle_estimator_set(e, "keep-model", "false"); /* --save-model sets it */
   char *help = help_text(e);
   env.help = help ? help : "";

@@ -259,7 +259,7 @@ expect_fail le_bad_laplacian '--laplacian takes auto, random-walk, symmetric or 
 expect_fail lle_no_reg "lle: --neighbors 5 neighbours in 3 dimensions make the weights not unique; a regulariser --reg > 0 is needed" "$o" -- \
   $N lle swissroll:300 -k 5 --reg 0 -o "$o"
 expect_fail lle_affinities_only "lle: the method needs the points themselves" "$o" -- $N lle --affinities "$T/aw.mtx" -o "$o"
-expect_fail cluster_option_elsewhere "--clusters is for nlembed cluster" "$o" -- $N le swissroll:100 --clusters 3 -o "$o"
+expect_fail cluster_option_elsewhere "--clusters is for cluster" "$o" -- $N le swissroll:100 --clusters 3 -o "$o"
 expect_fail cluster_one "--clusters takes an integer >= 2" "$o" -- $N cluster swissroll:100 -c 1 -o "$o"
 expect_fail cluster_dim "-d is for the embeddings; nlembed cluster takes --dims" "$o" -- $N cluster swissroll:100 -d 3 -o "$o"
 expect_fail radius_too_small "point (row) 0 has no neighbour within --radius 1e-06" "$o" -- $N le swissroll:200 --radius 1e-6 -o "$o"

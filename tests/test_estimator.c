@@ -916,11 +916,77 @@ static void maps_of_loaded_models(void) {
   nle_ctx_free(&ctx);
 }
 
+/* The options of every family, by name: nle_estimator_any_option lists
+ * each once, and is every method's options and no more (walked against a
+ * set built method by method); nle_estimator_methods_taking names the
+ * methods as the rows' scopes say (checked against nle_estimator_option_info
+ * of each method); an option of another family is refused naming them. */
+static void any_family_options(void) {
+  nle_ctx *ctx = test_ctx(1);
+  const char *seen[400];
+  int n_seen = 0;
+  for (int m = 0; nle_estimator_method_name(m); m++) {
+    nle_estimator *e = NULL;
+    if (!nle_test_ok(nle_estimator_new(ctx, nle_estimator_method_name(m), &e))) continue;
+    for (int i = 0; nle_estimator_option(e, i) && n_seen < 400; i++) {
+      const char *name = nle_estimator_option(e, i);
+      bool dup = false;
+      for (int k = 0; k < n_seen && !dup; k++) dup = !strcmp(seen[k], name);
+      if (!dup) seen[n_seen++] = name;
+    }
+    nle_estimator_free(&e);
+  }
+  int n_any = 0;
+  for (; nle_estimator_any_option(n_any); n_any++) {
+    const char *name = nle_estimator_any_option(n_any);
+    bool in = false;
+    for (int k = 0; k < n_seen && !in; k++) in = !strcmp(seen[k], name);
+    for (int j = 0; j < n_any; j++) nle_test(strcmp(nle_estimator_any_option(j), name) != 0);
+    if (!nle_test(in)) printf("  %s is no method's option\n", name);
+    nle_option_info info;
+    nle_test_ok(nle_estimator_option_info(NULL, name, &info));
+    nle_test(!strcmp(info.name, name));
+  }
+  if (!nle_test(n_any == n_seen)) printf("  %d names listed, %d options\n", n_any, n_seen);
+  /* methods_taking against each method's own rows */
+  const char *probes[] = {"wneg", "clusters", "kind", "landmarks", "metric", "alpha", NULL};
+  for (int p = 0; probes[p]; p++) {
+    char list[512], want[512] = "";
+    nle_estimator_methods_taking(probes[p], list, sizeof list);
+    const char *taking[64];
+    int t = 0;
+    for (int m = 0; nle_estimator_method_name(m); m++) {
+      nle_estimator *e = NULL;
+      nle_option_info info;
+      if (nle_estimator_new(ctx, nle_estimator_method_name(m), &e)) continue;
+      if (!nle_estimator_option_info(e, probes[p], &info) && info.taken) taking[t++] = nle_estimator_method_name(m);
+      nle_estimator_free(&e);
+    }
+    size_t used = 0;
+    for (int i = 0; i < t; i++)
+      used += (size_t)snprintf(want + used, sizeof want - used, "%s%s", i == 0 ? "" : i + 1 == t ? " and " : ", ",
+                               taking[i]);
+    if (!nle_test(!strcmp(list, want))) printf("  %s: '%s', want '%s'\n", probes[p], list, want);
+  }
+  char list[512];
+  nle_test(!strcmp(nle_estimator_methods_taking("wneg|clusters", list, sizeof list), "tee, ee and cluster"));
+  nle_test(!strcmp(nle_estimator_methods_taking("no-such", list, sizeof list), ""));
+  nle_estimator *e = NULL;
+  nle_test_ok(nle_estimator_new(ctx, "le", &e));
+  nle_test(nle_estimator_set(e, "clusters", "3") == NLE_ERR_VALUE);
+  nle_test(strstr(nle_ctx_error(ctx), "clusters is for cluster") != NULL);
+  nle_test(nle_estimator_set(e, "no-such", "3") == NLE_ERR_VALUE);
+  nle_test(strstr(nle_ctx_error(ctx), "no option 'no-such'") != NULL);
+  nle_estimator_free(&e);
+  nle_ctx_free(&ctx);
+}
+
 const nle_test_case estimator_tests[] = {
     {"estimator/messages_name_options", messages_name_options},
     {"estimator/options_round_trip", options_round_trip},
     {"estimator/one_spelling_everywhere", one_spelling_everywhere},
     {"estimator/no_near_duplicate_names", no_near_duplicate_names},
+    {"estimator/any_family_options", any_family_options},
     {"estimator/tsne_as_front_door", tsne_as_front_door},
     {"estimator/pca_inverse", pca_inverse},
     {"estimator/cosine_is_unit_rows", cosine_is_unit_rows},

@@ -61,8 +61,18 @@ typedef struct {
   char default_text[64]; /* a new estimator's value ("auto", "2", "true") */
 } nle_option_info;
 /* The row of option `name` (or its alias) of the estimator's method or of
- * another method of its family (then info->taken is false). */
+ * another method of its family (then info->taken is false); e NULL: of the
+ * first method of any family that has it (taken false), NLE_ERR_VALUE when
+ * none has. */
 NLE_API nle_status nle_estimator_option_info(const nle_estimator *e, const char *name, nle_option_info *info);
+/* Every option of every method, each name once, i = 0, 1, ... (NULL past
+ * the last): what a client parsing a command line before it knows the
+ * method needs, to name the owners of an option it was given. */
+NLE_API const char *nle_estimator_any_option(int i);
+/* The methods taking option `names` (a row's name or alias; '|' between
+ * several: any of them), as a message lists them ("ee and tee"), into buf;
+ * "" when none. Returns buf. */
+NLE_API const char *nle_estimator_methods_taking(const char *names, char *buf, size_t cap);
 /* Whether a fit takes sparse rows as they are (searched into a neighbour
  * graph); the other methods take dense points (a reader densifies them). */
 NLE_API bool nle_estimator_takes_sparse(const nle_estimator *e);

@@ -140,13 +140,11 @@ static void canonical(const char *name, char *buf, size_t cap) {
   buf[i] = '\0';
 }
 
-/* The row of that name (or alias) among the common ones and the family's,
- * taken or not; *negated: the name was a switch's "no-" alias. */
-static const nle__option *row_named(const nle_estimator *e, const char *name, bool *negated) {
+/* Family f's row of that name or alias (f NULL: the common rows), or
+ * NULL; *negated: the name was a switch's "no-" alias. */
+static const nle__option *family_row(const nle__family *f, const char *name, bool *negated) {
   *negated = false;
-  for (const nle__option *o = common_rows; o->name; o++)
-    if (!strcmp(o->name, name)) return o;
-  for (const nle__option *o = e->family->options; o->name; o++) {
+  for (const nle__option *o = f ? f->options : common_rows; o->name; o++) {
     if (!strcmp(o->name, name)) return o;
     if (o->alias && !strcmp(o->alias, name)) {
       *negated = o->kind == NLE__OPT_BOOL && !strncmp(o->alias, "no-", 3);
@@ -154,6 +152,63 @@ static const nle__option *row_named(const nle_estimator *e, const char *name, bo
     }
   }
   return NULL;
+}
+
+/* The row of that name (or alias) among the common ones and the family's,
+ * taken or not. */
+static const nle__option *row_named(const nle_estimator *e, const char *name, bool *negated) {
+  const nle__option *o = family_row(NULL, name, negated);
+  return o ? o : family_row(e->family, name, negated);
+}
+
+/* The first family with a row of that name (NULL: the common rows or
+ * none, *row NULL then). */
+static const nle__family *first_family_of(const char *name, const nle__option **row) {
+  bool negated;
+  *row = family_row(NULL, name, &negated);
+  for (int f = 0; !*row && f < N_FAMILIES; f++)
+    if ((*row = family_row(families[f], name, &negated))) return families[f];
+  return NULL;
+}
+
+const char *nle_estimator_any_option(int i) {
+  const nle__option *first;
+  for (const nle__option *o = common_rows; o->name; o++)
+    if (i-- == 0) return o->name;
+  for (int f = 0; f < N_FAMILIES; f++)
+    for (const nle__option *o = families[f]->options; o->name; o++)
+      if (first_family_of(o->name, &first) == families[f] && first == o && i-- == 0) return o->name;
+  return NULL;
+}
+
+/* Whether method m of family f takes one of the rows named in `names`
+ * ('|' between). */
+static bool method_takes_any(const nle__family *f, const char *m, const char *names) {
+  for (const char *p = names; *p;) {
+    size_t len = strcspn(p, "|");
+    char name[64];
+    bool negated;
+    snprintf(name, sizeof name, "%.*s", (int)len, p);
+    const nle__option *o = family_row(NULL, name, &negated);
+    if (o) return true;
+    o = family_row(f, name, &negated);
+    if (o && (!o->scope || (o->scope & NLE__FOR(f->variant_of(m))))) return true;
+    p += len + (p[len] == '|');
+  }
+  return false;
+}
+
+const char *nle_estimator_methods_taking(const char *names, char *buf, size_t cap) {
+  const char *list[64];
+  int n = 0;
+  for (int f = 0; names && f < N_FAMILIES; f++)
+    for (const char *const *m = families[f]->methods; *m && n < 64; m++)
+      if (method_takes_any(families[f], *m, names)) list[n++] = *m;
+  size_t used = 0;
+  if (cap) buf[0] = '\0';
+  for (int i = 0; i < n && used < cap; i++)
+    used += (size_t)snprintf(buf + used, cap - used, "%s%s", i == 0 ? "" : i + 1 == n ? " and " : ", ", list[i]);
+  return buf;
 }
 
 /* The family's methods taking a scoped row: "ee and tee". */
@@ -173,14 +228,16 @@ static void scope_list(const nle_estimator *e, const nle__option *o, char *list,
 static const nle__option *find_option(const nle_estimator *e, const char *name, bool *negated) {
   const nle__option *o = row_named(e, name, negated);
   if (o && takes(e, o)) return o;
+  char list[512];
   if (o) {
-    char list[256];
     if (o->scope_text) snprintf(list, sizeof list, "%s", o->scope_text);
     else scope_list(e, o, list, sizeof list);
     nle__fail(e->ctx, NLE_ERR_VALUE, "%s: {@%s} is for %s", e->method, o->name, list);
-    return NULL;
+  } else if (*nle_estimator_methods_taking(name, list, sizeof list)) { /* another family's */
+    nle__fail(e->ctx, NLE_ERR_VALUE, "%s: {@%s} is for %s", e->method, name, list);
+  } else {
+    nle__fail(e->ctx, NLE_ERR_VALUE, "%s: no option '%s'", e->method, name);
   }
-  nle__fail(e->ctx, NLE_ERR_VALUE, "%s: no option '%s'", e->method, name);
   return NULL;
 }
 
@@ -486,18 +543,42 @@ static const char *const kind_names[] = {"int", "number", "switch", "name", "tex
 
 static void describe(const nle__option *o, const void *defaults, nle_option_info *info);
 
+/* A common row as clients read it, with a fresh estimator's default. */
+static void describe_common(const nle__option *o, nle_option_info *info) {
+  nle_estimator fresh = {.metric = NLE_METRIC_EUCLIDEAN, .keep_model = true, .model_data_copy = 1};
+  describe(o, &fresh, info);
+  info->taken = true;
+}
+
+/* The row of the first family that has it, its default that family's
+ * first method's, taken false. */
+static nle_status any_family_info(const char *key, nle_option_info *info) {
+  const nle__option *o;
+  const nle__family *f = first_family_of(key, &o);
+  if (o && !f) { /* a common row: every method's */
+    describe_common(o, info);
+    return NLE_OK;
+  }
+  if (!f) return NLE_ERR_VALUE;
+  void *opts = calloc(1, f->opts_size);
+  if (!opts) return NLE_ERR_NOMEM;
+  f->opts_init(opts, f->variant_of(f->methods[0]));
+  describe(o, opts, info);
+  free(opts);
+  return NLE_OK;
+}
+
 nle_status nle_estimator_option_info(const nle_estimator *e, const char *name, nle_option_info *info) {
-  if (!e || !name || !info) return e ? nle__fail(e->ctx, NLE_ERR_ARG, "option_info: NULL argument") : NLE_ERR_ARG;
+  if (!name || !info) return e ? nle__fail(e->ctx, NLE_ERR_ARG, "option_info: NULL argument") : NLE_ERR_ARG;
   char key[64];
   canonical(name, key, sizeof key);
+  if (!e) return any_family_info(key, info);
   bool negated;
   const nle__option *o = row_named(e, key, &negated);
   if (!o) return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: no option '%s'", e->method, name);
   /* the default: what a fresh estimator of this method holds */
   if (o >= common_rows && o < common_rows + N_COMMON) {
-    nle_estimator fresh = {.metric = NLE_METRIC_EUCLIDEAN, .keep_model = true, .model_data_copy = 1};
-    describe(o, &fresh, info);
-    info->taken = true;
+    describe_common(o, info);
     return NLE_OK;
   }
   void *opts = calloc(1, e->family->opts_size);
