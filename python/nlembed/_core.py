@@ -434,6 +434,18 @@ class Estimator:
         raise_for(status, self.ctx, self.render)
         return _text(buf.value)
 
+    def set_map(self, name, value):
+        """An option of the maps of new points (nle_estimator_set_map)."""
+        status = lib.nle_estimator_set_map(self.est, name.encode(), value.encode())
+        raise_for(status, self.ctx, self.render)
+
+    def map_default(self, name):
+        """The default of a map option of this estimator's maps, as text."""
+        info = _lib.OptionInfo()
+        status = lib.nle_estimator_map_option_info(self.est, name.encode(), ctypes.byref(info))
+        raise_for(status, self.ctx, self.render)
+        return _text(info.default_text)
+
     # fit and its results
     def fit(self, X, labels=None, verbose=0, init=None, weights=None):
         """X: a float32-convertible 2-D array or a scipy sparse matrix;

@@ -561,30 +561,52 @@ class _Graph(NlembedEstimator, TransformerMixin):
         return self.fit(X, y).graph_
 
 
+def _mapped(est, handle, map_options, call):
+    """call() with the options of the maps of new points set for it (the
+    library's rows of `nlembed transform`, docs/options.md: max_iter for
+    max-iters, the others by their names with '_' for '-'), each back to
+    its default after."""
+    name, done = type(est).__name__, []
+    try:
+        for py, value in map_options.items():
+            libname = "max-iters" if py == "max_iter" else py.replace("_", "-")
+            try:
+                handle.set_map(libname, _option_text(name, py, value))
+            except ValueError as e:
+                raise ValueError(f"{e} (parameter {py} of the map)") from None
+            done.append(libname)
+        return call()
+    except (ValueError, MemoryError) as e:
+        raise est._explain(e) from None
+    finally:
+        for libname in done:
+            handle.set_map(libname, handle.map_default(libname))
+
+
 class _Transform:
-    def transform(self, X):
+    def transform(self, X, **map_options):
         """New points through the fitted model (the method's map for new
-        points, see docs/transform.md): an M x n_components array."""
+        points, see docs/transform.md): an M x n_components array.
+        map_options: the map's own options, for this call (docs/options.md,
+        "nlembed transform"): max_iter (F(y)'s iterations per point),
+        repulsion (its engine); a map that does not take one refuses it."""
         handle, X = self._new_points(X)
-        try:
-            return handle.transform(X, verbose=_verbosity(self.verbose)).astype(self._spec.dtype, copy=False)
-        except (ValueError, MemoryError) as e:
-            raise self._explain(e) from None
+        return _mapped(self, handle, map_options, lambda: handle.transform(
+            X, verbose=_verbosity(self.verbose)).astype(self._spec.dtype, copy=False))
 
 
 class _Inverse:
-    def inverse_transform(self, X):
+    def inverse_transform(self, X, **map_options):
         """Points of the embedding (M x n_components) back to data space
-        through the method's reverse map: an M x D float32 array."""
+        through the method's reverse map: an M x D float32 array.
+        map_options: as transform's (EE's f(x): max_iter, its iterations
+        from the nearest training point's y; 0 by default)."""
         handle = self._model()
         X = check_array(X, dtype=np.float64, order="C", input_name="X")
         if X.shape[1] != self.embedding_.shape[1]:
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__}.inverse_transform "
                              f"expects {self.embedding_.shape[1]} (n_components)")
-        try:
-            return handle.inverse(X, verbose=_verbosity(self.verbose))
-        except (ValueError, MemoryError) as e:
-            raise self._explain(e) from None
+        return _mapped(self, handle, map_options, lambda: handle.inverse(X, verbose=_verbosity(self.verbose)))
 
 
 class _Supervised(NlembedEstimator, TransformerMixin):

@@ -111,6 +111,7 @@ _PROTOTYPES = {
     "nle_estimator_labels": (_c.POINTER(_c.c_int32), [_P, _c.POINTER(_c.c_size_t)]),
     "nle_estimator_graph": (_c.POINTER(CSR), [_P]),
     "nle_estimator_map_option": (_c.c_char_p, [_c.c_int]),
+    "nle_estimator_set_map": (_c.c_int, [_P, _c.c_char_p, _c.c_char_p]),
     "nle_estimator_map_option_info": (_c.c_int, [_P, _c.c_char_p, _c.POINTER(OptionInfo)]),
     "nle_estimator_betas": (_c.POINTER(_c.c_double), [_P, _c.POINTER(_c.c_size_t)]),
     "nle_estimator_report": (_c.c_char_p, [_P]),

@@ -167,3 +167,28 @@ def test_pickle_across_processes(tmp_path, roll):
     for name, est in models.items():
         mine = est.transform(new) if hasattr(est, "transform") else est.predict(new)
         assert np.array_equal(out[name], mine), name
+
+
+def test_map_options_for_one_call(roll):
+    """The maps' own options (the library's rows of `nlembed transform`) go
+    with a call: F(y) with max_iter=0 is its start, which more iterations
+    move; the next call without them is the default map again; EE's f(x)
+    iterates from the nearest training point's y when asked; a bad value or
+    an option the map lacks is a ValueError naming it."""
+    tsne = nlembed.TSNE(perplexity=10, max_iter=200, n_jobs=1).fit(roll[:400])
+    new = roll[400:450]
+    default = tsne.transform(new)
+    start = tsne.transform(new, max_iter=0)
+    assert np.abs(start - default).max() > 1e-3
+    np.testing.assert_array_equal(tsne.transform(new), default)  # back to the default after the call
+    np.testing.assert_array_equal(tsne.transform(new, max_iter=0, repulsion="exact"), start)
+    with pytest.raises(ValueError, match="max_iter"):
+        tsne.transform(new, max_iter=-1)
+    with pytest.raises(ValueError, match="fgt_reach|fgt-reach"):
+        tsne.transform(new, fgt_reach=3)
+    ee = nlembed.EE(wneg="sqdist", max_iter=100, n_jobs=1).fit(roll[:400])
+    mid = (ee.embedding_[:20] + ee.embedding_[20:40]) / 2
+    nearest = ee.inverse_transform(mid)
+    moved = ee.inverse_transform(mid, max_iter=50)
+    assert np.isfinite(moved).all() and np.abs(moved - nearest).max() > 1e-3
+    np.testing.assert_array_equal(ee.inverse_transform(mid), nearest)
