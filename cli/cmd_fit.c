@@ -334,15 +334,24 @@ static int write_product(cli_env *env, nle_estimator *e, const char *input, cons
   return s ? cli_fail(env, s) : 0;
 }
 
+/* The points of the fit (INPUT's are released by now): a clustering's
+ * labels (a sweep makes no embedding), the embedding's or the graph's rows. */
+static size_t points_fitted(const nle_estimator *e) {
+  size_t n = 0;
+  const nle_matd *X = nle_estimator_embedding(e);
+  const nle_csr *G = nle_estimator_graph(e);
+  if (nle_estimator_labels(e, &n)) return n;
+  return X ? X->rows : G ? (size_t)G->rows : 0;
+}
+
 /* The product, the model and the labels, committed together. */
 static int write_outputs(cli_env *env, nle_estimator *e, const nle_dataset *ds, const char *input, const fit_args *a) {
   int rc = write_product(env, e, input, a);
   nle_status s = NLE_OK;
   if (!rc && a->tool[T_SAVE_MODEL]) s = nle_estimator_save(e, a->tool[T_SAVE_MODEL]);
-  const nle_matd *X = nle_estimator_embedding(e); /* the points are released by now */
-  int64_t n = X ? (int64_t)X->rows : nle_estimator_graph(e)->rows;
   if (!rc && !s && a->tool[T_SAVE_LABELS])
-    s = nle_write_labels_named(env->ctx, a->tool[T_SAVE_LABELS], ds->labels, n, ds->class_names, ds->n_classes);
+    s = nle_write_labels_named(env->ctx, a->tool[T_SAVE_LABELS], ds->labels, (int64_t)points_fitted(e),
+                               ds->class_names, ds->n_classes);
   if (s) rc = cli_fail(env, s);
   return rc ? rc : cli_commit(env); /* every output of the run, or none */
 }

@@ -670,6 +670,12 @@ then ok ee_init_scale_tiny_warns; else bad ee_init_scale_tiny_warns "$(cat "$T/i
 # the automatic k = 3 x perplexity is at most N - 1, as scikit-learn's TSNE: perplexity 30 on 60 points runs
 expect_ok tsne_auto_k_capped $N tsne spiral:60 -o "$T/k60.npy" --quiet
 if grep -q '"k": 59' "$T/stdout"; then ok tsne_auto_k_is_n_minus_1; else bad tsne_auto_k_is_n_minus_1 "$(cut -c1-200 "$T/stdout")"; fi
+# the model-selection sweep: the best cell's labels out (no embedding), the grid in the JSON line,
+# the dataset's labels saved beside
+expect_ok cluster_sweep $N cluster blobs:300:5:3 -c 3 --sweep-sigma 1:8:3 --sweep-k 5:20:2 -o "$T/sweep.csv" \
+  --save-labels "$T/sweep_truth.csv" --quiet
+if [ "$(wc -l < "$T/sweep.csv")" -eq 300 ] && [ "$(wc -l < "$T/sweep_truth.csv")" -eq 300 ] && grep -qF '"cells": [' "$T/stdout"
+then ok cluster_sweep_outputs; else bad cluster_sweep_outputs "$(wc -l "$T/sweep.csv" "$T/sweep_truth.csv"; cut -c1-200 "$T/stdout")"; fi
 # one rule between k and the perplexity, whichever is given: -k 24 alone is perplexity 8
 expect_ok tsne_k_given $N tsne spiral:200 -k 24 --max-iters 5 -o "$T/k24.npy" --quiet
 if grep -q '"perplexity": 8, "k": 24' "$T/stdout"; then ok tsne_perplexity_from_k; else bad tsne_perplexity_from_k "$(cut -c1-300 "$T/stdout")"; fi
