@@ -36,7 +36,8 @@ LDFLAGS := -fopenmp $(SAN) $(EXTRA_LDFLAGS)
 LIB_SRC  := $(sort $(wildcard src/*/*.c))
 CLI_SRC  := $(sort $(wildcard cli/*.c))
 TEST_SRC := $(sort $(wildcard tests/*.c))
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+# The library's objects and the page script of its map page (below).
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/viewer_bundle.o
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 SHARED   := $(BUILD)/libnlembed.so.$(VERSION)
@@ -73,8 +74,8 @@ $(BUILD)/libnlembed.so: $(SHARED)
 	ln -sf libnlembed.so.$(VERSION) $(BUILD)/libnlembed.so.$(SOMAJOR)
 	ln -sf libnlembed.so.$(VERSION) $@
 
-# The tool, linked with the page script of `nlembed view` ($(1): the bundle,
-# empty when there is none, which the build then says).
+# The tool ($(1): the page script of `nlembed view` in the library, empty
+# when there is none, which the build then says).
 define link_tool
 	$(CC) $(LDFLAGS) -o $@ $^ $(CAIRO_LIBS) $(LDLIBS)
 	@$(if $(1),:,echo "make: note: $@ is built without its viewer (no viewer/dist/nlembed-view.js): 'nlembed view' will refuse to run; ./setup.sh build makes the bundle with node and npm (or: cd viewer && npm ci && node build.mjs), then make again" >&2)
@@ -82,24 +83,25 @@ endef
 $(BUILD)/nlembed: $(CLI_OBJ) $(BUILD)/libnlembed.a
 	$(call link_tool,$(VIEWER_JS))
 
-# `nlembed view`'s page script (viewer/dist/nlembed-view.js, which
-# ./setup.sh builds with node and npm) as a C array in the tool; without it
-# the array is empty and `nlembed view` says how to build it. The stamp
-# records which of the two was compiled.
+# The map page's script (viewer/dist/nlembed-view.js, which ./setup.sh
+# builds with node and npm) as a C array in the library
+# (src/io/view_page.c writes it into each page); without it the array is
+# empty, nle_view_available() is false and `nlembed view` says how to build
+# it. The stamp records which of the two was compiled.
 VIEWER_JS := $(wildcard viewer/dist/nlembed-view.js)
 $(shell echo '$(VIEWER_JS)' | cmp -s - $(BUILD)/.viewer || echo '$(VIEWER_JS)' > $(BUILD)/.viewer)
 $(BUILD)/viewer_bundle.c: viewer/to_c.sh $(BUILD)/.viewer $(VIEWER_JS)
 	sh viewer/to_c.sh $(VIEWER_JS) > $@.tmp && mv $@.tmp $@
 $(BUILD)/viewer_bundle.o: $(BUILD)/viewer_bundle.c $(FLAGS_STAMP)
 	$(CC) $(CFLAGS) -c $< -o $@
-$(BUILD)/nlembed: $(BUILD)/viewer_bundle.o
 # The same tool without the viewer, as a build without node makes it, for
-# tests/viewer.sh (not part of `all`).
+# tests/viewer.sh (not part of `all`): the empty script linked before the
+# archive, so the archive's is not pulled in.
 $(BUILD)/viewer_none.c: viewer/to_c.sh
 	sh viewer/to_c.sh > $@.tmp && mv $@.tmp $@
 $(BUILD)/viewer_none.o: $(BUILD)/viewer_none.c $(FLAGS_STAMP)
 	$(CC) $(CFLAGS) -c $< -o $@
-$(BUILD)/nlembed-noviewer: $(CLI_OBJ) $(BUILD)/libnlembed.a $(BUILD)/viewer_none.o
+$(BUILD)/nlembed-noviewer: $(CLI_OBJ) $(BUILD)/viewer_none.o $(BUILD)/libnlembed.a
 	$(call link_tool,)
 
 $(BUILD)/test_runner: $(TEST_OBJ) $(BUILD)/libnlembed.a
@@ -116,7 +118,7 @@ define isa_level
 $(BUILD)/isa/$(1)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(CFLAGS) -DNLE_HOT_ISA=$(1) -c $$< -o $$@
-$(BUILD)/isa/nlembed-$(1): $(CLI_OBJ) $(BUILD)/viewer_bundle.o $(filter-out $(HOT_SRC:%.c=$(BUILD)/%.o),$(LIB_OBJ)) \
+$(BUILD)/isa/nlembed-$(1): $(CLI_OBJ) $(filter-out $(HOT_SRC:%.c=$(BUILD)/%.o),$(LIB_OBJ)) \
                           $(HOT_SRC:%.c=$(BUILD)/isa/$(1)/%.o)
 	$$(CC) $$(LDFLAGS) -o $$@ $$^ $$(CAIRO_LIBS) $$(LDLIBS)
 -include $(HOT_SRC:%.c=$(BUILD)/isa/$(1)/%.d)

@@ -152,12 +152,6 @@ void cli_plot_opts_init(cli_plot_opts *o);
 int cli_plot_scatter(cli_env *env, const char *path, const nle_matd *X, const cli_labels *labels,
                      const cli_plot_opts *o);
 
-/* `nlembed view`'s page script ($(BUILD)/viewer_bundle.c, made by
- * viewer/to_c.sh); empty (length 0) when the tool was built without node and
- * npm, which `nlembed --help` then says next to `view`. */
-extern const unsigned char nle_viewer_js[];
-extern const size_t nle_viewer_js_len;
-
 /* A method of the estimator as a command (cmd_fit.c): its options are the
  * library's rows. */
 int cmd_fit(int argc, char **argv, const char *method);

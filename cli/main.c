@@ -70,7 +70,7 @@ static void print_usage(FILE *f) {
   nle_ctx_free(&ctx);
   for (size_t i = 0; i < sizeof tool_commands / sizeof *tool_commands; i++)
     fprintf(f, "  %-10s %s\n", tool_commands[i].name, tool_commands[i].summary);
-  if (nle_viewer_js_len == 0)
+  if (!nle_view_available())
     fputs("             view is NOT IN THIS BUILD: the tool was built without node and npm\n"
           "             (./setup.sh build makes the page script, then make)\n",
           f);

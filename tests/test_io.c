@@ -995,6 +995,53 @@ static void output_transactions(void) {
   nle_ctx_free(&ctx);
 }
 
+/* The map page (nle_write_view_page): the data as the page's script reads
+ * them, and each refusal in its words with no page left. */
+static void view_page(void) {
+  nle_ctx *ctx = test_ctx(1);
+  double xy[] = {0, 1, 2, 3, -4.5, 5};
+  nle_matd X = {3, 2, xy}, X3 = {2, 3, xy};
+  int32_t codes[] = {1, 0, 1}, bad_codes[] = {1, 2, 0};
+  char *names[] = {"a<b", "c"};
+  nle_view_page page = {.X = &X, .labels = codes, .n_classes = 2, .class_names = names, .title = "T&"};
+  const char *path = test_path("map.html");
+  if (!nle_view_available()) {
+    nle_test(nle_write_view_page(ctx, path, &page) == NLE_ERR_UNSUPPORTED && strstr(nle_ctx_error(ctx), "viewer"));
+    nle_ctx_free(&ctx);
+    return;
+  }
+  nle_test_ok(nle_write_view_page(ctx, path, &page));
+  static char html[1 << 20];
+  FILE *f = fopen(path, "rb");
+  size_t len = f ? fread(html, 1, sizeof html - 1, f) : 0;
+  if (f) fclose(f);
+  html[len] = '\0';
+  nle_test(!strncmp(html, "<!DOCTYPE html>", 15) && strstr(html, "<title>T&amp;</title>") &&
+           strstr(html, "\"n\": 3, \"title\": \"T\\u0026\"") &&
+           strstr(html, "\"classes\": 2, \"names\": [\"a\\u003cb\", \"c\"]") &&
+           strstr(html, "<script id=\"nle-labels\" type=\"application/octet-stream\">AQAB</script>") &&
+           strstr(html, "\"images\": null"));
+  const char *bad = test_path("bad.html");
+  nle_test(nle_write_view_page(ctx, test_path("map.png"), &page) == NLE_ERR_ARG &&
+           strstr(nle_ctx_error(ctx), "map.png: the page is written as .html or .htm"));
+  page.X = &X3;
+  nle_test(nle_write_view_page(ctx, bad, &page) == NLE_ERR_VALUE &&
+           !strcmp(nle_ctx_error(ctx), "X has 3 columns; the viewer shows a 2-D embedding (N x 2)"));
+  page.X = &X;
+  page.labels = bad_codes;
+  page.labels_source = "l.txt";
+  nle_test(nle_write_view_page(ctx, bad, &page) == NLE_ERR_VALUE &&
+           !strcmp(nle_ctx_error(ctx), "labels l.txt: point 1 has the class code 2, not one of 0..1"));
+  float pixels[3 * 5] = {0};
+  nle_matf images = {3, 5, pixels};
+  page.labels = codes;
+  page.images = &images;
+  nle_test(nle_write_view_page(ctx, bad, &page) == NLE_ERR_VALUE &&
+           !strcmp(nle_ctx_error(ctx), "images: rows of 5 values are not square images (w*w grey or w*w*3 RGB)"));
+  nle_test(access(bad, F_OK) != 0);
+  nle_ctx_free(&ctx);
+}
+
 const nle_test_case io_tests[] = {{"io/label_names_with_spaces", label_names_with_spaces},
                                   {"io/npy_streamed_equals_buffer", npy_streamed_equals_buffer},{"io/mtx_round_trip", mtx_round_trip},
                                   
@@ -1004,5 +1051,5 @@ const nle_test_case io_tests[] = {{"io/label_names_with_spaces", label_names_wit
     {"io/gzip_judged_from_start", gzip_judged_from_start},
     {"io/atomic_output", atomic_output}, {"io/output_transactions", output_transactions}, {"io/synthetic_datasets", synthetic_datasets},
     {"io/model_container", model_container},
-    {"io/model_typed_load", model_typed_load},
+    {"io/model_typed_load", model_typed_load}, {"io/view_page", view_page},
     {"io/records_long_checksum", records_long_checksum}, {"io/fashion_mnist", fashion_mnist}, {"io/fashion_head", fashion_head}, {NULL, NULL}};

@@ -1,6 +1,6 @@
 #!/bin/sh
 # to_c.sh [BUNDLE] — a C source defining the viewer's script as bytes
-# (nle_viewer_js, nle_viewer_js_len), for the nlembed tool (Makefile rule
+# (nle_viewer_js, nle_viewer_js_len), for libnlembed's map page (Makefile rule
 # $(BUILD)/viewer_bundle.c). Without BUNDLE (node and npm were not there to
 # build it) the array is empty and `nlembed view` says how to build it.
 # od and awk only: no package beyond the base system.

@@ -168,6 +168,34 @@ NLE_API FILE *nle_output_stream(nle_output *out);
 NLE_API nle_status nle_output_close(nle_ctx *ctx, nle_output **out);
 NLE_API void nle_output_abort(nle_output **out);
 
+/* The interactive map page (`nlembed view`, docs/view.md): one
+ * self-contained HTML file with a WebGL scatter plot of a 2-D embedding,
+ * its labels as colours and a legend, its images on hover. The page's
+ * script is compiled into the library when it was built with node and npm
+ * (viewer/); nle_view_available says whether it was. */
+typedef struct {
+  const nle_matd *X;        /* N x 2 positions, finite as float32 */
+  const int32_t *labels;    /* N class codes 0..n_classes-1, or NULL */
+  int32_t n_classes;        /* 1..65,536 with labels */
+  char *const *class_names; /* n_classes names for the legend, or NULL (the codes) */
+  const nle_matf *images;   /* N rows of w*w grey or w*w*3 RGB values, or NULL:
+                               [0, 255] kept, [0, 1] scaled by 255, others
+                               stretched from their min..max */
+  const char *title;        /* NULL: the file name of embedding_source */
+  /* what X, the labels and the images were read from, recorded in the page
+   * and named in messages; NULL: named as the fields ("X", "labels") */
+  const char *embedding_source, *labels_source, *images_source;
+  double point_size, alpha; /* pixels across, opacity in (0, 1]; 0: from N */
+} nle_view_page;
+NLE_API bool nle_view_available(void);
+/* What nle_write_view_page checks of path before anything else, for a
+ * caller to check before reading its inputs: the viewer built in, a name
+ * ending in .html or .htm (else NLE_ERR_ARG), a writable folder. */
+NLE_API nle_status nle_view_check_output(nle_ctx *ctx, const char *path);
+/* Writes the page, staged as nle_output_open's files: a failed call leaves
+ * no page. NLE_ERR_VALUE for data the page cannot hold. */
+NLE_API nle_status nle_write_view_page(nle_ctx *ctx, const char *path, const nle_view_page *page);
+
 /* The kind of one of nlembed's own binary files (a saved model "model",
  * a spectral model "spectral-model", a checkpoint), from its header. */
 NLE_API nle_status nle_file_kind(nle_ctx *ctx, const char *path, char *kind, size_t cap);

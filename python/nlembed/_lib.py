@@ -1,8 +1,9 @@
 """The shared library libnlembed through ctypes: finding it, the few core
-structs it takes (nle_matf, nle_matd, nle_csr, nle_estimator_input) and the
-prototypes of the calls the package makes (the context's and the
-estimator's of include/nlembed/estimator.h). No options struct is mirrored:
-every option goes through nle_estimator_set by name, as text.
+structs it takes (nle_matf, nle_matd, nle_csr, nle_estimator_input,
+nle_view_page) and the prototypes of the calls the package makes (the
+context's and the estimator's of include/nlembed/estimator.h, the map
+page's of io.h). No options struct is mirrored: every option goes through
+nle_estimator_set by name, as text.
 
 ctypes.CDLL releases the GIL for every call, so other Python threads run
 while the library works; the progress callback takes it back for the time
@@ -13,7 +14,7 @@ import ctypes.util
 import os
 import subprocess
 
-__all__ = ["lib", "path", "MatF", "MatD", "CSR", "EstimatorInput", "PROGRESS_FN", "LOG_FN"]
+__all__ = ["lib", "path", "MatF", "MatD", "CSR", "EstimatorInput", "ViewPage", "PROGRESS_FN", "LOG_FN"]
 
 _HOW_TO_BUILD = ("libnlembed not found: run ./setup.sh build (or make && sudo make install), "
                  "or set NLEMBED_LIBRARY=/path/to/libnlembed.so")
@@ -75,6 +76,15 @@ class OptionInfo(ctypes.Structure):
                 ("default_text", ctypes.c_char * 64)]
 
 
+class ViewPage(ctypes.Structure):
+    """nle_view_page: the map page's data (include/nlembed/io.h)."""
+    _fields_ = [("X", ctypes.POINTER(MatD)), ("labels", ctypes.POINTER(ctypes.c_int32)), ("n_classes", ctypes.c_int32),
+                ("class_names", ctypes.POINTER(ctypes.c_char_p)), ("images", ctypes.POINTER(MatF)),
+                ("title", ctypes.c_char_p), ("embedding_source", ctypes.c_char_p),
+                ("labels_source", ctypes.c_char_p), ("images_source", ctypes.c_char_p),
+                ("point_size", ctypes.c_double), ("alpha", ctypes.c_double)]
+
+
 # int (*)(void *user, const char *stage, double fraction)
 PROGRESS_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_double)
 # void (*)(void *user, int level, const char *line)
@@ -122,6 +132,8 @@ _PROTOTYPES = {
     "nle_estimator_predict_proba": (_c.c_int, [_P, _c.POINTER(MatF), _c.POINTER(_c.POINTER(MatD))]),
     "nle_estimator_save": (_c.c_int, [_P, _c.c_char_p]),
     "nle_estimator_load": (_c.c_int, [_P, _c.c_char_p, _c.POINTER(_P)]),
+    "nle_view_available": (_c.c_bool, []),
+    "nle_write_view_page": (_c.c_int, [_P, _c.c_char_p, _c.POINTER(ViewPage)]),
     "nle_matd_free": (None, [_c.POINTER(_c.POINTER(MatD))]),
     "nle_matf_free": (None, [_c.POINTER(_c.POINTER(MatF))]),
 }
