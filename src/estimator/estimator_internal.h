@@ -98,6 +98,7 @@ typedef struct {
   bool failed;
 } nle__json;
 
+/* est_base.c: the JSON report writer. */
 void nle__json_printf(nle__json *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* ", \"key\": value" with the number as JSON allows (null when not finite). */
 void nle__json_number(nle__json *j, const char *key, double v);
@@ -219,14 +220,22 @@ extern const nle__family nle__family_embed, nle__family_spectral, nle__family_cl
  * at their defaults; the model it holds is kept (the families sharing a
  * file kind free models alike). */
 nle_status nle__est_become(nle_estimator *e, const char *method);
-/* The families whose model is a projection model (MDS, kernel PCA, LDA,
- * PCA) map, save and free it alike (est_mds.c). */
+/* est_base.c (what the families and estimator.c call, calling none of
+ * them), to the end of this list but nle__est_need_model and
+ * nle__est_metric_rows (estimator.c's): the families whose model is a
+ * projection model (MDS, kernel PCA, LDA, PCA) map, save and free it alike. */
 nle_status nle__est_projection_transform(nle_estimator *e, const nle_matf *Y, nle_matd **X);
 nle_status nle__est_projection_save(nle_estimator *e, const char *path);
 void nle__est_projection_free(void **model);
 /* Starts the report of a map of new points: its name ("F(y)") and the
- * model's kind ("tsne"); the family adds its figures after. */
+ * model's kind ("tsne"); the family adds its figures after. _release:
+ * drops it. */
 void nle__est_map_report(nle_estimator *e, const char *map, const char *model_kind);
+void nle__est_map_report_release(nle_estimator *e);
+/* Whether the estimator's method takes the option (the row's scope). */
+bool nle__est_takes(const nle_estimator *e, const nle__option *o);
+/* The value of option o in the struct at field, as text. */
+void nle__est_option_text(const nle__option *o, const char *field, char *buf, size_t cap);
 /* A transform needs a fitted model: NLE_ERR_ARG naming what is missing. */
 nle_status nle__est_need_model(nle_estimator *e, const char *what);
 /* e->resolved as a copy of the options struct the run reported. */
