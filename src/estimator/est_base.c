@@ -1,8 +1,10 @@
 /* est_base.c — what the families' files (est_*.c) and the front door
  * (estimator.c) build on, calling none of them: the JSON report writer, an
  * option row's scope and value as text, the fit's report of its options,
- * the kept results, and the maps of the projection model that the PCA and
- * the distance and kernel families share. */
+ * the kept results, the maps of the projection model that the PCA and the
+ * distance and kernel families share, and becoming the method a loaded
+ * file names among the families sharing its kind (the front door's table
+ * of every family stays estimator.c's alone). */
 #include "estimator_internal.h"
 
 #include "../core/internal.h"
@@ -168,4 +170,45 @@ void nle__est_projection_free(void **model) {
   nle_projection_model *p = *model;
   nle_projection_model_free(&p);
   *model = NULL;
+}
+
+/* --- becoming another method ------------------------------------------------ */
+
+void nle__est_release_texts(nle_estimator *e) {
+  for (size_t i = 0; i < sizeof e->texts / sizeof *e->texts; i++) {
+    free(e->texts[i]);
+    e->texts[i] = NULL;
+  }
+}
+
+nle_status nle__est_reset_map_opts(nle_estimator *e) {
+  free(e->map_opts);
+  e->map_opts = NULL;
+  if (!e->family->map_opts_size) return NLE_OK;
+  e->map_opts = calloc(1, e->family->map_opts_size);
+  if (!e->map_opts) return nle__fail(e->ctx, NLE_ERR_NOMEM, "%s: out of memory", e->method);
+  e->family->map_opts_init(e->map_opts);
+  return NLE_OK;
+}
+
+const nle__family *nle__est_family_of(const nle__family *const *families, size_t n, const char *method) {
+  for (size_t f = 0; f < n; f++)
+    for (const char *const *m = families[f]->methods; *m; m++)
+      if (!strcmp(*m, method)) return families[f];
+  return NULL;
+}
+
+nle_status nle__est_become(nle_estimator *e, const nle__family *const *among, size_t n, const char *method) {
+  const nle__family *f = nle__est_family_of(among, n, method);
+  if (!f) return nle__fail(e->ctx, NLE_ERR_FORMAT, "a model of an unknown method '%s'", method);
+  void *opts = calloc(1, f->opts_size);
+  if (!opts) return nle__fail(e->ctx, NLE_ERR_NOMEM, "%s: out of memory", method);
+  free(e->opts);
+  nle__est_release_texts(e);
+  e->opts = opts;
+  e->family = f;
+  e->variant = f->variant_of(method);
+  snprintf(e->method, sizeof e->method, "%s", method);
+  f->opts_init(e->opts, e->variant);
+  return nle__est_reset_map_opts(e);
 }

@@ -264,7 +264,9 @@ static nle_status load(nle_estimator *e, const char *path) {
   if (s) return s;
   e->model = p;
   const char *method = !strcmp(p->method, "classical") ? "cmds" : !strcmp(p->method, "landmark") ? "lmds" : p->method;
-  s = nle__est_become(e, method);
+  static const nle__family *const sharing[] = {&nle__family_mds, &nle__family_kpca, &nle__family_lda,
+                                                &nle__family_pca};
+  s = nle__est_become(e, sharing, sizeof sharing / sizeof *sharing, method);
   if (s) return s;
   e->D = p->D;
   /* the options the map carries */

@@ -27,12 +27,7 @@ const char *nle_estimator_method_name(int i) {
   return NULL;
 }
 
-static const nle__family *family_of(const char *method) {
-  for (int f = 0; f < N_FAMILIES; f++)
-    for (const char *const *m = families[f]->methods; *m; m++)
-      if (!strcmp(*m, method)) return families[f];
-  return NULL;
-}
+static const nle__family *family_of(const char *method) { return nle__est_family_of(families, N_FAMILIES, method); }
 
 /* The options every method has, kept in the estimator itself. */
 static const char *model_data_name(int copy) { return copy == 1 ? "copy" : copy == 0 ? "reference" : "unknown"; }
@@ -175,17 +170,6 @@ static const nle__option *find_option(const nle_estimator *e, const char *name, 
   return NULL;
 }
 
-/* The family's options of its maps at their defaults (none: NULL). */
-static nle_status reset_map_opts(nle_estimator *e) {
-  free(e->map_opts);
-  e->map_opts = NULL;
-  if (!e->family->map_opts_size) return NLE_OK;
-  e->map_opts = calloc(1, e->family->map_opts_size);
-  if (!e->map_opts) return nle__fail(e->ctx, NLE_ERR_NOMEM, "%s: out of memory", e->method);
-  e->family->map_opts_init(e->map_opts);
-  return NLE_OK;
-}
-
 nle_status nle_estimator_new(nle_ctx *ctx, const char *method, nle_estimator **out) {
   if (!ctx || !method || !out) return ctx ? nle__fail(ctx, NLE_ERR_ARG, "estimator: NULL argument") : NLE_ERR_ARG;
   *out = NULL;
@@ -213,7 +197,7 @@ nle_status nle_estimator_new(nle_ctx *ctx, const char *method, nle_estimator **o
   e->keep_model = true;
   e->model_data_copy = 1;
   *out = e;
-  nle_status s = reset_map_opts(e);
+  nle_status s = nle__est_reset_map_opts(e);
   if (s) nle_estimator_free(out);
   return s;
 }
@@ -244,19 +228,12 @@ static void release_input(nle_estimator *e) {
   nle_csr_free(&e->affinities_built);
 }
 
-static void release_texts(nle_estimator *e) {
-  for (size_t i = 0; i < sizeof e->texts / sizeof *e->texts; i++) {
-    free(e->texts[i]);
-    e->texts[i] = NULL;
-  }
-}
-
 void nle_estimator_free(nle_estimator **pe) {
   if (!pe || !*pe) return;
   nle_estimator *e = *pe;
   release_fit(e);
   release_input(e);
-  release_texts(e);
+  nle__est_release_texts(e);
   free(e->opts);
   free(e->map_opts);
   free(e);
@@ -276,21 +253,6 @@ const char *nle_estimator_about(const nle_estimator *e) {
   for (int i = 0; e->family->methods[i]; i++)
     if (!strcmp(e->family->methods[i], e->method)) return e->family->abouts[i] ? e->family->abouts[i] : "";
   return "";
-}
-
-nle_status nle__est_become(nle_estimator *e, const char *method) {
-  const nle__family *f = family_of(method);
-  if (!f) return nle__fail(e->ctx, NLE_ERR_FORMAT, "a model of an unknown method '%s'", method);
-  void *opts = calloc(1, f->opts_size);
-  if (!opts) return nle__fail(e->ctx, NLE_ERR_NOMEM, "%s: out of memory", method);
-  free(e->opts);
-  release_texts(e);
-  e->opts = opts;
-  e->family = f;
-  e->variant = f->variant_of(method);
-  snprintf(e->method, sizeof e->method, "%s", method);
-  f->opts_init(e->opts, e->variant);
-  return reset_map_opts(e);
 }
 
 /* The rule of a row's range as the messages say it: "an integer >= 2",

@@ -216,10 +216,17 @@ typedef struct nle__family {
 extern const nle__family nle__family_embed, nle__family_spectral, nle__family_cluster, nle__family_mds,
     nle__family_kpca, nle__family_lda, nle__family_kem, nle__family_pca, nle__family_graph;
 
-/* The estimator made one of `method` (a loaded file said which), options
- * at their defaults; the model it holds is kept (the families sharing a
- * file kind free models alike). */
-nle_status nle__est_become(nle_estimator *e, const char *method);
+/* The family of the n in `families` that has `method`, or NULL. */
+const nle__family *nle__est_family_of(const nle__family *const *families, size_t n, const char *method);
+/* The estimator made one of `method` (a loaded file said which), of one of
+ * the n families `among` that share the file's kind (else NLE_ERR_FORMAT),
+ * options at their defaults; the model it holds is kept (the families
+ * sharing a file kind free models alike). */
+nle_status nle__est_become(nle_estimator *e, const nle__family *const *among, size_t n, const char *method);
+/* The family's options of its maps at their defaults (none: NULL). */
+nle_status nle__est_reset_map_opts(nle_estimator *e);
+/* Frees the estimator's option texts. */
+void nle__est_release_texts(nle_estimator *e);
 /* est_base.c (what the families and estimator.c call, calling none of
  * them), to the end of this list but nle__est_need_model and
  * nle__est_metric_rows (estimator.c's): the families whose model is a
