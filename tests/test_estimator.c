@@ -9,6 +9,7 @@
  * every family with a map; errors name the option. */
 #include "harness.h"
 #include "../src/estimator/estimator_internal.h"
+#include "../src/mds/mds_internal.h"
 
 #include <limits.h>
 #include <math.h>
@@ -633,6 +634,23 @@ static void model_files_round_trip(void) {
   nle_ctx_free(&ctx);
 }
 
+/* A model file becomes only a method of the families that share its kind:
+ * a projection model naming t-SNE is refused, not loaded as a t-SNE
+ * estimator holding a projection model. */
+static void loaded_method_within_its_kind(void) {
+  nle_ctx *ctx = test_ctx(14);
+  nle_projection_model *p = NULL;
+  const char *path = test_path("foreign.model");
+  nle_test_ok(nle__projection_new(ctx, "tsne", NLE_MAP_LINEAR, 0, 3, 2, NULL, &p));
+  if (p) nle_test_ok(nle_projection_model_save(ctx, p, path));
+  nle_estimator *e = NULL;
+  nle_test(nle_estimator_load(ctx, path, &e) == NLE_ERR_FORMAT);
+  nle_test(e == NULL && strstr(nle_ctx_error(ctx), "unknown method 'tsne'") != NULL);
+  nle_estimator_free(&e);
+  nle_projection_model_free(&p);
+  nle_ctx_free(&ctx);
+}
+
 /* What a method cannot do is an error saying so, before or after a fit. */
 static void refusals(void) {
   nle_ctx *ctx = test_ctx(13);
@@ -992,6 +1010,7 @@ const nle_test_case estimator_tests[] = {
     {"estimator/cosine_is_unit_rows", cosine_is_unit_rows},
     {"estimator/precomputed_distances", precomputed_distances},
     {"estimator/model_files_round_trip", model_files_round_trip},
+    {"estimator/loaded_method_within_its_kind", loaded_method_within_its_kind},
     {"estimator/refusals", refusals},
     {"estimator/lda_classifier", lda_classifier},
     {"estimator/map_options", map_options},

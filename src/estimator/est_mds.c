@@ -247,15 +247,6 @@ static nle_status lda_fit(nle_estimator *e, const nle__est_input *in) {
   return k ? k : s;
 }
 
-nle_status nle__est_projection_transform(nle_estimator *e, const nle_matf *Y, nle_matd **X) {
-  static const char *const maps[] = {"linear", "triangulation", "centred kernel"};
-  const nle_projection_model *p = e->model;
-  nle_status s = nle_projection_transform(e->ctx, p, Y, X);
-  if (s >= 0) nle__est_map_report(e, maps[p->map], p->method);
-  if (s >= 0) nle__json_printf(&e->map_report, ", \"reference_points\": %zu", p->m);
-  return s;
-}
-
 /* LDA's classifier: the scores (and probabilities) of new points, and the
  * class labels they index. */
 static nle_status lda_decision(nle_estimator *e, const nle_matf *Y, nle_matd **scores, nle_matd **proba,
@@ -263,10 +254,6 @@ static nle_status lda_decision(nle_estimator *e, const nle_matf *Y, nle_matd **s
   const nle_projection_model *p = e->model;
   *classes = p->class_labels;
   return nle_projection_decision(e->ctx, p, Y, scores, proba);
-}
-
-nle_status nle__est_projection_save(nle_estimator *e, const char *path) {
-  return nle_projection_model_save(e->ctx, e->model, path);
 }
 
 /* The file's method ("classical", "landmark", "kpca", "lda", "klda",
@@ -277,7 +264,9 @@ static nle_status load(nle_estimator *e, const char *path) {
   if (s) return s;
   e->model = p;
   const char *method = !strcmp(p->method, "classical") ? "cmds" : !strcmp(p->method, "landmark") ? "lmds" : p->method;
-  s = nle__est_become(e, method);
+  static const nle__family *const sharing[] = {&nle__family_mds, &nle__family_kpca, &nle__family_lda,
+                                                &nle__family_pca};
+  s = nle__est_become(e, sharing, sizeof sharing / sizeof *sharing, method);
   if (s) return s;
   e->D = p->D;
   /* the options the map carries */
@@ -295,12 +284,6 @@ static nle_status load(nle_estimator *e, const char *path) {
     ((nle_pca_opts *)e->opts)->n_components = (int)p->dim;
   }
   return NLE_OK;
-}
-
-void nle__est_projection_free(void **model) {
-  nle_projection_model *p = *model;
-  nle_projection_model_free(&p);
-  *model = NULL;
 }
 
 /* The three families keep one kind of map: the projection model. */

@@ -408,11 +408,12 @@ static nle_status load(nle_estimator *e, const char *path) {
   nle_spectral_model *m = NULL;
   nle_status s = nle_spectral_model_load(e->ctx, path, &m);
   if (s) return s;
+  static const nle__family *const sharing[] = {&nle__family_spectral, &nle__family_cluster};
   e->model = m;
   e->n = m->n;
   e->D = m->D;
   if (m->centres) {
-    s = nle__est_become(e, "cluster");
+    s = nle__est_become(e, sharing, sizeof sharing / sizeof *sharing, "cluster");
     if (s) return s;
     nle_cluster_opts *o = e->opts;
     o->spectral = m->opts;
@@ -420,7 +421,7 @@ static nle_status load(nle_estimator *e, const char *path) {
     o->dims = (int)m->dim;
     o->normalize_rows = m->normalize_rows;
   } else {
-    s = nle__est_become(e, nle_spectral_method_name(m->method));
+    s = nle__est_become(e, sharing, sizeof sharing / sizeof *sharing, nle_spectral_method_name(m->method));
     if (s) return s;
     *(nle_spectral_opts *)e->opts = m->opts;
   }

@@ -18,67 +18,6 @@ static const nle__family *const families[] = {&nle__family_embed, &nle__family_p
                                               &nle__family_lda, &nle__family_kem};
 enum { N_FAMILIES = sizeof families / sizeof *families };
 
-/* --- JSON ----------------------------------------------------------------- */
-
-void nle__json_printf(nle__json *j, const char *fmt, ...) {
-  if (j->failed) return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    size_t room = j->cap - j->len;
-    int n = vsnprintf(j->text ? j->text + j->len : NULL, j->text ? room : 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-      j->failed = true;
-      return;
-    }
-    if (j->text && (size_t)n < room) {
-      j->len += (size_t)n;
-      return;
-    }
-    size_t cap = j->cap ? j->cap : 256;
-    while (cap < j->len + (size_t)n + 1) cap *= 2;
-    char *t = realloc(j->text, cap);
-    if (!t) {
-      j->failed = true;
-      return;
-    }
-    j->text = t;
-    j->cap = cap;
-  }
-}
-
-void nle__json_number(nle__json *j, const char *key, double v) {
-  if (isfinite(v)) nle__json_printf(j, ", \"%s\": %.10g", key, v);
-  else nle__json_printf(j, ", \"%s\": null", key);
-}
-
-/* The inside of a JSON string: quotes, backslashes and control bytes
- * escaped. */
-static void json_escaped(nle__json *j, const char *s) {
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') nle__json_printf(j, "\\%c", c);
-    else if (c < 0x20) nle__json_printf(j, "\\u%04x", c);
-    else nle__json_printf(j, "%c", c);
-  }
-}
-
-void nle__json_string(nle__json *j, const char *key, const char *v) {
-  nle__json_printf(j, ", \"%s\": \"", key);
-  json_escaped(j, v ? v : "");
-  nle__json_printf(j, "\"");
-}
-
-void nle__json_numbers(nle__json *j, const char *key, const double *v, size_t n) {
-  nle__json_printf(j, ", \"%s\": [", key);
-  for (size_t i = 0; i < n; i++) {
-    if (isfinite(v[i])) nle__json_printf(j, "%s%.10g", i ? ", " : "", v[i]);
-    else nle__json_printf(j, "%snull", i ? ", " : "");
-  }
-  nle__json_printf(j, "]");
-}
-
 /* --- methods and options --------------------------------------------------- */
 
 const char *nle_estimator_method_name(int i) {
@@ -88,12 +27,7 @@ const char *nle_estimator_method_name(int i) {
   return NULL;
 }
 
-static const nle__family *family_of(const char *method) {
-  for (int f = 0; f < N_FAMILIES; f++)
-    for (const char *const *m = families[f]->methods; *m; m++)
-      if (!strcmp(*m, method)) return families[f];
-  return NULL;
-}
+static const nle__family *family_of(const char *method) { return nle__est_family_of(families, N_FAMILIES, method); }
 
 /* The options every method has, kept in the estimator itself. */
 static const char *model_data_name(int copy) { return copy == 1 ? "copy" : copy == 0 ? "reference" : "unknown"; }
@@ -113,11 +47,6 @@ static const nle__option common_rows[] = {
     {.name = NULL}};
 enum { N_COMMON = sizeof common_rows / sizeof *common_rows - 1 };
 
-/* Whether the estimator's method takes the option (the row's scope). */
-static bool takes(const nle_estimator *e, const nle__option *o) {
-  return !o->scope || (o->scope & NLE__FOR(e->variant)) != 0;
-}
-
 /* Where the option's value lives: the estimator's own or the family's
  * options struct (`opts`: e->opts or a resolved copy). */
 static char *field_of(const nle_estimator *e, const nle__option *o, const void *opts) {
@@ -129,7 +58,7 @@ const char *nle_estimator_option(const nle_estimator *e, int i) {
   if (!e || i < 0) return NULL;
   if (i < N_COMMON) return common_rows[i].name;
   for (const nle__option *o = e->family->options; o->name; o++)
-    if (takes(e, o) && i-- == N_COMMON) return o->name;
+    if (nle__est_takes(e, o) && i-- == N_COMMON) return o->name;
   return NULL;
 }
 
@@ -227,7 +156,7 @@ static void scope_list(const nle_estimator *e, const nle__option *o, char *list,
  * methods that take it, when other methods of the family do). */
 static const nle__option *find_option(const nle_estimator *e, const char *name, bool *negated) {
   const nle__option *o = row_named(e, name, negated);
-  if (o && takes(e, o)) return o;
+  if (o && nle__est_takes(e, o)) return o;
   char list[512];
   if (o) {
     if (o->scope_text) snprintf(list, sizeof list, "%s", o->scope_text);
@@ -239,22 +168,6 @@ static const nle__option *find_option(const nle_estimator *e, const char *name, 
     nle__fail(e->ctx, NLE_ERR_VALUE, "%s: no option '%s'", e->method, name);
   }
   return NULL;
-}
-
-/* The family's options of its maps at their defaults (none: NULL). */
-static nle_status reset_map_opts(nle_estimator *e) {
-  free(e->map_opts);
-  e->map_opts = NULL;
-  if (!e->family->map_opts_size) return NLE_OK;
-  e->map_opts = calloc(1, e->family->map_opts_size);
-  if (!e->map_opts) return nle__fail(e->ctx, NLE_ERR_NOMEM, "%s: out of memory", e->method);
-  e->family->map_opts_init(e->map_opts);
-  return NLE_OK;
-}
-
-static void release_map_report(nle_estimator *e) {
-  free(e->map_report.text);
-  e->map_report = (nle__json){0};
 }
 
 nle_status nle_estimator_new(nle_ctx *ctx, const char *method, nle_estimator **out) {
@@ -284,7 +197,7 @@ nle_status nle_estimator_new(nle_ctx *ctx, const char *method, nle_estimator **o
   e->keep_model = true;
   e->model_data_copy = 1;
   *out = e;
-  nle_status s = reset_map_opts(e);
+  nle_status s = nle__est_reset_map_opts(e);
   if (s) nle_estimator_free(out);
   return s;
 }
@@ -305,7 +218,7 @@ static void release_fit(nle_estimator *e) {
   free(e->flat.text);
   e->flat = (nle__json){0};
   e->options_at = e->figures_at = 0;
-  release_map_report(e);
+  nle__est_map_report_release(e);
   e->fitted = false;
 }
 
@@ -315,19 +228,12 @@ static void release_input(nle_estimator *e) {
   nle_csr_free(&e->affinities_built);
 }
 
-static void release_texts(nle_estimator *e) {
-  for (size_t i = 0; i < sizeof e->texts / sizeof *e->texts; i++) {
-    free(e->texts[i]);
-    e->texts[i] = NULL;
-  }
-}
-
 void nle_estimator_free(nle_estimator **pe) {
   if (!pe || !*pe) return;
   nle_estimator *e = *pe;
   release_fit(e);
   release_input(e);
-  release_texts(e);
+  nle__est_release_texts(e);
   free(e->opts);
   free(e->map_opts);
   free(e);
@@ -347,21 +253,6 @@ const char *nle_estimator_about(const nle_estimator *e) {
   for (int i = 0; e->family->methods[i]; i++)
     if (!strcmp(e->family->methods[i], e->method)) return e->family->abouts[i] ? e->family->abouts[i] : "";
   return "";
-}
-
-nle_status nle__est_become(nle_estimator *e, const char *method) {
-  const nle__family *f = family_of(method);
-  if (!f) return nle__fail(e->ctx, NLE_ERR_FORMAT, "a model of an unknown method '%s'", method);
-  void *opts = calloc(1, f->opts_size);
-  if (!opts) return nle__fail(e->ctx, NLE_ERR_NOMEM, "%s: out of memory", method);
-  free(e->opts);
-  release_texts(e);
-  e->opts = opts;
-  e->family = f;
-  e->variant = f->variant_of(method);
-  snprintf(e->method, sizeof e->method, "%s", method);
-  f->opts_init(e->opts, e->variant);
-  return reset_map_opts(e);
 }
 
 /* The rule of a row's range as the messages say it: "an integer >= 2",
@@ -499,35 +390,6 @@ nle_status nle_estimator_set(nle_estimator *e, const char *name, const char *val
   return set_row(e, o, negated, value, field_of(e, o, e->opts));
 }
 
-/* The value of option o in the struct at base, as text. */
-static void option_text(const nle__option *o, const char *field, char *buf, size_t cap) {
-  switch (o->kind) {
-  case NLE__OPT_INT: {
-    int v = *(const int *)field;
-    if (v == NLE_AUTO) snprintf(buf, cap, "auto");
-    else snprintf(buf, cap, "%d", v);
-    return;
-  }
-  case NLE__OPT_REAL: {
-    double v = *(const double *)field;
-    if (v == NLE_AUTO) snprintf(buf, cap, "auto");
-    else snprintf(buf, cap, "%.17g", v);
-    return;
-  }
-  case NLE__OPT_BOOL: snprintf(buf, cap, "%s", *(const bool *)field ? "true" : "false"); return;
-  case NLE__OPT_ENUM: {
-    int v = *(const int *)field;
-    snprintf(buf, cap, "%s", v == NLE_AUTO ? "auto" : o->enum_name(v));
-    return;
-  }
-  case NLE__OPT_TEXT: {
-    const char *t = *(const char *const *)field;
-    snprintf(buf, cap, "%s", t ? t : "");
-    return;
-  }
-  }
-}
-
 nle_status nle_estimator_get(const nle_estimator *e, const char *name, char *buf, size_t cap) {
   if (!e || !name || !buf || !cap) return NLE_ERR_ARG;
   char key[64];
@@ -535,7 +397,7 @@ nle_status nle_estimator_get(const nle_estimator *e, const char *name, char *buf
   bool negated;
   const nle__option *o = find_option(e, key, &negated);
   if (!o) return NLE_ERR_VALUE;
-  option_text(o, field_of(e, o, e->resolved ? e->resolved : e->opts), buf, cap);
+  nle__est_option_text(o, field_of(e, o, e->resolved ? e->resolved : e->opts), buf, cap);
   return NLE_OK;
 }
 
@@ -585,7 +447,7 @@ nle_status nle_estimator_option_info(const nle_estimator *e, const char *name, n
   if (!opts) return nle__fail(e->ctx, NLE_ERR_NOMEM, "%s: out of memory", e->method);
   e->family->opts_init(opts, e->variant);
   describe(o, opts, info);
-  info->taken = takes(e, o);
+  info->taken = nle__est_takes(e, o);
   free(opts);
   return NLE_OK;
 }
@@ -603,7 +465,7 @@ static void describe(const nle__option *o, const void *defaults, nle_option_info
   info->auto_ok = o->auto_ok;
   if (o->kind == NLE__OPT_ENUM) choices(o, info->values, sizeof info->values);
   else if (o->ranged) range_rule(o, false, info->values, sizeof info->values);
-  option_text(o, (const char *)defaults + o->offset, info->default_text, sizeof info->default_text);
+  nle__est_option_text(o, (const char *)defaults + o->offset, info->default_text, sizeof info->default_text);
 }
 
 /* --- shared by the families ------------------------------------------------ */
@@ -615,36 +477,6 @@ nle_status nle__est_need_model(nle_estimator *e, const char *what) {
                      e->method, e->input_kind, what);
   if (!e->model)
     return nle__fail(e->ctx, NLE_ERR_ARG, "%s: %s needs the model of a fit with {@keep-model=true}", e->method, what);
-  return NLE_OK;
-}
-
-nle_status nle__est_keep_resolved(nle_estimator *e, const void *resolved) {
-  free(e->resolved);
-  e->resolved = malloc(e->family->opts_size);
-  if (!e->resolved) return nle__fail(e->ctx, NLE_ERR_NOMEM, "%s: out of memory", e->method);
-  memcpy(e->resolved, resolved, e->family->opts_size);
-  return NLE_OK;
-}
-
-void nle__est_report_options(nle_estimator *e, const void *opts) {
-  e->options_at = e->report.len;
-  nle__json_printf(&e->report, ", \"options\": {\"metric\": \"%s\"", nle_metric_name(e->metric));
-  for (const nle__option *o = e->family->options; o->name; o++) {
-    if (!takes(e, o) || o->kind == NLE__OPT_TEXT) continue;
-    char v[64];
-    option_text(o, (const char *)opts + o->offset, v, sizeof v);
-    if (o->kind == NLE__OPT_ENUM || !strcmp(v, "auto")) nle__json_string(&e->report, o->name, v);
-    else nle__json_printf(&e->report, ", \"%s\": %s", o->name, v);
-  }
-  nle__json_printf(&e->report, "}");
-  e->figures_at = e->report.len;
-}
-
-nle_status nle__est_keep_X(nle_estimator *e, const nle_matd *X) {
-  nle_matd_free(&e->X);
-  nle_status s = nle_matd_alloc(e->ctx, X->rows, X->cols, &e->X);
-  if (s) return s;
-  memcpy(e->X->data, X->data, X->rows * X->cols * sizeof *X->data);
   return NLE_OK;
 }
 
@@ -764,13 +596,13 @@ static void build_flat(nle_estimator *e) {
   nle__json_printf(f, "%.*s", (int)e->options_at, r);
   nle__json_printf(f, ", \"metric\": \"%s\"", nle_metric_name(e->metric));
   for (const nle__option *o = e->family->options; o->name; o++) {
-    if (!takes(e, o) || o->kind == NLE__OPT_TEXT) continue;
+    if (!nle__est_takes(e, o) || o->kind == NLE__OPT_TEXT) continue;
     char key[64], v[64];
     canonical(o->json ? o->json : o->name, key, sizeof key);
     for (char *c = key; *c; c++)
       if (*c == '-') *c = '_';
     const char *field = field_of(e, o, e->resolved ? e->resolved : e->opts);
-    option_text(o, field, v, sizeof v);
+    nle__est_option_text(o, field, v, sizeof v);
     if (o->kind == NLE__OPT_REAL && strcmp(v, "auto")) snprintf(v, sizeof v, "%.10g", *(const double *)field);
     if (o->kind == NLE__OPT_ENUM || !strcmp(v, "auto")) nle__json_string(f, key, v);
     else nle__json_printf(f, ", \"%s\": %s", key, v);
@@ -848,14 +680,9 @@ static nle_status check_new_points(nle_estimator *e, const char *what, size_t ro
   return s;
 }
 
-void nle__est_map_report(nle_estimator *e, const char *map, const char *model_kind) {
-  release_map_report(e);
-  nle__json_printf(&e->map_report, "{\"map\": \"%s\", \"model_kind\": \"%s\"", map, model_kind);
-}
-
 /* The map's report closed, or dropped when the map failed. */
 static void end_map_report(nle_estimator *e, nle_status s) {
-  if (s < 0 || !e->map_report.text) release_map_report(e);
+  if (s < 0 || !e->map_report.text) nle__est_map_report_release(e);
   else nle__json_printf(&e->map_report, "}");
 }
 
@@ -868,7 +695,7 @@ nle_status nle_estimator_transform(nle_estimator *e, const nle_matf *Ynew, nle_m
     return nle__fail(e->ctx, NLE_ERR_ARG, "%s: has no map for new points", e->method);
   nle_matf *copy;
   const nle_matf *use;
-  release_map_report(e);
+  nle__est_map_report_release(e);
   s = nle__est_metric_rows(e, Ynew, &copy, &use);
   if (!s) s = e->family->transform(e, use, X);
   end_map_report(e, s);
@@ -884,7 +711,7 @@ nle_status nle_estimator_inverse_exact(nle_estimator *e, const nle_matd *X, nle_
   if (s) return s;
   if (!e->family->inverse)
     return nle__fail(e->ctx, NLE_ERR_ARG, "%s: has no map from the embedding back to the data", e->method);
-  release_map_report(e);
+  nle__est_map_report_release(e);
   s = e->family->inverse(e, X, Yf, Yd);
   end_map_report(e, s);
   return s;

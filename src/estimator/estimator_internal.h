@@ -98,6 +98,7 @@ typedef struct {
   bool failed;
 } nle__json;
 
+/* est_base.c: the JSON report writer. */
 void nle__json_printf(nle__json *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* ", \"key\": value" with the number as JSON allows (null when not finite). */
 void nle__json_number(nle__json *j, const char *key, double v);
@@ -215,18 +216,33 @@ typedef struct nle__family {
 extern const nle__family nle__family_embed, nle__family_spectral, nle__family_cluster, nle__family_mds,
     nle__family_kpca, nle__family_lda, nle__family_kem, nle__family_pca, nle__family_graph;
 
-/* The estimator made one of `method` (a loaded file said which), options
- * at their defaults; the model it holds is kept (the families sharing a
- * file kind free models alike). */
-nle_status nle__est_become(nle_estimator *e, const char *method);
-/* The families whose model is a projection model (MDS, kernel PCA, LDA,
- * PCA) map, save and free it alike (est_mds.c). */
+/* The family of the n in `families` that has `method`, or NULL. */
+const nle__family *nle__est_family_of(const nle__family *const *families, size_t n, const char *method);
+/* The estimator made one of `method` (a loaded file said which), of one of
+ * the n families `among` that share the file's kind (else NLE_ERR_FORMAT),
+ * options at their defaults; the model it holds is kept (the families
+ * sharing a file kind free models alike). */
+nle_status nle__est_become(nle_estimator *e, const nle__family *const *among, size_t n, const char *method);
+/* The family's options of its maps at their defaults (none: NULL). */
+nle_status nle__est_reset_map_opts(nle_estimator *e);
+/* Frees the estimator's option texts. */
+void nle__est_release_texts(nle_estimator *e);
+/* est_base.c (what the families and estimator.c call, calling none of
+ * them), to the end of this list but nle__est_need_model and
+ * nle__est_metric_rows (estimator.c's): the families whose model is a
+ * projection model (MDS, kernel PCA, LDA, PCA) map, save and free it alike. */
 nle_status nle__est_projection_transform(nle_estimator *e, const nle_matf *Y, nle_matd **X);
 nle_status nle__est_projection_save(nle_estimator *e, const char *path);
 void nle__est_projection_free(void **model);
 /* Starts the report of a map of new points: its name ("F(y)") and the
- * model's kind ("tsne"); the family adds its figures after. */
+ * model's kind ("tsne"); the family adds its figures after. _release:
+ * drops it. */
 void nle__est_map_report(nle_estimator *e, const char *map, const char *model_kind);
+void nle__est_map_report_release(nle_estimator *e);
+/* Whether the estimator's method takes the option (the row's scope). */
+bool nle__est_takes(const nle_estimator *e, const nle__option *o);
+/* The value of option o in the struct at field, as text. */
+void nle__est_option_text(const nle__option *o, const char *field, char *buf, size_t cap);
 /* A transform needs a fitted model: NLE_ERR_ARG naming what is missing. */
 nle_status nle__est_need_model(nle_estimator *e, const char *what);
 /* e->resolved as a copy of the options struct the run reported. */

@@ -70,15 +70,6 @@ static nle_status check_dissimilarities(nle_ctx *ctx, const nle_matd *M, const c
   return NLE_OK;
 }
 
-nle_status nle__check_finite_rows(nle_ctx *ctx, const char *what, const nle_matf *Y) {
-  size_t n = Y->rows * Y->cols;
-  for (size_t e = 0; e < n; e++)
-    if (!isfinite(Y->data[e]))
-      return nle__fail(ctx, NLE_ERR_VALUE, "%s: row %zu, column %zu is %g, not finite", what, e / Y->cols,
-                       e % Y->cols, (double)Y->data[e]);
-  return NLE_OK;
-}
-
 static nle_status build_dissimilarities(nle_ctx *ctx, const nle_mds_input *in, float **out) {
   size_t n = in->Y ? in->Y->rows : in->dissimilarities->rows;
   double bytes = (double)n * (double)n * sizeof(float);

@@ -22,7 +22,8 @@ static inline double nle__dissim_weight(const nle__dissim *S, size_t i, size_t j
   return S->sammon ? 1.0 / (double)S->delta[i * S->n + j] : 1.0;
 }
 
-/* mds.c: an error naming the first entry of Y that is not finite. */
+/* mds_base.c (below every file of the folder): an error naming the first
+ * entry of Y that is not finite. */
 nle_status nle__check_finite_rows(nle_ctx *ctx, const char *what, const nle_matf *Y);
 
 /* classical.c: classical MDS of points (their PCA scores) or of a
@@ -49,7 +50,7 @@ nle_status nle__mds_smacof(nle_ctx *ctx, bool nonmetric, const nle__dissim *S, c
 void nle__mds_measures(nle_ctx *ctx, const float *delta, size_t n, const nle_matd *X, double *stress1,
                        double *normalized, double *sammon, double *raw);
 
-/* kpca.c: the automatic gamma of kernel k for the points Y (k->gamma NLE_AUTO). */
+/* mds_base.c: the automatic gamma of kernel k for the points Y (k->gamma NLE_AUTO). */
 nle_status nle__kernel_resolve(nle_ctx *ctx, const nle_matf *Y, nle_pdkernel *k);
 /* The dense N x N kernel matrix of Y (Gaussian: GEMM for the distances),
  * row-major doubles, in parallel. */

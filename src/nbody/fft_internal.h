@@ -212,10 +212,11 @@ static inline void nle__fft_kernel_product(const fftwf_complex *f, const float *
   }
 }
 
-/* fft_split2d.c */
-/* The chunked row plans and the column-strip plans of a 2-D grid (called
- * under the planner lock). */
+/* fft_plan.c, with the other plans: the chunked row plans and the
+ * column-strip plans of a 2-D grid's split passes (called under the
+ * planner lock). */
 void nle__fft_plan_split(nle__fft_ws *w, const fft_grid *g);
+/* fft_split2d.c */
 /* Spread, row pass, column pass with the kernels, row pass back, for the
  * job's channels on a 2-D grid; with quad, also the unit charges' total
  * through the quad kernel by Parseval's identity. grid_work: the cost

@@ -103,38 +103,6 @@ static int split_rows_backward_block(void *job, size_t b, void *scratch) {
   fftwf_execute_dft_c2r(w->row_inv[k], (fftwf_complex *)r, r);
   return 0;
 }
-/* Bounds of `parts` chunks of n items, each starting at an even item (so
- * that every chunk of a buffer has the alignment of the first). */
-static void split_even(size_t n, size_t parts, size_t *lo) {
-  for (size_t k = 0; k <= parts; k++) {
-    size_t b = n * k / parts;
-    lo[k] = k == parts ? n : b & ~(size_t)1;
-  }
-}
-
-void nle__fft_plan_split(nle__fft_ws *w, const fft_grid *g) {
-  int rows = (int)g->pad[0], cols = (int)g->pad[1], ncplx = cols / 2 + 1, last = 2 * ncplx;
-  split_even(g->nodes[0], SPLIT, w->row_lo);
-  for (size_t k = 0; k < SPLIT; k++) {
-    int nr = (int)(w->row_lo[k + 1] - w->row_lo[k]);
-    float *r = w->bufs[0] + w->row_lo[k] * (size_t)last;
-    if (nr == 0) continue;
-    w->row_fwd[k] = fftwf_plan_many_dft_r2c(1, &cols, nr, r, NULL, 1, last, (fftwf_complex *)r, NULL, 1, ncplx,
-                                            FFTW_ESTIMATE);
-    w->row_inv[k] = fftwf_plan_many_dft_c2r(1, &cols, nr, (fftwf_complex *)r, NULL, 1, ncplx, r, NULL, 1, last,
-                                            FFTW_ESTIMATE);
-  }
-  w->strips = ((size_t)ncplx + STRIP - 1) / STRIP;
-  fftwf_complex *c = (fftwf_complex *)w->bufs[0];
-  for (size_t k = 0; k < 2; k++) {
-    int width = k == 0 ? STRIP : ncplx - (int)(w->strips - 1) * STRIP;
-    w->col_fwd[k] = fftwf_plan_many_dft(1, &rows, width, c, NULL, STRIP, 1, c, NULL, STRIP, 1, FFTW_FORWARD,
-                                        FFTW_ESTIMATE);
-    w->col_inv[k] = fftwf_plan_many_dft(1, &rows, width, c, NULL, STRIP, 1, c, NULL, STRIP, 1, FFTW_BACKWARD,
-                                        FFTW_ESTIMATE);
-  }
-}
-
 nle_status nle__fft_convolve_split2d(nle_ctx *ctx, nle__fft_ws *w, conv_job *job, double grid_work, double *quad) {
   const fft_grid *g = job->g;
   size_t nch = job->nch;

@@ -103,7 +103,7 @@ static inline void heap_reset(sp_cand *h, int k) {
   for (int c = 0; c < k; c++) h[c] = (sp_cand){INFINITY, INT32_MAX};
 }
 
-/* ---- the rows' column lists and walk order (knn_sparse.c) --------------- */
+/* ---- the rows' column lists and walk order (knn_sparse_base.c) ---------- */
 
 typedef struct {
   int64_t *ptr;

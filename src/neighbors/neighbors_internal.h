@@ -7,7 +7,8 @@
 #include "../core/internal.h"
 
 /* Refuses points (Y, and the queries Q when not NULL) whose single-precision
- * squared distances would overflow or underflow, naming the farthest point. */
+ * squared distances would overflow or underflow, naming the farthest point
+ * (knn_range.c, below every search). */
 nle_status nle__knn_check_range(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q);
 /* Whether a largest centred squared norm keeps single-precision distances in
  * range (the test nle__knn_check_range applies; searches that centre their

@@ -63,6 +63,17 @@ nle_status nle__opt_checkpoint(nle_ctx *ctx, nle_opt *o, const nle_matd *X) {
   return nle_opt_save_checkpoint(ctx, o, X, o->ckpt_path, o->ckpt_fingerprint);
 }
 
+/* A cancelled run saves its checkpoint (if one is set) and keeps the
+ * cancellation's message. */
+nle_status nle__opt_cancelled(nle_ctx *ctx, nle_opt *o, const nle_matd *X) {
+  if (!o->ckpt_path) return NLE_ERR_CANCELLED;
+  char message[512];
+  snprintf(message, sizeof message, "%s", nle_ctx_error(ctx));
+  nle_status s = nle__opt_checkpoint(ctx, o, X);
+  if (s) return s;
+  return nle__fail(ctx, NLE_ERR_CANCELLED, "%s; checkpoint written to %s", message, o->ckpt_path);
+}
+
 nle_status nle__opt_restore(nle_ctx *ctx, const nle__rec_file *f, const char *name, double *dst, size_t count) {
   const void *src;
   nle_status s = nle__rec_get(ctx, f, name, 'd', count, &src);

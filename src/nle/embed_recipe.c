@@ -36,7 +36,6 @@ enum { TEE_STEPS = 5, TEE_STEP_ITERS = 90, TEE_WARM_ITERS = 30 };
 #define HOMOTOPY_X_TOL 1e-3
 
 
-NLE__ENUM_NAMES(nle_model_name, nle_model_parse, nle_model_kind, NLE_MODEL_MAP, NLE_MODEL_COUNT, false)
 NLE__ENUM_NAMES(nle_init_name, nle_init_parse, nle_init_kind, NLE_INIT_MAP, NLE_INIT_COUNT, true)
 NLE__ENUM_NAMES(nle_step_name, nle_step_parse, nle_step_kind, NLE_STEP_MAP, NLE_STEP_COUNT, true)
 

@@ -17,6 +17,10 @@
 enum { REP_BLOCK = 64, LOCALITY_MIN_POINTS = 20000 };
 static const double EXP_FLOOR = 700.0;
 
+/* The models' names: here with the models, which the recipe (embed_recipe.c)
+ * and the trained model's file (trained.c) both read, so neither calls the other back. */
+NLE__ENUM_NAMES(nle_model_name, nle_model_parse, nle_model_kind, NLE_MODEL_MAP, NLE_MODEL_COUNT, false)
+
 /* Same structure and values, bit for bit. */
 static int csr_equal(const nle_csr *a, const nle_csr *b) {
   if (a->rows != b->rows || a->nnz != b->nnz || a->dtype != b->dtype) return 0;

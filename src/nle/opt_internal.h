@@ -1,7 +1,8 @@
 /* opt_internal.h — the optimiser's state and the pieces its files share
- * (optimize.c: planning, directions and the line-search loop; fixed_rate.c:
- * t-SNE-style descent; checkpoint.c: saving and resuming a run; opt_*.c:
- * the optimisers, each with its own state). */
+ * (optimize.c: the table, planning, directions and the line-search loop;
+ * fixed_rate.c: t-SNE-style descent; checkpoint.c: saving and resuming a
+ * run; opt_*.c: the optimisers, each with its own state; opt_base.c: what
+ * they all call, calling none of them). */
 #ifndef NLE_OPT_INTERNAL_H
 #define NLE_OPT_INTERNAL_H
 
@@ -77,15 +78,16 @@ struct nle_opt {
   int ckpt_every;
 };
 
+/* opt_base.c */
 double nle__opt_dot(const double *a, const double *b, size_t len);
 double nle__opt_max_abs(nle_ctx *ctx, const nle_matd *m);
 /* Sets the model's accuracy for this iteration of the schedule; whether it
  * is an accuracy of its own (inside the schedule, with a fast engine). */
 int nle__opt_schedule_accuracy(nle_ctx *ctx, const nle_opt *o, int iteration);
-/* A cancelled run: its checkpoint written, a resumable state kept. */
-nle_status nle__opt_cancelled(nle_ctx *ctx, nle_opt *o, const nle_matd *X);
 /* Empties (and sizes for len values) the optimiser's history, if it keeps one. */
 nle_status nle__opt_history_reset(nle_ctx *ctx, nle_opt *o, size_t len);
+/* A cancelled run: its checkpoint written, a resumable state kept (checkpoint.c). */
+nle_status nle__opt_cancelled(nle_ctx *ctx, nle_opt *o, const nle_matd *X);
 /* Copies the checkpoint's record `name` (count doubles) into dst
  * (checkpoint.c, for the history_read hooks). */
 nle_status nle__opt_restore(nle_ctx *ctx, const nle__rec_file *f, const char *name, double *dst, size_t count);

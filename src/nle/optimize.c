@@ -5,7 +5,8 @@
  * mu = 1e-10 min L+_nn, whose CHOLMOD factor is computed once and reused for
  * every iteration and every one of the d columns); then a backtracking line
  * search for sufficient decrease from the last accepted step (linesearch.c).
- * Fixed-rate descent is in fixed_rate.c, checkpoints in checkpoint.c. */
+ * Fixed-rate descent is in fixed_rate.c, checkpoints in checkpoint.c, the
+ * helpers they all share in opt_base.c. */
 #include "opt_internal.h"
 
 #include <math.h>
@@ -162,16 +163,6 @@ nle_status nle_opt_direction_at(nle_ctx *ctx, nle_opt *o, const nle_matd *X, con
   return o->type->direction(ctx, o, o->type->needs_x ? X : NULL, g, p);
 }
 
-double nle__opt_dot(const double *a, const double *b, size_t len) {
-  double s = 0.0;
-  for (size_t i = 0; i < len; i++) s += a[i] * b[i];
-  return s;
-}
-
-nle_status nle__opt_history_reset(nle_ctx *ctx, nle_opt *o, size_t len) {
-  return o->type->history_reset ? o->type->history_reset(ctx, o, len) : NLE_OK;
-}
-
 /* |scale delta| / |x| (Frobenius) for the step x -> x + scale delta: the EE
  * paper's stopping test. */
 static double relative_change(const double *delta, const double *x, size_t len, double scale) {
@@ -183,45 +174,7 @@ static double relative_change(const double *delta, const double *x, size_t len, 
   return xx > 0 ? fabs(scale) * sqrt(dd / xx) : INFINITY;
 }
 
-/* The largest |entry|, NaNs passed over as fmax would; in parallel and
- * vectorised (fmax kept the loop scalar: 2 ms an iteration at a million
- * points), the same value for any thread count or width: a maximum is
- * exact in any order. */
-double nle__opt_max_abs(nle_ctx *ctx, const nle_matd *m) {
-  double v = 0.0;
-  size_t n = m->rows * m->cols;
-  const double *x = m->data;
-#pragma omp parallel for simd schedule(static) reduction(max : v) num_threads(nle__threads_for(ctx, (double)n))
-  for (size_t i = 0; i < n; i++) {
-    double a = fabs(x[i]);
-    v = a > v ? a : v;
-  }
-  return v;
-}
-
 nle_opt_state *nle__opt_state(nle_opt *o) { return &o->run; }
-
-/* A cancelled run saves its checkpoint (if one is set) and keeps the
- * cancellation's message. */
-nle_status nle__opt_cancelled(nle_ctx *ctx, nle_opt *o, const nle_matd *X) {
-  if (!o->ckpt_path) return NLE_ERR_CANCELLED;
-  char message[512];
-  snprintf(message, sizeof message, "%s", nle_ctx_error(ctx));
-  nle_status s = nle__opt_checkpoint(ctx, o, X);
-  if (s) return s;
-  return nle__fail(ctx, NLE_ERR_CANCELLED, "%s; checkpoint written to %s", message, o->ckpt_path);
-}
-
-/* Dissertation sec. 5.4: the fast engines start coarse and reach their
- * set accuracy after accuracy_iters iterations (geometrically; the exact
- * engine ignores it). Returns whether iteration `iteration` runs at an
- * accuracy of its own (inside the schedule, with a fast engine): a fact of
- * the iteration number, so a resumed run does what the uninterrupted one did. */
-int nle__opt_schedule_accuracy(nle_ctx *ctx, const nle_opt *o, int iteration) {
-  int inside = o->o.accuracy_iters > 0 && iteration < o->o.accuracy_iters;
-  nle_model_set_accuracy(ctx, o->model, inside ? (double)iteration / (double)o->o.accuracy_iters : 1.0);
-  return inside && nle_model_engine(o->model) != NLE_REPULSION_EXACT;
-}
 
 /* A fresh run's state (a resumed one keeps what the checkpoint restored). */
 static nle_status run_begin(nle_ctx *ctx, nle_opt *o, size_t len) {

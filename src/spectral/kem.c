@@ -15,8 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-NLE__ENUM_NAMES(nle_kem_variant_name, nle_kem_variant_parse, nle_kem_variant, NLE_KEM_VARIANT_MAP, NLE_KEM_COUNT, true)
-
 void nle_kem_opts_init(nle_kem_opts *o) {
   memset(o, 0, sizeof *o);
   o->dim = 2;

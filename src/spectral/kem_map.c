@@ -16,6 +16,10 @@ enum { MAP_ROWS = 64 };
 
 static bool spd_inverse(double *S, size_t d, double *logdet);
 
+/* The variants' names: here, with the model file that writes and checks
+ * them, below the fit (kem.c), which calls this file and is not called back. */
+NLE__ENUM_NAMES(nle_kem_variant_name, nle_kem_variant_parse, nle_kem_variant, NLE_KEM_VARIANT_MAP, NLE_KEM_COUNT, true)
+
 void nle_kem_model_free(nle_kem_model **p) {
   if (!p || !*p) return;
   nle_kem_model *m = *p;
