@@ -78,8 +78,13 @@ void nle__json_numbers(nle__json *j, const char *key, const double *v, size_t n)
 /* --- option rows and the report -------------------------------------------- */
 
 /* Whether the estimator's method takes the option (the row's scope). */
-bool nle__est_takes(const nle_estimator *e, const nle__option *o) {
-  return !o->scope || (o->scope & NLE__FOR(e->variant)) != 0;
+bool nle__est_takes(const nle_estimator *e, const nle__option *o) { return nle__row_takes(o, e->variant); }
+
+void nle__join_names(const char *const *names, int n, const char *last, char *buf, size_t cap) {
+  size_t used = 0;
+  if (cap) buf[0] = '\0';
+  for (int i = 0; i < n && used < cap; i++)
+    used += (size_t)snprintf(buf + used, cap - used, "%s%s", i == 0 ? "" : i + 1 == n ? last : ", ", names[i]);
 }
 
 /* The value of option o in the struct at base, as text. */

@@ -97,20 +97,15 @@ static const nle__option options[] = {
 static bool entropic(const graph_options *o) { return o->kernel.kind == NLE_AFF_ENTROPIC; }
 
 /* The neighbours: as given, else the kNN graph's 10, the entropic
- * affinities' ceil(3 K) (nle_graph_k_for_perplexity's rule, in double here
- * so that a perplexity past what an int holds is refused by the points),
- * the kernels' 15. */
-static double wanted_k(const nle_estimator *e) {
+ * affinities' by the graph stage's one rule (nle_graph_k_for_perplexity,
+ * not capped at N - 1 here: too few points are refused, naming the
+ * perplexity), the kernels' 15. */
+static int graph_k(const nle_estimator *e, size_t n) {
+  (void)n;
   const graph_options *o = e->opts;
   if (o->k != NLE_AUTO) return o->k;
   if (e->variant == GRAPH_KNN) return PLAIN_K;
-  return entropic(o) ? ceil(3.0 * o->ea.perplexity) : KERNEL_K;
-}
-
-static int graph_k(const nle_estimator *e, size_t n) {
-  (void)n;
-  double k = wanted_k(e);
-  return k < INT_MAX ? (int)k : INT_MAX;
+  return entropic(o) ? nle_graph_k_for_perplexity(o->ea.perplexity, 0) : KERNEL_K;
 }
 
 static void graph_search(const nle_estimator *e, nle_knn_method *method, const nle_knn_approx_opts **approx) {
@@ -120,19 +115,20 @@ static void graph_search(const nle_estimator *e, nle_knn_method *method, const n
 }
 
 /* The affinities' checks that need the points and the kind together. */
-static nle_status check_affinity(nle_estimator *e, const nle__est_input *in, double k) {
+static nle_status check_affinity(nle_estimator *e, const nle__est_input *in) {
   const graph_options *o = e->opts;
   const char *at = in->source ? in->source : e->method;
+  int k = graph_k(e, in->n);
   if (!entropic(o) && o->conditional)
     return nle__fail(e->ctx, NLE_ERR_ARG, "{@conditional} goes with {@kind=entropic}");
-  if (k < (double)in->n) return NLE_OK;
+  if ((size_t)k < in->n) return NLE_OK;
+  /* past INT_MAX the rule's k is capped: say the product itself */
   if (o->k == NLE_AUTO && entropic(o))
     return nle__fail(e->ctx, NLE_ERR_VALUE,
                      "%s: k = 3 x {@perplexity=%g} = %g neighbours need more than %zu points (a smaller "
                      "{@perplexity}, or {@neighbors})",
-                     at, o->ea.perplexity, k, in->n);
-  return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: {@neighbors=%d} neighbours need more than %zu points", at, (int)k,
-                   in->n);
+                     at, o->ea.perplexity, k < INT_MAX ? (double)k : 3.0 * o->ea.perplexity, in->n);
+  return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: {@neighbors=%d} neighbours need more than %zu points", at, k, in->n);
 }
 
 /* The weights on the kNN graph G into e->graph (and e->beta); a warning
@@ -166,7 +162,7 @@ static void report_entropic(nle__json *j, const nle_ea_result *ea, bool converge
 
 static nle_status fit(nle_estimator *e, const nle__est_input *in) {
   const graph_options *o = e->opts;
-  nle_status s = e->variant == GRAPH_AFFINITY ? check_affinity(e, in, wanted_k(e)) : NLE_OK;
+  nle_status s = e->variant == GRAPH_AFFINITY ? check_affinity(e, in) : NLE_OK;
   if (s) return s;
   /* sparse rows and distances were searched by the front door (e->knn_built) */
   nle_knn_method ran = e->metric == NLE_METRIC_PRECOMPUTED ? NLE_KNN_EXACT : in->search_used;

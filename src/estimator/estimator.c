@@ -121,7 +121,7 @@ static bool method_takes_any(const nle__family *f, const char *m, const char *na
     const nle__option *o = family_row(NULL, name, &negated);
     if (o) return true;
     o = family_row(f, name, &negated);
-    if (o && (!o->scope || (o->scope & NLE__FOR(f->variant_of(m))))) return true;
+    if (o && nle__row_takes(o, f->variant_of(m))) return true;
     p += len + (p[len] == '|');
   }
   return false;
@@ -133,10 +133,7 @@ const char *nle_estimator_methods_taking(const char *names, char *buf, size_t ca
   for (int f = 0; names && f < N_FAMILIES; f++)
     for (const char *const *m = families[f]->methods; *m && n < 64; m++)
       if (method_takes_any(families[f], *m, names)) list[n++] = *m;
-  size_t used = 0;
-  if (cap) buf[0] = '\0';
-  for (int i = 0; i < n && used < cap; i++)
-    used += (size_t)snprintf(buf + used, cap - used, "%s%s", i == 0 ? "" : i + 1 == n ? " and " : ", ", list[i]);
+  nle__join_names(list, n, " and ", buf, cap);
   return buf;
 }
 
@@ -146,10 +143,7 @@ static void scope_list(const nle_estimator *e, const nle__option *o, char *list,
   int n = 0;
   for (const char *const *m = e->family->methods; *m && n < 32; m++)
     if (o->scope & NLE__FOR(e->family->variant_of(*m))) names[n++] = *m;
-  size_t used = 0;
-  list[0] = '\0';
-  for (int i = 0; i < n && used < cap; i++)
-    used += (size_t)snprintf(list + used, cap - used, "%s%s", i == 0 ? "" : i + 1 == n ? " and " : ", ", names[i]);
+  nle__join_names(names, n, " and ", list, cap);
 }
 
 /* The method's option of that name; NULL with the error set (naming the
@@ -285,10 +279,7 @@ static void choices(const nle__option *o, char *list, size_t cap) {
   if (o->auto_ok) names[n++] = "auto";
   for (int v = 0; n < 64 && strcmp(o->enum_name(v), "unknown"); v++)
     if (!o->enum_takes || o->enum_takes(v)) names[n++] = o->enum_name(v);
-  size_t used = 0;
-  list[0] = '\0';
-  for (int i = 0; i < n && used < cap; i++)
-    used += (size_t)snprintf(list + used, cap - used, "%s%s", i == 0 ? "" : i + 1 == n ? " or " : ", ", names[i]);
+  nle__join_names(names, n, " or ", list, cap);
 }
 
 static nle_status bad_value(nle_estimator *e, const nle__option *o, const char *value, bool above) {

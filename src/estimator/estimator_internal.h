@@ -57,6 +57,15 @@ typedef struct {
 
 #define NLE__FOR(v) (1u << (unsigned)(v))
 
+/* Whether the method of family value `variant` takes row o (its scope). */
+static inline bool nle__row_takes(const nle__option *o, int variant) {
+  return !o->scope || (o->scope & NLE__FOR(variant)) != 0;
+}
+
+/* names[0..n) as a message lists them, "a, b and c" (last: " and " or
+ * " or "), into buf. */
+void nle__join_names(const char *const *names, int n, const char *last, char *buf, size_t cap);
+
 /* The neighbour search's rows, one spelling for every family that searches:
  * knn-method and the approximate search's options, on the nle_knn_method
  * field `method` and the nle_knn_approx_opts field `approx` of options
