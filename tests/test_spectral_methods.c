@@ -73,7 +73,7 @@ static void cycle_and_path(void) {
   int edges[2 * N];
   for (int i = 0; i < N; i++) edges[2 * i] = i, edges[2 * i + 1] = (i + 1) % N;
   nle_csr *C = graph_from_edges(N, edges, N), *P = graph_from_edges(N, edges, N - 1);
-  for (int solver = 0; solver < 3; solver++) { /* dense, Lanczos, shift-invert */
+  for (int solver = 0; solver < NLE_EIGEN_COUNT; solver++) { /* dense, Lanczos, shift-invert, block */
     nle_spectral_result *r = embed_w(ctx, C, NLE_LAPLACIAN_UNNORMALISED, 2, (nle_eigen_solver)solver);
     nle_spectral_result *rw = embed_w(ctx, C, NLE_LAPLACIAN_RANDOM_WALK, 2, (nle_eigen_solver)solver);
     nle_test(r && rw);
@@ -170,7 +170,7 @@ static void le_against_dense_pencil(void) {
   double *deg = calloc(N, sizeof(double));
   for (size_t i = 0; i < N; i++)
     for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++) deg[i] += nle_csr_value(W, q);
-  for (int solver = 0; solver < 3; solver++) { /* dense, Lanczos, shift-invert */
+  for (int solver = 0; solver < NLE_EIGEN_COUNT; solver++) { /* dense, Lanczos, shift-invert, block */
     nle_spectral_opts o;
     nle_spectral_opts_init(&o);
     o.k = K;

@@ -78,7 +78,9 @@ typedef enum {
   XX(NLE_EIGEN_DENSE, 0, "dense") /* LAPACK on the dense N x N matrix (under the cap) */            \
   XX(NLE_EIGEN_SPARSE, 1, "sparse") /* ARPACK's Lanczos on the sparse matrix */                     \
   /* Lanczos on the inverse through a CHOLMOD factor: the small end becomes well separated */       \
-  XX(NLE_EIGEN_SHIFT_INVERT, 2, "shift-invert")
+  XX(NLE_EIGEN_SHIFT_INVERT, 2, "shift-invert")                                                    \
+  /* thick-restarted block Krylov (block_eigen.c): the operator applied to blocks of vectors */      \
+  XX(NLE_EIGEN_BLOCK, 3, "block")
 typedef enum {
   NLE_EIGEN_AUTO = NLE_AUTO, /* the method's choice (LE: dense up to 400
                                 points, else shift-invert when the factor
@@ -136,8 +138,9 @@ typedef struct {
   nle_laplacian_kind laplacian;  /* LE: NLE_LAPLACIAN_RANDOM_WALK */
   nle_components_policy components; /* NLE_AUTO (default): the method's own */
   nle_eigen_solver solver;       /* NLE_AUTO */
-  double tol;                    /* Lanczos's relative tolerance (0: machine
-                                    precision, the default) */
+  double tol;                    /* the eigensolver's relative tolerance: a
+                                    Ritz pair's residual over its value (1e-12;
+                                    0: machine precision) */
   double reg;                    /* LLE: the local Gram matrix's regulariser,
                                     relative to its trace (1e-3; used when
                                     k > D, where the weights are not unique) */

@@ -82,10 +82,12 @@ NLE__ENUM_NAME_OF(nle_landmark_method_name, nle_landmark_method)
              .help = "a disconnected graph: join (the shortest edges between its components), allow (side by side) "   \
                      "or error (auto: the method's policy, with a warning)"),                                          \
       S_ENUM(T, P, "solver", solver, nle_eigen_solver_name, nle_eigen_solver_parse, .metavar = "NAME",                 \
-             .help = "auto (dense up to 400 points, else shift-invert when the Cholesky factor stays sparse, else "    \
-                     "sparse), dense, sparse (Lanczos) or shift-invert (Lanczos on the inverse by CHOLMOD)"),           \
+             .help = "auto (dense up to 400 points, else shift-invert when the Cholesky factor stays sparse and "      \
+                     "cheap, else sparse), dense, sparse (Lanczos), shift-invert (Lanczos on the inverse by CHOLMOD) "  \
+                     "or block (block Krylov: on the product; the LLE family's on the inverse)"),                      \
       S_REAL(T, P, "tol", tol, false, NLE__REAL_IN(0, 1, NLE__OPEN_HI), .metavar = "T",                                \
-             .help = "Lanczos relative tolerance (0: machine precision)"),                                             \
+             .help = "Lanczos and block relative tolerance: a pair's residual over its eigenvalue (0: machine "       \
+                     "precision)"),                                             \
       S_REAL(T, P, "reg", reg, false, NLE__NONNEGATIVE, .scope = LE | NLE__FOR(NLE_SPECTRAL_LLE) |                     \
                                                                  NLE__FOR(NLE_SPECTRAL_MLLE), .metavar = "R",          \
              .help = "the local Gram matrix's regulariser, times its trace (LLE, MLLE; LLL's weights)"),               \

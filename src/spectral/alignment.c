@@ -283,7 +283,8 @@ nle_status nle__alignment_embed(nle_ctx *ctx, const nle__spectral_job *job, cons
     for (size_t i = 0; i < n; i++)
       for (int64_t q = M->rowptr[i]; q < M->rowptr[i + 1]; q++)
         if ((size_t)M->colind[q] == i) diag = fmax(diag, nle_csr_value(M, q));
-    s = nle__smallest_shift_invert(ctx, lm->name, M, 1e-12 * (diag > 0 ? diag : 1.0), (int)nev, o->tol, vals, U);
+    s = nle__smallest_shift_invert(ctx, lm->name, M, 1e-12 * (diag > 0 ? diag : 1.0), (int)nev, o->tol,
+                                    r->solver_used == NLE_EIGEN_BLOCK, vals, U);
   }
   if (!s)
     nle__log(ctx, 1, "%s: local blocks %.3f s, alignment matrix %.3f s (%lld nonzeros), eigenpairs %.3f s", lm->name,

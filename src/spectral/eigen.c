@@ -40,11 +40,14 @@ nle_status nle__lanczos(nle_ctx *ctx, const char *what, size_t n, nle__sym_apply
     nle_rng_init(&r, nle_ctx_seed(ctx), 0x6c616e63ULL);
     for (size_t i = 0; i < n; i++) resid[i] = nle_rng_uniform(&r) - 0.5;
   }
+  long napply = 0;
   while (!s) {
     dsaupd_c(&ido, "I", nn, which, nev, tol, resid, ncv, v, nn, iparam, ipntr, workd, workl, lworkl, &info);
     if (ido != -1 && ido != 1) break;
     if (apply(user, workd + ipntr[0] - 1, workd + ipntr[1] - 1)) s = NLE_ERR_NUMERIC; /* recorded by apply */
+    napply++;
   }
+  nle__log(ctx, 2, "%s: Lanczos, %ld products, %d restarts", what, napply, (int)iparam[2]);
   if (!s && info < 0) s = nle__fail(ctx, NLE_ERR_NUMERIC, "%s: ARPACK dsaupd error %d", what, (int)info);
   if (!s && info == 1)
     s = nle__fail(ctx, NLE_ERR_NUMERIC,
@@ -240,20 +243,66 @@ static nle_status factor_shifted(nle_ctx *ctx, const char *what, cholmod_common 
   return s;
 }
 
-nle_status nle__smallest_shift_invert(nle_ctx *ctx, const char *what, const nle_csr *M, double shift, int nev,
-                                      double tol, double *vals, double *vecs) {
-  size_t n = (size_t)M->rows;
-  cholmod_common cc;
-  cholmod_l_start(&cc);
-  cc.print = 0;
-  inverse_op op = {ctx, what, &cc, NULL, NULL, n};
-  nle_status s = factor_shifted(ctx, what, &cc, M, shift, &op.factor);
-  if (!s && !(op.rhs = cholmod_l_allocate_dense(n, 1, n, CHOLMOD_REAL, &cc)))
-    s = nle__fail(ctx, NLE_ERR_NOMEM, "%s: out of memory", what);
-  double *nu = s ? NULL : nle__malloc(ctx, (size_t)nev * sizeof(double), "eigenvalues");
-  double *Z = s || !vecs ? NULL : nle__malloc(ctx, n * (size_t)nev * sizeof(double), "eigenvectors");
-  if (!s && (!nu || (vecs && !Z))) s = NLE_ERR_NOMEM;
-  if (!s) s = nle__lanczos(ctx, what, n, apply_inverse, &op, nev, NLE__EIG_LARGEST, tol, nu, Z);
+/* Y = (M + shift I)^-1 X for the block eigensolver: the parallel
+ * many-right-hand-side solve (factor_solve.c) when it takes the factor, else
+ * CHOLMOD's, column by column of a column-major copy. */
+typedef struct {
+  nle_ctx *ctx;
+  const char *what;
+  cholmod_common *cc;
+  cholmod_factor *factor;
+  nle__factor_solver *solver;
+  size_t n;
+} block_inverse_op;
+
+static int apply_inverse_block(void *user, const double *X, double *Y, size_t b) {
+  block_inverse_op *op = user;
+  size_t n = op->n;
+  if (op->solver) {
+    memcpy(Y, X, n * b * sizeof(double));
+    return nle__factor_solve(op->ctx, op->solver, Y, b) != NLE_OK;
+  }
+  cholmod_dense *rhs = cholmod_l_allocate_dense(n, b, n, CHOLMOD_REAL, op->cc);
+  if (!rhs) return nle__fail(op->ctx, NLE_ERR_NOMEM, "%s: out of memory", op->what), 1;
+  double *r = rhs->x;
+  for (size_t i = 0; i < n; i++)
+    for (size_t t = 0; t < b; t++) r[t * n + i] = X[i * b + t];
+  cholmod_dense *sol = cholmod_l_solve(CHOLMOD_A, op->factor, rhs, op->cc);
+  cholmod_l_free_dense(&rhs, op->cc);
+  if (!sol) return nle__fail(op->ctx, NLE_ERR_NUMERIC, "%s: CHOLMOD solve failed (status %d)", op->what,
+                             op->cc->status), 1;
+  const double *x = sol->x;
+  for (size_t i = 0; i < n; i++)
+    for (size_t t = 0; t < b; t++) Y[i * b + t] = x[t * n + i];
+  cholmod_l_free_dense(&sol, op->cc);
+  return 0;
+}
+
+nle_status nle__smallest_by_factor(nle_ctx *ctx, const char *what, cholmod_common *cc, cholmod_factor *factor,
+                                   size_t n, double shift, int nev, double tol, bool block, double *vals, double *vecs) {
+  double *nu = nle__malloc(ctx, (size_t)nev * sizeof(double), "eigenvalues");
+  double *Z = !vecs ? NULL : nle__malloc(ctx, n * (size_t)nev * sizeof(double), "eigenvectors");
+  nle_status s = nu && (!vecs || Z) ? NLE_OK : NLE_ERR_NOMEM;
+  if (!s && block) {
+    block_inverse_op op = {ctx, what, cc, factor, NULL, n};
+    nle__block_info binfo;
+    s = nle__factor_solver_new(ctx, factor, &op.solver);
+    /* not below 1e-10: the stored solves' rounding along the trivial
+     * direction (eps / shift) sets the explicit residuals' floor there */
+    if (!s)
+      s = nle__block_eigs(ctx, what, n, apply_inverse_block, &op, nev, NLE__EIG_LARGEST, fmax(tol, 1e-10), nu, Z,
+                          &binfo);
+    if (!s)
+      nle__log(ctx, 2, "%s: block eigensolver, %ld products, %d restarts (block %d, basis %d)", what, binfo.products,
+               binfo.restarts, binfo.block, binfo.basis);
+    nle__factor_solver_free(&op.solver);
+  } else if (!s) {
+    inverse_op op = {ctx, what, cc, factor, NULL, n};
+    if (!(op.rhs = cholmod_l_allocate_dense(n, 1, n, CHOLMOD_REAL, cc)))
+      s = nle__fail(ctx, NLE_ERR_NOMEM, "%s: out of memory", what);
+    if (!s) s = nle__lanczos(ctx, what, n, apply_inverse, &op, nev, NLE__EIG_LARGEST, tol, nu, Z);
+    cholmod_l_free_dense(&op.rhs, cc);
+  }
   for (int t = 0; !s && t < nev; t++) { /* nu ascending = lambda descending */
     int from = nev - 1 - t;
     vals[t] = fmax(1.0 / nu[from] - shift, 0.0);
@@ -261,8 +310,18 @@ nle_status nle__smallest_shift_invert(nle_ctx *ctx, const char *what, const nle_
   }
   free(nu);
   free(Z);
-  cholmod_l_free_dense(&op.rhs, &cc);
-  cholmod_l_free_factor(&op.factor, &cc);
+  return s;
+}
+
+nle_status nle__smallest_shift_invert(nle_ctx *ctx, const char *what, const nle_csr *M, double shift, int nev,
+                                      double tol, bool block, double *vals, double *vecs) {
+  cholmod_common cc;
+  cholmod_l_start(&cc);
+  cc.print = 0;
+  cholmod_factor *factor = NULL;
+  nle_status s = factor_shifted(ctx, what, &cc, M, shift, &factor);
+  if (!s) s = nle__smallest_by_factor(ctx, what, &cc, factor, (size_t)M->rows, shift, nev, tol, block, vals, vecs);
+  cholmod_l_free_factor(&factor, &cc);
   cholmod_l_finish(&cc);
   return s;
 }

@@ -18,6 +18,21 @@ typedef enum { NLE__EIG_LARGEST, NLE__EIG_SMALLEST } nle__eig_end;
  * Errors name `what`; no convergence is NLE_ERR_NUMERIC. vecs may be NULL. */
 nle_status nle__lanczos(nle_ctx *ctx, const char *what, size_t n, nle__sym_apply apply, void *user, int nev,
                         nle__eig_end end, double tol, double *vals, double *vecs);
+/* Y = A X for n x b row-major blocks (row i: point i); 0, or non-zero
+ * after recording an error. The same bits for any thread count. */
+typedef int (*nle__block_apply)(void *user, const double *X, double *Y, size_t b);
+typedef struct {
+  int restarts;            /* thick restarts of the Krylov basis */
+  long products;           /* operator columns applied (b per block product) */
+  int block, basis;        /* the block size and the basis' largest size */
+} nle__block_info;
+/* The nev eigenpairs at one end of A's spectrum by a thick-restarted block
+ * Krylov method (src/spectral/block_eigen.c): values ascending, vectors
+ * the columns of the row-major n x nev vecs (may be NULL). tol: relative
+ * residual ||A x - theta x|| / |theta|; 0: 1e-12. Needs n at least the
+ * basis (about 2 nev + 4 b, b = nev / 2 within [2, 16]). */
+nle_status nle__block_eigs(nle_ctx *ctx, const char *what, size_t n, nle__block_apply apply, void *user, int nev,
+                           nle__eig_end end, double tol, double *vals, double *vecs, nle__block_info *info);
 /* Eigenpairs first..first + count - 1 (0-based, ascending) of the dense
  * symmetric n x n row-major A (overwritten) by LAPACK dsyevr. */
 nle_status nle__eig_dense(nle_ctx *ctx, const char *what, size_t n, double *A, size_t first, size_t count,
@@ -78,12 +93,13 @@ void nle__fix_signs(double *V, size_t n, size_t count);
  * rule, the map kept consistent: a training point maps to its row). */
 void nle__fix_signs_map(nle_matd *X, double *A, size_t cols);
 
-#endif
-
 /* The nev smallest eigenpairs of a sparse symmetric positive semi-definite
- * M (CSR holding both triangles) by Lanczos on (M + shift I)^-1 through a
- * CHOLMOD factor (shift-invert: the small end becomes the large, well
- * separated end). shift > 0 keeps the factor definite; it must be far below
- * the eigenvalues wanted (they come back as 1/nu - shift). */
+ * M (CSR holding both triangles) from (M + shift I)^-1 through a CHOLMOD
+ * factor (shift-invert: the small end becomes the large, well separated
+ * end), by Lanczos or (block) by the block eigensolver. shift > 0 keeps the
+ * factor definite; it must be far below the eigenvalues wanted (they come
+ * back as 1/nu - shift). */
 nle_status nle__smallest_shift_invert(nle_ctx *ctx, const char *what, const nle_csr *M, double shift, int nev,
-                                      double tol, double *vals, double *vecs);
+                                      double tol, bool block, double *vals, double *vecs);
+
+#endif

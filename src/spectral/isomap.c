@@ -344,7 +344,8 @@ static nle_status isomap_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_s
   double *vals = nle__malloc(ctx, d * sizeof(double), "eigenvalues"), *U = nle__malloc(ctx, n * d * sizeof(double), "eigenvectors");
   if (!s && (!vals || !U)) s = NLE_ERR_NOMEM;
   r->solver_used = o->solver != NLE_EIGEN_AUTO ? o->solver : n <= DENSE_MAX_N ? NLE_EIGEN_DENSE : NLE_EIGEN_SPARSE;
-  if (r->solver_used == NLE_EIGEN_SHIFT_INVERT) r->solver_used = NLE_EIGEN_SPARSE; /* B's top end needs no inverse */
+  if (r->solver_used == NLE_EIGEN_SHIFT_INVERT || r->solver_used == NLE_EIGEN_BLOCK)
+    r->solver_used = NLE_EIGEN_SPARSE; /* B's top end needs no inverse; d pairs are few for a block */
   double *asc = nle__malloc(ctx, d * sizeof(double), "eigenvalues"), *Z = nle__malloc(ctx, n * d * sizeof(double), "eigenvectors");
   if (!s && (!asc || !Z)) s = NLE_ERR_NOMEM;
   if (!s && r->solver_used == NLE_EIGEN_DENSE) {

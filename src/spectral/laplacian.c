@@ -26,7 +26,7 @@ static double laplacian_diag(const double *deg, int normalised, int64_t i) {
   return normalised ? 1.0 : deg[i];
 }
 
-nle_status nle__laplacian_fill(nle_ctx *ctx, const nle_csr *W, double *ratio) {
+nle_status nle__laplacian_fill(nle_ctx *ctx, const nle_csr *W, double *ratio, double *flops) {
   int64_t n = W->rows, upper = 0;
   for (int64_t i = 0; i < n; i++)
     for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++) upper += W->colind[q] > i;
@@ -51,7 +51,7 @@ nle_status nle__laplacian_fill(nle_ctx *ctx, const nle_csr *W, double *ratio) {
       s = nle__fail(ctx, cc.status == CHOLMOD_OUT_OF_MEMORY ? NLE_ERR_NOMEM : NLE_ERR_NUMERIC,
                     "Laplacian: CHOLMOD could not order it (status %d)", cc.status);
     else
-      *ratio = cc.lnz / (double)k;
+      *ratio = cc.lnz / (double)k, *flops = cc.fl;
     cholmod_l_free_factor(&L, &cc);
   }
   cholmod_l_free_sparse(&A, &cc);
@@ -169,6 +169,11 @@ static nle_status check_nev(nle_ctx *ctx, const nle_csr *W, int nev) {
 
 nle_status nle_laplacian_smallest(nle_ctx *ctx, const nle_csr *W, bool normalised, int nev, double *vals,
                                   nle_matd **vecs) {
+  return nle__laplacian_smallest(ctx, W, normalised, nev, false, vals, vecs);
+}
+
+nle_status nle__laplacian_smallest(nle_ctx *ctx, const nle_csr *W, bool normalised, int nev, bool block, double *vals,
+                                   nle_matd **vecs) {
   if (vecs) *vecs = NULL;
   nle_status s = check_nev(ctx, W, nev);
   if (s) return s;
@@ -182,31 +187,18 @@ nle_status nle_laplacian_smallest(nle_ctx *ctx, const nle_csr *W, bool normalise
   cholmod_common cc;
   cholmod_l_start(&cc);
   cc.print = 0;
-  operator_t op = {W, NULL, deg, normalised, &cc, NULL, NULL, ctx};
-  s = nle__laplacian_factor(ctx, &cc, W, normalised, 1.0, eps, &op.factor);
-  if (!s) {
-    op.rhs = cholmod_l_allocate_dense((size_t)W->rows, 1, (size_t)W->rows, CHOLMOD_REAL, &cc);
-    if (!op.rhs) s = nle__fail(ctx, NLE_ERR_NOMEM, "Laplacian eigenvalues: out of memory");
-  }
-  double *nu = nle__malloc(ctx, (size_t)nev * sizeof(double), "eigenvalues");
-  double *z = vecs ? nle__malloc(ctx, (size_t)W->rows * (size_t)nev * sizeof(double), "eigenvectors") : NULL;
-  if (!s && (!nu || (vecs && !z))) s = NLE_ERR_NOMEM;
-  if (!s) s = lanczos(ctx, &op, nev, nu, z);
-  if (!s && vecs) s = nle_matd_alloc(ctx, (size_t)W->rows, (size_t)nev, vecs);
-  if (!s) {
-    /* nu = 1 / (lambda + eps), ascending: lambda descending. */
-    for (int i = 0; i < nev; i++) {
-      int from = nev - 1 - i;
-      vals[i] = fmax(1.0 / nu[from] - eps, 0.0);
-      if (vecs)
-        for (int64_t r = 0; r < W->rows; r++) (*vecs)->data[r * nev + i] = z[(size_t)r * (size_t)nev + (size_t)from];
-    }
-  }
-  free(nu);
+  cholmod_factor *factor = NULL;
+  s = nle__laplacian_factor(ctx, &cc, W, normalised, 1.0, eps, &factor);
+  size_t n = (size_t)W->rows;
+  double *z = vecs ? nle__malloc(ctx, n * (size_t)nev * sizeof(double), "eigenvectors") : NULL;
+  if (!s && vecs && !z) s = NLE_ERR_NOMEM;
+  if (!s)
+    s = nle__smallest_by_factor(ctx, "Laplacian eigenvalues", &cc, factor, n, eps, nev, 0.0, block, vals, z);
+  if (!s && vecs) s = nle_matd_alloc(ctx, n, (size_t)nev, vecs);
+  if (!s && vecs) memcpy((*vecs)->data, z, n * (size_t)nev * sizeof(double));
   free(z);
   free(deg);
-  cholmod_l_free_dense(&op.rhs, &cc);
-  cholmod_l_free_factor(&op.factor, &cc);
+  cholmod_l_free_factor(&factor, &cc);
   cholmod_l_finish(&cc);
   return s;
 }

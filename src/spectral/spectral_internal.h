@@ -19,11 +19,23 @@ nle_status nle__laplacian_factor(nle_ctx *ctx, cholmod_common *cc, const nle_csr
 
 /* The fill of the Laplacian's Cholesky factor, predicted by CHOLMOD's
  * ordering without factorising: nonzeros of the factor over those of the
- * matrix's upper triangle. */
-nle_status nle__laplacian_fill(nle_ctx *ctx, const nle_csr *W, double *ratio);
+ * matrix's upper triangle, and the factorisation's floating-point
+ * operations. */
+nle_status nle__laplacian_fill(nle_ctx *ctx, const nle_csr *W, double *ratio, double *flops);
 
 /* The nev largest eigenvalues of D - W for a dense symmetric W, by Lanczos. */
 nle_status nle__laplacian_largest_dense(nle_ctx *ctx, const nle_matd *W, int nev, double *vals);
+
+/* nle_laplacian_smallest, by the block eigensolver when `block`. */
+nle_status nle__laplacian_smallest(nle_ctx *ctx, const nle_csr *W, bool normalised, int nev, bool block, double *vals,
+                                   nle_matd **vecs);
+
+/* The nev smallest eigenpairs (values ascending, vectors row-major n x nev
+ * or NULL) of the M whose factor F = M + shift I is given, from F^-1: by
+ * Lanczos one solve at a time, or (block) by the block eigensolver with the
+ * parallel many-right-hand-side solve below. */
+nle_status nle__smallest_by_factor(nle_ctx *ctx, const char *what, cholmod_common *cc, cholmod_factor *factor,
+                                   size_t n, double shift, int nev, double tol, bool block, double *vals, double *vecs);
 
 /* A x = B with a CHOLMOD supernodal factor of A, B's n rows of d values
  * row-major, in place, in parallel over the elimination tree (the same bits
