@@ -6,7 +6,7 @@ difference between the seed's setting and ours changed one at a time.
   lll_fig45_causes.py DATA.npy GRAPH.mtx CASES [LS] [SEEDS]
 
 DATA: N x D points; GRAPH: nlembed knn's K_W-NN graph (squared distances).
-CASES: comma-separated names from CASES below (or "all"); LS, SEEDS: space-
+CASES: comma-separated names from CASES below, or kzN for any K_Z (or "all"); LS, SEEDS: space-
 separated lists (default "100 300 1000 3000" and "1 2").
 
 Everything here is an independent NumPy/SciPy implementation of eqs.
@@ -190,7 +190,7 @@ def main():
     print(f"# {'case':14} {'L':>6} {'seed':>4} {'error':>8} {'first2':>7} {'first10':>7} {'recon':>6} {'lll_s':>6}"
           "  other errors: +trivial, 49+trivial, no scaling, unit columns, squared (MATLAB procrustes' d)")
     for name in names:
-        c = dict(BASE, **CASES[name])
+        c = dict(BASE, **(CASES[name] if name in CASES else dict(kz=int(name[2:]))))  # "kzN": any K_Z
         sigma = med if c["sigma"] == "median" else c["sigma"] / c["scale"]  # in the data's units
         key = (sigma, c["exact_tol"])
         if key not in exact_cache:
