@@ -8,6 +8,11 @@
 #            LLL (K_Z = 50, random landmarks), LE(Z) and LE(Nystrom) over L
 #            and 5 seeds (bench/lll_fig45.py: Procrustes error against
 #            exact LE and the seconds after the shared graph)
+#   causes   fig. 4.5's candidate differences one at a time (bench/
+#            lll_fig45_causes.py, an independent NumPy LLL next to the C
+#            code): the first 20,000 images (exact K_W = 200 graph, K_Z = 50
+#            baseline) and a 20,000-point curved sheet (K_W = 30, K_Z = 4),
+#            CASES_FM / CASES_SHEET pick the cases, LS and SEEDS as fig45
 #   cluster  all 70,000 images, 10 clusters, the default graph (k = 10,
 #            binary) computed once: exact spectral clustering, LLL at
 #            several L and Nystrom (clustering of the landmarks, then the
@@ -25,7 +30,7 @@
 # Example: PART=cluster LS_CLUSTER="500 1000" bench/lll.sh
 source "$(dirname "$0")/common.sh"
 export OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2
-PART=${PART:-"fig45 cluster sweep million"}
+PART=${PART:-"fig45 causes cluster sweep million"}
 # a smoke run: each part on a few hundred images (2,000 for million), few landmarks, one seed
 if [ "$SMOKE" = 1 ]; then
   export LS=${LS:-"60 100"} SEEDS=${SEEDS:-1} KZ=${KZ:-10} KW=${KW:-20} SIGMAS=${SIGMAS:-"300:6000:2"}
@@ -50,6 +55,18 @@ fig45)
       > "$OUT/fm60k-exact50.json"
   fi
   "$PY" bench/lll_fig45.py "$NLEMBED" "$DATA" "$G" "$OUT/fm60k-exact50.npy" "$OUT/fm60k-exact50.json" "$OUT"
+  ;;
+causes)
+  N=$(smoke_or 20000 600) KW_FM=$(smoke_or 200 20) KW_SHEET=$(smoke_or 30 10)
+  DATA=$OUT/fm$N.npy SHEET=$OUT/sheet$N.npy
+  [ -f "$DATA" ] || "$PY" -c "import sys; sys.path.insert(0, 'bench'); import fmnist, numpy as np; np.save('$DATA', fmnist.images($N).astype(np.float32))"
+  [ -f "$SHEET" ] || "$PY" -c "import numpy as np; r = np.random.default_rng(0); u, v = r.uniform(0, 3, $N), r.uniform(0, 1, $N); np.save('$SHEET', np.c_[u, v, 0.3 * np.sin(2 * u)].astype(np.float32))"
+  "$NLEMBED" knn "$DATA" -k "$KW_FM" --knn-method exact -o "$DATA-k$KW_FM.mtx" --quiet > /dev/null
+  "$NLEMBED" knn "$SHEET" -k "$KW_SHEET" --knn-method exact -o "$SHEET-k$KW_SHEET.mtx" --quiet > /dev/null
+  NLEMBED=$NLEMBED "$PY" bench/lll_fig45_causes.py "$DATA" "$DATA-k$KW_FM.mtx" \
+    "${CASES_FM:-base,sigma200_01,pca50,kz5,kz10,kz20,reg1e-9,reg1e-1,bident,nlembed}" "${LS:-100 300 1000 3000}" "${SEEDS:-1}"
+  KZ=4 NLEMBED=$NLEMBED "$PY" bench/lll_fig45_causes.py "$SHEET" "$SHEET-k$KW_SHEET.mtx" \
+    "${CASES_SHEET:-base,kz3,kz10,kz51,reg1e-9,reg1e-1,bident,exacttol1e-3,nlembed}" "${LS:-100 300 1000 3000}" "${SEEDS:-1}"
   ;;
 cluster)
   DATA=$OUT/fm70k.npy G=$OUT/fm70k-k10.mtx

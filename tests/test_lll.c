@@ -6,6 +6,7 @@
  * training points. */
 #include "harness.h"
 #include "../src/spectral/eigen.h"
+#include "../src/spectral/method.h"
 
 #include <lapacke.h>
 #include <stdlib.h>
@@ -736,7 +737,29 @@ static void kmeans_landmarks_are_centres(void) {
   nle_ctx_free(&ctx);
 }
 
+/* The automatic K_Z: d + 1 held within [5, 10] (sec. 4.4 ties K_Z to the
+ * manifold's dimension, not to d: at d = 50, K_Z = 51 tripled the error on
+ * a curved sheet, bench/results/lll_fig45_causes_sheet20k.txt), then
+ * capped at D + 1 and at L; a given K_Z is kept (capped at L). */
+static void auto_kz_rule(void) {
+  nle_spectral_opts o;
+  nle_spectral_opts_init(&o);
+  static const struct { int dim; size_t L, D; int kz; } cases[] = {
+      {2, 1000, 784, 5}, {4, 1000, 784, 5}, {7, 1000, 784, 8}, {9, 1000, 784, 10},
+      {10, 1000, 784, 10}, {50, 1000, 784, 10}, {50, 1000, 3, 4}, {50, 7, 784, 7}, {2, 1000, 2, 3}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    o.dim = cases[c].dim, o.kz = NLE_AUTO;
+    int kz = nle__lll_kz(&o, cases[c].L, cases[c].D);
+    if (kz != cases[c].kz) printf("  d = %d, L = %zu, D = %zu: K_Z %d, expected %d\n", cases[c].dim, cases[c].L,
+                                  cases[c].D, kz, cases[c].kz);
+    nle_test(kz == cases[c].kz);
+  }
+  o.dim = 50, o.kz = 51;
+  nle_test(nle__lll_kz(&o, 1000, 784) == 51 && nle__lll_kz(&o, 20, 784) == 20);
+}
+
 const nle_test_case lll_tests[] = {
+    {"lll/auto_kz_rule", auto_kz_rule},
     {"lll/pencil_against_dsygvd", pencil_against_dsygvd},
     {"lll/kmeans_landmarks_are_centres", kmeans_landmarks_are_centres},
     {"lll/weights_invariances", weights_invariances},

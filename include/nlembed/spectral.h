@@ -151,7 +151,7 @@ typedef struct {
                                     ch. 4, algorithm 3): X = X~ Z from the
                                     L x L pencil (Z L Z^T, Z D Z^T) */
   int kz;                        /* LLL: landmarks reconstructing each point
-                                    (K_Z); NLE_AUTO (default): max(d + 1, 5)
+                                    (K_Z); NLE_AUTO (default): d + 1 held within [5, 10],
                                     capped at L and D + 1 (SPEC G07-1) */
   nle_landmark_method landmark_method; /* LLL: NLE_LANDMARKS_RANDOM */
   bool landmark_graph;           /* LLL baseline "LE (Z)" (dissertation sec.

@@ -98,7 +98,7 @@ NLE__ENUM_NAME_OF(nle_landmark_method_name, nle_landmark_method)
             .help = "Locally Linear Landmarks (dissertation ch. 4; le, cluster) or landmark Isomap: solve on L "       \
                     "landmarks (0: exact)"),                                                                           \
       S_INT(T, P, "kz", kz, true, NLE__INT_FROM(1), LLL_ONLY, .metavar = "K",                                          \
-            .help = "LLL: landmarks per point (auto: max(d + 1, 5), at most L and D + 1)"),                            \
+            .help = "LLL: landmarks per point (auto: d + 1 within [5, 10], at most L and D + 1)"),                     \
       S_ENUM(T, P, "landmark-method", landmark_method, nle_landmark_method_name, nle_landmark_method_parse, LLL_ONLY,   \
              .metavar = "M", .help = "LLL: random, thinned, kmeans or minmax"),                                        \
       S_BOOL(T, P, "landmark-graph", landmark_graph, LLL_ONLY,                                                         \

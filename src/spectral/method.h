@@ -159,7 +159,7 @@ nle_status nle__spectral_cluster_with(nle_ctx *ctx, const nle_spectral_input *in
  * and kernel PCA by LLL (src/mds/kpca_lll.c). */
 nle_status nle__lll_solve_reduced(nle_ctx *ctx, const nle_csr *Z, const double *At, const double *Bt, int nev,
                                   bool largest, double *vals, nle_matd **Xl, nle_matd **X, nle__pencil_info *info);
-/* K_Z as it runs: NLE_AUTO is max(d + 1, 5) capped at D + 1; at most L. */
+/* K_Z as it runs: NLE_AUTO is d + 1 held within [5, 10], capped at D + 1; at most L. */
 int nle__lll_kz(const nle_spectral_opts *o, size_t L, size_t D);
 
 /* The graph stage's options as the spectral options say (k, radius, the
