@@ -67,6 +67,7 @@ nle_status nle__kem_model_new(nle_ctx *ctx, nle_kem_variant variant, bool lpp, s
 typedef struct {
   double *x;     /* D: the point */
   double *logp;  /* K: log p_k, then posteriors */
+  double *rel;   /* K: p_k / max_j p_j (each exponential once) */
   size_t *act;   /* K: the kernels kept after truncation */
   double *coord; /* K x q: their local coordinates K_k (x - mu_k) */
   double *z;     /* m (+1): the basis */
@@ -78,13 +79,14 @@ typedef struct {
 
 static size_t scratch_doubles(const nle_kem_model *m) {
   size_t K = m->kernels ? m->kernels : 1;
-  return m->D + K + K + K * (m->q ? m->q : 1) + m->m + 1 + (m->dim + 1) * m->D + m->D + m->dim * m->D + m->D;
+  return m->D + K + K + K + K * (m->q ? m->q : 1) + m->m + 1 + (m->dim + 1) * m->D + m->D + m->dim * m->D + m->D;
 }
 
 static void scratch_carve(const nle_kem_model *m, double *buf, point_scratch *p) {
   size_t K = m->kernels ? m->kernels : 1;
   p->x = buf, buf += m->D;
   p->logp = buf, buf += K;
+  p->rel = buf, buf += K;
   p->act = (size_t *)buf, buf += K; /* size_t fits a double's slot */
   p->coord = buf, buf += K * (m->q ? m->q : 1);
   p->z = buf, buf += m->m + 1;
@@ -121,11 +123,11 @@ static size_t point_basis(const nle_kem_model *m, point_scratch *p, const double
     top = fmax(top, p->logp[k]);
   }
   double total = 0;
-  for (size_t k = 0; k < m->kernels; k++) total += exp(p->logp[k] - top);
+  for (size_t k = 0; k < m->kernels; k++) total += p->rel[k] = exp(p->logp[k] - top);
   size_t n = 0;
   double kept = 0;
   for (size_t k = 0; k < m->kernels; k++) {
-    double post = exp(p->logp[k] - top) / total;
+    double post = p->rel[k] / total;
     if (post >= m->truncate || p->logp[k] == top) p->act[n] = k, p->logp[n++] = post, kept += post;
   }
   for (size_t a = 0; a < n; a++) {
