@@ -348,9 +348,9 @@ static int cmp_double(const void *a, const void *b) {
 /* sigma: SIGMA_OF_SPACING times the median over the centres of the
  * distance to the nearest other centre. Brand's "unit sigma" is relative
  * to his roll's unstated scale. The factor was measured (docs/kem.md):
- * on Fashion-MNIST (1,024 kernels) recall@10 of the map rises from 0.038
- * at 0.3 to 0.060 at 0.15 and 0.064 at 0.1, on a 3-D roll it is 0.33-0.34
- * from 0.15 to 0.3 and 0.28 at 0.5 (the old rule); narrow kernels keep few
+ * on Fashion-MNIST (1,024 kernels) recall@10 of the map rises from 0.041
+ * at 0.3 to 0.060 at 0.15 and 0.062 at 0.1, on a 3-D roll it is 0.33-0.34
+ * from 0.15 to 0.3 and 0.29 at 0.5 (the old rule); narrow kernels keep few
  * posteriors above the truncation, so Z is sparse (the pencil's sums).
  * One kernel: the RMS distance of the data to it. */
 #define SIGMA_OF_SPACING 0.15
@@ -494,10 +494,11 @@ static nle_status check_fit(nle_ctx *ctx, const nle_matf *X, const nle_kem_opts 
 /* The default basis, chosen by measurement (docs/kem.md, bench/kem.sh):
  * 1,024 kernels at random points with the posteriors alone (q = 0). On
  * Fashion-MNIST (10,000 to train, 60,000 mapped) recall@10 of the map is
- * 0.048 with 512 kernels, 0.060 with 1,024 and 0.073 with 2,048 (LE's
+ * 0.047 with 512 kernels, 0.060 with 1,024 and 0.071 with 2,048 (LE's
  * Nystrom map 0.039), against 0.022 for the old 64 kernels with q = 10;
- * on a 3-D roll q = 3 with 1,024 kernels gives 0.21 (a rank-deficient
- * pencil of order 4,096) against 0.33 with q = 0. G(x) costs N D K. */
+ * q = 2 with 1,024 kernels gives 0.042, and 0.21 on a 3-D roll against
+ * 0.33 with q = 0 (a rank-deficient pencil of order 3,072). G(x) costs
+ * N D K, the fit's dense pencil K^3 (bench/results/kem_sweep.txt). */
 enum { DEFAULT_KERNELS = 1024 };
 
 nle_status nle_kem_fit(nle_ctx *ctx, const nle_matf *X, const nle_kem_opts *opts, nle_kem_result **result) {
