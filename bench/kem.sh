@@ -16,7 +16,7 @@ echo "Fashion-MNIST: first $NTRAIN of the 70,000 images to train, the next $NRES
 $PY -c "
 import sys; sys.path.insert(0, 'bench'); import fmnist, numpy as np
 X = fmnist.images($NTRAIN + $NREST).astype(np.float32); np.save('$OUT/fm_train.npy', X[:$NTRAIN]); np.save('$OUT/fm_rest.npy', X[$NTRAIN:])"
-median_run "kem fit, $NTRAIN (64 kernels, q = 10)" 1 $NLEMBED kem "$OUT/fm_train.npy" -o "$OUT/fm_kem.npy" --save-model "$OUT/fm_kem.nle"
+median_run "kem fit, $NTRAIN (defaults: 1,024 kernels, q = 0)" 1 $NLEMBED kem "$OUT/fm_train.npy" -o "$OUT/fm_kem.npy" --save-model "$OUT/fm_kem.nle"
 cat "$OUT/.stdout"
 median_run "kem G(x) of $NREST" "$REPS" $NLEMBED transform "$OUT/fm_kem.nle" "$OUT/fm_rest.npy" -o "$OUT/fm_kem_rest.npy"
 cat "$OUT/.stdout"

@@ -620,6 +620,35 @@ static void lpp_affine(void) {
  * broken map, errors of order 1); five Gauss-Newton steps take the
  * forward residual to 1.5e-3 (bounded at 3e-3) and leave the centres as
  * they were (measured 3.8%, bounded at 8%). */
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Half the median over a model's centres of the distance to the nearest
+ * other centre: the width the inverse's tests were written for (the
+ * library's default is narrower, measured for the forward map). */
+static double half_spacing(const nle_kem_model *m) {
+  size_t K = m->kernels, D = m->D;
+  double *near = malloc(K * sizeof(double));
+  for (size_t a = 0; a < K; a++) {
+    near[a] = INFINITY;
+    for (size_t b = 0; b < K; b++) {
+      double d2 = 0;
+      for (size_t j = 0; j < D && a != b; j++) d2 += pow(m->centres[a * D + j] - m->centres[b * D + j], 2);
+      if (a != b) near[a] = fmin(near[a], sqrt(d2));
+    }
+  }
+  qsort(near, K, sizeof(double), cmp_dbl);
+  double h = 0.5 * (K % 2 ? near[K / 2] : 0.5 * (near[K / 2 - 1] + near[K / 2]));
+  free(near);
+  return h;
+}
+
+/* The inverse needs the local coordinates (q = D here): with the
+ * posteriors alone G is flat at each centre and G+ cannot reach the
+ * embedding between them. Kernels at the default places, q = 3 and half
+ * the centres' spacing as width. */
 static void inverse_round_trip(void) {
   for (int steps = 0; steps <= 5; steps += 5) {
     nle_ctx *ctx = test_ctx(5);
@@ -628,6 +657,10 @@ static void inverse_round_trip(void) {
     nle_kem_opts_init(&o);
     o.kernels = 32, o.inverse_steps = steps;
     nle_kem_result *r = NULL;
+    if (nle_test_ok(nle_kem_fit(ctx, X, &o, &r))) {
+      o.local_dims = 3, o.sigma = half_spacing(r->model);
+      nle_kem_result_free(&r);
+    }
     if (nle_test_ok(nle_kem_fit(ctx, X, &o, &r))) {
       const nle_kem_model *m = r->model;
       size_t n = X->rows, K = m->kernels;
@@ -753,6 +786,90 @@ static void model_file_and_threads(void) {
   nle_ctx_free(&ctx);
 }
 
+/* z(x) of eqs. 14-15 and G(x) of eq. 18 point by point, from the model's
+ * arrays alone (direct distances, log-sum-exp, truncation): the reference
+ * of the library's batched GEMM evaluation. z has m entries. */
+static double ref_point(const nle_kem_model *m, const float *xf, double *z) {
+  size_t D = m->D, K = m->kernels, q = m->q, b = q + 1;
+  double x[64], lp[64], top = -INFINITY, total = 0, kept = 0;
+  for (size_t j = 0; j < D; j++) x[j] = xf[j];
+  for (size_t k = 0; k < K; k++) {
+    double d2 = 0;
+    for (size_t j = 0; j < D; j++) d2 += (x[j] - m->centres[k * D + j]) * (x[j] - m->centres[k * D + j]);
+    lp[k] = -d2 / (2 * m->sigma * m->sigma), top = fmax(top, lp[k]);
+  }
+  for (size_t k = 0; k < K; k++) total += exp(lp[k] - top);
+  for (size_t k = 0; k < K; k++) {
+    double p = exp(lp[k] - top) / total;
+    lp[k] = p >= m->truncate || lp[k] == top ? p : 0.0, kept += lp[k];
+  }
+  memset(z, 0, m->m * sizeof(double));
+  for (size_t k = 0; k < K; k++) {
+    double post = lp[k] / kept;
+    if (post == 0) continue;
+    const double *c = m->centres + k * D;
+    for (size_t r = 0; r < q; r++) {
+      double t = 0;
+      if (m->proj)
+        for (size_t j = 0; j < D; j++) t += m->proj[(k * q + r) * D + j] * (x[j] - c[j]);
+      else t = x[r] - c[r];
+      z[k * b + r] = post * t;
+    }
+    z[k * b + q] = post;
+  }
+  double den = 0;
+  for (size_t c = 0; c < m->m; c++) den += m->v1[c] * z[c];
+  return den;
+}
+
+/* The batched basis and map (one GEMM per block of rows, kem_map.c) equal
+ * the point-by-point reference to rounding, on data far from the origin
+ * (the expansion |x|^2 + |c|^2 - 2 x.c centres on the training mean), for
+ * local projections (q < D), K_k = I (q = D) and posteriors alone (q = 0),
+ * over several blocks; the same bits at 1 and 2 threads. */
+static void batched_basis_brute_force(void) {
+  nle_ctx *ctx = test_ctx(9);
+  const struct { size_t D; int q; } cases[] = {{12, 4}, {3, 3}, {12, 0}};
+  for (size_t t = 0; t < 3; t++) {
+    nle_matf *X = test_random_matf(700, cases[t].D, 5 + t);
+    for (size_t e = 0; e < X->rows * X->cols; e++) X->data[e] = 1000.0f + 3.0f * X->data[e];
+    nle_kem_opts o;
+    nle_kem_opts_init(&o);
+    o.kernels = 40, o.local_dims = cases[t].q;
+    nle_kem_result *r = NULL;
+    nle_matd *Zt = NULL, *Y = NULL, *Y2 = NULL;
+    nle_ctx_set_threads(ctx, 1);
+    if (nle_test_ok(nle_kem_fit(ctx, X, &o, &r)) && nle_test_ok(nle_kem_basis(ctx, r->model, X, &Zt)) &&
+        nle_test_ok(nle_kem_transform(ctx, r->model, X, &Y))) {
+      const nle_kem_model *m = r->model;
+      double *z = malloc(m->m * sizeof(double)), zerr = 0, zbig = 0, yerr = 0, ybig = 0;
+      for (size_t i = 0; i < X->rows; i++) {
+        double den = ref_point(m, X->data + i * m->D, z);
+        for (size_t c = 0; c < m->m; c++) {
+          zerr = fmax(zerr, fabs(z[c] - Zt->data[i * m->m + c]));
+          zbig = fmax(zbig, fabs(z[c]));
+        }
+        for (size_t a = 0; a < m->dim; a++) {
+          double y = 0;
+          for (size_t c = 0; c < m->m; c++) y += m->G[a * m->m + c] * z[c];
+          yerr = fmax(yerr, fabs(y / den - Y->data[i * m->dim + a]));
+          ybig = fmax(ybig, fabs(y / den));
+        }
+      }
+      if (!nle_test(zerr <= 1e-10 * zbig && yerr <= 1e-10 * ybig))
+        printf("  D %zu q %d: |z - ref| %g of %g, |G - ref| %g of %g\n", cases[t].D, cases[t].q, zerr, zbig, yerr, ybig);
+      free(z);
+      nle_ctx_set_threads(ctx, 2);
+      if (nle_test_ok(nle_kem_transform(ctx, r->model, X, &Y2)))
+        nle_test(!memcmp(Y->data, Y2->data, Y->rows * Y->cols * sizeof(double)));
+    }
+    nle_matd_free(&Zt), nle_matd_free(&Y), nle_matd_free(&Y2);
+    nle_kem_result_free(&r);
+    nle_matf_free(&X);
+  }
+  nle_ctx_free(&ctx);
+}
+
 /* Bad options and data: NLE_ERR_ARG / NLE_ERR_VALUE with a message. */
 static void errors(void) {
   nle_ctx *ctx = test_ctx(1);
@@ -765,6 +882,9 @@ static void errors(void) {
   nle_kem_opts_init(&o);
   o.sigma = -1;
   nle_test(nle_kem_fit(ctx, X, &o, &r) == NLE_ERR_ARG);
+  nle_kem_opts_init(&o);
+  o.placement = NLE_LANDMARKS_COUNT;
+  nle_test(nle_kem_fit(ctx, X, &o, &r) == NLE_ERR_ARG && strstr(nle_ctx_error(ctx), "placement"));
   nle_kem_opts_init(&o);
   o.k = 20;
   nle_test(nle_kem_fit(ctx, X, &o, &r) == NLE_ERR_VALUE && strstr(nle_ctx_error(ctx), "too few"));
@@ -844,6 +964,7 @@ const nle_test_case kem_tests[] = {
     {"kem/jacobian_fd", jacobian_fd},
     {"kem/inverse_round_trip", inverse_round_trip},
     {"kem/model_file_and_threads", model_file_and_threads},
+    {"kem/batched_basis_brute_force", batched_basis_brute_force},
     {"kem/errors", errors},
     {NULL, NULL},
 };

@@ -51,18 +51,24 @@ typedef struct {
   bool plus_identity;        /* W + I, with D = diag((W + I) 1) (sec. 4,
                                 SPEC G07-22): D - W unchanged, only the
                                 scale side grows */
-  int kernels;               /* K Gaussian kernels at random data points
-                                (seeded from the context); NLE_AUTO
-                                (default): min(64, N) */
+  int kernels;               /* K Gaussian kernels at data points (placed by
+                                `placement`, seeded from the context);
+                                NLE_AUTO (default): min(1024, N) (measured:
+                                docs/kem.md) */
+  nle_landmark_method placement; /* where the kernels sit, every centre a
+                                data point (spectral.h's landmark methods):
+                                NLE_LANDMARKS_RANDOM (default) */
   double sigma;              /* their common width (Sigma_k = sigma^2 I);
-                                NLE_AUTO (default): half the median over the
-                                centres of the distance to the nearest other
-                                centre */
+                                NLE_AUTO (default): 0.15 times the median over
+                                the centres of the distance to the nearest
+                                other centre (measured: docs/kem.md) */
   int local_dims;            /* q: K_k projects x - mu_k on the q leading
                                 principal directions of the points nearest
                                 mu_k (sec. 6, SPEC G07-19); q = D: K_k = I;
                                 0: the homogeneous coordinate only;
-                                NLE_AUTO (default): D when D <= 10, else 10 */
+                                NLE_AUTO (default): 0 (the inverse map
+                                G+(y) needs q > 0: G is flat at each centre
+                                without the local coordinates) */
   int local_points;          /* points of each local PCA; NLE_AUTO (default):
                                 max(k, 3 q) (at most N) */
   double truncate;           /* posteriors below this are set to 0 and the

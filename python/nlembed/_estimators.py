@@ -203,7 +203,7 @@ METHODS = [
     _Spec("kem", "KernelEigenmaps", "embedding",
           "kernel eigenmaps (Brand 2003): a continuous map G(x) and its inverse",
           ["n_components:dim", "n_neighbors:neighbors", "weights", "heat_t", "symmetrize", "plus_identity",
-           "kernels", "sigma", "local_dims", "local_points", "truncate", "variant", "lpp", "inverse_steps",
+           "kernels", "placement", "sigma", "local_dims", "local_points", "truncate", "variant", "lpp", "inverse_steps",
            "inverse_width"], inverse=True),
 ]
 

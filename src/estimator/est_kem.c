@@ -10,7 +10,7 @@
 static const char *const methods[] = {"kem", NULL};
 static const char *const abouts[] = {
     "Kernel eigenmaps (Brand 2003, docs/kem.md): the Laplacian-eigenmap problem of a kNN graph W (eq. 1) restricted "
-    "to linear maps of a kernel basis z(x) (sec. 2, eq. 8): K Gaussian kernels at random data points, each "
+    "to linear maps of a kernel basis z(x) (sec. 2, eq. 8): K Gaussian kernels at data points, each "
     "contributing its local homogeneous coordinate [K_k (x - mu_k); 1] times its posterior (eqs. 14-15). The small "
     "pencil (Z W Z^T, Z D Z^T) gives a continuous map G(x) (eqs. 17-18) of the whole space and an approximate "
     "inverse G+(y) (eq. 19), kept with --save-model for `nlembed transform`.",
@@ -29,6 +29,7 @@ static void opts_init(void *opts, int variant) {
 NLE__ENUM_NAME_OF(nle_affinity_kind_name, nle_affinity_kind)
 NLE__ENUM_NAME_OF(nle_symmetrize_name, nle_symmetrize_rule)
 NLE__ENUM_NAME_OF(nle_kem_variant_name, nle_kem_variant)
+NLE__ENUM_NAME_OF(nle_landmark_method_name, nle_landmark_method)
 
 #define AT(f) offsetof(nle_kem_opts, f)
 #define K_INT(n, f, a, ...) {.name = n, .kind = NLE__OPT_INT, .offset = AT(f), .auto_ok = a, __VA_ARGS__}
@@ -50,12 +51,16 @@ static const nle__option options[] = {
      .help = "making the graph symmetric: average ((A + A^T) / 2), union or mutual"},
     K_BOOL("plus-identity", plus_identity, .help = "W + I (sec. 4: more isometric), D from W + I"),
     K_INT("kernels", kernels, true, NLE__INT_FROM(1), .metavar = "K",
-          .help = "kernels at random data points (auto: min(64, N))"),
+          .help = "kernels (auto: min(1024, N), measured: docs/kem.md)"),
+    {.name = "placement", .kind = NLE__OPT_ENUM, .offset = AT(placement), .enum_name = nle_landmark_method_name_of,
+     .enum_parse = nle_landmark_method_parse, .choices = "random, thinned, kmeans or minmax", .metavar = "NAME",
+     .help = "where the kernels sit, each centre a data point: random (default), thinned, kmeans (snapped) or "
+             "minmax (farthest-point), as LLL's landmarks"},
     K_REAL("sigma", sigma, true, NLE__POSITIVE, .metavar = "S",
-           .help = "the kernels' width (auto: half the median distance from a centre to the nearest other centre)"),
+           .help = "the kernels' width (auto: 0.15 times the median distance from a centre to the nearest other centre)"),
     K_INT("local-dims", local_dims, true, NLE__INT_FROM(0), .metavar = "Q",
-          .help = "the Q leading local principal directions per kernel (sec. 6; auto: D when D <= 10, else 10; 0: "
-                  "posteriors only)"),
+          .help = "the Q leading local principal directions per kernel (sec. 6; auto: 0, the posteriors only; the "
+                  "inverse map G+(y) needs Q > 0)"),
     K_INT("local-points", local_points, true, NLE__INT_FROM(1), .metavar = "L",
           .help = "points of each local PCA (auto: max(k, 3 Q))"),
     /* below 0.01: the map's derivative leaves out the renormalisation after

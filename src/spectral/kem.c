@@ -47,31 +47,104 @@ void nle_kem_result_free(nle_kem_result **r) {
 
 /* ---- the pencil (sec. 2) ------------------------------------------------- */
 
-/* A = Zt^T (W + [I]) Zt and B = Zt^T diag(deg) Zt (m x m), never forming
- * anything N x N: W Zt row by row over W's CSR, then two GEMMs whose inner
- * dimension is N (OpenBLAS splits the output, not the sum, between
- * threads: the same bits at any thread count). */
-static nle_status build_pencil(nle_ctx *ctx, const nle_csr *W, const double *deg, bool plus_identity,
-                               const double *Zt, size_t n, size_t m, double *A, double *B) {
-  double *WZ = nle__malloc(ctx, n * m * sizeof(double), "the pencil's W Z^T");
-  if (!WZ) return NLE_ERR_NOMEM;
+/* Rows of Zt with at most this fraction of their entries non-zero make the
+ * pencil sparse sums instead of GEMMs: narrow kernels keep few posteriors
+ * above the truncation (about 22 of 1024 per Fashion-MNIST image at the
+ * default width), and the sums then cost N nnz^2 against GEMMs' N m^2. */
+#define SPARSE_PENCIL_FILL 0.125
+
+/* The non-zero columns of each row of Zt (rowptr n + 1, cols), or false
+ * when the rows are too full for the sparse sums (or out of memory). */
+static bool sparse_rows(const double *Zt, size_t n, size_t m, int64_t **rowptr, int32_t **cols) {
+  size_t nnz = 0;
+  for (size_t e = 0; e < n * m; e++) nnz += Zt[e] != 0;
+  *rowptr = NULL, *cols = NULL;
+  if ((double)nnz > SPARSE_PENCIL_FILL * (double)n * (double)m) return false;
+  *rowptr = malloc((n + 1) * sizeof(int64_t));
+  *cols = malloc((nnz ? nnz : 1) * sizeof(int32_t));
+  if (!*rowptr || !*cols) {
+    free(*rowptr), free(*cols);
+    return false;
+  }
+  size_t t = 0;
   for (size_t i = 0; i < n; i++) {
-    double *row = WZ + i * m;
-    if (plus_identity) memcpy(row, Zt + i * m, m * sizeof(double));
-    else memset(row, 0, m * sizeof(double));
+    (*rowptr)[i] = (int64_t)t;
+    for (size_t c = 0; c < m; c++)
+      if (Zt[i * m + c] != 0) (*cols)[t++] = (int32_t)c;
+  }
+  (*rowptr)[n] = (int64_t)t;
+  return true;
+}
+
+/* The pencil as sums over the points, A = sum_i z_i ((W + [I]) Z^T)_i^T and
+ * B = sum_i deg_i z_i z_i^T, over each z_i's non-zero entries only (serial:
+ * the same bits at any thread count); row is m doubles of scratch. */
+static void sparse_pencil(const nle_csr *W, const double *deg, bool plus_identity, const double *Zt, size_t n,
+                          size_t m, const int64_t *rp, const int32_t *cols, double *row, double *A, double *B) {
+  memset(A, 0, m * m * sizeof(double));
+  memset(B, 0, m * m * sizeof(double));
+  memset(row, 0, m * sizeof(double));
+  for (size_t i = 0; i < n; i++) {
+    const double *zi = Zt + i * m;
+    if (plus_identity)
+      for (int64_t t = rp[i]; t < rp[i + 1]; t++) row[cols[t]] += zi[cols[t]];
     for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++) {
+      size_t j = (size_t)W->colind[q];
       double w = nle_csr_value(W, q);
-      const double *zj = Zt + (size_t)W->colind[q] * m;
-      for (size_t c = 0; c < m; c++) row[c] += w * zj[c];
+      for (int64_t t = rp[j]; t < rp[j + 1]; t++) row[cols[t]] += w * Zt[j * m + (size_t)cols[t]];
+    }
+    for (int64_t a = rp[i]; a < rp[i + 1]; a++) {
+      double za = zi[cols[a]];
+      double *Aa = A + (size_t)cols[a] * m, *Ba = B + (size_t)cols[a] * m;
+      for (size_t c = 0; c < m; c++) Aa[c] += za * row[c];
+      for (int64_t b = rp[i]; b < rp[i + 1]; b++) Ba[cols[b]] += deg[i] * za * zi[cols[b]];
+    }
+    /* clear what the row touched */
+    if (plus_identity)
+      for (int64_t t = rp[i]; t < rp[i + 1]; t++) row[cols[t]] = 0;
+    for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++) {
+      size_t j = (size_t)W->colind[q];
+      for (int64_t t = rp[j]; t < rp[j + 1]; t++) row[cols[t]] = 0;
     }
   }
-  cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)m, (int)n, 1.0, Zt, (int)m, WZ, (int)m, 0.0, A,
-              (int)m);
-  for (size_t i = 0; i < n; i++)
-    for (size_t c = 0; c < m; c++) WZ[i * m + c] = deg[i] * Zt[i * m + c];
-  cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)m, (int)n, 1.0, Zt, (int)m, WZ, (int)m, 0.0, B,
-              (int)m);
-  free(WZ);
+}
+
+/* A = Zt^T (W + [I]) Zt and B = Zt^T diag(deg) Zt (m x m), never forming
+ * anything N x N: sparse sums when Zt's rows are sparse, else W Zt row by
+ * row over W's CSR, then two GEMMs whose inner dimension is N (OpenBLAS
+ * splits the output, not the sum, between threads: the same bits at any
+ * thread count). */
+static nle_status build_pencil(nle_ctx *ctx, const nle_csr *W, const double *deg, bool plus_identity,
+                               const double *Zt, size_t n, size_t m, double *A, double *B) {
+  int64_t *rp;
+  int32_t *cols;
+  double *WZ = NULL;
+  if (sparse_rows(Zt, n, m, &rp, &cols)) {
+    double *row = nle__malloc(ctx, m * sizeof(double), "the pencil's row");
+    if (row) sparse_pencil(W, deg, plus_identity, Zt, n, m, rp, cols, row, A, B);
+    free(rp), free(cols), free(row);
+    if (!row) return NLE_ERR_NOMEM;
+  } else {
+    WZ = nle__malloc(ctx, n * m * sizeof(double), "the pencil's W Z^T");
+    if (!WZ) return NLE_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+      double *row = WZ + i * m;
+      if (plus_identity) memcpy(row, Zt + i * m, m * sizeof(double));
+      else memset(row, 0, m * sizeof(double));
+      for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++) {
+        double w = nle_csr_value(W, q);
+        const double *zj = Zt + (size_t)W->colind[q] * m;
+        for (size_t c = 0; c < m; c++) row[c] += w * zj[c];
+      }
+    }
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)m, (int)n, 1.0, Zt, (int)m, WZ, (int)m, 0.0, A,
+                (int)m);
+    for (size_t i = 0; i < n; i++)
+      for (size_t c = 0; c < m; c++) WZ[i * m + c] = deg[i] * Zt[i * m + c];
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)m, (int)n, 1.0, Zt, (int)m, WZ, (int)m, 0.0, B,
+                (int)m);
+    free(WZ);
+  }
   /* exact symmetry: A's two triangles differ by rounding */
   for (size_t i = 0; i < m; i++)
     for (size_t j = i + 1; j < m; j++) {
@@ -272,12 +345,16 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* sigma: half the median over the centres of the distance to the nearest
- * other centre. Brand's "unit sigma" is relative to his roll's unstated
- * scale; this rule makes neighbouring kernels overlap at about one
- * standard deviation, so the posteriors blend (a smooth map) without
- * every kernel covering the whole data set. One kernel: the RMS distance
- * of the data to it. */
+/* sigma: SIGMA_OF_SPACING times the median over the centres of the
+ * distance to the nearest other centre. Brand's "unit sigma" is relative
+ * to his roll's unstated scale. The factor was measured (docs/kem.md):
+ * on Fashion-MNIST (1,024 kernels) recall@10 of the map rises from 0.041
+ * at 0.3 to 0.060 at 0.15 and 0.062 at 0.1, on a 3-D roll it is 0.33-0.34
+ * from 0.15 to 0.3 and 0.29 at 0.5 (the old rule); narrow kernels keep few
+ * posteriors above the truncation, so Z is sparse (the pencil's sums).
+ * One kernel: the RMS distance of the data to it. */
+#define SIGMA_OF_SPACING 0.15
+
 static nle_status auto_sigma(nle_ctx *ctx, nle_kem_model *m, const nle_matf *X, double *sigma) {
   size_t K = m->kernels, D = m->D;
   if (K == 1) {
@@ -291,18 +368,16 @@ static nle_status auto_sigma(nle_ctx *ctx, nle_kem_model *m, const nle_matf *X, 
   } else {
     double *near = nle__malloc(ctx, K * sizeof(double), "the kernel width");
     if (!near) return NLE_ERR_NOMEM;
-    for (size_t a = 0; a < K; a++) {
-      double best = INFINITY;
-      for (size_t b = 0; b < K; b++) {
-        if (a == b) continue;
+    for (size_t a = 0; a < K; a++) near[a] = INFINITY;
+    for (size_t a = 0; a < K; a++) /* each pair once */
+      for (size_t b = a + 1; b < K; b++) {
         double d2 = 0;
         for (size_t j = 0; j < D; j++) d2 += (m->centres[a * D + j] - m->centres[b * D + j]) * (m->centres[a * D + j] - m->centres[b * D + j]);
-        best = fmin(best, d2);
+        near[a] = fmin(near[a], d2), near[b] = fmin(near[b], d2);
       }
-      near[a] = sqrt(best);
-    }
+    for (size_t a = 0; a < K; a++) near[a] = sqrt(near[a]);
     qsort(near, K, sizeof(double), cmp_double);
-    *sigma = 0.5 * (K % 2 ? near[K / 2] : 0.5 * (near[K / 2 - 1] + near[K / 2]));
+    *sigma = SIGMA_OF_SPACING * (K % 2 ? near[K / 2] : 0.5 * (near[K / 2 - 1] + near[K / 2]));
     free(near);
   }
   if (!(*sigma > 0) || !isfinite(*sigma))
@@ -356,6 +431,25 @@ static nle_status local_pca(nle_ctx *ctx, nle_kem_model *m, const nle_matf *X, s
   return s;
 }
 
+/* The kernels' centres (data points): random ones from kem's own random
+ * stream (the centres kem has always drawn), the other placements by the
+ * landmark selector LLL shares. */
+static nle_status place_kernels(nle_ctx *ctx, const nle_matf *X, size_t K, nle_landmark_method placement,
+                                int64_t *pick) {
+  if (placement == NLE_LANDMARKS_RANDOM) {
+    nle_rng rng;
+    nle_rng_init(&rng, nle_ctx_seed(ctx), 0x6b656d63ULL);
+    nle_rng_sample(&rng, (int64_t)X->rows, (int64_t)K, pick);
+    return NLE_OK;
+  }
+  int32_t *idx = nle__malloc(ctx, K * sizeof(int32_t), "the kernel centres");
+  if (!idx) return NLE_ERR_NOMEM;
+  nle_status s = nle_landmarks_select(ctx, X, K, placement, idx);
+  for (size_t k = 0; !s && k < K; k++) pick[k] = idx[k];
+  free(idx);
+  return s;
+}
+
 static nle_status check_fit(nle_ctx *ctx, const nle_matf *X, const nle_kem_opts *o) {
   nle_status s = check_common(ctx, o);
   if (s) return s;
@@ -367,6 +461,8 @@ static nle_status check_fit(nle_ctx *ctx, const nle_matf *X, const nle_kem_opts 
     return nle__fail(ctx, NLE_ERR_ARG, "kem: {@heat-t=%g} must be a finite number > 0, or auto", o->heat_t);
   if (o->kernels != NLE_AUTO && o->kernels < 1)
     return nle__fail(ctx, NLE_ERR_ARG, "kem: {@kernels=%d} must be >= 1, or auto", o->kernels);
+  if (o->placement < 0 || o->placement >= NLE_LANDMARKS_COUNT)
+    return nle__fail(ctx, NLE_ERR_ARG, "kem: unknown {@placement} %d", (int)o->placement);
   if (o->sigma != NLE_AUTO && !(o->sigma > 0 && isfinite(o->sigma)))
     return nle__fail(ctx, NLE_ERR_ARG, "kem: {@sigma=%g} must be a finite number > 0, or auto", o->sigma);
   if (o->local_dims != NLE_AUTO && o->local_dims < 0)
@@ -395,6 +491,16 @@ static nle_status check_fit(nle_ctx *ctx, const nle_matf *X, const nle_kem_opts 
   return NLE_OK;
 }
 
+/* The default basis, chosen by measurement (docs/kem.md, bench/kem.sh):
+ * 1,024 kernels at random points with the posteriors alone (q = 0). On
+ * Fashion-MNIST (10,000 to train, 60,000 mapped) recall@10 of the map is
+ * 0.047 with 512 kernels, 0.060 with 1,024 and 0.071 with 2,048 (LE's
+ * Nystrom map 0.039), against 0.022 for the old 64 kernels with q = 10;
+ * q = 2 with 1,024 kernels gives 0.042, and 0.21 on a 3-D roll against
+ * 0.33 with q = 0 (a rank-deficient pencil of order 3,072). G(x) costs
+ * N D K, the fit's dense pencil K^3 (bench/results/kem_sweep.txt). */
+enum { DEFAULT_KERNELS = 1024 };
+
 nle_status nle_kem_fit(nle_ctx *ctx, const nle_matf *X, const nle_kem_opts *opts, nle_kem_result **result) {
   if (!X || !result) return nle__fail(ctx, NLE_ERR_ARG, "kem: NULL argument");
   *result = NULL;
@@ -406,8 +512,8 @@ nle_status nle_kem_fit(nle_ctx *ctx, const nle_matf *X, const nle_kem_opts *opts
   size_t n = X->rows, D = X->cols;
   double t_start = nle_time_seconds();
   if (o.variant == NLE_KEM_AUTO) o.variant = o.lpp ? NLE_KEM_RAW : NLE_KEM_REWEIGHTED;
-  if (o.kernels == NLE_AUTO) o.kernels = n < 64 ? (int)n : 64;
-  if (o.local_dims == NLE_AUTO) o.local_dims = D <= 10 ? (int)D : 10;
+  if (o.kernels == NLE_AUTO) o.kernels = n < DEFAULT_KERNELS ? (int)n : DEFAULT_KERNELS;
+  if (o.local_dims == NLE_AUTO) o.local_dims = 0;
   if (o.local_points == NLE_AUTO) o.local_points = o.k > 3 * o.local_dims ? o.k : 3 * o.local_dims;
   if ((size_t)o.local_points > n) o.local_points = (int)n;
   nle_kem_result *r = nle__calloc(ctx, 1, sizeof *r, "the kem result");
@@ -450,12 +556,10 @@ nle_status nle_kem_fit(nle_ctx *ctx, const nle_matf *X, const nle_kem_opts *opts
     for (size_t i = 0; i < n; i++)
       for (size_t j = 0; j < D; j++) m->mean[j] += (double)X->data[i * D + j] / (double)n;
     if (!o.lpp) {
-      nle_rng rng;
-      nle_rng_init(&rng, nle_ctx_seed(ctx), 0x6b656d63ULL);
-      nle_rng_sample(&rng, (int64_t)n, o.kernels, pick);
-      for (int k = 0; k < o.kernels; k++)
+      s = place_kernels(ctx, X, (size_t)o.kernels, o.placement, pick);
+      for (int k = 0; !s && k < o.kernels; k++)
         for (size_t j = 0; j < D; j++) m->centres[(size_t)k * D + j] = (double)X->data[(size_t)pick[k] * D + j];
-      if (o.sigma == NLE_AUTO) s = auto_sigma(ctx, m, X, &o.sigma);
+      if (!s && o.sigma == NLE_AUTO) s = auto_sigma(ctx, m, X, &o.sigma);
       m->sigma = o.sigma;
       if (!s && m->proj) s = local_pca(ctx, m, X, (size_t)o.local_points);
     } else {

@@ -7,12 +7,16 @@
 #include "kem_internal.h"
 #include "../io/model_file.h"
 
+#include <cblas.h>
 #include <lapacke.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAP_ROWS = 64 };
+/* Rows per block: the inverse's points one by one; the forward maps' rows
+ * as one GEMM per block (fixed blocks, BLAS serial inside nle__for_blocks:
+ * the same bits for any thread count). */
+enum { MAP_ROWS = 64, BASIS_ROWS = 256 };
 
 static bool spd_inverse(double *S, size_t d, double *logdet);
 
@@ -63,6 +67,7 @@ nle_status nle__kem_model_new(nle_ctx *ctx, nle_kem_variant variant, bool lpp, s
 typedef struct {
   double *x;     /* D: the point */
   double *logp;  /* K: log p_k, then posteriors */
+  double *rel;   /* K: p_k / max_j p_j (each exponential once) */
   size_t *act;   /* K: the kernels kept after truncation */
   double *coord; /* K x q: their local coordinates K_k (x - mu_k) */
   double *z;     /* m (+1): the basis */
@@ -74,13 +79,14 @@ typedef struct {
 
 static size_t scratch_doubles(const nle_kem_model *m) {
   size_t K = m->kernels ? m->kernels : 1;
-  return m->D + K + K + K * (m->q ? m->q : 1) + m->m + 1 + (m->dim + 1) * m->D + m->D + m->dim * m->D + m->D;
+  return m->D + K + K + K + K * (m->q ? m->q : 1) + m->m + 1 + (m->dim + 1) * m->D + m->D + m->dim * m->D + m->D;
 }
 
 static void scratch_carve(const nle_kem_model *m, double *buf, point_scratch *p) {
   size_t K = m->kernels ? m->kernels : 1;
   p->x = buf, buf += m->D;
   p->logp = buf, buf += K;
+  p->rel = buf, buf += K;
   p->act = (size_t *)buf, buf += K; /* size_t fits a double's slot */
   p->coord = buf, buf += K * (m->q ? m->q : 1);
   p->z = buf, buf += m->m + 1;
@@ -96,8 +102,11 @@ static void scratch_carve(const nle_kem_model *m, double *buf, point_scratch *p)
  * centre each p_k underflows and the ratio would be 0/0 (SPEC G07-17).
  * Posteriors under `truncate` are dropped and the rest renormalised, so
  * the homogeneous rows still sum to 1 (1 stays in range(Z^T), sec. 2.1).
+ * d2 (K squared distances |x - mu_k|^2) and coords (K x q local
+ * coordinates K_k (x - mu_k)) come from the batched GEMM (kernel_rows);
+ * NULL: computed here from p->x, the coordinates for the kept kernels only.
  * Returns the number of kernels kept (p->act, posteriors in p->logp[a]). */
-static size_t point_basis(const nle_kem_model *m, point_scratch *p) {
+static size_t point_basis(const nle_kem_model *m, point_scratch *p, const double *d2, const double *coords) {
   size_t D = m->D, q = m->q, b = q + 1;
   memset(p->z, 0, m->m * sizeof(double));
   if (m->lpp) {
@@ -106,25 +115,28 @@ static size_t point_basis(const nle_kem_model *m, point_scratch *p) {
   }
   double inv2s2 = 1.0 / (2.0 * m->sigma * m->sigma), top = -INFINITY;
   for (size_t k = 0; k < m->kernels; k++) {
-    const double *c = m->centres + k * D;
-    double d2 = 0;
-    for (size_t j = 0; j < D; j++) d2 += (p->x[j] - c[j]) * (p->x[j] - c[j]);
-    p->logp[k] = -d2 * inv2s2;
+    double e = 0;
+    if (d2) e = d2[k];
+    else
+      for (size_t j = 0; j < D; j++) e += (p->x[j] - m->centres[k * D + j]) * (p->x[j] - m->centres[k * D + j]);
+    p->logp[k] = -e * inv2s2;
     top = fmax(top, p->logp[k]);
   }
   double total = 0;
-  for (size_t k = 0; k < m->kernels; k++) total += exp(p->logp[k] - top);
+  for (size_t k = 0; k < m->kernels; k++) total += p->rel[k] = exp(p->logp[k] - top);
   size_t n = 0;
   double kept = 0;
   for (size_t k = 0; k < m->kernels; k++) {
-    double post = exp(p->logp[k] - top) / total;
+    double post = p->rel[k] / total;
     if (post >= m->truncate || p->logp[k] == top) p->act[n] = k, p->logp[n++] = post, kept += post;
   }
   for (size_t a = 0; a < n; a++) {
     size_t k = p->act[a];
     double post = p->logp[a] /= kept, *coord = p->coord + a * q, *zk = p->z + k * b;
     const double *c = m->centres + k * D;
-    if (!m->proj) {
+    if (coords) {
+      memcpy(coord, coords + k * q, q * sizeof(double));
+    } else if (!m->proj) {
       for (size_t j = 0; j < q; j++) coord[j] = p->x[j] - c[j];
     } else {
       const double *P = m->proj + k * q * D;
@@ -190,7 +202,7 @@ static void grad_row(const nle_kem_model *m, const point_scratch *p, size_t n, c
 
 /* G(x) and its Jacobian J (dim x D) at p->x: J = (dN/dx - y dden/dx) / den. */
 static void point_jacobian(const nle_kem_model *m, point_scratch *p, double *y, double *J) {
-  size_t D = m->D, n = point_basis(m, p), cols = m->m + (m->variant == NLE_KEM_AFFINE);
+  size_t D = m->D, n = point_basis(m, p, NULL, NULL), cols = m->m + (m->variant == NLE_KEM_AFFINE);
   double den = point_map(m, p, y);
   memset(p->mubar, 0, D * sizeof(double));
   for (size_t a = 0; a < n; a++)
@@ -214,46 +226,129 @@ nle_status nle__kem_jacobian(nle_ctx *ctx, const nle_kem_model *m, const double 
   return NLE_OK;
 }
 
+/* The kernels as the rows of one matrix, so that a GEMM of a block of
+ * (centred) points gives every kernel's squared distance and local
+ * coordinates at once: |x - mu_k|^2 = |x'|^2 + |mu'_k|^2 - 2 x'.mu'_k and
+ * K_k (x - mu_k) = K_k x' - K_k mu'_k, with x' = x - mean and mu'_k = mu_k -
+ * mean (centring on the training mean keeps the expansion's cancellation
+ * at the data's spread, not its offset from the origin). */
+typedef struct {
+  size_t cols; /* K, + K q with projections */
+  double *R;   /* cols x D: mu'_k, then the rows of each K_k */
+  double *cc;  /* K: |mu'_k|^2 */
+  double *pc;  /* K q: K_k mu'_k (with projections) */
+} kernel_rows;
+
+static void kernel_rows_free(kernel_rows *kr) {
+  free(kr->R), free(kr->cc), free(kr->pc);
+}
+
+static nle_status kernel_rows_build(nle_ctx *ctx, const nle_kem_model *m, kernel_rows *kr) {
+  size_t K = m->kernels, D = m->D, q = m->proj ? m->q : 0;
+  kr->cols = K + K * q;
+  kr->R = nle__malloc(ctx, kr->cols * D * sizeof(double), "the kernels' rows");
+  kr->cc = nle__malloc(ctx, K * sizeof(double), "the kernels' rows");
+  kr->pc = nle__malloc(ctx, (K * q > 0 ? K * q : 1) * sizeof(double), "the kernels' rows");
+  if (!kr->R || !kr->cc || !kr->pc) return NLE_ERR_NOMEM;
+  for (size_t k = 0; k < K; k++) {
+    double *c = kr->R + k * D, t = 0;
+    for (size_t j = 0; j < D; j++) c[j] = m->centres[k * D + j] - m->mean[j], t += c[j] * c[j];
+    kr->cc[k] = t;
+    for (size_t r = 0; r < q; r++) {
+      const double *P = m->proj + (k * q + r) * D;
+      double u = 0;
+      for (size_t j = 0; j < D; j++) u += P[j] * c[j];
+      kr->pc[k * q + r] = u;
+    }
+  }
+  if (q) memcpy(kr->R + K * D, m->proj, K * q * D * sizeof(double));
+  return NLE_OK;
+}
+
 typedef struct {
   const nle_kem_model *m;
   const nle_matf *X;
   const nle_matd *Yin;
   double *out; /* rows x (m, dim or D) */
   int what;    /* 0 basis, 1 forward map, 2 inverse */
+  const kernel_rows *kr; /* the forward maps of a kernel basis, else NULL */
 } map_job;
 
 static void inverse_point(const nle_kem_model *m, const double *y, double *x, point_scratch *p);
+
+static void emit_point(const map_job *job, point_scratch *p, size_t i, const double *d2, const double *coords) {
+  const nle_kem_model *m = job->m;
+  point_basis(m, p, d2, coords);
+  if (job->what == 0) memcpy(job->out + i * m->m, p->z, m->m * sizeof(double));
+  else point_map(m, p, job->out + i * m->dim);
+}
+
+/* The forward maps of BASIS_ROWS rows: S = X' R^T (one GEMM), turned in
+ * place into the squared distances (clamped at 0: the expansion may round
+ * below) and the local coordinates, then each row's z(x) (and G(x)). */
+static void basis_block(const map_job *job, size_t i0, size_t i1, double *scratch, point_scratch *p) {
+  const nle_kem_model *m = job->m;
+  const kernel_rows *kr = job->kr;
+  size_t D = m->D, K = m->kernels, q = m->q, cols = kr->cols, B = i1 - i0;
+  double *Xb = scratch, *S = Xb + BASIS_ROWS * D;
+  for (size_t i = 0; i < B; i++)
+    for (size_t j = 0; j < D; j++) Xb[i * D + j] = (double)job->X->data[(i0 + i) * D + j] - m->mean[j];
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)B, (int)cols, (int)D, 1.0, Xb, (int)D, kr->R, (int)D, 0.0,
+              S, (int)cols);
+  for (size_t i = 0; i < B; i++) {
+    double *s = S + i * cols, xx = 0;
+    const double *x = Xb + i * D;
+    for (size_t j = 0; j < D; j++) xx += x[j] * x[j], p->x[j] = (double)job->X->data[(i0 + i) * D + j];
+    for (size_t k = 0; k < K; k++) s[k] = fmax(0.0, xx + kr->cc[k] - 2.0 * s[k]);
+    if (m->proj)
+      for (size_t e = 0; e < K * q; e++) s[K + e] -= kr->pc[e];
+    emit_point(job, p, i0 + i, s, m->proj ? s + K : NULL);
+  }
+}
 
 static int map_block(void *job_, size_t block, void *scratch) {
   map_job *job = job_;
   const nle_kem_model *m = job->m;
   point_scratch p;
   scratch_carve(m, scratch, &p);
-  size_t rows = job->what == 2 ? job->Yin->rows : job->X->rows;
-  size_t r1 = (block + 1) * MAP_ROWS < rows ? (block + 1) * MAP_ROWS : rows;
-  for (size_t i = block * MAP_ROWS; i < r1; i++) {
+  size_t rows = job->what == 2 ? job->Yin->rows : job->X->rows, per = job->kr ? BASIS_ROWS : MAP_ROWS;
+  size_t r0 = block * per, r1 = r0 + per < rows ? r0 + per : rows;
+  if (job->kr) {
+    basis_block(job, r0, r1, (double *)scratch + scratch_doubles(m), &p);
+    return 0;
+  }
+  for (size_t i = r0; i < r1; i++) {
     if (job->what == 2) {
       inverse_point(m, job->Yin->data + i * m->dim, job->out + i * m->D, &p);
       continue;
     }
     for (size_t j = 0; j < m->D; j++) p.x[j] = job->X->data[i * m->D + j];
-    point_basis(m, &p);
-    if (job->what == 0) memcpy(job->out + i * m->m, p.z, m->m * sizeof(double));
-    else point_map(m, &p, job->out + i * m->dim);
+    emit_point(job, &p, i, NULL, NULL);
   }
   return 0;
 }
 
+/* The forward maps of a kernel basis go by blocks of BASIS_ROWS through
+ * kernel_rows' GEMM; LPP's and the inverse point by point. */
 static nle_status run_map(nle_ctx *ctx, map_job *job, size_t rows, const char *stage) {
   const nle_kem_model *m = job->m;
-  size_t nb = (rows + MAP_ROWS - 1) / MAP_ROWS;
+  kernel_rows kr = {0};
+  nle_status s = NLE_OK;
+  if (job->what != 2 && m->kernels) {
+    s = kernel_rows_build(ctx, m, &kr);
+    job->kr = &kr;
+  }
+  size_t per = job->kr ? BASIS_ROWS : MAP_ROWS, nb = (rows + per - 1) / per;
   double work = (double)rows * (double)(m->kernels ? m->kernels : 1) * (double)m->D * (double)(m->q + 1);
-  size_t bytes = scratch_doubles(m) * sizeof(double) + m->inv_kernels * sizeof(double);
-  return nb ? nle__for_blocks(ctx, stage, nb, nle__threads_for(ctx, work), bytes, map_block, job) : NLE_OK;
+  size_t bytes = (scratch_doubles(m) + m->inv_kernels + (job->kr ? BASIS_ROWS * (m->D + kr.cols) : 0)) * sizeof(double);
+  if (!s && nb) s = nle__for_blocks(ctx, stage, nb, nle__threads_for(ctx, work), bytes, map_block, job);
+  kernel_rows_free(&kr);
+  job->kr = NULL;
+  return s;
 }
 
 nle_status nle__kem_basis(nle_ctx *ctx, const nle_kem_model *m, const nle_matf *X, double *Zt) {
-  map_job job = {m, X, NULL, Zt, 0};
+  map_job job = {m, X, NULL, Zt, 0, NULL};
   return run_map(ctx, &job, X->rows, "kernel basis");
 }
 
@@ -283,7 +378,7 @@ nle_status nle_kem_transform(nle_ctx *ctx, const nle_kem_model *m, const nle_mat
   *Y = NULL;
   nle_status s = check_points(ctx, m, X, "kem transform");
   if (!s) s = nle_matd_alloc(ctx, X->rows, m->dim, Y);
-  map_job job = {m, X, NULL, s ? NULL : (*Y)->data, 1};
+  map_job job = {m, X, NULL, s ? NULL : (*Y)->data, 1, NULL};
   if (!s) s = run_map(ctx, &job, X->rows, "kem transform");
   if (s) nle_matd_free(Y);
   return s;
@@ -291,7 +386,7 @@ nle_status nle_kem_transform(nle_ctx *ctx, const nle_kem_model *m, const nle_mat
 
 /* |y - G(x)|^2 at p->x, G(x) into g. */
 static double residual(const nle_kem_model *m, point_scratch *p, const double *y, double *g) {
-  point_basis(m, p);
+  point_basis(m, p, NULL, NULL);
   point_map(m, p, g);
   double e = 0;
   for (size_t i = 0; i < m->dim; i++) e += (y[i] - g[i]) * (y[i] - g[i]);
@@ -387,7 +482,7 @@ nle_status nle_kem_inverse(nle_ctx *ctx, const nle_kem_model *m, const nle_matd 
       return nle__fail(ctx, NLE_ERR_VALUE, "kem inverse: row %zu, column %zu is not finite", e / Y->cols,
                        e % Y->cols);
   nle_status s = nle_matd_alloc(ctx, Y->rows, m->D, X);
-  map_job job = {m, NULL, Y, s ? NULL : (*X)->data, 2};
+  map_job job = {m, NULL, Y, s ? NULL : (*X)->data, 2, NULL};
   if (!s) s = run_map(ctx, &job, Y->rows, "kem inverse");
   if (s) nle_matd_free(X);
   return s;
