@@ -119,6 +119,7 @@ nle_status nle_kpca(nle_ctx *ctx, const nle_matf *Y, const nle_matd *Kin, const 
   r->n = n;
   double *K = NULL, *m = nle__calloc(ctx, n, sizeof(double), "the kernel's means"), g = 0;
   nle_csr *W = NULL;
+  bool upper_only = false; /* K's upper triangle alone is filled */
   size_t d = (size_t)o.dim;
   double *asc = nle__malloc(ctx, d * sizeof(double), "eigenvalues"), *V = nle__malloc(ctx, n * d * sizeof(double), "eigenvectors");
   if (!m || !asc || !V) s = NLE_ERR_NOMEM;
@@ -129,9 +130,20 @@ nle_status nle_kpca(nle_ctx *ctx, const nle_matf *Y, const nle_matd *Kin, const 
     K = s ? NULL : nle__malloc(ctx, n * n * sizeof(double), "the kernel matrix");
     if (!s && !K) s = NLE_ERR_NOMEM;
     if (!s) memcpy(K, Kin->data, n * n * sizeof(double));
+  } else if (!s && o.kernel.kind == NLE_PDK_GAUSSIAN && n > DENSE_MAX_N) {
+    s = nle__kernel_upper_gaussian(ctx, Y, o.kernel.gamma, &K);
+    upper_only = true;
   } else if (!s) s = nle__kernel_matrix(ctx, Y, &o.kernel, &K);
   r->kernel_seconds = nle_time_seconds() - t0;
-  if (!s) {
+  if (!s && upper_only) { /* m = K 1 / N by dsymv, the upper triangle all there is */
+    double *ones = nle__malloc(ctx, n * sizeof(double), "the kernel's means");
+    for (size_t i = 0; ones && i < n; i++) ones[i] = 1.0;
+    if (!ones) s = NLE_ERR_NOMEM;
+    else cblas_dsymv(CblasRowMajor, CblasUpper, (int)n, 1.0 / (double)n, K, (int)n, ones, 1, 0.0, m, 1);
+    free(ones);
+    for (size_t i = 0; !s && i < n; i++) g += m[i] / (double)n;
+    r->nnz = n * n;
+  } else if (!s) {
     r->sparse = W != NULL;
     r->nnz = W ? (size_t)W->nnz + n : n * n;
     for (size_t i = 0; i < n; i++) { /* m = K 1 / N (K symmetric) */
