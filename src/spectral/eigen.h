@@ -18,6 +18,12 @@ typedef enum { NLE__EIG_LARGEST, NLE__EIG_SMALLEST } nle__eig_end;
  * Errors name `what`; no convergence is NLE_ERR_NUMERIC. vecs may be NULL. */
 nle_status nle__lanczos(nle_ctx *ctx, const char *what, size_t n, nle__sym_apply apply, void *user, int nev,
                         nle__eig_end end, double tol, double *vals, double *vecs);
+/* The same with `basis` Lanczos vectors (ARPACK's ncv; > nev, capped at
+ * n; 0: the default 2 nev + 20). ARPACK fills the whole basis before its
+ * first convergence test, so a spectrum whose wanted end stands apart
+ * converges in fewer products with a shorter one. */
+nle_status nle__lanczos_basis(nle_ctx *ctx, const char *what, size_t n, nle__sym_apply apply, void *user, int nev,
+                              nle__eig_end end, double tol, int basis, double *vals, double *vecs);
 /* Eigenpairs first..first + count - 1 (0-based, ascending) of the dense
  * symmetric n x n row-major A (overwritten) by LAPACK dsyevr. */
 nle_status nle__eig_dense(nle_ctx *ctx, const char *what, size_t n, double *A, size_t first, size_t count,
