@@ -136,7 +136,8 @@ static int blocks_block(void *job, size_t b, void *scratch) {
   const blocks_job *j = job;
   size_t n = (size_t)j->job->knn->rows, mm = (size_t)j->lm->max_m, i1 = (b + 1) * POINT_BLOCK < n ? (b + 1) * POINT_BLOCK : n;
   for (size_t i = b * POINT_BLOCK; i < i1; i++)
-    j->m[i] = j->lm->local(j->lm->model, j->job, i, j->idx + i * mm, j->blocks + i * mm * mm, scratch);
+    j->m[i] = j->lm->local(j->lm->model, j->job, i, j->idx + i * mm, j->blocks + i * (j->lm->rank_one ? mm : mm * mm),
+                           scratch); /* rank one: v alone */
   return 0;
 }
 
@@ -153,7 +154,9 @@ typedef struct {
   size_t n, mm;
   const int32_t *idx;
   const int *m;
-  const double *blocks;
+  const double *blocks; /* point i's at i block_len: m x m, or v of v v^T (rank_one) */
+  size_t block_len;
+  bool rank_one;
   const int64_t *start, *touch;
   int64_t *count; /* pass 0: each row's columns */
   nle_csr *out;   /* pass 1: filled */
@@ -167,17 +170,17 @@ static size_t row_columns(const assemble_job *j, size_t row, char *seen, int32_t
     size_t i = (size_t)j->touch[p] / mm, a = (size_t)j->touch[p] % mm;
     if (acc && p + PREFETCH_AHEAD < j->start[row + 1]) { /* the touches' block rows lie scattered: fetch ahead */
       size_t ia = (size_t)j->touch[p + PREFETCH_AHEAD] / mm, aa = (size_t)j->touch[p + PREFETCH_AHEAD] % mm;
-      const double *ahead = j->blocks + ia * mm * mm + aa * (size_t)j->m[ia];
+      const double *ahead = j->blocks + ia * j->block_len + (j->rank_one ? 0 : aa * (size_t)j->m[ia]);
       __builtin_prefetch(ahead);
       __builtin_prefetch(ahead + mm - 1);
     }
-    const double *brow = j->blocks + i * mm * mm + a * (size_t)j->m[i];
+    const double *block = j->blocks + i * j->block_len;
     for (int c = 0; c < j->m[i]; c++) {
       int32_t col = j->idx[i * mm + (size_t)c];
       cols[ncols] = col; /* kept when new: no branch to mispredict */
       ncols += !seen[col];
       seen[col] = 1;
-      if (acc) acc[col] += brow[c];
+      if (acc) acc[col] += j->rank_one ? block[a] * block[c] : block[a * (size_t)j->m[i] + (size_t)c];
     }
   }
   for (size_t c = 1; c < ncols; c++) { /* insertion sort: a row has a few dozen columns */
@@ -218,7 +221,7 @@ static int count_block(void *job, size_t b, void *scratch) { return assemble_blo
 static int fill_block(void *job, size_t b, void *scratch) { return assemble_block(job, b, scratch, true); }
 
 static nle_status assemble(nle_ctx *ctx, size_t n, int max_m, const int32_t *idx, const int *m, const double *blocks,
-                           nle_csr **M) {
+                           bool rank_one, nle_csr **M) {
   size_t mm = (size_t)max_m;
   *M = NULL;
   int64_t *start = nle__calloc(ctx, n + 1, sizeof(int64_t), "the alignment matrix");
@@ -234,7 +237,7 @@ static nle_status assemble(nle_ctx *ctx, size_t n, int max_m, const int32_t *idx
     for (size_t i = 0; i < n; i++) /* (point i, its slot a) touches row idx[i][a] */
       for (int a = 0; a < m[i]; a++) touch[fill[idx[i * mm + (size_t)a]]++] = (int64_t)(i * mm + (size_t)a);
   }
-  assemble_job job = {n, mm, idx, m, blocks, start, touch, fill, NULL};
+  assemble_job job = {n, mm, idx, m, blocks, rank_one ? mm : mm * mm, rank_one, start, touch, fill, NULL};
   size_t scratch = n * (sizeof(double) + sizeof(int32_t) + 1);
   int threads = nle__threads_for(ctx, (double)start[n] * (double)mm);
   if (!s) s = nle__for_blocks(ctx, "the alignment matrix", ROW_BLOCKS, threads, scratch, count_block, &job);
@@ -280,11 +283,12 @@ nle_status nle__alignment_embed(nle_ctx *ctx, const nle__spectral_job *job, cons
                                 nle_spectral_result *r) {
   const nle_spectral_opts *o = job->o;
   size_t n = (size_t)job->knn->rows, d = (size_t)o->dim, nev = d + 1, mm = (size_t)lm->max_m;
-  nle_status s = nle__check_memory(ctx, (double)n * (double)mm * (double)mm * sizeof(double), "the local blocks");
+  size_t block_len = lm->rank_one ? mm : mm * mm;
+  nle_status s = nle__check_memory(ctx, (double)n * (double)block_len * sizeof(double), "the local blocks");
   if (s) return s;
   blocks_job bj = {lm, job, nle__malloc(ctx, n * mm * sizeof(int32_t), "the local blocks"),
                    nle__malloc(ctx, n * sizeof(int), "the local blocks"),
-                   nle__malloc(ctx, n * mm * mm * sizeof(double), "the local blocks")};
+                   nle__malloc(ctx, n * block_len * sizeof(double), "the local blocks")};
   if (!bj.idx || !bj.m || !bj.blocks) s = NLE_ERR_NOMEM;
   double t0 = nle_time_seconds(), t_blocks = 0, t_assemble = 0;
   if (!s)
@@ -298,7 +302,7 @@ nle_status nle__alignment_embed(nle_ctx *ctx, const nle__spectral_job *job, cons
   nle_csr *M = NULL;
   t_blocks = nle_time_seconds() - t0;
   t0 = nle_time_seconds();
-  if (!s) s = assemble(ctx, n, lm->max_m, bj.idx, bj.m, bj.blocks, &M);
+  if (!s) s = assemble(ctx, n, lm->max_m, bj.idx, bj.m, bj.blocks, lm->rank_one, &M);
   t_assemble = nle_time_seconds() - t0;
   t0 = nle_time_seconds();
   free(bj.idx);
