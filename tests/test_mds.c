@@ -608,7 +608,7 @@ static void kpca_dense_reference(void) {
   nle_ctx_free(&ctx);
 }
 
-/* kpca_tiles.c's upper triangle against mds_base.c's full DGEMM kernel
+/* kpca_tiles.c's packed upper triangle against mds_base.c's full DGEMM kernel
  * matrix, bit for bit: real points (its own DGEMM tiles), integer points
  * 200..255 in D = 600 (SGEMM chunks of 258 coordinates, exact), integers
  * up to 3000 (chunks of 1: DGEMM again), N = 700 (a partial last tile). */
@@ -627,11 +627,11 @@ static void kpca_upper_kernel_exact(void) {
     k.gamma = kind == 1 ? 5e-6 : 0.05;
     double *full = NULL, *upper = NULL;
     if (nle_test_ok(nle__kernel_matrix(ctx, Y, &k, &full)) &&
-        nle_test_ok(nle__kernel_upper_gaussian(ctx, Y, k.gamma, &upper))) {
-      size_t differ = 0;
+        nle_test_ok(nle__kernel_packed_gaussian(ctx, Y, k.gamma, &upper))) {
+      size_t differ = 0, p = 0;
       double spread = 0;
       for (size_t i = 0; i < n; i++)
-        for (size_t j = i; j < n; j++) differ += upper[i * n + j] != full[i * n + j], spread += full[i * n + j] < 0.5;
+        for (size_t j = i; j < n; j++, p++) differ += upper[p] != full[i * n + j], spread += full[i * n + j] < 0.5;
       if (!nle_test(differ == 0 && spread > 0)) printf("  kind %d: %zu of the upper entries differ\n", kind, differ);
     }
     free(full), free(upper);

@@ -1,22 +1,27 @@
 /* kpca_tiles.c — kernel PCA's dense Gaussian kernel (dissertation sec.
- * 4.6.4, exp(-gamma |x - y|^2)) as the upper triangle of an N x N
- * row-major matrix, all that the eigensolver's dsymv reads.
+ * 4.6.4, exp(-gamma |x - y|^2)) as its upper triangle packed by rows, for
+ * the eigensolver's dspmv.
  *
  * Why: the full kernel matrix of 10,000 x 784 points cost 3 s of DGEMM
- * (mds_base.c's pairs), half of it for the lower triangle nothing read.
- * Here only the TILE x TILE tiles (I, J), I <= J, are computed, in fixed
- * blocks (the same bits for any thread count), each entry the same value
- * as there: by the same DGEMM, or, for integer points (pixels 0..255,
- * counts), by SGEMMs over chunks of coordinates short enough that float
- * holds every product and partial sum exactly (twice DGEMM's speed, the
- * same exact inner products; tests/test_mds.c's kpca_upper_kernel_exact
- * compares bit for bit). 10,000 Fashion-MNIST images, load 10: 8.7 s ->
- * 2.2 s. Tried and left: the tiles kept as floats (eigenvalues 6e-10 off
- * on N = 600, the model's map of the training points 1e-9 off), inner
+ * (mds_base.c's pairs), half of it for the lower triangle dsymv never
+ * read, and 800 MB whose fresh huge pages the kernel zeroed and compacted
+ * (44% of the run's samples under perf on this machine). Here only the
+ * TILE x TILE tiles (I, J), I <= J, are computed, in fixed blocks (the
+ * same bits for any thread count), into the N (N + 1) / 2 packed entries,
+ * each the same value as there: by the same DGEMM, or, for integer points
+ * (pixels 0..255, counts), by SGEMMs over chunks of coordinates short
+ * enough that float holds every product and partial sum exactly (twice
+ * DGEMM's speed, the same exact inner products; tests/test_mds.c's
+ * kpca_upper_kernel_exact compares bit for bit). 10,000 Fashion-MNIST
+ * images, load 10, one run after the other: kernel 4.4-6.5 s (full
+ * matrix, upper tiles) -> 1.9-2.2 s, eigenpairs 1.4-1.9 s (dsymv) ->
+ * 2.4-2.6 s (dspmv), total 6.1-8.2 -> 4.6-5.3 s, peak 833 -> 442 MB.
+ * Tried and left: the tiles kept as floats (eigenvalues 6e-10 off on
+ * N = 600, the model's map of the training points 1e-9 off), inner
  * products of real points in float (SGEMM: the eigenvalues of the 10,000
  * images 2-3e-8 relative off, where one ulp of the float input moves them
- * 1e-10), and a product from packed tiles by lane sums or two DGEMVs a
- * tile (2x slower than dsymv on the full matrix). */
+ * 1e-10), and products from packed tiles by lane sums or two DGEMVs a
+ * tile (slower than dsymv). */
 #include "mds_internal.h"
 
 #include <cblas.h>
@@ -29,7 +34,7 @@ enum { TILE = 256 };
 static size_t tile_len(size_t n, size_t bi) { return n - bi * TILE < TILE ? n - bi * TILE : TILE; }
 
 typedef struct {
-  double *K; /* n x n, row-major */
+  double *K; /* the upper triangle, packed by rows */
   size_t n, nt;
   const double *P;    /* the points in double (NULL: the float points, exact chunks) */
   const float *Pf;    /* the points as given */
@@ -64,10 +69,13 @@ static int tile_block(void *job, size_t b, void *scratch) {
   size_t nt = j->nt, n = j->n, bi = 0;
   while (b >= nt - bi) b -= nt - bi, bi++;
   size_t bj = bi + b, rows = tile_len(n, bi), cols = tile_len(n, bj);
-  double *G = scratch, *out = j->K + bi * TILE * n + bj * TILE;
+  double *G = scratch;
   inner_products(j, bi, bj, rows, cols, G, (float *)(G + TILE * TILE));
-  for (size_t r = 0; r < rows; r++)
-    nle__gaussian_row(j->gamma, G + r * TILE, j->norm[bi * TILE + r], j->norm + bj * TILE, cols, out + r * n);
+  for (size_t r = 0; r < rows; r++) {
+    size_t i = bi * TILE + r, c0 = bi == bj ? r : 0, j0 = bj * TILE + c0;
+    nle__gaussian_row(j->gamma, G + r * TILE + c0, j->norm[i], j->norm + j0, cols - c0,
+                      j->K + i * (2 * n - i - 1) / 2 + j0);
+  }
   return 0;
 }
 
@@ -85,9 +93,9 @@ static size_t exact_chunk(const nle_matf *Y) {
   return chunk >= 32 ? chunk : 0;
 }
 
-nle_status nle__kernel_upper_gaussian(nle_ctx *ctx, const nle_matf *Y, double gamma, double **K) {
+nle_status nle__kernel_packed_gaussian(nle_ctx *ctx, const nle_matf *Y, double gamma, double **K) {
   size_t n = Y->rows, D = Y->cols, nt = (n + TILE - 1) / TILE;
-  nle_status s = nle__kernel_matrix_alloc(ctx, n, K);
+  nle_status s = nle__kernel_matrix_alloc(ctx, n, true, K);
   if (s) return s;
   size_t chunk = exact_chunk(Y);
   double *P = chunk ? NULL : nle__malloc(ctx, (n * D > 0 ? n * D : 1) * sizeof(double), "the points in double");

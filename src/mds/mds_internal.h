@@ -99,8 +99,9 @@ nle_status nle__kernel_resolve(nle_ctx *ctx, const nle_matf *Y, nle_pdkernel *k)
 /* The dense N x N kernel matrix of Y (Gaussian: GEMM for the distances),
  * row-major doubles, in parallel. */
 nle_status nle__kernel_matrix(nle_ctx *ctx, const nle_matf *Y, const nle_pdkernel *k, double **K);
-/* Its N x N doubles, or an error naming the memory cap. */
-nle_status nle__kernel_matrix_alloc(nle_ctx *ctx, size_t n, double **K);
+/* Its N x N doubles (packed: the N (N + 1) / 2 of the upper triangle),
+ * or an error naming the memory cap. */
+nle_status nle__kernel_matrix_alloc(nle_ctx *ctx, size_t n, bool packed, double **K);
 /* Every pair of a row of Q (M x D) and a row of R (m x D), into out (M x
  * m, row-major), by blocks of DGEMM in double, in parallel: the kernel k's
  * values or the squared distances (doubles), or the distances (floats). */
@@ -108,11 +109,11 @@ typedef enum { NLE__PAIR_KERNEL, NLE__PAIR_SQDIST, NLE__PAIR_DIST_FLOAT } nle__p
 nle_status nle__pairwise(nle_ctx *ctx, const nle_matf *Q, const nle_matf *R, nle__pair_output what,
                          const nle_pdkernel *k, void *out);
 
-/* kpca_tiles.c: the dense Gaussian kernel exp(-gamma |x - y|^2) of Y as
- * an N x N row-major matrix of which only the upper triangle (and the
- * diagonal tiles whole) is filled, each entry nle__kernel_matrix's value,
- * in half its time: for dsymv's CblasUpper. */
-nle_status nle__kernel_upper_gaussian(nle_ctx *ctx, const nle_matf *Y, double gamma, double **K);
+/* kpca_tiles.c: the dense Gaussian kernel exp(-gamma |x - y|^2) of Y,
+ * its upper triangle packed by rows (BLAS's row-major upper packed form:
+ * (i, j >= i) at i (2N - i - 1) / 2 + j), each entry nle__kernel_matrix's
+ * value, in half its time and memory: for dspmv. */
+nle_status nle__kernel_packed_gaussian(nle_ctx *ctx, const nle_matf *Y, double gamma, double **K);
 
 /* projection.c: a new model with its arrays allocated (R copied from Y
  * when not NULL). */
