@@ -611,7 +611,8 @@ static void kpca_dense_reference(void) {
 /* kpca_tiles.c's packed upper triangle against mds_base.c's full DGEMM kernel
  * matrix, bit for bit: real points (its own DGEMM tiles), integer points
  * 200..255 in D = 600 (SGEMM chunks of 258 coordinates, exact), integers
- * up to 3000 (chunks of 1: DGEMM again), N = 700 (a partial last tile). */
+ * up to 3000 (chunks of 1: DGEMM again), N = 700 (a partial last tile);
+ * and the kernel PCA of each at 1 and 2 threads, bit for bit. */
 static void kpca_upper_kernel_exact(void) {
   nle_ctx *ctx = test_ctx(2);
   size_t n = 700;
@@ -635,6 +636,19 @@ static void kpca_upper_kernel_exact(void) {
       if (!nle_test(differ == 0 && spread > 0)) printf("  kind %d: %zu of the upper entries differ\n", kind, differ);
     }
     free(full), free(upper);
+    /* the whole kernel PCA at 1 and 2 threads, bit for bit */
+    nle_kpca_opts o;
+    nle_kpca_opts_init(&o); /* the automatic gamma */
+    nle_kpca_result *r[2] = {NULL, NULL};
+    for (int t = 0; t < 2; t++) {
+      nle_ctx_set_threads(ctx, t + 1);
+      if (!nle_test_ok(nle_kpca(ctx, Y, NULL, &o, &r[t]))) printf("  %s\n", nle_ctx_error(ctx));
+    }
+    nle_ctx_set_threads(ctx, 1);
+    if (!nle_test(r[0] && r[1] && !memcmp(r[0]->X->data, r[1]->X->data, n * 2 * sizeof(double))))
+      printf("  kind %d: kernel PCA differs between 1 and 2 threads\n", kind);
+    nle_kpca_result_free(&r[0]);
+    nle_kpca_result_free(&r[1]);
     nle_matf_free(&Y);
   }
   nle_ctx_free(&ctx);
