@@ -148,13 +148,14 @@ nle_status nle__pairwise(nle_ctx *ctx, const nle_matf *Q, const nle_matf *R, nle
 nle_status nle__kernel_matrix_alloc(nle_ctx *ctx, size_t n, bool packed, double **K) {
   double bytes = (packed ? (double)n * (double)(n + 1) / 2 : (double)n * (double)n) * sizeof(double);
   *K = NULL;
-  nle_status s = nle__check_memory(ctx, bytes, "the N x N kernel matrix");
+  const char *what = packed ? "the N x N kernel matrix's upper triangle" : "the N x N kernel matrix";
+  nle_status s = nle__check_memory(ctx, bytes, what);
   if (s)
-    return nle__fail(ctx, s, "the N x N kernel matrix of %zu points needs %.2f GiB, over the memory cap (%.2f GiB): "
-                     "a sparse kernel on the kNN graph needs N k (a kernel's neighbour count k > 0)", n,
-                     bytes / 1073741824.0, (double)nle__memory_cap(ctx) / 1073741824.0);
+    return nle__fail(ctx, s, "%s of %zu points needs %.2f GiB, over the memory cap (%.2f GiB): a sparse kernel on the "
+                     "kNN graph needs N k (a kernel's neighbour count k > 0)", what, n, bytes / 1073741824.0,
+                     (double)nle__memory_cap(ctx) / 1073741824.0);
   *K = nle__malloc_huge((size_t)bytes);
-  return *K ? NLE_OK : nle__fail(ctx, NLE_ERR_NOMEM, "out of memory for the N x N kernel matrix");
+  return *K ? NLE_OK : nle__fail(ctx, NLE_ERR_NOMEM, "out of memory for %s", what);
 }
 
 nle_status nle__kernel_matrix(nle_ctx *ctx, const nle_matf *Y, const nle_pdkernel *k, double **K) {
