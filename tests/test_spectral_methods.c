@@ -488,6 +488,31 @@ static void reference_lle(const nle_matf *Y, const nle_csr *knn, double reg, siz
   free(ev);
 }
 
+/* A neighbourhood of every point (N = 9, k = 8): each row of M touches all
+ * N columns, the alignment's row buffers full; the eigenvalues against the
+ * dense reference LLE (1e-8 relative + 1e-14). */
+static void lle_full_rows(void) {
+  nle_ctx *ctx = test_ctx(3);
+  enum { N = 9, K = 8, DIM = 2 };
+  nle_matf *Y = test_random_matf(N, 3, 41);
+  nle_knn_opts ko;
+  nle_knn_opts_init(&ko);
+  ko.k = K;
+  nle_csr *knn = NULL;
+  nle_test_ok(nle_knn_exact(ctx, Y, &ko, &knn));
+  double ref[DIM + 1], X[N * DIM];
+  reference_lle(Y, knn, 1e-3, DIM, ref, X);
+  nle_spectral_result *r = lle_of(ctx, Y, K, 1e-3, NLE_EIGEN_DENSE);
+  for (int t = 0; r && t <= DIM; t++)
+    if (!nle_test(fabs(r->eigenvalues[t] - ref[t]) <= 1e-8 * fabs(ref[t]) + 1e-14))
+      printf("  %.12g vs %.12g\n", r->eigenvalues[t], ref[t]);
+  nle_test(r != NULL);
+  nle_spectral_result_free(&r);
+  nle_csr_free(&knn);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+}
+
 /* Swiss-roll-like points in 3-D: LLE by the library (dense and sparse)
  * against the reference above: eigenvalues to 1e-8 relative plus 1e-14
  * absolute (M's norm is O(1) and its bottom eigenvalues ~1e-8: double
@@ -1089,6 +1114,7 @@ const nle_test_case spectral_method_tests[] = {
     {"lle/plane", lle_plane},
     {"lle/bad_input", lle_bad_input},
     {"lle/same_for_threads", alignment_same_for_threads},
+    {"lle/full_rows", lle_full_rows},
     {"ltsa/hlle_against_reference", ltsa_hlle_against_reference},
     {"ltsa/rank_deficient", ltsa_rank_deficient},
     {"mlle/plane_and_solvers", mlle_plane_and_solvers},

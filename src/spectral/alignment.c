@@ -198,7 +198,7 @@ static int assemble_block(void *job, size_t b, void *scratch, bool fill) {
   size_t n = j->n, per = (n + ROW_BLOCKS - 1) / ROW_BLOCKS, r1 = (b + 1) * per < n ? (b + 1) * per : n;
   double *acc = scratch;
   int32_t *cols = (int32_t *)(acc + n);
-  char *seen = (char *)(cols + n);
+  char *seen = (char *)(cols + n + 1); /* cols: n + 1, the branchless append writes one past a full row */
   memset(seen, 0, n);
   if (fill) memset(acc, 0, n * sizeof(double));
   for (size_t row = b * per; row < r1; row++) {
@@ -238,7 +238,7 @@ static nle_status assemble(nle_ctx *ctx, size_t n, int max_m, const int32_t *idx
       for (int a = 0; a < m[i]; a++) touch[fill[idx[i * mm + (size_t)a]]++] = (int64_t)(i * mm + (size_t)a);
   }
   assemble_job job = {n, mm, idx, m, blocks, rank_one ? mm : mm * mm, rank_one, start, touch, fill, NULL};
-  size_t scratch = n * (sizeof(double) + sizeof(int32_t) + 1);
+  size_t scratch = n * sizeof(double) + (n + 1) * sizeof(int32_t) + n;
   int threads = nle__threads_for(ctx, (double)start[n] * (double)mm);
   if (!s) s = nle__for_blocks(ctx, "the alignment matrix", ROW_BLOCKS, threads, scratch, count_block, &job);
   int64_t nnz = 0;
