@@ -8,6 +8,9 @@ its peak RSS is its own; the data sets; and the scores of any embedding.
   gen-fashion N OUT   OUT/mk_fmN.npy: the first N Fashion-MNIST images
                       projected on their own top 50 principal components
                       (float32; what both tools get) and the labels (int32)
+  gen-fashion-raw N OUT
+                      OUT/mk_fmrawN.npy: the first N images' raw pixels
+                      (N x 784, 0..255 as float32) and the labels
   gamma INPUT         prints 1 / (2 s2), s2 the median squared distance of
                       10,000 random pairs (numpy seed 0): the RBF gamma both
                       tools get (nlembed's NLE_AUTO rule, fixed here)
@@ -55,6 +58,12 @@ def gen_fashion(n, out):
     w, V = np.linalg.eigh(X.T @ X)  # 784 x 784 scatter; eigh ascending
     np.save(f"{out}/mk_fm{n}.npy", (X @ V[:, ::-1][:, :50]).astype(np.float32))
     np.save(f"{out}/mk_fm{n}_labels.npy", fmnist.labels(n).astype(np.int32))
+
+
+def gen_fashion_raw(n, out):
+    import fmnist
+    np.save(f"{out}/mk_fmraw{n}.npy", fmnist.images(n).astype(np.float32))
+    np.save(f"{out}/mk_fmraw{n}_labels.npy", fmnist.labels(n).astype(np.int32))
 
 
 def gamma(path):
@@ -173,6 +182,8 @@ if __name__ == "__main__":
         gen_roll(int(args[0]), args[1])
     elif cmd == "gen-fashion":
         gen_fashion(int(args[0]), args[1])
+    elif cmd == "gen-fashion-raw":
+        gen_fashion_raw(int(args[0]), args[1])
     elif cmd == "gamma":
         print(repr(gamma(args[0])))
     elif cmd == "score":

@@ -4,6 +4,7 @@
  * force (PAV), dense references computed here (LAPACK) and invariances. */
 #include "harness.h"
 #include "nle_common.h"
+#include "../src/mds/mds_internal.h"
 
 #include <lapacke.h>
 #include <math.h>
@@ -607,6 +608,52 @@ static void kpca_dense_reference(void) {
   nle_ctx_free(&ctx);
 }
 
+/* kpca_tiles.c's packed upper triangle against mds_base.c's full DGEMM kernel
+ * matrix, bit for bit: real points (its own DGEMM tiles), integer points
+ * 200..255 in D = 600 (SGEMM chunks of 258 coordinates, exact), integers
+ * up to 3000 (chunks of 1: DGEMM again), N = 700 (a partial last tile);
+ * and the kernel PCA of each at 1 and 2 threads, bit for bit. */
+static void kpca_upper_kernel_exact(void) {
+  nle_ctx *ctx = test_ctx(2);
+  size_t n = 700;
+  for (int kind = 0; kind < 3; kind++) {
+    size_t D = kind == 1 ? 600 : 7;
+    nle_matf *Y = test_random_matf(n, D, 77 + (uint64_t)kind);
+    /* 200..255: an inner product over all 600 reaches 2.4e7 > 2^24, one
+     * chunk's stays below */
+    for (size_t e = 0; kind && e < n * D; e++)
+      Y->data[e] = kind == 1 ? 200.0f + floorf(Y->data[e] * 56.0f) : floorf(Y->data[e] * 3001.0f);
+    nle_pdkernel k;
+    nle_pdkernel_init(&k);
+    k.gamma = kind == 1 ? 5e-6 : 0.05;
+    double *full = NULL, *upper = NULL;
+    if (nle_test_ok(nle__kernel_matrix(ctx, Y, &k, &full)) &&
+        nle_test_ok(nle__kernel_packed_gaussian(ctx, Y, k.gamma, &upper))) {
+      size_t differ = 0, p = 0;
+      double spread = 0;
+      for (size_t i = 0; i < n; i++)
+        for (size_t j = i; j < n; j++, p++) differ += upper[p] != full[i * n + j], spread += full[i * n + j] < 0.5;
+      if (!nle_test(differ == 0 && spread > 0)) printf("  kind %d: %zu of the upper entries differ\n", kind, differ);
+    }
+    free(full), free(upper);
+    /* the whole kernel PCA at 1 and 2 threads, bit for bit */
+    nle_kpca_opts o;
+    nle_kpca_opts_init(&o); /* the automatic gamma */
+    nle_kpca_result *r[2] = {NULL, NULL};
+    for (int t = 0; t < 2; t++) {
+      nle_ctx_set_threads(ctx, t + 1);
+      if (!nle_test_ok(nle_kpca(ctx, Y, NULL, &o, &r[t]))) printf("  %s\n", nle_ctx_error(ctx));
+    }
+    nle_ctx_set_threads(ctx, 1);
+    if (!nle_test(r[0] && r[1] && !memcmp(r[0]->X->data, r[1]->X->data, n * 2 * sizeof(double))))
+      printf("  kind %d: kernel PCA differs between 1 and 2 threads\n", kind);
+    nle_kpca_result_free(&r[0]);
+    nle_kpca_result_free(&r[1]);
+    nle_matf_free(&Y);
+  }
+  nle_ctx_free(&ctx);
+}
+
 /* Three Gaussian classes in 4-D, shifted apart. */
 static nle_matf *classes(size_t n, int32_t *labels, uint64_t seed) {
   nle_matf *Y = test_random_matf(n, 4, seed);
@@ -971,6 +1018,7 @@ const nle_test_case mds_tests[] = {
     {"mds/landmark_exact", landmark_exact},
     {"mds/kpca", kpca_checks},
     {"mds/kpca_dense_reference", kpca_dense_reference},
+    {"mds/kpca_upper_kernel_exact", kpca_upper_kernel_exact},
     {"mds/lda", lda_checks}, {"mds/lda_rank_deficient", lda_rank_deficient}, {"mds/lda_wide", lda_wide},
     {"mds/bad_input", bad_input},
     {NULL, NULL}};

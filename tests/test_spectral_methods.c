@@ -292,6 +292,38 @@ static void same_for_threads(void) {
   nle_matf_free(&Y);
 }
 
+/* The LLE family at 1 and 2 threads, bit for bit: the alignment matrix's
+ * rows in parallel blocks (LLE's rank-one blocks and LTSA's full ones) and
+ * the shift-invert solve, on a 3,000-point roll. */
+static void alignment_same_for_threads(void) {
+  enum { N = 3000 };
+  nle_matf *Y = test_random_matf(N, 3, 12);
+  for (size_t i = 0; i < N; i++) {
+    double t = 3 + 6 * (Y->data[i * 3] + 0.5);
+    Y->data[i * 3] = (float)(t * cos(t) / 4), Y->data[i * 3 + 1] = (float)(t * sin(t) / 4);
+  }
+  nle_spectral_input in = {Y, NULL, NULL};
+  nle_spectral_method methods[] = {NLE_SPECTRAL_LLE, NLE_SPECTRAL_LTSA};
+  for (int mi = 0; mi < 2; mi++) {
+    nle_spectral_result *r[2] = {NULL, NULL};
+    for (int t = 0; t < 2; t++) {
+      nle_ctx *ctx = test_ctx(6);
+      nle_ctx_set_threads(ctx, t + 1);
+      nle_spectral_opts o;
+      nle_spectral_opts_init(&o);
+      o.k = 10;
+      nle_test_ok(nle_spectral_embed(ctx, methods[mi], &in, &o, &r[t]));
+      nle_ctx_free(&ctx);
+    }
+    if (!nle_test(r[0] && r[1] && r[0]->solver_used == NLE_EIGEN_SHIFT_INVERT &&
+                  !memcmp(r[0]->X->data, r[1]->X->data, N * 2 * sizeof(double))))
+      printf("  method %d differs between 1 and 2 threads\n", mi);
+    nle_spectral_result_free(&r[0]);
+    nle_spectral_result_free(&r[1]);
+  }
+  nle_matf_free(&Y);
+}
+
 /* The neighbour search among principal components: with every point a
  * candidate, the re-ranking by distances in Y is the exact search, so the
  * embedding is the exact one's bit for bit; on wide data (N > 5,000,
@@ -454,6 +486,31 @@ static void reference_lle(const nle_matf *Y, const nle_csr *knn, double reg, siz
   free(W);
   free(M);
   free(ev);
+}
+
+/* A neighbourhood of every point (N = 9, k = 8): each row of M touches all
+ * N columns, the alignment's row buffers full; the eigenvalues against the
+ * dense reference LLE (1e-8 relative + 1e-14). */
+static void lle_full_rows(void) {
+  nle_ctx *ctx = test_ctx(3);
+  enum { N = 9, K = 8, DIM = 2 };
+  nle_matf *Y = test_random_matf(N, 3, 41);
+  nle_knn_opts ko;
+  nle_knn_opts_init(&ko);
+  ko.k = K;
+  nle_csr *knn = NULL;
+  nle_test_ok(nle_knn_exact(ctx, Y, &ko, &knn));
+  double ref[DIM + 1], X[N * DIM];
+  reference_lle(Y, knn, 1e-3, DIM, ref, X);
+  nle_spectral_result *r = lle_of(ctx, Y, K, 1e-3, NLE_EIGEN_DENSE);
+  for (int t = 0; r && t <= DIM; t++)
+    if (!nle_test(fabs(r->eigenvalues[t] - ref[t]) <= 1e-8 * fabs(ref[t]) + 1e-14))
+      printf("  %.12g vs %.12g\n", r->eigenvalues[t], ref[t]);
+  nle_test(r != NULL);
+  nle_spectral_result_free(&r);
+  nle_csr_free(&knn);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
 }
 
 /* Swiss-roll-like points in 3-D: LLE by the library (dense and sparse)
@@ -1056,6 +1113,8 @@ const nle_test_case spectral_method_tests[] = {
     {"lle/invariances", lle_invariances},
     {"lle/plane", lle_plane},
     {"lle/bad_input", lle_bad_input},
+    {"lle/same_for_threads", alignment_same_for_threads},
+    {"lle/full_rows", lle_full_rows},
     {"ltsa/hlle_against_reference", ltsa_hlle_against_reference},
     {"ltsa/rank_deficient", ltsa_rank_deficient},
     {"mlle/plane_and_solvers", mlle_plane_and_solvers},

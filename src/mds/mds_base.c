@@ -32,54 +32,15 @@ void nle_pdkernel_init(nle_pdkernel *k) {
   k->degree = 3;
 }
 
-/* exp(x) for x <= 0, to about an ulp, written so that a loop of it
- * vectorises (libm's exp does not without -ffast-math): x = k ln2 + r,
- * |r| <= ln2 / 2 (Cody-Waite, ln2 in two parts), e^r by its Taylor series
- * to r^13 (remainder below 1e-17), times 2^k built in the exponent bits. */
-static inline double exp_nonpositive(double x) {
-  x = x < -708.0 ? -708.0 : x; /* e^-708 ~ 3e-308: the kernel is 0 to the eigensolver */
-  /* round to nearest by the 1.5 * 2^52 shifter: arithmetic only, so it vectorises */
-  double k = (x * 1.4426950408889634 + 6755399441055744.0) - 6755399441055744.0;
-  double r = (x - k * 6.93147180369123816490e-01) - k * 1.90821492927058770002e-10;
-  double p = 1.0 / 6227020800.0;
-  p = p * r + 1.0 / 479001600.0;
-  p = p * r + 1.0 / 39916800.0;
-  p = p * r + 1.0 / 3628800.0;
-  p = p * r + 1.0 / 362880.0;
-  p = p * r + 1.0 / 40320.0;
-  p = p * r + 1.0 / 5040.0;
-  p = p * r + 1.0 / 720.0;
-  p = p * r + 1.0 / 120.0;
-  p = p * r + 1.0 / 24.0;
-  p = p * r + 1.0 / 6.0;
-  p = p * r + 0.5;
-  p = p * r + 1.0;
-  p = p * r + 1.0;
-  int64_t bits = ((int64_t)k + 1023) << 52;
-  double scale;
-  memcpy(&scale, &bits, sizeof scale);
-  return p * scale;
-}
-
 /* The kernel from the inner product and the squared norms. */
 static inline double kernel_of(const nle_pdkernel *k, double dot, double na, double nb) {
   switch (k->kind) {
   case NLE_PDK_GAUSSIAN: {
     double d2 = na + nb - 2.0 * dot;
-    return exp_nonpositive(-k->gamma * (d2 > 0 ? d2 : 0.0));
+    return nle__exp_nonpositive(-k->gamma * (d2 > 0 ? d2 : 0.0));
   }
   case NLE_PDK_POLYNOMIAL: return pow(k->gamma * dot + k->coef0, k->degree);
   default: return dot;
-  }
-}
-
-/* A block of Gaussian kernel values from inner products and norms. */
-NLE_HOT static void gaussian_row(double gamma, const double *dot, double na, const double *nb, size_t cols,
-                                 double *out) {
-#pragma omp simd
-  for (size_t c = 0; c < cols; c++) {
-    double d2 = na + nb[c] - 2.0 * dot[c];
-    out[c] = exp_nonpositive(-gamma * (d2 > 0 ? d2 : 0.0));
   }
 }
 
@@ -146,7 +107,7 @@ static int cross_block(void *job, size_t b, void *scratch) {
       double qn = j->qn[i0 + r];
       size_t at = (i0 + r) * m + c0;
       if (j->what == NLE__PAIR_KERNEL && j->k->kind == NLE_PDK_GAUSSIAN) {
-        gaussian_row(j->k->gamma, g, qn, rn, cols, (double *)j->out + at);
+        nle__gaussian_row(j->k->gamma, g, qn, rn, cols, (double *)j->out + at);
       } else if (j->what == NLE__PAIR_KERNEL) {
         for (size_t c = 0; c < cols; c++) ((double *)j->out)[at + c] = kernel_of(j->k, g[c], qn, rn[c]);
       } else {
@@ -184,16 +145,23 @@ nle_status nle__pairwise(nle_ctx *ctx, const nle_matf *Q, const nle_matf *R, nle
   return s;
 }
 
+nle_status nle__kernel_matrix_alloc(nle_ctx *ctx, size_t n, bool packed, double **K) {
+  double bytes = (packed ? (double)n * (double)(n + 1) / 2 : (double)n * (double)n) * sizeof(double);
+  *K = NULL;
+  const char *what = packed ? "the N x N kernel matrix's upper triangle" : "the N x N kernel matrix";
+  nle_status s = nle__check_memory(ctx, bytes, what);
+  if (s)
+    return nle__fail(ctx, s, "%s of %zu points needs %.2f GiB, over the memory cap (%.2f GiB): a sparse kernel on the "
+                     "kNN graph needs N k (a kernel's neighbour count k > 0)", what, n, bytes / 1073741824.0,
+                     (double)nle__memory_cap(ctx) / 1073741824.0);
+  *K = nle__malloc_huge((size_t)bytes);
+  return *K ? NLE_OK : nle__fail(ctx, NLE_ERR_NOMEM, "out of memory for %s", what);
+}
+
 nle_status nle__kernel_matrix(nle_ctx *ctx, const nle_matf *Y, const nle_pdkernel *k, double **K) {
   size_t n = Y->rows;
-  double bytes = (double)n * (double)n * sizeof(double);
-  nle_status s = nle__check_memory(ctx, bytes, "the N x N kernel matrix");
-  if (s)
-    return nle__fail(ctx, s, "the N x N kernel matrix of %zu points needs %.2f GiB, over the memory cap (%.2f GiB): "
-                     "a sparse kernel on the kNN graph needs N k (a kernel's neighbour count k > 0)", n,
-                     bytes / 1073741824.0, (double)nle__memory_cap(ctx) / 1073741824.0);
-  *K = nle__malloc_huge(n * n * sizeof(double));
-  if (!*K) return nle__fail(ctx, NLE_ERR_NOMEM, "out of memory for the N x N kernel matrix");
+  nle_status s = nle__kernel_matrix_alloc(ctx, n, false, K);
+  if (s) return s;
   s = nle__pairwise(ctx, Y, Y, NLE__PAIR_KERNEL, k, *K);
   /* (gamma x.y + coef0)^degree overflows for a large degree or gamma: an
    * overflow that happened is refused, naming what to lower */

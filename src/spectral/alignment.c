@@ -136,7 +136,8 @@ static int blocks_block(void *job, size_t b, void *scratch) {
   const blocks_job *j = job;
   size_t n = (size_t)j->job->knn->rows, mm = (size_t)j->lm->max_m, i1 = (b + 1) * POINT_BLOCK < n ? (b + 1) * POINT_BLOCK : n;
   for (size_t i = b * POINT_BLOCK; i < i1; i++)
-    j->m[i] = j->lm->local(j->lm->model, j->job, i, j->idx + i * mm, j->blocks + i * mm * mm, scratch);
+    j->m[i] = j->lm->local(j->lm->model, j->job, i, j->idx + i * mm, j->blocks + i * (j->lm->rank_one ? mm : mm * mm),
+                           scratch); /* rank one: v alone */
   return 0;
 }
 
@@ -144,68 +145,112 @@ static int blocks_block(void *job, size_t b, void *scratch) {
  * listed first (a CSR of row -> (point, slot) pairs, in point order);
  * then each row is summed into a dense accumulator in that order, its
  * columns collected once and sorted: the same sums for any thread count,
- * and no sort over all the triplets. */
-static int cmp_int32(const void *a, const void *b) {
-  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-  return (x > y) - (x < y);
+ * and no sort over all the triplets. The rows in ROW_BLOCKS fixed blocks
+ * in parallel, twice: their column counts, then their entries (the rows
+ * of 20,000 LLE points took 0.11-0.2 s serially with qsort). */
+enum { ROW_BLOCKS = 64, PREFETCH_AHEAD = 4 };
+
+typedef struct {
+  size_t n, mm;
+  const int32_t *idx;
+  const int *m;
+  const double *blocks; /* point i's at i block_len: m x m, or v of v v^T (rank_one) */
+  size_t block_len;
+  bool rank_one;
+  const int64_t *start, *touch;
+  int64_t *count; /* pass 0: each row's columns */
+  nle_csr *out;   /* pass 1: filled */
+} assemble_job;
+
+/* Row `row`'s distinct columns into cols (sorted), their sums into acc
+ * when it is not NULL; seen (and acc) are left as found, all zero. */
+static size_t row_columns(const assemble_job *j, size_t row, char *seen, int32_t *cols, double *acc) {
+  size_t ncols = 0, mm = j->mm;
+  for (int64_t p = j->start[row]; p < j->start[row + 1]; p++) {
+    size_t i = (size_t)j->touch[p] / mm, a = (size_t)j->touch[p] % mm;
+    if (acc && p + PREFETCH_AHEAD < j->start[row + 1]) { /* the touches' block rows lie scattered: fetch ahead */
+      size_t ia = (size_t)j->touch[p + PREFETCH_AHEAD] / mm, aa = (size_t)j->touch[p + PREFETCH_AHEAD] % mm;
+      const double *ahead = j->blocks + ia * j->block_len + (j->rank_one ? 0 : aa * (size_t)j->m[ia]);
+      __builtin_prefetch(ahead);
+      __builtin_prefetch(ahead + mm - 1);
+    }
+    const double *block = j->blocks + i * j->block_len;
+    for (int c = 0; c < j->m[i]; c++) {
+      int32_t col = j->idx[i * mm + (size_t)c];
+      cols[ncols] = col; /* kept when new: no branch to mispredict */
+      ncols += !seen[col];
+      seen[col] = 1;
+      if (acc) acc[col] += j->rank_one ? block[a] * block[c] : block[a * (size_t)j->m[i] + (size_t)c];
+    }
+  }
+  for (size_t c = 1; c < ncols; c++) { /* insertion sort: a row has a few dozen columns */
+    int32_t v = cols[c];
+    size_t q = c;
+    for (; q > 0 && cols[q - 1] > v; q--) cols[q] = cols[q - 1];
+    cols[q] = v;
+  }
+  for (size_t c = 0; c < ncols; c++) seen[cols[c]] = 0;
+  return ncols;
 }
 
+static int assemble_block(void *job, size_t b, void *scratch, bool fill) {
+  const assemble_job *j = job;
+  size_t n = j->n, per = (n + ROW_BLOCKS - 1) / ROW_BLOCKS, r1 = (b + 1) * per < n ? (b + 1) * per : n;
+  double *acc = scratch;
+  int32_t *cols = (int32_t *)(acc + n);
+  char *seen = (char *)(cols + n + 1); /* cols: n + 1, the branchless append writes one past a full row */
+  memset(seen, 0, n);
+  if (fill) memset(acc, 0, n * sizeof(double));
+  for (size_t row = b * per; row < r1; row++) {
+    size_t ncols = row_columns(j, row, seen, cols, fill ? acc : NULL);
+    if (!fill) {
+      j->count[row] = (int64_t)ncols;
+      continue;
+    }
+    int64_t k = j->out->rowptr[row];
+    for (size_t c = 0; c < ncols; c++) {
+      j->out->colind[k + (int64_t)c] = cols[c];
+      ((double *)j->out->val)[k + (int64_t)c] = acc[cols[c]];
+      acc[cols[c]] = 0.0;
+    }
+  }
+  return 0;
+}
+
+static int count_block(void *job, size_t b, void *scratch) { return assemble_block(job, b, scratch, false); }
+static int fill_block(void *job, size_t b, void *scratch) { return assemble_block(job, b, scratch, true); }
+
 static nle_status assemble(nle_ctx *ctx, size_t n, int max_m, const int32_t *idx, const int *m, const double *blocks,
-                           nle_csr **M) {
+                           bool rank_one, nle_csr **M) {
   size_t mm = (size_t)max_m;
+  *M = NULL;
   int64_t *start = nle__calloc(ctx, n + 1, sizeof(int64_t), "the alignment matrix");
   if (!start) return NLE_ERR_NOMEM;
   for (size_t i = 0; i < n; i++)
     for (int a = 0; a < m[i]; a++) start[idx[i * mm + (size_t)a] + 1]++;
   for (size_t i = 0; i < n; i++) start[i + 1] += start[i];
   int64_t *touch = nle__malloc(ctx, (size_t)(start[n] ? start[n] : 1) * sizeof(int64_t), "the alignment matrix");
-  int64_t *fill = nle__malloc(ctx, n * sizeof(int64_t), "the alignment matrix");
-  double *acc = nle__calloc(ctx, n, sizeof(double), "the alignment matrix");
-  int32_t *cols = nle__malloc(ctx, n * sizeof(int32_t), "the alignment matrix");
-  char *seen = nle__calloc(ctx, n, 1, "the alignment matrix");
-  nle_status s = touch && fill && acc && cols && seen ? NLE_OK : NLE_ERR_NOMEM;
+  int64_t *fill = nle__malloc(ctx, (n + 1) * sizeof(int64_t), "the alignment matrix");
+  nle_status s = touch && fill ? NLE_OK : NLE_ERR_NOMEM;
   if (!s) {
     memcpy(fill, start, n * sizeof(int64_t));
     for (size_t i = 0; i < n; i++) /* (point i, its slot a) touches row idx[i][a] */
       for (int a = 0; a < m[i]; a++) touch[fill[idx[i * mm + (size_t)a]]++] = (int64_t)(i * mm + (size_t)a);
   }
-  /* two passes: count each row's columns, then fill them */
-  nle_csr *out = NULL;
+  assemble_job job = {n, mm, idx, m, blocks, rank_one ? mm : mm * mm, rank_one, start, touch, fill, NULL};
+  size_t scratch = n * sizeof(double) + (n + 1) * sizeof(int32_t) + n;
+  int threads = nle__threads_for(ctx, (double)start[n] * (double)mm);
+  if (!s) s = nle__for_blocks(ctx, "the alignment matrix", ROW_BLOCKS, threads, scratch, count_block, &job);
   int64_t nnz = 0;
-  for (int pass = 0; !s && pass < 2; pass++) {
-    for (size_t row = 0; row < n; row++) {
-      size_t ncols = 0;
-      for (int64_t p = start[row]; p < start[row + 1]; p++) {
-        size_t i = (size_t)touch[p] / mm, a = (size_t)touch[p] % mm;
-        const double *brow = blocks + i * mm * mm + a * (size_t)m[i];
-        for (int c = 0; c < m[i]; c++) {
-          int32_t col = idx[i * mm + (size_t)c];
-          if (!seen[col]) seen[col] = 1, cols[ncols++] = col;
-          acc[col] += brow[c];
-        }
-      }
-      qsort(cols, ncols, sizeof(int32_t), cmp_int32);
-      if (pass) {
-        int64_t k = out->rowptr[row];
-        for (size_t c = 0; c < ncols; c++) {
-          out->colind[k + (int64_t)c] = cols[c];
-          ((double *)out->val)[k + (int64_t)c] = acc[cols[c]];
-        }
-        out->rowptr[row + 1] = k + (int64_t)ncols;
-      } else {
-        nnz += (int64_t)ncols;
-      }
-      for (size_t c = 0; c < ncols; c++) acc[cols[c]] = 0.0, seen[cols[c]] = 0;
-    }
-    if (!pass) s = nle_csr_alloc(ctx, (int64_t)n, (int64_t)n, nnz, NLE_F64, &out);
-  }
+  for (size_t row = 0; !s && row < n; row++) nnz += fill[row];
+  if (!s) s = nle_csr_alloc(ctx, (int64_t)n, (int64_t)n, nnz, NLE_F64, &job.out);
+  for (size_t row = 0; !s && row < n; row++) job.out->rowptr[row + 1] = job.out->rowptr[row] + fill[row];
+  if (!s) s = nle__for_blocks(ctx, "the alignment matrix", ROW_BLOCKS, threads, scratch, fill_block, &job);
   free(start);
   free(touch);
   free(fill);
-  free(acc);
-  free(cols);
-  free(seen);
-  *M = out;
+  if (s) nle_csr_free(&job.out);
+  *M = job.out;
   return s;
 }
 
@@ -238,11 +283,12 @@ nle_status nle__alignment_embed(nle_ctx *ctx, const nle__spectral_job *job, cons
                                 nle_spectral_result *r) {
   const nle_spectral_opts *o = job->o;
   size_t n = (size_t)job->knn->rows, d = (size_t)o->dim, nev = d + 1, mm = (size_t)lm->max_m;
-  nle_status s = nle__check_memory(ctx, (double)n * (double)mm * (double)mm * sizeof(double), "the local blocks");
+  size_t block_len = lm->rank_one ? mm : mm * mm;
+  nle_status s = nle__check_memory(ctx, (double)n * (double)block_len * sizeof(double), "the local blocks");
   if (s) return s;
   blocks_job bj = {lm, job, nle__malloc(ctx, n * mm * sizeof(int32_t), "the local blocks"),
                    nle__malloc(ctx, n * sizeof(int), "the local blocks"),
-                   nle__malloc(ctx, n * mm * mm * sizeof(double), "the local blocks")};
+                   nle__malloc(ctx, n * block_len * sizeof(double), "the local blocks")};
   if (!bj.idx || !bj.m || !bj.blocks) s = NLE_ERR_NOMEM;
   double t0 = nle_time_seconds(), t_blocks = 0, t_assemble = 0;
   if (!s)
@@ -256,7 +302,7 @@ nle_status nle__alignment_embed(nle_ctx *ctx, const nle__spectral_job *job, cons
   nle_csr *M = NULL;
   t_blocks = nle_time_seconds() - t0;
   t0 = nle_time_seconds();
-  if (!s) s = assemble(ctx, n, lm->max_m, bj.idx, bj.m, bj.blocks, &M);
+  if (!s) s = assemble(ctx, n, lm->max_m, bj.idx, bj.m, bj.blocks, lm->rank_one, &M);
   t_assemble = nle_time_seconds() - t0;
   t0 = nle_time_seconds();
   free(bj.idx);

@@ -64,7 +64,7 @@ static nle_status hlle_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spe
                      ">= d + d(d+1)/2 = %zu", job->k, d, d + dp);
   nle__local_model lm = {"hlle", NULL, k,
                          (size_t)k * job->Y->cols + 2 * (size_t)k * (size_t)k + (size_t)k + (size_t)k * (1 + d + dp),
-                         hlle_local};
+                         hlle_local, false};
   return nle__alignment_embed(ctx, job, &lm, r);
 }
 

@@ -193,7 +193,7 @@ nle_status nle__laplacian_smallest(nle_ctx *ctx, const nle_csr *W, bool normalis
   double *z = vecs ? nle__malloc(ctx, n * (size_t)nev * sizeof(double), "eigenvectors") : NULL;
   if (!s && vecs && !z) s = NLE_ERR_NOMEM;
   if (!s)
-    s = nle__smallest_by_factor(ctx, "Laplacian eigenvalues", &cc, factor, n, eps, nev, 0.0, block, vals, z);
+    s = nle__smallest_by_factor(ctx, "Laplacian eigenvalues", &cc, factor, n, eps, nev, 0.0, block, 0, vals, z);
   if (!s && vecs) s = nle_matd_alloc(ctx, n, (size_t)nev, vecs);
   if (!s && vecs) memcpy((*vecs)->data, z, n * (size_t)nev * sizeof(double));
   free(z);

@@ -79,7 +79,8 @@ void nle__gram_weights(double *G, int k, double reg, double *w) {
 }
 
 /* LLE's block for point i: v v^T on (i, its neighbours), v = (1, -w),
- * w the regularised reconstruction weights. scratch: k D + k^2 + k. */
+ * w the regularised reconstruction weights, given as v (a rank-one
+ * model). scratch: k D + k^2 + k. */
 static int lle_local(const void *model, const nle__spectral_job *job, size_t i, int32_t *idx, double *block,
                      double *scratch) {
   (void)model;
@@ -91,11 +92,7 @@ static int lle_local(const void *model, const nle__spectral_job *job, size_t i, 
   nle__barycentre_weights(job->Y->data + i * D, job->Y->data, D, knn->colind + q0, k, job->o->reg, scratch, w);
   idx[0] = (int32_t)i;
   for (int a = 0; a < k; a++) idx[a + 1] = knn->colind[q0 + a];
-  for (int a = 0; a < m; a++)
-    for (int c = 0; c < m; c++) {
-      double va = a ? -w[a - 1] : 1.0, vc = c ? -w[c - 1] : 1.0;
-      block[a * m + c] = va * vc;
-    }
+  for (int a = 0; a < m; a++) block[a] = a ? -w[a - 1] : 1.0;
   return m;
 }
 
@@ -112,7 +109,7 @@ static nle_status lle_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spec
   if (job->o->reg == 0 && (size_t)k > D)
     return nle__fail(ctx, NLE_ERR_ARG, "lle: {@neighbors=%d} neighbours in %zu dimensions make the weights not "
                      "unique; a regulariser {@reg} > 0 is needed", k, D);
-  nle__local_model lm = {"lle", NULL, k + 1, (size_t)k * D + (size_t)k * (size_t)k + (size_t)k, lle_local};
+  nle__local_model lm = {"lle", NULL, k + 1, (size_t)k * D + (size_t)k * (size_t)k + (size_t)k, lle_local, true};
   return nle__alignment_embed(ctx, job, &lm, r);
 }
 

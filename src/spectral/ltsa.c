@@ -41,7 +41,7 @@ static nle_status ltsa_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spe
     return nle__fail(ctx, NLE_ERR_ARG, "ltsa: k = %d neighbours cannot span a %d-dimensional tangent space (k >= d)",
                      job->k, job->o->dim);
   nle__local_model lm = {"ltsa", NULL, k, (size_t)k * job->Y->cols + 2 * (size_t)k * (size_t)k + (size_t)k,
-                         ltsa_local};
+                         ltsa_local, false};
   return nle__alignment_embed(ctx, job, &lm, r);
 }
 

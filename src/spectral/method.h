@@ -66,7 +66,9 @@ nle_status nle__laplacian_eigs(nle_ctx *ctx, const nle_csr *W, nle_laplacian_kin
 /* alignment.c: the LLE family's local models. local() fills, for point
  * i, at most max_m indices idx and the m x m block (row-major, stride m)
  * of its contribution to M, using `scratch` (scratch_doubles); returns m,
- * or -1 for a degenerate neighbourhood. */
+ * or -1 for a degenerate neighbourhood. A rank_one model (LLE's v v^T)
+ * fills only v (m values): the assembly forms v_a v_c itself, the same
+ * products, from a max_m-th of the memory it would read scattered. */
 typedef struct {
   const char *name;
   const void *model;
@@ -74,6 +76,7 @@ typedef struct {
   size_t scratch_doubles;
   int (*local)(const void *model, const nle__spectral_job *job, size_t i, int32_t *idx, double *block,
                double *scratch);
+  bool rank_one;
 } nle__local_model;
 /* M = sum_i S_i B_i S_i^T, its d + 1 bottom eigenpairs (dense up to 400
  * points, else shift-invert), the constant one dropped, the embedding held

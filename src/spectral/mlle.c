@@ -171,7 +171,7 @@ static nle_status mlle_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spe
   }
   free(rj.ratio);
   if (s) return s;
-  nle__local_model lm = {"mlle", &mm, k + 1, gram + 3 * (size_t)k + (size_t)k * (size_t)k, mlle_local};
+  nle__local_model lm = {"mlle", &mm, k + 1, gram + 3 * (size_t)k + (size_t)k * (size_t)k, mlle_local, false};
   return nle__alignment_embed(ctx, job, &lm, r);
 }
 

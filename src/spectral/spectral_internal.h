@@ -32,10 +32,12 @@ nle_status nle__laplacian_smallest(nle_ctx *ctx, const nle_csr *W, bool normalis
 
 /* The nev smallest eigenpairs (values ascending, vectors row-major n x nev
  * or NULL) of the M whose factor F = M + shift I is given, from F^-1: by
- * Lanczos one solve at a time, or (block) by the block eigensolver with the
- * parallel many-right-hand-side solve below. */
+ * Lanczos one solve at a time with `basis` vectors (0: ARPACK's default),
+ * or (block) by the block eigensolver with the parallel
+ * many-right-hand-side solve below. */
 nle_status nle__smallest_by_factor(nle_ctx *ctx, const char *what, cholmod_common *cc, cholmod_factor *factor,
-                                   size_t n, double shift, int nev, double tol, bool block, double *vals, double *vecs);
+                                   size_t n, double shift, int nev, double tol, bool block, int basis, double *vals,
+                                   double *vecs);
 
 /* A x = B with a CHOLMOD supernodal factor of A, B's n rows of d values
  * row-major, in place, in parallel over the elimination tree (the same bits

@@ -1,0 +1,121 @@
+/* kpca_tiles.c — kernel PCA's dense Gaussian kernel (dissertation sec.
+ * 4.6.4, exp(-gamma |x - y|^2)) as its upper triangle packed by rows, for
+ * the eigensolver's dspmv.
+ *
+ * Why: the full kernel matrix of 10,000 x 784 points cost 3 s of DGEMM
+ * (mds_base.c's pairs), half of it for the lower triangle dsymv never
+ * read, and 800 MB whose fresh huge pages the kernel zeroed and compacted
+ * (44% of the run's samples under perf on this machine). Here only the
+ * TILE x TILE tiles (I, J), I <= J, are computed, in fixed blocks (the
+ * same bits for any thread count), into the N (N + 1) / 2 packed entries,
+ * each the same value as there: by the same DGEMM, or, for integer points
+ * (pixels 0..255, counts), by SGEMMs over chunks of coordinates short
+ * enough that float holds every product and partial sum exactly (twice
+ * DGEMM's speed, the same exact inner products; tests/test_mds.c's
+ * kpca_upper_kernel_exact compares bit for bit). 10,000 Fashion-MNIST
+ * images, load 10, one run after the other: kernel 4.4-6.5 s (full
+ * matrix, upper tiles) -> 1.9-2.2 s, eigenpairs 1.4-1.9 s (dsymv) ->
+ * 2.4-2.6 s (dspmv), total 6.1-8.2 -> 4.6-5.3 s, peak 833 -> 442 MB.
+ * Tried and left: the tiles kept as floats (eigenvalues 6e-10 off on
+ * N = 600, the model's map of the training points 1e-9 off), inner
+ * products of real points in float (SGEMM: the eigenvalues of the 10,000
+ * images 2-3e-8 relative off, where one ulp of the float input moves them
+ * 1e-10), and products from packed tiles by lane sums or two DGEMVs a
+ * tile (slower than dsymv). */
+#include "mds_internal.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { TILE = 256 };
+
+static size_t tile_len(size_t n, size_t bi) { return n - bi * TILE < TILE ? n - bi * TILE : TILE; }
+
+typedef struct {
+  double *K; /* the upper triangle, packed by rows */
+  size_t n, nt;
+  const double *P;    /* the points in double (NULL: the float points, exact chunks) */
+  const float *Pf;    /* the points as given */
+  const double *norm; /* their squared norms */
+  size_t D, chunk;    /* chunk: coordinates per exact SGEMM (integer points) */
+  double gamma;
+} tiles_job;
+
+/* G = the inner products of rows bi x rows bj. Integer points with
+ * |x| <= M: SGEMMs over `chunk` coordinates at a time, chunk M^2 <= 2^24,
+ * so every product and partial sum is an integer float holds exactly
+ * (whatever order BLAS adds in), then the chunks added in double: exactly
+ * DGEMM's values at SGEMM's speed. Else DGEMM. */
+static void inner_products(const tiles_job *j, size_t bi, size_t bj, size_t rows, size_t cols, double *G, float *Gf) {
+  size_t D = j->D;
+  if (j->P) {
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)cols, (int)D, 1.0, j->P + bi * TILE * D,
+                (int)D, j->P + bj * TILE * D, (int)D, 0.0, G, TILE);
+    return;
+  }
+  for (size_t k0 = 0; k0 < D; k0 += j->chunk) {
+    size_t len = D - k0 < j->chunk ? D - k0 : j->chunk;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)cols, (int)len, 1.0f,
+                j->Pf + bi * TILE * D + k0, (int)D, j->Pf + bj * TILE * D + k0, (int)D, 0.0f, Gf, TILE);
+    for (size_t r = 0; r < rows; r++)
+      for (size_t c = 0; c < cols; c++) G[r * TILE + c] = (k0 ? G[r * TILE + c] : 0.0) + (double)Gf[r * TILE + c];
+  }
+}
+
+static int tile_block(void *job, size_t b, void *scratch) {
+  tiles_job *j = job;
+  size_t nt = j->nt, n = j->n, bi = 0;
+  while (b >= nt - bi) b -= nt - bi, bi++;
+  size_t bj = bi + b, rows = tile_len(n, bi), cols = tile_len(n, bj);
+  double *G = scratch;
+  inner_products(j, bi, bj, rows, cols, G, (float *)(G + TILE * TILE));
+  for (size_t r = 0; r < rows; r++) {
+    size_t i = bi * TILE + r, c0 = bi == bj ? r : 0, j0 = bj * TILE + c0;
+    nle__gaussian_row(j->gamma, G + r * TILE + c0, j->norm[i], j->norm + j0, cols - c0,
+                      j->K + i * (2 * n - i - 1) / 2 + j0);
+  }
+  return 0;
+}
+
+/* The coordinates an exact SGEMM can take at once when every coordinate
+ * is an integer of magnitude <= 4096 (pixels, counts): 2^24 / M^2; 0
+ * otherwise, or when fewer than 32 (DGEMM then). */
+static size_t exact_chunk(const nle_matf *Y) {
+  float big = 0.0f;
+  for (size_t e = 0; e < Y->rows * Y->cols; e++) {
+    float v = Y->data[e];
+    if (v != rintf(v) || !(fabsf(v) <= 4096.0f)) return 0;
+    big = fabsf(v) > big ? fabsf(v) : big;
+  }
+  size_t chunk = big > 0 ? (size_t)(16777216.0 / ((double)big * big)) : Y->cols;
+  return chunk >= 32 ? chunk : 0;
+}
+
+nle_status nle__kernel_packed_gaussian(nle_ctx *ctx, const nle_matf *Y, double gamma, double **K) {
+  size_t n = Y->rows, D = Y->cols, nt = (n + TILE - 1) / TILE;
+  nle_status s = nle__kernel_matrix_alloc(ctx, n, true, K);
+  if (s) return s;
+  size_t chunk = exact_chunk(Y);
+  double *P = chunk ? NULL : nle__malloc(ctx, (n * D > 0 ? n * D : 1) * sizeof(double), "the points in double");
+  double *norm = nle__malloc(ctx, n * sizeof(double), "the points' norms");
+  if ((!chunk && !P) || !norm) s = NLE_ERR_NOMEM;
+  for (size_t i = 0; !s && i < n; i++) {
+    double acc = 0.0;
+    for (size_t t = 0; t < D; t++) {
+      double v = (double)Y->data[i * D + t];
+      if (P) P[i * D + t] = v;
+      acc += v * v;
+    }
+    norm[i] = acc;
+  }
+  tiles_job job = {*K, n, nt, P, Y->data, norm, D, chunk, gamma};
+  if (!s)
+    s = nle__for_blocks(ctx, "kernel matrix", nt * (nt + 1) / 2,
+                        nle__threads_for(ctx, (double)n * (double)n * (double)D),
+                        TILE * TILE * (sizeof(double) + sizeof(float)), tile_block, &job);
+  free(P), free(norm);
+  if (s) free(*K), *K = NULL;
+  return s;
+}
