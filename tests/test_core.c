@@ -408,7 +408,7 @@ static const named_enum named_enums[] = {
     ROW(components, NLE_COMPONENTS_COUNT, true, "error allow join"),
     ROW(symmetrize, NLE_SYMMETRIZE_COUNT, false, "average union mutual"),
     ROW(laplacian, NLE_LAPLACIAN_COUNT, false, "random-walk symmetric unnormalised"),
-    ROW(eigen_solver, NLE_EIGEN_COUNT, true, "dense sparse shift-invert"),
+    ROW(eigen_solver, NLE_EIGEN_COUNT, true, "dense sparse shift-invert block"),
     ROW(landmark_method, NLE_LANDMARKS_COUNT, false, "random thinned kmeans minmax"),
     ROW(pca_solver, NLE_PCA_COUNT, true, "exact randomized"),
     ROW(spectral_method, -1, false, "le lle isomap diffmap ltsa hlle mlle"),

@@ -52,7 +52,8 @@ nle_status nle__lanczos_basis(nle_ctx *ctx, const char *what, size_t n, nle__sym
   while (!s) {
     dsaupd_c(&ido, "I", nn, which, nev, tol, resid, ncv, v, nn, iparam, ipntr, workd, workl, lworkl, &info);
     if (ido != -1 && ido != 1) break;
-    if (apply(user, workd + ipntr[0] - 1, workd + ipntr[1] - 1)) s = NLE_ERR_NUMERIC; /* recorded by apply */
+    if (apply(user, workd + ipntr[0] - 1, workd + ipntr[1] - 1)) /* recorded by apply: keep its status */
+      s = nle_ctx_last_status(ctx) != NLE_OK ? nle_ctx_last_status(ctx) : NLE_ERR_NUMERIC;
     napply++;
   }
   nle__log(ctx, 2, "%s: Lanczos, %ld products, %d restarts", what, napply, (int)iparam[2]);

@@ -90,7 +90,7 @@ static int apply_to_block(void *user, const double *X, double *Y, size_t cols) {
   op->x = X, op->y = Y, op->cols = cols;
   size_t blocks = ((size_t)op->W->rows + ROW_BLOCK - 1) / ROW_BLOCK;
   return nle__for_blocks(op->ctx, "Laplacian eigenmaps", blocks, nle__threads_for(op->ctx, (double)op->W->nnz * 2.0 * (double)cols),
-                         cols * sizeof(double), apply_rows, op) != NLE_OK;
+                         cols > 1 ? cols * sizeof(double) : 0, apply_rows, op) != NLE_OK;
 }
 
 static int apply(void *user, const double *x, double *y) { return apply_to_block(user, x, y, 1); }
