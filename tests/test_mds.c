@@ -1007,7 +1007,42 @@ static void bad_input(void) {
   nle_ctx_free(&ctx);
 }
 
+/* The packed kernel's parallel product against the dense product of the
+ * same symmetric matrix (sizes that leave runs empty or uneven), and the
+ * same bits at 1, 2 and 3 threads. */
+static void packed_symv_vs_dense(void) {
+  size_t sizes[] = {1, 5, 17, 300};
+  for (size_t c = 0; c < sizeof sizes / sizeof *sizes; c++) {
+    size_t n = sizes[c];
+    double *A = malloc(n * n * sizeof(double)), *P = malloc(n * (n + 1) / 2 * sizeof(double));
+    double *x = malloc(n * sizeof(double)), *y[3], *work = malloc((NLE__PACKED_BLOCKS + 1) * n * sizeof(double));
+    nle_rng r;
+    nle_rng_init(&r, 5, n);
+    for (size_t i = 0; i < n; i++) {
+      x[i] = nle_rng_uniform(&r) - 0.5;
+      for (size_t j = i; j < n; j++) A[i * n + j] = A[j * n + i] = nle_rng_uniform(&r) - 0.5;
+    }
+    for (size_t i = 0, k = 0; i < n; i++)
+      for (size_t j = i; j < n; j++) P[k++] = A[i * n + j];
+    for (int t = 0; t < 3; t++) {
+      y[t] = malloc(n * sizeof(double));
+      nle__packed_symv(n, P, x, y[t], work, t + 1);
+    }
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+      double want = 0.0, scale = 0.0;
+      for (size_t j = 0; j < n; j++) want += A[i * n + j] * x[j], scale += fabs(A[i * n + j] * x[j]);
+      worst = fmax(worst, fabs(y[0][i] - want) / scale);
+    }
+    if (!nle_test(worst < 1e-14)) printf("  n = %zu: relative error %g\n", n, worst);
+    nle_test(memcmp(y[0], y[1], n * sizeof(double)) == 0 && memcmp(y[0], y[2], n * sizeof(double)) == 0);
+    for (int t = 0; t < 3; t++) free(y[t]);
+    free(A), free(P), free(x), free(work);
+  }
+}
+
 const nle_test_case mds_tests[] = {
+    {"mds/packed_symv_vs_dense", packed_symv_vs_dense},
     {"mds/slide_examples", slide_examples},
     {"mds/french_classical", french_classical},
     {"mds/french_iterative", french_iterative},

@@ -34,17 +34,18 @@ void nle_kpca_result_free(nle_kpca_result **r) {
 typedef struct {
   size_t n;
   const double *K;
-  bool packed; /* K's upper triangle packed by rows (dspmv) */
+  bool packed; /* K's upper triangle packed by rows (nle__packed_symv) */
   const nle_csr *W;
   const double *m;
   double g;
   int threads;
+  double *work; /* the packed product's (NLE__PACKED_BLOCKS + 1) n */
 } centred_kernel;
 
 static int centred_apply(void *user, const double *x, double *y) {
   centred_kernel *c = user;
   size_t n = c->n;
-  if (c->K && c->packed) cblas_dspmv(CblasRowMajor, CblasUpper, (int)n, 1.0, c->K, x, 1, 0.0, y, 1);
+  if (c->K && c->packed) nle__packed_symv(n, c->K, x, y, c->work, c->threads);
   else if (c->K) cblas_dsymv(CblasRowMajor, CblasUpper, (int)n, 1.0, c->K, (int)n, x, 1, 0.0, y, 1);
   else {
     const double *v = c->W->val;
@@ -161,7 +162,11 @@ nle_status nle_kpca(nle_ctx *ctx, const nle_matf *Y, const nle_matd *Kin, const 
     }
   }
   double t1 = nle_time_seconds();
-  centred_kernel op = {n, K, packed, W, m, g, W ? nle__threads_for(ctx, (double)W->nnz) : 1};
+  centred_kernel op = {n, K, packed, W, m, g,
+                       W ? nle__threads_for(ctx, (double)W->nnz) : packed ? nle__threads_for(ctx, 0.5 * (double)n * n) : 1,
+                       NULL};
+  if (!s && packed && !(op.work = nle__malloc(ctx, (NLE__PACKED_BLOCKS + 1) * n * sizeof(double), "kernel PCA")))
+    s = NLE_ERR_NOMEM;
   if (!s && K && n <= DENSE_MAX_N) { /* small: the centred matrix itself */
     double *C = nle__malloc(ctx, n * n * sizeof(double), "the centred kernel");
     if (!C) s = NLE_ERR_NOMEM;
@@ -193,7 +198,7 @@ nle_status nle_kpca(nle_ctx *ctx, const nle_matf *Y, const nle_matd *Kin, const 
     }
   }
   nle__stage_end(ctx, opened);
-  free(K), free(m), free(asc), free(V);
+  free(K), free(m), free(asc), free(V), free(op.work);
   nle_csr_free(&W);
   if (s) {
     nle_kpca_result_free(&r);

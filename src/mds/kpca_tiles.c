@@ -119,3 +119,52 @@ nle_status nle__kernel_packed_gaussian(nle_ctx *ctx, const nle_matf *Y, double g
   if (s) free(*K), *K = NULL;
   return s;
 }
+
+/* ---- the packed kernel's product, in parallel ---- */
+
+/* y = K x for the symmetric K whose upper triangle is packed by rows (the
+ * form above), on `threads` threads with the same bits for any number:
+ * the rows are cut into NLE__PACKED_BLOCKS fixed runs of equal work; each
+ * run sums its rows' upper parts (a_ij x_j, j >= i, in NLE__LANES fixed
+ * lanes) and scatters the mirrored a_ij x_i (j > i) into its own buffer;
+ * the buffers are added in run order. BLAS's dspmv is one thread here and
+ * memory-bound: 10,000 x 10,000, 0.84 s for kernel PCA's 20 products at 1
+ * or 2 threads. work: NLE__PACKED_BLOCKS n + n doubles. */
+static size_t packed_row_start(size_t n, size_t i) { return i * n - (i * (i - (i > 0))) / 2; }
+
+void nle__packed_symv(size_t n, const double *K, const double *x, double *y, double *work, int threads) {
+  size_t bound[NLE__PACKED_BLOCKS + 1], total = n * (n + 1) / 2, i = 0;
+  bound[0] = 0;
+  for (size_t b = 1; b < NLE__PACKED_BLOCKS; b++) { /* equal shares of the entries */
+    double want = (double)total * (double)b / NLE__PACKED_BLOCKS;
+    while (i < n && (double)packed_row_start(n, i) < want) i++;
+    bound[b] = i;
+  }
+  bound[NLE__PACKED_BLOCKS] = n;
+  double *direct = work + (size_t)NLE__PACKED_BLOCKS * n;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads > 0 ? threads : 1)
+  for (size_t b = 0; b < NLE__PACKED_BLOCKS; b++) {
+    size_t r0 = bound[b], r1 = bound[b + 1];
+    double *mirror = work + b * n;
+    if (r0 < n) memset(mirror + r0, 0, (n - r0) * sizeof(double));
+    for (size_t r = r0; r < r1; r++) {
+      const double *a = K + packed_row_start(n, r), *xr = x + r;
+      size_t len = n - r, k = 0;
+      double lane[NLE__LANES] = {0}, xi = x[r];
+      for (; k + NLE__LANES <= len; k += NLE__LANES)
+        for (int l = 0; l < NLE__LANES; l++) lane[l] += a[k + l] * xr[k + l];
+      for (; k < len; k++) lane[k % NLE__LANES] += a[k] * xr[k];
+      double v = 0.0;
+      for (int l = 0; l < NLE__LANES; l++) v += lane[l];
+      direct[r] = v;
+      double *m = mirror + r;
+      for (k = 1; k < len; k++) m[k] += a[k] * xi;
+    }
+  }
+#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : 1)
+  for (size_t j = 0; j < n; j++) {
+    double v = direct[j];
+    for (size_t b = 0; b < NLE__PACKED_BLOCKS && bound[b] <= j; b++) v += work[b * n + j];
+    y[j] = v;
+  }
+}

@@ -114,6 +114,10 @@ nle_status nle__pairwise(nle_ctx *ctx, const nle_matf *Q, const nle_matf *R, nle
  * (i, j >= i) at i (2N - i - 1) / 2 + j), each entry nle__kernel_matrix's
  * value, in half its time and memory: for dspmv. */
 nle_status nle__kernel_packed_gaussian(nle_ctx *ctx, const nle_matf *Y, double gamma, double **K);
+/* y = K x for such a packed K, in parallel with the same bits for any
+ * thread count; work holds NLE__PACKED_BLOCKS n + n doubles. */
+enum { NLE__PACKED_BLOCKS = 16 };
+void nle__packed_symv(size_t n, const double *K, const double *x, double *y, double *work, int threads);
 
 /* projection.c: a new model with its arrays allocated (R copied from Y
  * when not NULL). */
