@@ -138,13 +138,16 @@ nle_status nle_kpca(nle_ctx *ctx, const nle_matf *Y, const nle_matd *Kin, const 
     packed = true;
   } else if (!s) s = nle__kernel_matrix(ctx, Y, &o.kernel, &K);
   r->kernel_seconds = nle_time_seconds() - t0;
-  if (!s && packed) { /* m = K 1 / N by dspmv */
+  int packed_threads = nle__threads_for(ctx, 0.5 * (double)n * (double)n);
+  double *packed_work = NULL; /* the packed product's, for m and every Lanczos step */
+  if (!s && packed) { /* m = K 1 / N by the same product */
     double *ones = nle__malloc(ctx, n * sizeof(double), "the kernel's means");
+    packed_work = nle__malloc(ctx, (NLE__PACKED_BLOCKS + 1) * n * sizeof(double), "kernel PCA");
     for (size_t i = 0; ones && i < n; i++) ones[i] = 1.0;
-    if (!ones) s = NLE_ERR_NOMEM;
-    else cblas_dspmv(CblasRowMajor, CblasUpper, (int)n, 1.0 / (double)n, K, ones, 1, 0.0, m, 1);
+    if (!ones || !packed_work) s = NLE_ERR_NOMEM;
+    else nle__packed_symv(n, K, ones, m, packed_work, packed_threads);
     free(ones);
-    for (size_t i = 0; !s && i < n; i++) g += m[i] / (double)n;
+    for (size_t i = 0; !s && i < n; i++) m[i] /= (double)n, g += m[i] / (double)n;
     r->nnz = n * n;
   } else if (!s) {
     r->sparse = W != NULL;
@@ -162,11 +165,8 @@ nle_status nle_kpca(nle_ctx *ctx, const nle_matf *Y, const nle_matd *Kin, const 
     }
   }
   double t1 = nle_time_seconds();
-  centred_kernel op = {n, K, packed, W, m, g,
-                       W ? nle__threads_for(ctx, (double)W->nnz) : packed ? nle__threads_for(ctx, 0.5 * (double)n * n) : 1,
-                       NULL};
-  if (!s && packed && !(op.work = nle__malloc(ctx, (NLE__PACKED_BLOCKS + 1) * n * sizeof(double), "kernel PCA")))
-    s = NLE_ERR_NOMEM;
+  centred_kernel op = {n, K, packed, W, m, g, W ? nle__threads_for(ctx, (double)W->nnz) : packed_threads,
+                       packed_work};
   if (!s && K && n <= DENSE_MAX_N) { /* small: the centred matrix itself */
     double *C = nle__malloc(ctx, n * n * sizeof(double), "the centred kernel");
     if (!C) s = NLE_ERR_NOMEM;

@@ -42,6 +42,7 @@ typedef struct {
   double *C;
   const double *M;
   size_t n, a, b, lda, ldb, ldc, chunks_per_partial;
+  bool subtract; /* times: C -= A M rather than C = A M */
 } panel_job;
 
 static int gram_partial(void *job, size_t part, void *scratch) {
@@ -56,14 +57,14 @@ static int gram_partial(void *job, size_t part, void *scratch) {
   return 0;
 }
 
-/* G = A^T B (a x b, contiguous), summed in a fixed order. */
-static nle_status gram(nle_ctx *ctx, const char *what, const double *A, size_t lda, const double *B, size_t ldb, size_t n, size_t a,
-                       size_t b, double *G) {
+/* G = A^T B (a x b, contiguous), summed in a fixed order; partials holds
+ * MAX_PARTIALS a b doubles (the solver's, allocated once). */
+static nle_status gram(nle_ctx *ctx, const char *what, const double *A, size_t lda, const double *B, size_t ldb,
+                       size_t n, size_t a, size_t b, double *G, double *partials) {
   size_t chunks = (n + CHUNK_ROWS - 1) / CHUNK_ROWS;
   size_t per = (chunks + MAX_PARTIALS - 1) / MAX_PARTIALS, parts = (chunks + per - 1) / per;
-  double *partials = nle__malloc(ctx, parts * a * b * sizeof(double), "the block eigensolver's inner products");
-  if (!partials) return NLE_ERR_NOMEM;
-  panel_job job = {A, B, partials, NULL, n, a, b, lda, ldb, 0, per};
+  panel_job job = {.A = A, .B = B, .C = partials, .n = n, .a = a, .b = b, .lda = lda, .ldb = ldb,
+                   .chunks_per_partial = per};
   nle_status s = nle__for_blocks(ctx, what, parts, nle__threads_for(ctx, (double)n * (double)(a * b)), 0,
                                  gram_partial, &job);
   if (!s) {
@@ -71,7 +72,6 @@ static nle_status gram(nle_ctx *ctx, const char *what, const double *A, size_t l
     for (size_t q = 1; q < parts; q++)
       for (size_t t = 0; t < a * b; t++) G[t] += partials[q * a * b + t];
   }
-  free(partials);
   return s;
 }
 
@@ -79,17 +79,17 @@ static int times_chunk(void *job, size_t chunk, void *scratch) {
   (void)scratch;
   panel_job *p = job;
   size_t r = chunk * CHUNK_ROWS, rows = r + CHUNK_ROWS < p->n ? CHUNK_ROWS : p->n - r;
-  /* beta = ldb's sign trick avoided: ldb carries 0 (C = A M) or 1 (C -= A M) */
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)p->b, (int)p->a, p->ldb ? -1.0 : 1.0,
-              p->A + r * p->lda, (int)p->lda, p->M, (int)p->b, p->ldb ? 1.0 : 0.0, p->C + r * p->ldc, (int)p->ldc);
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)p->b, (int)p->a, p->subtract ? -1.0 : 1.0,
+              p->A + r * p->lda, (int)p->lda, p->M, (int)p->b, p->subtract ? 1.0 : 0.0, p->C + r * p->ldc,
+              (int)p->ldc);
   return 0;
 }
 
 /* C = A M, or C -= A M (subtract): A n x a (stride lda), M a x b
  * contiguous, C n x b (stride ldc), not overlapping A. */
-static nle_status times(nle_ctx *ctx, const char *what, const double *A, size_t lda, const double *M, size_t n, size_t a, size_t b,
-                        double *C, size_t ldc, bool subtract) {
-  panel_job job = {A, NULL, C, M, n, a, b, lda, subtract, ldc, 0};
+static nle_status times(nle_ctx *ctx, const char *what, const double *A, size_t lda, const double *M, size_t n,
+                        size_t a, size_t b, double *C, size_t ldc, bool subtract) {
+  panel_job job = {.A = A, .C = C, .M = M, .n = n, .a = a, .b = b, .lda = lda, .ldc = ldc, .subtract = subtract};
   return nle__for_blocks(ctx, what, (n + CHUNK_ROWS - 1) / CHUNK_ROWS,
                          nle__threads_for(ctx, (double)n * (double)(a * b)), 0, times_chunk, &job);
 }
@@ -135,6 +135,7 @@ typedef struct {
   double *in, *out;    /* n x b each: a block's contiguous operand and product */
   double *H, *Hs, *Y;  /* kmax x kmax: V^T A V; its copy for LAPACK; its eigenvectors */
   double *theta;       /* kmax */
+  double *partials;    /* MAX_PARTIALS x kmax x b: the inner products' partial sums */
   nle_rng rng;
   long products;
 } krylov;
@@ -173,7 +174,7 @@ static nle_status extend_basis(krylov *kr, size_t k) {
     for (size_t t = 0; t < b; t++) before[t] = column_norm(kr->in, b, t, n);
     nle_status s = NLE_OK;
     for (int pass = 0; !s && k && pass < 2; pass++) {
-      s = gram(kr->ctx, kr->what, kr->V, kr->kmax, kr->in, b, n, k, b, G);
+      s = gram(kr->ctx, kr->what, kr->V, kr->kmax, kr->in, b, n, k, b, G, kr->partials);
       if (!s) s = times(kr->ctx, kr->what, kr->V, kr->kmax, G, n, k, b, kr->in, b, true);
     }
     if (s) return s;
@@ -204,7 +205,7 @@ static nle_status append_block(krylov *kr, size_t k) {
   put_columns(kr->in, b, n, kr->V, kmax, k);
   nle_status s = apply_in(kr);
   if (!s) put_columns(kr->out, b, n, kr->AV, kmax, k);
-  if (!s) s = gram(kr->ctx, kr->what, kr->V, kmax, kr->out, b, n, k + b, b, kr->Hs);
+  if (!s) s = gram(kr->ctx, kr->what, kr->V, kmax, kr->out, b, n, k + b, b, kr->Hs, kr->partials);
   for (size_t i = 0; !s && i < k + b; i++)
     for (size_t t = 0; t < b; t++) kr->H[i * kmax + k + t] = kr->H[(k + t) * kmax + i] = kr->Hs[i * b + t];
   return s;
@@ -331,13 +332,14 @@ nle_status nle__block_eigs(nle_ctx *ctx, const char *what, size_t n, nle__block_
   nle_rng_init(&kr.rng, nle_ctx_seed(ctx), 0x626c6f63ULL);
   double vectors = (double)n * (double)(4 * kmax + 2 * b);
   nle_status s = nle__check_memory(ctx, vectors * sizeof(double), "the block eigensolver's basis");
-  double *all = s ? NULL : nle__malloc(ctx, ((size_t)vectors + 3 * kmax * kmax + kmax) * sizeof(double),
-                                       "the block eigensolver's basis");
+  size_t small = 3 * kmax * kmax + kmax + MAX_PARTIALS * kmax * b;
+  double *all = s ? NULL : nle__malloc(ctx, ((size_t)vectors + small) * sizeof(double), "the block eigensolver's basis");
   if (!s && !all) s = NLE_ERR_NOMEM;
   if (s) return s;
   kr.V = all, kr.AV = kr.V + n * kmax, kr.X = kr.AV + n * kmax, kr.AX = kr.X + n * kmax;
   kr.in = kr.AX + n * kmax, kr.out = kr.in + n * b;
   kr.H = kr.out + n * b, kr.Hs = kr.H + kmax * kmax, kr.Y = kr.Hs + kmax * kmax, kr.theta = kr.Y + kmax * kmax;
+  kr.partials = kr.theta + kmax;
   memset(kr.H, 0, kmax * kmax * sizeof(double));
   int restarts = 0;
   s = iterate(&kr, tol > 0 ? tol : DEFAULT_TOL, &restarts);
@@ -346,6 +348,9 @@ nle_status nle__block_eigs(nle_ctx *ctx, const char *what, size_t n, nle__block_
     vals[t] = kr.sign * kr.theta[from];
     for (size_t i = 0; vecs && i < n; i++) vecs[i * (size_t)nev + (size_t)t] = kr.X[i * keep + from];
   }
+  if (!s)
+    nle__log(ctx, 2, "%s: block eigensolver, %ld products, %d restarts (block %zu, basis %zu)", what, kr.products,
+             restarts, b, kmax);
   if (info) *info = (nle__block_info){restarts, kr.products, (int)b, (int)kmax};
   free(all);
   return s;

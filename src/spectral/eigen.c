@@ -261,6 +261,7 @@ typedef struct {
   cholmod_common *cc;
   cholmod_factor *factor;
   nle__factor_solver *solver;
+  cholmod_dense *rhs; /* CHOLMOD's route: the n x b column-major right-hand sides, made once */
   size_t n;
 } block_inverse_op;
 
@@ -271,13 +272,12 @@ static int apply_inverse_block(void *user, const double *X, double *Y, size_t b)
     memcpy(Y, X, n * b * sizeof(double));
     return nle__factor_solve(op->ctx, op->solver, Y, b) != NLE_OK;
   }
-  cholmod_dense *rhs = cholmod_l_allocate_dense(n, b, n, CHOLMOD_REAL, op->cc);
-  if (!rhs) return nle__fail(op->ctx, NLE_ERR_NOMEM, "%s: out of memory", op->what), 1;
-  double *r = rhs->x;
+  if (!op->rhs && !(op->rhs = cholmod_l_allocate_dense(n, b, n, CHOLMOD_REAL, op->cc)))
+    return nle__fail(op->ctx, NLE_ERR_NOMEM, "%s: out of memory", op->what), 1;
+  double *r = op->rhs->x; /* the block's width is the solver's, the same every call */
   for (size_t i = 0; i < n; i++)
     for (size_t t = 0; t < b; t++) r[t * n + i] = X[i * b + t];
-  cholmod_dense *sol = cholmod_l_solve(CHOLMOD_A, op->factor, rhs, op->cc);
-  cholmod_l_free_dense(&rhs, op->cc);
+  cholmod_dense *sol = cholmod_l_solve(CHOLMOD_A, op->factor, op->rhs, op->cc);
   if (!sol) return nle__fail(op->ctx, NLE_ERR_NUMERIC, "%s: CHOLMOD solve failed (status %d)", op->what,
                              op->cc->status), 1;
   const double *x = sol->x;
@@ -294,18 +294,15 @@ nle_status nle__smallest_by_factor(nle_ctx *ctx, const char *what, cholmod_commo
   double *Z = !vecs ? NULL : nle__malloc(ctx, n * (size_t)nev * sizeof(double), "eigenvectors");
   nle_status s = nu && (!vecs || Z) ? NLE_OK : NLE_ERR_NOMEM;
   if (!s && block) {
-    block_inverse_op op = {ctx, what, cc, factor, NULL, n};
-    nle__block_info binfo;
+    block_inverse_op op = {ctx, what, cc, factor, NULL, NULL, n};
     s = nle__factor_solver_new(ctx, factor, &op.solver);
     /* not below 1e-10: the stored solves' rounding along the trivial
      * direction (eps / shift) sets the explicit residuals' floor there */
     if (!s)
       s = nle__block_eigs(ctx, what, n, apply_inverse_block, &op, nev, NLE__EIG_LARGEST, fmax(tol, 1e-10), nu, Z,
-                          &binfo);
-    if (!s)
-      nle__log(ctx, 2, "%s: block eigensolver, %ld products, %d restarts (block %d, basis %d)", what, binfo.products,
-               binfo.restarts, binfo.block, binfo.basis);
+                          NULL);
     nle__factor_solver_free(&op.solver);
+    cholmod_l_free_dense(&op.rhs, cc);
   } else if (!s) {
     inverse_op op = {ctx, what, cc, factor, NULL, n};
     if (!(op.rhs = cholmod_l_allocate_dense(n, 1, n, CHOLMOD_REAL, cc)))

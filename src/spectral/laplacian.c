@@ -108,13 +108,12 @@ typedef struct {
   const nle_matd *Wd;     /* a dense W instead (plain Laplacian only) */
   const double *deg;
   int normalised;
-  cholmod_common *cc;
-  cholmod_factor *factor; /* inverse mode when set */
-  cholmod_dense *rhs;
   nle_ctx *ctx;
 } operator_t;
 
-static int apply(operator_t *op, const double *x, double *y) {
+/* y = L x: a product, which cannot fail. */
+static int apply_op(void *user, const double *x, double *y) {
+  const operator_t *op = user;
   int64_t n = op->Wd ? (int64_t)op->Wd->rows : op->W->rows;
   if (op->Wd) {
     for (int64_t i = 0; i < n; i++) {
@@ -123,14 +122,6 @@ static int apply(operator_t *op, const double *x, double *y) {
       for (int64_t j = 0; j < n; j++) v += row[j] * x[j];
       y[i] = op->deg[i] * x[i] - v + row[i] * x[i]; /* the diagonal of W does not count */
     }
-    return 0;
-  }
-  if (op->factor) {
-    memcpy(op->rhs->x, x, (size_t)n * sizeof(double));
-    cholmod_dense *sol = cholmod_l_solve(CHOLMOD_A, op->factor, op->rhs, op->cc);
-    if (!sol) return -1;
-    memcpy(y, sol->x, (size_t)n * sizeof(double));
-    cholmod_l_free_dense(&sol, op->cc);
     return 0;
   }
   for (int64_t i = 0; i < n; i++) {
@@ -142,13 +133,6 @@ static int apply(operator_t *op, const double *x, double *y) {
     y[i] = v;
   }
   return 0;
-}
-
-static int apply_op(void *user, const double *x, double *y) {
-  operator_t *op = user;
-  int bad = apply(op, x, y);
-  if (bad) nle__fail(op->ctx, NLE_ERR_NUMERIC, "Laplacian eigenvalues: CHOLMOD solve failed");
-  return bad;
 }
 
 /* Lanczos for the nev largest eigenvalues of the operator (ascending), and
@@ -190,13 +174,11 @@ nle_status nle__laplacian_smallest(nle_ctx *ctx, const nle_csr *W, bool normalis
   cholmod_factor *factor = NULL;
   s = nle__laplacian_factor(ctx, &cc, W, normalised, 1.0, eps, &factor);
   size_t n = (size_t)W->rows;
-  double *z = vecs ? nle__malloc(ctx, n * (size_t)nev * sizeof(double), "eigenvectors") : NULL;
-  if (!s && vecs && !z) s = NLE_ERR_NOMEM;
-  if (!s)
-    s = nle__smallest_by_factor(ctx, "Laplacian eigenvalues", &cc, factor, n, eps, nev, 0.0, block, 0, vals, z);
   if (!s && vecs) s = nle_matd_alloc(ctx, n, (size_t)nev, vecs);
-  if (!s && vecs) memcpy((*vecs)->data, z, n * (size_t)nev * sizeof(double));
-  free(z);
+  if (!s)
+    s = nle__smallest_by_factor(ctx, "Laplacian eigenvalues", &cc, factor, n, eps, nev, 0.0, block, 0, vals,
+                                vecs ? (*vecs)->data : NULL);
+  if (s && vecs) nle_matd_free(vecs);
   free(deg);
   cholmod_l_free_factor(&factor, &cc);
   cholmod_l_finish(&cc);
@@ -208,7 +190,7 @@ nle_status nle_laplacian_largest(nle_ctx *ctx, const nle_csr *W, bool normalised
   if (s) return s;
   double *deg = nle__degrees(ctx, W);
   if (!deg) return NLE_ERR_NOMEM;
-  operator_t op = {W, NULL, deg, normalised, NULL, NULL, NULL, ctx};
+  operator_t op = {W, NULL, deg, normalised, ctx};
   s = lanczos(ctx, &op, nev, vals, NULL);
   free(deg);
   return s;
@@ -250,7 +232,7 @@ nle_status nle__laplacian_largest_dense(nle_ctx *ctx, const nle_matd *W, int nev
   for (size_t i = 0; i < n; i++)
     for (size_t j = 0; j < n; j++)
       if (j != i) deg[i] += W->data[i * n + j];
-  operator_t op = {NULL, W, deg, 0, NULL, NULL, NULL, ctx};
+  operator_t op = {NULL, W, deg, 0, ctx};
   nle_status s = lanczos(ctx, &op, nev, vals, NULL);
   free(deg);
   return s;

@@ -59,28 +59,22 @@ static nle_status product_values(nle_ctx *ctx, le_operator *op) {
 /* Rows [b ROW_BLOCK, ...) of Y = D^-1/2 W D^-1/2 X, or (c I - D + W) X,
  * for the n x cols X (row-major). */
 static int apply_rows(void *job, size_t b, void *scratch) {
+  (void)scratch;
   const le_operator *op = job;
   const nle_csr *W = op->W;
   size_t cols = op->cols;
-  double *acc = scratch;
   int64_t i1 = (int64_t)((b + 1) * ROW_BLOCK) < W->rows ? (int64_t)((b + 1) * ROW_BLOCK) : W->rows;
   bool plain = op->kind == NLE_LAPLACIAN_UNNORMALISED;
   for (int64_t i = (int64_t)(b * ROW_BLOCK); i < i1; i++) {
-    double *yi = op->y + (size_t)i * cols;
+    double *yi = op->y + (size_t)i * cols; /* the row is this block's alone: sums build up in place */
     const double *xi = op->x + (size_t)i * cols;
-    if (cols == 1) {
-      double v = 0.0;
-      for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++) v += op->offdiag[q] * op->x[W->colind[q]];
-      *yi = plain ? v + (op->shift - op->deg[i]) * *xi : v;
-      continue;
-    }
-    memset(acc, 0, cols * sizeof(double));
+    memset(yi, 0, cols * sizeof(double));
     for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++) {
       double a = op->offdiag[q];
       const double *xj = op->x + (size_t)W->colind[q] * cols;
-      for (size_t t = 0; t < cols; t++) acc[t] += a * xj[t];
+      for (size_t t = 0; t < cols; t++) yi[t] += a * xj[t];
     }
-    for (size_t t = 0; t < cols; t++) yi[t] = plain ? acc[t] + (op->shift - op->deg[i]) * xi[t] : acc[t];
+    for (size_t t = 0; plain && t < cols; t++) yi[t] += (op->shift - op->deg[i]) * xi[t];
   }
   return 0;
 }
@@ -89,8 +83,9 @@ static int apply_to_block(void *user, const double *X, double *Y, size_t cols) {
   le_operator *op = user;
   op->x = X, op->y = Y, op->cols = cols;
   size_t blocks = ((size_t)op->W->rows + ROW_BLOCK - 1) / ROW_BLOCK;
-  return nle__for_blocks(op->ctx, "Laplacian eigenmaps", blocks, nle__threads_for(op->ctx, (double)op->W->nnz * 2.0 * (double)cols),
-                         cols > 1 ? cols * sizeof(double) : 0, apply_rows, op) != NLE_OK;
+  return nle__for_blocks(op->ctx, "Laplacian eigenmaps", blocks,
+                         nle__threads_for(op->ctx, (double)op->W->nnz * 2.0 * (double)cols), 0, apply_rows,
+                         op) != NLE_OK;
 }
 
 static int apply(void *user, const double *x, double *y) { return apply_to_block(user, x, y, 1); }
@@ -125,15 +120,10 @@ static nle_status solve_sparse(nle_ctx *ctx, le_operator *op, int nev, bool bloc
   double *mu = nle__malloc(ctx, (size_t)nev * sizeof(double), "eigenvalues");
   double *Z = nle__malloc(ctx, n * (size_t)nev * sizeof(double), "eigenvectors");
   nle_status s = mu && Z ? NLE_OK : NLE_ERR_NOMEM;
-  nle__block_info info;
-  if (!s && block) {
-    s = nle__block_eigs(ctx, "Laplacian eigenmaps", n, apply_to_block, op, nev, NLE__EIG_LARGEST, tol, mu, Z, &info);
-    if (!s)
-      nle__log(ctx, 2, "Laplacian eigenmaps: block eigensolver, %ld products, %d restarts (block %d, basis %d)",
-               info.products, info.restarts, info.block, info.basis);
-  } else if (!s) {
+  if (!s && block)
+    s = nle__block_eigs(ctx, "Laplacian eigenmaps", n, apply_to_block, op, nev, NLE__EIG_LARGEST, tol, mu, Z, NULL);
+  else if (!s)
     s = nle__lanczos(ctx, "Laplacian eigenmaps", n, apply, op, nev, NLE__EIG_LARGEST, tol, mu, Z);
-  }
   /* mu ascending is lambda descending: reverse. */
   double top = op->kind == NLE_LAPLACIAN_UNNORMALISED ? op->shift : 1.0;
   for (int t = 0; !s && t < nev; t++) {
