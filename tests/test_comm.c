@@ -6,6 +6,7 @@
 #include "harness.h"
 #include "../src/core/comm.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,6 +109,42 @@ static void failures_agree(void) {
   nle_ctx_free(&ctx);
 }
 
+/* Blocks' partials of mixed signs and magnitudes: the sums equal a long
+ * double reference to 1e-14 of the magnitudes, the same bits for the blocks
+ * in any order, and under mpirun the same bits with the blocks shared out
+ * to the ranks as with every block on one process. */
+static void sum_blocks_any_partition(void) {
+  enum { BLOCKS = 37, N = 5 };
+  double partials[BLOCKS * N], reversed[BLOCKS * N], alone[N], backwards[N], shared[N];
+  uint64_t state = 12345;
+  for (size_t i = 0; i < BLOCKS * N; i++) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    double u = (double)(state >> 11) / 9007199254740992.0 - 0.5;
+    partials[i] = ldexp(u, (int)(i % 7) * 9 - 20) * (i % N == 4 ? 0 : 1);
+  }
+  for (size_t b = 0; b < BLOCKS; b++) memcpy(reversed + b * N, partials + (BLOCKS - 1 - b) * N, sizeof(double) * N);
+  nle_ctx *one = test_ctx(1);
+  nle_test_ok(nle__comm_sum_blocks(one, partials, BLOCKS, N, alone));
+  nle_test_ok(nle__comm_sum_blocks(one, reversed, BLOCKS, N, backwards));
+  nle_test(memcmp(alone, backwards, sizeof alone) == 0);
+  for (size_t j = 0; j < N; j++) {
+    long double want = 0, size = 0;
+    for (size_t b = 0; b < BLOCKS; b++) want += partials[b * N + j], size += fabsl(partials[b * N + j]);
+    nle_test(fabsl(alone[j] - want) <= 1e-14L * size);
+  }
+  nle_test(alone[4] == 0);
+  double bad = NAN;
+  nle_test(nle__comm_sum_blocks(one, &bad, 1, 1, shared) == NLE_ERR_VALUE);
+
+  nle_ctx *ctx = test_comm_ctx(1);
+  size_t ranks = (size_t)nle_ctx_ranks(ctx), me = (size_t)nle_ctx_rank(ctx);
+  size_t first = BLOCKS * me / ranks, last = BLOCKS * (me + 1) / ranks;
+  nle_test_ok(nle__comm_sum_blocks(ctx, partials + first * N, last - first, N, shared));
+  nle_test(memcmp(alone, shared, sizeof alone) == 0);
+  nle_ctx_free(&ctx);
+  nle_ctx_free(&one);
+}
+
 static void set_comm_refusals(void) {
   nle_ctx *ctx = test_ctx(1);
   nle_test(nle_ctx_ranks(ctx) == 1 && nle_ctx_rank(ctx) == 0);
@@ -123,5 +160,6 @@ static void set_comm_refusals(void) {
 const nle_test_case comm_tests[] = {{"comm/rank_rows_partition", rank_rows_partition},
                                     {"comm/collectives", collectives},
                                     {"comm/failures_agree", failures_agree},
+                                    {"comm/sum_blocks_any_partition", sum_blocks_any_partition},
                                     {"comm/set_comm_refusals", set_comm_refusals},
                                     {NULL, NULL}};

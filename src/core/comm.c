@@ -4,6 +4,8 @@
  * and nle_ctx_set_comm refuses a communicator. */
 #include "comm.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +31,38 @@ static uint64_t fingerprint(const void *bytes, size_t n) {
   uint64_t h = 1469598103934665603ull ^ n;
   for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)bytes)[i]) * 1099511628211ull;
   return h;
+}
+
+nle_status nle__comm_sum_blocks(nle_ctx *ctx, const double *partials, size_t nblocks, size_t n, double *out) {
+  double largest = 0;
+  for (size_t i = 0; i < nblocks * n; i++) {
+    double a = fabs(partials[i]);
+    if (!(a <= DBL_MAX)) largest = INFINITY;
+    else if (a > largest) largest = a;
+  }
+  int64_t *units = calloc(n + 1, sizeof *units);
+  nle_status s = units ? NLE_OK : nle__fail(ctx, NLE_ERR_NOMEM, "out of memory for %zu sums", n);
+  if (s == NLE_OK) {
+    units[n] = (int64_t)nblocks;
+    s = nle__comm_max_d(ctx, &largest, 1);
+  }
+  if (s == NLE_OK) s = nle__comm_sum_i64(ctx, units + n, 1);
+  if (s == NLE_OK && !(largest * (double)units[n] <= DBL_MAX))
+    s = nle__fail(ctx, NLE_ERR_VALUE, "a partial sum is not finite, or its total would not be");
+  if (s == NLE_OK && largest > 0) {
+    /* 2^scale units to 1: every partial and every sum of them within 2^62 */
+    int exponent;
+    frexp(largest * (double)units[n], &exponent);
+    int scale = 62 - exponent;
+    for (size_t b = 0; b < nblocks; b++)
+      for (size_t j = 0; j < n; j++) units[j] += (int64_t)llrint(ldexp(partials[b * n + j], scale));
+    s = nle__comm_sum_i64(ctx, units, n);
+    for (size_t j = 0; s == NLE_OK && j < n; j++) out[j] = ldexp((double)units[j], -scale);
+  } else if (s == NLE_OK) {
+    for (size_t j = 0; j < n; j++) out[j] = 0;
+  }
+  free(units);
+  return s;
 }
 
 #ifdef NLE_WITH_MPI

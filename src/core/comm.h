@@ -53,6 +53,19 @@ nle_status nle__comm_sum_i64(nle_ctx *ctx, int64_t *buf, size_t n);
 nle_status nle__comm_max_d(nle_ctx *ctx, double *buf, size_t n);
 nle_status nle__comm_min_d(nle_ctx *ctx, double *buf, size_t n);
 
+/* Sums that do not depend on the partition: the caller computes one
+ * partial of n numbers per row block it holds (blocks of
+ * NLE__RANK_ROW_BLOCK rows, or any blocking that does not follow the ranks;
+ * inside a block in a fixed order), and out receives on every rank the sums
+ * of every rank's partials, element by element. Each partial is rounded to
+ * one fixed point shared by all ranks (from the largest partial and the
+ * number of blocks) and the integers are summed exactly, so any number of
+ * ranks, and one process alone, gives the same bits. The error is below
+ * 2^-62 times the number of blocks of the sum of the partials' magnitudes
+ * (about 1e-14 of it at 100 million rows). NLE_ERR_VALUE on a non-finite
+ * partial. partials: nblocks x n, row-major; nblocks may be 0. */
+nle_status nle__comm_sum_blocks(nle_ctx *ctx, const double *partials, size_t nblocks, size_t n, double *out);
+
 /* root's bytes to every rank. */
 nle_status nle__comm_bcast(nle_ctx *ctx, void *buf, size_t bytes, int root);
 
