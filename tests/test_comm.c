@@ -54,6 +54,16 @@ static void collectives(void) {
     for (size_t b = 0; b < part_bytes(r); b++) nle_test(all[at + b] == 'a' + r);
   }
 
+  nle__rows rows;
+  size_t total = 3 * NLE__RANK_ROW_BLOCK + 5;
+  nle__row_range share = nle__rank_rows(total, ranks, me);
+  nle_test_ok(nle__comm_rows(ctx, share.end - share.begin, "Y", &rows));
+  nle_test(rows.n == total && rows.mine.begin == share.begin && rows.mine.end == share.end);
+  if (ranks > 1) {
+    nle_test(nle__comm_rows(ctx, share.end - share.begin + (me == 0), "Y", &rows) == NLE_ERR_ARG);
+    nle_test(strstr(nle_ctx_error(ctx), "Y: rank 0 holds") != NULL);
+  }
+
   char token[8] = "";
   if (me == ranks - 1) strcpy(token, "last");
   nle_test_ok(nle__comm_bcast(ctx, token, sizeof token, ranks - 1));

@@ -26,6 +26,25 @@ nle__row_range nle__rank_rows(size_t n, int ranks, int rank) {
   return range;
 }
 
+nle_status nle__comm_rows(nle_ctx *ctx, size_t n_local, const char *what, nle__rows *out) {
+  int ranks = nle__ranks(ctx), me = nle__rank(ctx);
+  uint64_t *counts = calloc((size_t)ranks, sizeof *counts);
+  if (!counts) return nle__fail(ctx, NLE_ERR_NOMEM, "out of memory for %d ranks' row counts", ranks);
+  uint64_t mine = n_local;
+  nle_status s = nle__comm_allgatherv(ctx, &mine, sizeof mine, counts, NULL);
+  size_t n = 0;
+  for (int r = 0; r < ranks; r++) n += (size_t)counts[r];
+  for (int r = 0; s == NLE_OK && r < ranks; r++) {
+    nle__row_range want = nle__rank_rows(n, ranks, r);
+    if (counts[r] != want.end - want.begin)
+      s = nle__fail(ctx, NLE_ERR_ARG, "%s: rank %d holds %llu of the %zu rows, not the %zu its share is", what, r,
+                    (unsigned long long)counts[r], n, want.end - want.begin);
+  }
+  free(counts);
+  if (s == NLE_OK) *out = (nle__rows){n, nle__rank_rows(n, ranks, me)};
+  return s;
+}
+
 /* FNV-1a: a mismatch test, not a checksum anyone relies on for integrity. */
 static uint64_t fingerprint(const void *bytes, size_t n) {
   uint64_t h = 1469598103934665603ull ^ n;

@@ -25,6 +25,13 @@ typedef struct {
   size_t begin, end; /* rows [begin, end) */
 } nle__row_range;
 
+/* A distributed matrix's rows as one rank sees them: n rows in all, this
+ * rank holding [mine.begin, mine.end). */
+typedef struct {
+  size_t n;
+  nle__row_range mine;
+} nle__rows;
+
 /* 1 and 0 without a communicator. */
 int nle__ranks(const nle_ctx *ctx);
 int nle__rank(const nle_ctx *ctx);
@@ -34,6 +41,13 @@ static inline bool nle__distributed(const nle_ctx *ctx) { return nle__ranks(ctx)
  * whole NLE__RANK_ROW_BLOCK blocks shared out as evenly as blocks allow (a
  * rank may hold none when there are fewer blocks than ranks). */
 nle__row_range nle__rank_rows(size_t n, int ranks, int rank);
+
+/* The rows each rank holds when every rank passes how many it holds
+ * (n_local): the ranks' counts in rank order must be nle__rank_rows's for
+ * their total, else NLE_ERR_ARG naming `what` (the front door shares rows
+ * out that way; a stage inside may rely on it). Alone: n_local rows, all of
+ * them. */
+nle_status nle__comm_rows(nle_ctx *ctx, size_t n_local, const char *what, nle__rows *out);
 
 /* Every rank's status s combined: NLE_OK (or the largest warning) when all
  * succeeded; otherwise the most severe error of the lowest rank having it,
