@@ -1,0 +1,166 @@
+/* test_mpi_tsne.c — the t-SNE/EE iterations distributed (issue 38,
+ * src/nle/model_dist.c). Each case builds P alone, runs the fixed-rate
+ * optimiser alone on every rank (the reference), then again with the world
+ * communicator (tests/mpi.sh: 2 and 3 ranks over TCP), each rank given its
+ * canonical rows of P and of the start, and compares its rows of the
+ * result and E with the reference bit for bit. Alone (no mpirun) both runs
+ * take the single-process path. 9,000 points: three row blocks of 4,096,
+ * so 2 and 3 ranks each hold rows (the last a short block). */
+#include "harness.h"
+#include "../src/core/comm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { POINTS = 9000, DIMS = 8 };
+
+/* Rows [begin, end) of W, columns kept global. */
+static nle_csr *csr_rows(nle_ctx *ctx, const nle_csr *W, size_t begin, size_t end) {
+  int64_t q0 = W->rowptr[begin], nnz = W->rowptr[end] - q0;
+  size_t width = W->dtype == NLE_F32 ? sizeof(float) : sizeof(double);
+  nle_csr *out = NULL;
+  if (nle_csr_alloc(ctx, (int64_t)(end - begin), W->cols, nnz, W->dtype, &out)) return NULL;
+  for (size_t i = 0; i <= end - begin; i++) out->rowptr[i] = W->rowptr[begin + i] - q0;
+  memcpy(out->colind, W->colind + q0, (size_t)nnz * sizeof(int32_t));
+  memcpy(out->val, (const char *)W->val + (size_t)q0 * width, (size_t)nnz * width);
+  return out;
+}
+
+typedef struct {
+  nle_model_kind kind;
+  nle_repulsion engine;
+  int iterations;
+  bool asymmetric; /* W+ the unsymmetrised conditional P: the transpose crosses ranks */
+} dist_case;
+
+static nle_status run_once(nle_ctx *ctx, const dist_case *c, const nle_csr *W, nle_matd *X, nle_opt_report *rep) {
+  nle_model_spec spec = test_model_spec(c->kind, 1.0, W);
+  spec.engine = c->engine;
+  nle_opt_opts oo;
+  nle_opt_opts_init(&oo);
+  oo.kind = NLE_OPT_GD;
+  oo.fixed_rate = true;
+  oo.learning_rate = c->kind == NLE_MODEL_TSNE ? POINTS / 12.0 : 0.5;
+  oo.exaggeration = c->kind == NLE_MODEL_TSNE ? 12.0 : 1.0;
+  oo.exaggeration_iters = c->iterations / 3;
+  oo.accuracy_iters = c->iterations / 2; /* the fast engines' schedule too */
+  oo.max_iters = c->iterations;
+  oo.energy_every = 5;
+  oo.x_tol = 1e-12; /* its partition-free test runs each iteration */
+  nle_model *m = NULL;
+  nle_opt *o = NULL;
+  nle_status s = nle_model_new(ctx, &spec, &m);
+  if (!s) s = nle_opt_new(ctx, m, W, &oo, &o);
+  if (!s) s = nle_opt_run(ctx, o, X, rep);
+  if (s > 0) s = NLE_OK; /* not converged in so few iterations */
+  if (s) printf("  %s\n", nle_ctx_error(ctx));
+  nle_opt_free(&o);
+  nle_model_free(&m);
+  return s;
+}
+
+/* The conditional P (rows sum to 1; not symmetric). */
+static nle_csr *conditional_p(nle_ctx *ctx, const nle_matf *Y) {
+  nle_knn_opts ko;
+  nle_knn_opts_init(&ko);
+  ko.k = 30;
+  nle_csr *g = NULL, *P = NULL;
+  nle_ea_opts eo;
+  nle_ea_opts_init(&eo);
+  eo.perplexity = 10;
+  nle_ea_result *ea = NULL;
+  if (!nle_knn_exact(ctx, Y, &ko, &g) && !nle_entropic_affinities(ctx, g, &eo, &ea)) P = ea->P, ea->P = NULL;
+  nle_ea_result_free(&ea);
+  nle_csr_free(&g);
+  return P;
+}
+
+static void check_case(const dist_case *c) {
+  nle_ctx *alone = test_ctx(7), *ctx = test_comm_ctx(7);
+  nle_matf *Y = test_random_matf(POINTS, DIMS, 11);
+  nle_csr *P = c->asymmetric ? conditional_p(alone, Y) : test_entropic_p(alone, Y, 10);
+  nle_matd *X0 = test_random_matd(POINTS, 2, 1e-2, 5), *ref = test_random_matd(POINTS, 2, 1, 1);
+  nle_test(P != NULL);
+  memcpy(ref->data, X0->data, POINTS * 2 * sizeof(double));
+  nle_opt_report want = {0}, got = {0};
+  nle_test_ok(run_once(alone, c, P, ref, &want));
+
+  nle__row_range mine = nle__rank_rows(POINTS, nle_ctx_ranks(ctx), nle_ctx_rank(ctx));
+  size_t rows = mine.end - mine.begin;
+  nle_csr *Pmine = csr_rows(ctx, P, mine.begin, mine.end);
+  nle_matd *X = NULL;
+  nle_test_ok(nle_matd_alloc(ctx, rows, 2, &X));
+  memcpy(X->data, X0->data + mine.begin * 2, rows * 2 * sizeof(double));
+  nle_test_ok(run_once(ctx, c, Pmine, X, &got));
+  nle_test(memcmp(X->data, ref->data + mine.begin * 2, rows * 2 * sizeof(double)) == 0);
+  nle_test(memcmp(&got.E, &want.E, sizeof got.E) == 0 && memcmp(&got.E0, &want.E0, sizeof got.E0) == 0);
+  nle_test(got.iterations == want.iterations && got.grad_max == want.grad_max);
+  if (memcmp(&got.E, &want.E, sizeof got.E)) printf("  E %.17g, alone %.17g\n", got.E, want.E);
+
+  nle_matd_free(&X);
+  nle_csr_free(&Pmine);
+  nle_matd_free(&ref);
+  nle_matd_free(&X0);
+  nle_csr_free(&P);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+  nle_ctx_free(&alone);
+}
+
+static void tsne_fft(void) { check_case(&(dist_case){NLE_MODEL_TSNE, NLE_REPULSION_FFT, 30, false}); }
+static void tsne_bh(void) { check_case(&(dist_case){NLE_MODEL_TSNE, NLE_REPULSION_BH, 12, false}); }
+static void tsne_exact(void) { check_case(&(dist_case){NLE_MODEL_TSNE, NLE_REPULSION_EXACT, 3, false}); }
+static void tsne_exact_asymmetric(void) { check_case(&(dist_case){NLE_MODEL_TSNE, NLE_REPULSION_EXACT, 3, true}); }
+static void tsne_fft_asymmetric(void) { check_case(&(dist_case){NLE_MODEL_TSNE, NLE_REPULSION_FFT, 20, true}); }
+static void ee_fft(void) { check_case(&(dist_case){NLE_MODEL_EE, NLE_REPULSION_FFT, 12, false}); }
+static void ee_bh(void) { check_case(&(dist_case){NLE_MODEL_EE, NLE_REPULSION_BH, 10, false}); }
+static void ee_exact(void) { check_case(&(dist_case){NLE_MODEL_EE, NLE_REPULSION_EXACT, 3, false}); }
+static void sne_exact(void) { check_case(&(dist_case){NLE_MODEL_SNE, NLE_REPULSION_EXACT, 2, true}); }
+
+/* Refused alike on every rank, with the option named: a line-search
+ * optimiser, and a checkpoint. */
+static void refusals(void) {
+  nle_ctx *ctx = test_comm_ctx(7);
+  if (nle_ctx_ranks(ctx) < 2) {
+    nle_ctx_free(&ctx);
+    return;
+  }
+  nle_ctx *alone = test_ctx(7);
+  nle_matf *Y = test_random_matf(POINTS, DIMS, 11);
+  nle_csr *P = test_entropic_p(alone, Y, 10);
+  nle__row_range mine = nle__rank_rows(POINTS, nle_ctx_ranks(ctx), nle_ctx_rank(ctx));
+  nle_csr *Pmine = csr_rows(ctx, P, mine.begin, mine.end);
+  nle_model_spec spec = test_model_spec(NLE_MODEL_TSNE, 1.0, Pmine);
+  nle_model *m = NULL;
+  nle_opt *o = NULL;
+  nle_test_ok(nle_model_new(ctx, &spec, &m));
+  nle_opt_opts oo;
+  nle_opt_opts_init(&oo); /* SD with its line search */
+  nle_test(nle_opt_new(ctx, m, Pmine, &oo, &o) == NLE_ERR_ARG);
+  nle_test(strstr(nle_ctx_error(ctx), "fixed-rate") != NULL);
+  oo.kind = NLE_OPT_GD;
+  oo.fixed_rate = true;
+  nle_test_ok(nle_opt_new(ctx, m, Pmine, &oo, &o));
+  nle_test(nle_opt_set_checkpoint(ctx, o, test_path("ck"), 10, "f") == NLE_ERR_ARG);
+  nle_opt_free(&o);
+  nle_model_free(&m);
+  nle_csr_free(&Pmine);
+  nle_csr_free(&P);
+  nle_matf_free(&Y);
+  nle_ctx_free(&alone);
+  nle_ctx_free(&ctx);
+}
+
+const nle_test_case mpi_tsne_tests[] = {
+    {"mpi/tsne_fft_same_bits", tsne_fft},
+    {"mpi/tsne_bh_same_bits", tsne_bh},
+    {"mpi/tsne_exact_same_bits", tsne_exact},
+    {"mpi/tsne_exact_asymmetric_same_bits", tsne_exact_asymmetric},
+    {"mpi/tsne_fft_asymmetric_same_bits", tsne_fft_asymmetric},
+    {"mpi/ee_fft_same_bits", ee_fft},
+    {"mpi/ee_bh_same_bits", ee_bh},
+    {"mpi/ee_exact_same_bits", ee_exact},
+    {"mpi/sne_exact_same_bits", sne_exact},
+    {"mpi/tsne_refusals", refusals},
+    {NULL, NULL},
+};
