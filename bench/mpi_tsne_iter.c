@@ -11,7 +11,7 @@
  * gathered result for a bit comparison between runs. */
 #include "nlembed.h"
 #include "../src/core/comm.h"
-#include "../src/nle/nle_internal.h" /* nle__model_set_locality_min */
+#include "../src/nle/model_internal.h" /* nle__model_set_locality_min, the evaluations' seconds */
 
 #include <mpi.h>
 #include <stdio.h>
@@ -110,9 +110,10 @@ int main(int argc, char **argv) {
   if (me == 0)
     printf("{\"ranks\": %d, \"threads\": %d, \"engine\": \"%s\", \"n\": %zu, \"locality\": %d, \"iterations\": %d, "
            "\"seconds\": %.3f, \"ms_per_iteration\": %.2f, \"bytes_per_iteration_per_rank\": %.0f, \"halo_rows_max\": %.0f, "
-           "\"peak_mb_per_rank\": %.0f, \"E\": %.17g}\n",
+           "\"peak_mb_per_rank\": %.0f, \"repulsion_ms\": %.2f, \"attraction_ms\": %.2f, \"E\": %.17g}\n",
            ranks, threads, engine, n, locality, rep.iterations, seconds, 1e3 * seconds / (rep.iterations + 1),
-           worst[0] / (rep.iterations + 1), halo, worst[1], rep.E);
+           worst[0] / (rep.iterations + 1), halo, worst[1], 1e3 * m->seconds_repulsion / (double)m->evaluations,
+           1e3 * m->seconds_attraction / (double)m->evaluations, rep.E);
   nle_matd *full = NULL;
   if (out && !nle_matd_alloc(ctx, n, d, &full) &&
       !nle__comm_allgatherv(ctx, X->data, X->rows * d * sizeof(double), full->data, NULL) && me == 0) {

@@ -8,6 +8,7 @@
  * so 2 and 3 ranks each hold rows (the last a short block). */
 #include "harness.h"
 #include "../src/core/comm.h"
+#include "../src/nle/model_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -151,7 +152,55 @@ static void refusals(void) {
   nle_ctx_free(&ctx);
 }
 
+typedef struct {
+  const double *v;
+  size_t begin, end;
+} span;
+
+static double span_sum(void *user, double start) {
+  const span *sp = user;
+  for (size_t i = sp->begin; i < sp->end; i++) start += sp->v[i];
+  return start;
+}
+
+/* The start's pieces and the one-off totals: a random start from the one
+ * stream in point order (as embed.c drew it before: the reference loop
+ * here), the PCA start's scale (first column's standard deviation, summed
+ * in point order), and a sum continued from rank to rank: each rank's rows
+ * the single process's bits. */
+static void start_and_totals(void) {
+  nle_ctx *alone = test_ctx(3), *ctx = test_comm_ctx(3);
+  size_t n = POINTS, d = 2;
+  nle_matd *ref = NULL, *X = NULL;
+  nle_test_ok(nle_matd_alloc(alone, n, d, &ref));
+  nle_rng r;
+  nle_rng_init(&r, 3, 0x696e6974ULL);
+  for (size_t i = 0; i < n * d; i++) ref->data[i] = 1e-4 * nle_rng_normal(&r);
+  nle__row_range mine = nle__rank_rows(n, nle_ctx_ranks(ctx), nle_ctx_rank(ctx));
+  size_t rows = mine.end - mine.begin;
+  nle_test_ok(nle_matd_alloc(ctx, rows, d, &X));
+  nle_test_ok(nle__dist_normal_rows(ctx, 0x696e6974ULL, 1e-4, X));
+  nle_test(memcmp(X->data, ref->data + mine.begin * d, rows * d * sizeof(double)) == 0);
+  /* the scale: the former single-process loop as the reference */
+  double mean = 0.0, var = 0.0;
+  for (size_t i = 0; i < n; i++) mean += ref->data[i * d] / (double)n;
+  for (size_t i = 0; i < n; i++) var += (ref->data[i * d] - mean) * (ref->data[i * d] - mean) / (double)n;
+  for (size_t i = 0; i < n * d; i++) ref->data[i] *= 1e-4 / sqrt(var);
+  nle_test_ok(nle__dist_scale_first_column(ctx, X, 1e-4));
+  nle_test(memcmp(X->data, ref->data + mine.begin * d, rows * d * sizeof(double)) == 0);
+  double want = 0.0, got = -1.0;
+  for (size_t i = 0; i < n * d; i++) want += ref->data[i];
+  span sp = {ref->data, mine.begin * d, mine.end * d};
+  nle_test_ok(nle__dist_chain_sum(ctx, span_sum, &sp, &got));
+  nle_test(memcmp(&got, &want, sizeof got) == 0);
+  nle_matd_free(&X);
+  nle_matd_free(&ref);
+  nle_ctx_free(&ctx);
+  nle_ctx_free(&alone);
+}
+
 const nle_test_case mpi_tsne_tests[] = {
+    {"mpi/tsne_start_and_totals", start_and_totals},
     {"mpi/tsne_fft_same_bits", tsne_fft},
     {"mpi/tsne_bh_same_bits", tsne_bh},
     {"mpi/tsne_exact_same_bits", tsne_exact},

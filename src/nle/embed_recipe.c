@@ -176,12 +176,6 @@ nle_status nle__embed_check_opts(nle_ctx *ctx, const nle_embed_input *in, const 
 
 /* --- resolution ------------------------------------------------------------ */
 
-double nle__csr_total(const nle_csr *W) {
-  double total = 0;
-  for (int64_t k = 0; k < W->nnz; k++) total += nle_csr_value(W, k);
-  return total > 0 ? total : 1.0;
-}
-
 /* exact for small N and for what the fast engines do not serve, FFT
  * interpolation in 1-2 dimensions, Barnes-Hut or the fast Gauss transform
  * in 3 (measured on 70,000 points, docs/embeddings.md); t-SNE by its own

@@ -8,6 +8,7 @@
  * single process adds it, so any number of ranks gives one process's bits. */
 #include "model_internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -162,4 +163,53 @@ double *nle__attraction_degrees(nle_ctx *ctx, const nle_csr *W, const nle_csr *W
     deg[r] = sum;
   }
   return deg;
+}
+
+nle_status nle__dist_chain_sum(nle_ctx *ctx, double (*part)(void *user, double start), void *user, double *total) {
+  int ranks = nle__ranks(ctx), me = nle__rank(ctx);
+  double running = ranks > 1 && me > 0 ? 0.0 : part(user, 0.0);
+  nle_status s = NLE_OK;
+  /* step k hands rank k - 1's running total to rank k, which continues it */
+  for (int k = 1; !s && k < ranks; k++) {
+    double in = 0.0;
+    size_t got = 0;
+    s = nle__comm_shift(ctx, &running, sizeof running, (me + 1) % ranks, &in, sizeof in, &got, (me + ranks - 1) % ranks);
+    if (!s && me == k) running = part(user, in);
+  }
+  if (!s && ranks > 1) s = nle__comm_bcast(ctx, &running, sizeof running, ranks - 1);
+  *total = running;
+  return s;
+}
+
+nle_status nle__dist_normal_rows(nle_ctx *ctx, uint64_t stream, double scale, nle_matd *X) {
+  nle__rows rows;
+  nle_status s = nle__comm_rows(ctx, X->rows, "the random start", &rows);
+  if (s) return s;
+  nle_rng r;
+  nle_rng_init(&r, nle_ctx_seed(ctx), stream);
+  for (size_t i = 0; i < rows.mine.begin * X->cols; i++) (void)nle_rng_normal(&r); /* the rows before this rank's */
+  for (size_t i = 0; i < X->rows * X->cols; i++) X->data[i] = scale * nle_rng_normal(&r);
+  return NLE_OK;
+}
+
+nle_status nle__dist_scale_first_column(nle_ctx *ctx, nle_matd *X, double target) {
+  size_t n = X->rows, d = X->cols;
+  int64_t all = (int64_t)n;
+  nle_status s = nle__comm_sum_i64(ctx, &all, 1);
+  double *col = s ? NULL : nle__malloc(ctx, (size_t)all * sizeof(double) + sizeof(double) * (n + 1), "the first column");
+  s = nle__comm_agree(ctx, s ? s : col ? NLE_OK : NLE_ERR_NOMEM);
+  if (s) {
+    free(col);
+    return s;
+  }
+  double *mine = col + all, mean = 0.0, var = 0.0;
+  for (size_t i = 0; i < n; i++) mine[i] = X->data[i * d];
+  s = nle__comm_allgatherv(ctx, mine, n * sizeof(double), col, NULL);
+  size_t N = (size_t)all;
+  for (size_t i = 0; !s && i < N; i++) mean += col[i] / (double)N;
+  for (size_t i = 0; !s && i < N; i++) var += (col[i] - mean) * (col[i] - mean) / (double)N;
+  if (!s && var > 0)
+    for (size_t i = 0; i < n * d; i++) X->data[i] *= target / sqrt(var);
+  free(col);
+  return s;
 }

@@ -147,6 +147,21 @@ nle_status nle__dist_ordered_sum(nle_ctx *ctx, const double *partials, size_t co
  * rows of its transpose), added in the order a single pass over all rows
  * of W+ would add them, so that any partition gives the same bits. */
 double *nle__attraction_degrees(nle_ctx *ctx, const nle_csr *W, const nle_csr *WT, size_t row0);
+/* A sum whose order runs over the points, continued from rank to rank:
+ * part(user, start) adds this rank's terms, in order, to start; rank 0
+ * starts at 0, each next rank from the previous one's result (ranks - 1
+ * ring steps, then a broadcast): the single process's bits on every rank,
+ * at a latency per rank. For one-off totals (W+'s total, KL's sum p log p). */
+nle_status nle__dist_chain_sum(nle_ctx *ctx, double (*part)(void *user, double start), void *user, double *total);
+/* This rank's rows of an N x d start of normal values times scale, from the
+ * one stream (seed, stream) drawn in point order: the values before this
+ * rank's rows are drawn and dropped, so every rank count gives the single
+ * process's start. X: this rank's rows, allocated. */
+nle_status nle__dist_normal_rows(nle_ctx *ctx, uint64_t stream, double scale, nle_matd *X);
+/* X (this rank's rows) scaled so that its first column over all ranks has
+ * standard deviation target, the column gathered (N doubles, once) and its
+ * mean and variance summed in point order as one process does. */
+nle_status nle__dist_scale_first_column(nle_ctx *ctx, nle_matd *X, double target);
 
 /* Newton's third law restored on approximate forces (their mean removed). */
 void nle__remove_mean_force(double *force, size_t N, size_t d);
