@@ -369,6 +369,7 @@ static nle_status run_stage(nle_ctx *ctx, embed_work *w) {
   }
   if (!s && opts->checkpoint) s = nle_opt_set_checkpoint(ctx, w->opt, opts->checkpoint, o->checkpoint_every, r->fingerprint);
   double t0 = nle_time_seconds();
+  uint64_t sent0 = nle__comm_bytes_sent(ctx);
   if (!s && o->homotopy_steps > 0) {
     nle_homotopy_opts ho;
     nle_homotopy_opts_init(&ho);
@@ -381,6 +382,11 @@ static nle_status run_stage(nle_ctx *ctx, embed_work *w) {
   }
   r->seconds.optimize = nle_time_seconds() - t0;
   nle__model_log_times(ctx, w->model, r->seconds.optimize);
+  /* the report's bytes per stage take this difference (docs/mpi.md) */
+  double sent = (double)(nle__comm_bytes_sent(ctx) - sent0);
+  if (nle__distributed(ctx))
+    nle__log(ctx, 1, "optimisation: this rank sent %.1f MB, %.0f bytes an iteration", sent / 1e6,
+             sent / (r->report.iterations > 0 ? r->report.iterations : 1));
   return s;
 }
 
