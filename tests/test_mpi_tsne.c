@@ -216,7 +216,40 @@ static void start_and_totals(void) {
   nle_ctx_free(&alone);
 }
 
+/* The rate caps' degrees from a rank's rows of W+ and of its transpose
+ * (built by the model's all-to-all) against the single pass over all rows
+ * of W+ that fixed_rate.c made before (the reference), bit for bit, for the
+ * conditional P (not symmetric) and the joint one. */
+static void degrees_from_transpose(void) {
+  nle_ctx *ctx = test_comm_ctx(7);
+  for (int asymmetric = 0; asymmetric < 2; asymmetric++) {
+    const nle_csr *W = shared_p(asymmetric);
+    if (!nle_test(W != NULL)) break;
+    double *want = calloc(POINTS, sizeof(double));
+    for (int64_t i = 0; i < W->rows; i++)
+      for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++) {
+        double w = 0.5 * nle_csr_value(W, q);
+        want[i] += w;
+        want[W->colind[q]] += w;
+      }
+    nle__row_range mine = nle__rank_rows(POINTS, nle_ctx_ranks(ctx), nle_ctx_rank(ctx));
+    nle_csr *Wmine = csr_rows(ctx, W, mine.begin, mine.end);
+    nle_model_spec spec = test_model_spec(NLE_MODEL_TSNE, 1.0, Wmine);
+    nle_model *m = NULL;
+    nle_test_ok(nle_model_new(ctx, &spec, &m));
+    nle_test(asymmetric ? m->WpT != NULL : m->WpT == NULL);
+    double *got = nle__attraction_degrees(ctx, Wmine, m->WpT ? m->WpT : Wmine, mine.begin);
+    nle_test(got && memcmp(got, want + mine.begin, (mine.end - mine.begin) * sizeof(double)) == 0);
+    free(got);
+    nle_model_free(&m);
+    nle_csr_free(&Wmine);
+    free(want);
+  }
+  nle_ctx_free(&ctx);
+}
+
 const nle_test_case mpi_tsne_tests[] = {
+    {"mpi/tsne_degrees_from_transpose", degrees_from_transpose},
     {"mpi/tsne_start_and_totals", start_and_totals},
     {"mpi/tsne_fft_same_bits", tsne_fft},
     {"mpi/tsne_bh_same_bits", tsne_bh},
