@@ -163,6 +163,16 @@ static void refusals(void) {
   oo.fixed_rate = true;
   nle_test_ok(nle_opt_new(ctx, m, Pmine, &oo, &o));
   nle_test(nle_opt_set_checkpoint(ctx, o, test_path("ck"), 10, "f") == NLE_ERR_ARG);
+  /* nle_embed says it before the graph's work: EE's recipe is the line search */
+  nle_matf *Y = test_random_matf(mine.end - mine.begin, DIMS, 11 + (uint64_t)nle_ctx_rank(ctx));
+  nle_embed_input in = {.Y = Y};
+  nle_embed_opts eo;
+  nle_embed_opts_init(&eo);
+  eo.model = NLE_MODEL_EE;
+  nle_embed_result *r = NULL;
+  nle_test(nle_embed(ctx, &in, &eo, &r) == NLE_ERR_ARG && strstr(nle_ctx_error(ctx), "fixed-rate steps") != NULL);
+  nle_embed_result_free(&r);
+  nle_matf_free(&Y);
   nle_opt_free(&o);
   nle_model_free(&m);
   nle_csr_free(&Pmine);
