@@ -195,6 +195,10 @@ fuzz:
 
 # Benchmark programs (run by hand, see bench/).
 BENCH := ea_table nbody_scaling engine_gradient graph_candidates
+# with MPI: the distributed t-SNE iterations (issue 38)
+ifeq ($(MPI),1)
+BENCH += mpi_tsne_iter
+endif
 bench: $(BENCH:%=$(BUILD)/%)
 
 $(BENCH:%=$(BUILD)/%): $(BUILD)/%: bench/%.c $(BUILD)/libnlembed.a
