@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""scale_model.py — a model of a distributed t-SNE run (issue 38, docs/scale.md).
+
+Time and memory of each stage per rank for N points on R ranks, from the
+per-point costs measured on one machine (bench/results/million_tsne.txt:
+1,000,000 augmented Fashion-MNIST images, 2 threads) and the bytes each
+stage sends (counted by the stages themselves, bench/mpi.sh), with the
+network's bandwidth and latency as parameters. A stage's time is its
+compute (per-point cost x rows per rank / cores) plus its messages (bytes /
+bandwidth + messages x latency); the model says where the messages
+overtake the compute: the stage that stops scaling first.
+
+  /usr/bin/python3 bench/scale_model.py [--n 1e8] [--machines 64] [--cores 16]
+      [--bandwidth 1.25e9] [--latency 2e-5] [--cut 1.0] [--iters 450]
+
+Only the standard library: it is arithmetic on measured constants.
+"""
+import argparse
+import math
+
+# Measured on the project's 2-core Xeon VM, 2 threads, 1,000,000 points, the
+# defaults (bench/results/million_tsne.txt, 2026-11-28): seconds per stage.
+MEASURED_POINTS = 1_000_000
+MEASURED_THREADS = 2
+MEASURED = {
+    "read": 11.1,        # .npy of 1e6 x 784 float32 (3.1 GB) from local disk
+    "pca": 7.3,          # to 50 components
+    "knn": 104.5,        # approximate, k = 90 (forest + NN-descent + re-ranking)
+    "affinity": 17.5,    # entropic affinities, perplexity 30, and symmetrisation
+    "attraction": 0.1625,  # one evaluation's attractive forces
+    "repulsion": 0.1285,   # one evaluation's FFT repulsion (spreading, convolution, gathering)
+}
+PEAK_BYTES_MEASURED = 5.51 * 2**30  # the run's peak resident memory
+D, PCA_DIMS, K, DIMS = 784, 50, 90, 2
+P_PER_ROW = 1.5 * K          # P's entries a row after symmetrisation
+FFT_NODES_CAP = 1024 ** 2    # the FFT engine's largest 2-D grid (fft_plan.c)
+FFT_TERMS = 4                # charges a node carries for t-SNE (1, x, y, |x|^2)
+
+
+def per_point(stage):
+    """core-seconds per point of a stage, as measured"""
+    return MEASURED[stage] * MEASURED_THREADS / MEASURED_POINTS
+
+
+def model(n, ranks, threads, bandwidth, latency, cut, iters, thread_efficiency, knn_rounds, fs_bandwidth, fft_seconds):
+    rows = n / ranks
+    cores = threads * thread_efficiency
+    remote = cut * (1 - 1 / ranks)  # the share of a row's neighbours on other ranks
+    grow = math.log(n) / math.log(MEASURED_POINTS)  # the kNN forest's depth grows with log N
+    send = lambda b, messages: b / bandwidth + messages * latency  # noqa: E731
+    logr = max(1.0, math.log2(ranks))
+    stages = []
+    # reading: each rank reads its rows by offset from a parallel file system
+    stages.append(("read", rows * D * 4 / fs_bandwidth, 0.0, 0.0, 0))
+    # PCA: the randomised range finder's D x 60 products summed over ranks (a few passes)
+    b = 4 * D * 60 * 8 * 2
+    stages.append(("pca", rows * per_point("pca") / cores, send(b, 8 * logr), b, 0))
+    # kNN: each NN-descent round asks for the distances to its candidates: a
+    # remote candidate's row (50 floats) is fetched once per round and rank,
+    # at most all remote rows, and its index and distance come back
+    fetched = min(rows * K * remote, n - rows)
+    b = knn_rounds * (fetched * PCA_DIMS * 4 + rows * K * remote * 12)
+    stages.append(("knn", rows * per_point("knn") * grow / cores, send(b, knn_rounds * ranks), b, 0))
+    # affinities per row; symmetrisation sends each remote transposed entry once
+    b = rows * K * remote * 12
+    stages.append(("affinity", rows * per_point("affinity") / cores, send(b, ranks), b, 0))
+    # one iteration, as built (docs/mpi_tsne.md): the whole map gathered to
+    # every rank (N x 2 doubles), the attraction where the rows live, and
+    # the FFT engine run whole on every rank (its cost grows with N, not
+    # with the rows a rank holds)
+    whole_map = n * DIMS * 8
+    b_built = whole_map * (ranks - 1) / ranks
+    compute = rows * per_point("attraction") / cores + n * per_point("repulsion") / cores
+    stages.append(("iterations", iters * compute, iters * send(b_built, ranks), iters * b_built, b_built))
+    # planned: neighbours' positions for the attraction (a halo of the
+    # distinct remote rows, at most the whole map), the grid's charges
+    # summed over ranks (allreduce of the capped grid in 64-bit fixed
+    # point), each rank spreading and gathering its own rows; the grid's
+    # transforms still whole on every rank (fft_seconds, a floor)
+    halo = min(rows * P_PER_ROW * remote, n - rows) * DIMS * 8
+    grid = min(FFT_NODES_CAP, 4 * n / 64) * FFT_TERMS * 8
+    b_iter = halo + (2 * grid * (ranks - 1) / ranks if ranks > 1 else 0)
+    compute = rows * (per_point("attraction") + per_point("repulsion")) / cores + fft_seconds
+    stages.append(("iter-split", iters * compute, iters * send(b_iter, ranks + 3 * logr), iters * b_iter, b_iter))
+    # memory per rank: the measured bytes a row, plus the whole map's
+    # vectors as built (72 bytes a point, docs/mpi_tsne.md) or the halo and
+    # the grid as planned
+    per_row = PEAK_BYTES_MEASURED / MEASURED_POINTS
+    memory = (rows * per_row + 72 * n, rows * per_row + halo + 3 * grid)
+    return stages, memory
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=float, default=1e8)
+    ap.add_argument("--machines", type=int, default=64)
+    ap.add_argument("--cores", type=int, default=16, help="cores a machine (one rank a machine, a thread a core)")
+    ap.add_argument("--bandwidth", type=float, default=1.25e9, help="bytes/s a rank sends (1.25e9: 10 Gb Ethernet)")
+    ap.add_argument("--latency", type=float, default=2e-5, help="seconds a message (2e-5: TCP)")
+    ap.add_argument("--cut", type=float, default=1.0,
+                    help="share of neighbours on other ranks relative to a random order (1: rows in input order)")
+    ap.add_argument("--iters", type=int, default=450)
+    ap.add_argument("--thread-efficiency", type=float, default=0.8)
+    ap.add_argument("--knn-rounds", type=int, default=10)
+    ap.add_argument("--fs-bandwidth", type=float, default=1e9, help="bytes/s a rank reads")
+    ap.add_argument("--fft-seconds", type=float, default=MEASURED["repulsion"] / 4,
+                    help="the grid's transforms an iteration at the grid's cap, with a machine's cores")
+    a = ap.parse_args()
+    n, ranks = a.n, a.machines
+    args = (a.cores, a.bandwidth, a.latency, a.cut, a.iters, a.thread_efficiency, a.knn_rounds, a.fs_bandwidth,
+            a.fft_seconds)
+    stages, memory = model(n, ranks, *args)
+    print(f"model: {n:.3g} points on {ranks} ranks x {a.cores} threads; bandwidth {a.bandwidth:.3g} B/s, "
+          f"latency {a.latency:.3g} s, cut {a.cut}, {a.iters} iterations")
+    print(f"{'stage':<11} {'compute s':>10} {'messages s':>11} {'total s':>9} {'GB sent/rank':>13}")
+    total = 0.0
+    for name, comp, comm, sent, _ in stages:
+        total += comp + comm
+        print(f"{name:<11} {comp:>10.1f} {comm:>11.1f} {comp + comm:>9.1f} {sent / 1e9:>13.2f}")
+    built = total - sum(st[1] + st[2] for st in stages if st[0] == "iter-split")
+    planned = total - sum(st[1] + st[2] for st in stages if st[0] == "iterations")
+    print(f"whole run as built (iterations): {built:.1f} s ({built / 60:.1f} min); "
+          f"with the planned split (iter-split): {planned:.1f} s ({planned / 60:.1f} min)")
+    print(f"bytes sent per iteration per rank: as built {stages[-2][4] / 1e6:.1f} MB, planned {stages[-1][4] / 1e6:.1f} MB")
+    print(f"memory per rank: as built {memory[0] / 2**30:.1f} GiB, planned {memory[1] / 2**30:.1f} GiB")
+    # where each stage stops scaling: the fewest ranks (powers of 2) at which
+    # its messages take longer than its compute, or its time stops falling
+    print("stops scaling from (messages >= compute, or no faster with twice the ranks):")
+    for i, st in enumerate(stages):
+        where = None
+        for e in range(1, 17):
+            r = 2 ** e
+            now = model(n, r, *args)[0][i]
+            nxt = model(n, 2 * r, *args)[0][i]
+            if (now[2] >= now[1] > 0) or (now[1] + now[2] > 0 and nxt[1] + nxt[2] > 0.95 * (now[1] + now[2])):
+                where = r
+                break
+        print(f"  {st[0]:<11} {'never (to 65,536 ranks)' if where is None else f'{where} ranks'}")
+
+
+if __name__ == "__main__":
+    main()
