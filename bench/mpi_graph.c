@@ -7,7 +7,8 @@
  * checksum of its rows of the kNN graph and of W. Alone, --blocks R prints
  * the checksums of the rows R ranks would hold, to compare bit for bit.
  *   mpirun -np 2 build/mpi_graph X.npy [--threads 1] [--method auto|exact|approx]
- *   build/mpi_graph X.npy --threads 2 --blocks 2 */
+ *   build/mpi_graph X.npy --threads 2 --blocks 2
+ * --verbose: the stages' own timings on stderr (rank 0). */
 #include "nlembed.h"
 
 #include <stdio.h>
@@ -80,7 +81,7 @@ static double peak_mib(void) {
 }
 
 int main(int argc, char **argv) {
-  int ranks = 1, rank = 0, threads = 1, blocks = 1;
+  int ranks = 1, rank = 0, threads = 1, blocks = 1, verbose = 0;
   const char *data = NULL, *method = "auto";
 #ifdef NLE_WITH_MPI
   MPI_Init(&argc, &argv);
@@ -91,6 +92,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--method") && i + 1 < argc) method = argv[++i];
     else if (!strcmp(argv[i], "--blocks") && i + 1 < argc) blocks = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--verbose")) verbose = 2;
     else data = argv[i];
   }
   if (!data) fail("usage: mpi_graph X.npy [--threads T] [--method auto|exact|approx] [--blocks R]");
@@ -101,6 +103,7 @@ int main(int argc, char **argv) {
   nle_ctx *ctx = nle_ctx_new();
   if (!ctx) fail("no context");
   nle_ctx_set_threads(ctx, threads);
+  nle_ctx_set_verbosity(ctx, rank == 0 ? verbose : 0);
 #ifdef NLE_WITH_MPI
   if (ranks > 1) {
     MPI_Comm world = MPI_COMM_WORLD;
