@@ -76,7 +76,9 @@ typedef struct {
 } exact_ring;
 
 /* The block's nearest to this rank's rows, merged into their lists; the
- * own block's search counts the query itself, left out here. */
+ * own block's search counts the query itself, left out here.
+ * nle_knn_query is a local search (queries against the rows it is given)
+ * whatever the context's communicator: the ring relies on that. */
 static nle_status exact_visit(nle_ctx *ctx, void *user, const nle_matf *block, size_t begin, bool own) {
   exact_ring *e = user;
   nle_matf queries = *e->Y; /* another header: the search then keeps a query's own row */
