@@ -194,7 +194,7 @@ fuzz:
 	    -fopenmp $(LDLIBS) || exit 1; done
 
 # Benchmark programs (run by hand, see bench/).
-BENCH := ea_table nbody_scaling engine_gradient graph_candidates
+BENCH := ea_table nbody_scaling engine_gradient graph_candidates mpi_graph
 # with MPI: the distributed t-SNE iterations (issue 38)
 ifeq ($(MPI),1)
 BENCH += mpi_tsne_iter

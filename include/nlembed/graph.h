@@ -112,6 +112,10 @@ typedef struct {
   float *candidate_reach;   /* keep_projection: each point's farthest
                                candidate among the components (squared) */
   double pca_seconds, knn_seconds, weights_seconds;
+  /* with a communicator (nle_ctx_set_comm): the bytes this rank sent in
+   * each stage; knn, W, beta, projected and candidate_reach are then this
+   * rank's rows (global column indices) */
+  uint64_t pca_bytes, knn_bytes, weights_bytes;
 } nle_graph_result;
 
 /* The graph of the points Y (N x D dense rows) as opts say; NULL opts: the

@@ -5,6 +5,7 @@
  * 2.2.2 by derivative steps safeguarded by bisection (algorithm 1), each
  * point warm-started from an earlier one (sec. 2.3.4). */
 #include "affinity_internal.h"
+#include "../neighbors/neighbors_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -507,13 +508,17 @@ static void solve_point(ea_job *j, int64_t i, double start, double *e, double *w
   j->error[i] = r.error;
 }
 
-static nle_status check_graph(nle_ctx *ctx, const nle_csr *knn, const nle_ea_opts *o, int *k) {
+static nle_status check_graph(nle_ctx *ctx, const nle_csr *knn, int64_t n, const nle_ea_opts *o, int *k) {
   /* Query points (rows) against training points (columns) have no order to
-   * follow: they are solved independently, from their bounds. */
-  if (knn->rows < 1 || knn->cols < 2 || (knn->rows != knn->cols && o->order != NLE_ORDER_BOUNDS))
+   * follow: they are solved independently, from their bounds. n: the rows
+   * of every rank. */
+  if (n < 1 || knn->cols < 2 || (n != knn->cols && o->order != NLE_ORDER_BOUNDS))
     return nle__fail(ctx, NLE_ERR_ARG, "entropic affinities need a square kNN graph of at least 2 points (or the "
                                        "bounds order for query points)");
-  int64_t kk = knn->rowptr[1] - knn->rowptr[0];
+  double widest = knn->rows ? (double)(knn->rowptr[1] - knn->rowptr[0]) : 0.0;
+  nle_status s = nle__comm_max_d(ctx, &widest, 1); /* a rank without rows learns k from the others */
+  if (s) return s;
+  int64_t kk = (int64_t)widest;
   for (int64_t i = 0; i < knn->rows; i++) {
     if (knn->rowptr[i + 1] - knn->rowptr[i] != kk)
       return nle__fail(ctx, NLE_ERR_ARG, "entropic affinities need k neighbours on every row (row %lld differs)",
@@ -580,18 +585,27 @@ static int ea_block(void *job, size_t b, void *scratch) {
   return 0;
 }
 
-static nle_status ea_summarise(nle_ctx *ctx, ea_job *j) {
+/* The counts over rows [from, to) of the job, summed over ranks (each
+ * rank's own rows); n_total: the points of every rank. */
+static nle_status ea_summarise(nle_ctx *ctx, ea_job *j, int64_t from, int64_t to, int64_t n_total) {
   nle_ea_result *r = j->res;
-  int64_t n = r->n, unconverged = 0, steps = 0, evals = 0;
-  for (int64_t i = 0; i < n; i++) {
-    steps += j->steps[i];
-    evals += j->evals[i];
-    r->steps_histogram[j->steps[i] < 7 ? j->steps[i] : 7]++;
-    r->bisection_points += j->bisected[i];
-    r->degenerate_points += j->degenerate[i];
-    unconverged += !j->converged[i];
+  int64_t counts[13] = {0}; /* steps, evaluations, unconverged, bisected, degenerate, the histogram */
+  for (int64_t i = from; i < to; i++) {
+    counts[0] += j->steps[i];
+    counts[1] += j->evals[i];
+    counts[2] += !j->converged[i];
+    counts[3] += j->bisected[i];
+    counts[4] += j->degenerate[i];
+    counts[5 + (j->steps[i] < 7 ? j->steps[i] : 7)]++;
     if (!j->degenerate[i] && j->error[i] > r->max_error) r->max_error = j->error[i];
   }
+  nle_status s = nle__comm_sum_i64(ctx, counts, 13);
+  if (!s) s = nle__comm_max_d(ctx, &r->max_error, 1);
+  if (s) return s;
+  int64_t steps = counts[0], evals = counts[1], unconverged = counts[2], n = n_total;
+  r->bisection_points = counts[3];
+  r->degenerate_points = counts[4];
+  memcpy(r->steps_histogram, counts + 5, sizeof r->steps_histogram);
   r->mean_iterations = (double)steps / (double)n;
   r->mean_evaluations = (double)evals / (double)n;
   if (r->degenerate_points == n)
@@ -608,6 +622,73 @@ static nle_status ea_summarise(nle_ctx *ctx, ea_job *j) {
   return NLE_OK;
 }
 
+/* Marks the rows [mine) and their ancestors in the warm-start order: what
+ * a rank solves to have its own rows' results as they are alone. */
+static uint8_t *with_ancestors(nle_ctx *ctx, const int64_t *parent, int64_t n, const nle__row_range *mine) {
+  uint8_t *solve = nle__calloc(ctx, (size_t)n, 1, "the points to solve");
+  for (int64_t i = (int64_t)mine->begin; solve && i < (int64_t)mine->end; i++)
+    for (int64_t up = i; up >= 0 && !solve[up]; up = parent[up]) solve[up] = 1;
+  return solve;
+}
+
+/* Solves j's points: all of them, or (only != NULL) those rows and their
+ * ancestors in the order. */
+static nle_status ea_solve(nle_ctx *ctx, ea_job *j, const nle__row_range *only) {
+  const nle_csr *knn = j->knn;
+  const nle_ea_opts *opts = j->o;
+  int64_t n = knn->rows;
+  int k = j->k;
+  nle_status s = ea_allocate(ctx, knn, j);
+  if (!s && opts->order == NLE_ORDER_BOUNDS)
+    return nle__for_blocks(ctx, "entropic affinities", (size_t)(n + EA_BLOCK - 1) / EA_BLOCK,
+                           nle__threads_for(ctx, (double)n * k * 50), (2 * (size_t)k + 1) * sizeof(double), ea_block, j);
+  if (!s && opts->rescale) {
+    j->scale = nle__malloc(ctx, (size_t)n * sizeof(double), "point scales");
+    if (!j->scale) s = NLE_ERR_NOMEM;
+    else point_scales(knn, k, opts->perplexity, j->scale, nle__threads_for(ctx, (double)n * k));
+  }
+  int64_t *order = nle__malloc(ctx, (size_t)n * sizeof(int64_t), "the order");
+  int64_t *parent = nle__malloc(ctx, (size_t)n * sizeof(int64_t), "the order's parents");
+  double *work = nle__malloc(ctx, (2 * (size_t)k + 1) * sizeof(double), "work space");
+  if (!s) s = (order && parent && work) ? nle__ea_order(ctx, knn, opts->order, opts->kappa, order, parent) : NLE_ERR_NOMEM;
+  uint8_t *solve = !s && only ? with_ancestors(ctx, parent, n, only) : NULL;
+  if (!s && only && !solve) s = NLE_ERR_NOMEM;
+  for (int64_t t = 0; !s && t < n; t++) {
+    int64_t i = order[t];
+    if (!solve || solve[i]) solve_point(j, i, warm_start(j, i, parent[i]), work, work + k);
+    if ((t & 4095) == 4095) s = nle__progress(ctx, "entropic affinities", (double)(t + 1) / (double)n);
+  }
+  if (!s) s = nle__progress(ctx, "entropic affinities", 1.0);
+  free(solve);
+  free(order);
+  free(parent);
+  free(work);
+  return s;
+}
+
+/* Every rank's rows of the kNN graph (k on each), in rank order. */
+static nle_status gather_graph(nle_ctx *ctx, const nle_csr *knn, const nle__rows *rows, int k, nle_csr **whole) {
+  size_t width = knn->dtype == NLE_F64 ? sizeof(double) : sizeof(float), mine = (size_t)knn->rows * (size_t)k;
+  nle_status s = nle__comm_agree(ctx, nle_csr_alloc(ctx, (int64_t)rows->n, knn->cols, (int64_t)rows->n * k,
+                                                    knn->dtype, whole));
+  if (!s) s = nle__comm_allgatherv(ctx, knn->colind, mine * sizeof(int32_t), (*whole)->colind, NULL);
+  if (!s) s = nle__comm_allgatherv(ctx, knn->val, mine * width, (*whole)->val, NULL);
+  for (size_t i = 0; !s && i <= rows->n; i++) (*whole)->rowptr[i] = (int64_t)i * k;
+  return s;
+}
+
+/* The result's rows [mine) of the whole graph's, as this rank's result. */
+static nle_status keep_rows(nle_ctx *ctx, nle_ea_result *r, const nle__row_range *mine) {
+  nle_csr *P = NULL;
+  nle_status s = nle__csr_rows(ctx, r->P, mine->begin, mine->end, &P);
+  if (s) return s;
+  nle_csr_free(&r->P);
+  r->P = P;
+  r->n = (int64_t)(mine->end - mine->begin);
+  memmove(r->beta, r->beta + mine->begin, (size_t)r->n * sizeof(double));
+  return NLE_OK;
+}
+
 nle_status nle_entropic_affinities(nle_ctx *ctx, const nle_csr *knn, const nle_ea_opts *opts, nle_ea_result **out) {
   *out = NULL;
   nle_ea_opts defaults;
@@ -615,40 +696,31 @@ nle_status nle_entropic_affinities(nle_ctx *ctx, const nle_csr *knn, const nle_e
     nle_ea_opts_init(&defaults);
     opts = &defaults;
   }
+  /* with a communicator, knn is this rank's rows of N (comm.h) */
+  nle__rows rows;
   int k = 0;
-  nle_status s = check_graph(ctx, knn, opts, &k);
+  nle_status s = nle__comm_rows(ctx, (size_t)knn->rows, "entropic affinities", &rows);
+  if (!s) s = nle__comm_agree(ctx, check_graph(ctx, knn, (int64_t)rows.n, opts, &k));
   if (s) return s;
-  ea_job j = {knn, opts, log(opts->perplexity), nle_ea_p1(k, opts->perplexity), k, NULL, NULL, NULL, NULL,
-              NULL, NULL, NULL, NULL, NULL};
-  int64_t n = knn->rows;
-  s = ea_allocate(ctx, knn, &j);
-  int64_t *order = NULL, *parent = NULL;
-  double *work = NULL;
-  if (!s && opts->order == NLE_ORDER_BOUNDS) {
-    s = nle__for_blocks(ctx, "entropic affinities", (size_t)(n + EA_BLOCK - 1) / EA_BLOCK,
-                        nle__threads_for(ctx, (double)n * k * 50), (2 * (size_t)k + 1) * sizeof(double), ea_block, &j);
-  } else if (!s) {
-    if (opts->rescale) {
-      j.scale = nle__malloc(ctx, (size_t)n * sizeof(double), "point scales");
-      if (!j.scale) s = NLE_ERR_NOMEM;
-      else point_scales(knn, k, opts->perplexity, j.scale, nle__threads_for(ctx, (double)n * k));
-    }
-    order = nle__malloc(ctx, (size_t)n * sizeof(int64_t), "the order");
-    parent = nle__malloc(ctx, (size_t)n * sizeof(int64_t), "the order's parents");
-    work = nle__malloc(ctx, (2 * (size_t)k + 1) * sizeof(double), "work space");
-    if (!s) s = (order && parent && work) ? nle__ea_order(ctx, knn, opts->order, opts->kappa, order, parent) : NLE_ERR_NOMEM;
-    for (int64_t t = 0; !s && t < n; t++) {
-      int64_t i = order[t];
-      solve_point(&j, i, warm_start(&j, i, parent[i]), work, work + k);
-      if ((t & 4095) == 4095) s = nle__progress(ctx, "entropic affinities", (double)(t + 1) / (double)n);
-    }
-    if (!s) s = nle__progress(ctx, "entropic affinities", 1.0);
+  /* Points of the bounds order are independent: each rank solves its own.
+   * The warm-start orders are global and sequential (a point starts from
+   * its parent's root): each rank solves its rows and their ancestors in
+   * the order, on the whole graph gathered. */
+  bool gathered = nle__distributed(ctx) && opts->order != NLE_ORDER_BOUNDS;
+  nle_csr *whole = NULL;
+  if (gathered) s = gather_graph(ctx, knn, &rows, k, &whole);
+  ea_job j = {gathered ? whole : knn, opts, log(opts->perplexity), nle_ea_p1(k, opts->perplexity), k, NULL, NULL, NULL,
+              NULL, NULL, NULL, NULL, NULL, NULL};
+  if (!s) s = ea_solve(ctx, &j, gathered ? &rows.mine : NULL);
+  s = nle__comm_agree(ctx, s);
+  if (!s) s = gathered ? ea_summarise(ctx, &j, (int64_t)rows.mine.begin, (int64_t)rows.mine.end, (int64_t)rows.n)
+                       : ea_summarise(ctx, &j, 0, knn->rows, (int64_t)rows.n);
+  if (s >= 0 && gathered) {
+    nle_status kept = nle__comm_agree(ctx, keep_rows(ctx, j.res, &rows.mine));
+    s = kept ? kept : s;
   }
-  free(order);
-  free(parent);
-  free(work);
-  if (!s) s = ea_summarise(ctx, &j);
   ea_job_free(&j);
+  nle_csr_free(&whole);
   if (s < 0) {
     nle_ea_result_free(&j.res);
     return s;

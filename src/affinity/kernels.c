@@ -38,8 +38,17 @@ void nle_affinity_opts_init(nle_affinity_opts *o) {
 static nle_status csr_union_transpose(nle_ctx *ctx, const nle_csr *A, int mean, nle_csr **out) {
   *out = NULL;
   nle_csr *T = NULL, *S = NULL, *W = NULL;
-  nle_status s = nle_csr_transpose(ctx, A, &T);
-  if (!s) s = nle_csr_transpose(ctx, T, &S); /* S = A with sorted rows */
+  /* with a communicator, A is this rank's rows of N (comm.h) */
+  nle__rows rows;
+  nle_status s = nle__comm_rows(ctx, (size_t)A->rows, "symmetrize", &rows);
+  if (!s && A->cols != (int64_t)rows.n) s = nle__fail(ctx, NLE_ERR_ARG, "symmetrize: the matrix is not square");
+  if (!s && nle__distributed(ctx)) {
+    s = nle__csr_transpose_rows(ctx, A, &rows, &T);
+    if (!s) s = nle__csr_sorted_rows(ctx, A, &S);
+  } else if (!s) {
+    s = nle_csr_transpose(ctx, A, &T);
+    if (!s) s = nle_csr_transpose(ctx, T, &S); /* S = A with sorted rows */
+  }
   int64_t n = A->rows;
   /* each row's length, then the rows merged in parallel into their places */
   int64_t *start = s ? NULL : nle__malloc(ctx, ((size_t)n + 1) * sizeof(int64_t), "the union's rows");
@@ -54,7 +63,7 @@ static nle_status csr_union_transpose(nle_ctx *ctx, const nle_csr *A, int mean, 
     }
     start[0] = 0;
     for (int64_t i = 0; i < n; i++) start[i + 1] += start[i];
-    s = nle_csr_alloc(ctx, n, n, start[n], NLE_F64, &W);
+    s = nle_csr_alloc(ctx, n, A->cols, start[n], NLE_F64, &W);
   }
   if (!s) {
     double *val = W->val;
@@ -76,11 +85,14 @@ static nle_status csr_union_transpose(nle_ctx *ctx, const nle_csr *A, int mean, 
 }
 
 nle_status nle_affinity_symmetrize(nle_ctx *ctx, const nle_csr *P, bool normalize, nle_csr **W) {
-  if (P->rows != P->cols) return nle__fail(ctx, NLE_ERR_ARG, "symmetrize: the matrix is not square");
   nle_status s = csr_union_transpose(ctx, P, 1, W);
   if (s || !normalize) return s;
   double total = 0.0;
-  for (int64_t q = 0; q < (*W)->nnz; q++) total += ((double *)(*W)->val)[q];
+  s = nle__csr_rows_total(ctx, *W, &total);
+  if (s) {
+    nle_csr_free(W);
+    return s;
+  }
   if (!(total > 0.0)) {
     nle_csr_free(W);
     return nle__fail(ctx, NLE_ERR_VALUE, "symmetrize: the affinities sum to %g, cannot normalise", total);

@@ -70,9 +70,7 @@ nle_status nle__comm_sum_blocks(nle_ctx *ctx, const double *partials, size_t nbl
     s = nle__fail(ctx, NLE_ERR_VALUE, "a partial sum is not finite, or its total would not be");
   if (s == NLE_OK && largest > 0) {
     /* 2^scale units to 1: every partial and every sum of them within 2^62 */
-    int exponent;
-    frexp(largest * (double)units[n], &exponent);
-    int scale = 62 - exponent;
+    int scale = nle__fixed_point_scale(largest, (double)units[n]);
     for (size_t b = 0; b < nblocks; b++)
       for (size_t j = 0; j < n; j++) units[j] += (int64_t)llrint(ldexp(partials[b * n + j], scale));
     s = nle__comm_sum_i64(ctx, units, n);
@@ -356,3 +354,9 @@ nle_status nle__comm_shift(nle_ctx *ctx, const void *send, size_t send_bytes, in
 nle_status nle__comm_barrier(nle_ctx *ctx) { return (void)ctx, NLE_OK; }
 
 #endif
+
+int nle__fixed_point_scale(double largest, double blocks) {
+  int exponent = 0;
+  frexp(largest * blocks, &exponent);
+  return 62 - exponent;
+}

@@ -110,4 +110,11 @@ uint64_t nle__comm_bytes_sent(const nle_ctx *ctx);
 /* ctx.c calls it from nle_ctx_free. */
 void nle__comm_release(nle_ctx *ctx);
 
+/* The fixed point nle__comm_sum_blocks rounds to, for sums streamed by a
+ * stage itself (too many partials to keep): 2^scale units to 1, so that
+ * `blocks` partials each at most `largest` in magnitude (a bound every rank
+ * knows alike) sum within 2^62 units. A partial x becomes
+ * llrint(ldexp(x, scale)); the integers add exactly in any order. */
+int nle__fixed_point_scale(double largest, double blocks);
+
 #endif

@@ -5,6 +5,7 @@
  * (weights.c). The families' front doors map their options onto
  * nle_graph_opts and report what it resolved. */
 #include "graph_internal.h"
+#include "../core/comm.h"
 
 #include <limits.h>
 #include <math.h>
@@ -123,6 +124,9 @@ static nle_status search(nle_ctx *ctx, const nle_matf *Y, nle_graph_result *r) {
   double t0 = nle_time_seconds();
   if (o->radius > 0) {
     o->method = NLE_KNN_EXACT;
+    if (nle__distributed(ctx))
+      return nle__fail(ctx, NLE_ERR_ARG, "graph: the epsilon ball ({@radius}) is not distributed yet: {@neighbors} "
+                       "on %d ranks", nle__ranks(ctx));
     return nle__radius_graph(ctx, Y, o->radius, &r->knn);
   }
   nle_knn_method used = NLE_KNN_AUTO;
@@ -134,9 +138,11 @@ static nle_status search(nle_ctx *ctx, const nle_matf *Y, nle_graph_result *r) {
   nle_matf *Z = NULL;
   nle_csr *cand = NULL;
   bool keep = o->keep_projection; /* new points are searched for on the same components */
+  uint64_t sent = nle__comm_bytes_sent(ctx);
   nle_status s = nle__graph_pca_reduce(ctx, Y, o->pca_dims, &Z, &r->pca_variance, keep ? &r->pca_mean : NULL,
                                        keep ? &r->pca_components : NULL);
   r->pca_seconds = nle_time_seconds() - t0;
+  r->pca_bytes = nle__comm_bytes_sent(ctx) - sent;
   int rerank = o->pca_candidates > 0; /* 0: the neighbours among the components, as they are there */
   if (!s) s = nle_knn_graph(ctx, Z, rerank ? o->pca_candidates : o->k, o->method, &o->approx, &cand, &used);
   if (!s) o->method = used;
@@ -159,10 +165,14 @@ static nle_status search(nle_ctx *ctx, const nle_matf *Y, nle_graph_result *r) {
 
 nle_status nle_graph_weigh(nle_ctx *ctx, const nle_csr *knn, const nle_graph_opts *opts, nle_graph_result *r) {
   double t0 = nle_time_seconds();
+  uint64_t sent = nle__comm_bytes_sent(ctx);
   if (&r->resolved != opts) r->resolved = *opts;
   nle_graph_opts *o = &r->resolved;
   nle_status s = nle__graph_resolve_sigma(ctx, knn, o->weights, &o->sigma);
   if (!s) s = nle__graph_weights(ctx, knn, o, &r->W, &r->beta);
+  if (!s && o->components != NLE_COMPONENTS_AUTO && nle__distributed(ctx))
+    s = nle__fail(ctx, NLE_ERR_ARG, "graph: counting components ({@components}) is not distributed yet: "
+                  "{@components=auto} on %d ranks", nle__ranks(ctx));
   if (!s && o->components != NLE_COMPONENTS_AUTO) {
     int64_t comps = nle__csr_components(ctx, r->W);
     if (comps < 0) s = NLE_ERR_NOMEM;
@@ -172,19 +182,26 @@ nle_status nle_graph_weigh(nle_ctx *ctx, const nle_csr *knn, const nle_graph_opt
                     "larger {@neighbors} joins them)", (long long)comps);
   }
   r->weights_seconds = nle_time_seconds() - t0;
+  r->weights_bytes = nle__comm_bytes_sent(ctx) - sent;
   return s;
 }
 
 nle_status nle__graph_build_into(nle_ctx *ctx, const nle_matf *Y, nle_graph_result *r) {
   nle_graph_opts *o = &r->resolved;
-  nle__graph_resolve(o, Y->rows, Y->cols);
-  nle_status s = nle__graph_check(ctx, o, Y->rows, "graph");
+  nle__rows all; /* with a communicator, Y is this rank's rows of N (comm.h) */
+  nle_status s = nle__comm_rows(ctx, Y->rows, "graph", &all);
+  if (s) return s;
+  nle__graph_resolve(o, all.n, Y->cols);
+  s = nle__graph_check(ctx, o, all.n, "graph");
   nle_matf *rows = NULL;
   if (!s && o->metric != NLE_METRIC_EUCLIDEAN) s = nle_metric_rows(ctx, Y, o->metric, &rows);
+  s = nle__comm_agree(ctx, s);
   double t0 = nle_time_seconds();
+  uint64_t sent = nle__comm_bytes_sent(ctx);
   if (!s) s = search(ctx, rows ? rows : Y, r);
   nle_matf_free(&rows);
   r->knn_seconds = nle_time_seconds() - t0 - r->pca_seconds;
+  r->knn_bytes = nle__comm_bytes_sent(ctx) - sent - r->pca_bytes;
   if (!s && o->stop == NLE_GRAPH_WEIGHTS) s = nle_graph_weigh(ctx, r->knn, o, r);
   return s;
 }

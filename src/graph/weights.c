@@ -3,6 +3,7 @@
  * front doors, SPEC G06-10), the epsilon-ball search, degrees, and the
  * symmetry check of a given W. */
 #include "graph_internal.h"
+#include "../affinity/affinity_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -15,12 +16,35 @@ static int cmp_double(const void *a, const void *b) {
 
 /* sqrt of the median over points of the squared distance to the last
  * (k-th) neighbour: a Gaussian width in the scale of the neighbourhoods. */
+/* Every rank's `count` doubles `mine`, in rank order, into *all (allocated,
+ * *total of them); alone a copy. */
+static nle_status gather_doubles(nle_ctx *ctx, const double *mine, size_t count, double **all, size_t *total) {
+  int ranks = nle__ranks(ctx);
+  uint64_t own = count, *counts = nle__malloc(ctx, (size_t)ranks * sizeof(uint64_t), "counts");
+  nle_status s = nle__comm_agree(ctx, counts ? NLE_OK : NLE_ERR_NOMEM);
+  if (!s) s = nle__comm_allgatherv(ctx, &own, sizeof own, counts, NULL);
+  *total = 0;
+  for (int r = 0; !s && r < ranks; r++) *total += (size_t)counts[r];
+  free(counts);
+  *all = s ? NULL : nle__malloc(ctx, (*total ? *total : 1) * sizeof(double), "the gathered values");
+  if (!s) s = nle__comm_agree(ctx, *all ? NLE_OK : NLE_ERR_NOMEM);
+  if (!s) s = nle__comm_allgatherv(ctx, mine, count * sizeof(double), *all, NULL);
+  if (s) free(*all), *all = NULL;
+  return s;
+}
+
+/* sqrt of the median over points (of every rank) of the squared distance to
+ * the last (k-th) neighbour: a Gaussian width in the scale of the
+ * neighbourhoods. */
 static nle_status median_kth_distance(nle_ctx *ctx, const nle_csr *knn, double *sigma) {
-  double *last = nle__malloc(ctx, (size_t)knn->rows * sizeof(double), "neighbour distances");
-  if (!last) return NLE_ERR_NOMEM;
+  double *mine = nle__malloc(ctx, (size_t)(knn->rows ? knn->rows : 1) * sizeof(double), "neighbour distances"), *last;
   size_t m = 0;
-  for (int64_t i = 0; i < knn->rows; i++)
-    if (knn->rowptr[i + 1] > knn->rowptr[i]) last[m++] = nle_csr_value(knn, knn->rowptr[i + 1] - 1);
+  for (int64_t i = 0; mine && i < knn->rows; i++)
+    if (knn->rowptr[i + 1] > knn->rowptr[i]) mine[m++] = nle_csr_value(knn, knn->rowptr[i + 1] - 1);
+  nle_status s = nle__comm_agree(ctx, mine ? NLE_OK : NLE_ERR_NOMEM);
+  if (!s) s = gather_doubles(ctx, mine, m, &last, &m);
+  free(mine);
+  if (s) return s;
   qsort(last, m, sizeof(double), cmp_double);
   *sigma = m ? sqrt(m % 2 ? last[m / 2] : 0.5 * (last[m / 2 - 1] + last[m / 2])) : 0.0;
   free(last);
@@ -83,9 +107,17 @@ static nle_status entropic_weights(nle_ctx *ctx, const nle_csr *knn, double perp
 static nle_status directed_weights(nle_ctx *ctx, const nle_csr *knn, const nle_graph_opts *o, nle_csr **A,
                                    double **beta) {
   int64_t n = knn->rows;
-  double *scale = NULL;
+  double *own = NULL, *scale = NULL; /* every rank's scales: a row's neighbours' too */
   if (o->weights == NLE_AFF_ENTROPIC) return entropic_weights(ctx, knn, o->perplexity, A, beta);
-  nle_status s = o->weights == NLE_AFF_SELF_TUNING ? nle__self_tuning_scales(ctx, knn, o->tuning_k, &scale) : NLE_OK;
+  nle__rows rows; /* with a communicator, knn is this rank's rows (comm.h) */
+  nle_status s = nle__comm_rows(ctx, (size_t)n, "spectral graph", &rows);
+  if (!s && o->weights == NLE_AFF_SELF_TUNING) {
+    s = nle__comm_agree(ctx, nle__self_tuning_scales(ctx, knn, o->tuning_k, &own));
+    size_t all = 0;
+    if (!s) s = gather_doubles(ctx, own, (size_t)n, &scale, &all);
+    free(own);
+  }
+  int64_t begin = (int64_t)rows.mine.begin;
   if (!s) s = nle_csr_alloc(ctx, n, knn->cols, knn->nnz, NLE_F64, A);
   for (int64_t i = 0; !s && i < n; i++) {
     (*A)->rowptr[i + 1] = knn->rowptr[i + 1];
@@ -93,13 +125,14 @@ static nle_status directed_weights(nle_ctx *ctx, const nle_csr *knn, const nle_g
       double d2 = nle_csr_value(knn, q);
       if (o->weights == NLE_AFF_INVERSE && !(d2 > 0))
         s = nle__fail(ctx, NLE_ERR_VALUE, "spectral graph: points (rows) %lld and %lld coincide: the "
-                      "inverse-distance affinity is infinite there", (long long)i, (long long)knn->colind[q]);
+                      "inverse-distance affinity is infinite there", (long long)(begin + i), (long long)knn->colind[q]);
       (*A)->colind[q] = knn->colind[q];
-      ((double *)(*A)->val)[q] =
-          nle__graph_edge_weight(o->weights, o->sigma, d2, scale ? scale[i] : 0.0, scale ? scale[knn->colind[q]] : 0.0);
+      ((double *)(*A)->val)[q] = nle__graph_edge_weight(o->weights, o->sigma, d2, scale ? scale[begin + i] : 0.0,
+                                                        scale ? scale[knn->colind[q]] : 0.0);
     }
   }
   free(scale);
+  s = nle__comm_agree(ctx, s);
   if (s) nle_csr_free(A);
   return s;
 }
@@ -127,8 +160,10 @@ nle_status nle__graph_weights(nle_ctx *ctx, const nle_csr *knn, const nle_graph_
   *W = NULL;
   nle_csr *A = NULL, *AT = NULL;
   nle_status s = directed_weights(ctx, knn, o, &A, beta);
-  if (!s) s = nle_csr_transpose(ctx, A, &AT);
-  int64_t n = knn->rows, cap = 0;
+  nle__rows rows; /* with a communicator, knn is this rank's rows (comm.h) */
+  if (!s) s = nle__comm_rows(ctx, (size_t)knn->rows, "spectral graph", &rows);
+  if (!s) s = nle__distributed(ctx) ? nle__csr_transpose_rows(ctx, A, &rows, &AT) : nle_csr_transpose(ctx, A, &AT);
+  int64_t n = knn->rows, cap = 0, begin = s ? 0 : (int64_t)rows.mine.begin;
   for (int64_t i = 0; !s && i < n; i++) {
     int64_t len = (A->rowptr[i + 1] - A->rowptr[i]) + (AT->rowptr[i + 1] - AT->rowptr[i]);
     cap = len > cap ? len : cap;
@@ -143,9 +178,9 @@ nle_status nle__graph_weights(nle_ctx *ctx, const nle_csr *knn, const nle_graph_
     for (int64_t i = 0; !s && i < n; i++) {
       size_t m = 0;
       for (int64_t q = A->rowptr[i]; q < A->rowptr[i + 1]; q++)
-        if (A->colind[q] != i) row[m++] = (entry){A->colind[q], ((double *)A->val)[q], NAN};
+        if (A->colind[q] != begin + i) row[m++] = (entry){A->colind[q], ((double *)A->val)[q], NAN};
       for (int64_t q = AT->rowptr[i]; q < AT->rowptr[i + 1]; q++)
-        if (AT->colind[q] != i) row[m++] = (entry){AT->colind[q], NAN, ((double *)AT->val)[q]};
+        if (AT->colind[q] != begin + i) row[m++] = (entry){AT->colind[q], NAN, ((double *)AT->val)[q]};
       qsort(row, m, sizeof(entry), cmp_entry);
       int64_t k = pass ? out->rowptr[i] : 0;
       for (size_t a = 0; a < m;) {
@@ -168,7 +203,7 @@ nle_status nle__graph_weights(nle_ctx *ctx, const nle_csr *knn, const nle_graph_
       if (!pass) rowptr[i + 1] = rowptr[i] + k;
     }
     if (!pass) {
-      s = nle_csr_alloc(ctx, n, n, rowptr[n], NLE_F64, &out);
+      s = nle_csr_alloc(ctx, n, knn->cols, rowptr[n], NLE_F64, &out);
       if (!s) memcpy(out->rowptr, rowptr, ((size_t)n + 1) * sizeof(int64_t));
     }
   }

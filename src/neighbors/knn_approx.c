@@ -718,8 +718,8 @@ static nle_status descend(nnd_job *job, const nle_knn_approx_opts *o, size_t nbl
   return s;
 }
 
-nle_status nle_knn_approx(nle_ctx *ctx, const nle_matf *Y, const nle_knn_approx_opts *opts, nle_csr **graph) {
-  *graph = NULL;
+static nle_status approx_alone(nle_ctx *ctx, const nle_matf *Y, const void *given, nle_csr **graph) {
+  const nle_knn_approx_opts *opts = given;
   nle_knn_approx_opts defaults, o;
   if (!opts) {
     nle_knn_approx_opts_init(&defaults);
@@ -806,4 +806,14 @@ nle_status nle_knn_approx(nle_ctx *ctx, const nle_matf *Y, const nle_knn_approx_
   free(old.pri);
   free(old.count);
   return s;
+}
+
+/* On rows shared out over ranks: not distributed yet, the rows gathered
+ * (knn_ring.c). */
+nle_status nle_knn_approx(nle_ctx *ctx, const nle_matf *Y, const nle_knn_approx_opts *opts, nle_csr **graph) {
+  *graph = NULL;
+  if (!nle__distributed(ctx)) return approx_alone(ctx, Y, opts, graph);
+  nle__rows rows;
+  nle_status s = nle__comm_rows(ctx, Y->rows, "approximate kNN", &rows);
+  return s ? s : nle__knn_gathered(ctx, Y, &rows, approx_alone, opts, graph);
 }

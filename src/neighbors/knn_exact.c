@@ -394,12 +394,16 @@ nle_status nle_knn_exact(nle_ctx *ctx, const nle_matf *Y, const nle_knn_opts *op
     nle_knn_opts_init(&defaults);
     opts = &defaults;
   }
-  size_t n = Y->rows;
+  nle__rows rows; /* with a communicator, Y is this rank's rows of N (comm.h) */
+  nle_status s = nle__comm_rows(ctx, Y->rows, "exact kNN", &rows);
+  if (s) return s;
+  size_t n = rows.n;
   if (n < 2) return nle__fail(ctx, NLE_ERR_ARG, "kNN needs at least 2 points, got %zu", n);
   if (opts->k < 1 || (size_t)opts->k >= n)
     return nle__fail(ctx, NLE_ERR_ARG, "{@neighbors=%d} must be at least 1 and below the number of points N = %zu",
                      opts->k, n);
   if (n > INT32_MAX) return nle__fail(ctx, NLE_ERR_ARG, "kNN supports at most 2^31 - 1 points");
+  if (nle__distributed(ctx)) return nle__knn_exact_ring(ctx, Y, &rows, opts->k, graph);
   if (nle__knn_kdtree_pays(n, Y->cols)) return nle__knn_kdtree(ctx, Y, NULL, opts->k, graph);
   return knn_search(ctx, Y, Y, opts->k, graph);
 }
@@ -438,23 +442,7 @@ typedef struct {
 
 enum { RERANK_BLOCK = 128 };
 
-/* In double, rounded once to float (as nle_knn_exact's), summed in fixed
- * lanes (NLE__LANES: the same bits in every clone of rerank_block). Inline,
- * or GCC calls the one portable copy from every clone. */
-static inline float sqdist_rows(const float *a, const float *b, size_t d) {
-  double lane[NLE__LANES] = {0};
-  size_t t = 0;
-  for (; t + NLE__LANES <= d; t += NLE__LANES)
-    for (size_t l = 0; l < NLE__LANES; l++) {
-      double u = (double)a[t + l] - (double)b[t + l];
-      lane[l] += u * u;
-    }
-  for (size_t l = 0; t + l < d; l++) {
-    double u = (double)a[t + l] - (double)b[t + l];
-    lane[l] += u * u;
-  }
-  return (float)nle__lanes_total(lane);
-}
+#define sqdist_rows nle__sqdist_lanes
 
 NLE_HOT static int rerank_block(void *job, size_t b, void *scratch) {
   const rerank_job *j = job;
@@ -656,11 +644,16 @@ static nle_status rerank_grouped(nle_ctx *ctx, const nle_matf *Y, const nle_csr 
 
 nle_status nle_knn_rerank(nle_ctx *ctx, const nle_matf *Y, const nle_csr *candidates, int k, nle_csr **graph) {
   *graph = NULL;
-  if (!Y || !candidates || candidates->rows != (int64_t)Y->rows || candidates->cols != (int64_t)Y->rows)
-    return nle__fail(ctx, NLE_ERR_ARG, "kNN re-ranking: the candidates must be an N x N graph of the N points");
-  if (k < 1) return nle__fail(ctx, NLE_ERR_ARG, "kNN re-ranking: k = %d must be >= 1", k);
-  nle_status range = nle__knn_check_range(ctx, Y, NULL);
-  if (range) return range;
+  nle__rows rows = {0, {0, 0}}; /* with a communicator, Y is this rank's rows of N (comm.h) */
+  nle_status s = Y ? nle__comm_rows(ctx, Y->rows, "kNN re-ranking", &rows) : NLE_OK;
+  if (s) return s;
+  if (!Y || !candidates || candidates->rows != (int64_t)Y->rows || candidates->cols != (int64_t)rows.n)
+    s = nle__fail(ctx, NLE_ERR_ARG, "kNN re-ranking: the candidates must be an N x N graph of the N points");
+  else if (k < 1) s = nle__fail(ctx, NLE_ERR_ARG, "kNN re-ranking: k = %d must be >= 1", k);
+  else s = nle__knn_check_range(ctx, Y, NULL);
+  s = nle__comm_agree(ctx, s);
+  if (s) return s;
+  if (nle__distributed(ctx)) return nle__knn_rerank_ring(ctx, Y, &rows, candidates, k, graph);
   return rerank_grouped(ctx, Y, candidates, k, graph);
 }
 

@@ -21,7 +21,10 @@ nle_status nle_knn_graph(nle_ctx *ctx, const nle_matf *Y, int k, nle_knn_method 
                          const nle_knn_approx_opts *approx, nle_csr **graph, nle_knn_method *used) {
   if (method != NLE_KNN_AUTO && (unsigned)method >= NLE_KNN_COUNT)
     return nle__fail(ctx, NLE_ERR_ARG, "kNN graph: method %d is not auto, exact or approx", (int)method);
-  if (method == NLE_KNN_AUTO) method = exact_is_faster(Y->rows, Y->cols) ? NLE_KNN_EXACT : NLE_KNN_APPROX;
+  nle__rows rows; /* with a communicator, Y is this rank's rows of N (comm.h) */
+  nle_status s = nle__comm_rows(ctx, Y->rows, "kNN graph", &rows);
+  if (s) return s;
+  if (method == NLE_KNN_AUTO) method = exact_is_faster(rows.n, Y->cols) ? NLE_KNN_EXACT : NLE_KNN_APPROX;
   if (used) *used = method;
   if (method == NLE_KNN_EXACT) {
     nle_knn_opts o;

@@ -5,6 +5,7 @@
 #define NLE_NEIGHBORS_INTERNAL_H
 
 #include "../core/internal.h"
+#include "../core/comm.h"
 
 /* Refuses points (Y, and the queries Q when not NULL) whose single-precision
  * squared distances would overflow or underflow, naming the farthest point
@@ -31,5 +32,38 @@ void nle__knn_approx_wide_from(size_t d);
  * which of Y's rows come from cache. */
 nle_status nle__knn_rerank_queries(nle_ctx *ctx, const nle_matf *Y, const nle_matf *Q, const nle_csr *candidates,
                                    int k, const int32_t *order, nle_csr **graph);
+
+/* In double, rounded once to float (as nle_knn_exact's), summed in fixed
+ * lanes (NLE__LANES: the same bits in every clone of its callers). Inline,
+ * or GCC calls the one portable copy from every clone. */
+static inline float nle__sqdist_lanes(const float *a, const float *b, size_t d) {
+  double lane[NLE__LANES] = {0};
+  size_t t = 0;
+  for (; t + NLE__LANES <= d; t += NLE__LANES)
+    for (size_t l = 0; l < NLE__LANES; l++) {
+      double u = (double)a[t + l] - (double)b[t + l];
+      lane[l] += u * u;
+    }
+  for (size_t l = 0; t + l < d; l++) {
+    double u = (double)a[t + l] - (double)b[t + l];
+    lane[l] += u * u;
+  }
+  return (float)nle__lanes_total(lane);
+}
+
+/* knn_ring.c: the searches on rows shared out over ranks (comm.h), Y
+ * being this rank's rows of rows->n and the graphs this rank's rows with
+ * global column indices, the same bits as alone. The exact search and the
+ * re-ranking pass the rows around a ring; _gathered runs a search alone
+ * (`search`, its options `opts`) on all the rows gathered and keeps this
+ * rank's rows of its graph. */
+typedef nle_status (*nle__knn_alone)(nle_ctx *ctx, const nle_matf *Y, const void *opts, nle_csr **graph);
+nle_status nle__knn_exact_ring(nle_ctx *ctx, const nle_matf *Y, const nle__rows *rows, int k, nle_csr **graph);
+nle_status nle__knn_rerank_ring(nle_ctx *ctx, const nle_matf *Y, const nle__rows *rows, const nle_csr *cand, int k,
+                                nle_csr **graph);
+nle_status nle__knn_gathered(nle_ctx *ctx, const nle_matf *Y, const nle__rows *rows, nle__knn_alone search,
+                             const void *opts, nle_csr **graph);
+/* Rows [begin, end) of A as a matrix of their own (the same columns). */
+nle_status nle__csr_rows(nle_ctx *ctx, const nle_csr *A, size_t begin, size_t end, nle_csr **out);
 
 #endif

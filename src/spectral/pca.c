@@ -7,6 +7,7 @@
  * rows (our threads take the splits; partial sums are added in split
  * order), so the result is the same bits for any thread count. */
 #include "../graph/graph_internal.h"
+#include "../core/comm.h"
 
 #include <cblas.h>
 #include <lapacke.h>
@@ -59,12 +60,65 @@ static void centred_block(const nle_matf *Y, const double *mean, size_t r0, size
   }
 }
 
-static void column_mean(const nle_matf *Y, double *mean) {
-  size_t n = Y->rows, d = Y->cols;
-  memset(mean, 0, d * sizeof *mean);
-  for (size_t i = 0; i < n; i++)
-    for (size_t j = 0; j < d; j++) mean[j] += Y->data[i * d + j];
-  for (size_t j = 0; j < d; j++) mean[j] /= (double)n;
+/* Sums over rows go per block of NLE__RANK_ROW_BLOCK rows (every rank's
+ * rows start at a whole block, so a block's partial is the same on any
+ * number of ranks), rounded to one fixed point and added as integers
+ * (comm.h): the same bits alone, on any number of ranks and threads. */
+enum { SUM_BLOCK = NLE__RANK_ROW_BLOCK };
+
+static size_t sum_blocks_of(size_t n) { return (n + SUM_BLOCK - 1) / SUM_BLOCK; }
+
+typedef struct {
+  const nle_matf *Y;
+  double *sums, *lo, *hi; /* per block: D column sums, lowest and highest */
+} extent_job;
+
+static int extent_block(void *job, size_t b, void *scratch) {
+  (void)scratch;
+  extent_job *j = job;
+  size_t n = j->Y->rows, d = j->Y->cols, r1 = (b + 1) * SUM_BLOCK < n ? (b + 1) * SUM_BLOCK : n;
+  double *sum = j->sums + b * d, *lo = j->lo + b * d, *hi = j->hi + b * d;
+  for (size_t t = 0; t < d; t++) sum[t] = 0.0, lo[t] = INFINITY, hi[t] = -INFINITY;
+  for (size_t i = b * SUM_BLOCK; i < r1; i++)
+    for (size_t t = 0; t < d; t++) {
+      double v = j->Y->data[i * d + t];
+      sum[t] += v;
+      lo[t] = v < lo[t] ? v : lo[t];
+      hi[t] = v > hi[t] ? v : hi[t];
+    }
+  return 0;
+}
+
+/* The column means over all N rows of every rank (when centring) and
+ * *reach, the largest |y - mean| of any entry: what bounds the blocks'
+ * partial sums of products for their fixed point. */
+static nle_status column_extent(nle_ctx *ctx, const nle_matf *Y, size_t n_total, bool center, double *mean,
+                                double *reach) {
+  size_t d = Y->cols, blocks = sum_blocks_of(Y->rows);
+  double *part = nle__malloc(ctx, (3 * blocks + 2) * d * sizeof(double), "the column means");
+  if (!part) return NLE_ERR_NOMEM;
+  double *lo = part + blocks * d, *hi = lo + blocks * d, *low = hi + blocks * d, *high = low + d;
+  extent_job job = {Y, part, lo, hi};
+  nle_status s = nle__for_blocks(ctx, "PCA means", blocks, nle__threads_for(ctx, (double)Y->rows * d), 0,
+                                 extent_block, &job);
+  for (size_t t = 0; t < d; t++) low[t] = INFINITY, high[t] = -INFINITY;
+  for (size_t b = 0; b < blocks; b++)
+    for (size_t t = 0; t < d; t++) {
+      low[t] = lo[b * d + t] < low[t] ? lo[b * d + t] : low[t];
+      high[t] = hi[b * d + t] > high[t] ? hi[b * d + t] : high[t];
+    }
+  if (!s) s = nle__comm_min_d(ctx, low, d);
+  if (!s) s = nle__comm_max_d(ctx, high, d);
+  if (!s && center) s = nle__comm_sum_blocks(ctx, part, blocks, d, mean);
+  *reach = 0.0;
+  for (size_t t = 0; !s && t < d; t++) {
+    if (center) mean[t] /= (double)n_total;
+    double far = fmax(high[t] - mean[t], mean[t] - low[t]);
+    *reach = far > *reach ? far : *reach;
+  }
+  free(part);
+  if (!s && !(*reach <= 1e150)) s = nle__fail(ctx, NLE_ERR_VALUE, "PCA: the data hold values too large or not finite");
+  return s;
 }
 
 /* The rows of split `b` of `splits` (whole PCA_BLOCKs). */
@@ -85,18 +139,54 @@ typedef struct {
   double *parts;
 } split_job;
 
-static int covariance_split(void *job, size_t b, void *scratch) {
-  split_job *j = job;
-  size_t n = j->Y->rows, d = j->Y->cols, r0, r1;
-  split_rows(n, j->splits, b, &r0, &r1);
-  double *cov = j->parts + b * d * d, *block = scratch;
-  memset(cov, 0, d * d * sizeof(double));
-  for (size_t r = r0; r < r1; r += PCA_BLOCK) {
-    size_t rows = r1 - r < PCA_BLOCK ? r1 - r : PCA_BLOCK;
-    centred_block(j->Y, j->mean, r, rows, block);
-    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)d, (int)rows, 1.0, block, (int)d, 1.0, cov, (int)d);
+/* The covariance's partial sums: each SUM_BLOCK's SYRK (upper) in double,
+ * then in fixed point into its split's integers. */
+typedef struct {
+  const nle_matf *Y;
+  const double *mean;
+  size_t splits;
+  int scale;
+  int64_t *units; /* per split: D x D */
+} covariance_job;
+
+static int covariance_split(void *job, size_t sp, void *scratch) {
+  covariance_job *j = job;
+  size_t n = j->Y->rows, d = j->Y->cols, blocks = sum_blocks_of(n);
+  double *block = scratch, *partial = block + (size_t)PCA_BLOCK * d;
+  int64_t *units = j->units + sp * d * d;
+  memset(units, 0, d * d * sizeof *units);
+  for (size_t b = blocks * sp / j->splits; b < blocks * (sp + 1) / j->splits; b++) {
+    size_t r1 = (b + 1) * SUM_BLOCK < n ? (b + 1) * SUM_BLOCK : n;
+    memset(partial, 0, d * d * sizeof(double));
+    for (size_t r = b * SUM_BLOCK; r < r1; r += PCA_BLOCK) {
+      size_t rows = r1 - r < PCA_BLOCK ? r1 - r : PCA_BLOCK;
+      centred_block(j->Y, j->mean, r, rows, block);
+      cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)d, (int)rows, 1.0, block, (int)d, 1.0, partial, (int)d);
+    }
+    for (size_t a = 0; a < d; a++)
+      for (size_t c = a; c < d; c++) units[a * d + c] += (int64_t)llrint(ldexp(partial[a * d + c], j->scale));
   }
   return 0;
+}
+
+/* The covariance (upper triangle) over every rank's rows: SUM_BLOCK
+ * partials in fixed point, bounded by SUM_BLOCK reach^2 each. */
+static nle_status covariance(nle_ctx *ctx, const nle_matf *Y, const double *mean, size_t n_total, double reach,
+                             double *cov) {
+  size_t n = Y->rows, d = Y->cols, splits = split_count(n, d * d);
+  int64_t *units = nle__malloc(ctx, splits * d * d * sizeof(int64_t), "partial covariances");
+  if (!units) return NLE_ERR_NOMEM;
+  covariance_job job = {Y, mean, splits,
+                        nle__fixed_point_scale((double)SUM_BLOCK * reach * reach, (double)sum_blocks_of(n_total)),
+                        units};
+  nle_status s = nle__for_blocks(ctx, "PCA covariance", splits, nle__threads_for(ctx, (double)n * d * d),
+                                 ((size_t)PCA_BLOCK * d + d * d) * sizeof(double), covariance_split, &job);
+  for (size_t sp = 1; !s && sp < splits; sp++)
+    for (size_t e = 0; e < d * d; e++) units[e] += units[sp * d * d + e];
+  if (!s) s = nle__comm_sum_i64(ctx, units, d * d);
+  for (size_t e = 0; !s && e < d * d; e++) cov[e] = ldexp((double)units[e], -job.scale) / (double)(n_total - 1);
+  free(units);
+  return s;
 }
 
 /* Sums the splits' partials in split order into out (len doubles). */
@@ -106,27 +196,19 @@ static void reduce_parts(const double *parts, size_t splits, size_t len, double 
     for (size_t e = 0; e < len; e++) out[e] += parts[b * len + e];
 }
 
-/* Exact: covariance by blocked SYRK, then the top n_components eigenpairs. */
-static nle_status pca_exact(nle_ctx *ctx, const nle_matf *Y, nle_pca_model *m) {
-  size_t n = Y->rows, d = Y->cols;
+/* Exact: the covariance over every rank's rows, then the top n_components
+ * eigenpairs, the same on every rank. */
+static nle_status pca_exact(nle_ctx *ctx, const nle_matf *Y, size_t n_total, double reach, nle_pca_model *m) {
+  size_t d = Y->cols;
   int nc = m->n_components;
-  size_t splits = split_count(n, d * d);
   double *cov = nle__calloc(ctx, d * d, sizeof(double), "the covariance matrix");
-  double *parts = nle__malloc(ctx, splits * d * d * sizeof(double), "partial covariances");
   double *w = nle__malloc(ctx, d * sizeof(double), "eigenvalues");
   double *z = nle__malloc(ctx, d * (size_t)nc * sizeof(double), "eigenvectors");
   lapack_int *support = nle__malloc(ctx, 2 * (size_t)nc * sizeof(lapack_int), "eigenvector support");
-  nle_status s = (cov && parts && w && z && support) ? NLE_OK : NLE_ERR_NOMEM;
-  if (!s) {
-    split_job job = {Y, m->mean, NULL, splits, 0, parts};
-    s = nle__for_blocks(ctx, "PCA covariance", splits, nle__threads_for(ctx, (double)n * d * d),
-                        (size_t)PCA_BLOCK * d * sizeof(double), covariance_split, &job);
-  }
-  if (!s) reduce_parts(parts, splits, d * d, cov);
-  free(parts);
+  nle_status s = (cov && w && z && support) ? NLE_OK : NLE_ERR_NOMEM;
+  if (!s) s = covariance(ctx, Y, m->mean, n_total, reach, cov);
   if (!s) {
     double total = 0.0;
-    for (size_t j = 0; j < d * d; j++) cov[j] /= (double)(n - 1);
     for (size_t j = 0; j < d; j++) total += cov[j * d + j];
     m->total_variance = total;
     lapack_int found = 0;
@@ -308,7 +390,11 @@ nle_status nle_pca_fit(nle_ctx *ctx, const nle_matf *Y, const nle_pca_opts *opts
     nle_pca_opts_init(&defaults);
     opts = &defaults;
   }
-  size_t n = Y->rows, d = Y->cols;
+  /* with a communicator, Y is this rank's rows of N (comm.h) */
+  nle__rows rows;
+  nle_status s = nle__comm_rows(ctx, Y->rows, "PCA", &rows);
+  if (s) return s;
+  size_t n = rows.n, d = Y->cols;
   if (n < 2) return nle__fail(ctx, NLE_ERR_ARG, "PCA needs at least 2 points, got %zu", n);
   size_t most = n < d ? n : d;
   if (opts->n_components < 1 || (size_t)opts->n_components > most)
@@ -319,10 +405,13 @@ nle_status nle_pca_fit(nle_ctx *ctx, const nle_matf *Y, const nle_pca_opts *opts
   if (!strcmp(nle_pca_solver_name(opts->solver), "unknown"))
     return nle__fail(ctx, NLE_ERR_ARG, "PCA: {@solver} has no value %d (auto, exact or randomized)", (int)opts->solver);
   nle_pca_solver solver = opts->solver == NLE_PCA_AUTO ? choose_solver(n, d, opts->n_components) : opts->solver;
+  if (solver == NLE_PCA_RANDOMIZED && nle__distributed(ctx))
+    return nle__fail(ctx, NLE_ERR_ARG, "PCA: the randomized solver is not distributed yet (%zu x %zu, %d components): "
+                     "{@solver=exact} on %d ranks", n, d, opts->n_components, nle__ranks(ctx));
   size_t l = (size_t)opts->n_components + (size_t)opts->oversample;
   double need = solver == NLE_PCA_EXACT ? (double)d * d * 8 * 1.5
                                         : (double)(n + 2 * d) * (double)l * 8;
-  nle_status s = nle__check_memory(ctx, need + (double)PCA_BLOCK * d * 8, "PCA workspace");
+  s = nle__check_memory(ctx, need + (double)PCA_BLOCK * d * 8, "PCA workspace");
   if (s) return s;
   nle_pca_model *m = nle__calloc(ctx, 1, sizeof *m, "the PCA model");
   if (!m) return NLE_ERR_NOMEM;
@@ -336,11 +425,12 @@ nle_status nle_pca_fit(nle_ctx *ctx, const nle_matf *Y, const nle_pca_opts *opts
   m->explained_variance = nle__calloc(ctx, (size_t)m->n_components, sizeof(double), "variances");
   double *block = nle__malloc(ctx, (size_t)PCA_BLOCK * d * sizeof(double), "a PCA block");
   s = (m->mean && m->components && m->explained_variance && block) ? NLE_OK : NLE_ERR_NOMEM;
-  if (!s && opts->center) column_mean(Y, m->mean);
+  double reach = 0.0;
+  if (!s) s = column_extent(ctx, Y, n, opts->center, m->mean, &reach);
   /* the LAPACK calls on the small matrices single-threaded: their results
    * depend on BLAS's thread count */
   int blas_prev = nle__blas_set_threads(1);
-  if (!s) s = solver == NLE_PCA_EXACT ? pca_exact(ctx, Y, m) : pca_randomized(ctx, Y, opts, m, block);
+  if (!s) s = solver == NLE_PCA_EXACT ? pca_exact(ctx, Y, n, reach, m) : pca_randomized(ctx, Y, opts, m, block);
   nle__blas_set_threads(blas_prev);
   free(block);
   if (s) {

@@ -1,0 +1,210 @@
+/* knn_ring.c — the kNN searches on rows shared out over ranks (issue 38,
+ * docs/mpi.md). Each rank holds its canonical row block of Y (comm.h) and
+ * keeps its own rows' neighbour lists; the reference rows travel a ring,
+ * one rank's block at a time, so no rank holds more than its own rows and
+ * two blocks in flight. The lists are the same bits as the search alone:
+ * every distance is computed by the same formula from the same two rows,
+ * and each row keeps the k least (distance, global index) pairs, a total
+ * order, whatever the blocks' order of arrival.
+ *
+ * The approximate search is not distributed yet: every rank gathers all N
+ * rows and runs it alone (the same bits, but N x D per rank and no
+ * speed-up), and keeps its own rows of the graph. */
+#include "neighbors_internal.h"
+#include "../core/comm.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  float d;
+  int32_t i; /* global index */
+} ring_cand;
+
+static inline int ring_greater(ring_cand a, ring_cand b) { return a.d > b.d || (a.d == b.d && a.i > b.i); }
+NLE__DEFINE_SORT(ring_sort, ring_cand, ring_greater)
+
+/* What a ring walk does with each block that passes: rows [begin, begin +
+ * block->rows) of the N. */
+typedef nle_status (*ring_visit)(nle_ctx *ctx, void *user, const nle_matf *block, size_t begin, bool own);
+
+/* Shows every rank's block of Y (this rank's first) to visit, passing the
+ * blocks on to the next rank and taking them from the previous one. */
+static nle_status ring_walk(nle_ctx *ctx, const nle_matf *Y, const nle__rows *rows, ring_visit visit, void *user) {
+  int ranks = nle__ranks(ctx), me = nle__rank(ctx);
+  size_t d = Y->cols, cap = 0;
+  for (int r = 0; r < ranks; r++) {
+    nle__row_range rr = nle__rank_rows(rows->n, ranks, r);
+    cap = rr.end - rr.begin > cap ? rr.end - rr.begin : cap;
+  }
+  float *buf[2] = {NULL, NULL};
+  nle_status s = NLE_OK;
+  if (ranks > 1) {
+    buf[0] = nle__malloc(ctx, (cap ? cap : 1) * d * sizeof(float), "a block of the ring");
+    buf[1] = nle__malloc(ctx, (cap ? cap : 1) * d * sizeof(float), "a block of the ring");
+    if (!buf[0] || !buf[1]) s = NLE_ERR_NOMEM;
+  }
+  s = nle__comm_agree(ctx, s);
+  nle_matf block = *Y;
+  for (int step = 0; !s && step < ranks; step++) {
+    int from = (me - step + ranks) % ranks;
+    nle__row_range rr = nle__rank_rows(rows->n, ranks, from);
+    if (rr.end > rr.begin && Y->rows > 0) s = visit(ctx, user, &block, rr.begin, step == 0);
+    s = nle__comm_agree(ctx, s);
+    if (s || step + 1 == ranks) break;
+    float *into = buf[step % 2];
+    size_t got = 0;
+    s = nle__comm_shift(ctx, block.data, block.rows * d * sizeof(float), (me + 1) % ranks, into,
+                        cap * d * sizeof(float), &got, (me - 1 + ranks) % ranks);
+    block.data = into;
+    block.rows = got / (d ? d * sizeof(float) : 1);
+  }
+  free(buf[0]);
+  free(buf[1]);
+  return s;
+}
+
+/* --- the exact search ----------------------------------------------------- */
+
+typedef struct {
+  const nle_matf *Y; /* this rank's rows, the queries */
+  size_t begin;      /* the global index of its first */
+  int k;
+  ring_cand *best;   /* per row: the k best so far, sorted */
+  ring_cand *merged; /* 2k scratch */
+} exact_ring;
+
+/* The block's nearest to this rank's rows, merged into their lists; the
+ * own block's search counts the query itself, left out here.
+ * nle_knn_query is a local search (queries against the rows it is given)
+ * whatever the context's communicator: the ring relies on that. */
+static nle_status exact_visit(nle_ctx *ctx, void *user, const nle_matf *block, size_t begin, bool own) {
+  exact_ring *e = user;
+  nle_matf queries = *e->Y; /* another header: the search then keeps a query's own row */
+  int kk = e->k + (own ? 1 : 0);
+  if ((size_t)kk > block->rows) kk = (int)block->rows;
+  nle_csr *g = NULL;
+  nle_status s = nle_knn_query(ctx, block, &queries, kk, &g);
+  for (size_t r = 0; !s && r < e->Y->rows; r++) {
+    ring_cand *best = e->best + r * (size_t)e->k;
+    const float *val = g->val;
+    int a = 0, b = (int)g->rowptr[r], b1 = (int)g->rowptr[r + 1], out = 0;
+    while (out < e->k) {
+      ring_cand x = b < b1 ? (ring_cand){val[b], (int32_t)(begin + (size_t)g->colind[b])}
+                           : (ring_cand){INFINITY, INT32_MAX};
+      if (b < b1 && (size_t)x.i == e->begin + r) { /* the query itself */
+        b++;
+        continue;
+      }
+      if (a < e->k && !ring_greater(best[a], x)) e->merged[out++] = best[a++];
+      else if (b < b1) e->merged[out++] = x, b++;
+      else e->merged[out++] = best[a++];
+    }
+    memcpy(best, e->merged, (size_t)e->k * sizeof *best);
+  }
+  nle_csr_free(&g);
+  return s;
+}
+
+static nle_status graph_from_lists(nle_ctx *ctx, size_t rows, size_t n, int k, const ring_cand *best,
+                                   nle_csr **graph) {
+  nle_status s = nle_csr_alloc(ctx, (int64_t)rows, (int64_t)n, (int64_t)rows * k, NLE_F32, graph);
+  for (size_t i = 0; !s && i <= rows; i++) (*graph)->rowptr[i] = (int64_t)i * k;
+  for (size_t q = 0; !s && q < rows * (size_t)k; q++) {
+    (*graph)->colind[q] = best[q].i;
+    ((float *)(*graph)->val)[q] = best[q].d;
+  }
+  return s;
+}
+
+nle_status nle__knn_exact_ring(nle_ctx *ctx, const nle_matf *Y, const nle__rows *rows, int k, nle_csr **graph) {
+  *graph = NULL;
+  size_t m = Y->rows;
+  exact_ring e = {Y, rows->mine.begin, k, nle__malloc(ctx, (m ? m : 1) * (size_t)k * sizeof(ring_cand), "the lists"),
+                  nle__malloc(ctx, 2 * (size_t)k * sizeof(ring_cand), "the lists")};
+  nle_status s = e.best && e.merged ? NLE_OK : NLE_ERR_NOMEM;
+  for (size_t q = 0; !s && q < m * (size_t)k; q++) e.best[q] = (ring_cand){INFINITY, INT32_MAX};
+  s = nle__comm_agree(ctx, s);
+  if (!s) s = ring_walk(ctx, Y, rows, exact_visit, &e);
+  if (!s) s = graph_from_lists(ctx, m, rows->n, k, e.best, graph);
+  free(e.best);
+  free(e.merged);
+  return nle__comm_agree(ctx, s);
+}
+
+/* --- the re-ranking --------------------------------------------------------- */
+
+typedef struct {
+  const nle_matf *Y;
+  const nle_csr *cand;
+  ring_cand *dist; /* per candidate entry: its distance in Y */
+} rerank_ring;
+
+static nle_status rerank_visit(nle_ctx *ctx, void *user, const nle_matf *block, size_t begin, bool own) {
+  (void)ctx, (void)own;
+  rerank_ring *e = user;
+  size_t d = e->Y->cols, end = begin + block->rows;
+  for (size_t r = 0; r < e->Y->rows; r++)
+    for (int64_t q = e->cand->rowptr[r]; q < e->cand->rowptr[r + 1]; q++) {
+      size_t j = (size_t)e->cand->colind[q];
+      if (j >= begin && j < end)
+        e->dist[q] = (ring_cand){nle__sqdist_lanes(e->Y->data + r * d, block->data + (j - begin) * d, d),
+                                 (int32_t)j};
+    }
+  return NLE_OK;
+}
+
+nle_status nle__knn_rerank_ring(nle_ctx *ctx, const nle_matf *Y, const nle__rows *rows, const nle_csr *cand, int k,
+                                nle_csr **graph) {
+  *graph = NULL;
+  size_t m = Y->rows;
+  nle_status s = NLE_OK;
+  for (size_t r = 0; r < m && !s; r++)
+    if (cand->rowptr[r + 1] - cand->rowptr[r] < k)
+      s = nle__fail(ctx, NLE_ERR_ARG, "kNN re-ranking: point %zu has %lld candidates for k = %d",
+                    rows->mine.begin + r, (long long)(cand->rowptr[r + 1] - cand->rowptr[r]), k);
+  rerank_ring e = {Y, cand, s ? NULL : nle__malloc(ctx, (size_t)(cand->nnz ? cand->nnz : 1) * sizeof(ring_cand),
+                                                    "the candidates' distances")};
+  ring_cand *best = s ? NULL : nle__malloc(ctx, (m ? m : 1) * (size_t)k * sizeof(ring_cand), "the lists");
+  if (!s && (!e.dist || !best)) s = NLE_ERR_NOMEM;
+  s = nle__comm_agree(ctx, s);
+  if (!s) s = ring_walk(ctx, Y, rows, rerank_visit, &e);
+  for (size_t r = 0; !s && r < m; r++) {
+    ring_cand *row = e.dist + cand->rowptr[r];
+    ring_sort(row, (size_t)(cand->rowptr[r + 1] - cand->rowptr[r]));
+    memcpy(best + r * (size_t)k, row, (size_t)k * sizeof *row);
+  }
+  if (!s) s = graph_from_lists(ctx, m, rows->n, k, best, graph);
+  free(e.dist);
+  free(best);
+  return nle__comm_agree(ctx, s);
+}
+
+/* --- searches run alone on the gathered rows -------------------------------- */
+
+nle_status nle__knn_gathered(nle_ctx *ctx, const nle_matf *Y, const nle__rows *rows, nle__knn_alone search,
+                             const void *opts, nle_csr **graph) {
+  *graph = NULL;
+  size_t d = Y->cols;
+  nle_matf all = {rows->n, d, nle__malloc(ctx, (rows->n ? rows->n : 1) * d * sizeof(float), "the gathered rows")};
+  nle_status s = nle__comm_agree(ctx, all.data ? NLE_OK : NLE_ERR_NOMEM);
+  if (!s) s = nle__comm_allgatherv(ctx, Y->data, Y->rows * d * sizeof(float), all.data, NULL);
+  nle_csr *whole = NULL;
+  if (!s) s = nle__comm_agree(ctx, search(ctx, &all, opts, &whole));
+  free(all.data);
+  if (!s) s = nle__csr_rows(ctx, whole, rows->mine.begin, rows->mine.end, graph);
+  nle_csr_free(&whole);
+  return nle__comm_agree(ctx, s);
+}
+
+nle_status nle__csr_rows(nle_ctx *ctx, const nle_csr *A, size_t begin, size_t end, nle_csr **out) {
+  int64_t at = A->rowptr[begin], nnz = A->rowptr[end] - at;
+  size_t width = A->dtype == NLE_F64 ? sizeof(double) : sizeof(float);
+  nle_status s = nle_csr_alloc(ctx, (int64_t)(end - begin), A->cols, nnz, A->dtype, out);
+  if (s) return s;
+  for (size_t i = begin; i <= end; i++) (*out)->rowptr[i - begin] = A->rowptr[i] - at;
+  memcpy((*out)->colind, A->colind + at, (size_t)nnz * sizeof(int32_t));
+  memcpy((*out)->val, (const char *)A->val + (size_t)at * width, (size_t)nnz * width);
+  return NLE_OK;
+}
