@@ -356,3 +356,46 @@ nle_status nle__comm_shift(nle_ctx *ctx, const void *send, size_t send_bytes, in
 nle_status nle__comm_barrier(nle_ctx *ctx) { return (void)ctx, NLE_OK; }
 
 #endif
+
+/* --- rows moved to their canonical shares (issue 38: the front door, the
+ * readers that cannot read by rows) --------------------------------------- */
+
+nle_status nle__comm_rebalance(nle_ctx *ctx, const void *mine, size_t n_local, size_t row_bytes, void **out,
+                               nle__rows *rows) {
+  *out = NULL;
+  int ranks = nle__ranks(ctx), me = nle__rank(ctx);
+  uint64_t row_size = row_bytes;
+  nle_status s = nle__comm_same(ctx, &row_size, sizeof row_size, "row sizes");
+  uint64_t *counts = s ? NULL : calloc((size_t)ranks, sizeof *counts), count = n_local;
+  size_t *plan = counts ? calloc(3 * (size_t)ranks + 1, sizeof *plan) : NULL;
+  if (!s && !plan) s = nle__fail(ctx, NLE_ERR_NOMEM, "out of memory for %d ranks' row counts", ranks);
+  if (!s) s = nle__comm_allgatherv(ctx, &count, sizeof count, counts, NULL);
+  size_t n = 0, begin = 0;
+  bool canonical = true;
+  for (int r = 0; !s && r < ranks; r++) {
+    if (r < me) begin += (size_t)counts[r];
+    n += (size_t)counts[r];
+  }
+  for (int r = 0; !s && r < ranks; r++) {
+    nle__row_range share = nle__rank_rows(n, ranks, r);
+    canonical = canonical && counts[r] == share.end - share.begin;
+  }
+  if (!s) *rows = (nle__rows){n, nle__rank_rows(n, ranks, me)};
+  if (!s && !canonical) {
+    /* send_offsets, send_bytes, recv_offsets: what of mine falls in each
+     * rank's share */
+    size_t *send_offsets = plan, *send_bytes = plan + ranks, *recv_offsets = plan + 2 * ranks;
+    for (int r = 0; r < ranks; r++) {
+      nle__row_range share = nle__rank_rows(n, ranks, r);
+      size_t lo = share.begin > begin ? share.begin : begin;
+      size_t hi = share.end < begin + n_local ? share.end : begin + n_local;
+      send_offsets[r] = hi > lo ? (lo - begin) * row_bytes : 0;
+      send_bytes[r] = hi > lo ? (hi - lo) * row_bytes : 0;
+    }
+    static const char nothing = 0;
+    s = nle__comm_alltoallv(ctx, mine ? mine : &nothing, send_offsets, send_bytes, out, recv_offsets);
+  }
+  free(plan);
+  free(counts);
+  return s;
+}

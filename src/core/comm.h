@@ -110,4 +110,13 @@ uint64_t nle__comm_bytes_sent(const nle_ctx *ctx);
 /* ctx.c calls it from nle_ctx_free. */
 void nle__comm_release(nle_ctx *ctx);
 
+/* Rows held in any contiguous split in rank order (this rank's n_local rows
+ * of row_bytes bytes each, the ranks' rows following one another) moved to
+ * the canonical shares (nle__rank_rows) by one personalised exchange: *out
+ * receives this rank's share (allocated here, free it), *rows the rows it
+ * is. When the split is canonical already nothing moves and *out is NULL.
+ * Rank 0 holding every row is a scatter. */
+nle_status nle__comm_rebalance(nle_ctx *ctx, const void *mine, size_t n_local, size_t row_bytes, void **out,
+                               nle__rows *rows);
+
 #endif

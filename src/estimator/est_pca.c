@@ -142,4 +142,5 @@ const nle__family nle__family_pca = {
     .inverse = inverse,
     .save = nle__est_projection_save,
     .free_model = nle__est_projection_free,
+    .maps_by_rows = true, /* x = A (y - mean), row by row */
 };

@@ -5,6 +5,7 @@
  * the report, and the model file. */
 #include "estimator_internal.h"
 
+#include "../core/comm.h"
 #include "../core/internal.h"
 
 #include <errno.h>
@@ -615,13 +616,19 @@ nle_status nle_estimator_fit(nle_estimator *e, const nle_estimator_input *input)
   if (!e || !input) return e ? nle__fail(e->ctx, NLE_ERR_ARG, "estimator_fit: NULL argument") : NLE_ERR_ARG;
   release_fit(e);
   nle__est_input in;
-  nle_status s = prepare_input(e, input, &in);
+  nle_estimator_input given; /* under a communicator: this rank's canonical rows */
+  nle__est_moved moved;
+  size_t n_all;
+  nle_status s = nle__est_rows_in(e, input, &given, &moved, &n_all);
+  if (s >= 0) s = prepare_input(e, &given, &in);
+  if (s >= 0 && nle__distributed(e->ctx)) e->n = n_all;
   if (s >= 0) {
     nle__json_printf(&e->report, "{\"method\": \"%s\", \"n\": %zu, \"D\": %zu", e->method, e->n, e->D);
     s = e->family->fit(e, &in);
     nle__json_printf(&e->report, "}");
   }
   release_input(e);
+  nle__est_moved_free(&moved);
   if (s < 0) {
     release_fit(e);
     return s;
@@ -664,10 +671,12 @@ const char *nle_estimator_report(const nle_estimator *e) {
  * (those `nlembed transform` has always printed). */
 static nle_status check_new_points(nle_estimator *e, const char *what, size_t rows, size_t cols, size_t want) {
   nle_status s = nle__est_need_model(e, what);
+  if (!s) s = nle__est_rows_map(e, what); /* under a communicator: each rank's own rows */
   if (!s && !e->file_kind && cols != want)
     return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: %s takes rows of %zu values (as the fit), not %zu", e->method, what,
                      want, cols);
-  if (!s && rows == 0) return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: %s of no rows", e->method, what);
+  if (!s && rows == 0 && !nle__distributed(e->ctx)) /* a rank may hold none */
+    return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: %s of no rows", e->method, what);
   return s;
 }
 
@@ -784,6 +793,8 @@ nle_status nle_estimator_predict(nle_estimator *e, const nle_matf *Ynew, int32_t
 nle_status nle_estimator_save(nle_estimator *e, const char *path) {
   if (!e || !path) return e ? nle__fail(e->ctx, NLE_ERR_ARG, "save: NULL argument") : NLE_ERR_ARG;
   nle_status s = nle__est_need_model(e, "save");
+  if (!s && nle__distributed(e->ctx))
+    s = nle__fail(e->ctx, NLE_ERR_UNSUPPORTED, "%s: saving a model does not run on more than one rank yet", e->method);
   if (s) return s;
   return e->family->save(e, path);
 }

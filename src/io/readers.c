@@ -4,6 +4,7 @@
  * them, FILE:NAME inside a container, a 10x Genomics folder, built-in
  * datasets, and formats users bring that nlembed refuses by name. */
 #include "io_internal.h"
+#include "../core/comm.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -335,6 +336,11 @@ nle_status nle_dataset_read(nle_ctx *ctx, const char *source, const nle_read_opt
                             nle_dataset **out) {
   *out = NULL;
   if (!source || !*source) return nle__fail(ctx, NLE_ERR_ARG, "no input given");
+  /* under a communicator: this rank's rows (rows.c) */
+  return nle__distributed(ctx) ? nle__read_rows(ctx, source, opts, out) : nle__read_whole(ctx, source, opts, out);
+}
+
+nle_status nle__read_whole(nle_ctx *ctx, const char *source, const nle_read_opts *opts, nle_dataset **out) {
   nle_status s = read_any(ctx, source, opts, out);
   if (s) return s;
   if ((*out)->X && (*out)->X->cols == 0) {
