@@ -37,29 +37,38 @@ nle_status nle__est_rows_in(nle_estimator *e, const nle_estimator_input *given, 
                      : nle__fail(ctx, NLE_ERR_UNSUPPORTED, "%s does not run on more than one rank yet (docs/mpi.md)",
                                  e->method);
   if (!s && given->weights) s = nle__fail(ctx, NLE_ERR_UNSUPPORTED, "%s: weights do not run on more than one rank", e->method);
+  /* which inputs there are, as every rank learns it (a rank holding no
+   * rows may pass no labels) */
+  const nle_csr *G = given->sparse ? given->sparse : given->affinities ? given->affinities : given->knn;
+  int64_t present[4] = {given->Y != NULL, given->labels != NULL, given->init != NULL, G != NULL};
+  if (!s) s = nle__comm_sum_i64(ctx, present, 4);
   s = nle__comm_agree(ctx, s);
   nle__rows rows = {0};
-  if (!s && given->Y) {
+  if (!s && present[0]) {
     void *data = NULL;
-    s = nle__comm_rebalance(ctx, given->Y->data, given->Y->rows, given->Y->cols * sizeof(float), &data, &rows);
+    size_t cols = given->Y ? given->Y->cols : 0;
+    s = nle__comm_rebalance(ctx, given->Y ? given->Y->data : NULL, given->Y ? given->Y->rows : 0, cols * sizeof(float),
+                            NLE__CANONICAL, &data, &rows);
     if (!s && data) {
-      moved->Y = (nle_matf){rows.mine.end - rows.mine.begin, given->Y->cols, data};
+      moved->Y = (nle_matf){rows.mine.end - rows.mine.begin, cols, data};
       use->Y = &moved->Y;
     }
   }
   /* sparse rows and graphs come in the canonical shares */
-  const nle_csr *G = given->sparse ? given->sparse : given->affinities ? given->affinities : given->knn;
-  if (!s && !given->Y && G) s = nle__comm_rows(ctx, (size_t)G->rows, given->sparse ? "sparse rows" : "the graph", &rows);
-  size_t mine = given->Y ? given->Y->rows : G ? (size_t)G->rows : 0;
-  if (!s && given->labels) s = nle__comm_rebalance(ctx, given->labels, mine, sizeof(int32_t), &moved->labels, &rows);
+  if (!s && !present[0] && present[3])
+    s = nle__comm_rows(ctx, G ? (size_t)G->rows : 0, given->sparse ? "sparse rows" : "the graph", &rows);
+  moved->given_rows = given->Y ? given->Y->rows : G ? (size_t)G->rows : 0;
+  moved->rows_moved = use->Y != given->Y;
+  if (!s && present[1])
+    s = nle__comm_rebalance(ctx, given->labels, moved->given_rows, sizeof(int32_t), NLE__CANONICAL, &moved->labels, &rows);
   if (!s && moved->labels) use->labels = moved->labels;
-  if (!s && given->init) {
+  if (!s && present[2]) {
     void *data = NULL;
-    int64_t cols = (int64_t)given->init->cols;
-    s = nle__comm_same(ctx, &cols, sizeof cols, "start columns (init)");
-    if (!s) s = nle__comm_rebalance(ctx, given->init->data, given->init->rows, given->init->cols * sizeof(double), &data, &rows);
+    size_t cols = given->init ? given->init->cols : 0;
+    s = nle__comm_rebalance(ctx, given->init ? given->init->data : NULL, given->init ? given->init->rows : 0,
+                            cols * sizeof(double), NLE__CANONICAL, &data, &rows);
     if (!s && data) {
-      moved->init = (nle_matd){rows.mine.end - rows.mine.begin, given->init->cols, data};
+      moved->init = (nle_matd){rows.mine.end - rows.mine.begin, cols, data};
       use->init = &moved->init;
     }
   }
@@ -67,6 +76,28 @@ nle_status nle__est_rows_in(nle_estimator *e, const nle_estimator_input *given, 
   if (s) nle__est_moved_free(moved);
   *n = rows.n;
   return s;
+}
+
+nle_status nle__est_rows_out(nle_estimator *e, const nle__est_moved *moved) {
+  if (!nle__distributed(e->ctx)) return NLE_OK;
+  int64_t any = moved->rows_moved;
+  nle_status s = nle__comm_sum_i64(e->ctx, &any, 1);
+  nle__rows rows;
+  void *data = NULL;
+  if (!s && any && e->X) {
+    s = nle__comm_rebalance(e->ctx, e->X->data, e->X->rows, e->X->cols * sizeof(double), moved->given_rows, &data, &rows);
+    if (!s && data) {
+      free(e->X->data);
+      e->X->data = data;
+      e->X->rows = moved->given_rows;
+    }
+  }
+  if (!s && any && e->labels) {
+    s = nle__comm_rebalance(e->ctx, e->labels, e->X ? rows.mine.end - rows.mine.begin : 0, sizeof(int32_t),
+                            moved->given_rows, &data, &rows);
+    if (!s && data) free(e->labels), e->labels = data;
+  }
+  return nle__comm_agree(e->ctx, s);
 }
 
 nle_status nle__est_rows_map(nle_estimator *e, const char *what) {

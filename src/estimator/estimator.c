@@ -513,8 +513,9 @@ static nle_status prepare_input(nle_estimator *e, const nle_estimator_input *inp
   }
   if (!Y == !S) return nle__fail(ctx, NLE_ERR_ARG, "%s: fit takes exactly one of dense Y and sparse input", e->method);
   size_t n = Y ? Y->rows : (size_t)S->rows, D = Y ? Y->cols : (size_t)S->cols;
-  if (n == 0 || D == 0) return nle__fail(ctx, NLE_ERR_VALUE, "%s: the input is empty (%zu x %zu)", e->method, n, D);
-  if (Y && !Y->data) return nle__fail(ctx, NLE_ERR_ARG, "%s: Y has no data", e->method);
+  size_t n_all = nle__distributed(ctx) ? e->n : n; /* a rank may hold no rows */
+  if (n_all == 0 || D == 0) return nle__fail(ctx, NLE_ERR_VALUE, "%s: the input is empty (%zu x %zu)", e->method, n_all, D);
+  if (Y && !Y->data && Y->rows) return nle__fail(ctx, NLE_ERR_ARG, "%s: Y has no data", e->method);
   if (S) {
     nle_status s = nle_csr_validate(ctx, S);
     if (s) return s;
@@ -620,7 +621,8 @@ nle_status nle_estimator_fit(nle_estimator *e, const nle_estimator_input *input)
   nle__est_moved moved;
   size_t n_all;
   nle_status s = nle__est_rows_in(e, input, &given, &moved, &n_all);
-  if (s >= 0) s = prepare_input(e, &given, &in);
+  e->n = n_all; /* the rows of all ranks, which the input checks need */
+  if (s >= 0) s = nle__comm_agree(e->ctx, prepare_input(e, &given, &in));
   if (s >= 0 && nle__distributed(e->ctx)) e->n = n_all;
   if (s >= 0) {
     nle__json_printf(&e->report, "{\"method\": \"%s\", \"n\": %zu, \"D\": %zu", e->method, e->n, e->D);
@@ -628,6 +630,10 @@ nle_status nle_estimator_fit(nle_estimator *e, const nle_estimator_input *input)
     nle__json_printf(&e->report, "}");
   }
   release_input(e);
+  if (s >= 0) {
+    nle_status back = nle__est_rows_out(e, &moved);
+    if (back) s = back;
+  }
   nle__est_moved_free(&moved);
   if (s < 0) {
     release_fit(e);

@@ -242,9 +242,14 @@ typedef struct {
   nle_matf Y;
   nle_matd init;
   void *labels;
+  size_t given_rows; /* the rows this rank gave */
+  bool rows_moved;   /* they were not its canonical share */
 } nle__est_moved;
 nle_status nle__est_rows_in(nle_estimator *e, const nle_estimator_input *given, nle_estimator_input *use,
                             nle__est_moved *moved, size_t *n);
+/* After the fit: the embedding's (and a clustering's labels') rows moved
+ * back to the split the rows were given in, so each rank gets its own. */
+nle_status nle__est_rows_out(nle_estimator *e, const nle__est_moved *moved);
 void nle__est_moved_free(nle__est_moved *moved);
 /* A map of new points under a communicator: NLE_ERR_UNSUPPORTED unless
  * the family's maps work by rows. */

@@ -84,7 +84,7 @@ static nle_status scatter_csr(nle_ctx *ctx, const nle_csr *all, const shape_msg 
   if (me == 0 && !lengths) return nle__fail(ctx, NLE_ERR_NOMEM, "out of memory");
   for (size_t i = 0; i < n_local; i++) lengths[i] = all->rowptr[i + 1] - all->rowptr[i];
   void *mine_lengths = NULL;
-  nle_status s = nle__comm_rebalance(ctx, lengths, n_local, sizeof *lengths, &mine_lengths, rows);
+  nle_status s = nle__comm_rebalance(ctx, lengths, n_local, sizeof *lengths, NLE__CANONICAL, &mine_lengths, rows);
   free(lengths);
   size_t count = rows->mine.end - rows->mine.begin, nnz = 0;
   const int64_t *got = mine_lengths;
@@ -141,14 +141,15 @@ static nle_status scatter_dataset(nle_ctx *ctx, nle_dataset *all, nle_dataset **
   size_t held = me == 0 ? (size_t)m.n : 0;
   if (!s && m.sparse) s = scatter_csr(ctx, all ? all->sparse : NULL, &m, &rows, &ds->sparse);
   void *mine = NULL;
-  if (!s && !m.sparse) s = nle__comm_rebalance(ctx, all ? all->X->data : NULL, held, (size_t)m.cols * sizeof(float), &mine, &rows);
+  if (!s && !m.sparse) s = nle__comm_rebalance(ctx, all ? all->X->data : NULL, held, (size_t)m.cols * sizeof(float), NLE__CANONICAL, &mine,
+                                                  &rows);
   if (!s && !m.sparse && !(ds->X = nle__calloc(ctx, 1, sizeof *ds->X, "a matrix"))) s = NLE_ERR_NOMEM;
   if (!s && !m.sparse) {
     *ds->X = (nle_matf){rows.mine.end - rows.mine.begin, (size_t)m.cols, mine};
     mine = NULL;
   }
   free(mine);
-  if (!s && m.has_labels) s = nle__comm_rebalance(ctx, all ? all->labels : NULL, held, sizeof(int32_t), &mine, &rows);
+  if (!s && m.has_labels) s = nle__comm_rebalance(ctx, all ? all->labels : NULL, held, sizeof(int32_t), NLE__CANONICAL, &mine, &rows);
   if (!s && m.has_labels) ds->labels = mine;
   if (!s) ds->n_classes = m.n_classes;
   if (!s) s = unpack_names(ctx, names, m.has_names, ds);
