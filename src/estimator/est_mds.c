@@ -289,7 +289,7 @@ static nle_status load(nle_estimator *e, const char *path) {
 /* The three families keep one kind of map: the projection model. */
 #define PROJECTION_MAP                                                                       \
   .transform = nle__est_projection_transform, .save = nle__est_projection_save,              \
-  .free_model = nle__est_projection_free, .maps_by_rows = true /* each new point's image its own */
+  .free_model = nle__est_projection_free
 
 const nle__family nle__family_mds = {
     .methods = mds_methods,
