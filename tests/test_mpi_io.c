@@ -8,6 +8,7 @@
 #include "../src/core/comm.h"
 #include "../src/estimator/estimator_internal.h"
 
+#include <hdf5.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,15 +109,67 @@ static void write_inputs(nle_ctx *ctx, const char *npy, const char *fortran, con
   nle_test_ok(nle__comm_barrier(ctx));
 }
 
+/* An HDF5 file holding the N x 3 float64 dataset "group/X" (rank 0 writes
+ * it alone). */
+static void write_h5(nle_ctx *ctx, const char *path) {
+  if (nle_ctx_rank(ctx) == 0) {
+    nle_matd *X = test_random_matd(N_ROWS, 3, 1.0, 8);
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t g = H5Gcreate2(f, "group", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hsize_t dims[2] = {N_ROWS, 3};
+    hid_t sp = H5Screate_simple(2, dims, NULL);
+    hid_t d = H5Dcreate2(g, "X", H5T_IEEE_F64LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    nle_test(d >= 0 && H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, X->data) >= 0);
+    H5Dclose(d), H5Sclose(sp), H5Gclose(g), H5Fclose(f);
+    nle_matd_free(&X);
+  }
+  nle_test_ok(nle__comm_barrier(ctx));
+}
+
+/* A sparse N x 40 Matrix Market file (rows of 0 to 3 entries), rank 0's. */
+static void write_mtx(nle_ctx *ctx, const char *path) {
+  if (nle_ctx_rank(ctx) == 0) {
+    FILE *f = fopen(path, "w");
+    size_t nnz = 0;
+    for (size_t i = 0; i < N_ROWS; i++) nnz += i % 4;
+    fprintf(f, "%%%%MatrixMarket matrix coordinate real general\n%d 40 %zu\n", N_ROWS, nnz);
+    for (size_t i = 0; i < N_ROWS; i++)
+      for (size_t k = 0; k < i % 4; k++) fprintf(f, "%zu %zu %.3f\n", i + 1, (i * 7 + k * 11) % 40 + 1, 0.5 + (double)k);
+    fclose(f);
+  }
+  nle_test_ok(nle__comm_barrier(ctx));
+}
+
+/* This rank's rows of sparse rows read under the communicator are its rows
+ * of the whole read alone. */
+static void check_sparse_rows(const nle_csr *mine, const nle_csr *whole, nle__row_range share) {
+  nle_test(mine->rows == (int64_t)(share.end - share.begin) && mine->cols == whole->cols && mine->dtype == whole->dtype);
+  int64_t first = whole->rowptr[share.begin];
+  for (int64_t i = 0; i <= mine->rows; i++) nle_test(mine->rowptr[i] == whole->rowptr[share.begin + (size_t)i] - first);
+  size_t nnz = (size_t)mine->rowptr[mine->rows], value = whole->dtype == NLE_F32 ? 4 : 8;
+  nle_test(memcmp(mine->colind, whole->colind + first, nnz * sizeof(int32_t)) == 0);
+  nle_test(memcmp(mine->val, (const char *)whole->val + (size_t)first * value, nnz * value) == 0);
+}
+
 /* This rank's rows of a source read under the communicator are its rows of
- * the whole read alone: values, labels, class names. */
-static void check_read(nle_ctx *ctx, const char *source) {
+ * the whole read alone: values (dense or sparse), labels, class names. */
+static void check_read(nle_ctx *ctx, const char *source, bool sparse_ok) {
   nle_ctx *one = test_ctx(1);
   nle_read_opts o;
   nle_read_opts_init(&o);
+  o.sparse_ok = sparse_ok;
   nle_dataset *whole = NULL, *mine = NULL;
   nle_test_ok(nle_dataset_read(one, source, &o, &whole));
   nle_test_ok(nle_dataset_read(ctx, source, &o, &mine));
+  nle_test(!strcmp(mine->name, whole->name));
+  if (whole->sparse) {
+    nle_test(mine->sparse != NULL && mine->X == NULL);
+    if (mine->sparse) check_sparse_rows(mine->sparse, whole->sparse, my_share(ctx, (size_t)whole->sparse->rows));
+    nle_dataset_free(&whole);
+    nle_dataset_free(&mine);
+    nle_ctx_free(&one);
+    return;
+  }
   nle__row_range share = my_share(ctx, whole->X->rows);
   size_t cols = whole->X->cols;
   nle_test(mine->X->rows == share.end - share.begin && mine->X->cols == cols);
@@ -138,9 +191,18 @@ static void read_rows(void) {
   const char *npy = shared_path(ctx, "rows.npy"), *fortran = shared_path(ctx, "rows_f.npy");
   const char *csv = shared_path(ctx, "rows.csv"), *labels = shared_path(ctx, "labels.txt");
   write_inputs(ctx, npy, fortran, csv, labels);
-  check_read(ctx, npy);
-  check_read(ctx, fortran);
-  check_read(ctx, csv);
+  check_read(ctx, npy, false);
+  check_read(ctx, fortran, false);
+  check_read(ctx, csv, false);
+  const char *h5 = shared_path(ctx, "rows.h5"), *mtx = shared_path(ctx, "rows.mtx");
+  write_h5(ctx, h5);
+  check_read(ctx, h5, false); /* the only 2-D array, by hyperslab */
+  char named[600];
+  snprintf(named, sizeof named, "%s:group/X", h5);
+  check_read(ctx, named, false);
+  write_mtx(ctx, mtx);
+  check_read(ctx, mtx, true); /* sparse rows scattered by rank 0 */
+  check_read(ctx, mtx, false); /* densified */
   /* --labels: each rank's count in, its rows' labels out */
   nle__row_range share = my_share(ctx, N_ROWS);
   int32_t *all = NULL, *mine = NULL, classes_all, classes_mine;

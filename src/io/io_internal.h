@@ -173,8 +173,12 @@ static inline const char *nle__float_problem(double x) {
 enum {
   NLE__READ_LABELS = 1, /* for nle_labels_read: a label column (an .h5ad's
                            obs/NAME; a MATLAB row vector taken as a column) */
-  NLE__READ_MATLAB = 2  /* HDF5 laid out by MATLAB (v7.3): variables
+  NLE__READ_MATLAB = 2, /* HDF5 laid out by MATLAB (v7.3): variables
                            transposed, sparse as data/ir/jc */
+  NLE__READ_SHARE = 4   /* hdf5.c under a communicator: a dense numeric
+                           array's rows of this rank (nle__rank_rows) by
+                           hyperslab; anything else read by no rank (NLE_OK,
+                           no dataset) */
 };
 /* hdf5.c: a file by path, or a memory image (name for the messages). */
 nle_status nle__read_hdf5(nle_ctx *ctx, const char *path, const char *inner, const nle_read_opts *opts, int flags,
@@ -263,12 +267,10 @@ nle_status nle__read_rows(nle_ctx *ctx, const char *source, const nle_read_opts 
  * rank 0 reads them all, each rank receives its rows. */
 nle_status nle__labels_read_rows(nle_ctx *ctx, const char *source, const nle_read_opts *opts, int64_t expected_n,
                                  int32_t **labels, int64_t *n, int32_t *n_classes, char ***class_names);
-/* This rank's rows [begin, end) of the .npy at path read by offset
+/* Rank `rank`'s rows (nle__rank_rows) of the .npy at path read by offset
  * (C or Fortran order), value errors naming the row and column as a whole
- * read does; *handled 0 (and NLE_OK) when path is not a .npy this parses.
- * *rows: the file's rows. */
-nle_status nle__npy_read_share(nle_ctx *ctx, const char *path, int ranks, int rank, nle_dataset **out, int *handled,
-                               size_t *rows);
+ * read does; *handled 0 (and NLE_OK) when path is not a .npy this parses. */
+nle_status nle__npy_read_share(nle_ctx *ctx, const char *path, int ranks, int rank, nle_dataset **out, int *handled);
 /* The .npy header of a C-order rows x cols array (one_dim: shape (rows,))
  * into buf (at least 256 bytes); returns its length (a multiple of 64). */
 size_t nle__npy_header_text(const char *descr, int64_t rows, int64_t cols, int one_dim, char *buf);
@@ -289,6 +291,10 @@ nle_status nle__write_gathered(nle_ctx *ctx, const void *data, size_t rows, size
                                const void *user);
 /* nle_write_csr_mtx of every rank's rows (global column indices) gathered. */
 nle_status nle__write_csr_gathered(nle_ctx *ctx, const char *path, const nle_csr *m);
+/* readers.c: this rank's rows of an HDF5 file's (or FILE:NAME's) dense
+ * numeric array by hyperslab; *out NULL (and NLE_OK) when the source is not
+ * one (a sparse group, a MATLAB file, --transpose, not HDF5). */
+nle_status nle__read_hdf5_share(nle_ctx *ctx, const char *source, const nle_read_opts *opts, nle_dataset **out);
 /* Work this rank does alone inside a distributed run (rank 0 reading a
  * whole file, writing a gathered text): the context's collective calls
  * are local until nle__alone_end, which returns what ranks it had. */

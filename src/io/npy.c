@@ -292,8 +292,7 @@ static nle_status read_fortran_share(nle_ctx *ctx, const char *path, int fd, con
   return s;
 }
 
-nle_status nle__npy_read_share(nle_ctx *ctx, const char *path, int ranks, int rank, nle_dataset **out, int *handled,
-                               size_t *rows) {
+nle_status nle__npy_read_share(nle_ctx *ctx, const char *path, int ranks, int rank, nle_dataset **out, int *handled) {
   *out = NULL;
   *handled = 0;
   int fd = open(path, O_RDONLY);
@@ -307,7 +306,6 @@ nle_status nle__npy_read_share(nle_ctx *ctx, const char *path, int ranks, int ra
     return NLE_OK;
   }
   *handled = 1;
-  *rows = (size_t)h.rows;
   nle__row_range share = nle__rank_rows((size_t)h.rows, ranks, rank);
   size_t count = share.end - share.begin, row_bytes = (size_t)h.cols * (size_t)h.size;
   nle_dataset *ds = NULL;

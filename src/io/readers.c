@@ -243,6 +243,25 @@ nle_status nle__read_container(nle_ctx *ctx, const char *source, const nle_read_
   return s;
 }
 
+nle_status nle__read_hdf5_share(nle_ctx *ctx, const char *source, const nle_read_opts *opts, nle_dataset **out) {
+  *out = NULL;
+  if (opts && opts->transpose) return NLE_OK;
+  char *file;
+  const char *inner;
+  nle_status s;
+  int split = split_source(ctx, source, &file, &inner, &s);
+  if (s) return s;
+  const char *path = split ? file : source;
+  /* HDF5's signature at the start: not a MATLAB v7.3 file (its text first) */
+  static const uint8_t signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+  uint8_t head[8];
+  if (file_head(path, head, sizeof head) == sizeof head && !memcmp(head, signature, sizeof head))
+    s = nle__read_hdf5(ctx, path, inner, opts, NLE__READ_SHARE, out);
+  if (!s && *out && (s = nle__dataset_rename(ctx, *out, source))) nle_dataset_free(out);
+  free(file);
+  return s;
+}
+
 /* A folder of 10x Genomics files: its matrix.mtx[.gz], features x cells,
  * read with the cells as points. */
 static nle_status read_10x(nle_ctx *ctx, const char *dir, const nle_read_opts *opts, nle_dataset **out) {

@@ -3,9 +3,10 @@
  * rows (nle__rank_rows) and its writers take each rank's rows:
  *
  * - a .npy is read by offset: every rank parses the header and reads its
- *   own rows, so no rank holds all N x D;
- * - a source that cannot be read by rows (text, .mat, HDF5, gzip'ed, a
- *   built-in dataset) is read whole by rank 0 alone, and its rows, labels
+ *   own rows, so no rank holds all N x D; an HDF5/.h5ad dense array by a
+ *   hyperslab of its rows;
+ * - a source that cannot be read by rows (text, .mat, .npz, HDF5 sparse
+ *   groups, gzip'ed, a built-in dataset) is read whole by rank 0 alone, and its rows, labels
  *   and class names are sent out (one personalised exchange): the other
  *   ranks never hold more than their share, rank 0 holds the whole matrix
  *   while reading it (docs/mpi.md says to convert a large input to .npy);
@@ -164,16 +165,20 @@ nle_status nle__read_rows(nle_ctx *ctx, const char *source, const nle_read_opts 
   *out = NULL;
   nle_status s = nle__comm_agree(ctx, same_input(ctx, source, opts));
   if (s) return s;
-  /* a .npy by offset (its columns as points: read whole) */
+  /* a .npy by offset, an HDF5 dense array by hyperslab (their columns as
+   * points: read whole) */
   int handled = 0;
-  size_t n = 0;
-  if (!opts || !opts->transpose) s = nle__npy_read_share(ctx, source, nle__ranks(ctx), nle__rank(ctx), out, &handled, &n);
-  int64_t agreed[2] = {handled, (int64_t)n};
-  nle_status c = nle__comm_sum_i64(ctx, agreed, 2);
-  if (!c && agreed[0] % nle__ranks(ctx))
+  if (!opts || !opts->transpose) s = nle__npy_read_share(ctx, source, nle__ranks(ctx), nle__rank(ctx), out, &handled);
+  if (!s && !handled) {
+    s = nle__read_hdf5_share(ctx, source, opts, out);
+    handled = *out != NULL;
+  }
+  int64_t agreed = handled; /* by rows on every rank, or on none */
+  nle_status c = nle__comm_sum_i64(ctx, &agreed, 1);
+  if (!c && agreed % nle__ranks(ctx))
     c = nle__fail(ctx, NLE_ERR_ARG, "%s: the ranks read different files under that name", source);
   s = nle__comm_agree(ctx, s ? s : c);
-  if (s || agreed[0]) {
+  if (s || agreed) {
     if (s) nle_dataset_free(out);
     return s;
   }
