@@ -532,12 +532,12 @@ static nle_status prepare_input(nle_estimator *e, const nle_estimator_input *inp
   e->n = n;
   e->D = D;
   e->input_kind = S && rows_metric(e->metric) ? "sparse rows" : !rows_metric(e->metric) ? nle_metric_name(e->metric) : NULL;
-  int k = e->family->graph_k ? e->family->graph_k(e, n) : 0;
+  int k = e->family->graph_k ? e->family->graph_k(e, n_all) : 0; /* from N, the same on every rank */
   bool rows = e->metric == NLE_METRIC_EUCLIDEAN || e->metric == NLE_METRIC_COSINE ||
               e->metric == NLE_METRIC_CORRELATION;
-  if (!rows && n != D)
+  if (!rows && n_all != D)
     return nle__fail(ctx, NLE_ERR_VALUE, "%s is %zu x %zu, not square ({@metric=%s} takes an N x N matrix)",
-                     e->metric == NLE_METRIC_AFFINITIES ? "affinities" : "dissimilarities", n, D,
+                     e->metric == NLE_METRIC_AFFINITIES ? "affinities" : "dissimilarities", n_all, D,
                      nle_metric_name(e->metric));
   if (rows && Y) { /* points: the method searches them itself */
     const nle_matf *use;
