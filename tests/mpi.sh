@@ -8,7 +8,7 @@
 # - the tool under mpirun at 2 and 3 ranks: inputs read by rows (.npy in C
 #   and Fortran order by offset, text read by rank 0 and scattered), the
 #   outputs (.npy by offset, .csv gathered) cmp-identical to a single
-#   process's, one JSON line with "ranks"; a NaN in rank 1's rows, a method
+#   process's, one JSON line with "ranks"; --max-memory per rank; a NaN in rank 1's rows, a method
 #   not yet distributed, a command that is not, and a killed rank: one error
 #   line, non-zero exit, no output; a build without MPI (build-nompi, when
 #   built) refusing mpirun;
@@ -84,6 +84,15 @@ for ranks in 2 3; do
     done
   done
 done
+
+# --max-memory is per rank: a cap under the whole matrix (12338 x 12 floats,
+# 578 KiB) and over a rank's share (8192 rows at 2 ranks, 384 KiB) refuses
+# the single process and lets 2 ranks run, with the same bytes
+$N transform "$T/m.nle" "$T/Y.npy" -o "$T/cap1.npy" --max-memory 450K --quiet > /dev/null 2>&1
+rc=$?
+cmp_run cli_memory_cap_per_rank 2 12338 "$T/cap2.npy" "$T/alone_Y_npy.npy" -- \
+  "$N" transform "$T/m.nle" "$T/Y.npy" -o "$T/cap2.npy" --max-memory 450K --quiet
+[ $rc -ne 0 ] || bad cli_memory_cap_alone "the single process ran under a cap below its matrix"
 
 # mpi_fail NAME WANT OUTPUT RANKS -- command: a non-zero exit, the tool's one
 # error line (mpirun -q adds none), no output and no temporary left
