@@ -20,9 +20,9 @@ enum { N_ROWS = 3 * NLE__RANK_ROW_BLOCK + 50 };
 
 /* A path in rank 0's temporary folder, the same on every rank. */
 static const char *shared_path(nle_ctx *ctx, const char *name) {
-  static char buf[4][512];
+  static char buf[16][512];
   static int slot;
-  slot = (slot + 1) % 4;
+  slot = (slot + 1) % 16;
   snprintf(buf[slot], sizeof buf[slot], "%s", test_path(name));
   nle_test_ok(nle__comm_bcast(ctx, buf[slot], sizeof buf[slot], 0));
   return buf[slot];
@@ -126,14 +126,14 @@ static void write_h5(nle_ctx *ctx, const char *path) {
   nle_test_ok(nle__comm_barrier(ctx));
 }
 
-/* A sparse N x 40 Matrix Market file (rows of 0 to 3 entries), rank 0's. */
-static void write_mtx(nle_ctx *ctx, const char *path) {
+/* A sparse n x 40 Matrix Market file (rows of 0 to 3 entries), rank 0's. */
+static void write_mtx(nle_ctx *ctx, const char *path, size_t n) {
   if (nle_ctx_rank(ctx) == 0) {
     FILE *f = fopen(path, "w");
     size_t nnz = 0;
-    for (size_t i = 0; i < N_ROWS; i++) nnz += i % 4;
-    fprintf(f, "%%%%MatrixMarket matrix coordinate real general\n%d 40 %zu\n", N_ROWS, nnz);
-    for (size_t i = 0; i < N_ROWS; i++)
+    for (size_t i = 0; i < n; i++) nnz += i % 4;
+    fprintf(f, "%%%%MatrixMarket matrix coordinate real general\n%zu 40 %zu\n", n, nnz);
+    for (size_t i = 0; i < n; i++)
       for (size_t k = 0; k < i % 4; k++) fprintf(f, "%zu %zu %.3f\n", i + 1, (i * 7 + k * 11) % 40 + 1, 0.5 + (double)k);
     fclose(f);
   }
@@ -200,9 +200,22 @@ static void read_rows(void) {
   char named[600];
   snprintf(named, sizeof named, "%s:group/X", h5);
   check_read(ctx, named, false);
-  write_mtx(ctx, mtx);
+  write_mtx(ctx, mtx, N_ROWS);
   check_read(ctx, mtx, true); /* sparse rows scattered by rank 0 */
   check_read(ctx, mtx, false); /* densified */
+  /* fewer rows than a block: rank 0 holds them all, the others none */
+  const char *small = shared_path(ctx, "small.mtx"), *small_csv = shared_path(ctx, "small.csv");
+  write_mtx(ctx, small, 100);
+  check_read(ctx, small, true);
+  check_read(ctx, small, false);
+  if (nle_ctx_rank(ctx) == 0) {
+    FILE *f = fopen(small_csv, "w");
+    fprintf(f, "a,b,label\n");
+    for (int i = 0; i < 100; i++) fprintf(f, "%d,%d,c%d\n", i, 2 * i, i % 3);
+    fclose(f);
+  }
+  nle_test_ok(nle__comm_barrier(ctx));
+  check_read(ctx, small_csv, false);
   /* --labels: each rank's count in, its rows' labels out */
   nle__row_range share = my_share(ctx, N_ROWS);
   int32_t *all = NULL, *mine = NULL, classes_all, classes_mine;

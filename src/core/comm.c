@@ -379,6 +379,7 @@ nle_status nle__comm_rebalance(nle_ctx *ctx, const void *mine, size_t n_local, s
   uint64_t *counts = pairs ? pairs + 2 * ranks : NULL, *wants = pairs ? pairs + 3 * ranks : NULL;
   size_t *plan = pairs ? calloc(3 * (size_t)ranks + 1, sizeof *plan) : NULL;
   if (!s && !plan) s = nle__fail(ctx, NLE_ERR_NOMEM, "out of memory for %d ranks' row counts", ranks);
+  s = nle__comm_agree(ctx, s); /* before the next collective call */
   if (!s) s = nle__comm_allgatherv(ctx, mine_counts, sizeof mine_counts, pairs, NULL);
   size_t n = 0, wanted = 0;
   bool canonical = true, in_place = true;

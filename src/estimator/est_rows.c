@@ -53,6 +53,7 @@ nle_status nle__est_rows_in(nle_estimator *e, const nle_estimator_input *given, 
       moved->Y = (nle_matf){rows.mine.end - rows.mine.begin, cols, data};
       use->Y = &moved->Y;
     }
+    s = nle__comm_agree(ctx, s);
   }
   /* sparse rows and graphs come in the canonical shares */
   if (!s && !present[0] && present[3])
@@ -61,6 +62,7 @@ nle_status nle__est_rows_in(nle_estimator *e, const nle_estimator_input *given, 
   moved->rows_moved = use->Y != given->Y;
   if (!s && present[1])
     s = nle__comm_rebalance(ctx, given->labels, moved->given_rows, sizeof(int32_t), NLE__CANONICAL, &moved->labels, &rows);
+  s = nle__comm_agree(ctx, s);
   if (!s && moved->labels) use->labels = moved->labels;
   if (!s && present[2]) {
     void *data = NULL;
@@ -92,9 +94,10 @@ nle_status nle__est_rows_out(nle_estimator *e, const nle__est_moved *moved) {
       e->X->rows = moved->given_rows;
     }
   }
-  if (!s && any && e->labels) {
-    s = nle__comm_rebalance(e->ctx, e->labels, e->X ? rows.mine.end - rows.mine.begin : 0, sizeof(int32_t),
-                            moved->given_rows, &data, &rows);
+  if (!s && any && e->labels) { /* held in the canonical share until now */
+    nle__row_range share = nle__rank_rows(e->n, nle__ranks(e->ctx), nle__rank(e->ctx));
+    s = nle__comm_rebalance(e->ctx, e->labels, share.end - share.begin, sizeof(int32_t), moved->given_rows, &data,
+                            &rows);
     if (!s && data) free(e->labels), e->labels = data;
   }
   return nle__comm_agree(e->ctx, s);

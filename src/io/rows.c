@@ -76,6 +76,20 @@ typedef struct {
   int32_t sparse, dtype, has_labels, n_classes, has_names, pad;
 } shape_msg;
 
+/* Rank 0's n_held rows (held; none elsewhere) shared out in the canonical
+ * shares, *mine always this rank's own copy (when rank 0's share is every
+ * row, nothing moves and rank 0 copies them); agreed. */
+static nle_status scatter_rows(nle_ctx *ctx, const void *held, size_t n_held, size_t row_bytes, void **mine,
+                               nle__rows *rows) {
+  nle_status s = nle__comm_rebalance(ctx, held, n_held, row_bytes, NLE__CANONICAL, mine, rows);
+  if (!s && !*mine) { /* in place: this rank's rows are the ones it held */
+    size_t bytes = n_held * row_bytes;
+    if (!(*mine = malloc(bytes ? bytes : 1))) s = nle__fail(ctx, NLE_ERR_NOMEM, "out of memory");
+    else if (bytes) memcpy(*mine, held, bytes);
+  }
+  return nle__comm_agree(ctx, s);
+}
+
 /* A sparse matrix's rows [b, e) of rank 0's all (NULL elsewhere) to every
  * rank: each row's length, then its columns and values. */
 static nle_status scatter_csr(nle_ctx *ctx, const nle_csr *all, const shape_msg *m, nle__rows *rows, nle_csr **out) {
@@ -85,18 +99,19 @@ static nle_status scatter_csr(nle_ctx *ctx, const nle_csr *all, const shape_msg 
   if (me == 0 && !lengths) return nle__fail(ctx, NLE_ERR_NOMEM, "out of memory");
   for (size_t i = 0; i < n_local; i++) lengths[i] = all->rowptr[i + 1] - all->rowptr[i];
   void *mine_lengths = NULL;
-  nle_status s = nle__comm_rebalance(ctx, lengths, n_local, sizeof *lengths, NLE__CANONICAL, &mine_lengths, rows);
+  nle_status s = scatter_rows(ctx, lengths, n_local, sizeof *lengths, &mine_lengths, rows);
   free(lengths);
-  size_t count = rows->mine.end - rows->mine.begin, nnz = 0;
+  size_t count = s ? 0 : rows->mine.end - rows->mine.begin, nnz = 0;
   const int64_t *got = mine_lengths;
-  for (size_t i = 0; !s && i < count; i++) nnz += (size_t)got[i];
+  for (size_t i = 0; i < count; i++) nnz += (size_t)got[i];
   size_t value = m->dtype == NLE_F32 ? sizeof(float) : sizeof(double);
   if (!s) s = nle_csr_alloc(ctx, (int64_t)count, (int64_t)m->cols, (int64_t)nnz, (nle_dtype)m->dtype, out);
   for (size_t i = 0; !s && i < count; i++) (*out)->rowptr[i + 1] = (*out)->rowptr[i] + got[i];
   free(mine_lengths);
   /* columns, then values: rank 0 sends each rank its share's entries */
-  size_t *plan = calloc(3 * (size_t)ranks + 1, sizeof *plan);
+  size_t *plan = s ? NULL : calloc(3 * (size_t)ranks + 1, sizeof *plan);
   if (!s && !plan) s = nle__fail(ctx, NLE_ERR_NOMEM, "out of memory");
+  s = nle__comm_agree(ctx, s);
   for (int part = 0; !s && part < 2; part++) {
     size_t width = part == 0 ? sizeof(int32_t) : value;
     for (int r = 0; me == 0 && r < ranks; r++) {
@@ -107,7 +122,7 @@ static nle_status scatter_csr(nle_ctx *ctx, const nle_csr *all, const shape_msg 
     void *recv = NULL;
     static const char nothing = 0;
     const void *send = me != 0 ? (const void *)&nothing : part == 0 ? (const void *)all->colind : all->val;
-    s = nle__comm_alltoallv(ctx, send, plan, plan + ranks, &recv, plan + 2 * ranks);
+    s = nle__comm_agree(ctx, nle__comm_alltoallv(ctx, send, plan, plan + ranks, &recv, plan + 2 * ranks));
     if (!s) memcpy(part == 0 ? (void *)(*out)->colind : (*out)->val, recv, nnz * width);
     free(recv);
   }
@@ -142,15 +157,15 @@ static nle_status scatter_dataset(nle_ctx *ctx, nle_dataset *all, nle_dataset **
   size_t held = me == 0 ? (size_t)m.n : 0;
   if (!s && m.sparse) s = scatter_csr(ctx, all ? all->sparse : NULL, &m, &rows, &ds->sparse);
   void *mine = NULL;
-  if (!s && !m.sparse) s = nle__comm_rebalance(ctx, all ? all->X->data : NULL, held, (size_t)m.cols * sizeof(float), NLE__CANONICAL, &mine,
-                                                  &rows);
+  if (!s && !m.sparse) s = scatter_rows(ctx, all ? all->X->data : NULL, held, (size_t)m.cols * sizeof(float), &mine, &rows);
   if (!s && !m.sparse && !(ds->X = nle__calloc(ctx, 1, sizeof *ds->X, "a matrix"))) s = NLE_ERR_NOMEM;
   if (!s && !m.sparse) {
     *ds->X = (nle_matf){rows.mine.end - rows.mine.begin, (size_t)m.cols, mine};
     mine = NULL;
   }
   free(mine);
-  if (!s && m.has_labels) s = nle__comm_rebalance(ctx, all ? all->labels : NULL, held, sizeof(int32_t), NLE__CANONICAL, &mine, &rows);
+  s = nle__comm_agree(ctx, s);
+  if (!s && m.has_labels) s = scatter_rows(ctx, all ? all->labels : NULL, held, sizeof(int32_t), &mine, &rows);
   if (!s && m.has_labels) ds->labels = mine;
   if (!s) ds->n_classes = m.n_classes;
   if (!s) s = unpack_names(ctx, names, m.has_names, ds);
