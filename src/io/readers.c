@@ -218,16 +218,25 @@ static nle_status read_with(nle_ctx *ctx, const nle__reader *r, const char *path
   return s;
 }
 
+/* The file to open for source (*path), the name inside it, whether it was
+ * split so (split_source); *file to free. */
+static nle_status source_path(nle_ctx *ctx, const char *source, char **file, const char **inner, const char **path,
+                              int *split) {
+  nle_status s;
+  *split = split_source(ctx, source, file, inner, &s);
+  *path = *split ? *file : source;
+  return s;
+}
+
 nle_status nle__read_container(nle_ctx *ctx, const char *source, const nle_read_opts *opts, int flags,
                                nle_dataset **out, int *handled) {
   *out = NULL;
   *handled = 0;
   char *file;
-  const char *inner;
-  nle_status s;
-  int split = split_source(ctx, source, &file, &inner, &s);
+  const char *inner, *path;
+  int split;
+  nle_status s = source_path(ctx, source, &file, &inner, &path, &split);
   if (s) return s;
-  const char *path = split ? file : source;
   uint8_t head[HEAD_BYTES];
   const nle__reader *r = reader_of(head, file_head(path, head, sizeof head), NLE__CONTAINER);
   if (!r && !split) return NLE_OK;
@@ -247,11 +256,10 @@ nle_status nle__read_hdf5_share(nle_ctx *ctx, const char *source, const nle_read
   *out = NULL;
   if (opts && opts->transpose) return NLE_OK;
   char *file;
-  const char *inner;
-  nle_status s;
-  int split = split_source(ctx, source, &file, &inner, &s);
+  const char *inner, *path;
+  int split;
+  nle_status s = source_path(ctx, source, &file, &inner, &path, &split);
   if (s) return s;
-  const char *path = split ? file : source;
   /* HDF5's signature at the start: not a MATLAB v7.3 file (its text first) */
   static const uint8_t signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
   uint8_t head[8];
