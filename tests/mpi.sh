@@ -109,8 +109,9 @@ mpi_fail() {
 }
 mpi_fail cli_nan_in_rank_1_rows "Ynan.npy: byte 432156 (row 9000, column 7): NaN value" "$T/nan.npy" 2 -- \
   "$N" transform "$T/m.nle" "$T/Ynan.npy" -o "$T/nan.npy" --quiet
-mpi_fail cli_method_not_distributed "tsne does not run on more than one rank yet" "$T/ts.npy" 3 -- \
-  "$N" tsne "$T/Y.npy" -o "$T/ts.npy" --quiet
+# (a method whose stages stay whole: SMACOF's N x N dissimilarities)
+mpi_fail cli_method_not_distributed "sammon does not run on more than one rank yet" "$T/ts.npy" 3 -- \
+  "$N" sammon "$T/Y.npy" -o "$T/ts.npy" --quiet
 mpi_fail cli_plot_refused "plot does not run on more than one rank" "$T/p.png" 2 -- \
   "$N" plot "$T/pca.npy" -o "$T/p.png" --quiet
 mpi_fail cli_ranks_given_other_files "the ranks were given different inputs" "$T/other.npy" 2 -- \
