@@ -117,6 +117,12 @@ mpi_fail cli_plot_refused "plot does not run on more than one rank" "$T/p.png" 2
 mpi_fail cli_ranks_given_other_files "the ranks were given different inputs" "$T/other.npy" 2 -- \
   bash -c "exec $N transform $T/m.nle $T/Y\$([ \"\$OMPI_COMM_WORLD_RANK\" = 1 ] && echo f).npy -o $T/other.npy --quiet"
 
+# a rank failing alone (a bad option on rank 1 only: rank 0 waits in the
+# reading's first collective call): rank 1 tells its error and ends the job
+# after its 10 s wait at the exit, instead of a hang
+mpi_fail cli_rank_failing_alone "--threads takes an integer" "$T/alone_fail.npy" 2 -- \
+  bash -c "exec $N transform $T/m.nle $T/Y.npy -o $T/alone_fail.npy --quiet --threads \$([ \"\$OMPI_COMM_WORLD_RANK\" = 1 ] && echo abc || echo 1)"
+
 # a rank killed (-9) while rank 0 reads a text input whole: mpirun ends the
 # job, non-zero exit, no output
 "${MPIRUN[@]}" -q -np 2 "$N" transform "$T/m.nle" "$T/big.csv" -o "$T/killed.npy" --quiet > /dev/null 2> "$T/kill_err" &
