@@ -216,6 +216,15 @@ static void read_rows(void) {
   }
   nle_test_ok(nle__comm_barrier(ctx));
   check_read(ctx, small_csv, false);
+  /* a graph (--affinities, --knn): each rank its rows */
+  nle_ctx *alone = test_ctx(1);
+  nle_csr *graph = NULL, *graph_rows = NULL;
+  nle_test_ok(nle_read_csr_mtx(alone, mtx, &graph));
+  nle_test_ok(nle_read_csr_mtx(ctx, mtx, &graph_rows));
+  if (graph && graph_rows) check_sparse_rows(graph_rows, graph, my_share(ctx, (size_t)graph->rows));
+  nle_csr_free(&graph);
+  nle_csr_free(&graph_rows);
+  nle_ctx_free(&alone);
   /* --labels: each rank's count in, its rows' labels out */
   nle__row_range share = my_share(ctx, N_ROWS);
   int32_t *all = NULL, *mine = NULL, classes_all, classes_mine;

@@ -279,6 +279,9 @@ size_t nle__npy_header_text(const char *descr, int64_t rows, int64_t cols, int o
  * puts it in place (or hands it to the transaction) only when all did. */
 nle_status nle__write_npy_rows(nle_ctx *ctx, const char *path, const char *descr, const void *data, size_t elem,
                                int64_t rows, int64_t cols, int one_dim);
+/* nle_read_csr_mtx under a communicator: rank 0 reads the graph whole,
+ * each rank receives its canonical rows (global column indices). */
+nle_status nle__read_csr_rows(nle_ctx *ctx, const char *path, nle_csr **out);
 /* Every rank's rows (row_bytes each) gathered in rank order: *all (free
  * it), *n rows in all. */
 nle_status nle__gather_rows(nle_ctx *ctx, const void *data, size_t rows, size_t row_bytes, void **all, size_t *n);

@@ -234,6 +234,25 @@ static nle_status share_classes(nle_ctx *ctx, nle_dataset *all, int32_t *n_class
   return s;
 }
 
+nle_status nle__read_csr_rows(nle_ctx *ctx, const char *path, nle_csr **out) {
+  *out = NULL;
+  nle_csr *all = NULL;
+  nle_status s = nle__comm_agree(ctx, same_input(ctx, path, NULL));
+  if (!s && nle__rank(ctx) == 0) {
+    int ranks = nle__alone_begin(ctx);
+    s = nle_read_csr_mtx(ctx, path, &all);
+    nle__alone_end(ctx, ranks);
+  }
+  s = nle__comm_agree(ctx, s);
+  shape_msg m = {0};
+  if (!s && all) m = (shape_msg){.n = (uint64_t)all->rows, .cols = (uint64_t)all->cols, .sparse = 1, .dtype = all->dtype};
+  if (!s) s = nle__comm_bcast(ctx, &m, sizeof m, 0);
+  nle__rows rows;
+  if (!s) s = scatter_csr(ctx, all, &m, &rows, out);
+  nle_csr_free(&all);
+  return s;
+}
+
 nle_status nle__labels_read_rows(nle_ctx *ctx, const char *source, const nle_read_opts *opts, int64_t expected_n,
                                  int32_t **labels, int64_t *n, int32_t *n_classes, char ***class_names) {
   int ranks = nle__ranks(ctx), me = nle__rank(ctx);
