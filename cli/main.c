@@ -55,8 +55,7 @@ static const struct {
     {"metrics", cmd_metrics,
      "quality of an embedding: kNN recall, trustworthiness, continuity, kNN accuracy (one JSON line)", false},
     {"plot", cmd_plot, "scatter plot of a 2-D embedding (PNG or SVG)", false},
-    {"view", cmd_view, "interactive page of a 2-D embedding (one HTML file: WebGL, hover, images, lasso, search)",
-     false},
+    {"view", cmd_view, "interactive page of a 2-D embedding (one HTML file: WebGL, hover, images, lasso, search)", false},
 };
 
 /* The command list: each method by the first clause of its paragraph (up
