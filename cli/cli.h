@@ -35,8 +35,8 @@ enum {
   "  --seed S             seed of every random choice (default 1)\n"                     \
   "  --labels SOURCE      labels: a one-column file, a dataset name, or a column\n"    \
   "                       inside a file: data.h5ad:obs/cell_type, data.npz:y\n"        \
-  "  --max-memory SIZE    cap on one dense allocation, e.g. 8G (default 80% of RAM;\n"  \
-  "                       per rank under mpirun: docs/mpi.md)\n"                       \
+  "  --max-memory SIZE    cap on one dense allocation, e.g. 8G (default 80% of RAM)\n"  \
+  "                       per rank under mpirun (docs/mpi.md)\n"                        \
   "  --quiet              no progress or summary on stderr\n"                            \
   "  --verbose            more detail on stderr\n"                                       \
   "  --delimiter C        text input delimiter (default: detected; 'tab' for a tab)\n"   \
