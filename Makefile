@@ -67,7 +67,7 @@ $(BUILD)/%.o: %.c $(FLAGS_STAMP)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/cli/plot.o: CFLAGS += $(CAIRO_CFLAGS)
-$(BUILD)/src/io/hdf5.o $(BUILD)/src/io/matfile.o $(BUILD)/tests/test_formats.o: CFLAGS += $(HDF5_CFLAGS) $(MATIO_CFLAGS)
+$(BUILD)/src/io/hdf5.o $(BUILD)/src/io/matfile.o $(BUILD)/tests/test_formats.o $(BUILD)/tests/test_mpi_io.o: CFLAGS += $(HDF5_CFLAGS) $(MATIO_CFLAGS)
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
 

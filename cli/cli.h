@@ -35,7 +35,8 @@ enum {
   "  --seed S             seed of every random choice (default 1)\n"                     \
   "  --labels SOURCE      labels: a one-column file, a dataset name, or a column\n"    \
   "                       inside a file: data.h5ad:obs/cell_type, data.npz:y\n"        \
-  "  --max-memory SIZE    cap on one dense allocation, e.g. 8G (default 80% of RAM)\n"   \
+  "  --max-memory SIZE    cap on one dense allocation, e.g. 8G (default 80% of RAM)\n"  \
+  "                       per rank under mpirun (docs/mpi.md)\n"                        \
   "  --quiet              no progress or summary on stderr\n"                            \
   "  --verbose            more detail on stderr\n"                                       \
   "  --delimiter C        text input delimiter (default: detected; 'tab' for a tab)\n"   \
@@ -61,7 +62,24 @@ typedef struct {
   double t0;
 } cli_env;
 
-/* Sets up the context and defaults. */
+/* Under mpirun (mpi.c; docs/mpi.md): MPI started when the launcher's
+ * environment names a world (else nothing: the tool as alone); 0 to go on,
+ * else the exit code after its one-line error. */
+int cli_mpi_start(int *argc, char ***argv);
+/* The world's ranks (1 alone), and the communicator a context takes (NULL
+ * alone or on one rank). */
+int cli_ranks(void);
+/* A rank other than 0 of a distributed run (its output held back). */
+bool cli_quiet_rank(void);
+/* n summed over the ranks (every rank calls it at the same point). */
+size_t cli_sum_over_ranks(size_t n);
+const void *cli_world(void);
+/* MPI finished; returns rc. A rank whose failure its peers did not share
+ * prints its error and ends the job. */
+int cli_mpi_end(int rc);
+
+/* Sets up the context (with the world's communicator under mpirun) and
+ * defaults. */
 int cli_env_init(cli_env *env, const char *command, const char *help);
 void cli_env_free(cli_env *env);
 /* The next option that is the command's own, after handling the common ones

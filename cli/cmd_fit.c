@@ -480,7 +480,7 @@ static int run_fit(cli_env *env, nle_estimator *e, const char *input, const fit_
   nle_dataset *ds = in.ds;
   run_observer ob = {.env = env, .prefix = a->tool[T_PATH_PREFIX],
                      .lines = !env->quiet && (env->verbosity > 0 || !isatty(STDERR_FILENO))};
-  if (!rc && a->tool[T_TRACE]) {
+  if (!rc && a->tool[T_TRACE] && !cli_quiet_rank()) { /* under mpirun: rank 0's */
     ob.file = fopen(a->tool[T_TRACE], "w");
     if (!ob.file) {
       fprintf(stderr, "nlembed %s: error: %s: cannot write the trace\n", env->command, a->tool[T_TRACE]);
@@ -491,12 +491,16 @@ static int run_fit(cli_env *env, nle_estimator *e, const char *input, const fit_
   }
   /* a fixed-rate run computes E only for what is shown: every iteration
    * for a --trace file, every 25th for the progress lines */
-  nle_estimator_observer observer = {.iteration = ob.file || ob.lines ? on_iteration : NULL,
-                                     .energy_every = ob.file ? 1 : 25, .homotopy_step = on_homotopy_step, .user = &ob};
+  nle_estimator_observer observer = {.iteration = a->tool[T_TRACE] || ob.lines ? on_iteration : NULL,
+                                     .energy_every = a->tool[T_TRACE] ? 1 : 25, .homotopy_step = on_homotopy_step,
+                                     .user = &ob}; /* the same on every rank (E may be a collective) */
   nle_estimator_observe(e, &observer);
   char checkpoint[8] = "", resume[8] = "";
   nle_estimator_get(e, "checkpoint", checkpoint, sizeof checkpoint);
   nle_estimator_get(e, "resume", resume, sizeof resume);
+  if (!rc && (*checkpoint || *resume) && cli_ranks() > 1)
+    rc = cli_usage_error(env->command, "--%s does not run on more than one rank yet (docs/mpi.md)",
+                         *checkpoint ? "checkpoint" : "resume");
   if (*checkpoint || *resume) cli_catch_interrupts();
   nle_status s = NLE_OK;
   if (!rc) {
@@ -517,8 +521,8 @@ static int run_fit(cli_env *env, nle_estimator *e, const char *input, const fit_
   if (!rc) {
     char source[1200];
     cli_json_escape(ds ? ds->name : input, source, sizeof source);
-    printf("{\"command\": \"%s\", \"input\": \"%s\", \"read_seconds\": %.3f, %s\n", env->command, source, t_read,
-           nle_estimator_report_flat(e) + 1);
+    printf("{\"command\": \"%s\", \"input\": \"%s\", \"ranks\": %d, \"read_seconds\": %.3f, %s\n", env->command, source,
+           cli_ranks(), t_read, nle_estimator_report_flat(e) + 1);
     char summary[256] = "";
     cli_json_string(nle_estimator_report(e), "summary", summary, sizeof summary);
     cli_note(env, "%s; wrote %s", summary, a->tool[T_OUTPUT]);
@@ -562,6 +566,17 @@ static int the_input(cli_env *env, nle_estimator *e, int n_inputs, char **inputs
   return 0;
 }
 
+/* Under mpirun on more than one rank: a method whose stages do not take
+ * rows yet (the library's table says which), and outputs that are not
+ * written by rows yet, refused before any work (docs/mpi.md). */
+static int refuse_on_ranks(cli_env *env, const nle_estimator *e, const fit_args *a) {
+  if (cli_ranks() <= 1) return 0;
+  if (!nle_estimator_runs_distributed(e))
+    return cli_usage_error(env->command, "%s does not run on more than one rank yet (docs/mpi.md)", env->command);
+  if (a->tool[T_SAVE_MODEL]) return cli_usage_error(env->command, "--save-model does not run on more than one rank yet");
+  return 0;
+}
+
 int cmd_fit(int argc, char **argv, const char *method) {
   cli_env env;
   if (cli_env_init(&env, method, NULL)) return 1;
@@ -588,6 +603,7 @@ int cmd_fit(int argc, char **argv, const char *method) {
   }
   int rc = env.rc ? env.rc : a.rc;
   const char *input = NULL;
+  if (!rc && !env.help_shown) rc = refuse_on_ranks(&env, e, &a);
   if (!rc && !env.help_shown) rc = the_input(&env, e, argc - optind, argv + optind, &a, &input);
   if (!rc && !env.help_shown) {
     s = check_outputs(&env, e, &a);

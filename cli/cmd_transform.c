@@ -104,6 +104,9 @@ static int map_points(cli_env *env, nle_estimator *e, const transform_args *a, s
   nle_matd *Xin = NULL, *X = NULL, *Yd = NULL;
   nle_matf *Yf = NULL;
   int32_t *labels = NULL;
+  if ((maps.data_source || a->data) && cli_ranks() > 1)
+    return cli_usage_error(env->command, "a model referencing its training data (--data) does not run on more than one "
+                           "rank yet: save it with --model-data copy");
   if (maps.data_source || a->data) { /* the model names its training data, or the user gives them again */
     s = nle_dataset_read(env->ctx, a->data ? a->data : maps.data_source, &env->read, &train);
     if (!s) s = nle_estimator_attach_data(e, train->X);
@@ -142,6 +145,7 @@ static int run_transform(cli_env *env, const transform_args *a) {
   if (!s) s = nle_estimator_load(env->ctx, a->model, &e);
   int rc = s ? cli_fail(env, s) : map_points(env, e, a, &n);
   if (!rc) rc = cli_commit(env);
+  if (!rc) n = cli_sum_over_ranks(n); /* each rank mapped its rows */
   if (!rc) {
     double secs = nle_time_seconds() - t0;
     char model[1200], input[1200], map[64] = "", kind[64] = "";
@@ -149,8 +153,8 @@ static int run_transform(cli_env *env, const transform_args *a) {
     cli_json_escape(a->model, model, sizeof model);
     cli_json_escape(a->input, input, sizeof input);
     int figures = (int)strlen(report) - 2; /* the report's inside */
-    printf("{\"command\": \"transform\", \"model\": \"%s\", \"input\": \"%s\", \"n\": %zu%s%.*s, \"seconds\": %.3f}\n",
-           model, input, n, figures > 0 ? ", " : "", figures, report + 1, secs);
+    printf("{\"command\": \"transform\", \"model\": \"%s\", \"input\": \"%s\", \"ranks\": %d, \"n\": %zu%s%.*s, "
+           "\"seconds\": %.3f}\n", model, input, cli_ranks(), n, figures > 0 ? ", " : "", figures, report + 1, secs);
     cli_json_string(report, "map", map, sizeof map);
     cli_json_string(report, "model_kind", kind, sizeof kind);
     cli_note(env, "mapped %zu points with %s of the %s model in %.2f s; wrote %s", n, map, kind, secs, a->output);

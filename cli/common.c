@@ -141,6 +141,12 @@ int cli_env_init(cli_env *env, const char *command, const char *help) {
     fprintf(stderr, "nlembed %s: error: out of memory\n", command);
     return 1;
   }
+  nle_status s = nle_ctx_set_comm(env->ctx, cli_world()); /* NULL alone: nothing */
+  if (s) {
+    fprintf(stderr, "nlembed %s: error: %s\n", command, nle_ctx_error(env->ctx));
+    nle_ctx_free(&env->ctx);
+    return 1;
+  }
   nle_ctx_set_option_spelling(env->ctx, NLE_SPELL_CLI); /* messages say --components allow */
   nle_read_opts_init(&env->read);
   env->t0 = nle_time_seconds();

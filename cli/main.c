@@ -26,6 +26,11 @@ static const char *usage_tail =
     "swissroll:N, spiral:N, blobs:N[:D[:K]].\n"
     "Outputs: .npy, .csv, .tsv, .txt (by extension), .mtx for sparse graphs.\n"
     "\n"
+    "Distributed (docs/mpi.md): mpirun -np R nlembed <command> ... runs the same\n"
+    "command on R ranks, each holding a block of the rows (a .npy INPUT is read by\n"
+    "offset, a .npy OUTPUT written by offset); the same result, bit for bit;\n"
+    "--max-memory is per rank. Methods not yet distributed are refused there.\n"
+    "\n"
     "  nlembed <command> --help   options of one command\n"
     "  nlembed --version          version\n"
     "\n"
@@ -44,12 +49,13 @@ static const struct {
   const char *name;
   int (*run)(int argc, char **argv);
   const char *summary; /* for nlembed --help */
+  bool distributed;    /* runs under mpirun on more than one rank (docs/mpi.md) */
 } tool_commands[] = {
-    {"transform", cmd_transform, "new points through a saved model (--save-model), or back to data space"},
+    {"transform", cmd_transform, "new points through a saved model (--save-model), or back to data space", true},
     {"metrics", cmd_metrics,
-     "quality of an embedding: kNN recall, trustworthiness, continuity, kNN accuracy (one JSON line)"},
-    {"plot", cmd_plot, "scatter plot of a 2-D embedding (PNG or SVG)"},
-    {"view", cmd_view, "interactive page of a 2-D embedding (one HTML file: WebGL, hover, images, lasso, search)"},
+     "quality of an embedding: kNN recall, trustworthiness, continuity, kNN accuracy (one JSON line)", false},
+    {"plot", cmd_plot, "scatter plot of a 2-D embedding (PNG or SVG)", false},
+    {"view", cmd_view, "interactive page of a 2-D embedding (one HTML file: WebGL, hover, images, lasso, search)", false},
 };
 
 /* The command list: each method by the first clause of its paragraph (up
@@ -78,15 +84,20 @@ static void print_usage(FILE *f) {
 }
 
 static int dispatch(const char *cmd, int argc, char **argv) {
-  for (size_t i = 0; i < sizeof tool_commands / sizeof *tool_commands; i++)
-    if (!strcmp(cmd, tool_commands[i].name)) return tool_commands[i].run(argc, argv);
+  for (size_t i = 0; i < sizeof tool_commands / sizeof *tool_commands; i++) {
+    if (strcmp(cmd, tool_commands[i].name)) continue;
+    if (cli_ranks() > 1 && !tool_commands[i].distributed)
+      return fprintf(stderr, "nlembed %s: error: %s does not run on more than one rank (run it without mpirun)\n", cmd,
+                     cmd), 2;
+    return tool_commands[i].run(argc, argv);
+  }
   for (int m = 0; nle_estimator_method_name(m); m++)
     if (!strcmp(cmd, nle_estimator_method_name(m))) return cmd_fit(argc, argv, cmd);
   fprintf(stderr, "nlembed: error: unknown command \"%s\" (see nlembed --help)\n", cmd);
   return 2;
 }
 
-int main(int argc, char **argv) {
+static int run_command(int argc, char **argv) {
   if (argc < 2) {
     print_usage(stderr);
     return 2;
@@ -106,4 +117,10 @@ int main(int argc, char **argv) {
     return 0;
   }
   return dispatch(cmd, argc - 1, argv + 1);
+}
+
+/* Under mpirun every rank runs the command (docs/mpi.md). */
+int main(int argc, char **argv) {
+  int rc = cli_mpi_start(&argc, &argv);
+  return rc ? rc : cli_mpi_end(run_command(argc, argv));
 }

@@ -1,14 +1,24 @@
 #!/usr/bin/env bash
-# mpi.sh — distributed runs (issue 38, docs/mpi.md): the unit cases written
-# for any number of ranks (their names start with comm/ or mpi/; each takes
-# the world communicator through test_comm_ctx and compares with the same
-# work done alone, bit for bit) at 2 and 3 ranks, forced through TCP as
+# mpi.sh — distributed runs (issue 38, docs/mpi.md), forced through TCP as
 # between hosts. CI has one machine: the ranks are oversubscribed processes.
+# - the unit cases written for any number of ranks (their names start with
+#   comm/ or mpi/; each takes the world communicator through test_comm_ctx
+#   and compares with the same work done alone, bit for bit) at 2 and 3
+#   ranks;
+# - the tool under mpirun at 2 and 3 ranks: inputs read by rows (.npy in C
+#   and Fortran order by offset, text read by rank 0 and scattered), the
+#   outputs (.npy by offset, .csv gathered) cmp-identical to a single
+#   process's, one JSON line with "ranks"; --max-memory per rank; a NaN in rank 1's rows, a method
+#   not yet distributed, a command that is not, and a killed rank: one error
+#   line, non-zero exit, no output; a build without MPI (build-nompi, when
+#   built) refusing mpirun;
+# - the Python estimators with an mpi4py communicator.
 # BUILD: the build to run (default build). Skipped, saying so, in a build
 # without MPI.
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib.sh
 BUILD=${BUILD:-build}
+N=$BUILD/nlembed
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe --mca btl tcp,self)
 
 if ! command -v mpirun > /dev/null || ! grep -q -- '-DNLE_WITH_MPI' "$BUILD/.cflags" 2> /dev/null; then
@@ -27,4 +37,130 @@ for prefix in comm/ mpi/; do
     else bad "units_${prefix%/}_ranks_$ranks" "exit $rc: $(grep -E '^FAILED|rror' <<< "$out" | head -n 3 | tr '\n' ' ')"; fi
   done
 done
+
+# --- the tool under mpirun ----------------------------------------------------
+if ! /usr/bin/python3 -c "import numpy" 2> /dev/null; then
+  echo "skip: the tool's runs need /usr/bin/python3 with numpy to make their inputs"
+  finish
+  exit
+fi
+# inputs: 3 blocks of rows and a short one, so every rank of 2 or 3 holds some
+/usr/bin/python3 -c "
+import numpy as np
+t = '$T'
+Y = np.random.default_rng(1).standard_normal((3 * 4096 + 50, 12)).astype(np.float32)
+np.save(t + '/Y.npy', Y)
+np.save(t + '/Yf.npy', np.asfortranarray(Y.astype(np.float64)))
+np.savetxt(t + '/Y.csv', Y, delimiter=',', fmt='%.7g')
+Y[9000, 7] = np.nan  # rank 1's rows at 2 ranks (it holds 8192 on)
+np.save(t + '/Ynan.npy', Y)
+np.savetxt(t + '/big.csv', np.random.default_rng(2).standard_normal((60000, 12)), delimiter=',', fmt='%.7g')"
+$N pca "$T/Y.npy" -d 3 --save-model "$T/m.nle" -o "$T/pca.npy" --quiet > /dev/null || bad pca_model "exit $?"
+for input in Y.npy Yf.npy Y.csv; do
+  for ext in npy csv; do $N transform "$T/m.nle" "$T/$input" -o "$T/alone_${input/./_}.$ext" --quiet > /dev/null; done
+done
+
+# cmp_run NAME RANKS WANT_N OUTPUT ALONE -- command: a distributed run whose
+# output is the single process's, bit for bit, and one JSON line saying the
+# ranks and all the rows.
+cmp_run() {
+  local name=$1 ranks=$2 n=$3 out=$4 alone=$5 rc lines
+  shift 6
+  timeout 120 "${MPIRUN[@]}" -q -np "$ranks" "$@" > "$T/stdout" 2> "$T/stderr"
+  rc=$?
+  lines=$(grep -c '^{' "$T/stdout")
+  if [ $rc -ne 0 ]; then bad "$name" "exit $rc: $(head -c 300 "$T/stderr")"
+  elif [ "$lines" -ne 1 ] || ! grep -q "\"ranks\": $ranks, \"n\": $n," "$T/stdout"; then
+    bad "$name" "$lines JSON lines: $(head -c 300 "$T/stdout")"
+  elif ! cmp -s "$out" "$alone"; then bad "$name" "$out differs from the single process's"
+  else ok "$name"; fi
+}
+for ranks in 2 3; do
+  for input in Y.npy Yf.npy Y.csv; do
+    for ext in npy csv; do
+      out="$T/r${ranks}_${input/./_}.$ext"
+      cmp_run "cli_transform_${input/./_}_to_${ext}_ranks_$ranks" "$ranks" 12338 "$out" "$T/alone_${input/./_}.$ext" -- \
+        "$N" transform "$T/m.nle" "$T/$input" -o "$out" --quiet
+    done
+  done
+done
+
+# --max-memory is per rank: a cap under the whole matrix (12338 x 12 floats,
+# 578 KiB) and over a rank's share (8192 rows at 2 ranks, 384 KiB) refuses
+# the single process and lets 2 ranks run, with the same bytes
+$N transform "$T/m.nle" "$T/Y.npy" -o "$T/cap1.npy" --max-memory 450K --quiet > /dev/null 2>&1
+rc=$?
+cmp_run cli_memory_cap_per_rank 2 12338 "$T/cap2.npy" "$T/alone_Y_npy.npy" -- \
+  "$N" transform "$T/m.nle" "$T/Y.npy" -o "$T/cap2.npy" --max-memory 450K --quiet
+[ $rc -ne 0 ] || bad cli_memory_cap_alone "the single process ran under a cap below its matrix"
+
+# mpi_fail NAME WANT OUTPUT RANKS -- command: a non-zero exit, the tool's one
+# error line (mpirun -q adds none), no output and no temporary left
+mpi_fail() {
+  local name=$1 want=$2 out=$3 ranks=$4 rc lines
+  shift 5
+  timeout 120 "${MPIRUN[@]}" -q -np "$ranks" "$@" > "$T/stdout" 2> "$T/stderr"
+  rc=$?
+  lines=$(grep -c 'error' "$T/stderr")
+  if [ $rc -eq 0 ]; then bad "$name" "exit 0"
+  elif [ "$lines" -ne 1 ] || ! grep -qF -- "$want" "$T/stderr"; then bad "$name" "exit $rc: $(head -c 400 "$T/stderr")"
+  elif [ -e "$out" ] || ls -a "$(dirname "$out")" | grep -q '\.tmp\.'; then bad "$name" "left $out or a temporary"
+  else ok "$name"; fi
+}
+mpi_fail cli_nan_in_rank_1_rows "Ynan.npy: byte 432156 (row 9000, column 7): NaN value" "$T/nan.npy" 2 -- \
+  "$N" transform "$T/m.nle" "$T/Ynan.npy" -o "$T/nan.npy" --quiet
+# (a method whose stages stay whole: SMACOF's N x N dissimilarities)
+mpi_fail cli_method_not_distributed "sammon does not run on more than one rank yet" "$T/ts.npy" 3 -- \
+  "$N" sammon "$T/Y.npy" -o "$T/ts.npy" --quiet
+mpi_fail cli_plot_refused "plot does not run on more than one rank" "$T/p.png" 2 -- \
+  "$N" plot "$T/pca.npy" -o "$T/p.png" --quiet
+mpi_fail cli_ranks_given_other_files "the ranks were given different inputs" "$T/other.npy" 2 -- \
+  bash -c "exec $N transform $T/m.nle $T/Y\$([ \"\$OMPI_COMM_WORLD_RANK\" = 1 ] && echo f).npy -o $T/other.npy --quiet"
+
+# a rank failing alone (a bad option on rank 1 only: rank 0 waits in the
+# reading's first collective call): rank 1 tells its error and ends the job
+# after its 10 s wait at the exit, instead of a hang
+mpi_fail cli_rank_failing_alone "--threads takes an integer" "$T/alone_fail.npy" 2 -- \
+  bash -c "exec $N transform $T/m.nle $T/Y.npy -o $T/alone_fail.npy --quiet --threads \$([ \"\$OMPI_COMM_WORLD_RANK\" = 1 ] && echo abc || echo 1)"
+
+# a rank killed (-9) while rank 0 reads a text input whole: mpirun ends the
+# job, non-zero exit, no output
+"${MPIRUN[@]}" -q -np 2 "$N" transform "$T/m.nle" "$T/big.csv" -o "$T/killed.npy" --quiet > /dev/null 2> "$T/kill_err" &
+launcher=$!
+victim=""
+for _ in $(seq 500); do
+  for pid in $(pgrep -P "$launcher" 2> /dev/null); do
+    tr '\0' '\n' < "/proc/$pid/environ" 2> /dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1' && victim=$pid
+  done
+  [ -n "$victim" ] && break
+  sleep 0.02
+done
+[ -n "$victim" ] && kill -9 "$victim"
+wait "$launcher"
+rc=$?
+if [ -z "$victim" ]; then bad cli_killed_rank "rank 1 was not found to kill"
+elif [ $rc -eq 0 ]; then bad cli_killed_rank "exit 0 after rank 1 was killed"
+elif [ -e "$T/killed.npy" ]; then bad cli_killed_rank "left $T/killed.npy"
+else ok "cli_killed_rank (exit $rc)"; fi
+
+# a build without MPI refuses more than one rank (make MPI=0 BUILD=build-nompi)
+if [ -x build-nompi/nlembed ]; then
+  mpi_fail cli_nompi_refuses "built without MPI and cannot run on 2 ranks" "$T/nompi.npy" 2 -- \
+    build-nompi/nlembed transform "$T/m.nle" "$T/Y.npy" -o "$T/nompi.npy"
+else
+  echo "skip: build-nompi/nlembed not built (make MPI=0 BUILD=build-nompi): the refusal without MPI"
+fi
+
+# --- Python with mpi4py ---------------------------------------------------------
+if /usr/bin/python3 -c "import mpi4py, sklearn" 2> /dev/null; then
+  for ranks in 2 3; do
+    out=$(PYTHONPATH=$PWD/python NLEMBED_LIBRARY=$PWD/$BUILD/libnlembed.so timeout 300 "${MPIRUN[@]}" -q -np "$ranks" \
+      -x PYTHONPATH -x NLEMBED_LIBRARY /usr/bin/python3 python/tests/mpi_estimators.py 2>&1)
+    rc=$?
+    if [ $rc -eq 0 ] && grep -q "^ok python_mpi_ranks_$ranks" <<< "$out"; then ok "python_mpi_ranks_$ranks"
+    else bad "python_mpi_ranks_$ranks" "exit $rc: $(tail -c 400 <<< "$out")"; fi
+  done
+else
+  echo "skip: /usr/bin/python3 has no mpi4py or scikit-learn (python3-mpi4py)"
+fi
 finish

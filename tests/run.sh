@@ -13,6 +13,9 @@ set -u
 cd "$(dirname "$0")/.." || exit 1
 
 make -j"$(nproc)" -s asan isa
+# the build without MPI (docs/mpi.md): it must keep compiling, and
+# tests/mpi.sh checks that its tool refuses more than one rank
+make -j"$(nproc)" -s MPI=0 BUILD=build-nompi all
 log=$(mktemp)
 # part NAME COMMAND...: runs one part, its "ok" lines kept out of the way; a
 # non-zero exit (a sanitizer report at exit, a crash) counts as a failure

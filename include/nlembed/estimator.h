@@ -76,6 +76,15 @@ NLE_API const char *nle_estimator_methods_taking(const char *names, char *buf, s
 /* Whether a fit takes sparse rows as they are (searched into a neighbour
  * graph); the other methods take dense points (a reader densifies them). */
 NLE_API bool nle_estimator_takes_sparse(const nle_estimator *e);
+/* Whether the estimator's fit runs under a communicator of more than one
+ * rank (docs/mpi.md): each rank then gives its rows of the input (any
+ * contiguous split in rank order; the rows are moved to the canonical
+ * shares) and gets its rows of the embedding. A method not yet distributed
+ * is refused there (NLE_ERR_UNSUPPORTED). */
+NLE_API bool nle_estimator_runs_distributed(const nle_estimator *e);
+/* Whether a fitted model's maps of new points (transform, predict) run
+ * under such a communicator, each rank mapping its own new points. */
+NLE_API bool nle_estimator_maps_distributed(const nle_estimator *e);
 /* Whether a fit needs the labels of the points (lda, klda). */
 NLE_API bool nle_estimator_needs_labels(const nle_estimator *e);
 /* What the estimator's method is, one paragraph (the tool's --help). */

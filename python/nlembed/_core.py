@@ -391,7 +391,24 @@ class Estimator:
             pass
 
     # context
-    def configure(self, threads=None, seed=None, verbosity=None, max_memory=None):
+    def set_comm(self, comm):
+        """The context's communicator: an mpi4py communicator (the library
+        keeps a duplicate), or None: alone. Collective over comm."""
+        if comm is getattr(self, "comm", None):
+            return
+        if comm is None:
+            address = None
+        else:
+            from mpi4py import MPI  # noqa: PLC0415 - only for distributed runs
+
+            if not isinstance(comm, MPI.Comm):
+                raise TypeError(f"comm must be an mpi4py communicator, not {type(comm).__name__}")
+            address = ctypes.c_void_p(MPI._addressof(comm))  # the MPI_Comm's address, as nle_ctx_set_comm takes
+        self._checked(lib.nle_ctx_set_comm(self.ctx, address))
+        self.comm = comm
+
+    def configure(self, threads=None, seed=None, verbosity=None, max_memory=None, comm=None):
+        self.set_comm(comm)
         if threads is not None:
             lib.nle_ctx_set_threads(self.ctx, int(threads))
         if seed is not None:

@@ -59,7 +59,7 @@ SPARSE_KERNEL = KERNEL + ["kernel_neighbors"]  # kernel PCA's
 # What every class takes besides its method's options: the library's
 # common options and the context's settings.
 COMMON = ["metric", "keep_model"]
-CONTEXT = ["random_state", "n_jobs", "verbose", "max_memory"]
+CONTEXT = ["random_state", "n_jobs", "verbose", "max_memory", "comm"]
 # The context's settings as the library's messages name them (the tool's options).
 CONTEXT_OPTIONS = {"seed": "random_state", "threads": "n_jobs", "verbose": "verbose", "max-memory": "max_memory"}
 
@@ -412,7 +412,8 @@ class NlembedEstimator(BaseEstimator):
         """The context's settings from the parameters; the seed at fit only
         (a transform keeps the fit's)."""
         handle.configure(threads=_threads(self.n_jobs), seed=_seed(self.random_state) if seed else None,
-                         verbosity=_verbosity(self.verbose), max_memory=_max_memory(self.max_memory))
+                         verbosity=_verbosity(self.verbose), max_memory=_max_memory(self.max_memory),
+                         comm=self.comm)
 
     def _explain(self, error):
         """A library message naming options by their library names, with the
@@ -755,7 +756,11 @@ _CONTEXT_DOC = [
     ("n_jobs", "int or None", "None", "threads; None or -1: every core; -2: all but one"),
     ("verbose", "int or bool", "0", "0 silent; 1 (True) a progress bar and the library's summary lines; 2-3 more "
                                     "detail"),
-    ("max_memory", "int or str or None", "None", "cap on one dense allocation, bytes or '8G'; None: 80% of RAM"),
+    ("max_memory", "int or str or None", "None", "cap on one dense allocation, bytes or '8G' (per rank under "
+                                                 "MPI); None: 80% of RAM"),
+    ("comm", "mpi4py communicator or None", "None", "a distributed run (docs/mpi.md): every rank of comm calls fit "
+                                                  "with its own rows (rows in rank order) and gets its rows of the "
+                                                  "embedding; transform maps each rank's rows. None: alone"),
 ]
 
 
@@ -843,7 +848,7 @@ def _make(spec):
     spec.defaults.update(spec.py_defaults)
     spec.defaults.update({py: own.default for py, own in spec.own.items()})
     spec.defaults.update({py: None for py in spec.aliases})
-    spec.defaults.update(random_state=None, n_jobs=None, verbose=0, max_memory=None)
+    spec.defaults.update(random_state=None, n_jobs=None, verbose=0, max_memory=None, comm=None)
     namespace = {"_D": dict(spec.defaults)}
     exec(_init_source(spec), namespace)  # noqa: S102 - our own table
     init = namespace["__init__"]

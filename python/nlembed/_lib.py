@@ -101,6 +101,7 @@ _PROTOTYPES = {
     "nle_ctx_set_seed": (None, [_P, _c.c_uint64]),
     "nle_ctx_set_verbosity": (None, [_P, _c.c_int]),
     "nle_ctx_set_max_memory": (None, [_P, _c.c_size_t]),
+    "nle_ctx_set_comm": (_c.c_int, [_P, _P]),
     "nle_ctx_set_progress": (None, [_P, PROGRESS_FN, _c.c_void_p]),
     "nle_ctx_set_log": (None, [_P, LOG_FN, _c.c_void_p]),
     "nle_ctx_error": (_c.c_char_p, [_P]),

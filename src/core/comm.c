@@ -360,3 +360,63 @@ int nle__fixed_point_scale(double largest, double blocks) {
   frexp(largest * blocks, &exponent);
   return 62 - exponent;
 }
+
+/* --- rows moved to their canonical shares (issue 38: the front door, the
+ * readers that cannot read by rows) --------------------------------------- */
+
+/* Rank r's rows [begin, end) in the split `counts` (NULL: canonical). */
+static nle__row_range split_rows(const uint64_t *counts, size_t n, int ranks, int r) {
+  if (!counts) return nle__rank_rows(n, ranks, r);
+  size_t begin = 0;
+  for (int q = 0; q < r; q++) begin += (size_t)counts[q];
+  return (nle__row_range){begin, begin + (size_t)counts[r]};
+}
+
+nle_status nle__comm_rebalance(nle_ctx *ctx, const void *mine, size_t n_local, size_t row_bytes, size_t want,
+                               void **out, nle__rows *rows) {
+  *out = NULL;
+  int ranks = nle__ranks(ctx), me = nle__rank(ctx);
+  uint64_t row_size = row_bytes, mine_counts[2] = {n_local, want == NLE__CANONICAL ? UINT64_MAX : want};
+  nle_status s = nle__comm_same(ctx, &row_size, sizeof row_size, "row sizes");
+  /* every rank's (held, wanted) pair, then the two lists */
+  uint64_t *pairs = s ? NULL : calloc(4 * (size_t)ranks, sizeof *pairs);
+  uint64_t *counts = pairs ? pairs + 2 * ranks : NULL, *wants = pairs ? pairs + 3 * ranks : NULL;
+  size_t *plan = pairs ? calloc(3 * (size_t)ranks + 1, sizeof *plan) : NULL;
+  if (!s && !plan) s = nle__fail(ctx, NLE_ERR_NOMEM, "out of memory for %d ranks' row counts", ranks);
+  s = nle__comm_agree(ctx, s); /* before the next collective call */
+  if (!s) s = nle__comm_allgatherv(ctx, mine_counts, sizeof mine_counts, pairs, NULL);
+  size_t n = 0, wanted = 0;
+  bool canonical = true, in_place = true;
+  for (int r = 0; !s && r < ranks; r++) {
+    counts[r] = pairs[2 * r];
+    wants[r] = pairs[2 * r + 1];
+    canonical = canonical && wants[r] == UINT64_MAX;
+    n += (size_t)counts[r];
+    wanted += (size_t)wants[r];
+  }
+  if (!s && !canonical && wanted != n)
+    s = nle__fail(ctx, NLE_ERR_ARG, "the ranks want %zu rows in all, they hold %zu", wanted, n);
+  const uint64_t *target = canonical ? NULL : wants;
+  for (int r = 0; !s && r < ranks; r++) {
+    nle__row_range t = split_rows(target, n, ranks, r), h = split_rows(counts, n, ranks, r);
+    in_place = in_place && t.begin == h.begin && t.end == h.end;
+  }
+  if (!s) *rows = (nle__rows){n, split_rows(target, n, ranks, me)};
+  if (!s && !in_place) {
+    /* send_offsets, send_bytes, recv_offsets: what of mine falls in each
+     * rank's target */
+    size_t *send_offsets = plan, *send_bytes = plan + ranks, *recv_offsets = plan + 2 * ranks;
+    nle__row_range held = split_rows(counts, n, ranks, me);
+    for (int r = 0; r < ranks; r++) {
+      nle__row_range t = split_rows(target, n, ranks, r);
+      size_t lo = t.begin > held.begin ? t.begin : held.begin, hi = t.end < held.end ? t.end : held.end;
+      send_offsets[r] = hi > lo ? (lo - held.begin) * row_bytes : 0;
+      send_bytes[r] = hi > lo ? (hi - lo) * row_bytes : 0;
+    }
+    static const char nothing = 0;
+    s = nle__comm_alltoallv(ctx, mine ? mine : &nothing, send_offsets, send_bytes, out, recv_offsets);
+  }
+  free(plan);
+  free(pairs);
+  return s;
+}

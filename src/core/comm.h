@@ -117,4 +117,16 @@ void nle__comm_release(nle_ctx *ctx);
  * llrint(ldexp(x, scale)); the integers add exactly in any order. */
 int nle__fixed_point_scale(double largest, double blocks);
 
+/* Rows held in any contiguous split in rank order (this rank's n_local rows
+ * of row_bytes bytes each, the ranks' rows following one another) moved to
+ * another such split by one personalised exchange: this rank ends with
+ * `want` rows (NLE__CANONICAL on every rank: the canonical shares,
+ * nle__rank_rows). *out receives them (allocated here, free it), *rows
+ * where they are (.mine) among all (.n). When every rank holds what it
+ * wants already nothing moves and *out is NULL. Rank 0 holding every row
+ * is a scatter; NLE_ERR_ARG when the wants do not add up to the rows. */
+#define NLE__CANONICAL SIZE_MAX
+nle_status nle__comm_rebalance(nle_ctx *ctx, const void *mine, size_t n_local, size_t row_bytes, size_t want,
+                               void **out, nle__rows *rows);
+
 #endif

@@ -142,4 +142,9 @@ const nle__family nle__family_pca = {
     .inverse = inverse,
     .save = nle__est_projection_save,
     .free_model = nle__est_projection_free,
+    /* x = A (y - mean), row by row, the same bits wherever a row falls in
+     * the blocks (the kernel and triangulation maps of the MDS family's
+     * projection models are not: their pairwise products round by their
+     * place in a block, so they are not flagged) */
+    .maps_by_rows = true,
 };

@@ -5,6 +5,7 @@
  * the report, and the model file. */
 #include "estimator_internal.h"
 
+#include "../core/comm.h"
 #include "../core/internal.h"
 
 #include <errno.h>
@@ -512,8 +513,9 @@ static nle_status prepare_input(nle_estimator *e, const nle_estimator_input *inp
   }
   if (!Y == !S) return nle__fail(ctx, NLE_ERR_ARG, "%s: fit takes exactly one of dense Y and sparse input", e->method);
   size_t n = Y ? Y->rows : (size_t)S->rows, D = Y ? Y->cols : (size_t)S->cols;
-  if (n == 0 || D == 0) return nle__fail(ctx, NLE_ERR_VALUE, "%s: the input is empty (%zu x %zu)", e->method, n, D);
-  if (Y && !Y->data) return nle__fail(ctx, NLE_ERR_ARG, "%s: Y has no data", e->method);
+  size_t n_all = nle__distributed(ctx) ? e->n : n; /* a rank may hold no rows */
+  if (n_all == 0 || D == 0) return nle__fail(ctx, NLE_ERR_VALUE, "%s: the input is empty (%zu x %zu)", e->method, n_all, D);
+  if (Y && !Y->data && Y->rows) return nle__fail(ctx, NLE_ERR_ARG, "%s: Y has no data", e->method);
   if (S) {
     nle_status s = nle_csr_validate(ctx, S);
     if (s) return s;
@@ -530,12 +532,12 @@ static nle_status prepare_input(nle_estimator *e, const nle_estimator_input *inp
   e->n = n;
   e->D = D;
   e->input_kind = S && rows_metric(e->metric) ? "sparse rows" : !rows_metric(e->metric) ? nle_metric_name(e->metric) : NULL;
-  int k = e->family->graph_k ? e->family->graph_k(e, n) : 0;
+  int k = e->family->graph_k ? e->family->graph_k(e, n_all) : 0; /* from N, the same on every rank */
   bool rows = e->metric == NLE_METRIC_EUCLIDEAN || e->metric == NLE_METRIC_COSINE ||
               e->metric == NLE_METRIC_CORRELATION;
-  if (!rows && n != D)
+  if (!rows && n_all != D)
     return nle__fail(ctx, NLE_ERR_VALUE, "%s is %zu x %zu, not square ({@metric=%s} takes an N x N matrix)",
-                     e->metric == NLE_METRIC_AFFINITIES ? "affinities" : "dissimilarities", n, D,
+                     e->metric == NLE_METRIC_AFFINITIES ? "affinities" : "dissimilarities", n_all, D,
                      nle_metric_name(e->metric));
   if (rows && Y) { /* points: the method searches them itself */
     const nle_matf *use;
@@ -615,13 +617,24 @@ nle_status nle_estimator_fit(nle_estimator *e, const nle_estimator_input *input)
   if (!e || !input) return e ? nle__fail(e->ctx, NLE_ERR_ARG, "estimator_fit: NULL argument") : NLE_ERR_ARG;
   release_fit(e);
   nle__est_input in;
-  nle_status s = prepare_input(e, input, &in);
+  nle_estimator_input given; /* under a communicator: this rank's canonical rows */
+  nle__est_moved moved;
+  size_t n_all;
+  nle_status s = nle__est_rows_in(e, input, &given, &moved, &n_all);
+  e->n = n_all; /* the rows of all ranks, which the input checks need */
+  if (s >= 0) s = nle__comm_agree(e->ctx, prepare_input(e, &given, &in));
+  if (s >= 0 && nle__distributed(e->ctx)) e->n = n_all;
   if (s >= 0) {
     nle__json_printf(&e->report, "{\"method\": \"%s\", \"n\": %zu, \"D\": %zu", e->method, e->n, e->D);
     s = e->family->fit(e, &in);
     nle__json_printf(&e->report, "}");
   }
   release_input(e);
+  if (s >= 0) {
+    nle_status back = nle__est_rows_out(e, &moved);
+    if (back) s = back;
+  }
+  nle__est_moved_free(&moved);
   if (s < 0) {
     release_fit(e);
     return s;
@@ -664,10 +677,12 @@ const char *nle_estimator_report(const nle_estimator *e) {
  * (those `nlembed transform` has always printed). */
 static nle_status check_new_points(nle_estimator *e, const char *what, size_t rows, size_t cols, size_t want) {
   nle_status s = nle__est_need_model(e, what);
+  if (!s) s = nle__est_rows_map(e, what); /* under a communicator: each rank's own rows */
   if (!s && !e->file_kind && cols != want)
     return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: %s takes rows of %zu values (as the fit), not %zu", e->method, what,
                      want, cols);
-  if (!s && rows == 0) return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: %s of no rows", e->method, what);
+  if (!s && rows == 0 && !nle__distributed(e->ctx)) /* a rank may hold none */
+    return nle__fail(e->ctx, NLE_ERR_VALUE, "%s: %s of no rows", e->method, what);
   return s;
 }
 
@@ -784,6 +799,8 @@ nle_status nle_estimator_predict(nle_estimator *e, const nle_matf *Ynew, int32_t
 nle_status nle_estimator_save(nle_estimator *e, const char *path) {
   if (!e || !path) return e ? nle__fail(e->ctx, NLE_ERR_ARG, "save: NULL argument") : NLE_ERR_ARG;
   nle_status s = nle__est_need_model(e, "save");
+  if (!s && nle__distributed(e->ctx))
+    s = nle__fail(e->ctx, NLE_ERR_UNSUPPORTED, "%s: saving a model does not run on more than one rank yet", e->method);
   if (s) return s;
   return e->family->save(e, path);
 }

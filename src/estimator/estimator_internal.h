@@ -220,10 +220,40 @@ typedef struct nle__family {
   /* how a client says its maps do not take options it was given ("for
    * EE-family models, not a spectral model"); NULL: "not for a KIND model" */
   const char *maps_refusal;
+  /* Under a communicator of more than one rank (docs/mpi.md): the methods
+   * (NLE__FOR bits of their variants) whose fit runs there, every stage it
+   * calls taking this rank's rows and giving back its rows; the others are
+   * refused there ("does not run on more than one rank yet"). */
+  unsigned distributed;
+  /* The maps of new points work row by row (each new point's image its
+   * own): each rank maps its own rows. */
+  bool maps_by_rows;
 } nle__family;
 
 extern const nle__family nle__family_embed, nle__family_spectral, nle__family_cluster, nle__family_mds,
     nle__family_kpca, nle__family_lda, nle__family_kem, nle__family_pca, nle__family_graph;
+
+/* est_rows.c: the fit's input under a communicator. Refuses a method not
+ * distributed; moves Y, the labels and the start given in another
+ * contiguous split to the canonical shares (a sparse input or a graph must
+ * come in them); *use is the input to fit (given's fields, or the moved
+ * copies held in *moved), *n the rows of all ranks. Alone: *use = *given. */
+typedef struct {
+  nle_matf Y;
+  nle_matd init;
+  void *labels;
+  size_t given_rows; /* the rows this rank gave */
+  bool rows_moved;   /* they were not its canonical share */
+} nle__est_moved;
+nle_status nle__est_rows_in(nle_estimator *e, const nle_estimator_input *given, nle_estimator_input *use,
+                            nle__est_moved *moved, size_t *n);
+/* After the fit: the embedding's (and a clustering's labels') rows moved
+ * back to the split the rows were given in, so each rank gets its own. */
+nle_status nle__est_rows_out(nle_estimator *e, const nle__est_moved *moved);
+void nle__est_moved_free(nle__est_moved *moved);
+/* A map of new points under a communicator: NLE_ERR_UNSUPPORTED unless
+ * the family's maps work by rows. */
+nle_status nle__est_rows_map(nle_estimator *e, const char *what);
 
 /* The family of the n in `families` that has `method`, or NULL. */
 const nle__family *nle__est_family_of(const nle__family *const *families, size_t n, const char *method);

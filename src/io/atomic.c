@@ -7,6 +7,7 @@
  * writing process makes the leftovers of a killed run recognisable (no
  * process of that id) to the next run writing in that folder. */
 #include "io_internal.h"
+#include "../core/comm.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -211,8 +212,10 @@ nle_status nle_outputs_begin(nle_ctx *ctx) {
   return NLE_OK;
 }
 
+/* Under a communicator rank 0 holds the staged files (rows.c) and every
+ * rank learns whether they were put in place. */
 nle_status nle_outputs_commit(nle_ctx *ctx) {
-  if (!ctx->outputs_open) return NLE_OK;
+  if (!ctx->outputs_open) return nle__comm_agree(ctx, NLE_OK);
   nle_status s = NLE_OK;
   for (size_t i = 0; i < ctx->staged_count && !s; i++) {
     if (rename(ctx->staged[i].tmp, ctx->staged[i].final) != 0)
@@ -221,7 +224,7 @@ nle_status nle_outputs_commit(nle_ctx *ctx) {
       ctx->staged[i].tmp[0] = '\0'; /* in place: nothing to remove */
   }
   nle__outputs_discard(ctx); /* after a failed rename, removes the rest */
-  return s;
+  return nle__comm_agree(ctx, s);
 }
 
 void nle_outputs_abort(nle_ctx *ctx) { nle__outputs_discard(ctx); }

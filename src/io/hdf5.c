@@ -9,6 +9,7 @@
  * stack is switched off for the call (the caller's setting restored after)
  * and its deepest message quoted in ours. */
 #include "io_internal.h"
+#include "../core/comm.h"
 
 #include <hdf5.h>
 #include <pthread.h>
@@ -268,7 +269,9 @@ static nle_status read_rows(reader *r, hid_t d, hid_t ftype, const shape *sh, si
 }
 
 /* A numeric dataset as an N x D matrix (more dimensions flattened), in
- * chunks of rows, each value checked. stored_transposed: MATLAB's layout. */
+ * chunks of rows, each value checked. stored_transposed: MATLAB's layout.
+ * Under NLE__READ_SHARE: this rank's rows alone (a hyperslab of rows; the
+ * messages name a row by its place in the whole array). */
 static nle_status read_numeric(reader *r, hid_t d, hid_t ftype, const char *where, int stored_transposed,
                                nle_dataset **out) {
   shape sh;
@@ -276,17 +279,19 @@ static nle_status read_numeric(reader *r, hid_t d, hid_t ftype, const char *wher
   if (s) return s;
   if (stored_transposed && sh.rank != 2)
     return fail(r, NLE_ERR_FORMAT, where, "a MATLAB variable of %d dimensions, expected 2", sh.rank);
+  nle__row_range rows = {0, sh.rows};
+  if (r->flags & NLE__READ_SHARE) rows = nle__rank_rows(sh.rows, nle__ranks(r->ctx), nle__rank(r->ctx));
   nle_dataset *ds;
   char full[PATH_CAP + 200];
   snprintf(full, sizeof full, "%s:%s", r->name, where);
-  s = nle__dataset_new(r->ctx, full, sh.rows, sh.cols, &ds);
+  s = nle__dataset_new(r->ctx, full, rows.end - rows.begin, sh.cols, &ds);
   if (s) return s;
   size_t per = CHUNK_ELEMS / sh.cols ? CHUNK_ELEMS / sh.cols : 1;
   if (per > sh.rows) per = sh.rows;
   double *buf = nle__malloc(r->ctx, per * sh.cols * sizeof *buf, "an HDF5 read buffer");
   if (!buf) s = NLE_ERR_NOMEM;
-  for (size_t r0 = 0; !s && r0 < sh.rows; r0 += per) {
-    size_t n = sh.rows - r0 < per ? sh.rows - r0 : per;
+  for (size_t r0 = rows.begin; !s && r0 < rows.end; r0 += per) {
+    size_t n = rows.end - r0 < per ? rows.end - r0 : per;
     s = read_rows(r, d, ftype, &sh, r0, n, buf, where);
     for (size_t k = 0; !s && k < n * sh.cols; k++) {
       const char *bad = nle__float_problem(buf[k]);
@@ -294,7 +299,7 @@ static nle_status read_numeric(reader *r, hid_t d, hid_t ftype, const char *wher
         s = nle__fail(r->ctx, NLE_ERR_VALUE, "%s:%s: element [%zu, %zu]: %s value", r->name, where,
                       r0 + k / sh.cols, k % sh.cols, bad);
       else
-        ds->X->data[r0 * sh.cols + k] = (float)buf[k];
+        ds->X->data[(r0 - rows.begin) * sh.cols + k] = (float)buf[k];
     }
   }
   free(buf);
@@ -660,6 +665,8 @@ static nle_status read_dataset(reader *r, hid_t d, const char *path, nle_dataset
     s = read_strings(r, d, t, path, &str, &n);
     if (!s) s = labels_from_strings(r, path, str, n, out);
     free_strings(str, n);
+  } else if (numeric_class(t) && (r->flags & NLE__READ_SHARE) && ((r->flags & NLE__READ_MATLAB) || r->transpose)) {
+    s = NLE_OK; /* not by rows: rank 0 reads it whole (rows.c) */
   } else if (numeric_class(t)) {
     int matlab = (r->flags & NLE__READ_MATLAB) != 0;
     char cls[32];
@@ -704,6 +711,8 @@ static nle_status read_object(reader *r, const char *path, nle_dataset **out) {
   sparse_layout L;
   if (kind == H5I_DATASET) {
     s = read_dataset(r, o, path, out);
+  } else if (r->flags & NLE__READ_SHARE) {
+    s = NLE_OK; /* a group (sparse, categorical): not by rows, rank 0 reads it whole (rows.c) */
   } else if (kind == H5I_GROUP && sparse_group(o, &L)) {
     s = read_sparse(r, o, &L, path, out);
   } else if (kind == H5I_GROUP && is_categorical_group(o) && !(r->flags & NLE__READ_LABELS)) {

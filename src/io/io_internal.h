@@ -173,8 +173,12 @@ static inline const char *nle__float_problem(double x) {
 enum {
   NLE__READ_LABELS = 1, /* for nle_labels_read: a label column (an .h5ad's
                            obs/NAME; a MATLAB row vector taken as a column) */
-  NLE__READ_MATLAB = 2  /* HDF5 laid out by MATLAB (v7.3): variables
+  NLE__READ_MATLAB = 2, /* HDF5 laid out by MATLAB (v7.3): variables
                            transposed, sparse as data/ir/jc */
+  NLE__READ_SHARE = 4   /* hdf5.c under a communicator: a dense numeric
+                           array's rows of this rank (nle__rank_rows) by
+                           hyperslab; anything else read by no rank (NLE_OK,
+                           no dataset) */
 };
 /* hdf5.c: a file by path, or a memory image (name for the messages). */
 nle_status nle__read_hdf5(nle_ctx *ctx, const char *path, const char *inner, const nle_read_opts *opts, int flags,
@@ -249,5 +253,59 @@ nle_status nle__write_npy_f64(nle_ctx *ctx, const char *path, const double *a, i
 nle_status nle__write_npy_f32(nle_ctx *ctx, const char *path, const float *a, int64_t r, int64_t c);
 nle_status nle__write_npy_i32(nle_ctx *ctx, const char *path, const int32_t *a, int64_t r, int64_t c,
                               int one_dim);
+
+
+/* ---- Distributed reading and writing (rows.c; issue 38, docs/mpi.md). */
+
+/* INPUT read whole, as nle_dataset_read does alone (readers.c). */
+nle_status nle__read_whole(nle_ctx *ctx, const char *source, const nle_read_opts *opts, nle_dataset **out);
+/* nle_dataset_read under a communicator: this rank's canonical rows
+ * (nle__rank_rows) of INPUT; a .npy read by offset, any other source read
+ * whole by rank 0 and its rows scattered. */
+nle_status nle__read_rows(nle_ctx *ctx, const char *source, const nle_read_opts *opts, nle_dataset **out);
+/* nle_labels_read under a communicator: expected_n is this rank's count;
+ * rank 0 reads them all, each rank receives its rows. */
+nle_status nle__labels_read_rows(nle_ctx *ctx, const char *source, const nle_read_opts *opts, int64_t expected_n,
+                                 int32_t **labels, int64_t *n, int32_t *n_classes, char ***class_names);
+/* Rank `rank`'s rows (nle__rank_rows) of the .npy at path read by offset
+ * (C or Fortran order), value errors naming the row and column as a whole
+ * read does; *handled 0 (and NLE_OK) when path is not a .npy this parses. */
+nle_status nle__npy_read_share(nle_ctx *ctx, const char *path, int ranks, int rank, nle_dataset **out, int *handled);
+/* The .npy header of a C-order rows x cols array (one_dim: shape (rows,))
+ * into buf (at least 256 bytes); returns its length (a multiple of 64). */
+size_t nle__npy_header_text(const char *descr, int64_t rows, int64_t cols, int one_dim, char *buf);
+/* A .npy of every rank's rows, in rank order, in one file: rank 0 stages it
+ * (header, size), every rank writes its rows at their offset, and rank 0
+ * puts it in place (or hands it to the transaction) only when all did. */
+nle_status nle__write_npy_rows(nle_ctx *ctx, const char *path, const char *descr, const void *data, size_t elem,
+                               int64_t rows, int64_t cols, int one_dim);
+/* nle_read_csr_mtx under a communicator: rank 0 reads the graph whole,
+ * each rank receives its canonical rows (global column indices). */
+nle_status nle__read_csr_rows(nle_ctx *ctx, const char *path, nle_csr **out);
+/* Every rank's rows (row_bytes each) gathered in rank order: *all (free
+ * it), *n rows in all. */
+nle_status nle__gather_rows(nle_ctx *ctx, const void *data, size_t rows, size_t row_bytes, void **all, size_t *n);
+/* Under a communicator: every rank's rows (row_bytes each) gathered in
+ * rank order, rank 0 alone calling write(ctx, all, n, user) on them (the
+ * outputs that cannot be written by offset: text, Matrix Market); the
+ * outcome agreed. */
+nle_status nle__write_gathered(nle_ctx *ctx, const void *data, size_t rows, size_t row_bytes,
+                               nle_status (*write)(nle_ctx *ctx, const void *all, size_t n, const void *user),
+                               const void *user);
+/* nle_write_csr_mtx of every rank's rows (global column indices) gathered. */
+nle_status nle__write_csr_gathered(nle_ctx *ctx, const char *path, const nle_csr *m);
+/* readers.c: this rank's rows of an HDF5 file's (or FILE:NAME's) dense
+ * numeric array by hyperslab; *out NULL (and NLE_OK) when the source is not
+ * one (a sparse group, a MATLAB file, --transpose, not HDF5). */
+nle_status nle__read_hdf5_share(nle_ctx *ctx, const char *source, const nle_read_opts *opts, nle_dataset **out);
+/* Work this rank does alone inside a distributed run (rank 0 reading a
+ * whole file, writing a gathered text): the context's collective calls
+ * are local until nle__alone_end, which returns what ranks it had. */
+static inline int nle__alone_begin(nle_ctx *ctx) {
+  int ranks = ctx->ranks;
+  ctx->ranks = 0;
+  return ranks;
+}
+static inline void nle__alone_end(nle_ctx *ctx, int ranks) { ctx->ranks = ranks; }
 
 #endif

@@ -2,6 +2,7 @@
  * take (a one-column file, a data file's label column, a column inside a
  * container, a built-in dataset's). */
 #include "io_internal.h"
+#include "../core/comm.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,8 @@ nle_status nle_labels_read(nle_ctx *ctx, const char *source, const nle_read_opts
   *n = 0;
   *n_classes = 0;
   if (class_names) *class_names = NULL;
+  if (nle__distributed(ctx)) /* this rank's rows' labels (rows.c) */
+    return nle__labels_read_rows(ctx, source, opts, expected_n, labels, n, n_classes, class_names);
   nle_read_opts o;
   nle_read_opts_init(&o);
   o.label_column = 0;

@@ -3,6 +3,7 @@
  * malformed line is an error naming the line; duplicates are refused rather
  * than silently summed. */
 #include "io_internal.h"
+#include "../core/comm.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -38,6 +39,7 @@ static char *next_line(char *buf, size_t len, size_t *pos, int64_t *lineno) {
 
 nle_status nle_read_csr_mtx(nle_ctx *ctx, const char *path, nle_csr **out) {
   *out = NULL;
+  if (nle__distributed(ctx)) return nle__read_csr_rows(ctx, path, out); /* this rank's rows (rows.c) */
   uint8_t *raw;
   size_t len;
   nle_status s = nle__read_file(ctx, path, &raw, &len);

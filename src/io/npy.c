@@ -3,12 +3,16 @@
  * float32 and int32 in C order. */
 #include "binary.h"
 #include "io_internal.h"
+#include "../core/comm.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Finds 'key' in the header dict and returns a pointer just past its ':'. */
 static const char *dict_value(const char *hdr, size_t len, const char *key) {
@@ -136,13 +140,14 @@ nle_status nle__npy_header_parse(nle_ctx *ctx, const char *name, const uint8_t *
   return parse_header(ctx, name, buf, len, len, h);
 }
 
-/* Rows [r0, r0 + count) of a C-order array from src (their bytes) into X,
- * each value checked. */
+/* Rows [r0, r0 + count) of a C-order array from src (their bytes) into
+ * dst (count rows), each value checked; r0 is the row's number in the
+ * file, which the messages give. */
 static nle_status convert_rows(nle_ctx *ctx, const char *name, const npy_header *h, const uint8_t *src, size_t r0,
-                               size_t count, nle_matf *X) {
+                               size_t count, float *dst) {
   size_t cols = (size_t)h->cols;
   for (size_t i = 0; i < count; i++) {
-    float *row = X->data + (r0 + i) * cols;
+    float *row = dst + i * cols;
     for (size_t j = 0; j < cols; j++) {
       double x = load_elem(src + (i * cols + j) * (size_t)h->size, h->kind, h->size, h->big);
       if (!isfinite(x) || !isfinite((float)x))
@@ -184,7 +189,7 @@ nle_status nle_parse_npy(nle_ctx *ctx, const char *name, const uint8_t *buf, siz
   if (s) return s;
   const uint8_t *src = buf + h.data;
   if (!h.fortran) {
-    s = convert_rows(ctx, name, &h, src, 0, rows, ds->X);
+    s = convert_rows(ctx, name, &h, src, 0, rows, ds->X->data);
   } else {
     for (size_t i = 0; !s && i < rows; i++) {
       float *row = ds->X->data + i * cols;
@@ -240,7 +245,7 @@ nle_status nle__read_npy_file(nle_ctx *ctx, const char *path, nle_dataset **out,
     size_t want = count * row_bytes, read = fread(chunk, 1, want, f);
     if (read != want)
       s = nle__fail(ctx, NLE_ERR_IO, "%s: read error at byte %zu", path, h.data + r0 * row_bytes + read);
-    if (!s) s = convert_rows(ctx, path, &h, chunk, r0, count, ds->X);
+    if (!s) s = convert_rows(ctx, path, &h, chunk, r0, count, ds->X->data + r0 * (size_t)h.cols);
   }
   free(chunk);
   fclose(f);
@@ -250,6 +255,75 @@ nle_status nle__read_npy_file(nle_ctx *ctx, const char *path, nle_dataset **out,
   }
   *out = ds;
   return NLE_OK;
+}
+
+/* n bytes at offset off of fd, all of them (pread may return fewer). */
+static bool pread_all(int fd, void *buf, size_t n, size_t off) {
+  for (size_t got = 0; got < n;) {
+    ssize_t r = pread(fd, (char *)buf + got, n - got, (off_t)(off + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    got += (size_t)r;
+  }
+  return true;
+}
+
+/* Rows [b, b + count) of a Fortran-order array into X (count rows): each
+ * column's run read at once, then the values checked in row order so that
+ * the first bad one named is the one a whole read names. */
+static nle_status read_fortran_share(nle_ctx *ctx, const char *path, int fd, const npy_header *h, size_t b,
+                                     size_t count, nle_matf *X) {
+  size_t cols = (size_t)h->cols, size = (size_t)h->size;
+  uint8_t *run = nle__malloc(ctx, (count ? count : 1) * size, "a .npy column's rows");
+  if (!run) return NLE_ERR_NOMEM;
+  nle_status s = NLE_OK;
+  for (size_t j = 0; !s && j < cols; j++) {
+    size_t at = h->data + (j * (size_t)h->rows + b) * size;
+    if (!pread_all(fd, run, count * size, at)) s = nle__fail(ctx, NLE_ERR_IO, "%s: read error at byte %zu", path, at);
+    for (size_t i = 0; !s && i < count; i++) X->data[i * cols + j] = (float)load_elem(run + i * size, h->kind, h->size, h->big);
+  }
+  free(run);
+  for (size_t i = 0; !s && i < count; i++)
+    for (size_t j = 0; !s && j < cols; j++)
+      if (!isfinite(X->data[i * cols + j]))
+        s = nle__fail(ctx, NLE_ERR_VALUE, "%s: byte %zu (row %zu, column %zu): %s value", path,
+                      h->data + (j * (size_t)h->rows + b + i) * size, b + i, j,
+                      isnan(X->data[i * cols + j]) ? "NaN" : "infinite (or beyond float range)");
+  return s;
+}
+
+nle_status nle__npy_read_share(nle_ctx *ctx, const char *path, int ranks, int rank, nle_dataset **out, int *handled) {
+  *out = NULL;
+  *handled = 0;
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return NLE_OK; /* the whole-file reader names the problem */
+  struct stat st;
+  uint8_t head[NPY_HEAD_BYTES];
+  ssize_t got = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? pread(fd, head, sizeof head, 0) : 0;
+  npy_header h;
+  if (got < 10 || !nle__npy_magic(head, (size_t)got) || parse_header(NULL, path, head, (size_t)got, (size_t)st.st_size, &h)) {
+    close(fd);
+    return NLE_OK;
+  }
+  *handled = 1;
+  nle__row_range share = nle__rank_rows((size_t)h.rows, ranks, rank);
+  size_t count = share.end - share.begin, row_bytes = (size_t)h.cols * (size_t)h.size;
+  nle_dataset *ds = NULL;
+  nle_status s = nle__dataset_new(ctx, path, count, (size_t)h.cols, &ds);
+  if (!s && h.fortran) s = read_fortran_share(ctx, path, fd, &h, share.begin, count, ds->X);
+  size_t per_chunk = NPY_CHUNK_BYTES / row_bytes ? NPY_CHUNK_BYTES / row_bytes : 1;
+  uint8_t *chunk = !s && !h.fortran ? nle__malloc(ctx, per_chunk * row_bytes, "a .npy chunk") : NULL;
+  if (!s && !h.fortran && !chunk) s = NLE_ERR_NOMEM;
+  for (size_t r0 = 0; !s && !h.fortran && r0 < count; r0 += per_chunk) {
+    size_t n = count - r0 < per_chunk ? count - r0 : per_chunk, at = h.data + (share.begin + r0) * row_bytes;
+    if (!pread_all(fd, chunk, n * row_bytes, at)) s = nle__fail(ctx, NLE_ERR_IO, "%s: read error at byte %zu", path, at);
+    if (!s) s = convert_rows(ctx, path, &h, chunk, share.begin + r0, n, ds->X->data + r0 * (size_t)h.cols);
+  }
+  free(chunk);
+  close(fd);
+  if (s) nle_dataset_free(&ds);
+  *out = ds;
+  return s;
 }
 
 nle_status nle__npy_read(nle_ctx *ctx, const char *path, const char *inner, const nle_read_opts *opts, int flags,
@@ -266,12 +340,7 @@ nle_status nle__npy_parse(nle_ctx *ctx, const char *name, const uint8_t *buf, si
   return nle__transpose_if_asked(ctx, name, opts, nle_parse_npy(ctx, name, buf, len, out), out);
 }
 
-/* Writes a C-order little-endian .npy with a header padded to 64 bytes. */
-static nle_status write_npy(nle_ctx *ctx, const char *path, const char *descr, const void *data,
-                            size_t elem, int64_t rows, int64_t cols, int one_dim) {
-  nle__afile af;
-  nle_status s = nle__afile_open(ctx, path, &af);
-  if (s) return s;
+size_t nle__npy_header_text(const char *descr, int64_t rows, int64_t cols, int one_dim, char *buf) {
   char dict[160];
   int n = one_dim ? snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%lld,), }",
                              descr, (long long)rows)
@@ -281,10 +350,23 @@ static nle_status write_npy(nle_ctx *ctx, const char *path, const char *descr, c
   size_t pad = (64 - total % 64) % 64;
   size_t hlen = (size_t)n + pad + 1;
   uint8_t pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (uint8_t)(hlen & 0xff), (uint8_t)(hlen >> 8)};
-  fwrite(pre, 1, 10, af.f);
-  fwrite(dict, 1, (size_t)n, af.f);
-  for (size_t i = 0; i < pad; i++) fputc(' ', af.f);
-  fputc('\n', af.f);
+  memcpy(buf, pre, 10);
+  memcpy(buf + 10, dict, (size_t)n);
+  memset(buf + 10 + n, ' ', pad);
+  buf[10 + (size_t)n + pad] = '\n';
+  return 10 + hlen;
+}
+
+/* Writes a C-order little-endian .npy with a header padded to 64 bytes;
+ * under a communicator every rank's rows into the one file. */
+static nle_status write_npy(nle_ctx *ctx, const char *path, const char *descr, const void *data,
+                            size_t elem, int64_t rows, int64_t cols, int one_dim) {
+  if (nle__distributed(ctx)) return nle__write_npy_rows(ctx, path, descr, data, elem, rows, cols, one_dim);
+  nle__afile af;
+  nle_status s = nle__afile_open(ctx, path, &af);
+  if (s) return s;
+  char header[256];
+  fwrite(header, 1, nle__npy_header_text(descr, rows, cols, one_dim, header), af.f);
   fwrite(data, elem, (size_t)rows * (size_t)cols, af.f);
   return nle__afile_commit(ctx, &af);
 }

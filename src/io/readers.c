@@ -4,6 +4,7 @@
  * them, FILE:NAME inside a container, a 10x Genomics folder, built-in
  * datasets, and formats users bring that nlembed refuses by name. */
 #include "io_internal.h"
+#include "../core/comm.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -217,16 +218,25 @@ static nle_status read_with(nle_ctx *ctx, const nle__reader *r, const char *path
   return s;
 }
 
+/* The file to open for source (*path), the name inside it, whether it was
+ * split so (split_source); *file to free. */
+static nle_status source_path(nle_ctx *ctx, const char *source, char **file, const char **inner, const char **path,
+                              int *split) {
+  nle_status s;
+  *split = split_source(ctx, source, file, inner, &s);
+  *path = *split ? *file : source;
+  return s;
+}
+
 nle_status nle__read_container(nle_ctx *ctx, const char *source, const nle_read_opts *opts, int flags,
                                nle_dataset **out, int *handled) {
   *out = NULL;
   *handled = 0;
   char *file;
-  const char *inner;
-  nle_status s;
-  int split = split_source(ctx, source, &file, &inner, &s);
+  const char *inner, *path;
+  int split;
+  nle_status s = source_path(ctx, source, &file, &inner, &path, &split);
   if (s) return s;
-  const char *path = split ? file : source;
   uint8_t head[HEAD_BYTES];
   const nle__reader *r = reader_of(head, file_head(path, head, sizeof head), NLE__CONTAINER);
   if (!r && !split) return NLE_OK;
@@ -238,6 +248,24 @@ nle_status nle__read_container(nle_ctx *ctx, const char *source, const nle_read_
                   path, inner);
   /* the dataset is named as the source was */
   if (!s && (s = nle__dataset_rename(ctx, *out, source))) nle_dataset_free(out);
+  free(file);
+  return s;
+}
+
+nle_status nle__read_hdf5_share(nle_ctx *ctx, const char *source, const nle_read_opts *opts, nle_dataset **out) {
+  *out = NULL;
+  if (opts && opts->transpose) return NLE_OK;
+  char *file;
+  const char *inner, *path;
+  int split;
+  nle_status s = source_path(ctx, source, &file, &inner, &path, &split);
+  if (s) return s;
+  /* HDF5's signature at the start: not a MATLAB v7.3 file (its text first) */
+  static const uint8_t signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+  uint8_t head[8];
+  if (file_head(path, head, sizeof head) == sizeof head && !memcmp(head, signature, sizeof head))
+    s = nle__read_hdf5(ctx, path, inner, opts, NLE__READ_SHARE, out);
+  if (!s && *out && (s = nle__dataset_rename(ctx, *out, source))) nle_dataset_free(out);
   free(file);
   return s;
 }
@@ -335,6 +363,11 @@ nle_status nle_dataset_read(nle_ctx *ctx, const char *source, const nle_read_opt
                             nle_dataset **out) {
   *out = NULL;
   if (!source || !*source) return nle__fail(ctx, NLE_ERR_ARG, "no input given");
+  /* under a communicator: this rank's rows (rows.c) */
+  return nle__distributed(ctx) ? nle__read_rows(ctx, source, opts, out) : nle__read_whole(ctx, source, opts, out);
+}
+
+nle_status nle__read_whole(nle_ctx *ctx, const char *source, const nle_read_opts *opts, nle_dataset **out) {
   nle_status s = read_any(ctx, source, opts, out);
   if (s) return s;
   if ((*out)->X && (*out)->X->cols == 0) {

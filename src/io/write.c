@@ -1,7 +1,9 @@
 /* write.c — writers for dense matrices, labels and sparse matrices; the
  * format follows the extension, and every file is written atomically. */
 #include "io_internal.h"
+#include "../core/comm.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 typedef enum { OUT_NPY, OUT_TEXT } out_format;
@@ -29,11 +31,32 @@ static nle_status output_format(nle_ctx *ctx, const char *path, out_format *fmt,
 typedef enum { ELEM_DOUBLE, ELEM_FLOAT, ELEM_INT32 } elem_type;
 
 static nle_status write_dense(nle_ctx *ctx, const char *path, const void *data, elem_type t,
+                              int64_t rows, int64_t cols, int one_dim);
+
+/* A distributed text output: rank 0 writes the gathered rows. */
+typedef struct {
+  const char *path;
+  elem_type t;
+  int64_t cols;
+  int one_dim;
+} dense_args;
+
+static nle_status write_all_rows(nle_ctx *ctx, const void *all, size_t n, const void *user) {
+  const dense_args *a = user;
+  return write_dense(ctx, a->path, all, a->t, (int64_t)n, a->cols, a->one_dim);
+}
+
+static nle_status write_dense(nle_ctx *ctx, const char *path, const void *data, elem_type t,
                               int64_t rows, int64_t cols, int one_dim) {
   out_format fmt;
   char delim;
   nle_status s = output_format(ctx, path, &fmt, &delim);
   if (s) return s;
+  if (fmt != OUT_NPY && nle__distributed(ctx)) { /* text: gathered, written by rank 0 */
+    dense_args args = {path, t, cols, one_dim};
+    return nle__write_gathered(ctx, data, (size_t)rows, (size_t)cols * (t == ELEM_DOUBLE ? sizeof(double) : 4),
+                               write_all_rows, &args);
+  }
   if (fmt == OUT_NPY) {
     if (t == ELEM_DOUBLE) return nle__write_npy_f64(ctx, path, data, rows, cols);
     if (t == ELEM_FLOAT) return nle__write_npy_f32(ctx, path, data, rows, cols);
@@ -67,12 +90,27 @@ nle_status nle_write_labels(nle_ctx *ctx, const char *path, const int32_t *label
   return write_dense(ctx, path, labels, ELEM_INT32, n, 1, 1);
 }
 
+typedef struct {
+  const char *path;
+  char *const *class_names;
+  int32_t n_classes;
+} named_args;
+
+static nle_status write_all_named(nle_ctx *ctx, const void *all, size_t n, const void *user) {
+  const named_args *a = user;
+  return nle_write_labels_named(ctx, a->path, all, (int64_t)n, a->class_names, a->n_classes);
+}
+
 nle_status nle_write_labels_named(nle_ctx *ctx, const char *path, const int32_t *labels, int64_t n,
                                   char *const *class_names, int32_t n_classes) {
   out_format fmt;
   char delim;
   nle_status s = output_format(ctx, path, &fmt, &delim);
   if (s) return s;
+  if (class_names && fmt != OUT_NPY && nle__distributed(ctx)) {
+    named_args args = {path, class_names, n_classes};
+    return nle__write_gathered(ctx, labels, (size_t)n, sizeof *labels, write_all_named, &args);
+  }
   if (class_names && fmt == OUT_NPY) { /* the values of labels read as numbers */
     int32_t *values = nle__malloc(ctx, (n_classes > 0 ? (size_t)n_classes : 1) * sizeof *values, "the class values");
     if (!values) return NLE_ERR_NOMEM;
@@ -109,6 +147,7 @@ nle_status nle_write_mati32(nle_ctx *ctx, const char *path, const int32_t *a, in
 }
 
 nle_status nle_write_csr_mtx(nle_ctx *ctx, const char *path, const nle_csr *m) {
+  if (nle__distributed(ctx)) return nle__write_csr_gathered(ctx, path, m);
   nle__afile af;
   nle_status s = nle__afile_open(ctx, path, &af);
   if (s) return s;

@@ -33,7 +33,7 @@ int cmd_dummy(int argc, char **argv) {
   return rc;
 }
 C
-sed -i 's|^static const struct {$|int cmd_dummy(int argc, char **argv);\n&|; s|^    {"view", cmd_view, .*|&\n    {"dummy", cmd_dummy, "a dummy command of tests/contrib"},|' "$S/cli/main.c"
+sed -i 's|^static const struct {$|int cmd_dummy(int argc, char **argv);\n&|; s|^    {"view", cmd_view, .*|&\n    {"dummy", cmd_dummy, "a dummy command of tests/contrib", false},|' "$S/cli/main.c"
 grep -q '"dummy", cmd_dummy' "$S/cli/main.c" || { echo "add_tool_command: no tool_commands table in cli/main.c"; exit 1; }
 make -C "$S" -s -j2 all > /dev/null
 "$N" --help | grep -q '^  dummy  *a dummy command' || { echo "add_tool_command: nlembed --help does not list it"; exit 1; }
