@@ -53,7 +53,10 @@ bool cli_quiet_rank(void) { return world.rank != 0; }
 
 static MPI_Comm world_comm;
 
-const void *cli_world(void) { return world.ranks > 1 ? &world_comm : NULL; }
+/* Started by mpirun, even with one rank: the library then takes the
+ * ranks' way where a process alone would take another (the locality
+ * order), so that 1 rank gives the same bits as several. */
+const void *cli_world(void) { return world.started ? &world_comm : NULL; }
 
 /* A rank other than 0: standard output to nowhere, standard error held. */
 static void quiet_rank(void) {

@@ -36,6 +36,10 @@ typedef struct {
 int nle__ranks(const nle_ctx *ctx);
 int nle__rank(const nle_ctx *ctx);
 static inline bool nle__distributed(const nle_ctx *ctx) { return nle__ranks(ctx) > 1; }
+/* Whether the client set a communicator, even one of a single rank: a
+ * stage whose single-process bits the ranks cannot reproduce takes the
+ * ranks' way then, so mpirun gives the same bits at 1 rank as at several. */
+static inline bool nle__has_comm(const nle_ctx *ctx) { return ctx && ctx->comm; }
 
 /* The rows of n that `rank` of `ranks` holds: contiguous, in rank order, in
  * whole NLE__RANK_ROW_BLOCK blocks shared out as evenly as blocks allow (a

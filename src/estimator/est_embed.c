@@ -3,7 +3,7 @@
  * f(x) through the trained model, its "model" file. */
 #include "estimator_internal.h"
 
-#include "../core/internal.h"
+#include "../core/comm.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -220,7 +220,10 @@ static void tell(nle_estimator *e, const nle_embed_result *r) {
 
 static nle_status fit(nle_estimator *e, const nle__est_input *in) {
   nle_embed_opts o = *(const nle_embed_opts *)e->opts;
-  o.keep_model = e->keep_model && in->Y;
+  /* A distributed run keeps no model yet (docs/mpi.md): the estimator's
+   * default of keeping one is dropped there; transform then says none was
+   * kept. */
+  o.keep_model = e->keep_model && in->Y && !nle__distributed(e->ctx);
   nle_status s = check_request(e, in, &o);
   if (s) return s;
   if (o.resume && !o.checkpoint) o.checkpoint = o.resume; /* a resumed run checkpoints on to its file */
@@ -367,4 +370,8 @@ const nle__family nle__family_embed = {
     .map_opts_init = map_opts_init,
     .data_source = data_source,
     .attach_data = attach_data,
+    /* t-SNE's stages take rows (docs/mpi.md): the graph stage, its
+     * affinities and the fixed-rate iterations. The other models' defaults
+     * (line searches, homotopies) do not run there yet. */
+    .distributed = NLE__FOR(NLE_MODEL_TSNE),
 };

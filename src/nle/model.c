@@ -590,8 +590,10 @@ nle_status nle_model_eval(nle_ctx *ctx, nle_model *m, const nle_matd *X, double 
   size_t N = (size_t)m->n, d = X->cols, rows = m->row1 - m->row0;
   nle_matd Xmap = {N, d, m->distributed ? m->map : X->data};
   int fast = m->engine->forces && (m->engine->max_dim == 0 || d <= (size_t)m->engine->max_dim);
-  /* The locality order renumbers all points: a single process's alone. */
-  int local = fast && !m->feat && m->n >= m->locality_min && !m->distributed;
+  /* The locality order renumbers all points from the whole graph: a
+   * process's alone. Not under a communicator of one rank either, so that
+   * mpirun gives the same bits at 1 rank as at several (docs/mpi.md). */
+  int local = fast && !m->feat && m->n >= m->locality_min && !m->distributed && !nle__has_comm(ctx);
   if (local && !m->order) s = locality_order(ctx, m);
   if (s) return s;
   double t_rep = nle_time_seconds(), lambda = m->spec.lambda, e_rep = 0.0, z = 0.0;
