@@ -230,10 +230,12 @@ static void all_landmarks_exact_le(void) {
   nle_ctx_free(&ctx);
 }
 
-/* B~ singular (every point of two landmarks has weight 0 in B): the
- * sparse solver refuses it by name; nle_lll_solve with the sparse pencil
- * forced by the rule then solves it in B~'s range by the dense route,
- * its eigenvalues those of the dense pencil's own route. */
+/* B~ singular. (1) Every point of landmarks 0 and 1 weighs 0 in B: B~'s
+ * rows 0 and 1 are zero, the sparse solver leaves them out (their X~
+ * rows 0) and agrees with the dense pencil's range route. (2) Two
+ * landmarks with the same column of Z: B~ singular without a zero row,
+ * refused by the sparse solver by name, and solved by nle_lll_solve
+ * through the dense route with the same values. */
 static void singular_scale_matrix(void) {
   nle_ctx *ctx = test_ctx(44);
   enum { N = 400, L = 40, KZ = 1, NEV = 3 };
@@ -248,25 +250,49 @@ static void singular_scale_matrix(void) {
   double *deg = calloc(N, sizeof(double)), *bdiag = malloc(N * sizeof(double));
   for (size_t i = 0; i < N; i++) {
     for (int64_t q = A->rowptr[i]; q < A->rowptr[i + 1]; q++) deg[i] += nle_csr_value(A, q);
-    bdiag[i] = Z->colind[Z->rowptr[i]] < 2 ? 0.0 : deg[i]; /* landmarks 0 and 1 weigh nothing */
+    bdiag[i] = Z->colind[Z->rowptr[i]] < 2 ? 0.0 : deg[i];
   }
-  nle_test_ok(nle__lll_reduce_sparse(ctx, Z, Zt, A, -1.0, deg, &At));
+  nle_test_ok(nle__lll_reduce_sparse(ctx, Z, Zt, A, 1.0, deg, &At));
   nle_test_ok(nle__lll_reduce_sparse(ctx, Z, Zt, NULL, 1.0, bdiag, &Bt));
   double vals[NEV], dvals[NEV], *V = malloc(L * NEV * sizeof(double));
   nle__pencil_info info;
-  nle_status s = nle__sparse_pencil_solve(ctx, "test", At, Bt, NEV, NLE__EIG_SMALLEST, 1e-12, vals, V, &info);
-  nle_test(s == NLE_ERR_NUMERIC && info.singular && strstr(nle_ctx_error(ctx), "singular"));
+  if (At && Bt) nle_test_ok(nle__sparse_pencil_solve(ctx, "test", At, Bt, NEV, NLE__EIG_SMALLEST, 1e-12, false, vals, V, &info));
+  nle_test(info.singular && info.rank == L - 2);
+  for (int t = 0; t < NEV; t++) nle_test(V[0 * NEV + t] == 0 && V[1 * NEV + t] == 0);
   size_t saved = nle__lll_sparse_min;
-  nle_matd *Xl = NULL;
-  nle__lll_sparse_min = 0; /* the rule picks the sparse pencil, which hands over */
-  nle_test_ok(nle_lll_solve(ctx, Z, A, deg, NULL, bdiag, NEV, false, vals, &Xl, NULL));
-  nle__lll_sparse_min = (size_t)-1;
+  nle__lll_sparse_min = (size_t)-1; /* the dense pencil: B~'s range by its eigendecomposition */
   nle_test_ok(nle_lll_solve(ctx, Z, A, deg, NULL, bdiag, NEV, false, dvals, NULL, NULL));
+  for (int t = 0; t < NEV; t++) {
+    if (!(fabs(vals[t] - dvals[t]) <= 1e-8 * fabs(dvals[t]))) printf("  eigenvalue %d: %.15g against %.15g\n", t, vals[t], dvals[t]);
+    nle_test(fabs(vals[t] - dvals[t]) <= 1e-8 * fabs(dvals[t]));
+  }
+  /* (2): points reconstructed by landmark 3 split evenly between 2 and 3,
+   * those of landmark 2 likewise: columns 2 and 3 of Z the same */
+  nle_csr *Z2 = NULL;
+  nle_csr_alloc(NULL, N, L, N * 2, NLE_F64, &Z2);
+  int64_t at = 0;
+  for (size_t i = 0; i < N; i++) {
+    int32_t c = Z->colind[Z->rowptr[i]];
+    if (c == 2 || c == 3) Z2->colind[at] = 2, ((double *)Z2->val)[at++] = 0.5, Z2->colind[at] = 3, ((double *)Z2->val)[at++] = 0.5;
+    else Z2->colind[at] = c, ((double *)Z2->val)[at++] = 1.0;
+    Z2->rowptr[i + 1] = at;
+  }
+  Z2->nnz = at;
+  nle_csr *Z2t = NULL, *A2 = NULL, *B2 = NULL;
+  nle_test_ok(nle_csr_transpose(ctx, Z2, &Z2t));
+  nle_test_ok(nle__lll_reduce_sparse(ctx, Z2, Z2t, A, 1.0, deg, &A2));
+  nle_test_ok(nle__lll_reduce_sparse(ctx, Z2, Z2t, NULL, 1.0, deg, &B2));
+  nle_status s = A2 && B2 ? nle__sparse_pencil_solve(ctx, "test", A2, B2, NEV, NLE__EIG_SMALLEST, 1e-12, false, vals, V, &info)
+                          : NLE_ERR_NOMEM;
+  nle_test(s == NLE_ERR_NUMERIC && info.singular && strstr(nle_ctx_error(ctx), "singular"));
+  nle_test_ok(nle_lll_solve(ctx, Z2, A, deg, NULL, deg, NEV, false, dvals, NULL, NULL)); /* dense */
+  nle__lll_sparse_min = 0; /* the rule picks the sparse pencil, which hands over to the dense one */
+  nle_test_ok(nle_lll_solve(ctx, Z2, A, deg, NULL, deg, NEV, false, vals, NULL, NULL));
   nle__lll_sparse_min = saved;
-  for (int t = 0; Xl && t < NEV; t++) nle_test(fabs(vals[t] - dvals[t]) <= 1e-12 * (1 + fabs(dvals[t])));
-  nle_matd_free(&Xl);
+  for (int t = 0; t < NEV; t++) nle_test(vals[t] == dvals[t]);
   free(deg), free(bdiag), free(V);
   nle_csr_free(&Z), nle_csr_free(&Zt), nle_csr_free(&A), nle_csr_free(&At), nle_csr_free(&Bt);
+  nle_csr_free(&Z2), nle_csr_free(&Z2t), nle_csr_free(&A2), nle_csr_free(&B2);
   nle_matf_free(&Y), nle_matf_free(&Yl);
   nle_ctx_free(&ctx);
 }

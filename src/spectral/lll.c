@@ -520,8 +520,8 @@ static nle_status lll_pencil_dense(nle_ctx *ctx, const nle_csr *Z, const nle_csr
  * fits the memory cap; beyond, it is refused by name. */
 static nle_status lll_pencil_sparse(nle_ctx *ctx, const nle_csr *Z, const nle_csr *A, double alpha,
                                     const double *A_diag, const nle_csr *B, const double *B_diag, int nev,
-                                    bool largest, double tol, double *vals, nle_matd **Xl, nle_matd **X,
-                                    nle__pencil_info *info) {
+                                    bool largest, double tol, bool block, double *vals, nle_matd **Xl,
+                                    nle_matd **X, nle__pencil_info *info) {
   size_t L = (size_t)Z->cols, n = (size_t)Z->rows;
   nle_csr *Zt = NULL, *At = NULL, *Bt = NULL;
   nle_matd *V = NULL;
@@ -532,12 +532,9 @@ static nle_status lll_pencil_sparse(nle_ctx *ctx, const nle_csr *Z, const nle_cs
   if (!s) s = nle__lll_reduce_sparse(ctx, Z, Zt, A, alpha, A_diag, &At);
   if (!s) s = nle__lll_reduce_sparse(ctx, Z, Zt, B, 1.0, ones ? ones : B_diag, &Bt);
   if (!s) s = nle_matd_alloc(ctx, L, (size_t)nev, &V);
-  if (!s) {
-    nle__log(ctx, 2, "LLL: sparse pencil of order %zu, A~ %lld nonzeros (%.2f%%), B~ %lld", L, (long long)At->nnz,
-             100.0 * (double)At->nnz / ((double)L * (double)L), (long long)Bt->nnz);
-    s = nle__sparse_pencil_solve(ctx, "LLL", At, Bt, nev, largest ? NLE__EIG_LARGEST : NLE__EIG_SMALLEST, tol, vals,
-                                 V->data, info);
-  }
+  if (!s)
+    s = nle__sparse_pencil_solve(ctx, "LLL", At, Bt, nev, largest ? NLE__EIG_LARGEST : NLE__EIG_SMALLEST, tol, block,
+                                 vals, V->data, info);
   nle_csr_free(&Zt), nle_csr_free(&At), nle_csr_free(&Bt);
   free(ones);
   if (s && info->singular && !nle__check_memory(ctx, dense_pencil_bytes(L), "LLL's dense reduced pencil")) {
@@ -558,11 +555,12 @@ static nle_status lll_pencil_sparse(nle_ctx *ctx, const nle_csr *Z, const nle_cs
  * `form` (auto: nle__lll_pencil_sparse's rule). */
 static nle_status lll_pencil(nle_ctx *ctx, const nle_csr *Z, const nle_csr *A, double alpha, const double *A_diag,
                              const nle_csr *B, const double *B_diag, int nev, bool largest, nle_lll_pencil form,
-                             double tol, double *vals, nle_matd **Xl, nle_matd **X, nle__pencil_info *info) {
+                             double tol, bool block, double *vals, nle_matd **Xl, nle_matd **X,
+                             nle__pencil_info *info) {
   nle__pencil_info local = {0};
   if (!info) info = &local;
   if (nle__lll_pencil_sparse(ctx, form, (size_t)Z->cols))
-    return lll_pencil_sparse(ctx, Z, A, alpha, A_diag, B, B_diag, nev, largest, tol, vals, Xl, X, info);
+    return lll_pencil_sparse(ctx, Z, A, alpha, A_diag, B, B_diag, nev, largest, tol, block, vals, Xl, X, info);
   return lll_pencil_dense(ctx, Z, A, alpha, A_diag, B, B_diag, nev, largest, vals, Xl, X, info);
 }
 
@@ -575,7 +573,8 @@ nle_status nle_lll_solve(nle_ctx *ctx, const nle_csr *Z, const nle_csr *A, const
   int64_t n = Z->rows;
   if ((A && (A->rows != n || A->cols != n)) || (B && (B->rows != n || B->cols != n)))
     return nle__fail(ctx, NLE_ERR_ARG, "LLL: A and B must be N x N with N = %lld, Z's rows", (long long)n);
-  return lll_pencil(ctx, Z, A, 1.0, A_diag, B, B_diag, nev, largest, NLE_PENCIL_AUTO, LLL_SPARSE_TOL, vals, Xl, X, NULL);
+  return lll_pencil(ctx, Z, A, 1.0, A_diag, B, B_diag, nev, largest, NLE_PENCIL_AUTO, LLL_SPARSE_TOL, false, vals, Xl, X,
+                    NULL);
 }
 
 /* G = Z^T F (L x p), one landmark row at a time over the points it
@@ -770,7 +769,7 @@ nle_status nle__lll_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spectr
   bool unnormalised = o->laplacian == NLE_LAPLACIAN_UNNORMALISED;
   if (!s)
     s = lll_pencil(ctx, Zp, Wp, -1.0, deg, NULL, unnormalised ? NULL : deg, (int)nev, false, o->pencil,
-                   o->tol, vals, &Xl, NULL, &info);
+                   o->tol, o->solver == NLE_EIGEN_BLOCK, vals, &Xl, NULL, &info);
   r->reduce_seconds = nle_time_seconds() - t0;
   nle_matd *X = NULL;
   if (!s) s = expand(ctx, Zu, Xl, &X);
@@ -795,7 +794,7 @@ nle_status nle__lll_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spectr
     r->landmark_index = idx, idx = NULL;
     r->n_landmarks = L;
     r->reduced_singular = info.singular;
-    r->solver_used = info.sparse ? NLE_EIGEN_SPARSE : info.lanczos ? NLE_EIGEN_SHIFT_INVERT : NLE_EIGEN_DENSE;
+    r->solver_used = info.sparse ? (o->solver == NLE_EIGEN_BLOCK ? NLE_EIGEN_BLOCK : NLE_EIGEN_SPARSE) : info.lanczos ? NLE_EIGEN_SHIFT_INVERT : NLE_EIGEN_DENSE;
     r->resolved.kz = kz;
     nle__log(ctx, 1, "le: LLL with %zu landmarks, kz = %d: reconstruction error %.4f, Z %.2f s, pencil %.2f s%s", L,
              kz, r->reconstruction_error, r->z_seconds, r->reduce_seconds,

@@ -133,11 +133,16 @@ typedef struct {
   cholmod_common *cc;
   cholmod_factor *F;
   cholmod_dense *x;
-  const double *in; /* the product's operand and result, for the row blocks */
+  const double *in; /* the product's operand and result (column-major, n x
+                       width), for the row blocks */
   double *out;
+  size_t width;
+  long products; /* columns the operator was applied to */
 } sparse_op;
 
 enum { PRODUCT_ROWS = 2048 };
+/* Nonzeros times columns below which a product runs on one thread. */
+#define PARALLEL_PRODUCT_MIN 2e6
 
 /* out = A in, rows in fixed blocks, each row's sum in its stored order. */
 static int product_rows(void *job, size_t b, void *scratch) {
@@ -145,12 +150,15 @@ static int product_rows(void *job, size_t b, void *scratch) {
   sparse_op *op = job;
   const nle_csr *A = op->A;
   const double *av = A->val;
+  size_t n = (size_t)A->rows;
   int64_t i1 = (int64_t)((b + 1) * PRODUCT_ROWS) < A->rows ? (int64_t)((b + 1) * PRODUCT_ROWS) : A->rows;
-  for (int64_t i = (int64_t)(b * PRODUCT_ROWS); i < i1; i++) {
-    double v = 0.0;
-    for (int64_t q = A->rowptr[i]; q < A->rowptr[i + 1]; q++) v += av[q] * op->in[A->colind[q]];
-    op->out[i] = v;
-  }
+  for (size_t t = 0; t < op->width; t++)
+    for (int64_t i = (int64_t)(b * PRODUCT_ROWS); i < i1; i++) {
+      const double *in = op->in + t * n;
+      double v = 0.0;
+      for (int64_t q = A->rowptr[i]; q < A->rowptr[i + 1]; q++) v += av[q] * in[A->colind[q]];
+      op->out[t * n + (size_t)i] = v;
+    }
   return 0;
 }
 
@@ -169,27 +177,54 @@ static int solve_in_turn(sparse_op *op, cholmod_dense **d, const int *systems, i
   return 0;
 }
 
-/* y = R^-T P A~ P^T R^-1 x in CHOLMOD's terms (P B~ P^T = L L^T, L = R^T):
- * L^-1 P A~ P^T L^-T x. */
+/* op->x <- L^-1 P A~ P^T L^-T op->x (n x width, column-major) in
+ * CHOLMOD's terms (P B~ P^T = L L^T, L = R^T): R^-T P A~ P^T R^-1. */
+static int whiten_in_place(sparse_op *op) {
+  size_t n = (size_t)op->A->rows;
+  static const int back[] = {CHOLMOD_Lt, CHOLMOD_Pt}, forth[] = {CHOLMOD_P, CHOLMOD_L};
+  cholmod_dense *d = op->x;
+  if (solve_in_turn(op, &d, back, 2)) return 1;
+  op->in = d->x, op->out = op->x->x; /* A~ (P^T L^-T x) into the operand's own storage */
+  /* a parallel region per product pays only for large products: on a
+   * loaded 2-core machine each costs about a scheduler slice */
+  double work = (double)op->A->nnz * (double)op->width;
+  int failed = nle__for_blocks(op->ctx, op->what, (n + PRODUCT_ROWS - 1) / PRODUCT_ROWS,
+                               work < PARALLEL_PRODUCT_MIN ? 1 : nle__threads_for(op->ctx, work), 0, product_rows,
+                               op) != NLE_OK;
+  op->products += (long)op->width;
+  cholmod_l_free_dense(&d, op->cc);
+  d = op->x;
+  if (failed || solve_in_turn(op, &d, forth, 2)) return 1;
+  memcpy(op->x->x, d->x, n * op->width * sizeof(double));
+  cholmod_l_free_dense(&d, op->cc);
+  return 0;
+}
+
 static int apply_whitened(void *user, const double *x, double *y) {
   sparse_op *op = user;
   size_t n = (size_t)op->A->rows;
-  static const int back[] = {CHOLMOD_Lt, CHOLMOD_Pt}, forth[] = {CHOLMOD_P, CHOLMOD_L};
   memcpy(op->x->x, x, n * sizeof(double));
-  cholmod_dense *d = op->x;
-  if (solve_in_turn(op, &d, back, 2)) return 1;
-  double *t = op->x->x; /* A~ (P^T L^-T x) into the operand's own storage */
-  op->in = d->x, op->out = t;
-  if (nle__for_blocks(op->ctx, op->what, (n + PRODUCT_ROWS - 1) / PRODUCT_ROWS,
-                      nle__threads_for(op->ctx, (double)op->A->nnz * 4.0), 0, product_rows, op)) {
-    cholmod_l_free_dense(&d, op->cc);
-    return 1;
+  if (whiten_in_place(op)) return 1;
+  memcpy(y, op->x->x, n * sizeof(double));
+  return 0;
+}
+
+/* The same on the block eigensolver's n x b row-major blocks. */
+static int apply_whitened_block(void *user, const double *X, double *Y, size_t b) {
+  sparse_op *op = user;
+  size_t n = (size_t)op->A->rows;
+  if (op->width != b) {
+    cholmod_l_free_dense(&op->x, op->cc);
+    if (!(op->x = cholmod_l_allocate_dense(n, b, n, CHOLMOD_REAL, op->cc)))
+      return nle__fail(op->ctx, NLE_ERR_NOMEM, "%s: out of memory", op->what), 1;
+    op->width = b;
   }
-  cholmod_l_free_dense(&d, op->cc);
-  d = op->x;
-  if (solve_in_turn(op, &d, forth, 2)) return 1;
-  memcpy(y, d->x, n * sizeof(double));
-  cholmod_l_free_dense(&d, op->cc);
+  double *x = op->x->x;
+  for (size_t i = 0; i < n; i++)
+    for (size_t t = 0; t < b; t++) x[t * n + i] = X[i * b + t];
+  if (whiten_in_place(op)) return 1;
+  for (size_t i = 0; i < n; i++)
+    for (size_t t = 0; t < b; t++) Y[i * b + t] = x[t * n + i];
   return 0;
 }
 
@@ -203,18 +238,11 @@ static nle_status factor_scale(nle_ctx *ctx, const char *what, cholmod_common *c
   return s;
 }
 
-nle_status nle__sparse_pencil_solve(nle_ctx *ctx, const char *what, const nle_csr *A, const nle_csr *B, int nev,
-                                    nle__eig_end end, double tol, double *vals, double *vecs, nle__pencil_info *info) {
+/* The pencil with B definite (else NLE_ERR_NUMERIC, info->singular). */
+static nle_status solve_definite(nle_ctx *ctx, const char *what, const nle_csr *A, const nle_csr *B, int nev,
+                                 nle__eig_end end, double tol, bool block, double *vals, double *vecs,
+                                 nle__pencil_info *info) {
   size_t n = (size_t)A->rows;
-  memset(info, 0, sizeof *info);
-  info->rank = n, info->lanczos = info->sparse = true;
-  if (nev < 1 || (size_t)nev > n)
-    return nle__fail(ctx, NLE_ERR_ARG, "%s: %d eigenpairs of a pencil of order %zu", what, nev, n);
-  const double *av = A->val, *bv = B->val;
-  for (int64_t q = 0; q < A->nnz; q++)
-    if (!isfinite(av[q])) return nle__fail(ctx, NLE_ERR_NUMERIC, "%s: the reduced pencil has a non-finite entry", what);
-  for (int64_t q = 0; q < B->nnz; q++)
-    if (!isfinite(bv[q])) return nle__fail(ctx, NLE_ERR_NUMERIC, "%s: the reduced pencil has a non-finite entry", what);
   cholmod_common cc;
   cholmod_l_start(&cc);
   cc.print = 0;
@@ -227,14 +255,22 @@ nle_status nle__sparse_pencil_solve(nle_ctx *ctx, const char *what, const nle_cs
   if (!s && !(definite && rcond >= SPARSE_SINGULAR_RCOND)) {
     info->singular = true;
     s = nle__fail(ctx, NLE_ERR_NUMERIC, "%s: the reduced scale matrix B~ of order %zu is singular or nearly so "
-                  "(reciprocal condition %.2g): a landmark reconstructs no point of positive degree", what, n, rcond);
+                  "(reciprocal condition %.2g) without zero rows: its range needs the dense pencil", what, n, rcond);
   }
-  sparse_op op = {ctx, what, A, &cc, F, NULL, NULL, NULL};
+  sparse_op op = {ctx, what, A, &cc, F, NULL, NULL, NULL, 1, 0};
+  double t0 = nle_time_seconds();
   double *U = s ? NULL : nle__malloc(ctx, n * (size_t)nev * sizeof(double), "the pencil's eigenvectors");
   if (!s && !U) s = NLE_ERR_NOMEM;
   if (!s && !(op.x = cholmod_l_allocate_dense(n, 1, n, CHOLMOD_REAL, &cc))) s = nle__fail(ctx, NLE_ERR_NOMEM, "%s: out of memory", what);
-  if (!s) s = nle__lanczos(ctx, what, n, apply_whitened, &op, nev, end, tol, vals, U);
+  if (!s && block)
+    s = nle__block_eigs(ctx, what, n, apply_whitened_block, &op, nev, end, tol, vals, U, NULL);
+  else if (!s)
+    s = nle__lanczos(ctx, what, n, apply_whitened, &op, nev, end, tol, vals, U);
   cholmod_l_free_dense(&op.x, &cc);
+  if (!s)
+    nle__log(ctx, 1, "%s: sparse pencil of order %zu: A~ %lld nonzeros, B~ %lld, its factor %.0f; %ld products "
+             "(%s), %.2f s", what, n, (long long)A->nnz, (long long)B->nnz, cc.lnz, op.products,
+             block ? "block" : "Lanczos", nle_time_seconds() - t0);
   if (!s && vecs) { /* v = P^T L^-T u, the columns at once */
     if (!(op.x = cholmod_l_allocate_dense(n, (size_t)nev, n, CHOLMOD_REAL, &cc))) s = NLE_ERR_NOMEM;
     for (size_t i = 0; !s && i < n; i++)
@@ -251,5 +287,69 @@ nle_status nle__sparse_pencil_solve(nle_ctx *ctx, const char *what, const nle_cs
   free(U);
   cholmod_l_free_factor(&F, &cc);
   cholmod_l_finish(&cc);
+  return s;
+}
+
+/* M's rows and columns i with map[i] >= 0, renumbered map[i]. */
+static nle_status submatrix(nle_ctx *ctx, const nle_csr *M, const int32_t *map, size_t kept, nle_csr **out) {
+  int64_t nnz = 0;
+  for (int64_t i = 0; i < M->rows; i++)
+    for (int64_t q = M->rowptr[i]; map[i] >= 0 && q < M->rowptr[i + 1]; q++) nnz += map[M->colind[q]] >= 0;
+  nle_status s = nle_csr_alloc(ctx, (int64_t)kept, (int64_t)kept, nnz, NLE_F64, out);
+  int64_t at = 0;
+  for (int64_t i = 0; !s && i < M->rows; i++) {
+    for (int64_t q = M->rowptr[i]; map[i] >= 0 && q < M->rowptr[i + 1]; q++)
+      if (map[M->colind[q]] >= 0) (*out)->colind[at] = map[M->colind[q]], ((double *)(*out)->val)[at++] = nle_csr_value(M, q);
+    if (map[i] >= 0) (*out)->rowptr[map[i] + 1] = at;
+  }
+  return s;
+}
+
+nle_status nle__sparse_pencil_solve(nle_ctx *ctx, const char *what, const nle_csr *A, const nle_csr *B, int nev,
+                                    nle__eig_end end, double tol, bool block, double *vals, double *vecs,
+                                    nle__pencil_info *info) {
+  size_t n = (size_t)A->rows, kept = 0;
+  memset(info, 0, sizeof *info);
+  info->rank = n, info->lanczos = info->sparse = true;
+  if (nev < 1 || (size_t)nev > n)
+    return nle__fail(ctx, NLE_ERR_ARG, "%s: %d eigenpairs of a pencil of order %zu", what, nev, n);
+  const double *av = A->val, *bv = B->val;
+  for (int64_t q = 0; q < A->nnz; q++)
+    if (!isfinite(av[q])) return nle__fail(ctx, NLE_ERR_NUMERIC, "%s: the reduced pencil has a non-finite entry", what);
+  for (int64_t q = 0; q < B->nnz; q++)
+    if (!isfinite(bv[q])) return nle__fail(ctx, NLE_ERR_NUMERIC, "%s: the reduced pencil has a non-finite entry", what);
+  /* B's zero rows (a semi-definite B's diagonal 0: a landmark that
+   * reconstructs no point of positive weight) are null directions of B:
+   * the pencil in B's range, pencil.c's footnote-1 route, leaves them
+   * out, and so does this one (their rows of X~ are 0) */
+  int32_t *map = nle__malloc(ctx, n * sizeof(int32_t), "the pencil's range");
+  if (!map) return NLE_ERR_NOMEM;
+  for (size_t i = 0; i < n; i++) {
+    double diag = 0.0;
+    for (int64_t q = B->rowptr[i]; q < B->rowptr[i + 1]; q++)
+      if ((size_t)B->colind[q] == i) diag = bv[q];
+    map[i] = diag > 0 ? (int32_t)kept++ : -1;
+  }
+  nle_status s = NLE_OK;
+  if (kept == n) {
+    s = solve_definite(ctx, what, A, B, nev, end, tol, block, vals, vecs, info);
+  } else if ((size_t)nev > kept) {
+    info->singular = true, info->rank = kept;
+    s = nle__fail(ctx, NLE_ERR_VALUE, "%s: the scale matrix B has %zu non-zero rows, below the %d eigenpairs asked for",
+                  what, kept, nev);
+  } else {
+    nle_csr *As = NULL, *Bs = NULL;
+    double *U = vecs ? nle__malloc(ctx, kept * (size_t)nev * sizeof(double), "the pencil's eigenvectors") : NULL;
+    s = vecs && !U ? NLE_ERR_NOMEM : NLE_OK;
+    if (!s) s = submatrix(ctx, A, map, kept, &As);
+    if (!s) s = submatrix(ctx, B, map, kept, &Bs);
+    if (!s) s = solve_definite(ctx, what, As, Bs, nev, end, tol, block, vals, U, info);
+    info->singular = true, info->rank = kept;
+    for (size_t i = 0; !s && vecs && i < n; i++)
+      for (int t = 0; t < nev; t++) vecs[i * (size_t)nev + (size_t)t] = map[i] < 0 ? 0.0 : U[(size_t)map[i] * (size_t)nev + (size_t)t];
+    nle_csr_free(&As), nle_csr_free(&Bs);
+    free(U);
+  }
+  free(map);
   return s;
 }
