@@ -124,6 +124,23 @@ static void reduced_matrices_vs_brute_force(void) {
     free(ref);
     nle_csr_free(&S1), nle_csr_free(&S2);
   }
+  /* every point its own landmark with two stored zero weights (as the
+   * weights of a point on a landmark are kept): Z^T A Z has A's pattern */
+  nle_csr *I3 = NULL, *I3t = NULL, *S = NULL;
+  nle_csr_alloc(NULL, N, N, 3 * N, NLE_F64, &I3);
+  for (size_t i = 0; i < N; i++) {
+    int32_t c[3] = {(int32_t)i, (int32_t)((i + 1) % N), (int32_t)((i + 2) % N)};
+    for (int t = 0; t < 3; t++) {
+      int32_t v = c[t], at = (int32_t)(3 * i + (size_t)t);
+      while (at > (int32_t)(3 * i) && I3->colind[at - 1] > v) I3->colind[at] = I3->colind[at - 1], ((double *)I3->val)[at] = ((double *)I3->val)[at - 1], at--;
+      I3->colind[at] = v, ((double *)I3->val)[at] = t == 0;
+    }
+    I3->rowptr[i + 1] = 3 * (int64_t)(i + 1);
+  }
+  nle_test_ok(nle_csr_transpose(ctx, I3, &I3t));
+  nle_test_ok(nle__lll_reduce_sparse(ctx, I3, I3t, near, 1.0, NULL, &S));
+  nle_test(S && S->nnz == near->nnz);
+  nle_csr_free(&I3), nle_csr_free(&I3t), nle_csr_free(&S);
   free(diag);
   nle_csr_free(&Z), nle_csr_free(&Zt), nle_csr_free(&far), nle_csr_free(&near);
   nle_matf_free(&Y), nle_matf_free(&Yl);

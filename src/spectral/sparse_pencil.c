@@ -64,6 +64,10 @@ static int sparse_reduce_block(void *job, size_t b, void *scratch) {
     for (int64_t q = Zt->rowptr[a]; q < Zt->rowptr[a + 1]; q++) {
       int64_t n = Zt->colind[q];
       double za = ztv[q];
+      /* Z's stored zeros (a point on a landmark keeps K_Z slots, one of
+       * them 1) add exact zeros: left out, they would only widen the
+       * pattern (at L = N, Z^T W Z's 47 million entries instead of W's) */
+      if (za == 0.0) continue;
       for (int64_t r = P ? P->rowptr[n] : 0; P && r < P->rowptr[n + 1]; r++) {
         int32_t c = P->colind[r];
         if (mark[c] != (int32_t)a) mark[c] = (int32_t)a, acc[c] = 0.0, touched[nt++] = c;
@@ -73,6 +77,7 @@ static int sparse_reduce_block(void *job, size_t b, void *scratch) {
         double zd = za * j->diag[n];
         for (int64_t r = Z->rowptr[n]; r < Z->rowptr[n + 1]; r++) {
           int32_t c = Z->colind[r];
+          if (zv[r] == 0.0) continue;
           if (mark[c] != (int32_t)a) mark[c] = (int32_t)a, acc[c] = 0.0, touched[nt++] = c;
           acc[c] += zd * zv[r];
         }
@@ -259,6 +264,7 @@ static nle_status solve_definite(nle_ctx *ctx, const char *what, const nle_csr *
   }
   sparse_op op = {ctx, what, A, &cc, F, NULL, NULL, NULL, 1, 0};
   double t0 = nle_time_seconds();
+  bool opened = nle__stage_begin(ctx, "LLL eigenpairs"); /* one stage, not one per product */
   double *U = s ? NULL : nle__malloc(ctx, n * (size_t)nev * sizeof(double), "the pencil's eigenvectors");
   if (!s && !U) s = NLE_ERR_NOMEM;
   if (!s && !(op.x = cholmod_l_allocate_dense(n, 1, n, CHOLMOD_REAL, &cc))) s = nle__fail(ctx, NLE_ERR_NOMEM, "%s: out of memory", what);
@@ -266,6 +272,7 @@ static nle_status solve_definite(nle_ctx *ctx, const char *what, const nle_csr *
     s = nle__block_eigs(ctx, what, n, apply_whitened_block, &op, nev, end, tol, vals, U, NULL);
   else if (!s)
     s = nle__lanczos(ctx, what, n, apply_whitened, &op, nev, end, tol, vals, U);
+  nle__stage_end(ctx, opened);
   cholmod_l_free_dense(&op.x, &cc);
   if (!s)
     nle__log(ctx, 1, "%s: sparse pencil of order %zu: A~ %lld nonzeros, B~ %lld, its factor %.0f; %ld products "
