@@ -38,8 +38,10 @@ typedef struct {
   const nle_csr *Z, *Zt, *P;
   const double *diag;
   size_t L;
-  int64_t *count; /* pass 1: each row's distinct columns */
-  nle_csr *out;   /* pass 2: the entries */
+  nle_ctx *ctx;
+  int64_t *count;     /* each row's entries */
+  int32_t **block_col; /* each block's rows, one after the other, grown as */
+  double **block_val;  /* they come; copied into the CSR in block order */
 } sparse_reduce_job;
 
 static int ascending_int32(const void *a, const void *b) {
@@ -59,6 +61,7 @@ static int sparse_reduce_block(void *job, size_t b, void *scratch) {
   int32_t *mark = (int32_t *)(acc + L), *touched = mark + L;
   const double *zv = Z->val, *ztv = Zt->val, *pv = P ? P->val : NULL;
   for (size_t c = 0; c < L; c++) mark[c] = -1;
+  int64_t used = 0, room = 0;
   for (size_t a = b * SPARSE_ROW_BLOCK; a < a1; a++) {
     int64_t nt = 0;
     for (int64_t q = Zt->rowptr[a]; q < Zt->rowptr[a + 1]; q++) {
@@ -83,14 +86,18 @@ static int sparse_reduce_block(void *job, size_t b, void *scratch) {
         }
       }
     }
-    if (!j->out) {
-      j->count[a] = nt;
-      continue;
+    if (used + nt > room) {
+      room = 2 * (used + nt);
+      int32_t *col = realloc(j->block_col[b], (size_t)room * sizeof(int32_t));
+      if (col) j->block_col[b] = col;
+      double *val = col ? realloc(j->block_val[b], (size_t)room * sizeof(double)) : NULL;
+      if (val) j->block_val[b] = val;
+      if (!val) return nle__fail(j->ctx, NLE_ERR_NOMEM, "LLL's sparse pencil: out of memory"), 1;
     }
     qsort(touched, (size_t)nt, sizeof *touched, ascending_int32);
-    int64_t at = j->out->rowptr[a];
-    double *ov = j->out->val;
-    for (int64_t t = 0; t < nt; t++) j->out->colind[at + t] = touched[t], ov[at + t] = acc[touched[t]];
+    for (int64_t t = 0; t < nt; t++) j->block_col[b][used + t] = touched[t], j->block_val[b][used + t] = acc[touched[t]];
+    used += nt;
+    j->count[a] = nt;
   }
   return 0;
 }
@@ -100,20 +107,27 @@ static int sparse_reduce_block(void *job, size_t b, void *scratch) {
 static nle_status reduce_sparse(nle_ctx *ctx, const nle_csr *Z, const nle_csr *Zt, const nle_csr *P,
                                 const double *diag, nle_csr **out) {
   size_t L = (size_t)Z->cols, blocks = (L + SPARSE_ROW_BLOCK - 1) / SPARSE_ROW_BLOCK;
-  sparse_reduce_job j = {Z, Zt, P, diag, L, NULL, NULL};
+  sparse_reduce_job j = {Z, Zt, P, diag, L, ctx, NULL, NULL, NULL};
   size_t scratch = L * (sizeof(double) + 2 * sizeof(int32_t));
   int threads = nle__threads_for(ctx, (double)(P ? P->nnz : 0) * Z->nnz / (double)Z->rows + (double)Z->nnz * 8);
-  nle_status s = (j.count = nle__malloc(ctx, L * sizeof(int64_t), "LLL's sparse pencil")) ? NLE_OK : NLE_ERR_NOMEM;
+  j.count = nle__malloc(ctx, L * sizeof(int64_t), "LLL's sparse pencil");
+  j.block_col = nle__calloc(ctx, blocks, sizeof(int32_t *), "LLL's sparse pencil");
+  j.block_val = nle__calloc(ctx, blocks, sizeof(double *), "LLL's sparse pencil");
+  nle_status s = j.count && j.block_col && j.block_val ? NLE_OK : NLE_ERR_NOMEM;
   if (!s) s = nle__for_blocks(ctx, "LLL sparse pencil", blocks, threads, scratch, sparse_reduce_block, &j);
   int64_t total = 0;
   for (size_t a = 0; !s && a < L; a++) total += j.count[a];
   if (!s) s = nle__check_memory(ctx, (double)total * (sizeof(double) + sizeof(int32_t)), "LLL's sparse pencil");
   if (!s) s = nle_csr_alloc(ctx, (int64_t)L, (int64_t)L, total, NLE_F64, out);
   for (size_t a = 0; !s && a < L; a++) (*out)->rowptr[a + 1] = (*out)->rowptr[a] + j.count[a];
-  j.out = s ? NULL : *out;
-  if (!s) s = nle__for_blocks(ctx, "LLL sparse pencil", blocks, threads, scratch, sparse_reduce_block, &j);
-  if (s) nle_csr_free(out);
-  free(j.count);
+  for (size_t b = 0; !s && b < blocks; b++) {
+    int64_t at = (*out)->rowptr[b * SPARSE_ROW_BLOCK];
+    size_t len = (size_t)((*out)->rowptr[(b + 1) * SPARSE_ROW_BLOCK < L ? (b + 1) * SPARSE_ROW_BLOCK : L] - at);
+    if (len) memcpy((*out)->colind + at, j.block_col[b], len * sizeof(int32_t));
+    if (len) memcpy((double *)(*out)->val + at, j.block_val[b], len * sizeof(double));
+  }
+  for (size_t b = 0; j.block_col && j.block_val && b < blocks; b++) free(j.block_col[b]), free(j.block_val[b]);
+  free(j.count), free(j.block_col), free(j.block_val);
   return s;
 }
 
