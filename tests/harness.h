@@ -53,6 +53,12 @@ const char *test_tmpdir(void);
 const char *test_path(const char *name);
 /* Writes bytes to a file in the temporary folder; returns its path. */
 const char *test_write_file(const char *name, const void *data, size_t len);
+/* A uniform number in [0, 1) from a 64-bit LCG state. */
+double test_uniform(uint64_t *s);
+/* The library's Swiss roll of n points (NULL on failure). */
+nle_matf *test_swiss_roll(nle_ctx *ctx, size_t n);
+/* Rows idx[0..m) of Y, copied. */
+nle_matf *test_rows_of(const nle_matf *Y, const int32_t *idx, size_t m);
 /* Random N x D float matrix from a seed. */
 nle_matf *test_random_matf(size_t n, size_t d, uint64_t seed);
 /* Random N x d embedding, normal with standard deviation `scale`. */

@@ -14,11 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static double uniform(uint64_t *s) {
-  *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
-  return (double)(*s >> 11) / 9007199254740992.0;
-}
-
 /* A symmetric sparse A on n points: each joined to the next `span`
  * (cyclically) and, when `far`, to `span` random others; random positive
  * weights. */
@@ -26,9 +21,9 @@ static nle_csr *random_graph(size_t n, size_t span, bool far, uint64_t seed) {
   double *Ad = calloc(n * n, sizeof(double));
   for (size_t i = 0; i < n; i++)
     for (size_t o = 1; o <= span; o++) {
-      size_t j = (i + o) % n, r = (size_t)(uniform(&seed) * (double)n) % n;
-      Ad[i * n + j] = Ad[j * n + i] = 0.5 + uniform(&seed);
-      if (far && r != i) Ad[i * n + r] = Ad[r * n + i] = 0.5 + uniform(&seed);
+      size_t j = (i + o) % n, r = (size_t)(test_uniform(&seed) * (double)n) % n;
+      Ad[i * n + j] = Ad[j * n + i] = 0.5 + test_uniform(&seed);
+      if (far && r != i) Ad[i * n + r] = Ad[r * n + i] = 0.5 + test_uniform(&seed);
     }
   int64_t nnz = 0;
   for (size_t i = 0; i < n * n; i++) nnz += Ad[i] != 0;
@@ -42,13 +37,6 @@ static nle_csr *random_graph(size_t n, size_t span, bool far, uint64_t seed) {
   }
   free(Ad);
   return A;
-}
-
-static nle_matf *rows_of(const nle_matf *Y, const int32_t *idx, size_t m) {
-  nle_matf *R = NULL;
-  nle_matf_alloc(NULL, m, Y->cols, &R);
-  for (size_t i = 0; i < m; i++) memcpy(R->data + i * Y->cols, Y->data + (size_t)idx[i] * Y->cols, Y->cols * sizeof(float));
-  return R;
 }
 
 /* Z^T (alpha A + diag) Z dense, entry by entry over A's and Z's nonzeros. */
@@ -96,13 +84,13 @@ static void reduced_matrices_vs_brute_force(void) {
   for (size_t i = 0; i < N; i++) Y->data[i * 3] = 300.0f * (float)i / N; /* a strip along A's local edges */
   int32_t idx[L];
   nle_test_ok(nle_landmarks_select(ctx, Y, L, NLE_LANDMARKS_RANDOM, idx));
-  nle_matf *Yl = rows_of(Y, idx, L);
+  nle_matf *Yl = test_rows_of(Y, idx, L);
   nle_csr *Z = NULL, *Zt = NULL, *far = random_graph(N, 4, true, 23), *near = random_graph(N, 4, false, 23);
   nle_test_ok(nle_lll_weights(ctx, Yl, Y, KZ, 1e-3, &Z, NULL));
   nle_test_ok(nle_csr_transpose(ctx, Z, &Zt));
   double *diag = malloc(N * sizeof(double));
   uint64_t seed = 3;
-  for (size_t i = 0; i < N; i++) diag[i] = 1 + uniform(&seed);
+  for (size_t i = 0; i < N; i++) diag[i] = 1 + test_uniform(&seed);
   const struct { const nle_csr *A; double alpha; const double *diag; } cases[] = {
       {far, -1.0, diag}, {near, -1.0, diag}, {near, 1.0, NULL}, {NULL, 1.0, diag}};
   for (size_t c = 0; Z && c < 4; c++) {
@@ -147,17 +135,6 @@ static void reduced_matrices_vs_brute_force(void) {
   nle_ctx_free(&ctx);
 }
 
-static nle_matf *swiss_roll(nle_ctx *ctx, size_t n) {
-  char name[64];
-  snprintf(name, sizeof name, "swissroll:%zu", n);
-  nle_dataset *ds = NULL;
-  if (nle_dataset_read(ctx, name, NULL, &ds)) return NULL;
-  nle_matf *Y = ds->X;
-  ds->X = NULL;
-  nle_dataset_free(&ds);
-  return Y;
-}
-
 static nle_spectral_result *le_run(nle_ctx *ctx, const nle_matf *Y, int landmarks, nle_lll_pencil form, int dim) {
   nle_spectral_opts o;
   nle_spectral_opts_init(&o);
@@ -196,14 +173,14 @@ static double subspace_angle(const double *A, const double *B, size_t n, size_t 
 static void sparse_pencil_vs_dense(void) {
   nle_ctx *ctx = test_ctx(42);
   enum { N = 1500, L = 300, DIM = 6 };
-  nle_matf *Y = swiss_roll(ctx, N);
+  nle_matf *Y = test_swiss_roll(ctx, N);
   nle_test(Y != NULL);
   if (!Y) return;
+  nle_ctx_set_threads(ctx, 2);
   nle_spectral_result *dense = le_run(ctx, Y, L, NLE_PENCIL_DENSE, DIM);
   nle_spectral_result *sparse = le_run(ctx, Y, L, NLE_PENCIL_SPARSE, DIM);
   nle_ctx_set_threads(ctx, 1);
   nle_spectral_result *one = le_run(ctx, Y, L, NLE_PENCIL_SPARSE, DIM);
-  nle_ctx_set_threads(ctx, 2);
   nle_test(dense && dense->solver_used == NLE_EIGEN_DENSE && sparse && sparse->solver_used == NLE_EIGEN_SPARSE);
   for (int t = 1; dense && sparse && t <= DIM; t++) {
     double rel = fabs(sparse->eigenvalues[t] - dense->eigenvalues[t]) / dense->eigenvalues[t];
@@ -233,7 +210,7 @@ static void sparse_pencil_vs_dense(void) {
 static void all_landmarks_exact_le(void) {
   nle_ctx *ctx = test_ctx(43);
   enum { N = 1200, DIM = 4 };
-  nle_matf *Y = swiss_roll(ctx, N);
+  nle_matf *Y = test_swiss_roll(ctx, N);
   nle_test(Y != NULL);
   if (!Y) return;
   nle_spectral_result *exact = le_run(ctx, Y, 0, NLE_PENCIL_AUTO, DIM);
@@ -259,7 +236,7 @@ static void singular_scale_matrix(void) {
   nle_matf *Y = test_random_matf(N, 2, 29);
   int32_t idx[L];
   nle_test_ok(nle_landmarks_select(ctx, Y, L, NLE_LANDMARKS_MINMAX, idx));
-  nle_matf *Yl = rows_of(Y, idx, L);
+  nle_matf *Yl = test_rows_of(Y, idx, L);
   nle_csr *Z = NULL, *Zt = NULL, *A = random_graph(N, 3, true, 31), *At = NULL, *Bt = NULL;
   nle_test_ok(nle_lll_weights(ctx, Yl, Y, KZ, 1e-3, &Z, NULL));
   if (!Z) return;
