@@ -157,6 +157,7 @@ typedef struct {
   double *out;
   size_t width;
   long products; /* columns the operator was applied to */
+  double shift;  /* the block route's C + shift I (see solve_definite) */
 } sparse_op;
 
 enum { PRODUCT_ROWS = 2048 };
@@ -243,7 +244,7 @@ static int apply_whitened_block(void *user, const double *X, double *Y, size_t b
     for (size_t t = 0; t < b; t++) x[t * n + i] = X[i * b + t];
   if (whiten_in_place(op)) return 1;
   for (size_t i = 0; i < n; i++)
-    for (size_t t = 0; t < b; t++) Y[i * b + t] = x[t * n + i];
+    for (size_t t = 0; t < b; t++) Y[i * b + t] = x[t * n + i] + op->shift * X[i * b + t];
   return 0;
 }
 
@@ -276,14 +277,26 @@ static nle_status solve_definite(nle_ctx *ctx, const char *what, const nle_csr *
     s = nle__fail(ctx, NLE_ERR_NUMERIC, "%s: the reduced scale matrix B~ of order %zu is singular or nearly so "
                   "(reciprocal condition %.2g) without zero rows: its range needs the dense pencil", what, n, rcond);
   }
-  sparse_op op = {ctx, what, A, &cc, F, NULL, NULL, NULL, 1, 0};
+  sparse_op op = {ctx, what, A, &cc, F, NULL, NULL, NULL, 1, 0, 0.0};
   double t0 = nle_time_seconds();
   bool opened = nle__stage_begin(ctx, "LLL eigenpairs"); /* one stage, not one per product */
   double *U = s ? NULL : nle__malloc(ctx, n * (size_t)nev * sizeof(double), "the pencil's eigenvectors");
   if (!s && !U) s = NLE_ERR_NOMEM;
   if (!s && !(op.x = cholmod_l_allocate_dense(n, 1, n, CHOLMOD_REAL, &cc))) s = nle__fail(ctx, NLE_ERR_NOMEM, "%s: out of memory", what);
-  if (!s && block)
+  if (!s && block) {
+    /* the block solver's residuals are relative to |theta|: LE's trivial
+     * eigenvalue 0 would never converge. C + shift I, shift the mean
+     * Rayleigh quotient trace(A) / trace(B) (about 1 for LE's pencil),
+     * moves the wanted end away from 0 without reordering it. */
+    double tra = 0.0, trb = 0.0;
+    for (size_t i = 0; i < n; i++) {
+      for (int64_t q = A->rowptr[i]; q < A->rowptr[i + 1]; q++) tra += (size_t)A->colind[q] == i ? nle_csr_value(A, q) : 0;
+      for (int64_t q = B->rowptr[i]; q < B->rowptr[i + 1]; q++) trb += (size_t)B->colind[q] == i ? nle_csr_value(B, q) : 0;
+    }
+    op.shift = tra > 0 && trb > 0 ? tra / trb : 1.0;
     s = nle__block_eigs(ctx, what, n, apply_whitened_block, &op, nev, end, tol, vals, U, NULL);
+    for (int t = 0; !s && t < nev; t++) vals[t] -= op.shift;
+  }
   else if (!s)
     s = nle__lanczos(ctx, what, n, apply_whitened, &op, nev, end, tol, vals, U);
   nle__stage_end(ctx, opened);
