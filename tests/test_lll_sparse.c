@@ -135,11 +135,12 @@ static void reduced_matrices_vs_brute_force(void) {
   nle_ctx_free(&ctx);
 }
 
-static nle_spectral_result *le_run(nle_ctx *ctx, const nle_matf *Y, int landmarks, nle_lll_pencil form, int dim) {
+static nle_spectral_result *le_run(nle_ctx *ctx, const nle_matf *Y, int landmarks, nle_lll_pencil form, int dim,
+                                   nle_eigen_solver solver) {
   nle_spectral_opts o;
   nle_spectral_opts_init(&o);
   o.k = 10, o.dim = dim, o.knn_method = NLE_KNN_EXACT, o.affinity = NLE_AFF_GAUSSIAN, o.sigma = 2.0;
-  o.landmarks = landmarks, o.pencil = form;
+  o.landmarks = landmarks, o.pencil = form, o.solver = solver;
   nle_spectral_input in = {Y, NULL, NULL};
   nle_spectral_result *r = NULL;
   if (!nle_test_ok(nle_spectral_embed(ctx, NLE_SPECTRAL_LE, &in, &o, &r))) printf("  %s\n", nle_ctx_error(ctx));
@@ -168,8 +169,9 @@ static double subspace_angle(const double *A, const double *B, size_t n, size_t 
 
 /* LE by LLL on a Swiss roll: the sparse pencil's eigenvalues (1e-8
  * relative) and embedding's subspace (1e-6 rad) against the dense
- * pencil's; the same bits on 1 and 2 threads; the automatic rule takes
- * the sparse pencil above its threshold. */
+ * pencil's, by Lanczos and by the block eigensolver; the same bits on 1
+ * and 2 threads; the automatic rule takes the sparse pencil above its
+ * threshold. */
 static void sparse_pencil_vs_dense(void) {
   nle_ctx *ctx = test_ctx(42);
   enum { N = 1500, L = 300, DIM = 6 };
@@ -177,10 +179,10 @@ static void sparse_pencil_vs_dense(void) {
   nle_test(Y != NULL);
   if (!Y) return;
   nle_ctx_set_threads(ctx, 2);
-  nle_spectral_result *dense = le_run(ctx, Y, L, NLE_PENCIL_DENSE, DIM);
-  nle_spectral_result *sparse = le_run(ctx, Y, L, NLE_PENCIL_SPARSE, DIM);
+  nle_spectral_result *dense = le_run(ctx, Y, L, NLE_PENCIL_DENSE, DIM, NLE_EIGEN_AUTO);
+  nle_spectral_result *sparse = le_run(ctx, Y, L, NLE_PENCIL_SPARSE, DIM, NLE_EIGEN_AUTO);
   nle_ctx_set_threads(ctx, 1);
-  nle_spectral_result *one = le_run(ctx, Y, L, NLE_PENCIL_SPARSE, DIM);
+  nle_spectral_result *one = le_run(ctx, Y, L, NLE_PENCIL_SPARSE, DIM, NLE_EIGEN_AUTO);
   nle_test(dense && dense->solver_used == NLE_EIGEN_DENSE && sparse && sparse->solver_used == NLE_EIGEN_SPARSE);
   for (int t = 1; dense && sparse && t <= DIM; t++) {
     double rel = fabs(sparse->eigenvalues[t] - dense->eigenvalues[t]) / dense->eigenvalues[t];
@@ -194,6 +196,13 @@ static void sparse_pencil_vs_dense(void) {
     nle_test(angle < 1e-6);
   }
   nle_test(one && sparse && !memcmp(one->X->data, sparse->X->data, N * DIM * sizeof(double)));
+  /* the block eigensolver on the same operator (its C + shift I) */
+  nle_spectral_result *block = le_run(ctx, Y, L, NLE_PENCIL_SPARSE, DIM, NLE_EIGEN_BLOCK);
+  nle_test(block && block->solver_used == NLE_EIGEN_BLOCK);
+  for (int t = 1; block && dense && t <= DIM; t++)
+    nle_test(fabs(block->eigenvalues[t] - dense->eigenvalues[t]) < 1e-8 * dense->eigenvalues[t]);
+  nle_test(block && dense && subspace_angle(block->X->data, dense->X->data, N, DIM) < 1e-6);
+  nle_spectral_result_free(&block);
   size_t saved = nle__lll_sparse_min;
   nle__lll_sparse_min = L - 1;
   nle_test(nle__lll_pencil_sparse(ctx, NLE_PENCIL_AUTO, L) && !nle__lll_pencil_sparse(ctx, NLE_PENCIL_AUTO, L - 1));
@@ -213,8 +222,8 @@ static void all_landmarks_exact_le(void) {
   nle_matf *Y = test_swiss_roll(ctx, N);
   nle_test(Y != NULL);
   if (!Y) return;
-  nle_spectral_result *exact = le_run(ctx, Y, 0, NLE_PENCIL_AUTO, DIM);
-  nle_spectral_result *full = le_run(ctx, Y, N, NLE_PENCIL_SPARSE, DIM);
+  nle_spectral_result *exact = le_run(ctx, Y, 0, NLE_PENCIL_AUTO, DIM, NLE_EIGEN_AUTO);
+  nle_spectral_result *full = le_run(ctx, Y, N, NLE_PENCIL_SPARSE, DIM, NLE_EIGEN_AUTO);
   nle_test(full && full->reconstruction_error == 0 && full->solver_used == NLE_EIGEN_SPARSE);
   for (int t = 1; exact && full && t <= DIM; t++)
     nle_test(fabs(full->eigenvalues[t] - exact->eigenvalues[t]) < 1e-8 * exact->eigenvalues[t]);
