@@ -112,7 +112,7 @@ typedef enum {
   XX(NLE_PENCIL_DENSE, 0, "dense")   /* L x L arrays, LAPACK or Lanczos on dense factors */          \
   XX(NLE_PENCIL_SPARSE, 1, "sparse") /* CSR, Lanczos on B~'s sparse Cholesky factor */
 typedef enum {
-  NLE_PENCIL_AUTO = NLE_AUTO, /* dense up to 5,000 landmarks (and while it fits
+  NLE_PENCIL_AUTO = NLE_AUTO, /* dense up to 400 landmarks (and while it fits
                                  the memory cap), sparse above */
   NLE_LLL_PENCIL_MAP(NLE__ENUMERATOR)
   NLE_PENCIL_COUNT

@@ -105,7 +105,7 @@ NLE__ENUM_NAME_OF(nle_lll_pencil_name, nle_lll_pencil)
       S_BOOL(T, P, "landmark-graph", landmark_graph, LLL_ONLY,                                                         \
              .help = "LLL's baseline LE(Z): the landmarks' own kNN graph instead of Z W Z^T"),                         \
       S_ENUM(T, P, "pencil", pencil, nle_lll_pencil_name, nle_lll_pencil_parse, LLL_ONLY, .metavar = "FORM",          \
-             .help = "LLL's reduced L x L pencil: auto (dense up to 5,000 landmarks while it fits the memory cap, "   \
+             .help = "LLL's reduced L x L pencil: auto (dense up to 400 landmarks while it fits the memory cap, "     \
                      "else sparse), dense (LAPACK or Lanczos on dense factors) or sparse (CSR, Lanczos on the "        \
                      "sparse Cholesky factor of B~)"),                                                                 \
       S_REAL(T, P, "alpha", alpha, false, NLE__REAL_IN(0, 1, 0), .scope = DIFFMAP, .metavar = "A",                     \

@@ -482,10 +482,13 @@ nle_status nle__lll_solve_reduced(nle_ctx *ctx, const nle_csr *Z, const double *
 static double dense_pencil_bytes(size_t L) { return 5.0 * (double)L * (double)L * sizeof(double); }
 
 /* Above this many landmarks the reduced pencil is held sparse by default
- * (sparse_pencil.c); at or below, dense (pencil.c), whose O(L^3) LAPACK
- * and dense-factor work wins while A~ is a third or more dense. Measured
- * in docs/lll.md ("The sparse reduced pencil"). */
-size_t nle__lll_sparse_min = 5000;
+ * (sparse_pencil.c); at or below, dense (pencil.c): there A~ is nearly
+ * full and the dense reduction's streamed rows beat the sparse one's
+ * scattered adds, while the dense solve is still cheap. Fig. 4.5's
+ * problem (Fashion-MNIST, K_W = 200, d = 50): dense faster at L = 300,
+ * sparse from 500 (20,000 and 60,000 images; docs/lll.md, "The sparse
+ * reduced pencil"). */
+size_t nle__lll_sparse_min = 400;
 
 bool nle__lll_pencil_sparse(nle_ctx *ctx, nle_lll_pencil form, size_t L) {
   if (form == NLE_PENCIL_DENSE || form == NLE_PENCIL_SPARSE) return form == NLE_PENCIL_SPARSE;
