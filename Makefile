@@ -20,6 +20,15 @@ HDF5_LIBS    := $(shell pkg-config --libs hdf5-serial 2>/dev/null || pkg-config 
 MATIO_CFLAGS := $(shell pkg-config --cflags matio 2>/dev/null)
 MATIO_LIBS   := $(shell pkg-config --libs matio 2>/dev/null || echo -lmatio)
 
+# MPI (issue 38, docs/mpi.md): on by default where Debian's OpenMPI
+# (libopenmpi-dev) is installed, so that the same binary runs alone or under
+# mpirun; MPI=0 builds without it (a communicator is then refused).
+MPI ?= $(if $(wildcard /usr/bin/mpicc),1,0)
+ifeq ($(MPI),1)
+MPI_CFLAGS := -DNLE_WITH_MPI $(shell mpicc --showme:compile 2>/dev/null)
+MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null)
+endif
+
 VERSION := $(shell sed -n 's/^\#define NLE_VERSION_STRING "\(.*\)"/\1/p' include/nlembed/core.h)
 SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
 
@@ -27,9 +36,9 @@ SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
 # NLE_API and nothing else. -MMD -MP: each object depends on the headers it
 # includes.
 CFLAGS  := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fopenmp -fPIC -fvisibility=hidden -fno-math-errno -g \
-           -MMD -MP $(OPT) $(SAN) -Iinclude -I$(BLAS_INC) $(EXTRA_CFLAGS)
+           -MMD -MP $(OPT) $(SAN) -Iinclude -I$(BLAS_INC) $(MPI_CFLAGS) $(EXTRA_CFLAGS)
 # The library's dependencies; cairo is the tool's alone (its plots).
-DEPLIBS := $(MATIO_LIBS) $(HDF5_LIBS) -lcholmod -larpack -lfftw3f -llapacke -lopenblas -lz -lm
+DEPLIBS := $(MATIO_LIBS) $(HDF5_LIBS) $(MPI_LIBS) -lcholmod -larpack -lfftw3f -llapacke -lopenblas -lz -lm
 LDLIBS  := $(DEPLIBS)
 LDFLAGS := -fopenmp $(SAN) $(EXTRA_LDFLAGS)
 
@@ -186,6 +195,10 @@ fuzz:
 
 # Benchmark programs (run by hand, see bench/).
 BENCH := ea_table nbody_scaling engine_gradient graph_candidates
+# with MPI: the distributed t-SNE iterations (issue 38)
+ifeq ($(MPI),1)
+BENCH += mpi_tsne_iter
+endif
 bench: $(BENCH:%=$(BUILD)/%)
 
 $(BENCH:%=$(BUILD)/%): $(BUILD)/%: bench/%.c $(BUILD)/libnlembed.a

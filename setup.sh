@@ -11,10 +11,11 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-# Build and run-time needs. The sparse/FFT/eigen libraries are for the methods
+# Build and run-time needs (OpenMPI and PARPACK: distributed runs under mpirun, docs/mpi.md). The sparse/FFT/eigen libraries are for the methods
 # that build on this foundation; installing them now keeps set-up one step.
 PACKAGES=(build-essential pkg-config libopenblas-dev liblapacke-dev libsuitesparse-dev
-          libarpack2-dev libfftw3-dev zlib1g-dev libcairo2-dev libhdf5-dev libmatio-dev dataset-fashion-mnist)
+          libarpack2-dev libfftw3-dev zlib1g-dev libcairo2-dev libhdf5-dev libmatio-dev dataset-fashion-mnist
+          openmpi-bin libopenmpi-dev libparpack2-dev)
 # The test suite compares outputs with numpy under Debian's /usr/bin/python3
 # (and writes .h5ad, .npz and .mat files with anndata, h5py and scipy),
 # runs the libFuzzer targets (clang) and opens `nlembed view`'s pages in a
@@ -22,7 +23,7 @@ PACKAGES=(build-essential pkg-config libopenblas-dev liblapacke-dev libsuitespar
 # run scikit-learn's estimator checks under pytest, with tqdm's progress bars;
 # the benchmarks' smoke runs (tests/bench_smoke.sh) time with GNU time and
 # count with bc (their peers, BENCH_PACKAGES, are skipped when missing).
-TEST_PACKAGES=(python3-numpy python3-scipy python3-h5py python3-anndata python3-sklearn python3-pytest python3-tqdm
+TEST_PACKAGES=(python3-mpi4py python3-numpy python3-scipy python3-h5py python3-anndata python3-sklearn python3-pytest python3-tqdm
                clang chromium time bc)
 BENCH_PACKAGES=(python3-numpy python3-sklearn python3-pynndescent hyperfine time r-cran-rtsne r-cran-uwot umap-learn)
 

@@ -86,6 +86,7 @@ h5ad_cells() {
 }
 export -f h5ad_cells
 check h5ad_cells h5ad_cells
+check scale_model /usr/bin/python3 bench/scale_model.py --n 1e6 --machines 4
 plot_curves() { # DIR: fashion20k_curves.sh's traces (run again when absent)
   local traces=$1
   [ -f "$traces/curve-tsne-sd.csv" ] || { traces=$OUT && bash bench/fashion20k_curves.sh > /dev/null; } || return 1

@@ -3,7 +3,8 @@
 # command-line tests and the bad-input catalogue under the optimised and the
 # ASan+UBSan builds (made here), the file formats end to end, the map viewer
 # in a real browser, the Python package, every benchmark in its smoke mode
-# (tests/bench_smoke.sh), CONTRIBUTING.md's counts (tests/contrib.sh),
+# (tests/bench_smoke.sh), the distributed cases under mpirun (tests/mpi.sh),
+# CONTRIBUTING.md's counts (tests/contrib.sh),
 # the install test, then every fuzz
 # target for FUZZ_SECONDS (5) each. Ends with one line, "N passed, N failed".
 # `./setup.sh test` installs the packages it needs and runs it; so does
@@ -34,6 +35,8 @@ part unit ./build/test_runner
 export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp
 echo "== unit tests under ASan+UBSan, with allocation failures injected"
 part asan ./build-asan/test_runner
+echo "== distributed runs: 2 and 3 ranks under mpirun, through TCP"
+part mpi bash tests/mpi.sh
 echo "== command-line tests"
 NLEMBED=./build/nlembed part cli bash tests/cli.sh
 echo "== the bad-input catalogue"
@@ -62,7 +65,7 @@ echo "== fuzzing: every reader and container, ${FUZZ_SECONDS:-5} s each"
 rm -rf build-fuzz/work
 part fuzz bash fuzz/run.sh "${FUZZ_SECONDS:-5}"
 passed=0 failed=$exits
-for name in unit asan cli bad isa cli_asan bad_asan formats formats_asan viewer python bench contrib install fuzz; do
+for name in unit asan mpi cli bad isa cli_asan bad_asan formats formats_asan viewer python bench contrib install fuzz; do
   read -r p f < <(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' "$log.$name" | tail -n 1)
   if [ -z "${p:-}" ]; then
     echo "run: the $name part ended without its summary line (crashed?)"

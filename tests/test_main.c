@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef NLE_WITH_MPI
+#include <mpi.h>
+#endif
 
 int nle_test_case_failures;
 
@@ -53,6 +56,58 @@ nle_ctx *test_ctx(uint64_t seed) {
   nle_ctx_set_threads(ctx, 1);
   nle_ctx_set_seed(ctx, seed);
   return ctx;
+}
+
+/* Started by mpirun: every rank runs the cases, rank 0 prints, and a case
+ * fails when it failed on any rank. */
+#ifdef NLE_WITH_MPI
+static bool under_mpirun;
+#endif
+
+nle_ctx *test_comm_ctx(uint64_t seed) {
+  nle_ctx *ctx = test_ctx(seed);
+#ifdef NLE_WITH_MPI
+  MPI_Comm world = MPI_COMM_WORLD;
+  if (under_mpirun && nle_ctx_set_comm(ctx, &world) != NLE_OK) {
+    fprintf(stderr, "%s\n", nle_ctx_error(ctx));
+    exit(2);
+  }
+#endif
+  return ctx;
+}
+
+static int failures_on_any_rank(int failures) {
+#ifdef NLE_WITH_MPI
+  if (under_mpirun) MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+#endif
+  return failures;
+}
+
+static bool printing_rank(void) {
+#ifdef NLE_WITH_MPI
+  int rank = 0;
+  if (under_mpirun) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank == 0;
+#else
+  return true;
+#endif
+}
+
+static void start_mpi(int *argc, char ***argv) {
+#ifdef NLE_WITH_MPI
+  if (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK")) {
+    MPI_Init(argc, argv);
+    under_mpirun = true;
+  }
+#else
+  (void)argc, (void)argv;
+#endif
+}
+
+static void stop_mpi(void) {
+#ifdef NLE_WITH_MPI
+  if (under_mpirun) MPI_Finalize();
+#endif
 }
 
 nle_matf *test_random_matf(size_t n, size_t d, uint64_t seed) {
@@ -130,9 +185,12 @@ nle_model_spec test_model_spec(nle_model_kind kind, double lambda, const nle_csr
 int main(int argc, char **argv) {
   const nle_test_case *tables[] = {core_tests, io_tests, neighbors_tests, affinity_tests, spectral_tests,
                                    metrics_tests, nle_tests, optimize_tests, optimize_run_tests, api_tests, spectral_method_tests, isomap_tests, mds_tests, lll_tests, lll_sparse_tests, kem_tests, spectral_oos_tests, oos_tests, engines_tests, nbody_tests, embed_tests,
-                                   faults_tests, estimator_tests, knn_sparse_tests, formats_tests, block_eigen_tests};
+                                   faults_tests, estimator_tests, knn_sparse_tests, formats_tests, block_eigen_tests, comm_tests,
+                                   mpi_tsne_tests};
+  start_mpi(&argc, &argv);
   const char *filter = argc > 1 ? argv[1] : NULL;
   int passed = 0, failed = 0;
+  bool printing = printing_rank();
   for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
     for (const nle_test_case *c = tables[t]; c->name; c++) {
       if (filter && !strstr(c->name, filter)) continue;
@@ -141,14 +199,15 @@ int main(int argc, char **argv) {
       c->fn();
       /* each case's seconds, so a slow suite shows which case grew */
       double took = nle_time_seconds() - started;
-      if (nle_test_case_failures) {
-        printf("FAILED %s (%.2f s)\n", c->name, took);
+      if (failures_on_any_rank(nle_test_case_failures)) {
+        if (printing) printf("FAILED %s (%.2f s)\n", c->name, took);
         failed++;
       } else {
-        printf("ok %s (%.2f s)\n", c->name, took);
+        if (printing) printf("ok %s (%.2f s)\n", c->name, took);
         passed++;
       }
     }
-  printf("%d passed, %d failed\n", passed, failed);
+  if (printing) printf("%d passed, %d failed\n", passed, failed);
+  stop_mpi();
   return failed ? 1 : 0;
 }

@@ -1012,33 +1012,36 @@ static void bad_input(void) {
  * same bits at 1, 2 and 3 threads. */
 static void packed_symv_vs_dense(void) {
   size_t sizes[] = {1, 5, 17, 300};
-  for (size_t c = 0; c < sizeof sizes / sizeof *sizes; c++) {
-    size_t n = sizes[c];
-    double *A = malloc(n * n * sizeof(double)), *P = malloc(n * (n + 1) / 2 * sizeof(double));
-    double *x = malloc(n * sizeof(double)), *y[3], *work = malloc((NLE__PACKED_BLOCKS + 1) * n * sizeof(double));
-    nle_rng r;
-    nle_rng_init(&r, 5, n);
-    for (size_t i = 0; i < n; i++) {
-      x[i] = nle_rng_uniform(&r) - 0.5;
-      for (size_t j = i; j < n; j++) A[i * n + j] = A[j * n + i] = nle_rng_uniform(&r) - 0.5;
+  for (size_t c = 0; c < sizeof sizes / sizeof *sizes; c++)
+    for (size_t b = 1; b <= 5; b++) { /* 1 (symv), the widths inlined (2, 4) and the general loop (3, 5) */
+      size_t n = sizes[c];
+      double *A = malloc(n * n * sizeof(double)), *P = malloc(n * (n + 1) / 2 * sizeof(double));
+      double *x = malloc(n * b * sizeof(double)), *y[3], *work = malloc((NLE__PACKED_BLOCKS + 1) * n * b * sizeof(double));
+      nle_rng r;
+      nle_rng_init(&r, 5, n);
+      for (size_t i = 0; i < n; i++) {
+        for (size_t t = 0; t < b; t++) x[i * b + t] = nle_rng_uniform(&r) - 0.5;
+        for (size_t j = i; j < n; j++) A[i * n + j] = A[j * n + i] = nle_rng_uniform(&r) - 0.5;
+      }
+      for (size_t i = 0, k = 0; i < n; i++)
+        for (size_t j = i; j < n; j++) P[k++] = A[i * n + j];
+      for (int t = 0; t < 3; t++) {
+        y[t] = malloc(n * b * sizeof(double));
+        if (b == 1) nle__packed_symv(n, P, x, y[t], work, t + 1);
+        else nle__packed_symm(n, P, x, y[t], b, work, t + 1);
+      }
+      double worst = 0.0;
+      for (size_t i = 0; i < n; i++)
+        for (size_t t = 0; t < b; t++) {
+          double want = 0.0, scale = 0.0;
+          for (size_t j = 0; j < n; j++) want += A[i * n + j] * x[j * b + t], scale += fabs(A[i * n + j] * x[j * b + t]);
+          worst = fmax(worst, fabs(y[0][i * b + t] - want) / scale);
+        }
+      if (!nle_test(worst < 1e-14)) printf("  n = %zu, %zu columns: relative error %g\n", n, b, worst);
+      nle_test(memcmp(y[0], y[1], n * b * sizeof(double)) == 0 && memcmp(y[0], y[2], n * b * sizeof(double)) == 0);
+      for (int t = 0; t < 3; t++) free(y[t]);
+      free(A), free(P), free(x), free(work);
     }
-    for (size_t i = 0, k = 0; i < n; i++)
-      for (size_t j = i; j < n; j++) P[k++] = A[i * n + j];
-    for (int t = 0; t < 3; t++) {
-      y[t] = malloc(n * sizeof(double));
-      nle__packed_symv(n, P, x, y[t], work, t + 1);
-    }
-    double worst = 0.0;
-    for (size_t i = 0; i < n; i++) {
-      double want = 0.0, scale = 0.0;
-      for (size_t j = 0; j < n; j++) want += A[i * n + j] * x[j], scale += fabs(A[i * n + j] * x[j]);
-      worst = fmax(worst, fabs(y[0][i] - want) / scale);
-    }
-    if (!nle_test(worst < 1e-14)) printf("  n = %zu: relative error %g\n", n, worst);
-    nle_test(memcmp(y[0], y[1], n * sizeof(double)) == 0 && memcmp(y[0], y[2], n * sizeof(double)) == 0);
-    for (int t = 0; t < 3; t++) free(y[t]);
-    free(A), free(P), free(x), free(work);
-  }
 }
 
 const nle_test_case mds_tests[] = {

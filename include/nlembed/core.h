@@ -124,6 +124,20 @@ NLE_API nle_status nle_ctx_last_status(const nle_ctx *ctx);
 typedef enum { NLE_SPELL_C = 0, NLE_SPELL_CLI = 1, NLE_SPELL_MARKED = 2, NLE_SPELL_COUNT } nle_option_spelling;
 NLE_API void nle_ctx_set_option_spelling(nle_ctx *ctx, nle_option_spelling spelling);
 
+/* Distributed runs (MPI; docs/mpi.md). mpi_comm is the address of an
+ * MPI_Comm (in C &comm; in Python mpi4py's MPI._addressof(comm)); the library
+ * works on a duplicate of it, so the caller's messages never meet its own.
+ * MPI must be initialised by the caller. Every rank then makes the same
+ * calls with the same options, and each call is collective: the ranks share
+ * the rows and the work, and every rank returns the same status. NULL makes
+ * the context one process again. NLE_ERR_UNSUPPORTED when this library was
+ * built without MPI (nle_mpi_available). */
+NLE_API nle_status nle_ctx_set_comm(nle_ctx *ctx, const void *mpi_comm);
+/* The communicator's size and this process's rank in it: 1 and 0 alone. */
+NLE_API int nle_ctx_ranks(const nle_ctx *ctx);
+NLE_API int nle_ctx_rank(const nle_ctx *ctx);
+NLE_API bool nle_mpi_available(void);
+
 /* Warnings: what the user should know about a run that succeeded (a
  * disconnected graph joined, a scale that exploded, an optimiser stopped
  * early). Each is recorded in the context (the first NLE_WARNINGS_KEPT of a

@@ -1,6 +1,6 @@
 /* ctx.c — the context: threads, seed, verbosity, memory cap, callbacks, and
  * the last error. */
-#include "internal.h"
+#include "comm.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +36,7 @@ void nle__outputs_discard(nle_ctx *ctx) {
 void nle_ctx_free(nle_ctx **ctx) {
   if (!ctx || !*ctx) return;
   nle__outputs_discard(*ctx); /* an uncommitted transaction leaves nothing */
+  nle__comm_release(*ctx);
   free(*ctx);
   *ctx = NULL;
 }

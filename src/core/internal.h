@@ -147,6 +147,11 @@ struct nle_ctx {
   struct nle__staged_file {
     char *tmp, *final;
   } *staged;
+  /* A distributed run's communicator (comm.c): an MPI_Comm of the
+   * library's own, NULL when alone; ranks 0 when alone. */
+  void *comm;
+  int ranks, rank;
+  uint64_t bytes_sent;
 };
 
 /* Removes the staged temporaries and closes the transaction (ctx.c: also

@@ -122,49 +122,73 @@ nle_status nle__kernel_packed_gaussian(nle_ctx *ctx, const nle_matf *Y, double g
 
 /* ---- the packed kernel's product, in parallel ---- */
 
-/* y = K x for the symmetric K whose upper triangle is packed by rows (the
- * form above), on `threads` threads with the same bits for any number:
- * the rows are cut into NLE__PACKED_BLOCKS fixed runs of equal work; each
- * run sums its rows' upper parts (a_ij x_j, j >= i, in NLE__LANES fixed
- * lanes) and scatters the mirrored a_ij x_i (j > i) into its own buffer;
- * the buffers are added in run order. BLAS's dspmv is one thread here and
- * memory-bound: 10,000 x 10,000, 0.84 s for kernel PCA's 20 products at 1
- * or 2 threads. work: NLE__PACKED_BLOCKS n + n doubles. */
+/* Y = K X for the symmetric K whose upper triangle is packed by rows (the
+ * form above) and an n x b row-major block X, on `threads` threads with
+ * the same bits for any number: the rows are cut into NLE__PACKED_BLOCKS
+ * fixed runs of equal work; each run sums its rows' upper parts (a_ij x_j,
+ * j >= i, in NLE__LANES fixed lanes a column) and scatters the mirrored
+ * a_ij x_i (j > i) into its own buffer; the buffers are added in run
+ * order. Memory-bound: the kernel is read once for the b columns, which is
+ * why kernel PCA's eigensolver takes it by blocks. BLAS's dspmv was one
+ * thread here: 10,000 x 10,000, 0.84 s for kernel PCA's 20 products at 1
+ * or 2 threads. work: (NLE__PACKED_BLOCKS + 1) n b doubles. */
 static size_t packed_row_start(size_t n, size_t i) { return i * n - (i * (i - (i > 0))) / 2; }
 
-void nle__packed_symv(size_t n, const double *K, const double *x, double *y, double *work, int threads) {
+/* One run's rows for b columns; inlined with b a constant for the common
+ * widths, so the column loops unroll. */
+static inline __attribute__((always_inline)) void packed_run(size_t n, const double *K, const double *X,
+                                                             double *direct, double *mirror, size_t r0, size_t r1,
+                                                             size_t b) {
+  if (r0 < n) memset(mirror + r0 * b, 0, (n - r0) * b * sizeof(double));
+  for (size_t r = r0; r < r1; r++) {
+    const double *a = K + packed_row_start(n, r), *xr = X + r * b;
+    size_t len = n - r, k = 0;
+    double lane[NLE__LANES][NLE__PACKED_MAX_COLUMNS] = {{0}};
+    for (; k + NLE__LANES <= len; k += NLE__LANES)
+      for (int l = 0; l < NLE__LANES; l++)
+        for (size_t c = 0; c < b; c++) lane[l][c] += a[k + l] * xr[(k + l) * b + c];
+    for (; k < len; k++)
+      for (size_t c = 0; c < b; c++) lane[k % NLE__LANES][c] += a[k] * xr[k * b + c];
+    for (size_t c = 0; c < b; c++) {
+      double v = 0.0;
+      for (int l = 0; l < NLE__LANES; l++) v += lane[l][c];
+      direct[r * b + c] = v;
+    }
+    double *m = mirror + r * b;
+    for (k = 1; k < len; k++)
+      for (size_t c = 0; c < b; c++) m[k * b + c] += a[k] * xr[c];
+  }
+}
+
+void nle__packed_symm(size_t n, const double *K, const double *X, double *Y, size_t b, double *work, int threads) {
   size_t bound[NLE__PACKED_BLOCKS + 1], total = n * (n + 1) / 2, i = 0;
   bound[0] = 0;
-  for (size_t b = 1; b < NLE__PACKED_BLOCKS; b++) { /* equal shares of the entries */
-    double want = (double)total * (double)b / NLE__PACKED_BLOCKS;
+  for (size_t p = 1; p < NLE__PACKED_BLOCKS; p++) { /* equal shares of the entries */
+    double want = (double)total * (double)p / NLE__PACKED_BLOCKS;
     while (i < n && (double)packed_row_start(n, i) < want) i++;
-    bound[b] = i;
+    bound[p] = i;
   }
   bound[NLE__PACKED_BLOCKS] = n;
-  double *direct = work + (size_t)NLE__PACKED_BLOCKS * n;
+  double *direct = work + (size_t)NLE__PACKED_BLOCKS * n * b;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads > 0 ? threads : 1)
-  for (size_t b = 0; b < NLE__PACKED_BLOCKS; b++) {
-    size_t r0 = bound[b], r1 = bound[b + 1];
-    double *mirror = work + b * n;
-    if (r0 < n) memset(mirror + r0, 0, (n - r0) * sizeof(double));
-    for (size_t r = r0; r < r1; r++) {
-      const double *a = K + packed_row_start(n, r), *xr = x + r;
-      size_t len = n - r, k = 0;
-      double lane[NLE__LANES] = {0}, xi = x[r];
-      for (; k + NLE__LANES <= len; k += NLE__LANES)
-        for (int l = 0; l < NLE__LANES; l++) lane[l] += a[k + l] * xr[k + l];
-      for (; k < len; k++) lane[k % NLE__LANES] += a[k] * xr[k];
-      double v = 0.0;
-      for (int l = 0; l < NLE__LANES; l++) v += lane[l];
-      direct[r] = v;
-      double *m = mirror + r;
-      for (k = 1; k < len; k++) m[k] += a[k] * xi;
+  for (size_t p = 0; p < NLE__PACKED_BLOCKS; p++) {
+    double *mirror = work + p * n * b;
+    switch (b) {
+      case 1: packed_run(n, K, X, direct, mirror, bound[p], bound[p + 1], 1); break;
+      case 2: packed_run(n, K, X, direct, mirror, bound[p], bound[p + 1], 2); break;
+      case 4: packed_run(n, K, X, direct, mirror, bound[p], bound[p + 1], 4); break;
+      default: packed_run(n, K, X, direct, mirror, bound[p], bound[p + 1], b); break;
     }
   }
 #pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : 1)
-  for (size_t j = 0; j < n; j++) {
-    double v = direct[j];
-    for (size_t b = 0; b < NLE__PACKED_BLOCKS && bound[b] <= j; b++) v += work[b * n + j];
-    y[j] = v;
-  }
+  for (size_t j = 0; j < n; j++)
+    for (size_t c = 0; c < b; c++) {
+      double v = direct[j * b + c];
+      for (size_t p = 0; p < NLE__PACKED_BLOCKS && bound[p] <= j; p++) v += work[(p * n + j) * b + c];
+      Y[j * b + c] = v;
+    }
+}
+
+void nle__packed_symv(size_t n, const double *K, const double *x, double *y, double *work, int threads) {
+  nle__packed_symm(n, K, x, y, 1, work, threads);
 }

@@ -114,9 +114,11 @@ nle_status nle__pairwise(nle_ctx *ctx, const nle_matf *Q, const nle_matf *R, nle
  * (i, j >= i) at i (2N - i - 1) / 2 + j), each entry nle__kernel_matrix's
  * value, in half its time and memory: for dspmv. */
 nle_status nle__kernel_packed_gaussian(nle_ctx *ctx, const nle_matf *Y, double gamma, double **K);
-/* y = K x for such a packed K, in parallel with the same bits for any
- * thread count; work holds NLE__PACKED_BLOCKS n + n doubles. */
-enum { NLE__PACKED_BLOCKS = 16 };
+/* Y = K X for such a packed K and an n x b row-major X (b at most
+ * NLE__PACKED_MAX_COLUMNS), in parallel with the same bits for any thread
+ * count; work holds (NLE__PACKED_BLOCKS + 1) n b doubles. symv: b = 1. */
+enum { NLE__PACKED_BLOCKS = 16, NLE__PACKED_MAX_COLUMNS = 16 };
+void nle__packed_symm(size_t n, const double *K, const double *X, double *Y, size_t b, double *work, int threads);
 void nle__packed_symv(size_t n, const double *K, const double *x, double *y, double *work, int threads);
 
 /* projection.c: a new model with its arrays allocated (R copied from Y

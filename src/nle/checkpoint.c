@@ -1,6 +1,7 @@
 /* checkpoint.c — a run's state in a checkpoint file (CRC-checked records,
  * written atomically at once) and its resumption, bit for bit. */
 #include "opt_internal.h"
+#include "../core/comm.h"
 #include "../io/io_internal.h"
 
 #include <math.h>
@@ -9,12 +10,20 @@
 
 /* ---- Checkpoints ---------------------------------------------------------- */
 
+/* Issue 38: a distributed run's checkpoint would be one file per rank and
+ * a manifest; until then it is refused on every rank alike. */
+static nle_status distributed_refused(nle_ctx *ctx) {
+  return nle__fail(ctx, NLE_ERR_ARG, "checkpoint: a distributed run writes and resumes no checkpoints yet ({@checkpoint} "
+                   "and {@resume} run in one process)");
+}
+
 nle_status nle_opt_set_checkpoint(nle_ctx *ctx, nle_opt *o, const char *path, int every, const char *fingerprint) {
   free(o->ckpt_path);
   free(o->ckpt_fingerprint);
   o->ckpt_path = o->ckpt_fingerprint = NULL;
   o->ckpt_every = 0;
   if (!path) return NLE_OK;
+  if (nle__distributed(ctx)) return distributed_refused(ctx);
   if (every < 0) return nle__fail(ctx, NLE_ERR_ARG, "checkpoint: every %d iterations must be >= 0", every);
   nle_status s = nle_check_output_path(ctx, path);
   if (s) return s;
@@ -139,6 +148,7 @@ static nle_status restore_history(nle_ctx *ctx, nle_opt *o, const nle__rec_file 
 }
 
 nle_status nle_opt_load_checkpoint(nle_ctx *ctx, nle_opt *o, nle_matd *X, const char *path, const char *fingerprint) {
+  if (nle__distributed(ctx)) return distributed_refused(ctx);
   nle__rec_file f;
   nle_status s = nle__rec_read(ctx, path, "checkpoint", &f);
   if (s) return s;

@@ -6,6 +6,8 @@
  * made in the library, so the CLI and the bindings print what ran instead
  * of deciding it. */
 #include "embed_internal.h"
+#include "model_internal.h"
+#include "../core/comm.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -83,19 +85,12 @@ static nle_status wneg_features(nle_ctx *ctx, const nle_matf *Y, int dims, nle_m
   return s;
 }
 
-static void scale_first_column(nle_matd *X, double target) {
-  size_t n = X->rows, d = X->cols;
-  double mean = 0.0, var = 0.0;
-  for (size_t i = 0; i < n; i++) mean += X->data[i * d] / (double)n;
-  for (size_t i = 0; i < n; i++) var += (X->data[i * d] - mean) * (X->data[i * d] - mean) / (double)n;
-  if (var > 0)
-    for (size_t i = 0; i < n * d; i++) X->data[i] *= target / sqrt(var);
-}
-
 /* PCA, Laplacian eigenmaps of W+, Gaussian noise (each scaled so the first
  * column has standard deviation init_scale), or the given X. */
 static nle_status initial_x(nle_ctx *ctx, const nle_matf *Y, size_t n, const nle_csr *Wp, const nle_embed_opts *o,
                             nle_matd **X) {
+  /* n: this rank's rows when distributed (model_dist.c: the scale and the
+   * random stream over all ranks' rows, as one process has them) */
   size_t d = (size_t)o->dim;
   nle_status s;
   switch (o->init) {
@@ -107,15 +102,12 @@ static nle_status initial_x(nle_ctx *ctx, const nle_matf *Y, size_t n, const nle
     s = nle_pca_fit(ctx, Y, &po, &pm);
     if (!s) s = nle_pca_transform(ctx, pm, Y, X);
     nle_pca_model_free(&pm);
-    if (!s) scale_first_column(*X, o->init_scale);
+    if (!s) s = nle__dist_scale_first_column(ctx, *X, o->init_scale);
     return s;
   }
   case NLE_INIT_RANDOM: {
     s = nle_matd_alloc(ctx, n, d, X);
-    nle_rng r;
-    nle_rng_init(&r, nle_ctx_seed(ctx), 0x696e6974ULL);
-    for (size_t i = 0; !s && i < n * d; i++) (*X)->data[i] = o->init_scale * nle_rng_normal(&r);
-    return s;
+    return s ? s : nle__dist_normal_rows(ctx, 0x696e6974ULL, o->init_scale, *X);
   }
   case NLE_INIT_SPECTRAL: {
     /* Laplacian eigenmaps of W+ (symmetrised for SNE's conditional P). */
@@ -124,7 +116,7 @@ static nle_status initial_x(nle_ctx *ctx, const nle_matf *Y, size_t n, const nle
     s = sym ? NLE_OK : nle_affinity_symmetrize(ctx, Wp, 0, &S);
     if (!s) s = nle_laplacian_eigenmap(ctx, sym ? Wp : S, o->dim, X, &comps);
     nle_csr_free(&S);
-    if (!s) scale_first_column(*X, o->init_scale);
+    if (!s) s = nle__dist_scale_first_column(ctx, *X, o->init_scale);
     return s;
   }
   case NLE_INIT_GIVEN:
@@ -176,6 +168,7 @@ typedef struct {
   double *pca_mean, *pca_components; /* the search's projection, for the model */
   nle_model *model;
   nle_opt *opt;
+  size_t rows_here; /* this rank's rows (all N alone) */
 } embed_work;
 
 static void work_free(embed_work *w) {
@@ -234,6 +227,14 @@ static nle_status neighbours_stage(nle_ctx *ctx, embed_work *w) {
 
 /* W+ (and its connected components) and W-; then the learning rates,
  * which scale with W+'s total. */
+/* W+'s entries added to start in order: W+'s total (1 when not positive),
+ * the sum continued from rank to rank. */
+static double csr_total_part(void *user, double start) {
+  const nle_csr *W = user;
+  for (int64_t k = 0; k < W->nnz; k++) start += nle_csr_value(W, k);
+  return start;
+}
+
 static nle_status weights_stage(nle_ctx *ctx, embed_work *w) {
   const nle_embed_input *in = w->in;
   nle_embed_result *r = w->r;
@@ -241,8 +242,10 @@ static nle_status weights_stage(nle_ctx *ctx, embed_work *w) {
   double t0 = nle_time_seconds();
   nle_status s = in->affinities ? nle_affinity_for_model(ctx, in->affinities, o->model, &w->W)
                                 : attractive_weights(ctx, w->knn, o, &w->W, &w->beta);
-  if (!s) {
-    r->w_total = nle__csr_total(w->W);
+  if (!s) s = nle__dist_chain_sum(ctx, csr_total_part, w->W, &r->w_total);
+  if (!s) r->w_total = r->w_total > 0 ? r->w_total : 1.0;
+  if (!s && nle__distributed(ctx)) nle__log(ctx, 1, "W+'s connected components are not counted in a distributed run");
+  if (!s && !nle__distributed(ctx)) {
     nle_csr *S = NULL;
     if (o->model == NLE_MODEL_SNE) s = nle_affinity_symmetrize(ctx, w->W, false, &S);
     int64_t comps = s ? 0 : nle__csr_components(ctx, S ? S : w->W);
@@ -269,8 +272,8 @@ static nle_status initial_stage(nle_ctx *ctx, embed_work *w) {
   nle_embed_result *r = w->r;
   nle_embed_opts *o = &r->resolved;
   double t0 = nle_time_seconds();
-  nle_status s = w->asked->resume ? nle_matd_alloc(ctx, r->n, (size_t)o->dim, &r->X)
-                                  : initial_x(ctx, w->Ysearch ? w->Ysearch : w->in->Y, r->n, w->W, o, &r->X);
+  nle_status s = w->asked->resume ? nle_matd_alloc(ctx, w->rows_here, (size_t)o->dim, &r->X)
+                                  : initial_x(ctx, w->Ysearch ? w->Ysearch : w->in->Y, w->rows_here, w->W, o, &r->X);
   if (!w->asked->keep_model) nle_matf_free(&w->Ysearch); /* else the model's search space */
   if (!s) release_y_after(w->in, o, 1, 3, &w->y_released);
   r->seconds.init = nle_time_seconds() - t0;
@@ -333,7 +336,7 @@ static nle_status plan_stage(nle_ctx *ctx, embed_work *w) {
       s = nle_opt_new(ctx, w->model, w->W, &o->opt, &w->opt);
     }
   }
-  if (!s && o->lambda_bounds) s = bounds_stage(ctx, w);
+  if (!s && o->lambda_bounds && !nle__distributed(ctx)) s = bounds_stage(ctx, w); /* dense or Lanczos on all of W+ */
   if (!s && o->homotopy_steps > 0 && AUTO(o->lambda_start)) {
     /* fixed rates: from lambda / 100 (the t-EE recipe); line searches: from
      * 1.5 x the upper bound of lambda*, where X = 0 is still the minimiser
@@ -366,6 +369,7 @@ static nle_status run_stage(nle_ctx *ctx, embed_work *w) {
   }
   if (!s && opts->checkpoint) s = nle_opt_set_checkpoint(ctx, w->opt, opts->checkpoint, o->checkpoint_every, r->fingerprint);
   double t0 = nle_time_seconds();
+  uint64_t sent0 = nle__comm_bytes_sent(ctx);
   if (!s && o->homotopy_steps > 0) {
     nle_homotopy_opts ho;
     nle_homotopy_opts_init(&ho);
@@ -378,6 +382,11 @@ static nle_status run_stage(nle_ctx *ctx, embed_work *w) {
   }
   r->seconds.optimize = nle_time_seconds() - t0;
   nle__model_log_times(ctx, w->model, r->seconds.optimize);
+  /* the report's bytes per stage take this difference (docs/mpi.md) */
+  double sent = (double)(nle__comm_bytes_sent(ctx) - sent0);
+  if (nle__distributed(ctx))
+    nle__log(ctx, 1, "optimisation: this rank sent %.1f MB, %.0f bytes an iteration", sent / 1e6,
+             sent / (r->report.iterations > 0 ? r->report.iterations : 1));
   return s;
 }
 
@@ -388,16 +397,23 @@ static nle_status run_stage(nle_ctx *ctx, embed_work *w) {
  * used (t-SNE and s-SNE: the joint P; SNE: the conditional rows, whose
  * KLs add up). E is the run's own final value when lambda is 1, else one
  * more evaluation at lambda 1. NaN for EE and t-EE (no distribution). */
+static double plogp_part(void *user, double start) {
+  const nle_csr *W = user;
+  for (int64_t q = 0; q < W->nnz; q++) {
+    double p = nle_csr_value(W, q);
+    if (p > 0) start += p * log(p);
+  }
+  return start;
+}
+
 static nle_status kl_stage(nle_ctx *ctx, embed_work *w) {
   nle_embed_result *r = w->r;
   r->kl = NAN;
   nle_model_kind kind = r->resolved.model;
   if (kind != NLE_MODEL_TSNE && kind != NLE_MODEL_SSNE && kind != NLE_MODEL_SNE) return NLE_OK;
   double plogp = 0.0, E = r->report.E;
-  for (int64_t q = 0; q < w->W->nnz; q++) {
-    double p = nle_csr_value(w->W, q);
-    if (p > 0) plogp += p * log(p);
-  }
+  nle_status s = nle__dist_chain_sum(ctx, plogp_part, w->W, &plogp);
+  if (s) return s;
   if (nle_model_lambda(w->model) != 1.0) {
     nle_status s = nle_model_set_lambda(ctx, w->model, 1.0);
     if (!s) s = nle_model_eval(ctx, w->model, r->X, &E, NULL);
@@ -413,6 +429,7 @@ static nle_status check_result(nle_ctx *ctx, nle_embed_result *r) {
     return nle__fail(ctx, NLE_ERR_NUMERIC, "nle_embed: E became %g after %d iterations (the {@init-scale}, {@lambda} or "
                      "{@learning-rate} is too large for this data)", r->report.E, r->report.iterations);
   r->map_extent = max_abs(r->X);
+  if (nle__distributed(ctx) && nle__comm_max_d(ctx, &r->map_extent, 1)) return NLE_ERR_NUMERIC;
   if (!isfinite(r->map_extent))
     return nle__fail(ctx, NLE_ERR_NUMERIC, "nle_embed: the embedding has non-finite coordinates after %d iterations",
                      r->report.iterations);
@@ -470,7 +487,17 @@ nle_status nle_embed(nle_ctx *ctx, const nle_embed_input *in, const nle_embed_op
   size_t n = in->Y ? in->Y->rows : in->knn ? (size_t)in->knn->rows : (size_t)in->affinities->rows;
   size_t D = in->Y ? in->Y->cols : 0;
   const nle_csr *given = in->knn ? in->knn : in->affinities;
-  if (given && (given->rows != given->cols || given->rows < 3 || (in->Y && (size_t)given->rows != in->Y->rows)))
+  /* Distributed (docs/mpi.md): the inputs are this rank's rows, n of them,
+   * of rows.n in all; the result is this rank's rows of X. */
+  nle__rows rows = {n, {0, n}};
+  if (nle__distributed(ctx)) s = nle__comm_rows(ctx, n, "nle_embed's input", &rows);
+  if (!s && nle__distributed(ctx) && (opts->keep_model || opts->checkpoint || opts->resume))
+    s = nle__fail(ctx, NLE_ERR_ARG, "nle_embed: a distributed run keeps no model and writes no checkpoint yet "
+                  "({@save-model}, {@checkpoint} and {@resume} run in one process)");
+  if (s) return s;
+  size_t rows_here = n;
+  n = rows.n;
+  if (given && ((size_t)given->cols != n || n < 3 || (in->Y && (size_t)given->rows != in->Y->rows)))
     return nle__fail(ctx, NLE_ERR_ARG, "nle_embed: the %s must be N x N with N >= 3%s, not %lld x %lld",
                      in->knn ? "kNN graph" : "affinities", in->Y ? " and N the number of INPUT points" : "",
                      (long long)given->rows, (long long)given->cols);
@@ -488,6 +515,7 @@ nle_status nle_embed(nle_ctx *ctx, const nle_embed_input *in, const nle_embed_op
   w.in = in;
   w.asked = opts;
   w.r = r;
+  w.rows_here = rows_here;
   s = nle__embed_resolve_early(ctx, in, n, D, o);
   /* The fingerprint before any work, so that a refused resume costs
    * nothing: the rates enter as asked for (an auto rate follows from the

@@ -24,7 +24,5 @@ void nle__embed_graph_opts(const nle_embed_opts *o, nle_graph_opts *g);
 /* The fixed-rate recipe's learning rates, for N points and W+ summing to
  * w_total. */
 void nle__embed_resolve_rates(nle_embed_opts *o, size_t n, double w_total);
-/* The sum of W's values (1 when not positive). */
-double nle__csr_total(const nle_csr *W);
 
 #endif

@@ -3,6 +3,7 @@
  * model's measured recipe (docs/embeddings.md has the measurements behind
  * each). The pipeline that runs them is embed.c. */
 #include "embed_internal.h"
+#include "../core/comm.h"
 
 #include <limits.h>
 #include <math.h>
@@ -176,12 +177,6 @@ nle_status nle__embed_check_opts(nle_ctx *ctx, const nle_embed_input *in, const 
 
 /* --- resolution ------------------------------------------------------------ */
 
-double nle__csr_total(const nle_csr *W) {
-  double total = 0;
-  for (int64_t k = 0; k < W->nnz; k++) total += nle_csr_value(W, k);
-  return total > 0 ? total : 1.0;
-}
-
 /* exact for small N and for what the fast engines do not serve, FFT
  * interpolation in 1-2 dimensions, Barnes-Hut or the fast Gauss transform
  * in 3 (measured on 70,000 points, docs/embeddings.md); t-SNE by its own
@@ -255,6 +250,11 @@ nle_status nle__embed_resolve_early(nle_ctx *ctx, const nle_embed_input *in, siz
   }
   int fixed = o->step == NLE_STEP_FIXED_RATE;
   if (AUTO(o->opt.kind)) o->opt.kind = fixed ? NLE_OPT_GD : NLE_OPT_SD;
+  /* refused before the graph's work, not after it (nle_opt_new says it
+   * too): the line searches are not distributed (docs/mpi_tsne.md) */
+  if (!fixed && nle__distributed(ctx))
+    return nle__fail(ctx, NLE_ERR_ARG, "nle_embed: a distributed run takes fixed-rate steps ({@step=fixed}: t-SNE's and "
+                     "t-EE's default); {@optimizer=%s} with its line search runs in one process", nle_opt_name(o->opt.kind));
   if (AUTO(o->homotopy_steps)) o->homotopy_steps = m == NLE_MODEL_TEE && fixed ? TEE_STEPS : 0;
   int homotopy = o->homotopy_steps > 0;
   if (AUTO(o->opt.exaggeration)) o->opt.exaggeration = fixed && !homotopy && m != NLE_MODEL_TEE && m != NLE_MODEL_EE ? TSNE_EXAGGERATION : 1.0;

@@ -6,18 +6,25 @@
 #include <math.h>
 #include <stdlib.h>
 
-/* Each point's attraction: deg_i = sum_j (w_ij + w_ji) / 2 over W+, the
- * diagonal of its Laplacian (t-SNE: 1 / N on average). */
-static double *attraction_degrees(nle_ctx *ctx, const nle_csr *W) {
-  double *deg = nle__calloc(ctx, (size_t)W->rows, sizeof(double), "the attraction's degrees");
-  if (!deg) return NULL;
-  for (int64_t i = 0; i < W->rows; i++)
-    for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++) {
-      double w = 0.5 * nle_csr_value(W, q);
-      deg[i] += w;
-      deg[W->colind[q]] += w;
+#include "../core/comm.h"
+
+enum { ROW_BLOCK = NLE__RANK_ROW_BLOCK };
+
+/* Per block of ROW_BLOCK rows of the n x cols array a (this rank's rows),
+ * sum_i (a_i - shift_c)^2 over its entries, shift per column (NULL: 0),
+ * into partial[b * stride]: the blocks' sums are then added by
+ * nle__comm_sum_blocks, the same bits on any number of ranks. */
+static void block_square_sums(const double *a, size_t n, size_t cols, const double *shift, double *partial,
+                              size_t stride) {
+  for (size_t b = 0; b * ROW_BLOCK < n; b++) {
+    size_t end = (b + 1) * ROW_BLOCK < n ? (b + 1) * ROW_BLOCK : n;
+    double sum = 0.0;
+    for (size_t i = b * ROW_BLOCK * cols; i < end * cols; i++) {
+      double v = a[i] - (shift ? shift[i % cols] : 0.0);
+      sum += v * v;
     }
-  return deg;
+    partial[b * stride] = sum;
+  }
 }
 
 /* Every model of the family has a stationary point where all points
@@ -28,15 +35,46 @@ static double *attraction_degrees(nle_ctx *ctx, const nle_csr *W) {
  * 1e-19 under exaggeration, below any absolute tolerance, and grows back
  * to a 60-unit map once the exaggeration ends. Exaggerated iterations are
  * never tested: theirs is not the objective minimised. */
-static int map_collapsed(const nle_matd *X) {
-  double ss = 0.0;
-  for (size_t c = 0; c < X->cols; c++) {
-    double mean = 0.0;
-    for (size_t i = 0; i < X->rows; i++) mean += X->data[i * X->cols + c];
-    mean /= (double)X->rows;
-    for (size_t i = 0; i < X->rows; i++) ss += (X->data[i * X->cols + c] - mean) * (X->data[i * X->cols + c] - mean);
-  }
-  return !(ss >= (double)X->rows);
+static nle_status map_collapsed(nle_ctx *ctx, const nle_matd *X, int *collapsed) {
+  size_t n = X->rows, d = X->cols, blocks = (n + ROW_BLOCK - 1) / ROW_BLOCK;
+  int64_t all = (int64_t)n;
+  double *partial = nle__calloc(ctx, (blocks ? blocks : 1) * (d + 1), sizeof(double), "the map's spread");
+  double *mean = nle__calloc(ctx, d + 1, sizeof(double), "the map's spread");
+  nle_status s = nle__comm_agree(ctx, partial && mean ? NLE_OK : NLE_ERR_NOMEM);
+  if (!s) s = nle__comm_sum_i64(ctx, &all, 1);
+  for (size_t i = 0; !s && i < n * d; i++) partial[i / (ROW_BLOCK * d) * d + i % d] += X->data[i];
+  if (!s) s = nle__comm_sum_blocks(ctx, partial, blocks, d, mean);
+  for (size_t c = 0; !s && c < d; c++) mean[c] /= (double)all;
+  if (!s) block_square_sums(X->data, n, d, mean, partial, 1);
+  if (!s) s = nle__comm_sum_blocks(ctx, partial, blocks, 1, mean + d);
+  *collapsed = !s && !(mean[d] >= (double)all);
+  free(partial);
+  free(mean);
+  return s;
+}
+
+/* Whether the step u settled the map: |u| <= x_tol |x before the step|
+ * (Frobenius, partition-free sums; x before the step: its block partials
+ * in column 0 of `partial`, 2 per block). */
+static nle_status step_settled(nle_ctx *ctx, const nle_opt *o, const nle_matd *X, const double *u, double *partial,
+                               int *settled) {
+  size_t n = X->rows, blocks = (n + ROW_BLOCK - 1) / ROW_BLOCK;
+  double sums[2];
+  block_square_sums(u, n, X->cols, NULL, partial + 1, 2);
+  nle_status s = nle__comm_sum_blocks(ctx, partial, blocks, 2, sums);
+  *settled = !s && sqrt(sums[1]) <= o->o.x_tol * sqrt(sums[0]);
+  return s;
+}
+
+/* Whether every rank stops now: the time budget read from the slowest
+ * rank's clock, a cancellation by any rank's progress callback. */
+static nle_status agree_stop(nle_ctx *ctx, const nle_opt *o, double *seconds, nle_status progress) {
+  if (!nle__distributed(ctx)) return progress;
+  int64_t cancelled = progress != NLE_OK;
+  nle_status s = o->o.time_budget > 0 ? nle__comm_max_d(ctx, seconds, 1) : NLE_OK;
+  if (!s) s = nle__comm_sum_i64(ctx, &cancelled, 1);
+  if (!s && cancelled && !progress) return nle__fail(ctx, NLE_ERR_CANCELLED, "optimising: cancelled on another rank");
+  return s ? s : progress;
 }
 
 /* Gradient descent as the t-SNE codes run it (van der Maaten 2014): a fixed
@@ -72,8 +110,13 @@ nle_status nle__opt_run_fixed_rate(nle_ctx *ctx, nle_opt *o, nle_model *model, n
     for (size_t i = 0; !s && i < nd; i++) r->gain[i] = 1.0;
   }
   double *u = r->velocity, *gain = r->gain, E = 0.0;
-  double *deg = s ? NULL : attraction_degrees(ctx, model->spec.Wp);
-  if (!s && !deg) s = NLE_ERR_NOMEM;
+  const nle_csr *W = model->spec.Wp;
+  /* Each point's attraction: deg_i = sum_j (w_ij + w_ji) / 2 over W+, the
+   * diagonal of its Laplacian (t-SNE: 1 / N on average). */
+  double *deg = s ? NULL : nle__attraction_degrees(ctx, W, model->WpT ? model->WpT : W, model->row0);
+  double *partial = s ? NULL : nle__malloc(ctx, (2 * (X->rows + ROW_BLOCK - 1) / ROW_BLOCK + 2) * sizeof(double), "step sums");
+  if (!s && (!deg || !partial)) s = NLE_ERR_NOMEM;
+  s = nle__comm_agree(ctx, s);
   while (!s && rep->iterations < o->o.max_iters) {
     int it = rep->iterations, exaggerating = it < o->o.exaggeration_iters;
     nle__opt_schedule_accuracy(ctx, o, it);
@@ -87,12 +130,14 @@ nle_status nle__opt_run_fixed_rate(nle_ctx *ctx, nle_opt *o, nle_model *model, n
                     "{@lambda} or {@learning-rate} is too large for this data)", it);
     if (s) break;
     if (it == 0) rep->E0 = E;
-    if (!exaggerating && nle__opt_max_abs(ctx, G) <= o->o.grad_tol && !map_collapsed(X)) {
+    int collapsed = 0;
+    if (!exaggerating && nle__opt_max_abs(ctx, G) <= o->o.grad_tol && !(s = map_collapsed(ctx, X, &collapsed)) &&
+        !collapsed) {
       rep->evaluations++;
       rep->converged = true;
       break;
     }
-    double mom = exaggerating ? 0.5 : o->o.momentum, x_old = 0.0, moved = 0.0;
+    double mom = exaggerating ? 0.5 : o->o.momentum;
     double lr = exaggerating || o->o.learning_rate_final == NLE_AUTO ? o->o.learning_rate : o->o.learning_rate_final;
     double bound = (1.0 + mom) / (2.0 * (exaggerating ? o->o.exaggeration : 1.0)); /* rate x deg_i at most */
     /* Each coordinate's step on its own, in parallel (a million-point map's
@@ -102,7 +147,7 @@ nle_status nle__opt_run_fixed_rate(nle_ctx *ctx, nle_opt *o, nle_model *model, n
     const size_t cols = X->cols;
     double *x = X->data;
     const double *g = G->data;
-    for (size_t i = 0; o->o.x_tol > 0 && i < nd; i++) x_old += x[i] * x[i];
+    if (o->o.x_tol > 0) block_square_sums(x, X->rows, cols, NULL, partial, 2);
 #pragma omp parallel for schedule(static) num_threads(nle__threads_for(ctx, 4.0 * (double)nd))
     for (size_t i = 0; i < nd; i++) {
       if (gains) {
@@ -113,21 +158,24 @@ nle_status nle__opt_run_fixed_rate(nle_ctx *ctx, nle_opt *o, nle_model *model, n
       u[i] = mom * u[i] - lr_i * gain[i] * g[i];
       x[i] += u[i];
     }
-    for (size_t i = 0; o->o.x_tol > 0 && i < nd; i++) moved += u[i] * u[i];
-    int x_settled = o->o.x_tol > 0 && sqrt(moved) <= o->o.x_tol * sqrt(x_old);
+    int x_settled = 0;
+    if (o->o.x_tol > 0) s = step_settled(ctx, o, X, u, partial, &x_settled);
     rep->evaluations++;
     rep->iterations++;
     rep->seconds = seconds0 + nle_time_seconds() - t0;
     if (o->o.trace) o->o.trace(o->o.trace_user, rep->iterations, rep->seconds, E, rep->evaluations, lr);
-    if (o->ckpt_every && rep->iterations % o->ckpt_every == 0) s = nle__opt_checkpoint(ctx, o, X);
+    if (!s && o->ckpt_every && rep->iterations % o->ckpt_every == 0) s = nle__opt_checkpoint(ctx, o, X);
     if (!s && x_settled) {
       rep->converged = true;
       break;
     }
+    if (!s) s = agree_stop(ctx, o, &rep->seconds,
+                           nle__progress(ctx, "optimising", (double)rep->iterations / (double)o->o.max_iters));
+    if (s == NLE_ERR_CANCELLED) break;
     if (!s && o->o.time_budget > 0 && rep->seconds >= o->o.time_budget) break;
-    if (!s && nle__progress(ctx, "optimising", (double)rep->iterations / (double)o->o.max_iters)) s = NLE_ERR_CANCELLED;
   }
   free(deg);
+  free(partial);
   if (s == NLE_ERR_CANCELLED) { /* the run stays resumable */
     nle_model_set_exaggeration(ctx, model, 1.0);
     nle_matd_free(&G);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/comm.h"
 #include "../core/vecmath.h"
 
 
@@ -70,16 +71,24 @@ void nle_model_spec_init(nle_model_spec *spec) {
 nle_status nle_model_new(nle_ctx *ctx, const nle_model_spec *spec, nle_model **model) {
   *model = NULL;
   const nle_csr *W = spec->Wp;
-  if (!W || W->rows != W->cols || W->rows < 2)
+  /* distributed: this rank's rows of W+, global columns (model_dist.c) */
+  int distributed = nle__distributed(ctx);
+  if (!W || (!distributed && (W->rows != W->cols || W->rows < 2)))
     return nle__fail(ctx, NLE_ERR_ARG, "model: W+ must be a square matrix of at least 2 points");
+  if (distributed && (spec->kind == NLE_MODEL_EE || spec->kind == NLE_MODEL_TEE) && spec->wneg != NLE_WNEG_UNIFORM)
+    return nle__fail(ctx, NLE_ERR_ARG, "model: a distributed run takes uniform W- ({@wneg=uniform}); W- of squared "
+                     "distances or of the kNN graph is not distributed");
   if (!(spec->lambda > 0.0) || !isfinite(spec->lambda))
     return nle__fail(ctx, NLE_ERR_ARG, "model: {@lambda=%g} must be positive and finite", spec->lambda);
   if ((unsigned)spec->kind >= NLE_MODEL_COUNT) return nle__fail(ctx, NLE_ERR_ARG, "model: unknown kind %d", spec->kind);
-  for (int64_t q = 0; q < W->nnz; q++) {
+  nle_status bad = NLE_OK;
+  for (int64_t q = 0; !bad && q < W->nnz; q++) {
     double w = nle_csr_value(W, q);
     if (!(w >= 0.0) || !isfinite(w))
-      return nle__fail(ctx, NLE_ERR_VALUE, "model: W+ entry %lld is %g; weights must be finite and >= 0", (long long)q, w);
+      bad = nle__fail(ctx, NLE_ERR_VALUE, "model: W+ entry %lld is %g; weights must be finite and >= 0", (long long)q, w);
   }
+  if (distributed) bad = nle__comm_agree(ctx, bad); /* before any rank waits in the transpose */
+  if (bad) return bad;
   int unnormalised = spec->kind == NLE_MODEL_EE || spec->kind == NLE_MODEL_TEE;
   const nle_matd *Wd = spec->Wneg_dense;
   const nle_matf *Ft = spec->Wneg_features;
@@ -115,14 +124,15 @@ nle_status nle_model_new(nle_ctx *ctx, const nle_model_spec *spec, nle_model **m
   m->n = W->rows;
   m->student = spec->kind == NLE_MODEL_TSNE || spec->kind == NLE_MODEL_TEE;
   m->normalised = spec->kind == NLE_MODEL_SSNE || spec->kind == NLE_MODEL_TSNE;
-  nle_status s = nle_csr_transpose(ctx, W, &m->WpT);
-  if (!s && csr_equal(W, m->WpT)) nle_csr_free(&m->WpT);
+  m->row1 = (size_t)m->n;
+  nle_status s = distributed ? nle__model_dist_attach(ctx, m) : nle_csr_transpose(ctx, W, &m->WpT);
+  if (!s && !distributed && csr_equal(W, m->WpT)) nle_csr_free(&m->WpT);
   if (!s && unnormalised && spec->wneg == NLE_WNEG_SQDIST && sq_feat) {
     m->spec.Wneg_dense = NULL;
     m->nf = Ft->cols;
     s = nle__centre_features(ctx, Ft, &m->feat, &m->feat_sq);
   }
-  for (int64_t i = 0; !s && i < m->n; i++) {
+  for (int64_t i = 0; !s && i < W->rows; i++) {
     size_t a = (size_t)(W->rowptr[i + 1] - W->rowptr[i]);
     size_t b = m->WpT ? (size_t)(m->WpT->rowptr[i + 1] - m->WpT->rowptr[i]) : 0;
     m->max_row = a > m->max_row ? a : m->max_row;
@@ -148,6 +158,8 @@ void nle_model_free(nle_model **model) {
   free((*model)->centred);
   free((*model)->curv_inv_z);
   free((*model)->last_x);
+  free((*model)->map);
+  free((*model)->gathered);
   if ((*model)->engine && (*model)->engine->detach) (*model)->engine->detach(*model);
   free((*model)->feat);
   free((*model)->feat_sq);
@@ -227,10 +239,10 @@ __attribute__((noinline)) static double attract_energy(const nle_model *m, const
  * vectorised over them. W's values are read in their own precision (float
  * affinities are not copied to double: at 70,000 points that is 80 MB less
  * to stream per gradient). */
-NLE_HOT static double attract_row(const nle_model *m, const nle_csr *W, const nle_matd *X, int64_t n, double *g,
-                          double *d2) {
+NLE_HOT static double attract_row(const nle_model *m, const nle_csr *W, const nle_matd *X, int64_t n, size_t xrow,
+                                  double *g, double *d2) {
   size_t d = X->cols, len = (size_t)(W->rowptr[n + 1] - W->rowptr[n]);
-  const double *xn = X->data + (size_t)n * d;
+  const double *xn = X->data + xrow * d; /* row n of W is point xrow of the map */
   const int32_t *col = W->colind + W->rowptr[n];
   const float *wf = W->dtype == NLE_F32 ? (const float *)W->val + W->rowptr[n] : NULL;
   const double *wd = W->dtype == NLE_F32 ? NULL : (const double *)W->val + W->rowptr[n];
@@ -264,6 +276,7 @@ typedef struct {
   const double *force; /* repulsive forces, in X's order */
   double scale;        /* on the forces */
   double *e_block;     /* per block: its rows' attractive energy */
+  size_t row0;         /* the map's row of W's row 0 (distributed: this rank's first) */
 } attract_job;
 
 enum { ATTRACT_BLOCK = 512 };
@@ -274,16 +287,17 @@ enum { ATTRACT_BLOCK = 512 };
 static int attract_block(void *job, size_t b, void *scratch) {
   const attract_job *j = job;
   const nle_model *m = j->m;
-  size_t N = j->X->rows, d = j->X->cols, n1 = (b + 1) * ATTRACT_BLOCK < N ? (b + 1) * ATTRACT_BLOCK : N;
+  size_t N = (size_t)j->Wp->rows, d = j->X->cols, n1 = (b + 1) * ATTRACT_BLOCK < N ? (b + 1) * ATTRACT_BLOCK : N;
   double *d2 = scratch, *tmp = d2 + m->max_row, e = 0.0;
   for (size_t n = b * ATTRACT_BLOCK; n < n1; n++) {
     double *gn = j->g ? j->g + (j->order ? (size_t)j->order[n] : n) * d : tmp;
+    size_t x = j->row0 + n;
     memset(gn, 0, d * sizeof(double));
-    e += attract_row(m, j->Wp, j->X, (int64_t)n, gn, d2);
+    e += attract_row(m, j->Wp, j->X, (int64_t)n, x, gn, d2);
     if (j->WpT) /* the m-n half of each pair */
-      attract_row(m, j->WpT, j->X, (int64_t)n, gn, d2);
+      attract_row(m, j->WpT, j->X, (int64_t)n, x, gn, d2);
     double twice = j->WpT ? 1.0 : 2.0;
-    for (size_t t = 0; t < d; t++) gn[t] = twice * m->exaggeration * gn[t] + j->scale * j->force[n * d + t];
+    for (size_t t = 0; t < d; t++) gn[t] = twice * m->exaggeration * gn[t] + j->scale * j->force[x * d + t];
   }
   j->e_block[b] = e;
   return 0;
@@ -296,6 +310,7 @@ typedef struct {
   double *force;   /* per row: sum over m of weight * K' * (x_n - x_m), N x d */
   const double *inv_z; /* SNE second pass: 1 / Z_n, else NULL */
   double exp_floor;    /* largest argument given to the vector exp */
+  size_t block0;       /* the first block's place (distributed: this rank's rows) */
 } rep_job;
 
 /* All-pairs repulsion of a block of rows. For the unnormalised models
@@ -311,6 +326,7 @@ static int rep_block(void *job, size_t b, void *scratch) {
   const nle_matd *Wd = m->spec.wneg == NLE_WNEG_SQDIST ? m->spec.Wneg_dense : NULL;
   int uniform = m->normalised || m->spec.kind == NLE_MODEL_SNE || m->spec.wneg == NLE_WNEG_UNIFORM;
   const double *feat = !uniform && m->spec.wneg == NLE_WNEG_SQDIST ? m->feat : NULL;
+  b += j->block0;
   size_t nf = m->nf, n1 = (b + 1) * REP_BLOCK < N ? (b + 1) * REP_BLOCK : N;
   for (size_t n = b * REP_BLOCK; n < n1; n++) {
     const double *xn = X->data + n * d;
@@ -414,7 +430,7 @@ static int rep_block(void *job, size_t b, void *scratch) {
 /* All pairs (blocked, OpenMP; per-row results, so no dependence on threads). */
 nle_status nle__exact_repulsion(nle_ctx *ctx, nle_model *m, const nle_matd *X) {
   size_t N = X->rows;
-  rep_job job = {m, X, m->row_e, m->force, NULL, EXP_FLOOR};
+  rep_job job = {m, X, m->row_e, m->force, NULL, EXP_FLOOR, 0};
   return nle__for_blocks(ctx, "repulsion", (N + REP_BLOCK - 1) / REP_BLOCK,
                          nle__threads_for(ctx, (double)N * (double)N * (double)(X->cols + 10)), 0, rep_block, &job);
 }
@@ -465,6 +481,17 @@ static nle_status workspace(nle_ctx *ctx, nle_model *m, size_t d) {
   m->inv_z = nle__malloc(ctx, n * sizeof(double), "normalisers");
   m->centred = m->spec.engine != NLE_REPULSION_EXACT ? nle__malloc(ctx, n * d * sizeof(double), "centred X") : NULL;
   m->ws_dim = d;
+  if (m->distributed) {
+    free(m->map);
+    free(m->gathered);
+    m->map = nle__malloc(ctx, n * d * sizeof(double), "the gathered map");
+    m->gathered = nle__malloc(ctx, n * sizeof(double), "gathered row sums");
+    if (!m->map || !m->gathered) {
+      free(m->row_e);
+      m->row_e = NULL; /* allocated again at the next call */
+      return NLE_ERR_NOMEM;
+    }
+  }
   if (m->row_e && m->force && m->inv_z && (m->centred || m->spec.engine == NLE_REPULSION_EXACT)) return NLE_OK;
   free(m->row_e);
   free(m->force);
@@ -499,71 +526,102 @@ void nle__model_log_times(nle_ctx *ctx, const nle_model *m, double total) {
            m->seconds_attraction, per * m->seconds_attraction, total - m->seconds_repulsion - m->seconds_attraction);
 }
 
-nle_status nle_model_eval(nle_ctx *ctx, nle_model *m, const nle_matd *X, double *E, nle_matd *G) {
-  size_t N = X->rows, d = X->cols;
-  if ((int64_t)N != m->n || d < 1)
-    return nle__fail(ctx, NLE_ERR_ARG, "model: X has %zu rows for a model of %lld points", N, (long long)m->n);
-  if (G && (G->rows != N || G->cols != d))
-    return nle__fail(ctx, NLE_ERR_ARG, "model: the gradient must be %zu x %zu", N, d);
-  for (size_t i = 0; i < N * d; i++)
+/* The checks of X and G, agreed between ranks, and the work space. */
+static nle_status eval_begin(nle_ctx *ctx, nle_model *m, const nle_matd *X, const nle_matd *G) {
+  size_t rows = m->row1 - m->row0, d = X->cols;
+  nle_status s = NLE_OK;
+  if (X->rows != rows || d < 1)
+    s = m->distributed ? nle__fail(ctx, NLE_ERR_ARG, "model: X has %zu rows where this rank holds %zu of the %lld points",
+                                   X->rows, rows, (long long)m->n)
+                       : nle__fail(ctx, NLE_ERR_ARG, "model: X has %zu rows for a model of %lld points", X->rows,
+                                   (long long)m->n);
+  else if (G && (G->rows != rows || G->cols != d))
+    s = nle__fail(ctx, NLE_ERR_ARG, "model: the gradient must be %zu x %zu", rows, d);
+  for (size_t i = 0; !s && i < rows * d; i++)
     if (!isfinite(X->data[i]))
-      return nle__fail(ctx, NLE_ERR_VALUE, "model: X[%zu, %zu] is not finite", i / d, i % d);
-  nle_status s = workspace(ctx, m, d);
-  if (s) return s;
-  double *row_e = m->row_e, *force = m->force, *inv_z = m->inv_z;
-  rep_job job = {m, X, row_e, force, NULL, EXP_FLOOR};
-  size_t nblocks = (N + REP_BLOCK - 1) / REP_BLOCK;
-  int threads = nle__threads_for(ctx, (double)N * (double)N * (double)(d + 10));
-  int fast = m->engine->forces && (m->engine->max_dim == 0 || d <= (size_t)m->engine->max_dim);
-  int local = fast && !m->feat && m->n >= m->locality_min;
-  if (local && !m->order) s = locality_order(ctx, m);
-  if (s) return s;
+      s = nle__fail(ctx, NLE_ERR_VALUE, "model: X[%zu, %zu] is not finite", m->row0 + i / d, i % d);
+  if (!s) s = workspace(ctx, m, d);
+  if (m->distributed) s = nle__comm_agree(ctx, s);
+  if (!s && m->distributed) s = nle__model_dist_map(ctx, m, X);
+  return s;
+}
+
+/* The repulsion over the whole map Xmap: a fast engine's sums (on every
+ * rank alike), or the exact per-row sums of this rank's rows, their row
+ * sums then gathered (Z and SNE's Z_n read every row); E's repulsive part
+ * into *e_rep and Z into *z. */
+static nle_status repulsion(nle_ctx *ctx, nle_model *m, const nle_matd *Xmap, int fast, const int32_t *order, bool grad,
+                            double *e_rep, double *z) {
+  size_t N = Xmap->rows, d = Xmap->cols;
+  double *row_e = m->row_e, *inv_z = m->inv_z;
+  rep_job job = {m, Xmap, row_e, m->force, NULL, EXP_FLOOR, m->row0 / REP_BLOCK};
+  size_t nblocks = (m->row1 - m->row0 + REP_BLOCK - 1) / REP_BLOCK;
+  int threads = nle__threads_for(ctx, (double)N * (double)(m->row1 - m->row0) * (double)(d + 10));
   m->fast_z_only = 0;
-  double t_rep = nle_time_seconds();
-  if (fast)
-    s = fast_repulsion(ctx, m, X, local ? m->order : NULL);
-  else
-    s = nle__for_blocks(ctx, "repulsion", nblocks, threads, 0, rep_block, &job);
-  double lambda = m->spec.lambda, e_rep = 0.0, z = 0.0;
+  nle_status s = fast ? fast_repulsion(ctx, m, Xmap, order)
+                      : nle__for_blocks(ctx, "repulsion", nblocks, threads, 0, rep_block, &job);
+  if (m->distributed) s = nle__comm_agree(ctx, s);
+  if (!s && m->distributed && !fast) s = nle__model_dist_rows(ctx, m, row_e);
+  double lambda = m->spec.lambda;
+  *e_rep = *z = 0.0;
   if (!s && m->spec.kind == NLE_MODEL_SNE) {
     /* Per-point normalisers: E_rep = lambda sum_n log Z_n, and the forces
      * weighted by 1/Z_n + 1/Z_m in a second pass. */
     for (size_t n = 0; n < N; n++) {
-      e_rep += log(row_e[n]);
+      *e_rep += log(row_e[n]);
       inv_z[n] = 1.0 / row_e[n];
     }
     job.inv_z = inv_z;
-    if (G) s = nle__for_blocks(ctx, "repulsion", nblocks, threads, 0, rep_block, &job);
-    e_rep *= lambda;
+    if (grad) s = nle__for_blocks(ctx, "repulsion", nblocks, threads, 0, rep_block, &job);
+    if (m->distributed) s = nle__comm_agree(ctx, s);
+    *e_rep *= lambda;
   } else if (!s) {
-    if (m->fast_z_only) z = m->fast_z;
+    if (m->fast_z_only) *z = m->fast_z;
     else
-      for (size_t n = 0; n < N; n++) z += row_e[n];
-    e_rep = m->normalised ? lambda * log(z) : lambda * z;
+      for (size_t n = 0; n < N; n++) *z += row_e[n];
+    *e_rep = m->normalised ? lambda * log(*z) : lambda * *z;
   }
+  return s;
+}
+
+nle_status nle_model_eval(nle_ctx *ctx, nle_model *m, const nle_matd *X, double *E, nle_matd *G) {
+  nle_status s = eval_begin(ctx, m, X, G);
+  if (s) return s;
+  size_t N = (size_t)m->n, d = X->cols, rows = m->row1 - m->row0;
+  nle_matd Xmap = {N, d, m->distributed ? m->map : X->data};
+  int fast = m->engine->forces && (m->engine->max_dim == 0 || d <= (size_t)m->engine->max_dim);
+  /* The locality order renumbers all points: a single process's alone. */
+  int local = fast && !m->feat && m->n >= m->locality_min && !m->distributed;
+  if (local && !m->order) s = locality_order(ctx, m);
+  if (s) return s;
+  double t_rep = nle_time_seconds(), lambda = m->spec.lambda, e_rep = 0.0, z = 0.0;
+  s = repulsion(ctx, m, &Xmap, fast, local ? m->order : NULL, G != NULL, &e_rep, &z);
   double t_att = nle_time_seconds();
   m->seconds_repulsion += t_att - t_rep;
   if (!s) {
-    /* Attraction (sparse) and the total. */
+    /* Attraction (sparse) over this rank's rows, and the total. */
     double scale = m->spec.kind == NLE_MODEL_SNE ? 2.0 * lambda : m->normalised ? 4.0 * lambda / z : 4.0 * lambda;
-    size_t ablocks = (N + ATTRACT_BLOCK - 1) / ATTRACT_BLOCK;
-    double *e_block = nle__malloc(ctx, ablocks * sizeof(double), "attraction sums");
+    size_t ablocks = (rows + ATTRACT_BLOCK - 1) / ATTRACT_BLOCK;
+    double *e_block = nle__malloc(ctx, (ablocks ? ablocks : 1) * sizeof(double), "attraction sums");
     nle_matd Xl = {N, d, m->centred};
-    attract_job aj = {m, local ? &Xl : X, local ? m->Wp_local : m->spec.Wp, local ? m->WpT_local : m->WpT,
-                      local ? m->order : NULL, G ? G->data : NULL, force, scale, e_block};
+    attract_job aj = {m, local ? &Xl : &Xmap, local ? m->Wp_local : m->spec.Wp, local ? m->WpT_local : m->WpT,
+                      local ? m->order : NULL, G ? G->data : NULL, m->force, scale, e_block, m->row0};
     int64_t nnz = m->spec.Wp->nnz;
     s = e_block ? nle__for_blocks(ctx, "attraction", ablocks, nle__threads_for(ctx, (double)nnz * 40.0),
                                   (m->max_row + d) * sizeof(double), attract_block, &aj)
                 : NLE_ERR_NOMEM;
+    if (m->distributed) s = nle__comm_agree(ctx, s);
+    /* the blocks' energies added in block order: the same bits for any
+     * number of threads or ranks */
     double e_att = 0.0;
-    for (size_t b = 0; !s && b < ablocks; b++) e_att += e_block[b];
+    if (!s && !m->skip_energy) s = nle__dist_ordered_sum(ctx, e_block, ablocks, &e_att);
     free(e_block);
     if (!s) *E = m->skip_energy ? NAN : m->exaggeration * e_att + e_rep;
   }
   m->seconds_attraction += nle_time_seconds() - t_att;
   m->evaluations++;
   m->last_valid = 0;
-  if (!s && m->last_x && m->last_dim == d) {
+  if (!s && m->last_x && m->last_dim == d && !m->distributed) {
     memcpy(m->last_x, X->data, N * d * sizeof(double));
     m->last_z = z;
     m->last_valid = 1;

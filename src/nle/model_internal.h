@@ -120,7 +120,48 @@ struct nle_model {
   int64_t locality_min; /* fewest points for which it pays */
   double accuracy;     /* schedule position in [0, 1] (1: the spec's setting) */
   int skip_energy;     /* nle__model_want_energy(m, 0): gradient only */
+  /* Distributed (issue 38, model_dist.c): with a communicator of several
+   * ranks this rank holds rows [row0, row1) of the N points: W+ (and WpT)
+   * are those rows with global columns, X and G those rows of the map;
+   * `map` receives the whole map at each evaluation. Alone: 0 and N. */
+  size_t row0, row1;
+  int distributed;
+  double *map;
+  double *gathered; /* N doubles: every rank's part of a per-row vector */
 };
+
+/* Distributed models (model_dist.c). */
+/* Learns N and this rank's rows from W+'s local rows, checks W+'s columns,
+ * and builds the local rows of W+'s transpose by an all-to-all (kept in
+ * m->WpT unless W+ is symmetric on every rank). */
+nle_status nle__model_dist_attach(nle_ctx *ctx, nle_model *m);
+/* Every rank's rows of X (m->row1 - m->row0 of them) into m->map, N x d. */
+nle_status nle__model_dist_map(nle_ctx *ctx, nle_model *m, const nle_matd *X);
+/* Every rank's values of v[row0..row1) into all of v[0..N), in place. */
+nle_status nle__model_dist_rows(nle_ctx *ctx, nle_model *m, double *v);
+/* The sum, in block order, of every rank's per-block partials (its blocks
+ * in order, `count` of them): the single process's sum of the same
+ * partials, bit for bit, on every rank. */
+nle_status nle__dist_ordered_sum(nle_ctx *ctx, const double *partials, size_t count, double *total);
+/* deg_i = sum_j (w_ij + w_ji) / 2 over the local rows of W+ (WT: the local
+ * rows of its transpose), added in the order a single pass over all rows
+ * of W+ would add them, so that any partition gives the same bits. */
+double *nle__attraction_degrees(nle_ctx *ctx, const nle_csr *W, const nle_csr *WT, size_t row0);
+/* A sum whose order runs over the points, continued from rank to rank:
+ * part(user, start) adds this rank's terms, in order, to start; rank 0
+ * starts at 0, each next rank from the previous one's result (ranks - 1
+ * ring steps, then a broadcast): the single process's bits on every rank,
+ * at a latency per rank. For one-off totals (W+'s total, KL's sum p log p). */
+nle_status nle__dist_chain_sum(nle_ctx *ctx, double (*part)(void *user, double start), void *user, double *total);
+/* This rank's rows of an N x d start of normal values times scale, from the
+ * one stream (seed, stream) drawn in point order: the values before this
+ * rank's rows are drawn and dropped, so every rank count gives the single
+ * process's start. X: this rank's rows, allocated. */
+nle_status nle__dist_normal_rows(nle_ctx *ctx, uint64_t stream, double scale, nle_matd *X);
+/* X (this rank's rows) scaled so that its first column over all ranks has
+ * standard deviation target, the column gathered (N doubles, once) and its
+ * mean and variance summed in point order as one process does. */
+nle_status nle__dist_scale_first_column(nle_ctx *ctx, nle_matd *X, double target);
 
 /* Newton's third law restored on approximate forces (their mean removed). */
 void nle__remove_mean_force(double *force, size_t N, size_t d);

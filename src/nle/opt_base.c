@@ -6,6 +6,8 @@
 
 #include <math.h>
 
+#include "../core/comm.h"
+
 double nle__opt_dot(const double *a, const double *b, size_t len) {
   double s = 0.0;
   for (size_t i = 0; i < len; i++) s += a[i] * b[i];
@@ -19,7 +21,8 @@ nle_status nle__opt_history_reset(nle_ctx *ctx, nle_opt *o, size_t len) {
 /* The largest |entry|, NaNs passed over as fmax would; in parallel and
  * vectorised (fmax kept the loop scalar: 2 ms an iteration at a million
  * points), the same value for any thread count or width: a maximum is
- * exact in any order. */
+ * exact in any order. Distributed, m is this rank's rows and the maximum
+ * is over all ranks' (NaN if the ranks cannot agree). */
 double nle__opt_max_abs(nle_ctx *ctx, const nle_matd *m) {
   double v = 0.0;
   size_t n = m->rows * m->cols;
@@ -29,6 +32,7 @@ double nle__opt_max_abs(nle_ctx *ctx, const nle_matd *m) {
     double a = fabs(x[i]);
     v = a > v ? a : v;
   }
+  if (nle__distributed(ctx) && nle__comm_max_d(ctx, &v, 1)) return NAN;
   return v;
 }
 

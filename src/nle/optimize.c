@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/comm.h"
+
 enum { STALL_ITERS = 5 };
 
 void nle_opt_opts_init(nle_opt_opts *o) {
@@ -119,6 +121,12 @@ nle_status nle_opt_new(nle_ctx *ctx, nle_model *model, const nle_csr *Wp, const 
   if (!(opts->shrink > 0 && opts->shrink < 1)) BAD("{@shrink=%g} must be in (0, 1)", opts->shrink);
   if (!(opts->sdm_tol > 0)) BAD("{@sdm-tol=%g} must be > 0", opts->sdm_tol);
   if (opts->sdm_iters < 1) BAD("{@sdm-iters=%d} must be >= 1", opts->sdm_iters);
+  /* Distributed (issue 38): the fixed-rate schedule's sums are partition-
+   * free; the line searches' inner products and SD's sparse solve are not
+   * distributed yet. */
+  if (nle__distributed(ctx) && !opts->fixed_rate)
+    BAD("a distributed run takes the fixed-rate schedule ({@optimizer=gd} with fixed rates, t-SNE's default); "
+        "{@optimizer=%s} with its line search runs in one process", type ? type->name : "?");
 #undef BAD
   nle_opt *o = nle__calloc(ctx, 1, sizeof *o, "the optimiser");
   if (!o) return NLE_ERR_NOMEM;

@@ -299,8 +299,8 @@ nle_status nle__smallest_by_factor(nle_ctx *ctx, const char *what, cholmod_commo
     /* not below 1e-10: the stored solves' rounding along the trivial
      * direction (eps / shift) sets the explicit residuals' floor there */
     if (!s)
-      s = nle__block_eigs(ctx, what, n, apply_inverse_block, &op, nev, NLE__EIG_LARGEST, fmax(tol, 1e-10), nu, Z,
-                          NULL);
+      s = nle__block_eigs(ctx, what, n, apply_inverse_block, &op, 4.0 * cc->lnz, nev, NLE__EIG_LARGEST,
+                          fmax(tol, 1e-10), nu, Z, NULL);
     nle__factor_solver_free(&op.solver);
     cholmod_l_free_dense(&op.rhs, cc);
   } else if (!s) {

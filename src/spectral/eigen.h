@@ -35,10 +35,16 @@ typedef struct {
 /* The nev eigenpairs at one end of A's spectrum by a thick-restarted block
  * Krylov method (src/spectral/block_eigen.c): values ascending, vectors
  * the columns of the row-major n x nev vecs (may be NULL). tol: relative
- * residual ||A x - theta x|| / |theta|; 0: 1e-10. Needs n at least the
- * basis (about 2 nev + 4 b, b = nev / 2 within [2, 16]). */
-nle_status nle__block_eigs(nle_ctx *ctx, const char *what, size_t n, nle__block_apply apply, void *user, int nev,
-                           nle__eig_end end, double tol, double *vals, double *vecs, nle__block_info *info);
+ * residual ||A x - theta x|| / |theta|; 0: 1e-10. column_flops: what one
+ * column's product costs (0: unknown), from which it decides whether to
+ * test convergence before the basis is full. Needs n at least the basis
+ * (about 2 nev + 4 b, b = nev / 2 within [2, 16]). */
+/* The block's width nle__block_eigs takes for nev pairs (its apply gets
+ * blocks of this many columns). */
+size_t nle__block_width(int nev);
+nle_status nle__block_eigs(nle_ctx *ctx, const char *what, size_t n, nle__block_apply apply, void *user,
+                           double column_flops, int nev, nle__eig_end end, double tol, double *vals, double *vecs,
+                           nle__block_info *info);
 /* Eigenpairs first..first + count - 1 (0-based, ascending) of the dense
  * symmetric n x n row-major A (overwritten) by LAPACK dsyevr. */
 nle_status nle__eig_dense(nle_ctx *ctx, const char *what, size_t n, double *A, size_t first, size_t count,

@@ -294,7 +294,8 @@ static nle_status solve_definite(nle_ctx *ctx, const char *what, const nle_csr *
       for (int64_t q = B->rowptr[i]; q < B->rowptr[i + 1]; q++) trb += (size_t)B->colind[q] == i ? nle_csr_value(B, q) : 0;
     }
     op.shift = tra > 0 && trb > 0 ? tra / trb : 1.0;
-    s = nle__block_eigs(ctx, what, n, apply_whitened_block, &op, nev, end, tol, vals, U, NULL);
+    s = nle__block_eigs(ctx, what, n, apply_whitened_block, &op, 4.0 * cc.lnz + 2.0 * (double)A->nnz, nev, end, tol,
+                        vals, U, NULL);
     for (int t = 0; !s && t < nev; t++) vals[t] -= op.shift;
   }
   else if (!s)

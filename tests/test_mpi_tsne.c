@@ -1,0 +1,275 @@
+/* test_mpi_tsne.c — the t-SNE/EE iterations distributed (issue 38,
+ * src/nle/model_dist.c). Each case builds P alone, runs the fixed-rate
+ * optimiser alone on every rank (the reference), then again with the world
+ * communicator (tests/mpi.sh: 2 and 3 ranks over TCP), each rank given its
+ * canonical rows of P and of the start, and compares its rows of the
+ * result and E with the reference bit for bit. Alone (no mpirun) both runs
+ * take the single-process path. 9,000 points: three row blocks of 4,096,
+ * so 2 and 3 ranks each hold rows (the last a short block). */
+#include "harness.h"
+#include "../src/core/comm.h"
+#include "../src/nle/model_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { POINTS = 9000, DIMS = 8 };
+
+/* Rows [begin, end) of W, columns kept global. */
+static nle_csr *csr_rows(nle_ctx *ctx, const nle_csr *W, size_t begin, size_t end) {
+  int64_t q0 = W->rowptr[begin], nnz = W->rowptr[end] - q0;
+  size_t width = W->dtype == NLE_F32 ? sizeof(float) : sizeof(double);
+  nle_csr *out = NULL;
+  if (nle_csr_alloc(ctx, (int64_t)(end - begin), W->cols, nnz, W->dtype, &out)) return NULL;
+  for (size_t i = 0; i <= end - begin; i++) out->rowptr[i] = W->rowptr[begin + i] - q0;
+  memcpy(out->colind, W->colind + q0, (size_t)nnz * sizeof(int32_t));
+  memcpy(out->val, (const char *)W->val + (size_t)q0 * width, (size_t)nnz * width);
+  return out;
+}
+
+typedef struct {
+  nle_model_kind kind;
+  nle_repulsion engine;
+  int iterations;
+  bool asymmetric; /* W+ the unsymmetrised conditional P: the transpose crosses ranks */
+} dist_case;
+
+static nle_status run_once(nle_ctx *ctx, const dist_case *c, const nle_csr *W, nle_matd *X, nle_opt_report *rep) {
+  nle_model_spec spec = test_model_spec(c->kind, 1.0, W);
+  spec.engine = c->engine;
+  nle_opt_opts oo;
+  nle_opt_opts_init(&oo);
+  oo.kind = NLE_OPT_GD;
+  oo.fixed_rate = true;
+  oo.learning_rate = c->kind == NLE_MODEL_TSNE ? POINTS / 12.0 : 0.5;
+  oo.exaggeration = c->kind == NLE_MODEL_TSNE ? 12.0 : 1.0;
+  oo.exaggeration_iters = c->iterations / 3;
+  oo.accuracy_iters = c->iterations / 2; /* the fast engines' schedule too */
+  oo.max_iters = c->iterations;
+  oo.energy_every = 5;
+  oo.x_tol = 1e-12; /* its partition-free test runs each iteration */
+  nle_model *m = NULL;
+  nle_opt *o = NULL;
+  nle_status s = nle_model_new(ctx, &spec, &m);
+  if (!s) s = nle_opt_new(ctx, m, W, &oo, &o);
+  if (!s) s = nle_opt_run(ctx, o, X, rep);
+  if (s > 0) s = NLE_OK; /* not converged in so few iterations */
+  if (s) printf("  %s\n", nle_ctx_error(ctx));
+  nle_opt_free(&o);
+  nle_model_free(&m);
+  return s;
+}
+
+/* The conditional P (rows sum to 1; not symmetric). */
+static nle_csr *conditional_p(nle_ctx *ctx, const nle_matf *Y) {
+  nle_knn_opts ko;
+  nle_knn_opts_init(&ko);
+  ko.k = 30;
+  nle_csr *g = NULL, *P = NULL;
+  nle_ea_opts eo;
+  nle_ea_opts_init(&eo);
+  eo.perplexity = 10;
+  nle_ea_result *ea = NULL;
+  if (!nle_knn_exact(ctx, Y, &ko, &g) && !nle_entropic_affinities(ctx, g, &eo, &ea)) P = ea->P, ea->P = NULL;
+  nle_ea_result_free(&ea);
+  nle_csr_free(&g);
+  return P;
+}
+
+/* The cases' two W+ (joint and conditional P), built once per process:
+ * the kNN search and the affinities were most of each case's time. */
+static nle_csr *cached_p[2];
+
+static void free_cached_p(void) {
+  nle_csr_free(&cached_p[0]);
+  nle_csr_free(&cached_p[1]);
+}
+
+static const nle_csr *shared_p(bool asymmetric) {
+  if (!cached_p[asymmetric]) {
+    nle_ctx *alone = test_ctx(7);
+    nle_matf *Y = test_random_matf(POINTS, DIMS, 11);
+    if (!cached_p[0] && !cached_p[1]) atexit(free_cached_p);
+    cached_p[asymmetric] = asymmetric ? conditional_p(alone, Y) : test_entropic_p(alone, Y, 10);
+    nle_matf_free(&Y);
+    nle_ctx_free(&alone);
+  }
+  return cached_p[asymmetric];
+}
+
+static void check_case(const dist_case *c) {
+  nle_ctx *alone = test_ctx(7), *ctx = test_comm_ctx(7);
+  const nle_csr *P = shared_p(c->asymmetric);
+  if (!nle_test(P != NULL)) {
+    nle_ctx_free(&ctx);
+    nle_ctx_free(&alone);
+    return;
+  }
+  nle_matd *X0 = test_random_matd(POINTS, 2, 1e-2, 5), *ref = test_random_matd(POINTS, 2, 1, 1);
+  memcpy(ref->data, X0->data, POINTS * 2 * sizeof(double));
+  nle_opt_report want = {0}, got = {0};
+  nle_test_ok(run_once(alone, c, P, ref, &want));
+
+  nle__row_range mine = nle__rank_rows(POINTS, nle_ctx_ranks(ctx), nle_ctx_rank(ctx));
+  size_t rows = mine.end - mine.begin;
+  nle_csr *Pmine = csr_rows(ctx, P, mine.begin, mine.end);
+  nle_matd *X = NULL;
+  nle_test_ok(nle_matd_alloc(ctx, rows, 2, &X));
+  memcpy(X->data, X0->data + mine.begin * 2, rows * 2 * sizeof(double));
+  nle_test_ok(run_once(ctx, c, Pmine, X, &got));
+  nle_test(memcmp(X->data, ref->data + mine.begin * 2, rows * 2 * sizeof(double)) == 0);
+  nle_test(memcmp(&got.E, &want.E, sizeof got.E) == 0 && memcmp(&got.E0, &want.E0, sizeof got.E0) == 0);
+  nle_test(got.iterations == want.iterations && got.grad_max == want.grad_max);
+  if (memcmp(&got.E, &want.E, sizeof got.E)) printf("  E %.17g, alone %.17g\n", got.E, want.E);
+
+  nle_matd_free(&X);
+  nle_csr_free(&Pmine);
+  nle_matd_free(&ref);
+  nle_matd_free(&X0);
+  nle_ctx_free(&ctx);
+  nle_ctx_free(&alone);
+}
+
+static void tsne_fft(void) { check_case(&(dist_case){NLE_MODEL_TSNE, NLE_REPULSION_FFT, 30, false}); }
+static void tsne_bh(void) { check_case(&(dist_case){NLE_MODEL_TSNE, NLE_REPULSION_BH, 12, false}); }
+static void tsne_exact(void) { check_case(&(dist_case){NLE_MODEL_TSNE, NLE_REPULSION_EXACT, 3, false}); }
+static void tsne_exact_asymmetric(void) { check_case(&(dist_case){NLE_MODEL_TSNE, NLE_REPULSION_EXACT, 3, true}); }
+static void tsne_fft_asymmetric(void) { check_case(&(dist_case){NLE_MODEL_TSNE, NLE_REPULSION_FFT, 20, true}); }
+static void ee_fft(void) { check_case(&(dist_case){NLE_MODEL_EE, NLE_REPULSION_FFT, 8, false}); }
+static void ee_bh(void) { check_case(&(dist_case){NLE_MODEL_EE, NLE_REPULSION_BH, 10, false}); }
+static void ee_exact(void) { check_case(&(dist_case){NLE_MODEL_EE, NLE_REPULSION_EXACT, 3, false}); }
+static void sne_exact(void) { check_case(&(dist_case){NLE_MODEL_SNE, NLE_REPULSION_EXACT, 2, true}); }
+
+/* Refused alike on every rank, with the option named: a line-search
+ * optimiser, and a checkpoint. */
+static void refusals(void) {
+  nle_ctx *ctx = test_comm_ctx(7);
+  if (nle_ctx_ranks(ctx) < 2) {
+    nle_ctx_free(&ctx);
+    return;
+  }
+  const nle_csr *P = shared_p(false);
+  nle__row_range mine = nle__rank_rows(POINTS, nle_ctx_ranks(ctx), nle_ctx_rank(ctx));
+  nle_csr *Pmine = csr_rows(ctx, P, mine.begin, mine.end);
+  nle_model_spec spec = test_model_spec(NLE_MODEL_TSNE, 1.0, Pmine);
+  nle_model *m = NULL;
+  nle_opt *o = NULL;
+  nle_test_ok(nle_model_new(ctx, &spec, &m));
+  nle_opt_opts oo;
+  nle_opt_opts_init(&oo); /* SD with its line search */
+  nle_test(nle_opt_new(ctx, m, Pmine, &oo, &o) == NLE_ERR_ARG);
+  nle_test(strstr(nle_ctx_error(ctx), "fixed-rate") != NULL);
+  oo.kind = NLE_OPT_GD;
+  oo.fixed_rate = true;
+  nle_test_ok(nle_opt_new(ctx, m, Pmine, &oo, &o));
+  nle_test(nle_opt_set_checkpoint(ctx, o, test_path("ck"), 10, "f") == NLE_ERR_ARG);
+  /* nle_embed says it before the graph's work: EE's recipe is the line search */
+  nle_matf *Y = test_random_matf(mine.end - mine.begin, DIMS, 11 + (uint64_t)nle_ctx_rank(ctx));
+  nle_embed_input in = {.Y = Y};
+  nle_embed_opts eo;
+  nle_embed_opts_init(&eo);
+  eo.model = NLE_MODEL_EE;
+  nle_embed_result *r = NULL;
+  nle_test(nle_embed(ctx, &in, &eo, &r) == NLE_ERR_ARG && strstr(nle_ctx_error(ctx), "fixed-rate steps") != NULL);
+  nle_embed_result_free(&r);
+  nle_matf_free(&Y);
+  nle_opt_free(&o);
+  nle_model_free(&m);
+  nle_csr_free(&Pmine);
+  nle_ctx_free(&ctx);
+}
+
+typedef struct {
+  const double *v;
+  size_t begin, end;
+} span;
+
+static double span_sum(void *user, double start) {
+  const span *sp = user;
+  for (size_t i = sp->begin; i < sp->end; i++) start += sp->v[i];
+  return start;
+}
+
+/* The start's pieces and the one-off totals: a random start from the one
+ * stream in point order (as embed.c drew it before: the reference loop
+ * here), the PCA start's scale (first column's standard deviation, summed
+ * in point order), and a sum continued from rank to rank: each rank's rows
+ * the single process's bits. */
+static void start_and_totals(void) {
+  nle_ctx *alone = test_ctx(3), *ctx = test_comm_ctx(3);
+  size_t n = POINTS, d = 2;
+  nle_matd *ref = NULL, *X = NULL;
+  nle_test_ok(nle_matd_alloc(alone, n, d, &ref));
+  nle_rng r;
+  nle_rng_init(&r, 3, 0x696e6974ULL);
+  for (size_t i = 0; i < n * d; i++) ref->data[i] = 1e-4 * nle_rng_normal(&r);
+  nle__row_range mine = nle__rank_rows(n, nle_ctx_ranks(ctx), nle_ctx_rank(ctx));
+  size_t rows = mine.end - mine.begin;
+  nle_test_ok(nle_matd_alloc(ctx, rows, d, &X));
+  nle_test_ok(nle__dist_normal_rows(ctx, 0x696e6974ULL, 1e-4, X));
+  nle_test(memcmp(X->data, ref->data + mine.begin * d, rows * d * sizeof(double)) == 0);
+  /* the scale: the former single-process loop as the reference */
+  double mean = 0.0, var = 0.0;
+  for (size_t i = 0; i < n; i++) mean += ref->data[i * d] / (double)n;
+  for (size_t i = 0; i < n; i++) var += (ref->data[i * d] - mean) * (ref->data[i * d] - mean) / (double)n;
+  for (size_t i = 0; i < n * d; i++) ref->data[i] *= 1e-4 / sqrt(var);
+  nle_test_ok(nle__dist_scale_first_column(ctx, X, 1e-4));
+  nle_test(memcmp(X->data, ref->data + mine.begin * d, rows * d * sizeof(double)) == 0);
+  double want = 0.0, got = -1.0;
+  for (size_t i = 0; i < n * d; i++) want += ref->data[i];
+  span sp = {ref->data, mine.begin * d, mine.end * d};
+  nle_test_ok(nle__dist_chain_sum(ctx, span_sum, &sp, &got));
+  nle_test(memcmp(&got, &want, sizeof got) == 0);
+  nle_matd_free(&X);
+  nle_matd_free(&ref);
+  nle_ctx_free(&ctx);
+  nle_ctx_free(&alone);
+}
+
+/* The rate caps' degrees from a rank's rows of W+ and of its transpose
+ * (built by the model's all-to-all) against the single pass over all rows
+ * of W+ that fixed_rate.c made before (the reference), bit for bit, for the
+ * conditional P (not symmetric) and the joint one. */
+static void degrees_from_transpose(void) {
+  nle_ctx *ctx = test_comm_ctx(7);
+  for (int asymmetric = 0; asymmetric < 2; asymmetric++) {
+    const nle_csr *W = shared_p(asymmetric);
+    if (!nle_test(W != NULL)) break;
+    double *want = calloc(POINTS, sizeof(double));
+    for (int64_t i = 0; i < W->rows; i++)
+      for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++) {
+        double w = 0.5 * nle_csr_value(W, q);
+        want[i] += w;
+        want[W->colind[q]] += w;
+      }
+    nle__row_range mine = nle__rank_rows(POINTS, nle_ctx_ranks(ctx), nle_ctx_rank(ctx));
+    nle_csr *Wmine = csr_rows(ctx, W, mine.begin, mine.end);
+    nle_model_spec spec = test_model_spec(NLE_MODEL_TSNE, 1.0, Wmine);
+    nle_model *m = NULL;
+    nle_test_ok(nle_model_new(ctx, &spec, &m));
+    nle_test(asymmetric ? m->WpT != NULL : m->WpT == NULL);
+    double *got = nle__attraction_degrees(ctx, Wmine, m->WpT ? m->WpT : Wmine, mine.begin);
+    nle_test(got && memcmp(got, want + mine.begin, (mine.end - mine.begin) * sizeof(double)) == 0);
+    free(got);
+    nle_model_free(&m);
+    nle_csr_free(&Wmine);
+    free(want);
+  }
+  nle_ctx_free(&ctx);
+}
+
+const nle_test_case mpi_tsne_tests[] = {
+    {"mpi/tsne_degrees_from_transpose", degrees_from_transpose},
+    {"mpi/tsne_start_and_totals", start_and_totals},
+    {"mpi/tsne_fft_same_bits", tsne_fft},
+    {"mpi/tsne_bh_same_bits", tsne_bh},
+    {"mpi/tsne_exact_same_bits", tsne_exact},
+    {"mpi/tsne_exact_asymmetric_same_bits", tsne_exact_asymmetric},
+    {"mpi/tsne_fft_asymmetric_same_bits", tsne_fft_asymmetric},
+    {"mpi/ee_fft_same_bits", ee_fft},
+    {"mpi/ee_bh_same_bits", ee_bh},
+    {"mpi/ee_exact_same_bits", ee_exact},
+    {"mpi/sne_exact_same_bits", sne_exact},
+    {"mpi/tsne_refusals", refusals},
+    {NULL, NULL},
+};
