@@ -31,9 +31,9 @@
 source "$(dirname "$0")/common.sh"
 export OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2
 PART=${PART:-"fig45 causes cluster sweep million"}
-# a smoke run: each part on a few hundred images (2,000 for million), few landmarks, one seed
+# a smoke run: each part on a few hundred images (2,000 for million), few landmarks (500: the sparse pencil), one seed
 if [ "$SMOKE" = 1 ]; then
-  export LS=${LS:-"60 100"} SEEDS=${SEEDS:-1} KZ=${KZ:-10} KW=${KW:-20} SIGMAS=${SIGMAS:-"300:6000:2"}
+  export LS=${LS:-"60 500"} SEEDS=${SEEDS:-1} KZ=${KZ:-10} KW=${KW:-20} SIGMAS=${SIGMAS:-"300:6000:2"}
   export KS=${KS:-"2:20:2"} LANDMARKS=${LANDMARKS:-100}
   LS_CLUSTER=${LS_CLUSTER:-100}
 fi

@@ -42,7 +42,7 @@ typedef struct {
 
 /* Each test file exports a NULL-terminated table. */
 extern const nle_test_case core_tests[], io_tests[], neighbors_tests[], affinity_tests[], spectral_tests[],
-    metrics_tests[], nle_tests[], optimize_tests[], optimize_run_tests[], api_tests[], spectral_method_tests[], isomap_tests[], mds_tests[], lll_tests[], kem_tests[], spectral_oos_tests[], oos_tests[], engines_tests[], nbody_tests[], embed_tests[],
+    metrics_tests[], nle_tests[], optimize_tests[], optimize_run_tests[], api_tests[], spectral_method_tests[], isomap_tests[], mds_tests[], lll_tests[], lll_sparse_tests[], kem_tests[], spectral_oos_tests[], oos_tests[], engines_tests[], nbody_tests[], embed_tests[],
     faults_tests[], estimator_tests[], knn_sparse_tests[], formats_tests[], block_eigen_tests[], comm_tests[],
     mpi_tsne_tests[], mpi_graph_tests[], mpi_io_tests[];
 
@@ -57,6 +57,12 @@ const char *test_tmpdir(void);
 const char *test_path(const char *name);
 /* Writes bytes to a file in the temporary folder; returns its path. */
 const char *test_write_file(const char *name, const void *data, size_t len);
+/* A uniform number in [0, 1) from a 64-bit LCG state. */
+double test_uniform(uint64_t *s);
+/* The library's Swiss roll of n points (NULL on failure). */
+nle_matf *test_swiss_roll(nle_ctx *ctx, size_t n);
+/* Rows idx[0..m) of Y, copied. */
+nle_matf *test_rows_of(const nle_matf *Y, const int32_t *idx, size_t m);
 /* Random N x D float matrix from a seed. */
 nle_matf *test_random_matf(size_t n, size_t d, uint64_t seed);
 /* Random N x d embedding, normal with standard deviation `scale`. */

@@ -12,11 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static double uniform(uint64_t *s) {
-  *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
-  return (double)(*s >> 11) / 9007199254740992.0;
-}
-
 /* A v = lambda B v by dsygvd: all eigenvalues ascending. */
 static void dense_pencil(size_t n, const double *A, const double *B, double *w) {
   double *a = malloc(n * n * sizeof(double)), *b = malloc(n * n * sizeof(double));
@@ -52,9 +47,9 @@ static void pencil_against_dsygvd(void) {
   enum { N = 60, NEV = 4 };
   uint64_t seed = 5;
   double *A = malloc(N * N * sizeof(double)), *B = calloc(N * N, sizeof(double)), *G = malloc(N * N * sizeof(double));
-  for (size_t i = 0; i < N * N; i++) G[i] = uniform(&seed) - 0.5;
+  for (size_t i = 0; i < N * N; i++) G[i] = test_uniform(&seed) - 0.5;
   for (size_t i = 0; i < N; i++)
-    for (size_t j = 0; j <= i; j++) A[i * N + j] = A[j * N + i] = uniform(&seed) - 0.5;
+    for (size_t j = 0; j <= i; j++) A[i * N + j] = A[j * N + i] = test_uniform(&seed) - 0.5;
   for (size_t i = 0; i < N; i++) /* B = G G^T + 0.1 I: definite, moderately conditioned */
     for (size_t j = 0; j < N; j++) {
       for (size_t k = 0; k < N; k++) B[i * N + j] += G[i * N + k] * G[j * N + k];
@@ -120,24 +115,6 @@ static void pencil_against_dsygvd(void) {
   nle_ctx_free(&ctx);
 }
 
-static nle_matf *swiss_roll(nle_ctx *ctx, size_t n) {
-  char name[64];
-  snprintf(name, sizeof name, "swissroll:%zu", n);
-  nle_dataset *ds = NULL;
-  if (nle_dataset_read(ctx, name, NULL, &ds)) return NULL;
-  nle_matf *Y = ds->X;
-  ds->X = NULL;
-  nle_dataset_free(&ds);
-  return Y;
-}
-
-static nle_matf *rows_of(const nle_matf *Y, const int32_t *idx, size_t m) {
-  nle_matf *R = NULL;
-  nle_matf_alloc(NULL, m, Y->cols, &R);
-  for (size_t i = 0; i < m; i++) memcpy(R->data + i * Y->cols, Y->data + (size_t)idx[i] * Y->cols, Y->cols * sizeof(float));
-  return R;
-}
-
 /* Z: rows sum to 1, kz per row, a landmark reconstructs itself; the same
  * weights after rotating, translating and scaling the data (trace-relative
  * regulariser, SPEC G07-2). */
@@ -147,7 +124,7 @@ static void weights_invariances(void) {
   nle_matf *Y = test_random_matf(N, 3, 8);
   int32_t idx[L];
   nle_test_ok(nle_landmarks_select(ctx, Y, L, NLE_LANDMARKS_RANDOM, idx));
-  nle_matf *Yl = rows_of(Y, idx, L);
+  nle_matf *Yl = test_rows_of(Y, idx, L);
   nle_csr *Z = NULL, *Z2 = NULL;
   double err = -1;
   nle_test_ok(nle_lll_weights(ctx, Yl, Y, KZ, 1e-3, &Z, &err));
@@ -198,7 +175,7 @@ static void weights_invariances(void) {
     T->data[i * 3 + 1] = (float)(3.7 * (s * y[0] + c * y[1]) - 2);
     T->data[i * 3 + 2] = (float)(3.7 * y[2] + 1);
   }
-  nle_matf *Tl = rows_of(T, idx, L);
+  nle_matf *Tl = test_rows_of(T, idx, L);
   double err2 = -1;
   nle_test_ok(nle_lll_weights(ctx, Tl, T, KZ, 1e-3, &Z2, &err2));
   double worst = 0;
@@ -226,7 +203,7 @@ static void reduced_pencil_brute_force(void) {
   nle_matf *Y = test_random_matf(N, 2, 12);
   int32_t idx[L];
   nle_test_ok(nle_landmarks_select(ctx, Y, L, NLE_LANDMARKS_MINMAX, idx));
-  nle_matf *Yl = rows_of(Y, idx, L);
+  nle_matf *Yl = test_rows_of(Y, idx, L);
   nle_csr *Z = NULL, *A = NULL;
   nle_test_ok(nle_lll_weights(ctx, Yl, Y, KZ, 1e-3, &Z, NULL));
   /* A: each point joined to the next 3 (cyclically) with random weights */
@@ -234,8 +211,8 @@ static void reduced_pencil_brute_force(void) {
   double *Ad = calloc(N * N, sizeof(double)), *diag = malloc(N * sizeof(double)), *bdiag = malloc(N * sizeof(double));
   uint64_t seed = 9;
   for (size_t i = 0; i < N; i++)
-    for (size_t o = 1; o <= 3; o++) Ad[i * N + (i + o) % N] = Ad[(i + o) % N * N + i] = uniform(&seed);
-  for (size_t i = 0; i < N; i++) diag[i] = 4 + uniform(&seed), bdiag[i] = 1 + uniform(&seed);
+    for (size_t o = 1; o <= 3; o++) Ad[i * N + (i + o) % N] = Ad[(i + o) % N * N + i] = test_uniform(&seed);
+  for (size_t i = 0; i < N; i++) diag[i] = 4 + test_uniform(&seed), bdiag[i] = 1 + test_uniform(&seed);
   int64_t at = 0;
   for (size_t i = 0; i < N; i++) {
     for (size_t j = 0; j < N; j++)
@@ -316,7 +293,7 @@ static double procrustes_error(const double *A, const double *B, size_t n, size_
 static void le_through_landmarks(void) {
   nle_ctx *ctx = test_ctx(7);
   enum { N = 800, DIM = 2 };
-  nle_matf *Y = swiss_roll(ctx, N);
+  nle_matf *Y = test_swiss_roll(ctx, N);
   nle_test(Y != NULL);
   if (!Y) return;
   nle_spectral_result *exact = le_run(ctx, Y, 0, NLE_AUTO, 4, 2.0, false);
@@ -527,7 +504,7 @@ static void factored_exact_on_plane(void) {
   }
   int32_t idx[L];
   nle_test_ok(nle_landmarks_select(ctx, Y, L, NLE_LANDMARKS_MINMAX, idx));
-  nle_matf *Yl = rows_of(Y, idx, L);
+  nle_matf *Yl = test_rows_of(Y, idx, L);
   nle_csr *Z = NULL;
   double err = 1;
   nle_test_ok(nle_lll_weights(ctx, Yl, Y, 3, 0.0, &Z, &err));
@@ -617,7 +594,7 @@ static void kernel_pca_reference(void) {
   nle_matf *Y = test_random_matf(N, 3, 14);
   int32_t idx[L];
   nle_test_ok(nle_landmarks_select(ctx, Y, L, NLE_LANDMARKS_RANDOM, idx));
-  nle_matf *Yl = rows_of(Y, idx, L);
+  nle_matf *Yl = test_rows_of(Y, idx, L);
   nle_csr *Z = NULL;
   nle_test_ok(nle_lll_weights(ctx, Yl, Y, KZ, 1e-3, &Z, NULL));
   double *K = malloc(N * N * sizeof(double)), *Zd = calloc(N * L, sizeof(double)), rm[N], gm = 0;

@@ -150,6 +150,29 @@ nle_csr *test_entropic_p(nle_ctx *ctx, const nle_matf *Y, double perplexity) {
   return P;
 }
 
+double test_uniform(uint64_t *s) {
+  *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+  return (double)(*s >> 11) / 9007199254740992.0;
+}
+
+nle_matf *test_swiss_roll(nle_ctx *ctx, size_t n) {
+  char name[64];
+  snprintf(name, sizeof name, "swissroll:%zu", n);
+  nle_dataset *ds = NULL;
+  if (nle_dataset_read(ctx, name, NULL, &ds)) return NULL;
+  nle_matf *Y = ds->X;
+  ds->X = NULL;
+  nle_dataset_free(&ds);
+  return Y;
+}
+
+nle_matf *test_rows_of(const nle_matf *Y, const int32_t *idx, size_t m) {
+  nle_matf *R = NULL;
+  nle_matf_alloc(NULL, m, Y->cols, &R);
+  for (size_t i = 0; i < m; i++) memcpy(R->data + i * Y->cols, Y->data + (size_t)idx[i] * Y->cols, Y->cols * sizeof(float));
+  return R;
+}
+
 nle_model_spec test_model_spec(nle_model_kind kind, double lambda, const nle_csr *Wp) {
   nle_model_spec spec;
   nle_model_spec_init(&spec);
@@ -161,7 +184,7 @@ nle_model_spec test_model_spec(nle_model_kind kind, double lambda, const nle_csr
 
 int main(int argc, char **argv) {
   const nle_test_case *tables[] = {core_tests, io_tests, neighbors_tests, affinity_tests, spectral_tests,
-                                   metrics_tests, nle_tests, optimize_tests, optimize_run_tests, api_tests, spectral_method_tests, isomap_tests, mds_tests, lll_tests, kem_tests, spectral_oos_tests, oos_tests, engines_tests, nbody_tests, embed_tests,
+                                   metrics_tests, nle_tests, optimize_tests, optimize_run_tests, api_tests, spectral_method_tests, isomap_tests, mds_tests, lll_tests, lll_sparse_tests, kem_tests, spectral_oos_tests, oos_tests, engines_tests, nbody_tests, embed_tests,
                                    faults_tests, estimator_tests, knn_sparse_tests, formats_tests, block_eigen_tests, comm_tests,
                                    mpi_tsne_tests, mpi_graph_tests, mpi_io_tests};
   start_mpi(&argc, &argv);

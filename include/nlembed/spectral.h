@@ -107,6 +107,17 @@ typedef enum {
   NLE_LANDMARKS_COUNT /* how many there are (range checks) */
 } nle_landmark_method;
 
+/* How Locally Linear Landmarks holds its reduced L x L pencil. */
+#define NLE_LLL_PENCIL_MAP(XX)                                                                      \
+  XX(NLE_PENCIL_DENSE, 0, "dense")   /* L x L arrays, LAPACK or Lanczos on dense factors */          \
+  XX(NLE_PENCIL_SPARSE, 1, "sparse") /* CSR, Lanczos on B~'s sparse Cholesky factor */
+typedef enum {
+  NLE_PENCIL_AUTO = NLE_AUTO, /* dense up to 400 landmarks (and while it fits
+                                 the memory cap), sparse above */
+  NLE_LLL_PENCIL_MAP(NLE__ENUMERATOR)
+  NLE_PENCIL_COUNT
+} nle_lll_pencil;
+
 typedef struct {
   int dim;                       /* embedding dimension d >= 1 (2) */
   int k;                         /* neighbours per point, not counting the
@@ -158,6 +169,9 @@ typedef struct {
                                     4.8): the eigenproblem of the graph among
                                     the landmarks only (its weights as W's),
                                     then X = X~ Z; false (default): LLL */
+  nle_lll_pencil pencil;         /* LLL: the reduced pencil dense or sparse
+                                    (NLE_PENCIL_AUTO, default: by L and the
+                                    memory cap) */
   double alpha;                  /* diffusion maps: the density normalisation
                                     in [0, 1] (1, default: Laplace-Beltrami) */
   int diffusion_time;            /* diffusion maps: t >= 0 (1) */
@@ -385,6 +399,8 @@ NLE_API int nle_eigen_solver_parse(const char *name);
 /* Landmark methods "random", "thinned", "kmeans", "minmax". */
 NLE_API const char *nle_landmark_method_name(nle_landmark_method method);
 NLE_API int nle_landmark_method_parse(const char *name);
+NLE_API const char *nle_lll_pencil_name(nle_lll_pencil form);
+NLE_API int nle_lll_pencil_parse(const char *name);
 
 /* ========================================================================== */
 /* Spectral: clustering                                                       */

@@ -39,6 +39,7 @@ NLE__ENUM_NAME_OF(nle_laplacian_name, nle_laplacian_kind)
 NLE__ENUM_NAME_OF(nle_components_name, nle_components_policy)
 NLE__ENUM_NAME_OF(nle_eigen_solver_name, nle_eigen_solver)
 NLE__ENUM_NAME_OF(nle_landmark_method_name, nle_landmark_method)
+NLE__ENUM_NAME_OF(nle_lll_pencil_name, nle_lll_pencil)
 
 /* The spectral options at member path P of struct T ("" in the spectral
  * options themselves, "spectral." in a clustering's). */
@@ -103,6 +104,10 @@ NLE__ENUM_NAME_OF(nle_landmark_method_name, nle_landmark_method)
              .metavar = "M", .help = "LLL: random, thinned, kmeans or minmax"),                                        \
       S_BOOL(T, P, "landmark-graph", landmark_graph, LLL_ONLY,                                                         \
              .help = "LLL's baseline LE(Z): the landmarks' own kNN graph instead of Z W Z^T"),                         \
+      S_ENUM(T, P, "pencil", pencil, nle_lll_pencil_name, nle_lll_pencil_parse, LLL_ONLY, .metavar = "FORM",          \
+             .help = "LLL's reduced L x L pencil: auto (dense up to 400 landmarks while it fits the memory cap, "     \
+                     "else sparse), dense (LAPACK or Lanczos on dense factors) or sparse (CSR, Lanczos on the "        \
+                     "sparse Cholesky factor of B~)"),                                                                 \
       S_REAL(T, P, "alpha", alpha, false, NLE__REAL_IN(0, 1, 0), .scope = DIFFMAP, .metavar = "A",                     \
              .help = "density normalisation in [0, 1]: 0 graph Laplacian, 1/2 Fokker-Planck, 1 Laplace-Beltrami"),     \
       S_INT(T, P, "time", diffusion_time, false, NLE__INT_FROM(0), .scope = DIFFMAP, .metavar = "T",                   \

@@ -208,10 +208,8 @@ static int apply_inverse(void *user, const double *x, double *y) {
   return 0;
 }
 
-/* CHOLMOD factor of M + shift I from our CSR (both triangles; CHOLMOD
- * reads the upper one, our rows read as its columns). */
-static nle_status factor_shifted(nle_ctx *ctx, const char *what, cholmod_common *cc, const nle_csr *M, double shift,
-                                 cholmod_factor **factor) {
+nle_status nle__factor_shifted(nle_ctx *ctx, const char *what, cholmod_common *cc, const nle_csr *M, double shift,
+                                bool *definite, cholmod_factor **factor) {
   int64_t n = M->rows, upper = 0;
   for (int64_t i = 0; i < n; i++)
     for (int64_t q = M->rowptr[i]; q < M->rowptr[i + 1]; q++) upper += M->colind[q] < i;
@@ -243,7 +241,9 @@ static nle_status factor_shifted(nle_ctx *ctx, const char *what, cholmod_common 
                   "%s: CHOLMOD could not order the matrix (status %d)", what, cc->status);
   else
     s = nle__check_memory(ctx, cc->lnz * (sizeof(double) + sizeof(nle__chol_int)), "the Cholesky factor");
-  if (!s && (!cholmod_l_factorize(A, *factor, cc) || cc->status != CHOLMOD_OK))
+  bool done = !s && cholmod_l_factorize(A, *factor, cc);
+  if (definite) *definite = done && cc->status == CHOLMOD_OK;
+  if (!s && !(done && (cc->status == CHOLMOD_OK || (definite && cc->status == CHOLMOD_NOT_POSDEF))))
     s = nle__fail(ctx, cc->status == CHOLMOD_OUT_OF_MEMORY ? NLE_ERR_NOMEM : NLE_ERR_NUMERIC,
                   "%s: Cholesky factorisation failed (CHOLMOD status %d%s)", what, cc->status,
                   cc->status == CHOLMOD_NOT_POSDEF ? ": the matrix is not positive semi-definite" : "");
@@ -326,7 +326,7 @@ nle_status nle__smallest_shift_invert(nle_ctx *ctx, const char *what, const nle_
   cholmod_l_start(&cc);
   cc.print = 0;
   cholmod_factor *factor = NULL;
-  nle_status s = factor_shifted(ctx, what, &cc, M, shift, &factor);
+  nle_status s = nle__factor_shifted(ctx, what, &cc, M, shift, NULL, &factor);
   /* the inverse's top is far apart from the rest: a short basis (ARPACK
    * fills the whole basis before it tests convergence). 20,000-point
    * roll, k = 12: 48 -> 18 solves (LLE, d = 2), 27 -> 14 (MLLE, LTSA,

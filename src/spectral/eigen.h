@@ -90,9 +90,20 @@ typedef struct {
   double b_rcond;     /* B's reciprocal condition number (LAPACK's estimate,
                          or smallest / largest eigenvalue when singular) */
   bool lanczos;       /* solved by Lanczos rather than dense LAPACK */
+  bool sparse;        /* held sparse: nle__sparse_pencil_solve */
 } nle__pencil_info;
 nle_status nle__pencil_solve(nle_ctx *ctx, const char *what, size_t n, const double *A, const double *B, int nev,
                              nle__eig_end end, double *vals, double *vecs, nle__pencil_info *info);
+/* The same pencil held sparse (both CSR, both triangles; sparse_pencil.c):
+ * B = P^T R^T R P by CHOLMOD, Lanczos to relative tolerance tol on
+ * R^-T P A P^T R^-1 at `end` (block: the block eigensolver instead), v =
+ * P^T R^-1 u. A B that is singular or
+ * nearly so (reciprocal condition under 1e-10) is NLE_ERR_NUMERIC with
+ * info->singular set: its range needs B's eigendecomposition, which only
+ * the dense solver has. */
+nle_status nle__sparse_pencil_solve(nle_ctx *ctx, const char *what, const nle_csr *A, const nle_csr *B, int nev,
+                                    nle__eig_end end, double tol, bool block, double *vals, double *vecs,
+                                    nle__pencil_info *info);
 /* The largest order solved densely (2,500; tests lower it to reach the
  * Lanczos route on small problems). */
 extern size_t nle__pencil_dense_max;

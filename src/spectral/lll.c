@@ -24,6 +24,9 @@ enum { CANDIDATES_PER_KZ = 7, CANDIDATES_MAX_EXTRA = 100 };
  * (11,585 landmarks); beyond, each point's Gram matrix from its
  * differences. */
 #define DELTA_MAX_BYTES 1073741824.0
+/* The sparse pencil's Lanczos tolerance where none is given (the spectral
+ * methods' default). */
+#define LLL_SPARSE_TOL 1e-12
 /* A Z held dense up to 2 GiB. */
 #define DENSE_P_MAX_BYTES 2147483648.0
 
@@ -349,47 +352,63 @@ static int reduce_block(void *job, size_t b, void *scratch) {
   return 0;
 }
 
-/* out (L x L) = Z^T (alpha A + diag(diag)) Z; A (N x N, symmetric) or
- * diag may be NULL. */
-static nle_status reduce(nle_ctx *ctx, const nle_csr *Z, const nle_csr *Zt, const nle_csr *A, double alpha,
-                         const double *diag, double *out) {
-  size_t n = (size_t)Z->rows, L = (size_t)Z->cols, blocks = (n + ROW_BLOCK - 1) / ROW_BLOCK;
-  reduce_job j = {Z, Zt, A, NULL, diag, alpha, L, NULL, NULL, NULL, out};
-  nle_status s = NLE_OK;
-  nle_csr *P = NULL;
-  /* P = A Z dense when the rows' upper bound min(L, |A_n| K_Z) says most
-   * landmarks are reached anyway: its product with Z^T is then a stream
-   * of length-L axpys instead of scattered adds (fig. 4.5's 60,000
-   * points, K_W = 200, K_Z = 50, L = 450: 7.2 -> 5.5 s) */
+/* P = alpha A Z (N x L) into the job: sparse (*P), or, when dense_ok and
+ * the rows' upper bound min(L, |A_n| K_Z) says most landmarks are reached
+ * anyway, dense in j->dense (its product with Z^T is then a stream of
+ * length-L axpys instead of scattered adds: fig. 4.5's 60,000 points,
+ * K_W = 200, K_Z = 50, L = 450: 7.2 -> 5.5 s). */
+static nle_status form_product(nle_ctx *ctx, reduce_job *j, bool dense_ok, nle_csr **P) {
+  const nle_csr *A = j->A, *Z = j->Z;
+  size_t n = (size_t)Z->rows, L = j->L, blocks = (n + ROW_BLOCK - 1) / ROW_BLOCK;
   double reach = 0.0;
-  for (size_t i = 0; A && i < n; i++) {
+  for (size_t i = 0; dense_ok && i < n; i++) {
     double row = 0.0;
     for (int64_t q = A->rowptr[i]; q < A->rowptr[i + 1]; q++)
       row += (double)(Z->rowptr[A->colind[q] + 1] - Z->rowptr[A->colind[q]]);
     reach += fmin(row, (double)L);
   }
-  if (A && reach >= 0.5 * (double)n * (double)L && (double)n * (double)L * sizeof(double) <= DENSE_P_MAX_BYTES) {
-    if (!(j.dense = nle__calloc(ctx, n * L, sizeof(double), "LLL's A Z"))) return NLE_ERR_NOMEM;
-    s = nle__for_blocks(ctx, "LLL reduced matrix", blocks, nle__threads_for(ctx, (double)A->nnz * 8.0), 0,
-                        product_block, &j);
-  } else if (A) {
-    size_t scratch = L * (sizeof(double) + sizeof(int32_t));
-    int threads = nle__threads_for(ctx, (double)A->nnz * (double)Z->nnz / (double)n);
-    if (!(j.count = nle__malloc(ctx, n * sizeof(int64_t), "LLL's A Z"))) s = NLE_ERR_NOMEM;
-    if (!s) s = nle__for_blocks(ctx, "LLL reduced matrix", blocks, threads, scratch, product_block, &j);
-    int64_t total = 0;
-    for (size_t i = 0; !s && i < n; i++) total += j.count[i];
-    if (!s) s = nle_csr_alloc(ctx, (int64_t)n, (int64_t)L, total, NLE_F64, &P);
-    for (size_t i = 0; !s && i < n; i++) P->rowptr[i + 1] = P->rowptr[i] + j.count[i];
-    j.Pout = P;
-    if (!s) s = nle__for_blocks(ctx, "LLL reduced matrix", blocks, threads, scratch, product_block, &j);
-    j.P = P;
+  if (dense_ok && reach >= 0.5 * (double)n * (double)L && (double)n * (double)L * sizeof(double) <= DENSE_P_MAX_BYTES) {
+    if (!(j->dense = nle__calloc(ctx, n * L, sizeof(double), "LLL's A Z"))) return NLE_ERR_NOMEM;
+    return nle__for_blocks(ctx, "LLL reduced matrix", blocks, nle__threads_for(ctx, (double)A->nnz * 8.0), 0,
+                           product_block, j);
   }
+  size_t scratch = L * (sizeof(double) + sizeof(int32_t));
+  int threads = nle__threads_for(ctx, (double)A->nnz * (double)Z->nnz / (double)n);
+  nle_status s = NLE_OK;
+  if (!(j->count = nle__malloc(ctx, n * sizeof(int64_t), "LLL's A Z"))) s = NLE_ERR_NOMEM;
+  if (!s) s = nle__for_blocks(ctx, "LLL reduced matrix", blocks, threads, scratch, product_block, j);
+  int64_t total = 0;
+  for (size_t i = 0; !s && i < n; i++) total += j->count[i];
+  if (!s) s = nle_csr_alloc(ctx, (int64_t)n, (int64_t)L, total, NLE_F64, P);
+  for (size_t i = 0; !s && i < n; i++) (*P)->rowptr[i + 1] = (*P)->rowptr[i] + j->count[i];
+  j->Pout = *P;
+  if (!s) s = nle__for_blocks(ctx, "LLL reduced matrix", blocks, threads, scratch, product_block, j);
+  j->P = *P, j->Pout = NULL;
+  free(j->count);
+  j->count = NULL;
+  return s;
+}
+
+nle_status nle__lll_product(nle_ctx *ctx, const nle_csr *Z, const nle_csr *A, double alpha, nle_csr **P) {
+  *P = NULL;
+  reduce_job j = {Z, NULL, A, NULL, NULL, alpha, (size_t)Z->cols, NULL, NULL, NULL, NULL};
+  nle_status s = form_product(ctx, &j, false, P);
+  if (s) nle_csr_free(P);
+  return s;
+}
+
+/* out (L x L) = Z^T (alpha A + diag(diag)) Z; A (N x N, symmetric) or
+ * diag may be NULL. */
+static nle_status reduce(nle_ctx *ctx, const nle_csr *Z, const nle_csr *Zt, const nle_csr *A, double alpha,
+                         const double *diag, double *out) {
+  size_t L = (size_t)Z->cols;
+  reduce_job j = {Z, Zt, A, NULL, diag, alpha, L, NULL, NULL, NULL, out};
+  nle_csr *P = NULL;
+  nle_status s = A ? form_product(ctx, &j, true, &P) : NLE_OK;
   if (!s)
     s = nle__for_blocks(ctx, "LLL reduced matrix", (L + LANDMARK_BLOCK - 1) / LANDMARK_BLOCK,
-                        nle__threads_for(ctx, (double)(P ? P->nnz : 0) * Z->nnz / (double)n + (double)Z->nnz * 8),
+                        nle__threads_for(ctx, (double)(P ? P->nnz : 0) * Z->nnz / (double)Z->rows + (double)Z->nnz * 8),
                         0, reduce_block, &j);
-  free(j.count);
   free(j.dense);
   nle_csr_free(&P);
   return s;
@@ -409,13 +428,16 @@ static nle_status expand(nle_ctx *ctx, const nle_csr *Z, const nle_matd *Xl, nle
   return s;
 }
 
-/* Z's shape and the number of eigenpairs, for the public solvers. */
-static nle_status check_pencil(nle_ctx *ctx, const nle_csr *Z, int nev) {
+/* Z's shape and the number of eigenpairs, for the public solvers (dense:
+ * the pencil is formed L x L). */
+static nle_status check_pencil(nle_ctx *ctx, const nle_csr *Z, int nev, bool dense) {
   if (!Z || Z->dtype != NLE_F64 || Z->rows < 1 || Z->cols < 1)
     return nle__fail(ctx, NLE_ERR_ARG, "LLL: Z must be the N x L double weights nle_lll_weights gives");
   if (nev < 1 || nev > Z->cols)
     return nle__fail(ctx, NLE_ERR_ARG, "LLL: %d eigenpairs of %lld landmarks (1..L)", nev, (long long)Z->cols);
-  return nle__check_memory(ctx, 4.0 * (double)Z->cols * (double)Z->cols * sizeof(double), "LLL's reduced L x L pencil");
+  return dense ? nle__check_memory(ctx, 4.0 * (double)Z->cols * (double)Z->cols * sizeof(double),
+                                   "LLL's reduced L x L pencil")
+               : NLE_OK;
 }
 
 /* out = Z^T Z (B = I's reduced matrix). */
@@ -455,18 +477,37 @@ nle_status nle__lll_solve_reduced(nle_ctx *ctx, const nle_csr *Z, const double *
   return s;
 }
 
-/* The reduced pencil (Z^T (alpha A + diag A) Z, Z^T (B + diag B) Z) (B and
- * its diagonal both absent: I) and its nev eigenpairs at one end: vals,
- * X~ (L x nev, signs fixed), and X = Z X~ when asked. */
-static nle_status lll_pencil(nle_ctx *ctx, const nle_csr *Z, const nle_csr *A, double alpha, const double *A_diag,
-                             const nle_csr *B, const double *B_diag, int nev, bool largest, double *vals,
-                             nle_matd **Xl, nle_matd **X, nle__pencil_info *info) {
+/* The dense pencil's bytes: A~, B~, B~'s factor and the solver's two L x L
+ * work matrices (pencil.c). */
+static double dense_pencil_bytes(size_t L) { return 5.0 * (double)L * (double)L * sizeof(double); }
+
+/* Above this many landmarks the reduced pencil is held sparse by default
+ * (sparse_pencil.c); at or below, dense (pencil.c): there A~ is nearly
+ * full and the dense reduction's streamed rows beat the sparse one's
+ * scattered adds, while the dense solve is still cheap. Fig. 4.5's
+ * problem (Fashion-MNIST, K_W = 200, d = 50): dense faster at L = 300,
+ * sparse from 500 (20,000 and 60,000 images; docs/lll.md, "The sparse
+ * reduced pencil"). */
+size_t nle__lll_sparse_min = 400;
+
+bool nle__lll_pencil_sparse(nle_ctx *ctx, nle_lll_pencil form, size_t L) {
+  if (form == NLE_PENCIL_DENSE || form == NLE_PENCIL_SPARSE) return form == NLE_PENCIL_SPARSE;
+  return L > nle__lll_sparse_min || dense_pencil_bytes(L) > (double)nle__memory_cap(ctx);
+}
+
+/* The dense route: Z^T (alpha A + diag A) Z and Z^T (B + diag B) Z
+ * formed L x L, then pencil.c. */
+static nle_status lll_pencil_dense(nle_ctx *ctx, const nle_csr *Z, const nle_csr *A, double alpha,
+                                   const double *A_diag, const nle_csr *B, const double *B_diag, int nev, bool largest,
+                                   double *vals, nle_matd **Xl, nle_matd **X, nle__pencil_info *info) {
   size_t L = (size_t)Z->cols;
   bool identity = !B && !B_diag;
   nle_csr *Zt = NULL;
+  nle_status s = nle__check_memory(ctx, dense_pencil_bytes(L), "LLL's dense reduced L x L pencil");
+  if (s) return s;
   double *At = nle__malloc(ctx, L * L * sizeof(double), "LLL's reduced A");
   double *Bt = identity ? NULL : nle__malloc(ctx, L * L * sizeof(double), "LLL's reduced B");
-  nle_status s = At && (identity || Bt) ? NLE_OK : NLE_ERR_NOMEM;
+  s = At && (identity || Bt) ? NLE_OK : NLE_ERR_NOMEM;
   if (!s) s = nle_csr_transpose(ctx, Z, &Zt);
   if (!s) s = reduce(ctx, Z, Zt, A, alpha, A_diag, At);
   if (!s && !identity) s = reduce(ctx, Z, Zt, B, 1.0, B_diag, Bt);
@@ -476,16 +517,67 @@ static nle_status lll_pencil(nle_ctx *ctx, const nle_csr *Z, const nle_csr *A, d
   return s;
 }
 
+/* The sparse route (sparse_pencil.c): the same pencil as CSR, solved by
+ * Lanczos on B~'s sparse factor. A singular B~ (a landmark whose points
+ * all have zero weight) has its range solved by the dense route when that
+ * fits the memory cap; beyond, it is refused by name. */
+static nle_status lll_pencil_sparse(nle_ctx *ctx, const nle_csr *Z, const nle_csr *A, double alpha,
+                                    const double *A_diag, const nle_csr *B, const double *B_diag, int nev,
+                                    bool largest, double tol, bool block, double *vals, nle_matd **Xl,
+                                    nle_matd **X, nle__pencil_info *info) {
+  size_t L = (size_t)Z->cols, n = (size_t)Z->rows;
+  nle_csr *Zt = NULL, *At = NULL, *Bt = NULL;
+  nle_matd *V = NULL;
+  double *ones = !B && !B_diag ? nle__malloc(ctx, n * sizeof(double), "LLL's B") : NULL;
+  nle_status s = !B && !B_diag && !ones ? NLE_ERR_NOMEM : NLE_OK;
+  for (size_t i = 0; ones && i < n; i++) ones[i] = 1.0; /* B = I: B~ = Z^T Z */
+  if (!s) s = nle_csr_transpose(ctx, Z, &Zt);
+  if (!s) s = nle__lll_reduce_sparse(ctx, Z, Zt, A, alpha, A_diag, &At);
+  if (!s) s = nle__lll_reduce_sparse(ctx, Z, Zt, B, 1.0, ones ? ones : B_diag, &Bt);
+  if (!s) s = nle_matd_alloc(ctx, L, (size_t)nev, &V);
+  if (!s)
+    s = nle__sparse_pencil_solve(ctx, "LLL", At, Bt, nev, largest ? NLE__EIG_LARGEST : NLE__EIG_SMALLEST, tol, block,
+                                 vals, V->data, info);
+  nle_csr_free(&Zt), nle_csr_free(&At), nle_csr_free(&Bt);
+  free(ones);
+  if (s && info->singular && !nle__check_memory(ctx, dense_pencil_bytes(L), "LLL's dense reduced pencil")) {
+    nle__clear_error(ctx);
+    nle_matd_free(&V);
+    return lll_pencil_dense(ctx, Z, A, alpha, A_diag, B, B_diag, nev, largest, vals, Xl, X, info);
+  }
+  if (!s) nle__fix_signs(V->data, L, (size_t)nev);
+  if (!s && X) s = expand(ctx, Z, V, X);
+  if (!s && Xl) *Xl = V, V = NULL;
+  nle_matd_free(&V);
+  return s;
+}
+
+/* The reduced pencil (Z^T (alpha A + diag A) Z, Z^T (B + diag B) Z) (B and
+ * its diagonal both absent: I) and its nev eigenpairs at one end: vals,
+ * X~ (L x nev, signs fixed), and X = Z X~ when asked; dense or sparse by
+ * `form` (auto: nle__lll_pencil_sparse's rule). */
+static nle_status lll_pencil(nle_ctx *ctx, const nle_csr *Z, const nle_csr *A, double alpha, const double *A_diag,
+                             const nle_csr *B, const double *B_diag, int nev, bool largest, nle_lll_pencil form,
+                             double tol, bool block, double *vals, nle_matd **Xl, nle_matd **X,
+                             nle__pencil_info *info) {
+  nle__pencil_info local = {0};
+  if (!info) info = &local;
+  if (nle__lll_pencil_sparse(ctx, form, (size_t)Z->cols))
+    return lll_pencil_sparse(ctx, Z, A, alpha, A_diag, B, B_diag, nev, largest, tol, block, vals, Xl, X, info);
+  return lll_pencil_dense(ctx, Z, A, alpha, A_diag, B, B_diag, nev, largest, vals, Xl, X, info);
+}
+
 nle_status nle_lll_solve(nle_ctx *ctx, const nle_csr *Z, const nle_csr *A, const double *A_diag, const nle_csr *B,
                          const double *B_diag, int nev, bool largest, double *vals, nle_matd **Xl, nle_matd **X) {
   if (Xl) *Xl = NULL;
   if (X) *X = NULL;
-  nle_status s = check_pencil(ctx, Z, nev);
+  nle_status s = check_pencil(ctx, Z, nev, false);
   if (s) return s;
   int64_t n = Z->rows;
   if ((A && (A->rows != n || A->cols != n)) || (B && (B->rows != n || B->cols != n)))
     return nle__fail(ctx, NLE_ERR_ARG, "LLL: A and B must be N x N with N = %lld, Z's rows", (long long)n);
-  return lll_pencil(ctx, Z, A, 1.0, A_diag, B, B_diag, nev, largest, vals, Xl, X, NULL);
+  return lll_pencil(ctx, Z, A, 1.0, A_diag, B, B_diag, nev, largest, NLE_PENCIL_AUTO, LLL_SPARSE_TOL, false, vals, Xl, X,
+                    NULL);
 }
 
 /* G = Z^T F (L x p), one landmark row at a time over the points it
@@ -534,7 +626,7 @@ nle_status nle_lll_factored(nle_ctx *ctx, const nle_csr *Z, const nle_matd *F, c
                             int nev, bool largest, double *vals, nle_matd **Xl, nle_matd **X) {
   if (Xl) *Xl = NULL;
   if (X) *X = NULL;
-  nle_status s = check_pencil(ctx, Z, nev);
+  nle_status s = check_pencil(ctx, Z, nev, true);
   if (s) return s;
   size_t n = (size_t)Z->rows, L = (size_t)Z->cols, p = F ? F->cols : 0;
   if (!F || F->rows != n || p < 1 || (MA && (MA->rows != p || MA->cols != p)) || (MB && (MB->rows != p || MB->cols != p)))
@@ -678,7 +770,9 @@ nle_status nle__lll_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spectr
   if (!s && !(deg = nle__degrees(ctx, Wp))) s = NLE_ERR_NOMEM;
   nle__pencil_info info = {0};
   bool unnormalised = o->laplacian == NLE_LAPLACIAN_UNNORMALISED;
-  if (!s) s = lll_pencil(ctx, Zp, Wp, -1.0, deg, NULL, unnormalised ? NULL : deg, (int)nev, false, vals, &Xl, NULL, &info);
+  if (!s)
+    s = lll_pencil(ctx, Zp, Wp, -1.0, deg, NULL, unnormalised ? NULL : deg, (int)nev, false, o->pencil,
+                   o->tol, o->solver == NLE_EIGEN_BLOCK, vals, &Xl, NULL, &info);
   r->reduce_seconds = nle_time_seconds() - t0;
   nle_matd *X = NULL;
   if (!s) s = expand(ctx, Zu, Xl, &X);
@@ -703,7 +797,7 @@ nle_status nle__lll_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spectr
     r->landmark_index = idx, idx = NULL;
     r->n_landmarks = L;
     r->reduced_singular = info.singular;
-    r->solver_used = info.lanczos ? NLE_EIGEN_SHIFT_INVERT : NLE_EIGEN_DENSE;
+    r->solver_used = info.sparse ? (o->solver == NLE_EIGEN_BLOCK ? NLE_EIGEN_BLOCK : NLE_EIGEN_SPARSE) : info.lanczos ? NLE_EIGEN_SHIFT_INVERT : NLE_EIGEN_DENSE;
     r->resolved.kz = kz;
     nle__log(ctx, 1, "le: LLL with %zu landmarks, kz = %d: reconstruction error %.4f, Z %.2f s, pencil %.2f s%s", L,
              kz, r->reconstruction_error, r->z_seconds, r->reduce_seconds,

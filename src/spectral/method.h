@@ -164,6 +164,11 @@ nle_status nle__lll_solve_reduced(nle_ctx *ctx, const nle_csr *Z, const double *
                                   bool largest, double *vals, nle_matd **Xl, nle_matd **X, nle__pencil_info *info);
 /* K_Z as it runs: NLE_AUTO is d + 1 held within [5, 10], capped at D + 1; at most L. */
 int nle__lll_kz(const nle_spectral_opts *o, size_t L, size_t D);
+/* lll.c: whether the reduced pencil of L landmarks is held sparse: as
+ * `form` says, or (auto) above nle__lll_sparse_min landmarks or when the
+ * dense pencil exceeds the memory cap. Tests lower the threshold. */
+bool nle__lll_pencil_sparse(nle_ctx *ctx, nle_lll_pencil form, size_t L);
+extern size_t nle__lll_sparse_min;
 
 /* The graph stage's options as the spectral options say (k, radius, the
  * search, PCA, weights, symmetrisation). */

@@ -63,6 +63,7 @@ void nle_spectral_opts_init(nle_spectral_opts *o) {
   o->landmarks = 0;
   o->kz = NLE_AUTO;
   o->landmark_method = NLE_LANDMARKS_RANDOM;
+  o->pencil = NLE_PENCIL_AUTO;
   o->alpha = 1.0;
   o->diffusion_time = 1;
 }
@@ -107,6 +108,7 @@ static nle_status check_opts(nle_ctx *ctx, nle_spectral_method method, const nle
   if (!(o->kz == NLE_AUTO || o->kz >= 1)) BAD("{@kz=%d}: at least 1, or auto", o->kz);
   if (!named(nle_landmark_method_name(o->landmark_method)))
     BAD("{@landmark-method} has no value %d", (int)o->landmark_method);
+  if (!named(nle_lll_pencil_name(o->pencil))) BAD("{@pencil} has no value %d", (int)o->pencil);
   if (!(o->pca_dims == NLE_AUTO || o->pca_dims >= 0)) BAD("{@pca=%d}: 0 (off), a count, or auto", o->pca_dims);
   if (!(o->pca_candidates == NLE_AUTO || o->pca_candidates == 0 || o->pca_candidates >= o->k))
     BAD("{@pca-candidates=%d}: at least the %d neighbours ({@neighbors}), or auto", o->pca_candidates, o->k);

@@ -39,6 +39,22 @@ nle_status nle__smallest_by_factor(nle_ctx *ctx, const char *what, cholmod_commo
                                    size_t n, double shift, int nev, double tol, bool block, int basis, double *vals,
                                    double *vecs);
 
+/* CHOLMOD factor of M + shift I from our CSR (both triangles; CHOLMOD
+ * reads the upper one, our rows read as its columns). `definite` NULL: a
+ * matrix that is not positive definite is an error; else it says whether
+ * it was (the factor then stops at its minor). */
+nle_status nle__factor_shifted(nle_ctx *ctx, const char *what, cholmod_common *cc, const nle_csr *M, double shift,
+                                bool *definite, cholmod_factor **factor);
+
+/* The reduced pencil of Locally Linear Landmarks held sparse
+ * (sparse_pencil.c): out = Z^T (alpha A + diag(diag)) Z as an L x L CSR
+ * (both triangles, columns ascending; A or diag may be NULL), each entry
+ * summed in the dense reduction's order (the same bits), never N x N. */
+nle_status nle__lll_reduce_sparse(nle_ctx *ctx, const nle_csr *Z, const nle_csr *Zt, const nle_csr *A, double alpha,
+                                  const double *diag, nle_csr **out);
+/* lll.c: P = alpha A Z (N x L) as CSR. */
+nle_status nle__lll_product(nle_ctx *ctx, const nle_csr *Z, const nle_csr *A, double alpha, nle_csr **P);
+
 /* A x = B with a CHOLMOD supernodal factor of A, B's n rows of d values
  * row-major, in place, in parallel over the elimination tree (the same bits
  * for any number of threads). _new gives NULL (and NLE_OK) for a factor it
