@@ -58,8 +58,13 @@ int main(int argc, char **argv) {
   nle_csr *A = NULL, *P = NULL;
   nle_dataset *ds = NULL;
   nle_matd *Xall = NULL, *X = NULL;
-  if (nle_read_csr_mtx(ctx, argv[1], &A) || nle_affinity_for_model(ctx, A, NLE_MODEL_TSNE, &P)) die(ctx);
-  if (nle_dataset_read(ctx, argv[2], NULL, &ds) || nle_matf_to_matd(ctx, ds->X, &Xall)) die(ctx);
+  /* read whole on every rank: a context without the communicator (with
+   * one, the readers give each rank its rows) */
+  nle_ctx *alone = nle_ctx_new();
+  if (!alone) die(ctx);
+  if (nle_read_csr_mtx(alone, argv[1], &A) || nle_affinity_for_model(alone, A, NLE_MODEL_TSNE, &P)) die(alone);
+  if (nle_dataset_read(alone, argv[2], NULL, &ds) || nle_matf_to_matd(alone, ds->X, &Xall)) die(alone);
+  nle_ctx_free(&alone);
   nle_csr_free(&A);
   size_t n = Xall->rows, d = Xall->cols;
   nle__row_range mine = nle__rank_rows(n, ranks, me);

@@ -69,6 +69,20 @@ engine_gradient() {
 }
 export -f engine_gradient
 check engine_gradient engine_gradient
+mpi_programs() { # the distributed graph stage and iterations (built with MPI): 2 ranks each, both holding rows
+  "$NLEMBED" affinity blobs:5000:5 -p 10 -o "$OUT/P.mtx" --quiet > /dev/null &&
+    "$NLEMBED" tsne blobs:5000:5 -p 10 --max-iters 50 -o "$OUT/X.npy" --quiet > /dev/null || return 1
+  /usr/bin/python3 -c "import numpy as np, sys; np.save(sys.argv[1], np.random.default_rng(1).standard_normal((5000, 8)).astype(np.float32))" "$OUT/Y.npy" || return 1
+  local run=(mpirun --allow-run-as-root --oversubscribe -np 2)
+  "${run[@]}" "$BUILD/mpi_graph" "$OUT/Y.npy" --threads 1 || return 1
+  if [ -x "$BUILD/mpi_tsne_iter" ]; then
+    "${run[@]}" "$BUILD/mpi_tsne_iter" "$OUT/P.mtx" "$OUT/X.npy" --iters 5 --threads 1
+  else
+    echo "mpi_tsne_iter: not built (a build without MPI)"
+  fi
+}
+export -f mpi_programs
+check mpi_programs mpi_programs
 
 # Python helpers that no script runs.
 metrics_vs_sklearn() {
