@@ -95,6 +95,12 @@ timeout 120 "${MPIRUN[@]}" -q -np 1 "$N" tsne fashion-mnist:21000 --max-iters 30
 for ranks in 2 3; do
   cmp_run "cli_tsne_ranks_$ranks" "$ranks" 21000 "$T/tsne$ranks.npy" "$T/tsne1.npy" -- \
     "$N" tsne fashion-mnist:21000 --max-iters 30 -o "$T/tsne$ranks.npy" --quiet
+  # the JSON line: every rank's bytes per stage and peak memory, one entry a rank, some sent
+  usage=$(grep -o '"bytes_sent": \[[^]]*\]' "$T/stdout")
+  entries=$(tr ',' '\n' <<< "$usage" | grep -c '[0-9]')
+  if [ "$entries" -eq "$ranks" ] && ! grep -q '\[0, \|, 0\]' <<< "$usage" &&
+     grep -q "\"peak_mib\": \[" "$T/stdout" && grep -q "\"bytes_per_iteration\": \[" "$T/stdout"
+  then ok "cli_tsne_usage_ranks_$ranks"; else bad "cli_tsne_usage_ranks_$ranks" "${usage:-no bytes_sent}"; fi
 done
 
 # --max-memory is per rank: a cap under the whole matrix (12338 x 12 floats,

@@ -522,6 +522,13 @@ typedef struct {
   double pca, knn, affinities, init, plan, optimize, total;
 } nle_embed_times;
 
+/* A distributed run (docs/mpi.md): what one rank sent per stage, in bytes
+ * handed to MPI, and its peak resident memory. */
+typedef struct {
+  uint64_t pca, knn, affinities, init, optimize, total;
+  uint64_t peak_memory; /* bytes, the process's high-water mark */
+} nle_embed_rank_usage;
+
 typedef struct {
   nle_matd *X;              /* the N x d embedding */
   nle_opt_report report;    /* of the run (the whole path for a homotopy);
@@ -539,6 +546,9 @@ typedef struct {
   bool resumed;             /* the run continued a checkpoint */
   int resumed_iteration;    /* ... from this iteration */
   nle_embed_times seconds;
+  int ranks;                /* the communicator's ranks (1 alone) */
+  nle_embed_rank_usage *rank_usage; /* ranks > 1: every rank's, rank by
+                               rank, the same on every rank; else NULL */
   nle_trained *trained;     /* keep_model: the model (owned here) */
   char fingerprint[1536];   /* what decides the result (the checkpoints') */
 } nle_embed_result;

@@ -179,6 +179,25 @@ static int homotopy_step(void *user, int step, double lambda, const nle_matd *X,
 }
 
 /* The report's figures: what ran and the time of every stage. */
+/* A distributed run: every rank's bytes sent per stage and per iteration,
+ * and its peak memory (docs/mpi.md), one array entry a rank. */
+static void report_ranks(nle__json *j, const nle_embed_result *r) {
+  if (r->ranks <= 1 || !r->rank_usage) return;
+  size_t R = (size_t)r->ranks;
+  double v[7][64];
+  size_t shown = R < 64 ? R : 64;
+  for (size_t q = 0; q < shown; q++) {
+    const nle_embed_rank_usage *u = &r->rank_usage[q];
+    double per_field[7] = {(double)u->pca, (double)u->knn, (double)u->affinities, (double)u->optimize,
+                           (double)u->optimize / (r->report.iterations > 0 ? r->report.iterations : 1),
+                           (double)u->total, (double)u->peak_memory / 1048576.0};
+    for (int f = 0; f < 7; f++) v[f][q] = per_field[f];
+  }
+  static const char *keys[7] = {"pca_bytes", "knn_bytes", "affinity_bytes", "optimize_bytes",
+                                "bytes_per_iteration", "bytes_sent", "peak_mib"};
+  for (int f = 0; f < 7; f++) nle__json_numbers(j, keys[f], v[f], shown);
+}
+
 static void report_run(nle_estimator *e, const nle_embed_result *r, double search_seconds) {
   nle__json *j = &e->report;
   const nle_embed_opts *o = &r->resolved;
@@ -200,6 +219,7 @@ static void report_run(nle_estimator *e, const nle_embed_result *r, double searc
                       "\"total_seconds\": %.3f",
                    r->seconds.pca, r->seconds.knn + search_seconds, r->seconds.affinities, r->seconds.init,
                    r->seconds.plan, r->seconds.optimize, r->seconds.total + search_seconds);
+  report_ranks(j, r);
   char summary[256];
   snprintf(summary, sizeof summary, "%s, perplexity %g, %s%s, %d iterations, %.1f s", titles[e->variant],
            o->perplexity, o->homotopy_steps > 0 ? "homotopy, " : "",

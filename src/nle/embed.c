@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <string.h>
 
 /* Hands Y back through the input's release_Y once no later stage reads it:
@@ -169,6 +170,7 @@ typedef struct {
   nle_model *model;
   nle_opt *opt;
   size_t rows_here; /* this rank's rows (all N alone) */
+  uint64_t pca_bytes; /* what the graph stage's PCA sent (distributed) */
 } embed_work;
 
 static void work_free(embed_work *w) {
@@ -210,6 +212,7 @@ static nle_status neighbours_stage(nle_ctx *ctx, embed_work *w) {
     r->pca_variance = g.pca_variance;
     r->seconds.pca = g.pca_seconds;
     r->seconds.knn = g.knn_seconds;
+    w->pca_bytes = g.pca_bytes;
     if (!s && o->pca_dims > 0)
       nle__log(ctx, 0, "PCA %zu x %zu -> %d for the neighbour search: %.4f of the variance", r->n, r->D, o->pca_dims,
                r->pca_variance);
@@ -475,6 +478,19 @@ static nle_status keep_model(nle_ctx *ctx, embed_work *w) {
   return s;
 }
 
+/* Every rank's bytes and peak memory, rank by rank on every rank (a
+ * collective call: all ranks make it at the same point). */
+static nle_status gather_usage(nle_ctx *ctx, nle_embed_rank_usage *mine, nle_embed_result *r) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) == 0) mine->peak_memory = (uint64_t)ru.ru_maxrss * 1024; /* Linux: KiB */
+  r->ranks = nle_ctx_ranks(ctx);
+  r->rank_usage = nle__calloc(ctx, (size_t)r->ranks, sizeof *r->rank_usage, "the ranks' usage");
+  if (!r->rank_usage) return nle__comm_agree(ctx, NLE_ERR_NOMEM);
+  nle_status s = nle__comm_agree(ctx, NLE_OK);
+  if (!s) s = nle__comm_allgatherv(ctx, mine, sizeof *mine, r->rank_usage, NULL);
+  return s;
+}
+
 nle_status nle_embed(nle_ctx *ctx, const nle_embed_input *in, const nle_embed_opts *opts, nle_embed_result **out) {
   *out = NULL;
   nle_embed_opts defaults;
@@ -528,11 +544,21 @@ nle_status nle_embed(nle_ctx *ctx, const nle_embed_input *in, const nle_embed_op
     fingerprint(&asked, in, n, D, nle_ctx_seed(ctx), r->fingerprint, sizeof r->fingerprint);
     if (opts->resume) s = nle_opt_check_checkpoint(ctx, opts->resume, r->fingerprint);
   }
+  nle_embed_rank_usage used = {0};
+  uint64_t sent = nle__comm_bytes_sent(ctx), first = sent;
   if (!s) s = neighbours_stage(ctx, &w);
+  used.knn = nle__comm_bytes_sent(ctx) - sent, sent += used.knn;
   if (!s) s = weights_stage(ctx, &w);
+  used.affinities = nle__comm_bytes_sent(ctx) - sent, sent += used.affinities;
   if (!s) s = initial_stage(ctx, &w);
   if (!s) s = plan_stage(ctx, &w);
+  used.init = nle__comm_bytes_sent(ctx) - sent, sent += used.init;
   if (!s) s = run_stage(ctx, &w);
+  used.optimize = nle__comm_bytes_sent(ctx) - sent;
+  used.pca = w.pca_bytes, used.knn -= w.pca_bytes;
+  used.total = nle__comm_bytes_sent(ctx) - first;
+  if (nle__distributed(ctx)) s = nle__comm_agree(ctx, s);
+  if (nle__distributed(ctx) && s >= 0) s = gather_usage(ctx, &used, r);
   nle_status warning = s > 0 ? s : NLE_OK;
   /* a fixed-rate schedule ends at its iteration count by design (the t-SNE
    * codes' recipe): the run did what was planned, no warning for any

@@ -91,6 +91,7 @@ void nle_embed_result_free(nle_embed_result **r) {
   if (!r || !*r) return;
   nle_matd_free(&(*r)->X);
   nle_trained_free(&(*r)->trained);
+  free((*r)->rank_usage);
   free(*r);
   *r = NULL;
 }
