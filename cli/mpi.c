@@ -22,6 +22,7 @@
 #ifdef NLE_WITH_MPI
 #include <mpi.h>
 #include <fcntl.h>
+#include <sched.h>
 #endif
 
 /* How long a failed rank waits for its peers at the exit before deciding
@@ -73,6 +74,23 @@ static void quiet_rank(void) {
   dup2(fileno(world.held), STDERR_FILENO);
 }
 
+/* OpenMPI binds each rank to one core when it starts two or fewer ranks:
+ * a rank's threads (every core, by default) then share that core, and a
+ * 16-core machine runs as one. Said once, by rank 0, when the ranks on this
+ * machine are allowed fewer cores than it has. */
+static void warn_bound_cores(void) {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  long here = local && atoi(local) > 0 ? atoi(local) : 1, mine = CPU_COUNT(&allowed);
+  if (online > 0 && mine * here < online)
+    fprintf(stderr,
+            "nlembed: warning: mpirun bound each rank to %ld of this machine's %ld cores (%ld rank%s here): "
+            "mpirun --bind-to none, or --map-by slot:PE=N, gives a rank its threads (docs/mpi.md)\n",
+            mine, online, here, here == 1 ? "" : "s");
+}
+
 int cli_mpi_start(int *argc, char ***argv) {
   int rank;
   if (!launcher_ranks(&rank)) return 0;
@@ -92,6 +110,7 @@ int cli_mpi_start(int *argc, char ***argv) {
     world.started = false;
     return 1;
   }
+  if (world.rank == 0) warn_bound_cores();
   if (world.rank != 0) quiet_rank();
   return 0;
 }

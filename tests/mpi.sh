@@ -103,6 +103,15 @@ for ranks in 2 3; do
   then ok "cli_tsne_usage_ranks_$ranks"; else bad "cli_tsne_usage_ranks_$ranks" "${usage:-no bytes_sent}"; fi
 done
 
+# one rank bound to one core by mpirun's default on a machine with more:
+# rank 0 says so once; unbound, nothing
+if [ "$(nproc)" -ge 2 ]; then
+  bound=$(timeout 60 mpirun --allow-run-as-root -q -np 1 "$N" tsne fashion-mnist:500 --max-iters 5 -o "$T/b.npy" --quiet 2>&1 > /dev/null)
+  free_=$(timeout 60 mpirun --allow-run-as-root -q --bind-to none -np 1 "$N" tsne fashion-mnist:500 --max-iters 5 -o "$T/b.npy" --quiet 2>&1 > /dev/null)
+  if [ "$(grep -c 'warning: mpirun bound each rank to 1 of' <<< "$bound")" = 1 ] && [ -z "$free_" ]; then ok cli_bound_core_warning
+  else bad cli_bound_core_warning "bound: '$bound'; unbound: '$free_'"; fi
+fi
+
 # --max-memory is per rank: a cap under the whole matrix (12338 x 12 floats,
 # 578 KiB) and over a rank's share (8192 rows at 2 ranks, 384 KiB) refuses
 # the single process and lets 2 ranks run, with the same bytes
