@@ -106,6 +106,7 @@ static void pca_rows(void) {
   }
   /* not distributed yet: refused on every rank, alike */
   po.solver = NLE_PCA_RANDOMIZED;
+  nle_pca_model_free(&b);
   nle_status s = nle_pca_fit(ctx, &part, &po, &b);
   nle_test(nle__distributed(ctx) ? s == NLE_ERR_ARG : s == NLE_OK);
   nle_pca_model_free(&a);
