@@ -64,6 +64,13 @@ static void collectives(void) {
     nle_test(strstr(nle_ctx_error(ctx), "Y: rank 0 holds") != NULL);
   }
 
+  /* the canonical rows gathered without a size exchange: row i holds i */
+  int32_t *row_ids = malloc(total * sizeof(int32_t)), *gathered = malloc(total * sizeof(int32_t));
+  for (size_t i = share.begin; i < share.end; i++) row_ids[i - share.begin] = (int32_t)i;
+  nle_test_ok(nle__comm_allgather_rows(ctx, row_ids, total, sizeof(int32_t), gathered));
+  for (size_t i = 0; i < total; i++) nle_test(gathered[i] == (int32_t)i);
+  free(row_ids), free(gathered);
+
   char token[8] = "";
   if (me == ranks - 1) strcpy(token, "last");
   nle_test_ok(nle__comm_bcast(ctx, token, sizeof token, ranks - 1));

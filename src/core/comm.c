@@ -45,6 +45,15 @@ nle_status nle__comm_rows(nle_ctx *ctx, size_t n_local, const char *what, nle__r
   return s;
 }
 
+/* A ring step with one rank: the message comes back to its sender. */
+static nle_status shift_alone(nle_ctx *ctx, const void *send, size_t send_bytes, void *recv, size_t recv_cap,
+                              size_t *recv_bytes) {
+  if (send_bytes > recv_cap) return nle__fail(ctx, NLE_ERR_ARG, "a ring step's message exceeds its buffer");
+  memmove(recv, send, send_bytes);
+  *recv_bytes = send_bytes;
+  return NLE_OK;
+}
+
 /* FNV-1a: a mismatch test, not a checksum anyone relies on for integrity. */
 static uint64_t fingerprint(const void *bytes, size_t n) {
   uint64_t h = 1469598103934665603ull ^ n;
@@ -199,6 +208,25 @@ nle_status nle__comm_bcast(nle_ctx *ctx, void *buf, size_t bytes, int root) {
   return NLE_OK;
 }
 
+/* Each rank's part to every rank, in rank order: sizes[r] bytes, or (sizes
+ * NULL) rank r's canonical rows of n, row_bytes each. */
+static nle_status bcast_parts(nle_ctx *ctx, const void *mine, void *all, size_t *offsets, const uint64_t *sizes,
+                              size_t n, size_t row_bytes) {
+  int ranks = nle__ranks(ctx), me = nle__rank(ctx);
+  size_t at = 0;
+  nle_status s = NLE_OK;
+  for (int r = 0; s == NLE_OK && r < ranks; r++) {
+    nle__row_range rows = nle__rank_rows(n, ranks, r);
+    size_t bytes = sizes ? (size_t)sizes[r] : (rows.end - rows.begin) * row_bytes;
+    if (offsets) offsets[r] = at;
+    if (r == me && bytes) memmove((char *)all + at, mine, bytes);
+    s = nle__comm_bcast(ctx, (char *)all + at, bytes, r);
+    at += bytes;
+  }
+  if (offsets && s == NLE_OK) offsets[ranks] = at;
+  return s;
+}
+
 nle_status nle__comm_allgatherv(nle_ctx *ctx, const void *mine, size_t my_bytes, void *all, size_t *offsets) {
   int ranks = nle__ranks(ctx);
   uint64_t *sizes = calloc((size_t)ranks, sizeof *sizes);
@@ -211,16 +239,13 @@ nle_status nle__comm_allgatherv(nle_ctx *ctx, const void *mine, size_t my_bytes,
   } else {
     sizes[0] = me;
   }
-  size_t at = 0;
-  for (int r = 0; s == NLE_OK && r < ranks; r++) {
-    if (offsets) offsets[r] = at;
-    if (r == nle__rank(ctx) && my_bytes) memmove((char *)all + at, mine, my_bytes);
-    s = nle__comm_bcast(ctx, (char *)all + at, (size_t)sizes[r], r);
-    at += (size_t)sizes[r];
-  }
-  if (offsets && s == NLE_OK) offsets[ranks] = at;
+  if (!s) s = bcast_parts(ctx, mine, all, offsets, sizes, 0, 0);
   free(sizes);
   return s;
+}
+
+nle_status nle__comm_allgather_rows(nle_ctx *ctx, const void *mine, size_t n, size_t row_bytes, void *all) {
+  return bcast_parts(ctx, mine, all, NULL, NULL, n, row_bytes);
 }
 
 /* Posts the pieces of one message each way and waits for all of them. */
@@ -249,12 +274,7 @@ static nle_status exchange(nle_ctx *ctx, const void *send, size_t send_bytes, in
 
 nle_status nle__comm_shift(nle_ctx *ctx, const void *send, size_t send_bytes, int to, void *recv, size_t recv_cap,
                            size_t *recv_bytes, int from) {
-  if (!nle__distributed(ctx)) {
-    if (send_bytes > recv_cap) return nle__fail(ctx, NLE_ERR_ARG, "a ring step's message exceeds its buffer");
-    memmove(recv, send, send_bytes);
-    *recv_bytes = send_bytes;
-    return NLE_OK;
-  }
+  if (!nle__distributed(ctx)) return shift_alone(ctx, send, send_bytes, recv, recv_cap, recv_bytes);
   uint64_t out = send_bytes, in = 0;
   MPI_TRY(ctx, MPI_Sendrecv(&out, 1, MPI_UINT64_T, to, 0, &in, 1, MPI_UINT64_T, from, 0, COMM(ctx), MPI_STATUS_IGNORE),
           "MPI_Sendrecv");
@@ -329,6 +349,11 @@ nle_status nle__comm_min_d(nle_ctx *ctx, double *buf, size_t n) { return (void)c
 nle_status nle__comm_bcast(nle_ctx *ctx, void *buf, size_t bytes, int root) {
   return (void)ctx, (void)buf, (void)bytes, (void)root, NLE_OK;
 }
+nle_status nle__comm_allgather_rows(nle_ctx *ctx, const void *mine, size_t n, size_t row_bytes, void *all) {
+  (void)ctx;
+  if (n) memmove(all, mine, n * row_bytes);
+  return NLE_OK;
+}
 nle_status nle__comm_allgatherv(nle_ctx *ctx, const void *mine, size_t my_bytes, void *all, size_t *offsets) {
   (void)ctx;
   if (my_bytes) memmove(all, mine, my_bytes);
@@ -346,10 +371,7 @@ nle_status nle__comm_alltoallv(nle_ctx *ctx, const void *send, const size_t *sen
 nle_status nle__comm_shift(nle_ctx *ctx, const void *send, size_t send_bytes, int to, void *recv, size_t recv_cap,
                            size_t *recv_bytes, int from) {
   (void)to, (void)from;
-  if (send_bytes > recv_cap) return nle__fail(ctx, NLE_ERR_ARG, "a ring step's message exceeds its buffer");
-  memmove(recv, send, send_bytes);
-  *recv_bytes = send_bytes;
-  return NLE_OK;
+  return shift_alone(ctx, send, send_bytes, recv, recv_cap, recv_bytes);
 }
 nle_status nle__comm_barrier(nle_ctx *ctx) { return (void)ctx, NLE_OK; }
 

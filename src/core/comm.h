@@ -93,6 +93,11 @@ nle_status nle__comm_bcast(nle_ctx *ctx, void *buf, size_t bytes, int root);
  * starts. */
 nle_status nle__comm_allgatherv(nle_ctx *ctx, const void *mine, size_t my_bytes, void *all, size_t *offsets);
 
+/* The same for parts known alike on every rank: rank r's canonical rows of
+ * n (nle__rank_rows), row_bytes each, into all (n rows). No exchange of
+ * sizes: for a per-iteration gather (the map, each evaluation). */
+nle_status nle__comm_allgather_rows(nle_ctx *ctx, const void *mine, size_t n, size_t row_bytes, void *all);
+
 /* Personalised exchange: send_bytes[r] bytes from send + send_offsets[r] to
  * rank r. *recv is allocated here (free it) and holds what each rank sent
  * this one, in rank order; recv_offsets (ranks + 1 entries) where each part

@@ -42,17 +42,22 @@ typedef struct {
   double *work; /* the packed product's (NLE__PACKED_BLOCKS + 1) n */
 } centred_kernel;
 
-/* Y = K-bar X for the packed K and an n x b block X: the kernel read once
- * for the b columns, then each column centred as centred_apply does. */
-static int centred_block(void *user, const double *X, double *Y, size_t b) {
-  centred_kernel *c = user;
-  size_t n = c->n;
-  nle__packed_symm(n, c->K, X, Y, b, c->work, c->threads);
+/* Y += the centring's terms for an n x b block X (Y = K X on entry):
+ * -m (1.x) - 1 (m.x) + g 1 (1.x), column by column. */
+static void centre_columns(const centred_kernel *c, const double *X, double *Y, size_t b) {
   for (size_t t = 0; t < b; t++) {
     double sx = 0, mx = 0;
-    for (size_t i = 0; i < n; i++) sx += X[i * b + t], mx += c->m[i] * X[i * b + t];
-    for (size_t i = 0; i < n; i++) Y[i * b + t] += -c->m[i] * sx - mx + c->g * sx;
+    for (size_t i = 0; i < c->n; i++) sx += X[i * b + t], mx += c->m[i] * X[i * b + t];
+    for (size_t i = 0; i < c->n; i++) Y[i * b + t] += -c->m[i] * sx - mx + c->g * sx;
   }
+}
+
+/* Y = K-bar X for the packed K and an n x b block X: the kernel read once
+ * for the b columns. */
+static int centred_block(void *user, const double *X, double *Y, size_t b) {
+  centred_kernel *c = user;
+  nle__packed_symm(c->n, c->K, X, Y, b, c->work, c->threads);
+  centre_columns(c, X, Y, b);
   return 0;
 }
 
@@ -70,9 +75,7 @@ static int centred_apply(void *user, const double *x, double *y) {
       y[i] = acc;
     }
   }
-  double sx = 0, mx = 0;
-  for (size_t i = 0; i < n; i++) sx += x[i], mx += c->m[i] * x[i];
-  for (size_t i = 0; i < n; i++) y[i] += -c->m[i] * sx - mx + c->g * sx;
+  centre_columns(c, x, y, 1);
   return 0;
 }
 

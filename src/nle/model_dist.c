@@ -112,12 +112,11 @@ nle_status nle__model_dist_attach(nle_ctx *ctx, nle_model *m) {
 }
 
 nle_status nle__model_dist_map(nle_ctx *ctx, nle_model *m, const nle_matd *X) {
-  size_t bytes = (m->row1 - m->row0) * X->cols * sizeof(double);
-  return nle__comm_allgatherv(ctx, X->data, bytes, m->map, NULL);
+  return nle__comm_allgather_rows(ctx, X->data, (size_t)m->n, X->cols * sizeof(double), m->map);
 }
 
 nle_status nle__model_dist_rows(nle_ctx *ctx, nle_model *m, double *v) {
-  nle_status s = nle__comm_allgatherv(ctx, v + m->row0, (m->row1 - m->row0) * sizeof(double), m->gathered, NULL);
+  nle_status s = nle__comm_allgather_rows(ctx, v + m->row0, (size_t)m->n, sizeof(double), m->gathered);
   if (!s) memcpy(v, m->gathered, (size_t)m->n * sizeof(double));
   return s;
 }
