@@ -154,6 +154,38 @@ static void knn_searches(void) {
   }
 }
 
+/* The ring's blocks cut into pieces of a few rows (the same bits as one
+ * piece a block, and as alone): the exact search and the re-ranking, in a
+ * setting whose blocks are cut unevenly (the last piece of a block short,
+ * a short block with fewer pieces). */
+static void knn_ring_pieces(void) {
+  setting t = open_setting(7, 40);
+  nle_ctx *one = t.one, *ctx = t.ctx;
+  nle__row_range mine = t.mine;
+  size_t saved = nle__ring_piece_bytes;
+  nle__ring_piece_bytes = 1000 * 40 * sizeof(float) + 12; /* 1,000 rows a piece */
+  nle_knn_opts ko;
+  nle_knn_opts_init(&ko);
+  ko.k = 9;
+  nle_csr *a = NULL, *b = NULL, *ra = NULL, *rb = NULL, *cand = NULL;
+  nle_test_ok(nle_knn_exact(one, t.Y, &ko, &a));
+  nle_test_ok(nle_knn_exact(ctx, &t.part, &ko, &b));
+  nle_test(same_rows(a, &mine, b));
+  if (a) nle_test_ok(nle__csr_rows(one, a, mine.begin, mine.end, &cand));
+  if (cand) {
+    nle_test_ok(nle_knn_rerank(one, t.Y, a, 5, &ra));
+    nle_test_ok(nle_knn_rerank(ctx, &t.part, cand, 5, &rb));
+    nle_test(same_rows(ra, &mine, rb));
+  }
+  nle__ring_piece_bytes = saved;
+  nle_csr_free(&a);
+  nle_csr_free(&b);
+  nle_csr_free(&ra);
+  nle_csr_free(&rb);
+  nle_csr_free(&cand);
+  close_setting(&t);
+}
+
 /* Entropic affinities (the MST order and the bounds order) and their
  * symmetrisation, normalised, on this rank's rows of an exact kNN graph. */
 static void entropic_symmetrized(void) {
@@ -269,6 +301,7 @@ static void rank_without_rows(void) {
 
 const nle_test_case mpi_graph_tests[] = {{"mpi/pca_rows", pca_rows},
                                          {"mpi/knn_searches", knn_searches},
+                                         {"mpi/knn_ring_pieces", knn_ring_pieces},
                                          {"mpi/entropic_symmetrized", entropic_symmetrized},
                                          {"mpi/graph_build_rows", graph_build_rows},
                                          {"mpi/rank_without_rows", rank_without_rows},

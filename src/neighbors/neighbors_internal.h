@@ -58,6 +58,8 @@ static inline float nle__sqdist_lanes(const float *a, const float *b, size_t d) 
  * (`search`, its options `opts`) on all the rows gathered and keeps this
  * rank's rows of its graph. */
 typedef nle_status (*nle__knn_alone)(nle_ctx *ctx, const nle_matf *Y, const void *opts, nle_csr **graph);
+/* The bytes of rows one piece of the ranks' ring carries (knn_ring.c). */
+extern size_t nle__ring_piece_bytes;
 nle_status nle__knn_exact_ring(nle_ctx *ctx, const nle_matf *Y, const nle__rows *rows, int k, nle_csr **graph);
 nle_status nle__knn_rerank_ring(nle_ctx *ctx, const nle_matf *Y, const nle__rows *rows, const nle_csr *cand, int k,
                                 nle_csr **graph);
