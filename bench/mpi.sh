@@ -1,62 +1,121 @@
 #!/usr/bin/env bash
-# mpi.sh — distributed runs (issue 38, docs/mpi.md) on 1, 2 and 4 ranks
-# (this machine's cores are few: 4 ranks are oversubscribed, and so is 2
-# when other work runs; say so beside the figures). For each: every rank's
-# wall time and peak memory (RSS) and whether the output is the single
-# process's, byte for byte.
-# - reading and writing by rows: `nlembed transform` of N x 50 points through
-#   a PCA model, from a .npy (read by offset) and from a .csv (read by rank
-#   0 and scattered), to a .npy written by offset;
-# - the whole t-SNE, once its stages run distributed (refused until then:
-#   the script says so and goes on).
-# Full: 1,000,000 points (.csv: 200,000); SMOKE=1: 20,000 (t-SNE: 2,000).
+# mpi.sh — issue 38's measurements (docs/mpi.md): the whole t-SNE (`nlembed
+# tsne DATA -o X.npy`, the defaults) of N augmented Fashion-MNIST images
+# (bench/fmnist_million.py) on
+#   - 1 process x 2 threads (no mpirun: what a user of one machine runs),
+#   - 2 ranks x 1 thread (mpirun -np 2: one rank a core),
+#   - 4 ranks x 1 thread (mpirun -np 4, oversubscribed on a 2-core machine:
+#     its times mean little; its memory per rank is the figure),
+# and for each: the wall time, each stage's seconds (rank 0's JSON line),
+# the bytes each rank sent per stage and per iteration, each rank's peak
+# memory (GNU time's maximum RSS), and whether X.npy is the single
+# process's, byte for byte. Then the issue's two ratios: 2 ranks' time over
+# the single process's, and the largest peak of a rank at 4 ranks over the
+# single process's peak.
+#
+#   bench/mpi.sh [N ...]      default 1000000 2000000; SMOKE=1: 3000
+#   REPEAT=3 bench/mpi.sh     medians of 3 runs of each (default 1: a run
+#                             at a million points takes ~10 minutes)
+#   RANKS="2 4"               the distributed runs (default 2 4)
+#   DATA_DIR=/big/disk        where the inputs are made once (default
+#                             out/bench/mpi-data; 3.1 GB a million points)
 . "$(dirname "$0")/common.sh"
 command -v mpirun > /dev/null || { echo "mpirun is not installed (./setup.sh installs OpenMPI): skipped"; exit 0; }
-N_NPY=$(smoke_or 1000000 20000)
-N_CSV=$(smoke_or 200000 20000)
-N_TSNE=$(smoke_or 1000000 2000)
+grep -q -- '-DNLE_WITH_MPI' "$(dirname "$NLEMBED")/.cflags" 2> /dev/null ||
+  { echo "$NLEMBED was built without MPI: skipped"; exit 0; }
+SIZES=${*:-$(smoke_or "1000000 2000000" 3000)}
+REPEAT=${REPEAT:-1}
+RANKS=${RANKS:-2 4}
+DATA_DIR=${DATA_DIR:-$OUT/mpi-data}
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe -q)
+mkdir -p "$DATA_DIR"
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
-echo "load: $(uptime)"
-"$PY" -c "
-import numpy as np
-Y = np.random.default_rng(1).standard_normal(($N_NPY, 50)).astype(np.float32)
-np.save('$W/Y.npy', Y)
-np.savetxt('$W/Y.csv', Y[:$N_CSV], delimiter=',', fmt='%.7g')
-np.save('$W/Yt.npy', Y[:$N_TSNE])"
-"$NLEMBED" pca "$W/Y.npy" -d 2 --save-model "$W/m.nle" -o "$W/pca.npy" --quiet > /dev/null
+report=$OUT/mpi.txt
+[ "$SMOKE" = 1 ] || report=$RESULTS/mpi.txt
+: > "$report"
+say() { echo "$*" | tee -a "$report"; }
+say "# bench/mpi.sh, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(uname -n)"
+say "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-# run LABEL RANKS OUT ALONE -- command: one line per rank, "same" when OUT
-# is ALONE's bytes
-run() {
-  local label=$1 ranks=$2 out=$3 alone=$4
-  shift 5
-  if [ "$ranks" = 1 ]; then
-    /usr/bin/time -f "%e %M" -o "$W/time.0" "$@" > "$W/json" 2> "$W/err"
+# one LABEL RANKS OUT DATA N: one run, its JSON line and every rank's
+# "wall peak_kb" in $W/LABEL.*
+one() {
+  local label=$1 ranks=$2 out=$3 data=$4 n=$5
+  rm -f "$W/time".*
+  local cmd=("$NLEMBED" tsne "$data" -o "$out" --quiet $(smoke_or "" "--max-iters 50"))
+  if [ "$ranks" = 0 ]; then
+    /usr/bin/time -f '%e %M' -o "$W/time.0" "${cmd[@]}" --threads 2 > "$W/$label.json" 2> "$W/err"
   else
-    "${MPIRUN[@]}" -np "$ranks" bash -c "exec /usr/bin/time -f '%e %M' -o $W/time.\$OMPI_COMM_WORLD_RANK \"\$@\"" _ "$@" \
-      > "$W/json" 2> "$W/err"
+    "${MPIRUN[@]}" -np "$ranks" bash -c "exec /usr/bin/time -f '%e %M' -o $W/time.\$OMPI_COMM_WORLD_RANK \"\$@\"" _ \
+      "${cmd[@]}" --threads 1 > "$W/$label.json" 2> "$W/err"
   fi
-  local rc=$? same=""
+  local rc=$?
   if [ $rc -ne 0 ]; then
-    echo "$label, $ranks ranks: not run: $(head -n 1 "$W/err")"
+    say "$label, $n points: failed (exit $rc): $(grep -v '^ *$' "$W/err" | head -n 2 | tr '\n' ' ')"
     return 1
   fi
-  [ "$out" = "$alone" ] || { cmp -s "$out" "$alone" && same=", output the same bytes as 1 rank" || same=", OUTPUT DIFFERS"; }
-  for ((r = 0; r < ranks; r++)); do
-    read -r wall kb < "$W/time.$r"
-    printf '%s, %d ranks, rank %d: %.2f s, peak %.0f MiB%s\n' "$label" "$ranks" "$r" "$wall" "$((kb / 1024))" "$same"
-  done
+  cat "$W"/time.* | awk '{print}' > "$W/$label.time"
 }
 
-for input in Y.npy Y.csv; do
-  for ranks in 1 2 4; do
-    run "transform $input" "$ranks" "$W/x$ranks.npy" "$W/x1.npy" -- \
-      "$NLEMBED" transform "$W/m.nle" "$W/$input" -o "$W/x$ranks.npy" --threads 1 --quiet
+for n in $SIZES; do
+  data=$DATA_DIR/fm$n
+  [ -s "$data.npy" ] || "$PY" bench/fmnist_million.py "$data" "$n" || { say "could not make $data.npy"; exit 1; }
+  say ""
+  say "## $n points ($data.npy, $(du -h "$data.npy" | cut -f1)), $REPEAT run(s) each, medians"
+  configs=("alone:0")
+  for r in $RANKS; do configs+=("r$r:$r"); done
+  for c in "${configs[@]}"; do
+    label=${c%%:*} ranks=${c#*:}
+    for ((i = 1; i <= REPEAT; i++)); do
+      one "$label-$i" "$ranks" "$W/$label.npy" "$data.npy" "$n" || continue 2
+      say "# $label run $i: load $(cut -d' ' -f1-3 /proc/loadavg)"
+    done
+    same=alone
+    if [ "$ranks" != 0 ]; then
+      if cmp -s "$W/$label.npy" "$W/alone.npy"; then same="the same bytes as alone"; else same="DIFFERS from alone"; fi
+    fi
+    echo "$same" > "$W/$label.same"
   done
-done
-for ranks in 1 2 4; do
-  run "tsne ($N_TSNE points)" "$ranks" "$W/t$ranks.npy" "$W/t1.npy" -- \
-    "$NLEMBED" tsne "$W/Yt.npy" -o "$W/t$ranks.npy" --threads 1 --quiet --max-iters "$(smoke_or 1000 50)" || break
+  "$PY" - "$W" "$REPEAT" "${configs[@]}" << 'EOF' | tee -a "$report"
+import json, statistics, sys
+w, repeat, configs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+stages = ["read", "pca", "knn", "affinity", "optimize"]
+med = statistics.median
+rows, summary = [], {}
+for c in configs:
+    label, ranks = c.split(":")
+    runs = []
+    for i in range(1, repeat + 1):
+        try:
+            j = json.loads(open(f"{w}/{label}-{i}.json").read().strip().splitlines()[-1])
+            t = [list(map(float, l.split())) for l in open(f"{w}/{label}-{i}.time")]
+        except (OSError, ValueError, IndexError):
+            continue
+        runs.append((j, t))
+    if not runs:
+        print(f"{label}: no run")
+        continue
+    j0 = runs[-1][0]
+    wall = med(max(r[0] for r in t) for _, t in runs)
+    peak = med(max(r[1] for r in t) for _, t in runs) / 1024
+    secs = {s: med(j.get(f"{s}_seconds", 0.0) for j, _ in runs) for s in stages}
+    same = open(f"{w}/{label}.same").read().strip()
+    name = "1 process x 2 threads" if ranks == "0" else f"{ranks} ranks x 1 thread"
+    summary[label] = (wall, peak)
+    print(f"{name}: {wall:.1f} s wall, peak {peak:.0f} MiB (largest rank), {j0['iterations']} iterations, "
+          f"KL {j0['kl_divergence']:.4f}, output {same}")
+    print("  seconds (rank 0): " + ", ".join(f"{s} {secs[s]:.1f}" for s in stages) + f", total {med(j['total_seconds'] for j, _ in runs):.1f}")
+    if ranks != "0":
+        for s in ["pca", "knn", "affinity", "optimize"]:
+            b = j0.get(f"{s}_bytes", [])
+            print(f"  {s} MB sent per rank: " + " / ".join(f"{x / 1e6:.1f}" for x in b))
+        print("  bytes sent per iteration per rank: " + " / ".join(f"{x:,.0f}" for x in j0.get("bytes_per_iteration", [])))
+        print("  peak MiB per rank (JSON): " + " / ".join(f"{x:.0f}" for x in j0.get("peak_mib", [])))
+if "alone" in summary:
+    wall, peak = summary["alone"]
+    for label, (w2, p2) in summary.items():
+        if label != "alone":
+            print(f"ratio {label} / alone: time {w2 / wall:.2f}x, peak per rank {p2 / peak:.2f}x")
+EOF
 done
