@@ -498,9 +498,6 @@ static int run_fit(cli_env *env, nle_estimator *e, const char *input, const fit_
   char checkpoint[8] = "", resume[8] = "";
   nle_estimator_get(e, "checkpoint", checkpoint, sizeof checkpoint);
   nle_estimator_get(e, "resume", resume, sizeof resume);
-  if (!rc && (*checkpoint || *resume) && cli_ranks() > 1)
-    rc = cli_usage_error(env->command, "--%s does not run on more than one rank yet (docs/mpi.md)",
-                         *checkpoint ? "checkpoint" : "resume");
   if (*checkpoint || *resume) cli_catch_interrupts();
   nle_status s = NLE_OK;
   if (!rc) {

@@ -103,6 +103,42 @@ for ranks in 2 3; do
   then ok "cli_tsne_usage_ranks_$ranks"; else bad "cli_tsne_usage_ranks_$ranks" "${usage:-no bytes_sent}"; fi
 done
 
+# checkpoints per rank with a manifest (docs/mpi.md): 40 iterations
+# checkpointed every 20, resumed to 60 on the same ranks, give the 60
+# iterations' bits; the previous parts are removed; another number of ranks,
+# one process, or a part missing: one error line, no output. 5,000 points:
+# two row blocks, so at 3 ranks one rank holds none.
+ck=(tsne fashion-mnist:5000 -p 10 --quiet)
+timeout 120 "${MPIRUN[@]}" -q -np 3 "$N" "${ck[@]}" --max-iters 60 -o "$T/ck60.npy" > /dev/null 2>&1
+timeout 120 "${MPIRUN[@]}" -q -np 3 "$N" "${ck[@]}" --max-iters 40 --checkpoint "$T/run.ck" --checkpoint-every 20 \
+  -o "$T/ck40.npy" > /dev/null 2>&1
+parts=$(cd "$T" && echo run.ck.*)
+timeout 120 "${MPIRUN[@]}" -q -np 3 "$N" "${ck[@]}" --max-iters 60 --resume "$T/run.ck" -o "$T/ckr.npy" > /dev/null 2> "$T/ck_err"
+rc=$?
+if [ $rc -ne 0 ]; then bad cli_checkpoint_resume_ranks_3 "exit $rc: $(head -c 300 "$T/ck_err")"
+elif [ "$parts" != "run.ck.2.rank0 run.ck.2.rank1 run.ck.2.rank2" ]; then bad cli_checkpoint_resume_ranks_3 "parts: $parts"
+elif ! cmp -s "$T/ckr.npy" "$T/ck60.npy"; then bad cli_checkpoint_resume_ranks_3 "the resumed run differs from 60 iterations"
+elif [ "$(cd "$T" && echo run.ck.*)" != "run.ck.3.rank0 run.ck.3.rank1 run.ck.3.rank2" ]; then
+  bad cli_checkpoint_resume_ranks_3 "after the resume: $(cd "$T" && echo run.ck.*)"
+else ok cli_checkpoint_resume_ranks_3; fi
+ck_refused() { # NAME WANT CHECKPOINT -- launcher (none: alone)
+  local name=$1 want=$2 resume=$3
+  shift 4
+  rm -f "$T/ckx.npy"
+  timeout 120 "$@" "$N" "${ck[@]}" --max-iters 60 --resume "$resume" -o "$T/ckx.npy" > /dev/null 2> "$T/ck_err"
+  local rc=$?
+  if [ $rc -ne 0 ] && [ ! -e "$T/ckx.npy" ] && grep -q "$want" "$T/ck_err"; then ok "$name"
+  else bad "$name" "exit $rc: $(head -c 300 "$T/ck_err")"; fi
+}
+ck_refused cli_checkpoint_other_ranks "written by 3 ranks; resume it with mpirun -np 3" "$T/run.ck" -- \
+  "${MPIRUN[@]}" -q -np 2
+ck_refused cli_checkpoint_alone "written by 3 ranks; resume it with mpirun -np 3" "$T/run.ck" --
+$N "${ck[@]}" --max-iters 20 --checkpoint "$T/alone.ck" --checkpoint-every 10 -o "$T/cka.npy" > /dev/null 2>&1
+ck_refused cli_checkpoint_of_one_process "written by one process; resume it without mpirun" "$T/alone.ck" -- \
+  "${MPIRUN[@]}" -q -np 2
+rm -f "$T/run.ck.3.rank1"
+ck_refused cli_checkpoint_part_missing "run.ck.3.rank1: cannot open" "$T/run.ck" -- "${MPIRUN[@]}" -q -np 3
+
 # one rank bound to one core by mpirun's default on a machine with more:
 # rank 0 says so once; unbound, nothing
 if [ "$(nproc)" -ge 2 ]; then

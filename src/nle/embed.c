@@ -507,9 +507,9 @@ nle_status nle_embed(nle_ctx *ctx, const nle_embed_input *in, const nle_embed_op
    * of rows.n in all; the result is this rank's rows of X. */
   nle__rows rows = {n, {0, n}};
   if (nle__distributed(ctx)) s = nle__comm_rows(ctx, n, "nle_embed's input", &rows);
-  if (!s && nle__distributed(ctx) && (opts->keep_model || opts->checkpoint || opts->resume))
-    s = nle__fail(ctx, NLE_ERR_ARG, "nle_embed: a distributed run keeps no model and writes no checkpoint yet "
-                  "({@save-model}, {@checkpoint} and {@resume} run in one process)");
+  if (!s && nle__distributed(ctx) && opts->keep_model)
+    s = nle__fail(ctx, NLE_ERR_ARG, "nle_embed: a distributed run keeps no model yet ({@save-model} runs in one "
+                  "process)");
   if (s) return s;
   size_t rows_here = n;
   n = rows.n;

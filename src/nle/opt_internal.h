@@ -76,6 +76,7 @@ struct nle_opt {
   /* Checkpoints (nle_opt_set_checkpoint). */
   char *ckpt_path, *ckpt_fingerprint;
   int ckpt_every;
+  int64_t ckpt_serial; /* distributed: the serial of the parts last written or resumed from (0: none) */
 };
 
 /* opt_base.c */
