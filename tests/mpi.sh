@@ -103,6 +103,19 @@ for ranks in 2 3; do
   then ok "cli_tsne_usage_ranks_$ranks"; else bad "cli_tsne_usage_ranks_$ranks" "${usage:-no bytes_sent}"; fi
 done
 
+# wide rows (D = 1,100 > 1,000): the PCA start (init: pca) takes the
+# randomized solver, distributed by TSQR (docs/pca.md): 2 ranks give 1
+# rank's bits
+/usr/bin/python3 -c "
+import numpy as np
+r = np.random.default_rng(5)
+C = 3 * r.standard_normal((8, 1100))
+np.save('$T/wide.npy', (C[r.integers(0, 8, 5000)] + r.standard_normal((5000, 1100))).astype(np.float32))"
+timeout 120 "${MPIRUN[@]}" -q -np 1 "$N" tsne "$T/wide.npy" --max-iters 10 -o "$T/wide1.npy" --quiet > /dev/null 2>&1 ||
+  bad cli_tsne_wide_one_rank "mpirun -np 1 nlembed tsne failed"
+cmp_run cli_tsne_wide_ranks_2 2 5000 "$T/wide2.npy" "$T/wide1.npy" -- \
+  "$N" tsne "$T/wide.npy" --max-iters 10 -o "$T/wide2.npy" --quiet
+
 # checkpoints per rank with a manifest (docs/mpi.md): 40 iterations
 # checkpointed every 20, resumed to 60 on the same ranks, give the 60
 # iterations' bits; the previous parts are removed; another number of ranks,

@@ -104,16 +104,52 @@ static void pca_rows(void) {
     }
     nle_test_rel(a->total_variance, total, 1e-12);
   }
-  /* not distributed yet: refused on every rank, alike */
-  po.solver = NLE_PCA_RANDOMIZED;
-  nle_pca_model_free(&b);
-  nle_status s = nle_pca_fit(ctx, &part, &po, &b);
-  nle_test(nle__distributed(ctx) ? s == NLE_ERR_ARG : s == NLE_OK);
   nle_pca_model_free(&a);
   nle_pca_model_free(&b);
   nle_matd_free(&Xa);
   nle_matd_free(&Xb);
   close_setting(&t);
+}
+
+/* The randomized solver (TSQR over the 4,096-row blocks, A^T Q in fixed
+ * point): the same bits on any number of ranks as alone; with the range
+ * basis as wide as the data (oversampled to l = D) it spans every direction,
+ * so its components are the exact solver's. rows: 3 blocks, the last short;
+ * or a last block of 5 rows, fewer than l. */
+static void pca_randomized_case(uint64_t seed, size_t rows) {
+  setting t = open_rows(seed, rows, 24);
+  nle_pca_opts po;
+  nle_pca_opts_init(&po);
+  po.n_components = 6;
+  po.oversample = 18;
+  po.solver = NLE_PCA_RANDOMIZED;
+  nle_pca_model *a = NULL, *b = NULL, *e = NULL;
+  nle_test_ok(nle_pca_fit(t.one, t.Y, &po, &a));
+  nle_test_ok(nle_pca_fit(t.ctx, &t.part, &po, &b));
+  po.solver = NLE_PCA_EXACT;
+  nle_test_ok(nle_pca_fit(t.one, t.Y, &po, &e));
+  if (a && b && e) {
+    nle_test(a->solver_used == NLE_PCA_RANDOMIZED && b->solver_used == NLE_PCA_RANDOMIZED);
+    nle_test(memcmp(a->components, b->components, 6 * 24 * sizeof(double)) == 0);
+    nle_test(memcmp(a->explained_variance, b->explained_variance, 6 * sizeof(double)) == 0);
+    nle_test(a->total_variance == b->total_variance);
+    nle_test_rel(a->total_variance, e->total_variance, 1e-12);
+    for (int c = 0; c < 6; c++) {
+      nle_test_rel(a->explained_variance[c], e->explained_variance[c], 1e-10);
+      double dot = 0.0;
+      for (size_t j = 0; j < 24; j++) dot += a->components[c * 24 + j] * e->components[c * 24 + j];
+      nle_test_rel(dot, 1.0, 1e-8); /* the same sign convention too */
+    }
+  }
+  nle_pca_model_free(&a);
+  nle_pca_model_free(&b);
+  nle_pca_model_free(&e);
+  close_setting(&t);
+}
+
+static void pca_randomized_rows(void) {
+  pca_randomized_case(21, ROWS);
+  pca_randomized_case(22, NLE__RANK_ROW_BLOCK + 5);
 }
 
 /* nle_knn_exact's graph (ring of blocks) and nle_knn_approx's (gathered) */
@@ -300,6 +336,7 @@ static void rank_without_rows(void) {
 }
 
 const nle_test_case mpi_graph_tests[] = {{"mpi/pca_rows", pca_rows},
+                                         {"mpi/pca_randomized_rows", pca_randomized_rows},
                                          {"mpi/knn_searches", knn_searches},
                                          {"mpi/knn_ring_pieces", knn_ring_pieces},
                                          {"mpi/entropic_symmetrized", entropic_symmetrized},

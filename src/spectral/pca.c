@@ -121,79 +121,73 @@ static nle_status column_extent(nle_ctx *ctx, const nle_matf *Y, size_t n_total,
   return s;
 }
 
-/* The rows of split `b` of `splits` (whole PCA_BLOCKs). */
-static void split_rows(size_t n, size_t splits, size_t b, size_t *r0, size_t *r1) {
-  size_t blocks = (n + PCA_BLOCK - 1) / PCA_BLOCK;
-  *r0 = blocks * b / splits * PCA_BLOCK;
-  *r1 = blocks * (b + 1) / splits * PCA_BLOCK;
-  if (*r0 > n) *r0 = n;
-  if (*r1 > n) *r1 = n;
-}
-
-/* A split's part of a product over rows: its partial sum `part` (D x D for
- * the covariance, SYRK upper; D x l for A^T Q). */
+/* Products over rows, summed per SUM_BLOCK in double, then in fixed point
+ * into their split's integers: the covariance (Q NULL: D x D, SYRK upper)
+ * or A^T Q (D x l). */
 typedef struct {
   const nle_matf *Y;
   const double *mean, *Q;
-  size_t splits, l;
-  double *parts;
-} split_job;
-
-/* The covariance's partial sums: each SUM_BLOCK's SYRK (upper) in double,
- * then in fixed point into its split's integers. */
-typedef struct {
-  const nle_matf *Y;
-  const double *mean;
+  size_t width; /* the product's columns: D or l */
   size_t splits;
   int scale;
-  int64_t *units; /* per split: D x D */
-} covariance_job;
+  int64_t *units; /* per split: D x width */
+} product_job;
 
-static int covariance_split(void *job, size_t sp, void *scratch) {
-  covariance_job *j = job;
-  size_t n = j->Y->rows, d = j->Y->cols, blocks = sum_blocks_of(n);
+static int product_split(void *job, size_t sp, void *scratch) {
+  product_job *j = job;
+  size_t n = j->Y->rows, d = j->Y->cols, w = j->width, blocks = sum_blocks_of(n);
   double *block = scratch, *partial = block + (size_t)PCA_BLOCK * d;
-  int64_t *units = j->units + sp * d * d;
-  memset(units, 0, d * d * sizeof *units);
+  int64_t *units = j->units + sp * d * w;
+  memset(units, 0, d * w * sizeof *units);
   for (size_t b = blocks * sp / j->splits; b < blocks * (sp + 1) / j->splits; b++) {
     size_t r1 = (b + 1) * SUM_BLOCK < n ? (b + 1) * SUM_BLOCK : n;
-    memset(partial, 0, d * d * sizeof(double));
+    memset(partial, 0, d * w * sizeof(double));
     for (size_t r = b * SUM_BLOCK; r < r1; r += PCA_BLOCK) {
       size_t rows = r1 - r < PCA_BLOCK ? r1 - r : PCA_BLOCK;
       centred_block(j->Y, j->mean, r, rows, block);
-      cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)d, (int)rows, 1.0, block, (int)d, 1.0, partial, (int)d);
+      if (j->Q)
+        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d, (int)w, (int)rows, 1.0, block, (int)d,
+                    j->Q + r * w, (int)w, 1.0, partial, (int)w);
+      else
+        cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)d, (int)rows, 1.0, block, (int)d, 1.0, partial,
+                    (int)d);
     }
-    for (size_t a = 0; a < d; a++)
-      for (size_t c = a; c < d; c++) units[a * d + c] += (int64_t)llrint(ldexp(partial[a * d + c], j->scale));
+    for (size_t e = 0; e < d * w; e++) units[e] += (int64_t)llrint(ldexp(partial[e], j->scale));
   }
   return 0;
+}
+
+/* The product over every rank's rows into out (D x width), each block's
+ * partial bounded by `bound`. */
+static nle_status fixed_point_product(nle_ctx *ctx, const nle_matf *Y, const double *mean, const double *Q,
+                                      size_t width, size_t n_total, double bound, double *out) {
+  size_t n = Y->rows, d = Y->cols, splits = split_count(n, d * width);
+  int64_t *units = nle__malloc(ctx, splits * d * width * sizeof(int64_t), "partial products");
+  nle_status s = nle__comm_agree(ctx, units ? NLE_OK : NLE_ERR_NOMEM);
+  if (s) {
+    free(units);
+    return s;
+  }
+  product_job job = {Y, mean, Q, width, splits, nle__fixed_point_scale(bound, (double)sum_blocks_of(n_total)), units};
+  s = nle__for_blocks(ctx, "PCA products", splits, nle__threads_for(ctx, (double)n * d * width),
+                      ((size_t)PCA_BLOCK * d + d * width) * sizeof(double), product_split, &job);
+  for (size_t sp = 1; !s && sp < splits; sp++)
+    for (size_t e = 0; e < d * width; e++) units[e] += units[sp * d * width + e];
+  s = nle__comm_agree(ctx, s);
+  if (!s) s = nle__comm_sum_i64(ctx, units, d * width);
+  for (size_t e = 0; !s && e < d * width; e++) out[e] = ldexp((double)units[e], -job.scale);
+  free(units);
+  return s;
 }
 
 /* The covariance (upper triangle) over every rank's rows: SUM_BLOCK
  * partials in fixed point, bounded by SUM_BLOCK reach^2 each. */
 static nle_status covariance(nle_ctx *ctx, const nle_matf *Y, const double *mean, size_t n_total, double reach,
                              double *cov) {
-  size_t n = Y->rows, d = Y->cols, splits = split_count(n, d * d);
-  int64_t *units = nle__malloc(ctx, splits * d * d * sizeof(int64_t), "partial covariances");
-  if (!units) return NLE_ERR_NOMEM;
-  covariance_job job = {Y, mean, splits,
-                        nle__fixed_point_scale((double)SUM_BLOCK * reach * reach, (double)sum_blocks_of(n_total)),
-                        units};
-  nle_status s = nle__for_blocks(ctx, "PCA covariance", splits, nle__threads_for(ctx, (double)n * d * d),
-                                 ((size_t)PCA_BLOCK * d + d * d) * sizeof(double), covariance_split, &job);
-  for (size_t sp = 1; !s && sp < splits; sp++)
-    for (size_t e = 0; e < d * d; e++) units[e] += units[sp * d * d + e];
-  if (!s) s = nle__comm_sum_i64(ctx, units, d * d);
-  for (size_t e = 0; !s && e < d * d; e++) cov[e] = ldexp((double)units[e], -job.scale) / (double)(n_total - 1);
-  free(units);
+  size_t d = Y->cols;
+  nle_status s = fixed_point_product(ctx, Y, mean, NULL, d, n_total, (double)SUM_BLOCK * reach * reach, cov);
+  for (size_t e = 0; !s && e < d * d; e++) cov[e] /= (double)(n_total - 1);
   return s;
-}
-
-/* Sums the splits' partials in split order into out (len doubles). */
-static void reduce_parts(const double *parts, size_t splits, size_t len, double *out) {
-  memcpy(out, parts, len * sizeof(double));
-  for (size_t b = 1; b < splits; b++)
-    for (size_t e = 0; e < len; e++) out[e] += parts[b * len + e];
 }
 
 /* Exact: the covariance over every rank's rows, then the top n_components
@@ -260,33 +254,12 @@ static nle_status apply_centred(nle_ctx *ctx, const nle_matf *Y, const double *m
                          &job);
 }
 
-static int transpose_split(void *job, size_t b, void *scratch) {
-  split_job *j = job;
-  size_t n = j->Y->rows, d = j->Y->cols, l = j->l, r0, r1;
-  split_rows(n, j->splits, b, &r0, &r1);
-  double *part = j->parts + b * d * l, *block = scratch;
-  memset(part, 0, d * l * sizeof(double));
-  for (size_t r = r0; r < r1; r += PCA_BLOCK) {
-    size_t rows = r1 - r < PCA_BLOCK ? r1 - r : PCA_BLOCK;
-    centred_block(j->Y, j->mean, r, rows, block);
-    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d, (int)l, (int)rows, 1.0, block, (int)d,
-                j->Q + r * l, (int)l, 1.0, part, (int)l);
-  }
-  return 0;
-}
-
-/* out (D x l) = (Y - 1 mean^T)^T Q, with Q of N x l. */
+/* out (D x l) = (Y - 1 mean^T)^T Q over every rank's rows, Q (this rank's
+ * rows, N x l in all) with orthonormal columns: a block's partial is at
+ * most SUM_BLOCK reach in magnitude. */
 static nle_status apply_centred_t(nle_ctx *ctx, const nle_matf *Y, const double *mean, const double *Q, size_t l,
-                                  double *out) {
-  size_t n = Y->rows, d = Y->cols, splits = split_count(n, d * l);
-  double *parts = nle__malloc(ctx, splits * d * l * sizeof(double), "partial products");
-  if (!parts) return NLE_ERR_NOMEM;
-  split_job job = {Y, mean, Q, splits, l, parts};
-  nle_status s = nle__for_blocks(ctx, "PCA projection", splits, nle__threads_for(ctx, (double)n * d * l),
-                                 (size_t)PCA_BLOCK * d * sizeof(double), transpose_split, &job);
-  if (!s) reduce_parts(parts, splits, d * l, out);
-  free(parts);
-  return s;
+                                  size_t n_total, double reach, double *out) {
+  return fixed_point_product(ctx, Y, mean, Q, l, n_total, (double)SUM_BLOCK * reach, out);
 }
 
 /* In-place orthonormal basis of the columns of A (rows x cols, row-major). */
@@ -298,38 +271,143 @@ static nle_status orthonormalise(nle_ctx *ctx, double *A, size_t rows, size_t co
   return info ? nle__fail(ctx, NLE_ERR_NUMERIC, "PCA: QR factorisation failed (info %d)", (int)info) : NLE_OK;
 }
 
+/* The tall range basis (every rank's rows, N x l) orthonormalised by a
+ * QR of each SUM_BLOCK of rows, then of their R factors stacked in block
+ * order on every rank (Demmel et al.'s TSQR, one level): each block's
+ * factor and the stack's are the same bits on any number of ranks. */
+typedef struct {
+  double *A;
+  size_t n, l;
+  double *tau, *stack, *q_stack; /* per block: l scalars; l x l R; the stack's Q rows */
+  lapack_int failed;
+} tsqr_job;
+
+static size_t block_rows(size_t n, size_t b) { return (b + 1) * SUM_BLOCK < n ? SUM_BLOCK : n - b * SUM_BLOCK; }
+
+static int tsqr_factor_block(void *job, size_t b, void *scratch) {
+  (void)scratch;
+  tsqr_job *j = job;
+  size_t l = j->l, rows = block_rows(j->n, b), k = rows < l ? rows : l;
+  double *a = j->A + b * SUM_BLOCK * l, *r = j->stack + b * l * l;
+  lapack_int info = LAPACKE_dgeqrf(LAPACK_ROW_MAJOR, (lapack_int)rows, (lapack_int)l, a, (lapack_int)l, j->tau + b * l);
+  memset(r, 0, l * l * sizeof(double)); /* a short block's R: its k rows, zeros below */
+  for (size_t i = 0; i < k; i++) memcpy(r + i * l + i, a + i * l + i, (l - i) * sizeof(double));
+  if (!info) info = LAPACKE_dorgqr(LAPACK_ROW_MAJOR, (lapack_int)rows, (lapack_int)k, (lapack_int)k, a, (lapack_int)l,
+                                   j->tau + b * l);
+  if (info) j->failed = info;
+  return 0;
+}
+
+static int tsqr_apply_block(void *job, size_t b, void *scratch) {
+  tsqr_job *j = job;
+  size_t l = j->l, rows = block_rows(j->n, b), k = rows < l ? rows : l;
+  double *a = j->A + b * SUM_BLOCK * l, *tmp = scratch;
+  /* the block's Q (rows x k) times its k rows of the stack's Q (k x l) */
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)l, (int)k, 1.0, a, (int)l,
+              j->q_stack + b * l * l, (int)l, 0.0, tmp, (int)l);
+  memcpy(a, tmp, rows * l * sizeof(double));
+  return 0;
+}
+
+static nle_status orthonormalise_rows(nle_ctx *ctx, double *A, size_t n, size_t n_total, size_t l) {
+  size_t blocks = sum_blocks_of(n), all = sum_blocks_of(n_total);
+  tsqr_job job = {A, n, l, nle__malloc(ctx, (blocks ? blocks : 1) * l * sizeof(double), "QR scalars"),
+                  nle__malloc(ctx, (blocks ? blocks : 1) * l * l * sizeof(double), "the QR factors"),
+                  nle__malloc(ctx, all * l * l * sizeof(double), "the stacked QR factors"), 0};
+  double *tau = nle__malloc(ctx, l * sizeof(double), "QR scalars");
+  nle_status s = job.tau && job.stack && job.q_stack && tau ? NLE_OK : NLE_ERR_NOMEM;
+  if (!s) s = nle__for_blocks(ctx, "PCA range", blocks, nle__threads_for(ctx, (double)n * l * l), 0, tsqr_factor_block,
+                              &job);
+  if (!s && job.failed) s = nle__fail(ctx, NLE_ERR_NUMERIC, "PCA: QR factorisation failed (info %d)", (int)job.failed);
+  s = nle__comm_agree(ctx, s);
+  if (!s) s = nle__comm_allgatherv(ctx, job.stack, blocks * l * l * sizeof(double), job.q_stack, NULL);
+  if (!s) s = orthonormalise(ctx, job.q_stack, all * l, l, tau);
+  if (!s) {
+    /* this rank's blocks' rows of the stack's Q */
+    size_t first = nle__rank_rows(n_total, nle__ranks(ctx), nle__rank(ctx)).begin / SUM_BLOCK;
+    job.q_stack += first * l * l;
+    s = nle__for_blocks(ctx, "PCA range", blocks, nle__threads_for(ctx, (double)n * l * l),
+                        (size_t)SUM_BLOCK * l * sizeof(double), tsqr_apply_block, &job);
+    job.q_stack -= first * l * l;
+  }
+  free(job.tau);
+  free(job.stack);
+  free(job.q_stack);
+  free(tau);
+  return nle__comm_agree(ctx, s);
+}
+
+typedef struct {
+  const nle_matf *Y;
+  const double *mean;
+  double *sums; /* per SUM_BLOCK: its sum of squares */
+} squares_job;
+
+static int squares_block(void *job, size_t b, void *scratch) {
+  squares_job *j = job;
+  size_t n = j->Y->rows, d = j->Y->cols, r1 = (b + 1) * SUM_BLOCK < n ? (b + 1) * SUM_BLOCK : n;
+  double *block = scratch, total = 0.0;
+  for (size_t r = b * SUM_BLOCK; r < r1; r += PCA_BLOCK) {
+    size_t rows = r1 - r < PCA_BLOCK ? r1 - r : PCA_BLOCK;
+    centred_block(j->Y, j->mean, r, rows, block);
+    for (size_t e = 0; e < rows * d; e++) total += block[e] * block[e];
+  }
+  j->sums[b] = total;
+  return 0;
+}
+
+/* The total variance over every rank's rows: per SUM_BLOCK, summed in
+ * fixed point. */
+static nle_status total_variance(nle_ctx *ctx, const nle_matf *Y, const double *mean, size_t n_total, double *out) {
+  size_t blocks = sum_blocks_of(Y->rows);
+  squares_job job = {Y, mean, nle__malloc(ctx, (blocks ? blocks : 1) * sizeof(double), "the total variance")};
+  nle_status s = nle__comm_agree(ctx, job.sums ? NLE_OK : NLE_ERR_NOMEM);
+  if (!s) s = nle__for_blocks(ctx, "PCA variance", blocks, nle__threads_for(ctx, (double)Y->rows * Y->cols),
+                              (size_t)PCA_BLOCK * Y->cols * sizeof(double), squares_block, &job);
+  s = nle__comm_agree(ctx, s);
+  double total = 0.0;
+  if (!s) s = nle__comm_sum_blocks(ctx, job.sums, blocks, 1, &total);
+  *out = total / (double)(n_total - 1);
+  free(job.sums);
+  return s;
+}
+
+/* Halko et al.'s algorithms 4.4 and 5.1 on every rank's rows: the range
+ * basis Q (N x l) held by rows, A^T Q summed over ranks, the small factors
+ * (D x l, l x D) the same on every rank. */
 static nle_status pca_randomized(nle_ctx *ctx, const nle_matf *Y, const nle_pca_opts *o, nle_pca_model *m,
-                                 double *block) {
+                                 size_t n_total, double reach) {
   size_t n = Y->rows, d = Y->cols, nc = (size_t)m->n_components;
   size_t l = nc + (size_t)(o->oversample > 0 ? o->oversample : 0);
   if (l > d) l = d;
-  if (l > n) l = n;
+  if (l > n_total) l = n_total;
   double *omega = nle__malloc(ctx, d * l * sizeof(double), "the random test matrix");
-  double *q = nle__malloc(ctx, n * l * sizeof(double), "the range basis");
+  double *q = nle__malloc(ctx, (n ? n : 1) * l * sizeof(double), "the range basis");
   double *tau = nle__malloc(ctx, l * sizeof(double), "QR scalars");
   double *sv = nle__malloc(ctx, l * sizeof(double), "singular values");
   double *vt = nle__malloc(ctx, l * d * sizeof(double), "right singular vectors");
   double *superb = nle__malloc(ctx, l * sizeof(double), "SVD workspace");
   nle_status s = (omega && q && tau && sv && vt && superb) ? NLE_OK : NLE_ERR_NOMEM;
+  s = nle__comm_agree(ctx, s);
   if (!s) {
     for (size_t i = 0; i < d; i++) {
       nle_rng r;
       nle_rng_init(&r, nle_ctx_seed(ctx), (uint64_t)i);
       for (size_t j = 0; j < l; j++) omega[i * l + j] = nle_rng_normal(&r);
     }
-    s = apply_centred(ctx, Y, m->mean, omega, l, 0, q);
+    s = nle__comm_agree(ctx, apply_centred(ctx, Y, m->mean, omega, l, 0, q));
   }
-  if (!s) s = orthonormalise(ctx, q, n, l, tau);
+  if (!s) s = orthonormalise_rows(ctx, q, n, n_total, l);
   for (int it = 0; !s && it < o->power_iters; it++) {
-    s = apply_centred_t(ctx, Y, m->mean, q, l, omega); /* omega now holds A^T Q (D x l) */
+    s = apply_centred_t(ctx, Y, m->mean, q, l, n_total, reach, omega); /* omega now holds A^T Q (D x l) */
     if (!s) s = orthonormalise(ctx, omega, d, l, tau);
-    if (!s) s = apply_centred(ctx, Y, m->mean, omega, l, 0, q);
-    if (!s) s = orthonormalise(ctx, q, n, l, tau);
+    if (!s) s = nle__comm_agree(ctx, apply_centred(ctx, Y, m->mean, omega, l, 0, q));
+    if (!s) s = orthonormalise_rows(ctx, q, n, n_total, l);
     if (!s) s = nle__progress(ctx, "PCA randomized", (double)(it + 1) / ((double)o->power_iters + 1.0));
   }
   if (!s) {
     /* B = Q^T A (l x D) is the transpose of A^T Q; its SVD gives the components. */
-    s = apply_centred_t(ctx, Y, m->mean, q, l, omega);
+    s = apply_centred_t(ctx, Y, m->mean, q, l, n_total, reach, omega);
     double *bt = s ? NULL : nle__malloc(ctx, l * d * sizeof(double), "the projected matrix");
     if (!s && !bt) s = NLE_ERR_NOMEM;
     for (size_t i = 0; !s && i < l; i++)
@@ -341,20 +419,12 @@ static nle_status pca_randomized(nle_ctx *ctx, const nle_matf *Y, const nle_pca_
     }
     free(bt);
     for (size_t c = 0; !s && c < nc; c++) {
-      m->explained_variance[c] = sv[c] * sv[c] / (double)(n - 1);
+      m->explained_variance[c] = sv[c] * sv[c] / (double)(n_total - 1);
       memcpy(m->components + c * d, vt + c * d, d * sizeof(double));
     }
   }
-  if (!s) {
-    /* The total variance is known exactly without the full spectrum. */
-    double total = 0.0;
-    for (size_t r0 = 0; r0 < n; r0 += PCA_BLOCK) {
-      size_t rows = n - r0 < PCA_BLOCK ? n - r0 : PCA_BLOCK;
-      centred_block(Y, m->mean, r0, rows, block);
-      for (size_t e = 0; e < rows * d; e++) total += block[e] * block[e];
-    }
-    m->total_variance = total / (double)(n - 1);
-  }
+  /* The total variance is known exactly without the full spectrum. */
+  if (!s) s = total_variance(ctx, Y, m->mean, n_total, &m->total_variance);
   free(omega);
   free(q);
   free(tau);
@@ -405,12 +475,12 @@ nle_status nle_pca_fit(nle_ctx *ctx, const nle_matf *Y, const nle_pca_opts *opts
   if (!strcmp(nle_pca_solver_name(opts->solver), "unknown"))
     return nle__fail(ctx, NLE_ERR_ARG, "PCA: {@solver} has no value %d (auto, exact or randomized)", (int)opts->solver);
   nle_pca_solver solver = opts->solver == NLE_PCA_AUTO ? choose_solver(n, d, opts->n_components) : opts->solver;
-  if (solver == NLE_PCA_RANDOMIZED && nle__distributed(ctx))
-    return nle__fail(ctx, NLE_ERR_ARG, "PCA: the randomized solver is not distributed yet (%zu x %zu, %d components): "
-                     "{@solver=exact} on %d ranks", n, d, opts->n_components, nle__ranks(ctx));
   size_t l = (size_t)opts->n_components + (size_t)opts->oversample;
+  /* randomized: this rank's rows of the range basis, the D x l factors,
+   * the splits' integer partials, every block's R factor stacked */
   double need = solver == NLE_PCA_EXACT ? (double)d * d * 8 * 1.5
-                                        : (double)(n + 2 * d) * (double)l * 8;
+                                        : ((double)(Y->rows + 2 * d) * (double)l + (double)PCA_SPLITS * d * l +
+                                           2.0 * (double)sum_blocks_of(n) * (double)l * l) * 8;
   s = nle__check_memory(ctx, need + (double)PCA_BLOCK * d * 8, "PCA workspace");
   if (s) return s;
   nle_pca_model *m = nle__calloc(ctx, 1, sizeof *m, "the PCA model");
@@ -423,16 +493,14 @@ nle_status nle_pca_fit(nle_ctx *ctx, const nle_matf *Y, const nle_pca_opts *opts
   m->mean = nle__calloc(ctx, d, sizeof(double), "the mean");
   m->components = nle__calloc(ctx, (size_t)m->n_components * d, sizeof(double), "components");
   m->explained_variance = nle__calloc(ctx, (size_t)m->n_components, sizeof(double), "variances");
-  double *block = nle__malloc(ctx, (size_t)PCA_BLOCK * d * sizeof(double), "a PCA block");
-  s = (m->mean && m->components && m->explained_variance && block) ? NLE_OK : NLE_ERR_NOMEM;
+  s = (m->mean && m->components && m->explained_variance) ? NLE_OK : NLE_ERR_NOMEM;
   double reach = 0.0;
   if (!s) s = column_extent(ctx, Y, n, opts->center, m->mean, &reach);
   /* the LAPACK calls on the small matrices single-threaded: their results
    * depend on BLAS's thread count */
   int blas_prev = nle__blas_set_threads(1);
-  if (!s) s = solver == NLE_PCA_EXACT ? pca_exact(ctx, Y, n, reach, m) : pca_randomized(ctx, Y, opts, m, block);
+  if (!s) s = solver == NLE_PCA_EXACT ? pca_exact(ctx, Y, n, reach, m) : pca_randomized(ctx, Y, opts, m, n, reach);
   nle__blas_set_threads(blas_prev);
-  free(block);
   if (s) {
     nle_pca_model_free(&m);
     return s;
