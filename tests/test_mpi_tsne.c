@@ -9,6 +9,7 @@
 #include "harness.h"
 #include "../src/core/comm.h"
 #include "../src/nle/model_internal.h"
+#include "../src/nbody/nbody.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -258,7 +259,53 @@ static void degrees_from_transpose(void) {
   nle_ctx_free(&ctx);
 }
 
+/* The FFT engine's forces with the grid's transforms divided among the
+ * ranks (src/nbody/fft_slab.c) against nle__fft_forces alone, bit for bit:
+ * 5,000 points (two row blocks of 4,096: at 3 ranks the last rank holds no
+ * rows) spread so that the grid has a few hundred nodes a side (about 19
+ * column strips of 16 and 8 row chunks: several of each on every rank at 2
+ * and 3 ranks), and again narrow (about 30 nodes a side: 2 strips, a rank
+ * without one at 3 ranks).
+ * Both kernels of the engines (t-SNE's Student-t, EE's Gaussian). */
+static void fft_forces_divided(void) {
+  enum { N = 5000 };
+  nle_ctx *alone = test_ctx(7), *ctx = test_comm_ctx(7);
+  nle__row_range mine = nle__rank_rows(N, nle_ctx_ranks(ctx), nle_ctx_rank(ctx));
+  double spans[2] = {10.0, 1.0};
+  nle_kernel energies[2] = {NLE_KERNEL_STUDENT, NLE_KERNEL_GAUSSIAN}, forces[2] = {NLE_KERNEL_STUDENT2,
+                                                                                   NLE_KERNEL_GAUSSIAN};
+  nle__fft_ws *ws_alone = nle__fft_ws_new(), *ws = nle__fft_ws_new();
+  double *want = malloc(N * 2 * sizeof(double)), *got = malloc(N * 2 * sizeof(double));
+  for (int wide = 0; wide < 2; wide++)
+    for (int k = 0; k < 2; k++) {
+      nle_matd *X = test_random_matd(N, 2, spans[wide], 3 + (uint64_t)wide);
+      double z_want = 0.0, z_got = 1.0;
+      memset(got, 0, N * 2 * sizeof(double));
+      nle_test_ok(nle__fft_forces(alone, ws_alone, X, energies[k], forces[k], NULL, NULL, &z_want, want));
+      nle_status st = nle__fft_forces_rows(ctx, ws, X, energies[k], forces[k], NULL, mine.begin, mine.end, &z_got, got);
+      nle_test_ok(st);
+      if (st) printf("  %s\n", nle_ctx_error(ctx));
+      nle_test(memcmp(got + mine.begin * 2, want + mine.begin * 2, (mine.end - mine.begin) * 2 * sizeof(double)) == 0);
+      nle_test(memcmp(&z_got, &z_want, sizeof z_got) == 0);
+      if (memcmp(&z_got, &z_want, sizeof z_got)) printf("  Z %.17g, alone %.17g\n", z_got, z_want);
+      nle_matd_free(&X);
+    }
+  /* rows not in whole blocks are refused */
+  nle_matd *X = test_random_matd(N, 2, 1.0, 3);
+  double z = 0.0;
+  nle_test(nle__fft_forces_rows(ctx, ws, X, NLE_KERNEL_STUDENT, NLE_KERNEL_STUDENT2, NULL, 100, N, &z, got) ==
+           NLE_ERR_ARG);
+  nle_matd_free(&X);
+  free(want);
+  free(got);
+  nle__fft_ws_free(&ws);
+  nle__fft_ws_free(&ws_alone);
+  nle_ctx_free(&ctx);
+  nle_ctx_free(&alone);
+}
+
 const nle_test_case mpi_tsne_tests[] = {
+    {"mpi/tsne_fft_forces_divided", fft_forces_divided},
     {"mpi/tsne_degrees_from_transpose", degrees_from_transpose},
     {"mpi/tsne_start_and_totals", start_and_totals},
     {"mpi/tsne_fft_same_bits", tsne_fft},

@@ -70,6 +70,13 @@ struct nle__fft_ws {
   size_t stencil_cap; /* doubles in weights */
 };
 
+/* The split 2-D passes' units one process does: row chunks [chunk0,
+ * chunk1) and column strips [strip0, strip1); all of them alone, a
+ * contiguous share of each when divided among ranks (fft_slab.c). */
+typedef struct {
+  size_t chunk0, chunk1, strip0, strip1;
+} unit_share;
+
 typedef struct {
   const fft_grid *g;
   const nle_matd *src, *tgt;
@@ -103,6 +110,9 @@ typedef struct {
   double *weights;         /* and N x d x p weights */
   const nle__grid_kernel *kernels; /* those of kernel_hat (a moment kernel is
                                       odd: its transform imaginary) */
+  int divided;      /* d = 2: the split passes' units divided among the
+                       context's ranks (fft_slab.c) */
+  unit_share share; /* the units this process does */
 } conv_job;
 
 /* Index of grid node (i0, i1, i2) in an in-place r2c array, whose last
@@ -227,6 +237,28 @@ nle_status nle__fft_convolve_split2d(nle_ctx *ctx, nle__fft_ws *w, conv_job *job
  * f at column c0 of the first row and fld values a row, kernel_hat an even
  * kernel's compact transform (times 1 / G: q^T (K * q), by Parseval's
  * identity): the columns other than 0 and pad/2 stand for two. */
+/* fft_slab.c: the split passes divided among ranks like a slab-decomposed
+ * FFT. Each rank does a contiguous share of the row chunks and of the
+ * column strips (u); after its forward row passes, nle__fft_slab_to_columns
+ * brings it the lead grids' node rows of its strips' columns from the
+ * other ranks; after its column passes, nle__fft_slab_to_rows brings it
+ * every channel's columns of its chunks' rows; after its backward row
+ * passes, nle__fft_slab_share_rows gives every rank every channel's real
+ * node rows (for interpolating anywhere). Collective: every rank calls
+ * them in this order, each with its own status s, agreed between the
+ * ranks before anything is sent (an error anywhere: nothing sent, the
+ * error on every rank). */
+void nle__fft_slab_share(const nle__fft_ws *w, int ranks, int rank, unit_share *u);
+nle_status nle__fft_slab_to_columns(nle_ctx *ctx, const conv_job *j, nle_status s);
+nle_status nle__fft_slab_to_rows(nle_ctx *ctx, const conv_job *j, nle_status s);
+nle_status nle__fft_slab_share_rows(nle_ctx *ctx, const conv_job *j, nle_status s);
+/* *total = the sum of every rank's `count` partials (mine), in rank order
+ * (the ranks' parts following one another, as their points or strips do):
+ * the single process's sum of them in order. all: room for every rank's
+ * (it may hold mine in place). */
+nle_status nle__fft_slab_ordered(nle_ctx *ctx, const double *mine, size_t count, double *all, double *total,
+                                 nle_status s);
+
 double nle__fft_parseval_strip(const fft_grid *g, const fftwf_complex *f, size_t fld, const float *kernel_hat,
                                size_t rows, size_t c0, size_t width);
 

@@ -13,6 +13,8 @@
  * eq. 5.8.) */
 #include "fft_internal.h"
 
+#include "../core/comm.h"
+
 #include <stdlib.h>
 
 /* Interpolation stencil of one point: its first node per dimension and the
@@ -305,11 +307,14 @@ NLE_HOT static int gather_block(void *job, size_t b, void *scratch) {
  * same charges share one spreading and one forward transform. With quad,
  * also *quad = sum_n sum_m q_n K(x_n - x_m) q_m for the unit charges and
  * kernel quad_kernel, the sum of the unit-charge channel of that kernel over
- * its own sources, by Parseval's identity: no backward transform. */
+ * its own sources, by Parseval's identity: no backward transform. With
+ * `divided`, a 2-D grid's transforms are divided among ctx's ranks
+ * (fft_slab.c; collective: every rank calls it alike). */
 static nle_status convolve_sources(nle_ctx *ctx, nle__fft_ws *w, const nle_matd *src, const double *charges,
                                    size_t nq, const nle_matd *extent, const nle__grid_kernel *kernels,
                                    size_t nkernels, const int *chan_kernel, const int *chan_charge, size_t nch,
-                                   const nle_fft_opts *opts, int quad_kernel, double *quad, fft_grid *g) {
+                                   const nle_fft_opts *opts, int quad_kernel, double *quad, int divided,
+                                   fft_grid *g) {
   nle_fft_opts o;
   nle_status s = nle__fft_resolve_opts(ctx, opts, src->cols, &o);
   if (s) return s;
@@ -320,7 +325,7 @@ static nle_status convolve_sources(nle_ctx *ctx, nle__fft_ws *w, const nle_matd 
     bad |= chan_kernel[c] < 0 || (size_t)chan_kernel[c] >= nkernels || chan_charge[c] < -1 || chan_charge[c] >= (int)nq;
   if (bad) return nle__fail(ctx, NLE_ERR_ARG, "FFT interpolation: bad channel set-up");
   conv_job job = {g, src, NULL, charges, nq, chan_kernel, chan_charge, nch, w->khat, w->bufs, w->charge_hat,
-                  {0}, {0}, {0}, {0}, 0, 0, NULL, -1, -1, NULL, NULL, NULL, NULL, 0, NULL, NULL, kernels};
+                  {0}, {0}, {0}, {0}, 0, 0, NULL, -1, -1, NULL, NULL, NULL, NULL, 0, NULL, NULL, kernels, 0, {0, 0, 0, 0}};
   /* The channels' charge columns: the first channel of each leads. A quad
    * request counts as one more user of the unit charges. */
   int users[MAX_CHANNELS] = {0}, unit_lead = -1;
@@ -371,6 +376,8 @@ static nle_status convolve_sources(nle_ctx *ctx, nle__fft_ws *w, const nle_matd 
   size_t pblocks = (nsrc + POINT_BLOCK - 1) / POINT_BLOCK;
   if (!s) s = nle__for_blocks(ctx, "FFT interpolation", pblocks, nle__threads_for(ctx, (double)nsrc * 100.0), 0,
                               stencil_block, &job);
+  job.divided = divided && g->d == 2;
+  if (job.divided) s = nle__comm_agree(ctx, s); /* before the passes' exchanges */
   if (!s && g->d == 2) {
     job.quad_lead = quad ? unit_lead : -1;
     job.quad_kernel = quad_kernel;
@@ -394,12 +401,15 @@ static nle_status convolve_sources(nle_ctx *ctx, nle__fft_ws *w, const nle_matd 
 }
 
 /* phi = the convolved grids of w interpolated at tgt; src is the set whose
- * stencils w holds (reused when tgt is src), or NULL. */
+ * stencils w holds from its row `from` on (reused when tgt is src: then
+ * the sources' rows from..), or NULL. */
 static nle_status gather(nle_ctx *ctx, nle__fft_ws *w, const fft_grid *g, const nle_matd *src, const nle_matd *tgt,
-                         size_t nch, const double *self, size_t self_from, double *self_quad, double *phi) {
+                         size_t from, size_t nch, const double *self, size_t self_from, double *self_quad,
+                         double *phi) {
   conv_job job = {g, src, tgt, NULL, 0, NULL, NULL, nch, w->khat, w->bufs, w->charge_hat,
-                  {0}, {0}, {0}, {0}, 0, 0, NULL, -1, -1, NULL, phi, self, self_quad, self_from, w->first,
-                  w->weights, NULL};
+                  {0}, {0}, {0}, {0}, 0, 0, NULL, -1, -1, NULL, phi, self, self_quad, self_from,
+                  w->first ? w->first + from * g->d : NULL, w->weights ? w->weights + from * g->d * g->p : NULL,
+                  NULL, 0, {0, 0, 0, 0}};
   return nle__for_blocks(ctx, "FFT interpolation", (tgt->rows + POINT_BLOCK - 1) / POINT_BLOCK,
                          nle__threads_for(ctx, (double)tgt->rows * 100.0 * (double)nch), 0, gather_block, &job);
 }
@@ -416,8 +426,8 @@ nle_status nle__fft_convolve(nle_ctx *ctx, nle__fft_ws *ws, const nle_matd *src,
   nle__fft_ws *w = ws ? ws : own;
   fft_grid g;
   nle_status s = convolve_sources(ctx, w, src, charges, nq, tgt, kernels, nkernels, chan_kernel, chan_charge, nch,
-                                  opts, -1, NULL, &g);
-  if (!s) s = gather(ctx, w, &g, src, tgt, nch, NULL, 0, NULL, phi);
+                                  opts, -1, NULL, 0, &g);
+  if (!s) s = gather(ctx, w, &g, src, tgt, 0, nch, NULL, 0, NULL, phi);
   nle__fft_ws_free(&own);
   return s;
 }
@@ -449,7 +459,7 @@ nle_status nle__fft_field_new(nle_ctx *ctx, const nle_matd *src, const double *c
   }
   f->nch = nch;
   nle_status s = convolve_sources(ctx, f->ws, src, charges, nq, region, kernels, nkernels, chan_kernel, chan_charge,
-                                  nch, opts, -1, NULL, &f->g);
+                                  nch, opts, -1, NULL, 0, &f->g);
   if (s) {
     nle__fft_field_free(&f);
     return s;
@@ -460,13 +470,13 @@ nle_status nle__fft_field_new(nle_ctx *ctx, const nle_matd *src, const double *c
 
 nle_status nle__fft_field_eval(nle_ctx *ctx, const nle__fft_field *f, const nle_matd *tgt, double *phi) {
   if (tgt->cols != f->g.d) return nle__fail(ctx, NLE_ERR_ARG, "FFT interpolation: targets of another dimension");
-  return gather(ctx, f->ws, &f->g, NULL, tgt, f->nch, NULL, 0, NULL, phi);
+  return gather(ctx, f->ws, &f->g, NULL, tgt, 0, f->nch, NULL, 0, NULL, phi);
 }
 
 void nle__fft_field_eval_serial(const nle__fft_field *f, const nle_matd *tgt, double *phi) {
   const nle__fft_ws *w = f->ws;
   conv_job job = {&f->g, NULL, tgt, NULL, 0, NULL, NULL, f->nch, w->khat, w->bufs, w->charge_hat,
-                  {0}, {0}, {0}, {0}, 0, 0, NULL, -1, -1, NULL, phi, NULL, NULL, 0, NULL, NULL, NULL};
+                  {0}, {0}, {0}, {0}, 0, 0, NULL, -1, -1, NULL, phi, NULL, NULL, 0, NULL, NULL, NULL, 0, {0, 0, 0, 0}};
   for (size_t b = 0; b * POINT_BLOCK < tgt->rows; b++) gather_block(&job, b, NULL);
 }
 
@@ -496,11 +506,16 @@ nle_status nle__kernel_sums_fft_ws(nle_ctx *ctx, nle__fft_ws *ws, const nle_matd
   return s;
 }
 
-nle_status nle__fft_forces(nle_ctx *ctx, nle__fft_ws *ws, const nle_matd *X, nle_kernel energy_kernel,
-                          nle_kernel force_kernel, const nle_fft_opts *opts, double *S, double *z, double *F) {
+/* nle__fft_forces for the targets [row0, row1) of X (F's rows there, as
+ * indexed in X), the sources all of X; with `divided`, the 2-D grid's
+ * transforms divided among ctx's ranks and *z (S NULL) the total over all
+ * of X from every rank's point blocks (fft_slab.c). */
+static nle_status forces_rows(nle_ctx *ctx, nle__fft_ws *ws, const nle_matd *X, nle_kernel energy_kernel,
+                              nle_kernel force_kernel, const nle_fft_opts *opts, size_t row0, size_t row1, int divided,
+                              double *S, double *z, double *F) {
   nle_status s = nle__kernel_sums_check(ctx, X, energy_kernel, "FFT interpolation");
   if (s) return s;
-  size_t n = X->rows, d = X->cols, nch = d + (S != NULL);
+  size_t n = row1 - row0, d = X->cols, nch = d + (S != NULL);
   /* Channels, all with unit charges (one spreading, one forward
    * transform): the force kernel's d components, then K when S is wanted.
    * The total of K comes from the same transform (Parseval). */
@@ -515,14 +530,17 @@ nle_status nle__fft_forces(nle_ctx *ctx, nle__fft_ws *ws, const nle_matd *X, nle
   nle__fft_ws *w = ws ? ws : own_ws;
   fft_grid g;
   if (!s) s = convolve_sources(ctx, w, X, NULL, 0, X, kernels, d + 1, chan_kernel, chan_charge, nch, opts, (int)d,
-                               S ? NULL : &quad, &g);
+                               S ? NULL : &quad, divided, &g);
   /* The work space's scratch: the gathered sums (n x nch), each channel's
    * kernel at the offsets within a stencil for the pair m = n as the grid
-   * carries it (row nch: K, for the quad), the blocks' own-pair totals. */
+   * carries it (row nch: K, for the quad), the blocks' own-pair totals
+   * (divided: every rank's after this rank's). The blocks are the single
+   * process's: row0 starts one (ranks hold whole 4,096-row blocks). */
   size_t offsets = s ? 0 : self_offsets(&g), span = 2 * g.p - 1, blocks = (n + POINT_BLOCK - 1) / POINT_BLOCK;
+  size_t every = divided ? (X->rows + POINT_BLOCK - 1) / POINT_BLOCK : 0;
   double *phi = s ? NULL
-                  : nle__fft_ws_doubles(ctx, &w->scratch, &w->scratch_cap, n * nch + (nch + 1) * offsets + blocks,
-                               "FFT-interpolation sums");
+                  : nle__fft_ws_doubles(ctx, &w->scratch, &w->scratch_cap,
+                                        n * nch + (nch + 1) * offsets + blocks + every, "FFT-interpolation sums");
   if (!s && !phi) s = NLE_ERR_NOMEM;
   double *self = s ? NULL : phi + n * nch, *own = s ? NULL : self + (nch + 1) * offsets;
   for (size_t c = d; !s && c <= nch; c++) { /* rows < d: the forces' vector kernels, whose term is 0 */
@@ -540,17 +558,38 @@ nle_status nle__fft_forces(nle_ctx *ctx, nle__fft_ws *ws, const nle_matd *X, nle
     }
   }
   if (!s) memset(own, 0, blocks * sizeof(double));
-  if (!s) s = gather(ctx, w, &g, X, X, nch, self, d, S ? NULL : own, phi);
+  nle_matd targets = {n, d, X->data + row0 * d};
+  if (!s) s = gather(ctx, w, &g, &targets, &targets, row0, nch, self, d, S ? NULL : own, phi);
   double total = 0.0;
   for (size_t i = 0; !s && i < n; i++) {
-    for (size_t t = 0; t < d; t++) F[i * d + t] = phi[i * nch + t];
-    if (S) total += S[i] = phi[i * nch + d];
+    for (size_t t = 0; t < d; t++) F[(row0 + i) * d + t] = phi[i * nch + t];
+    if (S) total += S[row0 + i] = phi[i * nch + d];
   }
   if (!s && z && S) *z = total;
-  if (!s && z && !S) {
-    for (size_t b = 0; b < blocks; b++) total += own[b];
-    *z = quad - total;
+  if (divided) { /* every rank's blocks, in block order */
+    s = nle__fft_slab_ordered(ctx, s ? NULL : own, blocks, s ? NULL : own + blocks, &total, s);
+  } else {
+    for (size_t b = 0; !s && b < blocks; b++) total += own[b];
   }
+  if (!s && z && !S) *z = quad - total;
   nle__fft_ws_free(&own_ws);
   return s;
+}
+
+nle_status nle__fft_forces(nle_ctx *ctx, nle__fft_ws *ws, const nle_matd *X, nle_kernel energy_kernel,
+                          nle_kernel force_kernel, const nle_fft_opts *opts, double *S, double *z, double *F) {
+  return forces_rows(ctx, ws, X, energy_kernel, force_kernel, opts, 0, X->rows, 0, S, z, F);
+}
+
+nle_status nle__fft_forces_rows(nle_ctx *ctx, nle__fft_ws *ws, const nle_matd *X, nle_kernel energy_kernel,
+                                nle_kernel force_kernel, const nle_fft_opts *opts, size_t row0, size_t row1, double *z,
+                                double *F) {
+  nle_status s = NLE_OK;
+  if (!ws) /* a rank failing to make its own would leave the others waiting */
+    s = nle__fail(ctx, NLE_ERR_ARG, "FFT interpolation: the divided forces need a work space");
+  else if (row0 > row1 || row1 > X->rows || (row0 < row1 && (row0 % POINT_BLOCK || (row1 % POINT_BLOCK && row1 != X->rows))))
+    s = nle__fail(ctx, NLE_ERR_ARG, "FFT interpolation: rows %zu to %zu are not whole blocks of the %zu points", row0,
+                  row1, X->rows);
+  s = nle__comm_agree(ctx, s);
+  return s ? s : forces_rows(ctx, ws, X, energy_kernel, force_kernel, opts, row0, row1, 1, NULL, z, F);
 }

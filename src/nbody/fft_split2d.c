@@ -4,6 +4,8 @@
  * grid that holds charges (forward) or wanted values (backward). */
 #include "fft_internal.h"
 
+#include "../core/comm.h"
+
 double nle__fft_parseval_strip(const fft_grid *g, const fftwf_complex *f, size_t fld, const float *kernel_hat,
                                size_t rows, size_t c0, size_t width) {
   size_t last = g->pad[g->d - 1];
@@ -38,7 +40,8 @@ static int split_rows_forward_block(void *job, size_t b, void *scratch) {
   (void)scratch;
   const conv_job *j = job;
   const nle__fft_ws *w = j->ws;
-  size_t k = b % SPLIT, c = (size_t)j->leads[b / SPLIT], last = 2 * (j->g->pad[1] / 2 + 1);
+  size_t chunks = j->share.chunk1 - j->share.chunk0, k = j->share.chunk0 + b % chunks;
+  size_t c = (size_t)j->leads[b / chunks], last = 2 * (j->g->pad[1] / 2 + 1);
   if (w->row_lo[k] == w->row_lo[k + 1]) return 0;
   float *r = j->grid[c] + w->row_lo[k] * last;
   fftwf_execute_dft_r2c(w->row_fwd[k], r, (fftwf_complex *)r);
@@ -55,8 +58,9 @@ static int split_rows_forward_block(void *job, size_t b, void *scratch) {
  * in and out: the others hold no charges (forward) and are not wanted
  * (backward). The scratch comes from nle__for_blocks per call; glibc's
  * adaptive mmap threshold serves the repeats of a size from its heap. */
-NLE_HOT static int split_columns_block(void *job, size_t k, void *scratch) {
+NLE_HOT static int split_columns_block(void *job, size_t b, void *scratch) {
   conv_job *j = job;
+  size_t k = j->share.strip0 + b;
   const nle__fft_ws *w = j->ws;
   const fft_grid *g = j->g;
   size_t ncplx = g->pad[1] / 2 + 1, c0 = k * STRIP, c1 = c0 + STRIP < ncplx ? c0 + STRIP : ncplx, width = c1 - c0;
@@ -97,36 +101,54 @@ static int split_rows_backward_block(void *job, size_t b, void *scratch) {
   (void)scratch;
   const conv_job *j = job;
   const nle__fft_ws *w = j->ws;
-  size_t k = b % SPLIT, c = b / SPLIT, last = 2 * (j->g->pad[1] / 2 + 1);
+  size_t chunks = j->share.chunk1 - j->share.chunk0, k = j->share.chunk0 + b % chunks, c = b / chunks;
+  size_t last = 2 * (j->g->pad[1] / 2 + 1);
   if (w->row_lo[k] == w->row_lo[k + 1]) return 0;
   float *r = j->grid[c] + w->row_lo[k] * last;
   fftwf_execute_dft_c2r(w->row_inv[k], (fftwf_complex *)r, r);
   return 0;
 }
+/* Alone, every unit; divided among ranks (job->divided), this rank's
+ * share of the row chunks and column strips, with the exchanges between
+ * the passes (fft_slab.c). Each unit's arithmetic is the same either way,
+ * and the strips' quad partials are added in strip order: the grids and
+ * the quad are the single process's bits. The spreading stays whole on
+ * every rank: the float sums of a node in point order, and cheap (one pass
+ * over the points). */
 nle_status nle__fft_convolve_split2d(nle_ctx *ctx, nle__fft_ws *w, conv_job *job, double grid_work, double *quad) {
   const fft_grid *g = job->g;
   size_t nch = job->nch;
   double pass = grid_work / 2.0 / SPLIT;
   job->ws = w;
+  job->share = (unit_share){0, SPLIT, 0, w->strips};
+  if (job->divided) nle__fft_slab_share(w, nle__ranks(ctx), nle__rank(ctx), &job->share);
+  size_t chunks = job->share.chunk1 - job->share.chunk0, strips = job->share.strip1 - job->share.strip0;
   nle_status s = nle__for_blocks(ctx, "FFT interpolation", job->nleads,
                                  nle__threads_for(ctx, (double)job->src->rows * 50.0 * (double)job->nleads), 0,
                                  split_spread_block, job);
-  if (!s) s = nle__for_blocks(ctx, "FFT interpolation", job->nleads * SPLIT,
-                              nle__threads_for(ctx, pass * (double)(job->nleads * SPLIT)), 0,
+  if (!s) s = nle__for_blocks(ctx, "FFT interpolation", job->nleads * chunks,
+                              nle__threads_for(ctx, pass * (double)(job->nleads * chunks)), 0,
                               split_rows_forward_block, job);
   job->quad_part = quad ? nle__fft_ws_doubles(ctx, &w->strip_sums, &w->strip_cap, w->strips, "FFT-interpolation sums")
                         : NULL;
   if (quad && !job->quad_part) s = NLE_ERR_NOMEM;
+  if (job->divided) s = nle__fft_slab_to_columns(ctx, job, s);
   size_t strip_bytes = (job->nleads + 1) * g->pad[0] * STRIP * sizeof(fftwf_complex);
-  if (!s) s = nle__for_blocks(ctx, "FFT interpolation", w->strips,
-                              nle__threads_for(ctx, pass * SPLIT * (double)(job->nleads + nch)), strip_bytes,
-                              split_columns_block, job);
-  if (!s) s = nle__for_blocks(ctx, "FFT interpolation", nch * SPLIT, nle__threads_for(ctx, pass * (double)(nch * SPLIT)),
-                              0, split_rows_backward_block, job);
-  if (!s && quad) {
+  if (!s) s = nle__for_blocks(ctx, "FFT interpolation", strips,
+                              nle__threads_for(ctx, pass * SPLIT * (double)strips / (double)w->strips *
+                                                        (double)(job->nleads + nch)),
+                              strip_bytes, split_columns_block, job);
+  if (job->divided) s = nle__fft_slab_to_rows(ctx, job, s);
+  if (!s) s = nle__for_blocks(ctx, "FFT interpolation", nch * chunks,
+                              nle__threads_for(ctx, pass * (double)(nch * chunks)), 0, split_rows_backward_block, job);
+  if (job->divided) s = nle__fft_slab_share_rows(ctx, job, s);
+  if (quad) {
     double sum = 0.0;
-    for (size_t k = 0; k < w->strips; k++) sum += job->quad_part[k];
-    *quad = sum / ((double)g->pad[0] * (double)g->pad[1]);
+    if (job->divided) /* every rank's strips, in strip order */
+      s = nle__fft_slab_ordered(ctx, s ? NULL : job->quad_part + job->share.strip0, strips, job->quad_part, &sum, s);
+    else
+      for (size_t k = 0; !s && k < w->strips; k++) sum += job->quad_part[k];
+    if (!s) *quad = sum / ((double)g->pad[0] * (double)g->pad[1]);
   }
   return s;
 }

@@ -40,6 +40,17 @@ typedef struct {
  * *z (S NULL). ws may be NULL. */
 nle_status nle__fft_forces(nle_ctx *ctx, nle__fft_ws *ws, const nle_matd *X, nle_kernel energy_kernel,
                           nle_kernel force_kernel, const nle_fft_opts *opts, double *S, double *z, double *F);
+/* The same with *z (S NULL) for the targets rows [row0, row1) of X alone,
+ * F's rows there (indexed as in X), the sources all of X, and the 2-D
+ * grid's transforms divided among ctx's ranks (fft_slab.c: each rank its
+ * share of the row chunks and column strips, two all-to-alls between, the
+ * node rows then shared): collective, every rank passing all of X and its
+ * rows, *z the same on every rank. Rows in whole blocks of 1,024 (the
+ * ranks' canonical rows are); ws not NULL. F's rows and *z are
+ * nle__fft_forces' bits. */
+nle_status nle__fft_forces_rows(nle_ctx *ctx, nle__fft_ws *ws, const nle_matd *X, nle_kernel energy_kernel,
+                                nle_kernel force_kernel, const nle_fft_opts *opts, size_t row0, size_t row1, double *z,
+                                double *F);
 /* phi[n, c] = sum_m K_c(|tgt_n - src_m|^2) q_c(m) over all sources, a
  * source at the target included, for channels c with kernel
  * kernels[chan_kernel[c]] (at most 4 kernels, 8 channels) and charges from

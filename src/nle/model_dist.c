@@ -164,19 +164,60 @@ double *nle__attraction_degrees(nle_ctx *ctx, const nle_csr *W, const nle_csr *W
   return deg;
 }
 
-nle_status nle__dist_chain_sum(nle_ctx *ctx, double (*part)(void *user, double start), void *user, double *total) {
+nle_status nle__dist_chain_sums(nle_ctx *ctx, void (*part)(void *user, double *running), void *user, size_t n,
+                                double *running) {
   int ranks = nle__ranks(ctx), me = nle__rank(ctx);
-  double running = ranks > 1 && me > 0 ? 0.0 : part(user, 0.0);
+  if (n > NLE__CHAIN_MAX) return nle__fail(ctx, NLE_ERR_ARG, "a chain of %zu sums", n);
+  memset(running, 0, n * sizeof(double));
+  if (ranks == 1 || me == 0) part(user, running);
   nle_status s = NLE_OK;
-  /* step k hands rank k - 1's running total to rank k, which continues it */
+  /* step k hands rank k - 1's running totals to rank k, which continues them */
   for (int k = 1; !s && k < ranks; k++) {
-    double in = 0.0;
+    double in[NLE__CHAIN_MAX];
     size_t got = 0;
-    s = nle__comm_shift(ctx, &running, sizeof running, (me + 1) % ranks, &in, sizeof in, &got, (me + ranks - 1) % ranks);
-    if (!s && me == k) running = part(user, in);
+    s = nle__comm_shift(ctx, running, n * sizeof(double), (me + 1) % ranks, in, sizeof in, &got, (me + ranks - 1) % ranks);
+    if (!s && me == k) {
+      memcpy(running, in, n * sizeof(double));
+      part(user, running);
+    }
   }
-  if (!s && ranks > 1) s = nle__comm_bcast(ctx, &running, sizeof running, ranks - 1);
-  *total = running;
+  if (!s && ranks > 1) s = nle__comm_bcast(ctx, running, n * sizeof(double), ranks - 1);
+  return s;
+}
+
+typedef struct {
+  double (*part)(void *user, double start);
+  void *user;
+} chain_scalar;
+
+static void chain_scalar_part(void *user, double *running) {
+  const chain_scalar *c = user;
+  running[0] = c->part(c->user, running[0]);
+}
+
+nle_status nle__dist_chain_sum(nle_ctx *ctx, double (*part)(void *user, double start), void *user, double *total) {
+  chain_scalar c = {part, user};
+  return nle__dist_chain_sums(ctx, chain_scalar_part, &c, 1, total);
+}
+
+typedef struct {
+  const double *force;
+  size_t rows, d;
+} force_rows;
+
+/* as nle__remove_mean_force's loop adds them */
+static void add_forces(void *user, double *mean) {
+  const force_rows *f = user;
+  for (size_t n = 0; n < f->rows; n++)
+    for (size_t t = 0; t < f->d; t++) mean[t] += f->force[n * f->d + t];
+}
+
+nle_status nle__dist_remove_mean_force(nle_ctx *ctx, const nle_model *m, double *force, size_t d) {
+  double mean[NLE__CHAIN_MAX];
+  force_rows f = {force + m->row0 * d, m->row1 - m->row0, d};
+  nle_status s = nle__dist_chain_sums(ctx, add_forces, &f, d, mean);
+  for (size_t n = m->row0; !s && n < m->row1; n++)
+    for (size_t t = 0; t < d; t++) force[n * d + t] -= mean[t] / (double)m->n;
   return s;
 }
 

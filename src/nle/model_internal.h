@@ -153,6 +153,18 @@ double *nle__attraction_degrees(nle_ctx *ctx, const nle_csr *W, const nle_csr *W
  * ring steps, then a broadcast): the single process's bits on every rank,
  * at a latency per rank. For one-off totals (W+'s total, KL's sum p log p). */
 nle_status nle__dist_chain_sum(nle_ctx *ctx, double (*part)(void *user, double start), void *user, double *total);
+/* The same for n <= NLE__CHAIN_MAX sums at once: part(user, running) adds
+ * this rank's terms to running[0..n) (zeros on rank 0), which ends on every
+ * rank with the totals. Per evaluation where a running sum over all points must be
+ * continued (the mean force). */
+enum { NLE__CHAIN_MAX = 3 /* a map's dimensions */ };
+nle_status nle__dist_chain_sums(nle_ctx *ctx, void (*part)(void *user, double *running), void *user, size_t n,
+                                double *running);
+/* nle__remove_mean_force for the forces of every rank's rows, this rank
+ * holding its rows [row0, row1) of them (indexed as in the map): the mean
+ * by nle__dist_chain_sums (the single process's one running sum over the
+ * points), taken from this rank's rows. */
+nle_status nle__dist_remove_mean_force(nle_ctx *ctx, const nle_model *m, double *force, size_t d);
 /* This rank's rows of an N x d start of normal values times scale, from the
  * one stream (seed, stream) drawn in point order: the values before this
  * rank's rows are drawn and dropped, so every rank count gives the single

@@ -4,6 +4,8 @@
  * Barnes-Hut for maps too wide or too sparse for the grid. */
 #include "model_internal.h"
 
+#include "../core/comm.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,6 +156,17 @@ static nle_status fft_forces(nle_ctx *ctx, nle_model *m, const nle_matd *X, doub
     int rows = m->spec.kind == NLE_MODEL_SNE;
     nle_kernel energy = m->student ? NLE_KERNEL_STUDENT : NLE_KERNEL_GAUSSIAN;
     nle_kernel forcing = m->student ? NLE_KERNEL_STUDENT2 : NLE_KERNEL_GAUSSIAN;
+    if (m->distributed && !rows) {
+      /* This rank's rows only, the 2-D grid's transforms divided among the
+       * ranks, Z and the mean force totalled in the single process's order
+       * (docs/mpi_tsne.md). SNE's per-row normalisers read every row: its
+       * sums stay whole on every rank (below). */
+      s = nle__fft_forces_rows(ctx, st->ws, X, energy, forcing, fo, m->row0, m->row1, &m->fast_z, S1);
+      m->fast_z_only = 1;
+      for (size_t i = m->row0 * d; i < m->row1 * d; i++) S1[i] = -S1[i];
+      s = nle__comm_agree(ctx, s); /* before the mean's ring */
+      return s ? s : nle__dist_remove_mean_force(ctx, m, S1, d);
+    }
     s = nle__fft_forces(ctx, st->ws, X, energy, forcing, fo, rows ? m->row_e : NULL, &m->fast_z, S1);
     if (s) return s;
     m->fast_z_only = !rows;
