@@ -285,7 +285,7 @@ nle_status nle__comm_shift(nle_ctx *ctx, const void *send, size_t send_bytes, in
 
 nle_status nle__comm_alltoallv(nle_ctx *ctx, const void *send, const size_t *send_offsets, const size_t *send_bytes,
                                void **recv, size_t *recv_offsets) {
-  int ranks = nle__ranks(ctx), me = nle__rank(ctx);
+  int ranks = nle__ranks(ctx);
   uint64_t *out = malloc(2 * (size_t)ranks * sizeof *out), *in = out ? out + ranks : NULL;
   if (!out) return nle__fail(ctx, NLE_ERR_NOMEM, "out of memory for %d ranks' sizes", ranks);
   for (int r = 0; r < ranks; r++) out[r] = send_bytes[r];
@@ -296,25 +296,37 @@ nle_status nle__comm_alltoallv(nle_ctx *ctx, const void *send, const size_t *sen
   } else {
     in[0] = out[0];
   }
-  size_t total = 0;
+  size_t total = 0, *recv_bytes = malloc(((size_t)ranks + 1) * sizeof(size_t));
+  if (!recv_bytes) s = nle__fail(ctx, NLE_ERR_NOMEM, "out of memory for %d ranks' sizes", ranks);
   for (int r = 0; s == NLE_OK && r < ranks; r++) {
     recv_offsets[r] = total;
+    recv_bytes[r] = (size_t)in[r];
     total += (size_t)in[r];
   }
   recv_offsets[ranks] = total;
   *recv = s == NLE_OK ? malloc(total ? total : 1) : NULL;
   if (s == NLE_OK && !*recv) s = nle__fail(ctx, NLE_ERR_NOMEM, "out of memory for %zu bytes from other ranks", total);
-  if (s == NLE_OK) memcpy((char *)*recv + recv_offsets[me], (const char *)send + send_offsets[me], send_bytes[me]);
-  /* Step k pairs each rank with the ranks k after and k before it. */
-  for (int k = 1; s == NLE_OK && k < ranks; k++) {
-    int to = (me + k) % ranks, from = (me - k + ranks) % ranks;
-    s = exchange(ctx, (const char *)send + send_offsets[to], send_bytes[to], to, (char *)*recv + recv_offsets[from],
-                 (size_t)in[from], from);
-  }
+  if (s == NLE_OK) s = nle__comm_alltoallv_known(ctx, send, send_offsets, send_bytes, *recv, recv_offsets, recv_bytes);
   free(out);
+  free(recv_bytes);
   if (s != NLE_OK) {
     free(*recv);
     *recv = NULL;
+  }
+  return s;
+}
+
+nle_status nle__comm_alltoallv_known(nle_ctx *ctx, const void *send, const size_t *send_offsets,
+                                     const size_t *send_bytes, void *recv, const size_t *recv_offsets,
+                                     const size_t *recv_bytes) {
+  int ranks = nle__ranks(ctx), me = nle__rank(ctx);
+  memcpy((char *)recv + recv_offsets[me], (const char *)send + send_offsets[me], send_bytes[me]);
+  nle_status s = NLE_OK;
+  /* Step k pairs each rank with the ranks k after and k before it. */
+  for (int k = 1; s == NLE_OK && k < ranks; k++) {
+    int to = (me + k) % ranks, from = (me - k + ranks) % ranks;
+    s = exchange(ctx, (const char *)send + send_offsets[to], send_bytes[to], to, (char *)recv + recv_offsets[from],
+                 recv_bytes[from], from);
   }
   return s;
 }
@@ -366,6 +378,13 @@ nle_status nle__comm_alltoallv(nle_ctx *ctx, const void *send, const size_t *sen
   if (!*recv) return nle__fail(ctx, NLE_ERR_NOMEM, "out of memory for %zu bytes", send_bytes[0]);
   memcpy(*recv, (const char *)send + send_offsets[0], send_bytes[0]);
   recv_offsets[0] = 0, recv_offsets[1] = send_bytes[0];
+  return NLE_OK;
+}
+nle_status nle__comm_alltoallv_known(nle_ctx *ctx, const void *send, const size_t *send_offsets,
+                                     const size_t *send_bytes, void *recv, const size_t *recv_offsets,
+                                     const size_t *recv_bytes) {
+  (void)ctx, (void)recv_bytes;
+  memcpy((char *)recv + recv_offsets[0], (const char *)send + send_offsets[0], send_bytes[0]);
   return NLE_OK;
 }
 nle_status nle__comm_shift(nle_ctx *ctx, const void *send, size_t send_bytes, int to, void *recv, size_t recv_cap,

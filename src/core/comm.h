@@ -105,6 +105,14 @@ nle_status nle__comm_allgather_rows(nle_ctx *ctx, const void *mine, size_t n, si
 nle_status nle__comm_alltoallv(nle_ctx *ctx, const void *send, const size_t *send_offsets, const size_t *send_bytes,
                                void **recv, size_t *recv_offsets);
 
+/* The same when each rank knows what every other sends it (a layout known
+ * alike, as the FFT grids' slabs): recv_bytes[r] bytes from rank r land at
+ * recv + recv_offsets[r], in the caller's buffer. No exchange of sizes, no
+ * allocation: for a per-evaluation exchange. */
+nle_status nle__comm_alltoallv_known(nle_ctx *ctx, const void *send, const size_t *send_offsets,
+                                     const size_t *send_bytes, void *recv, const size_t *recv_offsets,
+                                     const size_t *recv_bytes);
+
 /* Sends send_bytes to rank `to` while receiving from rank `from` into recv
  * (recv_cap bytes; *recv_bytes what arrived): one step of a ring. */
 nle_status nle__comm_shift(nle_ctx *ctx, const void *send, size_t send_bytes, int to, void *recv, size_t recv_cap,

@@ -68,6 +68,11 @@ struct nle__fft_ws {
   int32_t *first;    /* the source points' stencils, computed once per call */
   double *weights;
   size_t stencil_cap; /* doubles in weights */
+  /* Divided among ranks (fft_slab.c): the exchanges' buffers, kept (tens
+   * of MB near the grid's cap: allocated per call, their page faults took
+   * a good part of an exchange). */
+  double *slab_send, *slab_recv, *slab_rows;
+  size_t slab_send_cap, slab_recv_cap, slab_rows_cap; /* doubles */
 };
 
 /* The split 2-D passes' units one process does: row chunks [chunk0,
@@ -113,6 +118,7 @@ typedef struct {
   int divided;      /* d = 2: the split passes' units divided among the
                        context's ranks (fft_slab.c) */
   unit_share share; /* the units this process does */
+  nle__fft_ws *buffers; /* divided among ranks: where the exchanges' buffers are kept */
 } conv_job;
 
 /* Index of grid node (i0, i1, i2) in an in-place r2c array, whose last

@@ -325,7 +325,7 @@ static nle_status convolve_sources(nle_ctx *ctx, nle__fft_ws *w, const nle_matd 
     bad |= chan_kernel[c] < 0 || (size_t)chan_kernel[c] >= nkernels || chan_charge[c] < -1 || chan_charge[c] >= (int)nq;
   if (bad) return nle__fail(ctx, NLE_ERR_ARG, "FFT interpolation: bad channel set-up");
   conv_job job = {g, src, NULL, charges, nq, chan_kernel, chan_charge, nch, w->khat, w->bufs, w->charge_hat,
-                  {0}, {0}, {0}, {0}, 0, 0, NULL, -1, -1, NULL, NULL, NULL, NULL, 0, NULL, NULL, kernels, 0, {0, 0, 0, 0}};
+                  {0}, {0}, {0}, {0}, 0, 0, NULL, -1, -1, NULL, NULL, NULL, NULL, 0, NULL, NULL, kernels, 0, {0, 0, 0, 0}, w};
   /* The channels' charge columns: the first channel of each leads. A quad
    * request counts as one more user of the unit charges. */
   int users[MAX_CHANNELS] = {0}, unit_lead = -1;
@@ -409,7 +409,7 @@ static nle_status gather(nle_ctx *ctx, nle__fft_ws *w, const fft_grid *g, const 
   conv_job job = {g, src, tgt, NULL, 0, NULL, NULL, nch, w->khat, w->bufs, w->charge_hat,
                   {0}, {0}, {0}, {0}, 0, 0, NULL, -1, -1, NULL, phi, self, self_quad, self_from,
                   w->first ? w->first + from * g->d : NULL, w->weights ? w->weights + from * g->d * g->p : NULL,
-                  NULL, 0, {0, 0, 0, 0}};
+                  NULL, 0, {0, 0, 0, 0}, NULL};
   return nle__for_blocks(ctx, "FFT interpolation", (tgt->rows + POINT_BLOCK - 1) / POINT_BLOCK,
                          nle__threads_for(ctx, (double)tgt->rows * 100.0 * (double)nch), 0, gather_block, &job);
 }
@@ -476,7 +476,7 @@ nle_status nle__fft_field_eval(nle_ctx *ctx, const nle__fft_field *f, const nle_
 void nle__fft_field_eval_serial(const nle__fft_field *f, const nle_matd *tgt, double *phi) {
   const nle__fft_ws *w = f->ws;
   conv_job job = {&f->g, NULL, tgt, NULL, 0, NULL, NULL, f->nch, w->khat, w->bufs, w->charge_hat,
-                  {0}, {0}, {0}, {0}, 0, 0, NULL, -1, -1, NULL, phi, NULL, NULL, 0, NULL, NULL, NULL, 0, {0, 0, 0, 0}};
+                  {0}, {0}, {0}, {0}, 0, 0, NULL, -1, -1, NULL, phi, NULL, NULL, 0, NULL, NULL, NULL, 0, {0, 0, 0, 0}, NULL};
   for (size_t b = 0; b * POINT_BLOCK < tgt->rows; b++) gather_block(&job, b, NULL);
 }
 

@@ -92,6 +92,9 @@ static void ws_release(nle__fft_ws *w) {
   free(w->weights);
   free(w->strip_sums);
   free(w->scratch);
+  free(w->slab_send);
+  free(w->slab_recv);
+  free(w->slab_rows);
   memset(w, 0, sizeof *w);
 }
 

@@ -17,6 +17,7 @@
 #include "../core/comm.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 void nle__fft_slab_share(const nle__fft_ws *w, int ranks, int rank, unit_share *u) {
   size_t r = (size_t)rank, n = (size_t)ranks;
@@ -72,31 +73,39 @@ static void move_all(const conv_job *j, const int *which, size_t count, int to_c
   }
 }
 
+/* A kept buffer of at least `bytes` (fft_internal.h), or NULL. */
+static void *kept(nle_ctx *ctx, double **buf, size_t *cap, size_t bytes, const char *what) {
+  return nle__fft_ws_doubles(ctx, buf, cap, (bytes + sizeof(double) - 1) / sizeof(double) + 1, what);
+}
+
 /* The complex grids `which` between the row and the column layouts, in
- * place (each rank keeps whole-sized grids: the split plans' arrays). */
+ * place (each rank keeps whole-sized grids: the split plans' arrays). What
+ * each rank sends and receives follows from the slabs, known alike. */
 static nle_status transpose(nle_ctx *ctx, const conv_job *j, const int *which, size_t count, int to_columns,
                             nle_status s) {
   int ranks = nle__ranks(ctx), me = nle__rank(ctx);
   size_t R = (size_t)ranks;
-  size_t *offsets = calloc(3 * R + 2, sizeof(size_t)), *bytes = offsets ? offsets + R + 1 : NULL,
-         *recv_at = offsets ? bytes + R : NULL;
+  size_t *offsets = calloc(4 * R + 2, sizeof(size_t)), *bytes = offsets ? offsets + R + 1 : NULL,
+         *recv_at = offsets ? bytes + R : NULL, *recv_bytes = offsets ? recv_at + R + 1 : NULL;
   char *send = NULL, *recv = NULL;
   slab mine = slab_of(j, ranks, me);
   if (!s && offsets) {
     for (int q = 0; q < ranks; q++) {
-      slab rect = moving(mine, slab_of(j, ranks, q), to_columns, 1);
-      bytes[q] = q == me ? 0 : count * (rect.r1 - rect.r0) * (rect.c1 - rect.c0) * sizeof(fftwf_complex);
+      slab out = moving(mine, slab_of(j, ranks, q), to_columns, 1), in = moving(mine, slab_of(j, ranks, q), to_columns, 0);
+      bytes[q] = q == me ? 0 : count * (out.r1 - out.r0) * (out.c1 - out.c0) * sizeof(fftwf_complex);
+      recv_bytes[q] = q == me ? 0 : count * (in.r1 - in.r0) * (in.c1 - in.c0) * sizeof(fftwf_complex);
       offsets[q + 1] = offsets[q] + bytes[q];
+      recv_at[q + 1] = recv_at[q] + recv_bytes[q];
     }
-    send = malloc(offsets[R] ? offsets[R] : 1);
+    nle__fft_ws *w = j->buffers;
+    send = kept(ctx, &w->slab_send, &w->slab_send_cap, offsets[R], "the grids' exchange");
+    recv = kept(ctx, &w->slab_recv, &w->slab_recv_cap, recv_at[R], "the grids' exchange");
   }
-  if (!s && !send) s = nle__fail(ctx, NLE_ERR_NOMEM, "FFT interpolation: out of memory for the grids' exchange");
+  if (!s && (!send || !recv)) s = nle__fail(ctx, NLE_ERR_NOMEM, "FFT interpolation: out of memory for the grids' exchange");
   s = nle__comm_agree(ctx, s);
   if (!s) move_all(j, which, count, to_columns, 1, send, offsets, ranks, me);
-  if (!s) s = nle__comm_alltoallv(ctx, send, offsets, bytes, (void **)&recv, recv_at);
+  if (!s) s = nle__comm_alltoallv_known(ctx, send, offsets, bytes, recv, recv_at, recv_bytes);
   if (!s) move_all(j, which, count, to_columns, 0, recv, recv_at, ranks, me);
-  free(recv);
-  free(send);
   free(offsets);
   return s;
 }
@@ -121,7 +130,8 @@ nle_status nle__fft_slab_share_rows(nle_ctx *ctx, const conv_job *j, nle_status 
   size_t mine_bytes = j->nch * (mine.r1 - mine.r0) * width, *offsets = NULL;
   char *all = NULL;
   if (!s) {
-    all = malloc(j->nch * g->nodes[0] * width + 1);
+    all = kept(ctx, &j->buffers->slab_rows, &j->buffers->slab_rows_cap, j->nch * g->nodes[0] * width,
+               "the grids' rows");
     offsets = malloc(((size_t)ranks + 1) * sizeof(size_t));
     if (!all || !offsets) s = nle__fail(ctx, NLE_ERR_NOMEM, "FFT interpolation: out of memory for the grids' rows");
   }
@@ -139,7 +149,6 @@ nle_status nle__fft_slab_share_rows(nle_ctx *ctx, const conv_job *j, nle_status 
       p = copy_rows((char *)j->grid[c], stride, other.r0, other.r1, 0, width, p, 0);
   }
   free(offsets);
-  free(all);
   return s;
 }
 
