@@ -118,8 +118,9 @@ extern size_t nle__pencil_dense_max;
  * Not the single process's bits: PARPACK sums its inner products over the
  * ranks in arrival order (docs/mpi_spectral.md). */
 typedef int (*nle__rows_apply)(void *user, const double *x_all, double *y_mine);
-nle_status nle__lanczos_rows(nle_ctx *ctx, const char *what, const nle__rows *rows, nle__rows_apply apply, void *user,
-                             int nev, nle__eig_end end, double tol, double *vals, double *vecs);
+nle_status nle__lanczos_rows(nle_ctx *ctx, const char *what, const nle__rows *rows, const nle_csr *pattern,
+                             nle__rows_apply apply, void *user, int nev, nle__eig_end end, double tol, double *vals,
+                             double *vecs);
 /* nle__fix_signs over the ranks' rows (V: this rank's n rows): the entry
  * that decides is the one a single process's scan finds, for any
  * partition. Collective. */

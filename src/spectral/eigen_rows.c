@@ -23,26 +23,110 @@
 #include <arpack/parpack.h>
 #include <mpi.h>
 
-/* The whole x (N) from every holding rank's rows, over `active`. */
+/* What a product needs of x, over `active` (the holding ranks): this
+ * rank's rows and (halo) the entries of the other ranks' rows that its
+ * rows' columns name, fetched from their owners by one MPI_Alltoallv a
+ * product; or (no pattern) the whole x by MPI_Allgatherv. On a kNN graph
+ * the halo is the rows' neighbours that live elsewhere: at most the whole
+ * gather's bytes, much less when the rows' order follows the data's
+ * locality. */
 typedef struct {
   nle_ctx *ctx;
   MPI_Comm active;
-  int *counts, *starts; /* per active rank, in doubles */
-  double *x_all;
-  size_t mine;
+  int size;
+  int *counts, *starts; /* whole gather: per active rank, in doubles */
+  double *x_all;        /* N entries; only those needed are written */
+  size_t begin, mine;
+  bool halo;
+  int *send_counts, *send_starts, *recv_counts, *recv_starts; /* halo: per active rank, in entries */
+  int32_t *send_rows; /* the rows of mine each rank asked for (local indices), by rank */
+  int32_t *recv_rows; /* the global indices of what arrives, by rank */
+  double *send_buf, *recv_buf;
 } gather_t;
 
+static void gather_free(gather_t *g) {
+  free(g->counts), free(g->starts), free(g->x_all);
+  free(g->send_counts), free(g->send_starts), free(g->recv_counts), free(g->recv_starts);
+  free(g->send_rows), free(g->recv_rows), free(g->send_buf), free(g->recv_buf);
+}
+
+/* s on every active rank: a failure on any of them (its memory) fails all,
+ * before the next collective call that rank would miss. */
+static nle_status agreed(gather_t *g, nle_status s, const char *what) {
+  int failed = s != NLE_OK;
+  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, g->active);
+  return failed && !s ? nle__fail(g->ctx, NLE_ERR_NOMEM, "%s: another rank ran out of memory", what) : s;
+}
+
+/* The halo's lists, once: which of the others' rows this rank's columns
+ * name (ascending, by owner), and which of its own rows each other rank
+ * asked for. The owners are the active ranks' canonical rows. */
+static nle_status halo_setup(gather_t *g, const nle_csr *pattern, const nle__rows *rows, uint64_t *halo_bytes) {
+  nle_ctx *ctx = g->ctx;
+  size_t N = rows->n, P = (size_t)g->size;
+  uint8_t *needed = nle__calloc(ctx, N, 1, "the halo");
+  g->send_counts = nle__calloc(ctx, P, sizeof(int), "the halo");
+  g->send_starts = nle__calloc(ctx, P, sizeof(int), "the halo");
+  g->recv_counts = nle__calloc(ctx, P, sizeof(int), "the halo");
+  g->recv_starts = nle__calloc(ctx, P, sizeof(int), "the halo");
+  nle_status s = needed && g->send_counts && g->send_starts && g->recv_counts && g->recv_starts ? NLE_OK : NLE_ERR_NOMEM;
+  size_t halo = 0;
+  for (size_t q = 0; !s && q < (size_t)pattern->nnz; q++) {
+    size_t j = (size_t)pattern->colind[q];
+    if ((j < g->begin || j >= g->begin + g->mine) && !needed[j]) needed[j] = 1, halo++;
+  }
+  if (!s && !(g->recv_rows = nle__malloc(ctx, (halo ? halo : 1) * sizeof(int32_t), "the halo"))) s = NLE_ERR_NOMEM;
+  for (size_t k = 0, at = 0, j = 0; !s && k < P; k++) { /* the owners in rank order: their rows ascend */
+    g->recv_starts[k] = (int)at;
+    size_t end = (size_t)g->starts[k] + (size_t)g->counts[k];
+    for (j = (size_t)g->starts[k]; j < end; j++)
+      if (needed[j]) g->recv_rows[at++] = (int32_t)j;
+    g->recv_counts[k] = (int)(at - (size_t)g->recv_starts[k]);
+  }
+  free(needed);
+  s = agreed(g, s, "the eigensolver's halo");
+  if (!s && MPI_Alltoall(g->recv_counts, 1, MPI_INT, g->send_counts, 1, MPI_INT, g->active) != MPI_SUCCESS)
+    s = nle__fail(ctx, NLE_ERR_IO, "MPI_Alltoall failed in the eigensolver's halo");
+  size_t asked = 0;
+  for (size_t k = 0; !s && k < P; k++) g->send_starts[k] = (int)asked, asked += (size_t)g->send_counts[k];
+  if (!s) {
+    g->send_rows = nle__malloc(ctx, (asked ? asked : 1) * sizeof(int32_t), "the halo");
+    g->send_buf = nle__malloc(ctx, (asked ? asked : 1) * sizeof(double), "the halo");
+    g->recv_buf = nle__malloc(ctx, (halo ? halo : 1) * sizeof(double), "the halo");
+    if (!g->send_rows || !g->send_buf || !g->recv_buf) s = NLE_ERR_NOMEM;
+  }
+  s = agreed(g, s, "the eigensolver's halo");
+  if (!s && MPI_Alltoallv(g->recv_rows, g->recv_counts, g->recv_starts, MPI_INT32_T, g->send_rows, g->send_counts,
+                          g->send_starts, MPI_INT32_T, g->active) != MPI_SUCCESS)
+    s = nle__fail(ctx, NLE_ERR_IO, "MPI_Alltoallv failed in the eigensolver's halo");
+  if (!s) ctx->bytes_sent += halo * sizeof(int32_t);
+  for (size_t q = 0; !s && q < asked; q++) g->send_rows[q] -= (int32_t)g->begin;
+  *halo_bytes = asked * sizeof(double);
+  g->halo = true;
+  return s;
+}
+
 static nle_status gather(gather_t *g, const double *x_mine) {
-  int code = MPI_Allgatherv(x_mine, (int)g->mine, MPI_DOUBLE, g->x_all, g->counts, g->starts, MPI_DOUBLE, g->active);
-  int size = 1;
-  MPI_Comm_size(g->active, &size);
-  g->ctx->bytes_sent += (uint64_t)g->mine * sizeof(double) * (uint64_t)(size - 1);
-  return code == MPI_SUCCESS ? NLE_OK : nle__fail(g->ctx, NLE_ERR_IO, "MPI_Allgatherv failed in the eigensolver");
+  int code;
+  if (g->halo) {
+    size_t asked = (size_t)g->send_starts[g->size - 1] + (size_t)g->send_counts[g->size - 1];
+    for (size_t q = 0; q < asked; q++) g->send_buf[q] = x_mine[g->send_rows[q]];
+    code = MPI_Alltoallv(g->send_buf, g->send_counts, g->send_starts, MPI_DOUBLE, g->recv_buf, g->recv_counts,
+                         g->recv_starts, MPI_DOUBLE, g->active);
+    size_t halo = (size_t)g->recv_starts[g->size - 1] + (size_t)g->recv_counts[g->size - 1];
+    for (size_t q = 0; code == MPI_SUCCESS && q < halo; q++) g->x_all[g->recv_rows[q]] = g->recv_buf[q];
+    memcpy(g->x_all + g->begin, x_mine, g->mine * sizeof(double));
+    g->ctx->bytes_sent += asked * sizeof(double);
+  } else {
+    code = MPI_Allgatherv(x_mine, (int)g->mine, MPI_DOUBLE, g->x_all, g->counts, g->starts, MPI_DOUBLE, g->active);
+    g->ctx->bytes_sent += (uint64_t)g->mine * sizeof(double) * (uint64_t)(g->size - 1);
+  }
+  return code == MPI_SUCCESS ? NLE_OK : nle__fail(g->ctx, NLE_ERR_IO, "MPI's exchange failed in the eigensolver");
 }
 
 /* The reverse-communication loop and the vectors, on the holding ranks. */
 static nle_status solve_active(nle_ctx *ctx, const char *what, const nle__rows *rows, MPI_Comm active,
-                               nle__rows_apply apply, void *user, int nev, nle__eig_end end, double tol, double *vals,
+                               const nle_csr *pattern, nle__rows_apply apply, void *user, int nev, nle__eig_end end, double tol, double *vals,
                                double *vecs) {
   size_t n = rows->mine.end - rows->mine.begin, N = rows->n;
   int size = 1;
@@ -55,7 +139,7 @@ static nle_status solve_active(nle_ctx *ctx, const char *what, const nle__rows *
   iparam[2] = 10000; /* restarts */
   iparam[6] = 1;     /* regular mode */
   const char *which = end == NLE__EIG_LARGEST ? "LA" : "SA";
-  gather_t g = {ctx, active, NULL, NULL, NULL, n};
+  gather_t g = {.ctx = ctx, .active = active, .size = size, .begin = rows->mine.begin, .mine = n};
   g.counts = nle__malloc(ctx, (size_t)size * sizeof(int), "Lanczos");
   g.starts = nle__malloc(ctx, (size_t)size * sizeof(int), "Lanczos");
   g.x_all = nle__malloc(ctx, N * sizeof(double), "the gathered Lanczos vector");
@@ -69,9 +153,7 @@ static nle_status solve_active(nle_ctx *ctx, const char *what, const nle__rows *
   nle_status s = g.counts && g.starts && g.x_all && resid && v && workd && workl && d && select && (!vecs || z)
                      ? NLE_OK
                      : NLE_ERR_NOMEM;
-  int failed = s != NLE_OK;
-  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, active);
-  if (failed && !s) s = nle__fail(ctx, NLE_ERR_NOMEM, "%s: another rank ran out of memory", what);
+  s = agreed(&g, s, what);
   if (!s) { /* the split kept the holding ranks in rank order */
     int ranks = nle__ranks(ctx), k = 0;
     for (int r = 0; r < ranks; r++) {
@@ -83,6 +165,8 @@ static nle_status solve_active(nle_ctx *ctx, const char *what, const nle__rows *
     for (size_t i = 0; i < N; i++) resid[i] = nle_rng_uniform(&r) - 0.5;
     memmove(resid, resid + rows->mine.begin, n * sizeof(double));
   }
+  uint64_t halo_bytes = 0, whole_bytes = (uint64_t)n * sizeof(double) * (uint64_t)(size - 1);
+  if (!s && pattern) s = halo_setup(&g, pattern, rows, &halo_bytes);
   MPI_Fint comm = MPI_Comm_c2f(active);
   long napply = 0;
   while (!s) {
@@ -91,12 +175,15 @@ static nle_status solve_active(nle_ctx *ctx, const char *what, const nle__rows *
     s = gather(&g, workd + ipntr[0] - 1);
     if (!s && apply(user, g.x_all, workd + ipntr[1] - 1))
       s = nle_ctx_last_status(ctx) != NLE_OK ? nle_ctx_last_status(ctx) : NLE_ERR_NUMERIC;
-    failed = s != NLE_OK; /* a rank's failure (a cancel) stops all: none waits inside PARPACK */
+    int failed = s != NLE_OK; /* a rank's failure (a cancel) stops all: none waits inside PARPACK */
     MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, active);
     if (failed && !s) s = nle__fail(ctx, NLE_ERR_NUMERIC, "%s: the product failed on another rank", what);
     napply++;
   }
-  nle__log(ctx, 2, "%s: PARPACK Lanczos on %d ranks, %ld products, %d restarts", what, size, napply, (int)iparam[2]);
+  nle__log(ctx, 1, "%s: PARPACK Lanczos on %d ranks, %ld products, %d restarts; rank %d sent %.3g MB a product (%s; "
+           "the whole vector's gather: %.3g MB)", what, size, napply, (int)iparam[2], nle__rank(ctx),
+           (double)(pattern ? halo_bytes : whole_bytes) / 1e6, pattern ? "its rows' halo" : "the whole vector",
+           (double)whole_bytes / 1e6);
   if (!s && info < 0) s = nle__fail(ctx, NLE_ERR_NUMERIC, "%s: PARPACK pdsaupd error %d", what, (int)info);
   if (!s && info == 1)
     s = nle__fail(ctx, NLE_ERR_NUMERIC,
@@ -113,13 +200,14 @@ static nle_status solve_active(nle_ctx *ctx, const char *what, const nle__rows *
     for (size_t i = 0; vecs && i < n; i++) /* PARPACK's columns of this rank's rows to our rows */
       for (int t = 0; t < nev; t++) vecs[i * (size_t)nev + (size_t)t] = z[(size_t)t * n + i];
   }
-  free(g.counts), free(g.starts), free(g.x_all);
+  gather_free(&g);
   free(resid), free(v), free(workd), free(workl), free(d), free(select), free(z);
   return s;
 }
 
-nle_status nle__lanczos_rows(nle_ctx *ctx, const char *what, const nle__rows *rows, nle__rows_apply apply, void *user,
-                             int nev, nle__eig_end end, double tol, double *vals, double *vecs) {
+nle_status nle__lanczos_rows(nle_ctx *ctx, const char *what, const nle__rows *rows, const nle_csr *pattern,
+                             nle__rows_apply apply, void *user, int nev, nle__eig_end end, double tol, double *vals,
+                             double *vecs) {
   if (nev < 1 || (size_t)nev >= rows->n)
     return nle__fail(ctx, NLE_ERR_ARG, "%s: %d eigenpairs of a %zu x %zu operator (at most N - 1)", what, nev, rows->n,
                      rows->n);
@@ -130,7 +218,7 @@ nle_status nle__lanczos_rows(nle_ctx *ctx, const char *what, const nle__rows *ro
   nle_status s = NLE_OK;
   if (MPI_Comm_split(*(MPI_Comm *)ctx->comm, holds ? 0 : MPI_UNDEFINED, nle__rank(ctx), &active) != MPI_SUCCESS)
     s = nle__fail(ctx, NLE_ERR_IO, "%s: MPI_Comm_split failed", what);
-  if (!s && holds) s = solve_active(ctx, what, rows, active, apply, user, nev, end, tol, vals, vecs);
+  if (!s && holds) s = solve_active(ctx, what, rows, active, pattern, apply, user, nev, end, tol, vals, vecs);
   if (active != MPI_COMM_NULL) MPI_Comm_free(&active);
   s = nle__comm_agree(ctx, s);
   if (!s) s = nle__comm_bcast(ctx, vals, (size_t)nev * sizeof(double), 0); /* rank 0 holds rows */
@@ -139,9 +227,10 @@ nle_status nle__lanczos_rows(nle_ctx *ctx, const char *what, const nle__rows *ro
 
 #else
 
-nle_status nle__lanczos_rows(nle_ctx *ctx, const char *what, const nle__rows *rows, nle__rows_apply apply, void *user,
-                             int nev, nle__eig_end end, double tol, double *vals, double *vecs) {
-  (void)rows, (void)apply, (void)user, (void)nev, (void)end, (void)tol, (void)vals, (void)vecs;
+nle_status nle__lanczos_rows(nle_ctx *ctx, const char *what, const nle__rows *rows, const nle_csr *pattern,
+                             nle__rows_apply apply, void *user, int nev, nle__eig_end end, double tol, double *vals,
+                             double *vecs) {
+  (void)rows, (void)pattern, (void)apply, (void)user, (void)nev, (void)end, (void)tol, (void)vals, (void)vecs;
   return nle__fail(ctx, NLE_ERR_UNSUPPORTED, "%s: this build has no MPI (and no PARPACK)", what);
 }
 

@@ -129,7 +129,7 @@ static nle_status solve_sparse(nle_ctx *ctx, le_operator *op, int nev, bool bloc
   double *Z = nle__malloc(ctx, n * (size_t)nev * sizeof(double), "eigenvectors");
   nle_status s = mu && Z ? NLE_OK : NLE_ERR_NOMEM;
   if (!s && rows)
-    s = nle__lanczos_rows(ctx, "Laplacian eigenmaps", rows, apply_mine, op, nev, NLE__EIG_LARGEST, tol, mu, Z);
+    s = nle__lanczos_rows(ctx, "Laplacian eigenmaps", rows, op->W, apply_mine, op, nev, NLE__EIG_LARGEST, tol, mu, Z);
   else if (!s && block)
     s = nle__block_eigs(ctx, "Laplacian eigenmaps", n, apply_to_block, op, 2.0 * (double)op->W->nnz, nev,
                         NLE__EIG_LARGEST, tol, mu, Z, NULL);
