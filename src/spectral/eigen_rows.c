@@ -126,8 +126,8 @@ static nle_status gather(gather_t *g, const double *x_mine) {
 
 /* The reverse-communication loop and the vectors, on the holding ranks. */
 static nle_status solve_active(nle_ctx *ctx, const char *what, const nle__rows *rows, MPI_Comm active,
-                               const nle_csr *pattern, nle__rows_apply apply, void *user, int nev, nle__eig_end end, double tol, double *vals,
-                               double *vecs) {
+                               const nle_csr *pattern, nle__rows_apply apply, void *user, int nev, nle__eig_end end,
+                               double tol, double *vals, double *vecs) {
   size_t n = rows->mine.end - rows->mine.begin, N = rows->n;
   int size = 1;
   MPI_Comm_size(active, &size);
