@@ -26,7 +26,9 @@ MATIO_LIBS   := $(shell pkg-config --libs matio 2>/dev/null || echo -lmatio)
 MPI ?= $(if $(wildcard /usr/bin/mpicc),1,0)
 ifeq ($(MPI),1)
 MPI_CFLAGS := -DNLE_WITH_MPI $(shell mpicc --showme:compile 2>/dev/null)
-MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null)
+# PARPACK (Debian libparpack2-dev): the spectral methods' eigensolver on
+# rows spread over ranks (src/spectral/eigen_rows.c); the MPI build only.
+MPI_LIBS   := -lparpack $(shell mpicc --showme:link 2>/dev/null)
 endif
 
 VERSION := $(shell sed -n 's/^\#define NLE_VERSION_STRING "\(.*\)"/\1/p' include/nlembed/core.h)

@@ -44,7 +44,7 @@ typedef struct {
 extern const nle_test_case core_tests[], io_tests[], neighbors_tests[], affinity_tests[], spectral_tests[],
     metrics_tests[], nle_tests[], optimize_tests[], optimize_run_tests[], api_tests[], spectral_method_tests[], isomap_tests[], mds_tests[], lll_tests[], lll_sparse_tests[], kem_tests[], spectral_oos_tests[], oos_tests[], engines_tests[], nbody_tests[], embed_tests[],
     faults_tests[], estimator_tests[], knn_sparse_tests[], formats_tests[], block_eigen_tests[], comm_tests[],
-    mpi_tsne_tests[], mpi_graph_tests[], mpi_io_tests[];
+    mpi_tsne_tests[], mpi_graph_tests[], mpi_io_tests[], mpi_spectral_tests[];
 
 /* A fresh context with one thread and the given seed, for tests. */
 nle_ctx *test_ctx(uint64_t seed);

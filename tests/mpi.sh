@@ -152,6 +152,33 @@ ck_refused cli_checkpoint_of_one_process "written by one process; resume it with
 rm -f "$T/run.ck.3.rank1"
 ck_refused cli_checkpoint_part_missing "run.ck.3.rank1: cannot open" "$T/run.ck" -- "${MPIRUN[@]}" -q -np 3
 
+# the spectral methods (docs/mpi_spectral.md): PARPACK sums over the ranks
+# in arrival order, so not the same bits: within 1e-7 of the largest
+# coordinate of the single process's embedding (its sparse Lanczos on the
+# same operator; a unit case checks the residuals), the same cluster labels
+/usr/bin/python3 -c "
+import numpy as np
+rng = np.random.default_rng(3)
+Y = rng.standard_normal((2 * 4096 + 800, 10))
+Y[:, 0] += 2.5 * (np.arange(len(Y)) % 3 - 1)  # three clusters, one connected graph
+np.save('$T/blobs.npy', rng.permutation(Y).astype(np.float32))"
+$N le "$T/blobs.npy" --solver sparse -o "$T/le1.npy" --quiet > /dev/null || bad cli_le_alone "exit $?"
+$N cluster "$T/blobs.npy" -c 3 --solver sparse -o "$T/cl1.npy" --quiet > /dev/null || bad cli_cluster_alone "exit $?"
+for ranks in 2 3; do
+  timeout 120 "${MPIRUN[@]}" -q -np "$ranks" "$N" le "$T/blobs.npy" -o "$T/le$ranks.npy" --quiet > "$T/stdout" 2> "$T/stderr" &&
+    timeout 120 "${MPIRUN[@]}" -q -np "$ranks" "$N" cluster "$T/blobs.npy" -c 3 -o "$T/cl$ranks.npy" --quiet > /dev/null 2>> "$T/stderr"
+  rc=$?
+  verdict=$(/usr/bin/python3 -c "
+import numpy as np
+a, b = np.load('$T/le1.npy'), np.load('$T/le$ranks.npy')
+la, lb = np.load('$T/cl1.npy'), np.load('$T/cl$ranks.npy')
+d = np.abs(a - b).max() if a.shape == b.shape else np.inf
+print('same' if d <= 1e-7 * np.abs(a).max() and np.array_equal(la, lb) else 'differs by %g, labels %s' % (d, np.array_equal(la, lb)))" 2>&1)
+  if [ $rc -ne 0 ]; then bad "cli_le_cluster_ranks_$ranks" "exit $rc: $(head -c 300 "$T/stderr")"
+  elif [ "$verdict" != same ]; then bad "cli_le_cluster_ranks_$ranks" "$verdict"
+  else ok "cli_le_cluster_ranks_$ranks"; fi
+done
+
 # one rank bound to one core by mpirun's default on a machine with more:
 # rank 0 says so once; unbound, nothing
 if [ "$(nproc)" -ge 2 ]; then
@@ -188,6 +215,9 @@ mpi_fail cli_nan_in_rank_1_rows "Ynan.npy: byte 432156 (row 9000, column 7): NaN
 # (a method whose stages stay whole: SMACOF's N x N dissimilarities)
 mpi_fail cli_method_not_distributed "sammon does not run on more than one rank yet" "$T/ts.npy" 3 -- \
   "$N" sammon "$T/Y.npy" -o "$T/ts.npy" --quiet
+# (a solver that needs the whole graph on one rank, named)
+mpi_fail cli_le_solver_refused "--solver shift-invert does not run on more than one rank" "$T/lesi.npy" 2 -- \
+  "$N" le "$T/blobs.npy" --solver shift-invert -o "$T/lesi.npy" --quiet
 mpi_fail cli_plot_refused "plot does not run on more than one rank" "$T/p.png" 2 -- \
   "$N" plot "$T/pca.npy" -o "$T/p.png" --quiet
 mpi_fail cli_ranks_given_other_files "the ranks were given different inputs" "$T/other.npy" 2 -- \

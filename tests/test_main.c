@@ -186,7 +186,7 @@ int main(int argc, char **argv) {
   const nle_test_case *tables[] = {core_tests, io_tests, neighbors_tests, affinity_tests, spectral_tests,
                                    metrics_tests, nle_tests, optimize_tests, optimize_run_tests, api_tests, spectral_method_tests, isomap_tests, mds_tests, lll_tests, lll_sparse_tests, kem_tests, spectral_oos_tests, oos_tests, engines_tests, nbody_tests, embed_tests,
                                    faults_tests, estimator_tests, knn_sparse_tests, formats_tests, block_eigen_tests, comm_tests,
-                                   mpi_tsne_tests, mpi_graph_tests, mpi_io_tests};
+                                   mpi_tsne_tests, mpi_graph_tests, mpi_io_tests, mpi_spectral_tests};
   start_mpi(&argc, &argv);
   const char *filter = argc > 1 ? argv[1] : NULL;
   int passed = 0, failed = 0;

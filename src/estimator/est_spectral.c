@@ -5,10 +5,12 @@
  * the "spectral-model" file (a clustering's carries its centres). */
 #include "estimator_internal.h"
 
+#include "../core/comm.h"
 #include "../core/internal.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -218,6 +220,29 @@ static void report_spectral(nle__json *j, const nle_spectral_result *r, double s
   nle__json_string(j, "summary", summary);
 }
 
+/* A distributed run (docs/mpi_spectral.md): every rank's bytes sent by the
+ * fit (graph stage and eigensolver) and its peak memory, one array entry a
+ * rank. Collective. */
+static nle_status report_ranks(nle_estimator *e, uint64_t sent_before) {
+  if (!nle__distributed(e->ctx)) return NLE_OK;
+  struct rusage ru;
+  double mine[2] = {(double)(nle__comm_bytes_sent(e->ctx) - sent_before),
+                    getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss / 1024.0 : NAN};
+  int R = nle__ranks(e->ctx);
+  double *all = nle__malloc(e->ctx, (size_t)R * sizeof mine, "the ranks' usage");
+  double *column = nle__malloc(e->ctx, (size_t)R * sizeof(double), "the ranks' usage");
+  nle_status s = nle__comm_agree(e->ctx, all && column ? NLE_OK : NLE_ERR_NOMEM);
+  if (!s) s = nle__comm_allgatherv(e->ctx, mine, sizeof mine, all, NULL);
+  static const char *const keys[2] = {"bytes_sent", "peak_mib"};
+  for (int f = 0; !s && f < 2; f++) {
+    for (int r = 0; r < R; r++) column[r] = all[2 * r + f];
+    nle__json_numbers(&e->report, keys[f], column, (size_t)R);
+  }
+  free(all);
+  free(column);
+  return s;
+}
+
 /* Where the training data came from, for a model that references them
  * (model-data reference). */
 static void keep_source(nle_spectral_model *m, const char *source) {
@@ -229,7 +254,8 @@ static nle_status spectral_fit(nle_estimator *e, const nle__est_input *in) {
     return nle__fail(e->ctx, NLE_ERR_ARG, "%s: the method needs the points themselves, not precomputed "
                      "distances", e->method);
   nle_spectral_opts o = *(const nle_spectral_opts *)e->opts;
-  o.keep_model = e->keep_model && in->Y;
+  o.keep_model = e->keep_model && in->Y && !nle__distributed(e->ctx); /* no model on ranks yet, as t-SNE's */
+  uint64_t sent = nle__comm_bytes_sent(e->ctx);
   nle_spectral_input si = {.Y = in->Y, .knn = in->knn, .affinities = in->affinities ? in->affinities : in->given_affinities};
   nle_spectral_result *r = NULL;
   nle_status s = nle_spectral_embed(e->ctx, (nle_spectral_method)e->variant, &si, &o, &r);
@@ -245,12 +271,34 @@ static nle_status spectral_fit(nle_estimator *e, const nle__est_input *in) {
     report_spectral(&e->report, r, in->search_seconds, e->method);
   }
   nle_spectral_result_free(&r);
+  if (!k) k = report_ranks(e, sent);
   return k ? k : s;
 }
 
 /* A clustering's figures: its k-means, the clusters' sizes and, with the
- * points' own labels, the errors by matching (Hungarian) and by majority. */
-static nle_status report_clusters(nle_estimator *e, const nle_cluster_result *r, const int32_t *truth) {
+ * points' own labels, the errors by matching (Hungarian) and by majority.
+ * Distributed, r->labels and truth are this rank's `mine` rows: both are
+ * gathered (4 bytes a point) and the figures made from all of them. */
+static nle_status report_whole(nle_estimator *e, const nle_cluster_result *r, const int32_t *truth);
+static nle_status report_clusters(nle_estimator *e, const nle_cluster_result *r, const int32_t *truth, size_t mine) {
+  if (!nle__distributed(e->ctx)) return report_whole(e, r, truth);
+  int64_t have = truth != NULL || mine == 0; /* a rank of no rows may pass no labels */
+  nle_status s = nle__comm_sum_i64(e->ctx, &have, 1);
+  bool labelled = have == nle__ranks(e->ctx);
+  int32_t *labels = nle__malloc(e->ctx, r->n * sizeof(int32_t), "the cluster labels");
+  int32_t *all_truth = labelled ? nle__malloc(e->ctx, r->n * sizeof(int32_t), "the labels") : NULL;
+  if (!s) s = nle__comm_agree(e->ctx, labels && (!labelled || all_truth) ? NLE_OK : NLE_ERR_NOMEM);
+  if (!s) s = nle__comm_allgather_rows(e->ctx, r->labels, r->n, sizeof(int32_t), labels);
+  if (!s && labelled) s = nle__comm_allgather_rows(e->ctx, truth, r->n, sizeof(int32_t), all_truth);
+  nle_cluster_result whole = *r;
+  whole.labels = labels;
+  if (!s) s = report_whole(e, &whole, all_truth);
+  free(labels);
+  free(all_truth);
+  return s;
+}
+
+static nle_status report_whole(nle_estimator *e, const nle_cluster_result *r, const int32_t *truth) {
   nle__json *j = &e->report;
   nle__json_number(j, "inertia", r->inertia);
   nle__json_printf(j, ", \"kmeans_seconds\": %.3f, \"warm_started\": %s, \"sizes\": [", r->kmeans_seconds,
@@ -351,9 +399,13 @@ static nle_status sweep_fit(nle_estimator *e, const nle__est_input *in, const cl
 
 static nle_status cluster_fit(nle_estimator *e, const nle__est_input *in) {
   const cluster_options_t *co = e->opts;
+  if ((co->sweep_sigma || co->sweep_k) && nle__distributed(e->ctx))
+    return nle__fail(e->ctx, NLE_ERR_UNSUPPORTED, "%s: the sweep ({@sweep-sigma}, {@sweep-k}) does not run on more "
+                     "than one rank yet", e->method);
   if (co->sweep_sigma || co->sweep_k) return sweep_fit(e, in, co);
   nle_cluster_opts o = *(const nle_cluster_opts *)e->opts;
-  o.spectral.keep_model = e->keep_model && in->Y;
+  o.spectral.keep_model = e->keep_model && in->Y && !nle__distributed(e->ctx);
+  uint64_t sent = nle__comm_bytes_sent(e->ctx);
   nle_spectral_input si = {.Y = in->Y, .knn = in->knn, .affinities = in->affinities ? in->affinities : in->given_affinities};
   nle_cluster_result *r = NULL;
   nle_status s = nle_spectral_cluster(e->ctx, &si, &o, &r);
@@ -361,22 +413,24 @@ static nle_status cluster_fit(nle_estimator *e, const nle__est_input *in) {
   cluster_options_t resolved = *co;
   resolved.c = r->resolved;
   nle_status k = nle__est_keep_X(e, r->embedding->X);
+  size_t mine = r->embedding->X->rows; /* distributed: this rank's rows */
   if (!k) k = nle__est_keep_resolved(e, &resolved);
   if (!k) {
-    e->labels = malloc(r->n * sizeof *e->labels);
+    e->labels = malloc((mine ? mine : 1) * sizeof *e->labels);
     if (!e->labels) k = nle__fail(e->ctx, NLE_ERR_NOMEM, "%s: out of memory", e->method);
   }
   if (!k) {
-    memcpy(e->labels, r->labels, r->n * sizeof *e->labels);
+    memcpy(e->labels, r->labels, mine * sizeof *e->labels);
     e->model = r->embedding->model;
     r->embedding->model = NULL;
     keep_source(e->model, in->source);
     ((nle_cluster_opts *)e->resolved)->spectral.solver = r->embedding->solver_used;
     nle__est_report_options(e, e->resolved);
-    k = report_clusters(e, r, in->labels);
+    k = report_clusters(e, r, in->labels, mine);
     report_spectral(&e->report, r->embedding, in->search_seconds, e->method);
   }
   nle_cluster_result_free(&r);
+  if (!k) k = report_ranks(e, sent);
   return k ? k : s;
 }
 
@@ -451,6 +505,8 @@ const nle__family nle__family_spectral = {
     .save = save,
     .load = load,
     .free_model = nle_spectral_model_free_of,
+    /* LE and diffusion maps by rows over ranks (docs/mpi_spectral.md) */
+    .distributed = NLE__FOR(NLE_SPECTRAL_LE) | NLE__FOR(NLE_SPECTRAL_DIFFMAP),
     SPECTRAL_MAPS,
 };
 
@@ -473,5 +529,6 @@ const nle__family nle__family_cluster = {
     .predict = predict,
     .save = save,
     .free_model = nle_spectral_model_free_of,
+    .distributed = NLE__FOR(NLE_SPECTRAL_LE), /* spectral clustering (its one variant) */
     SPECTRAL_MAPS,
 };

@@ -662,7 +662,8 @@ const double *nle_estimator_betas(const nle_estimator *e, size_t *n) {
 }
 
 const int32_t *nle_estimator_labels(const nle_estimator *e, size_t *n) {
-  if (n) *n = e && e->labels ? e->n : 0;
+  /* distributed: this rank's rows' labels, as many as its rows of X */
+  if (n) *n = e && e->labels ? (nle__distributed(e->ctx) && e->X ? e->X->rows : e->n) : 0;
   return e && e->fitted ? e->labels : NULL;
 }
 

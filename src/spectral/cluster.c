@@ -8,6 +8,8 @@
  * of threads. */
 #include "method.h"
 
+#include "../core/comm.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,6 +166,27 @@ static nle_status warm_kmeans(nle_ctx *ctx, const nle_matd *Z, const nle_matd *X
   return s;
 }
 
+/* Distributed (issue 38): every rank gathers the N rows of Z (N x dims
+ * doubles, dims = K - 1 by default: small beside the graph) and runs the
+ * single process's k-means on them, the same on every rank (its draws come
+ * from the seed, its sums in point order), keeping its own rows' labels:
+ * the single process's labels from the same Z. */
+static nle_status kmeans_gathered(nle_ctx *ctx, const nle_matd *Z, size_t n_all, const nle_cluster_opts *o,
+                                  int32_t *labels, double *inertia) {
+  nle__rows rows;
+  nle_status s = nle__comm_rows(ctx, Z->rows, "k-means", &rows);
+  nle_matd *all = NULL;
+  int32_t *every = s ? NULL : nle__malloc(ctx, n_all * sizeof(int32_t), "the cluster labels");
+  if (!s) s = every ? nle_matd_alloc(ctx, n_all, Z->cols, &all) : NLE_ERR_NOMEM;
+  s = nle__comm_agree(ctx, s);
+  if (!s) s = nle__comm_allgather_rows(ctx, Z->data, n_all, Z->cols * sizeof(double), all->data);
+  if (!s) s = nle_kmeans(ctx, all, o->clusters, o->restarts, o->max_iters, every, inertia);
+  if (!s) memcpy(labels, every + rows.mine.begin, Z->rows * sizeof(int32_t));
+  nle_matd_free(&all);
+  free(every);
+  return s;
+}
+
 void nle_cluster_opts_init(nle_cluster_opts *o) {
   memset(o, 0, sizeof *o);
   o->clusters = 2;
@@ -211,6 +234,12 @@ nle_status nle__spectral_cluster_with(nle_ctx *ctx, const nle_spectral_input *in
    * caller gave (clusters, dims), not the embedding's dim */
   const nle_csr *graph = in ? (in->knn ? in->knn : in->affinities) : NULL;
   size_t n = in && in->Y ? in->Y->rows : graph ? (size_t)graph->rows : 0;
+  if (nle__distributed(ctx) && in && in->Y) { /* the points of all ranks */
+    nle__rows rows;
+    nle_status s = nle__comm_rows(ctx, in->Y->rows, "spectral clustering", &rows);
+    if (s) return s;
+    n = rows.n;
+  }
   if (n && opts->dims == NLE_AUTO && (size_t)opts->clusters >= n)
     return nle__fail(ctx, NLE_ERR_ARG, "spectral clustering: {@clusters=%d} of %zu points: at most N - 1 (the "
                      "clusters are found in an embedding of clusters - 1 dimensions)", opts->clusters, n);
@@ -243,8 +272,11 @@ nle_status nle__spectral_cluster_with(nle_ctx *ctx, const nle_spectral_input *in
     if ((size_t)o->clusters > r->n)
       s = nle__fail(ctx, NLE_ERR_ARG, "spectral clustering: {@clusters=%d} of %zu points", o->clusters, r->n);
   }
+  /* distributed: the embedding, Z and the labels are this rank's rows
+   * (r->n counts all ranks') */
+  size_t mine = !s ? r->embedding->X->rows : 0;
   nle_matd *Z = NULL;
-  if (!s) s = nle_matd_alloc(ctx, r->n, (size_t)o->dims, &Z);
+  if (!s) s = nle_matd_alloc(ctx, mine, (size_t)o->dims, &Z);
   nle_matd *Xl = NULL;
   const nle_matd *landmark_rows = r && r->embedding ? r->embedding->landmark_X : NULL;
   if (!s && landmark_rows && o->warm_start) s = nle_matd_alloc(ctx, landmark_rows->rows, landmark_rows->cols, &Xl);
@@ -253,13 +285,14 @@ nle_status nle__spectral_cluster_with(nle_ctx *ctx, const nle_spectral_input *in
     if (o->normalize_rows) normalise_rows(Xl);
   }
   if (!s) {
-    memcpy(Z->data, r->embedding->X->data, r->n * (size_t)o->dims * sizeof(double));
+    memcpy(Z->data, r->embedding->X->data, mine * (size_t)o->dims * sizeof(double));
     if (o->normalize_rows) normalise_rows(Z);
-    r->labels = nle__malloc(ctx, r->n * sizeof(int32_t), "the cluster labels");
+    r->labels = nle__malloc(ctx, mine * sizeof(int32_t), "the cluster labels");
     if (!r->labels) s = NLE_ERR_NOMEM;
   }
   double t0 = nle_time_seconds();
   if (!s && Xl) s = warm_kmeans(ctx, Z, Xl, o->clusters, o->restarts, o->max_iters, r->labels, &r->inertia);
+  else if (!s && nle__distributed(ctx)) s = kmeans_gathered(ctx, Z, r->n, o, r->labels, &r->inertia);
   else if (!s) s = nle_kmeans(ctx, Z, o->clusters, o->restarts, o->max_iters, r->labels, &r->inertia);
   r->warm_started = Xl != NULL;
   nle_matd_free(&Xl);

@@ -5,6 +5,7 @@
 #ifndef NLE_SPECTRAL_EIGEN_H
 #define NLE_SPECTRAL_EIGEN_H
 
+#include "../core/comm.h"
 #include "../core/internal.h"
 
 /* y = A x for a symmetric A of order n; 0, or non-zero after recording an
@@ -107,6 +108,23 @@ nle_status nle__sparse_pencil_solve(nle_ctx *ctx, const char *what, const nle_cs
 /* The largest order solved densely (2,500; tests lower it to reach the
  * Lanczos route on small problems). */
 extern size_t nle__pencil_dense_max;
+
+/* The same by rows over the context's ranks (eigen_rows.c, issue 38):
+ * PARPACK's pdsaupd/pdseupd in regular mode with eigen.c's basis, start
+ * vector, which and tolerance. `apply` gets the whole x (N, gathered from
+ * every rank's rows here) and writes this rank's rows of y = A x; vals (nev,
+ * ascending) on every rank, vecs this rank's rows (row-major, n_local x
+ * nev; may be NULL). Needs more than one rank; a rank holding no rows waits.
+ * Not the single process's bits: PARPACK sums its inner products over the
+ * ranks in arrival order (docs/mpi_spectral.md). */
+typedef int (*nle__rows_apply)(void *user, const double *x_all, double *y_mine);
+nle_status nle__lanczos_rows(nle_ctx *ctx, const char *what, const nle__rows *rows, const nle_csr *pattern,
+                             nle__rows_apply apply, void *user, int nev, nle__eig_end end, double tol, double *vals,
+                             double *vecs);
+/* nle__fix_signs over the ranks' rows (V: this rank's n rows): the entry
+ * that decides is the one a single process's scan finds, for any
+ * partition. Collective. */
+nle_status nle__fix_signs_rows(nle_ctx *ctx, double *V, size_t n, size_t count);
 
 /* Each column's largest-magnitude entry made positive: results that do not
  * depend on a solver's arbitrary signs. */

@@ -14,6 +14,8 @@
 #include "method.h"
 #include "spectral_internal.h"
 
+#include "../core/comm.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +31,8 @@ enum { DENSE_MAX_N = 400, ROW_BLOCK = 2048 };
 
 typedef struct {
   const nle_csr *W;
-  const double *deg, *inv_sqrt; /* D and D^-1/2 (0 for isolated points) */
+  const double *deg, *inv_sqrt; /* D of W's rows and D^-1/2 of every column (0 for isolated points) */
+  size_t first;                 /* the point W's first row is (distributed: this rank's first; else 0) */
   nle_laplacian_kind kind;
   double shift;                 /* unnormalised: c */
   double *offdiag;              /* the product's values on W's pattern (its diagonal 0):
@@ -47,17 +50,20 @@ static nle_status product_values(nle_ctx *ctx, le_operator *op) {
   op->offdiag = nle__malloc(ctx, (size_t)W->nnz * sizeof(double), "the normalised affinities");
   if (!op->offdiag) return NLE_ERR_NOMEM;
   bool plain = op->kind == NLE_LAPLACIAN_UNNORMALISED;
-  for (int64_t i = 0; i < W->rows; i++)
+  for (int64_t i = 0; i < W->rows; i++) {
+    int64_t point = (int64_t)op->first + i;
     for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++) {
       int64_t j = W->colind[q];
-      double w = j == i ? 0.0 : nle_csr_value(W, q);
-      op->offdiag[q] = plain ? w : op->inv_sqrt[i] * w * op->inv_sqrt[j];
+      double w = j == point ? 0.0 : nle_csr_value(W, q);
+      op->offdiag[q] = plain ? w : op->inv_sqrt[point] * w * op->inv_sqrt[j];
     }
+  }
   return NLE_OK;
 }
 
 /* Rows [b ROW_BLOCK, ...) of Y = D^-1/2 W D^-1/2 X, or (c I - D + W) X,
- * for the n x cols X (row-major). */
+ * for the N x cols X (row-major); Y holds W's rows (distributed: this
+ * rank's, X every point's). */
 static int apply_rows(void *job, size_t b, void *scratch) {
   (void)scratch;
   const le_operator *op = job;
@@ -67,7 +73,7 @@ static int apply_rows(void *job, size_t b, void *scratch) {
   bool plain = op->kind == NLE_LAPLACIAN_UNNORMALISED;
   for (int64_t i = (int64_t)(b * ROW_BLOCK); i < i1; i++) {
     double *yi = op->y + (size_t)i * cols; /* the row is this block's alone: sums build up in place */
-    const double *xi = op->x + (size_t)i * cols;
+    const double *xi = op->x + (op->first + (size_t)i) * cols;
     memset(yi, 0, cols * sizeof(double));
     for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++) {
       double a = op->offdiag[q];
@@ -89,6 +95,9 @@ static int apply_to_block(void *user, const double *X, double *Y, size_t cols) {
 }
 
 static int apply(void *user, const double *x, double *y) { return apply_to_block(user, x, y, 1); }
+
+/* Distributed: x every point's (gathered by the solver), y this rank's rows. */
+static int apply_mine(void *user, const double *x_all, double *y_mine) { return apply_to_block(user, x_all, y_mine, 1); }
 
 /* The d + 1 smallest eigenpairs of the chosen Laplacian, densely. */
 static nle_status solve_dense(nle_ctx *ctx, const le_operator *op, int nev, double *vals, double *U) {
@@ -112,19 +121,61 @@ static nle_status solve_dense(nle_ctx *ctx, const le_operator *op, int nev, doub
   return s;
 }
 
-/* The same at the large end of the shifted operator, by Lanczos or (block)
- * by the block eigensolver. */
+/* With --verbose: each pair's residual ||A z - mu z|| (z of unit norm) on
+ * the operator the solver saw, the largest logged. Distributed, x is
+ * gathered whole and the squares summed per 4,096-row block
+ * (nle__comm_sum_blocks): the same figure for any partition. A check, not
+ * a cost: nev more products. */
+static nle_status log_residuals(nle_ctx *ctx, le_operator *op, const nle__rows *rows, const double *mu,
+                                const double *Z, int nev) {
+  if (ctx->verbosity < 1) return NLE_OK;
+  size_t n = (size_t)op->W->rows, N = rows ? rows->n : n, begin = rows ? rows->mine.begin : 0;
+  size_t blocks = (n + NLE__RANK_ROW_BLOCK - 1) / NLE__RANK_ROW_BLOCK;
+  double *x = nle__calloc(ctx, N, sizeof(double), "the residuals");
+  double *y = nle__calloc(ctx, n, sizeof(double), "the residuals");
+  double *part = nle__calloc(ctx, blocks, sizeof(double), "the residuals");
+  nle_status s = x && y && part ? NLE_OK : NLE_ERR_NOMEM;
+  if (rows) s = nle__comm_agree(ctx, s);
+  double worst = 0.0;
+  for (int t = 0; !s && t < nev; t++) {
+    for (size_t i = 0; i < n; i++) x[begin + i] = Z[i * (size_t)nev + (size_t)t];
+    if (rows) s = nle__comm_allgather_rows(ctx, x + begin, N, sizeof(double), x);
+    if (!s && apply_mine(op, x, y)) s = NLE_ERR_NUMERIC;
+    if (rows) s = nle__comm_agree(ctx, s);
+    memset(part, 0, (blocks ? blocks : 1) * sizeof(double));
+    for (size_t i = 0; !s && i < n; i++) {
+      double r = y[i] - mu[t] * x[begin + i];
+      part[i / NLE__RANK_ROW_BLOCK] += r * r;
+    }
+    double sum = 0.0;
+    if (!s && rows) s = nle__comm_sum_blocks(ctx, part, blocks, 1, &sum);
+    for (size_t b = 0; !s && !rows && b < blocks; b++) sum += part[b];
+    worst = fmax(worst, sqrt(sum));
+  }
+  if (!s) nle__log(ctx, 1, "Laplacian eigenmaps: the largest eigen-residual ||A v - lambda v|| is %.3g", worst);
+  free(x);
+  free(y);
+  free(part);
+  return s;
+}
+
+/* The same at the large end of the shifted operator, by Lanczos, (block)
+ * by the block eigensolver, or (rows given: W is this rank's rows) by
+ * PARPACK over the ranks. */
 static nle_status solve_sparse(nle_ctx *ctx, le_operator *op, int nev, bool block, double tol, double *vals,
-                               double *U) {
+                               double *U, const nle__rows *rows) {
   size_t n = (size_t)op->W->rows;
   double *mu = nle__malloc(ctx, (size_t)nev * sizeof(double), "eigenvalues");
   double *Z = nle__malloc(ctx, n * (size_t)nev * sizeof(double), "eigenvectors");
   nle_status s = mu && Z ? NLE_OK : NLE_ERR_NOMEM;
-  if (!s && block)
+  if (!s && rows)
+    s = nle__lanczos_rows(ctx, "Laplacian eigenmaps", rows, op->W, apply_mine, op, nev, NLE__EIG_LARGEST, tol, mu, Z);
+  else if (!s && block)
     s = nle__block_eigs(ctx, "Laplacian eigenmaps", n, apply_to_block, op, 2.0 * (double)op->W->nnz, nev,
                         NLE__EIG_LARGEST, tol, mu, Z, NULL);
   else if (!s)
     s = nle__lanczos(ctx, "Laplacian eigenmaps", n, apply, op, nev, NLE__EIG_LARGEST, tol, mu, Z);
+  if (!s) s = log_residuals(ctx, op, rows, mu, Z, nev);
   /* mu ascending is lambda descending: reverse. */
   double top = op->kind == NLE_LAPLACIAN_UNNORMALISED ? op->shift : 1.0;
   for (int t = 0; !s && t < nev; t++) {
@@ -165,6 +216,9 @@ static nle_status solve_shift_invert(nle_ctx *ctx, const le_operator *op, int ne
 static nle_eigen_solver choose_solver(nle_ctx *ctx, const nle_csr *W, nle_eigen_solver asked) {
   size_t n = (size_t)W->rows;
   if (asked != NLE_EIGEN_AUTO) return asked;
+  /* under mpirun, even on one rank, as the ranks must (docs/mpi_spectral.md):
+   * the same solver at any number of ranks */
+  if (nle__has_comm(ctx)) return NLE_EIGEN_SPARSE;
   if (n <= DENSE_MAX_N) return NLE_EIGEN_DENSE;
   double fill = INFINITY, flops = INFINITY;
   if (nle__laplacian_fill(ctx, W, &fill, &flops)) return NLE_EIGEN_SPARSE; /* cannot order: the product needs nothing */
@@ -175,11 +229,61 @@ static nle_eigen_solver choose_solver(nle_ctx *ctx, const nle_csr *W, nle_eigen_
              : NLE_EIGEN_SPARSE;
 }
 
+/* W's degrees, its rows' sums without the diagonal (the point of row i is
+ * first + i). */
+static double *row_degrees(nle_ctx *ctx, const nle_csr *W, size_t first) {
+  double *deg = nle__calloc(ctx, (size_t)W->rows + 1, sizeof(double), "degrees");
+  for (int64_t i = 0; deg && i < W->rows; i++)
+    for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++)
+      if (W->colind[q] != (int64_t)first + i) deg[i] += nle_csr_value(W, q);
+  return deg;
+}
+
+/* Distributed (issue 38): W is this rank's rows with global columns. Every
+ * rank gathers the N degrees (their D^-1/2 scale the columns), and PARPACK
+ * finds the large end of the normalised affinity or of c I - L: the
+ * regular mode the single process's sparse solver uses. A factorisation
+ * (shift-invert) or a dense matrix would need the whole graph on one
+ * rank: those solvers are refused. */
+static nle_status laplacian_eigs_rows(nle_ctx *ctx, const nle_csr *W, nle_laplacian_kind kind, int nev,
+                                      nle_eigen_solver solver, double tol, double *vals, double *U,
+                                      double *inv_sqrt, nle_eigen_solver *used) {
+  if (solver != NLE_EIGEN_AUTO && solver != NLE_EIGEN_SPARSE)
+    return nle__fail(ctx, NLE_ERR_UNSUPPORTED, "Laplacian eigenmaps: {@solver=%s} does not run on more than one rank "
+                     "(a factorisation or a dense matrix needs the whole graph on one rank): {@solver=sparse}, "
+                     "the default there (docs/mpi_spectral.md)", nle_eigen_solver_name(solver));
+  nle__rows rows;
+  nle_status s = nle__comm_rows(ctx, (size_t)W->rows, "Laplacian eigenmaps", &rows);
+  if (s) return s;
+  size_t N = rows.n, n = (size_t)W->rows;
+  double *deg = row_degrees(ctx, W, rows.mine.begin);
+  double *all = nle__malloc(ctx, N * sizeof(double), "the degrees");
+  s = deg && all ? NLE_OK : NLE_ERR_NOMEM;
+  s = nle__comm_agree(ctx, s);
+  if (!s) s = nle__comm_allgather_rows(ctx, deg, N, sizeof(double), all);
+  double dmax = 0.0;
+  for (size_t j = 0; !s && j < N; j++) {
+    dmax = fmax(dmax, all[j]);
+    all[j] = all[j] > 0 ? 1.0 / sqrt(all[j]) : 0.0; /* now D^-1/2 */
+  }
+  for (size_t i = 0; !s && i < n; i++) inv_sqrt[i] = all[rows.mine.begin + i];
+  le_operator op = {W, deg, all, rows.mine.begin, kind, 2.0 * dmax, NULL, ctx, NULL, NULL, 0};
+  *used = NLE_EIGEN_SPARSE;
+  if (!s) s = product_values(ctx, &op);
+  s = nle__comm_agree(ctx, s);
+  if (!s) s = solve_sparse(ctx, &op, nev, false, tol, vals, U, &rows);
+  free(op.offdiag);
+  free(deg);
+  free(all);
+  return s;
+}
+
 nle_status nle__laplacian_eigs(nle_ctx *ctx, const nle_csr *W, nle_laplacian_kind kind, int nev,
                                nle_eigen_solver solver, double tol, double *vals, double *U, double *inv_sqrt,
                                nle_eigen_solver *used) {
+  if (nle__distributed(ctx)) return laplacian_eigs_rows(ctx, W, kind, nev, solver, tol, vals, U, inv_sqrt, used);
   size_t n = (size_t)W->rows;
-  le_operator op = {W, NULL, inv_sqrt, kind, 0.0, NULL, ctx, NULL, NULL, 0};
+  le_operator op = {W, NULL, inv_sqrt, 0, kind, 0.0, NULL, ctx, NULL, NULL, 0};
   double *deg = nle__degrees(ctx, W);
   if (!deg) return NLE_ERR_NOMEM;
   double dmax = 0.0;
@@ -193,7 +297,7 @@ nle_status nle__laplacian_eigs(nle_ctx *ctx, const nle_csr *W, nle_laplacian_kin
   nle_status s = *used == NLE_EIGEN_SPARSE || *used == NLE_EIGEN_BLOCK ? product_values(ctx, &op) : NLE_OK;
   if (!s) s = *used == NLE_EIGEN_DENSE         ? solve_dense(ctx, &op, nev, vals, U)
                  : *used == NLE_EIGEN_SHIFT_INVERT ? solve_shift_invert(ctx, &op, nev, false, vals, U)
-                                                   : solve_sparse(ctx, &op, nev, *used == NLE_EIGEN_BLOCK, tol, vals, U);
+                                                   : solve_sparse(ctx, &op, nev, *used == NLE_EIGEN_BLOCK, tol, vals, U, NULL);
   free(op.offdiag);
   free(deg);
   return s;
@@ -208,6 +312,7 @@ static nle_status le_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spect
   double *vals = nle__malloc(ctx, nev * sizeof(double), "eigenvalues");
   double *U = nle__malloc(ctx, n * nev * sizeof(double), "eigenvectors");
   nle_status s = inv_sqrt && vals && U ? NLE_OK : NLE_ERR_NOMEM;
+  if (nle__distributed(ctx)) s = nle__comm_agree(ctx, s);
   if (!s) s = nle__laplacian_eigs(ctx, W, o->laplacian, (int)nev, o->solver, o->tol, vals, U, inv_sqrt, &r->solver_used);
   if (!s) s = nle_matd_alloc(ctx, n, d, &r->X);
   for (size_t i = 0; !s && i < n; i++) {
@@ -215,7 +320,8 @@ static nle_status le_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spect
     double scale = o->laplacian == NLE_LAPLACIAN_RANDOM_WALK ? inv_sqrt[i] : 1.0;
     for (size_t t = 0; t < d; t++) r->X->data[i * d + t] = scale * U[i * nev + t + 1];
   }
-  if (!s) nle__fix_signs(r->X->data, n, d);
+  if (!s && nle__distributed(ctx)) s = nle__fix_signs_rows(ctx, r->X->data, n, d);
+  else if (!s) nle__fix_signs(r->X->data, n, d);
   if (!s) {
     r->eigenvalues = vals;
     r->n_eigenvalues = (int)nev;

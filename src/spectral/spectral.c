@@ -5,6 +5,8 @@
  * rest to the method's row of the table (one file per method). */
 #include "method.h"
 
+#include "../core/comm.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,7 +122,9 @@ static nle_status check_opts(nle_ctx *ctx, nle_spectral_method method, const nle
 #undef REAL_TEXT
 }
 
-static nle_status check_input(nle_ctx *ctx, const nle_spectral_input *in, const nle_spectral_opts *o, size_t *n) {
+/* rows_all: the points of all ranks (distributed), else 0. */
+static nle_status check_input(nle_ctx *ctx, const nle_spectral_input *in, const nle_spectral_opts *o, size_t rows_all,
+                              size_t *n) {
   int graphs = (in->knn != NULL) + (in->affinities != NULL);
   if (graphs > 1 || (graphs == 0 && !in->Y))
     return nle__fail(ctx, NLE_ERR_ARG, "spectral embedding: give points, a kNN graph or affinities (a graph may come "
@@ -132,7 +136,7 @@ static nle_status check_input(nle_ctx *ctx, const nle_spectral_input *in, const 
   if (g && in->Y && (int64_t)in->Y->rows != g->rows)
     return nle__fail(ctx, NLE_ERR_ARG, "spectral embedding: %zu points but the %s has %lld rows", in->Y->rows,
                      in->knn ? "kNN graph" : "affinity matrix", (long long)g->rows);
-  *n = in->Y ? in->Y->rows : (size_t)g->rows;
+  *n = rows_all ? rows_all : in->Y ? in->Y->rows : (size_t)g->rows;
   if (*n < 3) return nle__fail(ctx, NLE_ERR_ARG, "spectral embedding: %zu points; at least 3 are needed", *n);
   if ((size_t)o->dim + 1 >= *n)
     return nle__fail(ctx, NLE_ERR_ARG, "spectral embedding: {@dim=%d} dimensions of %zu points (at most N - 2)", o->dim,
@@ -282,6 +286,36 @@ static nle_status components_policy(nle_ctx *ctx, const nle__spectral_method *m,
   return NLE_OK;
 }
 
+/* On more than one rank (issue 38, docs/mpi_spectral.md): the points by
+ * rows, the graph stage by rows, and the methods whose eigenproblem is a
+ * sparse product by rows (LE, diffusion maps; spectral clustering is LE).
+ * What needs the whole graph on one rank is refused, naming the option:
+ * the other methods (dense or factorised problems), a given graph,
+ * landmarks, a model for new points, and a components policy that counts
+ * components (the graph's components are not counted there). *rows_all:
+ * the points of all ranks. Every rank has the same options: all refuse
+ * alike. */
+static nle_status distributed_refusals(nle_ctx *ctx, nle_spectral_method method, const nle_spectral_input *in,
+                                       const nle_spectral_opts *o, size_t *rows_all) {
+  const char *name = nle_spectral_method_name(method);
+  if (method != NLE_SPECTRAL_LE && method != NLE_SPECTRAL_DIFFMAP)
+    return nle__fail(ctx, NLE_ERR_UNSUPPORTED, "%s does not run on more than one rank yet (docs/mpi.md)", name);
+  if (in->knn || in->affinities || !in->Y)
+    return nle__fail(ctx, NLE_ERR_UNSUPPORTED, "%s: a given kNN graph or affinities do not run on more than one rank "
+                     "yet: give the points", name);
+  if (o->landmarks > 0)
+    return nle__fail(ctx, NLE_ERR_UNSUPPORTED, "%s: {@landmarks} do not run on more than one rank yet", name);
+  if (o->keep_model)
+    return nle__fail(ctx, NLE_ERR_UNSUPPORTED, "%s: a model for new points is not kept on more than one rank yet", name);
+  if (o->components != NLE_COMPONENTS_AUTO && o->components != NLE_COMPONENTS_ALLOW)
+    return nle__fail(ctx, NLE_ERR_UNSUPPORTED, "%s: counting components ({@components=%s}) is not distributed yet: "
+                     "{@components=auto} on %d ranks", name, nle_components_name(o->components), nle__ranks(ctx));
+  nle__rows rows;
+  nle_status s = nle__comm_rows(ctx, in->Y->rows, name, &rows);
+  *rows_all = rows.n;
+  return s;
+}
+
 nle_status nle_spectral_embed(nle_ctx *ctx, nle_spectral_method method, const nle_spectral_input *in,
                               const nle_spectral_opts *opts, nle_spectral_result **out) {
   return nle__spectral_embed_with(ctx, method, in, opts, NULL, out);
@@ -296,9 +330,10 @@ nle_status nle__spectral_embed_with(nle_ctx *ctx, nle_spectral_method method, co
     nle_spectral_opts_init(&defaults);
     opts = &defaults;
   }
-  size_t n = 0;
+  size_t n = 0, rows_all = 0;
   nle_status s = check_opts(ctx, method, opts);
-  if (!s) s = check_input(ctx, in, opts, &n);
+  if (!s && nle__distributed(ctx)) s = distributed_refusals(ctx, method, in, opts, &rows_all);
+  if (!s) s = check_input(ctx, in, opts, rows_all, &n);
   if (s) return s;
   const nle__spectral_method *m = nle__spectral_row(method);
   if (m->needs_points && !in->Y)
@@ -351,8 +386,12 @@ nle_status nle__spectral_embed_with(nle_ctx *ctx, nle_spectral_method method, co
   if (!s && knn) s = nle__resolve_sigma(ctx, knn, o);
   if (!s && knn) s = nle__spectral_weights(ctx, knn, o, &W, r->model ? &r->model->beta : NULL);
   const nle_csr *weights = in->affinities ? in->affinities : W;
-  int64_t comps = s ? 0 : nle__csr_components(ctx, weights);
+  /* distributed: not counted (0); a disconnected graph then has a repeated
+   * eigenvalue 1 of the normalised affinity (docs/mpi_spectral.md) */
+  int64_t comps = s || nle__distributed(ctx) ? 0 : nle__csr_components(ctx, weights);
   if (comps < 0) s = NLE_ERR_NOMEM;
+  if (!s && nle__distributed(ctx))
+    nle__log(ctx, 1, "%s: the graph's connected components are not counted on %d ranks", m->name, nle__ranks(ctx));
   r->components = (int)comps;
   nle_csr *joined = NULL;
   int krow = knn ? nle__max_row(knn) : 0;

@@ -1,0 +1,180 @@
+/* test_mpi_spectral.c — Laplacian eigenmaps, diffusion maps and spectral
+ * clustering on rows shared out over ranks (issue 38,
+ * docs/mpi_spectral.md). Each case runs the method alone (test_ctx, all
+ * the rows, the single process's sparse Lanczos on the same operator) on
+ * every rank, then with test_comm_ctx on this rank's rows (PARPACK), and
+ * compares this rank's rows. Not bit for bit: PARPACK sums its inner
+ * products over the ranks in arrival order; the tolerances are a few
+ * orders above what the solver's tolerance (1e-12 of each eigenvalue's
+ * residual) leaves, and each distributed eigenpair is checked on its own
+ * against the graph's Laplacian (its residual). Alone (not under mpirun)
+ * the second run is the single process again. */
+#include "harness.h"
+#include "../src/core/comm.h"
+#include "../src/spectral/method.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Three Gaussian-like clusters in 8-D, 2.5 apart along the first axis (one
+ * connected kNN graph, its small eigenvalues apart), in shuffled order. */
+static nle_matf *clusters(size_t n, uint64_t seed) {
+  enum { D = 8 };
+  nle_matf *Y = test_random_matf(n, D, seed);
+  nle_rng r;
+  nle_rng_init(&r, seed, 7);
+  for (size_t i = 0; i < n; i++) {
+    for (size_t t = 0; t < D; t++) { /* sums of uniforms: bell-shaped */
+      double v = 0;
+      for (int k = 0; k < 4; k++) v += nle_rng_uniform(&r) - 0.5;
+      Y->data[i * D + t] = (float)v;
+    }
+    Y->data[i * D] += (float)(2.5 * (double)((i * 7919) % 3) - 2.5);
+  }
+  return Y;
+}
+
+typedef struct {
+  nle_ctx *one, *ctx;
+  nle_matf *Y, part;
+  nle__row_range mine;
+} setting;
+
+static setting open_setting(uint64_t seed, size_t n) {
+  setting t = {test_ctx(seed), test_comm_ctx(seed), clusters(n, seed + 50), {0, 0, NULL}, {0, 0}};
+  t.mine = nle__rank_rows(n, nle__ranks(t.ctx), nle__rank(t.ctx));
+  t.part = (nle_matf){t.mine.end - t.mine.begin, t.Y->cols, t.Y->data + t.mine.begin * t.Y->cols};
+  return t;
+}
+
+static void close_setting(setting *t) {
+  nle_matf_free(&t->Y);
+  nle_ctx_free(&t->ctx);
+  nle_ctx_free(&t->one);
+}
+
+/* The largest |a - b| over this rank's rows, and the largest |a|. */
+static double rows_diff(const nle_matd *alone, const nle__row_range *mine, const nle_matd *part, double *scale) {
+  double worst = 0;
+  *scale = 0;
+  size_t d = alone->cols;
+  for (size_t i = 0; i < part->rows; i++)
+    for (size_t t = 0; t < d; t++) {
+      double a = alone->data[(mine->begin + i) * d + t];
+      worst = fmax(worst, fabs(a - part->data[i * d + t]));
+      *scale = fmax(*scale, fabs(a));
+    }
+  return worst;
+}
+
+/* Each column x of the whole embedding X against the random-walk
+ * eigenproblem L x = lambda D x of W (the graph alone): the largest
+ * ||(D - W) x - lambda D x|| / ||D x||. */
+static double rw_residual(const nle_csr *W, const nle_matd *X, const double *lambda) {
+  size_t n = X->rows, d = X->cols;
+  double worst = 0;
+  for (size_t t = 0; t < d; t++) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+      double deg = 0, wx = 0;
+      for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++)
+        if ((size_t)W->colind[q] != i) {
+          deg += nle_csr_value(W, q);
+          wx += nle_csr_value(W, q) * X->data[(size_t)W->colind[q] * d + t];
+        }
+      double xi = X->data[i * d + t], r = deg * xi - wx - lambda[t + 1] * deg * xi;
+      num += r * r;
+      den += deg * xi * deg * xi;
+    }
+    worst = fmax(worst, sqrt(num / den));
+  }
+  return worst;
+}
+
+/* LE on 4 row blocks and a short one (2 ranks: 3 and 2 blocks; 3 ranks:
+ * 2, 2 and 1): eigenvalues, this rank's rows (signs by the same rule, not
+ * aligned afterwards) and every pair's residual. */
+static void le_rows(void) {
+  enum { N = 4 * NLE__RANK_ROW_BLOCK + 300 };
+  setting t = open_setting(21, N);
+  nle_spectral_opts o;
+  nle_spectral_opts_init(&o);
+  o.dim = 2;
+  o.solver = NLE_EIGEN_SPARSE; /* alone: the same operator, by ARPACK */
+  nle_spectral_input all = {.Y = t.Y}, part = {.Y = &t.part};
+  nle_spectral_result *a = NULL, *b = NULL;
+  nle_test_ok(nle_spectral_embed(t.one, NLE_SPECTRAL_LE, &all, &o, &a));
+  nle_test_ok(nle_spectral_embed(t.ctx, NLE_SPECTRAL_LE, &part, &o, &b));
+  if (a && b) {
+    nle_test(b->n == N && b->X->rows == t.part.rows && b->n_eigenvalues == 3);
+    for (int k = 0; k < 3; k++) nle_test(fabs(a->eigenvalues[k] - b->eigenvalues[k]) < 1e-10);
+    double scale, diff = rows_diff(a->X, &t.mine, b->X, &scale);
+    nle_test(diff <= 1e-7 * scale);
+    /* the distributed pairs against the graph's own Laplacian */
+    nle_matd *X = NULL;
+    nle_test_ok(nle_matd_alloc(t.ctx, N, 2, &X));
+    nle_test_ok(nle__comm_allgather_rows(t.ctx, b->X->data, N, 2 * sizeof(double), X->data));
+    nle_graph_opts g;
+    nle__spectral_graph_opts(&b->resolved, &g);
+    nle_graph_result *gr = NULL;
+    nle_test_ok(nle_graph_build(t.one, t.Y, &g, &gr));
+    if (gr && X) nle_test(rw_residual(gr->W, X, b->eigenvalues) < 1e-8);
+    nle_graph_result_free(&gr);
+    nle_matd_free(&X);
+  }
+  nle_spectral_result_free(&a);
+  nle_spectral_result_free(&b);
+  /* what needs the whole graph on one rank is refused there, alike on
+   * every rank */
+  o.solver = NLE_EIGEN_SHIFT_INVERT;
+  nle_status s = nle_spectral_embed(t.ctx, NLE_SPECTRAL_LE, &part, &o, &b);
+  nle_test(nle__distributed(t.ctx) ? s == NLE_ERR_UNSUPPORTED && strstr(nle_ctx_error(t.ctx), "solver") : s == NLE_OK);
+  nle_spectral_result_free(&b);
+  o.solver = NLE_EIGEN_AUTO;
+  s = nle_spectral_embed(t.ctx, NLE_SPECTRAL_LLE, &part, &o, &b);
+  nle_test(nle__distributed(t.ctx) ? s == NLE_ERR_UNSUPPORTED : s == NLE_OK);
+  nle_spectral_result_free(&b);
+  close_setting(&t);
+}
+
+/* One block and a short one: at 3 ranks the last holds none. Diffusion
+ * maps and spectral clustering (its labels the single process's). */
+static void rank_without_rows(void) {
+  enum { N = NLE__RANK_ROW_BLOCK + 700 };
+  setting t = open_setting(22, N);
+  nle_spectral_opts o;
+  nle_spectral_opts_init(&o);
+  o.solver = NLE_EIGEN_SPARSE;
+  nle_spectral_input all = {.Y = t.Y}, part = {.Y = &t.part};
+  nle_spectral_result *a = NULL, *b = NULL;
+  nle_test_ok(nle_spectral_embed(t.one, NLE_SPECTRAL_DIFFMAP, &all, &o, &a));
+  nle_test_ok(nle_spectral_embed(t.ctx, NLE_SPECTRAL_DIFFMAP, &part, &o, &b));
+  if (a && b) {
+    nle_test(b->X->rows == t.part.rows);
+    for (int k = 0; k < 3; k++) nle_test(fabs(a->eigenvalues[k] - b->eigenvalues[k]) < 1e-10);
+    double scale, diff = rows_diff(a->X, &t.mine, b->X, &scale);
+    nle_test(diff <= 1e-7 * (scale > 0 ? scale : 1.0));
+  }
+  nle_spectral_result_free(&a);
+  nle_spectral_result_free(&b);
+  nle_cluster_opts co;
+  nle_cluster_opts_init(&co);
+  co.clusters = 3;
+  co.spectral.solver = NLE_EIGEN_SPARSE;
+  nle_cluster_result *ca = NULL, *cb = NULL;
+  nle_test_ok(nle_spectral_cluster(t.one, &all, &co, &ca));
+  nle_test_ok(nle_spectral_cluster(t.ctx, &part, &co, &cb));
+  if (ca && cb) {
+    nle_test(cb->n == N && cb->embedding->X->rows == t.part.rows);
+    nle_test(memcmp(ca->labels + t.mine.begin, cb->labels, t.part.rows * sizeof(int32_t)) == 0);
+    nle_test_rel(cb->inertia, ca->inertia, 1e-9);
+  }
+  nle_cluster_result_free(&ca);
+  nle_cluster_result_free(&cb);
+  close_setting(&t);
+}
+
+const nle_test_case mpi_spectral_tests[] = {{"mpi/spectral_le_rows", le_rows},
+                                            {"mpi/spectral_rank_without_rows", rank_without_rows},
+                                            {NULL, NULL}};
