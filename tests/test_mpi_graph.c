@@ -152,7 +152,7 @@ static void pca_randomized_rows(void) {
   pca_randomized_case(22, NLE__RANK_ROW_BLOCK + 5);
 }
 
-/* nle_knn_exact's graph (ring of blocks) and nle_knn_approx's (gathered) */
+/* nle_knn_exact's graph (ring of blocks) and nle_knn_approx's (over ranks) */
 static void knn_searches(void) {
   const size_t dims[] = {3, 40}; /* the k-d tree's and the GEMM's */
   for (size_t at = 0; at < 2; at++) {
@@ -220,6 +220,54 @@ static void knn_ring_pieces(void) {
   nle_csr_free(&rb);
   nle_csr_free(&cand);
   close_setting(&t);
+}
+
+/* The memory nle_knn_approx says it needs (on this rank), read from its
+ * refusal under a cap of one byte; -1 when it did not refuse so. */
+static double approx_need(nle_ctx *ctx, const nle_matf *Y, const nle_knn_approx_opts *o) {
+  static const char *units[] = {"B", "KiB", "MiB", "GiB"};
+  nle_csr *g = NULL;
+  nle_ctx_set_max_memory(ctx, 1);
+  nle_status s = nle_knn_approx(ctx, Y, o, &g);
+  nle_ctx_set_max_memory(ctx, 0);
+  const char *msg = strstr(nle_ctx_error(ctx), "needs ");
+  double v = 0;
+  char unit[8] = "";
+  if (s != NLE_ERR_MEMCAP || g || !msg || sscanf(msg, "needs %lf %7[A-Za-z]", &v, unit) != 2) return -1;
+  for (int u = 0; u < 4; u++)
+    if (!strcmp(unit, units[u])) return ldexp(v, 10 * u);
+  return -1;
+}
+
+/* nle_knn_approx over ranks (knn_approx_dist.c) against alone: rows that
+ * give the ranks several blocks and a short one, fewer blocks than ranks,
+ * the joins' distance tiles and their GEMM screen (whose offers to other
+ * ranks' rows carry their own sums); and each rank's memory need below
+ * alone's. */
+static void knn_approx_rows(void) {
+  const size_t sizes[] = {3 * NLE__RANK_ROW_BLOCK + 700, NLE__RANK_ROW_BLOCK - 96, 2 * NLE__RANK_ROW_BLOCK + 900};
+  const size_t dims[] = {6, 24, 40};
+  for (int c = 0; c < 3; c++) {
+    setting t = open_rows(20 + (uint64_t)c, sizes[c], dims[c]);
+    if (c == 2) nle__knn_approx_wide_from(16);
+    nle_knn_approx_opts ao;
+    nle_knn_approx_opts_init(&ao);
+    ao.k = c == 1 ? 15 : 10;
+    nle_csr *a = NULL, *b = NULL;
+    uint64_t sent = nle__comm_bytes_sent(t.ctx);
+    nle_test_ok(nle_knn_approx(t.one, t.Y, &ao, &a));
+    nle_test_ok(nle_knn_approx(t.ctx, &t.part, &ao, &b));
+    nle_test(same_rows(a, &t.mine, b));
+    nle_test(!nle__distributed(t.ctx) || nle__comm_bytes_sent(t.ctx) > sent);
+    nle__knn_approx_wide_from(0);
+    if (c == 0) {
+      double alone = approx_need(t.one, t.Y, &ao), mine = approx_need(t.ctx, &t.part, &ao);
+      nle_test(alone > 0 && mine > 0 && (nle__distributed(t.ctx) ? mine < 0.75 * alone : mine == alone));
+    }
+    nle_csr_free(&a);
+    nle_csr_free(&b);
+    close_setting(&t);
+  }
 }
 
 /* Entropic affinities (the MST order and the bounds order) and their
@@ -339,6 +387,7 @@ const nle_test_case mpi_graph_tests[] = {{"mpi/pca_rows", pca_rows},
                                          {"mpi/pca_randomized_rows", pca_randomized_rows},
                                          {"mpi/knn_searches", knn_searches},
                                          {"mpi/knn_ring_pieces", knn_ring_pieces},
+                                         {"mpi/knn_approx_rows", knn_approx_rows},
                                          {"mpi/entropic_symmetrized", entropic_symmetrized},
                                          {"mpi/graph_build_rows", graph_build_rows},
                                          {"mpi/rank_without_rows", rank_without_rows},

@@ -26,7 +26,7 @@
  * and their flags do not depend on the order either. Distances are
  * non-negative floats stored as their IEEE bit patterns, which order like the
  * numbers and can be read atomically. */
-#include "neighbors_internal.h"
+#include "knn_approx_internal.h"
 
 #include <cblas.h>
 #include <float.h>
@@ -47,7 +47,7 @@ void nle_knn_approx_opts_init(nle_knn_approx_opts *o) {
 }
 
 /* FLAG_INSERTED: entered during this join (new to the next sampling). */
-enum { N_LOCKS = 1 << 16, FLAG_OLD = 0, FLAG_NEW = 1, FLAG_INSERTED = 2 };
+enum { N_LOCKS = NLE__NND_LOCKS, FLAG_OLD = 0, FLAG_NEW = 1, FLAG_INSERTED = 2, NODE_BLOCK = NLE__NND_NODE_BLOCK };
 
 static inline uint32_t float_bits(float f) {
   uint32_t u;
@@ -58,9 +58,7 @@ static inline uint32_t float_bits(float f) {
 /* Spin locks striped over the points, a byte each: few enough to stay in
  * cache, many enough that two threads rarely meet; held for a scan of one
  * list, so spinning beats a mutex's call and sleep. */
-typedef struct {
-  uint8_t lock[N_LOCKS];
-} lock_set;
+typedef nnd_locks lock_set;
 
 static void lock_init(lock_set *l) { memset(l->lock, 0, sizeof l->lock); }
 static void lock_destroy(lock_set *l) { (void)l; }
@@ -75,16 +73,7 @@ static inline void lock_on(lock_set *l, int64_t u) {
 }
 static inline void lock_off(lock_set *l, int64_t u) { __atomic_store_n(&l->lock[u & (N_LOCKS - 1)], 0, __ATOMIC_RELEASE); }
 
-/* Per point a max-heap of k (distance bits, index) entries with flags, and
- * the heaps' bounds (each heap's largest distance) side by side. */
-typedef struct {
-  int k;
-  int32_t *idx;
-  uint32_t *dist;
-  uint8_t *flag;
-  uint32_t *bound;
-  lock_set *locks;
-} heap_set;
+typedef nnd_heaps heap_set;
 
 static inline int entry_greater(uint32_t da, int32_t ia, uint32_t db, int32_t ib) {
   return da > db || (da == db && ia > ib);
@@ -127,11 +116,11 @@ static inline int list_holds(const int32_t *ix, int k, int32_t v) {
 static int heap_offer(heap_set *h, int64_t u, int32_t v, uint32_t bits) {
   if (bits > __atomic_load_n(&h->bound[u], __ATOMIC_RELAXED)) return 0;
   int k = h->k, entered = 0;
-  uint32_t *d = h->dist + u * k;
-  int32_t *ix = h->idx + u * k;
+  uint32_t *d = h->dist + (u - h->lo) * k;
+  int32_t *ix = h->idx + (u - h->lo) * k;
   lock_on(h->locks, u);
   if (entry_greater(d[0], ix[0], bits, v) && !list_holds(ix, k, v)) {
-    heap_replace_top(d, ix, h->flag + u * k, k, bits, v, FLAG_INSERTED);
+    heap_replace_top(d, ix, h->flag + (u - h->lo) * k, k, bits, v, FLAG_INSERTED);
     __atomic_store_n(&h->bound[u], d[0], __ATOMIC_RELAXED);
     entered = 1;
   }
@@ -139,17 +128,14 @@ static int heap_offer(heap_set *h, int64_t u, int32_t v, uint32_t bits) {
   return entered;
 }
 
-typedef struct {
-  const float *Yr;    /* the data, rows in the search's numbering */
-  size_t d;
-  size_t wide_from;   /* from this dimension the joins screen by GEMM */
-} points;
+typedef nnd_points points;
 
 /* Measured on Fashion-MNIST, k = 90: the tiles win at D = 50, the GEMM
  * screen at D = 784. nle__knn_approx_wide_from sets it (tests take both
  * paths on the same data: the same graph). */
 static size_t wide_from_d = 96;
 void nle__knn_approx_wide_from(size_t d) { wide_from_d = d ? d : 96; }
+size_t nle__nnd_wide_from(void) { return wide_from_d; }
 
 /* Lists are padded to a multiple of PAIR_TILE for the distance tiles. */
 enum { PAIR_TILE = 32 };
@@ -181,10 +167,12 @@ static inline void pair_distances(const float *g, const float *gt, int na, size_
 /* Asks for what a join will read of point v (its row, heap and bound), so
  * that a list's scattered reads overlap; issued a list ahead. */
 static inline void prefetch_point(const points *P, const heap_set *H, int32_t v) {
-  const char *row = (const char *)(P->Yr + (size_t)v * P->d), *heap = (const char *)(H->idx + (size_t)v * H->k);
+  const char *row = (const char *)(P->Yr + (size_t)v * P->d);
   for (size_t at = 0; at < P->d * sizeof(float); at += 64) __builtin_prefetch(row + at);
-  __builtin_prefetch(heap);
-  __builtin_prefetch(H->dist + (size_t)v * H->k);
+  if (v >= H->lo && v < H->hi) { /* another rank's row has no heap here */
+    __builtin_prefetch(H->idx + (size_t)(v - H->lo) * H->k);
+    __builtin_prefetch(H->dist + (size_t)(v - H->lo) * H->k);
+  }
   __builtin_prefetch(H->bound + v);
 }
 
@@ -198,11 +186,31 @@ static float one_distance(const float *a, const float *b, size_t d) {
   return acc;
 }
 
+/* Appends an offer to another rank's row; a failed growth is remembered
+ * (the round then fails on every rank). */
+static void outbox_push(nnd_outbox *box, int32_t to, int32_t from, uint32_t bits) {
+  if (box->count == box->cap) {
+    size_t cap = box->cap * 2 + 1024;
+    nnd_offer *at = box->failed ? NULL : realloc(box->at, cap * sizeof *at);
+    if (!at) {
+      box->failed = 1;
+      return;
+    }
+    box->at = at;
+    box->cap = cap;
+  }
+  box->at[box->count++] = (nnd_offer){to, from, bits};
+}
+
 /* The local join of a candidate list b of nb entries whose first na are new:
  * every pair with a new end, offered to both ends, each pair's distance
  * screened against the target's bound. A target's offers that pass go in
- * one batch under its lock. Scratch: join_scratch_floats. */
-NLE_HOT static void join_lists(const points *P, heap_set *H, const int32_t *b, int na, int nb, float *scratch) {
+ * one batch under its lock; those to another rank's row (outside [H->lo,
+ * H->hi)), screened by its bound at the round's start, go to box, or
+ * nowhere when box is NULL (the forest: its owner sees the same leaf).
+ * Scratch: join_scratch_floats. */
+NLE_HOT static void join_lists(const points *P, heap_set *H, const int32_t *b, int na, int nb, float *scratch,
+                               nnd_outbox *box) {
   size_t d = P->d, nbp = tile_up((size_t)nb);
   int k = H->k, wide = d >= P->wide_from;
   float *g = scratch, *gt = g + (size_t)nb * d, *out = gt + d * nbp, *sq = out + (size_t)na * nbp, *exact = sq + nb;
@@ -252,8 +260,16 @@ NLE_HOT static void join_lists(const points *P, heap_set *H, const int32_t *b, i
       npass += (dist[(size_t)j * step] <= bound_p) & (b[j] != p);
     }
     if (!npass) continue;
-    uint32_t *hd = H->dist + (size_t)p * k;
-    int32_t *hi = H->idx + (size_t)p * k;
+    if (p < H->lo || p >= H->hi) { /* its owner tests them against the heap */
+      for (int t = 0; box && t < npass; t++) {
+        int j = pass[t];
+        float dj = wide ? one_distance(g + (size_t)i * d, g + (size_t)j * d, d) : dist[(size_t)j * step];
+        outbox_push(box, p, b[j], float_bits(dj));
+      }
+      continue;
+    }
+    uint32_t *hd = H->dist + (size_t)(p - H->lo) * k;
+    int32_t *hi = H->idx + (size_t)(p - H->lo) * k;
     if (wide) { /* the screened: those not in the heap get their own distance */
       int kept = 0;
       lock_on(H->locks, p);
@@ -274,7 +290,7 @@ NLE_HOT static void join_lists(const points *P, heap_set *H, const int32_t *b, i
       int j = pass[t];
       uint32_t bits = float_bits(wide ? exact[t] : dist[(size_t)j * step]);
       if (!entry_greater(hd[0], hi[0], bits, b[j]) || list_holds(hi, k, b[j])) continue;
-      heap_replace_top(hd, hi, H->flag + (size_t)p * k, k, bits, b[j], FLAG_INSERTED);
+      heap_replace_top(hd, hi, H->flag + (size_t)(p - H->lo) * k, k, bits, b[j], FLAG_INSERTED);
       entered++;
     }
     if (entered) __atomic_store_n(&H->bound[p], hd[0], __ATOMIC_RELAXED);
@@ -284,11 +300,7 @@ NLE_HOT static void join_lists(const points *P, heap_set *H, const int32_t *b, i
 
 /* ---- the random-projection forest ------------------------------------- */
 
-typedef struct {
-  int32_t *perm;     /* points, grouped by leaf */
-  int64_t *start;    /* leaf l is perm[start[l] .. start[l + 1]) */
-  int64_t n_leaves, cap;
-} rp_tree;
+typedef nnd_tree rp_tree;
 
 static int push_leaf(rp_tree *t, int64_t end) {
   if (t->n_leaves + 2 > t->cap) {
@@ -304,7 +316,7 @@ static int push_leaf(rp_tree *t, int64_t end) {
 
 /* Splits by the hyperplane equidistant from two random points of the range
  * (ties and one-sided splits fall back to halving); leaves in DFS order. */
-static int rp_tree_build(const points *P, int64_t n, int leaf_size, uint64_t seed, uint64_t tree, rp_tree *t,
+int nle__nnd_tree_build(const points *P, int64_t n, int leaf_size, uint64_t seed, uint64_t tree, rp_tree *t,
                          float *normal) {
   nle_rng rng;
   nle_rng_init(&rng, seed, 0x7270747265650000ULL + tree);
@@ -372,14 +384,10 @@ static int rp_tree_build(const points *P, int64_t n, int leaf_size, uint64_t see
 
 /* Candidate lists: per point up to mc indices with the smallest priorities
  * (a max-heap by priority), filled under the points' locks. */
-typedef struct {
-  int mc;
-  int32_t *idx;
-  uint64_t *pri;
-  int32_t *count;
-} cand_set;
+typedef nnd_cands cand_set;
 
-/* Only the thread that owns u's stripe pushes to u's lists: no lock. */
+/* Only the thread that owns u's stripe pushes to u's lists: no lock. u is
+ * the row among the owned (from lo). */
 static void cand_push(cand_set *c, int64_t u, int32_t v, uint64_t pri) {
   int mc = c->mc;
   int32_t *ix = c->idx + u * mc;
@@ -424,69 +432,92 @@ static inline uint64_t mix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-typedef struct {
-  nle_ctx *ctx;
-  const points *P;
-  heap_set *H;
-  cand_set *fresh, *old;
-  rp_tree *trees;
-  int n_trees, leaf_size;
-  int64_t n, leaf_blocks; /* blocks of 64 leaves per tree */
-  uint64_t seed, iter;
-  int64_t *inserted;      /* per block: entries a join's block left as FLAG_INSERTED */
-  int stripes;            /* of the sampling: one a thread */
-} nnd_job;
+/* Symmetric in (u, v): the pair reaches a list from either end with the
+ * same priority, so which push comes first cannot matter. */
+static inline uint64_t priority(uint64_t seed, uint64_t iter, int64_t u, int64_t v) {
+  uint64_t a = (uint64_t)(u < v ? u : v), z = (uint64_t)(u < v ? v : u);
+  return mix64(seed ^ mix64(iter * 0x9e3779b97f4a7c15ULL ^ (a << 32 ^ z)));
+}
+uint64_t nle__nnd_priority(uint64_t seed, uint64_t iter, int64_t u, int64_t v) { return priority(seed, iter, u, v); }
+
+void nle__nnd_offer(nnd_heaps *H, int64_t u, int32_t v, uint32_t bits) { (void)heap_offer(H, u, v, bits); }
+bool nle__nnd_entry_old(const nnd_heaps *H, int64_t u, int t) {
+  return H->flag[(u - H->lo) * H->k + t] == FLAG_OLD;
+}
 
 /* Scratch of join_lists for lists of up to na and nb entries. */
 static size_t join_scratch_floats(size_t na, size_t nb, size_t d) {
   return nb * d + (d + na) * tile_up(nb) + 3 * nb;
 }
+size_t nle__nnd_join_scratch_floats(size_t na, size_t nb, size_t d) { return join_scratch_floats(na, nb, d); }
 
-/* All pairs of each leaf of the forest. Blocks are tree-major: block b covers
- * leaves [b * 64, ...) of tree b / blocks_per_tree. */
+/* The owned rows [lo, hi) of a job. */
+static inline int owned(const nnd_job *j, int64_t u) { return u >= j->lo && u < j->hi; }
+
+/* All pairs of each leaf of the forest with an owned end, offered to the
+ * owned ends: the leaf's owned points first (the join's targets with every
+ * source), the others after (sources only). Blocks are tree-major: block b
+ * covers leaves [b * 64, ...) of tree b / blocks_per_tree. Scratch:
+ * join_lists' and leaf_size indices. */
 static int leaf_pairs(void *job, size_t b, void *scratch) {
   nnd_job *j = job;
   rp_tree *t = &j->trees[b / (size_t)j->leaf_blocks];
+  int32_t *pts = (int32_t *)((float *)scratch + join_scratch_floats((size_t)j->leaf_size, (size_t)j->leaf_size, j->P->d));
   int64_t l0 = (int64_t)(b % (size_t)j->leaf_blocks) * 64, l1 = l0 + 64 < t->n_leaves ? l0 + 64 : t->n_leaves;
   for (int64_t l = l0; l < l1; l++) {
-    const int32_t *pts = t->perm + t->start[l];
-    int m = (int)(t->start[l + 1] - t->start[l]);
+    const int32_t *leaf = t->perm + t->start[l];
+    int m = (int)(t->start[l + 1] - t->start[l]), mine = 0;
+    for (int q = 0; q < m; q++)
+      if (owned(j, leaf[q])) pts[mine++] = leaf[q];
+    if (!mine) continue;
+    for (int q = 0, other = mine; q < m; q++)
+      if (!owned(j, leaf[q])) pts[other++] = leaf[q];
     if (l + 1 < l1)
       for (int64_t q = t->start[l + 1]; q < t->start[l + 2]; q++) prefetch_point(j->P, j->H, t->perm[q]);
-    join_lists(j->P, j->H, pts, m, m, scratch);
+    join_lists(j->P, j->H, pts, mine, m, scratch, NULL);
   }
   return 0;
 }
 
 /* Samples this iteration's candidates: each heap entry goes to the new or
- * old list of both its ends, ranked by a hash. The points are cut into one
- * stripe per thread; a stripe's task reads every entry and pushes to its own
- * points' lists only, so no list is shared and none needs a lock (the
- * entries are read sequentially, once per thread). */
-enum { NODE_BLOCK = 512 };
-
+ * old list of both its ends, ranked by a hash. The owned points are cut into
+ * one stripe per thread; a stripe's task reads every owned entry (and the
+ * reverse candidates other ranks sent) and pushes to its own points' lists
+ * only, so no list is shared and none needs a lock (the entries are read
+ * sequentially, once per thread). */
 static int sample_stripe(void *job, size_t stripe, void *scratch) {
   (void)scratch;
   nnd_job *j = job;
   int k = j->H->k;
-  int64_t lo = (int64_t)((double)stripe * (double)j->n / (double)j->stripes),
-          hi = (int64_t)((double)(stripe + 1) * (double)j->n / (double)j->stripes);
-  for (int64_t u = 0; u < j->n; u++) {
+  int64_t m = j->hi - j->lo;
+  int64_t lo = j->lo + (int64_t)((double)stripe * (double)m / (double)j->stripes),
+          hi = j->lo + (int64_t)((double)(stripe + 1) * (double)m / (double)j->stripes);
+  for (int64_t u = j->lo; u < j->hi; u++) {
     int mine_u = u >= lo && u < hi;
+    const int32_t *ix = j->H->idx + (u - j->lo) * k;
+    const uint8_t *fl = j->H->flag + (u - j->lo) * k;
     for (int t = 0; t < k; t++) {
-      int32_t v = j->H->idx[u * k + t];
+      int32_t v = ix[t];
       int mine_v = v >= lo && v < hi;
       if (v < 0 || !(mine_u | mine_v)) continue;
-      /* Symmetric in (u, v): the pair reaches a list from either end with the
-       * same priority, so which push comes first cannot matter. */
-      uint64_t a = (uint64_t)(u < v ? u : v), z = (uint64_t)(u < v ? v : u);
-      uint64_t pri = mix64(j->seed ^ mix64(j->iter * 0x9e3779b97f4a7c15ULL ^ (a << 32 ^ z)));
-      cand_set *c = j->H->flag[u * k + t] != FLAG_OLD ? j->fresh : j->old;
-      if (mine_u) cand_push(c, u, v, pri);
-      if (mine_v) cand_push(c, v, (int32_t)u, pri);
+      uint64_t pri = priority(j->seed, j->iter, u, v);
+      cand_set *c = fl[t] != FLAG_OLD ? j->fresh : j->old;
+      if (mine_u) cand_push(c, u - j->lo, v, pri);
+      if (mine_v) cand_push(c, v - j->lo, (int32_t)u, pri);
     }
   }
+  for (size_t q = 0; q < j->n_received; q++) {
+    const nnd_reverse *r = &j->received[q];
+    int64_t v = (int64_t)(r->to_old & ~(uint32_t)NLE__NND_OLD_BIT);
+    if (v >= lo && v < hi) cand_push(r->to_old & NLE__NND_OLD_BIT ? j->old : j->fresh, v - j->lo, r->from, r->pri);
+  }
   return 0;
+}
+
+/* The owned rows [u0, u1) of node block b, as rows from lo. */
+static inline void node_block(const nnd_job *j, size_t b, int64_t *r0, int64_t *r1) {
+  *r0 = (int64_t)b * NODE_BLOCK;
+  *r1 = *r0 + NODE_BLOCK < j->hi - j->lo ? *r0 + NODE_BLOCK : j->hi - j->lo;
 }
 
 /* New entries that were sampled into their own row's new list become old:
@@ -495,8 +526,9 @@ static int age_block(void *job, size_t b, void *scratch) {
   (void)scratch;
   nnd_job *j = job;
   int k = j->H->k, mc = j->fresh->mc;
-  int64_t u1 = (int64_t)(b + 1) * NODE_BLOCK < j->n ? (int64_t)(b + 1) * NODE_BLOCK : j->n;
-  for (int64_t u = (int64_t)b * NODE_BLOCK; u < u1; u++)
+  int64_t r0, r1;
+  node_block(j, b, &r0, &r1);
+  for (int64_t u = r0; u < r1; u++)
     for (int t = 0; t < k; t++)
       if (j->H->flag[u * k + t] != FLAG_OLD && list_holds(j->fresh->idx + u * mc, j->fresh->count[u], j->H->idx[u * k + t]))
         j->H->flag[u * k + t] = FLAG_OLD;
@@ -506,10 +538,14 @@ static int age_block(void *job, size_t b, void *scratch) {
 /* Local join at u: every pair (new, new) and (new, old) of u's candidates. */
 static int join_block(void *job, size_t b, void *scratch) {
   nnd_job *j = job;
-  int mc = j->fresh->mc;
+  int mc = j->fresh->mc, thread = 0;
+#ifdef _OPENMP
+  thread = omp_get_thread_num();
+#endif
+  nnd_outbox *box = j->outboxes ? &j->outboxes[thread] : NULL;
   int32_t all[2 * 512];
-  int64_t u1 = (int64_t)(b + 1) * NODE_BLOCK < j->n ? (int64_t)(b + 1) * NODE_BLOCK : j->n;
-  int64_t u0 = (int64_t)b * NODE_BLOCK;
+  int64_t u0, u1;
+  node_block(j, b, &u0, &u1);
   for (int64_t u = u0; u < u1; u++) {
     if (u + 1 < u1 && j->fresh->count[u + 1]) {
       for (int t = 0; t < j->fresh->count[u + 1]; t++) prefetch_point(j->P, j->H, j->fresh->idx[(u + 1) * mc + t]);
@@ -519,7 +555,7 @@ static int join_block(void *job, size_t b, void *scratch) {
     if (nn == 0) continue;
     memcpy(all, j->fresh->idx + u * mc, (size_t)nn * sizeof(int32_t));
     memcpy(all + nn, j->old->idx + u * mc, (size_t)no * sizeof(int32_t));
-    join_lists(j->P, j->H, all, nn, nn + no, scratch);
+    join_lists(j->P, j->H, all, nn, nn + no, scratch, box);
   }
   return 0;
 }
@@ -529,8 +565,9 @@ static int settle_block(void *job, size_t b, void *scratch) {
   (void)scratch;
   nnd_job *j = job;
   int k = j->H->k;
-  int64_t u1 = (int64_t)(b + 1) * NODE_BLOCK < j->n ? (int64_t)(b + 1) * NODE_BLOCK : j->n, count = 0;
-  for (int64_t q = (int64_t)b * NODE_BLOCK * k; q < u1 * k; q++)
+  int64_t r0, r1, count = 0;
+  node_block(j, b, &r0, &r1);
+  for (int64_t q = r0 * k; q < r1 * k; q++)
     if (j->H->flag[q] == FLAG_INSERTED) {
       j->H->flag[q] = FLAG_NEW;
       count++;
@@ -556,6 +593,20 @@ static void resolve_opts(const nle_knn_approx_opts *o, int64_t n, nle_knn_approx
 
 NLE__DEFINE_SORT(pair_sort, nle__pair, nle__pair_greater)
 
+void nle__nnd_exact_row(const float *Yr, size_t d, const nnd_heaps *H, const int32_t *order, int64_t u, int32_t *cols,
+                        float *vals) {
+  int k = H->k;
+  nle__pair row[1024];
+  const float *yu = Yr + (size_t)u * d;
+  const int32_t *ix = H->idx + (u - H->lo) * k;
+  for (int t = 0; t < k; t++) row[t] = (nle__pair){(double)(float)nle__sqdist_fd(yu, Yr + (size_t)ix[t] * d, d), order[ix[t]]};
+  pair_sort(row, (size_t)k);
+  for (int t = 0; t < k; t++) {
+    cols[t] = (int32_t)row[t].i;
+    vals[t] = (float)row[t].d;
+  }
+}
+
 /* Sorted rows with exact distances (nle__sqdist_fd's, as the exact search
  * and the k-d tree give them: double accumulation, stored as float), back
  * in the input's numbering: row order[u] from heap u. Yr holds the input's
@@ -565,26 +616,20 @@ static void finalize_rows(const float *Yr, size_t d, const heap_set *H, const in
   for (int64_t u = 0; u <= g->rows; u++) g->rowptr[u] = u * k;
 #pragma omp parallel for schedule(dynamic, 256) num_threads(threads)
   for (int64_t u = 0; u < g->rows; u++) {
-    nle__pair row[1024];
-    const float *yu = Yr + (size_t)u * d;
-    for (int t = 0; t < k; t++) {
-      int32_t v = H->idx[u * k + t];
-      row[t] = (nle__pair){(double)(float)nle__sqdist_fd(yu, Yr + (size_t)v * d, d), order[v]};
-    }
-    pair_sort(row, (size_t)k);
     int64_t r = order[u];
-    for (int t = 0; t < k; t++) {
-      g->colind[r * k + t] = (int32_t)row[t].i;
-      ((float *)g->val)[r * k + t] = (float)row[t].d;
-    }
+    nle__nnd_exact_row(Yr, d, H, order, u, g->colind + r * k, (float *)g->val + r * k);
   }
 }
 
-static void free_forest(rp_tree *trees, int n_trees) {
-  for (int t = 0; trees && t < n_trees; t++) {
-    free(trees[t].perm);
-    free(trees[t].start);
-  }
+static void free_tree(rp_tree *t) {
+  free(t->perm);
+  free(t->start);
+  t->perm = NULL;
+  t->start = NULL;
+}
+
+void nle__nnd_free_trees(nnd_tree *trees, int n_trees) {
+  for (int t = 0; trees && t < n_trees; t++) free_tree(&trees[t]);
   free(trees);
 }
 
@@ -600,7 +645,7 @@ static nle_status rows_in_leaf_order(nle_ctx *ctx, const nle_matf *Y, int leaf_s
   *Yr = nle__malloc(ctx, n * d * sizeof(float), "the reordered data");
   nle_status s = normal && *Yr ? NLE_OK : NLE_ERR_NOMEM;
   points P = {Y->data, d, wide_from_d};
-  if (!s && rp_tree_build(&P, (int64_t)n, leaf_size, seed, 0, tree0, normal))
+  if (!s && nle__nnd_tree_build(&P, (int64_t)n, leaf_size, seed, 0, tree0, normal))
     s = nle__fail(ctx, NLE_ERR_NOMEM, "approximate kNN: out of memory building the trees");
   if (!s) {
     *order = tree0->perm;
@@ -616,8 +661,7 @@ static nle_status rows_in_leaf_order(nle_ctx *ctx, const nle_matf *Y, int leaf_s
   return s;
 }
 
-/* The request's checks, and its automatic choices resolved into *o. */
-static nle_status check_request(nle_ctx *ctx, const nle_knn_approx_opts *opts, int64_t n, nle_knn_approx_opts *o) {
+nle_status nle__nnd_check_request(nle_ctx *ctx, const nle_knn_approx_opts *opts, int64_t n, nle_knn_approx_opts *o) {
   if (n < 2) return nle__fail(ctx, NLE_ERR_ARG, "kNN needs at least 2 points, got %lld", (long long)n);
   if (opts->k < 1 || opts->k >= n)
     return nle__fail(ctx, NLE_ERR_ARG, "{@neighbors=%d} must be at least 1 and below the number of points N = %lld", opts->k,
@@ -632,82 +676,139 @@ static nle_status check_request(nle_ctx *ctx, const nle_knn_approx_opts *opts, i
                      "iterations %s must be >= 1, or auto", nle__int_text(opts->n_trees).s,
                      nle__int_text(opts->leaf_size).s, nle__int_text(opts->max_candidates).s,
                      nle__int_text(opts->max_iters).s);
+  if (o->max_candidates > 512) o->max_candidates = 512;
   return NLE_OK;
 }
 
-/* The other trees in parallel (one stream each), then all leaf pairs: the
- * heaps' first entries. *t_forest: when the forest stood. */
-static nle_status grow_forest(nnd_job *job, const nle_knn_approx_opts *o, double *t_forest) {
-  nle_ctx *ctx = job->ctx;
-  const points *P = job->P;
+nle_status nle__nnd_alloc(nle_ctx *ctx, int k, int mc, int64_t lo, int64_t hi, int64_t n, nnd_heaps *H,
+                          nnd_cands *fresh, nnd_cands *old) {
+  size_t m = (size_t)(hi - lo) + 1; /* + 1: no zero-sized allocation on a rank without rows */
+  *H = (nnd_heaps){k, lo, hi, nle__malloc(ctx, m * k * sizeof(int32_t), "heaps"),
+                   nle__malloc(ctx, m * k * sizeof(uint32_t), "heap distances"), nle__calloc(ctx, m * k, 1, "heap flags"),
+                   nle__malloc(ctx, (size_t)n * sizeof(uint32_t), "heap bounds"),
+                   nle__malloc(ctx, sizeof(lock_set), "locks")};
+  *fresh = (nnd_cands){mc, nle__malloc(ctx, m * mc * sizeof(int32_t), "candidates"),
+                       nle__malloc(ctx, m * mc * sizeof(uint64_t), "priorities"),
+                       nle__calloc(ctx, m, sizeof(int32_t), "counts")};
+  *old = (nnd_cands){mc, nle__malloc(ctx, m * mc * sizeof(int32_t), "candidates"),
+                     nle__malloc(ctx, m * mc * sizeof(uint64_t), "priorities"),
+                     nle__calloc(ctx, m, sizeof(int32_t), "counts")};
+  if (!H->idx || !H->dist || !H->flag || !H->bound || !H->locks || !fresh->idx || !fresh->pri || !fresh->count ||
+      !old->idx || !old->pri || !old->count)
+    return NLE_ERR_NOMEM;
+  lock_init(H->locks);
+  for (size_t q = 0; q < m * k; q++) {
+    H->idx[q] = -1;
+    H->dist[q] = float_bits(INFINITY);
+  }
+  for (int64_t u = 0; u < n; u++) H->bound[u] = float_bits(INFINITY);
+  return NLE_OK;
+}
+
+void nle__nnd_release(nnd_heaps *H, nnd_cands *fresh, nnd_cands *old) {
+  if (H->locks) lock_destroy(H->locks);
+  free(H->idx);
+  free(H->dist);
+  free(H->flag);
+  free(H->bound);
+  free(H->locks);
+  free(fresh->idx);
+  free(fresh->pri);
+  free(fresh->count);
+  free(old->idx);
+  free(old->pri);
+  free(old->count);
+}
+
+/* Rows the leaves left short (tiny leaves) get random points. */
+static nle_status fill_short_rows(nnd_job *job) {
+  const float *Yr = job->P->Yr;
+  size_t d = job->P->d;
   heap_set *H = job->H;
-  rp_tree *trees = job->trees;
-  int64_t n = job->n;
-  size_t d = P->d;
-  int k = H->k, threads = job->stripes; /* a stripe a thread */
-  uint64_t seed = job->seed;
-  nle_status s = NLE_OK;
-  int failed = 0;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-  for (int t = 1; t < o->n_trees; t++) {
-    float *normal = malloc(2 * d * sizeof(float));
-    if (!normal || rp_tree_build(P, n, o->leaf_size, seed, (uint64_t)t, &trees[t], normal)) {
-#pragma omp atomic write
-      failed = 1;
-    }
-    free(normal);
-  }
-  if (failed) s = nle__fail(ctx, NLE_ERR_NOMEM, "approximate kNN: out of memory building the trees");
-  *t_forest = nle_time_seconds();
-  if (!s) {
-    for (int t = 0; t < o->n_trees; t++)
-      if ((trees[t].n_leaves + 63) / 64 > job->leaf_blocks) job->leaf_blocks = (trees[t].n_leaves + 63) / 64;
-    s = nle__for_blocks(ctx, "kNN forest", (size_t)job->leaf_blocks * (size_t)o->n_trees, threads,
-                        join_scratch_floats((size_t)o->leaf_size, (size_t)o->leaf_size, d) * sizeof(float), leaf_pairs,
-                        job);
-  }
-  /* Rows the leaves left short (tiny leaves) get random points. */
-  const float *Yr = P->Yr;
-  for (int64_t u = 0; !s && u < n; u++) {
-    if (H->idx[u * k] >= 0) continue;
+  int k = H->k;
+  for (int64_t u = job->lo; u < job->hi; u++) {
+    if (H->idx[(u - job->lo) * k] >= 0) continue;
     nle_rng rng;
-    nle_rng_init(&rng, seed, 0x66696c6c00000000ULL + (uint64_t)u);
-    for (int guard = 0; H->idx[u * k] < 0 && guard < 64 * k; guard++) {
-      int64_t v = (int64_t)nle_rng_below(&rng, (uint64_t)n);
+    nle_rng_init(&rng, job->seed, 0x66696c6c00000000ULL + (uint64_t)u);
+    for (int guard = 0; H->idx[(u - job->lo) * k] < 0 && guard < 64 * k; guard++) {
+      int64_t v = (int64_t)nle_rng_below(&rng, (uint64_t)job->n);
       if (v != u) heap_offer(H, u, (int32_t)v, float_bits(one_distance(Yr + (size_t)u * d, Yr + (size_t)v * d, d)));
     }
-    if (H->idx[u * k] < 0) s = nle__fail(ctx, NLE_ERR_NUMERIC, "approximate kNN: could not fill row %lld", (long long)u);
+    if (H->idx[(u - job->lo) * k] < 0)
+      return nle__fail(job->ctx, NLE_ERR_NUMERIC, "approximate kNN: could not fill row %lld", (long long)u);
   }
-  for (int64_t q = 0; !s && q < n * k; q++) H->flag[q] = FLAG_NEW;
+  return NLE_OK;
+}
+
+nle_status nle__nnd_grow_forest(nnd_job *job, const nle_knn_approx_opts *o, int batch, double *t_built) {
+  nle_ctx *ctx = job->ctx;
+  const points *P = job->P;
+  rp_tree *forest = job->trees;
+  int64_t n = job->n;
+  size_t d = P->d;
+  int threads = job->stripes; /* a stripe a thread */
+  nle_status s = NLE_OK;
+  *t_built = 0.0;
+  for (int first = 0; !s && first < o->n_trees; first += batch) {
+    int last = first + batch < o->n_trees ? first + batch : o->n_trees, failed = 0;
+    double t0 = nle_time_seconds();
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (int t = first > 0 ? first : 1; t < last; t++) {
+      float *normal = malloc(2 * d * sizeof(float));
+      if (!normal || nle__nnd_tree_build(P, n, o->leaf_size, job->seed, (uint64_t)t, &forest[t], normal)) {
+#pragma omp atomic write
+        failed = 1;
+      }
+      free(normal);
+    }
+    if (failed) s = nle__fail(ctx, NLE_ERR_NOMEM, "approximate kNN: out of memory building the trees");
+    *t_built += nle_time_seconds() - t0;
+    if (!s) {
+      job->trees = forest + first;
+      job->leaf_blocks = 0;
+      for (int t = first; t < last; t++)
+        if ((forest[t].n_leaves + 63) / 64 > job->leaf_blocks) job->leaf_blocks = (forest[t].n_leaves + 63) / 64;
+      size_t scratch = join_scratch_floats((size_t)o->leaf_size, (size_t)o->leaf_size, d) * sizeof(float) +
+                       (size_t)o->leaf_size * sizeof(int32_t);
+      s = nle__for_blocks(ctx, "kNN forest", (size_t)job->leaf_blocks * (size_t)(last - first), threads, scratch,
+                          leaf_pairs, job);
+      job->trees = forest;
+    }
+    for (int t = first; t < last; t++) free_tree(&forest[t]);
+  }
+  if (!s) s = fill_short_rows(job);
+  for (int64_t q = 0; !s && q < (job->hi - job->lo) * job->H->k; q++) job->H->flag[q] = FLAG_NEW;
   return s;
 }
 
-/* NN-descent's iterations until fewer than delta N k entries change; *it:
- * how many ran. */
-static nle_status descend(nnd_job *job, const nle_knn_approx_opts *o, size_t nblocks, int *it) {
+nle_status nle__nnd_descend(nnd_job *job, const nle_knn_approx_opts *o, int *it) {
   nle_ctx *ctx = job->ctx;
-  int64_t n = job->n;
+  int64_t n = job->n, m = job->hi - job->lo;
   int k = job->H->k, mc = job->fresh->mc, threads = job->stripes; /* a stripe a thread */
-  size_t d = job->P->d;
+  size_t d = job->P->d, nblocks = (size_t)((m + NODE_BLOCK - 1) / NODE_BLOCK);
+  const nnd_rounds *rounds = job->rounds;
   nle_status s = NLE_OK;
   for (; !s && *it < o->max_iters; (*it)++) {
     job->iter = (uint64_t)*it + 1;
-    memset(job->fresh->count, 0, (size_t)n * sizeof(int32_t));
-    memset(job->old->count, 0, (size_t)n * sizeof(int32_t));
+    memset(job->fresh->count, 0, (size_t)m * sizeof(int32_t));
+    memset(job->old->count, 0, (size_t)m * sizeof(int32_t));
     double ta = nle_time_seconds();
-    s = nle__for_blocks(ctx, "kNN sampling", (size_t)job->stripes, threads, 0, sample_stripe, job);
+    if (rounds) s = rounds->before_sampling(job, s);
+    if (!s) s = nle__for_blocks(ctx, "kNN sampling", (size_t)job->stripes, threads, 0, sample_stripe, job);
     double tb = nle_time_seconds();
     if (!s) s = nle__for_blocks(ctx, "kNN sampling", nblocks, threads, 0, age_block, job);
     double tc = nle_time_seconds();
     if (!s)
       s = nle__for_blocks(ctx, "kNN descent", nblocks, threads,
                           join_scratch_floats((size_t)mc, 2 * (size_t)mc, d) * sizeof(float), join_block, job);
+    if (rounds) s = rounds->after_joins(job, s);
     double td = nle_time_seconds();
     if (!s) s = nle__for_blocks(ctx, "kNN descent", nblocks, threads, 0, settle_block, job);
     nle__log(ctx, 3, "NN-descent: sampling %.2f s, ageing %.2f s, joins %.2f s, settling %.2f s", tb - ta, tc - tb, td - tc, nle_time_seconds() - td);
-    if (s) break;
     int64_t changed = 0;
-    for (size_t b = 0; b < nblocks; b++) changed += job->inserted[b];
+    for (size_t b = 0; !s && b < nblocks; b++) changed += job->inserted[b];
+    if (rounds) s = rounds->sum_changed(job, s, &changed);
+    if (s) break;
     nle__log(ctx, 2, "NN-descent iteration %d: %lld of %lld entries changed", *it + 1, (long long)changed,
              (long long)(n * k));
     if ((double)changed <= o->delta * (double)n * k) {
@@ -718,18 +819,12 @@ static nle_status descend(nnd_job *job, const nle_knn_approx_opts *o, size_t nbl
   return s;
 }
 
-static nle_status approx_alone(nle_ctx *ctx, const nle_matf *Y, const void *given, nle_csr **graph) {
-  const nle_knn_approx_opts *opts = given;
-  nle_knn_approx_opts defaults, o;
-  if (!opts) {
-    nle_knn_approx_opts_init(&defaults);
-    opts = &defaults;
-  }
+static nle_status approx_alone(nle_ctx *ctx, const nle_matf *Y, const nle_knn_approx_opts *opts, nle_csr **graph) {
   int64_t n = (int64_t)Y->rows;
   size_t d = Y->cols;
-  nle_status s = check_request(ctx, opts, n, &o);
+  nle_knn_approx_opts o;
+  nle_status s = nle__nnd_check_request(ctx, opts, n, &o);
   if (s) return s;
-  if (o.max_candidates > 512) o.max_candidates = 512;
   int k = o.k, mc = o.max_candidates;
   size_t nblocks = (size_t)((n + NODE_BLOCK - 1) / NODE_BLOCK);
   /* the reordered rows; heaps, bounds, candidate lists, the numbering, the
@@ -747,73 +842,45 @@ static nle_status approx_alone(nle_ctx *ctx, const nle_matf *Y, const void *give
   float *Yr = NULL;
   int32_t *order = NULL;
   s = trees ? rows_in_leaf_order(ctx, Y, o.leaf_size, seed, &trees[0], &Yr, &order) : NLE_ERR_NOMEM;
-  heap_set H = {k, nle__malloc(ctx, (size_t)n * k * sizeof(int32_t), "heaps"),
-                nle__malloc(ctx, (size_t)n * k * sizeof(uint32_t), "heap distances"),
-                nle__calloc(ctx, (size_t)n * k, 1, "heap flags"),
-                nle__malloc(ctx, (size_t)n * sizeof(uint32_t), "heap bounds"),
-                nle__malloc(ctx, sizeof(lock_set), "locks")};
-  cand_set fresh = {mc, nle__malloc(ctx, (size_t)n * mc * sizeof(int32_t), "candidates"),
-                    nle__malloc(ctx, (size_t)n * mc * sizeof(uint64_t), "priorities"),
-                    nle__calloc(ctx, (size_t)n, sizeof(int32_t), "counts")};
-  cand_set old = {mc, nle__malloc(ctx, (size_t)n * mc * sizeof(int32_t), "candidates"),
-                  nle__malloc(ctx, (size_t)n * mc * sizeof(uint64_t), "priorities"),
-                  nle__calloc(ctx, (size_t)n, sizeof(int32_t), "counts")};
+  heap_set H;
+  cand_set fresh, old;
+  nle_status sa = nle__nnd_alloc(ctx, k, mc, 0, n, n, &H, &fresh, &old);
   int64_t *inserted = nle__calloc(ctx, nblocks, sizeof(int64_t), "join counts");
-  if (!s && (!H.idx || !H.dist || !H.flag || !H.bound || !H.locks || !fresh.idx || !fresh.pri || !fresh.count ||
-             !old.idx || !old.pri || !old.count || !inserted))
-    s = NLE_ERR_NOMEM;
-  int locks_ready = 0;
-  if (!s) {
-    lock_init(H.locks);
-    locks_ready = 1;
-    for (int64_t q = 0; q < n * k; q++) {
-      H.idx[q] = -1;
-      H.dist[q] = float_bits(INFINITY);
-    }
-    for (int64_t u = 0; u < n; u++) H.bound[u] = float_bits(INFINITY);
-  }
+  if (!s && (sa || !inserted)) s = NLE_ERR_NOMEM;
   points P = {Yr, d, wide_from_d};
-  nnd_job job = {ctx, &P, &H, &fresh, &old, trees, o.n_trees, o.leaf_size, n, 0, seed, 0, inserted, threads};
+  nnd_job job = {ctx, &P, &H, &fresh, &old, trees, o.n_trees, o.leaf_size, n, 0, seed, 0, inserted, threads,
+                 0, n, NULL, 0, NULL, NULL};
 
-  double t_forest = nle_time_seconds();
-  if (!s) s = grow_forest(&job, &o, &t_forest);
+  double t_ordered = nle_time_seconds(), t_built = 0.0;
+  if (!s) s = nle__nnd_grow_forest(&job, &o, o.n_trees, &t_built);
   double t_leaves = nle_time_seconds();
 
   /* NN-descent. */
   int it = 0;
-  if (!s) s = descend(&job, &o, nblocks, &it);
+  if (!s) s = nle__nnd_descend(&job, &o, &it);
   double t_descent = nle_time_seconds();
   if (!s) s = nle_csr_alloc(ctx, n, n, n * k, NLE_F32, graph);
   if (!s) finalize_rows(Yr, d, &H, order, *graph, threads);
   if (!s)
     nle__log(ctx, 2, "approximate kNN: reordering and forest %.2f s, leaves %.2f s, %d NN-descent iterations %.2f s, "
-             "exact distances %.2f s", t_forest - t0, t_leaves - t_forest, it, t_descent - t_leaves,
-             nle_time_seconds() - t_descent);
-  if (locks_ready) lock_destroy(H.locks);
-  free_forest(trees, o.n_trees);
+             "exact distances %.2f s", t_ordered - t0 + t_built, t_leaves - t_ordered - t_built, it,
+             t_descent - t_leaves, nle_time_seconds() - t_descent);
+  nle__nnd_free_trees(trees, o.n_trees);
   free(order);
   free(inserted);
   free(Yr);
-  free(H.idx);
-  free(H.dist);
-  free(H.flag);
-  free(H.bound);
-  free(H.locks);
-  free(fresh.idx);
-  free(fresh.pri);
-  free(fresh.count);
-  free(old.idx);
-  free(old.pri);
-  free(old.count);
+  nle__nnd_release(&H, &fresh, &old);
   return s;
 }
 
-/* On rows shared out over ranks: not distributed yet, the rows gathered
- * (knn_ring.c). */
+/* On rows shared out over ranks: knn_approx_dist.c. */
 nle_status nle_knn_approx(nle_ctx *ctx, const nle_matf *Y, const nle_knn_approx_opts *opts, nle_csr **graph) {
   *graph = NULL;
+  nle_knn_approx_opts defaults;
+  if (!opts) {
+    nle_knn_approx_opts_init(&defaults);
+    opts = &defaults;
+  }
   if (!nle__distributed(ctx)) return approx_alone(ctx, Y, opts, graph);
-  nle__rows rows;
-  nle_status s = nle__comm_rows(ctx, Y->rows, "approximate kNN", &rows);
-  return s ? s : nle__knn_gathered(ctx, Y, &rows, approx_alone, opts, graph);
+  return nle__knn_approx_dist(ctx, Y, opts, graph);
 }

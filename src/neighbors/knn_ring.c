@@ -7,9 +7,7 @@
  * and each row keeps the k least (distance, global index) pairs, a total
  * order, whatever the blocks' order of arrival.
  *
- * The approximate search is not distributed yet: every rank gathers all N
- * rows and runs it alone (the same bits, but N x D per rank and no
- * speed-up), and keeps its own rows of the graph. */
+ * The approximate search over ranks is knn_approx_dist.c. */
 #include "neighbors_internal.h"
 #include "../core/comm.h"
 
@@ -256,23 +254,6 @@ nle_status nle__knn_rerank_ring(nle_ctx *ctx, const nle_matf *Y, const nle__rows
   free(e.entry);
   free(e.query);
   free(best);
-  return nle__comm_agree(ctx, s);
-}
-
-/* --- searches run alone on the gathered rows -------------------------------- */
-
-nle_status nle__knn_gathered(nle_ctx *ctx, const nle_matf *Y, const nle__rows *rows, nle__knn_alone search,
-                             const void *opts, nle_csr **graph) {
-  *graph = NULL;
-  size_t d = Y->cols;
-  nle_matf all = {rows->n, d, nle__malloc(ctx, (rows->n ? rows->n : 1) * d * sizeof(float), "the gathered rows")};
-  nle_status s = nle__comm_agree(ctx, all.data ? NLE_OK : NLE_ERR_NOMEM);
-  if (!s) s = nle__comm_allgatherv(ctx, Y->data, Y->rows * d * sizeof(float), all.data, NULL);
-  nle_csr *whole = NULL;
-  if (!s) s = nle__comm_agree(ctx, search(ctx, &all, opts, &whole));
-  free(all.data);
-  if (!s) s = nle__csr_rows(ctx, whole, rows->mine.begin, rows->mine.end, graph);
-  nle_csr_free(&whole);
   return nle__comm_agree(ctx, s);
 }
 

@@ -54,17 +54,12 @@ static inline float nle__sqdist_lanes(const float *a, const float *b, size_t d) 
 /* knn_ring.c: the searches on rows shared out over ranks (comm.h), Y
  * being this rank's rows of rows->n and the graphs this rank's rows with
  * global column indices, the same bits as alone. The exact search and the
- * re-ranking pass the rows around a ring; _gathered runs a search alone
- * (`search`, its options `opts`) on all the rows gathered and keeps this
- * rank's rows of its graph. */
-typedef nle_status (*nle__knn_alone)(nle_ctx *ctx, const nle_matf *Y, const void *opts, nle_csr **graph);
+ * re-ranking pass the rows around a ring. */
 /* The bytes of rows one piece of the ranks' ring carries (knn_ring.c). */
 extern size_t nle__ring_piece_bytes;
 nle_status nle__knn_exact_ring(nle_ctx *ctx, const nle_matf *Y, const nle__rows *rows, int k, nle_csr **graph);
 nle_status nle__knn_rerank_ring(nle_ctx *ctx, const nle_matf *Y, const nle__rows *rows, const nle_csr *cand, int k,
                                 nle_csr **graph);
-nle_status nle__knn_gathered(nle_ctx *ctx, const nle_matf *Y, const nle__rows *rows, nle__knn_alone search,
-                             const void *opts, nle_csr **graph);
 /* Rows [begin, end) of A as a matrix of their own (the same columns). */
 nle_status nle__csr_rows(nle_ctx *ctx, const nle_csr *A, size_t begin, size_t end, nle_csr **out);
 
