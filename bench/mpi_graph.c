@@ -8,7 +8,10 @@
  * the checksums of the rows R ranks would hold, to compare bit for bit.
  *   mpirun -np 2 build/mpi_graph X.npy [--threads 1] [--method auto|exact|approx]
  *   build/mpi_graph X.npy --threads 2 --blocks 2
- * --verbose: the stages' own timings on stderr (rank 0). */
+ * --verbose: the stages' own timings on stderr (rank 0).
+ * --search-only: only the approximate search (nle_knn_approx, k = 90) on
+ * the rows as they are (t-SNE's 50 principal components, say): its
+ * seconds, bytes, peak and the checksum of its rows of the graph. */
 #include "nlembed.h"
 
 #include <stdio.h>
@@ -80,8 +83,13 @@ static double peak_mib(void) {
   return (double)u.ru_maxrss / 1024.0;
 }
 
+static void log_line(void *user, int level, const char *line) {
+  (void)user, (void)level;
+  fprintf(stderr, "%s\n", line);
+}
+
 int main(int argc, char **argv) {
-  int ranks = 1, rank = 0, threads = 1, blocks = 1, verbose = 0;
+  int ranks = 1, rank = 0, threads = 1, blocks = 1, verbose = 0, search_only = 0;
   const char *data = NULL, *method = "auto";
 #ifdef NLE_WITH_MPI
   MPI_Init(&argc, &argv);
@@ -93,6 +101,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--method") && i + 1 < argc) method = argv[++i];
     else if (!strcmp(argv[i], "--blocks") && i + 1 < argc) blocks = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--verbose")) verbose = 2;
+    else if (!strcmp(argv[i], "--search-only")) search_only = 1;
     else data = argv[i];
   }
   if (!data) fail("usage: mpi_graph X.npy [--threads T] [--method auto|exact|approx] [--blocks R]");
@@ -104,12 +113,38 @@ int main(int argc, char **argv) {
   if (!ctx) fail("no context");
   nle_ctx_set_threads(ctx, threads);
   nle_ctx_set_verbosity(ctx, rank == 0 ? verbose : 0);
+  if (verbose) nle_ctx_set_log(ctx, log_line, NULL);
 #ifdef NLE_WITH_MPI
   if (ranks > 1) {
     MPI_Comm world = MPI_COMM_WORLD;
     if (nle_ctx_set_comm(ctx, &world) != NLE_OK) fail(nle_ctx_error(ctx));
   }
 #endif
+  if (search_only) {
+    nle_knn_approx_opts ao;
+    nle_knn_approx_opts_init(&ao);
+    ao.k = 90;
+    nle_csr *g = NULL;
+    t0 = nle_time_seconds();
+    if (nle_knn_approx(ctx, &Y, &ao, &g) != NLE_OK) fail(nle_ctx_error(ctx));
+    double knn_s = nle_time_seconds() - t0;
+    printf("{\"ranks\": %d, \"rank\": %d, \"threads\": %d, \"n\": %zu, \"rows\": %zu, \"search_seconds\": %.2f, "
+           "\"peak_mib_after_read\": %.0f, \"peak_mib\": %.0f",
+           ranks, rank, threads, n, Y.rows, knn_s, read_peak, peak_mib());
+    for (int b = 0; b < (ranks > 1 ? 1 : blocks); b++) {
+      size_t r0 = 0, r1 = Y.rows;
+      if (ranks == 1) share(n, blocks, b, &r0, &r1);
+      printf(", \"block%d\": \"%016llx\"", ranks > 1 ? rank : b, rows_sum(g, r0, r1, 4));
+    }
+    printf("}\n");
+    nle_csr_free(&g);
+    nle_ctx_free(&ctx);
+    free(Y.data);
+#ifdef NLE_WITH_MPI
+    MPI_Finalize();
+#endif
+    return 0;
+  }
   nle_graph_opts go;
   nle_graph_opts_init(&go);
   go.k = 90;

@@ -186,18 +186,35 @@ static float one_distance(const float *a, const float *b, size_t d) {
   return acc;
 }
 
-/* Appends an offer to another rank's row; a failed growth is remembered
- * (the round then fails on every rank). */
+static inline int offer_greater(nnd_offer a, nnd_offer b) { return a.to > b.to || (a.to == b.to && a.from > b.from); }
+NLE__DEFINE_SORT(offer_sort, nnd_offer, offer_greater)
+
+void nle__nnd_outbox_compact(nnd_outbox *box) {
+  offer_sort(box->at, box->count);
+  size_t kept = 0;
+  for (size_t q = 0; q < box->count; q++)
+    if (!kept || box->at[q].to != box->at[kept - 1].to || box->at[q].from != box->at[kept - 1].from)
+      box->at[kept++] = box->at[q];
+  box->count = kept;
+}
+
+/* Appends an offer to another rank's row; a full box is first compacted
+ * (most of a round's offers are repeats: a pair meets in several joins),
+ * and grown only when that freed less than half; a failed growth is
+ * remembered (the round then fails on every rank). */
 static void outbox_push(nnd_outbox *box, int32_t to, int32_t from, uint32_t bits) {
   if (box->count == box->cap) {
-    size_t cap = box->cap * 2 + 1024;
-    nnd_offer *at = box->failed ? NULL : realloc(box->at, cap * sizeof *at);
-    if (!at) {
-      box->failed = 1;
-      return;
+    if (box->cap) nle__nnd_outbox_compact(box);
+    if (box->count * 2 >= box->cap) {
+      size_t cap = box->cap * 2 + 1024;
+      nnd_offer *at = box->failed ? NULL : realloc(box->at, cap * sizeof *at);
+      if (at) {
+        box->at = at;
+        box->cap = cap;
+      }
+      box->failed |= !at;
     }
-    box->at = at;
-    box->cap = cap;
+    if (box->count == box->cap) return; /* failed, and full */
   }
   box->at[box->count++] = (nnd_offer){to, from, bits};
 }
@@ -705,19 +722,27 @@ nle_status nle__nnd_alloc(nle_ctx *ctx, int k, int mc, int64_t lo, int64_t hi, i
   return NLE_OK;
 }
 
+static void release_cands(nnd_cands *c) {
+  free(c->idx);
+  free(c->pri);
+  free(c->count);
+  c->idx = NULL;
+  c->pri = NULL;
+  c->count = NULL;
+}
+
 void nle__nnd_release(nnd_heaps *H, nnd_cands *fresh, nnd_cands *old) {
-  if (H->locks) lock_destroy(H->locks);
-  free(H->idx);
-  free(H->dist);
-  free(H->flag);
-  free(H->bound);
-  free(H->locks);
-  free(fresh->idx);
-  free(fresh->pri);
-  free(fresh->count);
-  free(old->idx);
-  free(old->pri);
-  free(old->count);
+  if (H) {
+    if (H->locks) lock_destroy(H->locks);
+    free(H->idx);
+    free(H->dist);
+    free(H->flag);
+    free(H->bound);
+    free(H->locks);
+    *H = (nnd_heaps){H->k, H->lo, H->hi, NULL, NULL, NULL, NULL, NULL};
+  }
+  if (fresh) release_cands(fresh);
+  if (old) release_cands(old);
 }
 
 /* Rows the leaves left short (tiny leaves) get random points. */
@@ -749,11 +774,15 @@ nle_status nle__nnd_grow_forest(nnd_job *job, const nle_knn_approx_opts *o, int 
   int threads = job->stripes; /* a stripe a thread */
   nle_status s = NLE_OK;
   *t_built = 0.0;
-  for (int first = 0; !s && first < o->n_trees; first += batch) {
+  /* over ranks every batch is shared (share_trees agrees the ranks'
+   * statuses), so a failure stops every rank at the same batch */
+  for (int first = 0; (!s || job->rounds) && first < o->n_trees; first += batch) {
     int last = first + batch < o->n_trees ? first + batch : o->n_trees, failed = 0;
     double t0 = nle_time_seconds();
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (int t = first > 0 ? first : 1; t < last; t++) {
+      if (s) continue;
+      if (t % job->tree_ranks != job->tree_rank) continue; /* another rank's */
       float *normal = malloc(2 * d * sizeof(float));
       if (!normal || nle__nnd_tree_build(P, n, o->leaf_size, job->seed, (uint64_t)t, &forest[t], normal)) {
 #pragma omp atomic write
@@ -762,6 +791,7 @@ nle_status nle__nnd_grow_forest(nnd_job *job, const nle_knn_approx_opts *o, int 
       free(normal);
     }
     if (failed) s = nle__fail(ctx, NLE_ERR_NOMEM, "approximate kNN: out of memory building the trees");
+    if (job->rounds) s = job->rounds->share_trees(job, first, last, s);
     *t_built += nle_time_seconds() - t0;
     if (!s) {
       job->trees = forest + first;
@@ -849,7 +879,7 @@ static nle_status approx_alone(nle_ctx *ctx, const nle_matf *Y, const nle_knn_ap
   if (!s && (sa || !inserted)) s = NLE_ERR_NOMEM;
   points P = {Yr, d, wide_from_d};
   nnd_job job = {ctx, &P, &H, &fresh, &old, trees, o.n_trees, o.leaf_size, n, 0, seed, 0, inserted, threads,
-                 0, n, NULL, 0, NULL, NULL};
+                 0, n, NULL, 0, NULL, NULL, 1, 0};
 
   double t_ordered = nle_time_seconds(), t_built = 0.0;
   if (!s) s = nle__nnd_grow_forest(&job, &o, o.n_trees, &t_built);

@@ -127,35 +127,48 @@ static nle_status before_sampling(nnd_job *job, nle_status s) {
   return s;
 }
 
+/* The threads' offers in the first outbox, sorted by (target, source) and
+ * each pair once (nle__nnd_outbox_compact): the targets' owners in rank
+ * order. */
+static nle_status merge_outboxes(nle_ctx *ctx, nnd_outbox *boxes, int threads, size_t *count) {
+  size_t total = 0;
+  for (int t = 0; t < threads; t++) total += boxes[t].count;
+  if (total > boxes[0].cap) {
+    nnd_offer *at = realloc(boxes[0].at, total * sizeof *at);
+    if (!at) return nle__fail(ctx, NLE_ERR_NOMEM, "approximate kNN: out of memory for offers");
+    boxes[0].at = at;
+    boxes[0].cap = total;
+  }
+  for (int t = 1; t < threads; t++) {
+    if (boxes[t].count) memcpy(boxes[0].at + boxes[0].count, boxes[t].at, boxes[t].count * sizeof *boxes[t].at);
+    boxes[0].count += boxes[t].count;
+    boxes[t].count = 0;
+  }
+  nle__nnd_outbox_compact(&boxes[0]);
+  *count = boxes[0].count;
+  return NLE_OK;
+}
+
 /* After the joins: their offers to other ranks' rows go to the owners,
  * which offer them to their heaps. */
 static nle_status after_joins(nnd_job *job, nle_status s) {
   dist_state *st = (dist_state *)job->rounds->user;
   nle_ctx *ctx = job->ctx;
   size_t total = 0;
-  for (int t = 0; t < st->threads; t++) {
+  for (int t = 0; t < st->threads; t++)
     if (job->outboxes[t].failed && !s) s = nle__fail(ctx, NLE_ERR_NOMEM, "approximate kNN: out of memory for offers");
-    total += job->outboxes[t].count;
-  }
-  nnd_offer *send = s ? NULL : nle__malloc(ctx, (total ? total : 1) * sizeof *send, "offers");
-  if (!s && !send) s = NLE_ERR_NOMEM;
+  if (!s) s = merge_outboxes(ctx, job->outboxes, st->threads, &total);
   s = nle__comm_agree(ctx, s);
+  const nnd_offer *send = job->outboxes[0].at;
   if (!s) {
     memset(st->count, 0, (size_t)st->ranks * sizeof(size_t));
-    for (int t = 0; t < st->threads; t++)
-      for (size_t q = 0; q < job->outboxes[t].count; q++) st->count[owner_of(st, job->outboxes[t].at[q].to)]++;
+    for (size_t q = 0; q < total; q++) st->count[owner_of(st, send[q].to)]++;
     layout(st, sizeof(nnd_offer));
-    for (int t = 0; t < st->threads; t++)
-      for (size_t q = 0; q < job->outboxes[t].count; q++) {
-        const nnd_offer *o = &job->outboxes[t].at[q];
-        send[st->offset[owner_of(st, o->to)]++] = *o;
-      }
   }
-  for (int t = 0; t < st->threads; t++) job->outboxes[t].count = 0;
   void *recv = NULL;
   if (!s) s = send_items(ctx, st, send, &recv);
+  for (int t = 0; t < st->threads; t++) job->outboxes[t].count = 0;
   st->offers_sent += s ? 0 : total * sizeof *send;
-  free(send);
   if (!s) {
     const nnd_offer *got = recv;
     size_t m = st->recv_offsets[st->ranks] / sizeof *got;
@@ -209,37 +222,41 @@ static nle_status rows_in_leaf_order(nle_ctx *ctx, float *rows, size_t n, size_t
   return s;
 }
 
-/* The owned rows' exact lists, each sent to the rank holding its input row
- * (a record: the row, k columns, k distances), placed into graph rows. */
-static nle_status rows_to_owners(nle_ctx *ctx, dist_state *st, const nnd_job *job, const int32_t *order,
-                                 const nle__rows *rows, int threads, nle_csr **graph) {
+/* The owned rows' exact lists as records (the input's row, k columns, k
+ * distances) grouped by the rank holding that input row (the input's rows
+ * are shared out as the renumbered ones: owner_of), laid out for
+ * send_items. */
+static nle_status pack_rows(nle_ctx *ctx, dist_state *st, const nnd_job *job, const int32_t *order, int threads,
+                            char **send) {
   int k = job->H->k;
   int64_t m = job->hi - job->lo;
-  size_t rec = sizeof(int32_t) * (1 + 2 * (size_t)k), total = (size_t)m;
-  char *send = nle__malloc(ctx, (total ? total : 1) * rec, "the graph's rows");
-  nle_status s = nle__comm_agree(ctx, send ? NLE_OK : NLE_ERR_NOMEM);
-  if (!s) { /* the input's rows are shared out as the renumbered ones: owner_of */
+  size_t rec = sizeof(int32_t) * (1 + 2 * (size_t)k);
+  *send = nle__malloc(ctx, (size_t)(m ? m : 1) * rec, "the graph's rows");
+  int64_t *slot = nle__malloc(ctx, (size_t)(m ? m : 1) * sizeof *slot, "the graph's rows");
+  nle_status s = nle__comm_agree(ctx, *send && slot ? NLE_OK : NLE_ERR_NOMEM);
+  if (!s) {
     memset(st->count, 0, (size_t)st->ranks * sizeof(size_t));
     for (int64_t u = job->lo; u < job->hi; u++) st->count[owner_of(st, order[u])]++;
     layout(st, rec);
-    /* records in this rank's order, each at its destination's next slot */
-    int64_t *slot = nle__malloc(ctx, (size_t)(m ? m : 1) * sizeof *slot, "the graph's rows");
-    if (!slot) s = NLE_ERR_NOMEM;
-    for (int64_t u = job->lo; !s && u < job->hi; u++) slot[u - job->lo] = (int64_t)st->offset[owner_of(st, order[u])]++;
+    for (int64_t u = job->lo; u < job->hi; u++) slot[u - job->lo] = (int64_t)st->offset[owner_of(st, order[u])]++;
 #pragma omp parallel for schedule(dynamic, 256) num_threads(threads)
     for (int64_t u = job->lo; u < job->hi; u++) {
-      if (s) continue;
-      int32_t *at = (int32_t *)(send + (size_t)slot[u - job->lo] * rec);
+      int32_t *at = (int32_t *)(*send + (size_t)slot[u - job->lo] * rec);
       at[0] = order[u];
       nle__nnd_exact_row(job->P->Yr, job->P->d, job->H, order, u, at + 1, (float *)(at + 1 + k));
     }
-    free(slot);
   }
-  s = nle__comm_agree(ctx, s);
+  free(slot);
+  return s;
+}
+
+/* The records pack_rows laid out, sent; those arriving placed into this
+ * rank's rows of the graph. */
+static nle_status place_rows(nle_ctx *ctx, dist_state *st, const char *send, int k, const nle__rows *rows,
+                             nle_csr **graph) {
+  size_t rec = sizeof(int32_t) * (1 + 2 * (size_t)k), mine = rows->mine.end - rows->mine.begin;
   void *recv = NULL;
-  if (!s) s = send_items(ctx, st, send, &recv);
-  free(send);
-  size_t mine = rows->mine.end - rows->mine.begin;
+  nle_status s = send_items(ctx, st, send, &recv);
   if (!s) s = nle_csr_alloc(ctx, (int64_t)mine, (int64_t)rows->n, (int64_t)mine * k, NLE_F32, graph);
   if (!s) {
     for (size_t i = 0; i <= mine; i++) (*graph)->rowptr[i] = (int64_t)i * k;
@@ -255,6 +272,28 @@ static nle_status rows_to_owners(nle_ctx *ctx, dist_state *st, const nnd_job *jo
   return nle__comm_agree(ctx, s);
 }
 
+/* Trees [first, last): tree t built by rank t % R (tree 0 by all) is
+ * broadcast: its number of leaves, then its leaves' starts and points. */
+static nle_status share_trees(nnd_job *job, int first, int last, nle_status s) {
+  nle_ctx *ctx = job->ctx;
+  s = nle__comm_agree(ctx, s);
+  for (int t = first > 0 ? first : 1; !s && t < last; t++) {
+    nnd_tree *tree = &job->trees[t];
+    int root = t % job->tree_ranks;
+    s = nle__comm_bcast(ctx, &tree->n_leaves, sizeof tree->n_leaves, root);
+    if (!s && root != job->tree_rank) {
+      tree->cap = tree->n_leaves + 1;
+      tree->start = nle__malloc(ctx, (size_t)tree->cap * sizeof(int64_t), "a tree");
+      tree->perm = nle__malloc(ctx, (size_t)job->n * sizeof(int32_t), "a tree");
+      if (!tree->start || !tree->perm) s = NLE_ERR_NOMEM;
+    }
+    s = nle__comm_agree(ctx, s);
+    if (!s) s = nle__comm_bcast(ctx, tree->start, (size_t)(tree->n_leaves + 1) * sizeof(int64_t), root);
+    if (!s) s = nle__comm_bcast(ctx, tree->perm, (size_t)job->n * sizeof(int32_t), root);
+  }
+  return s;
+}
+
 nle_status nle__knn_approx_dist(nle_ctx *ctx, const nle_matf *Y, const nle_knn_approx_opts *opts, nle_csr **graph) {
   nle__rows rows;
   nle_status s = nle__comm_rows(ctx, Y->rows, "approximate kNN", &rows);
@@ -268,12 +307,13 @@ nle_status nle__knn_approx_dist(nle_ctx *ctx, const nle_matf *Y, const nle_knn_a
   nle__row_range own = nle__rank_rows((size_t)n, ranks, me);
   int64_t m = (int64_t)(own.end - own.begin);
   int threads = nle__threads_for(ctx, (double)n * d * 50);
-  /* N-sized: the gathered rows, the numbering, the bounds, a tree per
-   * thread and tree 0 (4 bytes a point and 8 a leaf); per owned row: heaps,
+  /* N-sized: the gathered rows, the numbering, the bounds, a batch of
+   * trees (one per thread of each rank) and tree 0 (4 bytes a point and 8
+   * a leaf); per owned row: heaps,
    * candidate lists and their counts, the reverse candidates sent (at most
    * one per heap entry), the graph's rows sent and received; per thread
    * the join's scratch. */
-  double need = (double)n * (d * 4.0 + 4 + 4 + (threads + 1) * (4 + 8.0 / o.leaf_size)) +
+  double need = (double)n * (d * 4.0 + 4 + 4 + ((double)threads * ranks + 1) * (4 + 8.0 / o.leaf_size)) +
                 (double)m * ((double)k * 9 + 2.0 * mc * 12 + 8 + (double)k * sizeof(nnd_reverse) + 2 * (4 + 8.0 * k)) +
                 (double)threads * (double)nle__nnd_join_scratch_floats(2 * (size_t)mc, 2 * (size_t)mc, d) * 4;
   s = nle__comm_agree(ctx, nle__check_memory(ctx, need, "approximate kNN"));
@@ -308,17 +348,33 @@ nle_status nle__knn_approx_dist(nle_ctx *ctx, const nle_matf *Y, const nle_knn_a
   if (!s && (sa || !inserted || !boxes || !st.begin || !st.count || !st.offset || !st.recv_offsets)) s = NLE_ERR_NOMEM;
   for (int r = 0; !s && r <= ranks; r++) st.begin[r] = r < ranks ? nle__rank_rows((size_t)n, ranks, r).begin : (size_t)n;
   nnd_points P = {all, d, nle__nnd_wide_from()};
-  nnd_rounds rounds = {before_sampling, after_joins, sum_changed, &st};
+  nnd_rounds rounds = {before_sampling, after_joins, sum_changed, share_trees, &st};
   nnd_job job = {ctx, &P, &H, &fresh, &old, trees, o.n_trees, o.leaf_size, n, 0, seed, 0, inserted, threads,
-                 (int64_t)own.begin, (int64_t)own.end, NULL, 0, boxes, &rounds};
+                 (int64_t)own.begin, (int64_t)own.end, NULL, 0, boxes, &rounds, ranks, me};
   double t_ordered = nle_time_seconds(), t_built = 0.0;
-  if (!s) s = nle__nnd_grow_forest(&job, &o, threads, &t_built);
+  s = nle__comm_agree(ctx, s);
+  if (!s) s = nle__nnd_grow_forest(&job, &o, threads * ranks, &t_built);
   s = nle__comm_agree(ctx, s);
   double t_leaves = nle_time_seconds();
   int it = 0;
   if (!s) s = nle__nnd_descend(&job, &o, &it);
   double t_descent = nle_time_seconds();
-  if (!s) s = rows_to_owners(ctx, &st, &job, order, &rows, threads, graph);
+  /* what the exact rows need is the rows and the heaps; the lists, the
+   * messages, and after the packing the rows and heaps, go first */
+  nle__nnd_release(NULL, &fresh, &old);
+  free(st.received);
+  st.received = NULL;
+  for (int t = 0; boxes && t < threads; t++) {
+    free(boxes[t].at);
+    boxes[t] = (nnd_outbox){NULL, 0, 0, 0};
+  }
+  char *send = NULL;
+  if (!s) s = pack_rows(ctx, &st, &job, order, threads, &send);
+  free(all);
+  all = NULL;
+  nle__nnd_release(&H, NULL, NULL);
+  if (!s) s = place_rows(ctx, &st, send, k, &rows, graph);
+  free(send);
   if (!s)
     nle__log(ctx, 2, "approximate kNN over %d ranks: gathering the rows %.2f s, reordering and forest %.2f s, leaves "
              "%.2f s, %d NN-descent iterations %.2f s, exact distances %.2f s; sent %.1f MB of rows, %.1f MB of "

@@ -81,6 +81,8 @@ typedef struct {
   nle_status (*before_sampling)(nnd_job *job, nle_status s); /* the bounds, the reverse candidates */
   nle_status (*after_joins)(nnd_job *job, nle_status s);     /* the offers to other ranks' rows */
   nle_status (*sum_changed)(nnd_job *job, nle_status s, int64_t *changed);
+  /* Trees [first, last) of the forest, each built by one rank, to every rank. */
+  nle_status (*share_trees)(nnd_job *job, int first, int last, nle_status s);
   void *user;
 } nnd_rounds;
 
@@ -100,8 +102,13 @@ struct nnd_job {
   size_t n_received;
   nnd_outbox *outboxes;   /* per thread: the joins' offers to other ranks' rows (NULL: alone) */
   const nnd_rounds *rounds;
+  int tree_ranks, tree_rank; /* tree t is built here when t % tree_ranks == tree_rank */
 };
 
+/* Sorts a box's offers by (target, source) and keeps each pair once (a
+ * pair's distance is one sum wherever it is met; its owner would turn the
+ * repeats away). */
+void nle__nnd_outbox_compact(nnd_outbox *box);
 /* The request checked and its automatic choices resolved. */
 nle_status nle__nnd_check_request(nle_ctx *ctx, const nle_knn_approx_opts *opts, int64_t n, nle_knn_approx_opts *o);
 /* The joins' choice of screening for rows of d dimensions. */
@@ -111,13 +118,15 @@ int nle__nnd_tree_build(const nnd_points *P, int64_t n, int leaf_size, uint64_t 
                         float *normal);
 void nle__nnd_free_trees(nnd_tree *trees, int n_trees);
 /* Heaps and lists for the rows [lo, hi), bounds for all n; free with
- * nle__nnd_release. */
+ * nle__nnd_release (any of its arguments may be NULL; what it frees is
+ * left NULL). */
 nle_status nle__nnd_alloc(nle_ctx *ctx, int k, int mc, int64_t lo, int64_t hi, int64_t n, nnd_heaps *H,
                           nnd_cands *fresh, nnd_cands *old);
 void nle__nnd_release(nnd_heaps *H, nnd_cands *fresh, nnd_cands *old);
 /* The forest (job->trees[0] built, the rows renumbered in its leaf order)
- * grown `batch` trees at a time, each batch's leaf pairs offered to the
- * owned rows, then freed; short rows filled. *t_built: seconds building. */
+ * grown `batch` trees at a time (over ranks: each built by one, shared by
+ * rounds->share_trees), each batch's leaf pairs offered to the owned rows,
+ * then freed; short rows filled. *t_built: seconds building and sharing. */
 nle_status nle__nnd_grow_forest(nnd_job *job, const nle_knn_approx_opts *o, int batch, double *t_built);
 /* NN-descent's rounds; *it: how many ran. */
 nle_status nle__nnd_descend(nnd_job *job, const nle_knn_approx_opts *o, int *it);
