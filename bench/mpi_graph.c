@@ -83,6 +83,26 @@ static double peak_mib(void) {
   return (double)u.ru_maxrss / 1024.0;
 }
 
+/* The checksums of the blocks a run on `blocks` ranks holds (this rank's
+ * own rows when distributed) of the kNN graph and, when not NULL, W; the
+ * JSON line closed; everything freed. */
+static int finish(nle_ctx *ctx, nle_matf *Y, int ranks, int rank, int blocks, size_t n, nle_csr *knn, nle_csr *W) {
+  for (int b = 0; b < (ranks > 1 ? 1 : blocks); b++) {
+    size_t r0 = 0, r1 = Y->rows;
+    if (ranks == 1) share(n, blocks, b, &r0, &r1);
+    printf(", \"block%d\": [\"%016llx\"", ranks > 1 ? rank : b, rows_sum(knn, r0, r1, 4));
+    if (W) printf(", \"%016llx\"", rows_sum(W, r0, r1, 8));
+    printf("]");
+  }
+  printf("}\n");
+  nle_ctx_free(&ctx);
+  free(Y->data);
+#ifdef NLE_WITH_MPI
+  MPI_Finalize();
+#endif
+  return 0;
+}
+
 static void log_line(void *user, int level, const char *line) {
   (void)user, (void)level;
   fprintf(stderr, "%s\n", line);
@@ -131,18 +151,8 @@ int main(int argc, char **argv) {
     printf("{\"ranks\": %d, \"rank\": %d, \"threads\": %d, \"n\": %zu, \"rows\": %zu, \"search_seconds\": %.2f, "
            "\"peak_mib_after_read\": %.0f, \"peak_mib\": %.0f",
            ranks, rank, threads, n, Y.rows, knn_s, read_peak, peak_mib());
-    for (int b = 0; b < (ranks > 1 ? 1 : blocks); b++) {
-      size_t r0 = 0, r1 = Y.rows;
-      if (ranks == 1) share(n, blocks, b, &r0, &r1);
-      printf(", \"block%d\": \"%016llx\"", ranks > 1 ? rank : b, rows_sum(g, r0, r1, 4));
-    }
-    printf("}\n");
+    finish(ctx, &Y, ranks, rank, blocks, n, g, NULL);
     nle_csr_free(&g);
-    nle_ctx_free(&ctx);
-    free(Y.data);
-#ifdef NLE_WITH_MPI
-    MPI_Finalize();
-#endif
     return 0;
   }
   nle_graph_opts go;
@@ -163,21 +173,7 @@ int main(int argc, char **argv) {
          ranks, rank, threads, n, Y.rows, nle_knn_method_name(r->resolved.method), read_s, r->pca_seconds,
          r->knn_seconds, r->weights_seconds, total, (unsigned long long)r->pca_bytes,
          (unsigned long long)r->knn_bytes, (unsigned long long)r->weights_bytes, read_peak, peak_mib());
-  /* the checksums of the blocks a run on `blocks` ranks holds (this rank's
-   * own rows when distributed) */
-  int parts = ranks > 1 ? 1 : blocks;
-  for (int b = 0; b < parts; b++) {
-    size_t r0 = 0, r1 = Y.rows;
-    if (ranks == 1) share(n, blocks, b, &r0, &r1);
-    printf(", \"block%d\": [\"%016llx\", \"%016llx\"]", ranks > 1 ? rank : b, rows_sum(r->knn, r0, r1, 4),
-           rows_sum(r->W, r0, r1, 8));
-  }
-  printf("}\n");
+  finish(ctx, &Y, ranks, rank, blocks, n, r->knn, r->W);
   nle_graph_result_free(&r);
-  nle_ctx_free(&ctx);
-  free(Y.data);
-#ifdef NLE_WITH_MPI
-  MPI_Finalize();
-#endif
   return 0;
 }
