@@ -159,7 +159,8 @@ static nle_status after_joins(nnd_job *job, nle_status s) {
     if (job->outboxes[t].failed && !s) s = nle__fail(ctx, NLE_ERR_NOMEM, "approximate kNN: out of memory for offers");
   if (!s) s = merge_outboxes(ctx, job->outboxes, st->threads, &total);
   s = nle__comm_agree(ctx, s);
-  const nnd_offer *send = job->outboxes[0].at;
+  static const nnd_offer none; /* an empty box has no buffer to send from */
+  const nnd_offer *send = job->outboxes[0].at ? job->outboxes[0].at : &none;
   if (!s) {
     memset(st->count, 0, (size_t)st->ranks * sizeof(size_t));
     for (size_t q = 0; q < total; q++) st->count[owner_of(st, send[q].to)]++;
