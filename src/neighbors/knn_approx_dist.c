@@ -46,7 +46,7 @@ typedef struct {
   int ranks, me;
   size_t *begin;          /* ranks + 1: where each rank's owned rows begin */
   void *received;         /* the reverse candidates of this round */
-  size_t *count;         /* ranks: items for each rank */
+  size_t *count;          /* ranks: items for each rank */
   size_t *offset;         /* 3 ranks: the next item's slot, the bytes' offsets and sizes for each rank */
   size_t *recv_offsets;   /* ranks + 1: where each rank's items arrived */
   int threads;
