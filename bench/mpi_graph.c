@@ -8,7 +8,8 @@
  * the checksums of the rows R ranks would hold, to compare bit for bit.
  *   mpirun -np 2 build/mpi_graph X.npy [--threads 1] [--method auto|exact|approx]
  *   build/mpi_graph X.npy --threads 2 --blocks 2
- * --verbose: the stages' own timings on stderr (rank 0).
+ * --verbose: the stages' own timings on stderr (rank 0); twice: each
+ * round's.
  * --search-only: only the approximate search (nle_knn_approx, k = 90) on
  * the rows as they are (t-SNE's 50 principal components, say): its
  * seconds, bytes, peak and the checksum of its rows of the graph. */
@@ -120,7 +121,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--method") && i + 1 < argc) method = argv[++i];
     else if (!strcmp(argv[i], "--blocks") && i + 1 < argc) blocks = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--verbose")) verbose = 2;
+    else if (!strcmp(argv[i], "--verbose")) verbose = verbose ? verbose + 1 : 2;
     else if (!strcmp(argv[i], "--search-only")) search_only = 1;
     else data = argv[i];
   }

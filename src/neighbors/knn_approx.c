@@ -186,35 +186,36 @@ static float one_distance(const float *a, const float *b, size_t d) {
   return acc;
 }
 
-static inline int offer_greater(nnd_offer a, nnd_offer b) { return a.to > b.to || (a.to == b.to && a.from > b.from); }
-NLE__DEFINE_SORT(offer_sort, nnd_offer, offer_greater)
-
-void nle__nnd_outbox_compact(nnd_outbox *box) {
-  offer_sort(box->at, box->count);
-  size_t kept = 0;
-  for (size_t q = 0; q < box->count; q++)
-    if (!kept || box->at[q].to != box->at[kept - 1].to || box->at[q].from != box->at[kept - 1].from)
-      box->at[kept++] = box->at[q];
-  box->count = kept;
+static inline uint64_t mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
 }
 
-/* Appends an offer to another rank's row; a full box is first compacted
- * (most of a round's offers are repeats: a pair meets in several joins),
- * and grown only when that freed less than half; a failed growth is
- * remembered (the round then fails on every rank). */
+/* Appends an offer to another rank's row, unless the box saw the same pair
+ * lately: a pair meets in the joins of several nearby points, and its
+ * owner would turn the repeats away (one distance a pair), so a small
+ * direct-mapped table of the pairs offered (cleared each round) keeps most
+ * repeats out of the box and off the wire. A failed growth is remembered
+ * (the round then fails on every rank). */
 static void outbox_push(nnd_outbox *box, int32_t to, int32_t from, uint32_t bits) {
+  uint64_t key = ((uint64_t)(uint32_t)to << 32 | (uint32_t)from) + 1, *seen = box->seen;
+  if (seen) {
+    uint64_t slot = mix64(key) & (NLE__NND_SEEN - 1);
+    if (seen[slot] == key) return;
+    seen[slot] = key;
+  }
   if (box->count == box->cap) {
-    if (box->cap) nle__nnd_outbox_compact(box);
-    if (box->count * 2 >= box->cap) {
-      size_t cap = box->cap * 2 + 1024;
-      nnd_offer *at = box->failed ? NULL : realloc(box->at, cap * sizeof *at);
-      if (at) {
-        box->at = at;
-        box->cap = cap;
-      }
-      box->failed |= !at;
+    size_t cap = box->cap * 2 + 1024;
+    nnd_offer *at = box->failed ? NULL : realloc(box->at, cap * sizeof *at);
+    if (!at) {
+      box->failed = 1;
+      return;
     }
-    if (box->count == box->cap) return; /* failed, and full */
+    box->at = at;
+    box->cap = cap;
   }
   box->at[box->count++] = (nnd_offer){to, from, bits};
 }
@@ -441,13 +442,6 @@ static void cand_push(cand_set *c, int64_t u, int32_t v, uint64_t pri) {
   }
 }
 
-static inline uint64_t mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 /* Symmetric in (u, v): the pair reaches a list from either end with the
  * same priority, so which push comes first cannot matter. */

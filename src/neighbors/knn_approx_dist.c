@@ -27,8 +27,8 @@
  * its own: a list keeps the mc least priorities of the same pushes, so the
  * same lists); the joins for the owned points, offers to other ranks' rows
  * screened by those rows' bounds at the round's start (a bound only falls,
- * so the screen lets through at least what the heap would take), each
- * pair once, and sent to their owners, who offer them to their heaps before the round's
+ * so the screen lets through at least what the heap would take), most
+ * repeated pairs dropped, and sent to their owners, who offer them to their heaps before the round's
  * entries are counted (exactly, nle__comm_sum_i64). Tree t of the forest
  * is built by rank t mod R and broadcast (4 bytes a point: building every
  * tree on every rank took 6% of the search at 2 ranks, 10% at 4, on
@@ -128,25 +128,47 @@ static nle_status before_sampling(nnd_job *job, nle_status s) {
   return s;
 }
 
-/* The threads' offers in the first outbox, sorted by (target, source) and
- * each pair once (nle__nnd_outbox_compact): the targets' owners in rank
- * order. */
-static nle_status merge_outboxes(nle_ctx *ctx, nnd_outbox *boxes, int threads, size_t *count) {
+/* The threads' offers in the first outbox, grouped by the rank owning
+ * their targets (in place, a bucket at a time: no second buffer), counted
+ * in st->count and laid out for send_items; the boxes' tables of pairs
+ * seen cleared for the next round. */
+static nle_status merge_outboxes(nle_ctx *ctx, dist_state *st, nnd_outbox *boxes, size_t *count) {
   size_t total = 0;
-  for (int t = 0; t < threads; t++) total += boxes[t].count;
+  for (int t = 0; t < st->threads; t++) {
+    total += boxes[t].count;
+    if (boxes[t].seen) memset(boxes[t].seen, 0, NLE__NND_SEEN * sizeof *boxes[t].seen);
+  }
   if (total > boxes[0].cap) {
     nnd_offer *at = realloc(boxes[0].at, total * sizeof *at);
     if (!at) return nle__fail(ctx, NLE_ERR_NOMEM, "approximate kNN: out of memory for offers");
     boxes[0].at = at;
     boxes[0].cap = total;
   }
-  for (int t = 1; t < threads; t++) {
+  for (int t = 1; t < st->threads; t++) {
     if (boxes[t].count) memcpy(boxes[0].at + boxes[0].count, boxes[t].at, boxes[t].count * sizeof *boxes[t].at);
     boxes[0].count += boxes[t].count;
     boxes[t].count = 0;
   }
-  nle__nnd_outbox_compact(&boxes[0]);
-  *count = boxes[0].count;
+  nnd_offer *at = boxes[0].at;
+  memset(st->count, 0, (size_t)st->ranks * sizeof(size_t));
+  for (size_t q = 0; q < total; q++) st->count[owner_of(st, at[q].to)]++;
+  layout(st, sizeof(nnd_offer));
+  /* st->offset[r]: the next slot of rank r's bucket; an item out of place
+   * is swapped into its own bucket's next slot */
+  for (int r = 0; r < st->ranks; r++) {
+    size_t end = st->offset[st->ranks + r] / sizeof(nnd_offer) + st->count[r];
+    while (st->offset[r] < end) {
+      int o = owner_of(st, at[st->offset[r]].to);
+      if (o == r) {
+        st->offset[r]++;
+        continue;
+      }
+      nnd_offer x = at[st->offset[o]];
+      at[st->offset[o]++] = at[st->offset[r]];
+      at[st->offset[r]] = x;
+    }
+  }
+  *count = total;
   return NLE_OK;
 }
 
@@ -158,15 +180,10 @@ static nle_status after_joins(nnd_job *job, nle_status s) {
   size_t total = 0;
   for (int t = 0; t < st->threads; t++)
     if (job->outboxes[t].failed && !s) s = nle__fail(ctx, NLE_ERR_NOMEM, "approximate kNN: out of memory for offers");
-  if (!s) s = merge_outboxes(ctx, job->outboxes, st->threads, &total);
+  if (!s) s = merge_outboxes(ctx, st, job->outboxes, &total);
   s = nle__comm_agree(ctx, s);
   static const nnd_offer none; /* an empty box has no buffer to send from */
   const nnd_offer *send = job->outboxes[0].at ? job->outboxes[0].at : &none;
-  if (!s) {
-    memset(st->count, 0, (size_t)st->ranks * sizeof(size_t));
-    for (size_t q = 0; q < total; q++) st->count[owner_of(st, send[q].to)]++;
-    layout(st, sizeof(nnd_offer));
-  }
   void *recv = NULL;
   if (!s) s = send_items(ctx, st, send, &recv);
   for (int t = 0; t < st->threads; t++) job->outboxes[t].count = 0;
@@ -314,10 +331,11 @@ nle_status nle__knn_approx_dist(nle_ctx *ctx, const nle_matf *Y, const nle_knn_a
    * a leaf); per owned row: heaps,
    * candidate lists and their counts, the reverse candidates sent (at most
    * one per heap entry), the graph's rows sent and received; per thread
-   * the join's scratch. */
+   * the join's scratch and its table of pairs offered. */
   double need = (double)n * (d * 4.0 + 4 + 4 + ((double)threads * ranks + 1) * (4 + 8.0 / o.leaf_size)) +
                 (double)m * ((double)k * 9 + 2.0 * mc * 12 + 8 + (double)k * sizeof(nnd_reverse) + 2 * (4 + 8.0 * k)) +
-                (double)threads * (double)nle__nnd_join_scratch_floats(2 * (size_t)mc, 2 * (size_t)mc, d) * 4;
+                (double)threads * ((double)nle__nnd_join_scratch_floats(2 * (size_t)mc, 2 * (size_t)mc, d) * 4 +
+                                   NLE__NND_SEEN * 8.0);
   s = nle__comm_agree(ctx, nle__check_memory(ctx, need, "approximate kNN"));
   if (s) return s;
 
@@ -343,10 +361,13 @@ nle_status nle__knn_approx_dist(nle_ctx *ctx, const nle_matf *Y, const nle_knn_a
   size_t nblocks = (size_t)((m + NLE__NND_NODE_BLOCK - 1) / NLE__NND_NODE_BLOCK);
   int64_t *inserted = nle__calloc(ctx, nblocks ? nblocks : 1, sizeof(int64_t), "join counts");
   nnd_outbox *boxes = nle__calloc(ctx, (size_t)threads, sizeof *boxes, "offers");
+  for (int t = 0; boxes && t < threads; t++) boxes[t].seen = nle__calloc(ctx, NLE__NND_SEEN, sizeof(uint64_t), "offers");
   dist_state st = {ranks, me, nle__malloc(ctx, ((size_t)ranks + 1) * sizeof(size_t), "ranks"), NULL,
                    nle__malloc(ctx, (size_t)ranks * sizeof(size_t), "ranks"),
                    nle__malloc(ctx, 3 * (size_t)ranks * sizeof(size_t), "ranks"),
                    nle__malloc(ctx, ((size_t)ranks + 1) * sizeof(size_t), "ranks"), threads, 0, 0};
+  for (int t = 0; !s && boxes && t < threads; t++)
+    if (!boxes[t].seen) s = NLE_ERR_NOMEM;
   if (!s && (sa || !inserted || !boxes || !st.begin || !st.count || !st.offset || !st.recv_offsets)) s = NLE_ERR_NOMEM;
   for (int r = 0; !s && r <= ranks; r++) st.begin[r] = r < ranks ? nle__rank_rows((size_t)n, ranks, r).begin : (size_t)n;
   nnd_points P = {all, d, nle__nnd_wide_from()};
@@ -368,7 +389,8 @@ nle_status nle__knn_approx_dist(nle_ctx *ctx, const nle_matf *Y, const nle_knn_a
   st.received = NULL;
   for (int t = 0; boxes && t < threads; t++) {
     free(boxes[t].at);
-    boxes[t] = (nnd_outbox){NULL, 0, 0, 0};
+    free(boxes[t].seen);
+    boxes[t] = (nnd_outbox){NULL, 0, 0, 0, NULL};
   }
   char *send = NULL;
   if (!s) s = pack_rows(ctx, &st, &job, order, threads, &send);
@@ -384,7 +406,10 @@ nle_status nle__knn_approx_dist(nle_ctx *ctx, const nle_matf *Y, const nle_knn_a
              t_leaves - t_ordered - t_built, it, t_descent - t_leaves, nle_time_seconds() - t_descent,
              (double)bytes_rows / 1e6, (double)st.reverse_sent / 1e6, (double)st.offers_sent / 1e6);
   nle__nnd_free_trees(trees, o.n_trees);
-  for (int t = 0; boxes && t < threads; t++) free(boxes[t].at);
+  for (int t = 0; boxes && t < threads; t++) {
+    free(boxes[t].at);
+    free(boxes[t].seen);
+  }
   free(boxes);
   free(order);
   free(inserted);

@@ -66,11 +66,14 @@ typedef struct {
 } nnd_reverse;
 enum { NLE__NND_OLD_BIT = 1u << 31 };
 
-/* A growing list of offers, one per thread. */
+/* A growing list of offers, one per thread, and the pairs it was offered
+ * lately (NLE__NND_SEEN keys, 0 for none; NULL: no such table). */
+enum { NLE__NND_SEEN = 1 << 15 };
 typedef struct {
   nnd_offer *at;
   size_t count, cap;
   int failed;
+  uint64_t *seen;
 } nnd_outbox;
 
 typedef struct nnd_job nnd_job;
@@ -105,10 +108,6 @@ struct nnd_job {
   int tree_ranks, tree_rank; /* tree t is built here when t % tree_ranks == tree_rank */
 };
 
-/* Sorts a box's offers by (target, source) and keeps each pair once (a
- * pair's distance is one sum wherever it is met; its owner would turn the
- * repeats away). */
-void nle__nnd_outbox_compact(nnd_outbox *box);
 /* The request checked and its automatic choices resolved. */
 nle_status nle__nnd_check_request(nle_ctx *ctx, const nle_knn_approx_opts *opts, int64_t n, nle_knn_approx_opts *o);
 /* The joins' choice of screening for rows of d dimensions. */
