@@ -25,7 +25,10 @@
  * is above the heap's bound from then on), so the entries inserted by a join
  * and their flags do not depend on the order either. Distances are
  * non-negative floats stored as their IEEE bit patterns, which order like the
- * numbers and can be read atomically. */
+ * numbers and can be read atomically. The search over ranks
+ * (knn_approx_dist.c) rests on the same argument: it makes the same offers
+ * from several processes, and the pieces here take the rows a search owns
+ * (knn_approx_internal.h). */
 #include "knn_approx_internal.h"
 
 #include <cblas.h>
