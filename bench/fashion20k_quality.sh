@@ -54,7 +54,10 @@ write.table(res$Y, "{out}/q-Rtsne.csv", sep = ",", row.names = FALSE, col.names 
 subprocess.run(["Rscript", "-e", r], check=True)
 np.save(f"{out}/q-Rtsne.npy", np.loadtxt(f"{out}/q-Rtsne.csv", delimiter=","))
 PY
-have_peer python umap && run umap-learn "$PY" - "$OUT" "$N" <<'PY'
+# the last peer in an `if`: a peer not installed is skipped (saying so), and
+# the script still ends with success; a peer that fails still fails it
+if have_peer python umap; then
+  run umap-learn "$PY" - "$OUT" "$N" <<'PY'
 import sys
 import numpy as np
 import umap
@@ -62,3 +65,4 @@ out, n = sys.argv[1], sys.argv[2]
 Y = np.load(f"{out}/fm{n}.npy")
 np.save(f"{out}/q-umap-learn.npy", umap.UMAP(random_state=1).fit_transform(Y).astype(np.float64))
 PY
+fi

@@ -35,6 +35,17 @@ D, PCA_DIMS, K, DIMS = 784, 50, 90, 2
 P_PER_ROW = 1.5 * K          # P's entries a row after symmetrisation
 FFT_NODES_CAP = 1024 ** 2    # the FFT engine's largest 2-D grid (fft_plan.c)
 FFT_TERMS = 4                # charges a node carries for t-SNE (1, x, y, |x|^2)
+FFT_CHANNELS = 2             # the convolved grids t-SNE's forces read (2-D): the transposes back, the rows shared
+SPREAD_SHARE = 0.1           # the spreading's share of the repulsion (docs/mpi_tsne.md's profile: under 10%)
+KNN_EXCHANGE_2 = 1.7e3       # offers and reverse candidates a rank's row, 2 ranks (bench/results/mpi.txt)
+KNN_EXCHANGE_MAX = 7e3       # taken as the most, many ranks
+# As built, a rank's work per row is slower than one process's: 1,000,000
+# points, 2 ranks x 1 thread against this model's 1 x 2 (bench/results/
+# mpi.txt): the iterations 273.8 s against 138.1 modelled (no locality
+# order on ranks, the exchanges' waits), the search 144.4 against 105.3.
+# The planned stages assume the locality order restored (factor 1).
+ITER_BUILT_SLOWER = 273.8 / 138.1
+KNN_BUILT_SLOWER = 144.4 / 105.3
 
 
 def per_point(stage):
@@ -55,42 +66,60 @@ def model(n, ranks, threads, bandwidth, latency, cut, iters, thread_efficiency, 
     # PCA: the randomised range finder's D x 60 products summed over ranks (a few passes)
     b = 4 * D * 60 * 8 * 2
     stages.append(("pca", rows * per_point("pca") / cores, send(b, 8 * logr), b, 0))
-    # kNN: each NN-descent round asks for the distances to its candidates: a
-    # remote candidate's row (50 floats) is fetched once per round and rank,
-    # at most all remote rows, and its index and distance come back
-    fetched = min(rows * K * remote, n - rows)
-    b = knn_rounds * (fetched * PCA_DIMS * 4 + rows * K * remote * 12)
-    stages.append(("knn", rows * per_point("knn") * grow / cores, send(b, knn_rounds * ranks), b, 0))
-    # as built (docs/mpi_graph.md): the 50-component rows gathered to every
-    # rank, the whole search on each, each rank keeping its rows' lists
-    b = n * PCA_DIMS * 4 * (ranks - 1) / ranks
-    stages.append(("knn-built", n * per_point("knn") * grow / cores, send(b, ranks), b, 0))
+    # kNN as built (docs/mpi_graph.md, this sitting): the 50-component rows
+    # gathered to every rank (200 B a point); the joins, heaps and
+    # candidates of a rank's share of the leaf order; offers and reverse
+    # candidates to other ranks' rows: 1.7 KB an owned row at 2 ranks and
+    # 5 KB at 4 (bench/results/mpi.txt, 1,000,000 points), taken as growing
+    # with the ranks to at most 7 KB; then the re-ranking in the data's D
+    # dimensions by a ring: every rank's rows of the data pass every rank
+    rows_gathered = n * PCA_DIMS * 4 * (ranks - 1) / ranks
+    exchange = rows * min(KNN_EXCHANGE_MAX, KNN_EXCHANGE_2 * (ranks - 1)) if ranks > 1 else 0.0
+    ring = n * D * 4 * (ranks - 1) / ranks
+    b = rows_gathered + exchange + ring
+    stages.append(("knn-built", KNN_BUILT_SLOWER * rows * per_point("knn") * grow / cores,
+                   send(b, knn_rounds * ranks + ranks), b, 0))
+    # planned: the rows in a locality order before they are shared out, so
+    # the re-ranking fetches only its candidates' rows from other ranks (a
+    # halo: the cut's share of them) instead of the ring
+    halo_rows = min(rows * K * remote, n - rows)
+    b = rows_gathered + exchange * cut + halo_rows * D * 4
+    stages.append(("knn", rows * per_point("knn") * grow / cores, send(b, knn_rounds * ranks + ranks), b, 0))
     # affinities per row; symmetrisation sends each remote transposed entry once
     b = rows * K * remote * 12
     stages.append(("affinity", rows * per_point("affinity") / cores, send(b, ranks), b, 0))
-    # one iteration, as built (docs/mpi_tsne.md): the whole map gathered to
-    # every rank (N x 2 doubles), the attraction where the rows live, and
-    # the FFT engine run whole on every rank (its cost grows with N, not
-    # with the rows a rank holds)
+    # one iteration as built (docs/mpi_tsne.md): the whole map gathered to
+    # every rank (N x 2 doubles), the attraction where the rows live, the
+    # FFT engine's spreading over the whole map on every rank (its share of
+    # the repulsion, SPREAD_SHARE, grows with N, not with the rows a rank
+    # holds), its transforms divided among the ranks (two transposes of the
+    # grid and its node rows shared: about 45 MB an evaluation at 2 ranks
+    # near the cap, 8 bytes a node a channel), the interpolation by rows
     whole_map = n * DIMS * 8
-    b_built = whole_map * (ranks - 1) / ranks
-    compute = rows * per_point("attraction") / cores + n * per_point("repulsion") / cores
-    stages.append(("iterations", iters * compute, iters * send(b_built, ranks), iters * b_built, b_built))
+    grid = min(FFT_NODES_CAP, 4 * n / 64)
+    slabs = grid * 8 * (1 + FFT_CHANNELS) * (ranks - 1) / ranks + grid * 4 * FFT_CHANNELS * (ranks - 1) / ranks
+    b_built = whole_map * (ranks - 1) / ranks + slabs
+    compute = (rows * per_point("attraction") + rows * per_point("repulsion") * (1 - SPREAD_SHARE) +
+               n * per_point("repulsion") * SPREAD_SHARE) / cores
+    stages.append(("iterations", ITER_BUILT_SLOWER * iters * compute, iters * send(b_built, 3 * ranks), iters * b_built,
+                   b_built))
     # planned: neighbours' positions for the attraction (a halo of the
     # distinct remote rows, at most the whole map), the grid's charges
     # summed over ranks (allreduce of the capped grid in 64-bit fixed
     # point), each rank spreading and gathering its own rows; the grid's
-    # transforms still whole on every rank (fft_seconds, a floor)
+    # transforms divided as built (fft_seconds / ranks, a floor)
     halo = min(rows * P_PER_ROW * remote, n - rows) * DIMS * 8
-    grid = min(FFT_NODES_CAP, 4 * n / 64) * FFT_TERMS * 8
-    b_iter = halo + (2 * grid * (ranks - 1) / ranks if ranks > 1 else 0)
-    compute = rows * (per_point("attraction") + per_point("repulsion")) / cores + fft_seconds
+    b_iter = halo + (2 * grid * FFT_TERMS * 8 * (ranks - 1) / ranks if ranks > 1 else 0) + slabs
+    compute = rows * (per_point("attraction") + per_point("repulsion")) / cores + fft_seconds / ranks
     stages.append(("iter-split", iters * compute, iters * send(b_iter, ranks + 3 * logr), iters * b_iter, b_iter))
-    # memory per rank: the measured bytes a row, plus the whole map's
-    # vectors as built (72 bytes a point, docs/mpi_tsne.md) or the halo and
-    # the grid as planned
+    # memory per rank: the measured bytes a row, plus what every rank holds
+    # whole as built: the gathered 50-component rows (200 B a point), the
+    # map's vectors (72 B, docs/mpi_tsne.md), the search's numbering and
+    # bounds (8 B; the entropic affinities take the bounds order on ranks,
+    # which gathers nothing); as planned the halo and the grid, and the
+    # 50-component rows
     per_row = PEAK_BYTES_MEASURED / MEASURED_POINTS
-    memory = (rows * per_row + 72 * n + n * PCA_DIMS * 4 * 2, rows * per_row + halo + 3 * grid)
+    memory = (rows * per_row + n * (PCA_DIMS * 4 + 72 + 8), rows * per_row + halo + 3 * grid * 8 + n * PCA_DIMS * 4)
     return stages, memory
 
 

@@ -49,6 +49,13 @@ static nle_status attractive_weights(nle_ctx *ctx, const nle_csr *graph, const n
     nle_ea_opts eo;
     nle_ea_opts_init(&eo);
     eo.perplexity = o->perplexity;
+    /* Under a communicator, the bounds order: its points are independent,
+     * each rank solves its own rows. The warm-start orders (MST, alone's
+     * default) are sequential over the whole graph, which every rank would
+     * gather: 720 MB at 1,000,000 points, the peak of a 4-rank t-SNE's
+     * memory (docs/mpi.md). Both solve to the same tolerance; the bits are
+     * the same at any number of ranks, 1 included. */
+    if (nle__has_comm(ctx)) eo.order = NLE_ORDER_BOUNDS;
     nle_ea_result *ea = NULL;
     s = nle_entropic_affinities(ctx, graph, &eo, &ea);
     if (s > 0) {
