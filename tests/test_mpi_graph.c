@@ -5,8 +5,7 @@
  * rows) on every rank, then with test_comm_ctx on this rank's rows, and
  * compares this rank's part bit for bit. Alone (not under mpirun) the
  * second run is the same call again: the single-process path. */
-#include "harness.h"
-#include "../src/core/comm.h"
+#include "mpi_setting.h"
 #include "../src/neighbors/neighbors_internal.h"
 
 #include <math.h>
@@ -15,12 +14,6 @@
 
 /* 2 full row blocks and a short one: at 3 ranks each holds one. */
 enum { ROWS = 2 * NLE__RANK_ROW_BLOCK + 900 };
-
-/* This rank's rows of Y, as a header into Y's data. */
-static nle_matf my_rows(nle_ctx *ctx, const nle_matf *Y, nle__row_range *mine) {
-  *mine = nle__rank_rows(Y->rows, nle__ranks(ctx), nle__rank(ctx));
-  return (nle_matf){mine->end - mine->begin, Y->cols, Y->data + mine->begin * Y->cols};
-}
 
 /* Rows [begin, end) of the whole graph `alone` and `part` hold the same
  * bits. */
@@ -45,27 +38,9 @@ static nle_matf *clustered(size_t n, size_t d, uint64_t seed) {
   return Y;
 }
 
-/* Every case's setting: a context alone and one with the communicator,
- * the points and this rank's rows of them. */
-typedef struct {
-  nle_ctx *one, *ctx;
-  nle_matf *Y, part;
-  nle__row_range mine;
-} setting;
-
-static setting open_rows(uint64_t seed, size_t n, size_t d) {
-  setting t = {test_ctx(seed), test_comm_ctx(seed), clustered(n, d, seed + 100), {0, 0, NULL}, {0, 0}};
-  t.part = my_rows(t.ctx, t.Y, &t.mine);
-  return t;
-}
+static setting open_rows(uint64_t seed, size_t n, size_t d) { return setting_of(seed, clustered(n, d, seed + 100)); }
 
 static setting open_setting(uint64_t seed, size_t d) { return open_rows(seed, ROWS, d); }
-
-static void close_setting(setting *t) {
-  nle_matf_free(&t->Y);
-  nle_ctx_free(&t->ctx);
-  nle_ctx_free(&t->one);
-}
 
 static void pca_rows(void) {
   setting t = open_setting(3, 24);

@@ -9,8 +9,7 @@
  * residual) leaves, and each distributed eigenpair is checked on its own
  * against the graph's Laplacian (its residual). Alone (not under mpirun)
  * the second run is the single process again. */
-#include "harness.h"
-#include "../src/core/comm.h"
+#include "mpi_setting.h"
 #include "../src/spectral/method.h"
 
 #include <math.h>
@@ -35,24 +34,7 @@ static nle_matf *clusters(size_t n, uint64_t seed) {
   return Y;
 }
 
-typedef struct {
-  nle_ctx *one, *ctx;
-  nle_matf *Y, part;
-  nle__row_range mine;
-} setting;
-
-static setting open_setting(uint64_t seed, size_t n) {
-  setting t = {test_ctx(seed), test_comm_ctx(seed), clusters(n, seed + 50), {0, 0, NULL}, {0, 0}};
-  t.mine = nle__rank_rows(n, nle__ranks(t.ctx), nle__rank(t.ctx));
-  t.part = (nle_matf){t.mine.end - t.mine.begin, t.Y->cols, t.Y->data + t.mine.begin * t.Y->cols};
-  return t;
-}
-
-static void close_setting(setting *t) {
-  nle_matf_free(&t->Y);
-  nle_ctx_free(&t->ctx);
-  nle_ctx_free(&t->one);
-}
+static setting open_setting(uint64_t seed, size_t n) { return setting_of(seed, clusters(n, seed + 50)); }
 
 /* The largest |a - b| over this rank's rows, and the largest |a|. */
 static double rows_diff(const nle_matd *alone, const nle__row_range *mine, const nle_matd *part, double *scale) {
