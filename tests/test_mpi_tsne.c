@@ -11,6 +11,7 @@
 #include "../src/nle/model_internal.h"
 #include "../src/nbody/nbody.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -304,7 +305,126 @@ static void fft_forces_divided(void) {
   nle_ctx_free(&alone);
 }
 
+/* --- the locality order and the moves (locality_dist.c) ------------------ */
+
+/* A permutation of n from a seed, alike on every rank. */
+static int32_t *shuffled(size_t n, uint64_t seed) {
+  int32_t *p = malloc(n * sizeof(int32_t));
+  nle_rng rng;
+  nle_rng_init(&rng, seed, 0);
+  for (size_t i = 0; p && i < n; i++) p[i] = (int32_t)i;
+  for (size_t i = n; p && i > 1; i--) {
+    size_t j = (size_t)nle_rng_below(&rng, i);
+    int32_t x = p[i - 1];
+    p[i - 1] = p[j];
+    p[j] = x;
+  }
+  return p;
+}
+
+/* The order: the same at any number of ranks as alone, a permutation, and
+ * local: the points' nearest neighbours (exact, alone) sit at nearby places
+ * in it. The points: a noisy 2-D sheet in 20 dimensions, in a shuffled
+ * order (its neighbours' places differ by n / 3 on average, in the tree's
+ * order by 0.05 of that). */
+static void locality_order(void) {
+  nle_ctx *one = test_ctx(5), *ctx = test_comm_ctx(5);
+  size_t n = POINTS, d = 20;
+  nle_matf *Y = test_random_matf(n, d, 41);
+  int32_t *shuffle = shuffled(n, 42), *alone = NULL, *order = NULL;
+  /* a sheet: the first two coordinates a 90 x 100 grid of unit steps by
+   * the point's place in the shuffle, every coordinate plus noise of 0.05 */
+  for (size_t i = 0; Y && shuffle && i < n; i++) {
+    for (size_t t = 0; t < d; t++) Y->data[i * d + t] *= 0.05f;
+    Y->data[i * d] += (float)((size_t)shuffle[i] % 90);
+    Y->data[i * d + 1] += (float)((size_t)shuffle[i] / 90);
+  }
+  nle__row_range mine = nle__rank_rows(n, nle__ranks(ctx), nle__rank(ctx));
+  nle_matf part = {mine.end - mine.begin, d, Y->data + mine.begin * d};
+  nle_test_ok(nle__dist_locality_order(one, Y, &alone));
+  nle_test_ok(nle__dist_locality_order(ctx, &part, &order));
+  nle_test(alone && order && memcmp(alone, order, n * sizeof(int32_t)) == 0);
+  int32_t *pos = calloc(n, sizeof(int32_t));
+  uint8_t *seen = calloc(n, 1);
+  size_t distinct = 0;
+  for (size_t i = 0; order && pos && seen && i < n; i++)
+    if ((size_t)order[i] < n && !seen[order[i]]++) distinct++, pos[order[i]] = (int32_t)i;
+  nle_test(distinct == n);
+  nle_csr *G = NULL;
+  nle_test_ok(nle_knn_graph(one, Y, 10, NLE_KNN_EXACT, NULL, &G, NULL));
+  double in_order = 0.0, in_tree = 0.0;
+  for (int64_t i = 0; G && distinct == n && i < G->rows; i++)
+    for (int64_t q = G->rowptr[i]; q < G->rowptr[i + 1]; q++) {
+      in_order += fabs((double)(i - G->colind[q]));
+      in_tree += fabs((double)(pos[i] - pos[G->colind[q]]));
+    }
+  nle_test(in_tree > 0.0 && in_tree < 0.1 * in_order);
+  nle_csr_free(&G);
+  free(seen);
+  free(pos);
+  free(order);
+  free(alone);
+  free(shuffle);
+  nle_matf_free(&Y);
+  nle_ctx_free(&ctx);
+  nle_ctx_free(&one);
+}
+
+/* Rows moved to a permutation's places and back: each rank's rows after
+ * the move are the reference's, a matrix's columns renumbered and sorted,
+ * its values made single precision. */
+static void locality_moves(void) {
+  nle_ctx *one = test_ctx(6), *ctx = test_comm_ctx(6);
+  size_t n = POINTS;
+  const nle_csr *P = shared_p(false);
+  int32_t *order = shuffled(n, 43), *pos = malloc(n * sizeof(int32_t));
+  for (size_t i = 0; order && pos && i < n; i++) pos[order[i]] = (int32_t)i;
+  nle__row_range mine = nle__rank_rows(n, nle__ranks(ctx), nle__rank(ctx));
+  nle_csr *W = P ? csr_rows(one, P, mine.begin, mine.end) : NULL;
+  nle_test_ok(nle__dist_move_csr(ctx, &W, mine.begin, pos, NLE_F32));
+  int rows_ok = W && P && W->rows == (int64_t)(mine.end - mine.begin) && W->dtype == NLE_F32;
+  for (size_t r = 0; rows_ok && r < mine.end - mine.begin; r++) {
+    size_t from = (size_t)order[mine.begin + r];
+    int64_t a = P->rowptr[from], len = P->rowptr[from + 1] - a;
+    rows_ok = W->rowptr[r + 1] - W->rowptr[r] == len;
+    for (int64_t q = W->rowptr[r]; rows_ok && q < W->rowptr[r + 1]; q++) {
+      int32_t c = W->colind[q], found = 0;
+      rows_ok = q == W->rowptr[r] || W->colind[q - 1] < c; /* sorted */
+      for (int64_t k = a; k < a + len; k++) /* the entry that became (r, c) */
+        if (pos[P->colind[k]] == c) {
+          found = 1;
+          rows_ok = rows_ok && ((const float *)W->val)[q] == (float)nle_csr_value(P, k);
+        }
+      rows_ok = rows_ok && found;
+    }
+  }
+  nle_test(rows_ok);
+  nle_matd *X = test_random_matd(n, 3, 1.0, 44), *there = NULL, *back = NULL;
+  nle_matd part = {mine.end - mine.begin, 3, X->data + mine.begin * 3};
+  nle_test_ok(nle__dist_move_dense(ctx, &part, mine.begin, n, pos, &there));
+  int there_ok = there && there->rows == part.rows;
+  for (size_t r = 0; there_ok && r < part.rows; r++)
+    there_ok = memcmp(there->data + r * 3, X->data + (size_t)order[mine.begin + r] * 3, 3 * sizeof(double)) == 0;
+  nle_test(there_ok);
+  if (there) nle_test_ok(nle__dist_move_dense(ctx, there, mine.begin, n, order, &back));
+  nle_test(back && back->rows == part.rows && memcmp(back->data, part.data, part.rows * 3 * sizeof(double)) == 0);
+  /* not a permutation: refused on every rank, nothing half-made */
+  pos[order[1]] = pos[order[0]];
+  nle_matd *bad = NULL;
+  nle_test(nle__dist_move_dense(ctx, &part, mine.begin, n, pos, &bad) == NLE_ERR_ARG && !bad);
+  nle_matd_free(&back);
+  nle_matd_free(&there);
+  nle_matd_free(&X);
+  nle_csr_free(&W);
+  free(pos);
+  free(order);
+  nle_ctx_free(&ctx);
+  nle_ctx_free(&one);
+}
+
 const nle_test_case mpi_tsne_tests[] = {
+    {"mpi/locality_order", locality_order},
+    {"mpi/locality_moves", locality_moves},
     {"mpi/tsne_fft_forces_divided", fft_forces_divided},
     {"mpi/tsne_degrees_from_transpose", degrees_from_transpose},
     {"mpi/tsne_start_and_totals", start_and_totals},

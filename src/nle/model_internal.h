@@ -175,6 +175,22 @@ nle_status nle__dist_normal_rows(nle_ctx *ctx, uint64_t stream, double scale, nl
  * mean and variance summed in point order as one process does. */
 nle_status nle__dist_scale_first_column(nle_ctx *ctx, nle_matd *X, double target);
 
+/* locality_dist.c: the points renumbered for locality under a
+ * communicator. *order (N entries, order[new] = the input's index; NULL
+ * when there is nothing to order by) from the leaf order of one
+ * random-projection tree over the leading columns of `space` (this rank's
+ * canonical rows), built alike on every rank: the same on any number of
+ * ranks. */
+nle_status nle__dist_locality_order(nle_ctx *ctx, const nle_matf *space, int32_t **order);
+/* This rank's rows of X (global rows row0..) moved to global places
+ * to[row]: *out holds this rank's canonical rows of the n afterwards. */
+nle_status nle__dist_move_dense(nle_ctx *ctx, const nle_matd *X, size_t row0, size_t n, const int32_t *to,
+                                nle_matd **out);
+/* The same for a square matrix's rows, its columns renumbered by `to` too
+ * and each row sorted by them, its values made `dtype`; *W replaced
+ * (freed on failure). */
+nle_status nle__dist_move_csr(nle_ctx *ctx, nle_csr **W, size_t row0, const int32_t *to, nle_dtype dtype);
+
 /* Newton's third law restored on approximate forces (their mean removed). */
 void nle__remove_mean_force(double *force, size_t N, size_t d);
 /* The exact pairwise repulsion (any model). */
