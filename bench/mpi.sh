@@ -112,6 +112,8 @@ for c in configs:
     print(f"{name}: {wall:.1f} s wall, peak {peak:.0f} MiB (largest rank), {j0['iterations']} iterations, "
           f"KL {j0['kl_divergence']:.4f}, output {same}")
     print("  seconds (rank 0): " + ", ".join(f"{s} {secs[s]:.1f}" for s in stages) + f", total {med(j['total_seconds'] for j, _ in runs):.1f}")
+    if len(runs) > 1:
+        print("  wall of each run: " + ", ".join(f"{max(r[0] for r in t):.1f}" for _, t in runs) + " s")
     if ranks != "0":
         for s in ["pca", "knn", "affinity", "optimize"]:
             b = j0.get(f"{s}_bytes", [])

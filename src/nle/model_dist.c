@@ -108,6 +108,14 @@ nle_status nle__model_dist_attach(nle_ctx *ctx, nle_model *m) {
                    memcmp(W->val, m->WpT->val, (size_t)W->nnz * (W->dtype == NLE_F32 ? sizeof(float) : sizeof(double)));
   s = nle__comm_sum_i64(ctx, &differ, 1);
   if (!s && !differ) nle_csr_free(&m->WpT);
+  /* the cut: W+'s entries whose column another rank holds (what a halo of
+   * the map would carry; docs/scale.md's --cut) */
+  int64_t counts[2] = {0, W->nnz};
+  for (int64_t q = 0; q < W->nnz; q++) counts[0] += (size_t)W->colind[q] < m->row0 || (size_t)W->colind[q] >= m->row1;
+  if (!s) s = nle__comm_sum_i64(ctx, counts, 2);
+  if (!s)
+    nle__log(ctx, 1, "W+'s entries across ranks: %.2f%% of %lld", 100.0 * (double)counts[0] / (double)(counts[1] ? counts[1] : 1),
+             (long long)counts[1]);
   return s;
 }
 
