@@ -85,10 +85,10 @@ for ranks in 2 3; do
   done
 done
 
-# t-SNE end to end (the graph stage, the affinities, the iterations): 1, 2
-# and 3 ranks give the same bits. 21,000 points: past the approximate
-# search's and the locality order's thresholds (20,000), where a process
-# alone takes another way (docs/mpi.md), so the reference is 1 rank under
+# t-SNE end to end (the graph stage, the affinities, the locality order,
+# the iterations): 1, 2 and 3 ranks give the same bits. 21,000 points: past
+# the approximate search's threshold (20,000); a process alone takes
+# another locality order (docs/mpi.md), so the reference is 1 rank under
 # mpirun.
 timeout 120 "${MPIRUN[@]}" -q -np 1 "$N" tsne fashion-mnist:21000 --max-iters 30 -o "$T/tsne1.npy" --quiet > /dev/null 2>&1 ||
   bad cli_tsne_one_rank "mpirun -np 1 nlembed tsne failed"
@@ -101,6 +101,15 @@ for ranks in 2 3; do
   if [ "$entries" -eq "$ranks" ] && ! grep -q '\[0, \|, 0\]' <<< "$usage" &&
      grep -q "\"peak_mib\": \[" "$T/stdout" && grep -q "\"bytes_per_iteration\": \[" "$T/stdout"
   then ok "cli_tsne_usage_ranks_$ranks"; else bad "cli_tsne_usage_ranks_$ranks" "${usage:-no bytes_sent}"; fi
+done
+
+# t-EE's default, a homotopy over lambda of fixed-rate steps, on ranks: 2
+# and 3 ranks give 1 rank's bits
+timeout 120 "${MPIRUN[@]}" -q -np 1 "$N" tee fashion-mnist:21000 --max-iters 4 -o "$T/tee1.npy" --quiet > /dev/null 2>&1 ||
+  bad cli_tee_one_rank "mpirun -np 1 nlembed tee failed"
+for ranks in 2 3; do
+  cmp_run "cli_tee_ranks_$ranks" "$ranks" 21000 "$T/tee$ranks.npy" "$T/tee1.npy" -- \
+    "$N" tee fashion-mnist:21000 --max-iters 4 -o "$T/tee$ranks.npy" --quiet
 done
 
 # wide rows (D = 1,100 > 1,000): the PCA start (init: pca) takes the

@@ -390,8 +390,9 @@ const nle__family nle__family_embed = {
     .map_opts_init = map_opts_init,
     .data_source = data_source,
     .attach_data = attach_data,
-    /* t-SNE's stages take rows (docs/mpi.md): the graph stage, its
-     * affinities and the fixed-rate iterations. The other models' defaults
-     * (line searches, homotopies) do not run there yet. */
-    .distributed = NLE__FOR(NLE_MODEL_TSNE),
+    /* t-SNE's and t-EE's stages take rows (docs/mpi.md): the graph stage,
+     * its affinities and the fixed-rate iterations (t-EE's homotopy over
+     * lambda of them). The other models' defaults (line searches) do not
+     * run there yet. */
+    .distributed = NLE__FOR(NLE_MODEL_TSNE) | NLE__FOR(NLE_MODEL_TEE),
 };
