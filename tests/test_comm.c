@@ -22,6 +22,12 @@ static void rank_rows_partition(void) {
         nle__row_range rr = nle__rank_rows(sizes[i], ranks, r);
         nle_test(rr.begin == expect && rr.end >= rr.begin);
         nle_test(rr.begin % NLE__RANK_ROW_BLOCK == 0 || rr.begin == sizes[i]);
+        int owned = 1; /* the range's rank at each block's first and last row */
+        for (size_t row = rr.begin; row < rr.end; row += NLE__RANK_ROW_BLOCK) {
+          size_t last = row + NLE__RANK_ROW_BLOCK - 1 < rr.end ? row + NLE__RANK_ROW_BLOCK - 1 : rr.end - 1;
+          owned &= nle__rank_of_row(sizes[i], ranks, row) == r && nle__rank_of_row(sizes[i], ranks, last) == r;
+        }
+        nle_test(owned);
         size_t blocks = (rr.end - rr.begin + NLE__RANK_ROW_BLOCK - 1) / NLE__RANK_ROW_BLOCK;
         smallest = blocks < smallest ? blocks : smallest;
         largest = blocks > largest ? blocks : largest;

@@ -26,6 +26,13 @@ nle__row_range nle__rank_rows(size_t n, int ranks, int rank) {
   return range;
 }
 
+int nle__rank_of_row(size_t n, int ranks, size_t row) {
+  size_t blocks = (n + NLE__RANK_ROW_BLOCK - 1) / NLE__RANK_ROW_BLOCK, p = (size_t)(ranks > 0 ? ranks : 1);
+  size_t b = row / NLE__RANK_ROW_BLOCK, q = blocks / p, rem = blocks % p;
+  /* the first rem ranks hold q + 1 blocks each, the others q */
+  return (int)(b < rem * (q + 1) ? b / (q + 1) : rem + (b - rem * (q + 1)) / q);
+}
+
 nle_status nle__comm_rows(nle_ctx *ctx, size_t n_local, const char *what, nle__rows *out) {
   int ranks = nle__ranks(ctx), me = nle__rank(ctx);
   uint64_t *counts = calloc((size_t)ranks, sizeof *counts);

@@ -45,6 +45,8 @@ static inline bool nle__has_comm(const nle_ctx *ctx) { return ctx && ctx->comm; 
  * whole NLE__RANK_ROW_BLOCK blocks shared out as evenly as blocks allow (a
  * rank may hold none when there are fewer blocks than ranks). */
 nle__row_range nle__rank_rows(size_t n, int ranks, int rank);
+/* The rank whose nle__rank_rows hold global row `row` (< n), in O(1). */
+int nle__rank_of_row(size_t n, int ranks, size_t row);
 
 /* The rows each rank holds when every rank passes how many it holds
  * (n_local): the ranks' counts in rank order must be nle__rank_rows's for

@@ -213,12 +213,7 @@ static nle_status order_stage(nle_ctx *ctx, embed_work *w) {
   const nle_embed_opts *o = &w->r->resolved;
   const nle_matf *space = w->Ysearch ? w->Ysearch : in->Y && in->Y->cols <= 64 ? in->Y : NULL;
   if (!space || o->wneg == NLE_WNEG_SQDIST || o->wneg == NLE_WNEG_KNN) return NLE_OK;
-  double t0 = nle_time_seconds();
-  nle_status s = nle__dist_locality_order(ctx, space, &w->order);
-  if (!s && w->order)
-    nle__log(ctx, 1, "the points renumbered for locality (a tree over %zu leading columns): %.2f s",
-             space->cols < 16 ? space->cols : 16, nle_time_seconds() - t0);
-  return s;
+  return nle__dist_locality_order(ctx, space, &w->order);
 }
 
 /* W+ and the start moved into the locality order (to = the inverse

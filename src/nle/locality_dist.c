@@ -43,6 +43,7 @@ nle_status nle__dist_locality_order(nle_ctx *ctx, const nle_matf *space, int32_t
   if (s) return s;
   size_t n = rows.n, c = space->cols < LOCALITY_COLS ? space->cols : LOCALITY_COLS, m = space->rows;
   if (n > INT32_MAX || c == 0) return NLE_OK; /* nothing to order by: the input's order */
+  double t0 = nle_time_seconds();
   s = nle__check_memory(ctx, (double)n * (double)(c * sizeof(float) + 2 * sizeof(int32_t)), "the locality order");
   float *mine = s ? NULL : nle__malloc(ctx, (m ? m : 1) * c * sizeof(float), "the locality order");
   float *all = s ? NULL : nle__malloc(ctx, n * c * sizeof(float), "the locality order");
@@ -61,31 +62,15 @@ nle_status nle__dist_locality_order(nle_ctx *ctx, const nle_matf *space, int32_t
   free(tree.start);
   if (!s) *order = tree.perm;
   else free(tree.perm);
+  if (!s)
+    nle__log(ctx, 1, "the points renumbered for locality (a tree over %zu leading columns): %.2f s", c,
+             nle_time_seconds() - t0);
   s = nle__comm_agree(ctx, s);
   if (s) {
     free(*order);
     *order = NULL;
   }
   return s;
-}
-
-/* The ranks' canonical first rows (ranks + 1), and the rank holding
- * global row p among them. */
-static size_t *rank_begins(nle_ctx *ctx, size_t n) {
-  int ranks = nle__ranks(ctx);
-  size_t *begin = nle__malloc(ctx, ((size_t)ranks + 1) * sizeof(size_t), "the ranks' rows");
-  for (int r = 0; begin && r <= ranks; r++) begin[r] = r < ranks ? nle__rank_rows(n, ranks, r).begin : n;
-  return begin;
-}
-
-static int owner_of(const size_t *begin, int ranks, size_t p) {
-  int lo = 0, hi = ranks - 1;
-  while (lo < hi) { /* the last rank whose rows begin at or before p */
-    int mid = (lo + hi + 1) / 2;
-    if (begin[mid] <= p) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
 }
 
 /* The exchange's layout from each rank's bytes (3 ranks: next slot,
@@ -104,20 +89,21 @@ nle_status nle__dist_move_dense(nle_ctx *ctx, const nle_matd *X, size_t row0, si
   *out = NULL;
   int ranks = nle__ranks(ctx), me = nle__rank(ctx);
   size_t d = X->cols, rec = sizeof(int64_t) + d * sizeof(double);
-  size_t *begin = rank_begins(ctx, n), *sizes = nle__calloc(ctx, 3 * (size_t)ranks + 1, sizeof(size_t), "ranks");
-  nle_status s = begin && sizes ? NLE_OK : NLE_ERR_NOMEM;
+  size_t *sizes = nle__calloc(ctx, 3 * (size_t)ranks + 1, sizeof(size_t), "ranks");
+  nle_status s = sizes ? NLE_OK : NLE_ERR_NOMEM;
   size_t *offsets = sizes ? sizes + ranks : NULL, *cursor = sizes ? sizes + 2 * ranks : NULL;
   char *send = NULL;
   void *recv = NULL;
   size_t *recv_offsets = nle__malloc(ctx, ((size_t)ranks + 1) * sizeof(size_t), "ranks");
   if (!recv_offsets) s = NLE_ERR_NOMEM;
-  for (size_t i = 0; !s && i < X->rows; i++) sizes[owner_of(begin, ranks, (size_t)to[row0 + i])] += rec;
+  for (size_t i = 0; !s && i < X->rows; i++) sizes[nle__rank_of_row(n, ranks, (size_t)to[row0 + i])] += rec;
   if (!s && !(send = layout(ctx, ranks, sizes, offsets))) s = NLE_ERR_NOMEM;
   if (!s) memcpy(cursor, offsets, (size_t)ranks * sizeof(size_t));
   for (size_t i = 0; !s && i < X->rows; i++) {
     int64_t p = to[row0 + i];
-    char *at = send + cursor[owner_of(begin, ranks, (size_t)p)];
-    cursor[owner_of(begin, ranks, (size_t)p)] += rec;
+    int r = nle__rank_of_row(n, ranks, (size_t)p);
+    char *at = send + cursor[r];
+    cursor[r] += rec;
     memcpy(at, &p, sizeof p);
     memcpy(at + sizeof p, X->data + i * d, d * sizeof(double));
   }
@@ -143,7 +129,6 @@ nle_status nle__dist_move_dense(nle_ctx *ctx, const nle_matd *X, size_t row0, si
   }
   free(filled);
   free(recv);
-  free(begin);
   free(sizes);
   free(recv_offsets);
   s = nle__comm_agree(ctx, s);
@@ -163,21 +148,21 @@ nle_status nle__dist_move_csr(nle_ctx *ctx, nle_csr **W, size_t row0, const int3
   int ranks = nle__ranks(ctx), me = nle__rank(ctx);
   const nle_csr *A = *W;
   size_t n = (size_t)A->cols, es = A->dtype == NLE_F32 ? sizeof(float) : sizeof(double);
-  size_t *begin = rank_begins(ctx, n), *sizes = nle__calloc(ctx, 3 * (size_t)ranks + 1, sizeof(size_t), "ranks");
-  nle_status s = begin && sizes ? NLE_OK : NLE_ERR_NOMEM;
+  size_t *sizes = nle__calloc(ctx, 3 * (size_t)ranks + 1, sizeof(size_t), "ranks");
+  nle_status s = sizes ? NLE_OK : NLE_ERR_NOMEM;
   size_t *offsets = sizes ? sizes + ranks : NULL, *cursor = sizes ? sizes + 2 * ranks : NULL;
   size_t *recv_offsets = nle__malloc(ctx, ((size_t)ranks + 1) * sizeof(size_t), "ranks");
   if (!recv_offsets) s = NLE_ERR_NOMEM;
   /* a record: the row's new index and length, its columns renumbered, its values */
   for (int64_t i = 0; !s && i < A->rows; i++)
-    sizes[owner_of(begin, ranks, (size_t)to[row0 + (size_t)i])] +=
+    sizes[nle__rank_of_row(n, ranks, (size_t)to[row0 + (size_t)i])] +=
         2 * sizeof(int32_t) + (size_t)(A->rowptr[i + 1] - A->rowptr[i]) * (sizeof(int32_t) + es);
   char *send = s ? NULL : layout(ctx, ranks, sizes, offsets);
   if (!s && !send) s = NLE_ERR_NOMEM;
   if (!s) memcpy(cursor, offsets, (size_t)ranks * sizeof(size_t));
   for (int64_t i = 0; !s && i < A->rows; i++) {
     int32_t head[2] = {to[row0 + (size_t)i], (int32_t)(A->rowptr[i + 1] - A->rowptr[i])};
-    int r = owner_of(begin, ranks, (size_t)head[0]);
+    int r = nle__rank_of_row(n, ranks, (size_t)head[0]);
     char *at = send + cursor[r];
     memcpy(at, head, sizeof head);
     int32_t *cols = (int32_t *)(void *)(at + sizeof head); /* 4-byte aligned: records are made of 4-byte units */
@@ -250,7 +235,6 @@ nle_status nle__dist_move_csr(nle_ctx *ctx, nle_csr **W, size_t row0, const int3
   free(sort);
   free(len);
   free(recv);
-  free(begin);
   free(sizes);
   free(recv_offsets);
   s = nle__comm_agree(ctx, s);

@@ -20,47 +20,33 @@ typedef struct {
   double val;
 } moved_entry;
 
-/* Which rank holds row j: per block of NLE__RANK_ROW_BLOCK rows. */
-static int *block_owners(nle_ctx *ctx, size_t n) {
-  int ranks = nle__ranks(ctx);
-  size_t blocks = (n + NLE__RANK_ROW_BLOCK - 1) / NLE__RANK_ROW_BLOCK;
-  int *owner = nle__malloc(ctx, (blocks ? blocks : 1) * sizeof(int), "row owners");
-  for (int r = 0; owner && r < ranks; r++) {
-    nle__row_range rr = nle__rank_rows(n, ranks, r);
-    for (size_t b = rr.begin / NLE__RANK_ROW_BLOCK; rr.end > rr.begin && b * NLE__RANK_ROW_BLOCK < rr.end; b++)
-      owner[b] = r;
-  }
-  return owner;
-}
-
 /* This rank's rows of W+'s transpose: each entry sent to its column's
  * owner, in row order, and bucketed there stably by column, so each row
  * of the transpose lists its entries by ascending row of W+, as
  * nle_csr_transpose does alone. */
 static nle_status dist_transpose(nle_ctx *ctx, const nle_model *m, const nle_csr *W, nle_csr **out) {
   int ranks = nle__ranks(ctx);
-  size_t nnz = (size_t)W->nnz, *offsets = nle__calloc(ctx, 3 * (size_t)ranks + 2, sizeof(size_t), "transpose");
-  int *owner = block_owners(ctx, (size_t)m->n);
+  size_t n = (size_t)m->n, nnz = (size_t)W->nnz;
+  size_t *offsets = nle__calloc(ctx, 3 * (size_t)ranks + 2, sizeof(size_t), "transpose");
   moved_entry *send = nle__malloc(ctx, (nnz ? nnz : 1) * sizeof *send, "transpose");
   void *recv = NULL;
-  nle_status s = offsets && owner && send ? NLE_OK : NLE_ERR_NOMEM;
+  nle_status s = offsets && send ? NLE_OK : NLE_ERR_NOMEM;
   s = nle__comm_agree(ctx, s);
   size_t *bytes = offsets ? offsets + ranks : NULL, *recv_at = offsets ? offsets + 2 * ranks : NULL;
   if (!s) {
-    for (size_t q = 0; q < nnz; q++) bytes[owner[W->colind[q] / NLE__RANK_ROW_BLOCK]] += sizeof(moved_entry);
+    for (size_t q = 0; q < nnz; q++) bytes[nle__rank_of_row(n, ranks, (size_t)W->colind[q])] += sizeof(moved_entry);
     for (int r = 1; r < ranks; r++) offsets[r] = offsets[r - 1] + bytes[r - 1];
     size_t *cursor = recv_at; /* reused as write cursors before the exchange */
     for (int r = 0; r < ranks; r++) cursor[r] = offsets[r] / sizeof(moved_entry);
     for (int64_t i = 0; i < W->rows; i++)
       for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++) {
         int32_t j = W->colind[q];
-        send[cursor[owner[j / NLE__RANK_ROW_BLOCK]]++] =
+        send[cursor[nle__rank_of_row(n, ranks, (size_t)j)]++] =
             (moved_entry){j, (int32_t)(m->row0 + (size_t)i), nle_csr_value(W, q)};
       }
     s = nle__comm_alltoallv(ctx, send, offsets, bytes, &recv, recv_at);
   }
   free(send);
-  free(owner);
   size_t got = s ? 0 : recv_at[ranks] / sizeof(moved_entry), rows = m->row1 - m->row0;
   if (!s) s = nle_csr_alloc(ctx, (int64_t)rows, m->n, (int64_t)got, W->dtype, out);
   if (!s) {
@@ -114,8 +100,8 @@ nle_status nle__model_dist_attach(nle_ctx *ctx, nle_model *m) {
   for (int64_t q = 0; q < W->nnz; q++) counts[0] += (size_t)W->colind[q] < m->row0 || (size_t)W->colind[q] >= m->row1;
   if (!s) s = nle__comm_sum_i64(ctx, counts, 2);
   if (!s)
-    nle__log(ctx, 1, "W+'s entries across ranks: %.2f%% of %lld", 100.0 * (double)counts[0] / (double)(counts[1] ? counts[1] : 1),
-             (long long)counts[1]);
+    nle__log(ctx, 1, "W+'s entries across ranks: %.2f%% of %lld",
+             100.0 * (double)counts[0] / (double)(counts[1] ? counts[1] : 1), (long long)counts[1]);
   return s;
 }
 
