@@ -54,3 +54,23 @@ median_run() {
   med=$(printf '%s\n' "${times[@]}" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}')
   printf '%-44s median %7.2f s of %d (runs: %s), peak RSS %.0f MiB\n' "$label" "$med" "$reps" "${times[*]}" "$((rss / 1024))"
 }
+
+# ranks_run DIR LABEL RANKS command...: the command alone with 2 threads
+# (RANKS 0) or under mpirun -np RANKS with 1 thread a rank (bench/mpi*.sh):
+# its stdout into DIR/LABEL.json, its stderr into DIR/err, every rank's
+# "wall peak_kb" (GNU time) into DIR/LABEL.time. Non-zero when it failed.
+ranks_run() {
+  local dir=$1 label=$2 ranks=$3
+  shift 3
+  rm -f "$dir/time".*
+  if [ "$ranks" = 0 ]; then
+    /usr/bin/time -f '%e %M' -o "$dir/time.0" "$@" --threads 2 > "$dir/$label.json" 2> "$dir/err"
+  else
+    mpirun --allow-run-as-root --oversubscribe -q -np "$ranks" \
+      bash -c "exec /usr/bin/time -f '%e %M' -o $dir/time.\$OMPI_COMM_WORLD_RANK \"\$@\"" _ \
+      "$@" --threads 1 > "$dir/$label.json" 2> "$dir/err"
+  fi
+  local rc=$?
+  [ $rc -eq 0 ] && cat "$dir"/time.* > "$dir/$label.time"
+  return $rc
+}

@@ -27,7 +27,6 @@ SIZES=${*:-$(smoke_or "1000000 2000000" 3000)}
 REPEAT=${REPEAT:-1}
 RANKS=${RANKS:-2 4}
 DATA_DIR=${DATA_DIR:-$OUT/mpi-data}
-MPIRUN=(mpirun --allow-run-as-root --oversubscribe -q)
 mkdir -p "$DATA_DIR"
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
@@ -42,20 +41,11 @@ say "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 # "wall peak_kb" in $W/LABEL.*
 one() {
   local label=$1 ranks=$2 out=$3 data=$4 n=$5
-  rm -f "$W/time".*
-  local cmd=("$NLEMBED" tsne "$data" -o "$out" --quiet $(smoke_or "" "--max-iters 50"))
-  if [ "$ranks" = 0 ]; then
-    /usr/bin/time -f '%e %M' -o "$W/time.0" "${cmd[@]}" --threads 2 > "$W/$label.json" 2> "$W/err"
-  else
-    "${MPIRUN[@]}" -np "$ranks" bash -c "exec /usr/bin/time -f '%e %M' -o $W/time.\$OMPI_COMM_WORLD_RANK \"\$@\"" _ \
-      "${cmd[@]}" --threads 1 > "$W/$label.json" 2> "$W/err"
-  fi
-  local rc=$?
-  if [ $rc -ne 0 ]; then
+  ranks_run "$W" "$label" "$ranks" "$NLEMBED" tsne "$data" -o "$out" --quiet $(smoke_or "" "--max-iters 50") || {
+    local rc=$?
     say "$label, $n points: failed (exit $rc): $(grep -v '^ *$' "$W/err" | head -n 2 | tr '\n' ' ')"
     return 1
-  fi
-  cat "$W"/time.* | awk '{print}' > "$W/$label.time"
+  }
 }
 
 for n in $SIZES; do
@@ -84,27 +74,21 @@ for n in $SIZES; do
     echo "$same" > "$W/$label.same"
   done
   "$PY" - "$W" "$REPEAT" "${configs[@]}" << 'EOF' | tee -a "$report"
-import json, statistics, sys
+import statistics, sys
+sys.path.insert(0, "bench")
+from ranks_runs import runs_of, wall_and_peak
 w, repeat, configs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 stages = ["read", "pca", "knn", "affinity", "optimize"]
 med = statistics.median
 rows, summary = [], {}
 for c in configs:
     label, ranks = c.split(":")
-    runs = []
-    for i in range(1, repeat + 1):
-        try:
-            j = json.loads(open(f"{w}/{label}-{i}.json").read().strip().splitlines()[-1])
-            t = [list(map(float, l.split())) for l in open(f"{w}/{label}-{i}.time")]
-        except (OSError, ValueError, IndexError):
-            continue
-        runs.append((j, t))
+    runs = runs_of(w, label, repeat)
     if not runs:
         print(f"{label}: no run")
         continue
     j0 = runs[-1][0]
-    wall = med(max(r[0] for r in t) for _, t in runs)
-    peak = med(max(r[1] for r in t) for _, t in runs) / 1024
+    wall, peak = wall_and_peak(runs)
     secs = {s: med(j.get(f"{s}_seconds", 0.0) for j, _ in runs) for s in stages}
     same = open(f"{w}/{label}.same").read().strip()
     name = "1 process x 2 threads" if ranks == "0" else f"{ranks} ranks x 1 thread"

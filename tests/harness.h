@@ -51,6 +51,10 @@ nle_ctx *test_ctx(uint64_t seed);
 /* test_ctx with the world communicator when the runner was started by
  * mpirun (tests/mpi.sh), else test_ctx: for the cases run on every rank. */
 nle_ctx *test_comm_ctx(uint64_t seed);
+/* The same with a communicator of this rank alone (MPI_COMM_SELF) under
+ * mpirun: a stage's ranks' way at one rank, for bits compared with
+ * several; test_ctx's otherwise. */
+nle_ctx *test_self_ctx(uint64_t seed);
 /* A temporary folder for the files a test writes (removed at exit). */
 const char *test_tmpdir(void);
 /* Path inside it. */

@@ -188,6 +188,36 @@ print('same' if d <= 1e-7 * np.abs(a).max() and np.array_equal(la, lb) else 'dif
   else ok "cli_le_cluster_ranks_$ranks"; fi
 done
 
+# LLL (lll_dist.c): Z by rows, the reduced pencil summed over ranks in fixed
+# point, so the same bytes at 1, 2 and 3 ranks, and within 1e-6 of the
+# single process's (its sums in double). 120 columns: the search runs among
+# principal components, which every rank must resolve for all N (at 3 ranks
+# the last holds 800 rows)
+/usr/bin/python3 -c "
+import numpy as np
+rng = np.random.default_rng(4)
+Y = rng.standard_normal((2 * 4096 + 800, 120))
+Y[:, 0] += 4.0 * (np.arange(len(Y)) % 3 - 1)
+np.save('$T/wide.npy', rng.permutation(Y).astype(np.float32))"
+$N le "$T/wide.npy" --landmarks 300 -o "$T/lll0.npy" --quiet > /dev/null || bad cli_lll_alone "exit $?"
+for ranks in 1 2 3; do
+  timeout 120 "${MPIRUN[@]}" -q -np "$ranks" "$N" le "$T/wide.npy" --landmarks 300 -o "$T/lll$ranks.npy" --quiet \
+    > /dev/null 2> "$T/stderr" &&
+    timeout 120 "${MPIRUN[@]}" -q -np "$ranks" "$N" cluster "$T/wide.npy" -c 3 --landmarks 300 --landmark-method thinned \
+      -o "$T/lllc$ranks.npy" --quiet > /dev/null 2>> "$T/stderr"
+  rc=$?
+  if [ $rc -ne 0 ]; then bad "cli_lll_ranks_$ranks" "exit $rc: $(head -c 300 "$T/stderr")"
+  elif [ "$ranks" -gt 1 ] && ! { cmp -s "$T/lll1.npy" "$T/lll$ranks.npy" && cmp -s "$T/lllc1.npy" "$T/lllc$ranks.npy"; }; then
+    bad "cli_lll_ranks_$ranks" "not the bytes of 1 rank"
+  else ok "cli_lll_ranks_$ranks"; fi
+done
+verdict=$(/usr/bin/python3 -c "
+import numpy as np
+a, b = np.load('$T/lll0.npy'), np.load('$T/lll1.npy')
+d = np.abs(a - b).max() if a.shape == b.shape else np.inf
+print('near' if d <= 1e-6 * np.abs(a).max() else 'differs by %g' % d)" 2>&1)
+[ "$verdict" = near ] && ok cli_lll_near_alone || bad cli_lll_near_alone "$verdict"
+
 # one rank bound to one core by mpirun's default on a machine with more:
 # rank 0 says so once; unbound, nothing
 if [ "$(nproc)" -ge 2 ]; then

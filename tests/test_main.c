@@ -64,17 +64,24 @@ nle_ctx *test_ctx(uint64_t seed) {
 static bool under_mpirun;
 #endif
 
-nle_ctx *test_comm_ctx(uint64_t seed) {
+/* test_ctx's context with the world's communicator, or with this rank's
+ * own (MPI_COMM_SELF), under mpirun. */
+static nle_ctx *ctx_with_comm(uint64_t seed, bool world) {
   nle_ctx *ctx = test_ctx(seed);
 #ifdef NLE_WITH_MPI
-  MPI_Comm world = MPI_COMM_WORLD;
-  if (under_mpirun && nle_ctx_set_comm(ctx, &world) != NLE_OK) {
+  MPI_Comm comm = world ? MPI_COMM_WORLD : MPI_COMM_SELF;
+  if (under_mpirun && nle_ctx_set_comm(ctx, &comm) != NLE_OK) {
     fprintf(stderr, "%s\n", nle_ctx_error(ctx));
     exit(2);
   }
+#else
+  (void)world;
 #endif
   return ctx;
 }
+
+nle_ctx *test_comm_ctx(uint64_t seed) { return ctx_with_comm(seed, true); }
+nle_ctx *test_self_ctx(uint64_t seed) { return ctx_with_comm(seed, false); }
 
 static int failures_on_any_rank(int failures) {
 #ifdef NLE_WITH_MPI

@@ -157,6 +157,92 @@ static void rank_without_rows(void) {
   close_setting(&t);
 }
 
+/* LLL (lll_dist.c) on 2 row blocks and a short one (3 ranks: one each),
+ * the dense pencil (L = 300, 120) and the sparse one (L = 600), random,
+ * thinned and MinMax landmarks: the same
+ * landmarks as alone; the rows near alone's (the pencil's sums in fixed
+ * point there, in double alone); and bit for bit those of this rank's
+ * communicator alone (MPI_COMM_SELF, all the rows: the ranks' way at one
+ * rank), so the same bits at 1, 2 and 3 ranks. */
+static void lll_rows(void) {
+  enum { N = 2 * NLE__RANK_ROW_BLOCK + 300 };
+  setting t = open_setting(23, N);
+  nle_ctx *self = test_self_ctx(23);
+  const struct {
+    int landmarks;
+    nle_landmark_method method;
+    nle_laplacian_kind laplacian;
+  } cases[] = {{300, NLE_LANDMARKS_RANDOM, NLE_LAPLACIAN_RANDOM_WALK},
+               {600, NLE_LANDMARKS_THINNED, NLE_LAPLACIAN_SYMMETRIC},
+               {120, NLE_LANDMARKS_MINMAX, NLE_LAPLACIAN_UNNORMALISED}};
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    nle_spectral_opts o;
+    nle_spectral_opts_init(&o);
+    o.dim = 2;
+    o.landmarks = cases[c].landmarks;
+    o.landmark_method = cases[c].method;
+    o.laplacian = cases[c].laplacian;
+    nle_spectral_input all = {.Y = t.Y}, part = {.Y = &t.part};
+    nle_spectral_result *a = NULL, *b = NULL, *one = NULL;
+    nle_test_ok(nle_spectral_embed(t.one, NLE_SPECTRAL_LE, &all, &o, &a));
+    nle_test_ok(nle_spectral_embed(t.ctx, NLE_SPECTRAL_LE, &part, &o, &b));
+    nle_test_ok(nle_spectral_embed(self, NLE_SPECTRAL_LE, &all, &o, &one));
+    if (a && b && one) {
+      size_t L = (size_t)o.landmarks, d = 2;
+      nle_test(b->n == N && b->X->rows == t.part.rows && b->n_landmarks == L);
+      nle_test(memcmp(a->landmark_index, b->landmark_index, L * sizeof(int32_t)) == 0);
+      nle_test(fabs(a->reconstruction_error - b->reconstruction_error) < 1e-12);
+      for (int k = 0; k < 3; k++) nle_test(fabs(a->eigenvalues[k] - b->eigenvalues[k]) < 1e-9);
+      double scale, diff = rows_diff(a->X, &t.mine, b->X, &scale);
+      nle_test(diff <= 1e-6 * scale);
+      nle_test(memcmp(one->eigenvalues, b->eigenvalues, 3 * sizeof(double)) == 0);
+      nle_test(memcmp(one->landmark_X->data, b->landmark_X->data, L * d * sizeof(double)) == 0);
+      nle_test(memcmp(one->X->data + t.mine.begin * d, b->X->data, t.part.rows * d * sizeof(double)) == 0);
+    }
+    nle_spectral_result_free(&a);
+    nle_spectral_result_free(&b);
+    nle_spectral_result_free(&one);
+  }
+  /* k-means landmarks need every point on one rank: refused there alike */
+  nle_spectral_opts o;
+  nle_spectral_opts_init(&o);
+  o.landmarks = 100;
+  o.landmark_method = NLE_LANDMARKS_KMEANS;
+  nle_spectral_input part = {.Y = &t.part};
+  nle_spectral_result *b = NULL;
+  nle_status s = nle_spectral_embed(t.ctx, NLE_SPECTRAL_LE, &part, &o, &b);
+  nle_test(nle__distributed(t.ctx) ? s == NLE_ERR_UNSUPPORTED && strstr(nle_ctx_error(t.ctx), "landmark_method=kmeans")
+                                   : s == NLE_OK);
+  nle_spectral_result_free(&b);
+  nle_ctx_free(&self);
+  close_setting(&t);
+}
+
+/* Spectral clustering by LLL: k-means warm-started from the landmarks'
+ * rows, on the gathered rows over ranks: alone's labels. */
+static void lll_cluster_rows(void) {
+  enum { N = 2 * NLE__RANK_ROW_BLOCK + 500 };
+  setting t = open_setting(24, N);
+  nle_cluster_opts co;
+  nle_cluster_opts_init(&co);
+  co.clusters = 3;
+  co.spectral.landmarks = 200;
+  nle_spectral_input all = {.Y = t.Y}, part = {.Y = &t.part};
+  nle_cluster_result *ca = NULL, *cb = NULL;
+  nle_test_ok(nle_spectral_cluster(t.one, &all, &co, &ca));
+  nle_test_ok(nle_spectral_cluster(t.ctx, &part, &co, &cb));
+  if (ca && cb) {
+    nle_test(cb->warm_started && cb->embedding->X->rows == t.part.rows);
+    nle_test(memcmp(ca->labels + t.mine.begin, cb->labels, t.part.rows * sizeof(int32_t)) == 0);
+    nle_test_rel(cb->inertia, ca->inertia, 1e-9);
+  }
+  nle_cluster_result_free(&ca);
+  nle_cluster_result_free(&cb);
+  close_setting(&t);
+}
+
 const nle_test_case mpi_spectral_tests[] = {{"mpi/spectral_le_rows", le_rows},
                                             {"mpi/spectral_rank_without_rows", rank_without_rows},
+                                            {"mpi/spectral_lll_rows", lll_rows},
+                                            {"mpi/spectral_lll_cluster_rows", lll_cluster_rows},
                                             {NULL, NULL}};

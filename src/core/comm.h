@@ -32,6 +32,17 @@ typedef struct {
   nle__row_range mine;
 } nle__rows;
 
+/* Work this rank does alone inside a distributed run (rank 0 reading a
+ * whole file, writing a gathered text; every rank solving the same small
+ * problem, as LLL's reduced pencil): the context's collective calls
+ * are local until nle__alone_end, which returns what ranks it had. */
+static inline int nle__alone_begin(nle_ctx *ctx) {
+  int ranks = ctx->ranks;
+  ctx->ranks = 0;
+  return ranks;
+}
+static inline void nle__alone_end(nle_ctx *ctx, int ranks) { ctx->ranks = ranks; }
+
 /* 1 and 0 without a communicator. */
 int nle__ranks(const nle_ctx *ctx);
 int nle__rank(const nle_ctx *ctx);

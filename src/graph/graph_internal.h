@@ -64,8 +64,11 @@ nle_status nle__radius_graph(nle_ctx *ctx, const nle_matf *Y, double radius, nle
 /* Whether A is symmetric (the same value at (i, j) and (j, i), to 1e-12
  * relative); names the first asymmetric pair otherwise. */
 nle_status nle__csr_check_symmetric(nle_ctx *ctx, const nle_csr *A, const char *what);
-/* Degrees of W, its diagonal left out. */
+/* Degrees of W, its diagonal left out (calloc'd, W->rows + 1 entries so
+ * that a rank holding no rows still gets a pointer). _from: W's rows are
+ * points first, first + 1, ... (a rank's rows with global columns). */
 double *nle__degrees(nle_ctx *ctx, const nle_csr *W);
+double *nle__degrees_from(nle_ctx *ctx, const nle_csr *W, size_t first);
 /* Y's points on `dims` principal components (a saved model's mean[D] and
  * components[dims x D]), as floats: new points searched where training
  * searched. */

@@ -258,14 +258,16 @@ nle_status nle__csr_check_symmetric(nle_ctx *ctx, const nle_csr *A, const char *
   return s;
 }
 
-double *nle__degrees(nle_ctx *ctx, const nle_csr *W) {
-  double *deg = nle__calloc(ctx, (size_t)W->rows, sizeof(double), "degrees");
+double *nle__degrees_from(nle_ctx *ctx, const nle_csr *W, size_t first) {
+  double *deg = nle__calloc(ctx, (size_t)W->rows + 1, sizeof(double), "degrees");
   if (!deg) return NULL;
   for (int64_t i = 0; i < W->rows; i++)
     for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++)
-      if (W->colind[q] != i) deg[i] += nle_csr_value(W, q);
+      if (W->colind[q] != (int64_t)first + i) deg[i] += nle_csr_value(W, q);
   return deg;
 }
+
+double *nle__degrees(nle_ctx *ctx, const nle_csr *W) { return nle__degrees_from(ctx, W, 0); }
 
 /* ---- epsilon-ball neighbourhoods (the slides' "within a fixed radius") -- */
 

@@ -298,14 +298,5 @@ nle_status nle__write_csr_gathered(nle_ctx *ctx, const char *path, const nle_csr
  * numeric array by hyperslab; *out NULL (and NLE_OK) when the source is not
  * one (a sparse group, a MATLAB file, --transpose, not HDF5). */
 nle_status nle__read_hdf5_share(nle_ctx *ctx, const char *source, const nle_read_opts *opts, nle_dataset **out);
-/* Work this rank does alone inside a distributed run (rank 0 reading a
- * whole file, writing a gathered text): the context's collective calls
- * are local until nle__alone_end, which returns what ranks it had. */
-static inline int nle__alone_begin(nle_ctx *ctx) {
-  int ranks = ctx->ranks;
-  ctx->ranks = 0;
-  return ranks;
-}
-static inline void nle__alone_end(nle_ctx *ctx, int ranks) { ctx->ranks = ranks; }
 
 #endif

@@ -168,11 +168,12 @@ static nle_status warm_kmeans(nle_ctx *ctx, const nle_matd *Z, const nle_matd *X
 
 /* Distributed (issue 38): every rank gathers the N rows of Z (N x dims
  * doubles, dims = K - 1 by default: small beside the graph) and runs the
- * single process's k-means on them, the same on every rank (its draws come
- * from the seed, its sums in point order), keeping its own rows' labels:
- * the single process's labels from the same Z. */
+ * single process's k-means on them (warm-started from the landmarks' rows
+ * Xl when LLL gave them), the same on every rank (its draws come from the
+ * seed, its sums in point order), keeping its own rows' labels: the single
+ * process's labels from the same Z. */
 static nle_status kmeans_gathered(nle_ctx *ctx, const nle_matd *Z, size_t n_all, const nle_cluster_opts *o,
-                                  int32_t *labels, double *inertia) {
+                                  const nle_matd *Xl, int32_t *labels, double *inertia) {
   nle__rows rows;
   nle_status s = nle__comm_rows(ctx, Z->rows, "k-means", &rows);
   nle_matd *all = NULL;
@@ -180,7 +181,8 @@ static nle_status kmeans_gathered(nle_ctx *ctx, const nle_matd *Z, size_t n_all,
   if (!s) s = every ? nle_matd_alloc(ctx, n_all, Z->cols, &all) : NLE_ERR_NOMEM;
   s = nle__comm_agree(ctx, s);
   if (!s) s = nle__comm_allgather_rows(ctx, Z->data, n_all, Z->cols * sizeof(double), all->data);
-  if (!s) s = nle_kmeans(ctx, all, o->clusters, o->restarts, o->max_iters, every, inertia);
+  if (!s && Xl) s = warm_kmeans(ctx, all, Xl, o->clusters, o->restarts, o->max_iters, every, inertia);
+  else if (!s) s = nle_kmeans(ctx, all, o->clusters, o->restarts, o->max_iters, every, inertia);
   if (!s) memcpy(labels, every + rows.mine.begin, Z->rows * sizeof(int32_t));
   nle_matd_free(&all);
   free(every);
@@ -291,8 +293,8 @@ nle_status nle__spectral_cluster_with(nle_ctx *ctx, const nle_spectral_input *in
     if (!r->labels) s = NLE_ERR_NOMEM;
   }
   double t0 = nle_time_seconds();
-  if (!s && Xl) s = warm_kmeans(ctx, Z, Xl, o->clusters, o->restarts, o->max_iters, r->labels, &r->inertia);
-  else if (!s && nle__distributed(ctx)) s = kmeans_gathered(ctx, Z, r->n, o, r->labels, &r->inertia);
+  if (!s && nle__distributed(ctx)) s = kmeans_gathered(ctx, Z, r->n, o, Xl, r->labels, &r->inertia);
+  else if (!s && Xl) s = warm_kmeans(ctx, Z, Xl, o->clusters, o->restarts, o->max_iters, r->labels, &r->inertia);
   else if (!s) s = nle_kmeans(ctx, Z, o->clusters, o->restarts, o->max_iters, r->labels, &r->inertia);
   r->warm_started = Xl != NULL;
   nle_matd_free(&Xl);

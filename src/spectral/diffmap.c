@@ -26,16 +26,11 @@
  * with global columns, and every rank gathers the N degrees Q. */
 static nle_status alpha_normalise(nle_ctx *ctx, const nle_csr *W, const nle__rows *rows, double alpha, nle_csr **Wa) {
   size_t first = rows->mine.begin;
-  double *mine = nle__degrees(ctx, W), *q = mine;
+  double *mine = nle__degrees_from(ctx, W, first), *q = mine;
   nle_status s = mine ? NLE_OK : NLE_ERR_NOMEM;
-  if (nle__distributed(ctx)) { /* the rows' sums without the diagonal, then all N of them */
+  if (nle__distributed(ctx)) { /* all N of them */
     q = nle__malloc(ctx, rows->n * sizeof(double), "the degrees");
     if (!q) s = NLE_ERR_NOMEM;
-    for (int64_t i = 0; !s && i < W->rows; i++) {
-      mine[i] = 0.0;
-      for (int64_t p = W->rowptr[i]; p < W->rowptr[i + 1]; p++)
-        if (W->colind[p] != (int64_t)first + i) mine[i] += nle_csr_value(W, p);
-    }
     s = nle__comm_agree(ctx, s);
     if (!s) s = nle__comm_allgather_rows(ctx, mine, rows->n, sizeof(double), q);
   }

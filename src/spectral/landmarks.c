@@ -6,6 +6,8 @@
 #include "method.h"
 #include "spectral_internal.h"
 
+#include "../core/comm.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,18 +47,47 @@ static double sqdist_f(const float *a, const float *b, size_t D) {
   return s;
 }
 
-static nle_status rows_of(nle_ctx *ctx, const nle_matf *Y, const int32_t *idx, size_t m, nle_matf **out) {
-  nle_status s = nle_matf_alloc(ctx, m, Y->cols, out);
+nle_status nle__rows_at(nle_ctx *ctx, const nle_matf *Y, const int32_t *idx, size_t m, nle_matf **out) {
+  *out = NULL;
+  size_t D = Y->cols, row = D * sizeof(float);
+  if (!nle__distributed(ctx)) {
+    nle_status s = nle_matf_alloc(ctx, m, D, out);
+    for (size_t i = 0; !s && i < m; i++) memcpy((*out)->data + i * D, Y->data + (size_t)idx[i] * D, row);
+    return s;
+  }
+  /* each rank's rows among them in idx's order, gathered in rank order,
+   * then dealt back into idx's order */
+  nle__rows rows;
+  nle_status s = nle__comm_rows(ctx, Y->rows, "the landmarks' rows", &rows);
+  if (s) return s;
+  int ranks = nle__ranks(ctx);
+  size_t mine = 0;
+  for (size_t i = 0; i < m; i++) mine += (size_t)idx[i] >= rows.mine.begin && (size_t)idx[i] < rows.mine.end;
+  float *pack = nle__malloc(ctx, mine * row + 1, "the landmarks' rows");
+  char *all = nle__malloc(ctx, m * row + 1, "the landmarks' rows");
+  size_t *at = nle__malloc(ctx, ((size_t)ranks + 1) * sizeof(size_t), "the landmarks' rows");
+  s = pack && all && at ? nle_matf_alloc(ctx, m, D, out) : NLE_ERR_NOMEM;
+  size_t packed = 0;
   for (size_t i = 0; !s && i < m; i++)
-    memcpy((*out)->data + i * Y->cols, Y->data + (size_t)idx[i] * Y->cols, Y->cols * sizeof(float));
+    if ((size_t)idx[i] >= rows.mine.begin && (size_t)idx[i] < rows.mine.end)
+      memcpy(pack + packed++ * D, Y->data + ((size_t)idx[i] - rows.mine.begin) * D, row);
+  s = nle__comm_agree(ctx, s);
+  if (!s) s = nle__comm_allgatherv(ctx, pack, mine * row, all, at);
+  for (size_t i = 0; !s && i < m; i++) {
+    int r = nle__rank_of_row(rows.n, ranks, (size_t)idx[i]);
+    memcpy((*out)->data + i * D, all + at[r], row);
+    at[r] += row;
+  }
+  free(pack), free(all), free(at);
+  if (s) nle_matf_free(out);
   return s;
 }
 
 /* L + M random points, then the M closest disjoint pairs (from each
  * candidate's few nearest candidates, pairs in ascending distance), the
  * later point of each pair dropped. */
-static nle_status thinned(nle_ctx *ctx, const nle_matf *Y, size_t L, nle_rng *rng, int32_t *idx) {
-  size_t n = Y->rows, M = L / 10 > 0 ? L / 10 : 1;
+static nle_status thinned(nle_ctx *ctx, const nle_matf *Y, size_t n, size_t L, nle_rng *rng, int32_t *idx) {
+  size_t M = L / 10 > 0 ? L / 10 : 1;
   if (L + M > n) M = n - L;
   size_t c = L + M;
   int32_t *cand = nle__malloc(ctx, c * sizeof(int32_t), "the landmark candidates");
@@ -67,10 +98,12 @@ static nle_status thinned(nle_ctx *ctx, const nle_matf *Y, size_t L, nle_rng *rn
   nle_status s = cand && gone ? NLE_OK : NLE_ERR_NOMEM;
   if (!s) s = random_points(ctx, rng, n, c, cand);
   if (!s && M > 0) {
-    s = rows_of(ctx, Y, cand, c, &C);
+    s = nle__rows_at(ctx, Y, cand, c, &C);
     int k = c - 1 < THIN_NEIGHBOURS ? (int)c - 1 : THIN_NEIGHBOURS;
     nle_knn_opts ko = {k};
+    int ranks = nle__alone_begin(ctx); /* the candidates, alike on every rank */
     if (!s) s = nle_knn_exact(ctx, C, &ko, &G);
+    nle__alone_end(ctx, ranks);
     if (!s && !(pairs = nle__malloc(ctx, (size_t)G->nnz * sizeof *pairs, "the closest pairs"))) s = NLE_ERR_NOMEM;
     size_t np = 0;
     for (int64_t i = 0; !s && i < G->rows; i++)
@@ -161,47 +194,86 @@ static int minmax_block(void *job, size_t b, void *scratch) {
 }
 
 /* Farthest-point sampling: each next landmark maximises the distance to
- * those chosen (ties to the lowest index). */
-static nle_status minmax(nle_ctx *ctx, const nle_matf *Y, size_t L, nle_rng *rng, int32_t *idx) {
-  size_t n = Y->rows;
-  double *near = nle__malloc(ctx, n * sizeof(double), "the MinMax distances");
-  if (!near) return NLE_ERR_NOMEM;
-  for (size_t i = 0; i < n; i++) near[i] = INFINITY;
+ * those chosen (ties to the lowest index). Y is this rank's rows of n
+ * (first: its first point's index); over ranks each round's farthest is
+ * every rank's farthest compared (the same rule, so the same choice as
+ * alone) and its row sent from its rank to all. */
+static nle_status minmax(nle_ctx *ctx, const nle_matf *Y, size_t n, size_t first_row, size_t L, nle_rng *rng,
+                         int32_t *idx) {
+  size_t m = Y->rows, D = Y->cols;
+  int ranks = nle__ranks(ctx);
+  typedef struct {
+    double d;
+    int64_t i;
+  } far_point;
+  double *near = nle__malloc(ctx, (m + 1) * sizeof(double), "the MinMax distances");
+  far_point *every = nle__malloc(ctx, (size_t)(ranks > 1 ? ranks : 1) * sizeof(far_point), "the MinMax distances");
+  float *last = nle__malloc(ctx, (D + 1) * sizeof(float), "the MinMax distances");
+  nle_status s = near && every && last ? NLE_OK : NLE_ERR_NOMEM;
+  if (nle__distributed(ctx)) s = nle__comm_agree(ctx, s);
+  for (size_t i = 0; !s && i < m; i++) near[i] = INFINITY;
   size_t first = (size_t)(nle_rng_uniform(rng) * (double)n);
-  idx[0] = (int32_t)(first < n ? first : n - 1);
-  minmax_job j = {Y, NULL, near};
-  nle_status s = NLE_OK;
-  int threads = nle__threads_for(ctx, (double)n * (double)Y->cols);
+  if (!s) idx[0] = (int32_t)(first < n ? first : n - 1);
+  minmax_job j = {Y, last, near};
+  int threads = nle__threads_for(ctx, (double)m * (double)D);
   for (size_t c = 0; !s && c < L; c++) {
     if (c > 0) {
-      size_t far = 0;
-      for (size_t i = 1; i < n; i++) far = near[i] > near[far] ? i : far;
-      idx[c] = (int32_t)far;
+      far_point mine = {-1.0, -1}; /* a rank without rows offers nothing */
+      for (size_t i = 0; i < m; i++)
+        if (near[i] > mine.d) mine = (far_point){near[i], (int64_t)(first_row + i)};
+      every[0] = mine;
+      if (nle__distributed(ctx)) s = nle__comm_allgatherv(ctx, &mine, sizeof mine, every, NULL);
+      far_point best = every[0];
+      for (int r = 1; !s && r < ranks; r++) /* rank order is index order: ties stay with the lower */
+        if (every[r].d > best.d) best = every[r];
+      idx[c] = (int32_t)best.i;
     }
-    j.last = Y->data + (size_t)idx[c] * Y->cols;
-    s = nle__for_blocks(ctx, "MinMax landmarks", (n + MINMAX_BLOCK - 1) / MINMAX_BLOCK, threads, 0, minmax_block, &j);
+    size_t at = (size_t)idx[c];
+    bool mine = at >= first_row && at < first_row + m;
+    if (!s && mine) memcpy(last, Y->data + (at - first_row) * D, D * sizeof(float));
+    if (!s && nle__distributed(ctx)) s = nle__comm_bcast(ctx, last, D * sizeof(float), nle__rank_of_row(n, ranks, at));
+    if (!s) s = nle__for_blocks(ctx, "MinMax landmarks", (m + MINMAX_BLOCK - 1) / MINMAX_BLOCK, threads, 0, minmax_block, &j);
   }
-  free(near);
+  free(near), free(every), free(last);
   if (!s) qsort(idx, L, sizeof *idx, cmp_i32);
   return s;
 }
 
-nle_status nle_landmarks_select(nle_ctx *ctx, const nle_matf *Y, size_t L, nle_landmark_method method, int32_t *idx) {
-  size_t n = Y ? Y->rows : 0;
-  if (!Y || !idx || !strcmp(nle_landmark_method_name(method), "unknown"))
-    return nle__fail(ctx, NLE_ERR_ARG, "landmarks: bad argument (points, method or output)");
+/* The selection over n points of which Y holds rows [first, first +
+ * Y->rows) (all of them alone). */
+static nle_status select_rows(nle_ctx *ctx, const nle_matf *Y, size_t n, size_t first, size_t L,
+                              nle_landmark_method method, int32_t *idx) {
   if (L < 1 || L > n) return nle__fail(ctx, NLE_ERR_ARG, "landmarks: {@landmarks=%zu} of %zu points (1..N)", L, n);
+  if (method == NLE_LANDMARKS_KMEANS && L < n && nle__distributed(ctx))
+    return nle__fail(ctx, NLE_ERR_UNSUPPORTED, "landmarks: {@landmark-method=kmeans} does not run on more than one rank "
+                     "yet (random, the default, thinned or minmax do)");
   nle_rng rng;
   nle_rng_init(&rng, nle_ctx_seed(ctx), 0x6c6c6c6dULL);
   switch (method) {
   case NLE_LANDMARKS_THINNED:
-    if (L < n) return thinned(ctx, Y, L, &rng, idx);
+    if (L < n) return thinned(ctx, Y, n, L, &rng, idx);
     break;
   case NLE_LANDMARKS_KMEANS:
     if (L < n) return kmeans_points(ctx, Y, L, idx);
     break;
-  case NLE_LANDMARKS_MINMAX: return minmax(ctx, Y, L, &rng, idx);
+  case NLE_LANDMARKS_MINMAX: return minmax(ctx, Y, n, first, L, &rng, idx);
   default: break;
   }
   return random_points(ctx, &rng, n, L, idx);
+}
+
+nle_status nle_landmarks_select(nle_ctx *ctx, const nle_matf *Y, size_t L, nle_landmark_method method, int32_t *idx) {
+  if (!Y || !idx || !strcmp(nle_landmark_method_name(method), "unknown"))
+    return nle__fail(ctx, NLE_ERR_ARG, "landmarks: bad argument (points, method or output)");
+  int ranks = nle__alone_begin(ctx); /* the public call: these points, this process */
+  nle_status s = select_rows(ctx, Y, Y->rows, 0, L, method, idx);
+  nle__alone_end(ctx, ranks);
+  return s;
+}
+
+nle_status nle__landmarks_select_rows(nle_ctx *ctx, const nle_matf *Y, size_t L, nle_landmark_method method,
+                                      int32_t *idx) {
+  nle__rows rows;
+  nle_status s = nle__comm_rows(ctx, Y->rows, "landmarks", &rows);
+  return s ? s : select_rows(ctx, Y, rows.n, rows.mine.begin, L, method, idx);
 }

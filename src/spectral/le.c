@@ -229,16 +229,6 @@ static nle_eigen_solver choose_solver(nle_ctx *ctx, const nle_csr *W, nle_eigen_
              : NLE_EIGEN_SPARSE;
 }
 
-/* W's degrees, its rows' sums without the diagonal (the point of row i is
- * first + i). */
-static double *row_degrees(nle_ctx *ctx, const nle_csr *W, size_t first) {
-  double *deg = nle__calloc(ctx, (size_t)W->rows + 1, sizeof(double), "degrees");
-  for (int64_t i = 0; deg && i < W->rows; i++)
-    for (int64_t q = W->rowptr[i]; q < W->rowptr[i + 1]; q++)
-      if (W->colind[q] != (int64_t)first + i) deg[i] += nle_csr_value(W, q);
-  return deg;
-}
-
 /* Distributed (issue 38): W is this rank's rows with global columns. Every
  * rank gathers the N degrees (their D^-1/2 scale the columns), and PARPACK
  * finds the large end of the normalised affinity or of c I - L: the
@@ -256,7 +246,7 @@ static nle_status laplacian_eigs_rows(nle_ctx *ctx, const nle_csr *W, nle_laplac
   nle_status s = nle__comm_rows(ctx, (size_t)W->rows, "Laplacian eigenmaps", &rows);
   if (s) return s;
   size_t N = rows.n, n = (size_t)W->rows;
-  double *deg = row_degrees(ctx, W, rows.mine.begin);
+  double *deg = nle__degrees_from(ctx, W, rows.mine.begin);
   double *all = nle__malloc(ctx, N * sizeof(double), "the degrees");
   s = deg && all ? NLE_OK : NLE_ERR_NOMEM;
   s = nle__comm_agree(ctx, s);

@@ -10,6 +10,8 @@
 #include "method.h"
 #include "spectral_internal.h"
 
+#include "../core/comm.h"
+
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
@@ -114,7 +116,12 @@ static nle_status landmark_distances(nle_ctx *ctx, const nle_matf *Yl, double **
     return NLE_ERR_NOMEM;
   }
   for (size_t i = 0; i < L * D; i++) Ld[i] = Yl->data[i];
+  /* under mpirun each rank's threads follow its placement, and OpenBLAS's
+   * bits follow its threads: one thread there, the same bits on any
+   * number of ranks */
+  int blas = nle__has_comm(ctx) ? nle__blas_set_threads(1) : 0;
   cblas_dsyrk(CblasRowMajor, CblasUpper, CblasNoTrans, (int)L, (int)D, 1.0, Ld, (int)D, 0.0, *delta, (int)L);
+  if (nle__has_comm(ctx)) nle__blas_set_threads(blas);
   for (size_t a = 0; a < L; a++) nrm[a] = (*delta)[a * L + a];
   for (size_t a = 0; a < L; a++) {
     (*delta)[a * L + a] = 0.0;
@@ -126,38 +133,49 @@ static nle_status landmark_distances(nle_ctx *ctx, const nle_matf *Yl, double **
 }
 
 /* The weights of Q's rows from the landmarks `near` lists (first kz of each
- * row, nearest first). */
-static nle_status weights_from(nle_ctx *ctx, const nle_matf *Yl, const nle_matf *Q, const nle_csr *near, int kz,
-                               double reg, nle_csr **Z, double *error) {
+ * row, nearest first). Over ranks (over_ranks: Q is this rank's rows of
+ * n_all, in whole blocks of NLE__RANK_ROW_BLOCK): the points' mean and the
+ * error's sums are per ROW_BLOCK partials added by nle__comm_sum_blocks,
+ * the same bits for any partition and alone; the rule for the landmarks'
+ * distance matrix reads n_all. Not over ranks, those sums are this
+ * process's alone, even with a communicator. */
+nle_status nle__lll_weights_from(nle_ctx *ctx, const nle_matf *Yl, const nle_matf *Q, const nle_csr *near, int kz,
+                                 double reg, bool over_ranks, size_t n_all, nle_csr **Z, double *error) {
   size_t m = Q->rows, D = Q->cols, blocks = (m + ROW_BLOCK - 1) / ROW_BLOCK;
   weights_job j = {Yl, Q, near, kz, reg, NULL, NULL, NULL, NULL, NULL};
   double *mean = nle__calloc(ctx, D, sizeof(double), "the points' mean");
-  j.err = nle__calloc(ctx, blocks, sizeof(double), "LLL weights");
-  j.spread = nle__calloc(ctx, blocks, sizeof(double), "LLL weights");
-  nle_status s = mean && j.err && j.spread ? NLE_OK : NLE_ERR_NOMEM;
-  for (size_t i = 0; !s && i < m; i++)
-    for (size_t t = 0; t < D; t++) mean[t] += Q->data[i * D + t];
-  for (size_t t = 0; !s && t < D; t++) mean[t] /= (double)m;
+  double *part = nle__calloc(ctx, (blocks ? blocks : 1) * (D > 2 ? D : 2), sizeof(double), "the points' mean");
+  j.err = nle__calloc(ctx, blocks + 1, sizeof(double), "LLL weights");
+  j.spread = nle__calloc(ctx, blocks + 1, sizeof(double), "LLL weights");
+  nle_status s = mean && part && j.err && j.spread ? NLE_OK : NLE_ERR_NOMEM;
+  if (over_ranks) s = nle__comm_agree(ctx, s);
+  int ranks = over_ranks ? 0 : nle__alone_begin(ctx);
+  for (size_t b = 0; !s && b < blocks; b++)
+    for (size_t i = b * ROW_BLOCK; i < m && i < (b + 1) * ROW_BLOCK; i++)
+      for (size_t t = 0; t < D; t++) part[b * D + t] += Q->data[i * D + t];
+  if (!s) s = nle__comm_sum_blocks(ctx, part, blocks, D, mean);
+  for (size_t t = 0; !s && t < D; t++) mean[t] /= (double)n_all;
   j.mean = mean;
   double *delta = NULL;
   if (!s && kz > 1 && (double)Yl->rows * (double)Yl->rows * sizeof(double) <= DELTA_MAX_BYTES &&
-      (double)m * kz * kz * (double)D > (double)Yl->rows * (double)Yl->rows * (double)D / 8)
+      (double)n_all * kz * kz * (double)D > (double)Yl->rows * (double)Yl->rows * (double)D / 8)
     s = landmark_distances(ctx, Yl, &delta);
-  j.delta = delta;
   if (!s) s = nle_csr_alloc(ctx, (int64_t)m, (int64_t)Yl->rows, (int64_t)m * kz, NLE_F64, &j.Z);
   for (size_t i = 0; !s && i <= m; i++) j.Z->rowptr[i] = (int64_t)i * kz;
   size_t scratch = (size_t)kz * (1 + D + (size_t)kz) * sizeof(double) + (size_t)kz * sizeof(int32_t);
+  j.delta = delta;
   if (!s)
     s = nle__for_blocks(ctx, "LLL weights", blocks, nle__threads_for(ctx, (double)m * (double)D * kz * kz), scratch,
                         weights_block, &j);
-  if (!s && error) {
-    double e = 0.0, sp = 0.0;
-    for (size_t b = 0; b < blocks; b++) e += j.err[b], sp += j.spread[b];
-    *error = sp > 0 ? sqrt(e / sp) : 0.0;
-  }
+  if (over_ranks) s = nle__comm_agree(ctx, s);
+  for (size_t b = 0; !s && b < blocks; b++) part[2 * b] = j.err[b], part[2 * b + 1] = j.spread[b];
+  double sums[2] = {0, 0};
+  if (!s && error) s = nle__comm_sum_blocks(ctx, part, blocks, 2, sums);
+  if (!s && error) *error = sums[1] > 0 ? sqrt(sums[0] / sums[1]) : 0.0;
+  if (!over_ranks) nle__alone_end(ctx, ranks);
   if (!s) *Z = j.Z, j.Z = NULL;
   nle_csr_free(&j.Z);
-  free(mean), free(j.err), free(j.spread), free(delta);
+  free(mean), free(part), free(j.err), free(j.spread), free(delta);
   return s;
 }
 
@@ -181,7 +199,7 @@ nle_status nle_lll_weights(nle_ctx *ctx, const nle_matf *Yl, const nle_matf *Q, 
   if (!s) s = check_finite(ctx, Q, "a point");
   nle_csr *near = NULL;
   if (!s) s = nle_knn_query(ctx, Yl, Q, kz, &near);
-  if (!s) s = weights_from(ctx, Yl, Q, near, kz, reg, Z, error);
+  if (!s) s = nle__lll_weights_from(ctx, Yl, Q, near, kz, reg, false, Q->rows, Z, error);
   nle_csr_free(&near);
   return s;
 }
@@ -231,7 +249,7 @@ NLE_HOT static int rerank_block(void *job, size_t b, void *scratch) {
  * have principal components (Pl, Pq), among CANDIDATES_PER_KZ kz found
  * there and re-ranked in the data: at a million points, 10,000 landmarks
  * and D = 784, the exact search is 8e12 flops (SPEC G07-3). */
-static nle_status nearest_landmarks(nle_ctx *ctx, const nle_matf *Yl, const nle_matf *Q, const nle_matf *Pl,
+nle_status nle__lll_nearest(nle_ctx *ctx, const nle_matf *Yl, const nle_matf *Q, const nle_matf *Pl,
                                     const nle_matf *Pq, int kz, nle_csr **near) {
   size_t L = Yl->rows, m = Q->rows;
   int nc = kz * CANDIDATES_PER_KZ < kz + CANDIDATES_MAX_EXTRA ? kz * CANDIDATES_PER_KZ : kz + CANDIDATES_MAX_EXTRA;
@@ -359,7 +377,8 @@ static int reduce_block(void *job, size_t b, void *scratch) {
  * K_W = 200, K_Z = 50, L = 450: 7.2 -> 5.5 s). */
 static nle_status form_product(nle_ctx *ctx, reduce_job *j, bool dense_ok, nle_csr **P) {
   const nle_csr *A = j->A, *Z = j->Z;
-  size_t n = (size_t)Z->rows, L = j->L, blocks = (n + ROW_BLOCK - 1) / ROW_BLOCK;
+  /* A's rows: Z may hold more (over ranks, its halo's: lll_dist.c) */
+  size_t n = (size_t)A->rows, L = j->L, blocks = (n + ROW_BLOCK - 1) / ROW_BLOCK;
   double reach = 0.0;
   for (size_t i = 0; dense_ok && i < n; i++) {
     double row = 0.0;
@@ -373,7 +392,7 @@ static nle_status form_product(nle_ctx *ctx, reduce_job *j, bool dense_ok, nle_c
                            product_block, j);
   }
   size_t scratch = L * (sizeof(double) + sizeof(int32_t));
-  int threads = nle__threads_for(ctx, (double)A->nnz * (double)Z->nnz / (double)n);
+  int threads = nle__threads_for(ctx, (double)A->nnz * (double)Z->nnz / (double)Z->rows);
   nle_status s = NLE_OK;
   if (!(j->count = nle__malloc(ctx, n * sizeof(int64_t), "LLL's A Z"))) s = NLE_ERR_NOMEM;
   if (!s) s = nle__for_blocks(ctx, "LLL reduced matrix", blocks, threads, scratch, product_block, j);
@@ -415,7 +434,7 @@ static nle_status reduce(nle_ctx *ctx, const nle_csr *Z, const nle_csr *Zt, cons
 }
 
 /* X = Z Xl (N x c from L x c). */
-static nle_status expand(nle_ctx *ctx, const nle_csr *Z, const nle_matd *Xl, nle_matd **X) {
+nle_status nle__lll_expand(nle_ctx *ctx, const nle_csr *Z, const nle_matd *Xl, nle_matd **X) {
   size_t n = (size_t)Z->rows, c = Xl->cols;
   nle_status s = nle_matd_alloc(ctx, n, c, X);
   const double *zv = Z->val;
@@ -469,7 +488,7 @@ nle_status nle__lll_solve_reduced(nle_ctx *ctx, const nle_csr *Z, const double *
     s = nle__pencil_solve(ctx, "LLL", L, At, Bt, nev, largest ? NLE__EIG_LARGEST : NLE__EIG_SMALLEST, vals, V->data,
                           info);
   if (!s) nle__fix_signs(V->data, L, (size_t)nev);
-  if (!s && X) s = expand(ctx, Z, V, X);
+  if (!s && X) s = nle__lll_expand(ctx, Z, V, X);
   if (!s && Xl) *Xl = V, V = NULL;
   nle_matd_free(&V);
   nle_csr_free(&Zt);
@@ -546,7 +565,7 @@ static nle_status lll_pencil_sparse(nle_ctx *ctx, const nle_csr *Z, const nle_cs
     return lll_pencil_dense(ctx, Z, A, alpha, A_diag, B, B_diag, nev, largest, vals, Xl, X, info);
   }
   if (!s) nle__fix_signs(V->data, L, (size_t)nev);
-  if (!s && X) s = expand(ctx, Z, V, X);
+  if (!s && X) s = nle__lll_expand(ctx, Z, V, X);
   if (!s && Xl) *Xl = V, V = NULL;
   nle_matd_free(&V);
   return s;
@@ -565,6 +584,37 @@ static nle_status lll_pencil(nle_ctx *ctx, const nle_csr *Z, const nle_csr *A, d
   if (nle__lll_pencil_sparse(ctx, form, (size_t)Z->cols))
     return lll_pencil_sparse(ctx, Z, A, alpha, A_diag, B, B_diag, nev, largest, tol, block, vals, Xl, X, info);
   return lll_pencil_dense(ctx, Z, A, alpha, A_diag, B, B_diag, nev, largest, vals, Xl, X, info);
+}
+
+/* The dense L x L copy of a CSR (both triangles). */
+static double *densified(nle_ctx *ctx, const nle_csr *M) {
+  size_t L = (size_t)M->rows;
+  double *out = nle__calloc(ctx, L * L, sizeof(double), "LLL's dense reduced pencil");
+  for (int64_t a = 0; out && a < M->rows; a++)
+    for (int64_t q = M->rowptr[a]; q < M->rowptr[a + 1]; q++) out[(size_t)a * L + (size_t)M->colind[q]] = nle_csr_value(M, q);
+  return out;
+}
+
+nle_status nle__lll_solve_csr(nle_ctx *ctx, const nle_csr *At, const nle_csr *Bt, int nev, bool largest,
+                              nle_lll_pencil form, double tol, bool block, double *vals, nle_matd **V,
+                              nle__pencil_info *info) {
+  size_t L = (size_t)At->rows;
+  nle__eig_end end = largest ? NLE__EIG_LARGEST : NLE__EIG_SMALLEST;
+  nle_status s = nle_matd_alloc(ctx, L, (size_t)nev, V);
+  bool sparse = nle__lll_pencil_sparse(ctx, form, L);
+  if (!s && sparse) s = nle__sparse_pencil_solve(ctx, "LLL", At, Bt, nev, end, tol, block, vals, (*V)->data, info);
+  if (s && sparse && info->singular && !nle__check_memory(ctx, dense_pencil_bytes(L), "LLL's dense reduced pencil")) {
+    nle__clear_error(ctx); /* its range, which only the dense solver finds */
+    s = NLE_OK, sparse = false;
+  }
+  double *Ad = NULL, *Bd = NULL;
+  if (!s && !sparse) s = nle__check_memory(ctx, dense_pencil_bytes(L), "LLL's dense reduced L x L pencil");
+  if (!s && !sparse && (!(Ad = densified(ctx, At)) || !(Bd = densified(ctx, Bt)))) s = NLE_ERR_NOMEM;
+  if (!s && !sparse) s = nle__pencil_solve(ctx, "LLL", L, Ad, Bd, nev, end, vals, (*V)->data, info);
+  if (!s) nle__fix_signs((*V)->data, L, (size_t)nev);
+  free(Ad), free(Bd);
+  if (s) nle_matd_free(V);
+  return s;
 }
 
 nle_status nle_lll_solve(nle_ctx *ctx, const nle_csr *Z, const nle_csr *A, const double *A_diag, const nle_csr *B,
@@ -702,26 +752,44 @@ static nle_status identity_weights(nle_ctx *ctx, size_t L, nle_csr **I_L) {
 nle_status nle__lll_basis_build(nle_ctx *ctx, const nle_matf *Y, const nle_matf *P, size_t L, int kz,
                                 nle_landmark_method method, double reg, int32_t **landmarks, nle_csr **Z,
                                 double *error) {
-  size_t D = Y->cols;
   *landmarks = NULL, *Z = NULL;
+  nle__rows rows; /* with a communicator, Y (and P) this rank's rows of N (comm.h) */
+  nle_status s = nle__comm_rows(ctx, Y->rows, "LLL", &rows);
+  if (s) return s;
   nle_matf *Yl = NULL, *Pl = NULL;
   nle_csr *near = NULL;
   int32_t *idx = nle__malloc(ctx, L * sizeof(int32_t), "the landmarks");
-  nle_status s = idx ? NLE_OK : NLE_ERR_NOMEM;
-  if (!s) s = nle_landmarks_select(ctx, P ? P : Y, L, method, idx);
-  if (!s) s = nle_matf_alloc(ctx, L, D, &Yl);
-  for (size_t a = 0; !s && a < L; a++) memcpy(Yl->data + a * D, Y->data + (size_t)idx[a] * D, D * sizeof(float));
-  if (!s && P) {
-    size_t p = P->cols;
-    s = nle_matf_alloc(ctx, L, p, &Pl);
-    for (size_t a = 0; !s && a < L; a++) memcpy(Pl->data + a * p, P->data + (size_t)idx[a] * p, p * sizeof(float));
-  }
-  if (!s) s = nearest_landmarks(ctx, Yl, Y, Pl, P, kz, &near);
-  if (!s) s = weights_from(ctx, Yl, Y, near, kz, reg, Z, error);
+  s = nle__comm_agree(ctx, idx ? NLE_OK : NLE_ERR_NOMEM);
+  if (!s) s = nle__landmarks_select_rows(ctx, P ? P : Y, L, method, idx);
+  if (!s) s = nle__rows_at(ctx, Y, idx, L, &Yl);
+  if (!s && P) s = nle__rows_at(ctx, P, idx, L, &Pl);
+  if (!s) s = nle__lll_nearest(ctx, Yl, Y, Pl, P, kz, &near);
+  s = nle__comm_agree(ctx, s);
+  if (!s) s = nle__lll_weights_from(ctx, Yl, Y, near, kz, reg, true, rows.n, Z, error);
   if (!s) *landmarks = idx, idx = NULL;
   free(idx);
   nle_matf_free(&Yl), nle_matf_free(&Pl);
   nle_csr_free(&near);
+  return s;
+}
+
+/* LE(Z)'s pencil: the landmarks' own graph (their rows Yl, on every rank
+ * alike), Z = I there; *deg its degrees. */
+static nle_status landmark_pencil(nle_ctx *ctx, const nle_matf *Yl, const nle_spectral_opts *o, int nev, double *vals,
+                                  nle_matd **Xl, nle__pencil_info *info) {
+  nle_csr *Wl = NULL, *Il = NULL;
+  double *deg = NULL;
+  int ranks = nle__alone_begin(ctx); /* L points, alike on every rank */
+  nle_status s = landmark_graph(ctx, Yl, o, &Wl);
+  if (!s) s = identity_weights(ctx, Yl->rows, &Il);
+  if (!s && !(deg = nle__degrees(ctx, Wl))) s = NLE_ERR_NOMEM;
+  bool unnormalised = o->laplacian == NLE_LAPLACIAN_UNNORMALISED;
+  if (!s)
+    s = lll_pencil(ctx, Il, Wl, -1.0, deg, NULL, unnormalised ? NULL : deg, nev, false, o->pencil, o->tol,
+                   o->solver == NLE_EIGEN_BLOCK, vals, Xl, NULL, info);
+  nle__alone_end(ctx, ranks);
+  nle_csr_free(&Wl), nle_csr_free(&Il);
+  free(deg);
   return s;
 }
 
@@ -731,19 +799,27 @@ nle_status nle__lll_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spectr
   if (!Y)
     return nle__fail(ctx, NLE_ERR_ARG, "le: Locally Linear Landmarks ({@landmarks} > 0) needs the points: Z reconstructs "
                      "each from its nearest landmarks");
-  size_t n = Y->rows, D = Y->cols, L = (size_t)o->landmarks, d = (size_t)o->dim, nev = d + 1;
-  if (L < nev || L > n)
+  /* with a communicator, Y and W are this rank's rows of N, and the
+   * pencil is summed over ranks (lll_dist.c): the ranks' way even at one
+   * rank, so that mpirun gives the same bits at any number */
+  bool ranks = nle__has_comm(ctx);
+  nle__rows rows;
+  nle_status s = nle__comm_rows(ctx, Y->rows, "le", &rows);
+  if (s) return s;
+  size_t n = Y->rows, N = rows.n, D = Y->cols, L = (size_t)o->landmarks, d = (size_t)o->dim, nev = d + 1;
+  if (L < nev || L > N)
     return nle__fail(ctx, NLE_ERR_ARG, "le: {@landmarks=%zu} for %zu dimensions of %zu points (d + 1 <= L <= N)", L, d,
-                     n);
+                     N);
+  const nle__lll_basis *given = job->basis;
+  if (given && ranks)
+    return nle__fail(ctx, NLE_ERR_UNSUPPORTED, "le: a sweep's landmarks do not run on more than one rank yet");
   int kz = nle__lll_kz(o, L, D);
   double t0 = nle_time_seconds();
   nle_matf *Yl = NULL;
-  nle_csr *Z = NULL, *Wl = NULL, *Zl = NULL;
+  nle_csr *Z = NULL;
   nle_matd *Xl = NULL;
   double *deg = NULL;
   int32_t *idx = NULL;
-  nle_status s = NLE_OK;
-  const nle__lll_basis *given = job->basis;
   if (given) { /* a sweep's: its landmarks, its own K_Z and error */
     kz = (int)(given->Z->nnz / (int64_t)n);
     r->reconstruction_error = given->error;
@@ -758,31 +834,28 @@ nle_status nle__lll_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spectr
   /* LE's pencil (Z (D - W) Z^T, Z D Z^T), eq. 4.10: A = -W plus the
    * diagonal D; the unnormalised Laplacian's B is I. LE(Z): the same
    * pencil on the landmarks' own graph, Z = I there. */
-  const nle_csr *Wp = job->W, *Zp = Zu;
-  if (!s && o->landmark_graph) {
-    s = nle_matf_alloc(ctx, L, D, &Yl);
-    for (size_t a = 0; !s && a < L; a++) memcpy(Yl->data + a * D, Y->data + (size_t)idx[a] * D, D * sizeof(float));
-    if (!s) s = landmark_graph(ctx, Yl, o, &Wl);
-    if (!s) s = identity_weights(ctx, L, &Zl), Wp = Wl, Zp = Zl;
-  }
   double *vals = s ? NULL : nle__malloc(ctx, nev * sizeof(double), "eigenvalues");
   if (!s && !vals) s = NLE_ERR_NOMEM;
-  if (!s && !(deg = nle__degrees(ctx, Wp))) s = NLE_ERR_NOMEM;
+  if (!s && !(deg = nle__degrees_from(ctx, job->W, rows.mine.begin))) s = NLE_ERR_NOMEM;
+  s = nle__comm_agree(ctx, s);
   nle__pencil_info info = {0};
-  bool unnormalised = o->laplacian == NLE_LAPLACIAN_UNNORMALISED;
-  if (!s)
-    s = lll_pencil(ctx, Zp, Wp, -1.0, deg, NULL, unnormalised ? NULL : deg, (int)nev, false, o->pencil,
-                   o->tol, o->solver == NLE_EIGEN_BLOCK, vals, &Xl, NULL, &info);
+  bool unnormalised = o->laplacian == NLE_LAPLACIAN_UNNORMALISED, block = o->solver == NLE_EIGEN_BLOCK;
+  if (!s && o->landmark_graph) {
+    s = nle__rows_at(ctx, Y, idx, L, &Yl);
+    if (!s) s = landmark_pencil(ctx, Yl, o, (int)nev, vals, &Xl, &info);
+  } else if (!s && ranks) {
+    s = nle__lll_pencil_rows(ctx, Zu, kz, job->W, -1.0, deg, unnormalised ? NULL : deg, (int)nev, false, o->pencil,
+                             o->tol, block, vals, &Xl, &info);
+  } else if (!s) {
+    s = lll_pencil(ctx, Zu, job->W, -1.0, deg, NULL, unnormalised ? NULL : deg, (int)nev, false, o->pencil, o->tol,
+                   block, vals, &Xl, NULL, &info);
+  }
   r->reduce_seconds = nle_time_seconds() - t0;
   nle_matd *X = NULL;
-  if (!s) s = expand(ctx, Zu, Xl, &X);
-  /* symmetric: u = D^1/2 v with W's degrees (the pencil's, unless LE(Z)) */
-  double *full_deg = NULL;
-  const double *sym_deg = NULL;
-  if (!s && o->laplacian == NLE_LAPLACIAN_SYMMETRIC) {
-    if (o->landmark_graph && !(full_deg = nle__degrees(ctx, job->W))) s = NLE_ERR_NOMEM;
-    sym_deg = o->landmark_graph ? full_deg : deg;
-  }
+  if (!s) s = nle__lll_expand(ctx, Zu, Xl, &X);
+  /* symmetric: u = D^1/2 v with W's degrees (the pencil's, unless LE(Z),
+   * whose pencil has the landmarks' own) */
+  const double *sym_deg = o->laplacian == NLE_LAPLACIAN_SYMMETRIC ? deg : NULL;
   if (!s) s = nle_matd_alloc(ctx, n, d, &r->X);
   for (size_t i = 0; !s && i < n; i++) {
     double scale = sym_deg ? sqrt(sym_deg[i]) : 1.0;
@@ -797,17 +870,18 @@ nle_status nle__lll_embed(nle_ctx *ctx, const nle__spectral_job *job, nle_spectr
     r->landmark_index = idx, idx = NULL;
     r->n_landmarks = L;
     r->reduced_singular = info.singular;
-    r->solver_used = info.sparse ? (o->solver == NLE_EIGEN_BLOCK ? NLE_EIGEN_BLOCK : NLE_EIGEN_SPARSE) : info.lanczos ? NLE_EIGEN_SHIFT_INVERT : NLE_EIGEN_DENSE;
+    r->solver_used = info.sparse ? (block ? NLE_EIGEN_BLOCK : NLE_EIGEN_SPARSE) : info.lanczos ? NLE_EIGEN_SHIFT_INVERT : NLE_EIGEN_DENSE;
     r->resolved.kz = kz;
     nle__log(ctx, 1, "le: LLL with %zu landmarks, kz = %d: reconstruction error %.4f, Z %.2f s, pencil %.2f s%s", L,
              kz, r->reconstruction_error, r->z_seconds, r->reduce_seconds,
              info.singular ? " (singular B~: solved in its range)" : "");
   }
-  free(vals), free(full_deg);
+  if (ranks) s = nle__comm_agree(ctx, s);
+  free(vals);
   nle_matd_free(&X);
   free(idx);
   nle_matf_free(&Yl);
-  nle_csr_free(&Z), nle_csr_free(&Wl), nle_csr_free(&Zl);
+  nle_csr_free(&Z);
   nle_matd_free(&Xl);
   free(deg);
   return s;
@@ -829,9 +903,9 @@ nle_status nle__lll_transform(nle_ctx *ctx, const nle_spectral_model *m, const n
       memcpy(Pl->data + a * p, m->pca_Y->data + (size_t)m->landmarks[a] * p, p * sizeof(float));
     if (!s) s = nle__spectral_project(ctx, m, Ynew, &Pq);
   }
-  if (!s) s = nearest_landmarks(ctx, Yl, Ynew, Pl, Pq, m->opts.kz, &near);
-  if (!s) s = weights_from(ctx, Yl, Ynew, near, m->opts.kz, m->opts.reg, &Z, NULL);
-  if (!s) s = expand(ctx, Z, m->landmark_X, Xnew);
+  if (!s) s = nle__lll_nearest(ctx, Yl, Ynew, Pl, Pq, m->opts.kz, &near);
+  if (!s) s = nle__lll_weights_from(ctx, Yl, Ynew, near, m->opts.kz, m->opts.reg, false, Ynew->rows, &Z, NULL);
+  if (!s) s = nle__lll_expand(ctx, Z, m->landmark_X, Xnew);
   nle_matf_free(&Yl), nle_matf_free(&Pl), nle_matf_free(&Pq);
   nle_csr_free(&near), nle_csr_free(&Z);
   return s;

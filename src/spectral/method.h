@@ -162,6 +162,41 @@ nle_status nle__spectral_cluster_with(nle_ctx *ctx, const nle_spectral_input *in
  * and kernel PCA by LLL (src/mds/kpca_lll.c). */
 nle_status nle__lll_solve_reduced(nle_ctx *ctx, const nle_csr *Z, const double *At, const double *Bt, int nev,
                                   bool largest, double *vals, nle_matd **Xl, nle_matd **X, nle__pencil_info *info);
+/* lll.c: each of Q's rows' kz nearest landmarks (Yl), nearest first:
+ * exactly, or among candidates found in the projections (Pl, Pq; NULL:
+ * none) and re-ranked in the data. Row by row: the same rows give the
+ * same lists in any company. */
+nle_status nle__lll_nearest(nle_ctx *ctx, const nle_matf *Yl, const nle_matf *Q, const nle_matf *Pl,
+                            const nle_matf *Pq, int kz, nle_csr **near);
+nle_status nle__lll_weights_from(nle_ctx *ctx, const nle_matf *Yl, const nle_matf *Q, const nle_csr *near, int kz,
+                                 double reg, bool over_ranks, size_t n_all, nle_csr **Z, double *error);
+/* lll.c: X = Z Xl, Z's rows. */
+nle_status nle__lll_expand(nle_ctx *ctx, const nle_csr *Z, const nle_matd *Xl, nle_matd **X);
+/* lll.c: the nev eigenpairs at one end of the reduced pencil given as
+ * CSR (At, Bt, L x L, both triangles): held sparse or dense as `form`
+ * says (auto: nle__lll_pencil_sparse), a singular B~ on the sparse route
+ * solved in its range by the dense one when that fits; *V (L x nev) with
+ * its signs fixed. */
+nle_status nle__lll_solve_csr(nle_ctx *ctx, const nle_csr *At, const nle_csr *Bt, int nev, bool largest,
+                              nle_lll_pencil form, double tol, bool block, double *vals, nle_matd **V,
+                              nle__pencil_info *info);
+/* lll_dist.c: the reduced pencil (Z^T (alpha W + diag A_diag) Z, Z^T
+ * diag(B_diag) Z; B_diag NULL: I) over ranks: Z, W (global columns),
+ * A_diag and B_diag this rank's rows of N, in whole blocks of
+ * NLE__RANK_ROW_BLOCK; each entry summed in fixed point (the same bits for
+ * any number of ranks, one included), then solved alike on every rank
+ * (nle__lll_solve_csr) into vals and *V, L x nev. Collective. */
+nle_status nle__lll_pencil_rows(nle_ctx *ctx, const nle_csr *Z, int kz, const nle_csr *W, double alpha,
+                                const double *A_diag, const double *B_diag, int nev, bool largest, nle_lll_pencil form,
+                                double tol, bool block, double *vals, nle_matd **V, nle__pencil_info *info);
+/* landmarks.c: rows idx[0..m) of the points Y holds: alone Y's own rows;
+ * over ranks (Y this rank's rows) every rank's among them, gathered on
+ * every rank. Collective over ranks. */
+nle_status nle__rows_at(nle_ctx *ctx, const nle_matf *Y, const int32_t *idx, size_t m, nle_matf **out);
+/* landmarks.c: nle_landmarks_select over ranks (Y this rank's rows): the
+ * same landmarks as alone (k-means refused on more than one rank). */
+nle_status nle__landmarks_select_rows(nle_ctx *ctx, const nle_matf *Y, size_t L, nle_landmark_method method,
+                                      int32_t *idx);
 /* K_Z as it runs: NLE_AUTO is d + 1 held within [5, 10], capped at D + 1; at most L. */
 int nle__lll_kz(const nle_spectral_opts *o, size_t L, size_t D);
 /* lll.c: whether the reduced pencil of L landmarks is held sparse: as

@@ -39,6 +39,10 @@ typedef struct {
   const double *diag;
   size_t L;
   nle_ctx *ctx;
+  bool fixed;         /* each term rounded to units of 2^-scale and summed
+                         as integers (over ranks: lll_dist.c), the values
+                         then int64 units, not doubles */
+  double unit;        /* 2^scale */
   int64_t *count;     /* each row's entries */
   int32_t **block_col; /* each block's rows, one after the other, grown as */
   double **block_val;  /* they come; copied into the CSR in block order */
@@ -58,6 +62,7 @@ static int sparse_reduce_block(void *job, size_t b, void *scratch) {
   const nle_csr *Z = j->Z, *Zt = j->Zt, *P = j->P;
   size_t L = j->L, a1 = (b + 1) * SPARSE_ROW_BLOCK < L ? (b + 1) * SPARSE_ROW_BLOCK : L;
   double *acc = scratch;
+  int64_t *units = scratch; /* the fixed point's accumulator, in acc's room */
   int32_t *mark = (int32_t *)(acc + L), *touched = mark + L;
   const double *zv = Z->val, *ztv = Zt->val, *pv = P ? P->val : NULL;
   for (size_t c = 0; c < L; c++) mark[c] = -1;
@@ -73,16 +78,18 @@ static int sparse_reduce_block(void *job, size_t b, void *scratch) {
       if (za == 0.0) continue;
       for (int64_t r = P ? P->rowptr[n] : 0; P && r < P->rowptr[n + 1]; r++) {
         int32_t c = P->colind[r];
-        if (mark[c] != (int32_t)a) mark[c] = (int32_t)a, acc[c] = 0.0, touched[nt++] = c;
-        acc[c] += za * pv[r];
+        if (mark[c] != (int32_t)a) mark[c] = (int32_t)a, touched[nt++] = c, j->fixed ? (units[c] = 0) : (acc[c] = 0.0);
+        if (j->fixed) units[c] += llrint(za * pv[r] * j->unit);
+        else acc[c] += za * pv[r];
       }
       if (j->diag) {
         double zd = za * j->diag[n];
         for (int64_t r = Z->rowptr[n]; r < Z->rowptr[n + 1]; r++) {
           int32_t c = Z->colind[r];
           if (zv[r] == 0.0) continue;
-          if (mark[c] != (int32_t)a) mark[c] = (int32_t)a, acc[c] = 0.0, touched[nt++] = c;
-          acc[c] += zd * zv[r];
+          if (mark[c] != (int32_t)a) mark[c] = (int32_t)a, touched[nt++] = c, j->fixed ? (units[c] = 0) : (acc[c] = 0.0);
+          if (j->fixed) units[c] += llrint(zd * zv[r] * j->unit);
+          else acc[c] += zd * zv[r];
         }
       }
     }
@@ -95,7 +102,12 @@ static int sparse_reduce_block(void *job, size_t b, void *scratch) {
       if (!val) return nle__fail(j->ctx, NLE_ERR_NOMEM, "LLL's sparse pencil: out of memory"), 1;
     }
     qsort(touched, (size_t)nt, sizeof *touched, ascending_int32);
-    for (int64_t t = 0; t < nt; t++) j->block_col[b][used + t] = touched[t], j->block_val[b][used + t] = acc[touched[t]];
+    int64_t *block_units = (int64_t *)j->block_val[b];
+    for (int64_t t = 0; t < nt; t++) {
+      j->block_col[b][used + t] = touched[t];
+      if (j->fixed) block_units[used + t] = units[touched[t]];
+      else j->block_val[b][used + t] = acc[touched[t]];
+    }
     used += nt;
     j->count[a] = nt;
   }
@@ -105,9 +117,9 @@ static int sparse_reduce_block(void *job, size_t b, void *scratch) {
 /* out = Z^T (P + diag(diag)) Z (L x L CSR, columns ascending, both
  * triangles); P (N x L) or diag may be NULL. Never N x N, never dense. */
 static nle_status reduce_sparse(nle_ctx *ctx, const nle_csr *Z, const nle_csr *Zt, const nle_csr *P,
-                                const double *diag, nle_csr **out) {
+                                const double *diag, const int *scale, nle_csr **out) {
   size_t L = (size_t)Z->cols, blocks = (L + SPARSE_ROW_BLOCK - 1) / SPARSE_ROW_BLOCK;
-  sparse_reduce_job j = {Z, Zt, P, diag, L, ctx, NULL, NULL, NULL};
+  sparse_reduce_job j = {Z, Zt, P, diag, L, ctx, scale != NULL, scale ? ldexp(1.0, *scale) : 0.0, NULL, NULL, NULL};
   size_t scratch = L * (sizeof(double) + 2 * sizeof(int32_t));
   int threads = nle__threads_for(ctx, (double)(P ? P->nnz : 0) * Z->nnz / (double)Z->rows + (double)Z->nnz * 8);
   j.count = nle__malloc(ctx, L * sizeof(int64_t), "LLL's sparse pencil");
@@ -136,9 +148,15 @@ nle_status nle__lll_reduce_sparse(nle_ctx *ctx, const nle_csr *Z, const nle_csr 
   *out = NULL;
   nle_csr *P = NULL;
   nle_status s = A ? nle__lll_product(ctx, Z, A, alpha, &P) : NLE_OK;
-  if (!s) s = reduce_sparse(ctx, Z, Zt, P, diag, out);
+  if (!s) s = reduce_sparse(ctx, Z, Zt, P, diag, NULL, out);
   nle_csr_free(&P);
   return s;
+}
+
+nle_status nle__lll_reduce_units(nle_ctx *ctx, const nle_csr *Z, const nle_csr *Zt, const nle_csr *P, const double *diag,
+                                 int scale, nle_csr **out) {
+  *out = NULL;
+  return reduce_sparse(ctx, Z, Zt, P, diag, &scale, out);
 }
 
 /* ------------------------------------------------------------------------ */

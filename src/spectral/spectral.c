@@ -174,9 +174,11 @@ double nle__affinity_weight(const nle_spectral_opts *o, double d2, double scale_
 }
 
 /* The search's options as the graph stage resolves them, back into o. */
-static void resolve_search(nle_spectral_opts *o, const nle_matf *Y, nle_graph_opts *g) {
+/* The search's automatic options for n points of Y's columns (n: every
+ * rank's, so that all ranks resolve alike). */
+static void resolve_search(nle_spectral_opts *o, size_t n, const nle_matf *Y, nle_graph_opts *g) {
   nle__spectral_graph_opts(o, g);
-  nle__graph_resolve(g, Y->rows, Y->cols);
+  nle__graph_resolve(g, n, Y->cols);
   o->pca_dims = g->pca_dims;
   o->pca_candidates = g->pca_candidates;
 }
@@ -186,7 +188,7 @@ static void resolve_search(nle_spectral_opts *o, const nle_matf *Y, nle_graph_op
 static nle_status landmark_space(nle_ctx *ctx, const nle_matf *Y, nle_spectral_opts *o, nle_spectral_result *r,
                                  nle_matf **projected) {
   nle_graph_opts g;
-  resolve_search(o, Y, &g);
+  resolve_search(o, Y->rows, Y, &g);
   o->pca_candidates = 0;
   double kept = 0, t0 = nle_time_seconds();
   nle_status s = o->pca_dims ? nle__graph_pca_reduce(ctx, Y, o->pca_dims, projected, &kept, NULL, NULL) : NLE_OK;
@@ -199,10 +201,13 @@ static nle_status landmark_space(nle_ctx *ctx, const nle_matf *Y, nle_spectral_o
 nle_status nle__spectral_neighbours(nle_ctx *ctx, const nle_matf *Y, nle_spectral_opts *o, nle_spectral_result *r,
                                    nle_spectral_model *model, nle_csr **graph, nle_matf **projected) {
   nle_graph_result g = {0};
-  resolve_search(o, Y, &g.resolved);
+  nle__rows rows; /* with a communicator, Y is this rank's rows of N */
+  nle_status s = nle__comm_rows(ctx, Y->rows, "graph", &rows);
+  if (s) return s;
+  resolve_search(o, rows.n, Y, &g.resolved);
   g.resolved.stop = NLE_GRAPH_NEIGHBOURS;
   g.resolved.keep_projection = true; /* the points where new points (and LLL's landmarks) are searched */
-  nle_status s = nle__graph_build_into(ctx, Y, &g);
+  s = nle__graph_build_into(ctx, Y, &g);
   r->knn_used = g.resolved.method;
   r->pca_seconds = g.pca_seconds;
   *graph = g.knn, g.knn = NULL;
@@ -289,10 +294,11 @@ static nle_status components_policy(nle_ctx *ctx, const nle__spectral_method *m,
 /* On more than one rank (issue 38, docs/mpi_spectral.md): the points by
  * rows, the graph stage by rows, and the methods whose eigenproblem is a
  * sparse product by rows (LE, diffusion maps; spectral clustering is LE).
- * What needs the whole graph on one rank is refused, naming the option:
- * the other methods (dense or factorised problems), a given graph,
- * landmarks, a model for new points, and a components policy that counts
- * components (the graph's components are not counted there). *rows_all:
+ * LLL's landmarks (lll_dist.c: Z by rows, the reduced pencil summed over
+ * ranks). What needs the whole graph on one rank is refused, naming the
+ * option: the other methods (dense or factorised problems), a given graph,
+ * a model for new points, and a components policy that counts components
+ * (the graph's components are not counted there). *rows_all:
  * the points of all ranks. Every rank has the same options: all refuse
  * alike. */
 static nle_status distributed_refusals(nle_ctx *ctx, nle_spectral_method method, const nle_spectral_input *in,
@@ -303,8 +309,6 @@ static nle_status distributed_refusals(nle_ctx *ctx, nle_spectral_method method,
   if (in->knn || in->affinities || !in->Y)
     return nle__fail(ctx, NLE_ERR_UNSUPPORTED, "%s: a given kNN graph or affinities do not run on more than one rank "
                      "yet: give the points", name);
-  if (o->landmarks > 0)
-    return nle__fail(ctx, NLE_ERR_UNSUPPORTED, "%s: {@landmarks} do not run on more than one rank yet", name);
   if (o->keep_model)
     return nle__fail(ctx, NLE_ERR_UNSUPPORTED, "%s: a model for new points is not kept on more than one rank yet", name);
   if (o->components != NLE_COMPONENTS_AUTO && o->components != NLE_COMPONENTS_ALLOW)

@@ -52,7 +52,15 @@ nle_status nle__factor_shifted(nle_ctx *ctx, const char *what, cholmod_common *c
  * summed in the dense reduction's order (the same bits), never N x N. */
 nle_status nle__lll_reduce_sparse(nle_ctx *ctx, const nle_csr *Z, const nle_csr *Zt, const nle_csr *A, double alpha,
                                   const double *diag, nle_csr **out);
-/* lll.c: P = alpha A Z (N x L) as CSR. */
+/* The same from P = alpha A Z given (or NULL) in fixed point, for sums
+ * over ranks (lll_dist.c): each term of each entry rounded on its own to
+ * units of 2^-scale and the units summed as integers, exact in any order;
+ * out's values are those int64 units (8 bytes each, as doubles would be),
+ * not doubles. The pattern is the double route's. */
+nle_status nle__lll_reduce_units(nle_ctx *ctx, const nle_csr *Z, const nle_csr *Zt, const nle_csr *P, const double *diag,
+                                 int scale, nle_csr **out);
+/* lll.c: P = alpha A Z (N x L) as CSR: A's rows, Z's columns (Z may hold
+ * more rows than A has: A's columns index them). */
 nle_status nle__lll_product(nle_ctx *ctx, const nle_csr *Z, const nle_csr *A, double alpha, nle_csr **P);
 
 /* A x = B with a CHOLMOD supernodal factor of A, B's n rows of d values
