@@ -55,6 +55,14 @@ for cls, params in [(nlembed.PCA, {"n_components": 2}), (nlembed.TSNE, {"max_ite
         one = cls(**params, comm=MPI.COMM_SELF).fit_transform(Y)
         check(f"{cls.__name__}_rows", np.array_equal(mine, one[begin:end]))
 
+# LLL (docs/mpi_spectral.md): each rank its rows of the embedding, the bits
+# of a communicator of one rank holding every row
+Yc = Y.copy()
+Yc[:, 0] += 3.0 * (np.arange(N) % 2)
+mine = nlembed.LaplacianEigenmaps(landmarks=200, comm=comm).fit_transform(Yc[begin:end])
+one = nlembed.LaplacianEigenmaps(landmarks=200, comm=MPI.COMM_SELF).fit_transform(Yc)
+check("LaplacianEigenmaps_landmarks_rows", mine.shape == (end - begin, 2) and np.array_equal(mine, one[begin:end]))
+
 # a wrong communicator is refused by type
 try:
     nlembed.PCA(comm="world").fit(Y)
