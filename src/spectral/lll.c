@@ -779,7 +779,9 @@ static nle_status landmark_pencil(nle_ctx *ctx, const nle_matf *Yl, const nle_sp
                                   nle_matd **Xl, nle__pencil_info *info) {
   nle_csr *Wl = NULL, *Il = NULL;
   double *deg = NULL;
-  int ranks = nle__alone_begin(ctx); /* L points, alike on every rank */
+  /* L points, alike on every rank: BLAS on one thread there, as the
+   * pencil over ranks (lll_dist.c) */
+  int ranks = nle__alone_begin(ctx), blas = nle__has_comm(ctx) ? nle__blas_set_threads(1) : 0;
   nle_status s = landmark_graph(ctx, Yl, o, &Wl);
   if (!s) s = identity_weights(ctx, Yl->rows, &Il);
   if (!s && !(deg = nle__degrees(ctx, Wl))) s = NLE_ERR_NOMEM;
@@ -787,6 +789,7 @@ static nle_status landmark_pencil(nle_ctx *ctx, const nle_matf *Yl, const nle_sp
   if (!s)
     s = lll_pencil(ctx, Il, Wl, -1.0, deg, NULL, unnormalised ? NULL : deg, nev, false, o->pencil, o->tol,
                    o->solver == NLE_EIGEN_BLOCK, vals, Xl, NULL, info);
+  if (nle__has_comm(ctx)) nle__blas_set_threads(blas);
   nle__alone_end(ctx, ranks);
   nle_csr_free(&Wl), nle_csr_free(&Il);
   free(deg);
