@@ -141,6 +141,8 @@ def test_ctrl_c_cancels_a_fit():
     env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
     p = subprocess.Popen([sys.executable, "-c", CHILD], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True)
+    watchdog = threading.Timer(120, p.kill)
+    watchdog.start()
     try:
         assert p.stdout.readline().strip() == "fitting"
         time.sleep(1.5)
@@ -148,8 +150,14 @@ def test_ctrl_c_cancels_a_fit():
         p.send_signal(signal.SIGINT)
         line = p.stdout.readline().strip()
         latency = time.perf_counter() - sent
-        out, err = p.communicate(timeout=120)
+        # the rest through the same file object: readline may have buffered
+        # the lines after its own, which communicate() (reading the pipe
+        # itself) would miss
+        out = p.stdout.read()
+        err = p.stderr.read()
+        p.wait()
     finally:
+        watchdog.cancel()
         if p.poll() is None:
             p.kill()
     assert line == "interrupted", (line, err)
