@@ -172,6 +172,13 @@ nle_status nle__lll_weights_from(nle_ctx *ctx, const nle_matf *Yl, const nle_mat
                                  double reg, bool over_ranks, size_t n_all, nle_csr **Z, double *error);
 /* lll.c: X = Z Xl, Z's rows. */
 nle_status nle__lll_expand(nle_ctx *ctx, const nle_csr *Z, const nle_matd *Xl, nle_matd **X);
+/* lll.c: the reduced pencil (Z^T (alpha A + diag A_diag) Z, Z^T (B +
+ * diag B_diag) Z; B and B_diag NULL: I) and its nev eigenpairs at one end:
+ * vals, X~ into *Xl (signs fixed), X = Z X~ into *X when asked; dense or
+ * sparse as `form` says. */
+nle_status nle__lll_pencil(nle_ctx *ctx, const nle_csr *Z, const nle_csr *A, double alpha, const double *A_diag,
+                           const nle_csr *B, const double *B_diag, int nev, bool largest, nle_lll_pencil form,
+                           double tol, bool block, double *vals, nle_matd **Xl, nle_matd **X, nle__pencil_info *info);
 /* lll.c: the nev eigenpairs at one end of the reduced pencil given as
  * CSR (At, Bt, L x L, both triangles): held sparse or dense as `form`
  * says (auto: nle__lll_pencil_sparse), a singular B~ on the sparse route
